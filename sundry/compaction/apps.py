@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CompactionConfig(AppConfig):
+    name = "sundry.compaction"
+    label = "compaction"

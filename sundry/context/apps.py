@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ContextConfig(AppConfig):
+    name = "sundry.context"
+    label = "context"

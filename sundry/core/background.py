@@ -1,0 +1,42 @@
+"""Run a Celery task after the current transaction commits.
+
+With a broker configured the task goes to Celery workers. Without one (the
+embedded default) the same task body runs on a small in-process thread pool,
+still after commit and still off the request path.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+
+log = logging.getLogger("sundry.background")
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sundry-bg")
+    return _executor
+
+
+def _run_locally(task, args, kwargs):
+    close_old_connections()
+    try:
+        task.apply(args=args, kwargs=kwargs, throw=True)
+    except Exception:  # the task records its own failure; the thread must not die silently
+        log.exception("in-process task %s failed", task.name)
+    finally:
+        close_old_connections()
+
+
+def enqueue_on_commit(task, *args, **kwargs) -> None:
+    """Queue `task(*args, **kwargs)` once the surrounding transaction commits."""
+    if settings.BACKGROUND_MODE == "celery":
+        transaction.on_commit(lambda: task.apply_async(args=args, kwargs=kwargs))
+    else:
+        transaction.on_commit(lambda: _pool().submit(_run_locally, task, args, kwargs))

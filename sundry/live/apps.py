@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LiveConfig(AppConfig):
+    name = "sundry.live"
+    label = "live"

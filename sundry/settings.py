@@ -1,0 +1,204 @@
+"""Sundry settings, read from the environment.
+
+With nothing set, Sundry runs on its embedded default: SQLite, the in-process
+channel layer, background work on an in-process executor, the offline model.
+`DATABASE_URL` switches to PostgreSQL; `REDIS_URL` switches to the Channels
+Redis layer and Celery workers over Redis. The code paths are the same.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("SUNDRY_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+PRODUCTION = os.environ.get("SUNDRY_ENV", "development") == "production"
+DEBUG = env_bool("SUNDRY_DEBUG", default=not PRODUCTION)
+
+if PRODUCTION:
+    SECRET_KEY = os.environ["SUNDRY_SECRET_KEY"]  # no silent default in production
+else:
+    SECRET_KEY = os.environ.get("SUNDRY_SECRET_KEY", "dev-only-insecure-key-change-me-for-anything-real")
+
+ALLOWED_HOSTS = env_list("SUNDRY_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("SUNDRY_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "sundry.core",
+    "sundry.shop",
+    "sundry.tickets",
+    "sundry.context",
+    "sundry.agent",
+    "sundry.compaction",
+    "sundry.live",
+    "sundry.portal",
+    "sundry.evals",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "sundry.urls"
+ASGI_APPLICATION = "sundry.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "sundry.core.context_processors.sundry",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "sundry.sqlite3",
+            # The in-process worker writes while the web thread reads; wait for locks.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: channel layer and Celery -------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+# redis-py's default pool (100) breaks at a couple hundred simultaneous websocket
+# connects; size it explicitly.
+CHANNEL_REDIS_POOL_SIZE = int(os.environ.get("SUNDRY_CHANNEL_POOL_SIZE", "1000"))
+CHANNEL_PREFIX = os.environ.get("SUNDRY_CHANNEL_PREFIX", "sundry")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "max_connections": CHANNEL_REDIS_POOL_SIZE}],
+                "prefix": CHANNEL_PREFIX,
+                "capacity": 1500,
+                "expiry": 30,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Longest task hard limit; the broker's visibility timeout must exceed it, or a
+# slow task is redelivered to a second worker while the first still runs it.
+TASK_HARD_TIME_LIMIT = int(os.environ.get("SUNDRY_TASK_HARD_LIMIT", "300"))
+CELERY_BROKER_URL = REDIS_URL or None
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_TIME_LIMIT = TASK_HARD_TIME_LIMIT
+CELERY_TASK_SOFT_TIME_LIMIT = TASK_HARD_TIME_LIMIT - 30
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT * 2}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
+# Without a broker, tasks run on an in-process executor after commit (sundry.core.background).
+BACKGROUND_MODE = "celery" if REDIS_URL else "in-process"
+
+# --- Auth -----------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("SUNDRY_STATIC_ROOT", BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+# --- Sundry ---------------------------------------------------------------------
+# Customer messages above this many characters are refused with the limit named.
+MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
+DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
+
+# --- Production hardening (checked by `manage.py check --deploy`) -----------------
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env_bool("SUNDRY_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("SUNDRY_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("SUNDRY_LOG_LEVEL", "WARNING")},
+    "loggers": {"sundry": {"level": os.environ.get("SUNDRY_LOG_LEVEL", "INFO")}},
+}

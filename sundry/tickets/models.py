@@ -1,0 +1,132 @@
+"""Ticket classes (budgets), tickets and turns."""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class TicketClass(models.Model):
+    """A class of tickets and the budget every ticket in it runs under."""
+
+    name = models.CharField(max_length=60, unique=True)
+    slug = models.SlugField(max_length=60, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+    token_budget = models.PositiveIntegerField(
+        default=8000, validators=[MinValueValidator(1000), MaxValueValidator(2_000_000)]
+    )
+    trigger_fraction = models.FloatField(
+        default=0.8,
+        validators=[MinValueValidator(0.3), MaxValueValidator(0.95)],
+        help_text="Compact when the assembled request would exceed this share of the budget.",
+    )
+    recent_turns_kept = models.PositiveIntegerField(
+        default=8, validators=[MinValueValidator(2), MaxValueValidator(200)],
+        help_text="The last K turns are never compacted.",
+    )
+    working_model = models.CharField(
+        max_length=120, default="offline",
+        help_text="'offline', or provider:model such as 'openai:gpt-4.1-mini' or 'anthropic:claude-3-5-haiku-latest'.",
+    )
+    summariser_model = models.CharField(max_length=120, default="offline")
+    ledger_cap = models.PositiveIntegerField(
+        default=24, validators=[MinValueValidator(4), MaxValueValidator(500)],
+        help_text="Live ledger entries; past it, the least recently used are archived.",
+    )
+    pinned_rules_cap = models.PositiveIntegerField(
+        default=600, validators=[MinValueValidator(50)],
+        help_text="Token cap for the pinned-rules block; going over is shown as a warning, never by dropping a rule.",
+    )
+    approval_rules = models.JSONField(
+        default=dict, blank=True,
+        help_text='Tools needing staff approval: {"issue_refund": {"above_cents": 10000}, "cancel_order": {}}',
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "ticket classes"
+        ordering = ["token_budget", "name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.token_budget:,} tokens)"
+
+    @property
+    def trigger_tokens(self) -> int:
+        return int(self.token_budget * self.trigger_fraction)
+
+    def clean(self):
+        super().clean()
+        errors = {}
+        if self.pinned_rules_cap and self.token_budget and self.pinned_rules_cap > self.token_budget // 4:
+            errors["pinned_rules_cap"] = "The pinned-rules cap must fit in a quarter of the token budget."
+        if not isinstance(self.approval_rules, dict):
+            errors["approval_rules"] = "Approval rules must be an object of tool name → options."
+        if errors:
+            raise ValidationError(errors)
+
+
+class Ticket(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"
+        WAITING = "waiting", "waiting on customer"
+        RESOLVED = "resolved"
+        CLOSED = "closed"
+
+    class Handler(models.TextChoices):
+        AGENT = "agent"
+        STAFF = "staff"
+
+    customer = models.ForeignKey("shop.Customer", on_delete=models.PROTECT, related_name="tickets")
+    ticket_class = models.ForeignKey(TicketClass, on_delete=models.PROTECT, related_name="tickets")
+    subject = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    handler = models.CharField(max_length=8, choices=Handler.choices, default=Handler.AGENT)
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_tickets"
+    )
+    # Bumped by every committed change; pushes carry it so clients can spot gaps.
+    version = models.PositiveBigIntegerField(default=0)
+    last_turn_number = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self):
+        return f"#{self.pk} {self.subject}"
+
+
+class Turn(models.Model):
+    class Author(models.TextChoices):
+        CUSTOMER = "customer"
+        AGENT = "agent"
+        TOOL = "tool"
+        STAFF = "staff"
+        SYSTEM = "system"
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        TOOL_CALL = "tool_call", "tool call"
+        TOOL_RESULT = "tool_result", "tool result"
+        NOTE = "note", "staff note"
+        EVENT = "event", "system event"
+        REJECTION = "rejection", "guard rejection"
+        ERROR = "error"
+
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="turns")
+    number = models.PositiveIntegerField()
+    author = models.CharField(max_length=10, choices=Author.choices)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MESSAGE)
+    text = models.TextField(blank=True)
+    payload = models.JSONField(default=dict, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    encoding = models.CharField(max_length=40, blank=True, help_text="Tokenizer encoding the count used.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["ticket", "number"]
+        constraints = [models.UniqueConstraint(fields=["ticket", "number"], name="turn_number_unique_per_ticket")]
+
+    def __str__(self):
+        return f"#{self.ticket_id}.{self.number} {self.author}/{self.kind}"
