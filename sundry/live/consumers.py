@@ -1,0 +1,5 @@
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+
+class StaffTicketConsumer(AsyncJsonWebsocketConsumer):
+    pass
