@@ -1,0 +1,63 @@
+"""Agent steps and actions held for staff."""
+
+from django.conf import settings
+from django.db import models
+
+
+class AgentStep(models.Model):
+    """One model request and what followed from it."""
+
+    class Outcome(models.TextChoices):
+        REPLY = "reply"
+        TOOL_CALLS = "tool_calls", "tool calls"
+        MODEL_ERROR = "model_error", "model error"
+        INVALID_OUTPUT = "invalid_output", "invalid model output"
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="steps")
+    number = models.PositiveIntegerField()
+    model = models.CharField(max_length=120)
+    offline = models.BooleanField(default=False)
+    request_tokens = models.PositiveIntegerField(help_text="Assembled request, counted with the real tokenizer")
+    lane_tokens = models.JSONField(default=dict)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    # A resolution step completed something with consequences; compaction may
+    # only start after one.
+    is_resolution = models.BooleanField(default=False)
+    first_turn = models.PositiveIntegerField(default=0)
+    last_turn = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["ticket", "number"]
+        constraints = [models.UniqueConstraint(fields=["ticket", "number"], name="step_number_unique_per_ticket")]
+
+
+class HeldAction(models.Model):
+    """A tool call the guards held for a staff decision."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        EXECUTED = "executed"
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="held_actions")
+    tool = models.CharField(max_length=60)
+    arguments = models.JSONField(default=dict)
+    call_id = models.CharField(max_length=80)
+    reason = models.CharField(max_length=300)
+    idempotency_key = models.CharField(max_length=80, unique=True)
+    turn = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    result_turn = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]

@@ -1,0 +1,98 @@
+"""The tool interface every agent tool implements.
+
+A tool has pydantic argument and result models. Fields that carry identifiers
+are marked with `IdField(kind)`: the ID guard checks marked arguments, and the
+ledger harvests marked result fields — by schema, never by scanning prose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import BaseModel, Field
+
+ID_KIND_KEY = "x-id-kind"
+
+
+def IdField(kind: str, description: str = "", **kwargs) -> Any:
+    """A pydantic field that holds an identifier of `kind` (see context.idformats)."""
+    return Field(description=description or f"{kind} identifier, copied verbatim", json_schema_extra={ID_KIND_KEY: kind}, **kwargs)
+
+
+def id_fields(model: type[BaseModel]) -> dict[str, str]:
+    """Top-level fields of `model` marked as identifiers: {field_name: kind}."""
+    out = {}
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if ID_KIND_KEY in extra:
+            out[name] = extra[ID_KIND_KEY]
+    return out
+
+
+def iter_ids(instance: BaseModel, path: str = ""):
+    """Yield (path, kind, value) for every marked identifier in a result, nested models and lists included."""
+    marked = id_fields(type(instance))
+    for name in type(instance).model_fields:
+        value = getattr(instance, name)
+        here = f"{path}.{name}" if path else name
+        if name in marked and value:
+            for i, v in enumerate(value if isinstance(value, list) else [value]):
+                yield (f"{here}[{i}]" if isinstance(value, list) else here), marked[name], str(v)
+        elif isinstance(value, BaseModel):
+            yield from iter_ids(value, here)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from iter_ids(item, f"{here}[{i}]")
+
+
+class ToolError(Exception):
+    """A tool refused or failed; the message is shown to the model as the tool result."""
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may know: the ticket, the turn, the idempotency key."""
+
+    ticket_id: int
+    customer_id: str
+    turn: int
+    idempotency_key: str
+    actor: str = "agent"
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    result_model: type[BaseModel]
+    run: Callable[[ToolContext, BaseModel], BaseModel]
+    side_effect: bool = False
+    # A resolving tool completes something with consequences (money moved, a
+    # return booked, a reply sent): compaction may only start after one.
+    resolves: bool = False
+    # Argument naming the object a side effect acts on, for repeat detection.
+    target_arg: str | None = None
+    reversible: bool = True
+    # Local tools change Sundry's own lanes (pin a rule, label an entity)
+    # rather than the shop.
+    local: bool = False
+
+    def spec(self) -> dict:
+        return {"name": self.name, "description": self.description, "parameters": self.args_model.model_json_schema()}
+
+    @property
+    def id_args(self) -> dict[str, str]:
+        return id_fields(self.args_model)
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    if tool.name in REGISTRY:
+        raise ValueError(f"tool {tool.name} registered twice")
+    REGISTRY[tool.name] = tool
+    return tool

@@ -1,0 +1,162 @@
+"""The lanes a ticket's context is built from, stored per ticket.
+
+Pinned rules, the ID ledger, state (fields with provenance and history,
+actions taken, open questions) and the summary. Each row records who changed
+it and at which turn; only `context.services` writes them.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Source(models.TextChoices):
+    CUSTOMER = "customer"
+    TOOL = "tool"
+    MODEL = "model"
+    STAFF = "staff"
+    SYSTEM = "system"
+
+
+class PinnedRule(models.Model):
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate"
+        ACTIVE = "active"
+        DISMISSED = "dismissed"
+        CLOSED = "closed", "closed with its scope"
+
+    class Scope(models.TextChoices):
+        TICKET = "ticket"
+        CUSTOMER = "customer"
+        ORDER = "order"
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="rules")
+    text = models.TextField(help_text="Verbatim wording; never summarised or truncated.")
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.TICKET)
+    scope_ref = models.CharField(max_length=40, blank=True, help_text="e.g. the order number for an order-scoped rule")
+    turn = models.PositiveIntegerField(help_text="Turn the rule was stated at")
+    source = models.CharField(max_length=10, choices=Source.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
+    # Structured check a guard enforces, e.g. {"block_tools": ["send_email"]}.
+    enforcement = models.JSONField(default=dict, blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    changed_at_turn = models.PositiveIntegerField(default=0)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "id"]
+
+    def __str__(self):
+        return self.text[:60]
+
+
+class LedgerEntry(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        ARCHIVED = "archived", "archived (evicted by last use)"
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="ledger")
+    role = models.CharField(max_length=60)
+    value = models.CharField(max_length=120)
+    kind = models.CharField(max_length=30)
+    verified = models.BooleanField(default=False)
+    first_seen_turn = models.PositiveIntegerField()
+    last_used_turn = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    note = models.CharField(max_length=120, blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'")
+    source = models.CharField(max_length=60, blank=True, help_text="Tool (or 'customer') it was first seen from")
+    version = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["first_seen_turn", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["ticket", "value"], name="ledger_value_unique_per_ticket"),
+            models.UniqueConstraint(
+                fields=["ticket", "role"], condition=Q(status="active"), name="ledger_active_role_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.role}={self.value}"
+
+
+class StateValue(models.Model):
+    """One value of one named state field. The current value is the newest
+    row not superseded; older rows stay as viewable history."""
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="state_values")
+    name = models.CharField(max_length=60)
+    value = models.CharField(max_length=300)
+    turn = models.PositiveIntegerField()
+    source = models.CharField(max_length=10, choices=Source.choices)
+    confirmed = models.BooleanField(default=False)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes")
+    superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["ticket", "name"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["ticket", "name"], condition=Q(superseded_by__isnull=True), name="state_one_current_value"
+            )
+        ]
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_by_id is None
+
+
+class ActionTaken(models.Model):
+    """A side effect that happened, recorded by code at tool success."""
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="actions")
+    tool = models.CharField(max_length=60)
+    target = models.CharField(max_length=120, blank=True)
+    arguments = models.JSONField(default=dict)
+    result = models.JSONField(default=dict)
+    amount_cents = models.BigIntegerField(null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    reversible = models.BooleanField(default=True)
+    idempotency_key = models.CharField(max_length=80)
+    turn = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "id"]
+        constraints = [models.UniqueConstraint(fields=["ticket", "idempotency_key"], name="action_key_unique")]
+
+
+class OpenQuestion(models.Model):
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="open_questions")
+    text = models.CharField(max_length=300)
+    turn = models.PositiveIntegerField()
+    source = models.CharField(max_length=10, choices=Source.choices)
+    resolved_at_turn = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["turn", "id"]
+
+
+class Summary(models.Model):
+    """The compacted history of a ticket: turns 1..covers_through_turn.
+
+    Narrative only; entities by ledger role. Written by the compaction worker.
+    """
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="summaries")
+    covers_through_turn = models.PositiveIntegerField()
+    fields = models.JSONField(default=dict, help_text="decisions, actions_taken, constraints_not_pinned, open_questions, narrative")
+    text = models.TextField(help_text="Rendered summary block body")
+    is_current = models.BooleanField(default=True)
+    fallback = models.BooleanField(default=False, help_text="Deterministic trimming, not a model summary")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-covers_through_turn"]
+        constraints = [
+            models.UniqueConstraint(fields=["ticket"], condition=Q(is_current=True), name="one_current_summary")
+        ]
