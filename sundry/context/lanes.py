@@ -1,0 +1,112 @@
+"""Plain-data snapshots of a ticket's lanes.
+
+Selectors read the database into these; assembly, rendering, guards and the
+offline model take only these, so they are pure, fast and testable without
+an ORM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RuleData:
+    id: int
+    text: str
+    turn: int
+    scope: str = "ticket"
+    scope_ref: str = ""
+    source: str = "customer"
+    # e.g. {"block_tools": ["send_email"]}
+    enforcement: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LedgerData:
+    role: str
+    value: str
+    kind: str
+    verified: bool
+    first_seen_turn: int
+    last_used_turn: int
+    note: str = ""
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class StateFieldData:
+    name: str
+    value: str
+    turn: int
+    source: str
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class ActionData:
+    tool: str
+    target: str
+    turn: int
+    idempotency_key: str
+    reversible: bool
+    amount_cents: int | None = None
+    currency: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class MoneyData:
+    """Per order: what was paid and what has been refunded so far."""
+
+    order: str
+    currency: str
+    paid_cents: int
+    refunded_cents: int
+
+    @property
+    def refundable_cents(self) -> int:
+        return max(0, self.paid_cents - self.refunded_cents)
+
+
+@dataclass(frozen=True)
+class QuestionData:
+    text: str
+    turn: int
+
+
+@dataclass(frozen=True)
+class TurnData:
+    number: int
+    author: str  # customer, agent, tool, staff, system
+    kind: str  # message, tool_call, tool_result, note, event, rejection, error
+    text: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SummaryData:
+    covers_through_turn: int
+    text: str
+    fallback: bool = False
+
+
+@dataclass
+class LaneSnapshot:
+    """Everything a model request for one ticket is built from."""
+
+    ticket_id: int
+    customer_id: str
+    class_policy: str
+    rules: list[RuleData] = field(default_factory=list)
+    ledger: list[LedgerData] = field(default_factory=list)
+    state: list[StateFieldData] = field(default_factory=list)
+    actions: list[ActionData] = field(default_factory=list)
+    money: list[MoneyData] = field(default_factory=list)
+    questions: list[QuestionData] = field(default_factory=list)
+    summary: SummaryData | None = None
+    # Turns after the summary, oldest first; assembly keeps the newest that fit.
+    turns: list[TurnData] = field(default_factory=list)
+    recent_turns_kept: int = 8
