@@ -10,5 +10,6 @@ urlpatterns = [
     path("logout/", core_views.logout_view, name="logout"),
     path("healthz", core_views.healthz, name="healthz"),
     path("desk/", include("sundry.tickets.urls")),
+    path("help/", include("sundry.portal.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -91,6 +91,7 @@ class StateValue(models.Model):
     turn = models.PositiveIntegerField()
     source = models.CharField(max_length=10, choices=Source.choices)
     confirmed = models.BooleanField(default=False)
+    is_current = models.BooleanField(default=True)
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes")
     superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -101,13 +102,10 @@ class StateValue(models.Model):
         indexes = [models.Index(fields=["ticket", "name"])]
         constraints = [
             models.UniqueConstraint(
-                fields=["ticket", "name"], condition=Q(superseded_by__isnull=True), name="state_one_current_value"
+                fields=["ticket", "name"], condition=Q(is_current=True), name="state_one_current_value"
             )
         ]
 
-    @property
-    def is_current(self) -> bool:
-        return self.superseded_by_id is None
 
 
 class ActionTaken(models.Model):
@@ -128,6 +126,25 @@ class ActionTaken(models.Model):
     class Meta:
         ordering = ["turn", "id"]
         constraints = [models.UniqueConstraint(fields=["ticket", "idempotency_key"], name="action_key_unique")]
+
+
+class MoneyTotal(models.Model):
+    """Per order on this ticket: what was paid and what has been refunded.
+
+    Set by code from tool results (get_order reports the shop's figures; a
+    refund adds to them), never by a model.
+    """
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="money")
+    order = models.CharField(max_length=20)
+    currency = models.CharField(max_length=3)
+    paid_cents = models.BigIntegerField()
+    refunded_cents = models.BigIntegerField(default=0)
+    turn = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["order"]
+        constraints = [models.UniqueConstraint(fields=["ticket", "order"], name="money_one_row_per_order")]
 
 
 class OpenQuestion(models.Model):

@@ -188,3 +188,46 @@ class Return(models.Model):
 
     def __str__(self):
         return self.return_id
+
+
+class Contact(models.Model):
+    """An outbound contact with a customer: an email, a logged phone call, a replacement offer.
+
+    Written only by `shop.services`; the idempotency key makes a retried tool
+    call record (and send) the contact once.
+    """
+
+    class Kind(models.TextChoices):
+        EMAIL = "email"
+        PHONE_CALL = "phone_call", "phone call"
+        REPLACEMENT_OFFER = "replacement_offer", "replacement offer"
+
+    contact_id = models.CharField(max_length=20, unique=True)
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="contacts")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    order = models.ForeignKey(Order, null=True, blank=True, on_delete=models.CASCADE, related_name="contacts")
+    item = models.ForeignKey(OrderItem, null=True, blank=True, on_delete=models.CASCADE, related_name="contacts")
+    subject = models.CharField(max_length=200, blank=True)
+    body = models.TextField()
+    idempotency_key = models.CharField(max_length=80, unique=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} to {self.customer_id} ({self.contact_id})"
+
+
+class Cancellation(models.Model):
+    """An order's cancellation: one per order, keyed so a retried cancel is a replay."""
+
+    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="cancellation")
+    reason = models.CharField(max_length=200)
+    # The refund of the captured payment, when there was one to refund.
+    refund = models.OneToOneField(Refund, null=True, blank=True, on_delete=models.SET_NULL, related_name="cancellation")
+    idempotency_key = models.CharField(max_length=80, unique=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"cancellation of {self.order_id}"

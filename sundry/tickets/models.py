@@ -87,6 +87,11 @@ class Ticket(models.Model):
     # Bumped by every committed change; pushes carry it so clients can spot gaps.
     version = models.PositiveBigIntegerField(default=0)
     last_turn_number = models.PositiveIntegerField(default=0)
+    # One agent run per ticket at a time: claimed by a conditional update,
+    # expires so a killed worker cannot wedge the ticket.
+    agent_claimed_at = models.DateTimeField(null=True, blank=True)
+    # Why staff must look (model unavailable, compaction breaker tripped …); blank when fine.
+    attention = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,243 @@
+"""Guards that run in code before any tool executes (SPEC §4, §10).
+
+Pure logic: plain data in, a verdict out. The guards only know what the
+request showed the model (ledger, recent tool results, rules, state); they
+never ask the shop, so an injected or mutated ID cannot talk its way through.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sundry.agent.tools.base import Tool
+from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+
+LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
+REFUND_TOOLS = frozenset({"issue_refund"})
+# Which lookup re-fetches an ID of each kind, for the "look it up again" hint.
+_LOOKUP_HINT = {
+    "order": ("search_orders", "get_order"),
+    "customer": ("lookup_customer",),
+    "tracking": ("track_parcel", "get_order"),
+}
+# ISO 4217 exponents that are not 2; used only when a tool takes a decimal amount.
+_EXPONENT = {"JPY": 0, "KRW": 0, "VND": 0, "CLP": 0, "ISK": 0, "BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3, "TND": 3}
+
+
+@dataclass(frozen=True)
+class GuardInput:
+    tool: Tool
+    arguments: dict | str
+    ledger: list[LedgerData] = field(default_factory=list)
+    recent_ids: frozenset[str] = frozenset()
+    recent_text_ids: frozenset[str] = frozenset()
+    rules: list[RuleData] = field(default_factory=list)
+    actions: list[ActionData] = field(default_factory=list)
+    money: list[MoneyData] = field(default_factory=list)
+    approval_rules: dict = field(default_factory=dict)
+    approved: bool = False
+    lookup_tools: frozenset[str] = LOOKUP_TOOLS
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    decision: str  # allow, reject, hold
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, repeat, approval
+    reason: str = ""
+    args: BaseModel | None = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+def _reject(guard: str, reason: str, args=None, **details) -> GuardVerdict:
+    return GuardVerdict("reject", guard, reason, args, details)
+
+
+def levenshtein_at_most_one(a: str, b: str) -> bool:
+    """True when a and b differ by at most one insert, delete or substitution."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) < len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(b))
+    return a[i + 1 :] == (b[i + 1 :] if len(a) == len(b) else b[i:])
+
+
+def _swapped_pair(a: str, b: str) -> bool:
+    # Two neighbouring characters swapped (SU-20481 -> SU-20418): the commonest
+    # copying slip, two edits for Levenshtein but one for a human.
+    if len(a) != len(b) or a == b:
+        return False
+    i = next(k for k, (x, y) in enumerate(zip(a, b)) if x != y)
+    return a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :]
+
+
+def ids_in_arguments(tool: Tool, args: BaseModel | dict) -> list[tuple[str, str, str]]:
+    """(arg, kind, value) for every identifier argument; list values yield one row each."""
+    out = []
+    for name, kind in tool.id_args.items():
+        value = args.get(name) if isinstance(args, dict) else getattr(args, name, None)
+        for v in value if isinstance(value, (list, tuple, set, frozenset)) else [value]:
+            if v is not None and v != "":
+                out.append((name, kind, str(v)))
+    return out
+
+
+def amount_minor(args: BaseModel) -> int | None:
+    """An amount argument in minor units: `amount_cents`, or decimal `amount` + `currency`."""
+    cents = getattr(args, "amount_cents", None)
+    if cents is not None:
+        return int(cents)
+    amount = getattr(args, "amount", None)
+    if amount is None:
+        return None
+    try:
+        scaled = Decimal(str(amount)).scaleb(_EXPONENT.get(str(getattr(args, "currency", "")).upper(), 2))
+    except InvalidOperation:
+        return None
+    return int(scaled) if scaled == scaled.to_integral_value() else None
+
+
+def _fmt(cents: int, currency: str) -> str:
+    exp = _EXPONENT.get(currency.upper(), 2)
+    return f"{Decimal(cents).scaleb(-exp):,.{exp}f} {currency}"
+
+
+def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
+    raw = inp.arguments
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object matching the tool's schema.")
+    if not isinstance(raw, dict):
+        return _reject("schema", f"Arguments for {inp.tool.name} must be a JSON object, not {type(raw).__name__}.")
+    try:
+        return inp.tool.args_model.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()[:5]]
+        return _reject("schema", f"Invalid arguments for {inp.tool.name}: " + "; ".join(problems) + ". Fix these fields and call again.", problems=problems)
+
+
+def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
+    for rule in inp.rules:
+        if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()):
+            reason = (f'Pinned rule from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
+                      f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
+            return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
+    return None
+
+
+def _hint(kind: str, lookups: frozenset[str]) -> str:
+    names = [n for n in _LOOKUP_HINT.get(kind, ()) if n in lookups]
+    return " or ".join(names) if names else "the lookup tool that returns it"
+
+
+def _check_ids(inp: GuardInput, args) -> GuardVerdict | None:
+    ledger = [e for e in inp.ledger if not e.archived]
+    verified = {e.value for e in ledger if e.verified}
+    unverified = {e.value for e in ledger if not e.verified} | set(inp.recent_text_ids)
+    is_lookup = inp.tool.name in inp.lookup_tools
+    for arg, kind, value in ids_in_arguments(inp.tool, args):
+        if value in verified or value in inp.recent_ids or (is_lookup and value in unverified):
+            continue
+        hint = _hint(kind, inp.lookup_tools)
+        # Ledger entries first (they carry a role), verified before unverified.
+        known = [(e.value, f"ledger entry [{e.role}]", e.role) for e in sorted(ledger, key=lambda e: not e.verified)]
+        known += [(v, "a recent tool result", "") for v in sorted(inp.recent_ids)]
+        near = next(((v, where, role) for v, where, role in known
+                     if v != value and (levenshtein_at_most_one(value, v) or _swapped_pair(value, v))), None)
+        if near:
+            v, where, role = near
+            return _reject("mutation", f"{arg} '{value}' is one edit away from {where} {v} — a probable mutation. "
+                           f"Copy the value verbatim from the ID ledger; if you meant a different {kind}, look it up with {hint} first.",
+                           args, arg=arg, value=value, mutation_of=v, role=role)
+        if value in unverified:
+            return _reject("unverified_id", f"{arg} '{value}' was typed by the customer and is not verified. "
+                           f"Verify it with {hint} first, then act on the value the tool returns.", args, arg=arg, value=value)
+        return _reject("id", f"{arg} '{value}' is not in the ID ledger or in a recent tool result. "
+                       f"Look it up again with {hint}; never type an ID from memory.", args, arg=arg, value=value)
+    return None
+
+
+def _target(tool: Tool, args) -> set[str]:
+    # Tools without a target (send_email) repeat per customer.
+    value = getattr(args, tool.target_arg or "customer_id", None)
+    values = value if isinstance(value, (list, tuple, set)) else [value]
+    return {str(v) for v in values if v not in (None, "")}
+
+
+def _order_arg(tool: Tool, args) -> str | None:
+    if tool.target_arg and tool.id_args.get(tool.target_arg) == "order":
+        return getattr(args, tool.target_arg, None)
+    return next((getattr(args, n, None) for n, k in tool.id_args.items() if k == "order"), None)
+
+
+def _check_refund(inp: GuardInput, args) -> GuardVerdict | None:
+    cents, order = amount_minor(args), _order_arg(inp.tool, args)
+    if cents is None or cents <= 0:
+        return _reject("refund_limit", "The refund amount must be a positive amount in the order's currency, exact to its smallest unit.", args)
+    money = next((m for m in inp.money if m.order == order), None)
+    if money is None:
+        return _reject("refund_limit", f"No payment record for order '{order}' in state. Call get_order for it first, then retry.", args, order=order)
+    currency = str(getattr(args, "currency", "") or money.currency).upper()
+    if currency != money.currency.upper():
+        return _reject("refund_limit", f"Order {order} was paid in {money.currency}, not {currency}. Refund in {money.currency}.",
+                       args, order=order, currency=money.currency)
+    if cents > money.refundable_cents:
+        return _reject("refund_limit", f"Refund of {_fmt(cents, money.currency)} exceeds what is still refundable on {order}: "
+                       f"{_fmt(money.refundable_cents, money.currency)} (paid {_fmt(money.paid_cents, money.currency)}, "
+                       f"already refunded {_fmt(money.refunded_cents, money.currency)}). Refund at most the refundable amount.",
+                       args, order=order, refundable_cents=money.refundable_cents, requested_cents=cents)
+    return None
+
+
+def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
+    tool, targets = inp.tool, _target(inp.tool, args)
+    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets), None)
+    if prior:
+        return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "
+                            f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
+                            "Do not retry it; tell the customer it is with staff.", args,
+                            {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
+    if tool.name in inp.approval_rules:
+        rule = inp.approval_rules[tool.name] or {}
+        limit, cents = rule.get("above_cents"), amount_minor(args)
+        if limit is None or cents is None or cents > limit:
+            currency = str(getattr(args, "currency", "") or "")
+            why = "" if limit is None else f"above {_fmt(limit, currency) if currency else f'{limit} minor units'} "
+            return GuardVerdict("hold", "approval", f"{tool.name} {why}needs staff approval; the call is held. "
+                                "Do not retry it; tell the customer it is awaiting approval.", args,
+                                {"above_cents": limit, "amount_cents": cents})
+    return None
+
+
+def check_call(inp: GuardInput) -> GuardVerdict:
+    """Run schema, rule, ID and consequence guards in order; the first non-allow wins."""
+    args = _parse(inp)
+    if isinstance(args, GuardVerdict):
+        return args
+    for check in (_check_rules, _check_ids):
+        verdict = check(inp, args)
+        if verdict:
+            return verdict
+    # Consequence guards: shop side effects only; local lane edits repeat freely.
+    if inp.tool.side_effect and not inp.tool.local:
+        verdict = _check_refund(inp, args) if inp.tool.name in REFUND_TOOLS else None
+        if verdict:
+            return verdict
+        if not inp.approved:
+            verdict = _check_held(inp, args)
+            if verdict:
+                return verdict
+    return GuardVerdict("allow", "", "", args, {})

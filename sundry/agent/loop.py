@@ -1,0 +1,272 @@
+"""The agent's step loop: assemble → model → guards → tools → harvest → repeat.
+
+Runs off the request path (a Celery task, or the in-process executor in the
+embedded default). One run per ticket at a time; every outcome — reply, tool
+result, guard rejection, model failure — is a turn staff can see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from sundry.agent import guards
+from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.agent.tools.base import REGISTRY
+import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
+from sundry.agent.tools.base import Tool, ToolContext, ToolError
+from sundry.context.assembly import Assembled, assemble
+from sundry.context.selectors import lane_snapshot
+from sundry.context import services as lanes
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import turn_append
+
+log = logging.getLogger("sundry.agent")
+
+MAX_STEPS_PER_RUN = 10
+MODEL_ATTEMPTS = 3
+CLAIM_TTL = timedelta(minutes=10)
+# Called with (ticket_id, step_id) after a resolution step commits; the
+# compaction trigger subscribes here.
+resolution_listeners: list = []
+
+
+def tool_specs() -> list[dict]:
+    return [tool.spec() for tool in REGISTRY.values()]
+
+
+# --- one run per ticket ----------------------------------------------------------------
+
+
+def _claim(ticket_id: int) -> bool:
+    now = timezone.now()
+    return bool(
+        Ticket.objects.filter(pk=ticket_id)
+        .filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL))
+        .update(agent_claimed_at=now)
+    )
+
+
+def _release(ticket_id: int) -> None:
+    Ticket.objects.filter(pk=ticket_id).update(agent_claimed_at=None)
+
+
+def needs_response(ticket: Ticket) -> bool:
+    """True when a customer message (or staff note, or staff decision) came after the last reply."""
+    turns = Turn.objects.filter(ticket=ticket)
+    last_reply = (
+        turns.filter(kind=Turn.Kind.MESSAGE, author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
+        .order_by("-number").values_list("number", flat=True).first() or 0
+    )
+    return turns.filter(number__gt=last_reply).filter(
+        Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE)
+        | Q(kind=Turn.Kind.NOTE)
+        | Q(kind=Turn.Kind.EVENT, payload__resume=True)
+    ).exists()
+
+
+def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN) -> int:
+    """Step the agent on a ticket until it replies, waits on staff, or hits the step limit. Returns steps taken."""
+    if not _claim(ticket_id):
+        return 0  # another run holds the ticket; it re-checks for new input before releasing
+    gateway = gateway or Gateway()
+    steps = 0
+    try:
+        while steps < max_steps:
+            ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+            if ticket.handler != Ticket.Handler.AGENT or ticket.status in (Ticket.Status.CLOSED,):
+                break
+            if HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).exists():
+                break  # waiting on a staff decision
+            if not needs_response(ticket) and not _mid_task(ticket):
+                break
+            steps += 1
+            outcome = agent_step(ticket, gateway=gateway)
+            if outcome.stop:
+                break
+    finally:
+        _release(ticket_id)
+    return steps
+
+
+def _mid_task(ticket: Ticket) -> bool:
+    """The last turn is a tool result or rejection: the model must read it before replying."""
+    last = Turn.objects.filter(ticket=ticket).order_by("-number").first()
+    return bool(last and last.kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR))
+
+
+# --- one step -----------------------------------------------------------------------------
+
+
+@dataclass
+class StepOutcome:
+    stop: bool
+    resolution: bool = False
+
+
+def agent_step(ticket: Ticket, *, gateway: Gateway) -> StepOutcome:
+    tclass = ticket.ticket_class
+    snapshot = lane_snapshot(ticket)
+    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
+                         rules_cap_tokens=tclass.pinned_rules_cap)
+    number = (AgentStep.objects.filter(ticket=ticket).order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    first_turn = ticket.last_turn_number + 1
+
+    call, error = None, None
+    for attempt in range(MODEL_ATTEMPTS):
+        try:
+            call = gateway.call(assembled.request, model=tclass.working_model)
+            break
+        except ModelCallError as exc:
+            error = exc
+            if not exc.retryable:
+                break
+            time.sleep(min(2**attempt * 0.5, 4))
+    if call is None:
+        _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error))
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
+                    payload={"model_error": str(error)})
+        Ticket.objects.filter(pk=ticket.pk).update(attention=f"Model unavailable: {str(error)[:150]}")
+        return StepOutcome(stop=True)
+
+    response: ModelResponse = call.response
+    if response.tool_calls:
+        outcome = _run_calls(ticket, response, assembled)
+        kind = AgentStep.Outcome.TOOL_CALLS
+    elif (response.text or "").strip():
+        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=response.text.strip(),
+                    payload={"model": response.model, "offline": response.offline})
+        outcome = StepOutcome(stop=True, resolution=True)
+        kind = AgentStep.Outcome.REPLY
+    else:
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text="The model returned neither a reply nor a tool call.", payload={})
+        outcome = StepOutcome(stop=False)
+        kind = AgentStep.Outcome.INVALID_OUTPUT
+    step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
+    if outcome.resolution:
+        for listener in resolution_listeners:
+            transaction.on_commit(lambda listener=listener: listener(ticket.pk, step.pk))
+    return outcome
+
+
+def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False):
+    last = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+    usage = call.response.usage if call else None
+    return AgentStep.objects.create(
+        ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
+        offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
+        lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
+        latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
+        first_turn=first_turn, last_turn=last, error=error,
+    )
+
+
+def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:
+    """Same ticket, tool and arguments → same key, so a retried call is safe."""
+    canonical = json.dumps(arguments, sort_keys=True, default=str)
+    return hashlib.sha256(f"{ticket_id}|{tool}|{canonical}|{salt}".encode()).hexdigest()[:40]
+
+
+def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled) -> StepOutcome:
+    calls = [c.model_dump() for c in response.tool_calls]
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
+                payload={"calls": calls, "model": response.model, "offline": response.offline})
+    outcome = StepOutcome(stop=False)
+    for call in response.tool_calls:
+        result = process_call(ticket, call, assembled)
+        outcome.resolution |= result.resolution
+        outcome.stop |= result.stop
+    return outcome
+
+
+def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool) -> guards.GuardInput:
+    # Guards judge against what *this* request showed the model, plus the
+    # structured truths in state (actions, money) which are always in it.
+    snap = lane_snapshot(ticket, with_turns=False)
+    return guards.GuardInput(
+        tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
+        recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
+        approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
+    )
+
+
+def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None) -> StepOutcome:
+    tool = REGISTRY.get(call.name)
+    if tool is None:
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
+                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool"})
+        return StepOutcome(stop=False)
+    verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled, approved=approved_hold is not None))
+    if verdict.decision == "reject":
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
+                    payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,
+                             "arguments": call.arguments, "details": verdict.details})
+        return StepOutcome(stop=False)
+    args = verdict.args
+    arguments = args.model_dump(mode="json")
+    if verdict.decision == "hold":
+        key = idempotency_key(ticket.pk, tool.name, arguments, salt=f"held-{call.id}")
+        held, _ = HeldAction.objects.get_or_create(
+            idempotency_key=key,
+            defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
+                          reason=verdict.reason, turn=ticket.last_turn_number),
+        )
+        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                    text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
+                    payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
+        return StepOutcome(stop=True)
+    key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
+    return execute(ticket, tool, call.id, args, key)
+
+
+def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOutcome:
+    """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
+    turn_no = ticket.last_turn_number + 1
+    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
+    arguments = args.model_dump(mode="json")
+    try:
+        with transaction.atomic():
+            raw = tool.run(ctx, args)
+            result = tool.result_model.model_validate(raw.model_dump() if hasattr(raw, "model_dump") else raw)
+    except ToolError as exc:
+        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=f"ERROR: {exc}",
+                    payload={"call_id": call_id, "name": tool.name, "ok": False, "error": str(exc)})
+        return StepOutcome(stop=False)
+    except Exception as exc:  # a result that fails its schema, or a tool bug: quarantined, never harvested
+        log.exception("tool %s failed", tool.name)
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text=f"The {tool.name} tool failed ({type(exc).__name__}); its result was not used.",
+                    payload={"call_id": call_id, "name": tool.name, "error": str(exc)[:500], "quarantined": True})
+        return StepOutcome(stop=False)
+
+    payload_result = result.model_dump(mode="json")
+    with transaction.atomic():
+        turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                           text=json.dumps(payload_result, ensure_ascii=False),
+                           payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,
+                                    "idempotency_key": key if tool.side_effect else ""})
+        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result)
+        lanes.ledger_touch(ticket=ticket, values=[v for _, _, v in guards.ids_in_arguments(tool, args)], turn=turn.number)
+        from sundry.agent.effects import apply_effects
+
+        apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key)
+    if tool.name == "reply_to_customer":
+        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=args.message,
+                    payload={"via": "reply_to_customer"})
+        return StepOutcome(stop=True, resolution=True)
+    return StepOutcome(stop=False, resolution=tool.resolves)

@@ -1,0 +1,604 @@
+"""The built-in offline model (SPEC §7).
+
+Deterministic and self-contained: it reads ONLY the request it is sent — the
+lane blocks (parsed with the same helpers that render them) and the tool
+results in the recent messages. No database, no Django models, no memory
+between calls. If the context loses a fact, this model loses it too, exactly
+like a network model would; that is what makes it useful in the harness.
+
+Shape: `RequestView` reads the request; `intent_of` classifies the customer's
+words; `decide` picks one tool call or a reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from sundry.context import render
+from sundry.context.idformats import find_ids, kind_of
+from sundry.context.rules import candidate_rules, infer_enforcement
+from sundry.core.tokens import count_message_tokens, count_tokens
+
+MAX_CALLS_PER_STEP = 8
+STAFF_FOLLOW_UP = ("I wasn't able to complete this automatically. A member of our support staff will "
+                   "follow up with you shortly.")
+CLARIFY = ("Thanks for getting in touch. Could you tell me what you need — tracking a delivery, a refund, a "
+           "return or a cancellation — and the order number if you have it?")
+
+# Narrower than the staff-facing classifier: only a constraint on how the case is handled is pinned.
+_CONSTRAINT = re.compile(
+    r"\bwhatever you do\b"
+    r"|\b(?:do not|don't|dont|never)\s+(?:ever\s+)?(?:e-?mail|call|phone|text|contact|send|offer|replace|ship|cancel"
+    r"|refund|give|use|charge|share|message)"
+    r"|\bi (?:do not|don't|dont) want\b"
+    r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b"
+    r"|\bonly\s+(?:by|via|over|through|contact|call|phone|e-?mail|refund|use|send|to)\b"
+    r"|\bno\s+(?:e-?mails?|calls?|replacements?|texts?|store credit)\b",
+    re.I,
+)
+_INTENTS = [
+    ("cancel", re.compile(r"\bcancel", re.I)),
+    ("return", re.compile(r"\breturn\b|\breturning\b|\bsend (?:it|them|this|these|the \w+) back\b|\bsend back\b", re.I)),
+    ("refund", re.compile(r"\brefund|money back|charged twice|double[- ]charged|reimburs", re.I)),
+    ("replace", re.compile(r"(?<!don't want a )(?<!no )\b(?:replacement|replace|exchange)\b", re.I)),
+    ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
+    ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b", re.I)),
+]
+_HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
+_THANKS = re.compile(r"\b(?:thanks|thank you|cheers|perfect|great|that's all)\b", re.I)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NUM = r"\d[\d,]*(?:\.\d{1,2})?"
+_AMOUNT = re.compile(
+    rf"(?P<sym>[$€£₹])\s?(?P<n1>{_NUM})"
+    rf"|(?<![\w-])(?P<n2>{_NUM})\s?(?P<code>USD|EUR|GBP|INR|dollars?|euros?|pounds?|rupees?)\b"
+    rf"|\b(?P<code2>USD|EUR|GBP|INR)\s?(?P<n3>{_NUM})",
+    re.I,
+)
+_CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "₹": "INR", "dollar": "USD", "euro": "EUR", "pound": "GBP",
+             "rupee": "INR"}
+_REASONS = [
+    (re.compile(r"charged twice|double[- ]charged|duplicate", re.I), "duplicate charge"),
+    (re.compile(r"damag|broken|scratch|crack|dent|defect|faulty", re.I), "item arrived damaged"),
+    (re.compile(r"never arrived|not arrived|hasn't arrived|lost|missing", re.I), "parcel not delivered"),
+    (re.compile(r"\bwrong\b", re.I), "wrong item received"),
+]
+_STOP = {"with", "from", "this", "that", "your", "order", "item", "items", "pack", "have", "what", "where", "when",
+         "want", "please", "thanks", "about", "still", "just", "back", "them", "they", "return", "refund", "mine"}
+# Argument names the tools may use instead of the ones this model prefers.
+_ALIASES = {"order_number": ("order", "number", "order_id"), "customer_id": ("customer",),
+            "item_ids": ("items",), "message": ("text", "body"), "text": ("rule",), "tracking_number": ("tracking",)}
+
+
+def _norm(text: str) -> str:
+    return " ".join((text or "").replace("’", "'").lower().split()).strip(" .!?")
+
+
+def _words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z]{4,}", (text or "").lower()) if w not in _STOP}
+
+
+def _cents(value: Any, key: str = "") -> int | None:
+    if isinstance(value, dict):
+        return _cents(value.get("amount_cents"), "amount_cents") if "amount_cents" in value else _cents(value.get("amount"))
+    if isinstance(value, bool) or value is None:
+        return None
+    if key.endswith("_cents") and isinstance(value, int):
+        return value
+    try:
+        return int(Decimal(str(value).replace(",", "")) * 100)
+    except (InvalidOperation, ValueError):
+        return None
+
+
+@dataclass
+class OrderInfo:
+    number: str
+    status: str = ""
+    currency: str = ""
+    paid: int | None = None
+    refunded: int | None = None
+    refundable: int | None = None
+    tracking: list[str] = field(default_factory=list)
+    items: list[tuple[str, str]] = field(default_factory=list)  # (item_id, name), from get_order
+    names: list[str] = field(default_factory=list)  # product names, from any listing
+    detailed: bool = False  # seen in a get_order result, not only in a list
+
+    def still_refundable(self) -> int | None:
+        if self.refundable is not None:
+            return self.refundable
+        return None if self.paid is None else max(0, self.paid - (self.refunded or 0))
+
+    def label(self) -> str:
+        names = ", ".join(self.names)
+        return f"{self.number} ({names})" if names else self.number
+
+
+def _item_name(d: dict) -> str:
+    for key in ("name", "product_name", "title", "product", "description", "sku"):
+        v = d.get(key)
+        if isinstance(v, dict):
+            v = v.get("name") or v.get("sku")
+        if isinstance(v, str) and v:
+            return v
+    return ""
+
+
+def _read_order(number: str, node: dict, info: OrderInfo) -> None:
+    for key, value in node.items():
+        k = key.lower()
+        if k == "status" and isinstance(value, str):
+            info.status = value
+        elif k == "currency" and isinstance(value, str):
+            info.currency = value
+        elif "refundable" in k:
+            info.refundable = _cents(value, k) if _cents(value, k) is not None else info.refundable
+        elif "refunded" in k:
+            info.refunded = _cents(value, k) if _cents(value, k) is not None else info.refunded
+        elif "paid" in k or "captured" in k or k in ("total", "total_cents"):
+            info.paid = _cents(value, k) if _cents(value, k) is not None else info.paid
+        elif k == "items" and isinstance(value, list):
+            # search_orders lists product names; get_order lists items with their item_id.
+            with_ids = [(d["item_id"], _item_name(d)) for d in value if isinstance(d, dict) and d.get("item_id")]
+            info.items = with_ids or info.items
+            info.names = [n for _, n in with_ids] or [n for n in value if isinstance(n, str)] or info.names
+    tracking = [v for kind, v in find_ids(json.dumps(node)) if kind == "tracking"]
+    info.tracking = tracking or info.tracking
+
+
+def _orders_in(data: Any, found: list[tuple[str, dict]] | None = None) -> list[tuple[str, dict]]:
+    """(order number, the dict describing it) for every order object in a tool result."""
+    found = [] if found is None else found
+    if isinstance(data, dict):
+        number = next((data[k] for k in ("order_number", "number", "order")
+                       if isinstance(data.get(k), str) and kind_of(data[k]) == "order"), None)
+        if number:
+            found.append((number, data))
+        for v in data.values():
+            _orders_in(v, found)
+    elif isinstance(data, list):
+        for v in data:
+            _orders_in(v, found)
+    return found
+
+
+@dataclass
+class Seen:
+    """One tool call in the request, with its result."""
+
+    index: int
+    name: str
+    args: dict
+    ok: bool
+    content: str
+    data: Any = None
+
+    def key(self) -> str:
+        return self.name + json.dumps(self.args, sort_keys=True)
+
+
+class RequestView:
+    """Everything the offline model knows: what the request shows, parsed."""
+
+    def __init__(self, request: ModelRequest):
+        self.request = request
+        self.specs = {t.name: t.parameters for t in request.tools}
+        blocks = {render.lane_of(m): m.content for m in request.messages if render.lane_of(m)}
+        self.rules = render.parse_rules(blocks.get("rules", ""))
+        self.ledger = render.parse_ledger(blocks.get("ledger", ""))
+        self.state = render.parse_state(blocks.get("state", ""))
+        self.conv: list[Message] = [m for m in request.messages if m.role != "system"]
+        self.customer_idx = [i for i, m in enumerate(self.conv) if render.is_customer_message(m)]
+        self.calls = self._pair_calls()
+        last = self.customer_idx[-1] if self.customer_idx else -1
+        self.tail = [s for s in self.calls if s.index > last]
+        self.orders = self._orders()
+        ok_text = " ".join(s.content for s in self.calls if s.ok)
+        self.known_ids = {e.value for e in self.ledger if e.verified} | {v for _, v in find_ids(ok_text)}
+
+    def _pair_calls(self) -> list[Seen]:
+        pending: dict[str, ToolCall] = {}
+        out = []
+        for i, m in enumerate(self.conv):
+            for c in m.tool_calls:
+                pending[c.id] = c
+            if m.role == "tool" and m.tool_call_id in pending:
+                call = pending.pop(m.tool_call_id)
+                args = call.arguments if isinstance(call.arguments, dict) else {}
+                try:
+                    data = json.loads(m.content)
+                except ValueError:
+                    data = None
+                failed = m.content.startswith(render.ERROR_PREFIX) or (isinstance(data, dict) and data.get("ok") is False)
+                out.append(Seen(i, call.name, args, not failed, m.content, data))
+        return out
+
+    def _orders(self) -> dict[str, OrderInfo]:
+        orders: dict[str, OrderInfo] = {}
+        for s in self.calls:  # oldest first, so newer results win
+            if not s.ok or s.name == "track_parcel":  # a parcel's status is not its order's
+                continue
+            for number, node in _orders_in(s.data):
+                info = orders.setdefault(number, OrderInfo(number))
+                _read_order(number, node, info)
+                info.detailed = info.detailed or s.name == "get_order"
+        return orders
+
+    # --- the customer's words ---------------------------------------------------------
+
+    def customer_texts(self, last: int = 3) -> list[str]:
+        """The latest customer messages, newest first."""
+        return [self.conv[i].content for i in reversed(self.customer_idx[-last:])]
+
+    @property
+    def latest(self) -> str | None:
+        return self.conv[self.customer_idx[-1]].content if self.customer_idx else None
+
+    def last_agent_asked(self) -> bool:
+        last = self.customer_idx[-1] if self.customer_idx else 0
+        prior = [m for m in self.conv[:last] if m.role == "assistant" and m.content and not m.tool_calls]
+        return bool(prior) and prior[-1].content.rstrip().endswith("?")
+
+    # --- rules and tools ---------------------------------------------------------------
+
+    def blocked(self, tool: str) -> bool:
+        return any(tool in r.block_tools or tool in infer_enforcement(r.text).get("block_tools", [])
+                   for r in self.rules)
+
+    def has_tool(self, tool: str) -> bool:
+        return not self.specs or tool in self.specs
+
+    def args_for(self, tool: str, wanted: dict) -> dict:
+        """Wanted arguments under the names the tool's JSON schema uses."""
+        props = (self.specs.get(tool) or {}).get("properties") or {}
+        if not props:
+            return wanted
+        out = {}
+        for name, value in wanted.items():
+            if name == "amount" and "amount" not in props and "amount_cents" in props:
+                out["amount_cents"] = _cents(value)
+                continue
+            target = name if name in props else next((a for a in _ALIASES.get(name, ()) if a in props), None)
+            if target:
+                out[target] = value
+        return out
+
+    # --- ids ---------------------------------------------------------------------------
+
+    def customer_id(self) -> str | None:
+        roles = {e.role: e for e in self.ledger}
+        if "customer" in roles and roles["customer"].verified:
+            return roles["customer"].value
+        ids = [e.value for e in self.ledger if e.kind == "customer" and e.verified]
+        ids += sorted(v for v in self.known_ids if kind_of(v) == "customer")
+        return ids[0] if ids else None
+
+    def failures(self, key: str) -> int:
+        return sum(1 for s in self.calls if not s.ok and s.key() == key)
+
+    def tail_ok(self, name: str, order: str | None = None) -> Seen | None:
+        return next((s for s in reversed(self.tail) if s.ok and s.name == name
+                     and (order is None or order in json.dumps(s.args))), None)
+
+
+# --- decisions -------------------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    text: str | None = None
+    call: tuple[str, dict] | None = None
+
+
+def reply(text: str) -> Decision:
+    return Decision(text=text)
+
+
+def emit(v: RequestView, name: str, **wanted) -> Decision:
+    args = v.args_for(name, wanted)
+    key = Seen(0, name, args, True, "").key()
+    if not v.has_tool(name) or v.failures(key) >= 2 or any(s.ok and s.key() == key for s in v.tail):
+        # Unavailable, failed twice, or already done this step: never loop.
+        return reply(STAFF_FOLLOW_UP)
+    return Decision(call=(name, args))
+
+
+def intent_of(text: str) -> str | None:
+    t = _norm(text)
+    return next((name for name, rx in _INTENTS if rx.search(t)), None)
+
+
+def _intent(v: RequestView) -> str | None:
+    latest = v.latest or ""
+    found = intent_of(latest)
+    if found:
+        return found
+    # A short answer ("it's SU-20481", "the blender") continues the request before it.
+    if find_ids(latest) or v.last_agent_asked() or _product_match(v, latest):
+        return next((i for t in v.customer_texts()[1:] if (i := intent_of(t))), None)
+    return None
+
+
+def _unpinned_constraint(v: RequestView) -> str | None:
+    pinned = {_norm(r.text) for r in v.rules}
+    pinned |= {_norm(str(s.args.get("text", ""))) for s in v.calls if s.name == "pin_constraint"}
+    for sentence in candidate_rules(v.latest or ""):
+        n = _norm(sentence)
+        if _CONSTRAINT.search(n) and not any(n == p or (p and (n in p or p in n)) for p in pinned):
+            return sentence
+    return None
+
+
+def _product_match(v: RequestView, text: str) -> str | None:
+    words = _words(text)
+    scores = {o.number: len(words & _words(" ".join(o.names))) for o in v.orders.values()}
+    best = max(scores.values(), default=0)
+    winners = [n for n, s in scores.items() if s == best]
+    return winners[0] if best and len(winners) == 1 else None
+
+
+def _role_match(v: RequestView, text: str) -> str | None:
+    words = _words(text)
+    hits = [e.value for e in v.ledger if e.kind == "order" and words & _words(e.role.replace("_", " "))]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _candidate_order(v: RequestView) -> str | None:
+    texts = v.customer_texts()
+    typed = [val for k, val in find_ids(texts[0]) if k == "order"] if texts else []
+    if typed:
+        return typed[0]
+    for text in texts:
+        if found := _role_match(v, text) or _product_match(v, text):
+            return found
+    if (field_value := v.state.fields.get("order_number")) and kind_of(field_value) == "order":
+        return field_value
+    for text in texts[1:]:
+        if typed := [val for k, val in find_ids(text) if k == "order"]:
+            return typed[0]
+    # The only order anywhere in the request is the one this ticket is about.
+    known = {e.value for e in v.ledger if e.kind == "order"} | set(v.orders)
+    if len(known) == 1:
+        return known.pop()
+    return None
+
+
+def _needs_lookup(v: RequestView, order: str) -> bool:
+    if order not in v.known_ids:
+        return True
+    # An error about this order in this step, with no successful lookup after it.
+    errors = [s.index for s in v.tail if not s.ok and order in json.dumps(s.args)]
+    lookups = [s.index for s in v.tail if s.ok and s.name in ("get_order", "search_orders") and order in s.content]
+    return bool(errors) and (not lookups or max(lookups) < max(errors))
+
+
+def resolve_order(v: RequestView) -> str | Decision:
+    order = _candidate_order(v)
+    if order and not _needs_lookup(v, order):
+        return order
+    if order and not any(s.name == "get_order" and not s.ok and order in json.dumps(s.args) for s in v.tail):
+        return emit(v, "get_order", order_number=order)
+    search = next((s for s in reversed(v.tail) if s.ok and s.name == "search_orders"), None)
+    if search:
+        listed = [v.orders[n] for n, _ in _orders_in(search.data) if n in v.orders]
+        listed = list({o.number: o for o in listed}.values())
+        if len(listed) == 1 and not order:
+            return listed[0].number
+        lead = f"I couldn't find order {order} on your account. " if order else ""
+        if not listed:
+            return reply(lead + "I couldn't find any orders on your account. Could you send me the order number?")
+        names = "; ".join(o.label() for o in listed)
+        return reply(f"{lead}I found these orders on your account: {names}. Which one do you mean?")
+    if customer := v.customer_id():
+        return emit(v, "search_orders", customer_id=customer)
+    emails = [m.group(0) for t in v.customer_texts() for m in _EMAIL.finditer(t)]
+    if emails and not v.tail_ok("lookup_customer"):
+        return emit(v, "lookup_customer", email=emails[0])
+    return reply("Could you send me your order number, or the email address you ordered with, so I can look it up?")
+
+
+def _explicit_amount(v: RequestView) -> tuple[int, str] | None:
+    for text in v.customer_texts():
+        if m := _AMOUNT.search(text):
+            num = m.group("n1") or m.group("n2") or m.group("n3")
+            unit = (m.group("sym") or m.group("code") or m.group("code2") or "").lower().rstrip("s")
+            currency = _CURRENCY.get(unit, unit.upper())
+            return int(Decimal(num.replace(",", "")) * 100), currency
+    return None
+
+
+def _reason(v: RequestView, default: str) -> str:
+    text = " ".join(v.customer_texts())
+    return next((r for rx, r in _REASONS if rx.search(text)), default)
+
+
+def _done_before(v: RequestView, tool: str, order: str) -> render.ParsedAction | None:
+    return next((a for a in v.state.actions if a.tool == tool and a.target == order), None)
+
+
+def _find_key(data: Any, keys: tuple[str, ...]) -> tuple[str, Any] | None:
+    if isinstance(data, dict):
+        for k in keys:
+            if k in data:
+                return k, data[k]
+        data = list(data.values())
+    if isinstance(data, list):
+        return next((hit for v in data if (hit := _find_key(v, keys))), None)
+    return None
+
+
+def _result_money(s: Seen) -> str:
+    """The amount a resolving tool reports having moved, else the amount we asked for."""
+    hit = _find_key(s.data, ("amount_cents", "amount"))
+    cents = _cents(hit[1], hit[0]) if hit else None
+    currency = (_find_key(s.data, ("currency",)) or ("", s.args.get("currency", "")))[1]
+    if cents is None:
+        cents = _cents(s.args.get("amount")) if "amount" in s.args else s.args.get("amount_cents")
+    return render.format_money(cents, currency) if cents is not None else "the refund"
+
+
+def _id_of(s: Seen, kind: str) -> str:
+    found = [val for k, val in find_ids(s.content) if k == kind]
+    return f" ({found[0]})" if found else ""
+
+
+def _notify_or_reply(v: RequestView, text: str) -> Decision:
+    """After a resolving action: confirm the way the customer asked, within the rules."""
+    asked = " ".join(v.customer_texts())
+    if not re.search(r"\bconfirm|\be-?mail me\b|\bcall me\b|\blet me know\b", asked, re.I):
+        return reply(text)
+    if v.tail_ok("send_email") or v.tail_ok("log_phone_call") or not (customer := v.customer_id()):
+        return reply(text)
+    wants_phone = re.search(r"\bcall\b|\bphone\b", asked, re.I)
+    if (wants_phone or v.blocked("send_email")) and not v.blocked("log_phone_call"):
+        return emit(v, "log_phone_call", customer_id=customer, summary=text)
+    if not v.blocked("send_email"):
+        return emit(v, "send_email", customer_id=customer, subject="Your support request", body=text)
+    return reply(text)
+
+
+def _details(v: RequestView, order: str) -> OrderInfo | Decision:
+    info = v.orders.get(order)
+    if info and info.detailed:
+        return info
+    return emit(v, "get_order", order_number=order)
+
+
+def do_track(v: RequestView, order: str) -> Decision:
+    info = _details(v, order)
+    if isinstance(info, Decision):
+        return info
+    if not info.tracking:
+        return reply(f"Order {order} is {info.status or 'not shipped yet'}; it has no tracking number yet.")
+    number = info.tracking[0]
+    done = v.tail_ok("track_parcel", number)
+    if not done:
+        return emit(v, "track_parcel", tracking_number=number)
+    data = done.data if isinstance(done.data, dict) else {}
+    events = [e for e in data.get("events") or [] if isinstance(e, dict)]
+    latest = events[-1] if events else {}
+    where = " — ".join(str(latest[k]) for k in ("description", "location") if latest.get(k))
+    status = str(data.get("status") or "in progress").replace("_", " ")
+    carrier = f" with {data['carrier']}" if data.get("carrier") else ""
+    return reply(f"Your parcel for order {order} ({number}{carrier}) is {status}." + (f" Latest: {where}." if where else ""))
+
+
+def do_refund(v: RequestView, order: str) -> Decision:
+    if done := v.tail_ok("issue_refund", order):
+        money = _result_money(done)
+        return _notify_or_reply(v, f"I've refunded {money} on order {order}{_id_of(done, 'refund')}.")
+    if prior := _done_before(v, "issue_refund", order):
+        amount = render.format_money(prior.amount_cents, prior.currency) if prior.amount_cents else "a refund"
+        return reply(f"A refund of {amount} was already issued on order {order} (turn {prior.turn}), so I won't "
+                     "issue it again. If something else is wrong, tell me and I'll ask staff to review it.")
+    money, info = v.state.money.get(order), v.orders.get(order)
+    refundable = money.refundable_cents if money else (info.still_refundable() if info else None)
+    currency = money.currency if money else (info.currency if info else "")
+    if refundable is None or not currency:
+        details = _details(v, order)
+        return details if isinstance(details, Decision) else reply(STAFF_FOLLOW_UP)
+    if refundable <= 0:
+        return reply(f"Order {order} has already been refunded in full; there is nothing left to refund.")
+    explicit = _explicit_amount(v)
+    cents, cur = explicit if explicit else (refundable, currency)
+    return emit(v, "issue_refund", order_number=order, amount=f"{Decimal(cents) / 100:.2f}", currency=cur or currency,
+                reason=_reason(v, "customer requested a refund"))
+
+
+def do_return(v: RequestView, order: str) -> Decision:
+    if done := v.tail_ok("book_return", order):
+        return _notify_or_reply(v, f"I've booked a return for order {order}{_id_of(done, 'return')}.")
+    if prior := _done_before(v, "book_return", order):
+        return reply(f"A return for order {order} was already booked (turn {prior.turn}).")
+    info = _details(v, order)
+    if isinstance(info, Decision):
+        return info
+    if not info.items:
+        return reply(STAFF_FOLLOW_UP)
+    words = _words(" ".join(v.customer_texts()))
+    chosen = [i for i, name in info.items if words & _words(name)] or [i for i, _ in info.items]
+    return emit(v, "book_return", order_number=order, item_ids=chosen, reason=_reason(v, "customer return"))
+
+
+def do_cancel(v: RequestView, order: str) -> Decision:
+    if done := v.tail_ok("cancel_order", order):
+        refund = _find_key(done.data, ("refund",))
+        money = f" and refunded {_result_money(done)}{_id_of(done, 'refund')}" if refund and refund[1] else ""
+        return _notify_or_reply(v, f"I've cancelled order {order}{money}.")
+    if prior := _done_before(v, "cancel_order", order):
+        return reply(f"Order {order} was already cancelled (turn {prior.turn}).")
+    return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
+
+
+def do_replace(v: RequestView, order: str) -> Decision:
+    if v.blocked("offer_replacement"):
+        return reply("You asked us not to offer a replacement, so I won't. I can refund or return the item instead "
+                     "— which would you prefer?")
+    if v.tail_ok("offer_replacement", order):
+        return _notify_or_reply(v, f"I've arranged a replacement for order {order}.")
+    info = _details(v, order)
+    if isinstance(info, Decision):
+        return info
+    if not info.items:
+        return reply(STAFF_FOLLOW_UP)
+    words = _words(" ".join(v.customer_texts()))
+    item = next((i for i, name in info.items if words & _words(name)), info.items[0][0])
+    return emit(v, "offer_replacement", order_number=order, item_id=item, note=_reason(v, "customer asked"))
+
+
+def do_list(v: RequestView) -> Decision:
+    if search := v.tail_ok("search_orders"):
+        listed = list({n: v.orders[n] for n, _ in _orders_in(search.data) if n in v.orders}.values())
+        if not listed:
+            return reply("I couldn't find any orders on your account.")
+        return reply("Here are your orders: " + "; ".join(
+            f"{o.label()}{' — ' + o.status if o.status else ''}" for o in listed) + ".")
+    if customer := v.customer_id():
+        return emit(v, "search_orders", customer_id=customer)
+    return reply("Could you send me the email address you ordered with, so I can find your orders?")
+
+
+HANDLERS = {"track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
+
+
+def decide(v: RequestView) -> Decision:
+    if v.latest is None:
+        return reply("Hello! How can I help you today?")
+    if len(v.tail) >= MAX_CALLS_PER_STEP:
+        return reply(STAFF_FOLLOW_UP)
+    if any(_HELD.search(s.content) for s in v.tail):
+        return reply("Your request needs a quick check by our staff; it is with them now and they will follow up.")
+    if (rule := _unpinned_constraint(v)) and v.has_tool("pin_constraint"):
+        return emit(v, "pin_constraint", text=rule, scope="ticket")
+    intent = _intent(v)
+    if intent is None:
+        if _THANKS.search(v.latest):
+            return reply("You're welcome! Is there anything else I can help with?")
+        return reply(CLARIFY)
+    if intent == "list":
+        return do_list(v)
+    order = resolve_order(v)
+    return order if isinstance(order, Decision) else HANDLERS[intent](v, order)
+
+
+class OfflineModel:
+    """Deterministic stand-in for a working model; reads only the request."""
+
+    name = "offline"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        decision = decide(RequestView(request))
+        calls = []
+        if decision.call:
+            name, args = decision.call
+            digest = hashlib.sha256(f"{len(request.messages)}:{name}:{json.dumps(args, sort_keys=True)}".encode())
+            calls.append(ToolCall(id=f"off_{int(digest.hexdigest()[:8], 16)}", name=name, arguments=args))
+        out = decision.text or json.dumps([c.model_dump() for c in calls], ensure_ascii=False)
+        usage = Usage(input_tokens=count_message_tokens(request.messages, "offline"),
+                      output_tokens=count_tokens(out, "offline"))
+        return ModelResponse(text=decision.text, tool_calls=calls, usage=usage, model="offline", offline=True)

@@ -1,0 +1,116 @@
+"""What people do to a ticket: customers write, staff reply, note, take over, decide held actions.
+
+Each service stores the turn, runs the cheap classifier passes, and queues
+the agent after commit when it is the agent's turn to act.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from sundry.agent.models import HeldAction
+from sundry.context import services as lanes
+from sundry.core.background import enqueue_on_commit
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import MessageRefused, ticket_touch, turn_append, validate_message_text
+
+
+def _wake_agent(ticket: Ticket) -> None:
+    from sundry.agent.tasks import agent_run_task
+
+    if ticket.handler == Ticket.Handler.AGENT:
+        enqueue_on_commit(agent_run_task, ticket.pk)
+
+
+def customer_message_post(*, ticket: Ticket, text: str) -> Turn:
+    text = validate_message_text(text)
+    with transaction.atomic():
+        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
+        lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
+        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
+        if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
+            Ticket.objects.filter(pk=ticket.pk).update(status=Ticket.Status.OPEN)
+        _wake_agent(ticket)
+    return turn
+
+
+def staff_note_post(*, ticket: Ticket, text: str, user) -> Turn:
+    """A note to the agent (and colleagues); never shown to the customer."""
+    text = validate_message_text(text)
+    with transaction.atomic():
+        turn = turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.NOTE, text=text,
+                           payload={"by": user.get_username()})
+        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff")
+        _wake_agent(ticket)
+    return turn
+
+
+def staff_reply_post(*, ticket: Ticket, text: str, user) -> Turn:
+    """A reply to the customer written by hand."""
+    text = validate_message_text(text)
+    return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.MESSAGE, text=text,
+                       payload={"by": user.get_username()})
+
+
+def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:
+    if handler not in Ticket.Handler.values:
+        raise MessageRefused("Handler must be 'agent' or 'staff'.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(
+            handler=handler, assigned_to=user if handler == Ticket.Handler.STAFF else None
+        )
+        ticket.handler = handler
+        verb = "took over the ticket" if handler == Ticket.Handler.STAFF else "handed the ticket back to the agent"
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                    text=f"{user.get_username()} {verb}.", payload={"handler": handler, "resume": handler == "agent"})
+        _wake_agent(ticket)
+    return ticket
+
+
+class HeldActionError(ValueError):
+    pass
+
+
+def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user) -> HeldAction:
+    """Approve (execute exactly once) or reject a held call."""
+    from sundry.agent.loop import execute, process_call
+    from sundry.agent.schemas import ToolCall
+    from sundry.agent.tools.base import REGISTRY
+    from sundry.context.assembly import assemble
+    from sundry.context.selectors import lane_snapshot
+
+    with transaction.atomic():
+        held = HeldAction.objects.select_for_update().get(pk=held_id, ticket=ticket)
+        if held.status != HeldAction.Status.PENDING:
+            raise HeldActionError(f"This action was already {held.status}.")
+        held.status = HeldAction.Status.APPROVED if approve else HeldAction.Status.REJECTED
+        held.decided_by, held.decided_at = user, timezone.now()
+        held.save(update_fields=["status", "decided_by", "decided_at"])
+        who = user.get_username()
+        if not approve:
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                        text=f"{who} rejected the held {held.tool} call; do not repeat it.",
+                        payload={"held": held.pk, "decision": "rejected", "resume": True})
+        else:
+            ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+            # Guards run again (rules, IDs, refund limit); only the hold itself is lifted.
+            assembled = assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model)
+            assembled.recent_result_ids = assembled.recent_result_ids | frozenset(
+                str(v) for v in held.arguments.values() if isinstance(v, str)
+            )
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                        text=f"{who} approved the held {held.tool} call.",
+                        payload={"held": held.pk, "decision": "approved", "resume": True})
+            call = ToolCall(id=held.call_id + "-approved", name=held.tool, arguments=held.arguments)
+            # Record the tool call the approval executes, so its result is never orphaned.
+            turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.TOOL_CALL, text="",
+                        payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk})
+            ticket.refresh_from_db()
+            process_call(ticket, call, assembled, approved_hold=held)
+            held.status = HeldAction.Status.EXECUTED
+            held.result_turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+            held.save(update_fields=["status", "result_turn"])
+        ticket_touch(ticket.pk)
+        _wake_agent(ticket)
+    return held

@@ -1,0 +1,681 @@
+"""The demo shop's tools: what the agent can look up and do for a customer.
+
+Every argument and result is a pydantic model; identifier fields are marked
+with `IdField(kind)` so the ID guard checks them and the ledger harvests them.
+Each tool acts only for the ticket's own customer: an order, parcel or customer
+of anyone else is refused even when it exists.
+
+ORM modules are imported inside the run functions: pure code (guards, the
+offline model) imports the registry, sometimes before Django's apps are ready.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
+
+from .base import IdField, Tool, ToolContext, ToolError, register
+
+VERBATIM = "Copy every ID verbatim from a tool result; never retype one from memory or from the customer's words."
+
+# --- money: decimal strings in, minor units out ---------------------------------
+
+# Minor-unit exponent of each currency the shop trades in.
+CURRENCY_EXPONENT = {"USD": 2, "EUR": 2, "GBP": 2, "INR": 2}
+MAX_AMOUNT = Decimal("10000000")
+_DECIMAL = re.compile(r"\d+(?:\.\d{1,2})?")
+
+
+def parse_amount(value: Any) -> Decimal:
+    """A positive amount in major units, from a decimal string ("40.00") or a number; strict."""
+    if isinstance(value, bool):
+        raise ValueError('amount must be a decimal number such as "40.00"')
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("-"):
+            raise ValueError("amount must be greater than zero")
+        if re.fullmatch(r"\d+\.\d{3,}", text):
+            raise ValueError("amount has more than 2 decimal places")
+        if not _DECIMAL.fullmatch(text):
+            raise ValueError(f'amount {value!r} is not a plain decimal such as "40.00" (no symbols, commas or exponents)')
+        amount = Decimal(text)
+    elif isinstance(value, int):
+        amount = Decimal(value)
+    elif isinstance(value, float):
+        # repr() is the shortest text that round-trips: 40.1 stays 40.1, not 40.099999...
+        try:
+            amount = Decimal(repr(value))
+        except InvalidOperation:
+            raise ValueError("amount must be a finite number") from None
+    elif isinstance(value, Decimal):
+        amount = value
+    else:
+        raise ValueError('amount must be a decimal string such as "40.00" or a number')
+    if not amount.is_finite():
+        raise ValueError("amount must be a finite number")
+    if amount <= 0:
+        raise ValueError("amount must be greater than zero")
+    if amount > MAX_AMOUNT:
+        raise ValueError("amount is implausibly large")
+    if amount != amount.quantize(Decimal("0.01")):
+        raise ValueError("amount has more than 2 decimal places")
+    return amount.quantize(Decimal("0.01"))
+
+
+def parse_currency(value: Any) -> str:
+    code = value.strip().upper() if isinstance(value, str) else ""
+    if code not in CURRENCY_EXPONENT:
+        raise ValueError(f"currency must be one of {', '.join(CURRENCY_EXPONENT)}")
+    return code
+
+
+def to_minor_units(amount: Decimal, currency: str) -> int:
+    """Major-unit amount → integer minor units in `currency`; refuses sub-minor precision."""
+    scaled = amount.scaleb(CURRENCY_EXPONENT[currency])
+    if scaled != scaled.to_integral_value():
+        raise ValueError(f"{currency} has {CURRENCY_EXPONENT[currency]} decimal places; {amount} is finer than that")
+    return int(scaled)
+
+
+def format_minor(cents: int, currency: str) -> str:
+    exp = CURRENCY_EXPONENT.get(currency, 2)
+    return f"{Decimal(cents).scaleb(-exp):.{exp}f}"
+
+
+# Shared pydantic types: an amount argument and a currency argument.
+MoneyAmount = Annotated[
+    Decimal,
+    BeforeValidator(parse_amount),
+    PlainSerializer(lambda d: f"{d:.2f}", return_type=str),
+    WithJsonSchema({
+        "anyOf": [{"type": "string", "pattern": r"^\d+(\.\d{1,2})?$"}, {"type": "number", "exclusiveMinimum": 0}],
+        "description": 'Amount in major units as a plain decimal, e.g. "40.00" (not cents, no currency symbol).',
+    }),
+]
+CurrencyCode = Annotated[
+    str,
+    BeforeValidator(parse_currency),
+    WithJsonSchema({"type": "string", "enum": list(CURRENCY_EXPONENT), "description": "ISO currency code of the order."}),
+]
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _id(kind: str, description: str = "", **kw) -> Any:
+    return IdField(kind, description or f"{kind} ID, copied verbatim from a tool result", **kw)
+
+
+# --- ownership ---------------------------------------------------------------------
+
+
+def _own_order(ctx: ToolContext, order_number: str):
+    from sundry.shop import selectors
+
+    order = selectors.order_by_number(order_number)
+    if order is None:
+        raise ToolError(f"no order {order_number} exists; copy the order number verbatim from search_orders or get_order")
+    if order.customer.customer_id != ctx.customer_id:
+        raise ToolError(f"order {order_number} does not belong to this ticket's customer")
+    return order
+
+
+def _own_customer(ctx: ToolContext, customer_id: str):
+    from sundry.shop import selectors
+
+    if customer_id != ctx.customer_id:
+        raise ToolError(f"customer {customer_id} is not this ticket's customer; use lookup_customer to get this ticket's customer_id")
+    customer = selectors.customer_by_id(customer_id)
+    if customer is None:
+        raise ToolError(f"no customer {customer_id} exists")
+    return customer
+
+
+def _shop_call(fn, **kwargs):
+    from sundry.shop.services import ShopError
+
+    try:
+        return fn(**kwargs)
+    except ShopError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+# --- lookup_customer -------------------------------------------------------------
+
+
+class LookupCustomerArgs(Args):
+    email: str | None = Field(None, min_length=3, max_length=254, description="The customer's email address.")
+    customer_id: str | None = _id("customer", min_length=1, default=None)
+
+    @model_validator(mode="after")
+    def _one_key(self):
+        if not self.email and not self.customer_id:
+            raise ValueError("give email or customer_id")
+        return self
+
+
+class AddressOut(Result):
+    address_id: str = _id("address")
+    line1: str
+    city: str
+    postcode: str
+    country: str
+
+
+class PaymentMethodOut(Result):
+    payment_method_id: str = _id("payment_method")
+    kind: str
+    label: str
+
+
+class CustomerResult(Result):
+    customer_id: str = _id("customer")
+    name: str
+    email: str
+    phone: str
+    addresses: list[AddressOut]
+    payment_methods: list[PaymentMethodOut]
+    order_count: int
+
+
+def lookup_customer(ctx: ToolContext, args: LookupCustomerArgs) -> CustomerResult:
+    from sundry.shop.models import Customer
+
+    if args.customer_id:
+        customer = _own_customer(ctx, args.customer_id)
+        if args.email and customer.email.lower() != args.email.lower():
+            raise ToolError(f"email {args.email} is not on file for customer {args.customer_id}")
+    else:
+        customer = Customer.objects.filter(email__iexact=args.email, customer_id=ctx.customer_id).first()
+        if customer is None:
+            raise ToolError(f"no customer of this ticket has email {args.email}; ask the customer to confirm their email")
+    return CustomerResult(
+        customer_id=customer.customer_id, name=customer.name, email=customer.email, phone=customer.phone,
+        addresses=[
+            AddressOut(address_id=a.address_id, line1=a.line1, city=a.city, postcode=a.postcode, country=a.country)
+            for a in customer.addresses.order_by("pk")
+        ],
+        payment_methods=[
+            PaymentMethodOut(payment_method_id=m.payment_method_id, kind=m.kind, label=m.label)
+            for m in customer.payment_methods.order_by("pk")
+        ],
+        order_count=customer.orders.count(),
+    )
+
+
+# --- search_orders -------------------------------------------------------------------
+
+_STOPWORDS = frozenset("a an and the my of for with from to in on order orders item items".split())
+
+
+class SearchOrdersArgs(Args):
+    customer_id: str = _id("customer", min_length=1)
+    query: str | None = Field(
+        None, max_length=200,
+        description="Optional words matched against product names or SKUs, e.g. 'kettle'. Omit to list recent orders.",
+    )
+    limit: int = Field(20, ge=1, le=50, description="Most orders to return, newest first.")
+
+
+class OrderSummary(Result):
+    order_number: str = _id("order")
+    status: str
+    placed_on: date
+    total_cents: int = Field(description="Order total in minor units (cents).")
+    currency: str
+    items: list[str] = Field(description="Product names in the order.")
+
+
+class SearchOrdersResult(Result):
+    customer_id: str = _id("customer")
+    query: str | None
+    orders: list[OrderSummary]
+    total_matches: int
+
+
+def search_orders(ctx: ToolContext, args: SearchOrdersArgs) -> SearchOrdersResult:
+    from django.db.models import Prefetch, Q
+
+    from sundry.shop.models import Order, OrderItem
+
+    customer = _own_customer(ctx, args.customer_id)
+    orders = Order.objects.filter(customer=customer)
+    words = [w for w in re.findall(r"[\w-]+", (args.query or "").lower()) if len(w) > 1 and w not in _STOPWORDS]
+    # Every word must name some product (or SKU) in the order.
+    for word in words:
+        orders = orders.filter(
+            pk__in=OrderItem.objects.filter(Q(product__name__icontains=word) | Q(product__sku__iexact=word)).values("order_id")
+        )
+    total = orders.count()
+    rows = orders.order_by("-placed_at", "-pk").prefetch_related(
+        Prefetch("items", queryset=OrderItem.objects.select_related("product").order_by("pk"))
+    )[: args.limit]
+    return SearchOrdersResult(
+        customer_id=customer.customer_id, query=args.query, total_matches=total,
+        orders=[
+            OrderSummary(
+                order_number=o.number, status=o.status, placed_on=o.placed_at.date(), total_cents=o.total_cents,
+                currency=o.currency, items=[i.product.name for i in o.items.all()],
+            )
+            for o in rows
+        ],
+    )
+
+
+# --- get_order -------------------------------------------------------------------------
+
+
+class OrderArgs(Args):
+    order_number: str = _id("order", "Order number such as SU-20481, copied verbatim", min_length=1)
+
+
+class ItemOut(Result):
+    item_id: str = _id("item")
+    sku: str = _id("sku")
+    product: str
+    quantity: int
+    unit_price_cents: int
+
+
+class PaymentOut(Result):
+    payment_id: str = _id("payment")
+    payment_method_id: str = _id("payment_method")
+    method: str
+    status: str
+    amount_cents: int
+
+
+class ParcelOut(Result):
+    tracking_number: str = _id("tracking")
+    carrier: str
+    status: str
+
+
+class RefundOut(Result):
+    refund_id: str = _id("refund")
+    payment_id: str = _id("payment")
+    amount_cents: int
+    status: str
+    reason: str
+    created_on: date
+
+
+class ReturnOut(Result):
+    return_id: str = _id("return")
+    item_ids: list[str] = _id("item")
+    status: str
+    reason: str
+
+
+class OrderResult(Result):
+    order_number: str = _id("order")
+    customer_id: str = _id("customer")
+    status: str
+    placed_on: date
+    currency: str
+    total_cents: int
+    items: list[ItemOut]
+    payments: list[PaymentOut]
+    parcels: list[ParcelOut]
+    refunds: list[RefundOut]
+    returns: list[ReturnOut]
+    paid_cents: int = Field(description="Captured payments, minor units.")
+    refunded_cents: int = Field(description="Issued refunds, minor units.")
+    refundable_cents: int = Field(description="Still refundable (paid - refunded), minor units.")
+    refundable: str = Field(description='Still refundable in major units, the form issue_refund takes, e.g. "40.50".')
+
+
+def _order_result(order) -> OrderResult:
+    from sundry.shop import selectors
+
+    paid, refunded = selectors.captured_cents(order), selectors.refunded_cents(order)
+    refundable = max(0, paid - refunded)
+    return OrderResult(
+        order_number=order.number, customer_id=order.customer.customer_id, status=order.status,
+        placed_on=order.placed_at.date(), currency=order.currency, total_cents=order.total_cents,
+        items=[
+            ItemOut(item_id=i.item_id, sku=i.product.sku, product=i.product.name, quantity=i.quantity,
+                    unit_price_cents=i.unit_price_cents)
+            for i in order.items.all()
+        ],
+        payments=[
+            PaymentOut(payment_id=p.payment_id, payment_method_id=p.method.payment_method_id, method=p.method.label,
+                       status=p.status, amount_cents=p.amount_cents)
+            for p in order.payments.all()
+        ],
+        parcels=[ParcelOut(tracking_number=p.tracking_number, carrier=p.carrier, status=p.status) for p in order.parcels.all()],
+        refunds=[
+            RefundOut(refund_id=r.refund_id, payment_id=r.payment.payment_id, amount_cents=r.amount_cents,
+                      status=r.status, reason=r.reason, created_on=r.created_at.date())
+            for r in order.refunds.select_related("payment").order_by("created_at", "pk")
+        ],
+        returns=[
+            ReturnOut(return_id=r.return_id, item_ids=sorted(i.item_id for i in r.items.all()), status=r.status, reason=r.reason)
+            for r in order.returns.all()
+        ],
+        paid_cents=paid, refunded_cents=refunded, refundable_cents=refundable,
+        refundable=format_minor(refundable, order.currency),
+    )
+
+
+def get_order(ctx: ToolContext, args: OrderArgs) -> OrderResult:
+    return _order_result(_own_order(ctx, args.order_number))
+
+
+# --- track_parcel ------------------------------------------------------------------------
+
+
+class TrackParcelArgs(Args):
+    tracking_number: str = _id("tracking", "Tracking number such as 1Z..., copied verbatim", min_length=1)
+
+
+class TrackingEventOut(Result):
+    at: datetime
+    location: str
+    description: str
+
+
+class TrackParcelResult(Result):
+    tracking_number: str = _id("tracking")
+    order_number: str = _id("order")
+    carrier: str
+    status: str
+    events: list[TrackingEventOut]
+
+
+def track_parcel(ctx: ToolContext, args: TrackParcelArgs) -> TrackParcelResult:
+    from sundry.shop.models import Parcel
+
+    parcel = Parcel.objects.select_related("order__customer").filter(tracking_number=args.tracking_number).first()
+    if parcel is None:
+        raise ToolError(f"no parcel with tracking number {args.tracking_number}; copy it verbatim from get_order")
+    if parcel.order.customer.customer_id != ctx.customer_id:
+        raise ToolError(f"parcel {args.tracking_number} does not belong to this ticket's customer")
+    return TrackParcelResult(
+        tracking_number=parcel.tracking_number, order_number=parcel.order.number, carrier=parcel.carrier,
+        status=parcel.status,
+        events=[TrackingEventOut(at=e.at, location=e.location, description=e.description) for e in parcel.events.all()],
+    )
+
+
+# --- issue_refund ----------------------------------------------------------------------------
+
+
+class IssueRefundArgs(Args):
+    order_number: str = _id("order", "Order number to refund, copied verbatim", min_length=1)
+    amount: MoneyAmount
+    currency: CurrencyCode
+    reason: str = Field(min_length=1, max_length=200, description="Why the refund is given, in a few words.")
+
+    @model_validator(mode="after")
+    def _fits_currency(self):
+        to_minor_units(self.amount, self.currency)  # raises for precision finer than the currency's
+        return self
+
+    @property
+    def amount_cents(self) -> int:
+        return to_minor_units(self.amount, self.currency)
+
+
+class RefundResult(Result):
+    refund_id: str = _id("refund")
+    order_number: str = _id("order")
+    payment_id: str = _id("payment")
+    amount: str = Field(description="Refunded amount in major units.")
+    amount_cents: int
+    currency: str
+    status: str
+    refunded_cents: int = Field(description="All issued refunds on the order now, minor units.")
+    refundable_cents: int = Field(description="Still refundable on the order now, minor units.")
+
+
+def issue_refund(ctx: ToolContext, args: IssueRefundArgs) -> RefundResult:
+    from sundry.shop import selectors, services
+
+    order = _own_order(ctx, args.order_number)
+    refund = _shop_call(
+        services.refund_issue, order_number=order.number, amount_cents=args.amount_cents, currency=args.currency,
+        reason=args.reason, idempotency_key=ctx.idempotency_key,
+    )
+    return RefundResult(
+        refund_id=refund.refund_id, order_number=order.number, payment_id=refund.payment.payment_id,
+        amount=format_minor(refund.amount_cents, refund.currency), amount_cents=refund.amount_cents,
+        currency=refund.currency, status=refund.status,
+        refunded_cents=selectors.refunded_cents(order), refundable_cents=selectors.refundable_cents(order),
+    )
+
+
+# --- book_return -------------------------------------------------------------------------------
+
+
+class BookReturnArgs(Args):
+    order_number: str = _id("order", "Order the items belong to, copied verbatim", min_length=1)
+    item_ids: list[str] = _id("item", "item_id of each item to return (from get_order), copied verbatim", min_length=1)
+    reason: str = Field(min_length=1, max_length=200, description="Why the customer returns the items.")
+
+
+class ReturnResult(Result):
+    return_id: str = _id("return")
+    order_number: str = _id("order")
+    item_ids: list[str] = _id("item")
+    status: str
+
+
+def book_return(ctx: ToolContext, args: BookReturnArgs) -> ReturnResult:
+    from sundry.shop import services
+
+    order = _own_order(ctx, args.order_number)
+    ret = _shop_call(
+        services.return_book, order_number=order.number, item_ids=args.item_ids, reason=args.reason,
+        idempotency_key=ctx.idempotency_key,
+    )
+    return ReturnResult(
+        return_id=ret.return_id, order_number=order.number,
+        item_ids=sorted(ret.items.values_list("item_id", flat=True)), status=ret.status,
+    )
+
+
+# --- cancel_order ----------------------------------------------------------------------------------
+
+
+class CancelOrderArgs(Args):
+    order_number: str = _id("order", "Order to cancel, copied verbatim", min_length=1)
+    reason: str = Field(min_length=1, max_length=200, description="Why the order is cancelled.")
+
+
+class CancelRefundOut(Result):
+    refund_id: str = _id("refund")
+    payment_id: str = _id("payment")
+    amount_cents: int
+    currency: str
+
+
+class CancelResult(Result):
+    order_number: str = _id("order")
+    status: str
+    refund: CancelRefundOut | None = Field(description="The full refund of the captured payment, if anything was captured.")
+
+
+def cancel_order(ctx: ToolContext, args: CancelOrderArgs) -> CancelResult:
+    from sundry.shop import services
+
+    order = _own_order(ctx, args.order_number)
+    cancellation = _shop_call(
+        services.order_cancel, order_number=order.number, reason=args.reason, idempotency_key=ctx.idempotency_key,
+    )
+    refund = cancellation.refund
+    return CancelResult(
+        order_number=order.number, status="cancelled",
+        refund=refund and CancelRefundOut(
+            refund_id=refund.refund_id, payment_id=refund.payment.payment_id, amount_cents=refund.amount_cents,
+            currency=refund.currency,
+        ),
+    )
+
+
+# --- offer_replacement ---------------------------------------------------------------------------------
+
+
+class OfferReplacementArgs(Args):
+    order_number: str = _id("order", "Order the item belongs to, copied verbatim", min_length=1)
+    item_id: str = _id("item", "item_id to replace (from get_order), copied verbatim", min_length=1)
+    note: str = Field("", max_length=1000, description="What is offered and on what terms.")
+
+
+class ReplacementResult(Result):
+    offered: bool
+    order_number: str = _id("order")
+    item_id: str = _id("item")
+    product: str
+
+
+def offer_replacement(ctx: ToolContext, args: OfferReplacementArgs) -> ReplacementResult:
+    from sundry.shop import services
+
+    order = _own_order(ctx, args.order_number)
+    contact = _shop_call(
+        services.replacement_offer, order_number=order.number, item_id=args.item_id, note=args.note,
+        idempotency_key=ctx.idempotency_key,
+    )
+    return ReplacementResult(offered=True, order_number=order.number, item_id=args.item_id, product=contact.item.product.name)
+
+
+# --- send_email / log_phone_call ---------------------------------------------------------------------
+
+
+class SendEmailArgs(Args):
+    customer_id: str = _id("customer", min_length=1)
+    subject: str = Field(min_length=1, max_length=200)
+    body: str = Field(min_length=1, max_length=5000)
+
+
+class EmailResult(Result):
+    sent: bool
+    customer_id: str = _id("customer")
+    to: str
+
+
+def send_email(ctx: ToolContext, args: SendEmailArgs) -> EmailResult:
+    from sundry.shop import services
+
+    customer = _own_customer(ctx, args.customer_id)
+    _shop_call(services.email_send, customer_id=customer.customer_id, subject=args.subject, body=args.body,
+               idempotency_key=ctx.idempotency_key)
+    return EmailResult(sent=True, customer_id=customer.customer_id, to=customer.email)
+
+
+class LogPhoneCallArgs(Args):
+    customer_id: str = _id("customer", min_length=1)
+    summary: str = Field(min_length=1, max_length=2000, description="What was said on the call.")
+
+
+class PhoneCallResult(Result):
+    logged: bool
+    customer_id: str = _id("customer")
+
+
+def log_phone_call(ctx: ToolContext, args: LogPhoneCallArgs) -> PhoneCallResult:
+    from sundry.shop import services
+
+    customer = _own_customer(ctx, args.customer_id)
+    _shop_call(services.phone_call_log, customer_id=customer.customer_id, summary=args.summary,
+               idempotency_key=ctx.idempotency_key)
+    return PhoneCallResult(logged=True, customer_id=customer.customer_id)
+
+
+# --- reply_to_customer ------------------------------------------------------------------------------------
+
+
+class ReplyArgs(Args):
+    message: str = Field(min_length=1, max_length=4000, description="The message the customer will read.")
+
+
+class ReplyResult(Result):
+    delivered: bool
+
+
+def reply_to_customer(ctx: ToolContext, args: ReplyArgs) -> ReplyResult:
+    # The loop turns the call into the agent's message; nothing changes in the shop.
+    return ReplyResult(delivered=True)
+
+
+# --- registration ----------------------------------------------------------------------------------------
+
+register(Tool(
+    name="lookup_customer",
+    description="Look up this ticket's customer by email or customer_id: name, contact details, addresses, "
+                "payment methods. Use it to get the customer_id other tools need. " + VERBATIM,
+    args_model=LookupCustomerArgs, result_model=CustomerResult, run=lookup_customer,
+))
+register(Tool(
+    name="search_orders",
+    description="List the customer's orders, newest first, optionally only those whose products match the query "
+                "words. Returns order numbers, status, date, total and product names; call get_order for details. " + VERBATIM,
+    args_model=SearchOrdersArgs, result_model=SearchOrdersResult, run=search_orders,
+))
+register(Tool(
+    name="get_order",
+    description="Full detail of one of the customer's orders: status, items with item_id, payments, parcels with "
+                "tracking numbers, refunds, returns, and how much is still refundable. Call it before any refund, "
+                "return, cancellation or replacement. " + VERBATIM,
+    args_model=OrderArgs, result_model=OrderResult, run=get_order,
+))
+register(Tool(
+    name="track_parcel",
+    description="Where a parcel is: carrier status and tracking events, for a tracking number from get_order. " + VERBATIM,
+    args_model=TrackParcelArgs, result_model=TrackParcelResult, run=track_parcel,
+))
+register(Tool(
+    name="issue_refund",
+    description="Refund money on an order to its original payment method. Irreversible. The amount is a decimal in "
+                'major units ("40.00"), in the order\'s currency, at most the refundable amount get_order reports. '
+                "A retried call with the same idempotency key never refunds twice. " + VERBATIM,
+    args_model=IssueRefundArgs, result_model=RefundResult, run=issue_refund,
+    side_effect=True, resolves=True, target_arg="order_number", reversible=False,
+))
+register(Tool(
+    name="book_return",
+    description="Book a return for items of a delivered order (item_ids from get_order). " + VERBATIM,
+    args_model=BookReturnArgs, result_model=ReturnResult, run=book_return,
+    side_effect=True, resolves=True, target_arg="order_number",
+))
+register(Tool(
+    name="cancel_order",
+    description="Cancel an order that is placed but not yet shipped; whatever was captured is refunded in full. "
+                "Irreversible. " + VERBATIM,
+    args_model=CancelOrderArgs, result_model=CancelResult, run=cancel_order,
+    side_effect=True, resolves=True, target_arg="order_number", reversible=False,
+))
+register(Tool(
+    name="offer_replacement",
+    description="Record an offer to replace one item of an order (e.g. arrived damaged). " + VERBATIM,
+    args_model=OfferReplacementArgs, result_model=ReplacementResult, run=offer_replacement,
+    side_effect=True, resolves=True, target_arg="item_id",
+))
+register(Tool(
+    name="send_email",
+    description="Email the customer at the address on file. Do not use it if the customer asked not to be emailed. "
+                + VERBATIM,
+    args_model=SendEmailArgs, result_model=EmailResult, run=send_email,
+    side_effect=True, resolves=True, target_arg="customer_id",
+))
+register(Tool(
+    name="log_phone_call",
+    description="Record a phone call with the customer and what was said. " + VERBATIM,
+    args_model=LogPhoneCallArgs, result_model=PhoneCallResult, run=log_phone_call,
+    side_effect=True, resolves=True, target_arg="customer_id",
+))
+register(Tool(
+    name="reply_to_customer",
+    description="Send your reply to the customer in the ticket's chat. Refer to orders by their exact order number.",
+    args_model=ReplyArgs, result_model=ReplyResult, run=reply_to_customer, resolves=True,
+))

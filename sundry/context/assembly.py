@@ -1,0 +1,103 @@
+"""Build the model request from the lanes, in the fixed order, and account for it.
+
+Pure: takes a `LaneSnapshot`, returns the request and per-lane token counts
+(with the real tokenizer) so panels and the compaction trigger read the same
+numbers the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from sundry.agent.schemas import Message, ModelRequest, ToolSpec
+from sundry.context import render
+from sundry.context.idformats import find_ids
+from sundry.context.lanes import LaneSnapshot, TurnData
+from sundry.core.tokens import count_message_tokens, count_tokens, encoding_name_for, is_exact
+
+LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
+
+
+@dataclass
+class Accounting:
+    lane_tokens: dict[str, int]
+    tools_tokens: int
+    total_tokens: int
+    encoding: str
+    exact: bool
+    rules_over_cap: bool = False
+    first_turn: int | None = None
+    last_turn: int | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "lanes": self.lane_tokens, "tools": self.tools_tokens, "total": self.total_tokens,
+            "encoding": self.encoding, "exact": self.exact, "rules_over_cap": self.rules_over_cap,
+            "first_turn": self.first_turn, "last_turn": self.last_turn,
+        }
+
+
+@dataclass
+class Assembled:
+    request: ModelRequest
+    accounting: Accounting
+    # What the guards may treat as "seen in the request".
+    recent_result_ids: frozenset[str] = field(default_factory=frozenset)
+    recent_text_ids: frozenset[str] = field(default_factory=frozenset)
+
+
+def whole_units(turns: list[TurnData]) -> list[TurnData]:
+    """Drop leading tool results whose call is not in the list, so nothing is orphaned."""
+    calls = {c.get("id") for t in turns if t.kind == "tool_call" for c in t.payload.get("calls", [])}
+    out = []
+    for t in turns:
+        call_id = t.payload.get("call_id") if isinstance(t.payload, dict) else None
+        if t.kind in ("tool_result", "rejection", "error") and call_id and call_id not in calls:
+            continue
+        out.append(t)
+    return out
+
+
+def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
+    """(IDs in tool results, IDs typed in customer/staff messages) within these turns."""
+    results, typed = set(), set()
+    for t in turns:
+        if t.kind == "tool_result" and t.payload.get("ok", True):
+            results.update(v for _, v in find_ids(t.text))
+        elif t.author in ("customer", "staff"):
+            typed.update(v for _, v in find_ids(t.text))
+    return frozenset(results), frozenset(typed)
+
+
+def assemble(
+    snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None
+) -> Assembled:
+    turns = whole_units(snapshot.turns)
+    blocks = {
+        "system": render.render_system_prompt(snapshot.class_policy),
+        "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
+        "ledger": render.render_ledger(snapshot.ledger),
+        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money, snapshot.questions),
+        "summary": render.render_summary(snapshot.summary),
+    }
+    messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]
+    conversation = render.turns_to_messages(turns)
+    messages.extend(conversation)
+    specs = [ToolSpec(**t) for t in (tools or [])]
+    request = ModelRequest(model=model, messages=messages, tools=specs)
+
+    lane_tokens = {lane: count_tokens(text, model) for lane, text in blocks.items()}
+    lane_tokens["recent"] = sum(count_tokens(m.content, model) for m in conversation) + sum(
+        count_tokens(json.dumps([c.model_dump() for c in m.tool_calls]), model) for m in conversation if m.tool_calls
+    )
+    tools_tokens = count_tokens(json.dumps([s.model_dump() for s in specs]), model) if specs else 0
+    total = count_message_tokens([m.model_dump() for m in messages], model) + tools_tokens
+    result_ids, text_ids = ids_seen(turns)
+    accounting = Accounting(
+        lane_tokens=lane_tokens, tools_tokens=tools_tokens, total_tokens=total,
+        encoding=encoding_name_for(model), exact=is_exact(model),
+        rules_over_cap=bool(rules_cap_tokens and lane_tokens["rules"] > rules_cap_tokens),
+        first_turn=turns[0].number if turns else None, last_turn=turns[-1].number if turns else None,
+    )
+    return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids)

@@ -1,0 +1,402 @@
+"""Lane data → the labelled text blocks of a model request (SPEC §3).
+
+Pure functions over the plain data in `context.lanes`. Every block starts with
+a fixed heading and has a fixed line format, so the model learns where to look
+and the prefix stays cache-friendly. The `parse_*` helpers read the same
+formats back: the offline model uses them, so format and parser cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sundry.agent.schemas import Message, ToolCall
+from sundry.context.lanes import (
+    ActionData,
+    LedgerData,
+    MoneyData,
+    QuestionData,
+    RuleData,
+    StateFieldData,
+    SummaryData,
+    TurnData,
+)
+
+LANES = ("system", "rules", "ledger", "state", "summary")
+
+SYSTEM_HEADING = "SUNDRY SUPPORT AGENT — INSTRUCTIONS"
+RULES_HEADING = "RULES IN FORCE FOR THIS TICKET"
+LEDGER_HEADING = "ID LEDGER (verbatim, do not paraphrase)"
+STATE_HEADING = "STATE — established facts; they override the summary below if the two disagree"
+SUMMARY_HEADING = (
+    "SUMMARY OF EARLIER TURNS — written by the system as a record of the past; "
+    "not something the customer said or agreed"
+)
+HEADINGS = {"system": SYSTEM_HEADING, "rules": RULES_HEADING, "ledger": LEDGER_HEADING,
+            "state": STATE_HEADING, "summary": SUMMARY_HEADING}
+
+NO_RULES = "(no rules pinned for this ticket)"
+NO_IDS = "(no identifiers recorded yet)"
+NO_STATE = "(nothing established yet)"
+LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status"
+VERIFIED, UNVERIFIED = "verified", "UNVERIFIED"
+STATE_SECTIONS = {"fields": "Fields:", "actions": "Actions already taken:", "money": "Money per order:",
+                  "questions": "Open questions:"}
+
+# Prefixes that mark conversation messages which are not the customer speaking.
+STAFF_REPLY_PREFIX = "(reply sent by staff) "
+STAFF_NOTE_PREFIX = "[staff note to the agent] "
+SYSTEM_EVENT_PREFIX = "[system event] "
+SYSTEM_NOTICE_PREFIX = "[system notice] "
+NOT_CUSTOMER_PREFIXES = (STAFF_NOTE_PREFIX, SYSTEM_EVENT_PREFIX, SYSTEM_NOTICE_PREFIX)
+ERROR_PREFIX = "ERROR"
+MISSING_RESULT = "ERROR: the result of this call is not in the context. Call the tool again if you still need it."
+
+
+def lane_message(lane: str, text: str) -> Message:
+    if lane not in LANES:
+        raise ValueError(f"unknown lane {lane!r}; expected one of {', '.join(LANES)}")
+    return Message(role="system", content=text, lane=lane)
+
+
+# --- money ---------------------------------------------------------------------------
+
+
+def format_money(cents: int, currency: str) -> str:
+    """40.00 USD. No thousands separator, so the figure can be copied into a tool argument."""
+    return f"{Decimal(cents) / 100:.2f} {currency}".strip()
+
+
+_MONEY = re.compile(r"(-?\d+(?:\.\d+)?) ([A-Z]{3})")
+
+
+def parse_money(text: str) -> tuple[int, str] | None:
+    m = _MONEY.search(text or "")
+    return (int(Decimal(m.group(1)) * 100), m.group(2)) if m else None
+
+
+# --- system prompt ---------------------------------------------------------------------
+
+
+def render_system_prompt(class_policy: str) -> str:
+    lines = [
+        SYSTEM_HEADING,
+        "You are Sundry's support agent. You work one customer ticket for a shop, using the tools you are given, "
+        "while support staff watch and may step in.",
+        "",
+        "How to work:",
+        "- Do the work with tools: look things up before you act, and act only on what a tool returned.",
+        "- Identifiers (order numbers, customer ids, item ids, tracking numbers …) are copied character for "
+        "character from the ID LEDGER or from a tool result in this conversation. Never write one from memory, "
+        "never invent one, never \"correct\" one that looks wrong.",
+        "- If an identifier you need is not in the ledger or a recent tool result, look it up again "
+        "(search_orders, get_order, lookup_customer). An UNVERIFIED ledger entry was typed by the customer: "
+        "verify it with a lookup before acting on it.",
+        "- Every rule under RULES IN FORCE holds for the whole ticket. Obey each one, even when the customer "
+        "or the summary seems to suggest otherwise.",
+        "- The STATE block records what is established, including actions already taken and money already "
+        "refunded. Where it disagrees with the summary, STATE wins. Never repeat an action STATE lists.",
+        "- The SUMMARY is the system's own record of earlier turns. It is not something the customer said, "
+        "asked for or agreed to.",
+        "- A side effect (refund, return, cancellation, message) needs its exact target: the order number and "
+        "item ids from a tool result, and the amount and currency from the order.",
+        "- Tool errors and guard rejections explain what to fix; do not resend the same call unchanged.",
+        "- When you are done, answer the customer in plain text (or with reply_to_customer): short, concrete, "
+        "naming the order and amounts involved.",
+    ]
+    policy = (class_policy or "").strip()
+    if policy:
+        lines += ["", "Policy for this class of ticket:", policy]
+    return "\n".join(lines)
+
+
+# --- rules -----------------------------------------------------------------------------
+
+
+def _rule_line(n: int, rule: RuleData) -> str:
+    scope = f"{rule.scope} {rule.scope_ref}".strip()
+    line = f'{n}. "{rule.text}" — turn {rule.turn}; scope {scope}; stated by {rule.source}'
+    blocked = (rule.enforcement or {}).get("block_tools") or []
+    if blocked:
+        line += f"; blocks tools: {', '.join(blocked)}"
+    return line
+
+
+def render_rules(rules: list[RuleData], cap_tokens: int | None = None) -> str:
+    """Every rule, verbatim. `cap_tokens` is accepted so callers can pass the class cap,
+    but it never removes or shortens a rule: going over it is a warning for staff."""
+    del cap_tokens
+    if not rules:
+        return f"{RULES_HEADING}\n{NO_RULES}"
+    ordered = sorted(rules, key=lambda r: (r.turn, r.id))
+    return "\n".join([RULES_HEADING] + [_rule_line(i, r) for i, r in enumerate(ordered, 1)])
+
+
+_RULE_LINE = re.compile(
+    r'^\d+\. "(?P<text>.*?)" — turn (?P<turn>\d+); scope (?P<scope>[^;\n]*); stated by (?P<source>[^;\n]*)'
+    r"(?:; blocks tools: (?P<blocks>[^\n]*))?$",
+    re.M | re.S,
+)
+
+
+@dataclass(frozen=True)
+class ParsedRule:
+    text: str
+    turn: int
+    scope: str
+    block_tools: tuple[str, ...] = ()
+
+
+def parse_rules(block: str) -> list[ParsedRule]:
+    out = []
+    for m in _RULE_LINE.finditer(block or ""):
+        blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
+        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks))
+    return out
+
+
+# --- ledger ----------------------------------------------------------------------------
+
+
+def _ledger_line(e: LedgerData) -> str:
+    cells = [e.role, e.value, e.kind, VERIFIED if e.verified else UNVERIFIED,
+             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", e.note or "-"]
+    return " | ".join(cells)
+
+
+def render_ledger(entries: list[LedgerData]) -> str:
+    active = sorted((e for e in entries if not e.archived), key=lambda e: (e.first_seen_turn, e.role))
+    if not active:
+        return f"{LEDGER_HEADING}\n{NO_IDS}"
+    return "\n".join([LEDGER_HEADING, LEDGER_COLUMNS] + [_ledger_line(e) for e in active])
+
+
+_TURN_NO = re.compile(r"turn (\d+)")
+
+
+def parse_ledger(block: str) -> list[LedgerData]:
+    out = []
+    for line in (block or "").splitlines()[1:]:
+        cells = [c.strip() for c in line.split(" | ", 6)]
+        if len(cells) != 7 or line == LEDGER_COLUMNS:
+            continue
+        role, value, kind, verified, first, last, note = cells
+        turns = [int(m.group(1)) if (m := _TURN_NO.search(c)) else 0 for c in (first, last)]
+        out.append(LedgerData(role=role, value=value, kind=kind, verified=verified == VERIFIED,
+                              first_seen_turn=turns[0], last_used_turn=turns[1], note="" if note == "-" else note))
+    return out
+
+
+# --- state -----------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def _action_line(a: ActionData) -> str:
+    what = f"{a.tool} on {a.target}" if a.target else a.tool
+    amount = format_money(a.amount_cents, a.currency) if a.amount_cents is not None else "no amount"
+    parts = [f"turn {a.turn}", what, amount, "reversible" if a.reversible else "IRREVERSIBLE",
+             f"key {a.idempotency_key}"]
+    if a.summary:
+        parts.append(_one_line(a.summary))
+    return "- " + " · ".join(parts)
+
+
+def _money_line(m: MoneyData) -> str:
+    return (f"- {m.order}: paid {format_money(m.paid_cents, m.currency)}; "
+            f"refunded so far {format_money(m.refunded_cents, m.currency)}; "
+            f"still refundable {format_money(m.refundable_cents, m.currency)}")
+
+
+def render_state(state: list[StateFieldData], actions: list[ActionData], money: list[MoneyData],
+                 questions: list[QuestionData]) -> str:
+    lines = [STATE_HEADING]
+    if state:
+        lines.append(STATE_SECTIONS["fields"])
+        lines += [f"- {f.name}: {_one_line(f.value)} (turn {f.turn}, {f.source}, "
+                  f"{'confirmed' if f.confirmed else 'inferred'})" for f in sorted(state, key=lambda f: f.name)]
+    if actions:
+        lines.append(STATE_SECTIONS["actions"])
+        lines += [_action_line(a) for a in sorted(actions, key=lambda a: (a.turn, a.idempotency_key))]
+    if money:
+        lines.append(STATE_SECTIONS["money"])
+        lines += [_money_line(m) for m in sorted(money, key=lambda m: m.order)]
+    if questions:
+        lines.append(STATE_SECTIONS["questions"])
+        lines += [f"- {_one_line(q.text)} (turn {q.turn})" for q in sorted(questions, key=lambda q: q.turn)]
+    if len(lines) == 1:
+        lines.append(NO_STATE)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    turn: int
+    tool: str
+    target: str
+    amount_cents: int | None
+    currency: str
+    reversible: bool
+    key: str
+    summary: str = ""
+
+
+@dataclass
+class ParsedState:
+    fields: dict[str, str] = field(default_factory=dict)
+    actions: list[ParsedAction] = field(default_factory=list)
+    money: dict[str, MoneyData] = field(default_factory=dict)
+    questions: list[str] = field(default_factory=list)
+
+
+_FIELD_LINE = re.compile(r"^- (?P<name>[^:]+): (?P<value>.*) \(turn \d+, \w+, (?:confirmed|inferred)\)$")
+_MONEY_LINE = re.compile(r"^- (?P<order>\S+): paid (?P<paid>[^;]+); refunded so far (?P<ref>[^;]+); still refundable")
+
+
+def _parse_action(line: str) -> ParsedAction | None:
+    parts = line[2:].split(" · ")
+    if len(parts) < 5 or not (turn := _TURN_NO.fullmatch(parts[0])):
+        return None
+    tool, _, target = parts[1].partition(" on ")
+    money = parse_money(parts[2])
+    return ParsedAction(int(turn.group(1)), tool, target, money[0] if money else None, money[1] if money else "",
+                        parts[3] == "reversible", parts[4].removeprefix("key "), " · ".join(parts[5:]))
+
+
+def parse_state(block: str) -> ParsedState:
+    out, section = ParsedState(), None
+    titles = {v: k for k, v in STATE_SECTIONS.items()}
+    for line in (block or "").splitlines()[1:]:
+        if line in titles:
+            section = titles[line]
+        elif not line.startswith("- "):
+            continue
+        elif section == "fields" and (m := _FIELD_LINE.match(line)):
+            out.fields[m.group("name")] = m.group("value")
+        elif section == "actions" and (a := _parse_action(line)):
+            out.actions.append(a)
+        elif section == "money" and (m := _MONEY_LINE.match(line)):
+            paid, ref = parse_money(m.group("paid")), parse_money(m.group("ref"))
+            if paid and ref:
+                out.money[m.group("order")] = MoneyData(m.group("order"), paid[1], paid[0], ref[0])
+        elif section == "questions":
+            out.questions.append(re.sub(r" \(turn \d+\)$", "", line[2:]))
+    return out
+
+
+# --- summary ---------------------------------------------------------------------------
+
+
+def render_summary(summary: SummaryData | None) -> str:
+    if summary is None:
+        return ""
+    how = " (deterministic trim: the summariser was unavailable)" if summary.fallback else ""
+    return f"{SUMMARY_HEADING}\nCovers turns 1–{summary.covers_through_turn}{how}.\n{summary.text.strip()}"
+
+
+# --- conversation turns ----------------------------------------------------------------
+
+
+def _calls(turn: TurnData) -> list[ToolCall]:
+    out = []
+    for c in (turn.payload or {}).get("calls") or []:
+        if isinstance(c, dict) and c.get("id") and c.get("name"):
+            out.append(ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=c.get("arguments") or {}))
+    return out
+
+
+def _is_result(turn: TurnData) -> bool:
+    """A turn that answers a tool call and so becomes a tool message."""
+    has_call = bool((turn.payload or {}).get("call_id"))
+    return turn.kind == "tool_result" or (turn.kind in ("rejection", "error") and has_call)
+
+
+def _result_content(turn: TurnData) -> str:
+    p = turn.payload or {}
+    if turn.kind == "rejection":
+        return f"{ERROR_PREFIX} (guard: {p.get('guard') or 'guard'}): {p.get('reason') or turn.text}"
+    if turn.kind == "error":
+        reason = p.get("reason") or turn.text
+        return reason if reason.startswith(ERROR_PREFIX) else f"{ERROR_PREFIX}: {reason}"
+    text = turn.text if turn.text else json.dumps({k: v for k, v in p.items() if k != "call_id"}, ensure_ascii=False)
+    if p.get("ok") is False and not text.startswith(ERROR_PREFIX):
+        text = f"{ERROR_PREFIX}: {text}"
+    return text
+
+
+def _plain(turn: TurnData) -> Message | None:
+    """Every turn that is neither a tool call nor a tool result."""
+    text, n = turn.text or "", [turn.number]
+    if turn.kind == "message":
+        if turn.author == "customer":
+            return Message(role="user", content=text, turns=n)
+        if turn.author == "staff":
+            return Message(role="assistant", content=STAFF_REPLY_PREFIX + text, turns=n)
+        if turn.author == "agent":
+            return Message(role="assistant", content=text, turns=n)
+    if turn.kind == "note":
+        return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)
+    if turn.kind in ("error", "rejection"):
+        return Message(role="user", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
+    return Message(role="user", content=SYSTEM_EVENT_PREFIX + text, turns=n)
+
+
+def turns_to_messages(turns: list[TurnData]) -> list[Message]:
+    """Conversation turns → chat messages, with no tool call or result orphaned.
+
+    Each call's result is placed right after the assistant message that made
+    it (providers require that); a missing result gets a placeholder, and a
+    result whose call is not in `turns` is dropped.
+    """
+    results: dict[str, TurnData] = {}
+    for t in turns:
+        if _is_result(t):
+            results.setdefault(str(t.payload["call_id"]), t)
+    called = {c.id for t in turns if t.kind == "tool_call" for c in _calls(t)}
+    placed = {id(results[c]) for c in called if c in results}
+    out: list[Message] = []
+    for t in turns:
+        if t.kind == "tool_call":
+            calls = _calls(t)
+            if not calls:
+                if t.text:
+                    out.append(Message(role="assistant", content=t.text, turns=[t.number]))
+                continue
+            out.append(Message(role="assistant", content=t.text or "", tool_calls=calls, turns=[t.number]))
+            for call in calls:
+                r = results.get(call.id)
+                if r is None:
+                    out.append(Message(role="tool", content=MISSING_RESULT, tool_call_id=call.id, tool_name=call.name))
+                    continue
+                out.append(Message(role="tool", content=_result_content(r), tool_call_id=call.id,
+                                   tool_name=call.name, turns=[r.number]))
+        elif _is_result(t):
+            call_id = str(t.payload["call_id"])
+            if call_id in called and id(t) not in placed:
+                # A second result for a call already answered: keep its news, as a notice.
+                name = t.payload.get("name") or "tool"
+                out.append(Message(role="user", content=f"{SYSTEM_NOTICE_PREFIX}later result of {name} "
+                                   f"({call_id}): {_result_content(t)}", turns=[t.number]))
+            # Otherwise: already placed after its call, or its call is not in context (dropped).
+        elif (m := _plain(t)) is not None:
+            out.append(m)
+    return out
+
+
+def is_customer_message(message: Message) -> bool:
+    return message.role == "user" and message.lane is None and not message.content.startswith(NOT_CUSTOMER_PREFIXES)
+
+
+def lane_of(message: Message) -> str | None:
+    """The lane a system message belongs to: its label, or failing that its heading."""
+    if message.role != "system":
+        return None
+    if message.lane:
+        return message.lane
+    first = message.content.split("\n", 1)[0]
+    return next((lane for lane, heading in HEADINGS.items() if first.startswith(heading)), None)

@@ -1,0 +1,361 @@
+"""Writes to the lanes: ledger, state, rules, actions, money, questions.
+
+Each service records who changed what and at which turn, and announces the
+change to watchers after commit. Tool results reach the ledger only through
+`ledger_harvest`, by schema.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+
+from sundry.context.idformats import find_ids
+from sundry.context.models import (
+    ActionTaken,
+    LedgerEntry,
+    MoneyTotal,
+    OpenQuestion,
+    PinnedRule,
+    Source,
+    StateValue,
+)
+from sundry.context.rules import candidate_rules, infer_enforcement
+from sundry.context.statefields import StateValueInvalid, validate_field
+from sundry.live.events import ticket_changed
+from sundry.tickets.services import ticket_touch
+
+ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+
+
+# --- ID ledger -------------------------------------------------------------------
+
+
+def _default_role(ticket_id: int, kind: str) -> str:
+    """`order`, then `order_2`, `order_3` … in order of appearance."""
+    taken = set(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("role", flat=True))
+    if kind not in taken:
+        return kind
+    n = 2
+    while f"{kind}_{n}" in taken:
+        n += 1
+    return f"{kind}_{n}"
+
+
+def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: int) -> LedgerEntry:
+    entry, _ = LedgerEntry.objects.get_or_create(
+        ticket=ticket,
+        value=value,
+        defaults=dict(role=role, kind=kind, verified=True, first_seen_turn=turn, last_used_turn=turn, source="desk"),
+    )
+    return entry
+
+
+def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None) -> list[LedgerEntry]:
+    """Record every identifier a structured tool result marks, as verified."""
+    from sundry.agent.tools.base import iter_ids
+
+    touched = []
+    with transaction.atomic():
+        for _path, kind, value in iter_ids(result):
+            entry = LedgerEntry.objects.filter(ticket=ticket, value=value).first()
+            if entry is None:
+                entry = LedgerEntry.objects.create(
+                    ticket=ticket, value=value, kind=kind, role=_default_role(ticket.pk, kind), verified=True,
+                    first_seen_turn=turn, last_used_turn=turn, source=tool_name,
+                )
+            else:
+                entry.verified = True
+                entry.last_used_turn = max(entry.last_used_turn, turn)
+                if entry.status == LedgerEntry.Status.ARCHIVED:
+                    # Back in use: restore under its old role if still free.
+                    entry.status = LedgerEntry.Status.ACTIVE
+                    if LedgerEntry.objects.filter(ticket=ticket, role=entry.role, status="active").exists():
+                        entry.role = _default_role(ticket.pk, kind)
+                entry.version += 1
+                entry.save()
+            touched.append(entry)
+        note = getattr(result, "ledger_note", None)
+        if note and touched:
+            LedgerEntry.objects.filter(pk=touched[0].pk).update(note=str(note)[:120])
+        ledger_evict(ticket=ticket, cap=cap or ticket.ticket_class.ledger_cap)
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return touched
+
+
+def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntry]:
+    """IDs a customer typed enter the ledger UNVERIFIED until a lookup returns them."""
+    created = []
+    for kind, value in find_ids(text):
+        if LedgerEntry.objects.filter(ticket=ticket, value=value).exists():
+            continue
+        created.append(
+            LedgerEntry.objects.create(
+                ticket=ticket, value=value, kind=kind, role=f"{_default_role(ticket.pk, kind)}_mentioned",
+                verified=False, first_seen_turn=turn, last_used_turn=turn, source="customer",
+            )
+        )
+    if created:
+        ledger_evict(ticket=ticket, cap=ticket.ticket_class.ledger_cap)
+    return created
+
+
+def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
+    """Mark entries used by a tool call; eviction goes by last use."""
+    if values:
+        LedgerEntry.objects.filter(ticket=ticket, value__in=values, last_used_turn__lt=turn).update(
+            last_used_turn=turn
+        )
+
+
+def ledger_evict(*, ticket, cap: int) -> list[str]:
+    """Archive the least recently used active entries past the cap. Never deletes."""
+    active = LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
+    excess = active.count() - cap
+    if excess <= 0:
+        return []
+    victims = list(active.order_by("last_used_turn", "first_seen_turn", "id")[:excess])
+    LedgerEntry.objects.filter(pk__in=[v.pk for v in victims]).update(
+        status=LedgerEntry.Status.ARCHIVED, version=F("version") + 1
+    )
+    return [v.value for v in victims]
+
+
+class LaneConflict(Exception):
+    """An edit based on a stale version; carries the current row."""
+
+    def __init__(self, message: str, current=None):
+        super().__init__(message)
+        self.current = current
+
+
+def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version: int | None = None) -> LedgerEntry:
+    role = (role or "").strip().lower().replace(" ", "_").replace("-", "_")
+    if not ROLE_RE.match(role):
+        raise StateValueInvalid("A role is lower-case letters, digits and underscores, starting with a letter.")
+    with transaction.atomic():
+        entry = LedgerEntry.objects.select_for_update().filter(ticket=ticket, value=value).first()
+        if entry is None:
+            raise StateValueInvalid(f"'{value}' is not in this ticket's ledger.")
+        if expected_version is not None and entry.version != expected_version:
+            raise LaneConflict("Someone renamed this entry first.", current=entry)
+        if LedgerEntry.objects.filter(ticket=ticket, role=role, status="active").exclude(pk=entry.pk).exists():
+            raise StateValueInvalid(f"The role '{role}' is already used by another entry.")
+        entry.role = role
+        entry.version += 1
+        entry.last_used_turn = max(entry.last_used_turn, turn)
+        entry.save()
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return entry
+
+
+# --- State ------------------------------------------------------------------------
+
+
+def _order_exists_for(ticket):
+    from sundry.shop.models import Order
+
+    return lambda number: Order.objects.filter(number=number, customer_id=ticket.customer_id).exists()
+
+
+def state_set(
+    *, ticket, name: str, value: str, turn: int, source: str, confirmed: bool = False, user=None,
+    expected_current_id: int | None = None, check_conflict: bool = False,
+) -> StateValue:
+    """Set a state field. Validates first; a changed value supersedes the old one, never overwrites it.
+
+    Staff edits pass `check_conflict=True` with the id of the value they saw:
+    if another edit landed first, `LaneConflict` carries the current value.
+    """
+    clean = validate_field(name, value, order_exists=_order_exists_for(ticket))
+    with transaction.atomic():
+        current = StateValue.objects.select_for_update().filter(ticket=ticket, name=name, is_current=True).first()
+        if check_conflict and (current.pk if current else None) != expected_current_id:
+            raise LaneConflict("This field changed since you opened it.", current=current)
+        if current is not None and current.value == clean:
+            if confirmed and not current.confirmed:
+                current.confirmed = True
+                current.changed_by = user
+                current.save(update_fields=["confirmed", "changed_by"])
+                ticket_touch(ticket.pk)
+                ticket_changed(ticket.pk)
+            return current
+        if current is not None:
+            current.is_current = False
+            current.superseded_at_turn = turn
+            current.save(update_fields=["is_current", "superseded_at_turn"])
+        new = StateValue.objects.create(
+            ticket=ticket, name=name, value=clean, turn=turn, source=source, confirmed=confirmed, changed_by=user
+        )
+        if current is not None:
+            StateValue.objects.filter(pk=current.pk).update(superseded_by=new)
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return new
+
+
+def state_confirm(*, ticket, value_id: int, user) -> StateValue:
+    with transaction.atomic():
+        row = StateValue.objects.select_for_update().get(pk=value_id, ticket=ticket)
+        if not row.is_current:
+            raise LaneConflict("That value was superseded; confirm the current one.", current=None)
+        row.confirmed = True
+        row.changed_by = user
+        row.save(update_fields=["confirmed", "changed_by"])
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return row
+
+
+# --- Actions and money ---------------------------------------------------------------
+
+
+@dataclass
+class ActionOutcome:
+    action: ActionTaken
+    created: bool
+
+
+def action_record(
+    *, ticket, tool: str, target: str, arguments: dict, result: dict, turn: int, idempotency_key: str,
+    reversible: bool, amount_cents: int | None = None, currency: str = "",
+) -> ActionOutcome:
+    """Record a side effect at tool success. The same key records once."""
+    try:
+        with transaction.atomic():
+            action = ActionTaken.objects.create(
+                ticket=ticket, tool=tool, target=target, arguments=arguments, result=result, turn=turn,
+                idempotency_key=idempotency_key, reversible=reversible, amount_cents=amount_cents, currency=currency,
+            )
+    except IntegrityError:
+        return ActionOutcome(ActionTaken.objects.get(ticket=ticket, idempotency_key=idempotency_key), False)
+    ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return ActionOutcome(action, True)
+
+
+def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
+    """A tool reported the shop's figures for an order: they are the truth."""
+    MoneyTotal.objects.update_or_create(
+        ticket=ticket, order=order,
+        defaults=dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn),
+    )
+
+
+def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:
+    MoneyTotal.objects.filter(ticket=ticket, order=order).update(
+        refunded_cents=F("refunded_cents") + amount_cents, turn=turn
+    )
+
+
+# --- Pinned rules ----------------------------------------------------------------------
+
+
+def rule_flag_candidates(*, ticket, turn: int, text: str, source: str) -> list[PinnedRule]:
+    """The classifier pass over a customer or staff message."""
+    made = []
+    for sentence in candidate_rules(text):
+        if PinnedRule.objects.filter(ticket=ticket, text=sentence).exists():
+            continue
+        made.append(
+            PinnedRule.objects.create(
+                ticket=ticket, text=sentence, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
+                enforcement=infer_enforcement(sentence), changed_at_turn=turn,
+            )
+        )
+    if made:
+        ticket_touch(ticket.pk)
+        ticket_changed(ticket.pk)
+    return made
+
+
+def rule_pin(
+    *, ticket, text: str, turn: int, source: str, scope: str = "ticket", scope_ref: str = "", user=None,
+    stated_turn: int | None = None,
+) -> PinnedRule:
+    """Pin a rule in force. If the classifier already flagged the same sentence, activate that candidate."""
+    text = (text or "").strip()
+    if not text:
+        raise StateValueInvalid("A rule needs its text.")
+    if scope not in PinnedRule.Scope.values:
+        raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
+    with transaction.atomic():
+        rule = PinnedRule.objects.select_for_update().filter(ticket=ticket, text=text).first()
+        if rule is None:
+            rule = PinnedRule(ticket=ticket, text=text, turn=stated_turn or turn, source=source)
+        rule.status = PinnedRule.Status.ACTIVE
+        rule.scope, rule.scope_ref = scope, scope_ref
+        rule.enforcement = rule.enforcement or infer_enforcement(text)
+        rule.changed_by, rule.changed_at_turn = user, turn
+        rule.version = (rule.version or 0) + 1
+        rule.save()
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return rule
+
+
+def rule_decide(
+    *, ticket, rule_id: int, decision: str, user, turn: int, expected_version: int | None = None,
+    scope: str | None = None, scope_ref: str | None = None,
+) -> PinnedRule:
+    """Staff confirm, dismiss or re-scope a rule or candidate."""
+    statuses = {"confirm": PinnedRule.Status.ACTIVE, "dismiss": PinnedRule.Status.DISMISSED, "scope": None}
+    if decision not in statuses:
+        raise StateValueInvalid("Decision must be confirm, dismiss or scope.")
+    with transaction.atomic():
+        rule = PinnedRule.objects.select_for_update().get(pk=rule_id, ticket=ticket)
+        if expected_version is not None and rule.version != expected_version:
+            raise LaneConflict("This rule changed since you opened it.", current=rule)
+        if statuses[decision]:
+            rule.status = statuses[decision]
+        if scope:
+            if scope not in PinnedRule.Scope.values:
+                raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
+            rule.scope, rule.scope_ref = scope, scope_ref or ""
+        rule.changed_by, rule.changed_at_turn = user, turn
+        rule.version += 1
+        rule.save()
+        ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return rule
+
+
+def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> int:
+    """A scope closed (an order's case finished, the ticket resolved): its rules leave the lane."""
+    qs = PinnedRule.objects.filter(ticket=ticket, scope=scope, status__in=["active", "candidate"])
+    if scope_ref:
+        qs = qs.filter(scope_ref=scope_ref)
+    n = qs.update(status=PinnedRule.Status.CLOSED, changed_at_turn=turn, version=F("version") + 1)
+    if n:
+        ticket_touch(ticket.pk)
+        ticket_changed(ticket.pk)
+    return n
+
+
+# --- Open questions --------------------------------------------------------------------
+
+
+def question_open(*, ticket, text: str, turn: int, source: str = Source.MODEL) -> OpenQuestion:
+    q = OpenQuestion.objects.create(ticket=ticket, text=text[:300], turn=turn, source=source)
+    ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+    return q
+
+
+def question_resolve(*, ticket, question_id: int, turn: int) -> None:
+    OpenQuestion.objects.filter(ticket=ticket, pk=question_id, resolved_at_turn__isnull=True).update(
+        resolved_at_turn=turn
+    )
+    ticket_touch(ticket.pk)
+    ticket_changed(ticket.pk)
+
+
+def last_turn(ticket) -> int:
+    from sundry.tickets.models import Turn
+
+    return Turn.objects.filter(ticket=ticket).aggregate(n=Max("number"))["n"] or 0

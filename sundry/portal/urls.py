@@ -1,0 +1,11 @@
+from django.urls import path
+
+from sundry.portal import views
+
+urlpatterns = [
+    path("", views.home, name="portal-home"),
+    path("tickets/new", views.ticket_new, name="portal-ticket-new"),
+    path("tickets/<int:ticket_id>/", views.ticket_detail, name="portal-ticket"),
+    path("tickets/<int:ticket_id>/live", views.ticket_live, name="portal-ticket-live"),
+    path("tickets/<int:ticket_id>/message", views.ticket_message, name="portal-ticket-message"),
+]

@@ -1,0 +1,76 @@
+"""Read helpers over the shop for the agent's tools. No writes.
+
+Each returns a model instance (or list of them) or None when nothing matches.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, Sum
+
+from .models import Customer, Order, OrderItem, Parcel, Payment, Refund, Return
+
+
+def customer_by_email(email: str) -> Customer | None:
+    """The customer with this email (case-insensitive), or None."""
+    email = (email or "").strip()
+    if not email:
+        return None
+    return Customer.objects.filter(email__iexact=email).order_by("pk").first()
+
+
+def customer_by_id(customer_id: str) -> Customer | None:
+    """The customer with this exact `cus_…` identifier, or None."""
+    if not customer_id:
+        return None
+    return Customer.objects.filter(customer_id=customer_id).first()
+
+
+def orders_for_customer(customer_id: str, limit: int = 20) -> list[Order]:
+    """The customer's most recent orders, newest first (at most `limit`)."""
+    if not customer_id:
+        return []
+    return list(
+        Order.objects.filter(customer__customer_id=customer_id)
+        .select_related("customer", "address", "payment_method")
+        .order_by("-placed_at", "-pk")[: max(0, int(limit))]
+    )
+
+
+def order_by_number(number: str) -> Order | None:
+    """The order with this exact number (e.g. `SU-20481`), with its items, payments, parcels
+    (and their tracking events), refunds and returns (and their items) loaded; or None."""
+    if not number:
+        return None
+    return (
+        Order.objects.filter(number=number)
+        .select_related("customer", "address", "payment_method")
+        .prefetch_related(
+            Prefetch("items", queryset=OrderItem.objects.select_related("product").order_by("pk")),
+            Prefetch("payments", queryset=Payment.objects.select_related("method").order_by("created_at", "pk")),
+            Prefetch("parcels", queryset=Parcel.objects.prefetch_related("events").order_by("pk")),
+            Prefetch("refunds", queryset=Refund.objects.order_by("created_at", "pk")),
+            Prefetch("returns", queryset=Return.objects.prefetch_related("items").order_by("created_at", "pk")),
+        )
+        .first()
+    )
+
+
+# The money helpers always ask the database, never a prefetched cache: an order
+# loaded before a refund was issued must not report the old refundable amount.
+
+
+def refunded_cents(order: Order) -> int:
+    """Sum of the order's ISSUED refunds (failed refunds moved no money)."""
+    total = Refund.objects.filter(order_id=order.pk, status=Refund.Status.ISSUED).aggregate(t=Sum("amount_cents"))["t"]
+    return int(total or 0)
+
+
+def captured_cents(order: Order) -> int:
+    """Sum of the order's CAPTURED payments."""
+    total = Payment.objects.filter(order_id=order.pk, status=Payment.Status.CAPTURED).aggregate(t=Sum("amount_cents"))["t"]
+    return int(total or 0)
+
+
+def refundable_cents(order: Order) -> int:
+    """Captured payments minus issued refunds, never below 0."""
+    return max(0, captured_cents(order) - refunded_cents(order))

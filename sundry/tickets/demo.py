@@ -1,0 +1,151 @@
+"""Demo data a new user sees at once: classes, logins and worked tickets.
+
+Tickets are worked by the real agent loop (on whatever model the class
+names — the offline model by default), so the desk shows real lanes, guards
+and tool calls rather than canned text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from sundry.shop.models import Customer, Order
+from sundry.tickets.models import Ticket, TicketClass
+
+DEMO_PASSWORD = "sundry-demo"
+
+
+@dataclass(frozen=True)
+class Login:
+    username: str
+    role: str
+    note: str
+
+
+def ensure_classes() -> dict[str, TicketClass]:
+    standard, _ = TicketClass.objects.get_or_create(
+        slug="standard",
+        defaults=dict(name="Standard", token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8,
+                      description="Everyday orders: tracking, refunds, returns, cancellations.",
+                      approval_rules={"issue_refund": {"above_cents": 50000}}),
+    )
+    extended, _ = TicketClass.objects.get_or_create(
+        slug="extended",
+        defaults=dict(name="Extended", token_budget=32000, trigger_fraction=0.8, recent_turns_kept=16,
+                      ledger_cap=48, pinned_rules_cap=1500,
+                      description="Complex or escalated cases with long histories.",
+                      approval_rules={"issue_refund": {"above_cents": 20000}, "cancel_order": {}}),
+    )
+    return {"standard": standard, "extended": extended}
+
+
+def ensure_logins() -> list[Login]:
+    User = get_user_model()
+    logins = []
+
+    def user(username, **flags):
+        u, created = User.objects.get_or_create(username=username, defaults=flags)
+        if created:
+            u.set_password(DEMO_PASSWORD)
+            u.save()
+        return u
+
+    user("admin", is_staff=True, is_superuser=True)
+    logins.append(Login("admin", "admin", "tunes ticket classes; also works the desk"))
+    for name in ("staff", "staff2"):
+        user(name, is_staff=True)
+        logins.append(Login(name, "staff", "works the desk"))
+    for i, customer in enumerate(_demo_customers(), start=1):
+        u = user(f"customer{i}")
+        if customer.user_id != u.pk:
+            Customer.objects.filter(user=u).exclude(pk=customer.pk).update(user=None)
+            customer.user = u
+            customer.save(update_fields=["user"])
+        logins.append(Login(u.username, "customer", f"{customer.name} ({customer.customer_id})"))
+    return logins
+
+
+def _demo_customers() -> list[Customer]:
+    # Customers with several delivered orders make the best demos.
+    out = []
+    for c in Customer.objects.order_by("customer_id"):
+        if Order.objects.filter(customer=c, status="delivered").count() >= 2:
+            out.append(c)
+        if len(out) == 3:
+            break
+    return out
+
+
+SHORT_SCRIPTS = [
+    ("Where is my parcel?", ["Hi, where is my order {shipped}? It has been a while."]),
+    ("Refund for a damaged item", ["Hello, the {delivered_item} from order {delivered} arrived broken. "
+                                   "Phone only, never email please. I would like my money back."]),
+    ("Cancel an order", ["Please cancel order {placed}, I ordered it by mistake."]),
+]
+
+LONG_SCRIPT = [
+    "Hi, I have a few problems with my recent orders.",
+    "First, the {delivered_item} from {delivered} arrived damaged. Phone only, never email please.",
+    "I'd like a refund of {partial} for the damage, I'll keep it.",
+    "Thanks. Also, where is order {shipped}?",
+    "OK. Can you tell me what else I ordered recently?",
+    "I want to return the items from {delivered2}, they don't fit.",
+    "I don't want a replacement, just the return please.",
+    "Where is my parcel for {shipped} now?",
+    "And could you check {delivered} again for me?",
+    "The {delivered_item} is still damaged, I want a refund.",
+    "Great, thanks. One more: where is {shipped}?",
+    "Thanks for your help.",
+]
+
+
+def _facts(customer: Customer) -> dict:
+    orders = list(Order.objects.filter(customer=customer).prefetch_related("items__product").order_by("number"))
+    by_status = {}
+    for o in orders:
+        by_status.setdefault(o.status, []).append(o)
+    delivered = by_status.get("delivered", [])
+    shipped = (by_status.get("shipped") or delivered)[:1]
+    placed = (by_status.get("placed") or orders)[:1]
+    d1 = delivered[0] if delivered else orders[0]
+    d2 = delivered[1] if len(delivered) > 1 else d1
+    item = d1.items.first()
+    return {
+        "delivered": d1.number, "delivered2": d2.number, "shipped": shipped[0].number if shipped else d1.number,
+        "placed": placed[0].number if placed else d1.number,
+        "delivered_item": item.product.name.lower() if item else "item",
+        "partial": f"{max(1, d1.total_cents // 400)}.00 {d1.currency}",
+    }
+
+
+def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
+    from sundry.agent.loop import agent_run
+    from sundry.agent.services import customer_message_post
+    from sundry.tickets.services import ticket_create
+
+    classes = ensure_classes()
+    customers = _demo_customers()
+    tickets = []
+    for customer, (subject, messages) in zip(customers, SHORT_SCRIPTS):
+        facts = _facts(customer)
+        ticket = ticket_create(customer=customer, ticket_class=classes["standard"], subject=subject)
+        for text in messages:
+            with transaction.atomic():
+                customer_message_post(ticket=ticket, text=text.format(**facts))
+            if work:
+                agent_run(ticket.pk)
+        tickets.append(ticket)
+    if customers:
+        customer = customers[0]
+        facts = _facts(customer)
+        ticket = ticket_create(customer=customer, ticket_class=classes["standard"],
+                               subject="Several problems with recent orders")
+        for text in LONG_SCRIPT:
+            customer_message_post(ticket=ticket, text=text.format(**facts))
+            if work:
+                agent_run(ticket.pk)
+        tickets.append(ticket)
+    return tickets

@@ -1,0 +1,72 @@
+"""Writes to tickets and turns. Every write bumps the ticket's version."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from sundry.core.tokens import count_tokens, encoding_name_for
+from sundry.tickets.models import Ticket, TicketClass, Turn
+
+
+class MessageRefused(ValueError):
+    """A message that cannot be accepted; the text says why and names the limit."""
+
+
+def validate_message_text(text: str) -> str:
+    cleaned = (text or "").strip()
+    if not cleaned:
+        raise MessageRefused("The message is empty. Type something before sending.")
+    limit = settings.MAX_MESSAGE_CHARS
+    if len(cleaned) > limit:
+        raise MessageRefused(
+            f"The message is {len(cleaned):,} characters; the limit is {limit:,}. Split it into shorter messages."
+        )
+    return cleaned
+
+
+def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticket:
+    from sundry.context.services import ledger_record_system_id
+
+    with transaction.atomic():
+        ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject=subject[:200])
+        # The desk knows who the customer is: their ID enters the ledger as verified.
+        ledger_record_system_id(ticket=ticket, kind="customer", value=customer.customer_id, role="customer", turn=0)
+    return ticket
+
+
+def ticket_touch(ticket_id: int) -> int:
+    """Bump the ticket's version (inside the caller's transaction) and return it."""
+    Ticket.objects.filter(pk=ticket_id).update(version=F("version") + 1)
+    return Ticket.objects.values_list("version", flat=True).get(pk=ticket_id)
+
+
+def turn_append(
+    *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None
+) -> Turn:
+    """Append a turn with the next number, its token count and the ticket's version bump.
+
+    Numbering takes a row lock on the ticket so concurrent writers (the agent
+    worker and a customer message) never collide.
+    """
+    with transaction.atomic():
+        locked = Ticket.objects.select_for_update().select_related("ticket_class").get(pk=ticket.pk)
+        number = locked.last_turn_number + 1
+        model = locked.ticket_class.working_model
+        turn = Turn.objects.create(
+            ticket=locked,
+            number=number,
+            author=author,
+            kind=kind,
+            text=text,
+            payload=payload or {},
+            tokens=count_tokens(text, model),
+            encoding=encoding_name_for(model),
+        )
+        Ticket.objects.filter(pk=locked.pk).update(last_turn_number=number, version=F("version") + 1)
+    ticket.last_turn_number = number
+    from sundry.live.events import ticket_changed
+
+    ticket_changed(ticket.pk)
+    return turn

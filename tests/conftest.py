@@ -1,0 +1,71 @@
+"""Suite-wide fixtures.
+
+The suite runs on whatever the environment names, exactly as the app does:
+settings read DATABASE_URL and REDIS_URL at import. `bash bin/test` exports
+both when PostgreSQL and Redis answer, so the tests that depend on row locks,
+the Redis channel layer or Celery run against the real servers; with neither
+set the suite runs on the embedded default (SQLite, in-memory layer) and the
+Redis-only tests skip, saying why. Shared factories live in tests/factories.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import channel_layers
+from django.conf import settings
+
+# One prefix per run: concurrent runs, and an app running on the same Redis,
+# never see (or flush) each other's channel keys.
+TEST_CHANNEL_PREFIX = f"sundry-test-{os.getpid()}"
+
+
+def pytest_report_header(config):
+    db = settings.DATABASES["default"]
+    layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+    return [
+        f"sundry: database {db['ENGINE'].rsplit('.', 1)[-1]}, channel layer {layer}, "
+        f"background {settings.BACKGROUND_MODE}"
+    ]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_channel_prefix():
+    config = settings.CHANNEL_LAYERS["default"].setdefault("CONFIG", {})
+    if "prefix" in config:
+        config["prefix"] = TEST_CHANNEL_PREFIX
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """On PostgreSQL, name the test database per run so two runs never collide."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("postgresql"):
+        test = db.setdefault("TEST", {})
+        test["NAME"] = f"{test.get('NAME') or 'test_' + db['NAME']}_{os.getpid()}"
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test gets its own channel layer instance; Redis keys are flushed after.
+
+    A layer caches connections per event loop and buffers messages, and each
+    async test runs on its own loop, so sharing one across tests leaks state.
+    """
+    channel_layers.backends.clear()
+    yield
+    used = channel_layers.backends.pop("default", None)
+    channel_layers.backends.clear()
+    if used is not None and hasattr(used, "hosts"):  # a Redis layer: drop this run's keys
+        flusher = channel_layers.make_backend("default")
+        async_to_sync(flusher.flush)()
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        pytest.skip("needs a real Redis: set REDIS_URL (bash bin/test does when Redis answers)")
+    return url

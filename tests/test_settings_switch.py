@@ -1,0 +1,97 @@
+"""The environment picks the services: embedded default vs PostgreSQL + Redis + Celery.
+
+Settings are read once at import, so each case runs in a fresh interpreter.
+The URLs point at hosts that are never contacted: building the settings, the
+channel layer and its connection pool, and the Celery config opens no socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r"""
+import json
+import django
+django.setup()
+from django.conf import settings
+from channels.layers import get_channel_layer
+from sundry.celery import app
+
+layer = get_channel_layer()
+out = {
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "db_name": str(settings.DATABASES["default"]["NAME"]),
+    "layer": type(layer).__module__ + "." + type(layer).__name__,
+    "background": settings.BACKGROUND_MODE,
+    "broker": app.conf.broker_url,
+    "acks_late": app.conf.task_acks_late,
+    "reject_on_worker_lost": app.conf.task_reject_on_worker_lost,
+    "serializer": app.conf.task_serializer,
+    "result_serializer": app.conf.result_serializer,
+    "accept_content": list(app.conf.accept_content),
+    "time_limit": app.conf.task_time_limit,
+    "visibility_timeout": (app.conf.broker_transport_options or {}).get("visibility_timeout"),
+}
+if hasattr(layer, "hosts"):
+    from channels_redis.utils import create_pool
+    out["host_max_connections"] = layer.hosts[0].get("max_connections")
+    out["pool_max_connections"] = create_pool(layer.hosts[0]).max_connections
+print(json.dumps(out))
+"""
+
+
+def probe(tmp_path, **env) -> dict:
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    clean = {k: v for k, v in clean.items() if not k.startswith(("SUNDRY_", "CELERY_"))}
+    clean.update(DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_VAR_DIR=str(tmp_path / "var"), **env)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_nothing_configured_runs_the_embedded_default(tmp_path):
+    got = probe(tmp_path)
+    assert got["engine"] == "django.db.backends.sqlite3"
+    assert got["db_name"].startswith(str(tmp_path / "var"))
+    assert got["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert got["background"] == "in-process"
+    assert not got["broker"]
+
+
+def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
+    got = probe(
+        tmp_path,
+        DATABASE_URL="postgres://sundry:pw@db.invalid:5432/sundry",
+        REDIS_URL="redis://redis.invalid:6379/0",
+    )
+    assert got["engine"] == "django.db.backends.postgresql"
+    assert got["db_name"] == "sundry"
+    assert got["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert got["background"] == "celery"
+    assert got["broker"] == "redis://redis.invalid:6379/0"
+    # An explicit pool, well above redis-py's default of 100, reaches the real pool.
+    assert got["host_max_connections"] == got["pool_max_connections"] >= 500
+
+
+def test_celery_is_configured_for_at_least_once_json_tasks(tmp_path):
+    got = probe(tmp_path, REDIS_URL="redis://redis.invalid:6379/0")
+    assert got["acks_late"] is True
+    assert got["reject_on_worker_lost"] is True
+    assert got["serializer"] == got["result_serializer"] == "json"
+    assert got["accept_content"] == ["json"]
+    # Redelivery must not start while a task may still legally be running.
+    assert got["time_limit"] and got["visibility_timeout"] > got["time_limit"]
+
+
+def test_visibility_timeout_follows_a_raised_time_limit(tmp_path):
+    got = probe(tmp_path, REDIS_URL="redis://redis.invalid:6379/0", SUNDRY_TASK_HARD_LIMIT="1200")
+    assert got["time_limit"] == 1200
+    assert got["visibility_timeout"] > 1200

@@ -1,0 +1,193 @@
+"""The app serves pages and websockets through the real ASGI stack.
+
+Websocket tests go through `sundry.asgi.application` as a browser would: an
+Origin header, the session cookie of a logged-in user, the URL router.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from channels.layers import channel_layers, get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from sundry.asgi import application
+from sundry.live.consumers import CLOSE_FORBIDDEN
+from sundry.shop.models import Customer
+from sundry.tickets.models import Ticket, TicketClass
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- HTTP -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_login_page_is_served(client):
+    response = client.get("/login/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'name="username"' in body and 'name="password"' in body
+    assert "csrfmiddlewaretoken" in body
+
+
+def test_healthz(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"ok": True}
+
+
+@pytest.mark.django_db
+def test_anonymous_home_goes_to_login(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response.url == "/login/"
+
+
+# --- Websockets -----------------------------------------------------------------
+
+
+def _session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+@pytest.fixture
+def desk(transactional_db):
+    """A ticket, a staff login and a customer login, committed for the consumer's own thread."""
+    users = get_user_model().objects
+    staff = users.create_user("sam", password="x", is_staff=True)
+    customer_user = users.create_user("cora", password="x")
+    customer = Customer.objects.create(
+        customer_id="cus_smoke01", name="Cora Lee", email="cora@example.com", phone="+44 20 0000 0000",
+        user=customer_user, created_at=timezone.now(),
+    )
+    ticket_class = TicketClass.objects.create(name="Smoke", slug="smoke")
+    ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject="Where is my parcel?", version=7)
+    return {
+        "ticket": ticket,
+        "staff_cookie": _session_cookie(staff),
+        "customer_cookie": _session_cookie(customer_user),
+    }
+
+
+def _socket(ticket_id: int, cookie: bytes | None = None, origin: bytes = b"http://localhost") -> WebsocketCommunicator:
+    headers = [(b"origin", origin)]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    return WebsocketCommunicator(application, f"/ws/desk/tickets/{ticket_id}/", headers=headers)
+
+
+async def _assert_forbidden(communicator: WebsocketCommunicator):
+    connected, _ = await communicator.connect()
+    assert connected  # accepted only to say why it closes
+    assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+
+
+async def test_staff_socket_gets_snapshot_then_group_updates(desk):
+    ticket = desk["ticket"]
+    communicator = _socket(ticket.pk, desk["staff_cookie"])
+    connected, _ = await communicator.connect()
+    assert connected
+    assert await communicator.receive_json_from(timeout=2) == {"type": "snapshot", "ticket": ticket.pk, "version": 7}
+
+    # A push after commit reaches the watcher through its ticket's staff group.
+    await get_channel_layer().group_send(
+        f"ticket-{ticket.pk}-staff", {"type": "ticket.update", "version": 8, "html": "<div id='p'>x</div>"}
+    )
+    assert await communicator.receive_json_from(timeout=2) == {
+        "type": "update", "version": 8, "html": "<div id='p'>x</div>"
+    }
+    await communicator.disconnect()
+
+
+async def test_anonymous_socket_is_refused(desk):
+    await _assert_forbidden(_socket(desk["ticket"].pk))
+
+
+async def test_customer_socket_is_refused_on_the_staff_channel(desk):
+    communicator = _socket(desk["ticket"].pk, desk["customer_cookie"])
+    await _assert_forbidden(communicator)
+    # Nothing was sent to a group it never joined.
+    await get_channel_layer().group_send(
+        f"ticket-{desk['ticket'].pk}-staff", {"type": "ticket.update", "version": 9, "html": "secret"}
+    )
+    assert await communicator.receive_nothing(timeout=0.2)
+
+
+async def test_staff_socket_for_a_missing_ticket_is_refused(desk):
+    await _assert_forbidden(_socket(desk["ticket"].pk + 1000, desk["staff_cookie"]))
+
+
+async def test_foreign_origin_is_refused_before_the_consumer(desk):
+    communicator = _socket(desk["ticket"].pk, desk["staff_cookie"], origin=b"https://evil.example")
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+# --- The Redis channel layer, for real --------------------------------------------
+
+
+@pytest.mark.services
+async def test_redis_layer_carries_a_group_message_between_instances(redis_url):
+    sender = channel_layers.make_backend("default")
+    receiver = channel_layers.make_backend("default")
+    assert type(receiver).__name__ == "RedisChannelLayer"
+    group = f"smoke-{uuid.uuid4().hex}"
+    channel = await receiver.new_channel()
+    await receiver.group_add(group, channel)
+    try:
+        await sender.group_send(group, {"type": "ticket.update", "version": 3, "html": "<p>hi</p>"})
+        message = await asyncio.wait_for(receiver.receive(channel), timeout=5)
+        assert message == {"type": "ticket.update", "version": 3, "html": "<p>hi</p>"}
+    finally:
+        await receiver.flush()
+        await sender.close_pools()
+
+
+SEND_FROM_ANOTHER_PROCESS = r"""
+import sys, django
+django.setup()
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+async_to_sync(get_channel_layer().group_send)(sys.argv[1], {"type": "ticket.changed", "ticket": 1, "version": 5})
+"""
+
+
+@pytest.mark.services
+async def test_redis_layer_carries_a_group_message_across_processes(redis_url):
+    # What a Celery worker does when it pushes to a websocket served by the web process.
+    receiver = channel_layers.make_backend("default")
+    group = f"smoke-{uuid.uuid4().hex}"
+    channel = await receiver.new_channel()
+    await receiver.group_add(group, channel)
+    env = dict(os.environ, SUNDRY_CHANNEL_PREFIX=receiver.prefix, DJANGO_SETTINGS_MODULE="sundry.settings")
+    try:
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-c", SEND_FROM_ANOTHER_PROCESS, group],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        message = await asyncio.wait_for(receiver.receive(channel), timeout=5)
+        assert message == {"type": "ticket.changed", "ticket": 1, "version": 5}
+    finally:
+        await receiver.flush()
+
+
+def test_settings_under_test_match_the_environment():
+    # Guards the suite itself: CI exports the URLs, so these tests must see real servers.
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    if os.environ.get("REDIS_URL"):
+        assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
