@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 OFFLINE = "offline"
 PROVIDERS = ("openai", "anthropic", "openai-compatible", "ollama")
 OLLAMA_DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
+CONFIGURED_OFFLINE = "configured as offline"
+_warned: set[str] = set()
 
 
 class ModelCallError(Exception):
@@ -87,7 +89,7 @@ def validate_model_name(name: str) -> None:
 def resolve_model(name: str) -> ResolvedModel:
     """Decide which model `name` means here, reading keys and URLs from the environment."""
     if name == OFFLINE:
-        return ResolvedModel(OFFLINE, offline=True, reason="configured as offline")
+        return ResolvedModel(OFFLINE, offline=True, reason=CONFIGURED_OFFLINE)
     try:
         validate_model_name(name)
     except ValueError as exc:
@@ -161,12 +163,13 @@ class Gateway:
         name = model or request.model
         resolved = ResolvedModel(name, provider="override") if self.override is not None else resolve_model(name)
         if not resolved.offline and self.override is None:
-            _import_client()  # once per process, ~1 s: not the model's latency
+            _import_client(resolved.provider)  # not the model's latency
         started = time.monotonic()
         if self.override is not None:
             response = self.override.complete(request)
         elif resolved.offline:
-            if resolved.reason != "configured as offline":
+            if resolved.reason != CONFIGURED_OFFLINE and name not in _warned:
+                _warned.add(name)  # once per name, not once per step
                 log.warning("model %s: %s", name, resolved.reason)
             response = self._offline().complete(request)
             response = response.model_copy(update={"offline": True, "model": OFFLINE})
@@ -187,11 +190,14 @@ class Gateway:
 # --- pydantic-ai edge -------------------------------------------------------
 
 
-def _import_client() -> None:
-    # pydantic-ai is imported lazily so Django starts without it.
+def _import_client(provider: str) -> None:
+    # pydantic-ai is imported lazily so Django starts without it (~1-3 s once).
     import pydantic_ai.direct  # noqa: F401
-    import pydantic_ai.models.anthropic  # noqa: F401
-    import pydantic_ai.models.openai  # noqa: F401
+
+    if provider == "anthropic":
+        import pydantic_ai.models.anthropic  # noqa: F401
+    else:
+        import pydantic_ai.models.openai  # noqa: F401
 
 
 def _build_model(resolved: ResolvedModel):

@@ -1,0 +1,233 @@
+"""The guarded step loop, end to end through the database, with a scripted model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.loop import agent_run
+from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.agent.scripted import ScriptedModel
+from sundry.agent.services import customer_message_post
+from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
+from sundry.shop.models import Refund
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+
+def call(name, _id="c1", **arguments):
+    return ModelResponse(tool_calls=[ToolCall(id=_id, name=name, arguments=arguments)])
+
+
+def reply(text="Done."):
+    return ModelResponse(text=text)
+
+
+@pytest.fixture
+def shop():
+    customer = CustomerFactory()
+    # Two real orders one character apart: a mutation of one names the other
+    # (another customer's, so the refund would land on someone else's order).
+    first = paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
+    second = paid_order(customer=CustomerFactory(), number="SU-10481", prices=(5000,))
+    tclass = TicketClassFactory(approval_rules={})
+    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Broken blender")
+    return {"customer": customer, "first": first, "second": second, "ticket": ticket}
+
+
+def run(ticket, *steps):
+    model = ScriptedModel(list(steps))
+    agent_run(ticket.pk, gateway=Gateway(override=model))
+    return model
+
+
+def turns(ticket, **filters):
+    return list(Turn.objects.filter(ticket=ticket, **filters).order_by("number"))
+
+
+def test_order_id_from_tool_result_enters_ledger_and_a_one_char_mutation_is_rejected(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="My blender arrived broken, can I get some money back?")
+    run(
+        ticket,
+        call("search_orders", customer_id=shop["customer"].customer_id),
+        call("get_order", order_number="SU-10480"),
+        # One character off: SU-10481 is a real order, never shown to the model.
+        call("issue_refund", order_number="SU-10481", amount="10.00", currency="USD", reason="damaged"),
+        call("issue_refund", order_number="SU-10480", amount="10.00", currency="USD", reason="damaged"),
+        reply("Refunded 10.00 USD."),
+    )
+    entry = LedgerEntry.objects.get(ticket=ticket, value="SU-10480")
+    assert entry.verified and entry.role.startswith("order") and entry.source == "search_orders"
+    rejection = turns(ticket, kind=Turn.Kind.REJECTION)
+    assert len(rejection) == 1
+    assert rejection[0].payload["guard"] == "mutation"
+    assert rejection[0].payload["details"]["mutation_of"] == "SU-10480"
+    # The mutated refund never ran; the verbatim one did, once.
+    assert not Refund.objects.filter(order=shop["second"]).exists()
+    assert Refund.objects.filter(order=shop["first"], amount_cents=1000).count() == 1
+    assert ActionTaken.objects.get(ticket=ticket).target == "SU-10480"
+
+
+def test_customer_typed_order_number_is_unverified_until_a_lookup_returns_it(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="Where is SU-10480?")
+    entry = LedgerEntry.objects.get(ticket=ticket, value="SU-10480")
+    assert entry.verified is False
+    model = run(
+        ticket,
+        call("issue_refund", order_number="SU-10480", amount="5.00", currency="USD", reason="late"),
+        call("get_order", _id="c2", order_number="SU-10480"),
+        reply("Found it."),
+    )
+    assert turns(ticket, kind=Turn.Kind.REJECTION)[0].payload["guard"] == "unverified_id"
+    entry.refresh_from_db()
+    assert entry.verified is True
+    # The model saw the entry marked unverified in its first request.
+    ledger_block = next(m.content for m in model.requests[0].messages if m.lane == "ledger")
+    assert "SU-10480" in ledger_block and "UNVERIFIED" in ledger_block
+
+
+def _refund_40(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="The table leg from SU-10480 is scratched; I'll keep it for 40 off.")
+    run(
+        ticket,
+        call("get_order", order_number="SU-10480"),
+        call("issue_refund", _id="c2", order_number="SU-10480", amount="40.00", currency="USD", reason="scratched leg"),
+        reply("I've refunded 40.00 USD."),
+    )
+    return ticket
+
+
+def _compact_everything(ticket):
+    """What compaction does to the request: the old turns are replaced by a summary."""
+    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.turns.count(),
+                           fields={}, text="The customer reported a scratched [order].")
+
+
+def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
+    ticket = _refund_40(shop)
+    _compact_everything(ticket)
+    customer_message_post(ticket=ticket, text="About the scratched leg again: I want my 40 back.")
+    model = run(
+        ticket,
+        call("issue_refund", _id="r2", order_number="SU-10480", amount="40.00", currency="USD", reason="scratched leg"),
+    )
+    request = model.requests[0]
+    conversation = " ".join(m.content for m in request.messages if m.lane is None)
+    assert "refund_id" not in conversation  # the refund's turns are gone from the request …
+    state = next(m.content for m in request.messages if m.lane == "state")
+    assert "issue_refund" in state and "40.00 USD" in state  # … but the state lane carries it
+    # The second identical refund is held for staff, not executed.
+    held = HeldAction.objects.get(ticket=ticket)
+    assert held.status == "pending" and held.tool == "issue_refund"
+    assert Refund.objects.filter(order=shop["first"], reason="scratched leg").count() == 1
+
+
+def test_refund_above_what_remains_is_refused(shop):
+    ticket = _refund_40(shop)
+    _compact_everything(ticket)
+    customer_message_post(ticket=ticket, text="Actually refund the rest plus a bit.")
+    run(
+        ticket,
+        call("issue_refund", _id="r3", order_number="SU-10480", amount="61.00", currency="USD", reason="goodwill"),
+        reply("Sorry, I can refund at most 60.00 USD."),
+    )
+    rejection = turns(ticket, kind=Turn.Kind.REJECTION)[-1]
+    assert rejection.payload["guard"] == "refund_limit"
+    assert Refund.objects.filter(order=shop["first"]).count() == 1
+
+
+def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(shop):
+    ticket = shop["ticket"]
+    for text in ("Hi there.", "It's about a blender.", "It arrived last week."):
+        turn_append(ticket=ticket, author="customer", text=text)
+    stated = "Phone only, never email."
+    turn = customer_message_post(ticket=ticket, text=f"Anyway. {stated} The lid is cracked.")
+    assert turn.number == 4
+    candidate = PinnedRule.objects.get(ticket=ticket)
+    assert candidate.text == stated and candidate.status == "candidate" and candidate.turn == 4
+    run(ticket, call("pin_constraint", text=stated), reply("Noted."))
+    rule = PinnedRule.objects.get(ticket=ticket)
+    assert rule.status == "active" and rule.turn == 4 and rule.text == stated
+    assert rule.enforcement == {"block_tools": ["send_email"]}
+    while ticket.last_turn_number < 29:
+        turn_append(ticket=ticket, author="customer", text="More details about the lid.")
+        turn_append(ticket=ticket, author="agent", text="Thanks, noted.")
+    customer_message_post(ticket=ticket, text="Please send me a written confirmation.")
+    model = run(
+        ticket,
+        call("send_email", _id="e1", customer_id=shop["customer"].customer_id, subject="Confirmation", body="..."),
+        reply("I'll call you instead."),
+    )
+    rules_block = next(m.content for m in model.requests[0].messages if m.lane == "rules")
+    assert stated in rules_block
+    rejection = turns(ticket, kind=Turn.Kind.REJECTION)[-1]
+    assert rejection.number >= 30
+    assert rejection.payload["guard"] == "rule" and stated in rejection.text
+
+
+def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="Where is my stuff?")
+    model = run(
+        ticket,
+        ModelResponse(tool_calls=[ToolCall(id="bad", name="get_order", arguments='{"order_number": ')]),
+        call("teleport_parcel", _id="u1", where="home"),
+        call("get_order", _id="w1", order_number=12345),
+        reply("Could you tell me your order number?"),
+    )
+    rejections = turns(ticket, kind=Turn.Kind.REJECTION)
+    assert [r.payload["guard"] for r in rejections] == ["schema", "schema"]
+    unknown = turns(ticket, kind=Turn.Kind.ERROR)
+    assert "Unknown tool 'teleport_parcel'" in unknown[0].text
+    # The model saw each error as the result of its own call.
+    last = model.requests[-1]
+    tool_msgs = [m for m in last.messages if m.role == "tool"]
+    assert {m.tool_call_id for m in tool_msgs} == {"bad", "u1", "w1"}
+    assert turns(ticket, author="agent", kind="message")[-1].text.startswith("Could you")
+
+
+def test_model_failures_are_retried_then_surfaced_to_staff(shop, monkeypatch):
+    monkeypatch.setattr("sundry.agent.loop.time.sleep", lambda s: None)
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="Hello?")
+    down = ModelCallError("HTTP 503 from provider", retryable=True)
+    model = run(ticket, down, down, down)
+    assert len(model.requests) == 3
+    error = turns(ticket, kind=Turn.Kind.ERROR)[-1]
+    assert "could not be reached" in error.text
+    ticket.refresh_from_db()
+    assert "Model unavailable" in ticket.attention
+    assert AgentStep.objects.get(ticket=ticket).outcome == "model_error"
+
+
+def test_tool_result_failing_its_schema_is_quarantined_not_harvested(shop, monkeypatch):
+    from sundry.agent.tools.base import REGISTRY
+
+    tool = REGISTRY["get_order"]
+    monkeypatch.setattr(tool, "run", lambda ctx, args: {"order_number": "SU-99999", "unexpected": True})
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="Check my order please.")
+    run(ticket, call("search_orders", customer_id=shop["customer"].customer_id),
+        call("get_order", _id="g1", order_number="SU-10480"), reply("Checking."))
+    quarantined = turns(ticket, kind=Turn.Kind.ERROR)[-1]
+    assert quarantined.payload["quarantined"] is True
+    assert not LedgerEntry.objects.filter(ticket=ticket, value="SU-99999").exists()
+
+
+def test_each_step_records_request_tokens_per_lane(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="Hello")
+    run(ticket, reply("Hi! How can I help?"))
+    step = AgentStep.objects.get(ticket=ticket)
+    lanes = step.lane_tokens["lanes"]
+    assert set(lanes) >= {"system", "rules", "ledger", "state", "summary", "recent"}
+    assert step.request_tokens > sum(lanes.values()) - 1 and step.is_resolution

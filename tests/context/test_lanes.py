@@ -1,0 +1,104 @@
+"""Lane services and request assembly."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.context.assembly import LANE_ORDER, assemble, whole_units
+from sundry.context.lanes import TurnData
+from sundry.context.models import LedgerEntry, StateValue
+from sundry.context.selectors import lane_snapshot
+from sundry.context.services import LaneConflict, ledger_evict, ledger_rename, state_set
+from sundry.context.statefields import StateValueInvalid
+from sundry.core.tokens import count_tokens
+from sundry.tickets.services import ticket_create
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ticket():
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-20481")
+    return ticket_create(customer=customer, ticket_class=TicketClassFactory(ledger_cap=4), subject="Charge")
+
+
+def test_changed_amount_supersedes_and_keeps_both_with_turns_and_sources(ticket):
+    first = state_set(ticket=ticket, name="amount", value="4,180 INR", turn=3, source="customer")
+    second = state_set(ticket=ticket, name="amount", value="4,050 INR", turn=11, source="customer")
+    first.refresh_from_db()
+    assert (first.value, first.turn, first.source, first.is_current) == ("4,180.00 INR", 3, "customer", False)
+    assert first.superseded_by_id == second.pk and first.superseded_at_turn == 11
+    assert (second.value, second.turn, second.is_current) == ("4,050.00 INR", 11, True)
+    assert StateValue.objects.filter(ticket=ticket, name="amount").count() == 2
+    # Only the current value is in the request's state lane.
+    state = lane_snapshot(ticket).state
+    assert [(s.name, s.value) for s in state] == [("amount", "4,050.00 INR")]
+
+
+def test_invalid_values_are_rejected_and_the_previous_value_stays(ticket):
+    state_set(ticket=ticket, name="order_number", value="SU-20481", turn=2, source="customer")
+    with pytest.raises(StateValueInvalid, match="does not exist"):
+        state_set(ticket=ticket, name="order_number", value="SU-99999", turn=5, source="model")
+    with pytest.raises(StateValueInvalid, match="currency"):
+        state_set(ticket=ticket, name="amount", value="40", turn=5, source="model")
+    with pytest.raises(StateValueInvalid, match="date"):
+        state_set(ticket=ticket, name="delivery_date", value="next tuesday", turn=5, source="model")
+    current = StateValue.objects.get(ticket=ticket, name="order_number", is_current=True)
+    assert current.value == "SU-20481"
+    assert not StateValue.objects.filter(ticket=ticket, name__in=["amount", "delivery_date"]).exists()
+
+
+def test_second_staff_save_on_a_stale_value_is_a_conflict(ticket):
+    seen = state_set(ticket=ticket, name="issue", value="cracked lid", turn=2, source="customer")
+    state_set(ticket=ticket, name="issue", value="cracked lid and base", turn=3, source="staff",
+              check_conflict=True, expected_current_id=seen.pk)
+    with pytest.raises(LaneConflict) as exc:
+        state_set(ticket=ticket, name="issue", value="lid only", turn=3, source="staff",
+                  check_conflict=True, expected_current_id=seen.pk)
+    assert exc.value.current.value == "cracked lid and base"
+
+
+def test_ledger_evicts_by_last_use_and_archives(ticket):
+    for i, used in enumerate([9, 2, 7, 5]):
+        LedgerEntry.objects.create(ticket=ticket, role=f"order_{i}", value=f"SU-3000{i}", kind="order",
+                                   verified=True, first_seen_turn=i + 1, last_used_turn=used)
+    # 5 entries (customer + 4) over a cap of 4: the least recently used goes.
+    evicted = ledger_evict(ticket=ticket, cap=4)
+    assert len(evicted) == 1
+    archived = LedgerEntry.objects.get(ticket=ticket, status="archived")
+    assert archived.last_used_turn == min(e.last_used_turn for e in LedgerEntry.objects.filter(ticket=ticket))
+    assert archived.value not in {e.value for e in lane_snapshot(ticket).ledger}
+
+
+def test_roles_can_be_renamed_and_must_stay_unique(ticket):
+    LedgerEntry.objects.create(ticket=ticket, role="order", value="SU-20481", kind="order", verified=True,
+                               first_seen_turn=1, last_used_turn=1)
+    ledger_rename(ticket=ticket, value="SU-20481", role="damaged order", turn=4)
+    assert LedgerEntry.objects.get(value="SU-20481").role == "damaged_order"
+    with pytest.raises(StateValueInvalid, match="already used"):
+        ledger_rename(ticket=ticket, value="SU-20481", role="customer", turn=5)
+
+
+def test_assembly_orders_lanes_and_accounts_tokens_with_the_real_tokenizer(ticket):
+    snap = lane_snapshot(ticket)
+    snap.turns = [TurnData(number=1, author="customer", kind="message", text="Where is SU-20481?")]
+    assembled = assemble(snap, model="openai:gpt-4.1")
+    lanes = [m.lane for m in assembled.request.messages if m.lane]
+    assert lanes == [lane for lane in LANE_ORDER if lane in lanes] and lanes[0] == "system"
+    ledger = next(m for m in assembled.request.messages if m.lane == "ledger")
+    assert assembled.accounting.lane_tokens["ledger"] == count_tokens(ledger.content, "openai:gpt-4.1")
+    assert assembled.accounting.encoding == "o200k_base" and assembled.accounting.exact
+    assert assembled.recent_text_ids == frozenset({"SU-20481"})
+    assert assembled.request.messages[-1].role == "user"
+
+
+def test_units_are_never_split_or_orphaned():
+    turns = [
+        TurnData(number=5, author="tool", kind="tool_result", text="{}", payload={"call_id": "a", "ok": True}),
+        TurnData(number=6, author="agent", kind="tool_call", text="", payload={"calls": [{"id": "b", "name": "get_order", "arguments": {}}]}),
+        TurnData(number=7, author="tool", kind="tool_result", text="{}", payload={"call_id": "b", "ok": True}),
+    ]
+    kept = whole_units(turns)
+    assert [t.number for t in kept] == [6, 7]

@@ -1,0 +1,214 @@
+"""The lane renderers: labels, verbatim content, and whole tool-call units."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.context import render
+from sundry.context.lanes import (
+    ActionData,
+    LedgerData,
+    MoneyData,
+    QuestionData,
+    RuleData,
+    StateFieldData,
+    SummaryData,
+    TurnData,
+)
+
+RULES = [
+    RuleData(id=2, text="I don't want a replacement — just fix it, \"properly\".", turn=9, scope="order",
+             scope_ref="SU-20481", enforcement={"block_tools": ["offer_replacement"]}),
+    RuleData(id=1, text="Phone only, never email me.", turn=3, enforcement={"block_tools": ["send_email"]}),
+]
+LEDGER = [
+    LedgerData(role="damaged_order", value="SU-20481", kind="order", verified=True, first_seen_turn=4,
+               last_used_turn=12, note="refund issued"),
+    LedgerData(role="order_mentioned", value="SU-20418", kind="order", verified=False, first_seen_turn=2,
+               last_used_turn=2),
+    LedgerData(role="old_parcel", value="1Z999AA10123456784", kind="tracking", verified=True, first_seen_turn=1,
+               last_used_turn=1, archived=True),
+]
+
+
+def test_system_prompt_carries_instructions_and_class_policy():
+    text = render.render_system_prompt("Refunds above 100.00 USD need a manager.")
+    assert text.startswith(render.SYSTEM_HEADING)
+    assert "Refunds above 100.00 USD need a manager." in text
+    for must in ("ID LEDGER", "RULES IN FORCE", "STATE", "SUMMARY", "look it up again", "reply_to_customer"):
+        assert must in text
+
+
+def test_rules_are_verbatim_with_turn_scope_and_blocked_tools():
+    text = render.render_rules(RULES)
+    lines = text.splitlines()
+    assert lines[0] == render.RULES_HEADING == "RULES IN FORCE FOR THIS TICKET"
+    # Ordered by the turn they were stated, whatever order they came in.
+    assert lines[1].startswith('1. "Phone only, never email me."') and "turn 3" in lines[1]
+    assert "scope ticket" in lines[1] and "blocks tools: send_email" in lines[1]
+    assert '"I don\'t want a replacement — just fix it, "properly"."' in lines[2]
+    assert "scope order SU-20481" in lines[2] and "blocks tools: offer_replacement" in lines[2]
+    assert [r.text for r in render.parse_rules(text)] == [RULES[1].text, RULES[0].text]
+    assert render.parse_rules(text)[1].block_tools == ("offer_replacement",)
+
+
+def test_rules_cap_never_truncates_or_drops():
+    long_rule = RuleData(id=3, text="Never " + "really " * 200 + "email me.", turn=5)
+    text = render.render_rules(RULES + [long_rule], cap_tokens=10)
+    for rule in RULES + [long_rule]:
+        assert f'"{rule.text}"' in text
+
+
+def test_no_rules_says_so():
+    assert render.render_rules([]) == f"{render.RULES_HEADING}\n{render.NO_RULES}"
+
+
+def test_ledger_lines_fixed_columns_unverified_marker_and_no_archived():
+    text = render.render_ledger(LEDGER)
+    lines = text.splitlines()
+    assert lines[0] == "ID LEDGER (verbatim, do not paraphrase)"
+    assert lines[1] == render.LEDGER_COLUMNS
+    assert "order_mentioned | SU-20418 | order | UNVERIFIED | first seen turn 2 | last used turn 2 | -" in lines
+    assert "damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued" in lines
+    assert "1Z999AA10123456784" not in text  # archived entries never reach the model
+    parsed = {e.value: e for e in render.parse_ledger(text)}
+    assert set(parsed) == {"SU-20481", "SU-20418"}
+    assert parsed["SU-20418"].verified is False and parsed["SU-20481"].note == "refund issued"
+    assert parsed["SU-20481"].last_used_turn == 12
+
+
+def test_state_block_sections_and_parse_round_trip():
+    text = render.render_state(
+        [StateFieldData("refund_method", "original_method", 7, "customer", True),
+         StateFieldData("issue", "scratched leg", 5, "model", False)],
+        [ActionData(tool="issue_refund", target="SU-87310", turn=6, idempotency_key="k-6-1", reversible=False,
+                    amount_cents=4000, currency="USD")],
+        [MoneyData(order="SU-87310", currency="USD", paid_cents=12000, refunded_cents=4000)],
+        [QuestionData("photo of the second item", 9)],
+    )
+    assert text.startswith(render.STATE_HEADING) and "override the summary" in text
+    assert "- refund_method: original_method (turn 7, customer, confirmed)" in text
+    assert "- issue: scratched leg (turn 5, model, inferred)" in text
+    assert "issue_refund on SU-87310 · 40.00 USD · IRREVERSIBLE · key k-6-1" in text
+    assert "- SU-87310: paid 120.00 USD; refunded so far 40.00 USD; still refundable 80.00 USD" in text
+    assert "- photo of the second item (turn 9)" in text
+    parsed = render.parse_state(text)
+    assert parsed.fields == {"issue": "scratched leg", "refund_method": "original_method"}
+    action = parsed.actions[0]
+    assert (action.tool, action.target, action.amount_cents, action.currency, action.reversible, action.key) == (
+        "issue_refund", "SU-87310", 4000, "USD", False, "k-6-1")
+    assert parsed.money["SU-87310"].refundable_cents == 8000
+    assert parsed.questions == ["photo of the second item"]
+
+
+def test_empty_state_is_labelled():
+    assert render.render_state([], [], [], []) == f"{render.STATE_HEADING}\n{render.NO_STATE}"
+
+
+def test_summary_is_marked_as_system_record():
+    assert render.render_summary(None) == ""
+    text = render.render_summary(SummaryData(covers_through_turn=14, text="Refund for [damaged_order] issued."))
+    assert text.startswith("SUMMARY OF EARLIER TURNS — written by the system")
+    assert "not something the customer said or agreed" in text
+    assert "turns 1–14" in text and "Refund for [damaged_order] issued." in text
+
+
+def test_lane_message_labels_system_blocks():
+    m = render.lane_message("ledger", "x")
+    assert (m.role, m.lane, m.content) == ("system", "ledger", "x")
+    assert render.lane_of(m) == "ledger"
+    assert render.lane_of(render.Message(role="system", content=render.STATE_HEADING + "\n-")) == "state"
+    with pytest.raises(ValueError):
+        render.lane_message("recent", "x")
+
+
+# --- turns → messages ------------------------------------------------------------------
+
+
+def _call(n, call_id, name="get_order", args=None, text=""):
+    return TurnData(n, "agent", "tool_call", text, {"calls": [{"id": call_id, "name": name, "arguments": args or {}}]})
+
+
+def _result(n, call_id, text='{"ok": true}', name="get_order"):
+    return TurnData(n, "tool", "tool_result", text, {"call_id": call_id, "name": name, "ok": True})
+
+
+def test_each_turn_kind_maps_to_its_role_and_prefix():
+    turns = [
+        TurnData(1, "customer", "message", "Where is SU-20481?"),
+        TurnData(2, "staff", "note", "Customer is a VIP."),
+        TurnData(3, "system", "event", "Ticket reassigned."),
+        _call(4, "c1", args={"order_number": "SU-20481"}, text="Let me check."),
+        _result(5, "c1", '{"order_number": "SU-20481"}'),
+        TurnData(6, "agent", "message", "It is on its way."),
+        TurnData(7, "staff", "message", "I've added a note for the courier."),
+        TurnData(8, "system", "error", "The model returned invalid JSON."),
+    ]
+    msgs = render.turns_to_messages(turns)
+    assert [(m.role, m.turns) for m in msgs] == [
+        ("user", [1]), ("user", [2]), ("user", [3]), ("assistant", [4]), ("tool", [5]), ("assistant", [6]),
+        ("assistant", [7]), ("user", [8])]
+    assert msgs[0].content == "Where is SU-20481?" and render.is_customer_message(msgs[0])
+    assert msgs[1].content == "[staff note to the agent] Customer is a VIP." and not render.is_customer_message(msgs[1])
+    assert msgs[2].content == "[system event] Ticket reassigned."
+    assert msgs[3].content == "Let me check." and msgs[3].tool_calls[0].arguments == {"order_number": "SU-20481"}
+    assert (msgs[4].tool_call_id, msgs[4].tool_name, msgs[4].content) == ("c1", "get_order", '{"order_number": "SU-20481"}')
+    assert msgs[6].content == "(reply sent by staff) I've added a note for the courier."
+    assert msgs[7].content == "[system notice] The model returned invalid JSON."
+
+
+def test_rejections_and_errors_answer_their_call():
+    turns = [
+        TurnData(1, "agent", "tool_call", "", {"calls": [
+            {"id": "a", "name": "issue_refund", "arguments": {"order_number": "SU-20418"}},
+            {"id": "b", "name": "get_order", "arguments": {"order_number": "SU-99999"}}]}),
+        TurnData(2, "system", "rejection", "rejected", {"call_id": "a", "guard": "mutation",
+                                                        "reason": "SU-20418 is one edit away from SU-20481"}),
+        TurnData(3, "system", "error", "no order SU-99999 exists", {"call_id": "b"}),
+    ]
+    msgs = render.turns_to_messages(turns)
+    assert [m.role for m in msgs] == ["assistant", "tool", "tool"]
+    assert msgs[1].content == "ERROR (guard: mutation): SU-20418 is one edit away from SU-20481"
+    assert msgs[1].tool_name == "issue_refund"
+    assert msgs[2].content == "ERROR: no order SU-99999 exists" and msgs[2].tool_call_id == "b"
+
+
+def _assert_no_orphans(msgs):
+    call_ids = [c.id for m in msgs for c in m.tool_calls]
+    result_ids = [m.tool_call_id for m in msgs if m.role == "tool"]
+    assert sorted(call_ids) == sorted(result_ids)
+    # Every result sits right after the assistant message that made its call.
+    for i, m in enumerate(msgs):
+        if m.tool_calls:
+            following = [x.tool_call_id for x in msgs[i + 1 : i + 1 + len(m.tool_calls)]]
+            assert following == [c.id for c in m.tool_calls]
+
+
+def test_missing_result_gets_a_placeholder():
+    turns = [TurnData(1, "customer", "message", "hi"), _call(2, "c1"), TurnData(4, "agent", "message", "done")]
+    msgs = render.turns_to_messages(turns)
+    _assert_no_orphans(msgs)
+    placeholder = msgs[2]
+    assert placeholder.role == "tool" and placeholder.tool_call_id == "c1"
+    assert placeholder.content == render.MISSING_RESULT and "not in the context" in placeholder.content
+
+
+def test_result_without_its_call_is_dropped():
+    turns = [_result(3, "gone"), TurnData(4, "system", "rejection", "no", {"call_id": "gone2", "guard": "id"}),
+             TurnData(5, "customer", "message", "still there?")]
+    msgs = render.turns_to_messages(turns)
+    assert [m.role for m in msgs] == ["user"]
+    _assert_no_orphans(msgs)
+
+
+def test_results_are_moved_next_to_their_call():
+    # A staff note landed between the call and its result: providers need the result adjacent.
+    turns = [_call(1, "c1"), TurnData(2, "staff", "note", "careful"), _result(3, "c1")]
+    msgs = render.turns_to_messages(turns)
+    assert [m.role for m in msgs] == ["assistant", "tool", "user"]
+    _assert_no_orphans(msgs)
+
+
+def test_failed_tool_result_is_marked_as_error():
+    turns = [_call(1, "c1"), TurnData(2, "tool", "tool_result", '{"error": "nope"}', {"call_id": "c1", "ok": False})]
+    assert render.turns_to_messages(turns)[1].content == 'ERROR: {"error": "nope"}'
