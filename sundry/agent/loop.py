@@ -87,8 +87,6 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
             ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
             if ticket.handler != Ticket.Handler.AGENT or ticket.status in (Ticket.Status.CLOSED,):
                 break
-            if HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).exists():
-                break  # waiting on a staff decision
             if not needs_response(ticket) and not _mid_task(ticket):
                 break
             steps += 1
@@ -220,7 +218,8 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     args = verdict.args
     arguments = args.model_dump(mode="json")
     if verdict.decision == "hold":
-        key = idempotency_key(ticket.pk, tool.name, arguments, salt=f"held-{call.id}")
+        # The same held call proposed again maps to the same held row.
+        key = idempotency_key(ticket.pk, tool.name, arguments, salt="held")
         held, _ = HeldAction.objects.get_or_create(
             idempotency_key=key,
             defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
@@ -229,7 +228,8 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
                     text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
                     payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
-        return StepOutcome(stop=True)
+        # The agent goes on (it tells the customer); staff decide in the desk.
+        return StepOutcome(stop=False)
     key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
     return execute(ticket, tool, call.id, args, key)
 

@@ -43,13 +43,17 @@ _CONSTRAINT = re.compile(
     re.I,
 )
 _INTENTS = [
-    ("cancel", re.compile(r"\bcancel", re.I)),
-    ("return", re.compile(r"\breturn\b|\breturning\b|\bsend (?:it|them|this|these|the \w+) back\b|\bsend back\b", re.I)),
+    # "noise-cancelling headphones" is a product, not a request.
+    ("cancel", re.compile(r"(?<!-)\bcancel", re.I)),
+    ("return", re.compile(r"\breturn(?:ing)?\b|\bsend (?:(?:it|them|this|these|the \w+) )?back\b", re.I)),
     ("refund", re.compile(r"\brefund|money back|charged twice|double[- ]charged|reimburs", re.I)),
-    ("replace", re.compile(r"(?<!don't want a )(?<!no )\b(?:replacement|replace|exchange)\b", re.I)),
+    ("replace", re.compile(r"\b(?:replacement|replace|exchange)\b", re.I)),
+    ("damaged", re.compile(r"\b(?:damaged|broken|defective|scratched|cracked|faulty)\b", re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b", re.I)),
 ]
+_READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
+_NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
 _HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
 _THANKS = re.compile(r"\b(?:thanks|thank you|cheers|perfect|great|that's all)\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -85,7 +89,9 @@ def _words(text: str) -> set[str]:
 
 def _cents(value: Any, key: str = "") -> int | None:
     if isinstance(value, dict):
-        return _cents(value.get("amount_cents"), "amount_cents") if "amount_cents" in value else _cents(value.get("amount"))
+        if "amount_cents" in value:
+            return _cents(value["amount_cents"], "amount_cents")
+        return _cents(value.get("amount"))
     if isinstance(value, bool) or value is None:
         return None
     if key.endswith("_cents") and isinstance(value, int):
@@ -181,6 +187,10 @@ class Seen:
     def key(self) -> str:
         return self.name + json.dumps(self.args, sort_keys=True)
 
+    def targets(self, value: str) -> bool:
+        """An argument is exactly `value` (not merely text mentioning it)."""
+        return any(a == value or (isinstance(a, list) and value in a) for a in self.args.values())
+
 
 class RequestView:
     """Everything the offline model knows: what the request shows, parsed."""
@@ -214,7 +224,8 @@ class RequestView:
                     data = json.loads(m.content)
                 except ValueError:
                     data = None
-                failed = m.content.startswith(render.ERROR_PREFIX) or (isinstance(data, dict) and data.get("ok") is False)
+                failed = (m.content.startswith(render.ERROR_PREFIX)
+                          or (isinstance(data, dict) and data.get("ok") is False))
                 out.append(Seen(i, call.name, args, not failed, m.content, data))
         return out
 
@@ -246,9 +257,17 @@ class RequestView:
 
     # --- rules and tools ---------------------------------------------------------------
 
+    def blocking_rule(self, tool: str) -> render.ParsedRule | None:
+        """The rule that forbids `tool`: its structured check, or for contact and replacement
+        tools its plain wording too, the way a model reading "never email me" would."""
+        for r in self.rules:
+            by_text = tool in _READ_FROM_TEXT and tool in infer_enforcement(r.text).get("block_tools", [])
+            if tool in r.block_tools or by_text:
+                return r
+        return None
+
     def blocked(self, tool: str) -> bool:
-        return any(tool in r.block_tools or tool in infer_enforcement(r.text).get("block_tools", [])
-                   for r in self.rules)
+        return self.blocking_rule(tool) is not None
 
     def has_tool(self, tool: str) -> bool:
         return not self.specs or tool in self.specs
@@ -283,7 +302,7 @@ class RequestView:
 
     def tail_ok(self, name: str, order: str | None = None) -> Seen | None:
         return next((s for s in reversed(self.tail) if s.ok and s.name == name
-                     and (order is None or order in json.dumps(s.args))), None)
+                     and (order is None or s.targets(order))), None)
 
 
 # --- decisions -------------------------------------------------------------------------
@@ -300,6 +319,9 @@ def reply(text: str) -> Decision:
 
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
+    if rule := v.blocking_rule(name):
+        return reply(f'I can\'t do that here: a rule in force for this ticket says "{rule.text}". '
+                     "A member of staff can help if something else is needed.")
     args = v.args_for(name, wanted)
     key = Seen(0, name, args, True, "").key()
     if not v.has_tool(name) or v.failures(key) >= 2 or any(s.ok and s.key() == key for s in v.tail):
@@ -310,7 +332,11 @@ def emit(v: RequestView, name: str, **wanted) -> Decision:
 
 def intent_of(text: str) -> str | None:
     t = _norm(text)
-    return next((name for name, rx in _INTENTS if rx.search(t)), None)
+    for name, rx in _INTENTS:
+        # "I don't want a replacement" names a replacement but does not ask for one.
+        if any(not _NEGATED.search(t[: m.start()]) for m in rx.finditer(t)):
+            return name
+    return None
 
 
 def _intent(v: RequestView) -> str | None:
@@ -372,7 +398,7 @@ def _needs_lookup(v: RequestView, order: str) -> bool:
     if order not in v.known_ids:
         return True
     # An error about this order in this step, with no successful lookup after it.
-    errors = [s.index for s in v.tail if not s.ok and order in json.dumps(s.args)]
+    errors = [s.index for s in v.tail if not s.ok and s.targets(order)]
     lookups = [s.index for s in v.tail if s.ok and s.name in ("get_order", "search_orders") and order in s.content]
     return bool(errors) and (not lookups or max(lookups) < max(errors))
 
@@ -381,7 +407,7 @@ def resolve_order(v: RequestView) -> str | Decision:
     order = _candidate_order(v)
     if order and not _needs_lookup(v, order):
         return order
-    if order and not any(s.name == "get_order" and not s.ok and order in json.dumps(s.args) for s in v.tail):
+    if order and not any(s.name == "get_order" and not s.ok and s.targets(order) for s in v.tail):
         return emit(v, "get_order", order_number=order)
     search = next((s for s in reversed(v.tail) if s.ok and s.name == "search_orders"), None)
     if search:
@@ -485,7 +511,8 @@ def do_track(v: RequestView, order: str) -> Decision:
     where = " — ".join(str(latest[k]) for k in ("description", "location") if latest.get(k))
     status = str(data.get("status") or "in progress").replace("_", " ")
     carrier = f" with {data['carrier']}" if data.get("carrier") else ""
-    return reply(f"Your parcel for order {order} ({number}{carrier}) is {status}." + (f" Latest: {where}." if where else ""))
+    latest_note = f" Latest: {where}." if where else ""
+    return reply(f"Your parcel for order {order} ({number}{carrier}) is {status}.{latest_note}")
 
 
 def do_refund(v: RequestView, order: str) -> Decision:
@@ -563,7 +590,13 @@ def do_list(v: RequestView) -> Decision:
     return reply("Could you send me the email address you ordered with, so I can find your orders?")
 
 
-HANDLERS = {"track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
+def do_damaged(v: RequestView, order: str) -> Decision:
+    # Damage alone does not say what the customer wants: ask rather than guess.
+    return reply(f"I'm sorry the item from order {order} arrived damaged. Would you like a refund "
+                 "(full or partial, keeping the item), a return, or a replacement?")
+
+
+HANDLERS = {"damaged": do_damaged, "track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
 
 
 def decide(v: RequestView) -> Decision:

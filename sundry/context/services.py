@@ -34,15 +34,15 @@ ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 # --- ID ledger -------------------------------------------------------------------
 
 
-def _default_role(ticket_id: int, kind: str) -> str:
+def _default_role(ticket_id: int, base: str) -> str:
     """`order`, then `order_2`, `order_3` … in order of appearance."""
     taken = set(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("role", flat=True))
-    if kind not in taken:
-        return kind
+    if base not in taken:
+        return base
     n = 2
-    while f"{kind}_{n}" in taken:
+    while f"{base}_{n}" in taken:
         n += 1
-    return f"{kind}_{n}"
+    return f"{base}_{n}"
 
 
 def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: int) -> LedgerEntry:
@@ -95,7 +95,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntr
             continue
         created.append(
             LedgerEntry.objects.create(
-                ticket=ticket, value=value, kind=kind, role=f"{_default_role(ticket.pk, kind)}_mentioned",
+                ticket=ticket, value=value, kind=kind, role=_default_role(ticket.pk, f"{kind}_mentioned"),
                 verified=False, first_seen_turn=turn, last_used_turn=turn, source="customer",
             )
         )

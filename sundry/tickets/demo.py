@@ -121,6 +121,18 @@ def _facts(customer: Customer) -> dict:
     }
 
 
+def _approve_held(ticket) -> None:
+    """In the demo, a staff member approves what the agent held, as a desk would."""
+    from sundry.agent.loop import agent_run
+    from sundry.agent.models import HeldAction
+    from sundry.agent.services import held_action_decide
+
+    staff = get_user_model().objects.filter(username="staff").first()
+    for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING):
+        held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff)
+        agent_run(ticket.pk)
+
+
 def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
@@ -147,5 +159,6 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
             customer_message_post(ticket=ticket, text=text.format(**facts))
             if work:
                 agent_run(ticket.pk)
+                _approve_held(ticket)
         tickets.append(ticket)
     return tickets

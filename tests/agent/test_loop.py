@@ -119,6 +119,7 @@ def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
     model = run(
         ticket,
         call("issue_refund", _id="r2", order_number="SU-10480", amount="40.00", currency="USD", reason="scratched leg"),
+        reply("A colleague needs to approve that."),
     )
     request = model.requests[0]
     conversation = " ".join(m.content for m in request.messages if m.lane is None)

@@ -7,7 +7,6 @@ real result models, so a drift in either format breaks these tests.
 from __future__ import annotations
 
 import inspect
-import json
 from datetime import date, datetime, timezone
 
 import pytest
@@ -98,7 +97,8 @@ model = OfflineModel()
 
 
 def test_unverified_order_is_looked_up_before_anything_else():
-    req = build(customer(f"Where is my order {ORDER}?"), ledger=[CUSTOMER_ENTRY, ledger_order(False, "order_mentioned")])
+    req = build(customer(f"Where is my order {ORDER}?"),
+                ledger=[CUSTOMER_ENTRY, ledger_order(False, "order_mentioned")])
     call = only_call(model.complete(req))
     assert (call.name, call.arguments) == ("get_order", {"order_number": ORDER})
 
@@ -109,7 +109,8 @@ def test_tracks_with_the_number_from_the_result_then_reports_status():
     call = only_call(model.complete(req))
     assert (call.name, call.arguments) == ("track_parcel", {"tracking_number": TRACKING})
 
-    tracked = st.TrackParcelResult(tracking_number=TRACKING, order_number=ORDER, carrier="UPS", status="out_for_delivery",
+    tracked = st.TrackParcelResult(tracking_number=TRACKING, order_number=ORDER, carrier="UPS",
+                                   status="out_for_delivery",
                                    events=[st.TrackingEventOut(at=datetime(2025, 3, 3, tzinfo=timezone.utc),
                                                                location="Leeds depot", description="Out for delivery")])
     req = feed(req, model.complete(req), tracked)
@@ -324,3 +325,27 @@ def test_uses_the_argument_names_the_tool_schema_declares():
 @pytest.mark.parametrize("needle", ["objects.", "models import", "django"])
 def test_reads_only_the_request_never_the_database(needle):
     assert needle not in inspect.getsource(offline)
+
+
+def test_structured_rule_blocks_any_tool_it_names():
+    rule = RuleData(1, "Keep the order going whatever happens.", 2, enforcement={"block_tools": ["cancel_order"]})
+    answer = model.complete(build(customer(f"Cancel {ORDER} now."), rules=[rule],
+                                  ledger=[CUSTOMER_ENTRY, ledger_order(True)]))
+    assert not answer.tool_calls and rule.text in answer.text
+    assert only_call(model.complete(build(customer(f"Cancel {ORDER} now."),
+                                          ledger=[CUSTOMER_ENTRY, ledger_order(True)]))).name == "cancel_order"
+
+
+@pytest.mark.parametrize("text, intent", [
+    ("Where is my parcel?", "track"),
+    ("It never arrived, I want my money back", "refund"),
+    ("Can I send it back?", "return"),
+    ("Please cancel it", "cancel"),
+    ("Can I get a replacement?", "replace"),
+    ("I don't want a replacement, just refund me", "refund"),
+    ("I do not want a replacement", None),
+    ("What orders do I have?", "list"),
+    ("Hello there", None),
+])
+def test_intent_from_the_customer_words(text, intent):
+    assert offline.intent_of(text) == intent

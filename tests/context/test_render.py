@@ -69,7 +69,8 @@ def test_ledger_lines_fixed_columns_unverified_marker_and_no_archived():
     assert lines[0] == "ID LEDGER (verbatim, do not paraphrase)"
     assert lines[1] == render.LEDGER_COLUMNS
     assert "order_mentioned | SU-20418 | order | UNVERIFIED | first seen turn 2 | last used turn 2 | -" in lines
-    assert "damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued" in lines
+    assert ("damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued"
+            in lines)
     assert "1Z999AA10123456784" not in text  # archived entries never reach the model
     parsed = {e.value: e for e in render.parse_ledger(text)}
     assert set(parsed) == {"SU-20481", "SU-20418"}
@@ -152,7 +153,8 @@ def test_each_turn_kind_maps_to_its_role_and_prefix():
     assert msgs[1].content == "[staff note to the agent] Customer is a VIP." and not render.is_customer_message(msgs[1])
     assert msgs[2].content == "[system event] Ticket reassigned."
     assert msgs[3].content == "Let me check." and msgs[3].tool_calls[0].arguments == {"order_number": "SU-20481"}
-    assert (msgs[4].tool_call_id, msgs[4].tool_name, msgs[4].content) == ("c1", "get_order", '{"order_number": "SU-20481"}')
+    assert (msgs[4].tool_call_id, msgs[4].tool_name) == ("c1", "get_order")
+    assert msgs[4].content == '{"order_number": "SU-20481"}'
     assert msgs[6].content == "(reply sent by staff) I've added a note for the courier."
     assert msgs[7].content == "[system notice] The model returned invalid JSON."
 

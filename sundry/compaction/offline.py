@@ -1,0 +1,117 @@
+"""The offline summariser: deterministic, and it reads only the request it is sent.
+
+It sees what a real summariser would — the turns to replace, the ledger roles,
+the pinned rules and the previous summary — and writes the required fields,
+naming entities by [role] and never by value. It never touches the database.
+
+SUNDRY_OFFLINE_SUMMARISER_DELAY (seconds, float): when set, each call sleeps
+that long first. Tests use it to kill a worker mid-compaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from sundry.agent.schemas import ModelRequest, ModelResponse, Usage
+from sundry.compaction import summariser as s
+from sundry.context.idformats import find_id_shaped, find_ids
+from sundry.context.rules import candidate_rules
+
+DELAY_ENV = "SUNDRY_OFFLINE_SUMMARISER_DELAY"
+_TURN = re.compile(r"^\[turn (\d+)\] (.*)$")
+_LOOKUPS = ("get_", "search_", "lookup_", "track_", "list_", "find_")
+MAX_ITEMS = 6
+MAX_CHARS = 160
+
+
+def _sections(body: str) -> dict[str, list[str]]:
+    heads = {s.LEDGER_SECTION: "ledger", s.RULES_SECTION: "rules", s.PREVIOUS_SECTION: "previous",
+             s.TURNS_SECTION: "turns"}
+    out: dict[str, list[str]] = {v: [] for v in heads.values()}
+    current = None
+    for line in body.splitlines():
+        head = next((k for h, k in heads.items() if line.startswith(h)), None)
+        if head:
+            current = head
+        elif current and line.strip() and line.strip() != s.NONE_LINE:
+            out[current].append(line)
+    return out
+
+
+class OfflineSummariser:
+    name = "offline-summariser"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        delay = float(os.environ.get(DELAY_ENV) or 0)
+        if delay > 0:
+            time.sleep(delay)
+        body = next((m.content for m in request.messages if m.role == "user"), "")
+        fields = self.summarise(body)
+        text = json.dumps(fields, ensure_ascii=False)
+        return ModelResponse(text=text, model=self.name, offline=True,
+                             usage=Usage(input_tokens=len(body) // 4, output_tokens=len(text) // 4))
+
+    def summarise(self, body: str) -> dict:
+        sec = _sections(body)
+        roles: dict[str, str] = {}
+        for line in sec["ledger"]:
+            parts = [p.strip() for p in line.split(" | ")]
+            if len(parts) >= 2 and parts[1]:
+                roles[parts[1]] = parts[0]
+        pinned = {line[2:].strip().lower() for line in sec["rules"] if line.startswith("- ")}
+
+        def mask(text: str) -> str:
+            # Longest values first, so one value inside another cannot leak a fragment.
+            for value in sorted(roles, key=len, reverse=True):
+                text = text.replace(value, f"[{roles[value]}]")
+            for _, value in find_ids(text):
+                text = text.replace(value, "[unlisted id]")
+            for token in find_id_shaped(re.sub(r"\[[^\]]*\]", " ", text)):
+                text = re.sub(rf"\b{re.escape(token)}\b", "[unlisted id]", text)
+            return text
+
+        def short(text: str) -> str:
+            text = " ".join(mask(text).split())
+            return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
+
+        turns = [(int(m.group(1)), m.group(2)) for line in sec["turns"] if (m := _TURN.match(line))]
+        decisions, actions, constraints, questions, tools = [], [], [], [], []
+        customer_msgs = 0
+        pending_question = None
+        for number, rest in turns:
+            if rest.startswith("customer message: "):
+                text = rest.removeprefix("customer message: ")
+                customer_msgs += 1
+                for sentence in candidate_rules(text):
+                    if sentence.lower() not in pinned and short(sentence) not in constraints:
+                        constraints.append(short(sentence))
+                pending_question = (number, text) if "?" in text else None
+            elif rest.startswith(("agent message: ", "staff message: ")):
+                decisions.append(f"turn {number}: {short(rest.split(': ', 1)[1])}")
+                pending_question = None
+            elif rest.startswith("agent called "):
+                for call in re.finditer(r"(\w+)\((\{.*?\})\)", rest):
+                    name = call.group(1)
+                    tools.append(name)
+                    if not name.startswith(_LOOKUPS):
+                        target = ", ".join(f"[{roles[v]}]" for v in roles if v in call.group(2)) or "no listed target"
+                        actions.append(f"turn {number}: {name} on {target}")
+        if pending_question:
+            questions.append(f"customer asked at turn {pending_question[0]}: {short(pending_question[1])}")
+        span = f"{turns[0][0]}–{turns[-1][0]}" if turns else "none"
+        used = sorted(set(tools))
+        narrative = (f"Turns {span}: the customer wrote {customer_msgs} message(s); the agent made {len(tools)} "
+                     f"tool call(s) ({', '.join(used) or 'none'}) and replied {len(decisions)} time(s).")
+        if sec["previous"]:
+            earlier = " ".join(sec["previous"][:1])
+            narrative = f"Earlier: {short(earlier)} " + narrative
+        return {
+            "decisions": decisions[-MAX_ITEMS:],
+            "actions_taken": actions[-MAX_ITEMS * 2:],
+            "constraints_not_pinned": constraints[:MAX_ITEMS],
+            "open_questions": questions,
+            "narrative": narrative,
+        }

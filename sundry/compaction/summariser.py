@@ -1,0 +1,207 @@
+"""The summariser's fixed template, its output schema and validation, and the fallback.
+
+Pure: the service hands in plain data (turns, ledger, rules, previous summary)
+and gets back a ModelRequest, or a verdict on what the model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sundry.agent.schemas import Message, ModelRequest
+from sundry.context.idformats import find_id_shaped, find_ids
+from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
+from sundry.context.render import render_summary, turns_to_messages
+from sundry.core.tokens import count_message_tokens, count_tokens
+
+MAX_ATTEMPTS = 3
+REQUIRED_FIELDS = ("decisions", "actions_taken", "constraints_not_pinned", "open_questions", "narrative")
+
+# Section headings of the user message; the offline summariser parses these.
+LEDGER_SECTION = "LEDGER ROLES (role | value | kind) — refer to each entity ONLY as [role]; never write its value"
+RULES_SECTION = "RULES ALREADY PINNED (do not repeat them as constraints)"
+PREVIOUS_SECTION = "PREVIOUS SUMMARY (fold it into yours)"
+TURNS_SECTION = "TURNS TO SUMMARISE"
+NONE_LINE = "(none)"
+
+TEMPLATE = """You write the compacted record of the early part of a customer-support ticket.
+Another model will keep working the ticket from your record plus structured lanes
+(pinned rules, an ID ledger, and state holding every action and money movement).
+
+Answer with ONE JSON object and nothing else, with exactly these keys, all required:
+  "decisions": [strings] — decisions already made, so they are not re-litigated;
+  "actions_taken": [strings] — actions already done (refunds, returns, messages …);
+  "constraints_not_pinned": [strings] — things the customer asked for or ruled out
+      that are NOT already in the pinned rules, quoted as closely as possible;
+  "open_questions": [strings] — what the thread is still waiting on;
+  "narrative": string — a short account of what happened.
+Use [] for an empty list. Name every order, customer, item, payment, refund,
+return or parcel ONLY by its ledger role in square brackets, e.g. [damaged_order];
+never write an identifier's value, and never invent one. Be much shorter than the
+turns you replace: keep decisions, actions, constraints and open questions; drop texture."""
+
+
+class SummaryFields(BaseModel):
+    """What the summariser must return. Every field is required."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    decisions: list[str]
+    actions_taken: list[str]
+    constraints_not_pinned: list[str]
+    open_questions: list[str]
+    narrative: str = Field(min_length=1)
+
+
+# --- the request -----------------------------------------------------------------------
+
+
+def turn_line(t: TurnData) -> str:
+    """One turn as a line the summariser (and the offline summariser) reads."""
+    p = t.payload or {}
+    if t.kind == "tool_call":
+        calls = [c for c in p.get("calls") or [] if isinstance(c, dict)]
+        body = "; ".join(f"{c.get('name')}({json.dumps(c.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
+                         for c in calls)
+        return f"[turn {t.number}] agent called {body}" + (f" — {t.text}" if t.text else "")
+    if t.kind == "tool_result":
+        return f"[turn {t.number}] result of {p.get('name') or 'tool'}: {t.text}"
+    return f"[turn {t.number}] {t.author} {t.kind}: {t.text}"
+
+
+def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData], rules: list[RuleData],
+                  previous: SummaryData | None) -> ModelRequest:
+    ledger_lines = [f"{e.role} | {e.value} | {e.kind}" for e in ledger] or [NONE_LINE]
+    rule_lines = [f"- {r.text}" for r in rules] or [NONE_LINE]
+    prev = [previous.text.strip()] if previous else [NONE_LINE]
+    span = f"{turns[0].number}–{turns[-1].number}" if turns else ""
+    body = "\n".join(
+        [LEDGER_SECTION, *ledger_lines, "", RULES_SECTION, *rule_lines, "",
+         f"{PREVIOUS_SECTION}" + (f" covering turns 1–{previous.covers_through_turn}" if previous else ""), *prev, "",
+         f"{TURNS_SECTION} {span}", *[turn_line(t) for t in turns]]
+    )
+    return ModelRequest(model=model, messages=[Message(role="system", content=TEMPLATE),
+                                               Message(role="user", content=body)])
+
+
+def replaced_tokens(turns: list[TurnData], previous: SummaryData | None, model: str) -> int:
+    """What the new summary replaces in the working request: those turns, and the old summary block."""
+    msgs = [m.model_dump() for m in turns_to_messages(turns)]
+    total = count_message_tokens(msgs, model) if msgs else 0
+    return total + (count_tokens(render_summary(previous), model) if previous else 0)
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+@dataclass
+class ValidationContext:
+    """The facts an output is checked against; stored on the run so a replay checks the same."""
+
+    ledger_values: list[str]
+    roles: list[str]
+    history_ids: list[str]  # known-format IDs anywhere in the ticket's history
+    history_shaped: list[str]  # ID-shaped tokens anywhere in the ticket's history
+    replaced_tokens: int
+    covers_through_turn: int
+    model: str  # tokenizer choice: the working model the summary is sent to
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ValidationContext":
+        return cls(**d)
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reasons: list[str] = field(default_factory=list)  # codes: schema, id_value, invented_id, not_shorter
+    details: list[str] = field(default_factory=list)
+    fields: SummaryFields | None = None
+    text: str = ""
+    tokens: int = 0
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.M)
+
+
+def parse_output(raw: str) -> SummaryFields:
+    text = _FENCE.sub("", (raw or "").strip())
+    start, end = text.find("{"), text.rfind("}")
+    data = json.loads(text[start:end + 1] if start >= 0 and end > start else text)
+    return SummaryFields.model_validate(data)
+
+
+def _strings(f: SummaryFields) -> list[str]:
+    return [*f.decisions, *f.actions_taken, *f.constraints_not_pinned, *f.open_questions, f.narrative]
+
+
+def render_fields(f: SummaryFields) -> str:
+    """The Summary.text body: narrative first, then the four required lists."""
+    def section(title: str, items: list[str]) -> list[str]:
+        return [title] + ([f"- {i.strip()}" for i in items] if items else ["- none"])
+
+    return "\n".join(
+        [f.narrative.strip()]
+        + section("Decisions made:", f.decisions)
+        + section("Actions taken (STATE holds the authoritative record):", f.actions_taken)
+        + section("Customer constraints not yet pinned:", f.constraints_not_pinned)
+        + section("Open questions:", f.open_questions)
+    )
+
+
+_ROLE_REF = re.compile(r"\[[A-Za-z0-9_ .-]+\]")
+
+
+def validate(raw: str, ctx: ValidationContext) -> Verdict:
+    try:
+        fields = parse_output(raw)
+    except (ValueError, ValidationError) as exc:
+        return Verdict(False, ["schema"], [str(exc).splitlines()[0][:300]])
+    text = "\n".join(_strings(fields))
+    reasons, details = [], []
+    values = set(ctx.ledger_values) | set(ctx.history_ids)
+    written = sorted(v for v in values if v and v in text)
+    if written:
+        reasons.append("id_value")
+        details.append("identifier values written instead of [role]: " + ", ".join(written))
+    # References to known roles are how entities must be named; they are not identifiers.
+    roles = set(ctx.roles)
+    bare = _ROLE_REF.sub(lambda m: " " if m.group(0)[1:-1] in roles else m.group(0), text)
+    known = values | set(ctx.history_shaped)
+    shaped = find_id_shaped(bare) | {v for _, v in find_ids(bare)}
+    invented = sorted(t for t in shaped if t not in known)
+    if invented:
+        reasons.append("invented_id")
+        details.append("ID-shaped tokens found nowhere in ledger or history: " + ", ".join(invented))
+    body = render_fields(fields)
+    tokens = count_tokens(render_summary(SummaryData(ctx.covers_through_turn, body)), ctx.model)
+    if tokens >= ctx.replaced_tokens:
+        reasons.append("not_shorter")
+        details.append(f"summary {tokens} tokens ≥ replaced {ctx.replaced_tokens}")
+    return Verdict(not reasons, reasons, details, fields, body, tokens)
+
+
+# --- fallback --------------------------------------------------------------------------
+
+
+def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int, failures: int) -> SummaryFields:
+    """Deterministic trimming: say what was cut and which tools ran. No IDs, no model."""
+    counts: dict[str, int] = {}
+    for t in turns:
+        if t.kind == "tool_call":
+            for c in (t.payload or {}).get("calls") or []:
+                if isinstance(c, dict) and c.get("name"):
+                    counts[str(c["name"])] = counts.get(str(c["name"]), 0) + 1
+    tools = ", ".join(f"{name} ×{n}" for name, n in counts.items()) or "none"
+    narrative = (f"Turns {from_turn}–{through_turn} were trimmed without a summary: the summariser failed "
+                 f"validation {failures} times. Tools called in them: {tools}. The rules, ledger and state "
+                 f"above are intact and authoritative; look anything else up again.")
+    return SummaryFields(decisions=[], actions_taken=[f"{name} called {n}×" for name, n in counts.items()],
+                         constraints_not_pinned=[], open_questions=[], narrative=narrative)

@@ -1,0 +1,76 @@
+"""When to compact, and which turns to replace. Pure: plain data in, decision out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sundry.context.lanes import TurnData
+
+# After a compaction, the next one needs the request to grow by this share of
+# the budget beyond its post-compaction size (no compaction on every step).
+GROWTH_FRACTION = 0.10
+# Consecutive failed (or fallback) compactions that trip the breaker.
+BREAKER_FAILURES = 3
+BREAKER_PREFIX = "Compaction breaker"
+
+
+@dataclass(frozen=True)
+class TriggerInput:
+    total_tokens: int  # latest assembled request, real tokenizer
+    trigger_tokens: int  # class budget × trigger fraction
+    budget: int
+    held_pending: bool = False  # a tool call awaits staff approval
+    breaker_tripped: bool = False
+    run_in_flight: bool = False  # a compaction is queued or running for this ticket
+    last_tokens_after: int | None = None  # request size right after the last compaction
+
+
+@dataclass(frozen=True)
+class Decision:
+    compact: bool
+    reason: str
+
+
+def decide(inp: TriggerInput) -> Decision:
+    if inp.held_pending:
+        return Decision(False, "a tool call awaits staff approval")
+    if inp.breaker_tripped:
+        return Decision(False, "breaker tripped; staff must clear it")
+    if inp.run_in_flight:
+        return Decision(False, "a compaction is already queued or running")
+    if inp.total_tokens <= inp.trigger_tokens:
+        return Decision(False, f"{inp.total_tokens} ≤ trigger {inp.trigger_tokens}")
+    if inp.last_tokens_after is not None:
+        needed = inp.last_tokens_after + int(inp.budget * GROWTH_FRACTION)
+        if inp.total_tokens < needed:
+            return Decision(False, f"{inp.total_tokens} < {needed}: not enough growth since the last compaction")
+    return Decision(True, f"{inp.total_tokens} > trigger {inp.trigger_tokens}")
+
+
+def breaker_should_trip(recent_outcomes: list[str]) -> bool:
+    """`recent_outcomes`: statuses of the ticket's finished runs, newest first."""
+    tail = recent_outcomes[:BREAKER_FAILURES]
+    return len(tail) == BREAKER_FAILURES and all(s in ("failed", "fallback") for s in tail)
+
+
+def _call_ids(turn: TurnData) -> set[str]:
+    return {str(c.get("id")) for c in (turn.payload or {}).get("calls") or [] if isinstance(c, dict) and c.get("id")}
+
+
+def cut_point(turns: list[TurnData], *, covered: int, keep_recent: int) -> int | None:
+    """The last turn to replace: before the newest `keep_recent` turns, never
+    splitting a tool call from its results. None when there is nothing to replace.
+
+    `turns` are the turns after `covered` (the current summary's end), oldest first.
+    """
+    if len(turns) <= keep_recent:
+        return None
+    cut = turns[-keep_recent - 1].number if keep_recent else turns[-1].number
+    while cut > covered:
+        # A call at or before the cut whose result comes after it pulls the cut back before the call.
+        late = {str((t.payload or {}).get("call_id")) for t in turns if t.number > cut and (t.payload or {}).get("call_id")}
+        split = [t.number for t in turns if t.number <= cut and t.kind == "tool_call" and _call_ids(t) & late]
+        if not split:
+            break
+        cut = min(split) - 1
+    return cut if cut > covered else None
