@@ -112,12 +112,21 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # connects; size it explicitly.
 CHANNEL_REDIS_POOL_SIZE = int(os.environ.get("SUNDRY_CHANNEL_POOL_SIZE", "1000"))
 CHANNEL_PREFIX = os.environ.get("SUNDRY_CHANNEL_PREFIX", "sundry")
+# redis-py 8 reads with a 5 s socket timeout by default, the same as the layer's
+# blocking pop, so idle websockets died every ~5 s; keep it above that pop.
+CHANNEL_REDIS_SOCKET_TIMEOUT = float(os.environ.get("SUNDRY_CHANNEL_SOCKET_TIMEOUT", "15"))
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "max_connections": CHANNEL_REDIS_POOL_SIZE}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "max_connections": CHANNEL_REDIS_POOL_SIZE,
+                        "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT,
+                    }
+                ],
                 "prefix": CHANNEL_PREFIX,
                 "capacity": 1500,
                 "expiry": 30,

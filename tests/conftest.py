@@ -47,6 +47,26 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         test["NAME"] = f"{test.get('NAME') or 'test_' + db['NAME']}_{os.getpid()}"
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Before the test database is dropped, end sessions other threads left open.
+
+    Consumers and the background pool query from their own threads; a
+    connection kept alive there would make DROP DATABASE fail and leave the
+    database behind.
+    """
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
     """Each test gets its own channel layer instance; Redis keys are flushed after.

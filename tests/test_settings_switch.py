@@ -41,7 +41,10 @@ out = {
 if hasattr(layer, "hosts"):
     from channels_redis.utils import create_pool
     out["host_max_connections"] = layer.hosts[0].get("max_connections")
-    out["pool_max_connections"] = create_pool(layer.hosts[0]).max_connections
+    pool = create_pool(layer.hosts[0])
+    out["pool_max_connections"] = pool.max_connections
+    out["pool_socket_timeout"] = pool.connection_kwargs.get("socket_timeout")
+    out["blocking_pop_timeout"] = layer.brpop_timeout
 print(json.dumps(out))
 """
 
@@ -79,6 +82,8 @@ def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
     assert got["broker"] == "redis://redis.invalid:6379/0"
     # An explicit pool, well above redis-py's default of 100, reaches the real pool.
     assert got["host_max_connections"] == got["pool_max_connections"] >= 500
+    # The socket must outwait the layer's blocking pop, or idle websockets die.
+    assert got["pool_socket_timeout"] > got["blocking_pop_timeout"]
 
 
 def test_celery_is_configured_for_at_least_once_json_tasks(tmp_path):

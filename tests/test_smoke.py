@@ -156,6 +156,25 @@ async def test_redis_layer_carries_a_group_message_between_instances(redis_url):
         await sender.close_pools()
 
 
+@pytest.mark.services
+async def test_idle_staff_socket_survives_on_the_redis_layer(redis_url, desk):
+    # redis-py 8 reads with a 5 s socket timeout by default; the layer's blocking
+    # pop waits 5 s too, so without an explicit longer timeout every idle socket
+    # dies with "Timeout reading from redis" after about 5 s.
+    assert type(get_channel_layer()).__name__ == "RedisChannelLayer"
+    ticket = desk["ticket"]
+    communicator = _socket(ticket.pk, desk["staff_cookie"])
+    connected, _ = await communicator.connect()
+    assert connected
+    assert (await communicator.receive_json_from(timeout=2))["type"] == "snapshot"
+    assert await communicator.receive_nothing(timeout=7)  # idle past both 5 s timeouts
+    await get_channel_layer().group_send(
+        f"ticket-{ticket.pk}-staff", {"type": "ticket.update", "version": 8, "html": "<p>late</p>"}
+    )
+    assert await communicator.receive_json_from(timeout=3) == {"type": "update", "version": 8, "html": "<p>late</p>"}
+    await communicator.disconnect()
+
+
 SEND_FROM_ANOTHER_PROCESS = r"""
 import sys, django
 django.setup()

@@ -63,14 +63,15 @@ class SummaryFields(BaseModel):
 def turn_line(t: TurnData) -> str:
     """One turn as a line the summariser (and the offline summariser) reads."""
     p = t.payload or {}
+    text = " ".join((t.text or "").split())  # one line per turn
     if t.kind == "tool_call":
         calls = [c for c in p.get("calls") or [] if isinstance(c, dict)]
         body = "; ".join(f"{c.get('name')}({json.dumps(c.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
                          for c in calls)
-        return f"[turn {t.number}] agent called {body}" + (f" — {t.text}" if t.text else "")
+        return f"[turn {t.number}] agent called {body}" + (f" — {text}" if text else "")
     if t.kind == "tool_result":
-        return f"[turn {t.number}] result of {p.get('name') or 'tool'}: {t.text}"
-    return f"[turn {t.number}] {t.author} {t.kind}: {t.text}"
+        return f"[turn {t.number}] result of {p.get('name') or 'tool'}: {text}"
+    return f"[turn {t.number}] {t.author} {t.kind}: {text}"
 
 
 def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData], rules: list[RuleData],

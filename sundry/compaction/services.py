@@ -1,0 +1,297 @@
+"""Compaction: decide after a resolution step, then replace exactly the snapshotted prefix.
+
+`compaction_consider` runs after a resolution step commits (via the agent
+loop's resolution listeners) and queues a run; `compaction_run` is the work
+the Celery task does. The run row is the idempotency key: a redelivered or
+duplicated task finds it done, and the accept is a compare-and-set on the
+ticket's current summary, so nothing is ever committed twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.models import AgentStep, HeldAction
+from sundry.compaction import summariser as sm
+from sundry.compaction.models import CompactionRun
+from sundry.compaction.offline import OfflineSummariser
+from sundry.compaction.trigger import BREAKER_FAILURES, BREAKER_PREFIX, TriggerInput, breaker_should_trip, cut_point, decide
+from sundry.context.assembly import assemble
+from sundry.context.idformats import find_id_shaped, find_ids
+from sundry.context.lanes import SummaryData, TurnData
+from sundry.context.models import LedgerEntry, PinnedRule, Summary
+from sundry.context.rules import infer_enforcement
+from sundry.context.selectors import current_summary, lane_snapshot
+from sundry.tickets.models import Ticket, Turn
+
+log = logging.getLogger("sundry.compaction")
+Status = CompactionRun.Status
+IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+# A queued/running run older than this lost its task (Redis dropped it, a worker died
+# before redelivery): the next check re-enqueues it rather than wedging the ticket.
+STALE_AFTER = timedelta(minutes=15)
+SUMMARISER_SOURCE = "summariser"
+
+
+def default_gateway() -> Gateway:
+    # "offline" as the class's summariser model means the offline *summariser*.
+    return Gateway(offline=OfflineSummariser())
+
+
+def _tool_specs() -> list[dict]:
+    from sundry.agent.loop import tool_specs  # lazy: the loop imports every tool
+
+    return tool_specs()
+
+
+def _assemble(ticket):
+    return assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=_tool_specs(),
+                    rules_cap_tokens=ticket.ticket_class.pinned_rules_cap)
+
+
+def _enqueue(run_id: int) -> None:
+    from sundry.compaction.tasks import compaction_task
+    from sundry.core.background import enqueue_on_commit
+
+    enqueue_on_commit(compaction_task, run_id)
+
+
+# --- the trigger ---------------------------------------------------------------------------
+
+
+def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> CompactionRun | None:
+    """After a resolution step: queue a compaction if the latest request is over the trigger."""
+    ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+    if step_id is not None and not AgentStep.objects.filter(pk=step_id, is_resolution=True).exists():
+        return None  # only at a resolution boundary
+    in_flight = CompactionRun.objects.filter(ticket=ticket, status__in=IN_FLIGHT).order_by("-id").first()
+    if in_flight and in_flight.created_at < timezone.now() - STALE_AFTER:
+        with transaction.atomic():
+            _enqueue(in_flight.pk)
+        return in_flight
+    tclass = ticket.ticket_class
+    assembled = _assemble(ticket)
+    last = (CompactionRun.objects.filter(ticket=ticket, status__in=(Status.SUCCEEDED, Status.FALLBACK))
+            .order_by("-id").first())
+    decision = decide(TriggerInput(
+        total_tokens=assembled.accounting.total_tokens, trigger_tokens=tclass.trigger_tokens,
+        budget=tclass.token_budget,
+        held_pending=HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).exists(),
+        breaker_tripped=ticket.attention.startswith(BREAKER_PREFIX), run_in_flight=in_flight is not None,
+        last_tokens_after=last.tokens_after if last else None,
+    ))
+    log.debug("ticket %s compaction check: %s", ticket_id, decision.reason)
+    if not decision.compact:
+        return None
+    base = current_summary(ticket)
+    covered = base.covers_through_turn if base else 0
+    snap_turns = lane_snapshot(ticket).turns
+    cut = cut_point(snap_turns, covered=covered, keep_recent=tclass.recent_turns_kept)
+    if cut is None:
+        return None
+    with transaction.atomic():
+        run, created = CompactionRun.objects.get_or_create(
+            ticket=ticket, from_turn=covered + 1, through_turn=cut,
+            defaults=dict(base_summary=base, context_version=covered, model=tclass.summariser_model,
+                          trigger_step_id=step_id, request_before=assembled.request.model_dump(mode="json"),
+                          tokens_before=assembled.accounting.total_tokens),
+        )
+        if not created:
+            if run.status != Status.FAILED:
+                return None  # done (or in flight): the same range is never compacted twice
+            CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
+        _enqueue(run.pk)
+    return run
+
+
+def resolution_listener(ticket_id: int, step_id: int) -> None:
+    """Registered in sundry.agent.loop.resolution_listeners; must never break the agent."""
+    try:
+        compaction_consider(ticket_id=ticket_id, step_id=step_id)
+    except Exception:
+        log.exception("compaction check failed for ticket %s", ticket_id)
+
+
+# --- the work ------------------------------------------------------------------------------
+
+
+def _turn_data(t: Turn) -> TurnData:
+    return TurnData(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload, tokens=t.tokens)
+
+
+def _inputs(run: CompactionRun):
+    """The summariser request and the facts its output is validated against, from the run's range."""
+    ticket = run.ticket
+    working = ticket.ticket_class.working_model
+    turns = [_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gte=run.from_turn,
+                                                       number__lte=run.through_turn).order_by("number")]
+    base = run.base_summary
+    previous = SummaryData(base.covers_through_turn, base.text, base.fallback) if base else None
+    snap = lane_snapshot(ticket, with_turns=False)
+    request = sm.build_request(model=run.model, turns=turns, ledger=snap.ledger, rules=snap.rules, previous=previous)
+    history = "\n".join(f"{t.text}\n{json.dumps(t.payload, ensure_ascii=False)}"
+                        for t in Turn.objects.filter(ticket=ticket).only("text", "payload"))
+    ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role"))
+    ctx = sm.ValidationContext(
+        ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
+        history_ids=sorted({v for _, v in find_ids(history)}), history_shaped=sorted(find_id_shaped(history)),
+        replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
+        model=working,
+    )
+    return turns, request, ctx
+
+
+def compaction_run(run_id: int, *, gateway: Gateway | None = None) -> CompactionRun:
+    """Do one compaction run; safe to call any number of times for the same run."""
+    with transaction.atomic():
+        run = CompactionRun.objects.select_for_update().select_related("ticket__ticket_class").get(pk=run_id)
+        if run.status in CompactionRun.DONE:
+            return run
+        if not _base_is_current(run):
+            return _finish_stale(run)
+        CompactionRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, started_at=timezone.now())
+    try:
+        return _work(run, gateway or default_gateway())
+    except Exception as exc:
+        log.exception("compaction run %s failed", run_id)
+        return _finish_failed(run_id, f"{type(exc).__name__}: {exc}")
+
+
+def _base_is_current(run: CompactionRun) -> bool:
+    current = Summary.objects.filter(ticket_id=run.ticket_id, is_current=True).values_list("pk", flat=True).first()
+    return current == run.base_summary_id
+
+
+def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
+    turns, request, ctx = _inputs(run)
+    CompactionRun.objects.filter(pk=run.pk).update(
+        summariser_input=request.model_dump(mode="json"), validation_context=ctx.as_dict(),
+        replaced_tokens=ctx.replaced_tokens)
+    log_entries, accepted, raw_accepted, model_used = [], None, "", ""
+    cost, latency, tin, tout = Decimal(0), 0, 0, 0
+    for attempt in range(1, sm.MAX_ATTEMPTS + 1):
+        entry: dict = {"attempt": attempt}
+        try:
+            call = gateway.call(request, model=run.model)
+        except ModelCallError as exc:
+            entry.update(ok=False, reasons=["model_error"], details=[str(exc)])
+        else:
+            raw = call.response.text or ""
+            verdict = sm.validate(raw, ctx)
+            cost += call.cost_usd
+            latency += call.latency_ms
+            tin += call.response.usage.input_tokens
+            tout += call.response.usage.output_tokens
+            model_used = call.response.model or run.model
+            entry.update(ok=verdict.ok, reasons=verdict.reasons, details=verdict.details, output=raw,
+                         latency_ms=call.latency_ms, cost_usd=str(call.cost_usd), tokens=verdict.tokens)
+            if verdict.ok:
+                accepted, raw_accepted = verdict, raw
+        log_entries.append(entry)
+        # Saved as it goes, so a worker killed mid-run still leaves its evidence.
+        CompactionRun.objects.filter(pk=run.pk).update(attempt_log=log_entries, attempts=attempt)
+        if accepted:
+            break
+    return _accept(run, turns, accepted, raw_accepted, log_entries,
+                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout))
+
+
+def _accept(run, turns, verdict, raw, log_entries, figures) -> CompactionRun:
+    from sundry.live.events import ticket_changed
+    from sundry.tickets.services import ticket_touch
+
+    with transaction.atomic():
+        # Same lock order as turn_append (ticket row), then the run.
+        Ticket.objects.select_for_update().only("pk").get(pk=run.ticket_id)
+        run = CompactionRun.objects.select_for_update().select_related("ticket__ticket_class").get(pk=run.pk)
+        if run.status in CompactionRun.DONE:
+            return run  # another delivery of this task finished first
+        current = Summary.objects.select_for_update().filter(ticket_id=run.ticket_id, is_current=True).first()
+        if (current.pk if current else None) != run.base_summary_id:
+            return _finish_stale(run)
+        fallback = verdict is None
+        fields = verdict.fields if verdict else sm.fallback_fields(
+            turns, from_turn=run.from_turn, through_turn=run.through_turn, failures=len(log_entries))
+        text = verdict.text if verdict else sm.render_fields(fields)
+        if fallback and current:
+            text = f"{current.text.strip()}\n{text}"  # trimming never drops the earlier summary
+        if current:
+            Summary.objects.filter(pk=current.pk).update(is_current=False)
+        summary = Summary.objects.create(ticket_id=run.ticket_id, covers_through_turn=run.through_turn,
+                                         fields=fields.model_dump(), text=text, is_current=True, fallback=fallback)
+        if not fallback:
+            _rule_candidates(run, fields.constraints_not_pinned)
+        for key, value in figures.items():
+            setattr(run, key, value)
+        run.status = Status.FALLBACK if fallback else Status.SUCCEEDED
+        run.summary, run.summariser_output = summary, raw
+        run.attempt_log, run.attempts = log_entries, len(log_entries)
+        run.tokens_after = _assemble(run.ticket).accounting.total_tokens
+        run.finished_at = timezone.now()
+        run.error = "" if not fallback else "summariser failed validation; deterministic trim used"
+        run.save()
+        if fallback:
+            _breaker_check(run.ticket_id)
+        ticket_touch(run.ticket_id)
+        ticket_changed(run.ticket_id)
+    return run
+
+
+def _rule_candidates(run: CompactionRun, constraints: list[str]) -> None:
+    for text in constraints:
+        text = text.strip()
+        if text and not PinnedRule.objects.filter(ticket_id=run.ticket_id, text=text).exists():
+            PinnedRule.objects.create(ticket_id=run.ticket_id, text=text, turn=run.through_turn,
+                                      source=SUMMARISER_SOURCE, status=PinnedRule.Status.CANDIDATE,
+                                      enforcement=infer_enforcement(text), changed_at_turn=run.through_turn)
+
+
+def _finish_stale(run: CompactionRun) -> CompactionRun:
+    CompactionRun.objects.filter(pk=run.pk).update(
+        status=Status.STALE, finished_at=timezone.now(), error="the ticket's summary changed under this run")
+    run.refresh_from_db()
+    return run
+
+
+def _finish_failed(run_id: int, error: str) -> CompactionRun:
+    with transaction.atomic():
+        run = CompactionRun.objects.select_for_update().get(pk=run_id)
+        if run.status in CompactionRun.DONE:
+            return run
+        run.status, run.error, run.finished_at = Status.FAILED, error[:2000], timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        _breaker_check(run.ticket_id)
+    return run
+
+
+def _breaker_check(ticket_id: int) -> None:
+    outcomes = list(CompactionRun.objects.filter(ticket_id=ticket_id, status__in=(
+        Status.SUCCEEDED, Status.FALLBACK, Status.FAILED)).order_by("-id").values_list("status", flat=True)[:BREAKER_FAILURES])
+    if breaker_should_trip(outcomes):
+        Ticket.objects.filter(pk=ticket_id).update(
+            attention=f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or fell back; "
+                      "compaction is paused until staff clear this.")
+
+
+# --- replay --------------------------------------------------------------------------------
+
+
+def compaction_replay(run_id: int, *, gateway: Gateway | None = None, model: str | None = None) -> sm.Verdict:
+    """Send a stored run's exact summariser input again and validate the output. Runs no tool, writes nothing."""
+    run = CompactionRun.objects.get(pk=run_id)
+    if not run.summariser_input:
+        raise ValueError(f"compaction run {run_id} has no stored summariser input")
+    from sundry.agent.schemas import ModelRequest
+
+    request = ModelRequest.model_validate(run.summariser_input)
+    call = (gateway or default_gateway()).call(request, model=model or run.model)
+    verdict = sm.validate(call.response.text or "", sm.ValidationContext.from_dict(run.validation_context))
+    verdict.details.insert(0, f"output: {call.response.text}")
+    return verdict

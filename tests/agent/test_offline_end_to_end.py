@@ -1,0 +1,88 @@
+"""The offline model works the demo shop's common cases through the real loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.agent.loop import agent_run
+from sundry.agent.services import customer_message_post
+from sundry.context.models import ActionTaken, LedgerEntry, Summary
+from sundry.shop.models import Order, Refund, Return
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create
+from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup():
+    customer = CustomerFactory()
+    delivered = paid_order(customer=customer, number="SU-40110", prices=(3000, 2000))
+    shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500,))
+    placed = paid_order(customer=customer, number="SU-40112", status=Order.Status.PLACED, prices=(1500,))
+    parcel = ParcelFactory(order=shipped, status="in_transit")
+    TrackingEventFactory(parcel=parcel, location="Leeds hub", description="In transit")
+    tclass = TicketClassFactory(approval_rules={})
+    return {"customer": customer, "delivered": delivered, "shipped": shipped, "placed": placed, "tclass": tclass}
+
+
+def new_ticket(setup, text):
+    ticket = ticket_create(customer=setup["customer"], ticket_class=setup["tclass"], subject="Help")
+    customer_message_post(ticket=ticket, text=text)
+    agent_run(ticket.pk)
+    return ticket
+
+
+def tools_called(ticket):
+    return [c["name"] for t in ticket.turns.filter(kind="tool_call").order_by("number") for c in t.payload["calls"]]
+
+
+def last_reply(ticket):
+    return ticket.turns.filter(author="agent", kind="message").order_by("-number").first().text
+
+
+def test_track(setup):
+    ticket = new_ticket(setup, "Where is my order SU-40111?")
+    assert tools_called(ticket) == ["get_order", "track_parcel"]
+    assert "in transit" in last_reply(ticket).lower() or "in_transit" in last_reply(ticket)
+
+
+def test_refund_then_no_second_refund(setup):
+    ticket = new_ticket(setup, "Please refund 10.00 USD on SU-40110, the box was dented.")
+    assert "issue_refund" in tools_called(ticket)
+    assert Refund.objects.filter(order=setup["delivered"], amount_cents=1000).count() == 1
+    customer_message_post(ticket=ticket, text="Can I have a refund on SU-40110?")
+    agent_run(ticket.pk)
+    assert Refund.objects.filter(order=setup["delivered"]).count() == 1
+
+
+def test_return_and_cancel(setup):
+    ticket = new_ticket(setup, "I want to return the items from SU-40110.")
+    assert tools_called(ticket)[-1] == "book_return" and Return.objects.filter(order=setup["delivered"]).exists()
+    ticket = new_ticket(setup, "Please cancel order SU-40112.")
+    assert tools_called(ticket)[-1] == "cancel_order"
+    setup["placed"].refresh_from_db()
+    assert setup["placed"].status == "cancelled"
+
+
+def test_without_an_order_number_it_searches_instead_of_guessing(setup):
+    ticket = new_ticket(setup, "Where is my parcel?")
+    assert tools_called(ticket)[0] == "search_orders"
+
+
+def test_when_the_order_id_leaves_the_request_it_looks_it_up_again(setup):
+    ticket = new_ticket(setup, "Where is my order SU-40111?")
+    ticket.refresh_from_db()
+    # Take the order out of the request, as a lossy compaction would: its turns
+    # go behind a summary that names no ID, and its ledger entries are archived.
+    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
+                           text="The customer asked about a parcel; it was in transit.")
+    LedgerEntry.objects.filter(ticket=ticket).exclude(kind="customer").update(status="archived")
+    customer_message_post(ticket=ticket, text="Is my parcel still on its way?")
+    before = ticket.turns.filter(kind="tool_call").count()
+    agent_run(ticket.pk)
+    new_calls = [c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]]
+    assert new_calls[0]["name"] == "search_orders"
+    # It never typed an order number that the request did not contain.
+    assert not Turn.objects.filter(ticket=ticket, kind="rejection").exists()

@@ -1,0 +1,120 @@
+"""Validation of summariser output, one rejection reason at a time; the offline summariser; replay."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from sundry.agent.gateway import Gateway
+from sundry.compaction import summariser as sm
+from sundry.compaction.offline import OfflineSummariser
+from sundry.compaction.services import compaction_run
+from sundry.context.lanes import LedgerData, RuleData, TurnData
+
+LEDGER = [LedgerData("damaged_order", "SU-40118", "order", True, 1, 3),
+          LedgerData("garden_table", "itm_7k2m9q4x", "item", True, 1, 3)]
+TURNS = [TurnData(1, "customer", "message", "The table from SU-40118 arrived scratched. I don't want a replacement. "
+                                           "Batch code QX77812 on the box." * 3),
+         TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "a", "name": "issue_refund",
+                                                          "arguments": {"order_number": "SU-40118"}}]}),
+         TurnData(3, "tool", "tool_result", '{"refund": "issued", "order": "SU-40118"}' * 4, {"call_id": "a", "name": "issue_refund"}),
+         TurnData(4, "agent", "message", "I refunded 40.00 USD for the table on SU-40118. " * 3),
+         TurnData(5, "customer", "message", "When will the second parcel arrive?")]
+
+
+def ctx(**over):
+    history = "\n".join(t.text + json.dumps(t.payload) for t in TURNS)
+    from sundry.context.idformats import find_id_shaped, find_ids
+
+    base = dict(ledger_values=[e.value for e in LEDGER], roles=[e.role for e in LEDGER],
+                history_ids=sorted({v for _, v in find_ids(history)}), history_shaped=sorted(find_id_shaped(history)),
+                replaced_tokens=sm.replaced_tokens(TURNS, None, "offline"), covers_through_turn=5, model="offline")
+    base.update(over)
+    return sm.ValidationContext(**base)
+
+
+def out(**over):
+    fields = {"decisions": ["partial refund, keep the table"], "actions_taken": ["issue_refund on [damaged_order]"],
+              "constraints_not_pinned": ["I don't want a replacement."], "open_questions": ["second parcel ETA"],
+              "narrative": "[garden_table] arrived scratched; refunded."}
+    fields.update(over)
+    return json.dumps({k: v for k, v in fields.items() if v is not None})
+
+
+def test_valid_output_passes():
+    v = sm.validate(out(), ctx())
+    assert v.ok, v.details
+    assert "[damaged_order]" in v.text and v.tokens < ctx().replaced_tokens
+
+
+@pytest.mark.parametrize("missing", sm.REQUIRED_FIELDS)
+def test_missing_required_field_is_rejected(missing):
+    v = sm.validate(out(**{missing: None}), ctx())
+    assert not v.ok and v.reasons == ["schema"]
+
+
+def test_not_json_is_rejected():
+    assert sm.validate("The customer was refunded.", ctx()).reasons == ["schema"]
+
+
+def test_identifier_value_instead_of_role_is_rejected():
+    v = sm.validate(out(narrative="The table from SU-40118 was refunded."), ctx())
+    assert v.reasons == ["id_value"] and "SU-40118" in v.details[0]
+
+
+def test_history_id_not_in_ledger_is_still_a_value():
+    # A known-format ID seen in history but not (or no longer) in the ledger is a value too.
+    v = sm.validate(out(narrative="see SU-40118"), ctx(ledger_values=[]))
+    assert v.reasons == ["id_value"]
+
+
+def test_invented_id_shaped_token_is_rejected():
+    v = sm.validate(out(narrative="Refund rfd_9z9z9z9z issued for [damaged_order]."), ctx())
+    assert v.reasons == ["invented_id"] and "rfd_9z9z9z9z" in v.details[0]
+    v = sm.validate(out(narrative="Ticket ORD-88213 handled."), ctx())
+    assert v.reasons == ["invented_id"]
+
+
+def test_id_shaped_token_seen_in_history_is_allowed():
+    # QX77812 appears in the customer's message: not invented (and not a known ID format).
+    assert sm.validate(out(narrative="Box batch QX77812 noted."), ctx()).ok
+
+
+def test_unknown_bracketed_role_does_not_hide_an_invented_id():
+    assert sm.validate(out(narrative="[XQ-99821] refunded"), ctx()).reasons == ["invented_id"]
+
+
+def test_summary_not_shorter_than_what_it_replaces_is_rejected():
+    v = sm.validate(out(), ctx(replaced_tokens=20))
+    assert v.reasons == ["not_shorter"]
+
+
+def test_offline_summariser_reads_only_its_request_and_validates():
+    request = sm.build_request(model="offline", turns=TURNS, ledger=LEDGER,
+                               rules=[RuleData(1, "Phone only, never email me.", 1)], previous=None)
+    response = OfflineSummariser().complete(request)
+    v = sm.validate(response.text, ctx())
+    assert v.ok, v.details
+    fields = json.loads(response.text)
+    assert "SU-40118" not in response.text and "[damaged_order]" in " ".join(fields["actions_taken"])
+    assert any("replacement" in c for c in fields["constraints_not_pinned"])
+    assert fields["open_questions"] and "second parcel" in fields["open_questions"][0]
+    # Its answer depends on the request alone: a ledger without the order leaves the order unnamed.
+    bare = sm.build_request(model="offline", turns=TURNS, ledger=[], rules=[], previous=None)
+    assert "[damaged_order]" not in OfflineSummariser().complete(bare).text
+
+
+@pytest.mark.django_db
+def test_replay_command_reproduces_a_schema_valid_summary(capsys):
+    from tests.compaction.test_service import queued_run
+    from tests.compaction.helpers import long_ticket
+
+    run = compaction_run(queued_run(long_ticket()).pk, gateway=Gateway(offline=OfflineSummariser()))
+    assert run.status == "succeeded"
+    call_command("replay_compaction", str(run.pk))
+    printed = capsys.readouterr().out
+    assert "VALID" in printed and "INVALID" not in printed
+    # The replayed output is the recorded one: same input, deterministic summariser.
+    assert json.loads(printed.split("output: ", 1)[1].split("\n", 1)[0]) == json.loads(run.summariser_output)
