@@ -604,7 +604,8 @@ def decide(v: RequestView) -> Decision:
         return reply("Hello! How can I help you today?")
     if len(v.tail) >= MAX_CALLS_PER_STEP:
         return reply(STAFF_FOLLOW_UP)
-    if any(_HELD.search(s.content) for s in v.tail):
+    # Held and not yet decided: the newest result in this step is the hold.
+    if v.tail and _HELD.search(v.tail[-1].content):
         return reply("Your request needs a quick check by our staff; it is with them now and they will follow up.")
     if (rule := _unpinned_constraint(v)) and v.has_tool("pin_constraint"):
         return emit(v, "pin_constraint", text=rule, scope="ticket")

@@ -58,6 +58,58 @@ def _label(ctx: ToolContext, args: LabelArgs) -> LabelResult:
     return LabelResult(value=entry.value, role=entry.role)
 
 
+class FactArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="One of the state fields: order_number, issue, item, amount, refund_method, "
+                                  "contact_preference, resolution, delivery_date")
+    value: str = Field(max_length=300, description="The value, e.g. '4,050 INR' for an amount")
+    stated_by_customer: bool = Field(False, description="True only if the customer wrote this value themselves")
+
+
+class FactResult(BaseModel):
+    name: str
+    value: str
+    source: str
+    superseded: str | None = None
+
+
+def _normalised(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch == ".")
+
+
+def _record_fact(ctx: ToolContext, args: FactArgs) -> FactResult:
+    from sundry.context.models import StateValue
+    from sundry.context.services import state_set
+    from sundry.context.statefields import StateValueInvalid
+    from sundry.tickets.models import Ticket, Turn
+
+    ticket = Ticket.objects.get(pk=ctx.ticket_id)
+    # Provenance is checked, not taken on the model's word: "customer" only if
+    # the value really appears in something the customer wrote.
+    source = "model"
+    if args.stated_by_customer:
+        wanted = _normalised(args.value)
+        texts = Turn.objects.filter(ticket=ticket, author="customer", kind="message").values_list("text", flat=True)
+        if wanted and any(wanted in _normalised(t) for t in texts):
+            source = "customer"
+    before = StateValue.objects.filter(ticket=ticket, name=args.name, is_current=True).first()
+    try:
+        row = state_set(ticket=ticket, name=args.name, value=args.value, turn=ctx.turn, source=source)
+    except StateValueInvalid as exc:
+        raise ToolError(str(exc)) from exc
+    superseded = before.value if before and before.pk != row.pk else None
+    return FactResult(name=row.name, value=row.value, source=row.source, superseded=superseded)
+
+
+register(Tool(
+    name="record_fact",
+    description=(
+        "Record an established fact of this case in the state (order_number, issue, item, amount with currency, "
+        "refund_method, contact_preference, resolution, delivery_date). Values are validated; a changed value "
+        "supersedes the old one and both are kept. Staff confirm facts before the customer sees them."
+    ),
+    args_model=FactArgs, result_model=FactResult, run=_record_fact, local=True,
+))
 register(Tool(
     name="pin_constraint",
     description=(

@@ -102,3 +102,30 @@ def test_units_are_never_split_or_orphaned():
     ]
     kept = whole_units(turns)
     assert [t.number for t in kept] == [6, 7]
+
+
+def test_record_fact_checks_provenance_and_validates(ticket):
+    from sundry.agent.loop import agent_run
+    from sundry.agent.gateway import Gateway
+    from sundry.agent.schemas import ModelResponse, ToolCall
+    from sundry.agent.scripted import ScriptedModel
+    from sundry.agent.services import customer_message_post
+
+    customer_message_post(ticket=ticket, text="I was charged 4,180 INR twice.")
+
+    def fact(i, **a):
+        return ModelResponse(tool_calls=[ToolCall(id=f"f{i}", name="record_fact", arguments=a)])
+
+    model = ScriptedModel([
+        fact(1, name="amount", value="4,180 INR", stated_by_customer=True),
+        fact(2, name="amount", value="4,050 INR", stated_by_customer=True),  # the customer never wrote this
+        fact(3, name="delivery_date", value="soon"),
+        ModelResponse(text="Thanks."),
+    ])
+    agent_run(ticket.pk, gateway=Gateway(override=model))
+    rows = list(StateValue.objects.filter(ticket=ticket, name="amount").order_by("id"))
+    assert [(r.value, r.source, r.is_current) for r in rows] == [
+        ("4,180.00 INR", "customer", False), ("4,050.00 INR", "model", True)]
+    rejected = ticket.turns.filter(kind="tool_result", payload__ok=False).last()
+    assert "not a date" in rejected.text
+    assert not StateValue.objects.filter(ticket=ticket, name="delivery_date").exists()
