@@ -23,7 +23,8 @@ def _wake_agent(ticket: Ticket) -> None:
         enqueue_on_commit(agent_run_task, ticket.pk)
 
 
-def customer_message_post(*, ticket: Ticket, text: str) -> Turn:
+def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True) -> Turn:
+    """Store a customer's message and queue the agent (`wake=False` when the caller runs it itself)."""
     text = validate_message_text(text)
     with transaction.atomic():
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
@@ -31,7 +32,8 @@ def customer_message_post(*, ticket: Ticket, text: str) -> Turn:
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             Ticket.objects.filter(pk=ticket.pk).update(status=Ticket.Status.OPEN)
-        _wake_agent(ticket)
+        if wake:
+            _wake_agent(ticket)
     return turn
 
 
@@ -72,7 +74,7 @@ class HeldActionError(ValueError):
     pass
 
 
-def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user) -> HeldAction:
+def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
     """Approve (execute exactly once) or reject a held call."""
     from sundry.agent.loop import execute, process_call
     from sundry.agent.schemas import ToolCall
@@ -112,5 +114,6 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user) -> 
             held.result_turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
             held.save(update_fields=["status", "result_turn"])
         ticket_touch(ticket.pk)
-        _wake_agent(ticket)
+        if wake:
+            _wake_agent(ticket)
     return held

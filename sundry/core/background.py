@@ -34,6 +34,14 @@ def _run_locally(task, args, kwargs):
         close_old_connections()
 
 
+def wait_idle(timeout: float = 60) -> None:
+    """Let queued in-process work finish (a management command calls this before it exits)."""
+    global _executor
+    if _executor is not None:
+        pool, _executor = _executor, None
+        pool.shutdown(wait=True, cancel_futures=False)
+
+
 def enqueue_on_commit(task, *args, **kwargs) -> None:
     """Queue `task(*args, **kwargs)` once the surrounding transaction commits."""
     if settings.BACKGROUND_MODE == "celery":

@@ -129,7 +129,7 @@ def _approve_held(ticket) -> None:
 
     staff = get_user_model().objects.filter(username="staff").first()
     for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING):
-        held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff)
+        held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
         agent_run(ticket.pk)
 
 
@@ -146,7 +146,7 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
         ticket = ticket_create(customer=customer, ticket_class=classes["standard"], subject=subject)
         for text in messages:
             with transaction.atomic():
-                customer_message_post(ticket=ticket, text=text.format(**facts))
+                customer_message_post(ticket=ticket, text=text.format(**facts), wake=not work)
             if work:
                 agent_run(ticket.pk)
         tickets.append(ticket)
@@ -156,7 +156,7 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
         ticket = ticket_create(customer=customer, ticket_class=classes["standard"],
                                subject="Several problems with recent orders")
         for text in LONG_SCRIPT:
-            customer_message_post(ticket=ticket, text=text.format(**facts))
+            customer_message_post(ticket=ticket, text=text.format(**facts), wake=not work)
             if work:
                 agent_run(ticket.pk)
                 _approve_held(ticket)

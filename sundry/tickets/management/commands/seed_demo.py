@@ -29,6 +29,9 @@ class Command(BaseCommand):
             for t in tickets:
                 t.refresh_from_db()
                 self.stdout.write(f"  #{t.pk} {t.subject} ({t.last_turn_number} turns)")
+        from sundry.core.background import wait_idle
+
+        wait_idle()
         self.stdout.write("Demo logins (password for all: %s):" % DEMO_PASSWORD)
         for login in logins:
             self.stdout.write(f"  {login.username:<10} {login.role:<9} {login.note}")
