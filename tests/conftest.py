@@ -89,3 +89,39 @@ def redis_url() -> str:
     if not url:
         pytest.skip("needs a real Redis: set REDIS_URL (bash bin/test does when Redis answers)")
     return url
+
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "testserver"}
+_PROVIDER_KEYS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SUNDRY_OPENAI_COMPAT_API_KEY",
+                  "SUNDRY_OPENAI_COMPAT_BASE_URL", "OLLAMA_BASE_URL", "OLLAMA_API_KEY"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _never_reach_a_network_model():
+    """Tests never reach a network model: provider keys are cleared and only loopback answers.
+
+    Every model in the suite is the offline model, a ScriptedModel, or a
+    server a test starts on 127.0.0.1.
+    """
+    import socket
+
+    patch = pytest.MonkeyPatch()
+    for key in _PROVIDER_KEYS:
+        patch.delenv(key, raising=False)
+    real_getaddrinfo, real_connect = socket.getaddrinfo, socket.socket.connect
+
+    def getaddrinfo(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and name not in _LOOPBACK and not str(name).startswith("127."):
+            raise OSError(f"test network guard: {name} is not loopback")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self, address):
+        if isinstance(address, tuple) and address[0] not in _LOOPBACK and not str(address[0]).startswith("127."):
+            raise OSError(f"test network guard: {address[0]} is not loopback")
+        return real_connect(self, address)
+
+    patch.setattr(socket, "getaddrinfo", getaddrinfo)
+    patch.setattr(socket.socket, "connect", connect)
+    yield
+    patch.undo()
