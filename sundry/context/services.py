@@ -325,6 +325,24 @@ def rule_decide(
     return rule
 
 
+def rules_carry_customer_scope(*, ticket) -> int:
+    """Copy the customer's active customer-scoped rules from their other tickets onto a new one."""
+    seen = set(PinnedRule.objects.filter(ticket=ticket).values_list("text", flat=True))
+    made = 0
+    for rule in PinnedRule.objects.filter(
+        ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
+    ).exclude(ticket=ticket).order_by("id"):
+        if rule.text in seen:
+            continue
+        seen.add(rule.text)
+        PinnedRule.objects.create(
+            ticket=ticket, text=rule.text, scope=rule.scope, turn=0, source=rule.source,
+            status=PinnedRule.Status.ACTIVE, enforcement=rule.enforcement, changed_at_turn=0,
+        )
+        made += 1
+    return made
+
+
 def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> int:
     """A scope closed (an order's case finished, the ticket resolved): its rules leave the lane."""
     qs = PinnedRule.objects.filter(ticket=ticket, scope=scope, status__in=["active", "candidate"])

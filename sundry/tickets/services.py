@@ -29,10 +29,32 @@ def validate_message_text(text: str) -> str:
 def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticket:
     from sundry.context.services import ledger_record_system_id
 
+    from sundry.context.services import rules_carry_customer_scope
+
     with transaction.atomic():
         ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject=subject[:200])
         # The desk knows who the customer is: their ID enters the ledger as verified.
         ledger_record_system_id(ticket=ticket, kind="customer", value=customer.customer_id, role="customer", turn=0)
+        # "Never email me" said on an earlier ticket still holds on this one.
+        rules_carry_customer_scope(ticket=ticket)
+    return ticket
+
+
+def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
+    """Resolve, close or reopen a ticket. Resolving closes the ticket's and its orders' rule scopes."""
+    from sundry.context.services import rule_close_scope
+
+    if status not in Ticket.Status.values:
+        raise MessageRefused(f"Status must be one of {', '.join(Ticket.Status.values)}.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(status=status)
+        ticket.status = status
+        who = user.get_username() if user else "the system"
+        turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                           text=f"{who} set the ticket to {status}.", payload={"status": status})
+        if status in (Ticket.Status.RESOLVED, Ticket.Status.CLOSED):
+            for scope in ("ticket", "order"):
+                rule_close_scope(ticket=ticket, scope=scope, turn=turn.number)
     return ticket
 
 

@@ -225,3 +225,30 @@ def test_second_compaction_folds_in_the_first():
     assert "PREVIOUS SUMMARY" in second.summariser_input["messages"][1]["content"]
     current = Summary.objects.get(ticket=ticket, is_current=True)
     assert current.covers_through_turn == second.through_turn and Summary.objects.filter(ticket=ticket).count() == 2
+
+
+def test_agent_resolution_step_fires_the_trigger(monkeypatch, django_capture_on_commit_callbacks):
+    from sundry.agent.loop import agent_run, resolution_listeners
+    from sundry.compaction import services
+
+    assert services.resolution_listener in resolution_listeners  # registered by CompactionConfig.ready
+    queued = []
+    monkeypatch.setattr(services, "_enqueue", queued.append)
+    ticket = long_ticket()
+    set_trigger(ticket, 1000)
+    turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Is the parcel here yet?")
+    with django_capture_on_commit_callbacks(execute=True):
+        agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Not yet; it is on its way.")])))
+    run = CompactionRun.objects.get(ticket=ticket)
+    assert queued == [run.pk] and run.trigger_step.is_resolution
+
+
+def test_cost_figures_put_compactions_beside_working_turns():
+    from sundry.compaction.selectors import cost_figures
+
+    ticket = long_ticket()
+    run = compaction_run(queued_run(ticket).pk)
+    figures = cost_figures(ticket=ticket)
+    assert figures["compaction"]["count"] == 1 and figures["compaction"]["input_tokens"] == run.input_tokens > 0
+    assert figures["compaction"]["tokens_saved"] == run.tokens_before - run.tokens_after > 0
+    assert cost_figures(ticket_class=ticket.ticket_class)["compaction"]["count"] == 1

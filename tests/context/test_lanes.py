@@ -129,3 +129,20 @@ def test_record_fact_checks_provenance_and_validates(ticket):
     rejected = ticket.turns.filter(kind="tool_result", payload__ok=False).last()
     assert "not a date" in rejected.text
     assert not StateValue.objects.filter(ticket=ticket, name="delivery_date").exists()
+
+
+def test_rule_scopes_close_and_customer_rules_follow_the_customer(ticket):
+    from sundry.context.models import PinnedRule
+    from sundry.context.services import rule_pin
+    from sundry.tickets.services import ticket_set_status
+
+    rule_pin(ticket=ticket, text="Never email me.", turn=2, source="customer", scope="customer")
+    rule_pin(ticket=ticket, text="Don't cancel SU-20481.", turn=3, source="customer", scope="order", scope_ref="SU-20481")
+    rule_pin(ticket=ticket, text="Only call after 6pm.", turn=4, source="customer", scope="ticket")
+    ticket_set_status(ticket=ticket, status="resolved")
+    statuses = dict(PinnedRule.objects.filter(ticket=ticket).values_list("text", "status"))
+    assert statuses == {"Never email me.": "active", "Don't cancel SU-20481.": "closed", "Only call after 6pm.": "closed"}
+    assert [r.text for r in lane_snapshot(ticket).rules] == ["Never email me."]
+    later = ticket_create(customer=ticket.customer, ticket_class=ticket.ticket_class, subject="Another")
+    carried = PinnedRule.objects.get(ticket=later)
+    assert (carried.text, carried.status, carried.enforcement) == ("Never email me.", "active", {"block_tools": ["send_email"]})
