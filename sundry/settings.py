@@ -150,7 +150,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_TIME_LIMIT = TASK_HARD_TIME_LIMIT
 CELERY_TASK_SOFT_TIME_LIMIT = TASK_HARD_TIME_LIMIT - 30
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT * 2}
+# A killed worker's task is redelivered once the visibility timeout passes;
+# keep it just above the hard limit so recovery is not slower than it must be.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT + 60}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
 # Without a broker, tasks run on an in-process executor after commit (sundry.core.background).

@@ -26,8 +26,8 @@ from sundry.compaction.trigger import BREAKER_FAILURES, BREAKER_PREFIX, TriggerI
 from sundry.context.assembly import assemble
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import SummaryData, TurnData
-from sundry.context.models import LedgerEntry, PinnedRule, Summary
-from sundry.context.rules import infer_enforcement
+from sundry.context.models import LedgerEntry, Source, Summary
+from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import current_summary, lane_snapshot
 from sundry.tickets.models import Ticket, Turn
 
@@ -37,7 +37,7 @@ IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
 # A queued/running run older than this lost its task (Redis dropped it, a worker died
 # before redelivery): the next check re-enqueues it rather than wedging the ticket.
 STALE_AFTER = timedelta(minutes=15)
-SUMMARISER_SOURCE = "summariser"
+SUMMARISER_SOURCE = Source.SUMMARISER
 
 
 def default_gateway() -> Gateway:
@@ -246,11 +246,7 @@ def _accept(run, turns, verdict, raw, log_entries, figures) -> CompactionRun:
 
 def _rule_candidates(run: CompactionRun, constraints: list[str]) -> None:
     for text in constraints:
-        text = text.strip()
-        if text and not PinnedRule.objects.filter(ticket_id=run.ticket_id, text=text).exists():
-            PinnedRule.objects.create(ticket_id=run.ticket_id, text=text, turn=run.through_turn,
-                                      source=SUMMARISER_SOURCE, status=PinnedRule.Status.CANDIDATE,
-                                      enforcement=infer_enforcement(text), changed_at_turn=run.through_turn)
+        rule_add_candidate(ticket=run.ticket, text=text, turn=run.through_turn, source=SUMMARISER_SOURCE)
 
 
 def _finish_stale(run: CompactionRun) -> CompactionRun:

@@ -16,6 +16,7 @@ class Source(models.TextChoices):
     MODEL = "model"
     STAFF = "staff"
     SYSTEM = "system"
+    SUMMARISER = "summariser"
 
 
 class PinnedRule(models.Model):

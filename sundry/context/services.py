@@ -256,18 +256,20 @@ def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> Non
 # --- Pinned rules ----------------------------------------------------------------------
 
 
+def rule_add_candidate(*, ticket, text: str, turn: int, source: str) -> PinnedRule | None:
+    """A possible rule for staff to confirm; None if the same text is already known."""
+    text = (text or "").strip()
+    if not text or PinnedRule.objects.filter(ticket=ticket, text=text).exists():
+        return None
+    return PinnedRule.objects.create(
+        ticket=ticket, text=text, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
+        enforcement=infer_enforcement(text), changed_at_turn=turn,
+    )
+
+
 def rule_flag_candidates(*, ticket, turn: int, text: str, source: str) -> list[PinnedRule]:
     """The classifier pass over a customer or staff message."""
-    made = []
-    for sentence in candidate_rules(text):
-        if PinnedRule.objects.filter(ticket=ticket, text=sentence).exists():
-            continue
-        made.append(
-            PinnedRule.objects.create(
-                ticket=ticket, text=sentence, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
-                enforcement=infer_enforcement(sentence), changed_at_turn=turn,
-            )
-        )
+    made = [r for s in candidate_rules(text) if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source))]
     if made:
         ticket_touch(ticket.pk)
         ticket_changed(ticket.pk)
