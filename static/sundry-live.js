@@ -1,41 +1,113 @@
-// Live panels: the socket only says "ticket N is at version V"; the page then
-// fetches a fresh rendering over HTTP. A missed push or a reconnect is
-// repaired the same way: the database is the truth, the push is a hint.
+// Live panels over htmx's ws extension. The server renders every frame for
+// this viewer from templates; a frame starts with a #live-version marker
+// (version, the base version it applies on, snapshot or diff) followed by
+// the panels whose rendering changed, swapped by id.
+//
+// Ordering and repair: a diff applies only on the version it was made from;
+// otherwise the page asks for a full snapshot. A reconnect gets a snapshot
+// from the server. Every 20 s the page tells the server its version, so a
+// push the channel layer dropped is repaired even if no later push comes.
+// A panel the person is editing (focus inside, or an open edit <details>) is
+// not swapped under them; a snapshot is asked for once they leave it.
 (function () {
-  const root = document.getElementById("live-root");
-  if (!root) return;
-  const liveUrl = root.dataset.liveUrl;
-  const wsPath = root.dataset.ws;
-  let retry = 0;
+  "use strict";
+  const SYNC_EVERY_MS = 20000;
+  let socket = null;
+  let deferred = false;
+  let inFrame = false;  // true while a pushed frame is being swapped (not an HTTP answer)
 
-  function currentVersion() {
-    const live = document.getElementById("live");
-    return live ? parseInt(live.dataset.version || "0", 10) : 0;
+  function markerOf(html) {
+    const m = /id="live-version"[^>]*data-version="(-?\d+)" data-base="(-?\d+)" data-kind="(\w+)"/.exec(html);
+    return m ? { version: +m[1], base: +m[2], kind: m[3] } : null;
+  }
+  function pageVersion() {
+    const el = document.getElementById("live-version");
+    return el ? +el.dataset.version : -1;
+  }
+  function pageBase() {  // the version of the last frame applied (-1 before the first)
+    const el = document.getElementById("live-version");
+    return el && el.dataset.kind !== "page" ? +el.dataset.version : null;
+  }
+  function status(text, state) {
+    const el = document.getElementById("live-status");
+    if (el) { el.textContent = text; el.dataset.state = state; }
+  }
+  function send(message) {
+    if (socket) socket.send(JSON.stringify(message));
+  }
+  function busy(panel) {
+    if (!panel) return false;
+    const active = document.activeElement;
+    if (active && active !== document.body && panel.contains(active) && active.matches("input, textarea, select")) return true;
+    return !!panel.querySelector("details[data-edit][open]");
+  }
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
   }
 
-  function refresh() {
-    if (window.htmx) {
-      htmx.ajax("GET", liveUrl, { target: "#live", swap: "outerHTML" });
-    } else {
-      fetch(liveUrl, { credentials: "same-origin" })
-        .then((r) => r.text())
-        .then((html) => { document.getElementById("live").outerHTML = html; });
+  document.addEventListener("htmx:wsOpen", (e) => {
+    socket = e.detail.socketWrapper;
+    status("Live", "live");
+  });
+  document.addEventListener("htmx:wsClose", (e) => {
+    const code = e.detail.event && e.detail.event.code;
+    socket = null;
+    if (code === 4401) status("You signed out; live updates stopped.", "off");
+    else if (code === 4403) status("Live updates are not available for this page.", "off");
+    else status("Reconnecting…", "retry");
+  });
+
+  document.addEventListener("htmx:wsBeforeMessage", (e) => {
+    const marker = markerOf(e.detail.message);
+    if (!marker) { e.preventDefault(); return; }
+    const base = pageBase();
+    if (marker.kind === "diff" && base !== null && marker.base !== base) {
+      e.preventDefault();  // a gap: this diff was made on a version we do not hold
+      send({ type: "resync" });
+      return;
     }
-  }
+    window.__sundryStick = nearBottom();
+    inFrame = true;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    const target = e.detail.target;
+    if (inFrame && target && target.id && target.id.startsWith("panel-") && busy(target)) {
+      e.detail.shouldSwap = false;
+      deferred = true;
+      target.classList.add("stale");
+    }
+  });
+  document.addEventListener("htmx:wsAfterMessage", () => {
+    inFrame = false;
+    if (window.__sundryStick) window.scrollTo(0, document.body.scrollHeight);
+    document.dispatchEvent(new CustomEvent("sundry:frame", { detail: { version: pageVersion() } }));
+  });
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + wsPath);
-    ws.onopen = () => { retry = 0; };
-    ws.onmessage = (event) => {
-      const msg = JSON.parse(event.data);
-      if ((msg.type === "snapshot" || msg.type === "update") && msg.version > currentVersion()) refresh();
-    };
-    ws.onclose = (event) => {
-      if (event.code === 4403) return; // not allowed: do not hammer the server
-      retry = Math.min(retry + 1, 6);
-      setTimeout(connect, 250 * 2 ** retry);
-    };
+  // Leaving an edit that a push skipped: catch up with one snapshot.
+  function maybeCatchUp() {
+    if (!deferred) return;
+    setTimeout(() => {
+      const stale = document.querySelector(".stale");
+      if (stale && busy(stale)) return;
+      deferred = false;
+      send({ type: "resync" });
+    }, 50);
   }
-  connect();
+  document.addEventListener("focusout", maybeCatchUp);
+  document.addEventListener("toggle", maybeCatchUp, true);
+  document.addEventListener("htmx:afterRequest", maybeCatchUp);
+
+  setInterval(() => send({ type: "sync", version: pageVersion() }), SYNC_EVERY_MS);
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) send({ type: "sync", version: pageVersion() });
+  });
+
+  // Keyboard: Ctrl/Cmd+Enter in a composer sends with its first button.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.matches(".composer textarea")) {
+      e.preventDefault();
+      const button = e.target.form.querySelector("button");
+      if (button) button.click();
+    }
+  });
 })();

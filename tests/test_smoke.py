@@ -96,19 +96,23 @@ async def _assert_forbidden(communicator: WebsocketCommunicator):
 
 
 async def test_staff_socket_gets_snapshot_then_group_updates(desk):
+    from sundry.tickets.models import Ticket, Turn
+
     ticket = desk["ticket"]
     communicator = _socket(ticket.pk, desk["staff_cookie"])
     connected, _ = await communicator.connect()
     assert connected
-    assert await communicator.receive_json_from(timeout=2) == {"type": "snapshot", "ticket": ticket.pk, "version": 7}
+    snapshot = await communicator.receive_from(timeout=5)
+    assert 'data-version="7"' in snapshot and 'data-kind="snapshot"' in snapshot and 'id="panel-state"' in snapshot
 
-    # A push after commit reaches the watcher through its ticket's staff group.
-    await get_channel_layer().group_send(
-        f"ticket-{ticket.pk}-staff", {"type": "ticket.update", "version": 8, "html": "<div id='p'>x</div>"}
-    )
-    assert await communicator.receive_json_from(timeout=2) == {
-        "type": "update", "version": 8, "html": "<div id='p'>x</div>"
-    }
+    # A push after commit reaches the watcher through its ticket's staff group,
+    # rendered for it from the database: only the panels that changed.
+    await Turn.objects.acreate(ticket=ticket, number=1, author="customer", text="Hello from the smoke test")
+    await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, last_turn_number=1)
+    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    update = await communicator.receive_from(timeout=5)
+    assert 'data-version="8"' in update and 'data-base="7"' in update and 'data-kind="diff"' in update
+    assert "Hello from the smoke test" in update and 'id="panel-budget"' not in update
     await communicator.disconnect()
 
 
@@ -121,7 +125,7 @@ async def test_customer_socket_is_refused_on_the_staff_channel(desk):
     await _assert_forbidden(communicator)
     # Nothing was sent to a group it never joined.
     await get_channel_layer().group_send(
-        f"ticket-{desk['ticket'].pk}-staff", {"type": "ticket.update", "version": 9, "html": "secret"}
+        f"ticket-{desk['ticket'].pk}-staff", {"type": "ticket.changed", "ticket": desk["ticket"].pk, "version": 9}
     )
     assert await communicator.receive_nothing(timeout=0.2)
 
@@ -166,12 +170,14 @@ async def test_idle_staff_socket_survives_on_the_redis_layer(redis_url, desk):
     communicator = _socket(ticket.pk, desk["staff_cookie"])
     connected, _ = await communicator.connect()
     assert connected
-    assert (await communicator.receive_json_from(timeout=2))["type"] == "snapshot"
+    assert 'data-kind="snapshot"' in await communicator.receive_from(timeout=5)
     assert await communicator.receive_nothing(timeout=7)  # idle past both 5 s timeouts
-    await get_channel_layer().group_send(
-        f"ticket-{ticket.pk}-staff", {"type": "ticket.update", "version": 8, "html": "<p>late</p>"}
-    )
-    assert await communicator.receive_json_from(timeout=3) == {"type": "update", "version": 8, "html": "<p>late</p>"}
+    from sundry.tickets.models import Ticket
+
+    await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, subject="Late news")
+    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    late = await communicator.receive_from(timeout=5)
+    assert 'data-version="8"' in late and "Late news" in late
     await communicator.disconnect()
 
 

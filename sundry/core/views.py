@@ -18,7 +18,12 @@ def home(request):
 
 @require_POST
 def logout_view(request):
+    from sundry.live.events import user_sockets_close
+
+    user_id = request.user.pk if request.user.is_authenticated else None
     logout(request)
+    if user_id is not None:  # the session is gone; close the live sockets it opened too
+        user_sockets_close(user_id)
     return redirect("login")
 
 

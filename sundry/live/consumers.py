@@ -1,58 +1,142 @@
 """Websocket consumers: they only push; edits go over HTTP.
 
-A watcher gets a snapshot on connect, then the updates sent to its group after
-each commit. Staff and customer renderings live in separate groups.
+A watcher is checked (login, role, and the ticket itself) before it joins any
+group. On connect it gets a full snapshot rendered for it; after each commit
+that changes its ticket it gets the panels whose rendering changed, rendered
+for it again from the database, with the ticket's version. The page asks for
+a snapshot when a frame does not follow the version it holds, and checks its
+version now and then, so a push the channel layer dropped is repaired too.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
 
-from sundry.core.people import is_desk_staff
-from sundry.live.events import staff_group
+from sundry.live import panels
+from sundry.live.events import customer_group, staff_group, user_group
 
-# Application close code: "forbidden". The socket is accepted first and then
-# closed with it, so the browser sees 4403 and stops retrying; a refused
-# handshake would look like a network drop (1006) and be retried forever.
+log = logging.getLogger("sundry.live")
+
+# Application close codes. The socket is accepted first and then closed with
+# one, so the browser sees the reason and stops retrying; a refused handshake
+# would look like a network drop (1006) and be retried forever.
 CLOSE_FORBIDDEN = 4403
+CLOSE_SIGNED_OUT = 4401
+
+
+def _session_alive(scope) -> bool:
+    session = scope.get("session")
+    key = getattr(session, "session_key", None)
+    return bool(key) and session.exists(key)
+
+
+def _current_user(scope):
+    """Re-read the user every time: a revoked role or ended session stops the pushes."""
+    from django.contrib.auth import get_user_model
+
+    user = scope.get("user")
+    if not getattr(user, "is_authenticated", False) or not _session_alive(scope):
+        return None
+    return get_user_model().objects.filter(pk=user.pk, is_active=True).first()
 
 
 @database_sync_to_async
-def _ticket_version(ticket_id: int) -> int | None:
+def _frame(scope, audience, ticket_id, sent_version, sent_hashes):
+    user = _current_user(scope)
+    if user is None:
+        return None
+    return panels.frame_for(user, audience, ticket_id, sent_version=sent_version, sent_hashes=sent_hashes)
+
+
+@database_sync_to_async
+def _allowed(scope, audience, ticket_id) -> bool:
+    user = _current_user(scope)
+    return user is not None and panels.viewer_for(user, audience, ticket_id)[0] is not None
+
+
+@database_sync_to_async
+def _db_version(ticket_id):
     from sundry.tickets.models import Ticket
 
     return Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
 
 
-class StaffTicketConsumer(AsyncJsonWebsocketConsumer):
-    """One staff member watching one ticket on the desk."""
+class TicketWatcher(AsyncWebsocketConsumer):
+    """One person watching one ticket; subclasses name the audience and its group."""
 
-    group_name: str | None = None
+    audience = ""
+
+    def ticket_group(self) -> str:
+        raise NotImplementedError
 
     async def connect(self):
         self.ticket_id = int(self.scope["url_route"]["kwargs"]["ticket_id"])
-        user = self.scope.get("user")
-        version = await _ticket_version(self.ticket_id) if is_desk_staff(user) else None
+        self.joined: list[str] = []
+        self.sent_version, self.sent_hashes = -1, None
         await self.accept()
-        if version is None:  # not staff, or no such ticket: say the same either way
+        # Check before joining anything: a refused watcher never receives a group message.
+        if not await _allowed(self.scope, self.audience, self.ticket_id):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group_name = staff_group(self.ticket_id)
-        await self.channel_layer.group_add(self.group_name, self.channel_name)
-        await self.send_json({"type": "snapshot", "ticket": self.ticket_id, "version": version})
+        self.joined = [self.ticket_group(), user_group(self.scope["user"].pk)]
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        # Joined first, rendered second: a commit in between brings its own push.
+        await self._send(snapshot=True)
 
     async def disconnect(self, code):
-        if self.group_name:
-            await self.channel_layer.group_discard(self.group_name, self.channel_name)
+        for group in self.joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs):
-        """Clients do not talk over this socket; edits go through views."""
+    async def receive(self, text_data=None, bytes_data=None):
+        """Only two requests: a full snapshot, or a version check that yields one when behind."""
+        try:
+            message = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "resync":
+            await self._send(snapshot=True)
+        elif kind == "sync":
+            if await _db_version(self.ticket_id) != message.get("version"):
+                await self._send(snapshot=True)
 
-    async def ticket_update(self, event):
-        """Re-rendered panels for this ticket."""
-        await self.send_json({"type": "update", "version": event["version"], "html": event["html"]})
+    async def _send(self, *, snapshot: bool):
+        frame = await _frame(self.scope, self.audience, self.ticket_id, self.sent_version,
+                             None if snapshot else self.sent_hashes)
+        if frame is None:  # access ended (role revoked, ticket gone, signed out)
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        if frame.kind == "diff" and not frame.panels and frame.version == self.sent_version:
+            return
+        self.sent_version, self.sent_hashes = frame.version, frame.hashes
+        await self.send(text_data=frame.html)
 
     async def ticket_changed(self, event):
-        """A bare version bump (sundry.live.events); the client resyncs if it missed one."""
-        await self.send_json({"type": "changed", "ticket": event["ticket"], "version": event["version"]})
+        """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
+        if event.get("version", 0) > self.sent_version:
+            await self._send(snapshot=False)
+
+    async def session_ended(self, event):
+        """The user logged out elsewhere: this socket closes with them."""
+        await self.close(code=CLOSE_SIGNED_OUT)
+
+
+class StaffTicketConsumer(TicketWatcher):
+    audience = panels.STAFF
+
+    def ticket_group(self) -> str:
+        return staff_group(self.ticket_id)
+
+
+class CustomerTicketConsumer(TicketWatcher):
+    audience = panels.CUSTOMER
+
+    def ticket_group(self) -> str:
+        return customer_group(self.ticket_id)

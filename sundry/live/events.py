@@ -23,6 +23,11 @@ def customer_group(ticket_id: int) -> str:
     return f"ticket-{ticket_id}-customer"
 
 
+def user_group(user_id: int) -> str:
+    """Every socket a user has open, whatever it watches: logout closes them all."""
+    return f"user-{user_id}"
+
+
 def _push(ticket_id: int) -> None:
     from sundry.tickets.models import Ticket
 
@@ -42,3 +47,14 @@ def _push(ticket_id: int) -> None:
 
 def ticket_changed(ticket_id: int) -> None:
     transaction.on_commit(lambda: _push(ticket_id))
+
+
+def user_sockets_close(user_id: int) -> None:
+    """Close every open socket of this user (called at logout)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), {"type": "session.ended"})
+    except Exception:  # the session is gone anyway: each socket re-checks it on its next push
+        log.warning("closing sockets of user %s failed", user_id, exc_info=True)

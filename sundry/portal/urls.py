@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.home, name="portal-home"),
     path("tickets/new", views.ticket_new, name="portal-ticket-new"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="portal-ticket"),
-    path("tickets/<int:ticket_id>/live", views.ticket_live, name="portal-ticket-live"),
     path("tickets/<int:ticket_id>/message", views.ticket_message, name="portal-ticket-message"),
+    path("tickets/<int:ticket_id>/order", views.order_pick, name="portal-order-pick"),
+    path("tickets/<int:ticket_id>/flag", views.detail_flag, name="portal-detail-flag"),
 ]

@@ -1,16 +1,24 @@
-"""The customer's page. A customer sees only their own tickets and only confirmed values."""
+"""The customer's page. A customer sees only their own tickets and only confirmed values.
+
+Posts from the page are htmx requests answered with the customer's own
+panels re-rendered and a status line; the websocket only pushes.
+"""
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.services import customer_message_post
+from sundry.context.statefields import StateValueInvalid
 from sundry.core.people import customer_of
-from sundry.portal.selectors import confirmed_details, customer_turns
+from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
+from sundry.portal import services
+from sundry.portal.selectors import confirmed_value
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import MessageRefused, ticket_create, validate_message_text
 
@@ -24,13 +32,14 @@ def _customer(request):
 
 def _own_ticket(request, ticket_id):
     customer = _customer(request)
-    ticket = Ticket.objects.filter(pk=ticket_id, customer=customer).first()
+    ticket = Ticket.objects.select_related("customer").filter(pk=ticket_id, customer=customer).first()
     if ticket is None:  # someone else's ticket looks exactly like a missing one
         raise Http404("No such ticket.")
     return ticket
 
 
 @login_required
+@require_GET
 def home(request):
     customer = _customer(request)
     tickets = Ticket.objects.filter(customer=customer).order_by("-updated_at")
@@ -52,21 +61,30 @@ def ticket_new(request):
     return redirect("portal-ticket", ticket_id=ticket.pk)
 
 
-def _context(request, ticket):
-    return {"ticket": ticket, "turns": customer_turns(ticket), "details": confirmed_details(ticket),
-            "error": request.GET.get("error", "")}
+def _viewer(request, ticket):
+    return Viewer(request.user, CUSTOMER, ticket.customer)
 
 
 @login_required
+@require_GET
 def ticket_detail(request, ticket_id):
     ticket = _own_ticket(request, ticket_id)
-    return render(request, "portal/ticket.html", _context(request, ticket))
+    return render(request, "portal/ticket.html", {
+        "ticket": ticket, "panels": render_all(ticket, _viewer(request, ticket)),
+        "error": request.GET.get("error", ""),
+    })
 
 
-@login_required
-def ticket_live(request, ticket_id):
-    ticket = _own_ticket(request, ticket_id)
-    return render(request, "portal/_live.html", _context(request, ticket))
+def _answer(request, ticket, *, panels=(), message="", level="ok", status=200):
+    if not request.htmx:
+        if level == "ok":
+            return redirect("portal-ticket", ticket_id=ticket.pk)
+        return redirect(reverse("portal-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
+    ticket = _own_ticket(request, ticket.pk)
+    viewer = _viewer(request, ticket)
+    html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
+    html += render_to_string("tickets/_flash.html", {"message": message, "level": level})
+    return HttpResponse(html, status=status)
 
 
 @login_required
@@ -76,5 +94,30 @@ def ticket_message(request, ticket_id):
     try:
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""))
     except MessageRefused as exc:
-        return redirect(reverse("portal-ticket", args=[ticket.pk]) + "?" + urlencode({"error": str(exc)}))
-    return redirect("portal-ticket", ticket_id=ticket.pk)
+        return _answer(request, ticket, message=str(exc), level="bad", status=422)
+    return _answer(request, ticket, panels=("conversation",), message="Sent.")
+
+
+@login_required
+@require_POST
+def order_pick(request, ticket_id):
+    ticket = _own_ticket(request, ticket_id)
+    try:
+        services.order_pick(ticket=ticket, order_number=request.POST.get("order_number", ""))
+    except StateValueInvalid as exc:
+        return _answer(request, ticket, message=str(exc), level="bad", status=422)
+    return _answer(request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about.")
+
+
+@login_required
+@require_POST
+def detail_flag(request, ticket_id):
+    ticket = _own_ticket(request, ticket_id)
+    raw = request.POST.get("value_id", "")
+    value = confirmed_value(ticket, int(raw)) if raw.isdigit() else None
+    if value is None:
+        return _answer(request, ticket, panels=("details",), level="bad", status=422,
+                       message="That detail has changed since you saw it; have another look.")
+    services.detail_flag(ticket=ticket, value=value, note=request.POST.get("note", ""))
+    return _answer(request, ticket, panels=("details",),
+                   message="Thanks — we've told the team that this detail looks wrong. Someone will check it.")

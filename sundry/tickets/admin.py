@@ -1,10 +1,75 @@
+from django import forms
 from django.contrib import admin
 
 from sundry.tickets.models import Ticket, TicketClass, Turn
 
 
+def approval_rules_problems(rules) -> list[str]:
+    """Shape check for a class's approval rules: {tool: {} | {"above_cents": int >= 0}}. Pure."""
+    from sundry.agent.tools.base import REGISTRY
+
+    if not isinstance(rules, dict):
+        return ["Approval rules must be an object of tool name → options, e.g. {\"issue_refund\": {\"above_cents\": 10000}}."]
+    problems = []
+    for tool, options in rules.items():
+        if tool not in REGISTRY:
+            problems.append(f"'{tool}' is not a tool. Known tools: {', '.join(sorted(REGISTRY))}.")
+            continue
+        if not isinstance(options, dict):
+            problems.append(f"'{tool}': options must be an object ({{}} for always, or {{\"above_cents\": 10000}}).")
+            continue
+        unknown = set(options) - {"above_cents"}
+        if unknown:
+            problems.append(f"'{tool}': unknown option(s) {', '.join(sorted(unknown))}; only above_cents is allowed.")
+        cents = options.get("above_cents")
+        if "above_cents" in options and (isinstance(cents, bool) or not isinstance(cents, int) or cents < 0):
+            problems.append(f"'{tool}': above_cents must be a whole number of minor units, 0 or more.")
+    return problems
+
+
+class TicketClassForm(forms.ModelForm):
+    class Meta:
+        model = TicketClass
+        fields = "__all__"
+
+    def _model(self, field):
+        from sundry.agent.gateway import validate_model_name
+
+        name = (self.cleaned_data.get(field) or "").strip()
+        try:
+            validate_model_name(name)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return name
+
+    def clean_working_model(self):
+        return self._model("working_model")
+
+    def clean_summariser_model(self):
+        return self._model("summariser_model")
+
+    def clean_approval_rules(self):
+        rules = self.cleaned_data.get("approval_rules")
+        problems = approval_rules_problems(rules if rules is not None else {})
+        if problems:
+            raise forms.ValidationError(problems)
+        return rules or {}
+
+    def clean(self):
+        data = super().clean()
+        budget, kept = data.get("token_budget"), data.get("recent_turns_kept")
+        fraction, ledger_cap = data.get("trigger_fraction"), data.get("ledger_cap")
+        if budget and fraction and kept and int(budget * fraction) < kept * 50:
+            self.add_error("recent_turns_kept", "The recent turns kept cannot fit under the trigger: "
+                           "lower it or raise the budget (about 50 tokens a turn at the least).")
+        if budget and ledger_cap and ledger_cap * 20 > budget // 2:
+            self.add_error("ledger_cap", "The ledger cap would fill half the budget (about 20 tokens an entry).")
+        return data
+
+
 @admin.register(TicketClass)
 class TicketClassAdmin(admin.ModelAdmin):
+    form = TicketClassForm
     list_display = ("name", "token_budget", "trigger_fraction", "recent_turns_kept", "working_model",
                     "summariser_model", "ledger_cap", "pinned_rules_cap")
     prepopulated_fields = {"slug": ("name",)}

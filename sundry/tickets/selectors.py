@@ -1,10 +1,17 @@
-"""Reads for the desk."""
+"""Reads for the desk: the queue, and what each staff panel shows."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+import json
+from dataclasses import dataclass
 
-from sundry.tickets.models import Ticket
+from django.db.models import Count, Q, Sum
+
+from sundry.tickets.models import Ticket, Turn
+
+# Ticket.attention prefixes: who raised it decides which queue filter finds it.
+BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
+FLAG_PREFIX = "Customer flagged"  # sundry.portal.services writes it
 
 
 def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""):
@@ -17,9 +24,23 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
         qs = qs.filter(ticket_class__slug=ticket_class)
     if needs == "approval":
         qs = qs.filter(held__gt=0)
+    elif needs == "breaker":
+        qs = qs.filter(attention__startswith=BREAKER_PREFIX)
+    elif needs == "flagged":
+        qs = qs.filter(attention__startswith=FLAG_PREFIX)
     elif needs == "attention":
         qs = qs.exclude(attention="")
     return qs.order_by("-updated_at")
+
+
+def attention_kind(attention: str) -> str:
+    if not attention:
+        return ""
+    if attention.startswith(BREAKER_PREFIX):
+        return "breaker"
+    if attention.startswith(FLAG_PREFIX):
+        return "flagged"
+    return "attention"
 
 
 def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
@@ -27,4 +48,163 @@ def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
 
     if not is_desk_staff(user):
         return None
-    return Ticket.objects.select_related("customer", "ticket_class").filter(pk=ticket_id).first()
+    return Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=ticket_id).first()
+
+
+# --- conversation ----------------------------------------------------------------------
+
+
+def conversation(ticket) -> dict:
+    """Every turn, with compaction markers placed after the last turn each run replaced."""
+    from sundry.compaction.models import CompactionRun
+    from sundry.context.selectors import current_summary
+
+    summary = current_summary(ticket)
+    runs = {}
+    for run in CompactionRun.objects.filter(ticket=ticket).order_by("id"):
+        runs.setdefault(run.through_turn, []).append(run)
+    items = []
+    for turn in Turn.objects.filter(ticket=ticket).order_by("number"):
+        items.append({"turn": turn, "calls": _calls(turn), "runs": runs.get(turn.number, [])})
+    return {"items": items, "covered": summary.covers_through_turn if summary else 0}
+
+
+def _calls(turn) -> list[dict]:
+    if turn.kind != Turn.Kind.TOOL_CALL:
+        return []
+    return [{"name": c.get("name", "?"), "args": pretty(c.get("arguments"))} for c in turn.payload.get("calls", [])]
+
+
+def pretty(value) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True)
+
+
+# --- state -------------------------------------------------------------------------------
+
+
+def state_fields(ticket) -> list[dict]:
+    """One entry per field: the current value (if any) and its superseded history, newest first."""
+    from sundry.context.models import StateValue
+    from sundry.context.statefields import FIELDS
+
+    rows = {}
+    for v in StateValue.objects.filter(ticket=ticket).select_related("changed_by").order_by("name", "-id"):
+        entry = rows.setdefault(v.name, {"name": v.name, "current": None, "history": []})
+        if v.is_current:
+            entry["current"] = v
+        else:
+            entry["history"].append(v)
+    out = []
+    for name, entry in rows.items():
+        spec = FIELDS.get(name)
+        entry["label"] = spec.label if spec else name
+        entry["customer_visible"] = bool(spec and spec.customer_visible)
+        out.append(entry)
+    order = list(FIELDS)
+    out.sort(key=lambda e: order.index(e["name"]) if e["name"] in order else len(order))
+    return out
+
+
+# --- budget ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    step: int
+    tokens: int
+
+
+def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compacted_after: list[int],
+                 width: int = 380, height: int = 150, pad: int = 28) -> dict:
+    """Plot coordinates for request tokens per step. Pure: numbers in, numbers out.
+
+    `compacted_after` holds the step numbers after which a compaction ran; they
+    are drawn as vertical marks half a step to the right.
+    """
+    top = max([budget, *(p.tokens for p in points)] or [1])
+    n = max(len(points), 2)
+    steps = [p.step for p in points] or [1]
+    first, last = min(steps), max(max(steps), min(steps) + 1)
+
+    def x(step: float) -> float:
+        return round(pad + (step - first) / (last - first) * (width - pad - 8), 1)
+
+    def y(tokens: float) -> float:
+        return round(height - pad + 8 - tokens / top * (height - pad), 1)
+
+    return {
+        "width": width, "height": height, "n": n,
+        "line": " ".join(f"{x(p.step)},{y(p.tokens)}" for p in points),
+        "dots": [{"x": x(p.step), "y": y(p.tokens), "step": p.step, "tokens": p.tokens} for p in points],
+        "trigger_y": y(trigger), "budget_y": y(budget), "trigger": trigger, "budget": budget,
+        "marks": [x(s + 0.5) for s in compacted_after if first <= s <= last],
+        "x0": pad, "x1": width - 8, "y0": y(0), "first": first, "last": last,
+    }
+
+
+def budget(ticket) -> dict:
+    from sundry.agent.models import AgentStep
+    from sundry.compaction.models import CompactionRun
+
+    tclass = ticket.ticket_class
+    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
+    runs = list(CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id"))
+    done = [r for r in runs if r.status in ("succeeded", "fallback")]
+    step_totals = AgentStep.objects.filter(ticket=ticket).aggregate(
+        cost=Sum("cost_usd"), latency=Sum("latency_ms"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
+    comp_cost = sum((r.cost_usd for r in runs), start=0)
+    comp_latency = sum(r.latency_ms for r in runs)
+    chart = budget_chart(
+        [ChartPoint(s.number, s.request_tokens) for s in steps],
+        budget=tclass.token_budget, trigger=tclass.trigger_tokens,
+        compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
+    )
+    return {
+        "steps": steps, "last_step": steps[-1] if steps else None, "chart": chart,
+        "compactions": len(done),
+        "tokens_in": step_totals["tin"] or 0, "tokens_out": step_totals["tout"] or 0,
+        "cost": (step_totals["cost"] or 0) + comp_cost, "compaction_cost": comp_cost,
+        "latency_ms": (step_totals["latency"] or 0) + comp_latency,
+        "avg_latency_ms": int((step_totals["latency"] or 0) / len(steps)) if steps else 0,
+    }
+
+
+# --- compactions -------------------------------------------------------------------------
+
+
+def compactions(ticket):
+    from sundry.compaction.models import CompactionRun
+
+    return list(CompactionRun.objects.filter(ticket=ticket).order_by("-id"))
+
+
+def compaction_detail(ticket, run_id: int) -> dict | None:
+    """Before, the summary, after and what changed, for one run of this ticket."""
+    from sundry.compaction.models import CompactionRun
+
+    run = CompactionRun.objects.filter(ticket=ticket, pk=run_id).select_related("summary", "base_summary").first()
+    if run is None:
+        return None
+    before = (run.request_before or {}).get("messages", [])
+    after = (getattr(run, "request_after", None) or {}).get("messages", [])
+    replaced = [m for m in before if any(run.from_turn <= t <= run.through_turn for t in m.get("turns", []))]
+    return {
+        "run": run,
+        "before": [_message(m) for m in before],
+        "after": [_message(m) for m in after],
+        "replaced": [_message(m) for m in replaced],
+        "summary": run.summary.text if run.summary else "",
+        "old_summary": run.base_summary.text if run.base_summary else "",
+        "saved": (run.tokens_before - run.tokens_after) if run.tokens_after is not None else None,
+    }
+
+
+def _message(m: dict) -> dict:
+    calls = [{"name": c.get("name"), "args": pretty(c.get("arguments"))} for c in m.get("tool_calls", [])]
+    return {"role": m.get("role", ""), "lane": m.get("lane") or "", "content": m.get("content", ""),
+            "turns": m.get("turns", []), "calls": calls}

@@ -1,11 +1,17 @@
 from django.urls import path
 
-from sundry.tickets import views
+from sundry.tickets import admin_views, views
 
 urlpatterns = [
     path("", views.queue, name="desk-queue"),
+    path("figures/", admin_views.figures, name="desk-figures"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="desk-ticket"),
-    path("tickets/<int:ticket_id>/live", views.ticket_live, name="desk-ticket-live"),
     path("tickets/<int:ticket_id>/post", views.ticket_post, name="desk-ticket-post"),
+    path("tickets/<int:ticket_id>/attention/clear", views.attention_clear, name="desk-attention-clear"),
     path("tickets/<int:ticket_id>/held/<int:held_id>", views.held_decide, name="desk-held-decide"),
+    path("tickets/<int:ticket_id>/state", views.state_edit, name="desk-state-edit"),
+    path("tickets/<int:ticket_id>/rules/<int:rule_id>", views.rule_decide, name="desk-rule-decide"),
+    path("tickets/<int:ticket_id>/ledger/rename", views.ledger_rename, name="desk-ledger-rename"),
+    path("tickets/<int:ticket_id>/ledger/archived", views.ledger_archived, name="desk-ledger-archived"),
+    path("tickets/<int:ticket_id>/compactions/<int:run_id>", views.compaction_detail, name="desk-compaction"),
 ]

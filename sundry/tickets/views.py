@@ -1,18 +1,27 @@
-"""The staff desk: queue and ticket view. Permissions are checked in each view."""
+"""The staff desk: queue, ticket view and the edits its panels make.
+
+Every view checks the viewer and the object. Edits are htmx posts that call a
+service and answer with the re-rendered panel plus a status line; the
+websocket only pushes. A stale edit answers 409 with the current value, an
+invalid one 422 with the reason; without htmx the views redirect as before.
+"""
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent import services as agent_services
-from sundry.agent.models import AgentStep, HeldAction
-from sundry.context.selectors import current_summary, lane_snapshot
+from sundry.agent.models import HeldAction
+from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, PinnedRule, StateValue
+from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
+from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
 from sundry.tickets import selectors
 from sundry.tickets.models import TicketClass
 from sundry.tickets.services import MessageRefused
@@ -24,11 +33,15 @@ def _staff_only(user):
 
 
 @login_required
+@require_GET
 def queue(request):
     _staff_only(request.user)
     filters = {k: request.GET.get(k, "") for k in ("status", "ticket_class", "needs")}
-    tickets = selectors.queue_for(request.user, **filters)[:200]
-    return render(request, "tickets/queue.html", {
+    tickets = list(selectors.queue_for(request.user, **filters)[:200])
+    for t in tickets:
+        t.attention_kind = selectors.attention_kind(t.attention)
+    template = "tickets/_queue_table.html" if request.htmx else "tickets/queue.html"
+    return render(request, template, {
         "tickets": tickets, "filters": filters, "classes": TicketClass.objects.all(),
     })
 
@@ -41,49 +54,51 @@ def _ticket_or_404(request, ticket_id):
     return ticket
 
 
-def _ticket_context(request, ticket):
-    snapshot = lane_snapshot(ticket, with_turns=False)
-    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
-    context = {
-        "ticket": ticket,
-        "turns": ticket.turns.order_by("number"),
-        "snapshot": snapshot,
-        "rules": PinnedRule.objects.filter(ticket=ticket).exclude(status="dismissed"),
-        "ledger": LedgerEntry.objects.filter(ticket=ticket).order_by("status", "first_seen_turn"),
-        "state_values": StateValue.objects.filter(ticket=ticket).order_by("name", "-id"),
-        "held": HeldAction.objects.filter(ticket=ticket, status="pending"),
-        "summary": current_summary(ticket),
-        "steps": steps,
-        "last_step": steps[-1] if steps else None,
-        "error": request.GET.get("error", ""),
-    }
-    return context
-
-
 @login_required
+@require_GET
 def ticket_detail(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
-    return render(request, "tickets/ticket.html", _ticket_context(request, ticket))
+    return render(request, "tickets/ticket.html", {
+        "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
+        "error": request.GET.get("error", ""),
+    })
 
 
-@login_required
-def ticket_live(request, ticket_id):
-    """The live region alone: what a push (or a reconnect) re-fetches."""
-    ticket = _ticket_or_404(request, ticket_id)
-    return render(request, "tickets/_live.html", _ticket_context(request, ticket))
+# --- answering an edit -----------------------------------------------------------------------
 
 
-def _back_with_error(ticket, exc):
-    return redirect(reverse("desk-ticket", args=[ticket.pk]) + "?" + urlencode({"error": str(exc)}))
+def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, current=None):
+    """htmx: the named panels re-rendered for this viewer and a status line. Otherwise: back to the page."""
+    if not request.htmx:
+        if level == "ok":
+            return redirect("desk-ticket", ticket_id=ticket.pk)
+        return redirect(reverse("desk-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
+    fresh = selectors.ticket_for_staff(request.user, ticket.pk)
+    viewer = Viewer(request.user, STAFF)
+    html = "".join(render_panel(STAFF_PANELS[name], fresh, viewer) for name in panels)
+    html += render_to_string("tickets/_flash.html", {"message": message, "level": level, "current": current})
+    return HttpResponse(html, status=status)
+
+
+def _refused(request, ticket, exc, panels):
+    return _answer(request, ticket, panels=panels, message=str(exc), level="bad", status=422)
+
+
+def _conflict(request, ticket, message, panels, current=None):
+    return _answer(request, ticket, panels=panels, message=message, level="conflict", status=409, current=current)
+
+
+# --- conversation: reply, note, take over, hand back ---------------------------------------
 
 
 @login_required
 @require_POST
 def ticket_post(request, ticket_id):
-    """Staff reply, note, take over / hand back."""
     ticket = _ticket_or_404(request, ticket_id)
     action = request.POST.get("action", "")
     text = request.POST.get("text", "")
+    done = {"reply": "Reply sent.", "note": "Note added.", "take_over": "You have the ticket.",
+            "hand_back": "Handed back to the agent."}
     try:
         if action == "reply":
             agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user)
@@ -95,17 +110,149 @@ def ticket_post(request, ticket_id):
         else:
             raise MessageRefused("Unknown action.")
     except MessageRefused as exc:
-        return _back_with_error(ticket, exc)
-    return redirect("desk-ticket", ticket_id=ticket.pk)
+        return _refused(request, ticket, exc, ())
+    return _answer(request, ticket, panels=("head",), message=done[action])
+
+
+@login_required
+@require_POST
+def attention_clear(request, ticket_id):
+    """Staff looked at what the customer flagged."""
+    from sundry.portal.services import flags_resolve
+
+    ticket = _ticket_or_404(request, ticket_id)
+    flags_resolve(ticket=ticket, user=request.user)
+    return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
+
+
+# --- held actions ----------------------------------------------------------------------------
 
 
 @login_required
 @require_POST
 def held_decide(request, ticket_id, held_id):
     ticket = _ticket_or_404(request, ticket_id)
-    approve = request.POST.get("decision") == "approve"
+    decision = request.POST.get("decision")
+    if decision not in ("approve", "reject"):
+        return _refused(request, ticket, "Decision must be approve or reject.", ("held",))
     try:
-        agent_services.held_action_decide(held_id=held_id, ticket=ticket, approve=approve, user=request.user)
-    except (agent_services.HeldActionError, HeldAction.DoesNotExist) as exc:
-        return _back_with_error(ticket, exc)
-    return redirect("desk-ticket", ticket_id=ticket.pk)
+        held = agent_services.held_action_decide(held_id=held_id, ticket=ticket, approve=decision == "approve",
+                                                 user=request.user)
+    except HeldAction.DoesNotExist:
+        raise Http404("No such held action on this ticket.")
+    except agent_services.HeldActionError as exc:
+        return _conflict(request, ticket, str(exc), ("held",))
+    verb = "approved and executed" if held.status == "executed" else held.status
+    return _answer(request, ticket, panels=("held", "head"), message=f"{held.tool} {verb}.")
+
+
+# --- state -------------------------------------------------------------------------------------
+
+
+def _seen_id(raw: str) -> int | None:
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def _state_conflict(request, ticket, name, current):
+    label = FIELDS[name].label if name in FIELDS else name
+    return _conflict(request, ticket, f"{label} changed while you were editing; your change was not saved.",
+                     ("state",), current=current)
+
+
+@login_required
+@require_POST
+def state_edit(request, ticket_id):
+    """Confirm the current value, or correct it (the old value is superseded and kept as history)."""
+    ticket = _ticket_or_404(request, ticket_id)
+    name, action = request.POST.get("name", ""), request.POST.get("action", "")
+    seen = _seen_id(request.POST.get("value_id", ""))
+    if name not in FIELDS:
+        return _refused(request, ticket, f"Unknown field '{name}'.", ("state",))
+    current = StateValue.objects.filter(ticket=ticket, name=name, is_current=True).first()
+    try:
+        if action == "confirm":
+            if seen is None or current is None or current.pk != seen:
+                return _state_conflict(request, ticket, name, current)
+            lanes.state_confirm(ticket=ticket, value_id=seen, user=request.user)
+            message = f"{FIELDS[name].label} confirmed."
+        elif action == "correct":
+            lanes.state_set(ticket=ticket, name=name, value=request.POST.get("value", ""),
+                            turn=ticket.last_turn_number, source="staff", confirmed=True, user=request.user,
+                            expected_current_id=seen, check_conflict=True)
+            message = f"{FIELDS[name].label} set; any earlier value is kept as history."
+        else:
+            return _refused(request, ticket, "Action must be confirm or correct.", ("state",))
+    except lanes.LaneConflict as exc:
+        return _state_conflict(request, ticket, name, exc.current or
+                               StateValue.objects.filter(ticket=ticket, name=name, is_current=True).first())
+    except StateValueInvalid as exc:
+        return _refused(request, ticket, exc, ("state",))
+    return _answer(request, ticket, panels=("state",), message=message)
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def rule_decide(request, ticket_id, rule_id):
+    ticket = _ticket_or_404(request, ticket_id)
+    if not PinnedRule.objects.filter(ticket=ticket, pk=rule_id).exists():
+        raise Http404("No such rule on this ticket.")
+    decision = request.POST.get("decision", "")
+    try:
+        rule = lanes.rule_decide(
+            ticket=ticket, rule_id=rule_id, decision=decision, user=request.user, turn=ticket.last_turn_number,
+            expected_version=_seen_id(request.POST.get("version", "")),
+            scope=request.POST.get("scope") or None, scope_ref=request.POST.get("scope_ref", "").strip()[:40],
+        )
+    except lanes.LaneConflict as exc:
+        return _conflict(request, ticket, "This rule changed while you were looking at it; nothing was saved.",
+                         ("rules",), current=exc.current)
+    except StateValueInvalid as exc:
+        return _refused(request, ticket, exc, ("rules",))
+    said = {"confirm": "Rule pinned.", "dismiss": "Candidate dismissed.", "scope": "Scope changed."}
+    return _answer(request, ticket, panels=("rules",), message=f"{said.get(decision, 'Saved.')} “{rule.text[:60]}”")
+
+
+# --- ledger ----------------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def ledger_rename(request, ticket_id):
+    ticket = _ticket_or_404(request, ticket_id)
+    value = request.POST.get("value", "")
+    try:
+        entry = lanes.ledger_rename(ticket=ticket, value=value, role=request.POST.get("role", ""),
+                                    turn=ticket.last_turn_number,
+                                    expected_version=_seen_id(request.POST.get("version", "")))
+    except lanes.LaneConflict as exc:
+        return _conflict(request, ticket, "Someone renamed this entry first; your name was not saved.",
+                         ("ledger",), current=exc.current)
+    except StateValueInvalid as exc:
+        return _refused(request, ticket, exc, ("ledger",))
+    return _answer(request, ticket, panels=("ledger",), message=f"Renamed to {entry.role}.")
+
+
+@login_required
+@require_GET
+def ledger_archived(request, ticket_id):
+    """Archived (evicted) entries, on demand: they stay out of the live panel and the request."""
+    ticket = _ticket_or_404(request, ticket_id)
+    entries = LedgerEntry.objects.filter(ticket=ticket, status="archived").order_by("-last_used_turn")
+    return render(request, "tickets/_ledger_archived.html", {"ticket": ticket, "entries": entries})
+
+
+# --- compactions ------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def compaction_detail(request, ticket_id, run_id):
+    ticket = _ticket_or_404(request, ticket_id)
+    detail = selectors.compaction_detail(ticket, run_id)
+    if detail is None:
+        raise Http404("No such compaction on this ticket.")
+    template = "tickets/_compaction.html" if request.htmx else "tickets/compaction.html"
+    return render(request, template, {"ticket": ticket, **detail})

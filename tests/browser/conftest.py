@@ -1,0 +1,147 @@
+"""Real-browser tests: Debian's Chromium driven by Playwright against a live ASGI server.
+
+The server is daphne in a subprocess (HTTP and websockets on one port) with a
+Celery worker beside it, both pointed at this run's test database and Redis,
+exactly as the scaled deployment runs. Tests use `transactional_db`, so rows
+they create are committed and the server sees them. Pushes from services the
+test calls directly travel over the same Redis channel layer to the server's
+sockets.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+STARTUP_SECONDS = 40
+
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _database_url(db: dict) -> str:
+    if db["ENGINE"].endswith("postgresql"):
+        auth = db.get("USER") or ""
+        if db.get("PASSWORD"):
+            auth += f":{db['PASSWORD']}"
+        return f"postgres://{auth}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    return f"sqlite:///{db['NAME']}"
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server did not answer in {STARTUP_SECONDS}s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no {CHROMIUM}: install Debian's chromium (bash bin/test does) to run the browser tests")
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3") and ("memory" in str(db["NAME"]) or str(db["NAME"]) == ":memory:"):
+        pytest.skip("browser tests need a database a server process can open: PostgreSQL "
+                    "(bash bin/test sets DATABASE_URL) or a file-backed SQLite test database")
+    if not settings.REDIS_URL:
+        pytest.skip("browser tests need Redis for the channel layer and Celery between processes "
+                    "(bash bin/test sets REDIS_URL)")
+    from tests.conftest import TEST_CHANNEL_PREFIX
+
+    port = _free_port()
+    queue = f"sundry-browser-{os.getpid()}"
+    env = dict(os.environ, DATABASE_URL=_database_url(db), REDIS_URL=settings.REDIS_URL,
+               SUNDRY_CHANNEL_PREFIX=TEST_CHANNEL_PREFIX, SUNDRY_TASK_QUEUE=queue,
+               DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_DEBUG="1", PYTHONUNBUFFERED="1")
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    logs = tmp_path_factory.mktemp("browser-server")
+    web_log, worker_log = logs / "daphne.log", logs / "celery.log"
+    bin_dir = Path(sys.executable).parent
+    web = subprocess.Popen([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "sundry.asgi:application"],
+                           cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT)
+    worker = subprocess.Popen([str(bin_dir / "celery"), "-A", "sundry", "worker", "-Q", queue, "--pool", "solo",
+                               "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
+                              cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(url + "/healthz", web, web_log)
+        yield url
+    finally:
+        _stop(web)
+        _stop(worker)
+
+
+@pytest.fixture(scope="module")
+def browser(live_server_url):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop on this thread for as long as it
+    # runs; the tests' ORM calls (and the database flush after each) are still
+    # plain synchronous code between browser steps.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as pw:
+            chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Overrides the suite's: no Redis flush here (it would need async_to_sync on
+    Playwright's thread, and the keys belong to the live server's sockets)."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

@@ -1,0 +1,181 @@
+"""Live panels over websockets: per-viewer frames, versions, resync, access, logout."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from sundry.asgi import application
+from sundry.context import services as lanes
+from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
+from sundry.tickets.models import Ticket
+from sundry.tickets.services import ticket_create, turn_append
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+SECRET_NOTE = "staff-only note: customer sounds like a repeat refunder"
+
+
+def _login(user) -> tuple[Client, bytes]:
+    client = Client()
+    client.force_login(user)
+    return client, f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+@pytest.fixture
+def world(transactional_db):
+    users = get_user_model().objects
+    staff = users.create_user("sam", password="x", is_staff=True)
+    alice_user, bob_user = users.create_user("alice", password="x"), users.create_user("bob", password="x")
+    alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
+    order = paid_order(customer=alice, number="SU-41234")
+    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Broken kettle")
+    turn_append(ticket=ticket, author="customer", text="My kettle arrived broken, order SU-41234")
+    turn_append(ticket=ticket, author="staff", kind="note", text=SECRET_NOTE, payload={"by": "sam"})
+    turn_append(ticket=ticket, author="agent", kind="tool_call", text="",
+                payload={"calls": [{"id": "c1", "name": "get_order", "arguments": {"order_number": "SU-41234"}}]})
+    lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_77SECRET", role="payment", turn=3)
+    lanes.state_set(ticket=ticket, name="order_number", value=order.number, turn=1, source="customer", confirmed=True)
+    lanes.state_set(ticket=ticket, name="item", value="Inferred Kettle 3000", turn=1, source="model")
+    lanes.state_set(ticket=ticket, name="internal_note", value="confirmed but internal", turn=1, source="staff",
+                    confirmed=True)
+    return {"ticket": Ticket.objects.get(pk=ticket.pk), "staff": _login(staff), "alice": _login(alice_user),
+            "bob": _login(bob_user), "staff_user": staff}
+
+
+def _socket(path: str, cookie: bytes | None) -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://localhost")] + ([(b"cookie", cookie)] if cookie else [])
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+def desk(ticket_id, cookie):
+    return _socket(f"/ws/desk/tickets/{ticket_id}/", cookie)
+
+
+def help_(ticket_id, cookie):
+    return _socket(f"/ws/help/tickets/{ticket_id}/", cookie)
+
+
+async def _open(communicator) -> str:
+    connected, _ = await communicator.connect()
+    assert connected
+    return await communicator.receive_from(timeout=5)
+
+
+async def test_staff_and_customer_each_get_their_own_rendering(world):
+    ticket = world["ticket"]
+    staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
+    staff_frame, customer_frame = await _open(staff), await _open(customer)
+
+    for internal in ("pay_77SECRET", SECRET_NOTE, "Inferred Kettle 3000", "confirmed but internal", "get_order",
+                     "panel-ledger", "panel-state", "panel-summary", "panel-budget"):
+        assert internal in staff_frame
+        assert internal not in customer_frame, internal
+    assert 'id="panel-details"' in customer_frame and "SU-41234" in customer_frame
+    assert "My kettle arrived broken" in customer_frame
+    await staff.disconnect()
+    await customer.disconnect()
+
+
+async def test_a_commit_pushes_changed_panels_with_the_next_version_to_every_watcher(world):
+    ticket = world["ticket"]
+    first, second = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
+    await _open(first)
+    await _open(second)
+
+    await database_sync_to_async(lanes.state_set)(ticket=ticket, name="refund_method", value="store credit",
+                                                  turn=3, source="staff", confirmed=True)
+    version = await Ticket.objects.filter(pk=ticket.pk).values_list("version", flat=True).aget()
+    staff_diff, customer_diff = await first.receive_from(timeout=5), await second.receive_from(timeout=5)
+    for frame in (staff_diff, customer_diff):
+        assert f'data-version="{version}"' in frame and f'data-base="{ticket.version}"' in frame
+        assert 'data-kind="diff"' in frame and "store_credit" in frame
+    assert 'id="panel-state"' in staff_diff and 'id="panel-conversation"' not in staff_diff  # only what changed
+    assert 'id="panel-details"' in customer_diff and "pay_77SECRET" not in customer_diff
+    await first.disconnect()
+    await second.disconnect()
+
+
+async def test_an_internal_change_reaches_staff_and_never_the_customer(world):
+    ticket = world["ticket"]
+    staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
+    await _open(staff)
+    await _open(customer)
+    await database_sync_to_async(turn_append)(ticket=ticket, author="staff", kind="note",
+                                              text="second secret note", payload={"by": "sam"})
+    assert "second secret note" in await staff.receive_from(timeout=5)
+    frame = await customer.receive_from(timeout=5)  # only the version moves for the customer
+    assert "second secret note" not in frame and "panel-" not in frame
+    await staff.disconnect()
+    await customer.disconnect()
+
+
+async def test_reconnect_and_resync_requests_get_a_full_snapshot(world):
+    ticket = world["ticket"]
+    watcher = desk(ticket.pk, world["staff"][1])
+    await _open(watcher)
+    await watcher.send_to(text_data='{"type": "resync"}')
+    again = await watcher.receive_from(timeout=5)
+    assert 'data-kind="snapshot"' in again and 'id="panel-ledger"' in again and 'id="panel-budget"' in again
+
+    # A client whose version is current hears nothing; one that is behind gets a snapshot.
+    await watcher.send_to(text_data=f'{{"type": "sync", "version": {ticket.version}}}')
+    assert await watcher.receive_nothing(timeout=0.3)
+    await Ticket.objects.filter(pk=ticket.pk).aupdate(version=ticket.version + 5)  # a push that never came
+    await watcher.send_to(text_data=f'{{"type": "sync", "version": {ticket.version}}}')
+    caught_up = await watcher.receive_from(timeout=5)
+    assert 'data-kind="snapshot"' in caught_up and f'data-version="{ticket.version + 5}"' in caught_up
+    await watcher.disconnect()
+
+    later = desk(ticket.pk, world["staff"][1])
+    assert f'data-version="{ticket.version + 5}"' in await _open(later)
+    await later.disconnect()
+
+
+async def _assert_refused(communicator):
+    connected, _ = await communicator.connect()
+    assert connected
+    assert await communicator.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+
+
+async def test_another_customer_and_staff_path_guessers_are_refused(world):
+    ticket = world["ticket"]
+    await _assert_refused(help_(ticket.pk, world["bob"][1]))  # someone else's ticket
+    await _assert_refused(desk(ticket.pk, world["alice"][1]))  # a customer on the staff path
+    await _assert_refused(help_(ticket.pk, None))  # nobody
+    await _assert_refused(help_(ticket.pk + 999, world["alice"][1]))  # no such ticket looks the same
+    # Bob joined no group: a push to Alice's ticket never reaches him.
+    bob = help_(ticket.pk, world["bob"][1])
+    await _assert_refused(bob)
+    await get_channel_layer().group_send(f"ticket-{ticket.pk}-customer", {"type": "ticket.changed", "version": 10**6})
+    assert await bob.receive_nothing(timeout=0.2)
+
+
+async def test_logging_out_closes_the_users_open_sockets(world):
+    ticket = world["ticket"]
+    client, cookie = world["staff"]
+    one, two = desk(ticket.pk, cookie), desk(ticket.pk, cookie)
+    await _open(one)
+    await _open(two)
+    kim = await get_user_model().objects.acreate(username="kim", is_staff=True)
+    other_staff = desk(ticket.pk, (await database_sync_to_async(_login)(kim))[1])
+    await _open(other_staff)
+    response = await database_sync_to_async(client.post)("/logout/")
+    assert response.status_code == 302
+    for socket in (one, two):
+        assert await socket.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
+    assert await other_staff.receive_nothing(timeout=0.3)  # only that user's sockets
+    await other_staff.disconnect()
+
+
+async def test_a_revoked_role_stops_the_pushes(world):
+    ticket = world["ticket"]
+    watcher = desk(ticket.pk, world["staff"][1])
+    await _open(watcher)
+    await get_user_model().objects.filter(pk=world["staff_user"].pk).aupdate(is_staff=False)
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="anyone there?")
+    assert await watcher.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
