@@ -68,6 +68,9 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
                     first_seen_turn=turn, last_used_turn=turn, source=tool_name,
                 )
             else:
+                if not entry.verified and entry.role.endswith("_mentioned"):
+                    # Verified now: it earns its kind's default role.
+                    entry.role = _default_role(ticket.pk, kind)
                 entry.verified = True
                 entry.last_used_turn = max(entry.last_used_turn, turn)
                 if entry.status == LedgerEntry.Status.ARCHIVED:

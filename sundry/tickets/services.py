@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -64,6 +66,12 @@ def ticket_touch(ticket_id: int) -> int:
     return Ticket.objects.values_list("version", flat=True).get(pk=ticket_id)
 
 
+def _calls_tokens(payload: dict | None, model: str) -> int:
+    """A tool-call turn's weight is mostly its calls, not its (often empty) text."""
+    calls = (payload or {}).get("calls")
+    return count_tokens(json.dumps(calls, ensure_ascii=False), model) if calls else 0
+
+
 def turn_append(
     *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None
 ) -> Turn:
@@ -83,7 +91,7 @@ def turn_append(
             kind=kind,
             text=text,
             payload=payload or {},
-            tokens=count_tokens(text, model),
+            tokens=count_tokens(text, model) + _calls_tokens(payload, model),
             encoding=encoding_name_for(model),
         )
         Ticket.objects.filter(pk=locked.pk).update(last_turn_number=number, version=F("version") + 1)
