@@ -33,6 +33,8 @@ class CompactionRun(models.Model):
     model_used = models.CharField(max_length=120, blank=True, help_text="What answered (e.g. offline)")
     # The full pre-compaction request (ModelRequest JSON) and its size.
     request_before = models.JSONField(default=dict)
+    # The request as rebuilt right after the summary was accepted, for the before/after view.
+    request_after = models.JSONField(default=dict, blank=True)
     tokens_before = models.PositiveIntegerField(default=0)
     tokens_after = models.PositiveIntegerField(null=True, blank=True)
     replaced_tokens = models.PositiveIntegerField(default=0, help_text="Tokens of the turns (and old summary) replaced")

@@ -233,7 +233,9 @@ def _accept(run, turns, verdict, raw, log_entries, figures) -> CompactionRun:
         run.status = Status.FALLBACK if fallback else Status.SUCCEEDED
         run.summary, run.summariser_output = summary, raw
         run.attempt_log, run.attempts = log_entries, len(log_entries)
-        run.tokens_after = _assemble(run.ticket).accounting.total_tokens
+        after = _assemble(run.ticket)
+        run.request_after = after.request.model_dump(mode="json")
+        run.tokens_after = after.accounting.total_tokens
         run.finished_at = timezone.now()
         run.error = "" if not fallback else "summariser failed validation; deterministic trim used"
         run.save()
