@@ -106,6 +106,7 @@ def test_long_ticket_compacts_to_a_third_with_every_fact_kept():
     assert after.accounting.total_tokens * 3 <= full.accounting.total_tokens, (after.accounting.total_tokens,
                                                                                  full.accounting.total_tokens)
     assert run.tokens_before == full.accounting.total_tokens and run.tokens_after == after.accounting.total_tokens
+    assert run.request_after == after.request.model_dump(mode="json")
     text = "\n".join(m.content for m in after.request.messages)
     for value in (ORDER, ITEM, TRACKING, REFUND, RULE, "issue_refund", "key-refund-1"):
         assert value in text, value
