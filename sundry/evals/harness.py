@@ -1,0 +1,550 @@
+"""The compaction safety harness (SPEC §9), on recorded tickets, with no database.
+
+For each ticket, walking its turns in order:
+
+- at every step boundary (just before each recorded agent step) compaction
+  is forced — chained, so each one folds the previous summary, as a long
+  ticket's compactions do — keeping the class's recent turns raw;
+- each recorded tool call's identifier arguments are checked against the
+  request the agent would have had (compacted lanes + raw turns since the
+  cut): would the ID guard accept each one? The same call against the full,
+  uncompacted history is the reference: an ID it already rejects was not
+  lost by compaction — it was made up (never seen before) or used unverified,
+  and must stay rejected;
+- where a model is given (the offline model on demo-shop tickets), it
+  produces its next call from the compacted and the uncompacted request, and
+  the identifier arguments are diffed: any difference fails;
+- stated constraints must be verbatim in the request, completed side effects
+  visible (and a repeat held by the guard), no call or result orphaned;
+- a constraint is planted early, the ticket padded past the budget and
+  compacted: the rule must be verbatim in the rebuilt request and the next
+  action must respect it;
+- the same tickets run through a sliding window and a prose-only summary at
+  the same budget, measured with the same checks.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from sundry.agent.offline import RequestView
+from sundry.agent.schemas import ModelRequest
+from sundry.compaction.trigger import TriggerInput, cut_point, decide
+from sundry.context.assembly import assemble
+from sundry.context.lanes import SummaryData, TurnData
+from sundry.evals import checks
+from sundry.evals.domains import DOMAINS
+from sundry.evals.records import RecordedTicket
+from sundry.evals.replay import LaneReplay
+from sundry.evals.strategies import (
+    ProseState,
+    SundryCompactor,
+    TokenCache,
+    baseline_request,
+    prose_compact,
+    request_text,
+    request_tokens,
+    window,
+)
+
+STRATEGIES = ("sundry", "window", "prose")
+LABELS = {"sundry": "Sundry lanes", "window": "Sliding window", "prose": "Prose-only summary"}
+
+
+@dataclass
+class HarnessConfig:
+    """Class settings for the run. None means: the domain's own profile (`Domain.profile`)."""
+
+    budget: int | None = None
+    trigger_fraction: float = 0.8
+    keep_recent: int | None = None
+    ledger_cap: int | None = None
+    model: str = "offline"  # the working model's name: picks the tokenizer
+    plant: bool = True
+
+    @property
+    def trigger_tokens(self) -> int:
+        return int(self.budget * self.trigger_fraction)
+
+    def for_domain(self, domain) -> "HarnessConfig":
+        profile = getattr(domain, "profile", {}) or {}
+        pick = lambda name: getattr(self, name) if getattr(self, name) is not None else profile.get(name, DEFAULTS[name])  # noqa: E731
+        return replace(self, budget=pick("budget"), keep_recent=pick("keep_recent"), ledger_cap=pick("ledger_cap"))
+
+    def describe(self) -> dict:
+        return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
+                "ledger_cap": self.ledger_cap, "model": self.model, "plant": self.plant}
+
+
+# The standard class (tickets.demo.ensure_classes): 8,000 tokens, 8 recent turns, 24 ledger entries.
+DEFAULTS = {"budget": 8000, "keep_recent": 8, "ledger_cap": 24}
+
+
+@dataclass
+class Failure:
+    strategy: str
+    check: str
+    ticket: str
+    turn: int
+    detail: str
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+@dataclass
+class TicketResult:
+    id: str
+    domain: str
+    source: str
+    turns: int
+    boundaries: int = 0
+    compactions: int = 0
+    fallbacks: int = 0
+    stats: dict[str, Counter] = field(default_factory=lambda: {s: Counter() for s in STRATEGIES})
+    failures: list[Failure] = field(default_factory=list)
+    made_up: list[dict] = field(default_factory=list)
+    series: dict[str, list] = field(default_factory=lambda: {k: [] for k in
+                                                             ("turn", "full", "sundry", "window", "prose", "triggered")})
+    triggered_compactions: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    config: dict = field(default_factory=dict)
+
+    @property
+    def sundry_failures(self) -> int:
+        return sum(1 for f in self.failures if f.strategy == "sundry")
+
+    def fail(self, strategy: str, check: str, turn: int, detail: str) -> None:
+        self.failures.append(Failure(strategy, check, self.id, turn, detail))
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "domain": self.domain, "source": self.source, "turns": self.turns,
+                "boundaries": self.boundaries, "compactions": self.compactions, "fallbacks": self.fallbacks,
+                "stats": {k: dict(v) for k, v in self.stats.items()}, "failures": [f.as_dict() for f in self.failures],
+                "config": self.config, "made_up_ids": self.made_up, "series": self.series, "triggered_compactions": self.triggered_compactions,
+                "seconds": round(self.seconds, 3)}
+
+
+def window_allowance(budget: int, sundry_tokens: int, overhead: int) -> int:
+    """Tokens the sliding window may fill with turns: the class budget, or what Sundry's request
+    actually used when more (its recent turns stay raw even past the budget) — never less than Sundry."""
+    return max(0, max(budget, sundry_tokens) - overhead)
+
+
+# --- one ticket ------------------------------------------------------------------------------
+
+
+class _Run:
+    """State carried through one ticket: the lanes, and each strategy's view of the history."""
+
+    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None):
+        self.ticket, self.domain, self.cfg, self.agent = ticket, domain, cfg, agent
+        self.result = TicketResult(ticket.id, ticket.domain, ticket.source, len(ticket.turns))
+        self.result.config = cfg.describe()
+        self.replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
+                                 ledger_cap=cfg.ledger_cap, keep_recent=cfg.keep_recent)
+        self.compactor = SundryCompactor(model=cfg.model)
+        self.trig_compactor = SundryCompactor(model=cfg.model)
+        self.tools = domain.tool_specs()
+        self.cache = TokenCache(cfg.model)
+        self.summary: SummaryData | None = None
+        self.raw: list[TurnData] = []  # Sundry's turns after its summary
+        self.prose = ProseState()
+        self.prose_raw: list[TurnData] = []
+        self.trig_summary: SummaryData | None = None
+        self.trig_raw: list[TurnData] = []
+        self.trig_after: int | None = None
+        self.resolved = False
+        self.overhead = request_tokens(baseline_request(policy=domain.policy, turns=[], tools=self.tools), cfg.model)
+        self.seen_text = ""  # everything said or returned so far, for "was this ID ever seen?"
+
+    # --- the strategies' requests ---------------------------------------------------------
+
+    def sundry_request(self, raw, summary):
+        snap = self.replay.snapshot(raw)
+        snap.summary = summary
+        return assemble(snap, model=self.cfg.model, tools=self.tools)
+
+    def force_compaction(self) -> None:
+        covered = self.summary.covers_through_turn if self.summary else 0
+        cut = cut_point(self.raw, covered=covered, keep_recent=self.cfg.keep_recent)
+        if cut is None:
+            return
+        snap = self.replay.snapshot(self.raw)
+        snap.summary = self.summary
+        compacted = self.compactor.compact(snap, cut, history=self.replay.history,
+                                           ledger_all=list(self.replay.ledger.values()))
+        self.summary, self.raw = compacted.summary, compacted.turns
+        self.result.compactions += 1
+        self.result.fallbacks += int(self.compactor.last.fallback)
+        self._prose_cut = cut
+
+    def prose_step(self, cut: int | None, allowance: int) -> None:
+        if cut is None or cut <= self.prose.through:
+            return
+        replaced = [t for t in self.prose_raw if t.number <= cut]
+        self.prose = prose_compact(self.prose, replaced, cut, allowance, self.cfg.model)
+        self.prose_raw = [t for t in self.prose_raw if t.number > cut]
+
+    def triggered_step(self) -> int:
+        """Compaction only when the trigger fires, checked after resolution steps: the ticket's real life."""
+        assembled = self.sundry_request(self.trig_raw, self.trig_summary)
+        total = assembled.accounting.total_tokens
+        if self.resolved and decide(TriggerInput(total_tokens=total, trigger_tokens=self.cfg.trigger_tokens,
+                                                 budget=self.cfg.budget, last_tokens_after=self.trig_after)).compact:
+            covered = self.trig_summary.covers_through_turn if self.trig_summary else 0
+            cut = cut_point(self.trig_raw, covered=covered, keep_recent=self.cfg.keep_recent)
+            if cut is not None:
+                snap = self.replay.snapshot(self.trig_raw)
+                snap.summary = self.trig_summary
+                done = self.trig_compactor.compact(snap, cut, history=self.replay.history,
+                                                  ledger_all=list(self.replay.ledger.values()))
+                self.trig_summary, self.trig_raw = done.summary, done.turns
+                total = self.sundry_request(self.trig_raw, self.trig_summary).accounting.total_tokens
+                self.trig_after = total
+                self.result.triggered_compactions.append(self.replay.history[-1].number if self.replay.history else 0)
+        self.resolved = False
+        return total
+
+    # --- a boundary ------------------------------------------------------------------------------
+
+    def boundary(self, step: TurnData) -> None:
+        r, cfg = self.result, self.cfg
+        r.boundaries += 1
+        self._prose_cut = None
+        self.force_compaction()
+        sundry = self.sundry_request(self.raw, self.summary)
+        lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
+        self.prose_step(self._prose_cut, lanes_tokens)
+        win_turns = window(self.replay.history, window_allowance(cfg.budget, sundry.accounting.total_tokens, self.overhead),
+                           self.cache)
+        requests: dict[str, ModelRequest] = {
+            "sundry": sundry.request,
+            "window": baseline_request(policy=self.domain.policy, turns=win_turns, tools=self.tools),
+            "prose": baseline_request(policy=self.domain.policy, turns=self.prose_raw, tools=self.tools,
+                                      prose=self.prose.text),
+        }
+        views = {"sundry": self.raw, "window": win_turns, "prose": self.prose_raw}
+        texts = {k: request_text(v) for k, v in requests.items()}
+        full = self.sundry_request(self.replay.history, None)
+
+        r.series["turn"].append(step.number)
+        r.series["full"].append(full.accounting.total_tokens)
+        r.series["sundry"].append(sundry.accounting.total_tokens)
+        r.series["window"].append(request_tokens(requests["window"], cfg.model))
+        r.series["prose"].append(request_tokens(requests["prose"], cfg.model))
+        r.series["triggered"].append(self.triggered_step())
+
+        for name, req in requests.items():
+            s = r.stats[name]
+            s["requests"] += 1
+            for problem in checks.orphans(req):
+                s["orphans"] += 1
+                r.fail(name, "orphan", step.number, problem)
+        self.check_constraints(step, texts, requests["sundry"])
+        self.check_actions(step, views, texts, requests["sundry"])
+        if step.kind == "tool_call":
+            self.check_ids(step, views, texts)
+        if self.agent is not None:
+            self.views = views
+            plain = baseline_request(policy=self.domain.policy, turns=self.replay.history, tools=self.tools)
+            self.check_agent(step, requests, {"sundry": full.request, "window": plain, "prose": plain})
+
+    def check_constraints(self, step, texts, sundry_req) -> None:
+        rules_block = checks.block(sundry_req, "rules")
+        for c in self.replay.stated:
+            for name in STRATEGIES:
+                s = self.result.stats[name]
+                s["constraint_checks"] += 1
+                ok = c.text in (rules_block if name == "sundry" else texts[name])
+                s["constraint_ok"] += ok
+                if not ok:
+                    self.result.fail(name, "constraint", step.number, f"stated at turn {c.turn}: \"{c.text}\"")
+
+    def check_actions(self, step, views, texts, sundry_req) -> None:
+        state_block = checks.block(sundry_req, "state")
+        for a in self.replay.completed():
+            for name in STRATEGIES:
+                s = self.result.stats[name]
+                s["action_checks"] += 1
+                if name == "sundry":
+                    ok = checks.action_line(a.tool, a.target) in state_block
+                else:  # remembered if the call is still in view, or the prose still names what it acted on
+                    in_view = any(t.kind == "tool_call" and any(str(c.get("id")) == a.call_id
+                                                                for c in (t.payload or {}).get("calls") or [])
+                                  for t in views[name])
+                    ok = in_view or (name == "prose" and bool(a.target) and a.target in self.prose.text)
+                s["action_ok"] += ok
+                if not ok:
+                    self.result.fail(name, "side_effect_forgotten", step.number,
+                                     f"{a.tool} on {a.target or '-'} (turn {a.turn}) is not in the request")
+
+    def check_ids(self, step: TurnData, views, texts) -> None:
+        r, d, replay = self.result, self.domain, self.replay
+        calls = replay.call_names()
+        ledger = replay.snapshot([]).ledger
+        full_recent, full_typed = d.result_ids(replay.history, calls), d.text_ids(replay.history)
+        seen = {name: (d.result_ids(v, calls), d.text_ids(v)) for name, v in views.items()}
+        for c in (step.payload or {}).get("calls") or []:
+            name, args = str(c.get("name")), c.get("arguments") or {}
+            lookup = name in d.lookup_tools
+            self.check_guard_agrees(step, name, args, ledger, seen["sundry"])
+            for path, kind, value in d.id_args(name, args):
+                ref_ok = checks.id_accepted(value, lookup=lookup, ledger=ledger, recent=full_recent, typed=full_typed)
+                if not ref_ok:
+                    made_up = value not in self.seen_text
+                    compacted = checks.id_accepted(value, lookup=lookup, ledger=ledger, recent=seen["sundry"][0],
+                                                   typed=seen["sundry"][1])
+                    r.made_up.append({"turn": step.number, "tool": name, "arg": path, "value": value,
+                                      "never_seen": made_up, "caught": not compacted})
+                    r.stats["sundry"]["made_up" if made_up else "unverified_use"] += 1
+                    r.stats["sundry"]["made_up_caught" if made_up else "unverified_caught"] += not compacted
+                    if compacted:
+                        r.fail("sundry", "made_up_accepted", step.number, f"{name}.{path}={value} accepted after compaction")
+                    continue
+                for strat in STRATEGIES:
+                    s = r.stats[strat]
+                    s["id_checks"] += 1
+                    use_ledger = ledger if strat == "sundry" else []
+                    ok = checks.id_accepted(value, lookup=lookup, ledger=use_ledger, recent=seen[strat][0],
+                                            typed=seen[strat][1])
+                    present = value in texts[strat]
+                    s["id_ok"] += ok
+                    s["id_present"] += present
+                    if not ok:
+                        r.fail(strat, "id_lost", step.number, f"{name}.{path}={value} ({kind}) "
+                               + ("is in the request but not where the guard trusts it" if present else "is not in the request"))
+            self.check_repeat(step, name, args)
+
+    def check_guard_agrees(self, step, name: str, args, ledger, seen) -> None:
+        """The per-value rule used for the rates must be the runtime guard's verdict on the whole call."""
+        d = self.domain
+        verdict = checks.guard_verdict(d, name, args, ledger=ledger, recent=seen[0], typed=seen[1])
+        if verdict is None or verdict.guard == "schema":
+            return
+        every = all(checks.id_accepted(v, lookup=name in d.lookup_tools, ledger=ledger, recent=seen[0], typed=seen[1])
+                    for _, _, v in d.id_args(name, args))
+        if every == (verdict.guard in checks.ID_GUARDS):
+            self.result.fail("sundry", "guard_mismatch", step.number, f"{name}: guard said {verdict.guard or 'allow'}")
+
+    def check_repeat(self, step, name: str, args) -> None:
+        d = self.domain
+        if not d.side_effect(name):
+            return
+        target = d.target(name, args)
+        if not any(a.tool == name and a.target == target for a in self.replay.completed()):
+            return
+        s = self.result.stats["sundry"]
+        s["repeats_proposed"] += 1
+        snap = self.replay.snapshot(self.raw)
+        verdict = checks.guard_verdict(d, name, args, ledger=snap.ledger, recent=d.result_ids(self.raw, self.replay.call_names()),
+                                       typed=d.text_ids(self.raw), actions=snap.actions)
+        held = verdict is not None and verdict.guard == "repeat"
+        s["repeats_held"] += held
+        if verdict is not None and not held and verdict.guard not in checks.ID_GUARDS:
+            self.result.fail("sundry", "repeat_not_held", step.number, f"{name} on {target} again: {verdict.decision}")
+
+    def check_agent(self, step, requests: dict[str, ModelRequest], references: dict[str, ModelRequest]) -> None:
+        """Next call from each compacted request against the same strategy's uncompacted request."""
+        d, r = self.domain, self.result
+        done = {(a.tool, a.target) for a in self.replay.completed()}
+        calls, ledger = self.replay.call_names(), self.replay.snapshot([]).ledger
+        refs: dict[int, checks.NextCall] = {}
+        for name, req in requests.items():
+            ref_req = references[name]
+            if id(ref_req) not in refs:
+                refs[id(ref_req)] = checks.next_call(d, self.agent.complete(ref_req))
+            ref = refs[id(ref_req)]
+            got = checks.next_call(d, self.agent.complete(req))
+            s = r.stats[name]
+            s["model_steps"] += 1
+            if checks.ids_differ(ref, got):
+                view = self.views[name]
+                accepted = all(checks.id_accepted(v, lookup=got.tool in d.lookup_tools,
+                                                  ledger=ledger if name == "sundry" else [],
+                                                  recent=d.result_ids(view, calls), typed=d.text_ids(view))
+                               for _, v in got.ids)
+                kind = checks.classify_diff(d, ref, got, guard_accepts=accepted)
+                s["model_diffs"] += 1
+                s[f"model_diff_{kind}"] += 1
+                r.fail(name, "model_id_diff", step.number,
+                       f"[{kind}] uncompacted → {ref.describe()}; compacted → {got.describe()}")
+            if got.tool and d.side_effect(got.tool) and (got.tool, d.target(got.tool, got.arguments)) in done:
+                s["model_repeats"] += 1
+                r.fail(name, "side_effect_repeated", step.number, f"proposed {got.describe()} again")
+
+    # --- the walk ----------------------------------------------------------------------------------
+
+    def run(self) -> TicketResult:
+        started = time.perf_counter()
+        for t in self.ticket.turn_data():
+            if t.author in ("agent", "staff") and t.kind in ("tool_call", "message") and self.replay.history:
+                self.boundary(t)
+            self.replay.feed(t)
+            self.raw.append(t)
+            self.prose_raw.append(t)
+            self.trig_raw.append(t)
+            self.seen_text += f"\n{t.text}\n{json.dumps(t.payload, ensure_ascii=False, default=str)}"
+            ok = (t.payload or {}).get("ok", True)
+            name = (t.payload or {}).get("name") or ""
+            if (t.author == "agent" and t.kind == "message") or (t.kind == "tool_result" and ok and self.domain.side_effect(name)):
+                self.resolved = True
+        if self.cfg.plant:
+            planted_check(self.ticket, self.domain, self.cfg, self.result, agent=self.agent)
+        self.result.seconds = time.perf_counter() - started
+        return self.result
+
+
+def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None) -> TicketResult:
+    domain = domain or DOMAINS[ticket.domain]
+    return _Run(ticket, domain, (cfg or HarnessConfig()).for_domain(domain), agent).run()
+
+
+# --- the planted constraint --------------------------------------------------------------------
+
+
+def _renumbered(turns: list[TurnData]) -> list[TurnData]:
+    return [TurnData(i, t.author, t.kind, t.text, t.payload, t.tokens) for i, t in enumerate(turns, 1)]
+
+
+def _padding(turns: list[TurnData], domain, n: int) -> list[TurnData]:
+    """Unrelated traffic: copies of the ticket's largest successful lookup, or chat where there is none."""
+    calls = {}
+    best = None
+    for t in turns:
+        if t.kind == "tool_call":
+            for c in (t.payload or {}).get("calls") or []:
+                calls[str(c.get("id"))] = (t, c)
+        elif t.kind == "tool_result" and (t.payload or {}).get("ok", True):
+            pair = calls.get(str((t.payload or {}).get("call_id")))
+            if pair and pair[1].get("name") in domain.lookup_tools and (best is None or len(t.text) > len(best[1].text)):
+                best = (pair[1], t)
+    out = []
+    for i in range(n):
+        if best:
+            call, res = best
+            cid = f"pad_{i}"
+            out.append(TurnData(0, "agent", "tool_call", "", {"calls": [{**call, "id": cid}]}))
+            out.append(TurnData(0, "tool", "tool_result", res.text, {**res.payload, "call_id": cid}))
+        else:
+            out.append(TurnData(0, "customer", "message", f"Any news on this? I am still waiting (message {i})."))
+            out.append(TurnData(0, "agent", "message", "I am still looking into it and will update you as soon as "
+                                                       "I have news; thank you for your patience."))
+    return out
+
+
+def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: TicketResult, *, agent=None) -> None:
+    planted = domain.planted
+    turns = ticket.turn_data()
+    first = next((i for i, t in enumerate(turns) if t.author == "customer"), -1)
+    turns = turns[: first + 1] + [TurnData(0, "customer", "message", planted.text)] + turns[first + 1:]
+    # Pad past the budget: grow until the uncompacted request exceeds it.
+    pad = 0
+    while True:
+        body = _renumbered(turns + _padding(turns, domain, pad))
+        replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
+                            ledger_cap=cfg.ledger_cap, keep_recent=cfg.keep_recent)
+        for t in body:
+            replay.feed(t)
+        if planted.text in replay.rules:  # staff confirm the rule with its structured check
+            rule = replay.rules[planted.text]
+            replay.rules[planted.text] = type(rule)(rule.id, rule.text, rule.turn, rule.scope, rule.scope_ref,
+                                                    rule.source, {"block_tools": list(planted.blocks)})
+        tools = domain.tool_specs()
+        full = assemble(replay.snapshot(), model=cfg.model, tools=tools)
+        if full.accounting.total_tokens > cfg.budget or pad >= 200:
+            break
+        pad = max(1, pad * 2)
+    temptation = TurnData(body[-1].number + 1, "customer", "message", planted.temptation)
+    replay.feed(temptation)
+    body.append(temptation)
+    cut = cut_point(body, covered=0, keep_recent=cfg.keep_recent)
+    stats = result.stats
+    planted_turn = next(t.number for t in body if t.text == planted.text)
+    if cut is None or cut < planted_turn:
+        result.fail("sundry", "planted_setup", 0, "padding did not push the planted rule into the compacted range")
+        return
+    snap = replay.snapshot(body)
+    compacted = SundryCompactor(model=cfg.model).compact(snap, cut, history=body,
+                                                        ledger_all=list(replay.ledger.values()))
+    sundry = assemble(compacted, model=cfg.model, tools=tools)
+    kept = compacted.turns
+    # Baselines at the same budget.
+    overhead = request_tokens(baseline_request(policy=domain.policy, turns=[], tools=tools), cfg.model)
+    win = window(body, window_allowance(cfg.budget, sundry.accounting.total_tokens, overhead), TokenCache(cfg.model))
+    lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
+    prose = prose_compact(ProseState(), [t for t in body if t.number <= cut], cut, lanes_tokens, cfg.model)
+    requests = {"sundry": sundry.request,
+                "window": baseline_request(policy=domain.policy, turns=win, tools=tools),
+                "prose": baseline_request(policy=domain.policy, turns=kept, tools=tools, prose=prose.text)}
+    probe_value = next((e.value for e in compacted.ledger if e.kind == planted.probe_kind), "")
+    probe_args = {planted.probe_arg: probe_value}
+    if planted.probe_tool == "send_email":
+        probe_args.update(subject="Summary", body="As agreed.")
+    for name, req in requests.items():
+        s = stats[name]
+        s["planted_checks"] += 1
+        verbatim = planted.text in (checks.block(req, "rules") if name == "sundry" else request_text(req))
+        s["planted_verbatim"] += verbatim
+        if not verbatim:
+            result.fail(name, "planted_lost", cut, f"\"{planted.text}\" is not in the rebuilt request")
+        respected = verbatim
+        if name == "sundry":
+            verdict = checks.guard_verdict(domain, planted.probe_tool, probe_args, ledger=compacted.ledger,
+                                           recent=domain.result_ids(kept, replay.call_names()),
+                                           typed=domain.text_ids(kept), rules=compacted.rules)
+            respected = verdict is not None and verdict.guard == "rule"
+            if not respected:
+                result.fail(name, "planted_not_enforced", cut, f"{planted.probe_tool} was not blocked by the rule guard")
+        if agent is not None:
+            view = RequestView(req)
+            got = checks.next_call(domain, agent.complete(req))
+            obeys = got.tool not in planted.blocks
+            sees = all(view.blocked(t) for t in planted.blocks)
+            s["planted_model_checks"] += 1
+            s["planted_model_sees_rule"] += sees
+            respected = respected and obeys
+            if not obeys:
+                result.fail(name, "planted_broken", cut, f"the model's next call is {got.describe()}")
+        s["planted_respected"] += respected
+
+
+# --- many tickets ----------------------------------------------------------------------------------
+
+
+@dataclass
+class HarnessReport:
+    config: HarnessConfig
+    tickets: list[TicketResult]
+    seconds: float = 0.0
+
+    def totals(self, domain: str | None = None) -> dict[str, Counter]:
+        out = {s: Counter() for s in STRATEGIES}
+        for t in self.tickets:
+            if domain is None or t.domain == domain:
+                for s in STRATEGIES:
+                    out[s].update(t.stats[s])
+        return out
+
+    def failures(self, strategy: str | None = None) -> list[Failure]:
+        return [f for t in self.tickets for f in t.failures if strategy is None or f.strategy == strategy]
+
+    def domains(self) -> list[str]:
+        return sorted({t.domain for t in self.tickets})
+
+
+def run_all(tickets: list[RecordedTicket], cfg: HarnessConfig | None = None, *, agent_for=None,
+            progress=None) -> HarnessReport:
+    """`agent_for(ticket)` → a model to diff next calls with, or None. `progress(i, n, ticket, result)`."""
+    cfg = cfg or HarnessConfig()
+    started = time.perf_counter()
+    results = []
+    for i, ticket in enumerate(tickets, 1):
+        result = run_ticket(ticket, cfg, agent=agent_for(ticket) if agent_for else None)
+        results.append(result)
+        if progress:
+            progress(i, len(tickets), ticket, result)
+    return HarnessReport(cfg, results, time.perf_counter() - started)

@@ -1,0 +1,123 @@
+"""`manage.py benchmark`: figures, printed (never timed tests).
+
+- request assembly time per step at 40, 200 and 1,000-turn tickets, with
+  compaction when the trigger fires, against assembling the full history;
+- tokens per request over a 1,000-turn ticket's life: full history, Sundry,
+  sliding window, prose-only;
+- compaction overhead excluding the summariser call;
+- steps per second through the whole agent loop with an instant model;
+- push latency p50/p99 to N websocket clients over the Redis layer (only with
+  REDIS_URL; loopback only; bounded), with the web process's peak memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from sundry.evals import benchmarks, sources
+
+
+class Command(BaseCommand):
+    help = "Print Sundry's performance figures: assembly, tokens, compaction overhead, loop steps/s, push latency."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--lengths", default="40,200,1000", help="Ticket lengths in turns for the assembly figures")
+        parser.add_argument("--messages", type=int, default=150, help="Customer messages through the loop")
+        parser.add_argument("--clients", default="50,200,500", help="Websocket clients per push round")
+        parser.add_argument("--pushes", type=int, default=10, help="Committed changes per push round")
+        parser.add_argument("--skip", nargs="*", default=[], choices=["assembly", "tokens", "loop", "push"])
+        parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
+
+    def handle(self, *args, **opts):
+        say = self.stdout.write
+        figures: dict = {"machine": {"cpus": os.cpu_count()}}
+        skip = set(opts["skip"])
+        if not {"assembly", "tokens"} <= skip:
+            say("Recording the demo tickets (throwaway database, offline model) to tile into long tickets …")
+            demo = sources.fresh_demo_tickets(say=say)
+            base = max(demo, key=lambda t: len(t.turns))
+            say(f"  base ticket: {base.id}, {len(base.turns)} turns")
+        if "assembly" not in skip:
+            figures["assembly"] = self._assembly(base, [int(x) for x in opts["lengths"].split(",")], say)
+        if "tokens" not in skip:
+            figures["tokens"] = self._tokens(base, say)
+        if "loop" not in skip:
+            say("Steps through the whole loop (agent_run, guards, tools, harvest, compaction) with an instant model …")
+            loop = benchmarks.loop_run(messages=opts["messages"], say=say)
+            say(f"  {loop['steps']} steps over {loop['turns']} turns in {loop['seconds']} s: "
+                f"{loop['steps_per_second']} steps/s per process ({loop['database']}; {loop['compactions']} compactions)")
+            say("  the same without compaction checks:")
+            bare = benchmarks.loop_run(messages=opts["messages"], compaction=False, say=say)
+            say(f"  {bare['steps_per_second']} steps/s per process without compaction")
+            figures["loop"] = {"with_compaction": loop, "without_compaction": bare}
+        if "push" not in skip:
+            figures["push"] = self._push(opts, say)
+        out = Path(opts["out"] or Path(settings.VAR_DIR) / "reports" / "benchmark.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(figures, indent=1))
+        say(f"Figures written to {out}")
+
+    def _assembly(self, base, lengths, say) -> list[dict]:
+        say("Request assembly per step (compaction when the trigger fires; standard class: 8,000 tokens, 8 recent turns):")
+        rows = []
+        for n in lengths:
+            fig = benchmarks.assembly_run(benchmarks.tile(base, n))
+            over = fig.overhead_ms
+            rows.append({"turns": fig.turns, "steps": fig.steps, "compactions": fig.compactions,
+                         "median_ms": fig.median_ms, "p95_ms": fig.p95_ms, "late_median_ms": fig.late_median_ms,
+                         "full_history_late_median_ms": fig.full_late_median_ms, "late_tokens": fig.late_tokens,
+                         "full_history_late_tokens": fig.full_late_tokens,
+                         "compaction_overhead_median_ms": round(statistics.median(over), 2) if over else None,
+                         "compaction_overhead_max_ms": round(max(over), 2) if over else None})
+            r = rows[-1]
+            say(f"  {r['turns']:>5} turns: median {r['median_ms']:.2f} ms, p95 {r['p95_ms']:.2f} ms per step; last fifth "
+                f"{r['late_median_ms']:.2f} ms ({r['late_tokens']:.0f} tokens) vs full history "
+                f"{r['full_history_late_median_ms']:.2f} ms ({r['full_history_late_tokens']:.0f} tokens); "
+                f"{r['compactions']} compactions, overhead excluding the summariser "
+                f"median {r['compaction_overhead_median_ms']} ms, max {r['compaction_overhead_max_ms']} ms")
+        if len(rows) > 1:
+            say(f"  ratio, last fifth at {rows[-1]['turns']} vs {rows[0]['turns']} turns: "
+                f"{rows[-1]['late_median_ms'] / rows[0]['late_median_ms']:.2f}× (flat is 1×)")
+        return rows
+
+    def _tokens(self, base, say) -> dict:
+        ticket = benchmarks.tile(base, 1000)
+        say(f"Tokens per request over a {len(ticket.turns)}-turn ticket's life (same budget for the baselines):")
+        life = benchmarks.token_life(ticket)
+        full = life["full"]["median"]
+        for name, label in (("full", "full history"), ("triggered", "Sundry, compaction when triggered"),
+                            ("sundry", "Sundry, compacted every step"), ("window", "sliding window"),
+                            ("prose", "prose-only summary")):
+            v = life[name]
+            say(f"  {label:<36} median {v['median']:>7.0f}  max {v['max']:>7.0f}  last {v['last']:>7.0f}  "
+                f"({v['median'] / full:.2f}× full history)")
+        say(f"  {life['steps']} steps, {life['triggered_compactions']} triggered compactions")
+        return life
+
+    def _push(self, opts, say) -> dict:
+        if not os.environ.get("REDIS_URL"):
+            say("Push latency: skipped (REDIS_URL is not set; the Redis channel layer is what this measures).")
+            return {"skipped": "REDIS_URL not set"}
+        say(f"Push latency over the Redis layer: clients {opts['clients']}, {opts['pushes']} committed changes each "
+            "(daphne on 127.0.0.1, a throwaway SQLite file) …")
+        proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
+                               "--pushes", str(opts["pushes"]), "--timeout", "60"],
+                              capture_output=True, text=True, timeout=1800, cwd=settings.BASE_DIR)
+        try:
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            say(self.style.ERROR(f"  push benchmark failed: {proc.stderr[-2000:]}"))
+            return {"error": proc.stderr[-2000:]}
+        for r in data.get("rounds", []):
+            mem = data["server_memory_kb"].get(str(r["clients"])) or {}
+            say(f"  {r['clients']:>4} clients: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms; "
+                f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {mem.get('VmHWM', 0) / 1024:.0f} MiB")
+        return data

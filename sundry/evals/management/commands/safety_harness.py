@@ -1,0 +1,118 @@
+"""`manage.py safety_harness`: the compaction safety harness over recorded tickets (SPEC §9)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from sundry.evals import records, report, sources
+from sundry.evals.harness import HarnessConfig, run_all
+
+
+class _GatewayAgent:
+    """A configured model behind the gateway, for diffing next calls on any ticket."""
+
+    def __init__(self, model: str):
+        from sundry.agent.gateway import Gateway
+
+        self.gateway, self.model = Gateway(), model
+
+    def complete(self, request):
+        return self.gateway.complete(request, model=self.model)
+
+
+class Command(BaseCommand):
+    help = ("Force compaction at every step of recorded tickets (τ²-bench traces, the demo shop, exports) and check "
+            "IDs, constraints and side effects survive; compare a sliding window and a prose-only summary; "
+            "write JSON and HTML reports.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--traces", nargs="*", default=None,
+                            help="τ²-bench results files or folders (default: ../shared/corpora/tau2/traces when present)")
+        parser.add_argument("--tickets", nargs="*", default=[], help="More recorded tickets: our export, τ²-bench or OpenAI messages")
+        parser.add_argument("--domain", default=None, help="Domain of OpenAI message files (default: guessed from tool names)")
+        parser.add_argument("--demo", choices=["fresh", "db", "none"], default="fresh",
+                            help="Demo-shop tickets: worked now in a throwaway database (fresh), taken from the "
+                                 "configured database (db), or none")
+        parser.add_argument("--export-demo", default=None, help="Also write the demo tickets to this file (our format)")
+        parser.add_argument("--limit", type=int, default=None, help="At most this many tickets per trace file")
+        parser.add_argument("--budget", type=int, default=None, help="Token budget (default: per domain profile)")
+        parser.add_argument("--keep-recent", type=int, default=None, help="Recent turns never compacted")
+        parser.add_argument("--ledger-cap", type=int, default=None, help="Live ledger entries before eviction")
+        parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
+        parser.add_argument("--model", default=None,
+                            help="A configured model to diff next calls on every ticket (default: the offline model, "
+                                 "on demo-shop tickets only)")
+        parser.add_argument("--out", default=None, help="Report folder (default: var/reports)")
+        parser.add_argument("--fail-on-loss", action="store_true", help="Exit 1 when Sundry's lanes have any failure")
+
+    def handle(self, *args, **opts):
+        say = self.stdout.write
+        tickets = self._collect(opts, say)
+        if not tickets:
+            raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
+        cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], ledger_cap=opts["ledger_cap"],
+                            plant=not opts["no_plant"])
+        agent_for = self._agents(opts["model"])
+        say(f"Running {len(tickets)} ticket(s); compaction forced at every step boundary …")
+
+        def progress(i, n, ticket, result):
+            mine = [f for f in result.failures if f.strategy == "sundry"]
+            verdict = "ok" if not mine else self.style.ERROR(f"{len(mine)} failure(s)")
+            name = ticket.id if len(ticket.id) <= 24 else ticket.id[:23] + "…"
+            say(f"  [{i:>3}/{n}] {name:<24} {result.turns:>3} turns {result.boundaries:>3} steps "
+                f"{result.compactions:>3} compactions  Sundry: {verdict}  ({result.seconds:.2f} s)")
+            sys.stdout.flush()
+
+        result = run_all(tickets, cfg, agent_for=agent_for, progress=progress)
+        say("")
+        say(report.summary_table(result))
+        say("")
+        for line in report.failure_lines(result):
+            say(line)
+        out = Path(opts["out"] or Path(settings.VAR_DIR) / "reports")
+        json_path = report.write_json(result, out / "safety_harness.json")
+        html_path = report.write_html(result, out / "safety_harness.html")
+        say("")
+        say(f"Reports: {json_path}  {html_path}  ({result.seconds:.1f} s)")
+        if opts["fail_on_loss"] and result.failures("sundry"):
+            sys.exit(1)
+
+    def _collect(self, opts, say) -> list[records.RecordedTicket]:
+        tickets = []
+        traces = opts["traces"]
+        if traces is None:
+            found = sources.tau2_traces_dir()
+            if found is None:
+                say(self.style.WARNING("No ../shared/corpora/tau2/traces beside the project: skipping the τ²-bench traces."))
+            traces = [found] if found else []
+        files = sources.trace_files(traces)
+        if files:
+            say(f"Importing {len(files)} trace file(s) …")
+            for path in files:
+                loaded = sources.load_files([path], limit=opts["limit"], domain=opts["domain"])
+                say(f"  {path.name}: {len(loaded)} ticket(s)")
+                tickets += loaded
+        if opts["tickets"]:
+            tickets += sources.load_files(sources.trace_files(opts["tickets"]), domain=opts["domain"])
+        if opts["demo"] != "none":
+            say("Demo-shop tickets …")
+            demo = sources.fresh_demo_tickets(say=say) if opts["demo"] == "fresh" else sources.db_demo_tickets()
+            say(f"  {len(demo)} demo ticket(s)")
+            if opts["export_demo"]:
+                say(f"  written to {records.dump(demo, opts['export_demo'])}")
+            tickets += demo
+        return tickets
+
+    def _agents(self, model: str | None):
+        from sundry.agent.offline import OfflineModel
+
+        if model and model != "offline":
+            agent = _GatewayAgent(model)
+            return lambda ticket: agent
+        offline = OfflineModel()
+        # The offline model knows the demo shop's tools only; foreign tickets get no model diff.
+        return lambda ticket: offline if ticket.domain == "demo_shop" else None

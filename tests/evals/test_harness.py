@@ -1,0 +1,171 @@
+"""The safety harness: Sundry's lanes keep IDs, rules and side effects through forced compaction;
+the baselines are measured with the same checks at the same budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sundry.context.lanes import TurnData
+from sundry.evals import importers, strategies
+from sundry.evals.harness import HarnessConfig, run_all, run_ticket
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# Small enough that the fixture's early results leave a sliding window.
+TIGHT = HarnessConfig(budget=1800, keep_recent=4)
+
+
+@pytest.fixture(scope="module")
+def retail():
+    return importers.tau2_results(FIXTURES / "tau2_retail_small.json")[0]
+
+
+@pytest.fixture(scope="module")
+def retail_result(retail):
+    return run_ticket(retail, TIGHT)
+
+
+def test_sundry_keeps_every_id_the_later_calls_need(retail_result):
+    s = retail_result.stats["sundry"]
+    assert retail_result.compactions > 0
+    assert s["id_checks"] >= 8 and s["id_ok"] == s["id_checks"]
+    assert not [f for f in retail_result.failures if f.strategy == "sundry"]
+
+
+def test_the_baselines_lose_ids_that_only_a_tool_result_carried(retail_result):
+    # The return needs the order's item ids, seen only in a result far back.
+    for name in ("window", "prose"):
+        s = retail_result.stats[name]
+        assert s["id_checks"] == retail_result.stats["sundry"]["id_checks"]
+        assert s["id_ok"] < s["id_checks"], name
+    lost = [f for f in retail_result.failures if f.strategy == "prose" and f.check == "id_lost"]
+    assert any("7000000001" in f.detail for f in lost)
+
+
+def test_a_made_up_id_is_caught_and_not_counted_as_a_compaction_loss(retail_result):
+    [made_up] = retail_result.made_up
+    assert made_up["value"] == "gift_card_0000000" and made_up["never_seen"] and made_up["caught"]
+    assert retail_result.stats["sundry"]["made_up_caught"] == 1
+
+
+def test_stated_constraints_survive_verbatim_in_the_rules_lane(retail_result):
+    s = retail_result.stats["sundry"]
+    assert s["constraint_checks"] > 0 and s["constraint_ok"] == s["constraint_checks"]
+    assert retail_result.stats["window"]["constraint_ok"] < retail_result.stats["window"]["constraint_checks"]
+
+
+def test_planted_rule_is_verbatim_and_enforced_after_padding_and_compaction(retail_result):
+    s = retail_result.stats["sundry"]
+    assert s["planted_checks"] == 1 and s["planted_verbatim"] == 1 and s["planted_respected"] == 1
+    # Padding pushes it out of a sliding window at the same budget.
+    assert retail_result.stats["window"]["planted_verbatim"] == 0
+
+
+def test_completed_side_effects_stay_in_state_and_nothing_is_orphaned(retail_result):
+    s = retail_result.stats["sundry"]
+    assert s["action_checks"] > 0 and s["action_ok"] == s["action_checks"]
+    for name in ("sundry", "window", "prose"):
+        assert retail_result.stats[name]["orphans"] == 0
+        assert retail_result.stats[name]["requests"] == retail_result.boundaries
+
+
+def test_without_the_ledger_sundry_would_lose_ids_too(retail, monkeypatch):
+    # The check is real: strip the ledger from the lanes and the same ticket fails.
+    from sundry.evals.replay import LaneReplay
+
+    monkeypatch.setattr(LaneReplay, "_record", lambda self, *a, **k: None)
+    result = run_ticket(retail, HarnessConfig(budget=1800, keep_recent=4, plant=False))
+    s = result.stats["sundry"]
+    assert s["id_ok"] < s["id_checks"]
+
+
+def test_sliding_window_keeps_whole_units_only():
+    turns = [TurnData(1, "customer", "message", "hello there, one two three"),
+             TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "a", "name": "get_user_details", "arguments": {}},
+                                                              {"id": "b", "name": "get_order_details", "arguments": {}}]}),
+             TurnData(3, "tool", "tool_result", "x" * 400, {"call_id": "a", "ok": True}),
+             TurnData(4, "tool", "tool_result", "y" * 400, {"call_id": "b", "ok": True}),
+             TurnData(5, "agent", "message", "done")]
+    cache = strategies.TokenCache()
+    for allowance in range(0, 400, 7):
+        kept = strategies.window(turns, allowance, cache)
+        numbers = [t.number for t in kept]
+        assert numbers == sorted(numbers) and (not numbers or numbers[-1] == 5)
+        assert ({2, 3, 4} <= set(numbers)) or not ({2, 3, 4} & set(numbers))
+
+
+def test_prose_digest_keeps_sentences_not_tool_traffic():
+    turns = [TurnData(1, "customer", "message", "My order #W1000001 broke. I want a refund please."),
+             TurnData(2, "tool", "tool_result", '{"order_id": "#W1000002", "items": []}', {"call_id": "a"}),
+             TurnData(3, "agent", "message", "ok")]
+    state = strategies.prose_compact(strategies.ProseState(), turns, 3, cap_tokens=500)
+    assert "#W1000001" in state.text and "#W1000002" not in state.text
+    small = strategies.prose_compact(strategies.ProseState(), turns, 3, cap_tokens=8)
+    assert small.text.count("\n") < state.text.count("\n") or len(small.text) < len(state.text)
+
+
+@pytest.mark.django_db
+def test_demo_shop_ticket_worked_by_the_offline_model(tmp_path):
+    """A real ticket from the loop, exported, replayed: the offline model's next calls are diffed."""
+    from sundry.agent.loop import agent_run
+    from sundry.agent.offline import OfflineModel
+    from sundry.agent.services import customer_message_post
+    from sundry.evals.records import export_ticket
+    from sundry.shop.models import Order
+    from sundry.tickets.services import ticket_create
+    from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-40110", prices=(3000, 2000))
+    shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500,))
+    TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
+    for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken. Never email me.",
+                 "Thanks. Where is SU-40111 now?", "The SU-40110 item is still broken, refund it."):
+        customer_message_post(ticket=ticket, text=text)
+        agent_run(ticket.pk)
+    recorded = export_ticket(ticket)
+    result = run_ticket(recorded, HarnessConfig(keep_recent=4), agent=OfflineModel())
+    s = result.stats["sundry"]
+    assert s["model_steps"] == result.boundaries > 0
+    assert s["id_ok"] == s["id_checks"] > 0
+    assert s["model_repeats"] == 0  # the refund already issued is not proposed again
+    assert s["planted_model_checks"] == 1 and s["planted_model_sees_rule"] == 1 and s["planted_respected"] == 1
+    assert result.stats["window"]["model_steps"] == result.boundaries
+
+
+def test_real_traces_slice_keeps_ids_and_constraints():
+    """A few real τ²-bench conversations (not ours): Sundry at 100%, baselines measured beside it."""
+    from sundry.evals.sources import tau2_traces_dir
+
+    traces = tau2_traces_dir()
+    if traces is None:
+        pytest.skip("../shared/corpora/tau2/traces is absent (a fresh clone has no shared corpora); "
+                    "the harness slice over real traces needs it")
+    tickets = []
+    for path in sorted(traces.glob("*.json")):
+        tickets += importers.tau2_results(path)[:2]
+    report = run_all(tickets)
+    totals = report.totals()
+    s = totals["sundry"]
+    assert s["id_checks"] > 10 and s["id_ok"] == s["id_checks"], [f for f in report.failures("sundry")]
+    assert s["constraint_ok"] == s["constraint_checks"]
+    assert s["planted_respected"] == s["planted_checks"] == len(tickets)
+    assert s["action_ok"] == s["action_checks"]
+    assert s["orphans"] == 0
+    # The baseline is measured, not required to be perfect.
+    w = totals["window"]
+    assert w["id_checks"] == s["id_checks"] and 0 <= w["id_ok"] <= w["id_checks"]
+
+
+def test_a_recorded_repeat_of_a_completed_side_effect_is_held(retail):
+    from sundry.evals.records import RecordedTurn
+
+    ret = next(t for t in retail.turns if t.kind == "tool_call" and t.payload["calls"][0]["name"] == "return_delivered_order_items")
+    again = RecordedTurn(number=len(retail.turns) + 1, author="agent", kind="tool_call",
+                         payload={"calls": [{**ret.payload["calls"][0], "id": "again"}]})
+    ticket = retail.model_copy(update={"turns": retail.turns + [again]})
+    result = run_ticket(ticket, HarnessConfig(budget=1800, keep_recent=4, plant=False))
+    s = result.stats["sundry"]
+    assert s["repeats_proposed"] == 1 and s["repeats_held"] == 1
