@@ -33,6 +33,21 @@ class LedgerData:
     last_used_turn: int
     note: str = ""
     archived: bool = False
+    # Used as an argument of a tool call (not merely seen in a result).
+    used: bool = False
+
+
+def eviction_key(entry) -> tuple:
+    """Order in which ledger entries leave the window: never-used first, then by last use.
+
+    An entry only ever *seen* (one of twenty item IDs in a listing) has no last
+    use at all, so it goes before the order the agent acted on three turns ago.
+    Works on LedgerData and on LedgerEntry rows alike.
+    """
+    used = getattr(entry, "used", None)
+    if used is None:
+        used = getattr(entry, "used_in_call", False)
+    return (bool(used), entry.last_used_turn, entry.first_seen_turn)
 
 
 @dataclass(frozen=True)

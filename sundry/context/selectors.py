@@ -39,7 +39,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     ]
     snap.ledger = [
         LedgerData(role=e.role, value=e.value, kind=e.kind, verified=e.verified, first_seen_turn=e.first_seen_turn,
-                   last_used_turn=e.last_used_turn, note=e.note)
+                   last_used_turn=e.last_used_turn, note=e.note, used=e.used_in_call)
         for e in LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
     ]
     snap.state = [

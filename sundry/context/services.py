@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
+from django.db.models.functions import Greatest
 
 from sundry.context.idformats import find_ids
+from sundry.context.lanes import eviction_key
 from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
@@ -49,7 +51,8 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
     entry, _ = LedgerEntry.objects.get_or_create(
         ticket=ticket,
         value=value,
-        defaults=dict(role=role, kind=kind, verified=True, first_seen_turn=turn, last_used_turn=turn, source="desk"),
+        defaults=dict(role=role, kind=kind, verified=True, first_seen_turn=turn, last_used_turn=turn, source="desk",
+                      used_in_call=True),
     )
     return entry
 
@@ -110,18 +113,18 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntr
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
     """Mark entries used by a tool call; eviction goes by last use."""
     if values:
-        LedgerEntry.objects.filter(ticket=ticket, value__in=values, last_used_turn__lt=turn).update(
-            last_used_turn=turn
+        LedgerEntry.objects.filter(ticket=ticket, value__in=values).update(
+            last_used_turn=Greatest("last_used_turn", turn), used_in_call=True
         )
 
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
-    """Archive the least recently used active entries past the cap. Never deletes."""
+    """Archive active entries past the cap in `eviction_key` order. Never deletes."""
     active = LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
     excess = active.count() - cap
     if excess <= 0:
         return []
-    victims = list(active.order_by("last_used_turn", "first_seen_turn", "id")[:excess])
+    victims = sorted(active.order_by("id"), key=eviction_key)[:excess]
     LedgerEntry.objects.filter(pk__in=[v.pk for v in victims]).update(
         status=LedgerEntry.Status.ARCHIVED, version=F("version") + 1
     )

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from sundry.context.lanes import (
+    eviction_key,
     ActionData,
     LaneSnapshot,
     LedgerData,
@@ -93,14 +94,15 @@ class LaneReplay:
 
     def _touch(self, values: list[str], turn: int) -> None:
         for v in values:
-            if v in self.ledger and self.ledger[v].last_used_turn < turn:
-                self.ledger[v] = replace(self.ledger[v], last_used_turn=turn)
+            if v in self.ledger:
+                e = self.ledger[v]
+                self.ledger[v] = replace(e, last_used_turn=max(e.last_used_turn, turn), used=True)
 
     def _evict(self) -> None:
         active = [e for e in self.ledger.values() if not e.archived]
         excess = len(active) - self.ledger_cap
         if excess > 0:
-            for e in sorted(active, key=lambda e: (e.last_used_turn, e.first_seen_turn))[:excess]:
+            for e in sorted(active, key=eviction_key)[:excess]:
                 self.ledger[e.value] = replace(e, archived=True)
 
     # --- rules -------------------------------------------------------------------------

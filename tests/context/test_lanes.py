@@ -61,15 +61,18 @@ def test_second_staff_save_on_a_stale_value_is_a_conflict(ticket):
 
 
 def test_ledger_evicts_by_last_use_and_archives(ticket):
-    for i, used in enumerate([9, 2, 7, 5]):
+    # (value, last used turn, used as a call argument?)
+    for i, (used_turn, used) in enumerate([(9, False), (2, False), (3, True), (5, False)]):
         LedgerEntry.objects.create(ticket=ticket, role=f"order_{i}", value=f"SU-3000{i}", kind="order",
-                                   verified=True, first_seen_turn=i + 1, last_used_turn=used)
-    # 5 entries (customer + 4) over a cap of 4: the least recently used goes.
-    evicted = ledger_evict(ticket=ticket, cap=4)
-    assert len(evicted) == 1
-    archived = LedgerEntry.objects.get(ticket=ticket, status="archived")
-    assert archived.last_used_turn == min(e.last_used_turn for e in LedgerEntry.objects.filter(ticket=ticket))
-    assert archived.value not in {e.value for e in lane_snapshot(ticket).ledger}
+                                   verified=True, first_seen_turn=1, last_used_turn=used_turn, used_in_call=used)
+    # 5 entries (the customer + 4) over a cap of 3: two must go. Never-used
+    # entries go first, least recently seen first; SU-30002 was acted on at
+    # turn 3 and stays although SU-30000 and SU-30003 were seen later.
+    evicted = ledger_evict(ticket=ticket, cap=3)
+    assert evicted == ["SU-30001", "SU-30003"]
+    archived = set(LedgerEntry.objects.filter(ticket=ticket, status="archived").values_list("value", flat=True))
+    assert archived == {"SU-30001", "SU-30003"}  # archived, not deleted
+    assert {e.value for e in lane_snapshot(ticket).ledger} == {ticket.customer.customer_id, "SU-30000", "SU-30002"}
 
 
 def test_roles_can_be_renamed_and_must_stay_unique(ticket):
