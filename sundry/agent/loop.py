@@ -42,8 +42,15 @@ CLAIM_TTL = timedelta(minutes=10)
 resolution_listeners: list = []
 
 
+_SPECS: tuple[int, list[dict]] = (0, [])
+
+
 def tool_specs() -> list[dict]:
-    return [tool.spec() for tool in REGISTRY.values()]
+    """The tools' JSON schemas, built once: the registry only grows at import."""
+    global _SPECS
+    if _SPECS[0] != len(REGISTRY):
+        _SPECS = (len(REGISTRY), [tool.spec() for tool in REGISTRY.values()])
+    return _SPECS[1]
 
 
 # --- one run per ticket ----------------------------------------------------------------

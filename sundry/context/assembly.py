@@ -7,6 +7,7 @@ numbers the model was sent.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 
@@ -70,6 +71,12 @@ def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(results), frozenset(typed)
 
 
+@functools.lru_cache(maxsize=64)
+def _tools_tokens(names: tuple[str, ...], specs_json: str, model: str) -> int:
+    # The tool list rarely changes between steps; counting its schemas is not free.
+    return count_tokens(specs_json, model)
+
+
 def assemble(
     snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None
 ) -> Assembled:
@@ -91,7 +98,7 @@ def assemble(
     lane_tokens["recent"] = sum(count_tokens(m.content, model) for m in conversation) + sum(
         count_tokens(json.dumps([c.model_dump() for c in m.tool_calls]), model) for m in conversation if m.tool_calls
     )
-    tools_tokens = count_tokens(json.dumps([s.model_dump() for s in specs]), model) if specs else 0
+    tools_tokens = _tools_tokens(tuple(s.name for s in specs), json.dumps(tools or []), model) if specs else 0
     total = count_message_tokens([m.model_dump() for m in messages], model) + tools_tokens
     result_ids, text_ids = ids_seen(turns)
     accounting = Accounting(

@@ -61,32 +61,46 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     """Record every identifier a structured tool result marks, as verified."""
     from sundry.agent.tools.base import iter_ids
 
+    found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
+    if not found:
+        return []
     touched = []
     with transaction.atomic():
-        for _path, kind, value in iter_ids(result):
-            entry = LedgerEntry.objects.filter(ticket=ticket, value=value).first()
+        # One read of the ledger; roles are worked out in memory.
+        entries = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
+        taken = {e.role for e in entries.values()}
+        active_roles = {e.role for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE}
+
+        def role_for(base: str) -> str:
+            role, n = base, 2
+            while role in taken:
+                role, n = f"{base}_{n}", n + 1
+            taken.add(role)
+            return role
+
+        new = []
+        for value, kind in found:
+            entry = entries.get(value)
             if entry is None:
-                entry = LedgerEntry.objects.create(
-                    ticket=ticket, value=value, kind=kind, role=_default_role(ticket.pk, kind), verified=True,
-                    first_seen_turn=turn, last_used_turn=turn, source=tool_name,
-                )
+                entry = LedgerEntry(ticket=ticket, value=value, kind=kind, role=role_for(kind), verified=True,
+                                    first_seen_turn=turn, last_used_turn=turn, source=tool_name)
+                new.append(entry)
             else:
                 if not entry.verified and entry.role.endswith("_mentioned"):
                     # Verified now: it earns its kind's default role.
-                    entry.role = _default_role(ticket.pk, kind)
-                entry.verified = True
-                entry.last_used_turn = max(entry.last_used_turn, turn)
+                    entry.role = role_for(kind)
                 if entry.status == LedgerEntry.Status.ARCHIVED:
                     # Back in use: restore under its old role if still free.
                     entry.status = LedgerEntry.Status.ACTIVE
-                    if LedgerEntry.objects.filter(ticket=ticket, role=entry.role, status="active").exists():
-                        entry.role = _default_role(ticket.pk, kind)
+                    if entry.role in active_roles:
+                        entry.role = role_for(kind)
+                entry.verified = True
+                entry.last_used_turn = max(entry.last_used_turn, turn)
                 entry.version += 1
                 entry.save()
+            active_roles.add(entry.role)
             touched.append(entry)
-        note = getattr(result, "ledger_note", None)
-        if note and touched:
-            LedgerEntry.objects.filter(pk=touched[0].pk).update(note=str(note)[:120])
+        LedgerEntry.objects.bulk_create(new)
         ledger_evict(ticket=ticket, cap=cap or ticket.ticket_class.ledger_cap)
         ticket_touch(ticket.pk)
     ticket_changed(ticket.pk)

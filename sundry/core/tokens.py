@@ -100,6 +100,7 @@ def encoding_path(name: str) -> Path:
     return Path(str(node))
 
 
+@functools.lru_cache(maxsize=256)
 def encoding_name_for(model: str) -> str:
     name = _model_name(model)
     if name == "offline":
@@ -149,16 +150,22 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 def count_tokens(text: str, model: str = "offline") -> int:
     if not text:
         return 0  # don't load a multi-megabyte encoding to count nothing
+    return _count(text, encoding_name_for(model))
+
+
+@functools.lru_cache(maxsize=8192)
+def _count(text: str, encoding: str) -> int:
+    # Cached: every step re-assembles mostly the same blocks and turns.
     # encode_ordinary: text that happens to contain "<|endoftext|>" is user
     # content, so count it as text rather than raise or treat it as special.
-    return len(get_encoding(encoding_name_for(model)).encode_ordinary(text))
+    return len(get_encoding(encoding).encode_ordinary(text))
 
 
 def count_message_tokens(messages: list[dict], model: str) -> int:
     """Tokens a chat request's messages cost, with the framing overhead above."""
     if not messages:
         return 0
-    enc = get_encoding(encoding_name_for(model))
+    encoding = encoding_name_for(model)
     total = REPLY_PRIMING
     for m in messages:
         if hasattr(m, "model_dump"):  # accept sundry.agent.schemas.Message too
@@ -170,7 +177,7 @@ def count_message_tokens(messages: list[dict], model: str) -> int:
                 continue
             if not isinstance(value, str):  # tool_calls, or content given as parts
                 value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-            total += len(enc.encode_ordinary(value))
+            total += _count(value, encoding)
         if m.get("name"):
             total += TOKENS_PER_NAME
     return total
@@ -179,3 +186,10 @@ def count_message_tokens(messages: list[dict], model: str) -> int:
 def estimate_tokens(text: str) -> int:
     """Rough guess (~4 characters a token) for callers that explicitly accept one; never used implicitly."""
     return -(-len(text) // 4)
+
+
+def clear_caches() -> None:
+    """Forget loaded encodings and cached counts (tests that swap encoding files need this)."""
+    get_encoding.cache_clear()
+    _count.cache_clear()
+    encoding_name_for.cache_clear()

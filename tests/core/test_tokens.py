@@ -90,13 +90,13 @@ def test_no_network(tmp_path, monkeypatch):
     monkeypatch.setattr(socket, "create_connection", no_socket)
     # An empty cache dir: nothing tiktoken cached earlier can stand in for a download.
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    get_encoding.cache_clear()
+    tokens.clear_caches()
     try:
         assert count_tokens("hello world", "openai:gpt-4") == 2
         assert count_tokens("hello world", "openai:gpt-4o") == 2
         assert count_tokens(TEXT, "anthropic:claude-3-5-haiku-latest") == len(TEXT_IDS["cl100k_base"])
     finally:
-        get_encoding.cache_clear()
+        tokens.clear_caches()
 
 
 def test_corrupted_file_fails_hash(tmp_path):
@@ -112,12 +112,12 @@ def test_corrupted_file_fails_hash(tmp_path):
 
 def test_missing_file_raises_instead_of_estimating(tmp_path, monkeypatch):
     monkeypatch.setattr(tokens, "encoding_path", lambda name: tmp_path / f"{name}.tiktoken")
-    get_encoding.cache_clear()
+    tokens.clear_caches()
     try:
         with pytest.raises(EncodingFileError, match=r"o200k_base\.tiktoken is missing"):
             count_tokens("hello world", "openai:gpt-4o")
     finally:
-        get_encoding.cache_clear()
+        tokens.clear_caches()
 
 
 def test_empty_text_loads_nothing(monkeypatch):
