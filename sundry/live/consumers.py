@@ -11,6 +11,7 @@ version now and then, so a push the channel layer dropped is repaired too.
 from __future__ import annotations
 
 import json
+import time
 import logging
 
 from channels.db import database_sync_to_async
@@ -44,12 +45,18 @@ def _current_user(scope):
     return get_user_model().objects.filter(pk=user.pk, is_active=True).first()
 
 
+# Access (session alive, role, ticket ownership) is re-read from the database
+# at most this often per socket; logging out closes sockets at once anyway.
+ACCESS_RECHECK_SECONDS = 5.0
+
+
 @database_sync_to_async
-def _frame(scope, audience, ticket_id, sent_version, sent_hashes):
-    user = _current_user(scope)
+def _frame(scope, audience, ticket_id, sent_version, sent_hashes, version=None, access=None):
+    user = scope.get("user") if access is not None else _current_user(scope)
     if user is None:
         return None
-    return panels.frame_for(user, audience, ticket_id, sent_version=sent_version, sent_hashes=sent_hashes)
+    return panels.frame_for(user, audience, ticket_id, sent_version=sent_version, sent_hashes=sent_hashes,
+                            version=version, access=access)
 
 
 @database_sync_to_async
@@ -107,12 +114,22 @@ class TicketWatcher(AsyncWebsocketConsumer):
             if await _db_version(self.ticket_id) != message.get("version"):
                 await self._send(snapshot=True)
 
-    async def _send(self, *, snapshot: bool):
-        frame = await _frame(self.scope, self.audience, self.ticket_id, self.sent_version,
-                             None if snapshot else self.sent_hashes)
+    async def _send(self, *, snapshot: bool, version: int | None = None):
+        fresh = getattr(self, "access_checked_at", 0) > time.monotonic() - ACCESS_RECHECK_SECONDS
+        access = getattr(self, "access", None) if fresh else None
+        hashes = None if snapshot else self.sent_hashes
+        frame = None
+        if access is not None and version is not None:
+            # Already rendered for this version: no database, no thread hop.
+            frame = panels.cached_frame(access, version, sent_version=self.sent_version, sent_hashes=hashes)
+        if frame is None:
+            frame = await _frame(self.scope, self.audience, self.ticket_id, self.sent_version, hashes,
+                                 version=version, access=access)
         if frame is None:  # access ended (role revoked, ticket gone, signed out)
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        if access is None:
+            self.access, self.access_checked_at = frame.access, time.monotonic()
         if frame.kind == "diff" and not frame.panels and frame.version == self.sent_version:
             return
         self.sent_version, self.sent_hashes = frame.version, frame.hashes
@@ -121,7 +138,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
     async def ticket_changed(self, event):
         """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
         if event.get("version", 0) > self.sent_version:
-            await self._send(snapshot=False)
+            await self._send(snapshot=False, version=event.get("version"))
 
     async def session_ended(self, event):
         """The user logged out elsewhere: this socket closes with them."""

@@ -9,6 +9,7 @@ push is exactly what a reload would show.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -243,28 +244,73 @@ class Frame:
     html: str
     hashes: dict[str, str]
     panels: list[str]
+    access: tuple | None = None  # (ticket, viewer) as checked for this frame
+
+
+def cached_rendering(audience: str, ticket, version: int) -> dict[str, str] | None:
+    with _RENDERED_LOCK:
+        return _RENDERED.get((audience, ticket.pk, ticket.created_at, version))
 
 
 def frame_for(user, audience: str, ticket_id: int, *, sent_version: int = -1,
-              sent_hashes: dict[str, str] | None = None) -> Frame | None:
+              sent_hashes: dict[str, str] | None = None, version: int | None = None,
+              access: tuple | None = None) -> Frame | None:
     """Render what this viewer should receive now, or None if they may not watch.
 
     The version is read before the panels, so the rendering is at least as new
-    as the version it carries; a later commit brings its own push.
+    as the version it carries; a later commit brings its own push. A caller
+    that checked access recently may pass it (`access=(ticket, viewer)`) with
+    the pushed `version`: when that version is already rendered, the frame
+    costs no query at all — what keeps a push to hundreds of watchers fast.
     """
     from sundry.tickets.models import Ticket
 
+    if access is not None and version is not None:
+        frame = cached_frame(access, version, sent_version=sent_version, sent_hashes=sent_hashes)
+        if frame is not None:
+            return frame
     version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
     ticket, viewer = viewer_for(user, audience, ticket_id)
     if ticket is None or version is None:
         return None
     ticket.version = version
     rendered = _render_cached(ticket, viewer, version)
-    hashes = {name: digest(html) for name, html in rendered.items()}
+    return _compose((ticket, viewer), rendered, version, sent_version, sent_hashes)
+
+
+def cached_frame(access: tuple, version: int, *, sent_version: int, sent_hashes) -> Frame | None:
+    """The frame for an already-rendered version, without touching the database (None if not cached)."""
+    ticket, viewer = access
+    rendered = cached_rendering(viewer.audience, ticket, version)
+    return None if rendered is None else _compose(access, rendered, version, sent_version, sent_hashes)
+
+
+@functools.lru_cache(maxsize=1024)
+def _marker(version: int, base: int, kind: str) -> str:
+    return render_to_string("live/marker.html", {"version": version, "base": base, "kind": kind})
+
+
+_HASHES: "dict[int, dict[str, str]]" = {}
+
+
+def _hashes(rendered: dict[str, str]) -> dict[str, str]:
+    # One digest per rendering, not per watcher (renderings are shared objects).
+    key = id(rendered)
+    cached = _HASHES.get(key)
+    if cached is None or cached.get("__for__") is not rendered:
+        cached = {name: digest(html) for name, html in rendered.items()}
+        cached["__for__"] = rendered  # guards against a reused id()
+        if len(_HASHES) > 512:
+            _HASHES.clear()
+        _HASHES[key] = cached
+    return {k: v for k, v in cached.items() if k != "__for__"}
+
+
+def _compose(access, rendered, version, sent_version, sent_hashes) -> Frame:
+    hashes = _hashes(rendered)
     snapshot = sent_hashes is None
     names = list(rendered) if snapshot else [n for n in rendered if sent_hashes.get(n) != hashes[n]]
-    marker = render_to_string("live/marker.html", {
-        "version": version, "base": sent_version, "kind": "snapshot" if snapshot else "diff"})
-    html = marker + "".join(rendered[n] for n in names)
-    return Frame(version=version, kind="snapshot" if snapshot else "diff", base=sent_version, html=html,
-                 hashes=hashes, panels=names)
+    kind = "snapshot" if snapshot else "diff"
+    html = _marker(version, sent_version, kind) + "".join(rendered[n] for n in names)
+    return Frame(version=version, kind=kind, base=sent_version, html=html,
+                 hashes=hashes, panels=names, access=access)

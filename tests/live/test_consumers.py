@@ -172,7 +172,9 @@ async def test_logging_out_closes_the_users_open_sockets(world):
     await other_staff.disconnect()
 
 
-async def test_a_revoked_role_stops_the_pushes(world):
+async def test_a_revoked_role_stops_the_pushes(world, monkeypatch):
+    # Sockets re-read access at most every ACCESS_RECHECK_SECONDS; here, at once.
+    monkeypatch.setattr("sundry.live.consumers.ACCESS_RECHECK_SECONDS", 0)
     ticket = world["ticket"]
     watcher = desk(ticket.pk, world["staff"][1])
     await _open(watcher)
