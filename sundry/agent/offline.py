@@ -496,12 +496,19 @@ def _details(v: RequestView, order: str) -> OrderInfo | Decision:
 
 
 def do_track(v: RequestView, order: str) -> Decision:
-    info = _details(v, order)
-    if isinstance(info, Decision):
-        return info
-    if not info.tracking:
-        return reply(f"Order {order} is {info.status or 'not shipped yet'}; it has no tracking number yet.")
-    number = info.tracking[0]
+    # The ledger links a parcel to its order ("of SU-…"), so a compacted
+    # get_order result need not be fetched again just for its tracking number.
+    linked = [e.value for e in v.ledger if e.kind == "tracking" and e.verified and e.note == f"of {order}"]
+    info = v.orders.get(order)
+    if linked and not (info and info.detailed):
+        number = linked[0]
+    else:
+        info = _details(v, order)
+        if isinstance(info, Decision):
+            return info
+        if not info.tracking:
+            return reply(f"Order {order} is {info.status or 'not shipped yet'}; it has no tracking number yet.")
+        number = info.tracking[0]
     done = v.tail_ok("track_parcel", number)
     if not done:
         return emit(v, "track_parcel", tracking_number=number)

@@ -59,9 +59,10 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
 
 def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None) -> list[LedgerEntry]:
     """Record every identifier a structured tool result marks, as verified."""
-    from sundry.agent.tools.base import iter_ids
+    from sundry.agent.tools.base import id_owners, iter_ids
 
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
+    owners = id_owners(result)
     if not found:
         return []
     touched = []
@@ -83,7 +84,8 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
             entry = entries.get(value)
             if entry is None:
                 entry = LedgerEntry(ticket=ticket, value=value, kind=kind, role=role_for(kind), verified=True,
-                                    first_seen_turn=turn, last_used_turn=turn, source=tool_name)
+                                    first_seen_turn=turn, last_used_turn=turn, source=tool_name,
+                                    note=f"of {owners[value]}" if value in owners else "")
                 new.append(entry)
             else:
                 if not entry.verified and entry.role.endswith("_mentioned"):

@@ -78,11 +78,11 @@ class LaneReplay:
             n += 1
         return f"{base}_{n}"
 
-    def _record(self, kind: str, value: str, turn: int, verified: bool) -> None:
+    def _record(self, kind: str, value: str, turn: int, verified: bool, note: str = "") -> None:
         e = self.ledger.get(value)
         if e is None:
             role = self._role(kind if verified else f"{kind}_mentioned")
-            self.ledger[value] = LedgerData(role, value, kind, verified, turn, turn)
+            self.ledger[value] = LedgerData(role, value, kind, verified, turn, turn, note=note)
             return
         if not verified:
             return  # typed again: nothing new
@@ -139,8 +139,9 @@ class LaneReplay:
 
     def _result(self, call: dict, t: TurnData) -> None:
         name, args = call["name"], call["arguments"]
+        owners = self.domain.owners(name, t)
         for kind, value in self.domain.harvest(name, t):
-            self._record(kind, value, t.number, verified=True)
+            self._record(kind, value, t.number, verified=True, note=f"of {owners[value]}" if value in owners else "")
         self._touch([v for _, _, v in self.domain.id_args(name, args)], t.number)
         self._evict()
         if (m := self.domain.money(name, t)) is not None:

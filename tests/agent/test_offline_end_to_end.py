@@ -86,3 +86,18 @@ def test_when_the_order_id_leaves_the_request_it_looks_it_up_again(setup):
     assert new_calls[0]["name"] == "search_orders"
     # It never typed an order number that the request did not contain.
     assert not Turn.objects.filter(ticket=ticket, kind="rejection").exists()
+
+
+def test_after_compaction_the_ledger_links_a_parcel_to_its_order(setup):
+    ticket = new_ticket(setup, "Where is my order SU-40111?")
+    ticket.refresh_from_db()
+    tracking = LedgerEntry.objects.get(ticket=ticket, kind="tracking")
+    assert tracking.note == "of SU-40111"
+    # The get_order and track_parcel results leave the request; the ledger stays.
+    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
+                           text="The customer asked where [order] is; it was in transit.")
+    before = ticket.turns.filter(kind="tool_call").count()
+    customer_message_post(ticket=ticket, text="Where is SU-40111 now?")
+    agent_run(ticket.pk)
+    new_calls = [c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]]
+    assert new_calls[0] == {**new_calls[0], "name": "track_parcel", "arguments": {"tracking_number": tracking.value}}

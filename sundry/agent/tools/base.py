@@ -47,6 +47,21 @@ def iter_ids(instance: BaseModel, path: str = ""):
                     yield from iter_ids(item, f"{here}[{i}]")
 
 
+def id_owners(instance: BaseModel) -> dict[str, str]:
+    """For IDs nested inside a result, the order they belong to: {value: order number}.
+
+    A parcel's tracking number inside get_order's result belongs to that
+    order; the ledger says so, so the link survives when the raw result has
+    been compacted away.
+    """
+    top = {kind: value for path, kind, value in iter_ids(instance) if "." not in path and "[" not in path}
+    owner = top.get("order")
+    if not owner:
+        return {}
+    return {value: owner for path, _kind, value in iter_ids(instance)
+            if ("." in path or "[" in path) and value != owner}
+
+
 class ToolError(Exception):
     """A tool refused or failed; the message is shown to the model as the tool result."""
 

@@ -135,6 +135,10 @@ class DeclarativeDomain:
     def _kind(self, kind: str, value: str) -> str:
         return self.kind_of(value) if kind == INFER else kind
 
+    def owners(self, tool: str, turn: TurnData) -> dict[str, str]:
+        """{nested ID: the order it belongs to}, where the domain knows (see tools.base.id_owners)."""
+        return {}
+
     def harvest(self, tool: str, turn: TurnData) -> list[tuple[str, str]]:
         """(kind, value) for every identifier the description marks in a successful result."""
         desc = self.tools.get(tool)

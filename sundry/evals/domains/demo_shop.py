@@ -12,7 +12,7 @@ from functools import cached_property
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import LOOKUP_TOOLS, ids_in_arguments
-from sundry.agent.tools.base import REGISTRY, Tool, iter_ids
+from sundry.agent.tools.base import REGISTRY, Tool, id_owners, iter_ids
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity, record_fact)
 from sundry.context.assembly import ids_seen
 from sundry.context.idformats import find_ids
@@ -59,6 +59,15 @@ class DemoShopDomain:
         except ValueError:
             return []  # a result that fails its schema is quarantined in production too
         return [(kind, value) for _, kind, value in iter_ids(result)]
+
+    def owners(self, tool: str, turn: TurnData) -> dict[str, str]:
+        spec, data = REGISTRY.get(tool), _result_data(turn)
+        if spec is None or not isinstance(data, dict) or not (turn.payload or {}).get("ok", True):
+            return {}
+        try:
+            return id_owners(spec.result_model.model_validate(data))
+        except ValueError:
+            return {}
 
     def id_args(self, tool: str, arguments) -> list[tuple[str, str, str]]:
         spec = REGISTRY.get(tool)
