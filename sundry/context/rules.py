@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import re
 
+# A directive, not a description: "don't"/"never" opening a clause ("Please
+# don't call", "…, never email") or aimed at something the desk could do;
+# "they don't fit" and "it never arrived" are not rules.
+_ACTIONS = (r"(?:e-?mail|call|phone|ring|text|sms|contact|send|cancel|refund|ship|deliver|offer|replace|"
+            r"exchange|charge|bill|share|give|leave|post|close|change|use)")
 _TRIGGERS = re.compile(
-    r"\b(don'?t|do not|never|only|whatever you do|i don'?t want|i do not want|no more|must not|mustn'?t|"
-    r"please don'?t|stop (?:sending|calling|emailing)|not (?:by|via) (?:email|e-mail|phone|text)|"
-    r"no (?:replacement|replacements|email|emails|e-mails?|calls?|store credit|refund|exchange))\b",
+    r"(?:^|[,;:(]\s*|\b(?:please|and|but|so|just|also)\s+)(?:don'?t|do not|never)\b"
+    rf"|\b(?:don'?t|do not|never)\s+(?:ever\s+)?{_ACTIONS}"
+    r"|\bwhatever you do\b|\bi (?:don'?t|do not) want\b|\bmust not\b|\bmustn'?t\b|\bno more\b"
+    r"|\bstop (?:sending|calling|emailing)\b|\bnot (?:by|via) (?:email|e-mail|phone|text)\b"
+    r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b|\bonly\s+(?:by|via|over|through|call|phone|e-?mail|text|contact|refund|to)\b"
+    r"|\bno (?:replacements?|e-?mails?|calls?|store credit|refund|exchange|insurance|bags|need to)\b"
+    r"|\bi only want\b|\bonly want (?:to|the|a|an|early|late)\b|\bthe only \w+(?: \w+)? i want\b"
+    r"|\bnothing else\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -22,7 +32,8 @@ def candidate_rules(text: str) -> list[str]:
     out = []
     for match in _SENTENCE.finditer(text or ""):
         sentence = match.group(0).strip()
-        if len(sentence) >= 4 and _TRIGGERS.search(sentence):
+        # Match on straight apostrophes; keep the customer's own characters in the rule.
+        if len(sentence) >= 4 and _TRIGGERS.search(sentence.replace("\u2019", "'")):
             out.append(sentence)
     return out
 
