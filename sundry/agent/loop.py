@@ -148,7 +148,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway) -> StepOutcome:
 
     response: ModelResponse = call.response
     if response.tool_calls:
-        outcome = _run_calls(ticket, response, assembled)
+        outcome = _run_calls(ticket, response, assembled, snapshot)
         kind = AgentStep.Outcome.TOOL_CALLS
     elif (response.text or "").strip():
         turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=response.text.strip(),
@@ -186,22 +186,25 @@ def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") 
     return hashlib.sha256(f"{ticket_id}|{tool}|{canonical}|{salt}".encode()).hexdigest()[:40]
 
 
-def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled) -> StepOutcome:
+def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot) -> StepOutcome:
     calls = [c.model_dump() for c in response.tool_calls]
     turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
                 payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
     for call in response.tool_calls:
-        result = process_call(ticket, call, assembled)
+        result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
+        snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
     return outcome
 
 
-def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool) -> guards.GuardInput:
+def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
+                 snapshot=None) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
-    # structured truths in state (actions, money) which are always in it.
-    snap = lane_snapshot(ticket, with_turns=False)
+    # structured truths in state (actions, money) which are always in it. The
+    # step's own snapshot serves until a call in the step changes state.
+    snap = snapshot if snapshot is not None else lane_snapshot(ticket, with_turns=False)
     return guards.GuardInput(
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
@@ -209,14 +212,16 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
     )
 
 
-def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None) -> StepOutcome:
+def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
+                 snapshot=None) -> StepOutcome:
     tool = REGISTRY.get(call.name)
     if tool is None:
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
                     payload={"call_id": call.id, "name": call.name, "error": "unknown_tool"})
         return StepOutcome(stop=False)
-    verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled, approved=approved_hold is not None))
+    verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
+                                             approved=approved_hold is not None, snapshot=snapshot))
     if verdict.decision == "reject":
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
                     payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,
