@@ -7,8 +7,9 @@
 // otherwise the page asks for a full snapshot. A reconnect gets a snapshot
 // from the server. Every 20 s the page tells the server its version, so a
 // push the channel layer dropped is repaired even if no later push comes.
-// A panel the person is editing (focus inside, or an open edit <details>) is
-// not swapped under them; a snapshot is asked for once they leave it.
+// A panel the person is editing (focus inside, an open edit <details>, or a
+// request of theirs in flight) is not swapped under them; a snapshot is asked
+// for once they leave it.
 (function () {
   "use strict";
   const SYNC_EVERY_MS = 20000;
@@ -37,6 +38,9 @@
   }
   function busy(panel) {
     if (!panel) return false;
+    // A request sent from inside the panel is in flight: swapping the panel now
+    // would detach the element whose answer (flash, out-of-band panels) is coming.
+    if (panel.querySelector(".htmx-request") || panel.classList.contains("htmx-request")) return true;
     const active = document.activeElement;
     if (active && active !== document.body && panel.contains(active) && active.matches("input, textarea, select")) return true;
     return !!panel.querySelector("details[data-edit][open]");
