@@ -93,6 +93,8 @@ async def _assert_forbidden(communicator: WebsocketCommunicator):
     connected, _ = await communicator.connect()
     assert connected  # accepted only to say why it closes
     assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+    # End the app instance here, not in the event loop's teardown.
+    await communicator.disconnect()
 
 
 async def test_staff_socket_gets_snapshot_then_group_updates(desk):
@@ -138,6 +140,7 @@ async def test_foreign_origin_is_refused_before_the_consumer(desk):
     communicator = _socket(desk["ticket"].pk, desk["staff_cookie"], origin=b"https://evil.example")
     connected, _ = await communicator.connect()
     assert not connected
+    await communicator.disconnect()
 
 
 # --- The Redis channel layer, for real --------------------------------------------

@@ -140,6 +140,7 @@ async def _assert_refused(communicator):
     connected, _ = await communicator.connect()
     assert connected
     assert await communicator.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+    await communicator.disconnect()  # end the app instance here, not in the loop's teardown
 
 
 async def test_another_customer_and_staff_path_guessers_are_refused(world):
@@ -169,7 +170,8 @@ async def test_logging_out_closes_the_users_open_sockets(world):
     for socket in (one, two):
         assert await socket.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
     assert await other_staff.receive_nothing(timeout=0.3)  # only that user's sockets
-    await other_staff.disconnect()
+    for socket in (one, two, other_staff):
+        await socket.disconnect()
 
 
 async def test_a_revoked_role_stops_the_pushes(world, monkeypatch):
@@ -181,3 +183,4 @@ async def test_a_revoked_role_stops_the_pushes(world, monkeypatch):
     await get_user_model().objects.filter(pk=world["staff_user"].pk).aupdate(is_staff=False)
     await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="anyone there?")
     assert await watcher.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+    await watcher.disconnect()
