@@ -37,6 +37,16 @@ class LedgerData:
     used: bool = False
 
 
+def next_role(base: str, taken: set[str]) -> str:
+    """A ledger role by kind and order of appearance: `order`, then `order_2`, `order_3` …"""
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"
+
+
 def eviction_key(entry) -> tuple:
     """Order in which ledger entries leave the window: never-used first, then by last use.
 

@@ -15,7 +15,7 @@ from django.db.models import F, Max
 from django.db.models.functions import Greatest
 
 from sundry.context.idformats import find_ids
-from sundry.context.lanes import eviction_key
+from sundry.context.lanes import eviction_key, next_role
 from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
@@ -37,14 +37,7 @@ ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 
 
 def _default_role(ticket_id: int, base: str) -> str:
-    """`order`, then `order_2`, `order_3` … in order of appearance."""
-    taken = set(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("role", flat=True))
-    if base not in taken:
-        return base
-    n = 2
-    while f"{base}_{n}" in taken:
-        n += 1
-    return f"{base}_{n}"
+    return next_role(base, set(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("role", flat=True)))
 
 
 def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: int) -> LedgerEntry:
@@ -73,9 +66,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         active_roles = {e.role for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE}
 
         def role_for(base: str) -> str:
-            role, n = base, 2
-            while role in taken:
-                role, n = f"{base}_{n}", n + 1
+            role = next_role(base, taken)
             taken.add(role)
             return role
 

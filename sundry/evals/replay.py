@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from sundry.context.lanes import (
     eviction_key,
+    next_role,
     ActionData,
     LaneSnapshot,
     LedgerData,
@@ -70,13 +71,7 @@ class LaneReplay:
     # --- ledger ----------------------------------------------------------------------
 
     def _role(self, base: str) -> str:
-        taken = {e.role for e in self.ledger.values()}
-        if base not in taken:
-            return base
-        n = 2
-        while f"{base}_{n}" in taken:
-            n += 1
-        return f"{base}_{n}"
+        return next_role(base, {e.role for e in self.ledger.values()})
 
     def _record(self, kind: str, value: str, turn: int, verified: bool, note: str = "") -> None:
         e = self.ledger.get(value)
