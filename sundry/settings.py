@@ -108,28 +108,22 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: channel layer and Celery -------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
-# redis-py's default pool (100) breaks at a couple hundred simultaneous websocket
-# connects; size it explicitly.
-CHANNEL_REDIS_POOL_SIZE = int(os.environ.get("SUNDRY_CHANNEL_POOL_SIZE", "1000"))
 CHANNEL_PREFIX = os.environ.get("SUNDRY_CHANNEL_PREFIX", "sundry")
-# redis-py 8 reads with a 5 s socket timeout by default, the same as the layer's
-# blocking pop, so idle websockets died every ~5 s; keep it above that pop.
+# redis-py 8 reads with a 5 s socket timeout by default; keep idle layer
+# connections well clear of it (channels_redis #422).
 CHANNEL_REDIS_SOCKET_TIMEOUT = float(os.environ.get("SUNDRY_CHANNEL_SOCKET_TIMEOUT", "15"))
 if REDIS_URL:
+    # The pub/sub layer: a push to a ticket's group is one PUBLISH, and each web
+    # process fans it out to its own sockets in memory. The list-based core layer
+    # pops one message per socket from Redis, which at hundreds of watchers made
+    # a push take hundreds of milliseconds. Pub/sub delivers at most once; a
+    # missed push is repaired by the page's version check and resync.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "sundry.live.layer.ProcessFanoutChannelLayer",
             "CONFIG": {
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        "max_connections": CHANNEL_REDIS_POOL_SIZE,
-                        "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT,
-                    }
-                ],
+                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT}],
                 "prefix": CHANNEL_PREFIX,
-                "capacity": 1500,
-                "expiry": 30,
             },
         }
     }

@@ -69,18 +69,20 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
-    """Each test gets its own channel layer instance; Redis keys are flushed after.
+    """Each test gets its own channel layer instance and push hubs.
 
     A layer caches connections per event loop and buffers messages, and each
     async test runs on its own loop, so sharing one across tests leaks state.
+    The Redis layer is pub/sub: it leaves no keys behind, and its per-loop
+    connections close with their loop.
     """
+    from sundry.live import fanout
+
     channel_layers.backends.clear()
+    fanout._HUBS.clear()
     yield
-    used = channel_layers.backends.pop("default", None)
     channel_layers.backends.clear()
-    if used is not None and hasattr(used, "hosts"):  # a Redis layer: drop this run's keys
-        flusher = channel_layers.make_backend("default")
-        async_to_sync(flusher.flush)()
+    fanout._HUBS.clear()
 
 
 @pytest.fixture

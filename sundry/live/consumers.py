@@ -10,14 +10,17 @@ version now and then, so a push the channel layer dropped is repaired too.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
 import logging
+import random
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.consumer import get_handler_name
 
-from sundry.live import panels
+from sundry.live import fanout, panels
 from sundry.live.events import customer_group, staff_group, user_group
 
 log = logging.getLogger("sundry.live")
@@ -45,9 +48,18 @@ def _current_user(scope):
     return get_user_model().objects.filter(pk=user.pk, is_active=True).first()
 
 
-# Access (session alive, role, ticket ownership) is re-read from the database
-# at most this often per socket; logging out closes sockets at once anyway.
-ACCESS_RECHECK_SECONDS = 5.0
+# Access (session alive, role, ticket ownership) is re-read at once when it may
+# have changed — logout, a user or customer saved, a ticket saved or deleted
+# (`access.changed`, see sundry.live.signals) — and otherwise at most this often
+# per socket, as a backstop for changes made around the ORM. Each socket's
+# deadline is jittered so hundreds of sockets opened together do not all
+# re-read in the same push.
+ACCESS_RECHECK_SECONDS = 30.0
+ACCESS_RECHECK_JITTER = 0.5  # fraction of the period, drawn per check
+
+
+def _recheck_deadline() -> float:
+    return time.monotonic() + ACCESS_RECHECK_SECONDS * (1 - ACCESS_RECHECK_JITTER * random.random())
 
 
 @database_sync_to_async
@@ -66,6 +78,28 @@ def _allowed(scope, audience, ticket_id) -> bool:
 
 
 @database_sync_to_async
+def _render(access):
+    """Render the ticket's current version for this audience into the shared cache."""
+    return panels.render_current(access)
+
+
+# Renderings in flight in this process, so the hundreds of sockets a push wakes
+# at once share one render instead of queueing a thread hop each.
+_RENDERING: "dict[tuple, asyncio.Future]" = {}
+
+
+async def _rendered(access, version: int) -> None:
+    ticket, viewer = access
+    key = (viewer.audience, ticket.pk, ticket.created_at, version)
+    task = _RENDERING.get(key)
+    if task is None:
+        task = asyncio.ensure_future(_render(access))
+        _RENDERING[key] = task
+        task.add_done_callback(lambda _t, key=key: _RENDERING.pop(key, None))
+    await asyncio.shield(task)
+
+
+@database_sync_to_async
 def _db_version(ticket_id):
     from sundry.tickets.models import Ticket
 
@@ -80,24 +114,49 @@ class TicketWatcher(AsyncWebsocketConsumer):
     def ticket_group(self) -> str:
         raise NotImplementedError
 
+    async def dispatch(self, message):
+        # Channels closes stale database connections before every handler, a
+        # thread hop per message. Here every database touch already goes
+        # through database_sync_to_async, which does that itself, and a push
+        # served from the shared rendering touches no database at all.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self):
         self.ticket_id = int(self.scope["url_route"]["kwargs"]["ticket_id"])
         self.joined: list[str] = []
         self.sent_version, self.sent_hashes = -1, None
+        self.access, self.access_deadline = None, 0.0
         await self.accept()
         # Check before joining anything: a refused watcher never receives a group message.
         if not await _allowed(self.scope, self.audience, self.ticket_id):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.joined = [self.ticket_group(), user_group(self.scope["user"].pk)]
-        for group in self.joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        # The ticket's pushes come through this process's hub for the ticket
+        # (sundry.live.fanout); the user's own group (logout) comes directly.
+        self.joined = [user_group(self.scope["user"].pk)]
+        await self.channel_layer.group_add(self.joined[0], self.channel_name)
+        self.hub_group = self.ticket_group()
+        await fanout.join(self.hub_group, self)
         # Joined first, rendered second: a commit in between brings its own push.
         await self._send(snapshot=True)
 
     async def disconnect(self, code):
+        if getattr(self, "hub_group", None):
+            await fanout.leave(self.hub_group, self)
         for group in self.joined:
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    # --- as a watcher of the process's hub (sundry.live.fanout) -------------------------
+
+    def push_ready(self) -> bool:
+        """True when a push can be served without reading access from the database."""
+        return self.access is not None and time.monotonic() < self.access_deadline
+
+    async def group_message(self, message: dict) -> None:
+        await self.dispatch(message)
 
     async def receive(self, text_data=None, bytes_data=None):
         """Only two requests: a full snapshot, or a version check that yields one when behind."""
@@ -115,13 +174,19 @@ class TicketWatcher(AsyncWebsocketConsumer):
                 await self._send(snapshot=True)
 
     async def _send(self, *, snapshot: bool, version: int | None = None):
-        fresh = getattr(self, "access_checked_at", 0) > time.monotonic() - ACCESS_RECHECK_SECONDS
-        access = getattr(self, "access", None) if fresh else None
+        access = self.access if time.monotonic() < self.access_deadline else None
         hashes = None if snapshot else self.sent_hashes
         frame = None
         if access is not None and version is not None:
-            # Already rendered for this version: no database, no thread hop.
+            # Access checked recently: serve the pushed version from the shared
+            # rendering, rendering it once for every socket if nobody has yet.
             frame = panels.cached_frame(access, version, sent_version=self.sent_version, sent_hashes=hashes)
+            if frame is None:
+                try:
+                    await _rendered(access, version)
+                except Exception:  # the ticket is gone or rendering failed: the full path below decides
+                    log.debug("shared rendering failed", exc_info=True)
+                frame = panels.cached_frame(access, version, sent_version=self.sent_version, sent_hashes=hashes)
         if frame is None:
             frame = await _frame(self.scope, self.audience, self.ticket_id, self.sent_version, hashes,
                                  version=version, access=access)
@@ -129,7 +194,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         if access is None:
-            self.access, self.access_checked_at = frame.access, time.monotonic()
+            self.access, self.access_deadline = frame.access, _recheck_deadline()
         if frame.kind == "diff" and not frame.panels and frame.version == self.sent_version:
             return
         self.sent_version, self.sent_hashes = frame.version, frame.hashes
@@ -139,6 +204,12 @@ class TicketWatcher(AsyncWebsocketConsumer):
         """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
         if event.get("version", 0) > self.sent_version:
             await self._send(snapshot=False, version=event.get("version"))
+
+    async def access_changed(self, event):
+        """Who may watch what may have changed (sundry.live.signals): re-read it now."""
+        self.access, self.access_deadline = None, 0.0
+        if not await _allowed(self.scope, self.audience, self.ticket_id):
+            await self.close(code=CLOSE_FORBIDDEN)
 
     async def session_ended(self, event):
         """The user logged out elsewhere: this socket closes with them."""

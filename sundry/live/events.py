@@ -2,17 +2,26 @@
 
 The database is the truth: a push only carries the ticket's version and a
 hint; clients that miss one resync from a full snapshot.
+
+Pushes are sent from synchronous code (views, the agent loop, Celery tasks).
+On the Redis pub/sub layer a group message is one PUBLISH, so it is sent with
+a plain pooled Redis client — no event loop and no new connection per push.
+Any other layer gets the message through its own `group_send`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger("sundry.live")
+
+PUBSUB_BACKEND = "sundry.live.layer.ProcessFanoutChannelLayer"
 
 
 def staff_group(ticket_id: int) -> str:
@@ -28,21 +37,70 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
+# --- sending ---------------------------------------------------------------------------------
+
+_clients: dict[str, object] = {}
+_clients_lock = threading.Lock()
+
+
+def _redis_for(host: dict):
+    """One pooled client per Redis host per process (redis-py re-opens its pool after a fork)."""
+    import redis
+
+    address = host["address"]
+    with _clients_lock:
+        client = _clients.get(address)
+        if client is None:
+            options = {k: v for k, v in host.items() if k in ("socket_timeout", "socket_connect_timeout")}
+            client = _clients[address] = redis.Redis.from_url(address, **options)
+        return client
+
+
+def _publish(layer, groups: list[str], message: dict) -> None:
+    """What `RedisPubSubChannelLayer.group_send` does, for each group, in one round trip per host."""
+    from channels_redis.utils import _consistent_hash, decode_hosts
+
+    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+    hosts = decode_hosts(config.get("hosts"))
+    prefix = config.get("prefix", "asgi")
+    data = layer.serialize(message)
+    by_host: dict[int, list[str]] = {}
+    for group in groups:
+        channel = f"{prefix}__group__{group}"  # the layer's own name for a group's channel
+        by_host.setdefault(_consistent_hash(channel, len(hosts)), []).append(channel)
+    for index, channels in by_host.items():
+        pipe = _redis_for(hosts[index]).pipeline(transaction=False)
+        for channel in channels:
+            pipe.publish(channel, data)
+        pipe.execute()
+
+
+def group_send(groups: list[str], message: dict) -> None:
+    """Send one message to several groups from synchronous code. A lost push is repaired by resync."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        if settings.CHANNEL_LAYERS["default"]["BACKEND"] == PUBSUB_BACKEND:
+            _publish(layer, groups, message)
+        else:
+            for group in groups:
+                async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        log.warning("push to %s failed", ", ".join(groups), exc_info=True)
+
+
+# --- what is sent ------------------------------------------------------------------------------
+
+
 def _push(ticket_id: int) -> None:
     from sundry.tickets.models import Ticket
 
     version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
     if version is None:
         return
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": "ticket.changed", "ticket": ticket_id, "version": version}
-    for group in (staff_group(ticket_id), customer_group(ticket_id)):
-        try:
-            async_to_sync(layer.group_send)(group, message)
-        except Exception:  # a lost push is repaired by the client's resync
-            log.warning("push to %s failed", group, exc_info=True)
+    group_send([staff_group(ticket_id), customer_group(ticket_id)],
+               {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
 
 def ticket_changed(ticket_id: int) -> None:
@@ -51,10 +109,15 @@ def ticket_changed(ticket_id: int) -> None:
 
 def user_sockets_close(user_id: int) -> None:
     """Close every open socket of this user (called at logout)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(user_group(user_id), {"type": "session.ended"})
-    except Exception:  # the session is gone anyway: each socket re-checks it on its next push
-        log.warning("closing sockets of user %s failed", user_id, exc_info=True)
+    group_send([user_group(user_id)], {"type": "session.ended"})
+
+
+def access_changed(*, user_ids=(), customer_tickets=(), tickets=()) -> None:
+    """After commit, make these sockets re-read who may watch what: a user's sockets,
+    the customer sockets of some tickets, or every socket of some tickets."""
+    groups = [user_group(u) for u in user_ids if u]
+    groups += [customer_group(t) for t in customer_tickets if t]
+    for t in tickets:
+        groups += [staff_group(t), customer_group(t)]
+    if groups:
+        transaction.on_commit(lambda: group_send(groups, {"type": "access.changed"}))

@@ -278,6 +278,26 @@ def frame_for(user, audience: str, ticket_id: int, *, sent_version: int = -1,
     return _compose((ticket, viewer), rendered, version, sent_version, sent_hashes)
 
 
+def render_current(access: tuple) -> int | None:
+    """Render the ticket as it is now for an already-checked viewer, into the shared cache.
+
+    The ticket row is read afresh (panels show its fields), still limited to
+    what the viewer may see; returns the version rendered, or None if the
+    ticket is gone from the viewer's reach.
+    """
+    from sundry.tickets.models import Ticket
+
+    checked, viewer = access
+    tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)
+    if viewer.audience == CUSTOMER:
+        tickets = tickets.filter(customer=viewer.customer)
+    ticket = tickets.first()
+    if ticket is None or ticket.created_at != checked.created_at:
+        return None
+    _render_cached(ticket, viewer, ticket.version)
+    return ticket.version
+
+
 def cached_frame(access: tuple, version: int, *, sent_version: int, sent_hashes) -> Frame | None:
     """The frame for an already-rendered version, without touching the database (None if not cached)."""
     ticket, viewer = access

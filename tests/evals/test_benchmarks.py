@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from sundry.agent.schemas import Message, ModelRequest
 from sundry.context import render
 from sundry.evals import benchmarks, importers
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tile_repeats_a_ticket_without_breaking_calls_from_results():
@@ -35,3 +42,19 @@ def test_instant_model_looks_up_then_replies():
     assert model.complete(ask).tool_calls[0].arguments == {"order_number": "SU-40110"}
     done = ModelRequest(model="x", messages=ask.messages + [Message(role="tool", content="{}", tool_call_id="a")])
     assert model.complete(done).text and not model.complete(done).tool_calls
+
+
+@pytest.mark.services
+def test_push_benchmark_delivers_every_version_to_every_client(redis_url):
+    # The real thing at a small size: daphne, the Redis layer, raw websocket clients.
+    done = subprocess.run(
+        [sys.executable, "-m", "sundry.evals.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20"],
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
+        capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+    assert [(r["clients"], r["deliveries"], r["lost"]) for r in figures["rounds"]] == [(3, 9, 0), (8, 24, 0)]
+    assert all(0 < r["p50_ms"] <= r["p99_ms"] for r in figures["rounds"])
+    assert figures["server_memory_kb"]["8"]["VmHWM"] > 0

@@ -184,3 +184,68 @@ async def test_a_revoked_role_stops_the_pushes(world, monkeypatch):
     await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="anyone there?")
     assert await watcher.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
     await watcher.disconnect()
+
+
+# --- access re-read when it changes; one hub per ticket group per process ----------------------
+
+
+async def test_saving_a_user_without_the_staff_role_closes_their_socket_at_once(world):
+    # The default recheck period is long (a backstop); the save itself makes the socket re-read.
+    ticket = world["ticket"]
+    watcher = desk(ticket.pk, world["staff"][1])
+    await _open(watcher)
+    user = await get_user_model().objects.aget(pk=world["staff_user"].pk)
+    user.is_staff = False
+    await database_sync_to_async(user.save)()  # what the admin's user form does
+    assert await watcher.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+    await watcher.disconnect()
+
+
+async def test_saving_a_user_who_keeps_the_role_keeps_their_socket(world):
+    ticket = world["ticket"]
+    watcher = desk(ticket.pk, world["staff"][1])
+    await _open(watcher)
+    user = await get_user_model().objects.aget(pk=world["staff_user"].pk)
+    user.first_name = "Sam"
+    await database_sync_to_async(user.save)()
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="still there?")
+    assert "still there?" in await watcher.receive_from(timeout=3)
+    await watcher.disconnect()
+
+
+async def test_a_ticket_moved_to_another_customer_closes_the_old_owners_socket(world):
+    ticket = world["ticket"]
+    alice = help_(ticket.pk, world["alice"][1])
+    await _open(alice)
+    staff = desk(ticket.pk, world["staff"][1])
+    await _open(staff)
+    bob = await database_sync_to_async(lambda: get_user_model().objects.get(username="bob").shop_customer)()
+    moved = await Ticket.objects.aget(pk=ticket.pk)
+    moved.customer = bob
+    await database_sync_to_async(moved.save)()
+    assert await alice.receive_output(timeout=3) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+    assert await staff.receive_nothing(timeout=0.3)  # staff may still watch it
+    await alice.disconnect()
+    await staff.disconnect()
+
+
+async def test_watchers_of_a_ticket_share_one_group_member_and_one_rendering(world, monkeypatch):
+    from sundry.live import fanout, panels
+
+    ticket = world["ticket"]
+    renders = []
+    real_render_all = panels.render_all
+    monkeypatch.setattr(panels, "render_all", lambda t, v: renders.append(v.audience) or real_render_all(t, v))
+    watchers = [desk(ticket.pk, world["staff"][1]) for _ in range(12)]
+    for w in watchers:
+        await _open(w)
+    hubs = [hub for (_, group), hub in fanout._HUBS.items() if group == f"ticket-{ticket.pk}-staff"]
+    assert len(hubs) == 1 and len(hubs[0].watchers) == 12
+    renders.clear()
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="twelve of you?")
+    frames = [await w.receive_from(timeout=3) for w in watchers]
+    assert all("twelve of you?" in f for f in frames)
+    assert renders == ["staff"]  # rendered once for all twelve
+    for w in watchers:
+        await w.disconnect()
+    assert not [g for (_, g) in fanout._HUBS if g == f"ticket-{ticket.pk}-staff"]  # the last one out stops the hub
