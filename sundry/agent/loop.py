@@ -83,26 +83,66 @@ def needs_response(ticket: Ticket) -> bool:
     ).exists()
 
 
+def _load(ticket_id: int) -> Ticket:
+    return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+
+
+def _may_act(ticket: Ticket) -> bool:
+    return ticket.handler == Ticket.Handler.AGENT and ticket.status != Ticket.Status.CLOSED
+
+
+def _new_input_since(ticket_id: int, turn: int) -> bool:
+    """A customer message, staff note or staff decision appended after `turn`."""
+    return Turn.objects.filter(ticket_id=ticket_id, number__gt=turn).filter(
+        Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE)
+        | Q(kind=Turn.Kind.NOTE)
+        | Q(kind=Turn.Kind.EVENT, payload__resume=True)
+    ).exists()
+
+
 def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN) -> int:
-    """Step the agent on a ticket until it replies, waits on staff, or hits the step limit. Returns steps taken."""
-    if not _claim(ticket_id):
-        return 0  # another run holds the ticket; it re-checks for new input before releasing
+    """Step the agent on a ticket until it replies, waits on staff, or hits the step limit. Returns steps taken.
+
+    Input that arrives while a run holds the ticket finds it claimed and goes
+    unanswered by its own wake-up, so before it stops a run looks for input
+    newer than what its last step read, and if there is some, goes round again.
+    """
     gateway = gateway or Gateway()
-    steps = 0
-    try:
-        while steps < max_steps:
-            ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
-            if ticket.handler != Ticket.Handler.AGENT or ticket.status in (Ticket.Status.CLOSED,):
-                break
-            if not needs_response(ticket) and not _mid_task(ticket):
-                break
-            steps += 1
-            outcome = agent_step(ticket, gateway=gateway)
-            if outcome.stop:
-                break
-    finally:
-        _release(ticket_id)
+    steps, unread = 0, False
+    while steps < max_steps:
+        if not _claim(ticket_id):
+            return steps  # another run holds the ticket and will look for this input before it stops
+        try:
+            taken, read_through = _run_claimed(ticket_id, gateway, max_steps - steps, unread=unread)
+        finally:
+            _release(ticket_id)
+        steps += taken
+        # Input the last step never saw may sit before that step's own reply, so
+        # `needs_response` would call it answered: the next pass goes by this instead.
+        unread = bool(taken) and _new_input_since(ticket_id, read_through)
+        if not unread:
+            break
     return steps
+
+
+def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool = False) -> tuple[int, int]:
+    """Steps while the claim is held; returns (steps, last turn the final step could read)."""
+    ticket = _load(ticket_id)
+    if not _may_act(ticket) or not (unread or needs_response(ticket) or _mid_task(ticket)):
+        return 0, ticket.last_turn_number
+    number = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
+              .values_list("number", flat=True).first() or 0) + 1
+    steps = 0
+    while True:
+        read_through = ticket.last_turn_number
+        outcome = agent_step(ticket, gateway=gateway, number=number)
+        steps, number = steps + 1, number + 1
+        # A step that did not stop left a tool result, rejection or error for the model to read next.
+        if outcome.stop or steps >= budget:
+            return steps, read_through
+        ticket = _load(ticket_id)  # staff may have taken over or closed it meanwhile
+        if not _may_act(ticket):
+            return steps, read_through
 
 
 def _mid_task(ticket: Ticket) -> bool:
@@ -120,12 +160,21 @@ class StepOutcome:
     resolution: bool = False
 
 
-def agent_step(ticket: Ticket, *, gateway: Gateway) -> StepOutcome:
+def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -> StepOutcome:
+    """One model call and what follows from it.
+
+    The request is read and the model called outside any transaction (a model
+    call can take seconds); everything the answer leads to — turns, tools,
+    harvest, effects, the step record — commits together, so a step is never
+    half-applied and watchers get one push for it.
+    """
     tclass = ticket.ticket_class
     snapshot = lane_snapshot(ticket)
     assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
-    number = (AgentStep.objects.filter(ticket=ticket).order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    if number is None:
+        number = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
+                  .values_list("number", flat=True).first() or 0) + 1
     first_turn = ticket.last_turn_number + 1
 
     call, error = None, None
@@ -138,37 +187,39 @@ def agent_step(ticket: Ticket, *, gateway: Gateway) -> StepOutcome:
             if not exc.retryable:
                 break
             time.sleep(min(2**attempt * 0.5, 4))
-    if call is None:
-        _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error))
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
-                    payload={"model_error": str(error)})
-        Ticket.objects.filter(pk=ticket.pk).update(attention=f"Model unavailable: {str(error)[:150]}")
-        return StepOutcome(stop=True)
 
-    response: ModelResponse = call.response
-    if response.tool_calls:
-        outcome = _run_calls(ticket, response, assembled, snapshot)
-        kind = AgentStep.Outcome.TOOL_CALLS
-    elif (response.text or "").strip():
-        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=response.text.strip(),
-                    payload={"model": response.model, "offline": response.offline})
-        outcome = StepOutcome(stop=True, resolution=True)
-        kind = AgentStep.Outcome.REPLY
-    else:
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text="The model returned neither a reply nor a tool call.", payload={})
-        outcome = StepOutcome(stop=False)
-        kind = AgentStep.Outcome.INVALID_OUTPUT
-    step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
-    if outcome.resolution:
-        for listener in resolution_listeners:
-            transaction.on_commit(lambda listener=listener: listener(ticket.pk, step.pk))
+    with transaction.atomic():
+        if call is None:
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
+                        payload={"model_error": str(error)})
+            Ticket.objects.filter(pk=ticket.pk).update(attention=f"Model unavailable: {str(error)[:150]}")
+            _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error))
+            return StepOutcome(stop=True)
+
+        response: ModelResponse = call.response
+        if response.tool_calls:
+            outcome = _run_calls(ticket, response, assembled, snapshot)
+            kind = AgentStep.Outcome.TOOL_CALLS
+        elif (response.text or "").strip():
+            turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=response.text.strip(),
+                        payload={"model": response.model, "offline": response.offline})
+            outcome = StepOutcome(stop=True, resolution=True)
+            kind = AgentStep.Outcome.REPLY
+        else:
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text="The model returned neither a reply nor a tool call.", payload={})
+            outcome = StepOutcome(stop=False)
+            kind = AgentStep.Outcome.INVALID_OUTPUT
+        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
+        if outcome.resolution:
+            for listener in resolution_listeners:
+                transaction.on_commit(lambda listener=listener: listener(ticket.pk, step.pk))
     return outcome
 
 
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False):
-    last = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+    # The step's turns were appended through this ticket object, which kept count.
     usage = call.response.usage if call else None
     return AgentStep.objects.create(
         ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
@@ -176,7 +227,7 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
         latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
-        first_turn=first_turn, last_turn=last, error=error,
+        first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
 
 
@@ -267,7 +318,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
         return StepOutcome(stop=False)
 
     payload_result = result.model_dump(mode="json")
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # the step's transaction, when there is one
         turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
                            text=json.dumps(payload_result, ensure_ascii=False),
                            payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,

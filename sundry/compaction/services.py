@@ -15,6 +15,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from sundry.agent.gateway import Gateway, ModelCallError
@@ -22,7 +23,15 @@ from sundry.agent.models import AgentStep, HeldAction
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
-from sundry.compaction.trigger import BREAKER_FAILURES, BREAKER_PREFIX, TriggerInput, breaker_should_trip, cut_point, decide
+from sundry.compaction.trigger import (
+    BREAKER_FAILURES,
+    BREAKER_PREFIX,
+    TriggerInput,
+    breaker_should_trip,
+    clearly_under,
+    cut_point,
+    decide,
+)
 from sundry.context.assembly import assemble
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import SummaryData, TurnData
@@ -51,8 +60,8 @@ def _tool_specs() -> list[dict]:
     return tool_specs()
 
 
-def _assemble(ticket):
-    return assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=_tool_specs(),
+def _assemble(ticket, snapshot=None):
+    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=_tool_specs(),
                     rules_cap_tokens=ticket.ticket_class.pinned_rules_cap)
 
 
@@ -68,16 +77,24 @@ def _enqueue(run_id: int) -> None:
 
 def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> CompactionRun | None:
     """After a resolution step: queue a compaction if the latest request is over the trigger."""
+    if step_id is not None:
+        step = AgentStep.objects.select_related("ticket__ticket_class").filter(pk=step_id, is_resolution=True).first()
+        if step is None:
+            return None  # only at a resolution boundary
+        appended = Turn.objects.filter(ticket_id=ticket_id, number__gte=step.first_turn, number__lte=step.last_turn)
+        if clearly_under(request_tokens=step.request_tokens, appended_tokens=appended.aggregate(t=Sum("tokens"))["t"] or 0,
+                         appended_turns=max(0, step.last_turn - step.first_turn + 1),
+                         trigger_tokens=step.ticket.ticket_class.trigger_tokens):
+            return None  # far from the trigger: no need to read the lanes and assemble
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
-    if step_id is not None and not AgentStep.objects.filter(pk=step_id, is_resolution=True).exists():
-        return None  # only at a resolution boundary
     in_flight = CompactionRun.objects.filter(ticket=ticket, status__in=IN_FLIGHT).order_by("-id").first()
     if in_flight and in_flight.created_at < timezone.now() - STALE_AFTER:
         with transaction.atomic():
             _enqueue(in_flight.pk)
         return in_flight
     tclass = ticket.ticket_class
-    assembled = _assemble(ticket)
+    snapshot = lane_snapshot(ticket)
+    assembled = _assemble(ticket, snapshot)
     last = (CompactionRun.objects.filter(ticket=ticket, status__in=(Status.SUCCEEDED, Status.FALLBACK))
             .order_by("-id").first())
     decision = decide(TriggerInput(
@@ -92,8 +109,9 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> Compac
         return None
     base = current_summary(ticket)
     covered = base.covers_through_turn if base else 0
-    snap_turns = lane_snapshot(ticket).turns
-    cut = cut_point(snap_turns, covered=covered, keep_recent=tclass.recent_turns_kept)
+    if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
+        return None  # a compaction landed since the snapshot; the next step decides afresh
+    cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
     if cut is None:
         return None
     with transaction.atomic():

@@ -47,6 +47,20 @@ def decide(inp: TriggerInput) -> Decision:
     return Decision(True, f"{inp.total_tokens} > trigger {inp.trigger_tokens}")
 
 
+# A resolution step's next request is its own request plus the turns it
+# appended plus what its harvest and effects added to the lanes (a few ledger,
+# money and action lines). When that estimate, with this allowance for the lane
+# growth, stays under the trigger, the exact check — which reads every lane and
+# assembles — is skipped.
+LANE_GROWTH_ALLOWANCE = 256  # tokens
+MESSAGE_OVERHEAD_TOKENS = 8  # per appended turn: role and framing in the request
+
+
+def clearly_under(*, request_tokens: int, appended_tokens: int, appended_turns: int, trigger_tokens: int) -> bool:
+    estimate = request_tokens + appended_tokens + MESSAGE_OVERHEAD_TOKENS * appended_turns
+    return estimate + LANE_GROWTH_ALLOWANCE < trigger_tokens
+
+
 def breaker_should_trip(recent_outcomes: list[str]) -> bool:
     """`recent_outcomes`: statuses of the ticket's finished runs, newest first."""
     tail = recent_outcomes[:BREAKER_FAILURES]

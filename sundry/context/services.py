@@ -59,8 +59,8 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     if not found:
         return []
     touched = []
-    with transaction.atomic():
-        # One read of the ledger; roles are worked out in memory.
+    with transaction.atomic(savepoint=False):
+        # One read of the ledger; roles, changes and eviction are worked out in memory.
         entries = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
         taken = {e.role for e in entries.values()}
         active_roles = {e.role for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE}
@@ -70,7 +70,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
             taken.add(role)
             return role
 
-        new = []
+        new, seen_again, restored, renamed = [], [], [], []
         for value, kind in found:
             entry = entries.get(value)
             if entry is None:
@@ -78,7 +78,9 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
                                     first_seen_turn=turn, last_used_turn=turn, source=tool_name,
                                     note=f"of {owners[value]}" if value in owners else "")
                 new.append(entry)
+                entries[value] = entry
             else:
+                role, status = entry.role, entry.status
                 if not entry.verified and entry.role.endswith("_mentioned"):
                     # Verified now: it earns its kind's default role.
                     entry.role = role_for(kind)
@@ -90,11 +92,29 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
                 entry.verified = True
                 entry.last_used_turn = max(entry.last_used_turn, turn)
                 entry.version += 1
-                entry.save()
+                if entry.role != role:
+                    renamed.append(entry)
+                elif entry.status != status:
+                    restored.append(entry)
+                else:
+                    seen_again.append(entry)
             active_roles.add(entry.role)
             touched.append(entry)
         LedgerEntry.objects.bulk_create(new)
-        ledger_evict(ticket=ticket, cap=cap or ticket.ticket_class.ledger_cap)
+        # One statement per kind of change (the role rule above has already run in memory).
+        if seen_again:
+            LedgerEntry.objects.filter(pk__in=[e.pk for e in seen_again]).update(
+                verified=True, last_used_turn=Greatest("last_used_turn", turn), version=F("version") + 1
+            )
+        if restored:  # back from the archive under their old roles
+            LedgerEntry.objects.filter(pk__in=[e.pk for e in restored]).update(
+                status=LedgerEntry.Status.ACTIVE, verified=True, last_used_turn=Greatest("last_used_turn", turn),
+                version=F("version") + 1,
+            )
+        for entry in renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
+            entry.save(update_fields=["role", "status", "verified", "last_used_turn", "version"])
+        active = [e for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE]
+        ledger_evict(ticket=ticket, cap=cap or ticket.ticket_class.ledger_cap, active=active)
         ticket_touch(ticket.pk)
     ticket_changed(ticket.pk)
     return touched
@@ -125,16 +145,26 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
         )
 
 
-def ledger_evict(*, ticket, cap: int) -> list[str]:
-    """Archive active entries past the cap in `eviction_key` order. Never deletes."""
-    active = LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
-    excess = active.count() - cap
+def ledger_evict(*, ticket, cap: int, active: list | None = None) -> list[str]:
+    """Archive active entries past the cap in `eviction_key` order. Never deletes.
+
+    A caller that already holds every active entry passes them (`active`) and
+    saves the reads.
+    """
+    if active is None:
+        rows = LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
+        if rows.count() <= cap:
+            return []
+        active = list(rows)
+    excess = len(active) - cap
     if excess <= 0:
         return []
-    victims = sorted(active.order_by("id"), key=eviction_key)[:excess]
+    victims = sorted(active, key=lambda e: (eviction_key(e), e.pk))[:excess]
     LedgerEntry.objects.filter(pk__in=[v.pk for v in victims]).update(
         status=LedgerEntry.Status.ARCHIVED, version=F("version") + 1
     )
+    for v in victims:
+        v.status, v.version = LedgerEntry.Status.ARCHIVED, v.version + 1
     return [v.value for v in victims]
 
 
@@ -254,10 +284,14 @@ def action_record(
 
 def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
     """A tool reported the shop's figures for an order: they are the truth."""
-    MoneyTotal.objects.update_or_create(
-        ticket=ticket, order=order,
-        defaults=dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn),
-    )
+    figures = dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn)
+    if MoneyTotal.objects.filter(ticket=ticket, order=order).update(**figures):
+        return  # the common case, one statement
+    try:
+        with transaction.atomic():
+            MoneyTotal.objects.create(ticket=ticket, order=order, **figures)
+    except IntegrityError:  # created by a concurrent writer in between: theirs is as true as ours
+        MoneyTotal.objects.filter(ticket=ticket, order=order).update(**figures)
 
 
 def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:

@@ -58,8 +58,8 @@ def throwaway_database(*, file_backed: bool = False):
     threads (in-process background tasks): an in-memory database shared between threads
     fails with "table is locked" rather than waiting its turn.
 
-    Pushes go to an in-memory channel layer meanwhile: a throwaway ticket's id may equal a
-    real one's, and a desk watching that ticket over Redis must not hear about it.
+    Pushes go to a channel prefix of their own meanwhile (or an in-memory layer): a throwaway
+    ticket's id may equal a real one's, and a desk watching that ticket must not hear about it.
     """
     from channels.layers import channel_layers
     from django.test.utils import (
@@ -80,7 +80,7 @@ def throwaway_database(*, file_backed: bool = False):
         db["TEST"] = {**saved_test, "NAME": f"test_{db['NAME']}_evals_{os.getpid()}"}
     setup_test_environment()
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
-    layers = override_settings(CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}})
+    layers = override_settings(CHANNEL_LAYERS=_private_layers())
     layers.enable()
     channel_layers.backends.clear()
     try:
@@ -94,6 +94,20 @@ def throwaway_database(*, file_backed: bool = False):
         db["TEST"] = saved_test
         if tmp is not None:
             tmp.cleanup()
+
+
+def _private_layers() -> dict:
+    """The configured layer under a prefix of its own (pushes cost what they cost in production
+    and no real desk hears them), or the in-memory layer when there is no Redis."""
+    from django.conf import settings
+
+    from sundry.live.events import PUBSUB_BACKEND
+
+    default = settings.CHANNEL_LAYERS["default"]
+    if default["BACKEND"] != PUBSUB_BACKEND:
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    config = {**default.get("CONFIG", {}), "prefix": f"sundry-throwaway-{os.getpid()}"}
+    return {"default": {**default, "CONFIG": config}}
 
 
 def _end_other_sessions() -> None:

@@ -94,17 +94,38 @@ def group_send(groups: list[str], message: dict) -> None:
 
 
 def _push(ticket_id: int) -> None:
+    from django.db import connection
+
     from sundry.tickets.models import Ticket
 
-    version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
-    if version is None:
+    with connection.cursor() as cursor:  # runs after every commit that touches a ticket: kept bare
+        cursor.execute(f"SELECT version FROM {connection.ops.quote_name(Ticket._meta.db_table)} WHERE id = %s",
+                       [ticket_id])
+        row = cursor.fetchone()
+    if row is None:
         return
+    version = row[0]
     group_send([staff_group(ticket_id), customer_group(ticket_id)],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
 
 def ticket_changed(ticket_id: int) -> None:
-    transaction.on_commit(lambda: _push(ticket_id))
+    """Push the ticket's version once the current transaction commits.
+
+    A transaction that changes a ticket many times (an agent step: call turn,
+    result turn, ledger, money) pushes it once: the push reads the version at
+    commit. If the savepoint that queued the push rolls back, the push goes
+    with it; the page's periodic version check repairs that rare case.
+    """
+    conn = transaction.get_connection()
+    if conn.in_atomic_block and any(getattr(f, "pushes_ticket", None) == ticket_id for _, f, _ in conn.run_on_commit):
+        return
+
+    def push() -> None:
+        _push(ticket_id)
+
+    push.pushes_ticket = ticket_id
+    transaction.on_commit(push)
 
 
 def user_sockets_close(user_id: int) -> None:

@@ -37,8 +37,10 @@ def orders_for_customer(customer_id: str, limit: int = 20) -> list[Order]:
 
 
 def order_by_number(number: str) -> Order | None:
-    """The order with this exact number (e.g. `SU-20481`), with its items, payments, parcels
-    (and their tracking events), refunds and returns (and their items) loaded; or None."""
+    """The order with this exact number (e.g. `SU-20481`), with its items, payments, parcels,
+    refunds (and their payments) and returns (and their items) loaded; or None.
+
+    Parcels' tracking events are not loaded: only `track_parcel` shows them, and it reads its own."""
     if not number:
         return None
     return (
@@ -47,8 +49,8 @@ def order_by_number(number: str) -> Order | None:
         .prefetch_related(
             Prefetch("items", queryset=OrderItem.objects.select_related("product").order_by("pk")),
             Prefetch("payments", queryset=Payment.objects.select_related("method").order_by("created_at", "pk")),
-            Prefetch("parcels", queryset=Parcel.objects.prefetch_related("events").order_by("pk")),
-            Prefetch("refunds", queryset=Refund.objects.order_by("created_at", "pk")),
+            Prefetch("parcels", queryset=Parcel.objects.order_by("pk")),
+            Prefetch("refunds", queryset=Refund.objects.select_related("payment").order_by("created_at", "pk")),
             Prefetch("returns", queryset=Return.objects.prefetch_related("items").order_by("created_at", "pk")),
         )
         .first()

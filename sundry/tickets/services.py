@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.tickets.models import Ticket, TicketClass, Turn
@@ -60,10 +59,29 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
     return ticket
 
 
+def _bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
+    """Bump the version (and the turn counter when `turn`) in one statement; returns both.
+
+    The UPDATE also takes the ticket's row lock until the caller's transaction
+    ends, which is what keeps concurrent writers' turn numbers apart.
+    """
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    step = 1 if turn else 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
+            f" WHERE id = %s RETURNING last_turn_number, version",
+            [step, ticket_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    return row[0], row[1]
+
+
 def ticket_touch(ticket_id: int) -> int:
     """Bump the ticket's version (inside the caller's transaction) and return it."""
-    Ticket.objects.filter(pk=ticket_id).update(version=F("version") + 1)
-    return Ticket.objects.values_list("version", flat=True).get(pk=ticket_id)
+    return _bump(ticket_id)[1]
 
 
 def _calls_tokens(payload: dict | None, model: str) -> int:
@@ -77,15 +95,15 @@ def turn_append(
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
-    Numbering takes a row lock on the ticket so concurrent writers (the agent
-    worker and a customer message) never collide.
+    Numbering comes from the ticket row's own counter, bumped under its row
+    lock, so concurrent writers (the agent worker and a customer message)
+    never collide.
     """
-    with transaction.atomic():
-        locked = Ticket.objects.select_for_update().select_related("ticket_class").get(pk=ticket.pk)
-        number = locked.last_turn_number + 1
-        model = locked.ticket_class.working_model
+    model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
+        number, version = _bump(ticket.pk, turn=True)
         turn = Turn.objects.create(
-            ticket=locked,
+            ticket=ticket,
             number=number,
             author=author,
             kind=kind,
@@ -94,8 +112,7 @@ def turn_append(
             tokens=count_tokens(text, model) + _calls_tokens(payload, model),
             encoding=encoding_name_for(model),
         )
-        Ticket.objects.filter(pk=locked.pk).update(last_turn_number=number, version=F("version") + 1)
-    ticket.last_turn_number = number
+    ticket.last_turn_number, ticket.version = number, version
     from sundry.live.events import ticket_changed
 
     ticket_changed(ticket.pk)

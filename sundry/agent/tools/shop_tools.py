@@ -356,7 +356,7 @@ def _order_result(order) -> OrderResult:
         refunds=[
             RefundOut(refund_id=r.refund_id, payment_id=r.payment.payment_id, amount_cents=r.amount_cents,
                       status=r.status, reason=r.reason, created_on=r.created_at.date())
-            for r in order.refunds.select_related("payment").order_by("created_at", "pk")
+            for r in order.refunds.all()  # loaded with the order, with their payments, in this order
         ],
         returns=[
             ReturnOut(return_id=r.return_id, item_ids=sorted(i.item_id for i in r.items.all()), status=r.status, reason=r.reason)
