@@ -140,7 +140,12 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop or steps >= budget:
             return steps, read_through
-        ticket = _load(ticket_id)  # staff may have taken over or closed it meanwhile
+        # Staff may have taken over or closed it meanwhile; the rest of the row the step keeps current.
+        fresh = Ticket.objects.filter(pk=ticket_id).values("handler", "status", "last_turn_number", "version").first()
+        if fresh is None:
+            return steps, read_through
+        for name, value in fresh.items():
+            setattr(ticket, name, value)
         if not _may_act(ticket):
             return steps, read_through
 

@@ -84,7 +84,8 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> Compac
         appended = Turn.objects.filter(ticket_id=ticket_id, number__gte=step.first_turn, number__lte=step.last_turn)
         if clearly_under(request_tokens=step.request_tokens, appended_tokens=appended.aggregate(t=Sum("tokens"))["t"] or 0,
                          appended_turns=max(0, step.last_turn - step.first_turn + 1),
-                         trigger_tokens=step.ticket.ticket_class.trigger_tokens):
+                         trigger_tokens=step.ticket.ticket_class.trigger_tokens,
+                         lanes_may_grow=step.outcome != AgentStep.Outcome.REPLY):
             return None  # far from the trigger: no need to read the lanes and assemble
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
     in_flight = CompactionRun.objects.filter(ticket=ticket, status__in=IN_FLIGHT).order_by("-id").first()

@@ -56,9 +56,11 @@ LANE_GROWTH_ALLOWANCE = 256  # tokens
 MESSAGE_OVERHEAD_TOKENS = 8  # per appended turn: role and framing in the request
 
 
-def clearly_under(*, request_tokens: int, appended_tokens: int, appended_turns: int, trigger_tokens: int) -> bool:
+def clearly_under(*, request_tokens: int, appended_tokens: int, appended_turns: int, trigger_tokens: int,
+                  lanes_may_grow: bool = True) -> bool:
+    """`lanes_may_grow=False` for a step that only replied: it wrote no lane, only its turn."""
     estimate = request_tokens + appended_tokens + MESSAGE_OVERHEAD_TOKENS * appended_turns
-    return estimate + LANE_GROWTH_ALLOWANCE < trigger_tokens
+    return estimate + (LANE_GROWTH_ALLOWANCE if lanes_may_grow else 0) < trigger_tokens
 
 
 def breaker_should_trip(recent_outcomes: list[str]) -> bool:

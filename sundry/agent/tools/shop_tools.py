@@ -335,9 +335,12 @@ class OrderResult(Result):
 
 
 def _order_result(order) -> OrderResult:
-    from sundry.shop import selectors
+    from sundry.shop.models import Payment, Refund
 
-    paid, refunded = selectors.captured_cents(order), selectors.refunded_cents(order)
+    # The order was loaded by this call with its payments and refunds, so the
+    # totals come from those rows: as fresh as asking again, two queries fewer.
+    paid = sum(p.amount_cents for p in order.payments.all() if p.status == Payment.Status.CAPTURED)
+    refunded = sum(r.amount_cents for r in order.refunds.all() if r.status == Refund.Status.ISSUED)
     refundable = max(0, paid - refunded)
     return OrderResult(
         order_number=order.number, customer_id=order.customer.customer_id, status=order.status,
