@@ -9,7 +9,6 @@ ticket's current summary, so nothing is ever committed twice.
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import timedelta
 from decimal import Decimal
@@ -33,7 +32,6 @@ from sundry.compaction.trigger import (
     decide,
 )
 from sundry.context.assembly import assemble
-from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
@@ -155,16 +153,17 @@ def _inputs(run: CompactionRun):
     previous = SummaryData(base.covers_through_turn, base.text, base.fallback) if base else None
     snap = lane_snapshot(ticket, with_turns=False)
     request = sm.build_request(model=run.model, turns=turns, ledger=snap.ledger, rules=snap.rules, previous=previous)
-    history = "\n".join(f"{t.text}\n{json.dumps(t.payload, ensure_ascii=False)}"
-                        for t in Turn.objects.filter(ticket=ticket).only("text", "payload"))
+    # Tokens met anywhere in the ticket: the base summary's record, plus the turns after it.
+    seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
+    seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through).order_by("number"))
     ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role"))
     ctx = sm.ValidationContext(
         ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
-        history_ids=sorted({v for _, v in find_ids(history)}), history_shaped=sorted(find_id_shaped(history)),
+        history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
         model=working,
     )
-    return turns, request, ctx
+    return turns, request, ctx, seen
 
 
 def compaction_run(run_id: int, *, gateway: Gateway | None = None) -> CompactionRun:
@@ -189,7 +188,7 @@ def _base_is_current(run: CompactionRun) -> bool:
 
 
 def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
-    turns, request, ctx = _inputs(run)
+    turns, request, ctx, seen = _inputs(run)
     CompactionRun.objects.filter(pk=run.pk).update(
         summariser_input=request.model_dump(mode="json"), validation_context=ctx.as_dict(),
         replaced_tokens=ctx.replaced_tokens)
@@ -219,10 +218,11 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
         if accepted:
             break
     return _accept(run, turns, accepted, raw_accepted, log_entries,
-                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout))
+                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout),
+                   seen)
 
 
-def _accept(run, turns, verdict, raw, log_entries, figures) -> CompactionRun:
+def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens) -> CompactionRun:
     from sundry.live.events import ticket_changed
     from sundry.tickets.services import ticket_touch
 
@@ -244,7 +244,8 @@ def _accept(run, turns, verdict, raw, log_entries, figures) -> CompactionRun:
         if current:
             Summary.objects.filter(pk=current.pk).update(is_current=False)
         summary = Summary.objects.create(ticket_id=run.ticket_id, covers_through_turn=run.through_turn,
-                                         fields=fields.model_dump(), text=text, is_current=True, fallback=fallback)
+                                         fields=fields.model_dump(), text=text, is_current=True, fallback=fallback,
+                                         seen_tokens=seen.as_json())
         if not fallback:
             _rule_candidates(run, fields.constraints_not_pinned)
         for key, value in figures.items():

@@ -100,6 +100,38 @@ def replaced_tokens(turns: list[TurnData], previous: SummaryData | None, model: 
 
 
 @dataclass
+class SeenTokens:
+    """Identifier values and ID-shaped tokens met anywhere in a ticket's turns up to `through`.
+
+    Kept a turn at a time (and stored with each summary), so a compaction scans
+    only the turns since the last one instead of the whole history.
+    """
+
+    through: int = 0
+    ids: set[str] = field(default_factory=set)
+    shaped: set[str] = field(default_factory=set)
+
+    def add(self, turns) -> "SeenTokens":
+        """Take in turns (oldest first); ones at or before `through` are already in."""
+        for t in turns:
+            if t.number <= self.through:
+                continue
+            text = f"{t.text}\n{json.dumps(t.payload, ensure_ascii=False, default=str)}"
+            self.ids.update(v for _, v in find_ids(text))
+            self.shaped.update(find_id_shaped(text))
+            self.through = t.number
+        return self
+
+    def as_json(self) -> dict:
+        return {"through": self.through, "ids": sorted(self.ids), "shaped": sorted(self.shaped)}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "SeenTokens":
+        data = data or {}
+        return cls(through=int(data.get("through", 0)), ids=set(data.get("ids", ())), shaped=set(data.get("shaped", ())))
+
+
+@dataclass
 class ValidationContext:
     """The facts an output is checked against; stored on the run so a replay checks the same."""
 

@@ -172,6 +172,11 @@ class Summary(models.Model):
     text = models.TextField(help_text="Rendered summary block body")
     is_current = models.BooleanField(default=True)
     fallback = models.BooleanField(default=False, help_text="Deterministic trimming, not a model summary")
+    seen_tokens = models.JSONField(
+        default=dict, blank=True,
+        help_text="IDs and ID-shaped tokens met in the ticket's turns so far (the next compaction's validation "
+                  "starts from these and scans only newer turns)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -27,7 +27,6 @@ from sundry.agent.schemas import Message, ModelRequest, ToolSpec
 from sundry.compaction import summariser as sm
 from sundry.compaction.offline import OfflineSummariser
 from sundry.context import render
-from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LaneSnapshot, LedgerData, SummaryData, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens
 
@@ -60,13 +59,16 @@ class SundryCompactor:
     runs: int = 0
     fallbacks: int = 0
     refusals: Counter = field(default_factory=Counter)
+    seen: dict = field(default_factory=dict)  # per ticket: sm.SeenTokens
 
     def _context(self, snap: LaneSnapshot, replaced: list[TurnData], history: list[TurnData], through: int,
                  ledger: list[LedgerData]):
-        text = "\n".join(f"{t.text}\n{json.dumps(t.payload, ensure_ascii=False, default=str)}" for t in history)
+        # As the service does: the tokens seen so far are kept, and only newer turns are scanned.
+        seen = self.seen.setdefault((snap.ticket_id, snap.customer_id), sm.SeenTokens())
+        seen.add(history)
         return sm.ValidationContext(
             ledger_values=sorted({e.value for e in ledger}), roles=sorted({e.role for e in ledger}),
-            history_ids=sorted({v for _, v in find_ids(text)}), history_shaped=sorted(find_id_shaped(text)),
+            history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
             replaced_tokens=sm.replaced_tokens(replaced, snap.summary, self.model), covers_through_turn=through,
             model=self.model,
         )

@@ -253,3 +253,43 @@ def test_cost_figures_put_compactions_beside_working_turns():
     assert figures["compaction"]["count"] == 1 and figures["compaction"]["input_tokens"] == run.input_tokens > 0
     assert figures["compaction"]["tokens_saved"] == run.tokens_before - run.tokens_after > 0
     assert cost_figures(ticket_class=ticket.ticket_class)["compaction"]["count"] == 1
+
+
+# --- validation's record of tokens seen, kept with each summary ------------------------------
+
+
+def test_each_summary_keeps_the_tokens_seen_and_the_next_run_scans_only_newer_turns():
+    ticket = long_ticket()
+    first = compaction_run(queued_run(ticket).pk, gateway=Gateway(override=ScriptedModel([good()])))
+    assert first.status == CompactionRun.Status.SUCCEEDED
+    seen = first.summary.seen_tokens
+    assert seen["through"] == Ticket.objects.get(pk=ticket.pk).last_turn_number
+    assert ORDER in seen["ids"] and TRACKING in seen["ids"]  # from early turns
+
+    # Later turns add a new token; an invented one is still caught, an early one is still known.
+    turn_append(ticket=ticket, author="customer", text="Also my other order SU-55501 never came.")
+    for i in range(12):
+        turn_append(ticket=ticket, author="customer" if i % 2 else "agent", text=f"more about the table {i} " * 20)
+    second_run = compaction_consider(ticket_id=ticket.pk)
+    assert second_run is not None
+    invented = good(narrative="Refund rfd_9x9x9x9x was issued for [damaged_order].")
+    second = compaction_run(second_run.pk, gateway=Gateway(override=ScriptedModel([invented, good()])))
+    assert second.attempt_log[0]["reasons"] == ["invented_id"]
+    ctx = second.validation_context
+    assert "SU-55501" in ctx["history_ids"] and ORDER in ctx["history_ids"]
+    assert second.summary.seen_tokens["through"] > seen["through"]
+
+
+def test_seen_tokens_kept_a_turn_at_a_time_match_a_scan_of_everything():
+    from sundry.compaction.summariser import SeenTokens
+    from sundry.context.idformats import find_id_shaped, find_ids
+    from sundry.context.lanes import TurnData
+
+    turns = [TurnData(number=i, author="tool", kind="tool_result", text=f"order SU-2{i:04d} parcel 1Z{i:06d}X",
+                      payload={"refund_id": f"re_{i:05d}abc"}) for i in range(1, 40)]
+    kept = SeenTokens()
+    for chunk in (turns[:10], turns[:25], turns):  # the growing history, offered again each time
+        kept.add(chunk)
+    text = "\n".join(f"{t.text}\n{json.dumps(t.payload)}" for t in turns)
+    assert kept.ids == {v for _, v in find_ids(text)} and kept.shaped == set(find_id_shaped(text))
+    assert SeenTokens.from_json(kept.as_json()) == kept
