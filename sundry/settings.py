@@ -147,6 +147,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A killed worker's task is redelivered once the visibility timeout passes;
 # keep it just above the hard limit so recovery is not slower than it must be.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT + 60}
+# An agent run holds its ticket with a claim it renews at every step. A claim
+# older than this is a dead run's (its worker was killed): the next run takes
+# the ticket. Longer than one step can take (three model attempts of 60 s).
+AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", "240"))
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
 # Without a broker, tasks run on an in-process executor after commit (sundry.core.background).

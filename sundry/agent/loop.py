@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -36,7 +37,8 @@ log = logging.getLogger("sundry.agent")
 
 MAX_STEPS_PER_RUN = 10
 MODEL_ATTEMPTS = 3
-CLAIM_TTL = timedelta(minutes=10)
+# See settings.AGENT_CLAIM_TTL_SECONDS: renewed at every step, so it bounds one step, not a run.
+CLAIM_TTL = timedelta(seconds=settings.AGENT_CLAIM_TTL_SECONDS)
 # Called with (ticket_id, step_id) after a resolution step commits; the
 # compaction trigger subscribes here.
 resolution_listeners: list = []
@@ -63,6 +65,20 @@ def _claim(ticket_id: int) -> bool:
         .filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL))
         .update(agent_claimed_at=now)
     )
+
+
+def _renew(ticket_id: int):
+    """Renew this run's claim; returns (handler, status, last_turn_number, version), None if gone."""
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET agent_claimed_at = %s WHERE id = %s"
+                       " RETURNING handler, status, last_turn_number, version", [timezone.now(), ticket_id])
+        return cursor.fetchone()
+
+
+def claimed_elsewhere(ticket_id: int) -> bool:
+    """Another run holds a live claim on the ticket (or held it when its worker died)."""
+    return Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL).exists()
 
 
 def _release(ticket_id: int) -> None:
@@ -140,12 +156,12 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop or steps >= budget:
             return steps, read_through
-        # Staff may have taken over or closed it meanwhile; the rest of the row the step keeps current.
-        fresh = Ticket.objects.filter(pk=ticket_id).values("handler", "status", "last_turn_number", "version").first()
+        # Renew the claim, and see whether staff took over or closed the ticket meanwhile
+        # (the rest of the row the step itself kept current).
+        fresh = _renew(ticket_id)
         if fresh is None:
             return steps, read_through
-        for name, value in fresh.items():
-            setattr(ticket, name, value)
+        ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = fresh
         if not _may_act(ticket):
             return steps, read_through
 

@@ -51,7 +51,9 @@ def _redis_for(host: dict):
     with _clients_lock:
         client = _clients.get(address)
         if client is None:
-            options = {k: v for k, v in host.items() if k in ("socket_timeout", "socket_connect_timeout")}
+            # A push must never hang the request or task that made the change: bounded connects and reads.
+            options = {"socket_connect_timeout": 2.0, "socket_timeout": 5.0}
+            options.update({k: v for k, v in host.items() if k in ("socket_timeout", "socket_connect_timeout")})
             client = _clients[address] = redis.Redis.from_url(address, **options)
         return client
 
