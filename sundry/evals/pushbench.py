@@ -3,11 +3,13 @@
 Run as a subprocess by `manage.py benchmark` (it needs its own settings: a
 file database the server shares, and a channel prefix of its own):
 
-    python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20
+    python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
 
-It migrates a throwaway SQLite file, creates a staff login and a ticket,
+It migrates a throwaway SQLite file, creates a staff login and a ticket (with
+`--history` turns already on it),
 starts daphne on a free loopback port, connects N clients (a minimal
-RFC 6455 client, loopback only), commits `--pushes` changes one at a time and
+RFC 6455 client, loopback only), commits `--pushes` changes one at a time
+(`--change touch`: the version alone; `turn`: a customer message) and
 times each from just before the commit until every client holds a frame with
 the new version (50 ms apart, so each push is measured on its own; the clients
 run in this process, on the same two cores as the server they measure).
@@ -173,7 +175,7 @@ def _memory_kb(pid: int) -> dict:
     return out
 
 
-def _setup():
+def _setup(history: int = 0):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
@@ -188,20 +190,35 @@ def _setup():
     staff = get_user_model().objects.create_user("bench-staff", password="x", is_staff=True)
     ticket = ticket_create(customer=Customer.objects.first(), ticket_class=ensure_classes()["standard"],
                            subject="push benchmark")
+    from sundry.tickets.services import turn_append
+
+    for i in range(history):  # a conversation of this length is on every watcher's page
+        turn_append(ticket=ticket, author="customer" if i % 2 == 0 else "agent",
+                    text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
     http = HttpClient()
     http.force_login(staff)
     return ticket, http.cookies["sessionid"].value
 
 
+CHANGE = {"kind": "touch"}
+
+
 def _commit(ticket_id: int) -> None:
+    """One committed change: a bare version bump (`touch`), or a customer message (`turn`),
+    which changes the conversation panel every watcher must receive."""
     from django.db import transaction
 
     from sundry.live.events import ticket_changed
-    from sundry.tickets.services import ticket_touch
+    from sundry.tickets.models import Ticket
+    from sundry.tickets.services import ticket_touch, turn_append
 
     with transaction.atomic():
-        ticket_touch(ticket_id)
-        ticket_changed(ticket_id)
+        if CHANGE["kind"] == "turn":
+            ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
+            turn_append(ticket=ticket, author="customer", text=f"Any news on my order? ({ticket.last_turn_number + 1})")
+        else:
+            ticket_touch(ticket_id)
+            ticket_changed(ticket_id)
 
 
 async def _round(n: int, pushes: int, port: int, ticket_id: int, cookie: str, timeout: float) -> dict:
@@ -259,6 +276,9 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", default="50,200,500")
     parser.add_argument("--pushes", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--change", choices=["touch", "turn"], default="touch",
+                        help="what each commit changes: the version only, or a new customer message")
+    parser.add_argument("--history", type=int, default=0, help="turns the ticket already has before the pushes")
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
@@ -271,7 +291,8 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
-    ticket, cookie = _setup()
+    CHANGE["kind"] = args.change
+    ticket, cookie = _setup(history=args.history)
     port = _free_port()
     server_log = open(workdir / "server.log", "wb")
     server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", HOST, "-p", str(port), "sundry.asgi:application"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Callable
 
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -35,6 +37,13 @@ class Panel:
     name: str
     template: str
     build: Callable[[object, Viewer], dict]
+    # A list panel (the conversation) renders item by item: `build` returns
+    # `items`, `item_key(item, context)` gives each one's DOM id and what its
+    # rendering depends on, and the panel template places `items_html`. A push
+    # then appends new items and replaces changed ones instead of re-sending
+    # the list, and an unchanged item is never rendered twice.
+    item_template: str | None = None
+    item_key: Callable[[object, dict], tuple[str, object]] | None = None
 
     @property
     def dom_id(self) -> str:
@@ -68,6 +77,13 @@ def _staff_conversation(ticket, viewer):
     from sundry.tickets import selectors
 
     return selectors.conversation(ticket)
+
+
+def _staff_turn_key(item, context):
+    # A turn never changes; how it shows does: compacted or not, and the compaction marks after it.
+    turn = item["turn"]
+    marks = tuple((r.pk, r.status, r.tokens_before, r.tokens_after) for r in item["runs"])
+    return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks)
 
 
 def _staff_held(ticket, viewer):
@@ -131,7 +147,8 @@ def _staff_budget(ticket, viewer):
 
 STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("head", "tickets/panels/head.html", _staff_head),
-    Panel("conversation", "tickets/panels/conversation.html", _staff_conversation),
+    Panel("conversation", "tickets/panels/conversation.html", _staff_conversation,
+          item_template="tickets/panels/turn.html", item_key=_staff_turn_key),
     Panel("held", "tickets/panels/held.html", _staff_held),
     Panel("rules", "tickets/panels/rules.html", _staff_rules),
     Panel("state", "tickets/panels/state.html", _staff_state),
@@ -148,7 +165,11 @@ def _customer_conversation(ticket, viewer):
     _owner(ticket, viewer)
     from sundry.portal.selectors import customer_turns
 
-    return {"turns": customer_turns(ticket)}
+    return {"items": customer_turns(ticket)}
+
+
+def _customer_turn_key(turn, context):
+    return f"msg-{turn.number}", turn.pk
 
 
 def _customer_details(ticket, viewer):
@@ -168,7 +189,8 @@ def _customer_orders(ticket, viewer):
 CUSTOMER_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("details", "portal/panels/details.html", _customer_details),
     Panel("orders", "portal/panels/orders.html", _customer_orders),
-    Panel("conversation", "portal/panels/conversation.html", _customer_conversation),
+    Panel("conversation", "portal/panels/conversation.html", _customer_conversation,
+          item_template="portal/panels/message.html", item_key=_customer_turn_key),
 ]}
 
 REGISTRIES = {STAFF: STAFF_PANELS, CUSTOMER: CUSTOMER_PANELS}
@@ -199,15 +221,65 @@ def viewer_for(user, audience: str, ticket_id: int):
 # --- rendering -------------------------------------------------------------------------------
 
 
-def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> str:
+@dataclass(frozen=True)
+class Parts:
+    """A rendered panel: its HTML and, for a list panel, its shell (the panel with no
+    items) and each item's (DOM id, HTML) in order."""
+
+    html: str
+    shell: str = ""
+    items: tuple[tuple[str, str], ...] | None = None
+
+
+class Rendering(dict):
+    """name → panel HTML, as every caller reads it; `parts` keeps list panels' items."""
+
+    def __init__(self, parts: dict[str, Parts]):
+        super().__init__((name, p.html) for name, p in parts.items())
+        self.parts = parts
+
+
+# Rendered items, shared by every version and watcher that shows them unchanged.
+_ITEMS: "OrderedDict[tuple, str]" = OrderedDict()
+_ITEMS_MAX = 20000
+_ITEMS_LOCK = threading.Lock()
+
+
+def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> tuple[str, str]:
+    dom_id, depends_on = panel.item_key(item, context)
+    key = (panel.item_template, viewer.audience, ticket.pk, ticket.created_at, dom_id, depends_on)
+    with _ITEMS_LOCK:
+        html = _ITEMS.get(key)
+        if html is not None:
+            _ITEMS.move_to_end(key)
+            return dom_id, html
+    html = render_to_string(panel.item_template, {**context, "item": item, "item_id": dom_id}).strip()
+    with _ITEMS_LOCK:
+        _ITEMS[key] = html
+        while len(_ITEMS) > _ITEMS_MAX:
+            _ITEMS.popitem(last=False)
+    return dom_id, html
+
+
+def render_panel_parts(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> Parts:
     context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, **panel.build(ticket, viewer)}
     if extra:
         context.update(extra)
-    return render_to_string(panel.template, context)
+    if panel.item_template is None:
+        return Parts(render_to_string(panel.template, context))
+    items = tuple(_render_item(panel, ticket, viewer, context, item) for item in context["items"])
+    shell = render_to_string(panel.template, {**context, "items_html": ""})
+    html = render_to_string(panel.template, {**context, "items_html": mark_safe("\n".join(h for _, h in items))})
+    return Parts(html, shell, items)
 
 
-def render_all(ticket, viewer: Viewer) -> dict[str, str]:
-    return {name: render_panel(panel, ticket, viewer) for name, panel in REGISTRIES[viewer.audience].items()}
+def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> str:
+    return render_panel_parts(panel, ticket, viewer, extra).html
+
+
+def render_all(ticket, viewer: Viewer) -> Rendering:
+    return Rendering({name: render_panel_parts(panel, ticket, viewer)
+                      for name, panel in REGISTRIES[viewer.audience].items()})
 
 
 # One rendering per (audience, ticket, version) serves every watcher in this
@@ -310,27 +382,71 @@ def _marker(version: int, base: int, kind: str) -> str:
     return render_to_string("live/marker.html", {"version": version, "base": base, "kind": kind})
 
 
-_HASHES: "dict[int, dict[str, str]]" = {}
+_HASHES: "dict[int, tuple[dict, dict]]" = {}
 
 
-def _hashes(rendered: dict[str, str]) -> dict[str, str]:
-    # One digest per rendering, not per watcher (renderings are shared objects).
+def _hashes(rendered: dict[str, str]) -> dict:
+    """Digests of a rendering: one per panel, and for list panels the shell's and each item's.
+
+    Computed once per rendering, and the same dict is handed to every watcher
+    (read-only): watchers that were sent the same frame then hold the same
+    object, which is what lets `_compose` build each distinct frame only once.
+    """
     key = id(rendered)
     cached = _HASHES.get(key)
-    if cached is None or cached.get("__for__") is not rendered:
-        cached = {name: digest(html) for name, html in rendered.items()}
-        cached["__for__"] = rendered  # guards against a reused id()
+    if cached is None or cached[0] is not rendered:  # the identity check guards against a reused id()
+        hashes = {name: digest(html) for name, html in rendered.items()}
+        for name, parts in getattr(rendered, "parts", {}).items():
+            if parts.items is not None:
+                hashes[f"{name}#shell"] = digest(parts.shell)
+                hashes[f"{name}#items"] = tuple((dom_id, digest(html)) for dom_id, html in parts.items)
         if len(_HASHES) > 512:
             _HASHES.clear()
-        _HASHES[key] = cached
-    return {k: v for k, v in cached.items() if k != "__for__"}
+        cached = _HASHES[key] = (rendered, hashes)
+    return cached[1]
+
+
+_FIRST_TAG = re.compile(r"^(\s*<[A-Za-z][\w-]*)")
+
+
+def _list_update(rendered, name: str, hashes: dict, sent: dict) -> str:
+    """A changed list panel as the watcher needs it: the items that changed, replaced by id,
+    and the new ones appended; the whole panel when it was not only items that changed
+    (its shell differs, an item went away or moved, or the watcher holds no items yet)."""
+    parts = getattr(rendered, "parts", {}).get(name)
+    before, now = sent.get(f"{name}#items"), hashes.get(f"{name}#items")
+    if (parts is None or parts.items is None or not before or len(now) < len(before)
+            or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell")
+            or any(old[0] != new[0] for old, new in zip(before, now))):
+        return rendered[name]
+    replaced = [_FIRST_TAG.sub(r'\1 hx-swap-oob="true"', parts.items[i][1], count=1)
+                for i, (old, new) in enumerate(zip(before, now)) if old[1] != new[1]]
+    added = [html for _, html in parts.items[len(before):]]
+    out = "".join(replaced)
+    if added:
+        out += f'<div hx-swap-oob="beforeend:#panel-{name}">{"".join(added)}</div>'
+    return out
+
+
+_BODIES: "dict[tuple, tuple]" = {}
 
 
 def _compose(access, rendered, version, sent_version, sent_hashes) -> Frame:
     hashes = _hashes(rendered)
-    snapshot = sent_hashes is None
-    names = list(rendered) if snapshot else [n for n in rendered if sent_hashes.get(n) != hashes[n]]
-    kind = "snapshot" if snapshot else "diff"
-    html = _marker(version, sent_version, kind) + "".join(rendered[n] for n in names)
+    # Hundreds of watchers a push wakes mostly hold the same previous frame (the same
+    # hashes object): build each distinct frame once.
+    key = (id(rendered), version, sent_version, id(sent_hashes))
+    hit = _BODIES.get(key)
+    if hit is not None and hit[0] is rendered and hit[1] is sent_hashes:
+        kind, names, html = hit[2]
+    else:
+        snapshot = sent_hashes is None
+        names = list(rendered) if snapshot else [n for n in rendered if sent_hashes.get(n) != hashes[n]]
+        kind = "snapshot" if snapshot else "diff"
+        body = "".join(rendered[n] if snapshot else _list_update(rendered, n, hashes, sent_hashes) for n in names)
+        html = _marker(version, sent_version, kind) + body
+        if len(_BODIES) > 1024:
+            _BODIES.clear()
+        _BODIES[key] = (rendered, sent_hashes, (kind, names, html))
     return Frame(version=version, kind=kind, base=sent_version, html=html,
                  hashes=hashes, panels=names, access=access)

@@ -21,6 +21,7 @@ from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import StateValue, Summary
+from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
@@ -138,6 +139,13 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     expect(staff.locator("#panel-conversation .compaction-mark")).to_contain_text("6900 → 2100", timeout=LIVE)
     expect(staff.locator("#panel-summary")).to_contain_text("phone contact only", timeout=LIVE)
     expect(customer.locator("body")).not_to_contain_text("phone contact only")
+    # Pushes appended new turns and replaced the covered ones in place: the page holds every
+    # turn once, in order, exactly as a reload would show it.
+    numbers = list(Turn.objects.filter(ticket=ticket).order_by("number").values_list("number", flat=True))
+    assert staff.locator("#panel-conversation .turn .num").all_inner_texts() == [str(n) for n in numbers]
+    assert staff.locator("#panel-conversation .turn.compacted .num").all_inner_texts() == ["1", "2"]
+    said = list(customer_turns(ticket).values_list("text", flat=True))
+    assert [t.strip() for t in customer.locator("#panel-conversation .turn .text").all_inner_texts()] == said
     print(f"\ncustomer message visible on the desk {seen_after:.2f}s after Send")
     assert seen_after < LIVE / 1000
 

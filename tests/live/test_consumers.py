@@ -249,3 +249,58 @@ async def test_watchers_of_a_ticket_share_one_group_member_and_one_rendering(wor
     for w in watchers:
         await w.disconnect()
     assert not [g for (_, g) in fanout._HUBS if g == f"ticket-{ticket.pk}-staff"]  # the last one out stops the hub
+
+
+# --- the conversation is pushed item by item --------------------------------------------------
+
+
+async def test_a_new_turn_is_appended_not_the_whole_conversation_resent(world):
+    ticket = world["ticket"]
+    staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
+    await _open(staff)
+    await _open(customer)
+    turn = await database_sync_to_async(turn_append)(ticket=ticket, author="agent", text="A replacement is on its way.")
+    n = turn.number
+    for frame, item in ((await staff.receive_from(timeout=3), f"turn-{n}"),
+                        (await customer.receive_from(timeout=3), f"msg-{n}")):
+        assert 'hx-swap-oob="beforeend:#panel-conversation"' in frame
+        assert f'id="{item}"' in frame and "A replacement is on its way." in frame
+        assert "My kettle arrived broken" not in frame  # earlier turns stay on the page, not in the push
+        assert 'id="panel-conversation"' not in frame
+    await staff.disconnect()
+    await customer.disconnect()
+
+
+async def test_turns_a_compaction_covers_are_replaced_in_place(world):
+    from sundry.context.models import Summary
+    from sundry.live.events import ticket_changed
+    from sundry.tickets.services import ticket_touch
+
+    ticket = world["ticket"]
+    staff = desk(ticket.pk, world["staff"][1])
+    first = await _open(staff)
+    assert "turn customer message compacted" not in first
+
+    def compact_through_two():
+        Summary.objects.create(ticket=ticket, covers_through_turn=2, text="Earlier: kettle broken.", is_current=True)
+        ticket_touch(ticket.pk)
+        ticket_changed(ticket.pk)
+
+    await database_sync_to_async(compact_through_two)()
+    frame = await staff.receive_from(timeout=3)
+    assert frame.count('hx-swap-oob="true"') >= 3  # marker, turn 1, turn 2 (and other changed panels)
+    assert '<div hx-swap-oob="true" class="turn-item" id="turn-1">' in frame
+    assert 'id="turn-2"' in frame and 'id="turn-3"' not in frame  # turn 3 is not covered: not re-sent
+    assert "beforeend" not in frame and 'id="panel-conversation"' not in frame
+    await staff.disconnect()
+
+
+async def test_a_customer_who_reconnects_gets_the_whole_conversation(world):
+    ticket = world["ticket"]
+    customer = help_(ticket.pk, world["alice"][1])
+    await _open(customer)
+    await customer.send_to(text_data='{"type": "resync"}')
+    frame = await customer.receive_from(timeout=3)
+    assert 'data-kind="snapshot"' in frame and 'id="panel-conversation"' in frame
+    assert "My kettle arrived broken" in frame and SECRET_NOTE not in frame
+    await customer.disconnect()

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--lengths", default="40,200,1000", help="Ticket lengths in turns for the assembly figures")
         parser.add_argument("--messages", type=int, default=150, help="Customer messages through the loop")
         parser.add_argument("--clients", default="50,200,500", help="Websocket clients per push round")
-        parser.add_argument("--pushes", type=int, default=10, help="Committed changes per push round")
+        parser.add_argument("--pushes", type=int, default=20, help="Committed changes per push round")
         parser.add_argument("--skip", nargs="*", default=[], choices=["assembly", "tokens", "loop", "push"])
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
 
@@ -110,18 +110,26 @@ class Command(BaseCommand):
         if not os.environ.get("REDIS_URL"):
             say("Push latency: skipped (REDIS_URL is not set; the Redis channel layer is what this measures).")
             return {"skipped": "REDIS_URL not set"}
-        say(f"Push latency over the Redis layer: clients {opts['clients']}, {opts['pushes']} committed changes each "
-            "(daphne on 127.0.0.1, a throwaway SQLite file) …")
-        proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
-                               "--pushes", str(opts["pushes"]), "--timeout", "60"],
-                              capture_output=True, text=True, timeout=1800, cwd=settings.BASE_DIR)
-        try:
-            data = json.loads(proc.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            say(self.style.ERROR(f"  push benchmark failed: {proc.stderr[-2000:]}"))
-            return {"error": proc.stderr[-2000:]}
-        for r in data.get("rounds", []):
-            mem = data["server_memory_kb"].get(str(r["clients"])) or {}
-            say(f"  {r['clients']:>4} clients: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms; "
-                f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {mem.get('VmHWM', 0) / 1024:.0f} MiB")
-        return data
+        out = {}
+        # Two kinds of change: a customer message on a ticket with a 200-turn conversation (what a
+        # desk sees all day: the conversation grows by one item), and a bare version bump.
+        for label, change, history in (("a new message on a 200-turn ticket", "turn", 200),
+                                       ("a version bump alone", "touch", 0)):
+            say(f"Push latency over the Redis layer, {label}: clients {opts['clients']}, {opts['pushes']} "
+                "committed changes each (daphne on 127.0.0.1, a throwaway SQLite file) …")
+            proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
+                                   "--pushes", str(opts["pushes"]), "--timeout", "60", "--change", change,
+                                   "--history", str(history)],
+                                  capture_output=True, text=True, timeout=1800, cwd=settings.BASE_DIR)
+            try:
+                data = json.loads(proc.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                say(self.style.ERROR(f"  push benchmark failed: {proc.stderr[-2000:]}"))
+                out[change] = {"error": proc.stderr[-2000:]}
+                continue
+            for r in data.get("rounds", []):
+                mem = data["server_memory_kb"].get(str(r["clients"])) or {}
+                say(f"  {r['clients']:>4} clients: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms; "
+                    f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {mem.get('VmHWM', 0) / 1024:.0f} MiB")
+            out[change] = data
+        return out
