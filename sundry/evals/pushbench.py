@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="sundry-pushbench-"))
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
            "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
-           "SUNDRY_LOG_LEVEL": "ERROR"}
+           "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0"}  # as served in production: no per-query debug log
     os.environ.update(env)
     import django
 
