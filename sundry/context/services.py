@@ -28,7 +28,7 @@ from sundry.context.models import (
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
 from sundry.live.events import ticket_changed
-from sundry.tickets.services import ticket_touch
+from sundry.tickets.versions import ticket_touch
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from sundry.core.tokens import count_tokens, encoding_name_for
+from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
 from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.versions import bump, ticket_touch  # noqa: F401  (ticket_touch: part of this module's API)
 
 
 class MessageRefused(ValueError):
@@ -28,10 +30,6 @@ def validate_message_text(text: str) -> str:
 
 
 def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticket:
-    from sundry.context.services import ledger_record_system_id
-
-    from sundry.context.services import rules_carry_customer_scope
-
     with transaction.atomic():
         ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject=subject[:200])
         # The desk knows who the customer is: their ID enters the ledger as verified.
@@ -43,8 +41,6 @@ def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticke
 
 def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
     """Resolve, close or reopen a ticket. Resolving closes the ticket's and its orders' rule scopes."""
-    from sundry.context.services import rule_close_scope
-
     if status not in Ticket.Status.values:
         raise MessageRefused(f"Status must be one of {', '.join(Ticket.Status.values)}.")
     with transaction.atomic():
@@ -57,31 +53,6 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
             for scope in ("ticket", "order"):
                 rule_close_scope(ticket=ticket, scope=scope, turn=turn.number)
     return ticket
-
-
-def _bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
-    """Bump the version (and the turn counter when `turn`) in one statement; returns both.
-
-    The UPDATE also takes the ticket's row lock until the caller's transaction
-    ends, which is what keeps concurrent writers' turn numbers apart.
-    """
-    table = connection.ops.quote_name(Ticket._meta.db_table)
-    step = 1 if turn else 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
-            f" WHERE id = %s RETURNING last_turn_number, version",
-            [step, ticket_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
-    return row[0], row[1]
-
-
-def ticket_touch(ticket_id: int) -> int:
-    """Bump the ticket's version (inside the caller's transaction) and return it."""
-    return _bump(ticket_id)[1]
 
 
 def _calls_tokens(payload: dict | None, model: str) -> int:
@@ -101,7 +72,7 @@ def turn_append(
     """
     model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
-        number, version = _bump(ticket.pk, turn=True)
+        number, version = bump(ticket.pk, turn=True)
         turn = Turn.objects.create(
             ticket=ticket,
             number=number,

@@ -1,0 +1,36 @@
+"""The ticket row's version and turn counter: every write to a ticket or its lanes bumps the version.
+
+Its own module, below both tickets.services and context.services, so each can
+use it without importing the other.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from sundry.tickets.models import Ticket
+
+
+def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
+    """Bump the version (and the turn counter when `turn`) in one statement; returns both.
+
+    The UPDATE also takes the ticket's row lock until the caller's transaction
+    ends, which is what keeps concurrent writers' turn numbers apart.
+    """
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    step = 1 if turn else 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
+            f" WHERE id = %s RETURNING last_turn_number, version",
+            [step, ticket_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    return row[0], row[1]
+
+
+def ticket_touch(ticket_id: int) -> int:
+    """Bump the ticket's version (inside the caller's transaction) and return it."""
+    return bump(ticket_id)[1]
