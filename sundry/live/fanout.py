@@ -55,8 +55,14 @@ class Hub:
 
     async def _listen(self) -> None:
         while True:
-            message = await self.layer.receive(self.channel)
-            await self.deliver(message)
+            try:
+                message = await self.layer.receive(self.channel)
+                await self.deliver(message)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a hub that died would leave its sockets on the 20 s version check alone
+                log.exception("push hub for %s: a message failed; listening on", self.group)
+                await asyncio.sleep(0.1)
 
     async def deliver(self, message: dict) -> None:
         for watcher in list(self.watchers):

@@ -304,3 +304,26 @@ async def test_a_customer_who_reconnects_gets_the_whole_conversation(world):
     assert 'data-kind="snapshot"' in frame and 'id="panel-conversation"' in frame
     assert "My kettle arrived broken" in frame and SECRET_NOTE not in frame
     await customer.disconnect()
+
+
+async def test_a_hub_keeps_listening_after_a_message_it_could_not_handle(world, monkeypatch):
+    from sundry.live import fanout
+
+    ticket = world["ticket"]
+    watcher = desk(ticket.pk, world["staff"][1])
+    await _open(watcher)
+    (hub,) = [h for (_, g), h in fanout._HUBS.items() if g == f"ticket-{ticket.pk}-staff"]
+    real_deliver, failures = hub.deliver, []
+
+    async def deliver_once_broken(message):
+        if not failures:
+            failures.append(message)
+            raise RuntimeError("broken delivery")
+        await real_deliver(message)
+
+    monkeypatch.setattr(hub, "deliver", deliver_once_broken)
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="first, lost")
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="second, delivered")
+    frame = await watcher.receive_from(timeout=3)
+    assert failures and "second, delivered" in frame
+    await watcher.disconnect()
