@@ -344,8 +344,10 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
                            text=json.dumps(payload_result, ensure_ascii=False),
                            payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,
                                     "idempotency_key": key if tool.side_effect else ""})
-        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result)
+        # Touch first: the IDs this call used count as used when the harvest's eviction
+        # picks what leaves the window (the harness replays the same order).
         lanes.ledger_touch(ticket=ticket, values=[v for _, _, v in guards.ids_in_arguments(tool, args)], turn=turn.number)
+        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result)
         from sundry.agent.effects import apply_effects
 
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key)
