@@ -65,8 +65,8 @@ class LaneReplay:
     history: list[TurnData] = field(default_factory=list)
 
     def __post_init__(self):
-        if self.customer_id:  # ticket_create records the desk's customer as verified, at turn 0
-            self.ledger[self.customer_id] = LedgerData("customer", self.customer_id, "customer", True, 0, 0)
+        if self.customer_id:  # ticket_create records the desk's customer as verified and in use, at turn 0
+            self.ledger[self.customer_id] = LedgerData("customer", self.customer_id, "customer", True, 0, 0, used=True)
 
     # --- ledger ----------------------------------------------------------------------
 

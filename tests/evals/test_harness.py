@@ -169,3 +169,42 @@ def test_a_recorded_repeat_of_a_completed_side_effect_is_held(retail):
     result = run_ticket(ticket, HarnessConfig(budget=1800, keep_recent=4, plant=False))
     s = result.stats["sundry"]
     assert s["repeats_proposed"] == 1 and s["repeats_held"] == 1
+
+
+@pytest.mark.django_db
+def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
+    """The harness rebuilds the ledger from turns; the loop writes it through the services.
+    On a real ticket with a small window (so eviction and restores happen) the two agree:
+    the same values, roles, verification, use and archive, entry for entry."""
+    from sundry.agent.loop import agent_run
+    from sundry.agent.services import customer_message_post
+    from sundry.context.models import LedgerEntry
+    from sundry.evals.domains import DOMAINS
+    from sundry.evals.records import export_ticket
+    from sundry.evals.replay import LaneReplay
+    from sundry.shop.models import Order
+    from sundry.tickets.services import ticket_create
+    from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-40110", prices=(3000, 2000, 1500))
+    shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500, 900))
+    TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_cap=6),
+                           subject="Help")
+    for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken.",
+                 "Thanks. Where is SU-40111 now?", "What else did I order recently?",
+                 "The SU-40110 item is still broken, refund it."):
+        customer_message_post(ticket=ticket, text=text)
+        agent_run(ticket.pk)
+    recorded = export_ticket(ticket)
+    replay = LaneReplay(DOMAINS["demo_shop"], customer_id=customer.customer_id, ledger_cap=6)
+    for turn in recorded.turn_data():
+        replay.feed(turn)
+
+    stored = {e.value: (e.role, e.verified, e.status == "archived", e.used_in_call, e.last_used_turn, e.first_seen_turn)
+              for e in LedgerEntry.objects.filter(ticket=ticket)}
+    replayed = {e.value: (e.role, e.verified, e.archived, e.used, e.last_used_turn, e.first_seen_turn)
+                for e in replay.ledger.values()}
+    assert LedgerEntry.objects.filter(ticket=ticket, status="archived").exists()  # the window did overflow
+    assert replayed == stored
