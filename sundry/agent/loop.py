@@ -146,8 +146,7 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
     ticket = _load(ticket_id)
     if not _may_act(ticket) or not (unread or needs_response(ticket) or _mid_task(ticket)):
         return 0, ticket.last_turn_number
-    number = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
-              .values_list("number", flat=True).first() or 0) + 1
+    number = _next_step_number(ticket)
     steps = 0
     while True:
         read_through = ticket.last_turn_number
@@ -164,6 +163,11 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
         ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = fresh
         if not _may_act(ticket):
             return steps, read_through
+
+
+def _next_step_number(ticket: Ticket) -> int:
+    return (AgentStep.objects.filter(ticket=ticket).order_by("-number").values_list("number", flat=True).first()
+            or 0) + 1
 
 
 def _mid_task(ticket: Ticket) -> bool:
@@ -194,8 +198,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
     assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
-        number = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
-                  .values_list("number", flat=True).first() or 0) + 1
+        number = _next_step_number(ticket)
     first_turn = ticket.last_turn_number + 1
 
     call, error = None, None

@@ -126,14 +126,19 @@ def test_clearly_under_allows_for_lane_growth():
     assert clearly_under(request_tokens=near - 1, appended_tokens=200, appended_turns=2, trigger_tokens=6400)
 
 
-def test_far_under_the_trigger_the_check_reads_no_lanes(ticket):
-    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+def reply_without_the_check(ticket):
+    """One reply step with no resolution listener registered."""
     saved = list(loop.resolution_listeners)
-    loop.resolution_listeners[:] = []  # call the check by hand, to count its queries
+    loop.resolution_listeners[:] = []
     try:
         agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="On its way.")])))
     finally:
         loop.resolution_listeners[:] = saved
+
+
+def test_far_under_the_trigger_the_check_reads_no_lanes(ticket):
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+    reply_without_the_check(ticket)  # the check is called by hand below, to count its queries
     step = AgentStep.objects.get(ticket=ticket, is_resolution=True)
     with CaptureQueriesContext(connection) as queries:
         assert compaction.compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is None
@@ -148,12 +153,7 @@ def test_near_the_trigger_the_check_assembles_and_queues(ticket):
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     for i in range(30):
         turn_append(ticket=ticket, author="customer" if i % 2 else "agent", text=f"filler line {i} " * 12)
-    saved = list(loop.resolution_listeners)
-    loop.resolution_listeners[:] = []
-    try:
-        agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="On its way.")])))
-    finally:
-        loop.resolution_listeners[:] = saved
+    reply_without_the_check(ticket)
     step = AgentStep.objects.get(ticket=ticket, is_resolution=True)
     assert step.request_tokens > tclass.trigger_tokens
     run = compaction.compaction_consider(ticket_id=ticket.pk, step_id=step.pk)
