@@ -7,6 +7,7 @@ result, guard rejection, model failure — is a turn staff can see.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -28,6 +29,7 @@ import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.agent.tools.base import Tool, ToolContext, ToolError
 from sundry.context.assembly import Assembled, assemble
+from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.context import services as lanes
 from sundry.tickets.models import Ticket, Turn
@@ -39,9 +41,26 @@ MAX_STEPS_PER_RUN = 10
 MODEL_ATTEMPTS = 3
 # See settings.AGENT_CLAIM_TTL_SECONDS: renewed at every step, so it bounds one step, not a run.
 CLAIM_TTL = timedelta(seconds=settings.AGENT_CLAIM_TTL_SECONDS)
-# Called with (ticket_id, step_id) after a resolution step commits; the
-# compaction trigger subscribes here.
+# Called with a `Resolved` after a resolution step commits; the compaction
+# trigger subscribes here.
 resolution_listeners: list = []
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a resolution step tells its listeners, so they need not read it back."""
+
+    ticket_id: int
+    step_id: int
+    outcome: str
+    request_tokens: int  # the step's own request
+    trigger_tokens: int  # the ticket class's compaction trigger
+    first_turn: int  # the turns the step appended
+    last_turn: int
+    version: int  # the ticket's version once the step committed
+    # The lanes exactly as the next step would read them, when the step knows them:
+    # a plain reply on lanes nobody else changed meanwhile (the version says so).
+    next_lanes: LaneSnapshot | None = None
 
 
 _SPECS: tuple[int, list[dict]] = (0, [])
@@ -222,14 +241,16 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             return StepOutcome(stop=True)
 
         response: ModelResponse = call.response
+        next_lanes = None
         if response.tool_calls:
             outcome = _run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif (response.text or "").strip():
-            turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=response.text.strip(),
-                        payload={"model": response.model, "offline": response.offline})
+            reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
+                                text=response.text.strip(), payload={"model": response.model, "offline": response.offline})
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
+            next_lanes = _after_reply(snapshot, reply, ticket.version)
         else:
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                         text="The model returned neither a reply nor a tool call.", payload={})
@@ -237,9 +258,22 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             kind = AgentStep.Outcome.INVALID_OUTPUT
         step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
         if outcome.resolution:
+            resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
+                                last_turn=ticket.last_turn_number, version=ticket.version,
+                                request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
+                                trigger_tokens=tclass.trigger_tokens)
             for listener in resolution_listeners:
-                transaction.on_commit(lambda listener=listener: listener(ticket.pk, step.pk))
+                transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
+
+
+def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:
+    """The step's lanes plus its reply, if the reply's version bump is the only change since they were read."""
+    if snapshot.version is None or version != snapshot.version + 1:
+        return None  # someone else wrote meanwhile: the next reader must look afresh
+    turn = TurnData(number=reply.number, author=reply.author, kind=reply.kind, text=reply.text,
+                    payload=reply.payload, tokens=reply.tokens)
+    return dataclasses.replace(snapshot, turns=[*snapshot.turns, turn], version=version)
 
 
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False):

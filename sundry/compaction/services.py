@@ -18,6 +18,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.loop import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
@@ -52,14 +53,8 @@ def default_gateway() -> Gateway:
     return Gateway(offline=OfflineSummariser())
 
 
-def _tool_specs() -> list[dict]:
-    from sundry.agent.loop import tool_specs  # lazy: the loop imports every tool
-
-    return tool_specs()
-
-
 def _assemble(ticket, snapshot=None):
-    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=_tool_specs(),
+    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=tool_specs(),
                     rules_cap_tokens=ticket.ticket_class.pinned_rules_cap)
 
 
@@ -73,17 +68,19 @@ def _enqueue(run_id: int) -> None:
 # --- the trigger ---------------------------------------------------------------------------
 
 
-def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> CompactionRun | None:
-    """After a resolution step: queue a compaction if the latest request is over the trigger."""
-    if step_id is not None:
-        step = AgentStep.objects.select_related("ticket__ticket_class").filter(pk=step_id, is_resolution=True).first()
-        if step is None:
+def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=None) -> CompactionRun | None:
+    """After a resolution step: queue a compaction if the latest request is over the trigger.
+
+    `resolved` (the loop's `Resolved`) carries what the step knows, so the common
+    case — far under the trigger — reads nothing at all; `step_id` alone reads it back.
+    """
+    if resolved is None and step_id is not None:
+        resolved = _resolved_from_row(step_id)
+        if resolved is None:
             return None  # only at a resolution boundary
-        appended = Turn.objects.filter(ticket_id=ticket_id, number__gte=step.first_turn, number__lte=step.last_turn)
-        if clearly_under(request_tokens=step.request_tokens, appended_tokens=appended.aggregate(t=Sum("tokens"))["t"] or 0,
-                         appended_turns=max(0, step.last_turn - step.first_turn + 1),
-                         trigger_tokens=step.ticket.ticket_class.trigger_tokens,
-                         lanes_may_grow=step.outcome != AgentStep.Outcome.REPLY):
+    if resolved is not None:
+        step_id = resolved.step_id
+        if _clearly_under(resolved):
             return None  # far from the trigger: no need to read the lanes and assemble
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
     in_flight = CompactionRun.objects.filter(ticket=ticket, status__in=IN_FLIGHT).order_by("-id").first()
@@ -92,7 +89,9 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> Compac
             _enqueue(in_flight.pk)
         return in_flight
     tclass = ticket.ticket_class
-    snapshot = lane_snapshot(ticket)
+    known = resolved.next_lanes if resolved is not None else None
+    # The step's own lanes plus its reply serve while the ticket is at the version it left.
+    snapshot = known if known is not None and known.version == ticket.version else lane_snapshot(ticket)
     assembled = _assemble(ticket, snapshot)
     last = (CompactionRun.objects.filter(ticket=ticket, status__in=(Status.SUCCEEDED, Status.FALLBACK))
             .order_by("-id").first())
@@ -128,12 +127,35 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None) -> Compac
     return run
 
 
-def resolution_listener(ticket_id: int, step_id: int) -> None:
+def _resolved_from_row(step_id: int) -> Resolved | None:
+    """What the loop would have passed, read back from a stored resolution step."""
+    step = AgentStep.objects.select_related("ticket__ticket_class").filter(pk=step_id, is_resolution=True).first()
+    if step is None:
+        return None
+    return Resolved(ticket_id=step.ticket_id, step_id=step.pk, outcome=step.outcome, request_tokens=step.request_tokens,
+                    trigger_tokens=step.ticket.ticket_class.trigger_tokens, first_turn=step.first_turn,
+                    last_turn=step.last_turn, version=step.ticket.version)
+
+
+def _clearly_under(resolved: Resolved) -> bool:
+    """Far from the trigger by what the step knows; with its next lanes in hand, without a query."""
+    if resolved.next_lanes is not None:
+        appended = sum(t.tokens for t in resolved.next_lanes.turns if t.number >= resolved.first_turn)
+    else:
+        appended = Turn.objects.filter(ticket_id=resolved.ticket_id, number__gte=resolved.first_turn,
+                                       number__lte=resolved.last_turn).aggregate(t=Sum("tokens"))["t"] or 0
+    return clearly_under(request_tokens=resolved.request_tokens, appended_tokens=appended,
+                         appended_turns=max(0, resolved.last_turn - resolved.first_turn + 1),
+                         trigger_tokens=resolved.trigger_tokens,
+                         lanes_may_grow=resolved.outcome != AgentStep.Outcome.REPLY)
+
+
+def resolution_listener(resolved) -> None:
     """Registered in sundry.agent.loop.resolution_listeners; must never break the agent."""
     try:
-        compaction_consider(ticket_id=ticket_id, step_id=step_id)
+        compaction_consider(ticket_id=resolved.ticket_id, resolved=resolved)
     except Exception:
-        log.exception("compaction check failed for ticket %s", ticket_id)
+        log.exception("compaction check failed for ticket %s", resolved.ticket_id)
 
 
 # --- the work ------------------------------------------------------------------------------

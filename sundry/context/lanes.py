@@ -135,3 +135,5 @@ class LaneSnapshot:
     # Turns after the summary, oldest first; assembly keeps the newest that fit.
     turns: list[TurnData] = field(default_factory=list)
     recent_turns_kept: int = 8
+    # The ticket's version when the lanes were read (None when not read from the database).
+    version: int | None = None

@@ -2,7 +2,9 @@
 
 With a broker configured the task goes to Celery workers. Without one (the
 embedded default) the same task body runs on a small in-process thread pool,
-still after commit and still off the request path.
+still after commit and still off the request path. "deferred" holds tasks until
+`wait_idle()` runs them in the caller's thread: a benchmark uses it so the work
+a step queues is timed apart from the step, as its own worker process would be.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.db import close_old_connections, transaction
 
 log = logging.getLogger("sundry.background")
 _executor: ThreadPoolExecutor | None = None
+_deferred: list = []
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -37,6 +40,12 @@ def _run_locally(task, args, kwargs):
 def wait_idle(timeout: float = 60) -> None:
     """Let queued in-process work finish (a management command calls this before it exits)."""
     global _executor
+    while _deferred:
+        task, args, kwargs = _deferred.pop(0)
+        try:
+            task.apply(args=args, kwargs=kwargs, throw=True)
+        except Exception:
+            log.exception("deferred task %s failed", task.name)
     if _executor is not None:
         pool, _executor = _executor, None
         pool.shutdown(wait=True, cancel_futures=False)
@@ -46,5 +55,7 @@ def enqueue_on_commit(task, *args, **kwargs) -> None:
     """Queue `task(*args, **kwargs)` once the surrounding transaction commits."""
     if settings.BACKGROUND_MODE == "celery":
         transaction.on_commit(lambda: task.apply_async(args=args, kwargs=kwargs))
+    elif settings.BACKGROUND_MODE == "deferred":
+        transaction.on_commit(lambda: _deferred.append((task, args, kwargs)))
     else:
         transaction.on_commit(lambda: _pool().submit(_run_locally, task, args, kwargs))

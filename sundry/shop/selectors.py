@@ -5,9 +5,16 @@ Each returns a model instance (or list of them) or None when nothing matches.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
 from django.db.models import Prefetch, Sum
 
-from .models import Customer, Order, OrderItem, Parcel, Payment, Refund, Return
+from sundry.core import sql
+
+from .models import Customer, Order, OrderItem, Parcel, Payment, PaymentMethod, Product, Refund, Return
 
 
 def customer_by_email(email: str) -> Customer | None:
@@ -55,6 +62,82 @@ def order_by_number(number: str) -> Order | None:
         )
         .first()
     )
+
+
+# --- an order as plain data, for reading only ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class OrderView:
+    """What `get_order` shows of an order; rows are tuples in the field order named below."""
+
+    number: str
+    customer_id: str
+    status: str
+    currency: str
+    total_cents: int
+    placed_at: datetime
+    items: list[tuple] = field(default_factory=list)  # item_id, sku, product name, quantity, unit price
+    payments: list[tuple] = field(default_factory=list)  # payment_id, method id, method label, status, amount
+    parcels: list[tuple] = field(default_factory=list)  # tracking_number, carrier, status
+    refunds: list[tuple] = field(default_factory=list)  # refund_id, payment_id, amount, status, reason, created_at
+    returns: list[tuple] = field(default_factory=list)  # return_id, sorted item_ids, status, reason
+
+
+@functools.lru_cache(maxsize=4)
+def _order_view_statements(vendor: str) -> list[str]:
+    t, c, a = sql.table, sql.column, sql.aliased
+    order_id = f"(SELECT {c(Order, 'id')} FROM {t(Order)} WHERE {c(Order, 'number')} = %s)"
+    through = Return.items.through
+    return [
+        f"SELECT {a('o', Order, ('number',))}, {a('c', Customer, ('customer_id',))},"
+        f" {a('o', Order, ('status', 'currency', 'total_cents', 'placed_at'))}"
+        f" FROM {t(Order)} o JOIN {t(Customer)} c ON c.{c(Customer, 'id')} = o.{c(Order, 'customer')}"
+        f" WHERE o.{c(Order, 'number')} = %s",
+        f"SELECT {a('i', OrderItem, ('item_id',))}, {a('p', Product, ('sku', 'name'))},"
+        f" {a('i', OrderItem, ('quantity', 'unit_price_cents'))}"
+        f" FROM {t(OrderItem)} i JOIN {t(Product)} p ON p.{c(Product, 'id')} = i.{c(OrderItem, 'product')}"
+        f" WHERE i.{c(OrderItem, 'order')} = {order_id} ORDER BY i.{c(OrderItem, 'id')}",
+        f"SELECT {a('y', Payment, ('payment_id',))}, {a('m', PaymentMethod, ('payment_method_id', 'label'))},"
+        f" {a('y', Payment, ('status', 'amount_cents'))}"
+        f" FROM {t(Payment)} y JOIN {t(PaymentMethod)} m ON m.{c(PaymentMethod, 'id')} = y.{c(Payment, 'method')}"
+        f" WHERE y.{c(Payment, 'order')} = {order_id} ORDER BY y.{c(Payment, 'created_at')}, y.{c(Payment, 'id')}",
+        sql.select(Parcel, ("tracking_number", "carrier", "status"), f"{c(Parcel, 'order')} = {order_id}", ("id",)),
+        f"SELECT {a('r', Refund, ('refund_id',))}, {a('y', Payment, ('payment_id',))},"
+        f" {a('r', Refund, ('amount_cents', 'status', 'reason', 'created_at'))}"
+        f" FROM {t(Refund)} r JOIN {t(Payment)} y ON y.{c(Payment, 'id')} = r.{c(Refund, 'payment')}"
+        f" WHERE r.{c(Refund, 'order')} = {order_id} ORDER BY r.{c(Refund, 'created_at')}, r.{c(Refund, 'id')}",
+        # One row per returned item (or one with no item): grouped below.
+        f"SELECT {a('r', Return, ('id', 'return_id', 'status', 'reason'))}, {a('i', OrderItem, ('item_id',))}"
+        f" FROM {t(Return)} r LEFT JOIN {t(through)} ri ON ri.{c(through, 'return')} = r.{c(Return, 'id')}"
+        f" LEFT JOIN {t(OrderItem)} i ON i.{c(OrderItem, 'id')} = ri.{c(through, 'orderitem')}"
+        f" WHERE r.{c(Return, 'order')} = {order_id} ORDER BY r.{c(Return, 'created_at')}, r.{c(Return, 'id')}",
+    ]
+
+
+def order_view(number: str) -> OrderView | None:
+    """The order with this exact number as plain data (one round trip on PostgreSQL), or None.
+
+    For reading only: the tools that change an order load it with `order_by_number`.
+    """
+    if not number:
+        return None
+    statements = _order_view_statements(connection.vendor)
+    with connection.cursor() as cursor:
+        order, items, payments, parcels, refunds, return_rows = sql.read_sets(
+            cursor, [(statement, [number]) for statement in statements])
+    if not order:
+        return None
+    returns: dict[int, list] = {}
+    for pk, return_id, status, reason, item_id in return_rows:
+        entry = returns.setdefault(pk, [return_id, [], status, reason])
+        if item_id is not None:
+            entry[1].append(item_id)
+    number_, customer_id, status, currency, total, placed_at = order[0]
+    return OrderView(number_, customer_id, status, currency, total, sql.aware(placed_at), items=items,
+                     payments=payments, parcels=parcels,
+                     refunds=[(*r[:5], sql.aware(r[5])) for r in refunds],
+                     returns=[(rid, sorted(ids), status, reason) for rid, ids, status, reason in returns.values()])
 
 
 # The money helpers always ask the database, never a prefetched cache: an order

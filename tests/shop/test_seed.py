@@ -347,3 +347,25 @@ def test_full_default_seed():
     assert set(PaymentMethod.objects.values_list("kind", flat=True)) >= {"card", "upi", "paypal"}
 
     assert_all_invariants()
+
+
+@pytest.mark.django_db
+def test_the_plain_order_view_matches_the_models_for_every_seeded_order():
+    generate_shop(seed=11, **SMALL)
+    assert Return.objects.exists() and Refund.objects.exists()  # the seed has what the view groups
+    for order in Order.objects.prefetch_related("items__product", "payments__method", "parcels",
+                                                "refunds__payment", "returns__items"):
+        view = selectors.order_view(order.number)
+        assert (view.number, view.customer_id, view.status, view.currency, view.total_cents, view.placed_at) == (
+            order.number, order.customer.customer_id, order.status, order.currency, order.total_cents, order.placed_at)
+        assert view.items == [(i.item_id, i.product.sku, i.product.name, i.quantity, i.unit_price_cents)
+                              for i in sorted(order.items.all(), key=lambda i: i.pk)]
+        assert view.payments == [(p.payment_id, p.method.payment_method_id, p.method.label, p.status, p.amount_cents)
+                                 for p in sorted(order.payments.all(), key=lambda p: (p.created_at, p.pk))]
+        assert view.parcels == [(p.tracking_number, p.carrier, p.status)
+                                for p in sorted(order.parcels.all(), key=lambda p: p.pk)]
+        assert view.refunds == [(r.refund_id, r.payment.payment_id, r.amount_cents, r.status, r.reason, r.created_at)
+                                for r in sorted(order.refunds.all(), key=lambda r: (r.created_at, r.pk))]
+        assert view.returns == [(r.return_id, sorted(i.item_id for i in r.items.all()), r.status, r.reason)
+                                for r in sorted(order.returns.all(), key=lambda r: (r.created_at, r.pk))]
+    assert selectors.order_view("SU-99999") is None and selectors.order_view("") is None

@@ -1,0 +1,80 @@
+"""Plain SQL for the agent step's hot path, written in the models' own names.
+
+An agent step reads and writes a couple of dozen rows. Through the ORM, most of
+its time went on compiling querysets and building model instances that were
+dropped at once; a database round trip costs a fraction of one compile. The
+statements here are built once per process from each model's table and column
+names (so a renamed field still renames the SQL), and `read_sets` sends a
+group of reads in one round trip where the database allows it.
+
+Only hot paths use this; everything else stays on the ORM.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from django.db import connection
+
+
+def name(identifier: str) -> str:
+    return connection.ops.quote_name(identifier)
+
+
+def table(model) -> str:
+    return name(model._meta.db_table)
+
+
+def column(model, field: str) -> str:
+    return name(model._meta.get_field(field).column)
+
+
+def columns(model, fields: tuple[str, ...]) -> str:
+    return ", ".join(column(model, f) for f in fields)
+
+
+def aliased(alias: str, model, fields: tuple[str, ...]) -> str:
+    """`alias.col1, alias.col2 …`, for statements that join."""
+    return ", ".join(f"{alias}.{column(model, f)}" for f in fields)
+
+
+def select(model, fields: tuple[str, ...], where: str, order: tuple[str, ...] = (), limit: str = "") -> str:
+    """`SELECT fields FROM model WHERE where ORDER BY order` ("-field" sorts descending)."""
+    ordering = ", ".join(f"{column(model, f.lstrip('-'))}{' DESC' if f.startswith('-') else ''}" for f in order)
+    sql = f"SELECT {columns(model, fields)} FROM {table(model)} WHERE {where}"
+    return f"{sql} ORDER BY {ordering} {limit}".strip() if ordering else f"{sql} {limit}".strip()
+
+
+def insert(model, fields: tuple[str, ...], *, rows: int = 1, returning: tuple[str, ...] = ("id",)) -> str:
+    """`INSERT INTO model (fields) VALUES (%s, …)[, …] RETURNING returning`."""
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = f"INSERT INTO {table(model)} ({columns(model, fields)}) VALUES {', '.join([one] * rows)}"
+    return f"{sql} RETURNING {columns(model, returning)}" if returning else sql
+
+
+def aware(value: datetime) -> datetime:
+    """A datetime read by plain SQL: SQLite hands back naive UTC where the ORM would convert it."""
+    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
+def read_sets(cursor, statements: list[tuple[str, list]]) -> list[list[tuple]]:
+    """Run read-only statements and return each one's rows.
+
+    PostgreSQL (with the client-side parameter binding Django uses by default)
+    takes them as one multi-statement query: one round trip instead of one
+    each. Other databases run them one by one.
+    """
+    one_trip = connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
+    if not one_trip or len(statements) == 1:
+        out = []
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            out.append(cursor.fetchall())
+        return out
+    cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+    out = [cursor.fetchall()]
+    while cursor.nextset():
+        out.append(cursor.fetchall())
+    if len(out) != len(statements):  # a statement that returned no result set: never silently misalign
+        raise RuntimeError(f"expected {len(statements)} result sets, got {len(out)}")
+    return out
