@@ -8,6 +8,7 @@ result, guard rejection, model failure — is a turn staff can see.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -17,7 +18,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from sundry.agent import guards
@@ -32,6 +32,7 @@ from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.context import services as lanes
+from sundry.core import sql
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 
@@ -75,23 +76,60 @@ def tool_specs() -> list[dict]:
 
 
 # --- one run per ticket ----------------------------------------------------------------
+# A run's bookkeeping (claim, renew, release, "is there input to answer?") runs
+# around every message, so it is plain SQL (`sundry.core.sql`), a round trip each.
+
+
+@functools.lru_cache(maxsize=4)
+def _statements(vendor: str) -> dict[str, str]:
+    t, c = sql.table(Ticket), functools.partial(sql.column, Ticket)
+    tn = functools.partial(sql.column, Turn)
+    replies = (f"SELECT MAX({tn('number')}) FROM {sql.table(Turn)} WHERE {tn('ticket')} = %s"
+               f" AND {tn('kind')} = %s AND {tn('author')} IN (%s, %s)")
+    # Input a run must answer: a customer message, a staff note, or an event (a staff
+    # decision) whose payload says to resume; the payload test is made in Python.
+    inputs = (f"SELECT {tn('kind')}, {tn('payload')} FROM {sql.table(Turn)} WHERE {tn('ticket')} = %s"
+              f" AND {tn('number')} > {{after}} AND (({tn('author')} = %s AND {tn('kind')} = %s) OR {tn('kind')} IN (%s, %s))")
+    return {
+        "claim": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
+                 f" AND ({c('agent_claimed_at')} IS NULL OR {c('agent_claimed_at')} < %s) RETURNING {c('id')}",
+        "renew": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
+                 f" RETURNING {sql.columns(Ticket, ('handler', 'status', 'last_turn_number', 'version'))}",
+        "release": f"UPDATE {t} SET {c('agent_claimed_at')} = NULL WHERE {c('id')} = %s",
+        "inputs_after": inputs.format(after="%s"),
+        "inputs_unanswered": inputs.format(after=f"COALESCE(({replies}), 0)"),
+        "last_kind": sql.select(Turn, ("kind",), f"{tn('ticket')} = %s", ("-number",), "LIMIT 1"),
+        "last_step": f"SELECT MAX({sql.column(AgentStep, 'number')}) FROM {sql.table(AgentStep)}"
+                     f" WHERE {sql.column(AgentStep, 'ticket')} = %s",
+    }
+
+
+def _sql(name: str) -> str:
+    return _statements(connection.vendor)[name]
+
+
+_INPUT = [Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, Turn.Kind.NOTE, Turn.Kind.EVENT]
+
+
+def _is_input(rows) -> bool:
+    return any(kind != Turn.Kind.EVENT or (_json(payload) or {}).get("resume") is True for kind, payload in rows)
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str) else value  # SQLite hands back the text
 
 
 def _claim(ticket_id: int) -> bool:
     now = timezone.now()
-    return bool(
-        Ticket.objects.filter(pk=ticket_id)
-        .filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL))
-        .update(agent_claimed_at=now)
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_sql("claim"), [now, ticket_id, now - CLAIM_TTL])
+        return cursor.fetchone() is not None
 
 
 def _renew(ticket_id: int):
     """Renew this run's claim; returns (handler, status, last_turn_number, version), None if gone."""
-    table = connection.ops.quote_name(Ticket._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET agent_claimed_at = %s WHERE id = %s"
-                       " RETURNING handler, status, last_turn_number, version", [timezone.now(), ticket_id])
+        cursor.execute(_sql("renew"), [timezone.now(), ticket_id])
         return cursor.fetchone()
 
 
@@ -100,22 +138,34 @@ def claimed_elsewhere(ticket_id: int) -> bool:
     return Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL).exists()
 
 
-def _release(ticket_id: int) -> None:
-    Ticket.objects.filter(pk=ticket_id).update(agent_claimed_at=None)
+def _release(ticket_id: int, *, look_after: int | None = None) -> bool:
+    """Let go of the ticket; with `look_after`, also say whether input came after that turn (same round trip)."""
+    statements = [(_sql("release"), [ticket_id])]
+    if look_after is not None:
+        statements.append((_sql("inputs_after"), [ticket_id, look_after, *_INPUT]))
+    with connection.cursor() as cursor:
+        results = sql.run(cursor, statements)
+    return look_after is not None and _is_input(results[1])
 
 
 def needs_response(ticket: Ticket) -> bool:
     """True when a customer message (or staff note, or staff decision) came after the last reply."""
-    turns = Turn.objects.filter(ticket=ticket)
-    last_reply = (
-        turns.filter(kind=Turn.Kind.MESSAGE, author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
-        .order_by("-number").values_list("number", flat=True).first() or 0
-    )
-    return turns.filter(number__gt=last_reply).filter(
-        Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE)
-        | Q(kind=Turn.Kind.NOTE)
-        | Q(kind=Turn.Kind.EVENT, payload__resume=True)
-    ).exists()
+    return _start(ticket)[0]
+
+
+def _start(ticket: Ticket) -> tuple[bool, bool, int]:
+    """What a run needs before its first step, in one round trip on PostgreSQL:
+    (input after the last reply, the last turn asks the model to go on, the next step's number)."""
+    pk = ticket.pk
+    with connection.cursor() as cursor:
+        inputs, last, step = sql.read_sets(cursor, [
+            (_sql("inputs_unanswered"), [pk, pk, Turn.Kind.MESSAGE, Turn.Author.AGENT, Turn.Author.STAFF, *_INPUT]),
+            (_sql("last_kind"), [pk]),
+            (_sql("last_step"), [pk]),
+        ])
+    # The last turn is a tool result, rejection or error: the model must read it before replying.
+    mid_task = bool(last) and last[0][0] in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
+    return _is_input(inputs), mid_task, (step[0][0] or 0) + 1
 
 
 def _load(ticket_id: int) -> Ticket:
@@ -124,15 +174,6 @@ def _load(ticket_id: int) -> Ticket:
 
 def _may_act(ticket: Ticket) -> bool:
     return ticket.handler == Ticket.Handler.AGENT and ticket.status != Ticket.Status.CLOSED
-
-
-def _new_input_since(ticket_id: int, turn: int) -> bool:
-    """A customer message, staff note or staff decision appended after `turn`."""
-    return Turn.objects.filter(ticket_id=ticket_id, number__gt=turn).filter(
-        Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE)
-        | Q(kind=Turn.Kind.NOTE)
-        | Q(kind=Turn.Kind.EVENT, payload__resume=True)
-    ).exists()
 
 
 def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN) -> int:
@@ -147,14 +188,14 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     while steps < max_steps:
         if not _claim(ticket_id):
             return steps  # another run holds the ticket and will look for this input before it stops
+        taken, read_through = 0, None
         try:
             taken, read_through = _run_claimed(ticket_id, gateway, max_steps - steps, unread=unread)
         finally:
-            _release(ticket_id)
+            # Input the last step never saw may sit before that step's own reply, so
+            # `needs_response` would call it answered: the next pass goes by this instead.
+            unread = _release(ticket_id, look_after=read_through if taken else None)
         steps += taken
-        # Input the last step never saw may sit before that step's own reply, so
-        # `needs_response` would call it answered: the next pass goes by this instead.
-        unread = bool(taken) and _new_input_since(ticket_id, read_through)
         if not unread:
             break
     return steps
@@ -163,9 +204,11 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
 def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool = False) -> tuple[int, int]:
     """Steps while the claim is held; returns (steps, last turn the final step could read)."""
     ticket = _load(ticket_id)
-    if not _may_act(ticket) or not (unread or needs_response(ticket) or _mid_task(ticket)):
+    if not _may_act(ticket):
         return 0, ticket.last_turn_number
-    number = _next_step_number(ticket)
+    waiting, mid_task, number = _start(ticket)
+    if not (unread or waiting or mid_task):
+        return 0, ticket.last_turn_number
     steps = 0
     while True:
         read_through = ticket.last_turn_number
@@ -182,17 +225,6 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
         ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = fresh
         if not _may_act(ticket):
             return steps, read_through
-
-
-def _next_step_number(ticket: Ticket) -> int:
-    return (AgentStep.objects.filter(ticket=ticket).order_by("-number").values_list("number", flat=True).first()
-            or 0) + 1
-
-
-def _mid_task(ticket: Ticket) -> bool:
-    """The last turn is a tool result or rejection: the model must read it before replying."""
-    last = Turn.objects.filter(ticket=ticket).order_by("-number").first()
-    return bool(last and last.kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR))
 
 
 # --- one step -----------------------------------------------------------------------------
@@ -217,7 +249,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
     assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
-        number = _next_step_number(ticket)
+        number = _start(ticket)[2]
     first_turn = ticket.last_turn_number + 1
 
     call, error = None, None
@@ -279,14 +311,14 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False):
     # The step's turns were appended through this ticket object, which kept count.
     usage = call.response.usage if call else None
-    return AgentStep.objects.create(
+    return sql.insert_instance(AgentStep(
         ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
         offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
         latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
-    )
+    ))
 
 
 def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:

@@ -7,12 +7,12 @@ change to watchers after commit. Tool results reach the ledger only through
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
-from django.db.models.functions import Greatest
 
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import eviction_key, next_role
@@ -27,6 +27,7 @@ from sundry.context.models import (
 )
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
+from sundry.core import sql
 from sundry.live.events import ticket_changed
 from sundry.tickets.versions import ticket_touch
 
@@ -50,71 +51,112 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
     return entry
 
 
-def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None) -> list[LedgerEntry]:
-    """Record every identifier a structured tool result marks, as verified."""
+@dataclass
+class _LedgerRow:
+    """A ledger row as the harvest works on it (`eviction_key` reads `used_in_call`)."""
+
+    id: int | None  # None until inserted
+    value: str
+    role: str
+    kind: str
+    status: str
+    verified: bool
+    used_in_call: bool
+    first_seen_turn: int
+    last_used_turn: int
+    order: int  # insertion order: the id, or after every existing id for a new row
+
+
+_LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn")
+_LEDGER_NEW = ("ticket", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn",
+               "last_used_turn", "source", "note", "version")
+
+
+def _later(column: str) -> str:
+    """`column` raised to a turn (a parameter), portably: GREATEST is not SQLite's."""
+    return f"{column} = CASE WHEN {column} < %s THEN %s ELSE {column} END"
+
+
+def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None) -> list[str]:
+    """Record every identifier a structured tool result marks, as verified. Returns their roles.
+
+    Runs once per tool result, so it reads the ledger once and writes with plain
+    SQL (on PostgreSQL the writes go in one round trip): roles, changes and
+    eviction are worked out in memory.
+    """
     from sundry.agent.tools.base import id_owners, iter_ids
 
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
-    owners = id_owners(result)
     if not found:
         return []
-    touched = []
-    with transaction.atomic(savepoint=False):
-        # One read of the ledger; roles, changes and eviction are worked out in memory.
-        entries = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
-        taken = {e.role for e in entries.values()}
-        active_roles = {e.role for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE}
+    owners = id_owners(result)
+    t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
+    Status = LedgerEntry.Status
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])
+        rows = [_LedgerRow(*r, order=r[0]) for r in cursor.fetchall()]
+        entries = {r.value: r for r in rows}
+        taken = {r.role for r in rows}
+        active_roles = {r.role for r in rows if r.status == Status.ACTIVE}
+        after = max((r.id for r in rows), default=0)
 
         def role_for(base: str) -> str:
             role = next_role(base, taken)
             taken.add(role)
             return role
 
-        new, seen_again, restored, renamed = [], [], [], []
+        new, seen_again, restored, renamed, touched = [], [], [], [], []
         for value, kind in found:
             entry = entries.get(value)
             if entry is None:
-                entry = LedgerEntry(ticket=ticket, value=value, kind=kind, role=role_for(kind), verified=True,
-                                    first_seen_turn=turn, last_used_turn=turn, source=tool_name,
-                                    note=f"of {owners[value]}" if value in owners else "")
+                after += 1
+                entry = entries[value] = _LedgerRow(None, value, role_for(kind), kind, Status.ACTIVE, True, False,
+                                                    turn, turn, order=after)
                 new.append(entry)
-                entries[value] = entry
             else:
                 role, status = entry.role, entry.status
                 if not entry.verified and entry.role.endswith("_mentioned"):
-                    # Verified now: it earns its kind's default role.
-                    entry.role = role_for(kind)
-                if entry.status == LedgerEntry.Status.ARCHIVED:
+                    entry.role = role_for(kind)  # verified now: it earns its kind's default role
+                if entry.status == Status.ARCHIVED:
                     # Back in use: restore under its old role if still free.
-                    entry.status = LedgerEntry.Status.ACTIVE
+                    entry.status = Status.ACTIVE
                     if entry.role in active_roles:
                         entry.role = role_for(kind)
                 entry.verified = True
                 entry.last_used_turn = max(entry.last_used_turn, turn)
-                entry.version += 1
-                if entry.role != role:
-                    renamed.append(entry)
-                elif entry.status != status:
-                    restored.append(entry)
-                else:
-                    seen_again.append(entry)
+                (renamed if entry.role != role else restored if entry.status != status else seen_again).append(entry)
             active_roles.add(entry.role)
-            touched.append(entry)
-        LedgerEntry.objects.bulk_create(new)
-        # One statement per kind of change (the role rule above has already run in memory).
-        if seen_again:
-            LedgerEntry.objects.filter(pk__in=[e.pk for e in seen_again]).update(
-                verified=True, last_used_turn=Greatest("last_used_turn", turn), version=F("version") + 1
-            )
-        if restored:  # back from the archive under their old roles
-            LedgerEntry.objects.filter(pk__in=[e.pk for e in restored]).update(
-                status=LedgerEntry.Status.ACTIVE, verified=True, last_used_turn=Greatest("last_used_turn", turn),
-                version=F("version") + 1,
-            )
-        for entry in renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
-            entry.save(update_fields=["role", "status", "verified", "last_used_turn", "version"])
-        active = [e for e in entries.values() if e.status == LedgerEntry.Status.ACTIVE]
-        ledger_evict(ticket=ticket, cap=cap or ticket.ticket_class.ledger_cap, active=active)
+            touched.append(entry.role)
+
+        active = [r for r in entries.values() if r.status == Status.ACTIVE]
+        excess = len(active) - (cap or ticket.ticket_class.ledger_cap)
+        victims = sorted(active, key=lambda r: (eviction_key(r), r.order))[:max(0, excess)]
+        for victim in victims:
+            victim.status = Status.ARCHIVED  # a new row that leaves at once is inserted archived
+
+        # One statement per kind of change, in the order the role rule above assumes.
+        writes = []
+        if new:
+            params = []
+            for r in new:
+                params += [ticket.pk, r.value, r.role, r.kind, r.status, True, False, turn, turn, tool_name,
+                           f"of {owners[r.value]}" if r.value in owners else "", 2 if r.status == Status.ARCHIVED else 1]
+            writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(new), returning=()), params))
+        for group, sets in ((seen_again, ""), (restored, f"{c('status')} = %s, ")):
+            if group:
+                ids = [r.id for r in group]
+                writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
+                               f" {c('version')} = {c('version')} + 1 WHERE {c('id')} IN {sql.in_list(ids)}",
+                               ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
+        for r in renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
+            writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
+                           f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
+                           [r.role, Status.ACTIVE, True, turn, turn, r.id]))
+        archived = [r.id for r in victims if r.id is not None]
+        if archived:
+            writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
+                           f" WHERE {c('id')} IN {sql.in_list(archived)}", [Status.ARCHIVED, *archived]))
+        sql.run(cursor, writes)
         ticket_touch(ticket.pk)
     ticket_changed(ticket.pk)
     return touched
@@ -138,11 +180,13 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntr
 
 
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
-    """Mark entries used by a tool call; eviction goes by last use."""
+    """Mark entries used by a tool call; eviction goes by last use. Once per tool call: plain SQL."""
     if values:
-        LedgerEntry.objects.filter(ticket=ticket, value__in=values).update(
-            last_used_turn=Greatest("last_used_turn", turn), used_in_call=True
-        )
+        c = functools.partial(sql.column, LedgerEntry)
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {sql.table(LedgerEntry)} SET {_later(c('last_used_turn'))}, {c('used_in_call')} = %s"
+                           f" WHERE {c('ticket')} = %s AND {c('value')} IN {sql.in_list(values)}",
+                           [turn, turn, True, ticket.pk, *values])
 
 
 def ledger_evict(*, ticket, cap: int, active: list | None = None) -> list[str]:

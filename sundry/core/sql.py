@@ -12,6 +12,7 @@ Only hot paths use this; everything else stays on the ORM.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timezone
 
 from django.db import connection
@@ -52,29 +53,66 @@ def insert(model, fields: tuple[str, ...], *, rows: int = 1, returning: tuple[st
     return f"{sql} RETURNING {columns(model, returning)}" if returning else sql
 
 
+@functools.lru_cache(maxsize=32)
+def _insert_statement(model, vendor: str) -> tuple[str, tuple]:
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    return insert(model, tuple(f.name for f in fields), returning=("id",)), fields
+
+
+def insert_instance(obj):
+    """Save a new model instance with a statement built once per model; returns it with its pk.
+
+    The values go through each field's own `pre_save` and database preparation
+    (auto_now_add, JSON, decimals), as `Model.save()` would; signals do not fire.
+    """
+    statement, fields = _insert_statement(type(obj), connection.vendor)
+    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        obj.pk = cursor.fetchone()[0]
+    obj._state.adding, obj._state.db = False, connection.alias
+    return obj
+
+
 def aware(value: datetime) -> datetime:
     """A datetime read by plain SQL: SQLite hands back naive UTC where the ORM would convert it."""
     return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
-def read_sets(cursor, statements: list[tuple[str, list]]) -> list[list[tuple]]:
-    """Run read-only statements and return each one's rows.
+def in_list(values) -> str:
+    """`(%s, %s, …)` for a non-empty `IN` list."""
+    return "(" + ", ".join(["%s"] * len(values)) + ")"
 
-    PostgreSQL (with the client-side parameter binding Django uses by default)
-    takes them as one multi-statement query: one round trip instead of one
-    each. Other databases run them one by one.
+
+def _one_trip() -> bool:
+    # Several statements in one execute need the client-side binding Django uses by default.
+    return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
+
+
+def run(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+    """Run statements in order; each one's rows (None for a statement that returns none).
+
+    PostgreSQL takes them as one multi-statement query: one round trip instead
+    of one each. Other databases run them one by one. Inside a transaction
+    they are part of it; outside one, PostgreSQL runs the group as one.
     """
-    one_trip = connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
-    if not one_trip or len(statements) == 1:
+    if not statements:
+        return []
+    if not _one_trip() or len(statements) == 1:
         out = []
         for sql, params in statements:
             cursor.execute(sql, params)
-            out.append(cursor.fetchall())
+            out.append(cursor.fetchall() if cursor.description is not None else None)
         return out
     cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
-    out = [cursor.fetchall()]
+    out = [cursor.fetchall() if cursor.description is not None else None]
     while cursor.nextset():
-        out.append(cursor.fetchall())
-    if len(out) != len(statements):  # a statement that returned no result set: never silently misalign
-        raise RuntimeError(f"expected {len(statements)} result sets, got {len(out)}")
+        out.append(cursor.fetchall() if cursor.description is not None else None)
+    if len(out) != len(statements):  # never silently misalign results with statements
+        raise RuntimeError(f"expected {len(statements)} results, got {len(out)}")
     return out
+
+
+def read_sets(cursor, statements: list[tuple[str, list]]) -> list[list[tuple]]:
+    """`run` for reads: every statement returns rows."""
+    return run(cursor, statements)

@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from django.db import transaction
 
+from sundry.core import sql
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
 from sundry.tickets.models import Ticket, TicketClass, Turn
@@ -73,7 +74,8 @@ def turn_append(
     model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
         number, version = bump(ticket.pk, turn=True)
-        turn = Turn.objects.create(
+        # Several times per agent step: the statement is built once, not compiled per turn.
+        turn = sql.insert_instance(Turn(
             ticket=ticket,
             number=number,
             author=author,
@@ -82,7 +84,7 @@ def turn_append(
             payload=payload or {},
             tokens=count_tokens(text, model) + _calls_tokens(payload, model),
             encoding=encoding_name_for(model),
-        )
+        ))
     ticket.last_turn_number, ticket.version = number, version
     from sundry.live.events import ticket_changed
 
