@@ -62,6 +62,9 @@ class Resolved:
     # The lanes exactly as the next step would read them, when the step knows them:
     # a plain reply on lanes nobody else changed meanwhile (the version says so).
     next_lanes: LaneSnapshot | None = None
+    # The ticket as the run loaded it: listeners read only its class and customer from
+    # it (what moves — version, attention — they read afresh).
+    ticket: Ticket | None = None
 
 
 _SPECS: tuple[int, list[dict]] = (0, [])
@@ -293,7 +296,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
                                 request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
-                                trigger_tokens=tclass.trigger_tokens)
+                                trigger_tokens=tclass.trigger_tokens, ticket=ticket)
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome

@@ -9,11 +9,13 @@ ticket's current summary, so nothing is ever committed twice.
 
 from __future__ import annotations
 
+import functools
 import logging
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -36,7 +38,8 @@ from sundry.context.assembly import assemble
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
-from sundry.context.selectors import current_summary, lane_snapshot
+from sundry.context.selectors import lane_snapshot
+from sundry.core import sql
 from sundry.tickets.models import Ticket, Turn
 
 log = logging.getLogger("sundry.compaction")
@@ -82,31 +85,30 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         step_id = resolved.step_id
         if _clearly_under(resolved):
             return None  # far from the trigger: no need to read the lanes and assemble
-    ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
-    in_flight = CompactionRun.objects.filter(ticket=ticket, status__in=IN_FLIGHT).order_by("-id").first()
-    if in_flight and in_flight.created_at < timezone.now() - STALE_AFTER:
+    if resolved is not None and resolved.ticket is not None:
+        ticket = resolved.ticket  # for its class and customer; what moves is in `state`
+    else:
+        ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+    state = _trigger_state(ticket_id)
+    if state.in_flight_id and state.in_flight_created < timezone.now() - STALE_AFTER:
         with transaction.atomic():
-            _enqueue(in_flight.pk)
-        return in_flight
+            _enqueue(state.in_flight_id)
+        return CompactionRun.objects.get(pk=state.in_flight_id)
     tclass = ticket.ticket_class
     known = resolved.next_lanes if resolved is not None else None
     # The step's own lanes plus its reply serve while the ticket is at the version it left.
-    snapshot = known if known is not None and known.version == ticket.version else lane_snapshot(ticket)
+    snapshot = known if known is not None and known.version == state.version else lane_snapshot(ticket)
     assembled = _assemble(ticket, snapshot)
-    last = (CompactionRun.objects.filter(ticket=ticket, status__in=(Status.SUCCEEDED, Status.FALLBACK))
-            .order_by("-id").first())
     decision = decide(TriggerInput(
         total_tokens=assembled.accounting.total_tokens, trigger_tokens=tclass.trigger_tokens,
-        budget=tclass.token_budget,
-        held_pending=HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).exists(),
-        breaker_tripped=ticket.attention.startswith(BREAKER_PREFIX), run_in_flight=in_flight is not None,
-        last_tokens_after=last.tokens_after if last else None,
+        budget=tclass.token_budget, held_pending=state.held_pending,
+        breaker_tripped=state.attention.startswith(BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
+        last_tokens_after=state.last_tokens_after,
     ))
     log.debug("ticket %s compaction check: %s", ticket_id, decision.reason)
     if not decision.compact:
         return None
-    base = current_summary(ticket)
-    covered = base.covers_through_turn if base else 0
+    covered = state.summary_covers
     if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
         return None  # a compaction landed since the snapshot; the next step decides afresh
     cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
@@ -114,8 +116,8 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         return None
     with transaction.atomic():
         run, created = CompactionRun.objects.get_or_create(
-            ticket=ticket, from_turn=covered + 1, through_turn=cut,
-            defaults=dict(base_summary=base, context_version=covered, model=tclass.summariser_model,
+            ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut,
+            defaults=dict(base_summary_id=state.summary_id, context_version=covered, model=tclass.summariser_model,
                           trigger_step_id=step_id, request_before=assembled.request.model_dump(mode="json"),
                           tokens_before=assembled.accounting.total_tokens),
         )
@@ -125,6 +127,51 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
             CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
         _enqueue(run.pk)
     return run
+
+
+@dataclass(frozen=True)
+class _TriggerState:
+    version: int
+    attention: str
+    in_flight_id: int | None
+    in_flight_created: datetime | None
+    last_tokens_after: int | None  # the last finished compaction's request size after it
+    held_pending: bool
+    summary_id: int | None
+    summary_covers: int
+
+
+@functools.lru_cache(maxsize=4)
+def _trigger_statements(vendor: str) -> list[str]:
+    run = functools.partial(sql.column, CompactionRun)
+    latest = f"{run('ticket')} = %s AND {run('status')} IN (%s, %s)"
+    return [
+        sql.select(Ticket, ("version", "attention"), "id = %s"),
+        sql.select(CompactionRun, ("id", "created_at"), latest, ("-id",), "LIMIT 1"),
+        sql.select(CompactionRun, ("tokens_after",), latest, ("-id",), "LIMIT 1"),
+        sql.select(HeldAction, ("id",), f"{sql.column(HeldAction, 'ticket')} = %s AND {sql.column(HeldAction, 'status')} = %s",
+                   (), "LIMIT 1"),
+        sql.select(Summary, ("id", "covers_through_turn"), f"{sql.column(Summary, 'ticket')} = %s AND is_current",
+                   (), "LIMIT 1"),
+    ]
+
+
+def _trigger_state(ticket_id: int) -> _TriggerState:
+    """Everything the decision reads besides the request, in one round trip on PostgreSQL."""
+    statements = _trigger_statements(connection.vendor)
+    params = [[ticket_id], [ticket_id, *IN_FLIGHT], [ticket_id, Status.SUCCEEDED, Status.FALLBACK],
+              [ticket_id, HeldAction.Status.PENDING], [ticket_id]]
+    with connection.cursor() as cursor:
+        ticket, in_flight, last, held, summary = sql.read_sets(cursor, list(zip(statements, params)))
+    if not ticket:
+        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    return _TriggerState(
+        version=ticket[0][0], attention=ticket[0][1],
+        in_flight_id=in_flight[0][0] if in_flight else None,
+        in_flight_created=sql.aware(in_flight[0][1]) if in_flight else None,
+        last_tokens_after=last[0][0] if last else None, held_pending=bool(held),
+        summary_id=summary[0][0] if summary else None, summary_covers=summary[0][1] if summary else 0,
+    )
 
 
 def _resolved_from_row(step_id: int) -> Resolved | None:

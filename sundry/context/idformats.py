@@ -7,6 +7,7 @@ prose to ground truth: only structured tool results do that.
 
 from __future__ import annotations
 
+import functools
 import re
 
 ID_PATTERNS: dict[str, str] = {
@@ -32,11 +33,17 @@ ID_SHAPED = re.compile(r"\b(?:[A-Za-z]{1,5}[-_])?(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{5
 
 def find_ids(text: str) -> list[tuple[str, str]]:
     """(kind, value) for every known-format identifier in text, in order, unique."""
+    return list(_find_ids(text or ""))
+
+
+@functools.lru_cache(maxsize=2048)
+def _find_ids(text: str) -> tuple[tuple[str, str], ...]:
+    # Memoised: every step's assembly scans the same stored turns again.
     seen: dict[str, str] = {}
-    for match in _COMBINED.finditer(text or ""):
+    for match in _COMBINED.finditer(text):
         kind = match.lastgroup or "id"
         seen.setdefault(match.group(0), kind)
-    return [(kind, value) for value, kind in seen.items()]
+    return tuple((kind, value) for value, kind in seen.items())
 
 
 def kind_of(value: str) -> str | None:

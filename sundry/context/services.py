@@ -29,7 +29,7 @@ from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
 from sundry.core import sql
 from sundry.live.events import ticket_changed
-from sundry.tickets.versions import ticket_touch
+from sundry.tickets.versions import bump_statement, ticket_touch
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 
@@ -156,8 +156,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         if archived:
             writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
                            f" WHERE {c('id')} IN {sql.in_list(archived)}", [Status.ARCHIVED, *archived]))
-        sql.run(cursor, writes)
-        ticket_touch(ticket.pk)
+        sql.run(cursor, [*writes, bump_statement(ticket.pk)])  # with the version bump, one round trip
     ticket_changed(ticket.pk)
     return touched
 
@@ -327,10 +326,15 @@ def action_record(
 
 
 def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
-    """A tool reported the shop's figures for an order: they are the truth."""
+    """A tool reported the shop's figures for an order: they are the truth. Once per lookup: plain SQL."""
+    c = functools.partial(sql.column, MoneyTotal)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
+                       f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s",
+                       [currency, paid_cents, refunded_cents, turn, ticket.pk, order])
+        if cursor.rowcount:
+            return  # the common case, one statement
     figures = dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn)
-    if MoneyTotal.objects.filter(ticket=ticket, order=order).update(**figures):
-        return  # the common case, one statement
     try:
         with transaction.atomic():
             MoneyTotal.objects.create(ticket=ticket, order=order, **figures)

@@ -54,24 +54,43 @@ def insert(model, fields: tuple[str, ...], *, rows: int = 1, returning: tuple[st
 
 
 @functools.lru_cache(maxsize=32)
-def _insert_statement(model, vendor: str) -> tuple[str, tuple]:
-    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
-    return insert(model, tuple(f.name for f in fields), returning=("id",)), fields
+def _insert_fields(model) -> tuple:
+    return tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+
+
+def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
+    """The INSERT (returning the pk) that saves a new model instance, as (sql, params).
+
+    Values go through each field's own `pre_save` and database preparation
+    (auto_now_add, JSON, decimals), as `Model.save()` would. `computed` gives a
+    field an SQL expression instead, e.g. `number=("(SELECT …)", [ticket_id])`.
+    """
+    fields = _insert_fields(type(obj))
+    values, params = [], []
+    for f in fields:
+        if f.name in computed:
+            expression, extra = computed[f.name]
+            values.append(expression)
+            params += extra
+        else:
+            values.append("%s")
+            params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
+    return (f"INSERT INTO {table(type(obj))} ({', '.join(name(f.column) for f in fields)})"
+            f" VALUES ({', '.join(values)}) RETURNING {name(type(obj)._meta.pk.column)}", params)
+
+
+def saved(obj, pk):
+    """Mark an instance inserted by one of these statements as saved, with its pk."""
+    obj.pk = pk
+    obj._state.adding, obj._state.db = False, connection.alias
+    return obj
 
 
 def insert_instance(obj):
-    """Save a new model instance with a statement built once per model; returns it with its pk.
-
-    The values go through each field's own `pre_save` and database preparation
-    (auto_now_add, JSON, decimals), as `Model.save()` would; signals do not fire.
-    """
-    statement, fields = _insert_statement(type(obj), connection.vendor)
-    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    """Save a new model instance without compiling a queryset; returns it with its pk. Signals do not fire."""
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        obj.pk = cursor.fetchone()[0]
-    obj._state.adding, obj._state.db = False, connection.alias
-    return obj
+        cursor.execute(*insert_statement(obj))
+        return saved(obj, cursor.fetchone()[0])
 
 
 def aware(value: datetime) -> datetime:

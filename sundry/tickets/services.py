@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from sundry.core import sql
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
 from sundry.tickets.models import Ticket, TicketClass, Turn
-from sundry.tickets.versions import bump, ticket_touch  # noqa: F401  (ticket_touch: part of this module's API)
+from sundry.tickets.versions import bump_statement, ticket_touch  # noqa: F401  (ticket_touch: part of this module's API)
 
 
 class MessageRefused(ValueError):
@@ -72,19 +72,18 @@ def turn_append(
     never collide.
     """
     model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
-    with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
-        number, version = bump(ticket.pk, turn=True)
-        # Several times per agent step: the statement is built once, not compiled per turn.
-        turn = sql.insert_instance(Turn(
-            ticket=ticket,
-            number=number,
-            author=author,
-            kind=kind,
-            text=text,
-            payload=payload or {},
-            tokens=count_tokens(text, model) + _calls_tokens(payload, model),
-            encoding=encoding_name_for(model),
-        ))
+    turn = Turn(ticket=ticket, number=0, author=author, kind=kind, text=text, payload=payload or {},
+                tokens=count_tokens(text, model) + _calls_tokens(payload, model), encoding=encoding_name_for(model))
+    # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
+    # insert taking its number from the counter the bump just moved (same transaction).
+    counter = (f"(SELECT {sql.column(Ticket, 'last_turn_number')} FROM {sql.table(Ticket)}"
+               f" WHERE {sql.column(Ticket, 'id')} = %s)", [ticket.pk])
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:  # no savepoint round trips
+        bumped, inserted = sql.run(cursor, [bump_statement(ticket.pk, turn=True),
+                                            sql.insert_statement(turn, number=counter)])
+    (number, version), = bumped
+    turn.number = number
+    sql.saved(turn, inserted[0][0])
     ticket.last_turn_number, ticket.version = number, version
     from sundry.live.events import ticket_changed
 

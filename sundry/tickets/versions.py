@@ -11,20 +11,21 @@ from django.db import connection
 from sundry.tickets.models import Ticket
 
 
+def bump_statement(ticket_id: int, *, turn: bool = False) -> tuple[str, list]:
+    """The bump as (sql, params), for callers that send it with other statements (`core.sql.run`)."""
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    return (f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
+            f" WHERE id = %s RETURNING last_turn_number, version", [1 if turn else 0, ticket_id])
+
+
 def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`) in one statement; returns both.
 
     The UPDATE also takes the ticket's row lock until the caller's transaction
     ends, which is what keeps concurrent writers' turn numbers apart.
     """
-    table = connection.ops.quote_name(Ticket._meta.db_table)
-    step = 1 if turn else 0
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
-            f" WHERE id = %s RETURNING last_turn_number, version",
-            [step, ticket_id],
-        )
+        cursor.execute(*bump_statement(ticket_id, turn=turn))
         row = cursor.fetchone()
     if row is None:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
