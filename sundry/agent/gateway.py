@@ -154,6 +154,10 @@ class Gateway:
             pass
         else:
             raise RuntimeError("Gateway.call is synchronous; use `await Gateway.acall(...)` inside an event loop")
+        name = model or request.model
+        resolved = self._resolve(name)
+        if self.override is not None or resolved.offline:
+            return self._local(request, name, resolved)  # no network: no event loop to start
         return asyncio.run(self.acall(request, model=model, timeout=timeout))
 
     async def acomplete(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> ModelResponse:
@@ -161,23 +165,29 @@ class Gateway:
 
     async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> GatewayCall:
         name = model or request.model
-        resolved = ResolvedModel(name, provider="override") if self.override is not None else resolve_model(name)
-        if not resolved.offline and self.override is None:
-            _import_client(resolved.provider)  # not the model's latency
+        resolved = self._resolve(name)
+        if self.override is not None or resolved.offline:
+            return self._local(request, name, resolved)
+        _import_client(resolved.provider)  # not the model's latency
+        started = time.monotonic()
+        response = await _provider_request(resolved, request, timeout=timeout, max_retries=self.max_retries)
+        return _priced(response, resolved, name, started)
+
+    def _resolve(self, name: str) -> ResolvedModel:
+        return ResolvedModel(name, provider="override") if self.override is not None else resolve_model(name)
+
+    def _local(self, request: ModelRequest, name: str, resolved: ResolvedModel) -> GatewayCall:
+        """The override or the offline model: answered in this thread."""
         started = time.monotonic()
         if self.override is not None:
             response = self.override.complete(request)
-        elif resolved.offline:
+        else:
             if resolved.reason != CONFIGURED_OFFLINE and name not in _warned:
                 _warned.add(name)  # once per name, not once per step
                 log.warning("model %s: %s", name, resolved.reason)
             response = self._offline().complete(request)
             response = response.model_copy(update={"offline": True, "model": OFFLINE})
-        else:
-            response = await _provider_request(resolved, request, timeout=timeout, max_retries=self.max_retries)
-        latency_ms = int((time.monotonic() - started) * 1000)
-        c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens)
-        return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
+        return _priced(response, resolved, name, started)
 
     def _offline(self) -> ChatModel:
         if self._offline_model is None:
@@ -185,6 +195,12 @@ class Gateway:
 
             self._offline_model = OfflineModel()
         return self._offline_model
+
+
+def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started: float) -> GatewayCall:
+    latency_ms = int((time.monotonic() - started) * 1000)
+    c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens)
+    return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
 
 
 # --- pydantic-ai edge -------------------------------------------------------

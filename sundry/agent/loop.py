@@ -33,7 +33,8 @@ from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.context import services as lanes
 from sundry.core import sql
-from sundry.tickets.models import Ticket, Turn
+from sundry.shop.models import Customer
+from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import turn_append
 
 log = logging.getLogger("sundry.agent")
@@ -102,6 +103,9 @@ def _statements(vendor: str) -> dict[str, str]:
         "inputs_after": inputs.format(after="%s"),
         "inputs_unanswered": inputs.format(after=f"COALESCE(({replies}), 0)"),
         "last_kind": sql.select(Turn, ("kind",), f"{tn('ticket')} = %s", ("-number",), "LIMIT 1"),
+        "load": f"SELECT {sql.all_columns('t', Ticket)}, {sql.all_columns('k', TicketClass)}, {sql.all_columns('c', Customer)}"
+                f" FROM {t} t JOIN {sql.table(TicketClass)} k ON k.{sql.column(TicketClass, 'id')} = t.{c('ticket_class')}"
+                f" JOIN {sql.table(Customer)} c ON c.{sql.column(Customer, 'id')} = t.{c('customer')} WHERE t.{c('id')} = %s",
         "last_step": f"SELECT MAX({sql.column(AgentStep, 'number')}) FROM {sql.table(AgentStep)}"
                      f" WHERE {sql.column(AgentStep, 'ticket')} = %s",
     }
@@ -172,7 +176,16 @@ def _start(ticket: Ticket) -> tuple[bool, bool, int]:
 
 
 def _load(ticket_id: int) -> Ticket:
-    return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+    """The ticket with its class and customer, as `select_related` would load them, without compiling a queryset."""
+    with connection.cursor() as cursor:
+        cursor.execute(_sql("load"), [ticket_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    n, k = len(Ticket._meta.concrete_fields), len(TicketClass._meta.concrete_fields)
+    ticket = sql.instance(Ticket, row[:n])
+    ticket.ticket_class, ticket.customer = sql.instance(TicketClass, row[n:n + k]), sql.instance(Customer, row[n + k:])
+    return ticket
 
 
 def _may_act(ticket: Ticket) -> bool:

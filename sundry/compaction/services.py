@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -114,17 +114,22 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
     if cut is None:
         return None
+    run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
+                        context_version=covered, model=tclass.summariser_model, trigger_step_id=step_id,
+                        request_before=assembled.request.model_dump(mode="json"),
+                        tokens_before=assembled.accounting.total_tokens)
+    try:
+        with transaction.atomic():
+            sql.insert_instance(run)  # the range's unique constraint makes this the idempotency check
+            _enqueue(run.pk)
+        return run
+    except IntegrityError:
+        pass
     with transaction.atomic():
-        run, created = CompactionRun.objects.get_or_create(
-            ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut,
-            defaults=dict(base_summary_id=state.summary_id, context_version=covered, model=tclass.summariser_model,
-                          trigger_step_id=step_id, request_before=assembled.request.model_dump(mode="json"),
-                          tokens_before=assembled.accounting.total_tokens),
-        )
-        if not created:
-            if run.status != Status.FAILED:
-                return None  # done (or in flight): the same range is never compacted twice
-            CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
+        run = CompactionRun.objects.select_for_update().get(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut)
+        if run.status != Status.FAILED:
+            return None  # done (or in flight): the same range is never compacted twice
+        CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
         _enqueue(run.pk)
     return run
 

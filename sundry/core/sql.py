@@ -54,8 +54,11 @@ def insert(model, fields: tuple[str, ...], *, rows: int = 1, returning: tuple[st
 
 
 @functools.lru_cache(maxsize=32)
-def _insert_fields(model) -> tuple:
-    return tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+def _insert_fields(model, vendor: str) -> tuple[tuple, str, str]:
+    """The fields an INSERT fills, its `INSERT INTO t (cols)` head and its `RETURNING pk` tail."""
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    head = f"INSERT INTO {table(model)} ({', '.join(name(f.column) for f in fields)})"
+    return fields, head, f"RETURNING {name(model._meta.pk.column)}"
 
 
 def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
@@ -65,7 +68,7 @@ def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
     (auto_now_add, JSON, decimals), as `Model.save()` would. `computed` gives a
     field an SQL expression instead, e.g. `number=("(SELECT …)", [ticket_id])`.
     """
-    fields = _insert_fields(type(obj))
+    fields, head, tail = _insert_fields(type(obj), connection.vendor)
     values, params = [], []
     for f in fields:
         if f.name in computed:
@@ -75,8 +78,7 @@ def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
         else:
             values.append("%s")
             params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
-    return (f"INSERT INTO {table(type(obj))} ({', '.join(name(f.column) for f in fields)})"
-            f" VALUES ({', '.join(values)}) RETURNING {name(type(obj)._meta.pk.column)}", params)
+    return f"{head} VALUES ({', '.join(values)}) {tail}", params
 
 
 def saved(obj, pk):
@@ -91,6 +93,33 @@ def insert_instance(obj):
     with connection.cursor() as cursor:
         cursor.execute(*insert_statement(obj))
         return saved(obj, cursor.fetchone()[0])
+
+
+@functools.lru_cache(maxsize=32)
+def _loaders(model, vendor: str) -> tuple[tuple[str, ...], tuple]:
+    """Each concrete field's attname and the converters the ORM would apply to its column."""
+    fields = model._meta.concrete_fields
+    converters = []
+    for f in fields:
+        col = f.get_col(model._meta.db_table)
+        converters.append(tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
+    return tuple(f.attname for f in fields), tuple(zip(fields, converters))
+
+
+def all_columns(alias: str, model) -> str:
+    """Every concrete column of `model` under `alias`, in the order `instance` expects."""
+    return ", ".join(f"{alias}.{name(f.column)}" for f in model._meta.concrete_fields)
+
+
+def instance(model, values):
+    """A model instance from a row of `all_columns(…, model)`, converted as the ORM converts it."""
+    attnames, loaders = _loaders(model, connection.vendor)
+    converted = []
+    for value, (f, converters) in zip(values, loaders):
+        for converter in converters:
+            value = converter(value, f.get_col(model._meta.db_table), connection)
+        converted.append(value)
+    return model.from_db(connection.alias, attnames, converted)
 
 
 def aware(value: datetime) -> datetime:
@@ -108,6 +137,16 @@ def _one_trip() -> bool:
     return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
 
 
+def _has_rows(cursor) -> bool:
+    # psycopg builds a Column per column for `description`: read the result's status instead.
+    result = getattr(getattr(cursor, "cursor", cursor), "pgresult", None)
+    if result is not None:
+        from psycopg import pq
+
+        return result.status == pq.ExecStatus.TUPLES_OK
+    return cursor.description is not None
+
+
 def run(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
     """Run statements in order; each one's rows (None for a statement that returns none).
 
@@ -121,12 +160,12 @@ def run(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
         out = []
         for sql, params in statements:
             cursor.execute(sql, params)
-            out.append(cursor.fetchall() if cursor.description is not None else None)
+            out.append(cursor.fetchall() if _has_rows(cursor) else None)
         return out
     cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
-    out = [cursor.fetchall() if cursor.description is not None else None]
+    out = [cursor.fetchall() if _has_rows(cursor) else None]
     while cursor.nextset():
-        out.append(cursor.fetchall() if cursor.description is not None else None)
+        out.append(cursor.fetchall() if _has_rows(cursor) else None)
     if len(out) != len(statements):  # never silently misalign results with statements
         raise RuntimeError(f"expected {len(statements)} results, got {len(out)}")
     return out

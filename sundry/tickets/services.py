@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 from django.conf import settings
@@ -62,6 +63,11 @@ def _calls_tokens(payload: dict | None, model: str) -> int:
     return count_tokens(json.dumps(calls, ensure_ascii=False), model) if calls else 0
 
 
+@functools.lru_cache(maxsize=4)
+def _turn_counter(vendor: str) -> str:
+    return f"(SELECT {sql.column(Ticket, 'last_turn_number')} FROM {sql.table(Ticket)} WHERE {sql.column(Ticket, 'id')} = %s)"
+
+
 def turn_append(
     *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None
 ) -> Turn:
@@ -76,8 +82,7 @@ def turn_append(
                 tokens=count_tokens(text, model) + _calls_tokens(payload, model), encoding=encoding_name_for(model))
     # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
     # insert taking its number from the counter the bump just moved (same transaction).
-    counter = (f"(SELECT {sql.column(Ticket, 'last_turn_number')} FROM {sql.table(Ticket)}"
-               f" WHERE {sql.column(Ticket, 'id')} = %s)", [ticket.pk])
+    counter = (_turn_counter(connection.vendor), [ticket.pk])
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:  # no savepoint round trips
         bumped, inserted = sql.run(cursor, [bump_statement(ticket.pk, turn=True),
                                             sql.insert_statement(turn, number=counter)])

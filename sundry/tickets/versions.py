@@ -6,16 +6,23 @@ use it without importing the other.
 
 from __future__ import annotations
 
+import functools
+
 from django.db import connection
 
 from sundry.tickets.models import Ticket
 
 
-def bump_statement(ticket_id: int, *, turn: bool = False) -> tuple[str, list]:
-    """The bump as (sql, params), for callers that send it with other statements (`core.sql.run`)."""
+@functools.lru_cache(maxsize=4)
+def _bump_sql(vendor: str) -> str:
     table = connection.ops.quote_name(Ticket._meta.db_table)
     return (f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
-            f" WHERE id = %s RETURNING last_turn_number, version", [1 if turn else 0, ticket_id])
+            f" WHERE id = %s RETURNING last_turn_number, version")
+
+
+def bump_statement(ticket_id: int, *, turn: bool = False) -> tuple[str, list]:
+    """The bump as (sql, params), for callers that send it with other statements (`core.sql.run`)."""
+    return _bump_sql(connection.vendor), [1 if turn else 0, ticket_id]
 
 
 def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:

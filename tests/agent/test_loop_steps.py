@@ -172,3 +172,25 @@ def test_the_id_a_call_used_is_not_evicted_by_the_ids_its_own_result_brings():
     order = LedgerEntry.objects.get(ticket=ticket, value="SU-10480")
     assert (order.status, order.verified, order.used_in_call) == ("active", True, True)
     assert LedgerEntry.objects.filter(ticket=ticket, status="archived").exists()  # the window did overflow
+
+
+def test_the_loops_plain_load_matches_select_related(ticket):
+    tclass = ticket.ticket_class
+    tclass.approval_rules = {"issue_refund": {"over_cents": 5000}}
+    tclass.save()
+    Ticket.objects.filter(pk=ticket.pk).update(attention="Check the address", agent_claimed_at=None)
+    with CaptureQueriesContext(connection) as queries:
+        loaded = loop._load(ticket.pk)
+    assert len(queries) == 1
+    orm = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+
+    def fields(obj):
+        return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+    assert fields(loaded) == fields(orm) and not loaded._state.adding
+    assert fields(loaded.ticket_class) == fields(orm.ticket_class)
+    assert loaded.ticket_class.approval_rules == {"issue_refund": {"over_cents": 5000}}
+    assert fields(loaded.customer) == fields(orm.customer)
+    assert loaded.created_at.tzinfo is not None
+    with pytest.raises(Ticket.DoesNotExist):
+        loop._load(ticket.pk + 1000)
