@@ -233,12 +233,11 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop or steps >= budget:
             return steps, read_through
-        # Renew the claim, and see whether staff took over or closed the ticket meanwhile
-        # (the rest of the row the step itself kept current).
-        fresh = _renew(ticket_id)
-        if fresh is None:
+        # The step renewed the claim as it committed and read whether staff took over
+        # or closed the ticket meanwhile (the rest of the row it kept current itself).
+        if outcome.renewed is None:
             return steps, read_through
-        ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = fresh
+        ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = outcome.renewed
         if not _may_act(ticket):
             return steps, read_through
 
@@ -250,6 +249,9 @@ def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool 
 class StepOutcome:
     stop: bool
     resolution: bool = False
+    # A step that goes on renews its run's claim in its own transaction (no commit of its
+    # own): the row's (handler, status, last_turn_number, version) then; None if gone.
+    renewed: tuple | None = None
 
 
 def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -> StepOutcome:
@@ -305,6 +307,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             outcome = StepOutcome(stop=False)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
+        if not outcome.stop:
+            outcome.renewed = _renew(ticket.pk)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
