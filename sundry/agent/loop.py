@@ -129,8 +129,9 @@ def _json(value):
 def _claim(ticket_id: int) -> bool:
     now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(_sql("claim"), [now, ticket_id, now - CLAIM_TTL])
-        return cursor.fetchone() is not None
+        # A claim is a lease: one lost to a database crash lapses like any other.
+        claimed, = sql.run(cursor, [(_sql("claim"), [now, ticket_id, now - CLAIM_TTL])], durable=False)
+    return bool(claimed)
 
 
 def _renew(ticket_id: int):
@@ -151,7 +152,7 @@ def _release(ticket_id: int, *, look_after: int | None = None) -> bool:
     if look_after is not None:
         statements.append((_sql("inputs_after"), [ticket_id, look_after, *_INPUT]))
     with connection.cursor() as cursor:
-        results = sql.run(cursor, statements)
+        results = sql.run(cursor, statements, durable=False)  # a lost release only lets the claim lapse
     return look_after is not None and _is_input(results[1])
 
 

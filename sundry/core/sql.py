@@ -147,15 +147,24 @@ def _has_rows(cursor) -> bool:
     return cursor.description is not None
 
 
-def run(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+_NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
+def run(cursor, statements: list[tuple[str, list]], *, durable: bool = True) -> list[list[tuple] | None]:
     """Run statements in order; each one's rows (None for a statement that returns none).
 
     PostgreSQL takes them as one multi-statement query: one round trip instead
     of one each. Other databases run them one by one. Inside a transaction
     they are part of it; outside one, PostgreSQL runs the group as one.
+
+    `durable=False`, outside a transaction on PostgreSQL, commits the group
+    without waiting for the disk: for writes a crash may lose harmlessly (a
+    lease that would lapse anyway), never for anything a user was told about.
     """
     if not statements:
         return []
+    if not durable and _one_trip() and not connection.in_atomic_block:
+        return run(cursor, [(_NO_FSYNC_WAIT, []), *statements])[1:]
     if not _one_trip() or len(statements) == 1:
         out = []
         for sql, params in statements:

@@ -1,0 +1,75 @@
+"""The plain-SQL helpers the agent step's hot path uses (sundry.core.sql)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from sundry.agent.models import AgentStep
+from sundry.core import sql
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.factories import CustomerFactory, TicketClassFactory
+
+pytestmark = pytest.mark.django_db
+
+on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql",
+                                   reason="one round trip and commits that skip the disk wait are PostgreSQL's")
+
+
+@pytest.fixture
+def ticket():
+    return ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Plain SQL")
+
+
+def test_run_returns_each_statements_rows_in_order_and_none_for_writes(ticket):
+    t, c = sql.table(Ticket), sql.column
+    with connection.cursor() as cursor:
+        results = sql.run(cursor, [
+            (f"SELECT {c(Ticket, 'subject')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
+            (f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Look", ticket.pk]),
+            (f"SELECT {c(Ticket, 'attention')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
+            (f"SELECT {c(Ticket, 'id')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk + 999]),
+        ])
+    assert results == [[("Plain SQL",)], None, [("Look",)], []]
+
+
+@on_postgresql
+def test_a_group_of_reads_is_one_round_trip(ticket):
+    with CaptureQueriesContext(connection) as queries, connection.cursor() as cursor:
+        sql.read_sets(cursor, [(f"SELECT {n} + %s", [n]) for n in range(5)])
+    assert len(queries) == 1
+
+
+def test_insert_instance_saves_what_the_orm_would(ticket):
+    step = sql.insert_instance(AgentStep(ticket=ticket, number=7, model="m", request_tokens=10,
+                                         lane_tokens={"lanes": {"rules": 3}}, cost_usd=Decimal("0.001250"),
+                                         outcome=AgentStep.Outcome.REPLY))
+    assert step.pk and not step._state.adding
+    stored = AgentStep.objects.get(pk=step.pk)
+    assert (stored.lane_tokens, stored.cost_usd, stored.number) == ({"lanes": {"rules": 3}}, Decimal("0.001250"), 7)
+    assert stored.created_at is not None  # auto_now_add, as save() would set it
+
+
+def test_turn_append_numbers_from_the_counter_in_one_statement_group(ticket):
+    first = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is SU-10480?")
+    second = turn_append(ticket=ticket, author=Turn.Author.AGENT, text="On its way.", payload={"k": [1]})
+    assert (first.number, second.number) == (1, 2)
+    row = Ticket.objects.get(pk=ticket.pk)
+    assert row.last_turn_number == 2 and row.version == ticket.version
+    stored = Turn.objects.get(pk=second.pk)
+    assert (stored.number, stored.payload, stored.tokens) == (2, {"k": [1]}, second.tokens) and stored.tokens > 0
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True)  # outside a test transaction: as the worker runs it
+def test_a_lease_write_skips_the_disk_wait_only_for_its_own_group(ticket):
+    setting = "SELECT current_setting('synchronous_commit')"
+    with connection.cursor() as cursor:
+        assert sql.run(cursor, [(setting, [])], durable=False) == [[("off",)]]
+        assert sql.run(cursor, [(setting, [])]) == [[("on",)]]  # back on for the next group
+        with transaction.atomic():  # inside a transaction it would cover the whole transaction: never
+            assert sql.run(cursor, [(setting, [])], durable=False) == [[("on",)]]
