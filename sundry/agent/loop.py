@@ -127,11 +127,8 @@ def _json(value):
 
 
 def _claim(ticket_id: int) -> bool:
-    now = timezone.now()
-    with connection.cursor() as cursor:
-        # A claim is a lease: one lost to a database crash lapses like any other.
-        claimed, = sql.run(cursor, [(_sql("claim"), [now, ticket_id, now - CLAIM_TTL])], durable=False)
-    return bool(claimed)
+    """Claim the ticket for a run (see `_open`, which also loads it)."""
+    return _open(ticket_id) is not None
 
 
 def _renew(ticket_id: int):
@@ -161,28 +158,41 @@ def needs_response(ticket: Ticket) -> bool:
     return _start(ticket)[0]
 
 
-def _start(ticket: Ticket) -> tuple[bool, bool, int]:
-    """What a run needs before its first step, in one round trip on PostgreSQL:
-    (input after the last reply, the last turn asks the model to go on, the next step's number)."""
-    pk = ticket.pk
-    with connection.cursor() as cursor:
-        inputs, last, step = sql.read_sets(cursor, [
-            (_sql("inputs_unanswered"), [pk, pk, Turn.Kind.MESSAGE, Turn.Author.AGENT, Turn.Author.STAFF, *_INPUT]),
-            (_sql("last_kind"), [pk]),
-            (_sql("last_step"), [pk]),
-        ])
+def _start_reads(pk: int) -> list[tuple[str, list]]:
+    return [
+        (_sql("inputs_unanswered"), [pk, pk, Turn.Kind.MESSAGE, Turn.Author.AGENT, Turn.Author.STAFF, *_INPUT]),
+        (_sql("last_kind"), [pk]),
+        (_sql("last_step"), [pk]),
+    ]
+
+
+def _start_facts(inputs, last, step) -> tuple[bool, bool, int]:
+    """(input after the last reply, the last turn asks the model to go on, the next step's number)."""
     # The last turn is a tool result, rejection or error: the model must read it before replying.
     mid_task = bool(last) and last[0][0] in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
     return _is_input(inputs), mid_task, (step[0][0] or 0) + 1
 
 
-def _load(ticket_id: int) -> Ticket:
-    """The ticket with its class and customer, as `select_related` would load them, without compiling a queryset."""
+def _start(ticket: Ticket) -> tuple[bool, bool, int]:
     with connection.cursor() as cursor:
-        cursor.execute(_sql("load"), [ticket_id])
-        row = cursor.fetchone()
-    if row is None:
-        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+        return _start_facts(*sql.read_sets(cursor, _start_reads(ticket.pk)))
+
+
+def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int]] | None:
+    """Claim the ticket, load it and read what awaits it: one round trip on PostgreSQL. None if claimed elsewhere."""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        # A claim is a lease: one lost to a database crash lapses like any other.
+        claimed, loaded, *start = sql.run(cursor, [(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
+                                                   (_sql("load"), [ticket_id]), *_start_reads(ticket_id)],
+                                          durable=False)
+    if not claimed:
+        return None
+    return _ticket_from_row(loaded[0]), _start_facts(*start)
+
+
+def _ticket_from_row(row) -> Ticket:
+    """The ticket with its class and customer, as `select_related` would load them, without compiling a queryset."""
     n, k = len(Ticket._meta.concrete_fields), len(TicketClass._meta.concrete_fields)
     ticket = sql.instance(Ticket, row[:n])
     ticket.ticket_class, ticket.customer = sql.instance(TicketClass, row[n:n + k]), sql.instance(Customer, row[n + k:])
@@ -203,11 +213,12 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     gateway = gateway or Gateway()
     steps, unread = 0, False
     while steps < max_steps:
-        if not _claim(ticket_id):
+        opened = _open(ticket_id)
+        if opened is None:
             return steps  # another run holds the ticket and will look for this input before it stops
         taken, read_through = 0, None
         try:
-            taken, read_through = _run_claimed(ticket_id, gateway, max_steps - steps, unread=unread)
+            taken, read_through = _run_claimed(*opened, gateway, max_steps - steps, unread=unread)
         finally:
             # Input the last step never saw may sit before that step's own reply, so
             # `needs_response` would call it answered: the next pass goes by this instead.
@@ -218,13 +229,11 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     return steps
 
 
-def _run_claimed(ticket_id: int, gateway: Gateway, budget: int, *, unread: bool = False) -> tuple[int, int]:
+def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], gateway: Gateway, budget: int, *,
+                 unread: bool = False) -> tuple[int, int]:
     """Steps while the claim is held; returns (steps, last turn the final step could read)."""
-    ticket = _load(ticket_id)
-    if not _may_act(ticket):
-        return 0, ticket.last_turn_number
-    waiting, mid_task, number = _start(ticket)
-    if not (unread or waiting or mid_task):
+    waiting, mid_task, number = start
+    if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number
     steps = 0
     while True:
@@ -434,10 +443,10 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
                            text=json.dumps(payload_result, ensure_ascii=False),
                            payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,
                                     "idempotency_key": key if tool.side_effect else ""})
-        # Touch first: the IDs this call used count as used when the harvest's eviction
-        # picks what leaves the window (the harness replays the same order).
-        lanes.ledger_touch(ticket=ticket, values=[v for _, _, v in guards.ids_in_arguments(tool, args)], turn=turn.number)
-        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result)
+        # The IDs this call used count as used when the harvest's eviction picks what
+        # leaves the window (the harness replays the same order).
+        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result,
+                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)])
         from sundry.agent.effects import apply_effects
 
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key)

@@ -77,24 +77,31 @@ def _later(column: str) -> str:
     return f"{column} = CASE WHEN {column} < %s THEN %s ELSE {column} END"
 
 
-def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None) -> list[str]:
+def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None,
+                   used: list[str] = ()) -> list[str]:
     """Record every identifier a structured tool result marks, as verified. Returns their roles.
 
+    `used`: the IDs the call itself took as arguments. They are marked used
+    first (`ledger_touch`), so the eviction below never picks the order the
+    call just looked up ahead of what its result brought.
+
     Runs once per tool result, so it reads the ledger once and writes with plain
-    SQL (on PostgreSQL the writes go in one round trip): roles, changes and
-    eviction are worked out in memory.
+    SQL (on PostgreSQL the reads and the writes go in a round trip each): roles,
+    changes and eviction are worked out in memory.
     """
     from sundry.agent.tools.base import id_owners, iter_ids
 
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
     if not found:
+        ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
     owners = id_owners(result)
     t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
     Status = LedgerEntry.Status
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])
-        rows = [_LedgerRow(*r, order=r[0]) for r in cursor.fetchall()]
+        touch = [_touch_statement(ticket.pk, used, turn)] if used else []
+        *_, read = sql.run(cursor, [*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
+        rows = [_LedgerRow(*r, order=r[0]) for r in read]
         entries = {r.value: r for r in rows}
         taken = {r.role for r in rows}
         active_roles = {r.role for r in rows if r.status == Status.ACTIVE}
@@ -181,11 +188,14 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntr
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
     """Mark entries used by a tool call; eviction goes by last use. Once per tool call: plain SQL."""
     if values:
-        c = functools.partial(sql.column, LedgerEntry)
         with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE {sql.table(LedgerEntry)} SET {_later(c('last_used_turn'))}, {c('used_in_call')} = %s"
-                           f" WHERE {c('ticket')} = %s AND {c('value')} IN {sql.in_list(values)}",
-                           [turn, turn, True, ticket.pk, *values])
+            cursor.execute(*_touch_statement(ticket.pk, values, turn))
+
+
+def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
+    c = functools.partial(sql.column, LedgerEntry)
+    return (f"UPDATE {sql.table(LedgerEntry)} SET {_later(c('last_used_turn'))}, {c('used_in_call')} = %s"
+            f" WHERE {c('ticket')} = %s AND {c('value')} IN {sql.in_list(values)}", [turn, turn, True, ticket_id, *values])
 
 
 def ledger_evict(*, ticket, cap: int, active: list | None = None) -> list[str]:

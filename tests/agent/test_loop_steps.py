@@ -174,14 +174,18 @@ def test_the_id_a_call_used_is_not_evicted_by_the_ids_its_own_result_brings():
     assert LedgerEntry.objects.filter(ticket=ticket, status="archived").exists()  # the window did overflow
 
 
-def test_the_loops_plain_load_matches_select_related(ticket):
+def test_a_run_opens_with_one_round_trip_and_loads_what_select_related_would(ticket):
     tclass = ticket.ticket_class
     tclass.approval_rules = {"issue_refund": {"over_cents": 5000}}
     tclass.save()
     Ticket.objects.filter(pk=ticket.pk).update(attention="Check the address", agent_claimed_at=None)
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     with CaptureQueriesContext(connection) as queries:
-        loaded = loop._load(ticket.pk)
-    assert len(queries) == 1
+        loaded, (waiting, mid_task, number) = loop._open(ticket.pk)
+    # The claim, the ticket with its class and customer, and what awaits the run.
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 5)
+    assert (waiting, mid_task, number) == (True, False, 1)
+    assert loop._open(ticket.pk) is None  # claimed now
     orm = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
 
     def fields(obj):
@@ -191,6 +195,5 @@ def test_the_loops_plain_load_matches_select_related(ticket):
     assert fields(loaded.ticket_class) == fields(orm.ticket_class)
     assert loaded.ticket_class.approval_rules == {"issue_refund": {"over_cents": 5000}}
     assert fields(loaded.customer) == fields(orm.customer)
-    assert loaded.created_at.tzinfo is not None
-    with pytest.raises(Ticket.DoesNotExist):
-        loop._load(ticket.pk + 1000)
+    assert loaded.created_at.tzinfo is not None and loaded.agent_claimed_at is not None
+    assert loop._open(ticket.pk + 1000) is None
