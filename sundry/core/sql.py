@@ -23,10 +23,22 @@ def name(identifier: str) -> str:
 
 
 def table(model) -> str:
-    return name(model._meta.db_table)
+    return _table(model, connection.vendor)
 
 
 def column(model, field: str) -> str:
+    return _column(model, field, connection.vendor)
+
+
+# Memoised per vendor: statements that vary per call (IN lists) still name their
+# tables and columns many times a step.
+@functools.lru_cache(maxsize=256)
+def _table(model, vendor: str) -> str:
+    return name(model._meta.db_table)
+
+
+@functools.lru_cache(maxsize=2048)
+def _column(model, field: str, vendor: str) -> str:
     return name(model._meta.get_field(field).column)
 
 
@@ -137,13 +149,19 @@ def _one_trip() -> bool:
     return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
 
 
+try:
+    from psycopg.pq import ExecStatus
+
+    _TUPLES_OK = ExecStatus.TUPLES_OK
+except ImportError:  # no psycopg: SQLite only
+    _TUPLES_OK = None
+
+
 def _has_rows(cursor) -> bool:
     # psycopg builds a Column per column for `description`: read the result's status instead.
-    result = getattr(getattr(cursor, "cursor", cursor), "pgresult", None)
+    result = getattr(cursor.cursor, "pgresult", None) if hasattr(cursor, "cursor") else None
     if result is not None:
-        from psycopg import pq
-
-        return result.status == pq.ExecStatus.TUPLES_OK
+        return result.status == _TUPLES_OK
     return cursor.description is not None
 
 

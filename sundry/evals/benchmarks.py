@@ -184,7 +184,7 @@ def _loop(messages: int, block: int, say) -> dict:
     from django.conf import settings
 
     from sundry.agent.gateway import Gateway
-    from sundry.agent.loop import agent_run
+    from sundry.agent.loop import agent_run, tool_specs
     from sundry.agent.services import customer_message_post
     from sundry.compaction.models import CompactionRun
     from sundry.core.background import wait_idle
@@ -199,6 +199,7 @@ def _loop(messages: int, block: int, say) -> dict:
     numbers = list(Order.objects.filter(customer=customer).values_list("number", flat=True))
     ticket = ticket_create(customer=customer, ticket_class=classes["standard"], subject="Benchmark")
     gateway = Gateway(override=InstantModel())
+    tool_specs()  # the tools' JSON schemas are built once per worker process, not per step
     blocks, steps, started = [], 0, time.perf_counter()
     loop_seconds = post_seconds = compaction_seconds = 0.0
     block_seconds, block_steps = 0.0, 0
