@@ -131,13 +131,6 @@ def _claim(ticket_id: int) -> bool:
     return _open(ticket_id) is not None
 
 
-def _renew(ticket_id: int):
-    """Renew this run's claim; returns (handler, status, last_turn_number, version), None if gone."""
-    with connection.cursor() as cursor:
-        cursor.execute(_sql("renew"), [timezone.now(), ticket_id])
-        return cursor.fetchone()
-
-
 def claimed_elsewhere(ticket_id: int) -> bool:
     """Another run holds a live claim on the ticket (or held it when its worker died)."""
     return Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL).exists()
@@ -316,9 +309,9 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
                         text="The model returned neither a reply nor a tool call.", payload={})
             outcome = StepOutcome(stop=False)
             kind = AgentStep.Outcome.INVALID_OUTPUT
-        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
-        if not outcome.stop:
-            outcome.renewed = _renew(ticket.pk)
+        # A step that goes on renews the claim with its record: one round trip for both.
+        step, outcome.renewed = _record_step(ticket, number, assembled, call, kind, first_turn,
+                                             resolution=outcome.resolution, renew=not outcome.stop)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
@@ -338,17 +331,25 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
     return dataclasses.replace(snapshot, turns=[*snapshot.turns, turn], version=version)
 
 
-def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False):
+def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False,
+                 renew: bool = False) -> tuple[AgentStep, tuple | None]:
+    """Insert the step's record; with `renew`, also renew the run's claim and read the ticket's
+    (handler, status, last_turn_number, version) — None if the ticket is gone. Returns (step, that row)."""
     # The step's turns were appended through this ticket object, which kept count.
     usage = call.response.usage if call else None
-    return sql.insert_instance(AgentStep(
+    step = AgentStep(
         ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
         offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
         latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
-    ))
+    )
+    statements = [sql.insert_statement(step)] + ([(_sql("renew"), [timezone.now(), ticket.pk])] if renew else [])
+    with connection.cursor() as cursor:
+        inserted, *renewed = sql.run(cursor, statements)
+    sql.saved(step, inserted[0][0])
+    return step, (renewed[0][0] if renewed and renewed[0] else None)
 
 
 def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:
