@@ -80,8 +80,10 @@ def tool_specs() -> list[dict]:
 
 
 # --- one run per ticket ----------------------------------------------------------------
-# A run's bookkeeping (claim, renew, release, "is there input to answer?") runs
-# around every message, so it is plain SQL (`sundry.core.sql`), a round trip each.
+# A run's bookkeeping runs around every message, so it is plain SQL (`sundry.core.sql`)
+# in as few round trips as it can: claim + load + "is there input to answer?" in one
+# (`_open`), each step's claim renewal with its record, the release with the look for
+# input that came meanwhile.
 
 
 @functools.lru_cache(maxsize=4)
