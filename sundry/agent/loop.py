@@ -121,11 +121,7 @@ _INPUT = [Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, Turn.Kind.NOTE, Turn.Kind.EVE
 
 
 def _is_input(rows) -> bool:
-    return any(kind != Turn.Kind.EVENT or (_json(payload) or {}).get("resume") is True for kind, payload in rows)
-
-
-def _json(value):
-    return json.loads(value) if isinstance(value, str) else value  # SQLite hands back the text
+    return any(kind != Turn.Kind.EVENT or (sql.json_value(payload) or {}).get("resume") is True for kind, payload in rows)
 
 
 def _claim(ticket_id: int) -> bool:
@@ -424,7 +420,6 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
     """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
     turn_no = ticket.last_turn_number + 1
     ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
-    arguments = args.model_dump(mode="json")
     try:
         with transaction.atomic():
             raw = tool.run(ctx, args)

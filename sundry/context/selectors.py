@@ -9,7 +9,6 @@ dataclasses below. On PostgreSQL the reads go in one round trip.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -128,11 +127,6 @@ class _TurnCache:
 turn_cache = _TurnCache()
 
 
-def _json(value):
-    # PostgreSQL's driver decodes JSON columns; SQLite hands back the text.
-    return json.loads(value) if isinstance(value, str) else (value if value is not None else {})
-
-
 def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     tclass = ticket.ticket_class
     statements = _statements(connection.vendor)
@@ -154,7 +148,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         version=got["version"][0][0] if got["version"] else None,
     )
     snap.rules = [
-        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=_json(enf))
+        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=sql.json_value(enf, {}))
         for i, text, turn, scope, ref, source, enf in got["rules"]
     ]
     snap.ledger = [
@@ -182,7 +176,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         covered = summary[0][0]
         snap.summary = SummaryData(covers_through_turn=covered, text=summary[0][1], fallback=bool(summary[0][2]))
     if with_turns:
-        new = [TurnData(number=n, author=author, kind=kind, text=text, payload=_json(payload), tokens=tokens)
+        new = [TurnData(number=n, author=author, kind=kind, text=text, payload=sql.json_value(payload, {}), tokens=tokens)
                for n, author, kind, text, payload, tokens in got["turns"]]
         snap.turns = [t for t in cached if t.number > covered] + [t for t in new if t.number > covered]
         # Turns are numbered one after another, so those after the summary run on from it.

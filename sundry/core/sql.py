@@ -13,6 +13,7 @@ Only hot paths use this; everything else stays on the ORM.
 from __future__ import annotations
 
 import functools
+import json
 from datetime import datetime, timezone
 
 from django.db import connection
@@ -111,11 +112,11 @@ def insert_instance(obj):
 def _loaders(model, vendor: str) -> tuple[tuple[str, ...], tuple]:
     """Each concrete field's attname and the converters the ORM would apply to its column."""
     fields = model._meta.concrete_fields
-    converters = []
+    loaders = []
     for f in fields:
         col = f.get_col(model._meta.db_table)
-        converters.append(tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
-    return tuple(f.attname for f in fields), tuple(zip(fields, converters))
+        loaders.append((col, tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))))
+    return tuple(f.attname for f in fields), tuple(loaders)
 
 
 def all_columns(alias: str, model) -> str:
@@ -127,11 +128,18 @@ def instance(model, values):
     """A model instance from a row of `all_columns(…, model)`, converted as the ORM converts it."""
     attnames, loaders = _loaders(model, connection.vendor)
     converted = []
-    for value, (f, converters) in zip(values, loaders):
+    for value, (col, converters) in zip(values, loaders):
         for converter in converters:
-            value = converter(value, f.get_col(model._meta.db_table), connection)
+            value = converter(value, col, connection)
         converted.append(value)
     return model.from_db(connection.alias, attnames, converted)
+
+
+def json_value(value, default=None):
+    """A JSON column read by plain SQL: PostgreSQL's driver decodes it, SQLite hands back the text."""
+    if value is None:
+        return default
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def aware(value: datetime) -> datetime:
