@@ -55,6 +55,11 @@ class Worker:
                                      cwd=settings.BASE_DIR, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Until the worker consumes its queue (it logs "ready"), for tests whose timing starts then."""
+        path = self.log.name
+        wait_for(lambda: b" ready." in open(path, "rb").read(), timeout, "the worker to start")
+
     def kill9(self):
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
