@@ -94,6 +94,14 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # The agent step's plain SQL (sundry.core.sql) binds on the server, so the statements a
+        # worker sends all the time are parsed and planned once per connection, after this many
+        # uses. Behind a pooler that cannot keep prepared statements (PgBouncer in transaction
+        # mode before 1.21), set SUNDRY_DB_PREPARE_THRESHOLD=off.
+        threshold = os.environ.get("SUNDRY_DB_PREPARE_THRESHOLD", "5").strip().lower()
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+            None if threshold in ("off", "none", "") else int(threshold))
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

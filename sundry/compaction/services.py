@@ -34,7 +34,7 @@ from sundry.compaction.trigger import (
     cut_point,
     decide,
 )
-from sundry.context.assembly import assemble
+from sundry.context.assembly import assemble, total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
@@ -96,11 +96,17 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         return CompactionRun.objects.get(pk=state.in_flight_id)
     tclass = ticket.ticket_class
     known = resolved.next_lanes if resolved is not None else None
-    # The step's own lanes plus its reply serve while the ticket is at the version it left.
-    snapshot = known if known is not None and known.version == state.version else lane_snapshot(ticket)
-    assembled = _assemble(ticket, snapshot)
+    # The step's own lanes plus its reply serve while the ticket is at the version it left;
+    # then the next request's size is the step's plus the reply's, with nothing to assemble.
+    if known is not None and known.version == state.version:
+        snapshot, assembled = known, None
+        total = total_after_reply(resolved.request_tokens, known.turns[-1], tclass.working_model)
+    else:
+        snapshot = lane_snapshot(ticket)
+        assembled = _assemble(ticket, snapshot)
+        total = assembled.accounting.total_tokens
     decision = decide(TriggerInput(
-        total_tokens=assembled.accounting.total_tokens, trigger_tokens=tclass.trigger_tokens,
+        total_tokens=total, trigger_tokens=tclass.trigger_tokens,
         budget=tclass.token_budget, held_pending=state.held_pending,
         breaker_tripped=state.attention.startswith(BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
         last_tokens_after=state.last_tokens_after,
@@ -114,6 +120,8 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
     if cut is None:
         return None
+    if assembled is None:  # the run records the request it shrinks
+        assembled = _assemble(ticket, snapshot)
     run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
                         context_version=covered, model=tclass.summariser_model, trigger_step_id=step_id,
                         request_before=assembled.request.model_dump(mode="json"),

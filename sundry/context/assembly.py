@@ -15,7 +15,7 @@ from sundry.agent.schemas import Message, ModelRequest, ToolSpec
 from sundry.context import render
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import LaneSnapshot, TurnData
-from sundry.core.tokens import count_message_tokens, count_tokens, encoding_name_for, is_exact
+from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
 
@@ -71,6 +71,19 @@ def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(results), frozenset(typed)
 
 
+_TOOL_SPECS: dict[int, tuple[list, list[ToolSpec], str]] = {}
+
+
+def _tool_specs(tools: list[dict]) -> tuple[list[ToolSpec], str]:
+    """The tools as specs and as JSON, once per tool list: a worker passes the same list every step."""
+    hit = _TOOL_SPECS.get(id(tools))
+    if hit is None or hit[0] is not tools:  # an id can be reused once its list is gone: check identity
+        if len(_TOOL_SPECS) >= 16:
+            _TOOL_SPECS.clear()
+        hit = _TOOL_SPECS[id(tools)] = (tools, [ToolSpec(**t) for t in tools], json.dumps(tools))
+    return hit[1], hit[2]
+
+
 @functools.lru_cache(maxsize=64)
 def _tools_tokens(names: tuple[str, ...], specs_json: str, model: str) -> int:
     # The tool list rarely changes between steps; counting its schemas is not free.
@@ -91,14 +104,14 @@ def assemble(
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]
     conversation = render.turns_to_messages(turns)
     messages.extend(conversation)
-    specs = [ToolSpec(**t) for t in (tools or [])]
+    specs, specs_json = _tool_specs(tools) if tools else ([], "[]")
     request = ModelRequest(model=model, messages=messages, tools=specs)
 
     lane_tokens = {lane: count_tokens(text, model) for lane, text in blocks.items()}
     lane_tokens["recent"] = sum(count_tokens(m.content, model) for m in conversation) + sum(
         count_tokens(json.dumps([c.model_dump() for c in m.tool_calls]), model) for m in conversation if m.tool_calls
     )
-    tools_tokens = _tools_tokens(tuple(s.name for s in specs), json.dumps(tools or []), model) if specs else 0
+    tools_tokens = _tools_tokens(tuple(s.name for s in specs), specs_json, model) if specs else 0
     total = count_message_tokens([m.model_dump() for m in messages], model) + tools_tokens
     result_ids, text_ids = ids_seen(turns)
     accounting = Accounting(
@@ -108,3 +121,13 @@ def assemble(
         first_turn=turns[0].number if turns else None, last_turn=turns[-1].number if turns else None,
     )
     return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids)
+
+
+def total_after_reply(total_tokens: int, reply: TurnData, model: str) -> int:
+    """What `assemble` would count for the same lanes with one plain reply turn appended, without assembling.
+
+    A plain message renders on its own (no call or result to pair it with), and
+    a request's size is the sum of its messages' sizes, so the reply adds exactly
+    its own message.
+    """
+    return total_tokens + count_message_tokens(render.turns_to_messages([reply]), model) - REPLY_PRIMING

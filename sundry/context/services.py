@@ -189,7 +189,7 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
     """Mark entries used by a tool call; eviction goes by last use. Once per tool call: plain SQL."""
     if values:
         with connection.cursor() as cursor:
-            cursor.execute(*_touch_statement(ticket.pk, values, turn))
+            sql.run(cursor, [_touch_statement(ticket.pk, values, turn)])
 
 
 def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
@@ -339,10 +339,11 @@ def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunde
     """A tool reported the shop's figures for an order: they are the truth. Once per lookup: plain SQL."""
     c = functools.partial(sql.column, MoneyTotal)
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
-                       f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s",
-                       [currency, paid_cents, refunded_cents, turn, ticket.pk, order])
-        if cursor.rowcount:
+        [updated] = sql.run(cursor, [(
+            f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
+            f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s"
+            f" RETURNING {c('id')}", [currency, paid_cents, refunded_cents, turn, ticket.pk, order])])
+        if updated:
             return  # the common case, one statement
     figures = dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn)
     try:

@@ -104,8 +104,8 @@ def saved(obj, pk):
 def insert_instance(obj):
     """Save a new model instance without compiling a queryset; returns it with its pk. Signals do not fire."""
     with connection.cursor() as cursor:
-        cursor.execute(*insert_statement(obj))
-        return saved(obj, cursor.fetchone()[0])
+        [[(pk,)]] = run(cursor, [insert_statement(obj)])
+        return saved(obj, pk)
 
 
 @functools.lru_cache(maxsize=32)
@@ -152,22 +152,23 @@ def in_list(values) -> str:
     return "(" + ", ".join(["%s"] * len(values)) + ")"
 
 
-def _one_trip() -> bool:
-    # Several statements in one execute need the client-side binding Django uses by default.
-    return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding")
+def _pipelined() -> bool:
+    # PostgreSQL's pipeline mode: the group goes out together and comes back together.
+    return connection.vendor == "postgresql"
 
 
 try:
+    import psycopg
     from psycopg.pq import ExecStatus
 
     _TUPLES_OK = ExecStatus.TUPLES_OK
 except ImportError:  # no psycopg: SQLite only
-    _TUPLES_OK = None
+    psycopg = _TUPLES_OK = None
 
 
 def _has_rows(cursor) -> bool:
     # psycopg builds a Column per column for `description`: read the result's status instead.
-    result = getattr(cursor.cursor, "pgresult", None) if hasattr(cursor, "cursor") else None
+    result = getattr(cursor, "pgresult", None)
     if result is not None:
         return result.status == _TUPLES_OK
     return cursor.description is not None
@@ -179,9 +180,13 @@ _NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
 def run(cursor, statements: list[tuple[str, list]], *, durable: bool = True) -> list[list[tuple] | None]:
     """Run statements in order; each one's rows (None for a statement that returns none).
 
-    PostgreSQL takes them as one multi-statement query: one round trip instead
-    of one each. Other databases run them one by one. Inside a transaction
-    they are part of it; outside one, PostgreSQL runs the group as one.
+    PostgreSQL takes them as one pipeline: sent together, answered together,
+    one round trip instead of one each. Its parameters are bound on the server,
+    so a statement this process sends often is parsed and planned once
+    (psycopg prepares it after `prepare_threshold` uses; set that option to None
+    behind a pooler that cannot keep prepared statements). Inside a transaction
+    the group is part of it; outside one, PostgreSQL runs the group as one.
+    Other databases run the statements one by one.
 
     `durable=False`, outside a transaction on PostgreSQL, commits the group
     without waiting for the disk: for writes a crash may lose harmlessly (a
@@ -189,21 +194,46 @@ def run(cursor, statements: list[tuple[str, list]], *, durable: bool = True) -> 
     """
     if not statements:
         return []
-    if not durable and _one_trip() and not connection.in_atomic_block:
-        return run(cursor, [(_NO_FSYNC_WAIT, []), *statements])[1:]
-    if not _one_trip() or len(statements) == 1:
-        out = []
-        for sql, params in statements:
-            cursor.execute(sql, params)
-            out.append(cursor.fetchall() if _has_rows(cursor) else None)
-        return out
-    cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
-    out = [cursor.fetchall() if _has_rows(cursor) else None]
-    while cursor.nextset():
+    if _pipelined():
+        if not durable and not connection.in_atomic_block:
+            statements = [(_NO_FSYNC_WAIT, []), *statements]
+            return _pipeline(cursor, statements)[1:]
+        return _pipeline(cursor, statements)
+    out = []
+    for sql, params in statements:
+        cursor.execute(sql, params)
         out.append(cursor.fetchall() if _has_rows(cursor) else None)
-    if len(out) != len(statements):  # never silently misalign results with statements
-        raise RuntimeError(f"expected {len(statements)} results, got {len(out)}")
     return out
+
+
+def _pipeline(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+    """The group through Django's execute wrappers and query log, as one entry: it is one round trip."""
+    joined = "; ".join(sql for sql, _ in statements)
+    params = [p for _, group in statements for p in group]
+    if hasattr(cursor, "debug_sql"):  # queries are being logged (DEBUG, or a test capturing them)
+        with cursor.debug_sql(joined, params):
+            return cursor._execute_with_wrappers(joined, params, False, lambda *_: _send(statements))
+    return cursor._execute_with_wrappers(joined, params, False, lambda *_: _send(statements))
+
+
+def _send(statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+    connection.validate_no_broken_transaction()
+    raw = connection.connection
+    # One server-binding cursor per statement (each holds its own result), kept with the connection.
+    pool = getattr(raw, "_sundry_cursors", None)
+    if pool is None:
+        pool = raw._sundry_cursors = []
+    while len(pool) < len(statements):
+        pool.append(psycopg.Cursor(raw))
+    with connection.wrap_database_errors:
+        if len(statements) == 1:  # one statement is one round trip anyway: skip the pipeline's upkeep
+            cur = pool[0]
+            cur.execute(*statements[0])
+            return [cur.fetchall() if _has_rows(cur) else None]
+        with raw.pipeline():
+            for cur, (sql, params) in zip(pool, statements):
+                cur.execute(sql, params)
+        return [cur.fetchall() if _has_rows(cur) else None for cur in pool[:len(statements)]]
 
 
 def read_sets(cursor, statements: list[tuple[str, list]]) -> list[list[tuple]]:

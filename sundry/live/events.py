@@ -98,15 +98,14 @@ def group_send(groups: list[str], message: dict) -> None:
 def _push(ticket_id: int) -> None:
     from django.db import connection
 
+    from sundry.core import sql
     from sundry.tickets.models import Ticket
 
     with connection.cursor() as cursor:  # runs after every commit that touches a ticket: kept bare
-        cursor.execute(f"SELECT version FROM {connection.ops.quote_name(Ticket._meta.db_table)} WHERE id = %s",
-                       [ticket_id])
-        row = cursor.fetchone()
-    if row is None:
+        [rows] = sql.run(cursor, [(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
+    if not rows:
         return
-    version = row[0]
+    version = rows[0][0]
     group_send([staff_group(ticket_id), customer_group(ticket_id)],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 

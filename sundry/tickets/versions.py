@@ -10,6 +10,7 @@ import functools
 
 from django.db import connection
 
+from sundry.core import sql
 from sundry.tickets.models import Ticket
 
 
@@ -32,11 +33,10 @@ def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
     ends, which is what keeps concurrent writers' turn numbers apart.
     """
     with connection.cursor() as cursor:
-        cursor.execute(*bump_statement(ticket_id, turn=turn))
-        row = cursor.fetchone()
-    if row is None:
+        [rows] = sql.run(cursor, [bump_statement(ticket_id, turn=turn)])
+    if not rows:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
-    return row[0], row[1]
+    return rows[0][0], rows[0][1]
 
 
 def ticket_touch(ticket_id: int) -> int:

@@ -244,6 +244,28 @@ def test_agent_resolution_step_fires_the_trigger(monkeypatch, django_capture_on_
     assert queued == [run.pk] and run.trigger_step.is_resolution
 
 
+def test_the_trigger_counts_the_next_request_without_assembling_it_and_gets_the_assembled_figure(
+        monkeypatch, django_capture_on_commit_callbacks):
+    """After a plain reply the trigger adds the reply's message to the step's own count; it must be exact."""
+    from sundry.agent import loop
+    from sundry.compaction import services
+
+    seen = []
+    monkeypatch.setattr(loop, "resolution_listeners", [seen.append])
+    ticket = long_ticket()
+    for text in ("Is the parcel here yet?", "And the refund: when does it land? Order SU-40118, rfd_3h8j2k5m."):
+        turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
+        reply = f"Not yet; it is on its way. {text[::-1]}"
+        with django_capture_on_commit_callbacks(execute=True):  # the listeners run on commit
+            loop.agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=reply)])))
+    assert len(seen) == 2 and all(r.next_lanes is not None for r in seen)
+    for resolved in seen:
+        model = resolved.ticket.ticket_class.working_model
+        counted = services.total_after_reply(resolved.request_tokens, resolved.next_lanes.turns[-1], model)
+        assembled = services._assemble(resolved.ticket, resolved.next_lanes).accounting.total_tokens
+        assert counted == assembled and counted > resolved.request_tokens
+
+
 def test_cost_figures_put_compactions_beside_working_turns():
     from sundry.compaction.selectors import cost_figures
 

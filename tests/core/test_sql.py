@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from sundry.agent.models import AgentStep
@@ -13,11 +13,12 @@ from sundry.core import sql
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
+from tests.pgtrace import wire
 
 pytestmark = pytest.mark.django_db
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql",
-                                   reason="one round trip and commits that skip the disk wait are PostgreSQL's")
+                                   reason="pipelines, prepared statements and commits that skip the disk wait are PostgreSQL's")
 
 
 @pytest.fixture
@@ -38,10 +39,45 @@ def test_run_returns_each_statements_rows_in_order_and_none_for_writes(ticket):
 
 
 @on_postgresql
-def test_a_group_of_reads_is_one_round_trip(ticket):
-    with CaptureQueriesContext(connection) as queries, connection.cursor() as cursor:
-        sql.read_sets(cursor, [(f"SELECT {n} + %s", [n]) for n in range(5)])
-    assert len(queries) == 1
+def test_a_group_of_statements_is_one_round_trip_and_one_query_log_entry(ticket):
+    t, c = sql.table(Ticket), sql.column
+    group = [(f"SELECT {n} + %s", [n]) for n in range(5)]
+    group.append((f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Look", ticket.pk]))
+    with CaptureQueriesContext(connection) as queries, wire(connection) as sent, connection.cursor() as cursor:
+        results = sql.run(cursor, group)
+    assert results == [[(2 * n,)] for n in range(5)] + [None]
+    assert sent.round_trips == 1 and len(queries) == 1
+    with wire(connection) as sent, connection.cursor() as cursor:  # the same, one statement at a time
+        for statement in group:
+            sql.run(cursor, [statement])
+    assert sent.round_trips == len(group)
+
+
+@on_postgresql
+def test_statements_sent_often_are_parsed_once_then_run_prepared(ticket):
+    group = [(f"SELECT {sql.column(Ticket, 'version')} FROM {sql.table(Ticket)} WHERE id = %s", [ticket.pk]),
+             ("SELECT %s::int * 2", [21])]
+    threshold = connection.connection.prepare_threshold
+    assert threshold is not None  # settings turn it on for PostgreSQL
+    for _ in range(threshold + 1):
+        with connection.cursor() as cursor:
+            sql.run(cursor, group)
+    with wire(connection) as sent, connection.cursor() as cursor:
+        assert sql.run(cursor, group)[1] == [(42,)]
+    assert sent.sent("Bind") and not sent.sent("Parse")  # bound to statements prepared earlier
+
+
+@on_postgresql
+def test_a_failing_statement_fails_its_group_as_django_errors_and_leaves_nothing_behind(ticket):
+    t, c = sql.table(Ticket), sql.column
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        sql.run(cursor, [(f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s",
+                          ["Changed", ticket.pk]),
+                         (f"UPDATE {t} SET {c(Ticket, 'subject')} = NULL WHERE {c(Ticket, 'id')} = %s",
+                          [ticket.pk])])  # a NOT NULL violation
+    assert Ticket.objects.get(pk=ticket.pk).attention == ""
+    with connection.cursor() as cursor:  # the connection is usable again
+        assert sql.run(cursor, [("SELECT 1", [])]) == [[(1,)]]
 
 
 def test_insert_instance_saves_what_the_orm_would(ticket):
