@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from sundry.agent import guards
@@ -114,7 +114,7 @@ def _statements(vendor: str) -> dict[str, str]:
 
 
 def _sql(name: str) -> str:
-    return _statements(connection.vendor)[name]
+    return _statements(sql.vendor())[name]
 
 
 _INPUT = [Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, Turn.Kind.NOTE, Turn.Kind.EVENT]
@@ -139,8 +139,7 @@ def _release(ticket_id: int, *, look_after: int | None = None) -> bool:
     statements = [(_sql("release"), [ticket_id])]
     if look_after is not None:
         statements.append((_sql("inputs_after"), [ticket_id, look_after, *_INPUT]))
-    with connection.cursor() as cursor:
-        results = sql.run(cursor, statements, durable=False)  # a lost release only lets the claim lapse
+    results = sql.run(statements, durable=False)  # a lost release only lets the claim lapse
     return look_after is not None and _is_input(results[1])
 
 
@@ -165,18 +164,15 @@ def _start_facts(inputs, last, step) -> tuple[bool, bool, int]:
 
 
 def _start(ticket: Ticket) -> tuple[bool, bool, int]:
-    with connection.cursor() as cursor:
-        return _start_facts(*sql.read_sets(cursor, _start_reads(ticket.pk)))
+    return _start_facts(*sql.read_sets(_start_reads(ticket.pk)))
 
 
 def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int]] | None:
     """Claim the ticket, load it and read what awaits it: one round trip on PostgreSQL. None if claimed elsewhere."""
     now = timezone.now()
-    with connection.cursor() as cursor:
-        # A claim is a lease: one lost to a database crash lapses like any other.
-        claimed, loaded, *start = sql.run(cursor, [(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
-                                                   (_sql("load"), [ticket_id]), *_start_reads(ticket_id)],
-                                          durable=False)
+    # A claim is a lease: one lost to a database crash lapses like any other.
+    claimed, loaded, *start = sql.run([(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
+                                       (_sql("load"), [ticket_id]), *_start_reads(ticket_id)], durable=False)
     if not claimed:
         return None
     return _ticket_from_row(loaded[0]), _start_facts(*start)
@@ -344,8 +340,7 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
     statements = [sql.insert_statement(step)] + ([(_sql("renew"), [timezone.now(), ticket.pk])] if renew else [])
-    with connection.cursor() as cursor:
-        inserted, *renewed = sql.run(cursor, statements)
+    inserted, *renewed = sql.run(statements)
     sql.saved(step, inserted[0][0])
     return step, (renewed[0][0] if renewed and renewed[0] else None)
 

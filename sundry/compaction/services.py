@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -171,11 +171,10 @@ def _trigger_statements(vendor: str) -> list[str]:
 
 def _trigger_state(ticket_id: int) -> _TriggerState:
     """Everything the decision reads besides the request, in one round trip on PostgreSQL."""
-    statements = _trigger_statements(connection.vendor)
+    statements = _trigger_statements(sql.vendor())
     params = [[ticket_id], [ticket_id, *IN_FLIGHT], [ticket_id, Status.SUCCEEDED, Status.FALLBACK],
               [ticket_id, HeldAction.Status.PENDING], [ticket_id]]
-    with connection.cursor() as cursor:
-        ticket, in_flight, last, held, summary = sql.read_sets(cursor, list(zip(statements, params)))
+    ticket, in_flight, last, held, summary = sql.read_sets(list(zip(statements, params)))
     if not ticket:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
     return _TriggerState(

@@ -13,7 +13,6 @@ import logging
 import threading
 from collections import OrderedDict
 
-from django.db import connection
 
 from sundry.context.lanes import (
     ActionData,
@@ -95,7 +94,7 @@ class _TurnCache:
 
     @staticmethod
     def key(ticket) -> tuple:
-        return connection.settings_dict["NAME"], ticket.pk, ticket.created_at
+        return sql.db().settings_dict["NAME"], ticket.pk, ticket.created_at
 
     def get(self, key) -> list[TurnData]:
         with self._lock:
@@ -129,16 +128,15 @@ turn_cache = _TurnCache()
 
 def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     tclass = ticket.ticket_class
-    statements = _statements(connection.vendor)
+    statements = _statements(sql.vendor())
     pk = ticket.pk
-    cacheable = with_turns and not connection.in_atomic_block and ticket.created_at is not None
+    cacheable = with_turns and not sql.db().in_atomic_block and ticket.created_at is not None
     cached = turn_cache.get(turn_cache.key(ticket)) if cacheable else []
     known = cached[-1].number if cached else 0
     reads = [("version", [pk])] + ([("turns", [pk, known, pk])] if with_turns else []) + [
         ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
         ("state", [pk]), ("actions", [pk]), ("money", [pk]), ("questions", [pk])]
-    with connection.cursor() as cursor:
-        got = dict(zip((n for n, _ in reads), sql.read_sets(cursor, [(statements[n], p) for n, p in reads])))
+    got = dict(zip((n for n, _ in reads), sql.read_sets([(statements[n], p) for n, p in reads])))
     summary = got["summary"]
     snap = LaneSnapshot(
         ticket_id=pk,

@@ -11,7 +11,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
 from sundry.context.idformats import find_ids
@@ -98,9 +98,9 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     owners = id_owners(result)
     t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
     Status = LedgerEntry.Status
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False):
         touch = [_touch_statement(ticket.pk, used, turn)] if used else []
-        *_, read = sql.run(cursor, [*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
+        *_, read = sql.run([*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
         rows = [_LedgerRow(*r, order=r[0]) for r in read]
         entries = {r.value: r for r in rows}
         taken = {r.role for r in rows}
@@ -163,7 +163,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         if archived:
             writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
                            f" WHERE {c('id')} IN {sql.in_list(archived)}", [Status.ARCHIVED, *archived]))
-        sql.run(cursor, [*writes, bump_statement(ticket.pk)])  # with the version bump, one round trip
+        sql.run([*writes, bump_statement(ticket.pk)])  # with the version bump, one round trip
     ticket_changed(ticket.pk)
     return touched
 
@@ -188,8 +188,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntr
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
     """Mark entries used by a tool call; eviction goes by last use. Once per tool call: plain SQL."""
     if values:
-        with connection.cursor() as cursor:
-            sql.run(cursor, [_touch_statement(ticket.pk, values, turn)])
+        sql.run([_touch_statement(ticket.pk, values, turn)])
 
 
 def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
@@ -338,13 +337,12 @@ def action_record(
 def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
     """A tool reported the shop's figures for an order: they are the truth. Once per lookup: plain SQL."""
     c = functools.partial(sql.column, MoneyTotal)
-    with connection.cursor() as cursor:
-        [updated] = sql.run(cursor, [(
-            f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
-            f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s"
-            f" RETURNING {c('id')}", [currency, paid_cents, refunded_cents, turn, ticket.pk, order])])
-        if updated:
-            return  # the common case, one statement
+    [updated] = sql.run([(
+        f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
+        f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s"
+        f" RETURNING {c('id')}", [currency, paid_cents, refunded_cents, turn, ticket.pk, order])])
+    if updated:
+        return  # the common case, one statement
     figures = dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn)
     try:
         with transaction.atomic():

@@ -14,21 +14,36 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import time
 from datetime import datetime, timezone
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
+
+_db_log = logging.getLogger("django.db.backends")
+
+
+def db():
+    """The default connection itself. `django.db.connection` is a proxy that looks the
+    connection up again on every attribute read; a step reads hundreds."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+@functools.cache
+def vendor() -> str:
+    return connections[DEFAULT_DB_ALIAS].vendor  # fixed by the settings for the process's life
 
 
 def name(identifier: str) -> str:
-    return connection.ops.quote_name(identifier)
+    return db().ops.quote_name(identifier)
 
 
 def table(model) -> str:
-    return _table(model, connection.vendor)
+    return _table(model, vendor())
 
 
 def column(model, field: str) -> str:
-    return _column(model, field, connection.vendor)
+    return _column(model, field, vendor())
 
 
 # Memoised per vendor: statements that vary per call (IN lists) still name their
@@ -81,7 +96,8 @@ def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
     (auto_now_add, JSON, decimals), as `Model.save()` would. `computed` gives a
     field an SQL expression instead, e.g. `number=("(SELECT …)", [ticket_id])`.
     """
-    fields, head, tail = _insert_fields(type(obj), connection.vendor)
+    conn = db()
+    fields, head, tail = _insert_fields(type(obj), conn.vendor)
     values, params = [], []
     for f in fields:
         if f.name in computed:
@@ -90,32 +106,31 @@ def insert_statement(obj, **computed: tuple[str, list]) -> tuple[str, list]:
             params += extra
         else:
             values.append("%s")
-            params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
+            params.append(f.get_db_prep_save(f.pre_save(obj, True), conn))
     return f"{head} VALUES ({', '.join(values)}) {tail}", params
 
 
 def saved(obj, pk):
     """Mark an instance inserted by one of these statements as saved, with its pk."""
     obj.pk = pk
-    obj._state.adding, obj._state.db = False, connection.alias
+    obj._state.adding, obj._state.db = False, DEFAULT_DB_ALIAS
     return obj
 
 
 def insert_instance(obj):
     """Save a new model instance without compiling a queryset; returns it with its pk. Signals do not fire."""
-    with connection.cursor() as cursor:
-        [[(pk,)]] = run(cursor, [insert_statement(obj)])
-        return saved(obj, pk)
+    [[(pk,)]] = run([insert_statement(obj)])
+    return saved(obj, pk)
 
 
 @functools.lru_cache(maxsize=32)
 def _loaders(model, vendor: str) -> tuple[tuple[str, ...], tuple]:
     """Each concrete field's attname and the converters the ORM would apply to its column."""
-    fields = model._meta.concrete_fields
+    conn, fields = db(), model._meta.concrete_fields
     loaders = []
     for f in fields:
         col = f.get_col(model._meta.db_table)
-        loaders.append((col, tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))))
+        loaders.append((col, tuple(conn.ops.get_db_converters(col) + f.get_db_converters(conn))))
     return tuple(f.attname for f in fields), tuple(loaders)
 
 
@@ -126,13 +141,14 @@ def all_columns(alias: str, model) -> str:
 
 def instance(model, values):
     """A model instance from a row of `all_columns(…, model)`, converted as the ORM converts it."""
-    attnames, loaders = _loaders(model, connection.vendor)
+    conn = db()
+    attnames, loaders = _loaders(model, conn.vendor)
     converted = []
     for value, (col, converters) in zip(values, loaders):
         for converter in converters:
-            value = converter(value, col, connection)
+            value = converter(value, col, conn)
         converted.append(value)
-    return model.from_db(connection.alias, attnames, converted)
+    return model.from_db(DEFAULT_DB_ALIAS, attnames, converted)
 
 
 def json_value(value, default=None):
@@ -150,11 +166,6 @@ def aware(value: datetime) -> datetime:
 def in_list(values) -> str:
     """`(%s, %s, …)` for a non-empty `IN` list."""
     return "(" + ", ".join(["%s"] * len(values)) + ")"
-
-
-def _pipelined() -> bool:
-    # PostgreSQL's pipeline mode: the group goes out together and comes back together.
-    return connection.vendor == "postgresql"
 
 
 try:
@@ -177,8 +188,8 @@ def _has_rows(cursor) -> bool:
 _NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
-def run(cursor, statements: list[tuple[str, list]], *, durable: bool = True) -> list[list[tuple] | None]:
-    """Run statements in order; each one's rows (None for a statement that returns none).
+def run(statements: list[tuple[str, list]], *, durable: bool = True) -> list[list[tuple] | None]:
+    """Run statements in order on the default database; each one's rows (None for a statement that returns none).
 
     PostgreSQL takes them as one pipeline: sent together, answered together,
     one round trip instead of one each. Its parameters are bound on the server,
@@ -194,38 +205,65 @@ def run(cursor, statements: list[tuple[str, list]], *, durable: bool = True) -> 
     """
     if not statements:
         return []
-    if _pipelined():
-        if not durable and not connection.in_atomic_block:
-            statements = [(_NO_FSYNC_WAIT, []), *statements]
-            return _pipeline(cursor, statements)[1:]
-        return _pipeline(cursor, statements)
+    conn = db()
+    if conn.vendor == "postgresql":
+        if not durable and not conn.in_atomic_block:
+            return _pipeline(conn, [(_NO_FSYNC_WAIT, []), *statements])[1:]
+        return _pipeline(conn, statements)
     out = []
-    for sql, params in statements:
-        cursor.execute(sql, params)
-        out.append(cursor.fetchall() if _has_rows(cursor) else None)
+    with conn.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            out.append(cursor.fetchall() if _has_rows(cursor) else None)
     return out
 
 
-def _pipeline(cursor, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
-    """The group through Django's execute wrappers and query log, as one entry: it is one round trip."""
+def read_sets(statements: list[tuple[str, list]]) -> list[list[tuple]]:
+    """`run` for reads: every statement returns rows."""
+    return run(statements)
+
+
+def _pipeline(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+    if not conn.execute_wrappers and not conn.queries_logged:
+        return _send(conn, statements)
+    # Someone is watching (DEBUG, a test capturing queries, an execute wrapper): the group
+    # passes through Django's execute wrappers and query log as one entry, as it is one round trip.
     joined = "; ".join(sql for sql, _ in statements)
     params = [p for _, group in statements for p in group]
-    if hasattr(cursor, "debug_sql"):  # queries are being logged (DEBUG, or a test capturing them)
-        with cursor.debug_sql(joined, params):
-            return cursor._execute_with_wrappers(joined, params, False, lambda *_: _send(statements))
-    return cursor._execute_with_wrappers(joined, params, False, lambda *_: _send(statements))
+    cursor = conn.cursor() if conn.execute_wrappers else None  # a wrapper may look at it
+
+    def executor(*_):
+        return _send(conn, statements)
+
+    for wrapper in reversed(conn.execute_wrappers):
+        executor = functools.partial(wrapper, executor)
+    start = time.monotonic()
+    try:
+        return executor(joined, params, False, {"connection": conn, "cursor": cursor})
+    finally:
+        if conn.queries_logged:
+            duration = time.monotonic() - start
+            conn.queries_log.append({"sql": joined, "time": f"{duration:.3f}"})
+            _db_log.debug("(%.3f) %s; args=%s; alias=%s", duration, joined, params, conn.alias,
+                          extra={"duration": duration, "sql": joined, "params": params, "alias": conn.alias})
+        if cursor is not None:
+            cursor.close()
 
 
-def _send(statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
-    connection.validate_no_broken_transaction()
-    raw = connection.connection
+def _send(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
+    # What Django's cursor() checks before handing out a cursor, without building one.
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    conn.validate_thread_sharing()
+    conn.validate_no_broken_transaction()
+    raw = conn.connection
     # One server-binding cursor per statement (each holds its own result), kept with the connection.
     pool = getattr(raw, "_sundry_cursors", None)
     if pool is None:
         pool = raw._sundry_cursors = []
     while len(pool) < len(statements):
         pool.append(psycopg.Cursor(raw))
-    with connection.wrap_database_errors:
+    with conn.wrap_database_errors:
         if len(statements) == 1:  # one statement is one round trip anyway: skip the pipeline's upkeep
             cur = pool[0]
             cur.execute(*statements[0])
@@ -234,8 +272,3 @@ def _send(statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
             for cur, (sql, params) in zip(pool, statements):
                 cur.execute(sql, params)
         return [cur.fetchall() if _has_rows(cur) else None for cur in pool[:len(statements)]]
-
-
-def read_sets(cursor, statements: list[tuple[str, list]]) -> list[list[tuple]]:
-    """`run` for reads: every statement returns rows."""
-    return run(cursor, statements)

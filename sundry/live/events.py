@@ -96,13 +96,11 @@ def group_send(groups: list[str], message: dict) -> None:
 
 
 def _push(ticket_id: int) -> None:
-    from django.db import connection
-
     from sundry.core import sql
     from sundry.tickets.models import Ticket
 
-    with connection.cursor() as cursor:  # runs after every commit that touches a ticket: kept bare
-        [rows] = sql.run(cursor, [(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
+    # Runs after every commit that touches a ticket: kept bare.
+    [rows] = sql.run([(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
     if not rows:
         return
     version = rows[0][0]

@@ -9,7 +9,6 @@ import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import Prefetch, Sum
 
 from sundry.core import sql
@@ -122,10 +121,9 @@ def order_view(number: str) -> OrderView | None:
     """
     if not number:
         return None
-    statements = _order_view_statements(connection.vendor)
-    with connection.cursor() as cursor:
-        order, items, payments, parcels, refunds, return_rows = sql.read_sets(
-            cursor, [(statement, [number]) for statement in statements])
+    statements = _order_view_statements(sql.vendor())
+    order, items, payments, parcels, refunds, return_rows = sql.read_sets(
+        [(statement, [number]) for statement in statements])
     if not order:
         return None
     returns: dict[int, list] = {}

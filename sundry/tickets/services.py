@@ -6,7 +6,7 @@ import functools
 import json
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from sundry.core import sql
 from sundry.core.tokens import count_tokens, encoding_name_for
@@ -82,10 +82,9 @@ def turn_append(
                 tokens=count_tokens(text, model) + _calls_tokens(payload, model), encoding=encoding_name_for(model))
     # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
     # insert taking its number from the counter the bump just moved (same transaction).
-    counter = (_turn_counter(connection.vendor), [ticket.pk])
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:  # no savepoint round trips
-        bumped, inserted = sql.run(cursor, [bump_statement(ticket.pk, turn=True),
-                                            sql.insert_statement(turn, number=counter)])
+    counter = (_turn_counter(sql.vendor()), [ticket.pk])
+    with transaction.atomic(savepoint=False):  # no savepoint round trips
+        bumped, inserted = sql.run([bump_statement(ticket.pk, turn=True), sql.insert_statement(turn, number=counter)])
     (number, version), = bumped
     turn.number = number
     sql.saved(turn, inserted[0][0])

@@ -23,7 +23,7 @@ def _bump_sql(vendor: str) -> str:
 
 def bump_statement(ticket_id: int, *, turn: bool = False) -> tuple[str, list]:
     """The bump as (sql, params), for callers that send it with other statements (`core.sql.run`)."""
-    return _bump_sql(connection.vendor), [1 if turn else 0, ticket_id]
+    return _bump_sql(sql.vendor()), [1 if turn else 0, ticket_id]
 
 
 def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
@@ -32,8 +32,7 @@ def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
     The UPDATE also takes the ticket's row lock until the caller's transaction
     ends, which is what keeps concurrent writers' turn numbers apart.
     """
-    with connection.cursor() as cursor:
-        [rows] = sql.run(cursor, [bump_statement(ticket_id, turn=turn)])
+    [rows] = sql.run([bump_statement(ticket_id, turn=turn)])
     if not rows:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
     return rows[0][0], rows[0][1]

@@ -28,13 +28,12 @@ def ticket():
 
 def test_run_returns_each_statements_rows_in_order_and_none_for_writes(ticket):
     t, c = sql.table(Ticket), sql.column
-    with connection.cursor() as cursor:
-        results = sql.run(cursor, [
-            (f"SELECT {c(Ticket, 'subject')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
-            (f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Look", ticket.pk]),
-            (f"SELECT {c(Ticket, 'attention')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
-            (f"SELECT {c(Ticket, 'id')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk + 999]),
-        ])
+    results = sql.run([
+        (f"SELECT {c(Ticket, 'subject')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
+        (f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Look", ticket.pk]),
+        (f"SELECT {c(Ticket, 'attention')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk]),
+        (f"SELECT {c(Ticket, 'id')} FROM {t} WHERE {c(Ticket, 'id')} = %s", [ticket.pk + 999]),
+    ])
     assert results == [[("Plain SQL",)], None, [("Look",)], []]
 
 
@@ -43,13 +42,13 @@ def test_a_group_of_statements_is_one_round_trip_and_one_query_log_entry(ticket)
     t, c = sql.table(Ticket), sql.column
     group = [(f"SELECT {n} + %s", [n]) for n in range(5)]
     group.append((f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Look", ticket.pk]))
-    with CaptureQueriesContext(connection) as queries, wire(connection) as sent, connection.cursor() as cursor:
-        results = sql.run(cursor, group)
+    with CaptureQueriesContext(connection) as queries, wire(connection) as sent:
+        results = sql.run(group)
     assert results == [[(2 * n,)] for n in range(5)] + [None]
     assert sent.round_trips == 1 and len(queries) == 1
-    with wire(connection) as sent, connection.cursor() as cursor:  # the same, one statement at a time
+    with wire(connection) as sent:  # the same, one statement at a time
         for statement in group:
-            sql.run(cursor, [statement])
+            sql.run([statement])
     assert sent.round_trips == len(group)
 
 
@@ -60,24 +59,36 @@ def test_statements_sent_often_are_parsed_once_then_run_prepared(ticket):
     threshold = connection.connection.prepare_threshold
     assert threshold is not None  # settings turn it on for PostgreSQL
     for _ in range(threshold + 1):
-        with connection.cursor() as cursor:
-            sql.run(cursor, group)
-    with wire(connection) as sent, connection.cursor() as cursor:
-        assert sql.run(cursor, group)[1] == [(42,)]
+        sql.run(group)
+    with wire(connection) as sent:
+        assert sql.run(group)[1] == [(42,)]
     assert sent.sent("Bind") and not sent.sent("Parse")  # bound to statements prepared earlier
 
 
 @on_postgresql
 def test_a_failing_statement_fails_its_group_as_django_errors_and_leaves_nothing_behind(ticket):
     t, c = sql.table(Ticket), sql.column
-    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
-        sql.run(cursor, [(f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s",
-                          ["Changed", ticket.pk]),
-                         (f"UPDATE {t} SET {c(Ticket, 'subject')} = NULL WHERE {c(Ticket, 'id')} = %s",
-                          [ticket.pk])])  # a NOT NULL violation
+    with pytest.raises(IntegrityError), transaction.atomic():
+        sql.run([(f"UPDATE {t} SET {c(Ticket, 'attention')} = %s WHERE {c(Ticket, 'id')} = %s", ["Changed", ticket.pk]),
+                 (f"UPDATE {t} SET {c(Ticket, 'subject')} = NULL WHERE {c(Ticket, 'id')} = %s",
+                  [ticket.pk])])  # a NOT NULL violation
     assert Ticket.objects.get(pk=ticket.pk).attention == ""
-    with connection.cursor() as cursor:  # the connection is usable again
-        assert sql.run(cursor, [("SELECT 1", [])]) == [[(1,)]]
+    assert sql.run([("SELECT 1", [])]) == [[(1,)]]
+
+
+def test_execute_wrappers_see_each_group_once_with_its_statements_and_parameters(ticket):
+    seen = []
+
+    def wrapper(execute, sql_text, params, many, context):
+        seen.append((sql_text, list(params), context["connection"].alias))
+        return execute(sql_text, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        assert sql.run([("SELECT %s", [1]), ("SELECT %s", [2])]) == [[(1,)], [(2,)]]
+    if connection.vendor == "postgresql":  # one group, one round trip
+        assert seen == [("SELECT %s; SELECT %s", [1, 2], "default")]
+    else:  # one by one, through Django's own cursor
+        assert seen == [("SELECT %s", [1], "default"), ("SELECT %s", [2], "default")]
 
 
 def test_insert_instance_saves_what_the_orm_would(ticket):
@@ -104,8 +115,7 @@ def test_turn_append_numbers_from_the_counter_in_one_statement_group(ticket):
 @pytest.mark.django_db(transaction=True)  # outside a test transaction: as the worker runs it
 def test_a_lease_write_skips_the_disk_wait_only_for_its_own_group(ticket):
     setting = "SELECT current_setting('synchronous_commit')"
-    with connection.cursor() as cursor:
-        assert sql.run(cursor, [(setting, [])], durable=False) == [[("off",)]]
-        assert sql.run(cursor, [(setting, [])]) == [[("on",)]]  # back on for the next group
-        with transaction.atomic():  # inside a transaction it would cover the whole transaction: never
-            assert sql.run(cursor, [(setting, [])], durable=False) == [[("on",)]]
+    assert sql.run([(setting, [])], durable=False) == [[("off",)]]
+    assert sql.run([(setting, [])]) == [[("on",)]]  # back on for the next group
+    with transaction.atomic():  # inside a transaction it would cover the whole transaction: never
+        assert sql.run([(setting, [])], durable=False) == [[("on",)]]
