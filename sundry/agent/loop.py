@@ -33,6 +33,7 @@ from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.context import services as lanes
 from sundry.core import sql
+from sundry.live import events
 from sundry.shop.models import Customer
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import turn_append
@@ -101,6 +102,7 @@ def _statements(vendor: str) -> dict[str, str]:
                  f" AND ({c('agent_claimed_at')} IS NULL OR {c('agent_claimed_at')} < %s) RETURNING {c('id')}",
         "renew": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
                  f" RETURNING {sql.columns(Ticket, ('handler', 'status', 'last_turn_number', 'version'))}",
+        "version": f"SELECT {c('version')} FROM {t} WHERE {c('id')} = %s",
         "release": f"UPDATE {t} SET {c('agent_claimed_at')} = NULL WHERE {c('id')} = %s",
         "inputs_after": inputs.format(after="%s"),
         "inputs_unanswered": inputs.format(after=f"COALESCE(({replies}), 0)"),
@@ -339,10 +341,14 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
         latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
-    statements = [sql.insert_statement(step)] + ([(_sql("renew"), [timezone.now(), ticket.pk])] if renew else [])
-    inserted, *renewed = sql.run(statements)
+    # The record is the step's last write: the version read with it is the one the step
+    # commits, so the step's push need not read it back after the commit.
+    last = (_sql("renew"), [timezone.now(), ticket.pk]) if renew else (_sql("version"), [ticket.pk])
+    inserted, read = sql.run([sql.insert_statement(step), last])
     sql.saved(step, inserted[0][0])
-    return step, (renewed[0][0] if renewed and renewed[0] else None)
+    if read:
+        events.ticket_version_known(ticket.pk, read[0][-1])
+    return step, (read[0] if renew and read else None)
 
 
 def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:

@@ -95,15 +95,15 @@ def group_send(groups: list[str], message: dict) -> None:
 # --- what is sent ------------------------------------------------------------------------------
 
 
-def _push(ticket_id: int) -> None:
+def _push(ticket_id: int, version: int | None = None) -> None:
     from sundry.core import sql
     from sundry.tickets.models import Ticket
 
-    # Runs after every commit that touches a ticket: kept bare.
-    [rows] = sql.run([(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
-    if not rows:
-        return
-    version = rows[0][0]
+    if version is None:  # runs after every commit that touches a ticket: kept bare
+        [rows] = sql.run([(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
+        if not rows:
+            return
+        version = rows[0][0]
     group_send([staff_group(ticket_id), customer_group(ticket_id)],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
@@ -121,10 +121,26 @@ def ticket_changed(ticket_id: int) -> None:
         return
 
     def push() -> None:
-        _push(ticket_id)
+        _push(ticket_id, push.version)
 
-    push.pushes_ticket = ticket_id
+    push.pushes_ticket, push.version = ticket_id, None
     transaction.on_commit(push)
+
+
+def ticket_version_known(ticket_id: int, version: int) -> None:
+    """The version this transaction leaves the ticket at, so its push need not read it back.
+
+    Only for a version read after the transaction's last change to the ticket
+    (an agent step reads it with its record, the step's last write). Taken only
+    in an outermost transaction with no savepoint open: a savepoint rolled back
+    later could otherwise leave the push announcing a version that never committed.
+    """
+    conn = transaction.get_connection()
+    if not conn.in_atomic_block or conn.savepoint_ids:
+        return
+    for _, callback, _ in conn.run_on_commit:
+        if getattr(callback, "pushes_ticket", None) == ticket_id:
+            callback.version = version
 
 
 def user_sockets_close(user_id: int) -> None:

@@ -97,7 +97,8 @@ def test_a_step_that_fails_midway_leaves_nothing_half_applied(ticket, monkeypatc
 def test_a_tool_step_commits_once_and_pushes_once(ticket, monkeypatch):
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     pushed, real_push = [], events._push
-    monkeypatch.setattr(events, "_push", lambda ticket_id: pushed.append(ticket_id) or real_push(ticket_id))
+    monkeypatch.setattr(events, "_push", lambda ticket_id, version=None: pushed.append(ticket_id) or real_push(
+        ticket_id, version))
     version = Ticket.objects.get(pk=ticket.pk).version
     loop.agent_step(Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
                     gateway=Gateway(override=ScriptedModel([get_order()])))
@@ -105,6 +106,28 @@ def test_a_tool_step_commits_once_and_pushes_once(ticket, monkeypatch):
     assert Ticket.objects.get(pk=ticket.pk).version >= version + 3
     assert pushed == [ticket.pk]
     assert LedgerEntry.objects.filter(ticket=ticket, value="SU-10480", verified=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_step_pushes_the_version_it_committed_without_reading_it_back(ticket, monkeypatch):
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+    sent = []
+    monkeypatch.setattr(events, "group_send", lambda groups, message: sent.append(message["version"]))
+    model = ScriptedModel([get_order(), ModelResponse(text="On its way.")])
+    with CaptureQueriesContext(connection) as queries:
+        assert agent_run(ticket.pk, gateway=Gateway(override=model)) == 2  # a tool step, then a reply
+    assert len(sent) == 2 and sent[1] == Ticket.objects.get(pk=ticket.pk).version
+    assert sent[1] == sent[0] + 1  # the first carried the tool step's version: the reply bumped it once
+    reads_back = [q for q in queries.captured_queries if q["sql"].startswith("SELECT version")]
+    assert reads_back == []  # the steps read it with their records, before commit
+
+
+def test_a_known_version_is_not_taken_inside_a_savepoint(ticket, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        turn_append(ticket=ticket, author="customer", text="hello?")
+        events.ticket_version_known(ticket.pk, 12345)  # a savepoint is open (the test's own transaction)
+    [push] = [c for c in callbacks if getattr(c, "pushes_ticket", None) == ticket.pk]
+    assert push.version is None  # so the push reads the committed version itself
 
 
 def test_changes_in_one_transaction_queue_one_push_per_ticket(ticket, django_capture_on_commit_callbacks):
