@@ -9,10 +9,6 @@ dataclasses below. On PostgreSQL the reads go in one round trip.
 from __future__ import annotations
 
 import functools
-import logging
-import threading
-from collections import OrderedDict
-
 
 from sundry.context.lanes import (
     ActionData,
@@ -28,9 +24,8 @@ from sundry.context.lanes import (
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, OpenQuestion, PinnedRule, StateValue, Summary
 from sundry.context.statefields import format_amount
 from sundry.core import sql
+from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
-
-log = logging.getLogger("sundry.context")
 
 
 def current_summary(ticket) -> Summary | None:
@@ -66,64 +61,16 @@ def _statements(vendor: str) -> dict[str, str]:
         # The turns after the current summary. Read before the summary itself: a summary only
         # ever moves forward, so should a compaction land between the two reads, these are a
         # superset of the turns after the summary read, never missing one (the rest are dropped).
-        # `number > %s` skips the turns already cached (see _TurnCache).
+        # `number > %s` skips the turns already cached (see turn_cache).
         "turns": sql.select(Turn, TURN, f"ticket_id = %s AND number > %s AND number > COALESCE(({covered}), 0)",
                             ("number",)),
     }
 
 
-class _TurnCache:
-    """The turns this process has already read, per ticket, so a step reads only the new ones.
-
-    Sound because a turn never changes once written, and turns become visible in
-    number order (each is numbered under the ticket's row lock, held to commit).
-    Used only outside transactions, so nothing cached can still roll back; keyed
-    by the ticket's creation time too, so a reused id in another database (tests,
-    throwaway evaluation databases) never matches. Bounded in tickets and turns.
-    """
-
-    # A worker holds a few tickets at a time; a large-budget class leaves hundreds of
-    # turns uncovered (400 read whole: ~9 ms a step; from here: ~1.5 ms).
-    TICKETS = 64
-    TURNS = 1000  # beyond this many uncovered turns a ticket is read whole each time
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._data: OrderedDict = OrderedDict()
-        self.refused = 0  # times what it held did not run on from the summary (never expected)
-
-    @staticmethod
-    def key(ticket) -> tuple:
-        return sql.db().settings_dict["NAME"], ticket.pk, ticket.created_at
-
-    def get(self, key) -> list[TurnData]:
-        with self._lock:
-            turns = self._data.get(key)
-            if turns is not None:
-                self._data.move_to_end(key)
-            return turns or []
-
-    def put(self, key, turns: list[TurnData]) -> None:
-        with self._lock:
-            if not turns or len(turns) > self.TURNS:
-                self._data.pop(key, None)
-                return
-            self._data[key] = turns
-            self._data.move_to_end(key)
-            while len(self._data) > self.TICKETS:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-    def refuse(self) -> None:
-        log.warning("cached turns did not run on from the summary; reading them whole")
-        self.refused += 1
-        self.clear()
-
-
-turn_cache = _TurnCache()
+# The turns a worker has already read, so a step reads only the new ones (see core.rowcache).
+# A worker holds a few tickets at a time; a large-budget class leaves hundreds of turns
+# uncovered (400 read whole: ~9 ms a step; from here: ~1.5 ms).
+turn_cache = AppendOnlyRows(what="turns", tickets=64, rows_per_ticket=1000, rows=64 * 1000)
 
 
 def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:

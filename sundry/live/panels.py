@@ -81,8 +81,8 @@ def _staff_conversation(ticket, viewer):
 
 def _staff_turn_key(item, context):
     # A turn never changes; how it shows does: compacted or not, and the compaction marks after it.
-    turn = item["turn"]
-    marks = tuple((r.pk, r.status, r.tokens_before, r.tokens_after) for r in item["runs"])
+    turn = item.turn
+    marks = tuple((r.pk, r.status, r.tokens_before, r.tokens_after) for r in item.runs)
     return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sundry.context.models import StateValue
 from sundry.context.statefields import FIELDS, format_amount
 from sundry.tickets.models import Turn
+from sundry.tickets.selectors import turns
 
 
 def customer_turns(ticket):
     """Only messages between the customer and the desk: no tool calls, notes, events or rejections."""
-    return Turn.objects.filter(
-        ticket=ticket, kind=Turn.Kind.MESSAGE, author__in=[Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF]
-    ).order_by("number")
+    shown = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
+    return [t for t in turns(ticket) if t.kind == Turn.Kind.MESSAGE and t.author in shown]
 
 
 def confirmed_details(ticket) -> list[dict]:

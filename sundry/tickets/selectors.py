@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
+from django.db import transaction
 from django.db.models import Count, Q, Sum
 
+from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
@@ -54,6 +57,40 @@ def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
 # --- conversation ----------------------------------------------------------------------
 
 
+# The turns the pages of this process have shown (see core.rowcache): a push to the
+# watchers of a long ticket then reads only the turn it brings, not every turn again.
+_shown_turns = AppendOnlyRows(what="shown turns", tickets=256, rows_per_ticket=5000, rows=20000)
+
+
+def turns(ticket) -> list[Turn]:
+    """Every turn of the ticket, in number order. Read-only: the instances may be shared."""
+    if ticket.created_at is None or transaction.get_connection().in_atomic_block:
+        return list(Turn.objects.filter(ticket=ticket).order_by("number"))  # may still roll back
+    key = _shown_turns.key(ticket)
+    cached = _shown_turns.get(key)
+    known = cached[-1].number if cached else 0
+    rows = cached + list(Turn.objects.filter(ticket=ticket, number__gt=known).order_by("number"))
+    # Turns are numbered 1, 2, 3, … one after another; anything else is never cached.
+    if any(t.number != i for i, t in enumerate(rows, 1)):
+        if cached:
+            _shown_turns.refuse()  # not what the cache promised: read them all
+            return turns(ticket)
+        return rows
+    _shown_turns.put(key, rows)
+    return rows
+
+
+class ConversationItem:
+    """A turn and the compaction marks after it; its calls are pretty-printed only if it is rendered."""
+
+    def __init__(self, turn: Turn, runs: list):
+        self.turn, self.runs = turn, runs
+
+    @cached_property
+    def calls(self) -> list[dict]:
+        return _calls(self.turn)
+
+
 def conversation(ticket) -> dict:
     """Every turn, with compaction markers placed after the last turn each run replaced."""
     from sundry.compaction.models import CompactionRun
@@ -63,9 +100,7 @@ def conversation(ticket) -> dict:
     runs = {}
     for run in CompactionRun.objects.filter(ticket=ticket).order_by("id"):
         runs.setdefault(run.through_turn, []).append(run)
-    items = []
-    for turn in Turn.objects.filter(ticket=ticket).order_by("number"):
-        items.append({"turn": turn, "calls": _calls(turn), "runs": runs.get(turn.number, [])})
+    items = [ConversationItem(turn, runs.get(turn.number, [])) for turn in turns(ticket)]
     return {"items": items, "covered": summary.covers_through_turn if summary else 0}
 
 
