@@ -26,4 +26,4 @@ RUN pip install --no-deps -e . \
 
 USER sundry
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "sundry.asgi:application"]
+CMD ["python", "-m", "sundry.web", "--host", "0.0.0.0", "--port", "8000"]

@@ -4,10 +4,12 @@ Run as a subprocess by `manage.py benchmark` (it needs its own settings: a
 file database the server shares, and a channel prefix of its own):
 
     python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
+                                     [--server daphne]
 
 It migrates a throwaway SQLite file, creates a staff login and a ticket (with
-`--history` turns already on it),
-starts daphne on a free loopback port, connects N clients (a minimal
+`--history` turns already on it), starts the web process as Sundry runs it
+(`python -m sundry.web`; `--server daphne` to compare) on a free loopback
+port, connects N clients (a minimal
 RFC 6455 client, loopback only), commits `--pushes` changes one at a time
 (`--change touch`: the version alone; `turn`: a customer message) and
 times each from just before the commit until every client holds a frame with
@@ -279,6 +281,8 @@ def main(argv=None) -> int:
     parser.add_argument("--change", choices=["touch", "turn"], default="touch",
                         help="what each commit changes: the version only, or a new customer message")
     parser.add_argument("--history", type=int, default=0, help="turns the ticket already has before the pushes")
+    parser.add_argument("--server", choices=["sundry", "daphne"], default="sundry",
+                        help="the web process as Sundry runs it (python -m sundry.web), or daphne to compare")
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
@@ -295,8 +299,10 @@ def main(argv=None) -> int:
     ticket, cookie = _setup(history=args.history)
     port = _free_port()
     server_log = open(workdir / "server.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", HOST, "-p", str(port), "sundry.asgi:application"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+    command = {"sundry": ["-m", "sundry.web", "--host", HOST, "--port", str(port), "--log-level", "warning"],
+               # For comparison: the server Sundry used before (and `manage.py runserver` still uses).
+               "daphne": ["-m", "daphne", "-b", HOST, "-p", str(port), "sundry.asgi:application"]}[args.server]
+    server = subprocess.Popen([sys.executable, *command], env=env, stdout=subprocess.DEVNULL, stderr=server_log)
     rounds, memory = [], {}
     try:
         _wait_port(port, time.monotonic() + 30)
@@ -315,7 +321,7 @@ def main(argv=None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         if errors.strip():  # the server should say nothing at this log level; if it did, show it
             print(errors, file=sys.stderr)
-    print(json.dumps({"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle,
+    print(json.dumps({"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server,
                       "database": "sqlite file (shared by driver and server)",
                       "layer": settings_layer()}))
     return 0

@@ -91,9 +91,9 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
                DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_DEBUG="1", PYTHONUNBUFFERED="1")
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     logs = tmp_path_factory.mktemp("browser-server")
-    web_log, worker_log = logs / "daphne.log", logs / "celery.log"
+    web_log, worker_log = logs / "web.log", logs / "celery.log"
     bin_dir = Path(sys.executable).parent
-    web = subprocess.Popen([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "sundry.asgi:application"],
+    web = subprocess.Popen([sys.executable, "-m", "sundry.web", "--host", "127.0.0.1", "--port", str(port)],
                            cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT)
     worker = subprocess.Popen([str(bin_dir / "celery"), "-A", "sundry", "worker", "-Q", queue, "--pool", "solo",
                                "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],

@@ -1,6 +1,6 @@
 """The desk and the customer page in a real browser, live over websockets.
 
-Each test drives Chromium contexts (one per person) against daphne + a
+Each test drives Chromium contexts (one per person) against the web process + a
 Celery worker (see conftest.py), on the committed test database.
 """
 

@@ -47,7 +47,7 @@ def test_instant_model_looks_up_then_replies():
 @pytest.mark.services
 @pytest.mark.parametrize("change", ["touch", "turn"])
 def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change):
-    # The real thing at a small size: daphne, the Redis layer, raw websocket clients.
+    # The real thing at a small size: the web process, the Redis layer, raw websocket clients.
     done = subprocess.run(
         [sys.executable, "-m", "sundry.evals.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20",
          "--change", change, "--history", "6"],

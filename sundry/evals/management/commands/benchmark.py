@@ -116,7 +116,7 @@ class Command(BaseCommand):
         for label, change, history in (("a new message on a 200-turn ticket", "turn", 200),
                                        ("a version bump alone", "touch", 0)):
             say(f"Push latency over the Redis layer, {label}: clients {opts['clients']}, {opts['pushes']} "
-                "committed changes each (daphne on 127.0.0.1, a throwaway SQLite file) …")
+                "committed changes each (python -m sundry.web on 127.0.0.1, a throwaway SQLite file) …")
             proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
                                    "--pushes", str(opts["pushes"]), "--timeout", "60", "--change", change,
                                    "--history", str(history)],

@@ -1,0 +1,44 @@
+"""The web process: HTTP and websockets on one port, `python -m sundry.web --host H --port P`.
+
+uvicorn on uvloop, with httptools for HTTP and the websockets library's
+sans-I/O protocol for sockets. A push to hundreds of watchers is one write per socket; here each
+write goes straight to the socket, where daphne (still used by `manage.py
+runserver`) registered every socket with the event loop for every write.
+Measured with `python -m sundry.evals.pushbench --server daphne|uvicorn`.
+
+Every way Sundry is served (bin/serve, the Docker image, docker-compose, the
+browser tests) starts it through here, so they all run the same server.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SERVER_OPTIONS = dict(
+    # Channels' router has no lifespan handler; uvicorn would only log that it is missing.
+    lifespan="off",
+    loop="uvloop",
+    http="httptools",
+    ws="websockets-sansio",
+    # A frame is compressed per socket: the same push compressed for each of hundreds of
+    # watchers costs more CPU than the few KB it saves on a page update.
+    ws_per_message_deflate=False,
+    # Open sockets are closed (1012: the pages reconnect) rather than waited for.
+    timeout_graceful_shutdown=10,
+)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    uvicorn.run("sundry.asgi:application", host=args.host, port=args.port, log_level=args.log_level,
+                **SERVER_OPTIONS)
+
+
+if __name__ == "__main__":
+    main()
