@@ -112,7 +112,7 @@ def assemble(
         count_tokens(json.dumps([c.model_dump() for c in m.tool_calls]), model) for m in conversation if m.tool_calls
     )
     tools_tokens = _tools_tokens(tuple(s.name for s in specs), specs_json, model) if specs else 0
-    total = count_message_tokens([m.model_dump() for m in messages], model) + tools_tokens
+    total = count_message_tokens(messages, model) + tools_tokens
     result_ids, text_ids = ids_seen(turns)
     accounting = Accounting(
         lane_tokens=lane_tokens, tools_tokens=tools_tokens, total_tokens=total,

@@ -168,19 +168,31 @@ def count_message_tokens(messages: list[dict], model: str) -> int:
     encoding = encoding_name_for(model)
     total = REPLY_PRIMING
     for m in messages:
-        if hasattr(m, "model_dump"):  # accept sundry.agent.schemas.Message too
-            m = m.model_dump()
         total += TOKENS_PER_MESSAGE
-        for key in ("role", "content", "name", "tool_call_id", "tool_name", "tool_calls"):
-            value = m.get(key)
+        for key in _COUNTED:
+            value = _field(m, key)
             if not value:
                 continue
             if not isinstance(value, str):  # tool_calls, or content given as parts
                 value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             total += _count(value, encoding)
-        if m.get("name"):
+        if _field(m, "name"):
             total += TOKENS_PER_NAME
     return total
+
+
+_COUNTED = ("role", "content", "name", "tool_call_id", "tool_name", "tool_calls")
+
+
+def _field(message, key: str):
+    """A message's field, from a dict or a pydantic message (sundry.agent.schemas.Message) as
+    `model_dump()` would give it, without dumping the whole message every step."""
+    if isinstance(message, dict):
+        return message.get(key)
+    value = getattr(message, key, None)
+    if isinstance(value, list) and value and hasattr(value[0], "model_dump"):
+        return [v.model_dump() for v in value]
+    return value
 
 
 def estimate_tokens(text: str) -> int:

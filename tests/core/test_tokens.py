@@ -144,3 +144,18 @@ def test_message_tokens():
     assert count_message_tokens(messages, model) == expected
     # The well-known cl100k figures: "system"/"user" are single tokens.
     assert count_message_tokens([{"role": "user", "content": "hello world"}], model) == 3 + 1 + 2 + 3
+
+
+def test_pydantic_messages_count_exactly_as_their_dumps():
+    from sundry.agent.schemas import Message, ToolCall
+
+    messages = [
+        Message(role="system", content="Rules: phone only.", lane="rules"),
+        Message(role="user", content="Where is SU-10480? Ünïcode too."),
+        Message(role="assistant", content="", turns=[3],
+                tool_calls=[ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-10480"}),
+                            ToolCall(id="c2", name="track_parcel", arguments='{"tracking": "1Z9A"')]),
+        Message(role="tool", content='{"status": "shipped"}', tool_call_id="c1", tool_name="get_order"),
+    ]
+    for model in ("gpt-4o", "gpt-4", "offline"):
+        assert count_message_tokens(messages, model) == count_message_tokens([m.model_dump() for m in messages], model)
