@@ -24,12 +24,13 @@ from sundry.context.lanes import (
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, OpenQuestion, PinnedRule, StateValue, Summary
 from sundry.context.statefields import format_amount
 from sundry.core import sql
+from sundry.core.readonce import once
 from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
 
 
 def current_summary(ticket) -> Summary | None:
-    return Summary.objects.filter(ticket=ticket, is_current=True).first()
+    return once(("current_summary", ticket.pk), lambda: Summary.objects.filter(ticket=ticket, is_current=True).first())
 
 
 RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement")

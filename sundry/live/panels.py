@@ -21,6 +21,8 @@ from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from sundry.core.readonce import once, shared_reads
+
 STAFF = "staff"
 CUSTOMER = "customer"
 
@@ -65,11 +67,16 @@ def _owner(ticket, viewer: Viewer) -> None:
 # --- staff builders ------------------------------------------------------------------------
 
 
-def _staff_head(ticket, viewer):
-    _staff(viewer)
+def _pending_held(ticket) -> list:
     from sundry.agent.models import HeldAction
 
-    return {"held_count": HeldAction.objects.filter(ticket=ticket, status="pending").count()}
+    return once(("pending_held", ticket.pk),
+                lambda: list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id")))
+
+
+def _staff_head(ticket, viewer):
+    _staff(viewer)
+    return {"held_count": len(_pending_held(ticket))}
 
 
 def _staff_conversation(ticket, viewer):
@@ -88,11 +95,9 @@ def _staff_turn_key(item, context):
 
 def _staff_held(ticket, viewer):
     _staff(viewer)
-    from sundry.agent.models import HeldAction
     from sundry.tickets.selectors import pretty
 
-    held = HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id")
-    return {"held": [{"h": h, "args": pretty(h.arguments)} for h in held]}
+    return {"held": [{"h": h, "args": pretty(h.arguments)} for h in _pending_held(ticket)]}
 
 
 def _staff_rules(ticket, viewer):
@@ -278,8 +283,9 @@ def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None
 
 
 def render_all(ticket, viewer: Viewer) -> Rendering:
-    return Rendering({name: render_panel_parts(panel, ticket, viewer)
-                      for name, panel in REGISTRIES[viewer.audience].items()})
+    with shared_reads():  # rows several panels show are read once for all of them
+        return Rendering({name: render_panel_parts(panel, ticket, viewer)
+                          for name, panel in REGISTRIES[viewer.audience].items()})
 
 
 # One rendering per (audience, ticket, version) serves every watcher in this

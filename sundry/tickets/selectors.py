@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 
+from sundry.core.readonce import once
 from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
 
@@ -93,12 +94,11 @@ class ConversationItem:
 
 def conversation(ticket) -> dict:
     """Every turn, with compaction markers placed after the last turn each run replaced."""
-    from sundry.compaction.models import CompactionRun
     from sundry.context.selectors import current_summary
 
     summary = current_summary(ticket)
     runs = {}
-    for run in CompactionRun.objects.filter(ticket=ticket).order_by("id"):
+    for run in compaction_runs(ticket):
         runs.setdefault(run.through_turn, []).append(run)
     items = [ConversationItem(turn, runs.get(turn.number, [])) for turn in turns(ticket)]
     return {"items": items, "covered": summary.covers_through_turn if summary else 0}
@@ -184,38 +184,49 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
 
 def budget(ticket) -> dict:
     from sundry.agent.models import AgentStep
-    from sundry.compaction.models import CompactionRun
 
     tclass = ticket.ticket_class
-    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
-    runs = list(CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id"))
+    # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
+    # plain rows (totals summed here) and only the last step as a model, for its lanes.
+    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number").values_list(
+        "number", "request_tokens", "cost_usd", "latency_ms", "input_tokens", "output_tokens"))
+    last_step = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
+                 .only("number", "request_tokens", "lane_tokens").first() if steps else None)
+    runs = compaction_runs(ticket)
     done = [r for r in runs if r.status in ("succeeded", "fallback")]
-    step_totals = AgentStep.objects.filter(ticket=ticket).aggregate(
-        cost=Sum("cost_usd"), latency=Sum("latency_ms"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
+    step_cost = sum((s[2] for s in steps), start=0)
+    step_latency = sum(s[3] for s in steps)
     comp_cost = sum((r.cost_usd for r in runs), start=0)
     comp_latency = sum(r.latency_ms for r in runs)
     chart = budget_chart(
-        [ChartPoint(s.number, s.request_tokens) for s in steps],
+        [ChartPoint(number, tokens) for number, tokens, *_ in steps],
         budget=tclass.token_budget, trigger=tclass.trigger_tokens,
         compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
     )
     return {
-        "steps": steps, "last_step": steps[-1] if steps else None, "chart": chart,
+        "step_count": len(steps), "last_step": last_step, "chart": chart,
         "compactions": len(done),
-        "tokens_in": step_totals["tin"] or 0, "tokens_out": step_totals["tout"] or 0,
-        "cost": (step_totals["cost"] or 0) + comp_cost, "compaction_cost": comp_cost,
-        "latency_ms": (step_totals["latency"] or 0) + comp_latency,
-        "avg_latency_ms": int((step_totals["latency"] or 0) / len(steps)) if steps else 0,
+        "tokens_in": sum(s[4] for s in steps), "tokens_out": sum(s[5] for s in steps),
+        "cost": step_cost + comp_cost, "compaction_cost": comp_cost,
+        "latency_ms": step_latency + comp_latency,
+        "avg_latency_ms": int(step_latency / len(steps)) if steps else 0,
     }
 
 
 # --- compactions -------------------------------------------------------------------------
 
 
-def compactions(ticket):
+def compaction_runs(ticket) -> list:
+    """The ticket's compaction runs, oldest first (with the step that triggered each); read once per rendering."""
     from sundry.compaction.models import CompactionRun
 
-    return list(CompactionRun.objects.filter(ticket=ticket).order_by("-id"))
+    return once(("compaction_runs", ticket.pk), lambda: list(
+        CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id")))
+
+
+def compactions(ticket):
+    """Newest first."""
+    return compaction_runs(ticket)[::-1]
 
 
 def compaction_detail(ticket, run_id: int) -> dict | None:

@@ -197,3 +197,28 @@ def test_budget_chart_places_the_trigger_line_and_compaction_marks():
     xs = [d["x"] for d in chart["dots"]]
     assert chart["marks"] == [pytest.approx((xs[1] + xs[2]) / 2, abs=0.2)]
     assert budget_chart([], budget=8000, trigger=6400, compacted_after=[])["line"] == ""
+
+
+def test_the_budget_panel_figures_equal_the_database_totals(desk):
+    from decimal import Decimal
+
+    from django.db.models import Sum
+
+    from sundry.agent.models import AgentStep
+    from sundry.tickets.selectors import budget
+
+    ticket = desk["ticket"]
+    for n, (tokens, cost, latency) in enumerate([(1200, "0.000125", 40), (2300, "0.001500", 75), (900, "0", 12)], 1):
+        AgentStep.objects.create(ticket=ticket, number=n, model="m", request_tokens=tokens, cost_usd=Decimal(cost),
+                                 latency_ms=latency, input_tokens=tokens, output_tokens=n * 10,
+                                 lane_tokens={"lanes": {"rules": n, "recent": tokens - n}}, outcome="reply")
+    figures = budget(Ticket.objects.select_related("ticket_class").get(pk=ticket.pk))
+    totals = AgentStep.objects.filter(ticket=ticket).aggregate(
+        cost=Sum("cost_usd"), latency=Sum("latency_ms"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
+    assert (figures["cost"], figures["latency_ms"]) == (totals["cost"], totals["latency"]) == (Decimal("0.001625"), 127)
+    assert (figures["tokens_in"], figures["tokens_out"], figures["step_count"]) == (totals["tin"], totals["tout"], 3)
+    assert figures["avg_latency_ms"] == 42 and figures["last_step"].number == 3
+    assert figures["last_step"].lane_tokens == {"lanes": {"rules": 3, "recent": 897}}
+    assert [d["tokens"] for d in figures["chart"]["dots"]] == [1200, 2300, 900]
+    page = desk["c"]["ann"].get(f"/desk/tickets/{ticket.pk}/")
+    assert "<dt>Steps</dt><dd>3</dd>" in page.content.decode() and "rules 3, recent 897" in page.content.decode()
