@@ -37,6 +37,7 @@ from sundry.live import events
 from sundry.shop.models import Customer
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import turn_append
+from sundry.tickets.versions import version_statement
 
 log = logging.getLogger("sundry.agent")
 
@@ -102,7 +103,6 @@ def _statements(vendor: str) -> dict[str, str]:
                  f" AND ({c('agent_claimed_at')} IS NULL OR {c('agent_claimed_at')} < %s) RETURNING {c('id')}",
         "renew": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
                  f" RETURNING {sql.columns(Ticket, ('handler', 'status', 'last_turn_number', 'version'))}",
-        "version": f"SELECT {c('version')} FROM {t} WHERE {c('id')} = %s",
         "release": f"UPDATE {t} SET {c('agent_claimed_at')} = NULL WHERE {c('id')} = %s",
         "inputs_after": inputs.format(after="%s"),
         "inputs_unanswered": inputs.format(after=f"COALESCE(({replies}), 0)"),
@@ -343,7 +343,7 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
     )
     # The record is the step's last write: the version read with it is the one the step
     # commits, so the step's push need not read it back after the commit.
-    last = (_sql("renew"), [timezone.now(), ticket.pk]) if renew else (_sql("version"), [ticket.pk])
+    last = (_sql("renew"), [timezone.now(), ticket.pk]) if renew else version_statement(ticket.pk)
     inserted, read = sql.run([sql.insert_statement(step), last])
     sql.saved(step, inserted[0][0])
     if read:

@@ -78,8 +78,8 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     tclass = ticket.ticket_class
     statements = _statements(sql.vendor())
     pk = ticket.pk
-    cacheable = with_turns and not sql.db().in_atomic_block and ticket.created_at is not None
-    cached = turn_cache.get(turn_cache.key(ticket)) if cacheable else []
+    key = turn_cache.key_for(ticket) if with_turns else None
+    cached = turn_cache.get(key) if key else []
     known = cached[-1].number if cached else 0
     reads = [("version", [pk])] + ([("turns", [pk, known, pk])] if with_turns else []) + [
         ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
@@ -129,6 +129,6 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         if cached and any(t.number != covered + 1 + i for i, t in enumerate(snap.turns)):
             turn_cache.refuse()  # not what the cache promised: never trust it, read them all
             return lane_snapshot(ticket, with_turns=with_turns)
-        if cacheable:
-            turn_cache.put(turn_cache.key(ticket), snap.turns)
+        if key:
+            turn_cache.put(key, snap.turns)
     return snap

@@ -3,7 +3,7 @@
 Turns are such rows: a turn never changes once written, and turns become
 visible in number order (each is numbered under the ticket's row lock, held to
 commit). So a reader that has seen a ticket's turns up to N needs only those
-after N. Callers use it only outside transactions, so nothing cached can still
+after N. `key_for` serves only outside transactions, so nothing cached can still
 roll back; keys carry the ticket's creation time, so a reused id in another
 database (tests, throwaway evaluation databases) never matches. Callers check
 that what they get runs on without a gap and `refuse()` it if not.
@@ -32,6 +32,13 @@ class AppendOnlyRows:
     @staticmethod
     def key(ticket) -> tuple:
         return sql.db().settings_dict["NAME"], ticket.pk, ticket.created_at
+
+    def key_for(self, ticket) -> tuple | None:
+        """The ticket's key, or None where the cache must not serve: inside a transaction
+        (rows read there may still roll back) or for an unsaved ticket."""
+        if ticket.created_at is None or sql.db().in_atomic_block:
+            return None
+        return self.key(ticket)
 
     def get(self, key) -> list:
         with self._lock:

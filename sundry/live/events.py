@@ -97,10 +97,10 @@ def group_send(groups: list[str], message: dict) -> None:
 
 def _push(ticket_id: int, version: int | None = None) -> None:
     from sundry.core import sql
-    from sundry.tickets.models import Ticket
+    from sundry.tickets.versions import version_statement
 
     if version is None:  # runs after every commit that touches a ticket: kept bare
-        [rows] = sql.run([(f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s", [ticket_id])])
+        [rows] = sql.run([version_statement(ticket_id)])
         if not rows:
             return
         version = rows[0][0]

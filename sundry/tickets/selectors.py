@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from django.db import transaction
 from django.db.models import Count, Q
 
 from sundry.core.readonce import once
@@ -65,9 +64,9 @@ _shown_turns = AppendOnlyRows(what="shown turns", tickets=256, rows_per_ticket=5
 
 def turns(ticket) -> list[Turn]:
     """Every turn of the ticket, in number order. Read-only: the instances may be shared."""
-    if ticket.created_at is None or transaction.get_connection().in_atomic_block:
-        return list(Turn.objects.filter(ticket=ticket).order_by("number"))  # may still roll back
-    key = _shown_turns.key(ticket)
+    key = _shown_turns.key_for(ticket)
+    if key is None:
+        return list(Turn.objects.filter(ticket=ticket).order_by("number"))
     cached = _shown_turns.get(key)
     known = cached[-1].number if cached else 0
     rows = cached + list(Turn.objects.filter(ticket=ticket, number__gt=known).order_by("number"))

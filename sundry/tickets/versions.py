@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import functools
 
-from django.db import connection
-
 from sundry.core import sql
 from sundry.tickets.models import Ticket
 
 
 @functools.lru_cache(maxsize=4)
 def _bump_sql(vendor: str) -> str:
-    table = connection.ops.quote_name(Ticket._meta.db_table)
-    return (f"UPDATE {table} SET version = version + 1, last_turn_number = last_turn_number + %s"
+    return (f"UPDATE {sql.table(Ticket)} SET version = version + 1, last_turn_number = last_turn_number + %s"
             f" WHERE id = %s RETURNING last_turn_number, version")
+
+
+@functools.lru_cache(maxsize=4)
+def _version_sql(vendor: str) -> str:
+    return f"SELECT version FROM {sql.table(Ticket)} WHERE id = %s"
+
+
+def version_statement(ticket_id: int) -> tuple[str, list]:
+    """Reading the version as (sql, params), for `core.sql.run`."""
+    return _version_sql(sql.vendor()), [ticket_id]
 
 
 def bump_statement(ticket_id: int, *, turn: bool = False) -> tuple[str, list]:
