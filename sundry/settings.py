@@ -95,6 +95,9 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
     if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # Django's backend, with BEGIN and savepoints sent with the next statement rather
+        # than on their own (see sundry/core/postgresql/base.py).
+        DATABASES["default"]["ENGINE"] = "sundry.core.postgresql"
         # The agent step's plain SQL (sundry.core.sql) binds on the server, so the statements a
         # worker sends all the time are parsed and planned once per connection, after this many
         # uses. Behind a pooler that cannot keep prepared statements (PgBouncer in transaction

@@ -9,6 +9,7 @@ was parsed again or ran prepared.
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from dataclasses import dataclass, field
 
@@ -24,6 +25,19 @@ class Wire:
             parts = line.split("\t")
             if len(parts) >= 3 and parts[0] == "F" and parts[2].split(" ", 1)[0] in kinds:
                 out.append(parts[2])
+        return out
+
+    def statements(self) -> list[str]:
+        """The SQL the client sent for parsing or as a simple query, in order."""
+        out = []
+        for line in self.lines:
+            parts = line.split("\t")
+            if len(parts) >= 4 and parts[0] == "F" and parts[2] in ("Parse", "Query"):
+                # libpq prints the text between quotes unescaped: Parse ' "name" "sql" n oid…', Query ' "sql"'.
+                pattern = r'^ "[^"]*" "(.*)"(?: \d+)*$' if parts[2] == "Parse" else r'^ "(.*)"$'
+                found = re.match(pattern, "\t".join(parts[3:]))
+                if found:
+                    out.append(found.group(1))
         return out
 
     @property

@@ -74,7 +74,7 @@ def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
         DATABASE_URL="postgres://sundry:pw@db.invalid:5432/sundry",
         REDIS_URL="redis://redis.invalid:6379/0",
     )
-    assert got["engine"] == "django.db.backends.postgresql"
+    assert got["engine"] == "sundry.core.postgresql"  # Django's, sending BEGIN and savepoints with the next statement
     assert got["db_name"] == "sundry"
     assert got["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
     assert got["pool_host"] == "redis.invalid"

@@ -36,7 +36,7 @@ from sundry.core import sql
 from sundry.live import events
 from sundry.shop.models import Customer
 from sundry.tickets.models import Ticket, TicketClass, Turn
-from sundry.tickets.services import turn_append
+from sundry.tickets.services import TurnAppend, turn_append
 from sundry.tickets.versions import version_statement
 
 log = logging.getLogger("sundry.agent")
@@ -290,16 +290,16 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             return StepOutcome(stop=True)
 
         response: ModelResponse = call.response
-        next_lanes = None
+        next_lanes, reply = None, None
         if response.tool_calls:
             outcome = _run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif (response.text or "").strip():
-            reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
-                                text=response.text.strip(), payload={"model": response.model, "offline": response.offline})
+            # The reply goes in the same round trip as the step's record (and its commit).
+            reply = TurnAppend(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
+                               text=response.text.strip(), payload={"model": response.model, "offline": response.offline})
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
-            next_lanes = _after_reply(snapshot, reply, ticket.version)
         else:
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                         text="The model returned neither a reply nor a tool call.", payload={})
@@ -307,7 +307,9 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
             kind = AgentStep.Outcome.INVALID_OUTPUT
         # A step that goes on renews the claim with its record: one round trip for both.
         step, outcome.renewed = _record_step(ticket, number, assembled, call, kind, first_turn,
-                                             resolution=outcome.resolution, renew=not outcome.stop)
+                                             resolution=outcome.resolution, renew=not outcome.stop, reply=reply)
+        if reply is not None:
+            next_lanes = _after_reply(snapshot, reply.turn, ticket.version)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
@@ -328,9 +330,12 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False,
-                 renew: bool = False) -> tuple[AgentStep, tuple | None]:
-    """Insert the step's record; with `renew`, also renew the run's claim and read the ticket's
-    (handler, status, last_turn_number, version) — None if the ticket is gone. Returns (step, that row)."""
+                 renew: bool = False, reply: TurnAppend | None = None) -> tuple[AgentStep, tuple | None]:
+    """Insert the step's record and commit; with `renew`, also renew the run's claim and read the ticket's
+    (handler, status, last_turn_number, version) — None if the ticket is gone. Returns (step, that row).
+
+    With `reply`, the reply turn's statements lead the same group, and the record
+    takes its last turn from the counter they moved."""
     # The step's turns were appended through this ticket object, which kept count.
     usage = call.response.usage if call else None
     step = AgentStep(
@@ -341,10 +346,17 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
         latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
+    ahead = reply.statements if reply else []
+    record = (sql.insert_statement(step, last_turn=TurnAppend.counter(ticket.pk)) if reply
+              else sql.insert_statement(step))
     # The record is the step's last write: the version read with it is the one the step
-    # commits, so the step's push need not read it back after the commit.
+    # commits, so the step's push need not read it back after the commit; and the
+    # step's COMMIT goes in the same round trip.
     last = (_sql("renew"), [timezone.now(), ticket.pk]) if renew else version_statement(ticket.pk)
-    inserted, read = sql.run([sql.insert_statement(step), last])
+    *led, inserted, read = sql.run([*ahead, record, last], commit=True)
+    if reply:
+        reply.done(led)
+        step.last_turn = ticket.last_turn_number
     sql.saved(step, inserted[0][0])
     if read:
         events.ticket_version_known(ticket.pk, read[0][-1])

@@ -163,7 +163,8 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         if archived:
             writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
                            f" WHERE {c('id')} IN {sql.in_list(archived)}", [Status.ARCHIVED, *archived]))
-        sql.run([*writes, bump_statement(ticket.pk)])  # with the version bump, one round trip
+        # With the version bump, sent with the transaction's next statement (or its commit).
+        sql.defer([*writes, bump_statement(ticket.pk)])
     ticket_changed(ticket.pk)
     return touched
 
@@ -335,20 +336,17 @@ def action_record(
 
 
 def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
-    """A tool reported the shop's figures for an order: they are the truth. Once per lookup: plain SQL."""
+    """A tool reported the shop's figures for an order: they are the truth.
+
+    Once per lookup, so one upsert on the (ticket, order) constraint, deferred to go
+    with the step's next statement (a concurrent writer's figures are as true as ours).
+    """
     c = functools.partial(sql.column, MoneyTotal)
-    [updated] = sql.run([(
-        f"UPDATE {sql.table(MoneyTotal)} SET {c('currency')} = %s, {c('paid_cents')} = %s,"
-        f" {c('refunded_cents')} = %s, {c('turn')} = %s WHERE {c('ticket')} = %s AND {c('order')} = %s"
-        f" RETURNING {c('id')}", [currency, paid_cents, refunded_cents, turn, ticket.pk, order])])
-    if updated:
-        return  # the common case, one statement
-    figures = dict(currency=currency, paid_cents=paid_cents, refunded_cents=refunded_cents, turn=turn)
-    try:
-        with transaction.atomic():
-            MoneyTotal.objects.create(ticket=ticket, order=order, **figures)
-    except IntegrityError:  # created by a concurrent writer in between: theirs is as true as ours
-        MoneyTotal.objects.filter(ticket=ticket, order=order).update(**figures)
+    names = [c(f) for f in ("ticket", "order", "currency", "paid_cents", "refunded_cents", "turn")]
+    sets = ", ".join(f"{n} = excluded.{n}" for n in names[2:])
+    sql.defer([(f"INSERT INTO {sql.table(MoneyTotal)} ({', '.join(names)}) VALUES (%s, %s, %s, %s, %s, %s)"
+                f" ON CONFLICT ({names[0]}, {names[1]}) DO UPDATE SET {sets}",
+                [ticket.pk, order, currency, paid_cents, refunded_cents, turn])])
 
 
 def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:

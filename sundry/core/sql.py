@@ -188,7 +188,7 @@ def _has_rows(cursor) -> bool:
 _NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
-def run(statements: list[tuple[str, list]], *, durable: bool = True) -> list[list[tuple] | None]:
+def run(statements: list[tuple[str, list]], *, durable: bool = True, commit: bool = False) -> list[list[tuple] | None]:
     """Run statements in order on the default database; each one's rows (None for a statement that returns none).
 
     PostgreSQL takes them as one pipeline: sent together, answered together,
@@ -202,6 +202,13 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True) -> list[lis
     `durable=False`, outside a transaction on PostgreSQL, commits the group
     without waiting for the disk: for writes a crash may lose harmlessly (a
     lease that would lapse anyway), never for anything a user was told about.
+
+    `commit=True` says this group is the last thing its transaction does: on
+    PostgreSQL, in an outermost `atomic()` with nothing nested open, the COMMIT
+    goes in the same round trip and the `atomic()` exit has nothing left to send
+    (its on-commit hooks run as usual). Anywhere else the transaction commits
+    when it ends, as ever. Running anything after such a group, before the
+    `atomic()` ends, is an error.
     """
     if not statements:
         return []
@@ -209,6 +216,10 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True) -> list[lis
     if conn.vendor == "postgresql":
         if not durable and not conn.in_atomic_block:
             return _pipeline(conn, [(_NO_FSYNC_WAIT, []), *statements])[1:]
+        if commit and getattr(conn, "commit_with_group", None) and conn.commit_with_group():
+            results = _pipeline(conn, [*statements, ("COMMIT", None)])[:-1]
+            conn.committed_early = True
+            return results
         return _pipeline(conn, statements)
     out = []
     with conn.cursor() as cursor:
@@ -216,6 +227,19 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True) -> list[lis
             cursor.execute(sql, params)
             out.append(cursor.fetchall() if _has_rows(cursor) else None)
     return out
+
+
+def defer(statements: list[tuple[str, list]]) -> None:
+    """Writes whose results nobody reads: inside a transaction on PostgreSQL they go with the
+    transaction's next statement or its COMMIT (one round trip fewer); elsewhere they run now.
+
+    An error in one surfaces where it is finally sent, still inside the same
+    transaction, which then rolls back as a whole; a rollback drops them unsent.
+    """
+    conn = db()
+    queue = getattr(conn, "defer", None)
+    if not (queue and queue(statements)):
+        run(statements)
 
 
 def read_sets(statements: list[tuple[str, list]]) -> list[list[tuple]]:
@@ -229,7 +253,7 @@ def _pipeline(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | No
     # Someone is watching (DEBUG, a test capturing queries, an execute wrapper): the group
     # passes through Django's execute wrappers and query log as one entry, as it is one round trip.
     joined = "; ".join(sql for sql, _ in statements)
-    params = [p for _, group in statements for p in group]
+    params = [p for _, group in statements for p in group or ()]
     cursor = conn.cursor() if conn.execute_wrappers else None  # a wrapper may look at it
 
     def executor(*_):
@@ -257,6 +281,12 @@ def _send(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
     conn.validate_thread_sharing()
     conn.validate_no_broken_transaction()
     raw = conn.connection
+    # What the transaction still has waiting (core.postgresql: BEGIN, savepoints, deferred
+    # writes) goes first, in the same round trip. Control statements come with params None.
+    take = getattr(conn, "take_pending", None)
+    pending = take() if take else None
+    if pending:
+        statements = [*pending, *statements]
     # One server-binding cursor per statement (each holds its own result), kept with the connection.
     pool = getattr(raw, "_sundry_cursors", None)
     if pool is None:
@@ -270,5 +300,7 @@ def _send(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
             return [cur.fetchall() if _has_rows(cur) else None]
         with raw.pipeline():
             for cur, (sql, params) in zip(pool, statements):
-                cur.execute(sql, params)
-        return [cur.fetchall() if _has_rows(cur) else None for cur in pool[:len(statements)]]
+                # Transaction control is never prepared (PostgreSQL cannot prepare it).
+                cur.execute(sql, params, prepare=None if params is not None else False)
+        results = [cur.fetchall() if _has_rows(cur) else None for cur in pool[:len(statements)]]
+    return results[len(pending):] if pending else results

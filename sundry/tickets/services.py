@@ -77,19 +77,39 @@ def turn_append(
     lock, so concurrent writers (the agent worker and a customer message)
     never collide.
     """
-    model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
-    turn = Turn(ticket=ticket, number=0, author=author, kind=kind, text=text, payload=payload or {},
-                tokens=count_tokens(text, model) + _calls_tokens(payload, model), encoding=encoding_name_for(model))
-    # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
-    # insert taking its number from the counter the bump just moved (same transaction).
-    counter = (_turn_counter(sql.vendor()), [ticket.pk])
+    append = TurnAppend(ticket=ticket, author=author, kind=kind, text=text, payload=payload)
     with transaction.atomic(savepoint=False):  # no savepoint round trips
-        bumped, inserted = sql.run([bump_statement(ticket.pk, turn=True), sql.insert_statement(turn, number=counter)])
-    (number, version), = bumped
-    turn.number = number
-    sql.saved(turn, inserted[0][0])
-    ticket.last_turn_number, ticket.version = number, version
-    from sundry.live.events import ticket_changed
+        return append.done(sql.run(append.statements))
 
-    ticket_changed(ticket.pk)
-    return turn
+
+class TurnAppend:
+    """`turn_append` in two halves, for a caller that sends its statements with others of its own:
+    `statements` (to lead its group), then `done(their results)`."""
+
+    def __init__(self, *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "",
+                 payload: dict | None = None):
+        model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
+        self.ticket = ticket
+        self.turn = Turn(ticket=ticket, number=0, author=author, kind=kind, text=text, payload=payload or {},
+                         tokens=count_tokens(text, model) + _calls_tokens(payload, model),
+                         encoding=encoding_name_for(model))
+        # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
+        # insert taking its number from the counter the bump just moved (same transaction).
+        self.statements = [bump_statement(ticket.pk, turn=True),
+                           sql.insert_statement(self.turn, number=self.counter(ticket.pk))]
+
+    @staticmethod
+    def counter(ticket_id: int) -> tuple[str, list]:
+        """The ticket's turn counter as an SQL expression: after the bump, the new turn's number."""
+        return _turn_counter(sql.vendor()), [ticket_id]
+
+    def done(self, results) -> Turn:
+        (number, version), = results[0]
+        turn, ticket = self.turn, self.ticket
+        turn.number = number
+        sql.saved(turn, results[1][0][0])
+        ticket.last_turn_number, ticket.version = number, version
+        from sundry.live.events import ticket_changed
+
+        ticket_changed(ticket.pk)
+        return turn

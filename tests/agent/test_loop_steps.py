@@ -220,3 +220,21 @@ def test_a_run_opens_with_one_round_trip_and_loads_what_select_related_would(tic
     assert fields(loaded.customer) == fields(orm.customer)
     assert loaded.created_at.tzinfo is not None and loaded.agent_claimed_at is not None
     assert loop._open(ticket.pk + 1000) is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="round trips are counted on PostgreSQL's wire")
+def test_a_lookup_and_a_reply_take_ten_round_trips(ticket):
+    from tests.pgtrace import wire
+
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+    model = ScriptedModel([get_order(), ModelResponse(text="On its way.")])
+    connection.ensure_connection()
+    with wire(connection) as sent:
+        assert agent_run(ticket.pk, gateway=Gateway(override=model)) == 2
+    # open; lanes; BEGIN + the call's turn; SAVEPOINT + the lookup; RELEASE + the result's turn;
+    # the ID touch + the ledger read; the ledger and money writes + the record + the claim + COMMIT;
+    # lanes; BEGIN + the reply + its record + COMMIT; release. (Far under the trigger: no check reads.)
+    # Stock Django sends BEGIN, SAVEPOINT, RELEASE and COMMIT on their own: 19.
+    assert sent.round_trips == 10, sent.statements()
+    assert [s for s in sent.statements() if s in ("BEGIN", "COMMIT")] == ["BEGIN", "COMMIT"] * 2
