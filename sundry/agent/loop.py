@@ -96,26 +96,31 @@ def _statements(vendor: str) -> dict[str, str]:
                f" AND {tn('kind')} = %s AND {tn('author')} IN (%s, %s)")
     # Input a run must answer: a customer message, a staff note, or an event (a staff
     # decision) whose payload says to resume; the payload test is made in Python.
-    inputs = (f"SELECT {tn('kind')}, {tn('payload')} FROM {sql.table(Turn)} WHERE {tn('ticket')} = %s"
-              f" AND {tn('number')} > {{after}} AND (({tn('author')} = %s AND {tn('kind')} = %s) OR {tn('kind')} IN (%s, %s))")
+    inputs = (f"{sql.table(Turn)} WHERE {tn('ticket')} = %s AND {tn('number')} > {{after}}"
+              f" AND (({tn('author')} = %s AND {tn('kind')} = %s) OR {tn('kind')} IN (%s, %s))")
+    unanswered = (sql.columns(Turn, ("kind", "payload")), inputs.format(after=f"COALESCE(({replies}), 0)"))
+    # What a run opens with besides the ticket: each read as (plain SELECT, JSON expression).
+    last_kind = (Turn, ("kind",), f"{tn('ticket')} = %s", ("-number",), "LIMIT 1")
+    last_step = (AgentStep, ("number",), f"{sql.column(AgentStep, 'ticket')} = %s", ("-number",), "LIMIT 1")
+    pg = vendor == "postgresql"
+    start = [(sql.plain_select(*unanswered), sql.json_select(*unanswered) if pg else ""),
+             (sql.select(*last_kind), sql.json_rows(*last_kind) if pg else ""),
+             (sql.select(*last_step), sql.json_rows(*last_step) if pg else "")]
     return {
+        "start": start,
         "claim": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
                  f" AND ({c('agent_claimed_at')} IS NULL OR {c('agent_claimed_at')} < %s) RETURNING {c('id')}",
         "renew": f"UPDATE {t} SET {c('agent_claimed_at')} = %s WHERE {c('id')} = %s"
                  f" RETURNING {sql.columns(Ticket, ('handler', 'status', 'last_turn_number', 'version'))}",
         "release": f"UPDATE {t} SET {c('agent_claimed_at')} = NULL WHERE {c('id')} = %s",
-        "inputs_after": inputs.format(after="%s"),
-        "inputs_unanswered": inputs.format(after=f"COALESCE(({replies}), 0)"),
-        "last_kind": sql.select(Turn, ("kind",), f"{tn('ticket')} = %s", ("-number",), "LIMIT 1"),
+        "inputs_after": sql.plain_select(sql.columns(Turn, ("kind", "payload")), inputs.format(after="%s")),
         "load": f"SELECT {sql.all_columns('t', Ticket)}, {sql.all_columns('k', TicketClass)}, {sql.all_columns('c', Customer)}"
                 f" FROM {t} t JOIN {sql.table(TicketClass)} k ON k.{sql.column(TicketClass, 'id')} = t.{c('ticket_class')}"
                 f" JOIN {sql.table(Customer)} c ON c.{sql.column(Customer, 'id')} = t.{c('customer')} WHERE t.{c('id')} = %s",
-        "last_step": f"SELECT MAX({sql.column(AgentStep, 'number')}) FROM {sql.table(AgentStep)}"
-                     f" WHERE {sql.column(AgentStep, 'ticket')} = %s",
     }
 
 
-def _sql(name: str) -> str:
+def _sql(name: str):
     return _statements(sql.vendor())[name]
 
 
@@ -150,31 +155,30 @@ def needs_response(ticket: Ticket) -> bool:
     return _start(ticket)[0]
 
 
-def _start_reads(pk: int) -> list[tuple[str, list]]:
-    return [
-        (_sql("inputs_unanswered"), [pk, pk, Turn.Kind.MESSAGE, Turn.Author.AGENT, Turn.Author.STAFF, *_INPUT]),
-        (_sql("last_kind"), [pk]),
-        (_sql("last_step"), [pk]),
-    ]
+def _start_reads(pk: int) -> list[tuple[str, str, list]]:
+    """For `sql.read_together`: input after the last reply, the last turn's kind, the last step's number."""
+    (inputs, inputs_json), (kind, kind_json), (step, step_json) = _sql("start")
+    return [(inputs, inputs_json, [pk, pk, Turn.Kind.MESSAGE, Turn.Author.AGENT, Turn.Author.STAFF, *_INPUT]),
+            (kind, kind_json, [pk]), (step, step_json, [pk])]
 
 
 def _start_facts(inputs, last, step) -> tuple[bool, bool, int]:
     """(input after the last reply, the last turn asks the model to go on, the next step's number)."""
     # The last turn is a tool result, rejection or error: the model must read it before replying.
     mid_task = bool(last) and last[0][0] in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
-    return _is_input(inputs), mid_task, (step[0][0] or 0) + 1
+    return _is_input(inputs), mid_task, (step[0][0] if step else 0) + 1
 
 
 def _start(ticket: Ticket) -> tuple[bool, bool, int]:
-    return _start_facts(*sql.read_sets(_start_reads(ticket.pk)))
+    return _start_facts(*sql.read_together(_start_reads(ticket.pk)))
 
 
 def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int]] | None:
     """Claim the ticket, load it and read what awaits it: one round trip on PostgreSQL. None if claimed elsewhere."""
     now = timezone.now()
     # A claim is a lease: one lost to a database crash lapses like any other.
-    claimed, loaded, *start = sql.run([(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
-                                       (_sql("load"), [ticket_id]), *_start_reads(ticket_id)], durable=False)
+    (claimed, loaded), start = sql.run_then_read([(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
+                                                  (_sql("load"), [ticket_id])], _start_reads(ticket_id), durable=False)
     if not claimed:
         return None
     return _ticket_from_row(loaded[0]), _start_facts(*start)

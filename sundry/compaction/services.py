@@ -155,32 +155,34 @@ class _TriggerState:
 
 
 @functools.lru_cache(maxsize=4)
-def _trigger_statements(vendor: str) -> list[str]:
+def _trigger_statements(vendor: str) -> list[tuple[str, str]]:
+    """Each read as (plain SELECT, JSON expression for `sql.read_together`)."""
     run = functools.partial(sql.column, CompactionRun)
     latest = f"{run('ticket')} = %s AND {run('status')} IN (%s, %s)"
-    return [
-        sql.select(Ticket, ("version", "attention"), "id = %s"),
-        sql.select(CompactionRun, ("id", "created_at"), latest, ("-id",), "LIMIT 1"),
-        sql.select(CompactionRun, ("tokens_after",), latest, ("-id",), "LIMIT 1"),
-        sql.select(HeldAction, ("id",), f"{sql.column(HeldAction, 'ticket')} = %s AND {sql.column(HeldAction, 'status')} = %s",
-                   (), "LIMIT 1"),
-        sql.select(Summary, ("id", "covers_through_turn"), f"{sql.column(Summary, 'ticket')} = %s AND is_current",
-                   (), "LIMIT 1"),
+    reads = [
+        (Ticket, ("version", "attention"), "id = %s", (), "LIMIT 1"),
+        (CompactionRun, ("id", "created_at"), latest, ("-id",), "LIMIT 1"),
+        (CompactionRun, ("tokens_after",), latest, ("-id",), "LIMIT 1"),
+        (HeldAction, ("id",), f"{sql.column(HeldAction, 'ticket')} = %s AND {sql.column(HeldAction, 'status')} = %s",
+         (), "LIMIT 1"),
+        (Summary, ("id", "covers_through_turn"), f"{sql.column(Summary, 'ticket')} = %s AND is_current", (), "LIMIT 1"),
     ]
+    return [(sql.select(*read), sql.json_rows(*read) if vendor == "postgresql" else "") for read in reads]
 
 
 def _trigger_state(ticket_id: int) -> _TriggerState:
-    """Everything the decision reads besides the request, in one round trip on PostgreSQL."""
+    """Everything the decision reads besides the request, in one statement on PostgreSQL."""
     statements = _trigger_statements(sql.vendor())
     params = [[ticket_id], [ticket_id, *IN_FLIGHT], [ticket_id, Status.SUCCEEDED, Status.FALLBACK],
               [ticket_id, HeldAction.Status.PENDING], [ticket_id]]
-    ticket, in_flight, last, held, summary = sql.read_sets(list(zip(statements, params)))
+    ticket, in_flight, last, held, summary = sql.read_together(
+        [(plain, as_json, p) for (plain, as_json), p in zip(statements, params)])
     if not ticket:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
     return _TriggerState(
         version=ticket[0][0], attention=ticket[0][1],
         in_flight_id=in_flight[0][0] if in_flight else None,
-        in_flight_created=sql.aware(in_flight[0][1]) if in_flight else None,
+        in_flight_created=sql.json_time(in_flight[0][1]) if in_flight else None,
         last_tokens_after=last[0][0] if last else None, held_pending=bool(held),
         summary_id=summary[0][0] if summary else None, summary_covers=summary[0][1] if summary else 0,
     )

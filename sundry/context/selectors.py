@@ -43,29 +43,35 @@ SUMMARY = ("covers_through_turn", "text", "fallback")
 TURN = ("number", "author", "kind", "text", "payload", "tokens")
 
 
-@functools.lru_cache(maxsize=4)
-def _statements(vendor: str) -> dict[str, str]:
-    """The lane reads, in the models' own names and orderings (one set per database vendor)."""
+# The lane reads: (model, columns, where, ordering, limit). `_statements` makes each both a
+# plain SELECT and a JSON expression (`sql.read_together`: one statement on PostgreSQL).
+def _reads() -> dict[str, tuple]:
     covered = sql.select(Summary, ("covers_through_turn",), "ticket_id = %s AND is_current",
                          ("-covers_through_turn",), "LIMIT 1")
     return {
         # Read first: a write that lands while the lanes are read leaves this older than
         # them, so a caller comparing versions later sees a change and reads afresh.
-        "version": sql.select(Ticket, ("version",), "id = %s"),
-        "summary": sql.select(Summary, SUMMARY, "ticket_id = %s AND is_current", ("-covers_through_turn",), "LIMIT 1"),
-        "rules": sql.select(PinnedRule, RULE, "ticket_id = %s AND status = %s", ("turn", "id")),
-        "ledger": sql.select(LedgerEntry, LEDGER, "ticket_id = %s AND status = %s", ("first_seen_turn", "id")),
-        "state": sql.select(StateValue, STATE, "ticket_id = %s AND is_current", ("name", "id")),
-        "actions": sql.select(ActionTaken, ACTION, "ticket_id = %s", ("turn", "id")),
-        "money": sql.select(MoneyTotal, MONEY, "ticket_id = %s", ("order",)),
-        "questions": sql.select(OpenQuestion, QUESTION, "ticket_id = %s AND resolved_at_turn IS NULL", ("turn", "id")),
+        "version": (Ticket, ("version",), "id = %s", (), ""),
+        "summary": (Summary, SUMMARY, "ticket_id = %s AND is_current", ("-covers_through_turn",), "LIMIT 1"),
+        "rules": (PinnedRule, RULE, "ticket_id = %s AND status = %s", ("turn", "id"), ""),
+        "ledger": (LedgerEntry, LEDGER, "ticket_id = %s AND status = %s", ("first_seen_turn", "id"), ""),
+        "state": (StateValue, STATE, "ticket_id = %s AND is_current", ("name", "id"), ""),
+        "actions": (ActionTaken, ACTION, "ticket_id = %s", ("turn", "id"), ""),
+        "money": (MoneyTotal, MONEY, "ticket_id = %s", ("order",), ""),
+        "questions": (OpenQuestion, QUESTION, "ticket_id = %s AND resolved_at_turn IS NULL", ("turn", "id"), ""),
         # The turns after the current summary. Read before the summary itself: a summary only
         # ever moves forward, so should a compaction land between the two reads, these are a
         # superset of the turns after the summary read, never missing one (the rest are dropped).
         # `number > %s` skips the turns already cached (see turn_cache).
-        "turns": sql.select(Turn, TURN, f"ticket_id = %s AND number > %s AND number > COALESCE(({covered}), 0)",
-                            ("number",)),
+        "turns": (Turn, TURN, f"ticket_id = %s AND number > %s AND number > COALESCE(({covered}), 0)", ("number",), ""),
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _statements(vendor: str) -> dict[str, tuple[str, str]]:
+    """Each lane read as (plain SELECT, JSON expression), in the models' own names and orderings."""
+    return {name: (sql.select(*spec), sql.json_rows(*spec) if vendor == "postgresql" else "")
+            for name, spec in _reads().items()}
 
 
 # The turns a worker has already read, so a step reads only the new ones (see core.rowcache).
@@ -84,7 +90,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     reads = [("version", [pk])] + ([("turns", [pk, known, pk])] if with_turns else []) + [
         ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
         ("state", [pk]), ("actions", [pk]), ("money", [pk]), ("questions", [pk])]
-    got = dict(zip((n for n, _ in reads), sql.read_sets([(statements[n], p) for n, p in reads])))
+    got = dict(zip((n for n, _ in reads), sql.read_together([(*statements[n], p) for n, p in reads])))
     summary = got["summary"]
     snap = LaneSnapshot(
         ticket_id=pk,

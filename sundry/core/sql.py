@@ -74,6 +74,59 @@ def select(model, fields: tuple[str, ...], where: str, order: tuple[str, ...] = 
     return f"{sql} ORDER BY {ordering} {limit}".strip() if ordering else f"{sql} {limit}".strip()
 
 
+def json_rows(model, fields: tuple[str, ...], where: str, order: tuple[str, ...] = (), limit: str = "") -> str:
+    """The rows `select(...)` returns, as one JSON array of arrays: an expression, so that one
+    statement can read several sets (PostgreSQL; see `read_together`). `limit` is "" or "LIMIT 1"."""
+    if limit:
+        assert limit == "LIMIT 1", "only LIMIT 1: a longer limited set would need its order kept"
+        return (f"(SELECT coalesce(json_agg(json_build_array({columns(model, fields)})), '[]'::json)"
+                f" FROM ({select(model, fields, where, order, limit)}) q)")
+    ordering = ", ".join(f"{column(model, f.lstrip('-'))}{' DESC' if f.startswith('-') else ''}" for f in order)
+    return json_select(columns(model, fields), f"{table(model)} WHERE {where}", ordering)
+
+
+def json_select(columns_sql: str, from_sql: str, order_sql: str = "") -> str:
+    """`SELECT columns FROM … ORDER BY …` as one JSON array of arrays (an expression, PostgreSQL)."""
+    ordering = f" ORDER BY {order_sql}" if order_sql else ""
+    return f"(SELECT coalesce(json_agg(json_build_array({columns_sql}){ordering}), '[]'::json) FROM {from_sql})"
+
+
+def plain_select(columns_sql: str, from_sql: str, order_sql: str = "") -> str:
+    """The same read as `json_select`, as rows."""
+    return f"SELECT {columns_sql} FROM {from_sql}" + (f" ORDER BY {order_sql}" if order_sql else "")
+
+
+def json_time(value) -> datetime | None:
+    """A timestamp read as JSON (`read_together` on PostgreSQL) or as a column, as an aware datetime."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return aware(value)
+
+
+def read_together(reads: list[tuple[str, str, list]]) -> list[list]:
+    """Several sets of rows, each given as (`select` sql, `json_rows` sql, params).
+
+    On PostgreSQL one statement reads them all (`SELECT json_rows, json_rows, …`):
+    a statement costs the driver ~50 µs however little it returns, a JSON array
+    next to nothing. Elsewhere each `select` runs as its own statement. Either
+    way each set comes back as a list of rows; a JSON row is a list, not a tuple,
+    and its JSON columns arrive decoded, its timestamps as text (`json_time`).
+    """
+    return run_then_read([], reads)[1]
+
+
+def run_then_read(statements: list[tuple[str, list]], reads: list[tuple[str, str, list]], *,
+                  durable: bool = True) -> tuple[list, list[list]]:
+    """`run(statements)`, then `read_together(reads)`, in the same group: (their results, the sets)."""
+    if vendor() == "postgresql":
+        combined = ("SELECT " + ", ".join(as_json for _, as_json, _ in reads),
+                    [p for _, _, params in reads for p in params])
+        *results, [row] = run([*statements, combined], durable=durable)
+        return results, list(row)
+    results = run([*statements, *((plain, params) for plain, _, params in reads)], durable=durable)
+    return results[:len(statements)], results[len(statements):]
+
+
 def insert(model, fields: tuple[str, ...], *, rows: int = 1, returning: tuple[str, ...] = ("id",)) -> str:
     """`INSERT INTO model (fields) VALUES (%s, …)[, …] RETURNING returning`."""
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
