@@ -222,12 +222,13 @@ def in_list(values) -> str:
 
 
 try:
-    import psycopg
     from psycopg.pq import ExecStatus
+
+    from sundry.core.pgwire import wire
 
     _TUPLES_OK = ExecStatus.TUPLES_OK
 except ImportError:  # no psycopg: SQLite only
-    psycopg = _TUPLES_OK = None
+    _TUPLES_OK = wire = None
 
 
 def _has_rows(cursor) -> bool:
@@ -333,27 +334,12 @@ def _send(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
     conn.ensure_connection()
     conn.validate_thread_sharing()
     conn.validate_no_broken_transaction()
-    raw = conn.connection
     # What the transaction still has waiting (core.postgresql: BEGIN, savepoints, deferred
     # writes) goes first, in the same round trip. Control statements come with params None.
     take = getattr(conn, "take_pending", None)
     pending = take() if take else None
     if pending:
         statements = [*pending, *statements]
-    # One server-binding cursor per statement (each holds its own result), kept with the connection.
-    pool = getattr(raw, "_sundry_cursors", None)
-    if pool is None:
-        pool = raw._sundry_cursors = []
-    while len(pool) < len(statements):
-        pool.append(psycopg.Cursor(raw))
     with conn.wrap_database_errors:
-        if len(statements) == 1:  # one statement is one round trip anyway: skip the pipeline's upkeep
-            cur = pool[0]
-            cur.execute(*statements[0])
-            return [cur.fetchall() if _has_rows(cur) else None]
-        with raw.pipeline():
-            for cur, (sql, params) in zip(pool, statements):
-                # Transaction control is never prepared (PostgreSQL cannot prepare it).
-                cur.execute(sql, params, prepare=None if params is not None else False)
-        results = [cur.fetchall() if _has_rows(cur) else None for cur in pool[:len(statements)]]
+        results = wire(conn.connection).run(statements)
     return results[len(pending):] if pending else results

@@ -153,9 +153,25 @@ def count_tokens(text: str, model: str = "offline") -> int:
     return _count(text, encoding_name_for(model))
 
 
+# Where both shipped encodings' pre-tokenizers always start a new piece: right after a
+# newline, before a character that is neither whitespace nor "/" (o200k lets "/" follow
+# punctuation and newlines within one piece). BPE never merges across pieces, so a text's
+# count is exactly the sum of its chunks' counts (tests/core/test_tokens.py checks this on
+# real and adversarial text). A lane block that changed in one line then re-encodes one line.
+_CHUNK_BOUNDARY = re.compile(r"(?<=\n)(?=[^\s/])")
+_CHUNKED = frozenset({"cl100k_base", "o200k_base"})
+
+
 @functools.lru_cache(maxsize=8192)
 def _count(text: str, encoding: str) -> int:
     # Cached: every step re-assembles mostly the same blocks and turns.
+    if len(text) > 200 and encoding in _CHUNKED and "\n" in text:
+        return sum(_count_chunk(chunk, encoding) for chunk in _CHUNK_BOUNDARY.split(text))
+    return _count_chunk(text, encoding)
+
+
+@functools.lru_cache(maxsize=32768)
+def _count_chunk(text: str, encoding: str) -> int:
     # encode_ordinary: text that happens to contain "<|endoftext|>" is user
     # content, so count it as text rather than raise or treat it as special.
     return len(get_encoding(encoding).encode_ordinary(text))
@@ -189,7 +205,7 @@ def _field(message, key: str):
     `model_dump()` would give it, without dumping the whole message every step."""
     if isinstance(message, dict):
         return message.get(key)
-    value = getattr(message, key, None)
+    value = message.__dict__.get(key)  # a pydantic model keeps its fields there; no __getattr__ miss for "name"
     if isinstance(value, list) and value and hasattr(value[0], "model_dump"):
         return [v.model_dump() for v in value]
     return value
@@ -204,4 +220,5 @@ def clear_caches() -> None:
     """Forget loaded encodings and cached counts (tests that swap encoding files need this)."""
     get_encoding.cache_clear()
     _count.cache_clear()
+    _count_chunk.cache_clear()
     encoding_name_for.cache_clear()

@@ -1,6 +1,8 @@
 """Offline token counting: exact ids, per-model choice, no network, hash checks."""
 
+import json
 import shutil
+from pathlib import Path
 import socket
 
 import pytest
@@ -159,3 +161,51 @@ def test_pydantic_messages_count_exactly_as_their_dumps():
     ]
     for model in ("gpt-4o", "gpt-4", "offline"):
         assert count_message_tokens(messages, model) == count_message_tokens([m.model_dump() for m in messages], model)
+
+
+def _tricky_texts():
+    """Line starts and ends that sit at the edge of the pre-tokenizers' rules, plus real lane text."""
+    from sundry.context import render
+    from sundry.context.lanes import LedgerData, MoneyData
+
+    starts = ["-", "/", "//", " ", "  x", "\t", "1", "12345", "(", ")", "'s", "’", "é", "世界", "\u00a0", "#", "*", ".", ""]
+    ends = ["", ".", ")", ":", " ", "  ", "/", "\\", "'", "?!", "…", "1", "x"]
+    lines = [f"{s}word{i} {e}" for i, (s, e) in enumerate((s, e) for s in starts for e in ends)]
+    yield "\n".join(lines)
+    yield "\r\n".join(lines)
+    yield "\n\n".join(lines) + "\n"
+    yield "\n".join(f"{a}\n{b}" for a, b in zip(starts, ends * 2))
+    ledger = [LedgerData(role=f"order_{i}", value=f"SU-{10480 + i}", kind="order", verified=bool(i % 2),
+                         first_seen_turn=i, last_used_turn=2 * i, note="of C-1 / “gift”") for i in range(30)]
+    yield render.render_ledger(ledger)
+    money = [MoneyData(order=f"SU-{10480 + i}", currency="EUR", paid_cents=1000 * i + 7, refunded_cents=i)
+             for i in range(25)]
+    yield render.render_state([], [], money, [])
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_counting_a_long_text_chunk_by_chunk_is_exact(name):
+    whole = get_encoding(name)
+    texts = list(_tricky_texts())
+    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"
+    for path in sorted(corpus.glob("*.json"))[:3]:  # real conversations, where ../shared is present
+        strings = []
+
+        def walk(node):
+            if isinstance(node, str) and len(node) > 20:
+                strings.append(node)
+            elif isinstance(node, dict):
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(json.loads(path.read_text(encoding="utf-8")))
+        texts.append("\n".join(strings)[:300_000])
+    assert texts
+    for text in texts:
+        tokens.clear_caches()
+        chunks = tokens._CHUNK_BOUNDARY.split(text)
+        assert len(chunks) > 1 and "".join(chunks) == text
+        assert tokens._count(text, name) == len(whole.encode_ordinary(text))

@@ -125,12 +125,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
         pending = self.take_pending() + ([then] if then else [])
         if not pending:
             return
-        import psycopg
+        from sundry.core.pgwire import wire
 
-        with self.wrap_database_errors, self.connection.pipeline():
-            for statement, params in pending:
-                psycopg.Cursor(self.connection).execute(statement, params,
-                                                        prepare=None if params is not None else False)
+        with self.wrap_database_errors:
+            wire(self.connection).run(pending)
         if self.queries_logged:
             self.queries_log.append({"sql": "; ".join(statement for statement, _ in pending), "time": "0.000"})
 
