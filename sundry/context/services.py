@@ -151,9 +151,9 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
             writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(new), returning=()), params))
         for group, sets in ((seen_again, ""), (restored, f"{c('status')} = %s, ")):
             if group:
-                ids = [r.id for r in group]
+                match, ids = sql.one_of(r.id for r in group)
                 writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
-                               f" {c('version')} = {c('version')} + 1 WHERE {c('id')} IN {sql.in_list(ids)}",
+                               f" {c('version')} = {c('version')} + 1 WHERE {c('id')} {match}",
                                ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
         for r in renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
             writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
@@ -161,8 +161,9 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
                            [r.role, Status.ACTIVE, True, turn, turn, r.id]))
         archived = [r.id for r in victims if r.id is not None]
         if archived:
+            match, ids = sql.one_of(archived)
             writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
-                           f" WHERE {c('id')} IN {sql.in_list(archived)}", [Status.ARCHIVED, *archived]))
+                           f" WHERE {c('id')} {match}", [Status.ARCHIVED, *ids]))
         # With the version bump, sent with the transaction's next statement (or its commit).
         sql.defer([*writes, bump_statement(ticket.pk)])
     ticket_changed(ticket.pk)
@@ -194,8 +195,9 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
 
 def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
     c = functools.partial(sql.column, LedgerEntry)
+    match, values = sql.one_of(values)
     return (f"UPDATE {sql.table(LedgerEntry)} SET {_later(c('last_used_turn'))}, {c('used_in_call')} = %s"
-            f" WHERE {c('ticket')} = %s AND {c('value')} IN {sql.in_list(values)}", [turn, turn, True, ticket_id, *values])
+            f" WHERE {c('ticket')} = %s AND {c('value')} {match}", [turn, turn, True, ticket_id, *values])
 
 
 def ledger_evict(*, ticket, cap: int, active: list | None = None) -> list[str]:

@@ -221,6 +221,16 @@ def in_list(values) -> str:
     return "(" + ", ".join(["%s"] * len(values)) + ")"
 
 
+def one_of(values) -> tuple[str, list]:
+    """`column <this>` matches any of the values: (SQL, params). On PostgreSQL one array
+    parameter (`= ANY(%s)`), so the statement's text does not vary with the count and it can
+    be prepared; elsewhere an `IN` list."""
+    values = list(values)
+    if vendor() == "postgresql":
+        return "= ANY(%s)", [values]
+    return f"IN {in_list(values)}", values
+
+
 try:
     from psycopg.pq import ExecStatus
 

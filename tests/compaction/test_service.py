@@ -65,7 +65,8 @@ def test_trigger_boundary_on_the_real_request():
     set_trigger(ticket, size - 1)  # one token over
     run = compaction_consider(ticket_id=ticket.pk)
     assert run and run.tokens_before == size
-    assert run.request_before["messages"]  # the full pre-compaction request is stored
+    stored = CompactionRun.objects.get(pk=run.pk).request_before
+    assert stored == total(ticket).request.model_dump(mode="json")  # the full pre-compaction request is stored
 
 
 def test_trigger_waits_for_held_action_and_in_flight_run():
