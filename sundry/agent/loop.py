@@ -30,7 +30,7 @@ from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_co
 from sundry.agent.tools.base import Tool, ToolContext, ToolError
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
-from sundry.context.selectors import lane_snapshot
+from sundry.context.selectors import lane_snapshot, snapshot_from, snapshot_read_by_id
 from sundry.context import services as lanes
 from sundry.core import sql
 from sundry.live import events
@@ -173,15 +173,20 @@ def _start(ticket: Ticket) -> tuple[bool, bool, int]:
     return _start_facts(*sql.read_together(_start_reads(ticket.pk)))
 
 
-def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int]] | None:
-    """Claim the ticket, load it and read what awaits it: one round trip on PostgreSQL. None if claimed elsewhere."""
+def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int], LaneSnapshot | None] | None:
+    """Claim the ticket, load it, read what awaits it and the lanes its first step will read:
+    one round trip on PostgreSQL. None if claimed elsewhere. The lanes are None when they
+    must be read again (the turn cache held another ticket under this id)."""
     now = timezone.now()
+    lanes_read = snapshot_read_by_id(ticket_id)
+    starts = _start_reads(ticket_id)
     # A claim is a lease: one lost to a database crash lapses like any other.
-    (claimed, loaded), start = sql.run_then_read([(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
-                                                  (_sql("load"), [ticket_id])], _start_reads(ticket_id), durable=False)
+    (claimed, loaded), sets = sql.run_then_read([(_sql("claim"), [now, ticket_id, now - CLAIM_TTL]),
+                                                 (_sql("load"), [ticket_id])], starts + lanes_read.reads, durable=False)
     if not claimed:
         return None
-    return _ticket_from_row(loaded[0]), _start_facts(*start)
+    ticket = _ticket_from_row(loaded[0])
+    return ticket, _start_facts(*sets[:len(starts)]), snapshot_from(ticket, lanes_read, sets[len(starts):])
 
 
 def _ticket_from_row(row) -> Ticket:
@@ -222,16 +227,18 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     return steps
 
 
-def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], gateway: Gateway, budget: int, *,
-                 unread: bool = False) -> tuple[int, int]:
-    """Steps while the claim is held; returns (steps, last turn the final step could read)."""
+def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], lanes: LaneSnapshot | None, gateway: Gateway,
+                 budget: int, *, unread: bool = False) -> tuple[int, int]:
+    """Steps while the claim is held; returns (steps, last turn the final step could read).
+    `lanes`: what the first step reads, read with the claim."""
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number
     steps = 0
     while True:
         read_through = ticket.last_turn_number
-        outcome = agent_step(ticket, gateway=gateway, number=number)
+        outcome = agent_step(ticket, gateway=gateway, number=number, snapshot=lanes)
+        lanes = None  # later steps read the lanes their predecessor left
         steps, number = steps + 1, number + 1
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop or steps >= budget:
@@ -257,7 +264,8 @@ class StepOutcome:
     renewed: tuple | None = None
 
 
-def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -> StepOutcome:
+def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
+               snapshot: LaneSnapshot | None = None) -> StepOutcome:
     """One model call and what follows from it.
 
     The request is read and the model called outside any transaction (a model
@@ -266,7 +274,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None) -
     half-applied and watchers get one push for it.
     """
     tclass = ticket.ticket_class
-    snapshot = lane_snapshot(ticket)
+    if snapshot is None:
+        snapshot = lane_snapshot(ticket)
     assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:

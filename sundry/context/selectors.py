@@ -9,6 +9,7 @@ dataclasses below. On PostgreSQL the reads go in one round trip.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from sundry.context.lanes import (
     ActionData,
@@ -80,17 +81,50 @@ def _statements(vendor: str) -> dict[str, tuple[str, str]]:
 turn_cache = AppendOnlyRows(what="turns", tickets=64, rows_per_ticket=1000, rows=64 * 1000)
 
 
-def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
-    tclass = ticket.ticket_class
+@dataclass
+class SnapshotRead:
+    """A lane snapshot's reads, to send alone (`lane_snapshot`) or with other statements (a run's opening)."""
+
+    reads: list  # for sql.read_together
+    names: list[str]
+    key: tuple | None  # the turn cache's key the reads assumed
+    cached: list  # the turns that key held
+
+
+def snapshot_read(ticket_id: int, key: tuple | None, *, with_turns: bool = True) -> SnapshotRead:
     statements = _statements(sql.vendor())
-    pk = ticket.pk
-    key = turn_cache.key_for(ticket) if with_turns else None
+    pk = ticket_id
     cached = turn_cache.get(key) if key else []
     known = cached[-1].number if cached else 0
     reads = [("version", [pk])] + ([("turns", [pk, known, pk])] if with_turns else []) + [
         ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
         ("state", [pk]), ("actions", [pk]), ("money", [pk]), ("questions", [pk])]
-    got = dict(zip((n for n, _ in reads), sql.read_together([(*statements[n], p) for n, p in reads])))
+    return SnapshotRead(reads=[(*statements[n], p) for n, p in reads], names=[n for n, _ in reads], key=key,
+                        cached=cached)
+
+
+def snapshot_read_by_id(ticket_id: int) -> SnapshotRead:
+    """The reads for a caller that has only the ticket's id so far (a run, claiming and loading it
+    in the same round trip); `snapshot_from` checks the cache key against the loaded ticket."""
+    return snapshot_read(ticket_id, None if sql.db().in_atomic_block else turn_cache.key_by_id(ticket_id))
+
+
+def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
+    read = snapshot_read(ticket.pk, turn_cache.key_for(ticket) if with_turns else None, with_turns=with_turns)
+    snap = snapshot_from(ticket, read, sql.read_together(read.reads))
+    return snap if snap is not None else lane_snapshot(ticket, with_turns=with_turns)
+
+
+def snapshot_from(ticket, read: SnapshotRead, sets: list) -> LaneSnapshot | None:
+    """The snapshot from what `read`'s reads returned; None if the turns they assumed were cached
+    are not this ticket's, or did not run on (then read again)."""
+    with_turns = "turns" in read.names
+    key = turn_cache.key_for(ticket) if with_turns else None
+    if read.key is not None and read.key != key:
+        return None  # the cache held another ticket under this id (another database)
+    cached = read.cached
+    tclass, pk = ticket.ticket_class, ticket.pk
+    got = dict(zip(read.names, sets))
     summary = got["summary"]
     snap = LaneSnapshot(
         ticket_id=pk,
@@ -113,10 +147,10 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         for name, value, turn, source, confirmed in got["state"]
     ]
     snap.actions = [
-        ActionData(tool=tool, target=target, turn=turn, idempotency_key=key, reversible=bool(reversible),
+        ActionData(tool=tool, target=target, turn=turn, idempotency_key=idem, reversible=bool(reversible),
                    amount_cents=amount, currency=currency,
                    summary=(format_amount(amount, currency) if amount else ""))
-        for tool, target, turn, key, reversible, amount, currency in got["actions"]
+        for tool, target, turn, idem, reversible, amount, currency in got["actions"]
     ]
     snap.money = [
         MoneyData(order=order, currency=currency, paid_cents=paid, refunded_cents=refunded)
@@ -134,7 +168,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         # Turns are numbered one after another, so those after the summary run on from it.
         if cached and any(t.number != covered + 1 + i for i, t in enumerate(snap.turns)):
             turn_cache.refuse()  # not what the cache promised: never trust it, read them all
-            return lane_snapshot(ticket, with_turns=with_turns)
+            return None
         if key:
             turn_cache.put(key, snap.turns)
     return snap

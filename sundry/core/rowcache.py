@@ -40,6 +40,13 @@ class AppendOnlyRows:
             return None
         return self.key(ticket)
 
+    def key_by_id(self, ticket_id: int) -> tuple | None:
+        """The key held for this ticket id in this database, if any, for a reader that has not
+        loaded the ticket yet; it must check the key against the ticket once loaded."""
+        name = sql.db().settings_dict["NAME"]
+        with self._lock:
+            return next((k for k in reversed(self._data) if k[0] == name and k[1] == ticket_id), None)
+
     def get(self, key) -> list:
         with self._lock:
             rows = self._data.get(key)

@@ -83,3 +83,28 @@ def test_reads_inside_a_transaction_neither_use_nor_fill_the_cache():
     with transaction.atomic():
         lane_snapshot(fresh(ticket.pk))
     assert turn_cache.get(turn_cache.key(fresh(ticket.pk))) == []
+
+
+def test_a_run_reads_its_first_lanes_with_the_claim_but_never_through_another_tickets_cache():
+    from datetime import timedelta
+
+    from sundry.agent import loop
+
+    customer = CustomerFactory()
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Reused id")
+    customer_message_post(ticket=ticket, text="Hello", wake=False)
+    ticket = fresh(ticket.pk)
+    turn_cache.clear()
+    # What this process cached for a ticket with the same id in the same database, created at
+    # another time (a deleted ticket's id reused): the run opening by id must not trust it.
+    other = (*turn_cache.key(ticket)[:2], ticket.created_at - timedelta(days=1))
+    turn_cache.put(other, [TurnData(number=1, author="customer", kind="message", text="someone else's")])
+    _, _, lanes = loop._open(ticket.pk)
+    assert lanes is None  # the first step reads its lanes afresh
+    loop._release(ticket.pk)
+    lanes_now = lane_snapshot(ticket)
+    assert [t.text for t in lanes_now.turns] == ["Hello"]
+    # With this ticket's own turns cached, the opening's lanes are what a fresh read gives.
+    assert turn_cache.key_by_id(ticket.pk) == turn_cache.key(ticket)
+    _, _, lanes = loop._open(ticket.pk)
+    assert lanes == lanes_now and lanes.turns == uncached(ticket.pk)
