@@ -4,8 +4,9 @@ An agent step reads and writes a couple of dozen rows. Through the ORM, most of
 its time went on compiling querysets and building model instances that were
 dropped at once; a database round trip costs a fraction of one compile. The
 statements here are built once per process from each model's table and column
-names (so a renamed field still renames the SQL), and `read_sets` sends a
-group of reads in one round trip where the database allows it.
+names (so a renamed field still renames the SQL). On PostgreSQL `run` sends a
+group in one round trip, `read_together` reads several sets of rows as one
+statement, and `defer` lets writes nobody reads back wait for the next group.
 
 Only hot paths use this; everything else stays on the ORM.
 """
@@ -255,13 +256,15 @@ _NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
 def run(statements: list[tuple[str, list]], *, durable: bool = True, commit: bool = False) -> list[list[tuple] | None]:
     """Run statements in order on the default database; each one's rows (None for a statement that returns none).
 
-    PostgreSQL takes them as one pipeline: sent together, answered together,
-    one round trip instead of one each. Its parameters are bound on the server,
-    so a statement this process sends often is parsed and planned once
-    (psycopg prepares it after `prepare_threshold` uses; set that option to None
-    behind a pooler that cannot keep prepared statements). Inside a transaction
-    the group is part of it; outside one, PostgreSQL runs the group as one.
-    Other databases run the statements one by one.
+    PostgreSQL takes them as one pipeline (`core.pgwire`): sent together,
+    answered together, one round trip instead of one each, with whatever the
+    transaction still has waiting (`core.postgresql`: BEGIN, savepoints,
+    deferred writes) in front. Parameters are bound on the server, so a
+    statement this process sends often is parsed and planned once (prepared
+    after the connection's `prepare_threshold` uses; None behind a pooler that
+    cannot keep prepared statements). Inside a transaction the group is part of
+    it; outside one, PostgreSQL runs the group as one. Other databases run the
+    statements one by one.
 
     `durable=False`, outside a transaction on PostgreSQL, commits the group
     without waiting for the disk: for writes a crash may lose harmlessly (a

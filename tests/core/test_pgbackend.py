@@ -209,3 +209,19 @@ def test_a_deferred_write_that_fails_fails_its_transaction_where_it_is_sent(tick
 def test_outside_a_transaction_a_deferred_write_runs_at_once(ticket):
     sql.defer([set_attention(ticket.pk, "now")])
     assert attention(ticket.pk) == "now"
+
+
+def test_the_wire_opens_a_transaction_itself_on_a_connection_not_in_autocommit(ticket):
+    """What psycopg would do for a cursor: a driver connection outside autocommit gets its BEGIN."""
+    from sundry.core.pgwire import wire
+
+    db = settings.DATABASES["default"]
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
+                         dbname=connection.settings_dict["NAME"], autocommit=False) as other:
+        assert wire(other).run([set_attention(ticket.pk, "in a transaction"),
+                                (f"SELECT attention FROM {sql.table(Ticket)} WHERE id = %s", [ticket.pk])]) == [
+            None, [("in a transaction",)]]
+        assert other.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert attention(ticket.pk) == ""  # not committed
+        other.rollback()
+    assert attention(ticket.pk) == ""
