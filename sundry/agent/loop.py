@@ -143,10 +143,18 @@ def claimed_elsewhere(ticket_id: int) -> bool:
 
 def _release(ticket_id: int, *, look_after: int | None = None) -> bool:
     """Let go of the ticket; with `look_after`, also say whether input came after that turn (same round trip)."""
+    results = sql.run(_release_statements(ticket_id, look_after), durable=False)  # a lost release only lets the claim lapse
+    return _released(results, look_after)
+
+
+def _release_statements(ticket_id: int, look_after: int | None) -> list[tuple[str, list]]:
     statements = [(_sql("release"), [ticket_id])]
     if look_after is not None:
         statements.append((_sql("inputs_after"), [ticket_id, look_after, *_INPUT]))
-    results = sql.run(statements, durable=False)  # a lost release only lets the claim lapse
+    return statements
+
+
+def _released(results, look_after: int | None) -> bool:
     return look_after is not None and _is_input(results[1])
 
 
@@ -214,13 +222,15 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
         opened = _open(ticket_id)
         if opened is None:
             return steps  # another run holds the ticket and will look for this input before it stops
-        taken, read_through = 0, None
+        taken, read_through, release = 0, None, Release(ticket_id)
         try:
-            taken, read_through = _run_claimed(*opened, gateway, max_steps - steps, unread=unread)
+            taken, read_through = _run_claimed(*opened, gateway, max_steps - steps, release, unread=unread)
         finally:
             # Input the last step never saw may sit before that step's own reply, so
             # `needs_response` would call it answered: the next pass goes by this instead.
-            unread = _release(ticket_id, look_after=read_through if taken else None)
+            # A final reply lets go of the claim in its own round trip (then `release.unread` is set).
+            unread = release.unread if release.unread is not None else _release(
+                ticket_id, look_after=read_through if taken else None)
         steps += taken
         if not unread:
             break
@@ -228,16 +238,19 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
 
 
 def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], lanes: LaneSnapshot | None, gateway: Gateway,
-                 budget: int, *, unread: bool = False) -> tuple[int, int]:
+                 budget: int, release: Release | None = None, *, unread: bool = False) -> tuple[int, int]:
     """Steps while the claim is held; returns (steps, last turn the final step could read).
-    `lanes`: what the first step reads, read with the claim."""
+    `lanes`: what the first step reads, read with the claim. `release`: a final reply may let go
+    of the claim with its commit (see `Release`)."""
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number
     steps = 0
     while True:
         read_through = ticket.last_turn_number
-        outcome = agent_step(ticket, gateway=gateway, number=number, snapshot=lanes)
+        if release is not None:
+            release.look_after = read_through
+        outcome = agent_step(ticket, gateway=gateway, number=number, snapshot=lanes, release=release)
         lanes = None  # later steps read the lanes their predecessor left
         steps, number = steps + 1, number + 1
         # A step that did not stop left a tool result, rejection or error for the model to read next.
@@ -264,8 +277,19 @@ class StepOutcome:
     renewed: tuple | None = None
 
 
+@dataclass
+class Release:
+    """A run's claim, which its final reply lets go of in the reply's own round trip, right after
+    the commit. `unread` is set the moment that happens (before any after-commit hook runs, so a
+    hook that fails cannot make the run let go twice, perhaps of a claim another run took since)."""
+
+    ticket_id: int
+    look_after: int | None = None  # the last turn the step could read
+    unread: bool | None = None  # once let go: whether input came after look_after
+
+
 def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
-               snapshot: LaneSnapshot | None = None) -> StepOutcome:
+               snapshot: LaneSnapshot | None = None, release: Release | None = None) -> StepOutcome:
     """One model call and what follows from it.
 
     The request is read and the model called outside any transaction (a model
@@ -319,8 +343,10 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
             outcome = StepOutcome(stop=False)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         # A step that goes on renews the claim with its record: one round trip for both.
+        # A run's final reply also lets go of the claim in that round trip, after the commit.
         step, outcome.renewed = _record_step(ticket, number, assembled, call, kind, first_turn,
-                                             resolution=outcome.resolution, renew=not outcome.stop, reply=reply)
+                                             resolution=outcome.resolution, renew=not outcome.stop, reply=reply,
+                                             release=release if reply is not None else None)
         if reply is not None:
             next_lanes = _after_reply(snapshot, reply.turn, ticket.version)
         if outcome.resolution:
@@ -343,12 +369,15 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False,
-                 renew: bool = False, reply: TurnAppend | None = None) -> tuple[AgentStep, tuple | None]:
+                 renew: bool = False, reply: TurnAppend | None = None,
+                 release: Release | None = None) -> tuple[AgentStep, tuple | None]:
     """Insert the step's record and commit; with `renew`, also renew the run's claim and read the ticket's
     (handler, status, last_turn_number, version) — None if the ticket is gone. Returns (step, that row).
 
     With `reply`, the reply turn's statements lead the same group, and the record
-    takes its last turn from the counter they moved."""
+    takes its last turn from the counter they moved. With `release`, the claim is
+    let go right after the commit where the group carries it (`release.unread`
+    says whether input came after its turn); elsewhere the run lets go itself."""
     # The step's turns were appended through this ticket object, which kept count.
     usage = call.response.usage if call else None
     step = AgentStep(
@@ -366,7 +395,14 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
     # commits, so the step's push need not read it back after the commit; and the
     # step's COMMIT goes in the same round trip.
     last = (_sql("renew"), [timezone.now(), ticket.pk]) if renew else version_statement(ticket.pk)
-    *led, inserted, read = sql.run([*ahead, record, last], commit=True)
+    group = [*ahead, record, last]
+    if release is None:
+        results, after = sql.run(group, commit=True), None
+    else:
+        results, after = sql.run_commit_then(group, _release_statements(release.ticket_id, release.look_after))
+        if after is not None:
+            release.unread = _released(after, release.look_after)
+    *led, inserted, read = results
     if reply:
         reply.done(led)
         step.last_turn = ticket.last_turn_number

@@ -283,7 +283,7 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True, commit: boo
     if conn.vendor == "postgresql":
         if not durable and not conn.in_atomic_block:
             return _pipeline(conn, [(_NO_FSYNC_WAIT, []), *statements])[1:]
-        if commit and getattr(conn, "commit_with_group", None) and conn.commit_with_group():
+        if commit and _commits_here(conn):
             results = _pipeline(conn, [*statements, ("COMMIT", None)])[:-1]
             conn.committed_early = True
             return results
@@ -294,6 +294,23 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True, commit: boo
             cursor.execute(sql, params)
             out.append(cursor.fetchall() if _has_rows(cursor) else None)
     return out
+
+
+def _commits_here(conn) -> bool:
+    return bool(getattr(conn, "commit_with_group", None)) and conn.commit_with_group()
+
+
+def run_commit_then(statements: list[tuple[str, list]], then: list[tuple[str, list]]) -> tuple[list, list | None]:
+    """`run(statements, commit=True)`, and where that group carries the COMMIT, `then` after it in the
+    same round trip, as a group of its own that does not wait for the disk (as `durable=False`).
+    Returns (the statements' results, then's results or None if then was not sent)."""
+    conn = db()
+    if conn.vendor != "postgresql" or not _commits_here(conn):
+        return run(statements, commit=True), None
+    # After the COMMIT, what follows up to the pipeline's end is one implicit transaction of its own.
+    results = _pipeline(conn, [*statements, ("COMMIT", None), (_NO_FSYNC_WAIT, []), *then])
+    conn.committed_early = True
+    return results[:len(statements)], results[len(statements) + 2:]
 
 
 def defer(statements: list[tuple[str, list]]) -> None:

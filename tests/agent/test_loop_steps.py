@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 from django.test.utils import CaptureQueriesContext
 
 from sundry.agent import loop
@@ -228,7 +229,7 @@ def test_a_run_opens_with_one_round_trip_and_loads_what_select_related_would(tic
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="round trips are counted on PostgreSQL's wire")
-def test_a_lookup_and_a_reply_take_nine_round_trips(ticket):
+def test_a_lookup_and_a_reply_take_eight_round_trips(ticket):
     from tests.pgtrace import wire
 
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
@@ -238,7 +239,32 @@ def test_a_lookup_and_a_reply_take_nine_round_trips(ticket):
         assert agent_run(ticket.pk, gateway=Gateway(override=model)) == 2
     # open, with the first step's lanes; BEGIN + the call's turn; SAVEPOINT + the lookup; RELEASE + the result's turn;
     # the ID touch + the ledger read; the ledger and money writes + the record + the claim + COMMIT;
-    # lanes; BEGIN + the reply + its record + COMMIT; release. (Far under the trigger: no check reads.)
-    # With BEGIN, SAVEPOINT, RELEASE and COMMIT each on its own and the lanes read apart from the claim: 19.
-    assert sent.round_trips == 9, sent.statements()
+    # lanes; BEGIN + the reply + its record + COMMIT + the release. (Far under the trigger: no check reads.)
+    # With BEGIN, SAVEPOINT, RELEASE and COMMIT each on its own, the lanes read apart from the claim
+    # and the release apart from the reply: 19.
+    assert sent.round_trips == 8, sent.statements()
     assert [s for s in sent.statements() if s in ("BEGIN", "COMMIT")] == ["BEGIN", "COMMIT"] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_final_reply_lets_go_of_the_claim_once_even_if_an_after_commit_hook_fails(ticket, monkeypatch):
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+    released_again = []
+    real_release = loop._release
+    monkeypatch.setattr(loop, "_release", lambda *a, **k: released_again.append(a) or real_release(*a, **k))
+
+    def another_run_claims_then_the_hook_fails(resolved):
+        # On PostgreSQL let go of with the reply's commit: another run may hold the ticket by now.
+        if connection.vendor == "postgresql":
+            assert Ticket.objects.get(pk=ticket.pk).agent_claimed_at is None
+        Ticket.objects.filter(pk=ticket.pk).update(agent_claimed_at=timezone.now())
+        raise RuntimeError("a listener failed")
+
+    monkeypatch.setattr(loop, "resolution_listeners", [another_run_claims_then_the_hook_fails])
+    model = ScriptedModel([get_order(), ModelResponse(text="On its way.")])
+    with pytest.raises(RuntimeError):
+        agent_run(ticket.pk, gateway=Gateway(override=model))
+    if connection.vendor == "postgresql":  # the reply's group carried the commit and the release
+        assert released_again == []
+        assert Ticket.objects.get(pk=ticket.pk).agent_claimed_at is not None  # the other run's claim stands
+    assert Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT).count() == 1
