@@ -326,11 +326,6 @@ def defer(statements: list[tuple[str, list]]) -> None:
         run(statements)
 
 
-def read_sets(statements: list[tuple[str, list]]) -> list[list[tuple]]:
-    """`run` for reads: every statement returns rows."""
-    return run(statements)
-
-
 def _pipeline(conn, statements: list[tuple[str, list]]) -> list[list[tuple] | None]:
     if not conn.execute_wrappers and not conn.queries_logged:
         return _send(conn, statements)
