@@ -58,15 +58,17 @@ class Wire:
         threshold = conn.prepare_threshold
         sent = []  # per statement: (prepare key, name) if this trip prepares it, else None
         self.preparing.clear()
+        synced = False
         pg.enter_pipeline_mode()
         try:
             for sql, params in statements:
                 sent.append(self._send(sql, params, threshold))
             pg.pipeline_sync()
+            synced = True
             self._flush()
             results, error = self._collect(sent)
         except BaseException:
-            self._abandon()
+            self._abandon(synced)
             raise
         pg.exit_pipeline_mode()
         if error is not None:
@@ -166,11 +168,16 @@ class Wire:
             return errors.error_from_result(res, encoding=self.conn.info.encoding)
         return errors.InterfaceError(f"unexpected result from the server: {ExecStatus(res.status).name}")
 
-    def _abandon(self) -> None:
-        """After a failure mid-group (a lost connection, say): leave pipeline mode if libpq still can."""
+    def _abandon(self, synced: bool) -> None:
+        """After a failure mid-group (a value that cannot be sent, a lost connection): finish the
+        pipeline — the server answers nothing until it sees its sync — and leave pipeline mode."""
+        pg = self.pgconn
         try:
-            while (res := self._result()) is not None and res.status != _SYNC:
+            if not synced:
+                pg.pipeline_sync()
+                self._flush()
+            while (res := self._result()) is None or res.status != _SYNC:
                 pass
-            self.pgconn.exit_pipeline_mode()
+            pg.exit_pipeline_mode()
         except Exception:
             pass

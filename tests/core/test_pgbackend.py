@@ -225,3 +225,13 @@ def test_the_wire_opens_a_transaction_itself_on_a_connection_not_in_autocommit(t
         assert attention(ticket.pk) == ""  # not committed
         other.rollback()
     assert attention(ticket.pk) == ""
+
+
+def test_a_value_that_cannot_be_sent_fails_its_group_and_leaves_the_connection_usable(ticket):
+    class Opaque:
+        pass
+
+    with pytest.raises(Exception, match="(?i)adapt"), transaction.atomic():
+        sql.run([set_attention(ticket.pk, "sent first"), (f"SELECT %s", [Opaque()])])
+    assert attention(ticket.pk) == ""  # the group's first statement went nowhere
+    assert sql.run([(f"SELECT attention FROM {sql.table(Ticket)} WHERE id = %s", [ticket.pk])]) == [[("",)]]
