@@ -233,21 +233,9 @@ def one_of(values) -> tuple[str, list]:
 
 
 try:
-    from psycopg.pq import ExecStatus
-
     from sundry.core.pgwire import wire
-
-    _TUPLES_OK = ExecStatus.TUPLES_OK
 except ImportError:  # no psycopg: SQLite only
-    _TUPLES_OK = wire = None
-
-
-def _has_rows(cursor) -> bool:
-    # psycopg builds a Column per column for `description`: read the result's status instead.
-    result = getattr(cursor, "pgresult", None)
-    if result is not None:
-        return result.status == _TUPLES_OK
-    return cursor.description is not None
+    wire = None
 
 
 _NO_FSYNC_WAIT = "SELECT set_config('synchronous_commit', 'off', true)"
@@ -284,20 +272,27 @@ def run(statements: list[tuple[str, list]], *, durable: bool = True, commit: boo
         if not durable and not conn.in_atomic_block:
             return _pipeline(conn, [(_NO_FSYNC_WAIT, []), *statements])[1:]
         if commit and _commits_here(conn):
-            results = _pipeline(conn, [*statements, ("COMMIT", None)])[:-1]
-            conn.committed_early = True
-            return results
+            return _run_committing(conn, statements, [])[0]
         return _pipeline(conn, statements)
     out = []
     with conn.cursor() as cursor:
         for sql, params in statements:
             cursor.execute(sql, params)
-            out.append(cursor.fetchall() if _has_rows(cursor) else None)
+            out.append(cursor.fetchall() if cursor.description is not None else None)
     return out
 
 
 def _commits_here(conn) -> bool:
     return bool(getattr(conn, "commit_with_group", None)) and conn.commit_with_group()
+
+
+def _run_committing(conn, statements, then) -> tuple[list, list]:
+    """The group, its transaction's COMMIT, then `then` as an implicit transaction of its own
+    that does not wait for the disk — all in one round trip."""
+    after = [(_NO_FSYNC_WAIT, []), *then] if then else []
+    results = _pipeline(conn, [*statements, ("COMMIT", None), *after])
+    conn.committed_early = True
+    return results[:len(statements)], results[len(statements) + 2:]
 
 
 def run_commit_then(statements: list[tuple[str, list]], then: list[tuple[str, list]]) -> tuple[list, list | None]:
@@ -307,10 +302,7 @@ def run_commit_then(statements: list[tuple[str, list]], then: list[tuple[str, li
     conn = db()
     if conn.vendor != "postgresql" or not _commits_here(conn):
         return run(statements, commit=True), None
-    # After the COMMIT, what follows up to the pipeline's end is one implicit transaction of its own.
-    results = _pipeline(conn, [*statements, ("COMMIT", None), (_NO_FSYNC_WAIT, []), *then])
-    conn.committed_early = True
-    return results[:len(statements)], results[len(statements) + 2:]
+    return _run_committing(conn, statements, then)
 
 
 def defer(statements: list[tuple[str, list]]) -> None:

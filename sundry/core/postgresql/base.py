@@ -24,6 +24,8 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.backends.postgresql import base
 from django.db.transaction import TransactionManagementError
 
+from sundry.core.pgwire import wire
+
 # A pending entry is (sql, params): params None for transaction control, which is
 # never prepared (PostgreSQL cannot prepare it).
 Pending = tuple[str, "list | None"]
@@ -125,8 +127,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
         pending = self.take_pending() + ([then] if then else [])
         if not pending:
             return
-        from sundry.core.pgwire import wire
-
         with self.wrap_database_errors:
             wire(self.connection).run(pending)
         if self.queries_logged:
