@@ -105,13 +105,50 @@ class OfflineSummariser:
         used = sorted(set(tools))
         narrative = (f"Turns {span}: the customer wrote {customer_msgs} message(s); the agent made {len(tools)} "
                      f"tool call(s) ({', '.join(used) or 'none'}) and replied {len(decisions)} time(s).")
-        if sec["previous"]:
-            earlier = " ".join(sec["previous"][:1])
-            narrative = f"Earlier: {short(earlier)} " + narrative
+        # Fold the previous summary in, as the request asks: its lists carry forward
+        # (oldest dropped first past the caps), and its narrative is kept without
+        # its own "Earlier: …" prefix so chained compactions do not nest prefixes.
+        before = _previous_fields(sec["previous"])
+        if before["narrative"]:
+            narrative = f"Earlier: {short(_own_span(before['narrative']))} " + narrative
+        replied = bool(decisions)
+        carried = [c for c in before["constraints_not_pinned"] if c.lower() not in pinned]
         return {
-            "decisions": decisions[-MAX_ITEMS:],
-            "actions_taken": actions[-MAX_ITEMS * 2:],
-            "constraints_not_pinned": constraints[:MAX_ITEMS],
-            "open_questions": questions,
+            "decisions": [*before["decisions"], *decisions][-MAX_ITEMS:],
+            "actions_taken": [*before["actions_taken"], *actions][-MAX_ITEMS * 2:],
+            "constraints_not_pinned": list(dict.fromkeys([*carried, *constraints]))[:MAX_ITEMS],
+            # A reply in the new turns is taken to answer what was still open before.
+            "open_questions": ([] if replied else before["open_questions"]) + questions,
             "narrative": narrative,
         }
+
+
+_HEADS = {"Decisions made:": "decisions", "Actions taken": "actions_taken",
+          "Customer constraints not yet pinned:": "constraints_not_pinned", "Open questions:": "open_questions"}
+_SPAN_START = re.compile(r"Turns \d+–\d+: ")
+
+
+def _previous_fields(lines: list[str]) -> dict:
+    """The previous summary's fields, read back from its rendered text (`summariser.render_fields`).
+
+    A summary in another shape (a fallback trim) yields only its first line as the narrative.
+    """
+    out: dict = {"narrative": "", **{k: [] for k in _HEADS.values()}}
+    current = None
+    for line in lines:
+        head = next((k for h, k in _HEADS.items() if line.startswith(h)), None)
+        if head:
+            current = head
+        elif current and line.startswith("- "):
+            item = line[2:].strip()
+            if item and item != "none":
+                out[current].append(item)
+        elif not out["narrative"] and current is None:
+            out["narrative"] = line.strip()
+    return out
+
+
+def _own_span(narrative: str) -> str:
+    """A narrative without the "Earlier: …" it carried from the summary before it."""
+    starts = list(_SPAN_START.finditer(narrative))
+    return narrative[starts[-1].start():] if starts else narrative

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -104,6 +105,65 @@ def test_offline_summariser_reads_only_its_request_and_validates():
     # Its answer depends on the request alone: a ledger without the order leaves the order unnamed.
     bare = sm.build_request(model="offline", turns=TURNS, ledger=[], rules=[], previous=None)
     assert "[damaged_order]" not in OfflineSummariser().complete(bare).text
+
+
+def _later_turns(start: int, count: int, *, reply: bool) -> list[TurnData]:
+    turns = []
+    for i in range(count):
+        n = start + i
+        if reply and i % 2:
+            turns.append(TurnData(n, "agent", "message", f"Noted, step {n} is done for SU-40118. " * 3))
+        else:
+            turns.append(TurnData(n, "customer", "message", f"Still here at {n}, about SU-40118. " * 3))
+    return turns
+
+
+def test_offline_summariser_folds_the_previous_summary_without_nesting():
+    from sundry.context.lanes import SummaryData
+
+    first = json.loads(OfflineSummariser().complete(
+        sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None)).text)
+    previous = SummaryData(5, sm.render_fields(sm.SummaryFields(**first)))
+    summaries = [first]
+    upto = 5
+    for round_ in range(6):
+        turns = _later_turns(upto + 1, 6, reply=round_ % 2 == 1)
+        fields = json.loads(OfflineSummariser().complete(
+            sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous)).text)
+        upto = turns[-1].number
+        context = ctx(covers_through_turn=upto,
+                      replaced_tokens=sm.replaced_tokens(turns, previous, "offline"))
+        verdict = sm.validate(json.dumps(fields), context)
+        assert verdict.ok, verdict.details
+        # One "Earlier:" however long the chain, naming the span just before.
+        assert fields["narrative"].count("Earlier:") == 1
+        span_before = re.findall(r"Turns (\d+–\d+):", summaries[-1]["narrative"])[-1]
+        assert fields["narrative"].startswith(f"Earlier: Turns {span_before}:")
+        summaries.append(fields)
+        previous = SummaryData(upto, sm.render_fields(sm.SummaryFields(**fields)))
+    last = summaries[-1]
+    # What the first span established is still in the sixth summary after it.
+    assert "issue_refund on [damaged_order]" in " ".join(last["actions_taken"])
+    assert any("replacement" in c for c in last["constraints_not_pinned"])
+    assert len(last["decisions"]) <= 6
+
+
+def test_offline_summariser_keeps_an_open_question_until_someone_replies():
+    from sundry.context.lanes import SummaryData
+
+    first = json.loads(OfflineSummariser().complete(
+        sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None)).text)
+    assert first["open_questions"]
+    previous = SummaryData(5, sm.render_fields(sm.SummaryFields(**first)))
+
+    def after(turns):
+        return json.loads(OfflineSummariser().complete(
+            sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous)).text)
+
+    silent = after([TurnData(6, "customer", "message", "Hello again about the table. " * 4)])
+    assert silent["open_questions"] == first["open_questions"]
+    answered = after([TurnData(6, "agent", "message", "The second parcel arrives Friday. " * 4)])
+    assert answered["open_questions"] == []
 
 
 @pytest.mark.django_db
