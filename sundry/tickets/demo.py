@@ -30,14 +30,15 @@ def ensure_classes() -> dict[str, TicketClass]:
         slug="standard",
         defaults=dict(name="Standard", token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8,
                       description="Everyday orders: tracking, refunds, returns, cancellations.",
-                      approval_rules={"issue_refund": {"above_cents": 50000}}),
+                      approval_rules={"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}}),
     )
     extended, _ = TicketClass.objects.get_or_create(
         slug="extended",
         defaults=dict(name="Extended", token_budget=32000, trigger_fraction=0.8, recent_turns_kept=16,
                       ledger_cap=48, pinned_rules_cap=1500,
                       description="Complex or escalated cases with long histories.",
-                      approval_rules={"issue_refund": {"above_cents": 20000}, "cancel_order": {}}),
+                      approval_rules={"issue_refund": {"above": {"USD": 20000, "EUR": 20000, "GBP": 16000, "INR": 1600000}},
+                                      "cancel_order": {}}),
     )
     return {"standard": standard, "extended": extended}
 

@@ -39,7 +39,9 @@ class TicketClass(models.Model):
     )
     approval_rules = models.JSONField(
         default=dict, blank=True,
-        help_text='Tools needing staff approval: {"issue_refund": {"above_cents": 10000}, "cancel_order": {}}',
+        help_text='Tools needing staff approval: {"cancel_order": {}} always; {"issue_refund": {"above_cents": 10000}} '
+                  'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
+                  'per currency (above_cents, if given, covers the currencies not listed; others are always held)',
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

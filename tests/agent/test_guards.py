@@ -314,6 +314,32 @@ def test_approval_rules_always_and_above_threshold():
     assert refund(amount=10001, approval_rules=rules, approved=True).decision == "allow"
 
 
+def test_approval_thresholds_per_currency():
+    # 200.00 is a lot in USD and little in INR: each currency has its own threshold.
+    rules = {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}
+    assert refund(amount=20000, approval_rules=rules).decision == "allow"  # 200.00 INR
+    assert refund(amount=300000, approval_rules=rules).decision == "allow"  # 3,000.00 INR
+    v = run(REFUND, {"order_number": "SU-20481", "amount_cents": 300000, "currency": "INR"},
+            approval_rules={"issue_refund": {"above": {"INR": 200000}}})
+    assert (v.decision, v.guard) == ("hold", "approval") and "2,000.00 INR" in v.reason
+    money = [MoneyData(order="SU-20481", currency="USD", paid_cents=90000, refunded_cents=0)]
+    call = {"order_number": "SU-20481", "amount_cents": 30000, "currency": "USD"}
+    v = run(REFUND, call, approval_rules=rules, money=money)
+    assert (v.decision, v.guard, v.details["currency"]) == ("hold", "approval", "USD") and "200.00 USD" in v.reason
+    assert run(REFUND, {**call, "amount_cents": 15000}, approval_rules=rules, money=money).decision == "allow"
+
+
+def test_a_currency_without_a_threshold_is_held_unless_above_cents_covers_it():
+    money = [MoneyData(order="SU-20481", currency="GBP", paid_cents=90000, refunded_cents=0)]
+    call = {"order_number": "SU-20481", "amount_cents": 100, "currency": "GBP"}
+    v = run(REFUND, call, approval_rules={"issue_refund": {"above": {"USD": 20000}}}, money=money)
+    assert (v.decision, v.guard) == ("hold", "approval") and "no threshold set" in v.reason and "GBP" in v.reason
+    fallback = {"issue_refund": {"above": {"USD": 20000}, "above_cents": 5000}}
+    assert run(REFUND, call, approval_rules=fallback, money=money).decision == "allow"
+    v = run(REFUND, {**call, "amount_cents": 5001}, approval_rules=fallback, money=money)
+    assert (v.decision, v.guard) == ("hold", "approval") and "50.00 GBP" in v.reason
+
+
 def test_approval_never_lifts_the_refund_limit():
     v = refund(amount=999999, approval_rules={"issue_refund": {}}, approved=True)
     assert (v.decision, v.guard) == ("reject", "refund_limit")

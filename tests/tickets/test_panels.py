@@ -181,11 +181,18 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
     for bad in ({"working_model": "gpt-4"}, {"summariser_model": "acme:thing"},
                 {"approval_rules": '{"issue_refund": {"above_cents": -1}}'},
                 {"approval_rules": '{"launch_rockets": {}}'}, {"approval_rules": '["issue_refund"]'},
-                {"approval_rules": '{"issue_refund": {"over": 5}}'}):
+                {"approval_rules": '{"issue_refund": {"over": 5}}'},
+                {"approval_rules": '{"issue_refund": {"above": {"usd": 100}}}'},
+                {"approval_rules": '{"issue_refund": {"above": {"USD": 1.5}}}'},
+                {"approval_rules": '{"issue_refund": {"above": {}}}'}):
         response = admin.post(url, {**form, **bad})
         assert response.status_code == 200, bad  # the form comes back with its errors
     tclass.refresh_from_db()
     assert (tclass.working_model, tclass.approval_rules) == ("openai:gpt-4.1-mini", {"issue_refund": {"above_cents": 10000}})
+    per_currency = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 10000}}'
+    assert admin.post(url, {**form, "approval_rules": per_currency}).status_code == 302
+    tclass.refresh_from_db()
+    assert tclass.approval_rules["issue_refund"]["above"] == {"USD": 20000, "INR": 1500000}
 
 
 def test_budget_chart_places_the_trigger_line_and_compaction_marks():
