@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
 from sundry.context.idformats import find_ids
-from sundry.context.lanes import eviction_key, next_role
+from sundry.context import harvest
 from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
@@ -37,10 +37,6 @@ ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 # --- ID ledger -------------------------------------------------------------------
 
 
-def _default_role(ticket_id: int, base: str) -> str:
-    return next_role(base, set(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("role", flat=True)))
-
-
 def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: int) -> LedgerEntry:
     entry, _ = LedgerEntry.objects.get_or_create(
         ticket=ticket,
@@ -49,22 +45,6 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
                       used_in_call=True),
     )
     return entry
-
-
-@dataclass
-class _LedgerRow:
-    """A ledger row as the harvest works on it (`eviction_key` reads `used_in_call`)."""
-
-    id: int | None  # None until inserted
-    value: str
-    role: str
-    kind: str
-    status: str
-    verified: bool
-    used_in_call: bool
-    first_seen_turn: int
-    last_used_turn: int
-    order: int  # insertion order: the id, or after every existing id for a new row
 
 
 _LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn")
@@ -95,71 +75,36 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
-    owners = id_owners(result)
     t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
     Status = LedgerEntry.Status
     with transaction.atomic(savepoint=False):
         touch = [_touch_statement(ticket.pk, used, turn)] if used else []
         *_, read = sql.run([*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
-        rows = [_LedgerRow(*r, order=r[0]) for r in read]
-        entries = {r.value: r for r in rows}
-        taken = {r.role for r in rows}
-        active_roles = {r.role for r in rows if r.status == Status.ACTIVE}
-        after = max((r.id for r in rows), default=0)
-
-        def role_for(base: str) -> str:
-            role = next_role(base, taken)
-            taken.add(role)
-            return role
-
-        new, seen_again, restored, renamed, touched = [], [], [], [], []
-        for value, kind in found:
-            entry = entries.get(value)
-            if entry is None:
-                after += 1
-                entry = entries[value] = _LedgerRow(None, value, role_for(kind), kind, Status.ACTIVE, True, False,
-                                                    turn, turn, order=after)
-                new.append(entry)
-            else:
-                role, status = entry.role, entry.status
-                if not entry.verified and entry.role.endswith("_mentioned"):
-                    entry.role = role_for(kind)  # verified now: it earns its kind's default role
-                if entry.status == Status.ARCHIVED:
-                    # Back in use: restore under its old role if still free.
-                    entry.status = Status.ACTIVE
-                    if entry.role in active_roles:
-                        entry.role = role_for(kind)
-                entry.verified = True
-                entry.last_used_turn = max(entry.last_used_turn, turn)
-                (renamed if entry.role != role else restored if entry.status != status else seen_again).append(entry)
-            active_roles.add(entry.role)
-            touched.append(entry.role)
-
-        active = [r for r in entries.values() if r.status == Status.ACTIVE]
-        excess = len(active) - (cap or ticket.ticket_class.ledger_cap)
-        victims = sorted(active, key=lambda r: (eviction_key(r), r.order))[:max(0, excess)]
-        for victim in victims:
-            victim.status = Status.ARCHIVED  # a new row that leaves at once is inserted archived
+        rows = _rows_from(read)
+        owners = id_owners(result)
+        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
+                                    notes={v: f"of {o}" for v, o in owners.items()})
 
         # One statement per kind of change, in the order the role rule above assumes.
+        status = {True: Status.ACTIVE, False: Status.ARCHIVED}
         writes = []
-        if new:
+        if plan.new:
             params = []
-            for r in new:
-                params += [ticket.pk, r.value, r.role, r.kind, r.status, True, False, turn, turn, tool_name,
-                           f"of {owners[r.value]}" if r.value in owners else "", 2 if r.status == Status.ARCHIVED else 1]
-            writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(new), returning=()), params))
-        for group, sets in ((seen_again, ""), (restored, f"{c('status')} = %s, ")):
+            for r in plan.new:  # a new row that leaves at once is inserted archived
+                params += [ticket.pk, r.value, r.role, r.kind, status[r.active], True, False, turn, turn, tool_name,
+                           r.note, 1 if r.active else 2]
+            writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(plan.new), returning=()), params))
+        for group, sets in ((plan.seen_again, ""), (plan.restored, f"{c('status')} = %s, ")):
             if group:
                 match, ids = sql.one_of(r.id for r in group)
                 writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
                                f" {c('version')} = {c('version')} + 1 WHERE {c('id')} {match}",
                                ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
-        for r in renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
+        for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
             writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
                            f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
                            [r.role, Status.ACTIVE, True, turn, turn, r.id]))
-        archived = [r.id for r in victims if r.id is not None]
+        archived = [r.id for r in plan.evicted if r.id is not None]
         if archived:
             match, ids = sql.one_of(archived)
             writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
@@ -167,23 +112,21 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         # With the version bump, sent with the transaction's next statement (or its commit).
         sql.defer([*writes, bump_statement(ticket.pk)])
     ticket_changed(ticket.pk)
-    return touched
+    return plan.roles
 
 
 def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntry]:
     """IDs a customer typed enter the ledger UNVERIFIED until a lookup returns them."""
-    created = []
-    for kind, value in find_ids(text):
-        if LedgerEntry.objects.filter(ticket=ticket, value=value).exists():
-            continue
-        created.append(
-            LedgerEntry.objects.create(
-                ticket=ticket, value=value, kind=kind, role=_default_role(ticket.pk, f"{kind}_mentioned"),
-                verified=False, first_seen_turn=turn, last_used_turn=turn, source="customer",
-            )
-        )
-    if created:
-        ledger_evict(ticket=ticket, cap=ticket.ticket_class.ledger_cap)
+    found = [(value, kind) for kind, value in find_ids(text)]
+    if not found:
+        return []
+    Status = LedgerEntry.Status
+    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
+    created = [LedgerEntry.objects.create(ticket=ticket, value=r.value, kind=r.kind, role=r.role, verified=False,
+                                          first_seen_turn=turn, last_used_turn=turn, source="customer",
+                                          status=Status.ACTIVE if r.active else Status.ARCHIVED)
+               for r in plan.new]
+    _archive([r.id for r in plan.evicted if r.id is not None])
     return created
 
 
@@ -200,27 +143,28 @@ def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
             f" WHERE {c('ticket')} = %s AND {c('value')} {match}", [turn, turn, True, ticket_id, *values])
 
 
-def ledger_evict(*, ticket, cap: int, active: list | None = None) -> list[str]:
-    """Archive active entries past the cap in `eviction_key` order. Never deletes.
-
-    A caller that already holds every active entry passes them (`active`) and
-    saves the reads.
-    """
-    if active is None:
-        rows = LedgerEntry.objects.filter(ticket=ticket, status=LedgerEntry.Status.ACTIVE)
-        if rows.count() <= cap:
-            return []
-        active = list(rows)
-    excess = len(active) - cap
-    if excess <= 0:
-        return []
-    victims = sorted(active, key=lambda e: (eviction_key(e), e.pk))[:excess]
-    LedgerEntry.objects.filter(pk__in=[v.pk for v in victims]).update(
-        status=LedgerEntry.Status.ARCHIVED, version=F("version") + 1
-    )
-    for v in victims:
-        v.status, v.version = LedgerEntry.Status.ARCHIVED, v.version + 1
+def ledger_evict(*, ticket, cap: int) -> list[str]:
+    """Archive active entries past the cap in `eviction_key` order. Never deletes. Returns their values."""
+    victims = harvest.evict(_ledger_rows(ticket), cap)
+    _archive([v.id for v in victims])
     return [v.value for v in victims]
+
+
+def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
+    """Every ledger entry of the ticket (any status), as the pure plans take them."""
+    return _rows_from(LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW))
+
+
+def _rows_from(read) -> dict[str, harvest.LedgerRow]:
+    active = LedgerEntry.Status.ACTIVE
+    return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
+                                     used=used_in_call, order=pk, id=pk)
+            for pk, value, role, kind, status, verified, used_in_call, first, last in read}
+
+
+def _archive(ids: list[int]) -> None:
+    if ids:
+        LedgerEntry.objects.filter(pk__in=ids).update(status=LedgerEntry.Status.ARCHIVED, version=F("version") + 1)
 
 
 class LaneConflict(Exception):

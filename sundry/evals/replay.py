@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from sundry.context import harvest
+from sundry.context.harvest import LedgerRow
 from sundry.context.lanes import (
-    eviction_key,
-    next_role,
     ActionData,
     LaneSnapshot,
     LedgerData,
@@ -54,7 +54,7 @@ class LaneReplay:
     customer_id: str = ""
     ledger_cap: int = 24
     keep_recent: int = 8
-    ledger: dict[str, LedgerData] = field(default_factory=dict)
+    rows: dict[str, LedgerRow] = field(default_factory=dict)  # the ledger, by value, archived entries too
     rules: dict[str, RuleData] = field(default_factory=dict)
     actions: list[ActionData] = field(default_factory=list)
     money: dict[str, MoneyData] = field(default_factory=dict)
@@ -66,39 +66,15 @@ class LaneReplay:
 
     def __post_init__(self):
         if self.customer_id:  # ticket_create records the desk's customer as verified and in use, at turn 0
-            self.ledger[self.customer_id] = LedgerData("customer", self.customer_id, "customer", True, 0, 0, used=True)
+            self.rows[self.customer_id] = LedgerRow(self.customer_id, "customer", "customer", True, 0, 0, used=True)
 
-    # --- ledger ----------------------------------------------------------------------
+    # --- ledger: the same plans the live services apply (`context.harvest`) ----------------
 
-    def _role(self, base: str) -> str:
-        return next_role(base, {e.role for e in self.ledger.values()})
-
-    def _record(self, kind: str, value: str, turn: int, verified: bool, note: str = "") -> None:
-        e = self.ledger.get(value)
-        if e is None:
-            role = self._role(kind if verified else f"{kind}_mentioned")
-            self.ledger[value] = LedgerData(role, value, kind, verified, turn, turn, note=note)
-            return
-        if not verified:
-            return  # typed again: nothing new
-        if not e.verified and e.role.endswith("_mentioned"):
-            e = replace(e, role=self._role(kind))  # verified now: it earns its kind's default role
-        if e.archived and any(o.role == e.role and not o.archived for o in self.ledger.values() if o is not e):
-            e = replace(e, role=self._role(kind))
-        self.ledger[value] = replace(e, verified=True, archived=False, last_used_turn=max(e.last_used_turn, turn))
-
-    def _touch(self, values: list[str], turn: int) -> None:
-        for v in values:
-            if v in self.ledger:
-                e = self.ledger[v]
-                self.ledger[v] = replace(e, last_used_turn=max(e.last_used_turn, turn), used=True)
-
-    def _evict(self) -> None:
-        active = [e for e in self.ledger.values() if not e.archived]
-        excess = len(active) - self.ledger_cap
-        if excess > 0:
-            for e in sorted(active, key=eviction_key)[:excess]:
-                self.ledger[e.value] = replace(e, archived=True)
+    @property
+    def ledger(self) -> dict[str, LedgerData]:
+        """Every entry, archived ones too, as the lanes carry them."""
+        return {r.value: LedgerData(r.role, r.value, r.kind, r.verified, r.first_seen_turn, r.last_used_turn,
+                                    note=r.note, archived=not r.active, used=r.used) for r in self.rows.values()}
 
     # --- rules -------------------------------------------------------------------------
 
@@ -115,9 +91,8 @@ class LaneReplay:
         p = t.payload or {}
         if t.author in ("customer", "staff") and t.kind in ("message", "note"):
             if t.author == "customer":
-                for kind, value in self.domain.typed_ids(t.text):
-                    self._record(kind, value, t.number, verified=False)
-                self._evict()
+                typed = [(value, kind) for kind, value in self.domain.typed_ids(t.text)]
+                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_cap)
             for sentence in candidate_rules(t.text):
                 self.stated.append(StatedConstraint(sentence, t.number, t.author))
                 self.pin(sentence, t.number, t.author)
@@ -135,10 +110,10 @@ class LaneReplay:
     def _result(self, call: dict, t: TurnData) -> None:
         name, args = call["name"], call["arguments"]
         owners = self.domain.owners(name, t)
-        for kind, value in self.domain.harvest(name, t):
-            self._record(kind, value, t.number, verified=True, note=f"of {owners[value]}" if value in owners else "")
-        self._touch([v for _, _, v in self.domain.id_args(name, args)], t.number)
-        self._evict()
+        harvest.touch(self.rows, [v for _, _, v in self.domain.id_args(name, args)], t.number)
+        found = list(dict.fromkeys((value, kind) for kind, value in self.domain.harvest(name, t)))
+        harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_cap,
+                             notes={v: f"of {o}" for v, o in owners.items()})
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m
         if self.domain.side_effect(name):
@@ -157,8 +132,8 @@ class LaneReplay:
         data = (t.payload or {}).get("result") or {}
         if name == "pin_constraint" and args.get("text"):
             self.pin(str(args["text"]), t.number, "model")
-        elif name == "label_entity" and args.get("value") in self.ledger and args.get("role"):
-            self.ledger[args["value"]] = replace(self.ledger[args["value"]], role=str(args["role"]))
+        elif name == "label_entity" and args.get("value") in self.rows and args.get("role"):
+            self.rows[args["value"]].role = str(args["role"])
         elif name == "record_fact" and isinstance(data, dict) and data.get("name"):
             self.state[data["name"]] = StateFieldData(data["name"], str(data.get("value", "")), t.number,
                                                       str(data.get("source", "model")), False)

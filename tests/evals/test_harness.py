@@ -72,9 +72,10 @@ def test_completed_side_effects_stay_in_state_and_nothing_is_orphaned(retail_res
 
 def test_without_the_ledger_sundry_would_lose_ids_too(retail, monkeypatch):
     # The check is real: strip the ledger from the lanes and the same ticket fails.
-    from sundry.evals.replay import LaneReplay
+    from sundry.context import harvest
 
-    monkeypatch.setattr(LaneReplay, "_record", lambda self, *a, **k: None)
+    for plan in ("plan_harvest", "plan_mentions"):  # nothing enters the ledger
+        monkeypatch.setattr(harvest, plan, lambda *a, **k: harvest.HarvestPlan())
     result = run_ticket(retail, HarnessConfig(budget=1800, keep_recent=4, plant=False))
     s = result.stats["sundry"]
     assert s["id_ok"] < s["id_checks"]

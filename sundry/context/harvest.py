@@ -1,0 +1,128 @@
+"""How identifiers entering a ticket change its ledger, worked out on plain rows. Pure.
+
+The live services (`context.services`) turn a plan into SQL; the harness's
+replay (`evals.replay`) keeps its rows in memory. Both apply the same plan, so
+roles, restores and eviction cannot drift apart between production and the
+figures that claim to measure it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sundry.context.lanes import eviction_key, next_role
+
+
+@dataclass
+class LedgerRow:
+    """One ledger entry as a plan works on it (mutable; `eviction_key` reads `used`)."""
+
+    value: str
+    role: str
+    kind: str
+    verified: bool
+    first_seen_turn: int
+    last_used_turn: int
+    active: bool = True
+    used: bool = False  # an argument of a tool call, not merely seen in a result
+    order: int = 0  # insertion order, the tie-break when eviction keys are equal
+    note: str = ""
+    id: int | None = None  # the database row, once there is one
+
+
+@dataclass
+class HarvestPlan:
+    """What changed, by kind of change (each kind is one write for the services)."""
+
+    new: list[LedgerRow] = field(default_factory=list)
+    seen_again: list[LedgerRow] = field(default_factory=list)  # active, verified again, last use moved
+    restored: list[LedgerRow] = field(default_factory=list)  # archived, back under its old role
+    renamed: list[LedgerRow] = field(default_factory=list)  # a mentioned ID verified, or restored under a new role
+    evicted: list[LedgerRow] = field(default_factory=list)  # archived now to keep within the cap
+    roles: list[str] = field(default_factory=list)  # the role of each found ID, in the order found
+
+
+class _Roles:
+    """Roles in use: every role counts as taken (archived ones too), active ones block restores."""
+
+    def __init__(self, rows):
+        self.taken = {r.role for r in rows}
+        self.active = {r.role for r in rows if r.active}
+
+    def new(self, base: str) -> str:
+        role = next_role(base, self.taken)
+        self.taken.add(role)
+        return role
+
+
+def _next_order(rows: dict[str, LedgerRow]) -> int:
+    return max((r.order for r in rows.values()), default=0) + 1
+
+
+def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
+                 notes: dict[str, str] | None = None) -> HarvestPlan:
+    """IDs a successful tool result returned (`found`: (value, kind)) enter the ledger verified.
+
+    `rows` (value → row, every status) is updated in place. A new ID takes its
+    kind's next free role; a customer-mentioned one earns its kind's role once
+    verified; an archived one comes back under its old role unless an active
+    entry holds it. Past `cap` active entries, the plan archives by `eviction_key`.
+    """
+    plan, roles, notes = HarvestPlan(), _Roles(rows.values()), notes or {}
+    order = _next_order(rows)
+    for value, kind in found:
+        row = rows.get(value)
+        if row is None:
+            row = rows[value] = LedgerRow(value, roles.new(kind), kind, True, turn, turn, order=order,
+                                          note=notes.get(value, ""))
+            order += 1
+            plan.new.append(row)
+        else:
+            role, was_active = row.role, row.active
+            if not row.verified and row.role.endswith("_mentioned"):
+                row.role = roles.new(kind)
+            if not row.active:
+                row.active = True
+                if row.role in roles.active:
+                    row.role = roles.new(kind)
+            row.verified = True
+            row.last_used_turn = max(row.last_used_turn, turn)
+            (plan.renamed if row.role != role else plan.restored if not was_active else plan.seen_again).append(row)
+        roles.active.add(row.role)
+        plan.roles.append(row.role)
+    plan.evicted = evict(rows, cap)
+    return plan
+
+
+def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int) -> HarvestPlan:
+    """IDs a customer typed: new ones enter UNVERIFIED as `<kind>_mentioned`; known ones are left as they are."""
+    plan, roles = HarvestPlan(), _Roles(rows.values())
+    order = _next_order(rows)
+    for value, kind in found:
+        if value in rows:
+            continue
+        row = rows[value] = LedgerRow(value, roles.new(f"{kind}_mentioned"), kind, False, turn, turn, order=order)
+        order += 1
+        plan.new.append(row)
+        plan.roles.append(row.role)
+    if plan.new:
+        plan.evicted = evict(rows, cap)
+    return plan
+
+
+def evict(rows: dict[str, LedgerRow], cap: int) -> list[LedgerRow]:
+    """Archive active rows past `cap`, never-used first, then by last use. Never deletes."""
+    active = [r for r in rows.values() if r.active]
+    victims = sorted(active, key=lambda r: (eviction_key(r), r.order))[:max(0, len(active) - cap)]
+    for victim in victims:
+        victim.active = False
+    return victims
+
+
+def touch(rows: dict[str, LedgerRow], values, turn: int) -> None:
+    """IDs a tool call took as arguments: used, and last used now."""
+    for value in values:
+        row = rows.get(value)
+        if row is not None:
+            row.used = True
+            row.last_used_turn = max(row.last_used_turn, turn)

@@ -1,0 +1,68 @@
+"""The pure ledger plans that both the live harvest and the harness replay apply."""
+
+from __future__ import annotations
+
+from sundry.context.harvest import LedgerRow, evict, plan_harvest, plan_mentions, touch
+
+
+def rows(*entries: LedgerRow) -> dict[str, LedgerRow]:
+    return {e.value: e for e in entries}
+
+
+def row(value, role, kind="order", *, verified=True, turn=1, active=True, used=False, order=0):
+    return LedgerRow(value, role, kind, verified, turn, turn, active=active, used=used, order=order)
+
+
+def test_new_ids_take_their_kinds_next_free_role_counting_archived_roles():
+    ledger = rows(row("SU-1", "order", order=1), row("SU-2", "order_2", active=False, order=2))
+    plan = plan_harvest(ledger, [("SU-3", "order"), ("itm_a", "item")], turn=5, cap=10)
+    assert plan.roles == ["order_3", "item"]
+    assert [r.value for r in plan.new] == ["SU-3", "itm_a"]
+    assert ledger["SU-3"].order > 2 and ledger["SU-3"].verified and ledger["SU-3"].first_seen_turn == 5
+
+
+def test_a_mentioned_id_earns_its_kinds_role_once_a_lookup_returns_it():
+    ledger = rows(row("SU-1", "order_mentioned", verified=False, order=1))
+    plan = plan_harvest(ledger, [("SU-1", "order")], turn=4, cap=10)
+    assert [r.role for r in plan.renamed] == ["order"] and ledger["SU-1"].verified
+    assert ledger["SU-1"].last_used_turn == 4
+
+
+def test_an_archived_id_comes_back_under_its_role_unless_an_active_entry_holds_it():
+    ledger = rows(row("SU-1", "order", active=False, order=1), row("SU-2", "order_2", order=2))
+    plan = plan_harvest(ledger, [("SU-1", "order")], turn=6, cap=10)
+    assert plan.restored == [ledger["SU-1"]] and ledger["SU-1"].role == "order" and ledger["SU-1"].active
+
+    taken = rows(row("SU-1", "order", active=False, order=1), row("SU-9", "order", order=2))
+    plan = plan_harvest(taken, [("SU-1", "order")], turn=6, cap=10)
+    assert plan.renamed == [taken["SU-1"]] and taken["SU-1"].role == "order_2"
+
+
+def test_an_active_id_seen_again_only_moves_its_last_use():
+    ledger = rows(row("SU-1", "order", turn=2, order=1))
+    plan = plan_harvest(ledger, [("SU-1", "order")], turn=9, cap=10)
+    assert plan.seen_again == [ledger["SU-1"]] and not (plan.new or plan.renamed or plan.restored)
+    assert (ledger["SU-1"].role, ledger["SU-1"].last_used_turn) == ("order", 9)
+
+
+def test_eviction_takes_never_used_entries_first_then_least_recent_and_can_take_a_new_row():
+    ledger = rows(row("SU-1", "order", turn=1, used=True, order=1), row("SU-2", "order_2", turn=3, order=2))
+    plan = plan_harvest(ledger, [("itm_a", "item"), ("itm_b", "item")], turn=3, cap=2)
+    # SU-2, itm_a and itm_b were only seen, at turn 3: the earliest inserted go first.
+    assert [r.value for r in plan.evicted] == ["SU-2", "itm_a"]
+    assert not ledger["itm_a"].active and ledger["itm_b"].active and ledger["SU-1"].active
+
+
+def test_touch_marks_used_and_protects_from_eviction():
+    ledger = rows(row("SU-1", "order", turn=1, order=1), row("SU-2", "order_2", turn=2, order=2))
+    touch(ledger, ["SU-1", "not-there"], 3)
+    assert ledger["SU-1"].used and ledger["SU-1"].last_used_turn == 3
+    assert [r.value for r in evict(ledger, 1)] == ["SU-2"]
+
+
+def test_mentions_enter_unverified_and_leave_known_ids_alone():
+    ledger = rows(row("SU-1", "order", order=1))
+    plan = plan_mentions(ledger, [("SU-1", "order"), ("SU-7", "order"), ("SU-7", "order")], turn=2, cap=10)
+    assert [(r.value, r.role, r.verified) for r in plan.new] == [("SU-7", "order_mentioned", False)]
+    assert ledger["SU-1"].role == "order" and ledger["SU-1"].verified
+    assert plan_mentions(ledger, [("SU-1", "order")], turn=3, cap=1).evicted == []  # nothing new, nothing evicted
