@@ -207,6 +207,38 @@ def _action_line(a: ActionData) -> str:
     return "- " + " · ".join(parts)
 
 
+# The newest actions are listed one by one with their keys; older ones are
+# folded into one line per tool and target, so a ticket with many past actions
+# keeps a STATE block of bounded size. The repeat guard reads the actions lane
+# itself, so folding changes what the model reads, never what is blocked.
+ACTIONS_IN_FULL = 8
+ACTIONS_FOLDED = "(older actions, one line per tool and target)"
+
+
+def _folded_action_lines(older: list[ActionData]) -> list[str]:
+    groups: dict[tuple[str, str], list[ActionData]] = {}
+    for a in older:
+        groups.setdefault((a.tool, a.target), []).append(a)
+    lines = []
+    for (tool, target), acts in groups.items():
+        first, last = acts[0].turn, acts[-1].turn
+        span = f"turn {last}" if first == last else f"turns {first}–{last}"
+        what = f"{tool} on {target}" if target else tool
+        amounts = [a for a in acts if a.amount_cents is not None]
+        currencies = {a.currency for a in amounts}
+        if not amounts:
+            amount = "no amount"
+        elif len(currencies) == 1:
+            amount = format_money(sum(a.amount_cents for a in amounts), currencies.pop())
+            amount += " in all" if len(acts) > 1 else ""
+        else:
+            amount = "amounts in several currencies"
+        reversible = "reversible" if all(a.reversible for a in acts) else "IRREVERSIBLE"
+        count = "once" if len(acts) == 1 else f"{len(acts)} times"
+        lines.append("- " + " · ".join([span, what, amount, reversible, count]))
+    return lines
+
+
 def _money_line(m: MoneyData) -> str:
     return (f"- {m.order}: paid {format_money(m.paid_cents, m.currency)}; "
             f"refunded so far {format_money(m.refunded_cents, m.currency)}; "
@@ -222,7 +254,11 @@ def render_state(state: list[StateFieldData], actions: list[ActionData], money: 
                   f"{'confirmed' if f.confirmed else 'inferred'})" for f in sorted(state, key=lambda f: f.name)]
     if actions:
         lines.append(STATE_SECTIONS["actions"])
-        lines += [_action_line(a) for a in sorted(actions, key=lambda a: (a.turn, a.idempotency_key))]
+        ordered = sorted(actions, key=lambda a: (a.turn, a.idempotency_key))
+        older, newest = ordered[:-ACTIONS_IN_FULL], ordered[-ACTIONS_IN_FULL:]
+        if older:
+            lines += [ACTIONS_FOLDED, *_folded_action_lines(older), "(newest actions)"]
+        lines += [_action_line(a) for a in newest]
     if money:
         lines.append(STATE_SECTIONS["money"])
         lines += [_money_line(m) for m in sorted(money, key=lambda m: m.order)]
@@ -258,14 +294,19 @@ _FIELD_LINE = re.compile(r"^- (?P<name>[^:]+): (?P<value>.*) \(turn \d+, \w+, (?
 _MONEY_LINE = re.compile(r"^- (?P<order>\S+): paid (?P<paid>[^;]+); refunded so far (?P<ref>[^;]+); still refundable")
 
 
+_TURN_SPAN = re.compile(r"turns? (?:\d+–)?(\d+)")
+
+
 def _parse_action(line: str) -> ParsedAction | None:
+    """A listed action, or a folded line of older ones (its last turn, total amount, no key)."""
     parts = line[2:].split(" · ")
-    if len(parts) < 5 or not (turn := _TURN_NO.fullmatch(parts[0])):
+    if len(parts) < 5 or not (turn := _TURN_SPAN.fullmatch(parts[0])):
         return None
     tool, _, target = parts[1].partition(" on ")
-    money = parse_money(parts[2])
+    money = parse_money(parts[2].removesuffix(" in all"))
+    key = parts[4].removeprefix("key ") if parts[4].startswith("key ") else ""
     return ParsedAction(int(turn.group(1)), tool, target, money[0] if money else None, money[1] if money else "",
-                        parts[3] == "reversible", parts[4].removeprefix("key "), " · ".join(parts[5:]))
+                        parts[3] == "reversible", key, " · ".join(parts[5:]))
 
 
 def parse_state(block: str) -> ParsedState:

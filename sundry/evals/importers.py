@@ -193,7 +193,12 @@ def openai_file(path: str | Path, *, domain: str | None = None) -> list[Recorded
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = []
+        for n, line in enumerate(text.splitlines(), 1):
+            try:
+                data += [json.loads(line)] if line.strip() else []
+            except json.JSONDecodeError as exc:
+                raise ImportFailed(f"{path} is neither JSON nor JSON lines (line {n}: {exc.msg})") from None
     out = []
     for tid, msgs, meta in _trajectories(data):
         names = {str((c.get("function") or c).get("name")) for m in msgs for c in (m.get("tool_calls") or [])}
@@ -211,6 +216,8 @@ def load_any(path: str | Path, *, domain: str | None = None) -> list[RecordedTic
         data = json.loads(path.read_text())
     except json.JSONDecodeError:
         return openai_file(path, domain=domain)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFailed(f"{path} cannot be read: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8 text'}") from None
     if records.is_recorded(data):
         return records.load(path)
     if isinstance(data, dict) and "simulations" in data:

@@ -214,3 +214,29 @@ def test_results_are_moved_next_to_their_call():
 def test_failed_tool_result_is_marked_as_error():
     turns = [_call(1, "c1"), TurnData(2, "tool", "tool_result", '{"error": "nope"}', {"call_id": "c1", "ok": False})]
     assert render.turns_to_messages(turns)[1].content == 'ERROR: {"error": "nope"}'
+
+
+def test_older_actions_fold_into_one_line_per_tool_and_target():
+    def refund(turn, order, cents=1000):
+        return ActionData(tool="issue_refund", target=order, turn=turn, idempotency_key=f"key-{turn}",
+                          reversible=False, amount_cents=cents, currency="USD")
+
+    older = [refund(t, "SU-10001") for t in (2, 10, 20)] + [refund(5, "SU-10002", 2550)]
+    older.append(ActionData(tool="create_return", target="SU-10002", turn=7, idempotency_key="key-r",
+                            reversible=True))
+    newest = [refund(100 + t, f"SU-2000{t}") for t in range(render.ACTIONS_IN_FULL)]
+    text = render.render_state([], older + newest, [], [])
+    assert "- turns 2–20 · issue_refund on SU-10001 · 30.00 USD in all · IRREVERSIBLE · 3 times" in text
+    assert "- turn 5 · issue_refund on SU-10002 · 25.50 USD · IRREVERSIBLE · once" in text
+    assert "- turn 7 · create_return on SU-10002 · no amount · reversible · once" in text
+    assert all(f"key key-{100 + t}" in text for t in range(render.ACTIONS_IN_FULL))  # the newest keep their keys
+    assert "key-2" not in text and "key-r" not in text
+    parsed = render.parse_state(text)
+    assert len(parsed.actions) == 3 + render.ACTIONS_IN_FULL
+    folded = parsed.actions[0]
+    assert (folded.tool, folded.target, folded.turn, folded.amount_cents, folded.reversible, folded.key) == (
+        "issue_refund", "SU-10001", 20, 3000, False, "")
+
+    # Many more actions on the same targets leave the folded part the same size.
+    many = [refund(t, "SU-10001") for t in range(2, 60)] + older[3:] + newest
+    assert len(render.render_state([], many, [], []).splitlines()) == len(text.splitlines())

@@ -93,3 +93,23 @@ def test_export_of_a_stored_ticket():
     assert exported.source == "sundry" and exported.domain == "demo_shop"
     assert exported.customer_id == ticket.customer.customer_id
     assert [(t.number, t.author, t.kind) for t in exported.turns] == [(1, "customer", "message"), (2, "agent", "tool_call")]
+
+
+@pytest.mark.parametrize("content,expected", [
+    ("hello\n", "neither JSON nor JSON lines (line 1"),
+    ('{"a": 1}', "holds no OpenAI message list"),
+    (None, "cannot be read: No such file or directory"),
+    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+])
+def test_the_harness_refuses_a_file_it_cannot_import_with_the_reason(tmp_path, content, expected):
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "trace.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(CommandError, match="Cannot import the tickets") as exc:
+        call_command("safety_harness", traces=[str(path)], demo="none", out=str(tmp_path / "reports"))
+    assert expected in str(exc.value) and str(path) in str(exc.value)
+    assert not (tmp_path / "reports").exists()  # nothing half-written

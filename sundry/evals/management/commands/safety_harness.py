@@ -51,7 +51,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         say = self.stdout.write
-        tickets = self._collect(opts, say)
+        try:
+            tickets = self._collect(opts, say)
+        except ValueError as exc:  # ImportFailed, or a file whose records fail their schema
+            raise CommandError("Cannot import the tickets: " + " ".join(str(exc).splitlines()[:3])) from None
         if not tickets:
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], ledger_cap=opts["ledger_cap"],
