@@ -23,7 +23,7 @@ from django.utils import timezone
 from sundry.agent import guards
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.models import AgentStep, HeldAction
-from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
 from sundry.agent.tools.base import REGISTRY
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
@@ -418,12 +418,34 @@ def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") 
     return hashlib.sha256(f"{ticket_id}|{tool}|{canonical}|{salt}".encode()).hexdigest()[:40]
 
 
+def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCall]:
+    """The calls, each with an ID no other call or result in the request (or this response) has.
+
+    Some servers number calls per response ("call_0" every time) or send none.
+    The next request pairs results to calls by ID, so a repeated one would show
+    the model an older call's result as this call's. The stored turns are what
+    every later request is rendered from, so renaming here is safe.
+    """
+    taken = {c.id for m in request.messages for c in m.tool_calls}
+    taken |= {m.tool_call_id for m in request.messages if m.tool_call_id}
+    out = []
+    for call in calls:
+        base = call.id or "call"
+        new, n = base, 2
+        while new in taken or not new:
+            new, n = f"{base}-{n}", n + 1
+        taken.add(new)
+        out.append(call if new == call.id else call.model_copy(update={"id": new}))
+    return out
+
+
 def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot) -> StepOutcome:
-    calls = [c.model_dump() for c in response.tool_calls]
+    tool_calls = unique_call_ids(response.tool_calls, assembled.request)
+    calls = [c.model_dump() for c in tool_calls]
     turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
                 payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
-    for call in response.tool_calls:
+    for call in tool_calls:
         result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop

@@ -232,3 +232,26 @@ def test_each_step_records_request_tokens_per_lane(shop):
     lanes = step.lane_tokens["lanes"]
     assert set(lanes) >= {"system", "rules", "ledger", "state", "summary", "recent"}
     assert step.request_tokens > sum(lanes.values()) - 1 and step.is_resolution
+
+
+def test_a_server_that_reuses_call_ids_never_shows_an_old_result_as_a_new_calls(shop):
+    # Some OpenAI-compatible servers number calls per response: every call is "call_0".
+    ticket = shop["ticket"]
+    later = paid_order(customer=shop["customer"], number="SU-10490", prices=(2500,))
+    customer_message_post(ticket=ticket, text="Where are SU-10480 and SU-10490?")
+    model = run(
+        ticket,
+        call("get_order", _id="call_0", order_number="SU-10480"),
+        call("get_order", _id="call_0", order_number="SU-10490"),
+        ModelResponse(tool_calls=[ToolCall(id="", name="get_order", arguments={"order_number": "SU-10480"})]),
+        reply("Both found."),
+    )
+    stored = [c["id"] for t in turns(ticket, kind=Turn.Kind.TOOL_CALL) for c in t.payload["calls"]]
+    assert stored == ["call_0", "call_0-2", "call"]
+    # In the last request each call is followed by its own result, and nothing is a "later result".
+    last = model.requests[-1].messages
+    pairs = {m.tool_call_id: m.content for m in last if m.role == "tool"}
+    assert later.number in pairs["call_0-2"] and later.number not in pairs["call_0"]
+    assert "SU-10480" in pairs["call"]
+    assert not any("later result" in (m.content or "") for m in last)
+    assert [t.payload["call_id"] for t in turns(ticket, kind=Turn.Kind.TOOL_RESULT)] == stored
