@@ -47,7 +47,7 @@ class GuardInput:
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, repeat, approval
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)

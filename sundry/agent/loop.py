@@ -445,12 +445,28 @@ def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sn
     turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
                 payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
+    first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
     for call in tool_calls:
+        same = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+        if same in first:
+            # Models sometimes emit one call twice in parallel. Running it again could only be
+            # refused (a side effect is held as a repeat) or wasted, so it is answered here.
+            _reject_duplicate(ticket, call, first[same])
+            continue
+        first[same] = call.id
         result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
         snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
     return outcome
+
+
+def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
+    reason = (f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
+              f"it was not run again. Call {original}'s result answers it.")
+    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                payload={"call_id": call.id, "name": call.name, "guard": "duplicate", "reason": reason,
+                         "arguments": call.arguments, "details": {"duplicate_of": original}})
 
 
 def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,

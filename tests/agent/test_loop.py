@@ -255,3 +255,35 @@ def test_a_server_that_reuses_call_ids_never_shows_an_old_result_as_a_new_calls(
     assert "SU-10480" in pairs["call"]
     assert not any("later result" in (m.content or "") for m in last)
     assert [t.payload["call_id"] for t in turns(ticket, kind=Turn.Kind.TOOL_RESULT)] == stored
+
+
+def test_one_call_emitted_twice_in_a_response_runs_once_and_is_not_held(shop):
+    ticket = shop["ticket"]
+    customer_message_post(ticket=ticket, text="The blender from SU-10480 is broken; 10 back please.")
+    refund = dict(order_number="SU-10480", amount="10.00", currency="USD", reason="damaged")
+    model = run(
+        ticket,
+        call("get_order", order_number="SU-10480"),
+        ModelResponse(tool_calls=[ToolCall(id="a", name="issue_refund", arguments=refund),
+                                  ToolCall(id="b", name="issue_refund", arguments=dict(reversed(refund.items())))]),
+        reply("Refunded 10.00 USD."),
+    )
+    assert Refund.objects.filter(order=shop["first"]).count() == 1
+    assert not HeldAction.objects.filter(ticket=ticket).exists()  # nothing left for staff to clear
+    [dup] = turns(ticket, kind=Turn.Kind.REJECTION)
+    assert dup.payload["guard"] == "duplicate" and dup.payload["call_id"] == "b"
+    assert dup.payload["details"] == {"duplicate_of": "a"}
+    tool_msgs = {m.tool_call_id: m.content for m in model.requests[-1].messages if m.role == "tool"}
+    assert "refund_id" in tool_msgs["a"] and "(guard: duplicate)" in tool_msgs["b"]
+
+
+def test_the_same_tool_with_other_arguments_in_one_response_runs_each(shop):
+    ticket = shop["ticket"]
+    paid_order(customer=shop["customer"], number="SU-10490", prices=(2500,))
+    customer_message_post(ticket=ticket, text="Where are SU-10480 and SU-10490?")
+    run(ticket, ModelResponse(tool_calls=[ToolCall(id="a", name="get_order", arguments={"order_number": "SU-10480"}),
+                                          ToolCall(id="b", name="get_order", arguments={"order_number": "SU-10490"})]),
+        reply("Found both."))
+    results = turns(ticket, kind=Turn.Kind.TOOL_RESULT)
+    assert [(t.payload["call_id"], t.payload["ok"]) for t in results] == [("a", True), ("b", True)]
+    assert not turns(ticket, kind=Turn.Kind.REJECTION)
