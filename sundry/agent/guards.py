@@ -238,8 +238,6 @@ def approval_limit(rule: dict, currency: str) -> int | None:
     return None if limit is None else int(limit)
 
 
-
-
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins."""
     args = _parse(inp)
