@@ -1,12 +1,13 @@
 """Push latency from a committed change to N websocket clients, over the Redis channel layer.
 
 Run as a subprocess by `manage.py benchmark` (it needs its own settings: a
-file database the server shares, and a channel prefix of its own):
+database the server shares, and a channel prefix of its own):
 
     python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
                                      [--server daphne]
 
-It migrates a throwaway SQLite file, creates a staff login and a ticket (with
+It migrates a throwaway database (on the configured PostgreSQL server when
+DATABASE_URL names one, else a SQLite file), creates a staff login and a ticket (with
 `--history` turns already on it), starts the web process as Sundry runs it
 (`python -m sundry.web`; `--server daphne` to compare) on a free loopback
 port, connects N clients (a minimal
@@ -267,6 +268,26 @@ async def _round(n: int, pushes: int, port: int, ticket_id: int, cookie: str, ti
             "max_ms": round(1000 * max(latencies), 2) if latencies else None, "slowest_client_ms": per_push}
 
 
+def _throwaway_postgres(url: str) -> str:
+    """A new, empty database on the server `url` names; returns its URL."""
+    import psycopg
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = f"sundry_pushbench_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def _drop_postgres(url: str, throwaway: str) -> None:
+    import psycopg
+    from urllib.parse import urlsplit
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(throwaway).path.lstrip("/")}" WITH (FORCE)')
+
+
 def settings_layer() -> str:
     from django.conf import settings
 
@@ -288,7 +309,12 @@ def main(argv=None) -> int:
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
         return 0
     workdir = Path(tempfile.mkdtemp(prefix="sundry-pushbench-"))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+    configured = os.environ.get("DATABASE_URL", "")
+    postgres = configured.startswith(("postgres://", "postgresql://"))
+    # The database the deployment would use: a throwaway one on the configured PostgreSQL
+    # server, else a SQLite file (both the driver here and the server process open it).
+    database_url = _throwaway_postgres(configured) if postgres else f"sqlite:///{workdir / 'bench.sqlite3'}"
+    env = {**os.environ, "DATABASE_URL": database_url,
            "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
            "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0"}  # as served in production: no per-query debug log
     os.environ.update(env)
@@ -319,10 +345,15 @@ def main(argv=None) -> int:
         server_log.close()
         errors = (workdir / "server.log").read_text(errors="replace")[-4000:]
         shutil.rmtree(workdir, ignore_errors=True)
+        if postgres:
+            from django.db import connections
+
+            connections.close_all()
+            _drop_postgres(configured, database_url)
         if errors.strip():  # the server should say nothing at this log level; if it did, show it
             print(errors, file=sys.stderr)
     print(json.dumps({"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server,
-                      "database": "sqlite file (shared by driver and server)",
+                      "database": "PostgreSQL (a throwaway database)" if postgres else "a throwaway SQLite file",
                       "layer": settings_layer()}))
     return 0
 

@@ -60,3 +60,13 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
     assert [(r["clients"], r["deliveries"], r["lost"]) for r in figures["rounds"]] == [(3, 9, 0), (8, 24, 0)]
     assert all(0 < r["p50_ms"] <= r["p99_ms"] for r in figures["rounds"])
     assert figures["server_memory_kb"]["8"]["VmHWM"] > 0
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):  # measured on the deployment's database, then dropped
+        import psycopg
+
+        assert "PostgreSQL" in figures["database"]
+        with psycopg.connect(url) as conn:
+            left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'sundry_pushbench_%'").fetchall()
+        assert left == []
+    else:
+        assert "SQLite" in figures["database"]

@@ -115,8 +115,10 @@ class Command(BaseCommand):
         # desk sees all day: the conversation grows by one item), and a bare version bump.
         for label, change, history in (("a new message on a 200-turn ticket", "turn", 200),
                                        ("a version bump alone", "touch", 0)):
+            where = "a throwaway PostgreSQL database" if settings.DATABASES["default"]["ENGINE"].endswith(
+                "postgresql") else "a throwaway SQLite file"
             say(f"Push latency over the Redis layer, {label}: clients {opts['clients']}, {opts['pushes']} "
-                "committed changes each (python -m sundry.web on 127.0.0.1, a throwaway SQLite file) …")
+                f"committed changes each (python -m sundry.web on 127.0.0.1, {where}) …")
             proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
                                    "--pushes", str(opts["pushes"]), "--timeout", "60", "--change", change,
                                    "--history", str(history)],
