@@ -69,6 +69,13 @@ class AssemblyFigures:
     late_tokens: float
     full_late_tokens: float
     overhead_ms: list[float] = field(default_factory=list)  # compaction minus the summariser call
+    # The ticket's last request assembled again and again: the steady per-step cost at this length,
+    # free of the few-sample noise of a short ticket's last fifth.
+    final_repeat_ms: float = 0.0
+    final_tokens: int = 0
+
+
+REPEATS = 300
 
 
 def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> AssemblyFigures:
@@ -81,7 +88,7 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
     raw: list[TurnData] = []
     after: int | None = None
     times, full_times, tokens, full_tokens, overhead = [], [], [], [], []
-    resolved = False
+    resolved, last, full_snaps = False, None, []
     for t in ticket.turn_data():
         if t.author == "agent" and t.kind in ("tool_call", "message") and replay.history:
             snap = replay.snapshot(raw)
@@ -89,11 +96,11 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
             t0 = time.perf_counter()
             assembled = assemble(snap, model=cfg.model, tools=tools)
             times.append(time.perf_counter() - t0)
+            last = snap
             tokens.append(assembled.accounting.total_tokens)
-            t0 = time.perf_counter()
-            full = assemble(replay.snapshot(), model=cfg.model, tools=tools)
-            full_times.append(time.perf_counter() - t0)
-            full_tokens.append(full.accounting.total_tokens)
+            # The uncompacted request is assembled after the walk: a 70,000-token assembly
+            # between two timed steps would leave them measuring its wake, not their own cost.
+            full_snaps.append(replay.snapshot())
             total = assembled.accounting.total_tokens
             if resolved and decide(TriggerInput(total_tokens=total, trigger_tokens=cfg.trigger_tokens, budget=cfg.budget,
                                                 last_tokens_after=after)).compact:
@@ -114,12 +121,23 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
                 (t.payload or {}).get("name") or "")):
             resolved = True
     late = max(1, len(times) // 5)
+    for full_snap in full_snaps[-late:]:  # the comparison is made over the last fifth
+        t0 = time.perf_counter()
+        full = assemble(full_snap, model=cfg.model, tools=tools)
+        full_times.append(time.perf_counter() - t0)
+        full_tokens.append(full.accounting.total_tokens)
+    repeats = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        final = assemble(last, model=cfg.model, tools=tools)
+        repeats.append(time.perf_counter() - t0)
     return AssemblyFigures(
         turns=len(ticket.turns), steps=len(times), compactions=compactor.runs,
         median_ms=ms(statistics.median(times)), p95_ms=ms(pct(times, 0.95)),
         late_median_ms=ms(statistics.median(times[-late:])), full_late_median_ms=ms(statistics.median(full_times[-late:])),
         late_tokens=statistics.median(tokens[-late:]), full_late_tokens=statistics.median(full_tokens[-late:]),
         overhead_ms=[ms(x) for x in overhead],
+        final_repeat_ms=ms(statistics.median(repeats)), final_tokens=final.accounting.total_tokens,
     )
 
 

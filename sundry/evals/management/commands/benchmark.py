@@ -80,16 +80,22 @@ class Command(BaseCommand):
                          "full_history_late_median_ms": fig.full_late_median_ms, "late_tokens": fig.late_tokens,
                          "full_history_late_tokens": fig.full_late_tokens,
                          "compaction_overhead_median_ms": round(statistics.median(over), 2) if over else None,
-                         "compaction_overhead_max_ms": round(max(over), 2) if over else None})
+                         "compaction_overhead_max_ms": round(max(over), 2) if over else None,
+                         "final_request_repeat_ms": fig.final_repeat_ms, "final_request_tokens": fig.final_tokens})
             r = rows[-1]
             say(f"  {r['turns']:>5} turns: median {r['median_ms']:.2f} ms, p95 {r['p95_ms']:.2f} ms per step; last fifth "
                 f"{r['late_median_ms']:.2f} ms ({r['late_tokens']:.0f} tokens) vs full history "
                 f"{r['full_history_late_median_ms']:.2f} ms ({r['full_history_late_tokens']:.0f} tokens); "
                 f"{r['compactions']} compactions, overhead excluding the summariser "
-                f"median {r['compaction_overhead_median_ms']} ms, max {r['compaction_overhead_max_ms']} ms")
+                f"median {r['compaction_overhead_median_ms']} ms, max {r['compaction_overhead_max_ms']} ms; "
+                f"the last request assembled {benchmarks.REPEATS}× again: median {r['final_request_repeat_ms']:.3f} ms "
+                f"({r['final_request_tokens']} tokens)")
         if len(rows) > 1:
-            say(f"  ratio, last fifth at {rows[-1]['turns']} vs {rows[0]['turns']} turns: "
-                f"{rows[-1]['late_median_ms'] / rows[0]['late_median_ms']:.2f}× (flat is 1×)")
+            first, final = rows[0], rows[-1]
+            say(f"  ratio at {final['turns']} vs {first['turns']} turns: last fifth "
+                f"{final['late_median_ms'] / first['late_median_ms']:.2f}×, last request repeated "
+                f"{final['final_request_repeat_ms'] / first['final_request_repeat_ms']:.2f}× "
+                f"({final['final_request_tokens'] / first['final_request_tokens']:.2f}× the tokens; flat is 1×)")
         return rows
 
     def _tokens(self, base, say) -> dict:
