@@ -179,9 +179,9 @@ def _customer_turn_key(turn, context):
 
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import confirmed_details
+    from sundry.portal.selectors import completed_actions, confirmed_details
 
-    return {"details": confirmed_details(ticket)}
+    return {"details": confirmed_details(ticket), "done": completed_actions(ticket)}
 
 
 def _customer_orders(ticket, viewer):

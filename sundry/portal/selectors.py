@@ -25,6 +25,42 @@ def confirmed_details(ticket) -> list[dict]:
     return sorted(out, key=lambda d: order.index(d["name"]))
 
 
+def _done_text(tool: str, result: dict, amount_cents, currency: str) -> str | None:
+    """A completed side effect in the customer's words, or None for the desk's own records."""
+    order = result.get("order_number", "")
+    if tool == "issue_refund" and amount_cents is not None:
+        return f"Refund of {format_amount(amount_cents, currency)} on order {order}"
+    if tool == "book_return":
+        items = len(result.get("item_ids") or [])
+        return f"Return booked for order {order}" + (f" ({items} item{'s' if items != 1 else ''})" if items else "")
+    if tool == "cancel_order":
+        refund = result.get("refund") or {}
+        refunded = (f"; {format_amount(refund['amount_cents'], refund['currency'])} refunded"
+                    if refund.get("amount_cents") else "")
+        return f"Order {order} cancelled{refunded}"
+    if tool == "offer_replacement" and result.get("product"):
+        return f"Replacement offered for the {result['product']} on order {order}"
+    return None  # emails and phone-call logs: how the desk reached them, not something done on the case
+
+
+def completed_actions(ticket) -> list[dict]:
+    """What the shop has done on this ticket (refunds, returns, cancellations, replacements).
+
+    These are results the shop's own tools reported, not anything a model
+    inferred, so they are shown beside the confirmed details; no internal IDs.
+    """
+    from sundry.context.models import ActionTaken
+
+    out = []
+    rows = ActionTaken.objects.filter(ticket=ticket).order_by("turn", "id").values_list(
+        "tool", "result", "amount_cents", "currency", "created_at")
+    for tool, result, amount_cents, currency, created_at in rows:
+        text = _done_text(tool, result or {}, amount_cents, currency)
+        if text:
+            out.append({"text": text, "at": created_at})
+    return out
+
+
 def confirmed_value(ticket, value_id) -> StateValue | None:
     """A value the customer can see (and so may flag), or None."""
     v = StateValue.objects.filter(ticket=ticket, pk=value_id, is_current=True, confirmed=True).first()

@@ -100,6 +100,20 @@ async def test_a_commit_pushes_changed_panels_with_the_next_version_to_every_wat
     await second.disconnect()
 
 
+async def test_a_refund_the_shop_made_reaches_the_customer_page_live(world):
+    ticket = world["ticket"]
+    customer = help_(ticket.pk, world["alice"][1])
+    await _open(customer)
+    await database_sync_to_async(lanes.action_record)(
+        ticket=ticket, tool="issue_refund", target="SU-41234", arguments={}, turn=4, reversible=False,
+        result={"refund_id": "rfd_SECRET77", "order_number": "SU-41234", "amount_cents": 1250, "currency": "USD"},
+        idempotency_key="k-live", amount_cents=1250, currency="USD")
+    frame = await customer.receive_from(timeout=5)
+    assert 'id="panel-details"' in frame and "Refund of 12.50 USD on order SU-41234" in frame
+    assert "rfd_SECRET77" not in frame and "k-live" not in frame
+    await customer.disconnect()
+
+
 async def test_an_internal_change_reaches_staff_and_never_the_customer(world):
     ticket = world["ticket"]
     staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])

@@ -98,3 +98,27 @@ def test_customer_messages_over_htmx_are_stored_and_refusals_explained(page):
     assert alice.post(f"/help/tickets/{ticket.pk}/message", {"text": " "}, **HX).status_code == 422
     r = alice.post(f"/help/tickets/{ticket.pk}/message", {"text": "Any news?"}, **HX)
     assert r.status_code == 200 and "Any news?" in r.content.decode()
+
+
+def test_the_page_lists_what_the_shop_has_done_without_internal_ids(page):
+    ticket, c = page["ticket"], page["c"]
+
+    def done(tool, turn, result, amount=None, currency=""):
+        lanes.action_record(ticket=ticket, tool=tool, target="SU-61111", arguments={}, result=result, turn=turn,
+                            idempotency_key=f"key-SECRET-{turn}", reversible=False, amount_cents=amount,
+                            currency=currency)
+
+    done("issue_refund", 3, {"refund_id": "rfd_SECRET01", "order_number": "SU-61111", "amount_cents": 4050,
+                             "currency": "INR", "payment_id": "pay_SECRET02"}, 4050, "INR")
+    done("book_return", 5, {"return_id": "ret_SECRET03", "order_number": "SU-62222", "item_ids": ["itm_a", "itm_b"]})
+    done("cancel_order", 7, {"order_number": "SU-62222", "status": "cancelled",
+                             "refund": {"refund_id": "rfd_SECRET04", "amount_cents": 1999, "currency": "USD"}})
+    done("log_phone_call", 9, {"logged": True, "customer_id": ticket.customer.customer_id})
+    body = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
+    assert "Done on your case" in body
+    assert "Refund of 40.50 INR on order SU-61111" in body
+    assert "Return booked for order SU-62222 (2 items)" in body
+    assert "Order SU-62222 cancelled; 19.99 USD refunded" in body
+    assert "SECRET" not in body and "phone" not in body.lower().split("done on your case")[1]
+    # Someone else's page shows none of it.
+    assert "Refund of" not in c["bob"].get("/help/").content.decode()
