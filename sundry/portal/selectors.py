@@ -57,7 +57,10 @@ def completed_actions(ticket) -> list[dict]:
     for tool, result, amount_cents, currency, created_at in rows:
         text = _done_text(tool, result or {}, amount_cents, currency)
         if text:
-            out.append({"text": text, "at": created_at})
+            # The order number is kept whole on narrow screens (a line may not break at its hyphen).
+            order = str((result or {}).get("order_number") or "")
+            before, found, after = text.partition(order) if order else (text, "", "")
+            out.append({"text": text, "before": before, "order": found, "after": after, "at": created_at})
     return out
 
 

@@ -109,7 +109,7 @@ async def test_a_refund_the_shop_made_reaches_the_customer_page_live(world):
         result={"refund_id": "rfd_SECRET77", "order_number": "SU-41234", "amount_cents": 1250, "currency": "USD"},
         idempotency_key="k-live", amount_cents=1250, currency="USD")
     frame = await customer.receive_from(timeout=5)
-    assert 'id="panel-details"' in frame and "Refund of 12.50 USD on order SU-41234" in frame
+    assert 'id="panel-details"' in frame and 'Refund of 12.50 USD on order <span class="whole">SU-41234</span>' in frame
     assert "rfd_SECRET77" not in frame and "k-live" not in frame
     await customer.disconnect()
 
