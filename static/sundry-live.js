@@ -106,6 +106,15 @@
     if (!document.hidden) send({ type: "sync", version: pageVersion() });
   });
 
+  // A composer whose message was accepted (200) empties itself for the next one; a
+  // refusal (422) keeps the text so it can be fixed. Done here because htmx's hx-on
+  // attributes need eval, which the page's htmx config turns off.
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const form = e.detail.elt;
+    if (form instanceof HTMLFormElement && form.hasAttribute("data-reset-on-success") &&
+        e.detail.successful && e.detail.xhr.status === 200) form.reset();
+  });
+
   // Keyboard: Ctrl/Cmd+Enter in a composer sends with its first button.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.matches(".composer textarea")) {

@@ -110,6 +110,7 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     customer.click("text=Send")
     expect(staff.locator("#panel-conversation")).to_contain_text("where is my order SU-40111", timeout=LIVE)
     seen_after = time.monotonic() - started
+    expect(customer.locator("#message-text")).to_have_value("", timeout=LIVE)  # sent: the box is ready for the next
     # Panels moved too: the typed ID is in the ledger, the rule is a candidate.
     expect(staff.locator("#panel-ledger")).to_contain_text("SU-40111", timeout=LIVE)
     expect(staff.locator("#panel-rules")).to_contain_text("never email", timeout=LIVE)
@@ -184,6 +185,24 @@ def test_staff_correct_a_value_and_the_customers_confirmed_panel_follows(browser
     expect(customer.locator("#panel-details")).not_to_contain_text("40.00 USD")
     # Staff see the old value kept as history, superseded.
     expect(staff.locator("#state-amount")).to_contain_text("1 earlier value", timeout=LIVE)
+
+
+def test_the_staff_composer_empties_after_a_note_and_keeps_a_refused_message(browser, live_server_url, people):
+    from django.conf import settings
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Composer")
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    box = staff.locator("#composer-text")
+    box.fill("Checked with the carrier: the parcel is fine.")
+    staff.locator("button", has_text="Add staff note").click()
+    expect(staff.locator("#panel-conversation")).to_contain_text("the parcel is fine", timeout=LIVE)
+    expect(box).to_have_value("", timeout=LIVE)
+    too_long = "x" * (settings.MAX_MESSAGE_CHARS + 1)
+    box.fill(too_long)
+    staff.locator("button", has_text="Add staff note").click()
+    expect(staff.locator("body")).to_contain_text("the limit is", timeout=LIVE)
+    expect(box).to_have_value(too_long)  # refused: nothing typed is lost
 
 
 def test_two_staff_edit_one_field_and_the_second_gets_the_conflict(browser, live_server_url, people):
