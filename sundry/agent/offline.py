@@ -397,10 +397,13 @@ def _candidate_order(v: RequestView) -> str | None:
 def _needs_lookup(v: RequestView, order: str) -> bool:
     if order not in v.known_ids:
         return True
-    # An error about this order in this step, with no successful lookup after it.
-    errors = [s.index for s in v.tail if not s.ok and s.targets(order)]
-    lookups = [s.index for s in v.tail if s.ok and s.name in ("get_order", "search_orders") and order in s.content]
-    return bool(errors) and (not lookups or max(lookups) < max(errors))
+    # An error about this order in this step, with nothing since that shows the order is fine:
+    # a successful lookup, or any call on it that succeeded (a held call approved and run). A
+    # hold is not an error about the order.
+    errors = [s.index for s in v.tail if not s.ok and s.targets(order) and not _HELD.search(s.content)]
+    fine = [s.index for s in v.tail if s.ok and (s.targets(order) or (
+        s.name in ("get_order", "search_orders") and order in s.content))]
+    return bool(errors) and (not fine or max(fine) < max(errors))
 
 
 def resolve_order(v: RequestView) -> str | Decision:

@@ -101,3 +101,23 @@ def test_after_compaction_the_ledger_links_a_parcel_to_its_order(setup):
     agent_run(ticket.pk)
     new_calls = [c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]]
     assert new_calls[0] == {**new_calls[0], "name": "track_parcel", "arguments": {"tracking_number": tracking.value}}
+
+
+def test_after_staff_approve_a_held_refund_the_agent_tells_the_customer_it_is_done(setup):
+    from django.contrib.auth import get_user_model
+
+    from sundry.agent.models import HeldAction
+    from sundry.agent.services import held_action_decide
+
+    setup["tclass"].approval_rules = {"issue_refund": {"above": {"USD": 1000}}}
+    setup["tclass"].save()
+    ticket = new_ticket(setup, "The SU-40110 parcel arrived broken. Please refund 25.00 USD, I'll keep it.")
+    held = HeldAction.objects.get(ticket=ticket, status=HeldAction.Status.PENDING)
+    assert "check by our staff" in last_reply(ticket)
+    staff = get_user_model().objects.create_user("approver", is_staff=True)
+    held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    agent_run(ticket.pk)
+    assert Refund.objects.filter(order=setup["delivered"], amount_cents=2500).count() == 1
+    reply = last_reply(ticket)
+    assert "refunded 25.00 USD on order SU-40110" in reply, reply
+    assert "wasn't able" not in reply
