@@ -394,13 +394,19 @@ def _candidate_order(v: RequestView) -> str | None:
     return None
 
 
+_ID_TROUBLE = re.compile(r"\(guard: (?:id|unverified_id|mutation)\)|\bno order\b|does not belong|get_order|"
+                         r"\blook (?:it|them|the \w+) up\b|verbatim", re.I)
+
+
 def _needs_lookup(v: RequestView, order: str) -> bool:
     if order not in v.known_ids:
         return True
-    # An error about this order in this step, with nothing since that shows the order is fine:
-    # a successful lookup, or any call on it that succeeded (a held call approved and run). A
-    # hold is not an error about the order.
-    errors = [s.index for s in v.tail if not s.ok and s.targets(order) and not _HELD.search(s.content)]
+    # An error about this order's ID in this step (the ID guard, an unknown or foreign order, a
+    # "look it up" instruction), with nothing since that shows the order is fine: a successful
+    # lookup, or any call on it that succeeded (a held call approved and run). A hold, or the
+    # shop refusing on the order's state ("only placed orders can be cancelled"), is no reason
+    # to look the order up again.
+    errors = [s.index for s in v.tail if not s.ok and s.targets(order) and _ID_TROUBLE.search(s.content)]
     fine = [s.index for s in v.tail if s.ok and (s.targets(order) or (
         s.name in ("get_order", "search_orders") and order in s.content))]
     return bool(errors) and (not fine or max(fine) < max(errors))
@@ -569,7 +575,18 @@ def do_cancel(v: RequestView, order: str) -> Decision:
         return _notify_or_reply(v, f"I've cancelled order {order}{money}.")
     if prior := _done_before(v, "cancel_order", order):
         return reply(f"Order {order} was already cancelled (turn {prior.turn}).")
+    if why := _shop_refusal(v, "cancel_order", order):
+        return reply(f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
+                     "I can book a return instead — shall I?")
     return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
+
+
+def _shop_refusal(v: RequestView, tool: str, order: str) -> str | None:
+    """The shop's own reason for refusing `tool` on `order` in this step (not a guard's, not a hold)."""
+    prefix = f"{render.ERROR_PREFIX}: "
+    failed = next((s for s in reversed(v.tail) if not s.ok and s.name == tool and s.targets(order)
+                   and s.content.startswith(prefix) and not _HELD.search(s.content)), None)
+    return failed.content.removeprefix(prefix).strip().rstrip(".") if failed else None
 
 
 def do_replace(v: RequestView, order: str) -> Decision:

@@ -70,14 +70,19 @@ def ensure_logins() -> list[Login]:
 
 
 def _demo_customers() -> list[Customer]:
-    # Customers with several delivered orders make the best demos.
-    out = []
-    for c in Customer.objects.order_by("customer_id"):
-        if Order.objects.filter(customer=c, status="delivered").count() >= 2:
-            out.append(c)
-        if len(out) == 3:
-            break
-    return out
+    # Customers with several delivered orders, one on its way and one not yet shipped make the
+    # best demos: every script (track, refund, cancel, the long one) then has a real case.
+    # Smaller shops may have none such; customers with two delivered orders fill in.
+    from django.db.models import Count, Q
+
+    def having(status: str):
+        return Count("orders", filter=Q(orders__status=status))
+
+    ranked = Customer.objects.annotate(delivered=having("delivered"), shipped=having("shipped"),
+                                       placed=having("placed")).filter(delivered__gte=2).order_by("customer_id")
+    complete = list(ranked.filter(shipped__gte=1, placed__gte=1)[:3])
+    rest = [c for c in ranked[:3 + len(complete)] if c not in complete]
+    return (complete + rest)[:3]
 
 
 SHORT_SCRIPTS = [

@@ -121,3 +121,12 @@ def test_after_staff_approve_a_held_refund_the_agent_tells_the_customer_it_is_do
     reply = last_reply(ticket)
     assert "refunded 25.00 USD on order SU-40110" in reply, reply
     assert "wasn't able" not in reply
+
+
+def test_a_cancellation_the_shop_refuses_is_explained_with_its_reason(setup):
+    ticket = new_ticket(setup, "Please cancel order SU-40110, I ordered it by mistake.")  # already delivered
+    assert tools_called(ticket) == ["get_order", "cancel_order"]  # tried once, not again
+    reply = last_reply(ticket)
+    assert reply.startswith("I couldn't cancel order SU-40110: the shop says ") and "delivered" in reply
+    assert "return" in reply and "wasn't able" not in reply
+    assert Order.objects.get(number="SU-40110").status == Order.Status.DELIVERED
