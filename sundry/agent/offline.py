@@ -26,6 +26,7 @@ from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.core.tokens import count_message_tokens, count_tokens
 
 MAX_CALLS_PER_STEP = 8
+RECENT_ORDERS = 5
 STAFF_FOLLOW_UP = ("I wasn't able to complete this automatically. A member of our support staff will "
                    "follow up with you shortly.")
 CLARIFY = ("Thanks for getting in touch. Could you tell me what you need — tracking a delivery, a refund, a "
@@ -50,7 +51,8 @@ _INTENTS = [
     ("replace", re.compile(r"\b(?:replacement|replace|exchange)\b", re.I)),
     ("damaged", re.compile(r"\b(?:damaged|broken|defective|scratched|cracked|faulty)\b", re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
-    ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b", re.I)),
+    ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
+                        r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
@@ -613,7 +615,9 @@ def do_list(v: RequestView) -> Decision:
         return reply("Here are your orders: " + "; ".join(
             f"{o.label()}{' — ' + o.status if o.status else ''}" for o in listed) + ".")
     if customer := v.customer_id():
-        return emit(v, "search_orders", customer_id=customer)
+        # The few most recent, as a person would read them out: a long listing fills the ID
+        # ledger with orders nobody asked about and pushes out IDs the ticket still needs.
+        return emit(v, "search_orders", customer_id=customer, limit=RECENT_ORDERS)
     return reply("Could you send me the email address you ordered with, so I can find your orders?")
 
 

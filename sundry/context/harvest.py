@@ -95,19 +95,41 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
 
 
 def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int) -> HarvestPlan:
-    """IDs a customer typed: new ones enter UNVERIFIED as `<kind>_mentioned`; known ones are left as they are."""
+    """IDs a customer typed: new ones enter UNVERIFIED as `<kind>_mentioned`; archived verified ones come back."""
     plan, roles = HarvestPlan(), _Roles(rows.values())
     order = _next_order(rows)
     for value, kind in found:
-        if value in rows:
+        known = rows.get(value)
+        if known is not None:
+            if known.verified:
+                # A tool returned it before and the customer brings it up again: it, and the
+                # IDs noted as its own (a parcel's tracking number), come back into the window.
+                # Typing it earns no trust: only what a tool returned is restored.
+                if known.active:
+                    known.last_used_turn = max(known.last_used_turn, turn)
+                    plan.seen_again.append(known)
+                else:
+                    _restore(known, roles, turn, plan)
+                for row in [r for r in rows.values() if not r.active and r.verified and r.note == f"of {value}"]:
+                    _restore(row, roles, turn, plan)
             continue
         row = rows[value] = LedgerRow(value, roles.new(f"{kind}_mentioned"), kind, False, turn, turn, order=order)
         order += 1
         plan.new.append(row)
         plan.roles.append(row.role)
-    if plan.new:
-        plan.evicted = evict(rows, cap)
+    if plan.new or plan.restored or plan.renamed:
+        plan.evicted = [r for r in evict(rows, cap)]
     return plan
+
+
+def _restore(row: LedgerRow, roles: _Roles, turn: int, plan: HarvestPlan) -> None:
+    role = row.role
+    row.active = True
+    if row.role in roles.active:
+        row.role = roles.new(row.kind)
+    row.last_used_turn = max(row.last_used_turn, turn)
+    roles.active.add(row.role)
+    (plan.renamed if row.role != role else plan.restored).append(row)
 
 
 def evict(rows: dict[str, LedgerRow], cap: int) -> list[LedgerRow]:

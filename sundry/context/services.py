@@ -47,7 +47,8 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
     return entry
 
 
-_LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn")
+_LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
+               "note")
 _LEDGER_NEW = ("ticket", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn",
                "last_used_turn", "source", "note", "version")
 
@@ -75,8 +76,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
-    t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
-    Status = LedgerEntry.Status
+    c = functools.partial(sql.column, LedgerEntry)
     with transaction.atomic(savepoint=False):
         touch = [_touch_statement(ticket.pk, used, turn)] if used else []
         *_, read = sql.run([*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
@@ -85,49 +85,55 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
                                     notes={v: f"of {o}" for v, o in owners.items()})
 
-        # One statement per kind of change, in the order the role rule above assumes.
-        status = {True: Status.ACTIVE, False: Status.ARCHIVED}
-        writes = []
-        if plan.new:
-            params = []
-            for r in plan.new:  # a new row that leaves at once is inserted archived
-                params += [ticket.pk, r.value, r.role, r.kind, status[r.active], True, False, turn, turn, tool_name,
-                           r.note, 1 if r.active else 2]
-            writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(plan.new), returning=()), params))
-        for group, sets in ((plan.seen_again, ""), (plan.restored, f"{c('status')} = %s, ")):
-            if group:
-                match, ids = sql.one_of(r.id for r in group)
-                writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
-                               f" {c('version')} = {c('version')} + 1 WHERE {c('id')} {match}",
-                               ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
-        for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
-            writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
-                           f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
-                           [r.role, Status.ACTIVE, True, turn, turn, r.id]))
-        archived = [r.id for r in plan.evicted if r.id is not None]
-        if archived:
-            match, ids = sql.one_of(archived)
-            writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
-                           f" WHERE {c('id')} {match}", [Status.ARCHIVED, *ids]))
+        writes = _plan_writes(ticket.pk, plan, turn=turn, source=tool_name)
         # With the version bump, sent with the transaction's next statement (or its commit).
         sql.defer([*writes, bump_statement(ticket.pk)])
     ticket_changed(ticket.pk)
     return plan.roles
 
 
-def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[LedgerEntry]:
-    """IDs a customer typed enter the ledger UNVERIFIED until a lookup returns them."""
+def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
+    """IDs a customer typed: new ones enter the ledger UNVERIFIED until a lookup returns them;
+    ones a tool returned before come back into the window (`harvest.plan_mentions`).
+    Returns the roles of the new entries."""
     found = [(value, kind) for kind, value in find_ids(text)]
     if not found:
         return []
-    Status = LedgerEntry.Status
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
-    created = [LedgerEntry.objects.create(ticket=ticket, value=r.value, kind=r.kind, role=r.role, verified=False,
-                                          first_seen_turn=turn, last_used_turn=turn, source="customer",
-                                          status=Status.ACTIVE if r.active else Status.ARCHIVED)
-               for r in plan.new]
-    _archive([r.id for r in plan.evicted if r.id is not None])
-    return created
+    writes = _plan_writes(ticket.pk, plan, turn=turn, source="customer")
+    if writes:  # in the message's own transaction, whose turn already moves the version
+        sql.run(writes)
+    return [r.role for r in plan.new]
+
+
+def _plan_writes(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source: str) -> list[tuple[str, list]]:
+    """A plan as SQL: one statement per kind of change, in the order the role rules assume."""
+    t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
+    Status = LedgerEntry.Status
+    status = {True: Status.ACTIVE, False: Status.ARCHIVED}
+    writes = []
+    if plan.new:
+        params = []
+        for r in plan.new:  # a new row that leaves at once is inserted archived
+            params += [ticket_id, r.value, r.role, r.kind, status[r.active], r.verified, False, turn, turn, source,
+                       r.note, 1 if r.active else 2]
+        writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(plan.new), returning=()), params))
+    for group, sets in ((plan.seen_again, ""), (plan.restored, f"{c('status')} = %s, ")):
+        if group:
+            match, ids = sql.one_of(r.id for r in group)
+            writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
+                           f" {c('version')} = {c('version')} + 1 WHERE {c('id')} {match}",
+                           ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
+    for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
+        writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
+                       f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
+                       [r.role, Status.ACTIVE, True, turn, turn, r.id]))
+    archived = [r.id for r in plan.evicted if r.id is not None]
+    if archived:
+        match, ids = sql.one_of(archived)
+        writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
+                       f" WHERE {c('id')} {match}", [Status.ARCHIVED, *ids]))
+    return writes
 
 
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
@@ -158,8 +164,8 @@ def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
 def _rows_from(read) -> dict[str, harvest.LedgerRow]:
     active = LedgerEntry.Status.ACTIVE
     return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
-                                     used=used_in_call, order=pk, id=pk)
-            for pk, value, role, kind, status, verified, used_in_call, first, last in read}
+                                     used=used_in_call, order=pk, note=note, id=pk)
+            for pk, value, role, kind, status, verified, used_in_call, first, last, note in read}
 
 
 def _archive(ids: list[int]) -> None:

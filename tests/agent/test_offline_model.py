@@ -345,6 +345,9 @@ def test_structured_rule_blocks_any_tool_it_names():
     ("I don't want a replacement, just refund me", "refund"),
     ("I do not want a replacement", None),
     ("What orders do I have?", "list"),
+    ("OK. Can you tell me what else I ordered recently?", "list"),
+    ("What did I order last month?", "list"),
+    ("Hi, I have a few problems with my recent orders.", None),  # a preamble, not a request to list
     ("Hello there", None),
 ])
 def test_intent_from_the_customer_words(text, intent):

@@ -66,3 +66,24 @@ def test_mentions_enter_unverified_and_leave_known_ids_alone():
     assert [(r.value, r.role, r.verified) for r in plan.new] == [("SU-7", "order_mentioned", False)]
     assert ledger["SU-1"].role == "order" and ledger["SU-1"].verified
     assert plan_mentions(ledger, [("SU-1", "order")], turn=3, cap=1).evicted == []  # nothing new, nothing evicted
+
+
+def test_a_customer_bringing_up_a_looked_up_order_brings_it_and_its_own_ids_back():
+    order = row("SU-1", "order", active=False, order=1)
+    tracking = LedgerRow("1ZTRACK", "tracking", "tracking", True, 2, 2, active=False, order=2, note="of SU-1")
+    other = LedgerRow("1ZOTHER", "tracking_2", "tracking", True, 3, 3, active=False, order=3, note="of SU-2")
+    typed_only = row("SU-9", "order_mentioned", verified=False, active=False, order=4)
+    ledger = rows(order, tracking, other, typed_only)
+    plan = plan_mentions(ledger, [("SU-1", "order"), ("SU-9", "order")], turn=12, cap=10)
+    assert {r.value for r in plan.restored} == {"SU-1", "1ZTRACK"} and not plan.new
+    assert order.active and tracking.active and tracking.last_used_turn == 12
+    assert not other.active  # another order's tracking number stays where it was
+    assert not typed_only.active  # typing an ID earns no trust: only what a tool returned comes back
+
+
+def test_mentioning_an_active_looked_up_id_counts_as_its_latest_use():
+    seen = row("SU-1", "order", turn=2, order=1)
+    ledger = rows(seen, row("SU-2", "order_2", turn=5, order=2))
+    plan = plan_mentions(ledger, [("SU-1", "order")], turn=9, cap=2)
+    assert plan.seen_again == [seen] and seen.last_used_turn == 9 and not plan.evicted
+    assert [r.value for r in evict(ledger, 1)] == ["SU-2"]  # SU-1 is now the more recent of the two
