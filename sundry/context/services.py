@@ -102,7 +102,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
     writes = _plan_writes(ticket.pk, plan, turn=turn, source="customer")
     if writes:  # in the message's own transaction, whose turn already moves the version
-        sql.run(writes)
+        sql.defer(writes)
     return [r.role for r in plan.new]
 
 
@@ -158,7 +158,8 @@ def ledger_evict(*, ticket, cap: int) -> list[str]:
 
 def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
-    return _rows_from(LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW))
+    [read] = sql.run([(sql.select(LedgerEntry, _LEDGER_ROW, f"{sql.column(LedgerEntry, 'ticket')} = %s"), [ticket.pk])])
+    return _rows_from(read)
 
 
 def _rows_from(read) -> dict[str, harvest.LedgerRow]:
