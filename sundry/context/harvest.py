@@ -95,10 +95,11 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
 
 
 def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int) -> HarvestPlan:
-    """IDs a customer typed: new ones enter UNVERIFIED as `<kind>_mentioned`; archived verified ones come back."""
+    """IDs a customer typed. New ones enter UNVERIFIED as `<kind>_mentioned`. One a tool returned
+    before counts as used now and, if archived, comes back, with the archived IDs noted as its own."""
     plan, roles = HarvestPlan(), _Roles(rows.values())
     order = _next_order(rows)
-    for value, kind in found:
+    for value, kind in dict.fromkeys(found):  # an ID typed twice in one message is one mention
         known = rows.get(value)
         if known is not None:
             if known.verified:
@@ -118,7 +119,7 @@ def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, t
         plan.new.append(row)
         plan.roles.append(row.role)
     if plan.new or plan.restored or plan.renamed:
-        plan.evicted = [r for r in evict(rows, cap)]
+        plan.evicted = evict(rows, cap)
     return plan
 
 
