@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 VERSION = re.compile(rb'data-version="(\d+)"')
@@ -309,11 +310,35 @@ def main(argv=None) -> int:
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
         return 0
     workdir = Path(tempfile.mkdtemp(prefix="sundry-pushbench-"))
+    try:
+        with _database(workdir) as (database_url, database):
+            figures = _measure(args, workdir, database_url)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps({**figures, "database": database, "layer": settings_layer()}))
+    return 0
+
+
+@contextmanager
+def _database(workdir: Path):
+    """The database the deployment would use: a throwaway one on the configured PostgreSQL
+    server (dropped afterwards, whatever happens), else a SQLite file in `workdir` (both the
+    driver here and the server process open it). Yields (url, description)."""
     configured = os.environ.get("DATABASE_URL", "")
-    postgres = configured.startswith(("postgres://", "postgresql://"))
-    # The database the deployment would use: a throwaway one on the configured PostgreSQL
-    # server, else a SQLite file (both the driver here and the server process open it).
-    database_url = _throwaway_postgres(configured) if postgres else f"sqlite:///{workdir / 'bench.sqlite3'}"
+    if not configured.startswith(("postgres://", "postgresql://")):
+        yield f"sqlite:///{workdir / 'bench.sqlite3'}", "a throwaway SQLite file"
+        return
+    url = _throwaway_postgres(configured)
+    try:
+        yield url, "PostgreSQL (a throwaway database)"
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        _drop_postgres(configured, url)
+
+
+def _measure(args, workdir: Path, database_url: str) -> dict:
     env = {**os.environ, "DATABASE_URL": database_url,
            "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
            "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0"}  # as served in production: no per-query debug log
@@ -344,18 +369,9 @@ def main(argv=None) -> int:
             server.kill()
         server_log.close()
         errors = (workdir / "server.log").read_text(errors="replace")[-4000:]
-        shutil.rmtree(workdir, ignore_errors=True)
-        if postgres:
-            from django.db import connections
-
-            connections.close_all()
-            _drop_postgres(configured, database_url)
         if errors.strip():  # the server should say nothing at this log level; if it did, show it
             print(errors, file=sys.stderr)
-    print(json.dumps({"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server,
-                      "database": "PostgreSQL (a throwaway database)" if postgres else "a throwaway SQLite file",
-                      "layer": settings_layer()}))
-    return 0
+    return {"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server}
 
 
 if __name__ == "__main__":

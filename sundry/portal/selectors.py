@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sundry.context.models import StateValue
+from sundry.context.models import ActionTaken, StateValue
 from sundry.context.statefields import FIELDS, format_amount
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
@@ -49,8 +49,6 @@ def completed_actions(ticket) -> list[dict]:
     These are results the shop's own tools reported, not anything a model
     inferred, so they are shown beside the confirmed details; no internal IDs.
     """
-    from sundry.context.models import ActionTaken
-
     out = []
     rows = ActionTaken.objects.filter(ticket=ticket).order_by("turn", "id").values_list(
         "tool", "result", "amount_cents", "currency", "created_at")
