@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "sundry.core.security.RefuseNulBytesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -148,6 +149,11 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Django's cache: Redis when configured, so rate limits hold across web processes.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL, "KEY_PREFIX": CHANNEL_PREFIX}}
+
 # Longest task hard limit; the broker's visibility timeout must exceed it, or a
 # slow task is redelivered to a second worker while the first still runs it.
 TASK_HARD_TIME_LIMIT = int(os.environ.get("SUNDRY_TASK_HARD_LIMIT", "300"))
@@ -221,6 +227,10 @@ STORAGES = {
 # --- Sundry ---------------------------------------------------------------------
 # Customer messages above this many characters are refused with the limit named.
 MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
+# Per person: customer messages and new tickets (each may start a model call), as
+# "count/period" with period s, m, h, d or seconds.
+RATE_CUSTOMER_MESSAGES = os.environ.get("SUNDRY_RATE_CUSTOMER_MESSAGES", "12/m")
+RATE_CUSTOMER_TICKETS = os.environ.get("SUNDRY_RATE_CUSTOMER_TICKETS", "10/h")
 DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
 
 # --- Headers on every response (sundry/core/security.py) ---------------------------

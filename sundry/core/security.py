@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from django.http import HttpResponseBadRequest
 from django.utils.cache import patch_cache_control
 from django.views.debug import SafeExceptionReporterFilter
 
@@ -37,3 +38,27 @@ class CredentialsHidingFilter(SafeExceptionReporterFilter):
 
     hidden_settings = re.compile(
         "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|ADDRESS", flags=re.I)
+
+
+class RefuseNulBytesMiddleware:
+    """A NUL byte in a query or form value is refused with 400 before any view runs.
+
+    No person types one, PostgreSQL refuses to store or compare text holding one, and
+    without this check such a value reached a query and answered 500.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        fields = [request.GET]
+        if request.method == "POST" and request.content_type in (
+                "application/x-www-form-urlencoded", "multipart/form-data"):
+            fields.append(request.POST)
+        for data in fields:
+            for key, values in data.lists():
+                if "\x00" in key or any("\x00" in value for value in values):
+                    return HttpResponseBadRequest(
+                        "A value in this request holds a NUL character, which no field accepts.",
+                        content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

@@ -98,3 +98,70 @@ def test_a_refused_request_gets_the_sites_own_page_not_a_bare_one(people):
     assert refused.status_code == 403
     body = refused.content.decode()
     assert "You can't open this page" in body and 'href="/static/sundry.css"' in body.replace("'", '"')
+
+
+@pytest.fixture
+def clean_cache():
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def customer_client(people):
+    client = Client()
+    client.force_login(people["customer"].user)
+    return client
+
+
+@pytest.mark.parametrize("url", ["/desk/?status=a%00b", "/desk/?q%00=1", "/help/?error=x%00"])
+def test_a_nul_byte_in_a_query_is_a_clear_400(people, url):
+    client = Client()
+    client.force_login(people["staff"] if url.startswith("/desk") else people["customer"].user)
+    response = client.get(url)
+    assert response.status_code == 400 and "NUL" in response.content.decode()
+
+
+def test_a_nul_byte_in_a_message_is_refused_and_nothing_is_stored(people):
+    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    before = Turn.objects.filter(ticket=ticket).count()
+    response = customer_client(people).post(f"/help/tickets/{ticket.pk}/message", {"text": "hi\x00there"}, **HX)
+    assert response.status_code == 400
+    assert Turn.objects.filter(ticket=ticket).count() == before
+
+
+def test_a_non_ascii_digit_as_a_detail_id_is_a_422_not_a_500(people):
+    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    response = customer_client(people).post(f"/help/tickets/{ticket.pk}/flag", {"value_id": "²"}, **HX)
+    assert response.status_code == 422
+
+
+def test_messages_past_the_rate_are_refused_with_429_and_not_stored(people, clean_cache):
+    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    client = customer_client(people)
+    with override_settings(RATE_CUSTOMER_MESSAGES="3/m"):
+        answers = [client.post(f"/help/tickets/{ticket.pk}/message", {"text": f"message {n}"}, **HX).status_code
+                   for n in range(5)]
+    assert answers == [200, 200, 200, 429, 429]
+    texts = list(Turn.objects.filter(ticket=ticket, author="customer").values_list("text", flat=True))
+    assert texts == ["message 0", "message 1", "message 2"]
+    # Another customer is not slowed by this one.
+    other = get_user_model().objects.create_user("dora", password="x-long-pass-9")
+    theirs = ticket_create(customer=CustomerFactory(user=other), ticket_class=TicketClassFactory(), subject="Hi")
+    client2 = Client()
+    client2.force_login(other)
+    with override_settings(RATE_CUSTOMER_MESSAGES="3/m"):
+        assert client2.post(f"/help/tickets/{theirs.pk}/message", {"text": "hello"}, **HX).status_code == 200
+
+
+def test_new_tickets_past_the_rate_are_refused_with_a_reason(people, clean_cache):
+    from sundry.tickets.models import Ticket
+
+    TicketClassFactory(slug="standard")
+    client = customer_client(people)
+    with override_settings(RATE_CUSTOMER_TICKETS="2/h"):
+        for n in range(3):
+            response = client.post("/help/tickets/new", {"text": f"problem {n}"})
+    assert Ticket.objects.filter(customer=people["customer"]).count() == 2
+    assert "many conversations" in client.get(response["Location"]).content.decode()
