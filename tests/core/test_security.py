@@ -101,12 +101,13 @@ def test_a_refused_request_gets_the_sites_own_page_not_a_bare_one(people):
 
 
 @pytest.fixture
-def clean_cache():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
+def clean_cache(request):
+    """A cache of the test's own: clearing the shared one would flush a Redis database
+    that Celery queues and other runs use too."""
+    location = f"rates-{request.node.name}"
+    with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                               "LOCATION": location}}):
+        yield
 
 
 def customer_client(people):
