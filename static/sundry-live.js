@@ -115,6 +115,85 @@
         e.detail.successful && e.detail.xhr.status === 200) form.reset();
   });
 
+  // A request that failed says so next to the form that sent it, and the page's older
+  // flash (about an earlier request) goes. A composer keeps its text; if the session
+  // ended (401), the text is also kept across signing in again and put back here.
+  const DRAFTS = "sundry:drafts";
+  function errorBox(form) {
+    let box = form.querySelector(".form-error");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "form-error";
+      box.setAttribute("role", "alert");
+      form.appendChild(box);
+    }
+    return box;
+  }
+  function saveDrafts() {
+    const drafts = {};
+    document.querySelectorAll("form[data-reset-on-success] textarea[name]").forEach((t) => {
+      if (t.value.trim()) drafts[t.form.getAttribute("hx-post") + "|" + t.name] = t.value;
+    });
+    sessionStorage.setItem(DRAFTS, JSON.stringify({ page: location.pathname, drafts }));
+  }
+  function restoreDrafts() {
+    let saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(DRAFTS) || "null"); } catch (_) { saved = null; }
+    if (!saved || saved.page !== location.pathname) return;
+    sessionStorage.removeItem(DRAFTS);
+    document.querySelectorAll("form[data-reset-on-success] textarea[name]").forEach((t) => {
+      const text = saved.drafts[t.form.getAttribute("hx-post") + "|" + t.name];
+      if (text && !t.value) {
+        t.value = text;
+        errorBox(t.form).textContent = "Your unsent message is back in the box: press Send when ready.";
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", restoreDrafts);
+  document.addEventListener("htmx:responseError", (e) => {
+    const form = e.detail.elt instanceof HTMLFormElement ? e.detail.elt : e.detail.elt.closest("form");
+    const flash = document.getElementById("flash");
+    if (flash) flash.innerHTML = "";
+    if (!form) return;
+    const xhr = e.detail.xhr;
+    const box = errorBox(form);
+    box.textContent = "";
+    if (xhr.status === 401) {
+      saveDrafts();
+      box.append(xhr.responseText + " ");
+      const link = document.createElement("a");
+      link.href = "/login/?next=" + encodeURIComponent(location.pathname);
+      link.textContent = "Sign in again";
+      box.append(link);
+    } else if (xhr.status === 403) {
+      box.textContent = "This was refused (the page may be out of date). Reload the page and try again — copy your text first.";
+    } else if (xhr.status === 429) {
+      box.textContent = "Too many requests just now. Wait a moment and try again.";
+    } else {
+      box.textContent = "Something went wrong (" + xhr.status + "). Your text is kept: try again in a moment.";
+    }
+  });
+  document.addEventListener("htmx:sendError", (e) => {
+    const form = e.detail.elt instanceof HTMLFormElement ? e.detail.elt : e.detail.elt.closest("form");
+    if (form) errorBox(form).textContent = "Could not reach Sundry. Your text is kept: try again when you are back online.";
+  });
+  document.addEventListener("htmx:afterRequest", (e) => {  // a later success clears the form's old error
+    const form = e.detail.elt;
+    if (form instanceof HTMLFormElement && e.detail.successful) {
+      const box = form.querySelector(".form-error");
+      if (box) box.remove();
+    }
+  });
+
+  // "Close" on a detail pane empties the pane it names (no inline handlers: the page's
+  // Content-Security-Policy allows scripts from our own files only).
+  document.addEventListener("click", (e) => {
+    const button = e.target.closest("[data-empty-closest]");
+    if (!button) return;
+    const pane = button.closest(button.getAttribute("data-empty-closest"));
+    if (pane) pane.innerHTML = "";
+  });
+
   // Keyboard: Ctrl/Cmd+Enter in a composer sends with its first button.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.matches(".composer textarea")) {

@@ -7,6 +7,7 @@ Redis layer and Celery workers over Redis. The code paths are the same.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "axes",
     "sundry.core",
     "sundry.shop",
     "sundry.tickets",
@@ -64,11 +66,17 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "sundry.core.security.RefuseNulBytesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "sundry.core.htmx_auth.HtmxSignInMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "sundry.core.security.SecurityHeadersMiddleware",
+    # Last, as django-axes documents: it turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "sundry.urls"
@@ -141,6 +149,11 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Django's cache: Redis when configured, so rate limits hold across web processes.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL, "KEY_PREFIX": CHANNEL_PREFIX}}
+
 # Longest task hard limit; the broker's visibility timeout must exceed it, or a
 # slow task is redelivered to a second worker while the first still runs it.
 TASK_HARD_TIME_LIMIT = int(os.environ.get("SUNDRY_TASK_HARD_LIMIT", "300"))
@@ -174,6 +187,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes) on both login forms, the desk's and the admin's: after
+# SUNDRY_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
+# pair is locked out for SUNDRY_LOGIN_COOLOFF_MINUTES, the right password included.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("SUNDRY_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("SUNDRY_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "core/locked_out.html"
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -200,7 +227,33 @@ STORAGES = {
 # --- Sundry ---------------------------------------------------------------------
 # Customer messages above this many characters are refused with the limit named.
 MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
+# Per person: customer messages and new tickets (each may start a model call), as
+# "count/period" with period s, m, h, d or seconds.
+RATE_CUSTOMER_MESSAGES = os.environ.get("SUNDRY_RATE_CUSTOMER_MESSAGES", "12/m")
+RATE_CUSTOMER_TICKETS = os.environ.get("SUNDRY_RATE_CUSTOMER_TICKETS", "10/h")
 DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
+
+# --- Headers on every response (sundry/core/security.py) ---------------------------
+# Scripts and styles come only from our own static files (htmx runs with eval off, so
+# no 'unsafe-eval'); sockets go back to the same origin.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=(), interest-cohort=()"
+# Error pages in DEBUG hide settings whose names say they carry credentials; Django's
+# default pattern misses connection URLs such as DATABASE_URL and REDIS_URL.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "sundry.core.security.CredentialsHidingFilter"
 
 # --- Production hardening (checked by `manage.py check --deploy`) -----------------
 if PRODUCTION:

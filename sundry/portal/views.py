@@ -4,6 +4,7 @@ Posts from the page are htmx requests answered with the customer's own
 panels re-rendered and a status line; the websocket only pushes.
 """
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
@@ -16,11 +17,16 @@ from django.views.decorators.http import require_GET, require_POST
 from sundry.agent.services import customer_message_post
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.people import customer_of
+from sundry.core.ratelimit import Rate, allow
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
 from sundry.portal import services
 from sundry.portal.selectors import confirmed_value
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import MessageRefused, ticket_create, validate_message_text
+
+
+TOO_MANY_MESSAGES = "You're sending messages faster than we can read them. Wait a minute, then send again — your text is kept."
+TOO_MANY_TICKETS = "You've opened many conversations in a short time. Please continue in one of them, or try again later."
 
 
 def _customer(request):
@@ -55,6 +61,8 @@ def ticket_new(request):
         text = validate_message_text(request.POST.get("text", ""))
     except MessageRefused as exc:
         return redirect(reverse("portal-home") + "?" + urlencode({"error": str(exc)}))
+    if not allow("tickets", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_TICKETS)):
+        return redirect(reverse("portal-home") + "?" + urlencode({"error": TOO_MANY_TICKETS}))
     tclass = TicketClass.objects.filter(slug="standard").first() or TicketClass.objects.first()
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject=text[:80])
     customer_message_post(ticket=ticket, text=text)
@@ -91,6 +99,8 @@ def _answer(request, ticket, *, panels=(), message="", level="ok", status=200):
 @require_POST
 def ticket_message(request, ticket_id):
     ticket = _own_ticket(request, ticket_id)
+    if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
+        return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""))
     except MessageRefused as exc:
@@ -114,7 +124,7 @@ def order_pick(request, ticket_id):
 def detail_flag(request, ticket_id):
     ticket = _own_ticket(request, ticket_id)
     raw = request.POST.get("value_id", "")
-    value = confirmed_value(ticket, int(raw)) if raw.isdigit() else None
+    value = confirmed_value(ticket, int(raw)) if raw.isascii() and raw.isdigit() else None
     if value is None:
         return _answer(request, ticket, panels=("details",), level="bad", status=422,
                        message="That detail has changed since you saw it; have another look.")

@@ -40,6 +40,9 @@ class Address(models.Model):
     postcode = models.CharField(max_length=16)
     country = models.CharField(max_length=2)
 
+    class Meta:
+        verbose_name_plural = "addresses"
+
     def __str__(self):
         return f"{self.line1}, {self.city} ({self.address_id})"
 

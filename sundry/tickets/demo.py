@@ -59,10 +59,17 @@ def ensure_logins() -> list[Login]:
     for name in ("staff", "staff2"):
         user(name, is_staff=True)
         logins.append(Login(name, "staff", "works the desk"))
-    for i, customer in enumerate(_demo_customers(), start=1):
+    # A login is linked to a customer once and stays: re-linking it on a later run (the
+    # best demo customers change as orders move on) would hand the login someone else's
+    # data and its own tickets to nobody.
+    unlinked = (c for c in _demo_customers() if c.user_id is None)
+    for i in range(1, 4):
         u = user(f"customer{i}")
-        if customer.user_id != u.pk:
-            Customer.objects.filter(user=u).exclude(pk=customer.pk).update(user=None)
+        customer = Customer.objects.filter(user=u).first()
+        if customer is None:
+            customer = next(unlinked, None)
+            if customer is None:
+                continue  # a shop too small for three demo customers
             customer.user = u
             customer.save(update_fields=["user"])
         logins.append(Login(u.username, "customer", f"{customer.name} ({customer.customer_id})"))

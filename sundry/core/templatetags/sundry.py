@@ -11,3 +11,9 @@ def money(cents, currency):
     if cents is None:
         return ""
     return format_amount(int(cents), currency)
+
+
+@register.filter
+def whole_minutes(duration) -> int:
+    """A timedelta as whole minutes, rounded up (a lockout of 90 s reads "2 minutes")."""
+    return max(1, -(-int(duration.total_seconds()) // 60))

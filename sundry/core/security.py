@@ -1,0 +1,64 @@
+"""Response headers and error-report filtering that every page gets.
+
+CSP itself comes from django-csp (settings.CONTENT_SECURITY_POLICY); this adds
+what it does not cover.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.http import HttpResponseBadRequest
+from django.utils.cache import patch_cache_control
+from django.views.debug import SafeExceptionReporterFilter
+
+
+class SecurityHeadersMiddleware:
+    """Permissions-Policy on every response; `Cache-Control: no-store` on whatever a
+    signed-in person is shown, so a shared browser's cache or back button never hands
+    a ticket, an order or a customer's details to the next person."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        response.setdefault("Permissions-Policy", settings.PERMISSIONS_POLICY)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            patch_cache_control(response, no_store=True, private=True)
+        return response
+
+
+class CredentialsHidingFilter(SafeExceptionReporterFilter):
+    """Django's filter also hides settings named like connection URLs and addresses
+    (DATABASE_URL, REDIS_URL, CELERY_BROKER_URL, the channel layer's host address),
+    which carry passwords but escape its default pattern."""
+
+    hidden_settings = re.compile(
+        "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|ADDRESS", flags=re.I)
+
+
+class RefuseNulBytesMiddleware:
+    """A NUL byte in a query or form value is refused with 400 before any view runs.
+
+    No person types one, PostgreSQL refuses to store or compare text holding one, and
+    without this check such a value reached a query and answered 500.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        fields = [request.GET]
+        if request.method == "POST" and request.content_type in (
+                "application/x-www-form-urlencoded", "multipart/form-data"):
+            fields.append(request.POST)
+        for data in fields:
+            for key, values in data.lists():
+                if "\x00" in key or any("\x00" in value for value in values):
+                    return HttpResponseBadRequest(
+                        "A value in this request holds a NUL character, which no field accepts.",
+                        content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

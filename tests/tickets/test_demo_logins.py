@@ -1,0 +1,48 @@
+"""Demo logins are linked to their customers once and never moved to someone else."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.shop.models import Customer, Order
+from sundry.tickets.demo import ensure_logins
+from tests.factories import CustomerFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+
+def demo_ready_customer(customer_id):
+    customer = CustomerFactory(customer_id=customer_id)
+    for status in ("delivered", "delivered", "shipped", "placed"):
+        paid_order(customer=customer, status=status)
+    return customer
+
+
+def linked():
+    return {c.user.username: c.customer_id for c in Customer.objects.filter(user__username__startswith="customer")}
+
+
+def test_a_second_run_keeps_every_login_on_its_customer():
+    for n in range(1, 6):
+        demo_ready_customer(f"cus_DEMO{n:04d}")
+    ensure_logins()
+    first = linked()
+    assert sorted(first) == ["customer1", "customer2", "customer3"]
+    # The shop moves on: the first pick's unshipped order ships and a new customer now
+    # ranks first. The logins must stay where they were.
+    Order.objects.filter(customer__customer_id=first["customer1"], status="placed").update(status="shipped")
+    demo_ready_customer("cus_AAAA0000")
+    ensure_logins()
+    assert linked() == first
+
+
+def test_a_login_without_a_customer_gets_one_nobody_else_has():
+    for n in range(1, 6):
+        demo_ready_customer(f"cus_DEMO{n:04d}")
+    ensure_logins()
+    first = linked()
+    Customer.objects.filter(user__username="customer2").update(user=None)
+    ensure_logins()
+    after = linked()
+    assert after["customer1"] == first["customer1"] and after["customer3"] == first["customer3"]
+    assert after["customer2"] not in (first["customer1"], first["customer3"])
