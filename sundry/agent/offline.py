@@ -72,6 +72,10 @@ _INTENTS = [
     ("refund", re.compile(r"\brefund|money back|charged twice|double[- ]charged|reimburs", re.I)),
     ("replace", re.compile(r"\b(?:replacement|replace|exchange)\b", re.I)),
     ("damaged", re.compile(r"\b(?:damaged|broken|defective|scratched|cracked|faulty)\b", re.I)),
+    # "It never arrived" states a missing parcel: the negation is the news, not a denial.
+    ("track", re.compile(r"\blost\b|\bnever (?:arrived|came|turned up|got here)|\b(?:hasn't|has not|didn't|did not|"
+                         r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
+                         re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
@@ -265,7 +269,7 @@ class RequestView:
                     data = json.loads(m.content)
                 except ValueError:
                     data = None
-                failed = (m.content.startswith(render.ERROR_PREFIX)
+                failed = (m.content.startswith(render.ERROR_PREFIX) or bool(_HELD.search(m.content))
                           or (isinstance(data, dict) and data.get("ok") is False))
                 out.append(Seen(i, call.name, args, not failed, m.content, data))
         return out

@@ -104,7 +104,7 @@ email phone number address details status update news problem issue case ticket 
 lot bit rest time way case damage order's help support agent staff team shop store website app price charge
 week weeks day days month months year morning evening today yesterday tomorrow
 """.split())
-_DETERMINER = re.compile(r"\b(?:the|my|that|this|those|these|our)\s+((?:[a-z][a-z0-9.'-]*\s*){1,3})", re.I)
+_DETERMINER = re.compile(r"\b(?:the|my|that|this|those|these|our)\s+", re.I)
 _STOP_AFTER = frozenset("""
 is was are were has have had be been for from to on of in at with and or but that which who done yet already
 arrived came come gone went please thanks thank you i you it its it's me we they order orders item items
@@ -115,9 +115,11 @@ lost broken damaged cracked missing late still again now too also only just
 
 def product_phrase(text: str) -> str | None:
     """Words naming a product after "the"/"my" ("the air fryer" → "air fryer"), or None."""
-    for m in _DETERMINER.finditer((text or "").replace("’", "'")):
+    t = (text or "").replace("’", "'")
+    for m in _DETERMINER.finditer(t):
         words = []
-        for w in m.group(1).lower().split():
+        clause = re.split(r"[,;:!?]|\.(?:\s|$)", t[m.end():], maxsplit=1)[0]
+        for w in re.findall(r"[a-z0-9][a-z0-9.'-]*", clause.lower())[:3]:
             w = w.strip(".,'-")
             if not w or w in _STOP_AFTER:
                 break
