@@ -103,6 +103,7 @@ parcels package packages delivery deliveries tracking box packaging courier driv
 email phone number address details status update news problem issue case ticket reply message question
 lot bit rest time way case damage order's help support agent staff team shop store website app price charge
 week weeks day days month months year morning evening today yesterday tomorrow
+original method way name mind wife husband son daughter friend mum mom dad partner kids family neighbour door
 """.split())
 _DETERMINER = re.compile(r"\b(?:the|my|that|this|those|these|our)\s+", re.I)
 _STOP_AFTER = frozenset("""
