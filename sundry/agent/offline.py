@@ -6,8 +6,15 @@ results in the recent messages. No database, no Django models, no memory
 between calls. If the context loses a fact, this model loses it too, exactly
 like a network model would; that is what makes it useful in the harness.
 
-Shape: `RequestView` reads the request; `intent_of` classifies the customer's
-words; `decide` picks one tool call or a reply.
+Shape: `RequestView` reads the request; `intent_of` (and `offline_words`)
+classify the customer's words; `decide` picks tool calls or a reply.
+
+A question about an action ("is the refund done?") is answered from the
+actions and money lanes and never moves money; orders named by product are
+mapped through the ledger's descriptions and the tool results in the request;
+inferred facts are recorded with `record_fact` for staff to confirm; whenever
+the reply says staff will follow up, `request_staff_follow_up` flags the
+ticket first (when the request offers that tool).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from sundry.agent import offline_words as words
 from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from sundry.context import render
 from sundry.context.idformats import find_ids, kind_of
@@ -27,10 +35,24 @@ from sundry.core.tokens import count_message_tokens, count_tokens
 
 MAX_CALLS_PER_STEP = 8
 RECENT_ORDERS = 5
+FOLLOW_UP_TOOL = "request_staff_follow_up"
+# Tools that only write Sundry's own lanes: they do not count towards the calls a step may make.
+LANE_TOOLS = frozenset({"record_fact", "pin_constraint", "label_entity", FOLLOW_UP_TOOL})
 STAFF_FOLLOW_UP = ("I wasn't able to complete this automatically. A member of our support staff will "
                    "follow up with you shortly.")
 CLARIFY = ("Thanks for getting in touch. Could you tell me what you need — tracking a delivery, a refund, a "
            "return or a cancellation — and the order number if you have it?")
+# Mid-case, a message the model cannot place gets a question about it, never the opener again.
+MID_CASE_CLARIFY = ("Sorry, I'm not sure what you'd like me to do with that. Is it about tracking, a refund, a "
+                    "return or a cancellation — and which order?")
+HELD_REPLY = "Your request needs a quick check by our staff; it is with them now and I'll update you once they decide."
+_STATUS_TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return",
+                "replace": "offer_replacement"}
+_RESOLUTION = {"refund": "refund", "return": "return", "replace": "replacement", "cancel": "cancel",
+               "track": "tracking"}
+# Words of a ledger description that say where an order stands, not what it holds.
+_STATUS_WORDS = {"delivered", "shipped", "placed", "cancelled", "canceled", "returned", "transit", "processing",
+                 "lost", "refunded", "issued", "pending", "partially", "booked", "received"}
 
 # Narrower than the staff-facing classifier: only a constraint on how the case is handled is pinned.
 _CONSTRAINT = re.compile(
@@ -50,6 +72,10 @@ _INTENTS = [
     ("refund", re.compile(r"\brefund|money back|charged twice|double[- ]charged|reimburs", re.I)),
     ("replace", re.compile(r"\b(?:replacement|replace|exchange)\b", re.I)),
     ("damaged", re.compile(r"\b(?:damaged|broken|defective|scratched|cracked|faulty)\b", re.I)),
+    # "It never arrived" states a missing parcel: the negation is the news, not a denial.
+    ("track", re.compile(r"\blost\b|\bnever (?:arrived|came|turned up|got here)|\b(?:hasn't|has not|didn't|did not|"
+                         r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
+                         re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
@@ -204,6 +230,7 @@ class RequestView:
         self.rules = render.parse_rules(blocks.get("rules", ""))
         self.ledger = render.parse_ledger(blocks.get("ledger", ""))
         self.state = render.parse_state(blocks.get("state", ""))
+        self.has_summary = bool(blocks.get("summary"))
         self.conv: list[Message] = [m for m in request.messages if m.role != "system"]
         self.customer_idx = [i for i, m in enumerate(self.conv) if render.is_customer_message(m)]
         self.calls = self._pair_calls()
@@ -212,6 +239,22 @@ class RequestView:
         self.orders = self._orders()
         ok_text = " ".join(s.content for s in self.calls if s.ok)
         self.known_ids = {e.value for e in self.ledger if e.verified} | {v for _, v in find_ids(ok_text)}
+        self.descriptions = self._descriptions()
+
+    def _descriptions(self) -> dict[str, str]:
+        """Order number → what the ledger says it holds ("Air Fryer 5.5L ×1, delivered"), when it says."""
+        out: dict[str, str] = {}
+        for e in self.ledger:
+            text = " ".join(t for t in (getattr(e, "description", "") or "", e.note or "") if t)
+            if e.kind == "order" and text and not text.startswith("of "):
+                out[e.value] = text
+        return out
+
+    @property
+    def mid_case(self) -> bool:
+        """Something has happened in this case already: a reply, a summary, or established state."""
+        replied = any(m.role == "assistant" and m.content and not m.tool_calls for m in self.conv)
+        return replied or self.has_summary or bool(self.state.actions or self.state.fields)
 
     def _pair_calls(self) -> list[Seen]:
         pending: dict[str, ToolCall] = {}
@@ -226,7 +269,7 @@ class RequestView:
                     data = json.loads(m.content)
                 except ValueError:
                     data = None
-                failed = (m.content.startswith(render.ERROR_PREFIX)
+                failed = (m.content.startswith(render.ERROR_PREFIX) or bool(_HELD.search(m.content))
                           or (isinstance(data, dict) and data.get("ok") is False))
                 out.append(Seen(i, call.name, args, not failed, m.content, data))
         return out
@@ -274,6 +317,10 @@ class RequestView:
     def has_tool(self, tool: str) -> bool:
         return not self.specs or tool in self.specs
 
+    def offers(self, tool: str) -> bool:
+        """The request lists this tool (a newer tool is used only when the request offers it)."""
+        return tool in self.specs
+
     def args_for(self, tool: str, wanted: dict) -> dict:
         """Wanted arguments under the names the tool's JSON schema uses."""
         props = (self.specs.get(tool) or {}).get("properties") or {}
@@ -302,6 +349,10 @@ class RequestView:
     def failures(self, key: str) -> int:
         return sum(1 for s in self.calls if not s.ok and s.key() == key)
 
+    def last_error(self, key: str) -> str:
+        failed = [s.content for s in self.calls if not s.ok and s.key() == key]
+        return failed[-1][:200] if failed else ""
+
     def tail_ok(self, name: str, order: str | None = None) -> Seen | None:
         return next((s for s in reversed(self.tail) if s.ok and s.name == name
                      and (order is None or s.targets(order))), None)
@@ -314,10 +365,22 @@ class RequestView:
 class Decision:
     text: str | None = None
     call: tuple[str, dict] | None = None
+    more: list[tuple[str, dict]] = field(default_factory=list)  # further calls in the same response
+
+    @property
+    def calls(self) -> list[tuple[str, dict]]:
+        return ([self.call] if self.call else []) + self.more
 
 
 def reply(text: str) -> Decision:
     return Decision(text=text)
+
+
+def follow_up(v: RequestView, reason: str, text: str = STAFF_FOLLOW_UP) -> Decision:
+    """Tell the customer staff will follow up — after flagging the ticket for them, when the tool exists."""
+    if v.offers(FOLLOW_UP_TOOL) and not any(s.name == FOLLOW_UP_TOOL for s in v.tail):
+        return Decision(call=(FOLLOW_UP_TOOL, v.args_for(FOLLOW_UP_TOOL, {"reason": reason[:300]})))
+    return reply(text)
 
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
@@ -326,10 +389,25 @@ def emit(v: RequestView, name: str, **wanted) -> Decision:
                      "A member of staff can help if something else is needed.")
     args = v.args_for(name, wanted)
     key = Seen(0, name, args, True, "").key()
-    if not v.has_tool(name) or v.failures(key) >= 2 or any(s.ok and s.key() == key for s in v.tail):
-        # Unavailable, failed twice, or already done this step: never loop.
-        return reply(STAFF_FOLLOW_UP)
+    if not v.has_tool(name):
+        return follow_up(v, f"{name} is not available to the agent")
+    if v.failures(key) >= 2:
+        # Failed twice: never loop.
+        return follow_up(v, f"{name} failed twice: {v.last_error(key)}")
+    if any(s.ok and s.key() == key for s in v.tail):
+        return follow_up(v, f"{name} was already run in this step and the case is still open")
     return Decision(call=(name, args))
+
+
+def remember(v: RequestView, name: str, value: str, stated: bool = False) -> tuple[str, dict] | None:
+    """A record_fact call for an inferred fact, unless the state or this step already holds it."""
+    if not v.offers("record_fact") or not value:
+        return None
+    if v.state.fields.get(name, "").lower() == value.lower():
+        return None
+    if any(s.name == "record_fact" and s.args.get("name") == name for s in v.tail):
+        return None  # recorded (or refused) in this step: once is enough
+    return "record_fact", {"name": name, "value": value, "stated_by_customer": stated}
 
 
 def intent_of(text: str) -> str | None:
@@ -362,12 +440,30 @@ def _unpinned_constraint(v: RequestView) -> str | None:
     return None
 
 
+def _order_words(v: RequestView) -> dict[str, set[str]]:
+    """Order number → words naming what it holds: product names in tool results, and ledger descriptions."""
+    out: dict[str, set[str]] = {}
+    for o in v.orders.values():
+        out.setdefault(o.number, set()).update(_words(" ".join(o.names)))
+    for number, text in v.descriptions.items():
+        out.setdefault(number, set()).update(_words(text) - _STATUS_WORDS)
+    return out
+
+
 def _product_match(v: RequestView, text: str) -> str | None:
-    words = _words(text)
-    scores = {o.number: len(words & _words(" ".join(o.names))) for o in v.orders.values()}
+    said = _words(text) - _STATUS_WORDS
+    scores = {number: len(said & held) for number, held in _order_words(v).items()}
     best = max(scores.values(), default=0)
     winners = [n for n, s in scores.items() if s == best]
     return winners[0] if best and len(winners) == 1 else None
+
+
+def _unmatched_product(v: RequestView, text: str) -> str | None:
+    """A product the customer names that no order in the request is known to hold."""
+    phrase = words.product_phrase(text)
+    if not phrase or _product_match(v, phrase) or _role_match(v, phrase):
+        return None
+    return phrase
 
 
 def _role_match(v: RequestView, text: str) -> str | None:
@@ -381,6 +477,10 @@ def _candidate_order(v: RequestView) -> str | None:
     typed = [val for k, val in find_ids(texts[0]) if k == "order"] if texts else []
     if typed:
         return typed[0]
+    if texts and _unmatched_product(v, texts[0]):
+        # "the lamp", and nothing in the request says which order holds a lamp: never guess
+        # from an earlier message or the only order in view; look the product up instead.
+        return None
     for text in texts:
         if found := _role_match(v, text) or _product_match(v, text):
             return found
@@ -421,6 +521,9 @@ def resolve_order(v: RequestView) -> str | Decision:
     if order and not any(s.name == "get_order" and not s.ok and s.targets(order) for s in v.tail):
         return emit(v, "get_order", order_number=order)
     search = next((s for s in reversed(v.tail) if s.ok and s.name == "search_orders"), None)
+    if search and search.args.get("query") and not _orders_in(search.data) and (customer := v.customer_id()):
+        # Nothing by that name: list the recent orders instead and ask.
+        return emit(v, "search_orders", customer_id=customer, limit=RECENT_ORDERS)
     if search:
         listed = [v.orders[n] for n, _ in _orders_in(search.data) if n in v.orders]
         listed = list({o.number: o for o in listed}.values())
@@ -432,6 +535,9 @@ def resolve_order(v: RequestView) -> str | Decision:
         names = "; ".join(o.label() for o in listed)
         return reply(f"{lead}I found these orders on your account: {names}. Which one do you mean?")
     if customer := v.customer_id():
+        phrase = _unmatched_product(v, v.latest or "")
+        if phrase and not any(s.name == "search_orders" and s.args.get("query") for s in v.tail):
+            return emit(v, "search_orders", customer_id=customer, query=phrase)
         return emit(v, "search_orders", customer_id=customer)
     emails = [m.group(0) for t in v.customer_texts() for m in _EMAIL.finditer(t)]
     if emails and not v.tail_ok("lookup_customer"):
@@ -439,8 +545,8 @@ def resolve_order(v: RequestView) -> str | Decision:
     return reply("Could you send me your order number, or the email address you ordered with, so I can look it up?")
 
 
-def _explicit_amount(v: RequestView) -> tuple[int, str] | None:
-    for text in v.customer_texts():
+def _explicit_amount(v: RequestView, latest_only: bool = False) -> tuple[int, str] | None:
+    for text in v.customer_texts(1 if latest_only else 3):
         if m := _AMOUNT.search(text):
             num = m.group("n1") or m.group("n2") or m.group("n3")
             unit = (m.group("sym") or m.group("code") or m.group("code2") or "").lower().rstrip("s")
@@ -530,29 +636,62 @@ def do_track(v: RequestView, order: str) -> Decision:
     status = str(data.get("status") or "in progress").replace("_", " ")
     carrier = f" with {data['carrier']}" if data.get("carrier") else ""
     latest_note = f" Latest: {where}." if where else ""
+    if status == "lost":
+        return lost_parcel(v, order, f"{number}{carrier}")
     return reply(f"Your parcel for order {order} ({number}{carrier}) is {status}.{latest_note}")
+
+
+def lost_parcel(v: RequestView, order: str, parcel: str) -> Decision:
+    """The carrier lost it: say so once, and offer what the shop can do (a replacement, or a refund)."""
+    if fact := remember(v, "issue", f"Parcel lost in transit — order {order}"):
+        return Decision(call=fact)
+    money, info = v.state.money.get(order), v.orders.get(order)
+    refundable = money.refundable_cents if money else (info.still_refundable() if info else None)
+    currency = money.currency if money else (info.currency if info else "")
+    refund = f"a refund of {render.format_money(refundable, currency)}" if refundable and currency else "a full refund"
+    names = ", ".join(info.names) if info and info.names else ""
+    offers = [] if v.blocked("offer_replacement") else [f"a replacement{' ' + names if names else ''} sent out"]
+    offers += [] if v.blocked("issue_refund") else [refund]
+    if not offers:
+        return follow_up(v, f"parcel for order {order} is lost; the rules leave no remedy the agent may offer")
+    choice = " or ".join(offers)
+    return reply(f"I'm sorry — the carrier reports your parcel for order {order} ({parcel}) as lost. I can arrange "
+                 f"{choice} — which would you prefer?")
 
 
 def do_refund(v: RequestView, order: str) -> Decision:
     if done := v.tail_ok("issue_refund", order):
         money = _result_money(done)
         return _notify_or_reply(v, f"I've refunded {money} on order {order}{_id_of(done, 'refund')}.")
-    if prior := _done_before(v, "issue_refund", order):
+    latest_amount = _explicit_amount(v, latest_only=True)
+    earlier = [a for a in v.state.actions if a.tool == "issue_refund" and a.target == order]
+    # "Refund another 10.00 USD": a new partial refund (run, or held by policy), not the earlier one again.
+    more = latest_amount is not None and (words.asks_for_more(v.latest or "") or all(
+        a.amount_cents != latest_amount[0] for a in earlier))
+    if earlier and not more:
+        prior = earlier[-1]
         amount = render.format_money(prior.amount_cents, prior.currency) if prior.amount_cents else "a refund"
         return reply(f"A refund of {amount} was already issued on order {order} (turn {prior.turn}), so I won't "
-                     "issue it again. If something else is wrong, tell me and I'll ask staff to review it.")
+                     "issue it again. If you'd like a further partial refund, tell me the amount.")
+    if (cancelled := _done_before(v, "cancel_order", order)) and cancelled.amount_cents:
+        amount = render.format_money(cancelled.amount_cents, cancelled.currency)
+        return reply(f"Order {order} was cancelled (turn {cancelled.turn}) and {amount} was refunded with the "
+                     "cancellation, so there is nothing more to refund on it.")
     money, info = v.state.money.get(order), v.orders.get(order)
     refundable = money.refundable_cents if money else (info.still_refundable() if info else None)
     currency = money.currency if money else (info.currency if info else "")
     if refundable is None or not currency:
         details = _details(v, order)
-        return details if isinstance(details, Decision) else reply(STAFF_FOLLOW_UP)
+        return details if isinstance(details, Decision) else follow_up(
+            v, f"the refundable amount on order {order} could not be read")
     if refundable <= 0:
         return reply(f"Order {order} has already been refunded in full; there is nothing left to refund.")
-    explicit = _explicit_amount(v)
+    explicit = latest_amount if more else _explicit_amount(v)
     cents, cur = explicit if explicit else (refundable, currency)
+    reason = "further partial refund requested by the customer" if more and earlier else _reason(
+        v, "customer requested a refund")
     return emit(v, "issue_refund", order_number=order, amount=f"{Decimal(cents) / 100:.2f}", currency=cur or currency,
-                reason=_reason(v, "customer requested a refund"))
+                reason=reason)
 
 
 def do_return(v: RequestView, order: str) -> Decision:
@@ -564,9 +703,9 @@ def do_return(v: RequestView, order: str) -> Decision:
     if isinstance(info, Decision):
         return info
     if not info.items:
-        return reply(STAFF_FOLLOW_UP)
-    words = _words(" ".join(v.customer_texts()))
-    chosen = [i for i, name in info.items if words & _words(name)] or [i for i, _ in info.items]
+        return follow_up(v, f"no items could be read on order {order} to book a return")
+    said = _words(" ".join(v.customer_texts()))
+    chosen = [i for i, name in info.items if said & _words(name)] or [i for i, _ in info.items]
     return emit(v, "book_return", order_number=order, item_ids=chosen, reason=_reason(v, "customer return"))
 
 
@@ -601,9 +740,9 @@ def do_replace(v: RequestView, order: str) -> Decision:
     if isinstance(info, Decision):
         return info
     if not info.items:
-        return reply(STAFF_FOLLOW_UP)
-    words = _words(" ".join(v.customer_texts()))
-    item = next((i for i, name in info.items if words & _words(name)), info.items[0][0])
+        return follow_up(v, f"no items could be read on order {order} to arrange a replacement")
+    said = _words(" ".join(v.customer_texts()))
+    item = next((i for i, name in info.items if said & _words(name)), info.items[0][0])
     return emit(v, "offer_replacement", order_number=order, item_id=item, note=_reason(v, "customer asked"))
 
 
@@ -612,8 +751,13 @@ def do_list(v: RequestView) -> Decision:
         listed = list({n: v.orders[n] for n, _ in _orders_in(search.data) if n in v.orders}.values())
         if not listed:
             return reply("I couldn't find any orders on your account.")
-        return reply("Here are your orders: " + "; ".join(
-            f"{o.label()}{' — ' + o.status if o.status else ''}" for o in listed) + ".")
+        data = search.data if isinstance(search.data, dict) else {}
+        total = data.get("total_matches") if isinstance(data.get("total_matches"), int) else len(listed)
+        shown = listed[:RECENT_ORDERS]
+        lines = [f"- {o.label()}{' — ' + o.status.replace('_', ' ') if o.status else ''}" for o in shown]
+        rest = max(total, len(listed)) - len(shown)
+        tail = f"\n…and {rest} more. Tell me a product or an order number if it isn't listed." if rest > 0 else ""
+        return reply("Here are your most recent orders:\n" + "\n".join(lines) + tail)
     if customer := v.customer_id():
         # The few most recent, as a person would read them out: a long listing fills the ID
         # ledger with orders nobody asked about and pushes out IDs the ticket still needs.
@@ -630,25 +774,164 @@ def do_damaged(v: RequestView, order: str) -> Decision:
 HANDLERS = {"damaged": do_damaged, "track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
 
 
+# --- questions about what was done ------------------------------------------------------
+
+
+def _held_pending(v: RequestView, tool: str, order: str | None) -> list[Seen]:
+    """Calls of `tool` held for staff in the request and not yet run or rejected since."""
+    out = []
+    for s in v.calls:
+        if s.ok or not _HELD.search(s.content) or s.name != tool or (order and not s.targets(order)):
+            continue
+        later = v.conv[s.index + 1:]
+        ran = any(t.ok and t.name == tool and t.index > s.index and t.args == s.args for t in v.calls)
+        rejected = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"rejected the held {tool}" in m.content
+                       for m in later)
+        if not ran and not rejected:
+            out.append(s)
+    return out
+
+
+def _action_phrase(a: render.ParsedAction) -> str:
+    amount = f" of {render.format_money(a.amount_cents, a.currency)}" if a.amount_cents else ""
+    what = {"issue_refund": f"a refund{amount}", "cancel_order": "a cancellation" + (
+        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return",
+            "offer_replacement": "a replacement"}.get(a.tool, a.tool)
+    return f"{what} on {a.target} (turn {a.turn})"
+
+
+_NOUN = {"refund": "refund", "cancel": "cancellation", "return": "return", "replace": "replacement"}
+
+
+def _status_order(v: RequestView) -> str | Decision | None:
+    """The order a status question is about — from the question itself, never guessed."""
+    latest = v.latest or ""
+    typed = [val for k, val in find_ids(latest) if k == "order"]
+    if typed:
+        return typed[0]
+    if found := _role_match(v, latest) or _product_match(v, latest):
+        return found
+    phrase = _unmatched_product(v, latest)
+    customer = v.customer_id()
+    if phrase and customer:
+        search = next((s for s in reversed(v.tail) if s.name == "search_orders" and s.args.get("query")), None)
+        if search is None:
+            return emit(v, "search_orders", customer_id=customer, query=phrase)
+        listed = {n for n, _ in _orders_in(search.data)} if search.ok else set()
+        if len(listed) == 1:
+            return listed.pop()
+    if not phrase and (field_value := v.state.fields.get("order_number")) and kind_of(field_value) == "order":
+        return field_value
+    return None
+
+
+def do_status(v: RequestView, kind: str) -> Decision:
+    """Answer "is the refund done?" from the lanes and the request. Never moves money."""
+    tool, noun = _STATUS_TOOL[kind], _NOUN[kind]
+    order = _status_order(v)
+    if isinstance(order, Decision):
+        return order
+    relevant = [tool] + (["cancel_order"] if kind == "refund" else [])
+    done = [a for a in v.state.actions if a.tool in relevant and (order is None or a.target == order)
+            and (tool != "cancel_order" or a.tool == tool) and (a.tool != "cancel_order" or kind == "cancel"
+                                                                 or a.amount_cents)]
+    held = _held_pending(v, tool, order)
+    if order is None:
+        if done:
+            listed = "; ".join(_action_phrase(a) for a in done)
+            return reply(f"Here is what this case shows: {listed}. If you meant another order, tell me which one.")
+        if held:
+            return reply(f"A {noun} is waiting for staff approval; I'll update you once they decide.")
+        return reply(f"I can't see a {noun} on this case yet. Which order do you mean?")
+    if done:
+        listed = "; ".join(_action_phrase(a) for a in done)
+        extra = ""
+        if kind == "refund" and (money := v.state.money.get(order)):
+            extra = (f" In all {render.format_money(money.refunded_cents, money.currency)} has been refunded on "
+                     f"{order}; it goes back to the original payment method.")
+        return reply(f"Yes — that's done: {listed}.{extra}")
+    if held:
+        return reply(f"The {noun} on order {order} is waiting for staff approval; I'll update you once they decide.")
+    info, money = v.orders.get(order), v.state.money.get(order)
+    if kind == "refund" and money and money.refunded_cents:
+        return reply(f"Order {order} shows {render.format_money(money.refunded_cents, money.currency)} refunded so "
+                     f"far; {render.format_money(money.refundable_cents, money.currency)} is still refundable.")
+    if kind == "cancel" and info and info.status == "cancelled":
+        return reply(f"Yes — order {order} is cancelled.")
+    if info is None or not (info.detailed or money):
+        if order in v.known_ids or order in {e.value for e in v.ledger}:
+            return emit(v, "get_order", order_number=order)  # a lookup only: it shows what was done
+    if kind == "refund" and info and info.refunded:
+        return reply(f"Order {order} shows {render.format_money(info.refunded, info.currency)} refunded so far.")
+    status = f" (it is {info.status.replace('_', ' ')})" if info and info.status else ""
+    offer = {"refund": "Would you like me to request one?", "cancel": "Would you like me to cancel it?",
+             "return": "Would you like me to book one?", "replace": "Would you like me to arrange one?"}[kind]
+    return reply(f"No — I can't see a {noun} on order {order}{status}. {offer}")
+
+
+# --- facts for staff to confirm ---------------------------------------------------------
+
+
+def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
+    """record_fact calls for what the latest message establishes: the issue, the remedy asked for, an amount."""
+    latest = v.latest or ""
+    wanted = []
+    issue = next((r for rx, r in _REASONS if rx.search(latest)), None)
+    if issue:
+        info = v.orders.get(order)
+        what = f" ({', '.join(info.names)})" if info and info.names else ""
+        wanted.append(remember(v, "issue", f"{issue[0].upper()}{issue[1:]} — order {order}{what}"[:200]))
+    if intent in _RESOLUTION and intent != "track" and intent_of(latest) == intent:
+        wanted.append(remember(v, "resolution", _RESOLUTION[intent]))
+        if intent == "refund" and (amount := _explicit_amount(v, latest_only=True)):
+            wanted.append(remember(v, "amount", render.format_money(*amount), stated=True))
+    calls = [c for c in wanted if c]
+    return Decision(call=calls[0], more=calls[1:]) if calls else None
+
+
+def _stated_constraint(v: RequestView) -> bool:
+    latest = v.latest or ""
+    return bool(words.contact_preference(latest) or any(
+        _CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest)))
+
+
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
         return reply("Hello! How can I help you today?")
-    if len(v.tail) >= MAX_CALLS_PER_STEP:
-        return reply(STAFF_FOLLOW_UP)
+    if len([s for s in v.tail if s.name not in LANE_TOOLS]) >= MAX_CALLS_PER_STEP:
+        return follow_up(v, "the agent made many tool calls on this message without finishing")
     # Held and not yet decided: the newest result in this step is the hold.
     if v.tail and _HELD.search(v.tail[-1].content):
-        return reply("Your request needs a quick check by our staff; it is with them now and they will follow up.")
+        return reply(HELD_REPLY)
     if (rule := _unpinned_constraint(v)) and v.has_tool("pin_constraint"):
         return emit(v, "pin_constraint", text=rule, scope="ticket")
+    if (pref := words.contact_preference(v.latest)) and (fact := remember(v, "contact_preference", pref, True)):
+        return Decision(call=fact)
+    if kind := words.status_question(v.latest):
+        return do_status(v, kind)
     intent = _intent(v)
     if intent is None:
+        if _stated_constraint(v):
+            return reply(words.acknowledgement(v.latest))
         if _THANKS.search(v.latest):
             return reply("You're welcome! Is there anything else I can help with?")
-        return reply(CLARIFY)
+        return reply(MID_CASE_CLARIFY if v.mid_case else CLARIFY)
     if intent == "list":
         return do_list(v)
     order = resolve_order(v)
-    return order if isinstance(order, Decision) else HANDLERS[intent](v, order)
+    if isinstance(order, Decision):
+        return order
+    if facts := _case_facts(v, intent, order):
+        return facts
+    return HANDLERS[intent](v, order)
+
+
+def answer(v: RequestView) -> Decision:
+    """`decide`, with a constraint the customer just stated acknowledged in the reply."""
+    decision = decide(v)
+    if decision.text and _stated_constraint(v) and not decision.text.startswith("Understood"):
+        decision.text = f"{words.acknowledgement(v.latest)} {decision.text}"
+    return decision
 
 
 class OfflineModel:
@@ -657,11 +940,10 @@ class OfflineModel:
     name = "offline"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        decision = decide(RequestView(request))
+        decision = answer(RequestView(request))
         calls = []
-        if decision.call:
-            name, args = decision.call
-            digest = hashlib.sha256(f"{len(request.messages)}:{name}:{json.dumps(args, sort_keys=True)}".encode())
+        for n, (name, args) in enumerate(decision.calls):
+            digest = hashlib.sha256(f"{len(request.messages)}:{n}:{name}:{json.dumps(args, sort_keys=True)}".encode())
             calls.append(ToolCall(id=f"off_{int(digest.hexdigest()[:8], 16)}", name=name, arguments=args))
         out = decision.text or json.dumps([c.model_dump() for c in calls], ensure_ascii=False)
         usage = Usage(input_tokens=count_message_tokens(request.messages, "offline"),

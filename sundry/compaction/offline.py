@@ -2,7 +2,10 @@
 
 It sees what a real summariser would — the turns to replace, the ledger roles,
 the pinned rules and the previous summary — and writes the required fields,
-naming entities by [role] and never by value. It never touches the database.
+naming entities by [role] and never by value. Amounts and dates are not
+identifiers and stay as written. Only calls whose result shows they ran are
+recorded as actions, and pleasantries and questions are not decisions. It
+never touches the database.
 
 SUNDRY_OFFLINE_SUMMARISER_DELAY (seconds, float): when set, each call sleeps
 that long first. Tests use it to kill a worker mid-compaction.
@@ -18,6 +21,7 @@ import time
 from sundry.agent.schemas import ModelRequest, ModelResponse, Usage
 from sundry.compaction import summariser as s
 from sundry.context.idformats import find_id_shaped, find_ids
+from sundry.context.render import format_money
 from sundry.context.rules import candidate_rules
 
 DELAY_ENV = "SUNDRY_OFFLINE_SUMMARISER_DELAY"
@@ -25,6 +29,31 @@ _TURN = re.compile(r"^\[turn (\d+)\] (.*)$")
 _LOOKUPS = ("get_", "search_", "lookup_", "track_", "list_", "find_")
 MAX_ITEMS = 6
 MAX_CHARS = 160
+_CALL = re.compile(r"(\w+)\((\{.*?\})\)")
+_RESULT = re.compile(r"^result of (\w+): (.*)$")
+_HELD = re.compile(r"held_for_staff_approval|call is held|held for (?:staff )?approval", re.I)
+
+
+def _result_ok(text: str) -> bool:
+    return not text.startswith("ERROR") and not _HELD.search(text)
+
+
+def _moved(text: str) -> str:
+    """The amount a tool result reports, e.g. " — 40.00 USD", from its JSON fields."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    refund = data.get("refund") if isinstance(data.get("refund"), dict) else data
+    currency = refund.get("currency")
+    amount = refund.get("amount")
+    if isinstance(refund.get("amount_cents"), int) and isinstance(currency, str):
+        return f" — {format_money(refund['amount_cents'], currency)}"
+    if isinstance(amount, str) and isinstance(currency, str):
+        return f" — {amount} {currency}"
+    return ""
 
 
 def _sections(body: str) -> dict[str, list[str]]:
@@ -69,18 +98,28 @@ class OfflineSummariser:
                 text = text.replace(value, f"[{roles[value]}]")
             for _, value in find_ids(text):
                 text = text.replace(value, "[unlisted id]")
-            for token in find_id_shaped(re.sub(r"\[[^\]]*\]", " ", text)):
+            # Amounts and dates are facts, not identifiers: set aside before ID-shaped tokens are masked.
+            kept: list[str] = []
+
+            def keep(m: re.Match) -> str:
+                kept.append(m.group(0))
+                return f"\x00{len(kept) - 1}\x00"
+
+            text = s.AMOUNT_OR_DATE.sub(keep, text)
+            for token in find_id_shaped(re.sub(r"\[[^\]]*\]|\x00\d+\x00", " ", text)):
                 text = re.sub(rf"\b{re.escape(token)}\b", "[unlisted id]", text)
-            return text
+            return re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
 
         def short(text: str) -> str:
             text = " ".join(mask(text).split())
             return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
 
         turns = [(int(m.group(1)), m.group(2)) for line in sec["turns"] if (m := _TURN.match(line))]
-        decisions, actions, constraints, questions, tools = [], [], [], [], []
+        decisions, actions, constraints, questions, tools, held = [], [], [], [], [], []
         customer_msgs = 0
         pending_question = None
+        # Calls waiting for their result, oldest first: an action is recorded only once its result shows it ran.
+        waiting: list[tuple[int, str, str]] = []
         for number, rest in turns:
             if rest.startswith("customer message: "):
                 text = rest.removeprefix("customer message: ")
@@ -90,15 +129,24 @@ class OfflineSummariser:
                         constraints.append(short(sentence))
                 pending_question = (number, text) if "?" in text else None
             elif rest.startswith(("agent message: ", "staff message: ")):
-                decisions.append(f"turn {number}: {short(rest.split(': ', 1)[1])}")
+                if decided := s.decision_text(rest.split(": ", 1)[1]):
+                    decisions.append(f"turn {number}: {short(decided)}")
                 pending_question = None
             elif rest.startswith("agent called "):
-                for call in re.finditer(r"(\w+)\((\{.*?\})\)", rest):
+                for call in _CALL.finditer(rest):
                     name = call.group(1)
                     tools.append(name)
                     if not name.startswith(_LOOKUPS):
                         target = ", ".join(f"[{roles[v]}]" for v in roles if v in call.group(2)) or "no listed target"
-                        actions.append(f"turn {number}: {name} on {target}")
+                        waiting.append((number, name, target))
+            elif (result := _RESULT.match(rest)) and (i := next(
+                    (k for k, w in enumerate(waiting) if w[1] == result.group(1)), None)) is not None:
+                called_at, name, target = waiting.pop(i)
+                if _result_ok(result.group(2)):
+                    actions.append(f"turn {called_at}: {name} on {target}{_moved(result.group(2))}")
+                elif _HELD.search(result.group(2)):
+                    held.append(f"turn {called_at}: {name} on {target} is held for staff approval (not done)")
+        questions.extend(held)
         if pending_question:
             questions.append(f"customer asked at turn {pending_question[0]}: {short(pending_question[1])}")
         span = f"{turns[0][0]}–{turns[-1][0]}" if turns else "none"

@@ -28,6 +28,23 @@ PREVIOUS_SECTION = "PREVIOUS SUMMARY (fold it into yours)"
 TURNS_SECTION = "TURNS TO SUMMARISE"
 NONE_LINE = "(none)"
 
+# Amounts ("40.00 USD", "2,899.00 INR", "$40", "11599.00") and dates ("2025-03-01") are facts a summary
+# keeps as written; they are never identifiers, however many digits they have.
+AMOUNT_OR_DATE = re.compile(
+    r"[$€£₹]\s?\d[\d,]*(?:\.\d+)?"
+    r"|\b(?:USD|EUR|GBP|INR)\s?\d[\d,]*(?:\.\d+)?"
+    r"|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|INR)\b"
+    r"|\b\d[\d,]*\.\d{2}\b"
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b"
+)
+# A sentence that decides nothing: courtesy, greeting, or an offer of more help.
+_PLEASANTRY = re.compile(
+    r"^(?:you'?re (?:very )?welcome|thanks?\b|thank you|hello|hi\b|hey\b|good (?:morning|afternoon|evening)|"
+    r"is there anything else|anything else|happy to help|glad to help|have a (?:nice|good|great)|"
+    r"how can i help|sorry to hear|i'?m sorry|no problem|of course)", re.I)
+# A sentence ends at . ! or ? followed by a space or the end, so "40.00 USD" stays whole.
+_SENTENCES = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)")
+
 TEMPLATE = """You write the compacted record of the early part of a customer-support ticket.
 Another model will keep working the ticket from your record plus structured lanes
 (pinned rules, an ID ledger, and state holding every action and money movement).
@@ -164,6 +181,18 @@ class Verdict:
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.M)
 
 
+def decision_text(text: str) -> str:
+    """What a reply decided: its sentences without pleasantries or questions ("" if none remain)."""
+    kept = []
+    for m in _SENTENCES.finditer(text or ""):
+        sentence = m.group(0).strip()
+        plain = re.sub(r"^turn \d+:\s*", "", sentence.replace("\u2019", "'"))
+        if not sentence or sentence.endswith("?") or _PLEASANTRY.match(plain):
+            continue
+        kept.append(sentence)
+    return " ".join(kept)
+
+
 def parse_output(raw: str) -> SummaryFields:
     text = _FENCE.sub("", (raw or "").strip())
     start, end = text.find("{"), text.rfind("}")
@@ -197,6 +226,8 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         fields = parse_output(raw)
     except (ValueError, ValidationError) as exc:
         return Verdict(False, ["schema"], [str(exc).splitlines()[0][:300]])
+    # Pleasantries are not decisions, whoever wrote them: dropped, not a reason to reject.
+    fields.decisions = [d for d in fields.decisions if decision_text(d)]
     text = "\n".join(_strings(fields))
     reasons, details = [], []
     values = set(ctx.ledger_values) | set(ctx.history_ids)
@@ -207,6 +238,7 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
     # References to known roles are how entities must be named; they are not identifiers.
     roles = set(ctx.roles)
     bare = _ROLE_REF.sub(lambda m: " " if m.group(0)[1:-1] in roles else m.group(0), text)
+    bare = AMOUNT_OR_DATE.sub(" ", bare)
     known = values | set(ctx.history_shaped)
     shaped = find_id_shaped(bare) | {v for _, v in find_ids(bare)}
     invented = sorted(t for t in shaped if t not in known)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent.loop import agent_run
+from sundry.agent.offline import LANE_TOOLS
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, Summary
 from sundry.shop.models import Order, Refund, Return
@@ -36,6 +37,11 @@ def new_ticket(setup, text):
 
 def tools_called(ticket):
     return [c["name"] for t in ticket.turns.filter(kind="tool_call").order_by("number") for c in t.payload["calls"]]
+
+
+def shop_calls(ticket):
+    """The calls on the shop, without the agent's own lane bookkeeping (facts, rules, follow-up flags)."""
+    return [n for n in tools_called(ticket) if n not in LANE_TOOLS]
 
 
 def last_reply(ticket):
@@ -125,7 +131,7 @@ def test_after_staff_approve_a_held_refund_the_agent_tells_the_customer_it_is_do
 
 def test_a_cancellation_the_shop_refuses_is_explained_with_its_reason(setup):
     ticket = new_ticket(setup, "Please cancel order SU-40110, I ordered it by mistake.")  # already delivered
-    assert tools_called(ticket) == ["get_order", "cancel_order"]  # tried once, not again
+    assert shop_calls(ticket) == ["get_order", "cancel_order"]  # tried once, not again
     reply = last_reply(ticket)
     assert reply.startswith("I couldn't cancel order SU-40110: the shop says ") and "delivered" in reply
     assert "return" in reply and "wasn't able" not in reply

@@ -7,6 +7,7 @@ real result models, so a drift in either format breaks these tests.
 from __future__ import annotations
 
 import inspect
+import json
 from datetime import date, datetime, timezone
 
 import pytest
@@ -25,7 +26,10 @@ from sundry.core.tokens import count_message_tokens
 CUSTOMER = "cus_7k2m9p4q"
 ORDER, OTHER = "SU-20481", "SU-20418"
 TRACKING = "1ZA8F3K2Q9X7M4N5"
-SPECS = [ToolSpec(**tool.spec()) for tool in REGISTRY.values()]
+ALL_SPECS = [ToolSpec(**tool.spec()) for tool in REGISTRY.values()]
+# Most tests follow the shop actions alone: without record_fact in the request the model records no
+# facts. The tests that offer it (ALL_SPECS) cover the facts.
+SPECS = [spec for spec in ALL_SPECS if spec.name != "record_fact"]
 CUSTOMER_ENTRY = LedgerData("customer", CUSTOMER, "customer", True, 1, 1)
 
 
@@ -352,3 +356,249 @@ def test_structured_rule_blocks_any_tool_it_names():
 ])
 def test_intent_from_the_customer_words(text, intent):
     assert offline.intent_of(text) == intent
+
+
+# --- questions about actions are not requests for them ----------------------------------------
+
+FRYER, GRINDER = "SU-25386", "SU-27531"
+REFUND_40 = ActionData(tool="issue_refund", target=FRYER, turn=9, idempotency_key="k-fryer", reversible=False,
+                       amount_cents=4000, currency="USD")
+
+
+def fryer_ledger(described: bool):
+    """The ledger after compaction: IDs only, or (with descriptions) what each order holds."""
+    fryer = LedgerData("order", FRYER, "order", True, 2, 9, note="Air Fryer 5.5L ×1, delivered" if described else "")
+    grinder = LedgerData("order_2", GRINDER, "order", True, 5, 12,
+                         note="USB-C Charger 65W ×1, shipped" if described else "")
+    return [CUSTOMER_ENTRY, fryer, grinder]
+
+
+MONEY_BOTH = [MoneyData(FRYER, "USD", 12999, 4000), MoneyData(GRINDER, "USD", 4499, 0)]
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Is the refund for the air fryer done?", "refund"),
+    ("has my cancellation gone through?", "cancel"),
+    ("Is the refund for the grinder approved yet?", "refund"),
+    ("Did you refund SU-25386?", "refund"),
+    ("Where is my refund?", "refund"),
+    ("Any news on my return?", "return"),
+    ("Is my order cancelled?", "cancel"),
+    ("Can I have a refund on SU-40110?", None),
+    ("Is it possible to get a refund for the lamp?", None),
+    ("Please refund 25.00 USD on the lamp order.", None),
+    ("Has my parcel arrived?", None),
+])
+def test_status_questions_are_told_from_requests(text, kind):
+    assert offline.words.status_question(text) == kind
+
+
+def test_a_status_question_after_compaction_is_answered_from_the_actions_lane_by_product_name():
+    req = build(customer("Is the refund for the air fryer done?"), ledger=fryer_ledger(True), actions=[REFUND_40],
+                money=MONEY_BOTH, summary=SummaryData(30, "Several orders were discussed."))
+    answer = model.complete(req)
+    assert not answer.tool_calls
+    assert FRYER in answer.text and "40.00 USD" in answer.text and answer.text.startswith("Yes")
+    assert GRINDER not in answer.text
+
+
+def test_a_status_question_never_moves_money_even_when_nothing_links_the_product():
+    # No descriptions, no tool results: the model may look the product up, never refund.
+    req = build(customer("Is the refund for the air fryer done?"), ledger=fryer_ledger(False), actions=[REFUND_40],
+                money=MONEY_BOTH, summary=SummaryData(30, "Several orders were discussed."))
+    first = model.complete(req)
+    call = only_call(first)
+    assert (call.name, call.arguments) == ("search_orders", {"customer_id": CUSTOMER, "query": "air fryer"})
+    req = feed(req, first, search_result((FRYER, "Air Fryer 5.5L")))
+    answer = model.complete(req)
+    assert not answer.tool_calls and FRYER in answer.text and "40.00 USD" in answer.text
+
+
+def test_a_status_question_about_something_not_done_says_so_and_offers_instead_of_acting():
+    req = build(customer("Is the refund for the grinder approved yet?"), ledger=fryer_ledger(False),
+                actions=[REFUND_40], money=MONEY_BOTH)
+    req = feed(req, model.complete(req), search_result((GRINDER, "Burr Coffee Grinder")))
+    answer = model.complete(req)
+    assert not answer.tool_calls
+    assert answer.text.startswith("No") and GRINDER in answer.text and "?" in answer.text
+
+
+def test_a_held_refund_is_reported_as_waiting_for_staff():
+    args = {"order_number": ORDER, "amount": "120.00", "currency": "USD", "reason": "item arrived damaged"}
+    req = build(customer(f"Refund {ORDER} please."), ledger=[CUSTOMER_ENTRY, ledger_order(True)],
+                money=[MoneyData(ORDER, "USD", 12000, 0)])
+    req = _failed(req, "issue_refund", args, json.dumps({"held_for_staff_approval": True,
+                                                         "reason": "needs staff approval; the call is held."}), "h1")
+    req = req.model_copy(update={"messages": req.messages + [
+        Message(role="assistant", content=offline.HELD_REPLY), customer(f"Is the refund on {ORDER} approved yet?")]})
+    answer = model.complete(req)
+    assert not answer.tool_calls and "waiting for staff approval" in answer.text
+
+
+def test_cancellation_status_from_the_actions_lane():
+    cancel = ActionData(tool="cancel_order", target=ORDER, turn=4, idempotency_key="k-c", reversible=False,
+                        amount_cents=289900, currency="INR")
+    req = build(customer("has my cancellation gone through?"), ledger=[CUSTOMER_ENTRY, ledger_order(True)],
+                actions=[cancel])
+    answer = model.complete(req)
+    assert not answer.tool_calls and ORDER in answer.text and "2899.00 INR" in answer.text
+
+
+# --- a second partial refund ------------------------------------------------------------------
+
+
+def test_refund_another_amount_is_a_new_partial_refund_not_a_duplicate():
+    ledger = fryer_ledger(True)
+    ask = customer("Please refund another 10.00 USD on the air fryer order.")
+    call = only_call(model.complete(build(ask, ledger=ledger, actions=[REFUND_40], money=MONEY_BOTH)))
+    assert call.name == "issue_refund"
+    assert (call.arguments["order_number"], call.arguments["amount"], call.arguments["currency"]) == (FRYER, "10.00", "USD")
+    # The same request without an amount is taken as the earlier refund asked again.
+    again = model.complete(build(customer("Can I have a refund on the air fryer?"), ledger=ledger,
+                                 actions=[REFUND_40], money=MONEY_BOTH))
+    assert not again.tool_calls and "already" in again.text and "40.00 USD" in again.text
+
+
+def test_a_refund_asked_on_a_cancelled_order_is_answered_from_the_cancellation():
+    cancel = ActionData(tool="cancel_order", target=ORDER, turn=4, idempotency_key="k-c", reversible=False,
+                        amount_cents=289900, currency="INR")
+    answer = model.complete(build(customer(f"I'd like a refund on {ORDER}."), ledger=[CUSTOMER_ENTRY, ledger_order(True)],
+                                  actions=[cancel], money=[MoneyData(ORDER, "INR", 289900, 289900)]))
+    assert not answer.tool_calls and "cancelled" in answer.text and "2899.00 INR" in answer.text
+
+
+# --- orders named by product ------------------------------------------------------------------
+
+
+def test_the_ledger_description_maps_a_product_to_its_order():
+    req = build(customer("Please refund 25.00 USD on the charger, it stopped working."), ledger=fryer_ledger(True),
+                money=MONEY_BOTH)
+    call = only_call(model.complete(req))
+    assert call.name == "issue_refund" and call.arguments["order_number"] == GRINDER
+
+
+def test_a_product_nothing_in_the_request_names_is_searched_never_guessed():
+    # One order in view, but the customer names another product: look it up, never act on the one in view.
+    req = build(customer("I want to return the desk lamp."), ledger=[CUSTOMER_ENTRY, ledger_order(True)])
+    call = only_call(model.complete(req))
+    assert (call.name, call.arguments) == ("search_orders", {"customer_id": CUSTOMER, "query": "desk lamp"})
+
+
+# --- constraints, facts, the opener -----------------------------------------------------------
+
+
+def test_a_stated_constraint_is_pinned_recorded_and_acknowledged_never_the_opener():
+    history = [customer(f"My air fryer from {ORDER} arrived cracked."),
+               Message(role="assistant", content="I'm sorry the item arrived damaged. Would you like a refund?")]
+    text = "please never email me, phone only"
+    req = build(*history, customer(text), ledger=[CUSTOMER_ENTRY, ledger_order(True)], tools=ALL_SPECS)
+    first = model.complete(req)
+    assert only_call(first).name == "pin_constraint" and only_call(first).arguments["text"] == text
+    req = feed(req, first, st_pin(text))
+    second = model.complete(req)
+    assert only_call(second).arguments == {"name": "contact_preference", "value": "phone", "stated_by_customer": True}
+    req = feed(req, second, '{"name": "contact_preference", "value": "phone", "source": "customer"}')
+    answer = model.complete(req)
+    # Acknowledged, then the question still open is asked again; never the opener.
+    assert not answer.tool_calls and answer.text.startswith("Understood — we'll only contact you by phone. ")
+    assert "Would you like a refund" in answer.text and "Thanks for getting in touch" not in answer.text
+    # Stated with nothing pending, the acknowledgement is the whole answer.
+    alone = build(customer(f"Where is {ORDER}?"), Message(role="assistant", content="It is in transit."),
+                  customer(text), ledger=[CUSTOMER_ENTRY, ledger_order(True)], tools=ALL_SPECS)
+    alone = feed(feed(alone, model.complete(alone), st_pin(text)), model.complete(feed(alone, model.complete(alone),
+                 st_pin(text))), '{"name": "contact_preference", "value": "phone", "source": "customer"}')
+    assert model.complete(alone).text == "Understood — we'll only contact you by phone."
+
+
+def st_pin(text):
+    return json.dumps({"pinned": text, "scope": "ticket", "blocks_tools": ["send_email"]})
+
+
+def test_mid_case_an_unplaced_message_never_gets_the_opener():
+    history = [customer(f"Where is {ORDER}?"), Message(role="assistant", content="It is in transit.")]
+    answer = model.complete(build(*history, customer("I only check my phone after 6pm"),
+                                  ledger=[CUSTOMER_ENTRY, ledger_order(True)]))
+    assert not answer.tool_calls and "Thanks for getting in touch" not in answer.text
+    # At the very start of a case the opener is still right.
+    assert model.complete(build(customer("Hello there"))).text == offline.CLARIFY
+
+
+def test_issue_and_requested_remedy_are_recorded_before_acting():
+    req = build(customer(f"The blender from {ORDER} arrived cracked. Please refund $40."),
+                ledger=[CUSTOMER_ENTRY, ledger_order(True)], money=[MoneyData(ORDER, "USD", 12000, 0)], tools=ALL_SPECS)
+    first = model.complete(req)
+    facts = {c.arguments["name"]: c.arguments["value"] for c in first.tool_calls}
+    assert all(c.name == "record_fact" for c in first.tool_calls)
+    assert facts == {"issue": f"Item arrived damaged — order {ORDER}", "resolution": "refund", "amount": "40.00 USD"}
+    for c in first.tool_calls:
+        st.__dict__  # the values validate as the state fields do
+        from sundry.context.statefields import validate_field
+        validate_field(c.arguments["name"], c.arguments["value"])
+    req = req.model_copy(update={"messages": req.messages + [Message(role="assistant", tool_calls=first.tool_calls)] + [
+        Message(role="tool", content=json.dumps({"name": c.arguments["name"], "value": c.arguments["value"],
+                                                 "source": "model"}), tool_call_id=c.id, tool_name="record_fact")
+        for c in first.tool_calls]})
+    call = only_call(model.complete(req))
+    assert call.name == "issue_refund" and call.arguments["amount"] == "40.00"
+
+
+# --- lists, lost parcels, follow-up -----------------------------------------------------------
+
+
+def test_orders_are_listed_in_at_most_five_lines_and_the_rest_counted():
+    orders = [(f"SU-2{i:04d}", f"Product {i}") for i in range(20)]
+    req = build(customer("What else did I order?"))
+    first = model.complete(req)
+    assert only_call(first).arguments == {"customer_id": CUSTOMER, "limit": 5}
+    result = search_result(*orders).model_copy(update={"total_matches": 20})
+    answer = model.complete(feed(req, first, result))
+    lines = answer.text.splitlines()
+    assert len([line for line in lines if line.startswith("- ")]) == 5 and "and 15 more" in answer.text
+    assert "SU-20004" in answer.text and "SU-20005" not in answer.text
+
+
+def test_a_lost_parcel_gets_the_remedies_the_shop_allows():
+    req = build(customer(f"My parcel for {ORDER} never arrived."), ledger=[CUSTOMER_ENTRY, ledger_order(True)],
+                money=[MoneyData(ORDER, "USD", 12000, 0)])
+    req = feed(req, model.complete(req), order_result())
+    lost = st.TrackParcelResult(tracking_number=TRACKING, order_number=ORDER, carrier="UPS", status="lost", events=[])
+    req = feed(req, model.complete(req), lost)
+    answer = model.complete(req)
+    assert not answer.tool_calls
+    assert "lost" in answer.text and "replacement" in answer.text and "refund of 120.00 USD" in answer.text
+    # With a rule against replacements, only the refund is offered.
+    rule = RuleData(1, "No replacements.", 1, enforcement={"block_tools": ["offer_replacement"]})
+    ruled = req.model_copy(update={"messages": [m if render.lane_of(m) != "rules" else render.lane_message(
+        "rules", render.render_rules([rule])) for m in req.messages]})
+    text = model.complete(ruled).text
+    assert "replacement" not in text and "refund of 120.00 USD" in text
+
+
+FOLLOW_UP_SPEC = ToolSpec(name="request_staff_follow_up", description="Flag the ticket for staff.",
+                          parameters={"type": "object", "properties": {"reason": {"type": "string"}}})
+
+
+def test_a_promise_of_staff_follow_up_flags_the_ticket_first_when_the_tool_is_offered():
+    req = build(customer(f"Refund {ORDER} please."), ledger=[CUSTOMER_ENTRY, ledger_order(True)],
+                money=[MoneyData(ORDER, "USD", 12000, 0)], tools=SPECS + [FOLLOW_UP_SPEC])
+    args = {"order_number": ORDER, "amount": "120.00", "currency": "USD", "reason": "customer requested a refund"}
+    for cid in ("r1", "r2"):
+        req = _failed(req, "issue_refund", args, "ERROR: payment provider unavailable", cid)
+    flag = only_call(model.complete(req))
+    assert flag.name == "request_staff_follow_up" and "payment provider unavailable" in flag.arguments["reason"]
+    req = feed(req, ModelResponse(tool_calls=[flag]), '{"flagged": true}')
+    answer = model.complete(req)
+    assert not answer.tool_calls and answer.text == STAFF_FOLLOW_UP
+
+
+# --- after a staff take-over ------------------------------------------------------------------
+
+
+def test_after_a_hand_back_the_question_asked_during_the_take_over_is_answered():
+    req = build(customer(f"Where is {ORDER}?"),
+                Message(role="assistant", content=render.STAFF_REPLY_PREFIX + "Let me check with the warehouse."),
+                Message(role="user", content=render.SYSTEM_EVENT_PREFIX + "sam handed the ticket back to the agent."),
+                ledger=[CUSTOMER_ENTRY, ledger_order(True)])
+    req = feed(req, model.complete(req), order_result())
+    call = only_call(model.complete(req))
+    assert (call.name, call.arguments) == ("track_parcel", {"tracking_number": TRACKING})

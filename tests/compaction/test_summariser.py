@@ -178,3 +178,65 @@ def test_replay_command_reproduces_a_schema_valid_summary(capsys):
     assert "VALID" in printed and "INVALID" not in printed
     # The replayed output is the recorded one: same input, deterministic summariser.
     assert json.loads(printed.split("output: ", 1)[1].split("\n", 1)[0]) == json.loads(run.summariser_output)
+
+
+# --- amounts, dates, pleasantries and what really ran ---------------------------------------------
+
+
+def _summarise(turns, ledger=LEDGER):
+    return json.loads(OfflineSummariser().complete(
+        sm.build_request(model="offline", turns=turns, ledger=ledger, rules=[], previous=None)).text)
+
+
+def test_amounts_and_dates_stay_as_written_only_identifiers_become_roles():
+    turns = [TurnData(1, "customer", "message", "Please cancel SU-40118 and refund the 2,899.00 INR."),
+             TurnData(2, "agent", "message", "I've refunded 11599.00 INR on order SU-40118 (rfd_9x8c7v6b) on "
+                                             "2025-03-04, and 40.00 USD before."),
+             TurnData(3, "customer", "message", "It was delivered 2025-03-01; batch QX77812.")]
+    fields = _summarise(turns)
+    text = json.dumps(fields, ensure_ascii=False)
+    assert "11599.00 INR" in text and "2025-03-04" in text and "40.00 USD" in text and "[damaged_order]" in text
+    assert "SU-40118" not in text and "rfd_9x8c7v6b" not in text and "QX77812" not in text
+    assert "[unlisted id].00" not in text
+
+
+def test_validation_takes_amounts_and_dates_for_what_they_are():
+    fields = {"decisions": ["refunded 12899.00 INR on 2025-03-04 for [damaged_order]"], "actions_taken": [],
+              "constraints_not_pinned": [], "open_questions": [], "narrative": "Refund of ₹12,899 agreed."}
+    assert sm.validate(json.dumps(fields), ctx()).ok
+    # A five-digit number that is not an amount is still an invented identifier.
+    fields["narrative"] = "Reference 12899 noted."
+    assert sm.validate(json.dumps(fields), ctx()).reasons == ["invented_id"]
+
+
+def test_pleasantries_and_questions_are_not_decisions():
+    turns = [TurnData(1, "customer", "message", "Thanks, that's all."),
+             TurnData(2, "agent", "message", "You're welcome! Is there anything else I can help with?"),
+             TurnData(3, "agent", "message", "Which order do you mean: SU-40118 or the other one?"),
+             TurnData(4, "agent", "message", "Thanks for waiting. I've booked a return for order SU-40118.")]
+    decisions = _summarise(turns)["decisions"]
+    assert decisions == ["turn 4: I've booked a return for order [damaged_order]."]
+    # A network summariser that lists a pleasantry as a decision has it dropped, not the summary refused.
+    raw = out(decisions=["You're welcome! Is there anything else I can help with?", "partial refund, keep the table"])
+    verdict = sm.validate(raw, ctx())
+    assert verdict.ok and verdict.fields.decisions == ["partial refund, keep the table"]
+    assert "welcome" not in verdict.text
+
+
+def test_a_held_or_failed_call_is_never_recorded_as_an_action_taken():
+    call = lambda n, cid, amount: TurnData(n, "agent", "tool_call", "", {"calls": [{  # noqa: E731
+        "id": cid, "name": "issue_refund", "arguments": {"order_number": "SU-40118", "amount": amount}}]})
+    turns = [call(1, "a", "44.99"),
+             TurnData(2, "tool", "tool_result", json.dumps({"held_for_staff_approval": True,
+                                                            "reason": "issue_refund needs staff approval; the call is held."}),
+                      {"call_id": "a", "name": "issue_refund", "ok": False}),
+             call(3, "b", "10.00"),
+             TurnData(4, "tool", "tool_result", "ERROR: payment provider unavailable",
+                      {"call_id": "b", "name": "issue_refund", "ok": False}),
+             call(5, "c", "40.00"),
+             TurnData(6, "tool", "tool_result", json.dumps({"refund_id": "rfd_9x8c7v6b", "amount": "40.00",
+                                                            "amount_cents": 4000, "currency": "USD"}),
+                      {"call_id": "c", "name": "issue_refund", "ok": True})]
+    fields = _summarise(turns)
+    assert fields["actions_taken"] == ["turn 5: issue_refund on [damaged_order] — 40.00 USD"]
+    assert fields["open_questions"] == ["turn 1: issue_refund on [damaged_order] is held for staff approval (not done)"]

@@ -1,0 +1,137 @@
+"""The offline agent's answers a newcomer would check, through the real loop and the demo shop's tools."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from sundry.agent.loop import agent_run
+from sundry.agent.models import HeldAction
+from sundry.agent.services import customer_message_post, ticket_set_handler
+from sundry.context.models import PinnedRule, StateValue, Summary
+from sundry.shop.models import Order, Refund
+from sundry.tickets.services import ticket_create
+from tests.agent.test_offline_end_to_end import last_reply, shop_calls, tools_called
+from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+
+def named(order, name):
+    for item in order.items.all():
+        item.product.name = name
+        item.product.save(update_fields=["name"])
+    return order
+
+
+@pytest.fixture
+def shop():
+    customer = CustomerFactory()
+    fryer = named(paid_order(customer=customer, number="SU-25386", prices=(12999,)), "Air Fryer 5.5L")
+    grinder = named(paid_order(customer=customer, number="SU-27531", status=Order.Status.SHIPPED, prices=(4499,)),
+                    "Burr Coffee Grinder")
+    parcel = ParcelFactory(order=grinder, status="in_transit")
+    TrackingEventFactory(parcel=parcel, location="Leeds hub", description="In transit")
+    tclass = TicketClassFactory(approval_rules={})
+    return {"customer": customer, "fryer": fryer, "grinder": grinder, "tclass": tclass}
+
+
+def say(ticket, text):
+    customer_message_post(ticket=ticket, text=text, wake=False)
+    agent_run(ticket.pk)
+    return last_reply(ticket)
+
+
+def open_ticket(shop, text):
+    ticket = ticket_create(customer=shop["customer"], ticket_class=shop["tclass"], subject="Help")
+    say(ticket, text)
+    return ticket
+
+
+def test_status_questions_never_create_a_refund(shop):
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
+    for question in ("Is the refund for the air fryer done?", "Is the refund for the grinder approved yet?",
+                     "has my cancellation gone through?"):
+        say(ticket, question)
+    assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
+    assert Order.objects.get(number="SU-27531").status == Order.Status.SHIPPED
+    # The last answers say what was and was not done.
+    replies = [t.text for t in ticket.turns.filter(author="agent", kind="message").order_by("number")][-3:]
+    assert "40.00 USD" in replies[0] and "SU-25386" in replies[0]
+    assert replies[1].startswith("No") and "SU-27531" in replies[1]
+    assert "cancellation" in replies[2]
+
+
+def test_after_compaction_a_status_question_still_moves_no_money(shop):
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    say(ticket, "Where is SU-27531?")
+    ticket.refresh_from_db()
+    # Everything so far leaves the request behind a summary that names no order.
+    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
+                           text="The customer reported damage and asked about a parcel.")
+    reply = say(ticket, "Is the refund for the air fryer done?")
+    assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
+    assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27531" not in reply
+
+
+def test_refund_another_amount_is_a_new_partial_refund_held_by_policy(shop):
+    ticket = open_ticket(shop, "The air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    say(ticket, "Please refund another 10.00 USD on the air fryer order.")
+    held = HeldAction.objects.get(ticket=ticket, status=HeldAction.Status.PENDING)
+    assert held.tool == "issue_refund" and held.arguments["amount"] == "10.00"
+    assert held.arguments["order_number"] == "SU-25386"
+    staff = get_user_model().objects.create_user("approver", is_staff=True)
+    from sundry.agent.services import held_action_decide
+
+    held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    agent_run(ticket.pk)
+    assert sorted(Refund.objects.filter(order=shop["fryer"]).values_list("amount_cents", flat=True)) == [1000, 4000]
+
+
+def test_facts_are_recorded_for_staff_to_confirm_and_a_constraint_is_acknowledged(shop):
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked.")
+    reply = say(ticket, "please never email me, phone only")
+    assert reply.startswith("Understood — we'll only contact you by phone.")
+    assert "Thanks for getting in touch" not in reply
+    assert PinnedRule.objects.filter(ticket=ticket, text="please never email me, phone only").exists()
+    say(ticket, "A refund of 40.00 USD please, I'll keep it.")
+    current = {v.name: v for v in StateValue.objects.filter(ticket=ticket, is_current=True)}
+    assert current["contact_preference"].value == "phone" and current["contact_preference"].source == "customer"
+    assert current["issue"].value.startswith("Item arrived damaged — order SU-25386")
+    assert current["resolution"].value == "refund" and current["amount"].value == "40.00 USD"
+    assert not any(v.confirmed for v in current.values())  # inferred until staff confirm
+    assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
+
+
+def test_orders_are_listed_compactly(shop):
+    for i in range(7):
+        paid_order(customer=shop["customer"], number=f"SU-3000{i}", prices=(1000,))
+    reply = open_ticket(shop, "What else did I order?").turns.filter(author="agent", kind="message").last().text
+    assert len([line for line in reply.splitlines() if line.startswith("- ")]) == 5
+    assert "and 4 more" in reply
+
+
+def test_a_lost_parcel_is_met_with_the_remedies_the_shop_allows(shop):
+    parcel = shop["grinder"].parcels.get()
+    parcel.status = "lost"
+    parcel.save(update_fields=["status"])
+    ticket = open_ticket(shop, "My grinder from SU-27531 never arrived, it seems lost.")
+    reply = last_reply(ticket)
+    assert "lost" in reply and "replacement" in reply and "44.99 USD" in reply
+    issue = StateValue.objects.get(ticket=ticket, name="issue", is_current=True).value
+    assert issue.startswith(("Parcel lost", "Parcel not delivered")) and "SU-27531" in issue
+    say(ticket, "A replacement please.")
+    assert shop_calls(ticket)[-1] == "offer_replacement"
+
+
+def test_after_a_hand_back_the_question_asked_during_the_take_over_is_answered(shop):
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    staff = get_user_model().objects.create_user("sam", is_staff=True)
+    ticket_set_handler(ticket=ticket, handler="staff", user=staff)
+    customer_message_post(ticket=ticket, text="Where is my order SU-27531?")  # the agent is not woken
+    before = len(tools_called(ticket))
+    ticket_set_handler(ticket=ticket, handler="agent", user=staff)
+    agent_run(ticket.pk)
+    assert tools_called(ticket)[before:][-1] == "track_parcel"
+    assert "SU-27531" in last_reply(ticket) and "in transit" in last_reply(ticket)
