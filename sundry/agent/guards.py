@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from sundry.agent.tools.base import Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+from sundry.core import money
 
 LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
 REFUND_TOOLS = frozenset({"issue_refund"})
@@ -25,8 +25,6 @@ _LOOKUP_HINT = {
     "customer": ("lookup_customer",),
     "tracking": ("track_parcel", "get_order"),
 }
-# ISO 4217 exponents that are not 2; used only when a tool takes a decimal amount.
-_EXPONENT = {"JPY": 0, "KRW": 0, "VND": 0, "CLP": 0, "ISK": 0, "BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3, "TND": 3}
 
 
 @dataclass(frozen=True)
@@ -102,15 +100,17 @@ def amount_minor(args: BaseModel) -> int | None:
     if amount is None:
         return None
     try:
-        scaled = Decimal(str(amount)).scaleb(_EXPONENT.get(str(getattr(args, "currency", "")).upper(), 2))
-    except InvalidOperation:
+        return money.parse_major(amount if isinstance(amount, str) else str(amount), str(getattr(args, "currency", "")),
+                                 allow_negative=True)
+    except money.MoneyError:
         return None
-    return int(scaled) if scaled == scaled.to_integral_value() else None
 
 
 def _fmt(cents: int, currency: str) -> str:
-    exp = _EXPONENT.get(currency.upper(), 2)
-    return f"{Decimal(cents).scaleb(-exp):,.{exp}f} {currency}"
+    try:
+        return money.format_money(cents, currency)
+    except money.MoneyError:  # a currency that is not a code: still say the figure
+        return f"{cents} minor units of {currency!r}"
 
 
 def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
