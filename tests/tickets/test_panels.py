@@ -187,6 +187,8 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
                 {"approval_rules": '{"issue_refund": {"above": {}}}'}):
         response = admin.post(url, {**form, **bad})
         assert response.status_code == 200, bad  # the form comes back with its errors
+    body = admin.post(url, {**form, "approval_rules": '{"issue_refund": {"over": 5}}'}).content.decode()
+    assert "unknown option &#x27;over&#x27;; only above_cents and above are allowed" in body
     tclass.refresh_from_db()
     assert (tclass.working_model, tclass.approval_rules) == ("openai:gpt-4.1-mini", {"issue_refund": {"above_cents": 10000}})
     per_currency = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 10000}}'
