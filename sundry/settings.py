@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("SUNDRY_VAR_DIR", BASE_DIR / "var"))
@@ -48,7 +49,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
-    "template_partials",
     "axes",
     "sundry.core",
     "sundry.shop",
@@ -171,10 +171,22 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A killed worker's task is redelivered once the visibility timeout passes;
 # keep it just above the hard limit so recovery is not slower than it must be.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT + 60}
+# One model call (sundry.agent.gateway.CallLimits): per-attempt connect and read
+# timeouts, a deadline for the whole call with the provider SDK's retries (which
+# honour Retry-After), and the longest answer asked for.
+MODEL_CONNECT_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_CONNECT_TIMEOUT", "5"))
+MODEL_READ_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_READ_TIMEOUT", "60"))
+MODEL_CALL_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_CALL_TIMEOUT", "150"))
+MODEL_MAX_RETRIES = int(os.environ.get("SUNDRY_MODEL_MAX_RETRIES", "2"))
+MODEL_MAX_TOKENS = int(os.environ.get("SUNDRY_MODEL_MAX_TOKENS", "2048"))
 # An agent run holds its ticket with a claim it renews at every step. A claim
 # older than this is a dead run's (its worker was killed): the next run takes
-# the ticket. Longer than one step can take (three model attempts of 60 s).
+# the ticket. Longer than one step can take (one model call, at most
+# MODEL_CALL_TIMEOUT with its retries).
 AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", "240"))
+if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
+    raise ImproperlyConfigured("SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL, "
+                               "or a slow step's ticket is taken by another run.")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
 # Without a broker, tasks run on an in-process executor after commit (sundry.core.background).

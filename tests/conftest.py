@@ -11,6 +11,7 @@ Redis-only tests skip, saying why. Shared factories live in tests/factories.py.
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -25,10 +26,31 @@ TEST_CHANNEL_PREFIX = f"sundry-test-{os.getpid()}"
 def pytest_report_header(config):
     db = settings.DATABASES["default"]
     layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
-    return [
+    lines = [
         f"sundry: database {db['ENGINE'].rsplit('.', 1)[-1]}, channel layer {layer}, "
         f"background {settings.BACKGROUND_MODE}"
     ]
+    if os.environ.get("SUNDRY_TEST_ORDER"):
+        lines.append(f"sundry: test order {os.environ['SUNDRY_TEST_ORDER']}")
+    return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """SUNDRY_TEST_ORDER=reverse, or shuffle:<seed>, runs the suite in another order.
+
+    Tests must not depend on what ran before them; this shows it. Applied last,
+    after pytest-django's own ordering, so no order is assumed.
+    """
+    order = os.environ.get("SUNDRY_TEST_ORDER", "").strip()
+    if not order:
+        return
+    if order == "reverse":
+        items.reverse()
+    elif order.startswith("shuffle:"):
+        random.Random(order.removeprefix("shuffle:")).shuffle(items)
+    else:
+        raise pytest.UsageError(f"SUNDRY_TEST_ORDER={order!r}: use 'reverse' or 'shuffle:<seed>'")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -98,3 +98,11 @@ def test_visibility_timeout_follows_a_raised_time_limit(tmp_path):
     got = probe(tmp_path, REDIS_URL="redis://redis.invalid:6379/0", SUNDRY_TASK_HARD_LIMIT="1200")
     assert got["time_limit"] == 1200
     assert got["visibility_timeout"] > 1200
+
+
+def test_a_model_call_longer_than_a_claim_is_refused(tmp_path):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SUNDRY_", "CELERY_", "DATABASE_", "REDIS_"))}
+    clean.update(DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_VAR_DIR=str(tmp_path / "var"),
+                 SUNDRY_AGENT_CLAIM_TTL="60", SUNDRY_MODEL_CALL_TIMEOUT="90")
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL" in done.stderr

@@ -123,13 +123,26 @@ async def test_anonymous_socket_is_refused(desk):
 
 
 async def test_customer_socket_is_refused_on_the_staff_channel(desk):
-    communicator = _socket(desk["ticket"].pk, desk["customer_cookie"])
-    await _assert_forbidden(communicator)
-    # Nothing was sent to a group it never joined.
-    await get_channel_layer().group_send(
-        f"ticket-{desk['ticket'].pk}-staff", {"type": "ticket.changed", "ticket": desk["ticket"].pk, "version": 9}
-    )
-    assert await communicator.receive_nothing(timeout=0.2)
+    from sundry.tickets.models import Ticket
+
+    ticket = desk["ticket"]
+    staff = _socket(ticket.pk, desk["staff_cookie"])
+    assert (await staff.connect())[0]
+    assert 'data-kind="snapshot"' in await staff.receive_from(timeout=5)
+    customer = _socket(ticket.pk, desk["customer_cookie"])
+    connected, _ = await customer.connect()
+    assert connected  # accepted only to say why it closes
+    assert await customer.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_FORBIDDEN}
+
+    # A push to the staff group while the refused instance still runs: staff get it,
+    # the refused socket, which never joined, gets nothing.
+    await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, subject="For staff only")
+    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    assert "For staff only" in await staff.receive_from(timeout=5)
+    assert not customer.future.done()  # alive, so it could have received the push had it joined
+    assert await customer.receive_nothing(timeout=0.5)
+    await customer.disconnect()
+    await staff.disconnect()
 
 
 async def test_staff_socket_for_a_missing_ticket_is_refused(desk):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry
-from sundry.context.statefields import format_amount
+from sundry.core.money import format_money
 
 
 def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> None:
@@ -33,7 +33,7 @@ def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> None:
                             paid_cents=data["refunded_cents"] + data["refundable_cents"],
                             refunded_cents=data["refunded_cents"], turn=turn)
         LedgerEntry.objects.filter(ticket=ticket, value=data["refund_id"]).update(
-            note=f"{data['status']} {format_amount(amount, currency)} on {data['order_number']}"
+            note=f"{data['status']} {format_money(amount, currency)} on {data['order_number']}"
         )
     elif name == "book_return":
         LedgerEntry.objects.filter(ticket=ticket, value=data["return_id"]).update(note=f"return {data['status']}")

@@ -13,11 +13,18 @@ A provider that is not configured resolves to the offline model with a reason,
 so a missing key never stops the desk. Calls go through pydantic-ai's `direct`
 API; our ModelRequest/ModelResponse are converted at this edge and provider
 failures become a typed `ModelCallError`.
+
+One `call` is the whole of talking to the model, retries included: the provider
+SDK retries connection errors, timeouts, 408/409/429 and 5xx itself, backing off
+and honouring the server's `Retry-After`, within a deadline for the whole call
+(`CallLimits`, from settings). The caller calls once; the latency it records
+spans every attempt, failed ones too (`ModelCallError.latency_ms`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -39,14 +46,44 @@ _warned: set[str] = set()
 
 
 class ModelCallError(Exception):
-    """A model call failed. `retryable` says whether the same request may succeed later."""
+    """A model call failed after the retries the gateway makes.
 
-    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None, model: str = ""):
+    `retryable` says whether the same request may succeed later; `latency_ms` is
+    how long the call took, every attempt included.
+    """
+
+    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None, model: str = "",
+                 latency_ms: int = 0):
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.status_code = status_code
         self.model = model
+        self.latency_ms = latency_ms
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """How long a model call may take, how often it is retried, and how long its answer may be."""
+
+    connect_timeout: float = 5.0  # seconds to open a connection, per attempt
+    read_timeout: float = 60.0  # seconds to wait for the answer, per attempt
+    call_timeout: float = 150.0  # seconds for the whole call, every attempt and backoff included
+    max_retries: int = 2  # attempts after the first, made by the provider SDK
+    max_tokens: int = 2048  # longest answer the model may give
+
+    @classmethod
+    def from_settings(cls) -> CallLimits:
+        from django.conf import settings
+
+        defaults = cls()
+        return cls(
+            connect_timeout=getattr(settings, "MODEL_CONNECT_TIMEOUT", defaults.connect_timeout),
+            read_timeout=getattr(settings, "MODEL_READ_TIMEOUT", defaults.read_timeout),
+            call_timeout=getattr(settings, "MODEL_CALL_TIMEOUT", defaults.call_timeout),
+            max_retries=getattr(settings, "MODEL_MAX_RETRIES", defaults.max_retries),
+            max_tokens=getattr(settings, "MODEL_MAX_TOKENS", defaults.max_tokens),
+        )
 
 
 class ChatModel(Protocol):
@@ -134,20 +171,20 @@ class Gateway:
     both unset: only the gateway picks a model.
     """
 
-    def __init__(self, *, override: ChatModel | None = None, offline: ChatModel | None = None, max_retries: int = 0):
+    def __init__(self, *, override: ChatModel | None = None, offline: ChatModel | None = None,
+                 limits: CallLimits | None = None):
         self.override = override
         self._offline_model = offline
-        # Retries the provider SDK makes inside one call (it backs off on
-        # 429/5xx/connection errors), all within `timeout`. Off by default: the
-        # caller owns retrying (the step loop's attempts, Celery for tasks), so
-        # attempts don't multiply and each one is visible to it.
-        self.max_retries = max_retries
+        self.limits = limits or CallLimits.from_settings()
 
-    def complete(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> ModelResponse:
+    def complete(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> ModelResponse:
         return self.call(request, model=model, timeout=timeout).response
 
-    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> GatewayCall:
-        """Like `complete`, plus the cost and latency a step stores. Synchronous: run it off the event loop."""
+    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> GatewayCall:
+        """Like `complete`, plus the cost and latency a step stores. Synchronous: run it off the event loop.
+
+        `timeout`, if given, replaces the limits' deadline for the whole call (attempts included).
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -160,17 +197,25 @@ class Gateway:
             return self._local(request, name, resolved)  # no network: no event loop to start
         return asyncio.run(self.acall(request, model=model, timeout=timeout))
 
-    async def acomplete(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> ModelResponse:
+    async def acomplete(self, request: ModelRequest, *, model: str | None = None,
+                        timeout: float | None = None) -> ModelResponse:
         return (await self.acall(request, model=model, timeout=timeout)).response
 
-    async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60) -> GatewayCall:
+    async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> GatewayCall:
         name = model or request.model
         resolved = self._resolve(name)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)
         _import_client(resolved.provider)  # not the model's latency
+        limits = self.limits if timeout is None else dataclasses.replace(
+            self.limits, call_timeout=timeout, read_timeout=min(self.limits.read_timeout, timeout),
+            connect_timeout=min(self.limits.connect_timeout, timeout))
         started = time.monotonic()
-        response = await _provider_request(resolved, request, timeout=timeout, max_retries=self.max_retries)
+        try:
+            response = await _provider_request(resolved, request, limits)
+        except ModelCallError as exc:
+            exc.latency_ms = _elapsed_ms(started)
+            raise
         return _priced(response, resolved, name, started)
 
     def _resolve(self, name: str) -> ResolvedModel:
@@ -197,9 +242,14 @@ class Gateway:
         return self._offline_model
 
 
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
 def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started: float) -> GatewayCall:
-    latency_ms = int((time.monotonic() - started) * 1000)
-    c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens)
+    latency_ms = _elapsed_ms(started)
+    c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens,
+                     base_url=resolved.base_url)
     return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
 
 
@@ -216,46 +266,61 @@ def _import_client(provider: str) -> None:
         import pydantic_ai.models.openai  # noqa: F401
 
 
-def _build_model(resolved: ResolvedModel):
-    """A fresh pydantic-ai model for one call. Its HTTP client is closed after the call."""
+def _http_client(limits: CallLimits):
+    """An HTTP client with our connect and read timeouts, one per call; the caller closes it."""
+    import httpx2
+    from pydantic_ai.models import create_async_httpx2_client
+
+    timeout = httpx2.Timeout(limits.read_timeout, connect=limits.connect_timeout, pool=limits.connect_timeout)
+    return create_async_httpx2_client(timeout=timeout)
+
+
+def _build_model(resolved: ResolvedModel, http_client):
+    """A pydantic-ai model for one call, talking through `http_client`."""
     if resolved.provider == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(resolved.model_name, provider=AnthropicProvider(api_key=resolved.api_key, base_url=resolved.base_url))
+        return AnthropicModel(resolved.model_name, provider=AnthropicProvider(
+            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client))
     from pydantic_ai.models.openai import OpenAIChatModel
 
     if resolved.provider == "openai":
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(api_key=resolved.api_key, base_url=resolved.base_url)
+        provider = OpenAIProvider(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client)
     elif resolved.provider == "ollama":
         from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        return OllamaModel(resolved.model_name, provider=OllamaProvider(base_url=resolved.base_url, api_key=resolved.api_key))
+        return OllamaModel(resolved.model_name, provider=OllamaProvider(
+            base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client))
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-        provider = OpenAICompatibleProvider("openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key)
+        provider = OpenAICompatibleProvider("openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key,
+                                            http_client=http_client)
     return OpenAIChatModel(resolved.model_name, provider=provider)
 
 
-async def _provider_request(resolved: ResolvedModel, request: ModelRequest, *, timeout: float, max_retries: int) -> ModelResponse:
+async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits) -> ModelResponse:
     from pydantic_ai.direct import model_request
 
     messages = to_pai_messages(request)
     parameters = to_pai_parameters(request)
-    # `timeout` bounds each HTTP attempt; `request_timeout` the whole call, SDK retries included.
-    settings: dict[str, Any] = {"timeout": timeout, "request_timeout": timeout, "max_retries": max_retries}
+    # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
+    # call, the SDK's retries and their Retry-After waits included.
+    settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_retries": limits.max_retries,
+                                "max_tokens": limits.max_tokens}
     try:
-        # A fresh model per call, entered so its HTTP client is closed on the
-        # loop that opened it: calls come from worker threads, each with its own loop.
-        model = _build_model(resolved)
-        async with model:
-            result = await model_request(
-                model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
-            )
+        # A fresh client per call, closed on the loop that opened it: calls come from
+        # worker threads, each with its own loop.
+        async with _http_client(limits) as http_client:
+            model = _build_model(resolved, http_client)
+            async with model:
+                result = await model_request(
+                    model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
+                )
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from sundry.agent import approvals
 from sundry.agent.tools.base import Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+from sundry.core import money
 
 LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
 REFUND_TOOLS = frozenset({"issue_refund"})
@@ -25,8 +26,6 @@ _LOOKUP_HINT = {
     "customer": ("lookup_customer",),
     "tracking": ("track_parcel", "get_order"),
 }
-# ISO 4217 exponents that are not 2; used only when a tool takes a decimal amount.
-_EXPONENT = {"JPY": 0, "KRW": 0, "VND": 0, "CLP": 0, "ISK": 0, "BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3, "TND": 3}
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class GuardInput:
     rules: list[RuleData] = field(default_factory=list)
     actions: list[ActionData] = field(default_factory=list)
     money: list[MoneyData] = field(default_factory=list)
-    approval_rules: dict = field(default_factory=dict)
+    approval_rules: dict = field(default_factory=dict)  # as stored on the class; read by approvals.rule_for
     approved: bool = False
     lookup_tools: frozenset[str] = LOOKUP_TOOLS
 
@@ -102,15 +101,17 @@ def amount_minor(args: BaseModel) -> int | None:
     if amount is None:
         return None
     try:
-        scaled = Decimal(str(amount)).scaleb(_EXPONENT.get(str(getattr(args, "currency", "")).upper(), 2))
-    except InvalidOperation:
+        return money.parse_major(amount if isinstance(amount, str) else str(amount), str(getattr(args, "currency", "")),
+                                 allow_negative=True)
+    except money.MoneyError:
         return None
-    return int(scaled) if scaled == scaled.to_integral_value() else None
 
 
 def _fmt(cents: int, currency: str) -> str:
-    exp = _EXPONENT.get(currency.upper(), 2)
-    return f"{Decimal(cents).scaleb(-exp):,.{exp}f} {currency}"
+    try:
+        return money.format_money(cents, currency)
+    except money.MoneyError:  # a currency that is not a code: still say the figure
+        return f"{cents} minor units of {currency!r}"
 
 
 def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
@@ -210,32 +211,18 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
                             f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
                             "Do not retry it; tell the customer it is with staff.", args,
                             {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
-    if tool.name in inp.approval_rules:
-        rule = inp.approval_rules[tool.name] or {}
+    rule = approvals.rule_for(inp.approval_rules, tool.name)
+    if rule is not None:
         currency, cents = str(getattr(args, "currency", "") or "").upper(), amount_minor(args)
-        limit = approval_limit(rule, currency)
+        limit = rule.limit(currency)
         if limit is None or cents is None or cents > limit:
             why = "" if limit is None else f"above {_fmt(limit, currency) if currency else f'{limit} minor units'} "
-            if limit is None and rule.get("above") and rule.get("above_cents") is None:
+            if limit is None and rule.per_currency_only:
                 why = f"in {currency or 'an unstated currency'} (no threshold set for it) "
             return GuardVerdict("hold", "approval", f"{tool.name} {why}needs staff approval; the call is held. "
                                 "Do not retry it; tell the customer it is awaiting approval.", args,
                                 {"above_cents": limit, "amount_cents": cents, "currency": currency})
     return None
-
-
-def approval_limit(rule: dict, currency: str) -> int | None:
-    """The amount (minor units) above which a call needs approval; None: always.
-
-    `above` sets a threshold per currency, since 200.00 means different things in
-    USD and INR; `above_cents` is the threshold for any currency `above` does not
-    list. A currency with neither is held: staff decide what it is worth.
-    """
-    per_currency = rule.get("above") or {}
-    if currency and currency.upper() in per_currency:
-        return int(per_currency[currency.upper()])
-    limit = rule.get("above_cents")
-    return None if limit is None else int(limit)
 
 
 def check_call(inp: GuardInput) -> GuardVerdict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from sundry.agent.schemas import Message, ToolCall
 from sundry.context.lanes import (
@@ -24,6 +23,7 @@ from sundry.context.lanes import (
     SummaryData,
     TurnData,
 )
+from sundry.core import money
 
 LANES = ("system", "rules", "ledger", "state", "summary")
 
@@ -67,15 +67,20 @@ def lane_message(lane: str, text: str) -> Message:
 
 def format_money(cents: int, currency: str) -> str:
     """40.00 USD. No thousands separator, so the figure can be copied into a tool argument."""
-    return f"{Decimal(cents) / 100:.2f} {currency}".strip()
+    return money.format_money(cents, currency, grouping=False)
 
 
-_MONEY = re.compile(r"(-?\d+(?:\.\d+)?) ([A-Z]{3})")
+_MONEY = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?) ([A-Z]{3})")
 
 
 def parse_money(text: str) -> tuple[int, str] | None:
     m = _MONEY.search(text or "")
-    return (int(Decimal(m.group(1)) * 100), m.group(2)) if m else None
+    if not m:
+        return None
+    try:
+        return money.parse_major(m.group(1), m.group(2), allow_negative=True), m.group(2)
+    except money.MoneyError:
+        return None
 
 
 # --- system prompt ---------------------------------------------------------------------

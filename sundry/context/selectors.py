@@ -23,8 +23,8 @@ from sundry.context.lanes import (
     TurnData,
 )
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, OpenQuestion, PinnedRule, StateValue, Summary
-from sundry.context.statefields import format_amount
 from sundry.core import sql
+from sundry.core.money import format_money
 from sundry.core.readonce import once
 from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
@@ -149,7 +149,7 @@ def snapshot_from(ticket, read: SnapshotRead, sets: list) -> LaneSnapshot | None
     snap.actions = [
         ActionData(tool=tool, target=target, turn=turn, idempotency_key=idem, reversible=bool(reversible),
                    amount_cents=amount, currency=currency,
-                   summary=(format_amount(amount, currency) if amount else ""))
+                   summary=(format_money(amount, currency) if amount else ""))
         for tool, target, turn, idem, reversible, amount, currency in got["actions"]
     ]
     snap.money = [

@@ -302,12 +302,6 @@ def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunde
                 [ticket.pk, order, currency, paid_cents, refunded_cents, turn])])
 
 
-def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:
-    MoneyTotal.objects.filter(ticket=ticket, order=order).update(
-        refunded_cents=F("refunded_cents") + amount_cents, turn=turn
-    )
-
-
 # --- Pinned rules ----------------------------------------------------------------------
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 from sundry.context.idformats import ID_PATTERNS
+from sundry.core import money
 
 
 class StateValueInvalid(ValueError):
@@ -22,14 +22,17 @@ class StateValueInvalid(ValueError):
 
 _SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "₹": "INR", "rs": "INR", "rs.": "INR"}
 _CURRENCIES = {"USD", "EUR", "GBP", "INR"}
+# ASCII digits only ([0-9], not \d, which also matches other scripts' digits).
 _AMOUNT = re.compile(
-    r"^\s*(?P<pre>[$€£₹]|rs\.?|usd|eur|gbp|inr)?\s*(?P<num>\d{1,3}(?:,\d{2,3})*(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)\s*(?P<post>usd|eur|gbp|inr)?\s*$",
+    r"^\s*(?P<pre>[$€£₹]|rs\.?|usd|eur|gbp|inr)?\s*(?P<num>[0-9]{1,3}(?:,[0-9]{2,3})*(?:\.[0-9]{1,2})?|[0-9]+(?:\.[0-9]{1,2})?)\s*(?P<post>usd|eur|gbp|inr)?\s*$",
     re.IGNORECASE,
 )
 
 
 def parse_amount(text: str) -> tuple[int, str]:
     """'4,050 INR' / '$40' / '40.00 USD' → (minor units, currency). Currency is required."""
+    if len(text or "") > money.MAX_CHARS:
+        raise StateValueInvalid(f"An amount of {len(text)} characters is not plausible; write it as '40.00 USD'.")
     m = _AMOUNT.match(text or "")
     if not m:
         raise StateValueInvalid(f"'{text}' is not an amount with a currency, e.g. '40.00 USD' or '4,050 INR'.")
@@ -38,21 +41,17 @@ def parse_amount(text: str) -> tuple[int, str]:
     if currency not in _CURRENCIES:
         raise StateValueInvalid(f"'{text}' has no currency; write it as '40.00 USD' (USD, EUR, GBP or INR).")
     try:
-        value = Decimal(m.group("num").replace(",", ""))
-    except InvalidOperation as exc:
-        raise StateValueInvalid(f"'{text}' is not a number.") from exc
-    if value <= 0:
+        cents = money.parse_major(m.group("num").replace(",", ""), currency)
+    except money.MoneyError as exc:
+        raise StateValueInvalid(f"'{text}': {exc}.") from exc
+    if cents <= 0:
         raise StateValueInvalid("An amount must be more than zero.")
-    return int(value * 100), currency
-
-
-def format_amount(cents: int, currency: str) -> str:
-    return f"{Decimal(cents) / 100:,.2f} {currency}"
+    return cents, currency
 
 
 def _amount(value: str, **_) -> str:
     cents, currency = parse_amount(value)
-    return format_amount(cents, currency)
+    return money.format_money(cents, currency)
 
 
 def _order(value: str, *, order_exists: Callable[[str], bool] | None = None, **_) -> str:

@@ -10,9 +10,13 @@ files shipped on disk, verified against tiktoken's published sha256:
 - o200k_base: `sundry/core/encodings/o200k_base.tiktoken`, shipped with the
   project (see the README beside it).
 
+Which encoding a model uses comes from tiktoken's own model table
+(`tiktoken.model.encoding_name_for_model`); models it does not know are counted
+with cl100k_base and marked approximate.
+
 A missing or corrupted file is an error naming the file. There is no silent
 fallback to a character estimate: a wrong count would quietly break context
-budgeting. `estimate_tokens` exists for callers that explicitly want one.
+budgeting.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
+from tiktoken.model import encoding_name_for_model
 
 ENDOFTEXT = "<|endoftext|>"
 ENDOFPROMPT = "<|endofprompt|>"
@@ -63,11 +68,13 @@ _SPECS = {
     ),
 }
 
-# Matched against the model name after the "provider:" prefix, so an OpenAI
-# model behind Azure or a compatible proxy still counts exactly. o200k is tried
-# first; the lookahead stops "gpt-4" matching "gpt-4o" but allows "gpt-5.1".
-_O200K_MODELS = re.compile(r"(?:ft:)?(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)(?![a-z0-9])")
-_CL100K_MODELS = re.compile(r"(?:ft:)?(?:gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada-002)(?![a-z0-9])")
+# tiktoken's model table names encodings we may not ship: o200k_harmony
+# (gpt-oss) is o200k_base plus special tokens, which encode_ordinary never
+# emits, so its counts are o200k_base's.
+_SAME_ORDINARY_COUNTS = {"o200k_harmony": "o200k_base"}
+# Models tiktoken does not know (Anthropic, Llama, ...) are counted with this,
+# and marked approximate.
+APPROXIMATION = "cl100k_base"
 
 # Chat framing, per OpenAI's cookbook recipe for counting chat tokens: each
 # message costs 3 tokens around its content (<|start|>{role}<|message|>...<|end|>),
@@ -100,19 +107,30 @@ def encoding_path(name: str) -> Path:
     return Path(str(node))
 
 
+def _tiktoken_encoding(name: str) -> str | None:
+    """The shipped encoding tiktoken's own model table gives `name`, or None for a model it does not know."""
+    try:
+        encoding = encoding_name_for_model(name)
+    except KeyError:
+        return None
+    encoding = _SAME_ORDINARY_COUNTS.get(encoding, encoding)
+    # Deprecated models (p50k, r50k, gpt2) use encodings we do not ship: approximate them.
+    return encoding if encoding in _SPECS else None
+
+
 @functools.lru_cache(maxsize=256)
 def encoding_name_for(model: str) -> str:
     name = _model_name(model)
     if name == "offline":
         return "o200k_base" if encoding_path("o200k_base").is_file() else "cl100k_base"
-    return "o200k_base" if _O200K_MODELS.match(name) else "cl100k_base"
+    return _tiktoken_encoding(name) or APPROXIMATION
 
 
 def is_exact(model: str) -> bool:
     """False where we only approximate the provider's tokenizer (Anthropic, Llama, ...)."""
     name = _model_name(model)
     # The offline model has no tokenizer of its own: our count is the definition.
-    return name == "offline" or bool(_O200K_MODELS.match(name) or _CL100K_MODELS.match(name))
+    return name == "offline" or _tiktoken_encoding(name) is not None
 
 
 def load_ranks(path: str | Path, expected_hash: str) -> dict[bytes, int]:
@@ -209,11 +227,6 @@ def _field(message, key: str):
     if isinstance(value, list) and value and hasattr(value[0], "model_dump"):
         return [v.model_dump() for v in value]
     return value
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough guess (~4 characters a token) for callers that explicitly accept one; never used implicitly."""
-    return -(-len(text) // 4)
 
 
 def clear_caches() -> None:

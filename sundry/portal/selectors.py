@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from sundry.context.models import ActionTaken, StateValue
-from sundry.context.statefields import FIELDS, format_amount
+from sundry.context.statefields import FIELDS
+from sundry.core.money import format_money
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
 
@@ -29,13 +30,13 @@ def _done_text(tool: str, result: dict, amount_cents, currency: str) -> str | No
     """A completed side effect in the customer's words, or None for the desk's own records."""
     order = result.get("order_number", "")
     if tool == "issue_refund" and amount_cents is not None:
-        return f"Refund of {format_amount(amount_cents, currency)} on order {order}"
+        return f"Refund of {format_money(amount_cents, currency)} on order {order}"
     if tool == "book_return":
         items = len(result.get("item_ids") or [])
         return f"Return booked for order {order}" + (f" ({items} item{'s' if items != 1 else ''})" if items else "")
     if tool == "cancel_order":
         refund = result.get("refund") or {}
-        refunded = (f"; {format_amount(refund['amount_cents'], refund['currency'])} refunded"
+        refunded = (f"; {format_money(refund['amount_cents'], refund['currency'])} refunded"
                     if refund.get("amount_cents") else "")
         return f"Order {order} cancelled{refunded}"
     if tool == "offer_replacement" and result.get("product"):
@@ -78,5 +79,5 @@ def order_choices(ticket) -> dict:
     chosen = chosen.values_list("value", flat=True).first()
     orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
     return {"orders": [{"number": o.number, "placed_at": o.placed_at, "status": o.get_status_display(),
-                        "total": format_amount(o.total_cents, o.currency)} for o in orders],
+                        "total": format_money(o.total_cents, o.currency)} for o in orders],
             "chosen": chosen}

@@ -19,6 +19,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from sundry.core.money import format_money
+
 from .models import Cancellation, Contact, Customer, Order, OrderItem, Payment, Refund, Return
 
 _ALPHABET = string.digits + string.ascii_lowercase
@@ -74,10 +76,6 @@ def derive_key(key: str, purpose: str) -> str:
     return f"{purpose}:{hashlib.sha256(key.encode()).hexdigest()}"[:_KEY_MAX]
 
 
-def format_cents(cents: int, currency: str) -> str:
-    return f"{cents // 100}.{cents % 100:02d} {currency}"
-
-
 def _lock_order(order_number: str) -> Order:
     order = Order.objects.select_for_update().filter(number=order_number).first()
     if order is None:
@@ -104,7 +102,7 @@ def _refund_replay(refund: Refund, *, order_number: str, amount_cents: int, curr
     if refund.order.number != order_number or refund.amount_cents != amount_cents or refund.currency != currency:
         raise IdempotencyConflict(
             f"idempotency key already used for refund {refund.refund_id} of "
-            f"{format_cents(refund.amount_cents, refund.currency)} on order {refund.order.number}"
+            f"{format_money(refund.amount_cents, refund.currency)} on order {refund.order.number}"
         )
     return refund
 
@@ -132,7 +130,7 @@ def refund_issue(*, order_number: str, amount_cents: int, currency: str, reason:
             payment, room = max(remaining, key=lambda pr: pr[1])
             if amount_cents > room:
                 raise RefundLimitExceeded(
-                    f"a single refund can return at most {format_cents(room, order.currency)} "
+                    f"a single refund can return at most {format_money(room, order.currency)} "
                     f"(what is left on payment {payment.payment_id}); split the refund"
                 )
             return Refund.objects.create(
@@ -160,9 +158,9 @@ def _check_refundable(order: Order, amount_cents: int, currency: str) -> None:
     refundable = sum(room for _, room in remaining)
     if amount_cents > refundable:
         raise RefundLimitExceeded(
-            f"refund of {format_cents(amount_cents, currency)} exceeds what is still refundable on order {order.number}: "
-            f"{format_cents(refundable, currency)} (paid {format_cents(paid, currency)}, "
-            f"refunded {format_cents(paid - refundable, currency)})"
+            f"refund of {format_money(amount_cents, currency)} exceeds what is still refundable on order {order.number}: "
+            f"{format_money(refundable, currency)} (paid {format_money(paid, currency)}, "
+            f"refunded {format_money(paid - refundable, currency)})"
         )
 
 

@@ -1,51 +1,8 @@
 from django import forms
 from django.contrib import admin
 
+from sundry.agent import approvals
 from sundry.tickets.models import Ticket, TicketClass, Turn
-
-
-def approval_rules_problems(rules) -> list[str]:
-    """Shape check for a class's approval rules. Pure.
-
-    {tool: {}} holds every call; {"above_cents": N} holds amounts above N minor
-    units in any currency; {"above": {"USD": N, "INR": M}} sets it per currency
-    (ISO codes), with above_cents, when given, for the currencies not listed.
-    """
-    from sundry.agent.tools.base import REGISTRY
-
-    example = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}'
-    if not isinstance(rules, dict):
-        return [f"Approval rules must be an object of tool name → options, e.g. {example}."]
-    problems = []
-
-    def amount_ok(value) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-    for tool, options in rules.items():
-        if tool not in REGISTRY:
-            problems.append(f"'{tool}' is not a tool. Known tools: {', '.join(sorted(REGISTRY))}.")
-            continue
-        if not isinstance(options, dict):
-            problems.append(f"'{tool}': options must be an object ({{}} for always, or {{\"above_cents\": 10000}}).")
-            continue
-        unknown = set(options) - {"above_cents", "above"}
-        if unknown:
-            problems.append(f"'{tool}': unknown option(s) {', '.join(sorted(unknown))}; "
-                            "only above_cents and above are allowed.")
-        if "above_cents" in options and not amount_ok(options["above_cents"]):
-            problems.append(f"'{tool}': above_cents must be a whole number of minor units, 0 or more.")
-        if "above" in options:
-            per = options["above"]
-            if not isinstance(per, dict) or not per:
-                problems.append(f"'{tool}': above must be an object of currency → minor units, e.g. "
-                                '{"USD": 20000, "INR": 1500000}.')
-                continue
-            for code, value in per.items():
-                if not (isinstance(code, str) and len(code) == 3 and code.isalpha() and code.isupper()):
-                    problems.append(f"'{tool}': '{code}' is not a currency code (three capital letters, e.g. USD).")
-                elif not amount_ok(value):
-                    problems.append(f"'{tool}': the {code} threshold must be a whole number of minor units, 0 or more.")
-    return problems
 
 
 class TicketClassForm(forms.ModelForm):
@@ -71,7 +28,7 @@ class TicketClassForm(forms.ModelForm):
 
     def clean_approval_rules(self):
         rules = self.cleaned_data.get("approval_rules")
-        problems = approval_rules_problems(rules if rules is not None else {})
+        problems = approvals.problems(rules if rules is not None else {})
         if problems:
             raise forms.ValidationError(problems)
         return rules or {}

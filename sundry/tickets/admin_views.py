@@ -11,7 +11,14 @@ from django.db.models import Avg, Count, F, Q, Sum
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from sundry.agent import pricing
+from sundry.agent.gateway import resolve_model
 from sundry.core.people import is_admin
+
+
+def _unpriced(models: set[str]) -> list[str]:
+    """The models among `models` with no known price: their calls count 0 in the cost."""
+    return sorted(m for m in models if m and not pricing.cost(m, 0, 0, base_url=resolve_model(m).base_url).priced)
 
 
 def class_figures() -> list[dict]:
@@ -27,6 +34,12 @@ def class_figures() -> list[dict]:
         failed=Count("id", filter=Q(status="failed")),
         saved=Sum(F("tokens_before") - F("tokens_after"), filter=done & Q(tokens_after__isnull=False)),
         cost=Sum("cost_usd"), latency=Avg("latency_ms", filter=done))}
+    # Which models answered each class, to name the ones whose cost is unknown.
+    used = defaultdict(set)
+    for class_id, model in AgentStep.objects.filter(offline=False).values_list("ticket__ticket_class", "model").distinct():
+        used[class_id].add(model)
+    for class_id, model in CompactionRun.objects.values_list("ticket__ticket_class", "model_used").distinct():
+        used[class_id].add(model)
     rejections = defaultdict(lambda: defaultdict(int))
     for class_id, payload in Turn.objects.filter(kind=Turn.Kind.REJECTION).values_list(
             "ticket__ticket_class", "payload"):
@@ -43,6 +56,7 @@ def class_figures() -> list[dict]:
             "step_latency": int(s.get("latency") or 0), "compaction_latency": int(r.get("latency") or 0),
             "rejections": sorted(rejections[tclass.pk].items()),
             "rejections_total": sum(rejections[tclass.pk].values()),
+            "unpriced": _unpriced(used[tclass.pk]),
         })
     return out
 

@@ -26,7 +26,8 @@ def test_a_killed_runs_claim_lapses_and_the_retried_task_answers(worker_env, tmp
     ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where")
     customer_message_post(ticket=ticket, text="Where is my order SU-10480?", wake=False)
     log = tmp_path / "worker.log"
-    worker = Worker(worker_env, log, SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL))
+    # A model call must end within a claim's life (settings refuse otherwise); this one is offline.
+    worker = Worker(worker_env, log, SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL), SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL / 2))
     try:
         # The run that held this ticket was killed mid-step: its claim is still fresh. Set
         # once the worker is up: a slow start would otherwise outlast the short test TTL.
@@ -43,8 +44,8 @@ def test_a_killed_runs_claim_lapses_and_the_retried_task_answers(worker_env, tmp
 
 
 def test_claims_outlast_a_step_and_lapse_before_the_broker_redelivers():
-    # A live run renews its claim every step; one step is at most three 60 s model attempts.
-    assert loop.CLAIM_TTL.total_seconds() > loop.MODEL_ATTEMPTS * 60
+    # A live run renews its claim every step; one step makes one model call, bounded with its retries.
+    assert loop.CLAIM_TTL.total_seconds() > settings.MODEL_CALL_TIMEOUT
     # The retry of a task that found the ticket claimed waits past the TTL, and must be
     # handed out before Redis's visibility timeout would redeliver it as lost.
     assert loop.CLAIM_TTL.total_seconds() + 1 < settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]

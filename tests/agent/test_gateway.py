@@ -17,6 +17,7 @@ import pytest
 
 from sundry.agent import pricing
 from sundry.agent.gateway import (
+    CallLimits,
     Gateway,
     ModelCallError,
     ResolvedModel,
@@ -29,6 +30,7 @@ from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall,
 from sundry.agent.scripted import ScriptedModel, ScriptExhausted
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+NO_RETRIES = CallLimits(max_retries=0)
 ENV_KEYS = [
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_BASE_URL", "OLLAMA_API_KEY",
     "SUNDRY_OPENAI_COMPAT_BASE_URL", "SUNDRY_OPENAI_COMPAT_API_KEY",
@@ -67,7 +69,7 @@ def no_internet(monkeypatch):
 
 
 class FakeServer:
-    """A real HTTP server on an ephemeral loopback port; `respond(path, body)` -> (status, payload)."""
+    """A real HTTP server on an ephemeral loopback port; `respond(path, body)` -> (status, payload[, headers])."""
 
     def __init__(self, respond):
         self.respond = respond
@@ -81,10 +83,13 @@ class FakeServer:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw)
-                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-                status, payload = server.respond(self.path, body)
+                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                        "body": body, "at": time.monotonic()})
+                status, payload, *extra = server.respond(self.path, body)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
+                for key, value in (extra[0] if extra else {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -328,24 +333,52 @@ def test_http_errors_are_typed_and_marked_retryable(serve, monkeypatch, status, 
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
 
     with pytest.raises(ModelCallError) as info:
-        Gateway().complete(lane_request("openai-compatible:test-model"))
+        Gateway(limits=NO_RETRIES).complete(lane_request("openai-compatible:test-model"))
 
     assert info.value.retryable is retryable
     assert info.value.status_code == status
     assert info.value.model == "openai-compatible:test-model"
-    # The caller owns retrying by default: exactly one attempt reached the server.
-    assert len(server.requests) == 1
+    assert len(server.requests) == 1  # retries off: one attempt
 
 
-def test_sdk_retries_only_when_asked(serve, monkeypatch):
-    answers = iter([(500, {"error": {"message": "flaky"}}), (200, completion(content="recovered"))])
+def test_the_call_retries_honouring_retry_after_and_its_latency_spans_every_attempt(serve, monkeypatch):
+    # The SDK's own first backoff is at most 0.5 s: a gap of a second is the server's Retry-After.
+    answers = iter([(429, {"error": {"message": "slow down"}}, {"Retry-After": "1"}),
+                    (200, completion(content="recovered"))])
     server = serve(lambda path, body: next(answers))
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
 
-    response = Gateway(max_retries=1).complete(lane_request("openai-compatible:test-model"))
+    call = Gateway(limits=CallLimits(max_retries=2)).call(lane_request("openai-compatible:test-model"))
 
-    assert response.text == "recovered"
+    assert call.response.text == "recovered"
     assert len(server.requests) == 2
+    assert server.requests[1]["at"] - server.requests[0]["at"] >= 0.95
+    assert call.latency_ms >= 950
+
+
+def test_retries_are_bounded_and_a_failed_call_reports_its_latency(serve, monkeypatch):
+    server = serve(lambda path, body: (503, {"error": {"message": "down"}}, {"retry-after-ms": "200"}))
+    monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+
+    with pytest.raises(ModelCallError) as info:
+        Gateway(limits=CallLimits(max_retries=2)).complete(lane_request("openai-compatible:test-model"))
+
+    assert len(server.requests) == 3  # the first attempt and two retries, no more
+    assert info.value.retryable is True and info.value.status_code == 503
+    assert info.value.latency_ms >= 400  # both waits the server asked for are in it
+
+
+def test_max_tokens_and_limits_come_from_settings(serve, monkeypatch, settings):
+    settings.MODEL_MAX_TOKENS, settings.MODEL_MAX_RETRIES, settings.MODEL_READ_TIMEOUT = 321, 0, 7.5
+    server = serve(lambda path, body: (200, completion(content="short")))
+    monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+    gateway = Gateway()
+
+    assert gateway.complete(lane_request("openai-compatible:test-model")).text == "short"
+
+    assert (gateway.limits.max_retries, gateway.limits.read_timeout) == (0, 7.5)
+    body = server.bodies[0]
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == 321
 
 
 @pytest.mark.parametrize(
@@ -371,12 +404,17 @@ def test_timeout_is_retryable_and_bounded(serve, monkeypatch):
 
     server = serve(slow)
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+    # The client library's first import takes seconds: do it before the clock starts.
+    import pydantic_ai.direct  # noqa: F401
+    import pydantic_ai.models.openai  # noqa: F401
 
     started = time.monotonic()
     with pytest.raises(ModelCallError) as info:
-        Gateway().complete(lane_request("openai-compatible:test-model"), timeout=0.3)
+        # Retries allowed: the deadline still ends the call, whatever the SDK would retry.
+        Gateway(limits=CallLimits(max_retries=5)).complete(lane_request("openai-compatible:test-model"), timeout=0.3)
 
     assert time.monotonic() - started < 2
+    assert 300 <= info.value.latency_ms < 2000
     assert info.value.retryable is True
     assert "timed out" in str(info.value)
 
@@ -389,7 +427,7 @@ def test_connection_refused_is_retryable(monkeypatch):
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", f"http://127.0.0.1:{port}/v1")
 
     with pytest.raises(ModelCallError) as info:
-        Gateway().complete(lane_request("openai-compatible:test-model"), timeout=5)
+        Gateway(limits=NO_RETRIES).complete(lane_request("openai-compatible:test-model"), timeout=5)
 
     assert info.value.retryable is True
 
@@ -401,7 +439,7 @@ def test_guard_stops_a_call_to_the_real_openai(no_internet, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL")
 
     with pytest.raises(ModelCallError) as info:
-        Gateway().complete(lane_request("openai:gpt-4.1-mini"), timeout=5)
+        Gateway(limits=NO_RETRIES).complete(lane_request("openai:gpt-4.1-mini"), timeout=5)
 
     assert info.value.retryable is True
     assert "api.openai.com" in no_internet
@@ -555,16 +593,16 @@ def test_response_conversion_keeps_text_and_calls_and_drops_thinking():
 # --- pricing -------------------------------------------------------------------
 
 
-def test_pricing_table():
-    assert pricing.cost_usd("openai:gpt-4.1-mini", 1000, 500) == Decimal("0.001200")
-    # Longest family wins; dated snapshots find their family.
-    assert pricing.price_for("gpt-4.1-mini-2025-04-14") == pricing.PRICES["gpt-4.1-mini"]
-    assert pricing.price_for("openai:gpt-4o-mini") == pricing.PRICES["gpt-4o-mini"]
-    assert pricing.price_for("openai:gpt-4o") == pricing.PRICES["gpt-4o"]
-    assert pricing.price_for("anthropic:claude-3-5-haiku-20241022") == pricing.PRICES["claude-3-5-haiku"]
-    assert pricing.cost_usd("anthropic:claude-sonnet-4-20250514", 1_000_000, 1_000_000) == Decimal("18.000000")
+def test_pricing_comes_from_genai_prices():
+    assert pricing.cost("openai:gpt-4.1-mini", 1000, 500) == pricing.Cost(Decimal("0.001200"), priced=True)
+    # Dated snapshots find their family's price.
+    assert pricing.cost("openai:gpt-4.1-mini-2025-04-14", 1000, 500).usd == Decimal("0.001200")
+    assert pricing.cost("anthropic:claude-sonnet-4-20250514", 1_000_000, 1_000_000).usd == Decimal("18.000000")
     # A name that merely starts with a known one is not that model.
-    assert pricing.price_for("gpt-4.1x") is None
-    unknown = pricing.cost("openai-compatible:llama3", 10_000, 10_000)
-    assert (unknown.usd, unknown.priced) == (Decimal("0"), False)
+    assert pricing.cost("openai:gpt-4.1x", 1000, 500) == pricing.Cost(Decimal("0"), priced=False)
+    # Self-hosted servers bill nobody per token: unpriced unless the URL is a provider genai-prices knows.
+    assert pricing.cost("openai-compatible:llama3", 10_000, 10_000, base_url="http://127.0.0.1:8000/v1").priced is False
+    assert pricing.cost("ollama:llama3", 10_000, 10_000).priced is False
+    hosted = pricing.cost("openai-compatible:llama-3.3-70b-versatile", 1000, 1000, base_url="https://api.groq.com/openai/v1")
+    assert hosted.priced and hosted.usd > 0
     assert pricing.cost("offline", 10_000, 10_000) == pricing.Cost(Decimal("0"), priced=True)

@@ -349,3 +349,8 @@ def test_read_only_tools_skip_consequence_guards():
     prior = ActionData(tool="get_order", target="SU-20481", turn=2, idempotency_key="", reversible=True)
     assert run(GET_ORDER, {"order_number": "SU-20481"}, actions=[prior],
                approval_rules={"get_order": {}}).decision == "allow"
+
+
+def test_an_unreadable_stored_rule_holds_instead_of_allowing():
+    v = refund(amount=100, approval_rules={"issue_refund": {"over_cents": 5000}})
+    assert (v.decision, v.guard) == ("hold", "approval")

@@ -133,8 +133,10 @@ def test_bad_currencies_are_refused(currency):
         IssueRefundArgs(order_number="SU-10001", amount="1.00", currency=currency, reason="x")
 
 
-def test_parse_amount_keeps_two_places():
-    assert str(parse_amount("3")) == "3.00"
+def test_an_amount_keeps_its_currency_places():
+    assert str(parse_amount("3")) == "3"  # no currency yet: the arguments model fixes the places
+    args = IssueRefundArgs(order_number="SU-10001", amount="3", currency="USD", reason="x")
+    assert args.model_dump()["amount"] == "3.00" and args.amount_cents == 300
 
 
 # --- lookups ---------------------------------------------------------------------------------------

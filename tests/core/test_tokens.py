@@ -74,6 +74,14 @@ def test_matches_tiktoken_own_definition(name, monkeypatch):
         ("openai:gpt-4-turbo", "cl100k_base", True),
         ("openai:gpt-3.5-turbo", "cl100k_base", True),
         ("openai:text-embedding-3-small", "cl100k_base", True),
+        ("openai:gpt-5.1-mini", "o200k_base", True),
+        ("openai:chatgpt-4o-latest", "o200k_base", True),
+        ("ft:gpt-4o-mini:acme::abc123", "o200k_base", True),
+        # gpt-oss uses o200k_harmony: o200k_base plus special tokens ordinary text never yields.
+        ("openai-compatible:gpt-oss-120b", "o200k_base", True),
+        # tiktoken maps these to encodings not shipped here: counted approximately.
+        ("openai:text-davinci-003", "cl100k_base", False),
+        ("openai:gpt-4.1x", "cl100k_base", False),
         ("anthropic:claude-3-5-haiku-latest", "cl100k_base", False),
         ("openai-compatible:llama3", "cl100k_base", False),
         ("openai-compatible:qwen2.5", "cl100k_base", False),

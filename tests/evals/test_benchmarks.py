@@ -48,14 +48,18 @@ def test_instant_model_looks_up_then_replies():
 @pytest.mark.parametrize("change", ["touch", "turn"])
 def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change):
     # The real thing at a small size: the web process, the Redis layer, raw websocket clients.
-    done = subprocess.run(
+    bench = subprocess.Popen(
         [sys.executable, "-m", "sundry.evals.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20",
          "--change", change, "--history", "6"],
         cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
-        capture_output=True, text=True, timeout=180,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        stdout, stderr = bench.communicate(timeout=180)
+    finally:
+        bench.kill()
+    assert bench.returncode == 0, stderr
+    figures = json.loads(stdout.strip().splitlines()[-1])
     assert figures["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
     assert [(r["clients"], r["deliveries"], r["lost"]) for r in figures["rounds"]] == [(3, 9, 0), (8, 24, 0)]
     assert all(0 < r["p50_ms"] <= r["p99_ms"] for r in figures["rounds"])
@@ -66,7 +70,9 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
 
         assert "PostgreSQL" in figures["database"]
         with psycopg.connect(url) as conn:
-            left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'sundry_pushbench_%'").fetchall()
+            # Its own database, named for its process: other runs on this server may have theirs open.
+            left = conn.execute("SELECT datname FROM pg_database WHERE datname = %s",
+                                [f"sundry_pushbench_{bench.pid}"]).fetchall()
         assert left == []
     else:
         assert "SQLite" in figures["database"]

@@ -167,6 +167,18 @@ def test_figures_page_counts_rejections_by_guard_for_admins_only(desk):
     assert c["ann"].get("/desk/figures/").status_code == 403
     body = c["admin"].get("/desk/figures/").content.decode()
     assert "id 2" in body and "refund_limit 1" in body
+    assert "no known price" not in body
+
+
+def test_figures_name_models_whose_cost_is_unknown(desk):
+    from sundry.agent.models import AgentStep
+
+    ticket, c = desk["ticket"], desk["c"]
+    for number, model in enumerate(["openai-compatible:in-house-llm", "openai:gpt-4.1-mini"], start=1):
+        AgentStep.objects.create(ticket=ticket, number=number, model=model, request_tokens=10, input_tokens=10,
+                                 output_tokens=5, outcome=AgentStep.Outcome.REPLY)
+    body = c["admin"].get("/desk/figures/").content.decode()
+    assert "no known price: openai-compatible:in-house-llm<" in body  # gpt-4.1-mini has a price
 
 
 def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
@@ -187,6 +199,8 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
                 {"approval_rules": '{"issue_refund": {"above": {}}}'}):
         response = admin.post(url, {**form, **bad})
         assert response.status_code == 200, bad  # the form comes back with its errors
+    body = admin.post(url, {**form, "approval_rules": '{"issue_refund": {"over": 5}}'}).content.decode()
+    assert "unknown option &#x27;over&#x27;; only above_cents and above are allowed" in body
     tclass.refresh_from_db()
     assert (tclass.working_model, tclass.approval_rules) == ("openai:gpt-4.1-mini", {"issue_refund": {"above_cents": 10000}})
     per_currency = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 10000}}'

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
+
+from sundry.core import money
 
 from .base import IdField, Tool, ToolContext, ToolError, register
 
@@ -24,73 +26,36 @@ VERBATIM = "Copy every ID verbatim from a tool result; never retype one from mem
 
 # --- money: decimal strings in, minor units out ---------------------------------
 
-# Minor-unit exponent of each currency the shop trades in.
-CURRENCY_EXPONENT = {"USD": 2, "EUR": 2, "GBP": 2, "INR": 2}
+# The currencies the shop trades in.
+SHOP_CURRENCIES = ("USD", "EUR", "GBP", "INR")
 MAX_AMOUNT = Decimal("10000000")
-_DECIMAL = re.compile(r"\d+(?:\.\d{1,2})?")
 
 
 def parse_amount(value: Any) -> Decimal:
     """A positive amount in major units, from a decimal string ("40.00") or a number; strict."""
-    if isinstance(value, bool):
-        raise ValueError('amount must be a decimal number such as "40.00"')
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("-"):
-            raise ValueError("amount must be greater than zero")
-        if re.fullmatch(r"\d+\.\d{3,}", text):
-            raise ValueError("amount has more than 2 decimal places")
-        if not _DECIMAL.fullmatch(text):
-            raise ValueError(f'amount {value!r} is not a plain decimal such as "40.00" (no symbols, commas or exponents)')
-        amount = Decimal(text)
-    elif isinstance(value, int):
-        amount = Decimal(value)
-    elif isinstance(value, float):
-        # repr() is the shortest text that round-trips: 40.1 stays 40.1, not 40.099999...
-        try:
-            amount = Decimal(repr(value))
-        except InvalidOperation:
-            raise ValueError("amount must be a finite number") from None
-    elif isinstance(value, Decimal):
-        amount = value
-    else:
-        raise ValueError('amount must be a decimal string such as "40.00" or a number')
-    if not amount.is_finite():
-        raise ValueError("amount must be a finite number")
+    try:
+        amount = money.parse_decimal(value)
+    except money.MoneyError as exc:
+        raise ValueError(str(exc)) from None
     if amount <= 0:
         raise ValueError("amount must be greater than zero")
     if amount > MAX_AMOUNT:
         raise ValueError("amount is implausibly large")
-    if amount != amount.quantize(Decimal("0.01")):
-        raise ValueError("amount has more than 2 decimal places")
-    return amount.quantize(Decimal("0.01"))
+    return amount
 
 
 def parse_currency(value: Any) -> str:
     code = value.strip().upper() if isinstance(value, str) else ""
-    if code not in CURRENCY_EXPONENT:
-        raise ValueError(f"currency must be one of {', '.join(CURRENCY_EXPONENT)}")
+    if code not in SHOP_CURRENCIES:
+        raise ValueError(f"currency must be one of {', '.join(SHOP_CURRENCIES)}")
     return code
-
-
-def to_minor_units(amount: Decimal, currency: str) -> int:
-    """Major-unit amount → integer minor units in `currency`; refuses sub-minor precision."""
-    scaled = amount.scaleb(CURRENCY_EXPONENT[currency])
-    if scaled != scaled.to_integral_value():
-        raise ValueError(f"{currency} has {CURRENCY_EXPONENT[currency]} decimal places; {amount} is finer than that")
-    return int(scaled)
-
-
-def format_minor(cents: int, currency: str) -> str:
-    exp = CURRENCY_EXPONENT.get(currency, 2)
-    return f"{Decimal(cents).scaleb(-exp):.{exp}f}"
 
 
 # Shared pydantic types: an amount argument and a currency argument.
 MoneyAmount = Annotated[
     Decimal,
     BeforeValidator(parse_amount),
-    PlainSerializer(lambda d: f"{d:.2f}", return_type=str),
+    PlainSerializer(lambda d: format(d, "f"), return_type=str),
     WithJsonSchema({
         "anyOf": [{"type": "string", "pattern": r"^\d+(\.\d{1,2})?$"}, {"type": "number", "exclusiveMinimum": 0}],
         "description": 'Amount in major units as a plain decimal, e.g. "40.00" (not cents, no currency symbol).',
@@ -99,7 +64,7 @@ MoneyAmount = Annotated[
 CurrencyCode = Annotated[
     str,
     BeforeValidator(parse_currency),
-    WithJsonSchema({"type": "string", "enum": list(CURRENCY_EXPONENT), "description": "ISO currency code of the order."}),
+    WithJsonSchema({"type": "string", "enum": list(SHOP_CURRENCIES), "description": "ISO currency code of the order."}),
 ]
 
 
@@ -362,7 +327,7 @@ def _order_result(order) -> OrderResult:
         returns=[ReturnOut(return_id=rid, item_ids=ids, status=status, reason=reason)
                  for rid, ids, status, reason in order.returns],
         paid_cents=paid, refunded_cents=refunded, refundable_cents=refundable,
-        refundable=format_minor(refundable, order.currency),
+        refundable=money.major_str(refundable, order.currency),
     )
 
 
@@ -421,12 +386,15 @@ class IssueRefundArgs(Args):
 
     @model_validator(mode="after")
     def _fits_currency(self):
-        to_minor_units(self.amount, self.currency)  # raises for precision finer than the currency's
+        # Raises for precision finer than the currency's; "3" becomes 3.00 in USD.
+        places = money.exponent(self.currency)
+        money.to_minor(self.amount, self.currency)
+        self.amount = self.amount.quantize(Decimal(1).scaleb(-places))
         return self
 
     @property
     def amount_cents(self) -> int:
-        return to_minor_units(self.amount, self.currency)
+        return money.to_minor(self.amount, self.currency)
 
 
 class RefundResult(Result):
@@ -451,7 +419,7 @@ def issue_refund(ctx: ToolContext, args: IssueRefundArgs) -> RefundResult:
     )
     return RefundResult(
         refund_id=refund.refund_id, order_number=order.number, payment_id=refund.payment.payment_id,
-        amount=format_minor(refund.amount_cents, refund.currency), amount_cents=refund.amount_cents,
+        amount=money.major_str(refund.amount_cents, refund.currency), amount_cents=refund.amount_cents,
         currency=refund.currency, status=refund.status,
         refunded_cents=selectors.refunded_cents(order), refundable_cents=selectors.refundable_cents(order),
     )

@@ -1,6 +1,6 @@
 from django import template
 
-from sundry.context.statefields import format_amount
+from sundry.core.money import format_money
 
 register = template.Library()
 
@@ -10,7 +10,7 @@ def money(cents, currency):
     """Minor units and a currency as people read them: 13,032.00 INR."""
     if cents is None:
         return ""
-    return format_amount(int(cents), currency)
+    return format_money(int(cents), currency)
 
 
 @register.filter

@@ -1,0 +1,131 @@
+"""A ticket class's approval rules: which tool calls wait for staff, and above what amount.
+
+Stored as JSON on `TicketClass.approval_rules`; the admin form validates with
+`ApprovalRules` and the approval guard reads a tool's entry with `rule_for`, so
+both go by one definition:
+
+    {"cancel_order": {}}                                   every call is held
+    {"issue_refund": {"above_cents": 10000}}               held above 100.00 in any currency
+    {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}
+                                                           per currency; a currency not
+                                                           listed is held, unless
+                                                           above_cents is also given
+
+Amounts are minor units of the currency (cents, paise).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, field_validator
+
+from sundry.agent.tools.base import REGISTRY
+
+EXAMPLE = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}'
+_CODE = re.compile(r"[A-Z]{3}")
+
+
+def _minor_units(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("must be a whole number of minor units, 0 or more (20000 is 200.00 USD)")
+    return value
+
+
+MinorUnits = Annotated[int, BeforeValidator(_minor_units)]
+
+
+class ToolApproval(BaseModel):
+    """When one tool's calls need staff approval. No threshold at all: always."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    above_cents: MinorUnits | None = None
+    above: dict[str, MinorUnits] | None = None
+
+    @field_validator("above")
+    @classmethod
+    def _currencies(cls, per: dict[str, int] | None) -> dict[str, int] | None:
+        if per is None:
+            return None
+        if not per:
+            raise ValueError(f"must name at least one currency, e.g. {{\"USD\": 20000, \"INR\": 1500000}}")
+        for code in per:
+            if not _CODE.fullmatch(code):
+                raise ValueError(f"'{code}' is not a currency code (three capital letters, e.g. USD)")
+        return per
+
+    def limit(self, currency: str) -> int | None:
+        """The amount (minor units) above which a call in `currency` is held; None: always held.
+
+        `above` sets a threshold per currency, since 200.00 means different things in
+        USD and INR; `above_cents` is the threshold for any currency `above` does not
+        list. A currency with neither is held: staff decide what it is worth.
+        """
+        if self.above and currency.upper() in self.above:
+            return self.above[currency.upper()]
+        return self.above_cents
+
+    @property
+    def per_currency_only(self) -> bool:
+        """Thresholds set per currency with no fallback: other currencies are always held."""
+        return bool(self.above) and self.above_cents is None
+
+
+class ApprovalRules(RootModel[dict[str, ToolApproval]]):
+    """A class's rules: tool name -> ToolApproval. Every name must be a registered tool."""
+
+    @field_validator("root")
+    @classmethod
+    def _known_tools(cls, rules: dict[str, ToolApproval]) -> dict[str, ToolApproval]:
+        unknown = sorted(set(rules) - set(REGISTRY))
+        if unknown:
+            raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}. "
+                             f"Known tools: {', '.join(sorted(REGISTRY))}")
+        return rules
+
+
+def problems(data: Any) -> list[str]:
+    """What is wrong with `data` as approval rules, one sentence each; empty when it is valid."""
+    if not isinstance(data, dict):
+        return [f"Approval rules must be an object of tool name → options, e.g. {EXAMPLE}."]
+    try:
+        ApprovalRules.model_validate(data)
+    except ValidationError as exc:
+        return [_sentence(error) for error in exc.errors()]
+    return []
+
+
+def _sentence(error: dict) -> str:
+    loc = [str(part) for part in error["loc"] if part != "root"]
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        return f"'{loc[0]}': unknown option '{loc[-1]}'; only above_cents and above are allowed."
+    if error["type"] == "model_type":
+        return f"'{loc[0]}': options must be an object ({{}} for always, or {{\"above_cents\": 10000}})."
+    if error["type"] == "dict_type":
+        return f"'{loc[0]}': above must be an object of currency → minor units, e.g. {{\"USD\": 20000}}."
+    if not loc:
+        return message + "."
+    where = f"'{loc[0]}'" + (f" {'.'.join(loc[1:])}" if len(loc) > 1 else "")
+    return f"{where}: {message}."
+
+
+def rule_for(data: Any, tool: str) -> ToolApproval | None:
+    """The stored rule for `tool`, for the guard; None when the tool needs no approval.
+
+    Stored rules were validated when saved, but a rule that no longer validates
+    (edited outside the admin) holds every call of its tool: an unreadable
+    threshold must not let a call through.
+    """
+    if not data:
+        return None
+    if not isinstance(data, dict):
+        return ToolApproval()
+    if tool not in data:
+        return None
+    try:
+        return ToolApproval.model_validate(data[tool] if data[tool] is not None else {})
+    except ValidationError:
+        return ToolApproval()
