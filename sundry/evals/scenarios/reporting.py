@@ -73,7 +73,12 @@ def progress_line(result: ScenarioResult, modes: list[str]) -> str:
             extra.append(f"damage {run.damage}")
         cells.append(f"{name}:{mark}" + (f"({', '.join(extra)})" if extra else "")
                      + f" facts {run.facts_ok}/{len(run.facts)} c{run.compactions}")
-    return f"{result.scenario.id:<44} " + "  ".join(cells)
+    line = f"{result.scenario.id:<44} " + "  ".join(cells)
+    triggered = result.runs.get("triggered")
+    want = result.scenario.min_compactions
+    if triggered is not None and want and triggered.compactions < want:
+        line += f"  [long scenario: {triggered.compactions} of {want} compactions when triggered]"
+    return line
 
 
 def _run_dict(run: RunResult, result: ScenarioResult) -> dict:
