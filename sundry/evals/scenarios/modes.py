@@ -92,8 +92,15 @@ class BaselineGateway:
         turns = _turns(self.ticket_id)
         if self.kind == "window":
             overhead = request_tokens(baseline_request(policy=self.policy, turns=[], tools=tools), self.tokenizer)
-            out = baseline_request(policy=self.policy, turns=window(turns, max(0, budget - overhead), self.cache),
-                                   tools=tools)
+            allowance = max(0, budget - overhead)
+            while True:
+                # Units are costed one by one; rendered together they can come out a little larger
+                # (a result whose call fell out of the window), so the whole request is checked.
+                out = baseline_request(policy=self.policy, turns=window(turns, allowance, self.cache), tools=tools)
+                excess = request_tokens(out, self.tokenizer) - budget
+                if excess <= 0 or allowance == 0:
+                    break
+                allowance = max(0, allowance - excess)
         else:
             cut = _covered(self.ticket_id)
             raw = [t for t in turns if t.number > cut]
