@@ -71,11 +71,14 @@ def _enqueue(run_id: int) -> None:
 # --- the trigger ---------------------------------------------------------------------------
 
 
-def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=None) -> CompactionRun | None:
+def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=None,
+                        force: bool = False) -> CompactionRun | None:
     """After a resolution step: queue a compaction if the latest request is over the trigger.
 
     `resolved` (the loop's `Resolved`) carries what the step knows, so the common
     case — far under the trigger — reads nothing at all; `step_id` alone reads it back.
+    `force`: compact whatever the request's size (the scenario suite's every-step mode);
+    a pending hold, a tripped breaker or a run in flight still make it wait.
     """
     if resolved is None and step_id is not None:
         resolved = _resolved_from_row(step_id)
@@ -83,7 +86,7 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
             return None  # only at a resolution boundary
     if resolved is not None:
         step_id = resolved.step_id
-        if _clearly_under(resolved):
+        if not force and _clearly_under(resolved):
             return None  # far from the trigger: no need to read the lanes and assemble
     if resolved is not None and resolved.ticket is not None:
         ticket = resolved.ticket  # for its class and customer; what moves is in `state`
@@ -106,10 +109,10 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         assembled = _assemble(ticket, snapshot)
         total = assembled.accounting.total_tokens
     decision = decide(TriggerInput(
-        total_tokens=total, trigger_tokens=tclass.trigger_tokens,
+        total_tokens=total, trigger_tokens=-1 if force else tclass.trigger_tokens,
         budget=tclass.token_budget, held_pending=state.held_pending,
         breaker_tripped=state.attention.startswith(BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
-        last_tokens_after=state.last_tokens_after,
+        last_tokens_after=None if force else state.last_tokens_after,
     ))
     log.debug("ticket %s compaction check: %s", ticket_id, decision.reason)
     if not decision.compact:

@@ -1,0 +1,230 @@
+"""Run scenarios through the real agent loop and judge them by what happened in the shop.
+
+One run = one scenario in one mode on a new ticket of the chosen class: each
+customer message is posted with `customer_message_post` and answered by
+`agent_run` (with the mode's gateway); staff steps use the desk's own services
+(`held_action_decide`, `ticket_set_handler`, `staff_reply_post`,
+`staff_note_post`, `state_set`). Background work (compactions) is deferred and
+run in this thread after every agent run, so runs are deterministic. After the
+run its shop effects are read, judged and undone.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.test.utils import override_settings
+
+from sundry.evals.scenarios import effects as fx
+from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
+from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
+from sundry.evals.scenarios.schema import Fact, Scenario, Staff
+
+STAFF_USERNAME = "scenario-staff"
+
+
+@dataclass
+class FactResult:
+    fact: Fact
+    ok: bool
+    missing: list[str]
+    present_forbidden: list[str]
+    replies: list[str]
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    mode: str
+    effects: list[fx.ShopEffect]
+    judgement: fx.Judgement
+    facts: list[FactResult]
+    compactions: int
+    steps: int
+    request_tokens: list[int]  # what the model read, per step
+    sundry_tokens: list[int]  # Sundry's request at the same steps (equal-token check for baselines)
+    held: list[str]  # held calls, by status
+    seconds: float
+    ticket_id: int
+    transcript: list[tuple[str, str]] = field(default_factory=list)  # (who, text) as the customer saw it
+    damage_lost: list[fx.ShopEffect] = field(default_factory=list)
+    damage_extra: list[fx.ShopEffect] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def forbidden(self) -> int:
+        return len(self.judgement.forbidden)
+
+    @property
+    def damage(self) -> int:
+        return len(self.damage_lost) + len(self.damage_extra)
+
+    @property
+    def facts_ok(self) -> int:
+        return sum(f.ok for f in self.facts)
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    cast: Cast | None
+    runs: dict[str, RunResult] = field(default_factory=dict)
+    error: str = ""
+
+
+def staff_user():
+    user, _ = get_user_model().objects.get_or_create(username=STAFF_USERNAME, defaults={"is_staff": True})
+    return user
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("_", " ")).lower()
+
+
+def judge_facts(scenario: Scenario, c: Cast, replies_after: list[list[str]]) -> list[FactResult]:
+    out = []
+    for fact in scenario.facts:
+        replies = replies_after[fact.after] if fact.after < len(replies_after) else []
+        said = _norm(" ".join(replies))
+        missing = []
+        for entry in fact.all:
+            options = [entry] if isinstance(entry, str) else entry
+            if not any(_norm(c.render(o)) in said for o in options):
+                missing.append(" | ".join(c.render(o) for o in options))
+        bad = [c.render(p) for p in fact.none if _norm(c.render(p)) in said]
+        out.append(FactResult(fact, not missing and not bad, missing, bad, replies))
+    return out
+
+
+class Runner:
+    """Runs scenarios on the current database's shop under a ticket class."""
+
+    def __init__(self, ticket_class, *, gateway=None, say=lambda s: None):
+        from sundry.agent.gateway import Gateway
+
+        self.tclass = ticket_class
+        self.gateway = gateway or Gateway()
+        self.say = say
+        self.shop = ShopIndex.read(ticket_class.approval_rules)
+        self.staff = staff_user()
+
+    def run(self, scenario: Scenario, modes: list[str]) -> ScenarioResult:
+        try:
+            c = cast(scenario, self.shop)
+        except LookupError as exc:
+            return ScenarioResult(scenario, None, error=str(exc))
+        result = ScenarioResult(scenario, c)
+        order = [REFERENCE] + [m for m in modes if m != REFERENCE] if REFERENCE in modes else list(modes)
+        for name in order:
+            result.runs[name] = self.run_mode(scenario, c, MODES[name])
+        ref = result.runs.get(REFERENCE)
+        for name, run in result.runs.items():
+            if ref is not None and name != REFERENCE:
+                run.damage_lost, run.damage_extra = fx.damage(ref.effects, run.effects, c)
+        return result
+
+    def run_mode(self, scenario: Scenario, c: Cast, mode: Mode) -> RunResult:
+        from sundry.core.background import wait_idle
+
+        cp = fx.checkpoint()
+        started = time.perf_counter()
+        try:
+            with override_settings(BACKGROUND_MODE="deferred"), compaction_listener(mode.compaction != "off"):
+                return self._run(scenario, c, mode, cp, started)
+        finally:
+            wait_idle()
+            fx.undo(cp)
+
+    def _run(self, scenario: Scenario, c: Cast, mode: Mode, cp, started: float) -> RunResult:
+        from sundry.agent.loop import agent_run
+        from sundry.agent.models import AgentStep, HeldAction
+        from sundry.agent.services import (
+            customer_message_post,
+            held_action_decide,
+            staff_note_post,
+            staff_reply_post,
+            ticket_set_handler,
+        )
+        from sundry.compaction.models import CompactionRun
+        from sundry.compaction.services import compaction_consider
+        from sundry.context.services import state_set
+        from sundry.core.background import wait_idle
+        from sundry.shop.models import Customer
+        from sundry.tickets.models import Ticket, Turn
+        from sundry.tickets.services import ticket_create
+
+        customer = Customer.objects.get(customer_id=c.customer_id)
+        ticket = ticket_create(customer=customer, ticket_class=self.tclass, subject=scenario.title)
+        gateway = self.gateway
+        if mode.baseline:
+            gateway = BaselineGateway(self.gateway, ticket.pk, self.tclass.description, mode.baseline,
+                                      tokenizer=self.tclass.working_model)
+
+        def fresh() -> Ticket:
+            return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+
+        def work() -> None:
+            if fresh().handler == Ticket.Handler.AGENT:
+                agent_run(ticket.pk, gateway=gateway)
+            wait_idle()  # what the run queued: a compaction, a wake-up that finds nothing left to answer
+            if mode.compaction == "every":
+                compaction_consider(ticket_id=ticket.pk, force=True)
+                wait_idle()
+
+        marks: list[int] = []
+        for step in scenario.script:
+            if isinstance(step, str):
+                turn = customer_message_post(ticket=fresh(), text=c.render(step), wake=False)
+                marks.append(turn.number)
+                work()
+                continue
+            self._staff(step, fresh, c, held_action_decide, ticket_set_handler, staff_reply_post, staff_note_post,
+                        state_set)
+            if step.staff != "take_over" and step.staff != "reply":
+                work()
+
+        effects = fx.since(cp, ticket.pk)
+        turns = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number")
+                     .values_list("number", "author", "text"))
+        replies_after: list[list[str]] = []
+        for i, mark in enumerate(marks):
+            end = marks[i + 1] if i + 1 < len(marks) else 10**9
+            replies_after.append([t for n, a, t in turns if a == Turn.Author.AGENT and mark < n < end])
+        steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number").values_list("request_tokens", flat=True))
+        if isinstance(gateway, BaselineGateway):
+            seen, sundry = [b for _, b in gateway.tokens], [s for s, _ in gateway.tokens]
+        else:
+            seen, sundry = steps, steps
+        done = CompactionRun.objects.filter(ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED,
+                                                                       CompactionRun.Status.FALLBACK]).count()
+        held = [f"{h.tool} {h.status}" for h in HeldAction.objects.filter(ticket=ticket).order_by("pk")]
+        return RunResult(
+            scenario=scenario.id, mode=mode.name, effects=effects,
+            judgement=fx.judge(scenario.expect, scenario.allow, effects, c),
+            facts=judge_facts(scenario, c, replies_after), compactions=done, steps=len(steps),
+            request_tokens=seen, sundry_tokens=sundry, held=held, seconds=time.perf_counter() - started,
+            ticket_id=ticket.pk, transcript=[(a, t) for _, a, t in turns],
+        )
+
+    def _staff(self, step: Staff, fresh, c: Cast, decide, set_handler, reply, note, state_set) -> None:
+        from sundry.agent.models import HeldAction
+        from sundry.context.models import Source
+
+        ticket = fresh()
+        if step.staff in ("approve", "reject"):
+            for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).order_by("pk"):
+                decide(held_id=held.pk, ticket=fresh(), approve=step.staff == "approve", user=self.staff, wake=False)
+        elif step.staff == "take_over":
+            set_handler(ticket=ticket, handler="staff", user=self.staff)
+        elif step.staff == "hand_back":
+            set_handler(ticket=ticket, handler="agent", user=self.staff)
+        elif step.staff == "reply":
+            reply(ticket=ticket, text=c.render(step.text), user=self.staff)
+        elif step.staff == "note":
+            note(ticket=ticket, text=c.render(step.text), user=self.staff)
+        elif step.staff == "set_state":
+            state_set(ticket=ticket, name=step.field, value=c.render(step.value), turn=ticket.last_turn_number,
+                      source=Source.STAFF, confirmed=True, user=self.staff)
