@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent.guards import approval_limit
+from sundry.agent.approvals import ToolApproval
 from sundry.evals.scenarios.schema import Amount, Scenario, Slot
 from sundry.shop.seed import one_char_mutations
 
@@ -89,7 +89,7 @@ class ShopIndex:
         """Refunds above this (minor units) wait for staff; None: every refund does."""
         if self.hold_rule is None:
             return NEVER_HELD
-        return approval_limit(self.hold_rule, currency)
+        return ToolApproval.model_validate(self.hold_rule).limit(currency)
 
 
 @dataclass
