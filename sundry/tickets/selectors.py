@@ -8,8 +8,6 @@ from functools import cached_property
 
 from django.db.models import Count, Q
 
-from sundry.core.readonce import once
-from sundry.core.rowcache import AppendOnlyRows
 from sundry.tickets.models import Ticket, Turn
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
@@ -57,27 +55,9 @@ def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
 # --- conversation ----------------------------------------------------------------------
 
 
-# The turns the pages of this process have shown (see core.rowcache): a push to the
-# watchers of a long ticket then reads only the turn it brings, not every turn again.
-_shown_turns = AppendOnlyRows(what="shown turns", tickets=256, rows_per_ticket=5000, rows=20000)
-
-
 def turns(ticket) -> list[Turn]:
-    """Every turn of the ticket, in number order. Read-only: the instances may be shared."""
-    key = _shown_turns.key_for(ticket)
-    if key is None:
-        return list(Turn.objects.filter(ticket=ticket).order_by("number"))
-    cached = _shown_turns.get(key)
-    known = cached[-1].number if cached else 0
-    rows = cached + list(Turn.objects.filter(ticket=ticket, number__gt=known).order_by("number"))
-    # Turns are numbered 1, 2, 3, … one after another; anything else is never cached.
-    if any(t.number != i for i, t in enumerate(rows, 1)):
-        if cached:
-            _shown_turns.refuse()  # not what the cache promised: read them all
-            return turns(ticket)
-        return rows
-    _shown_turns.put(key, rows)
-    return rows
+    """Every turn of the ticket, in number order."""
+    return list(Turn.objects.filter(ticket=ticket).order_by("number"))
 
 
 class ConversationItem:
@@ -216,11 +196,10 @@ def budget(ticket) -> dict:
 
 
 def compaction_runs(ticket) -> list:
-    """The ticket's compaction runs, oldest first (with the step that triggered each); read once per rendering."""
+    """The ticket's compaction runs, oldest first (with the step that triggered each)."""
     from sundry.compaction.models import CompactionRun
 
-    return once(("compaction_runs", ticket.pk), lambda: list(
-        CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id")))
+    return list(CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id"))
 
 
 def compactions(ticket):
