@@ -21,6 +21,7 @@ from django.utils import timezone
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.schemas import ModelRequest
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -38,6 +39,7 @@ from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
+from sundry.core.background import enqueue_on_commit
 from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
@@ -62,8 +64,7 @@ def _assemble(ticket, snapshot=None):
 
 
 def _enqueue(run_id: int) -> None:
-    from sundry.compaction.tasks import compaction_task
-    from sundry.core.background import enqueue_on_commit
+    from sundry.compaction.tasks import compaction_task  # the task module imports this one
 
     enqueue_on_commit(compaction_task, run_id)
 
@@ -374,8 +375,6 @@ def compaction_replay(run_id: int, *, gateway: Gateway | None = None, model: str
     run = CompactionRun.objects.get(pk=run_id)
     if not run.summariser_input:
         raise ValueError(f"compaction run {run_id} has no stored summariser input")
-    from sundry.agent.schemas import ModelRequest
-
     request = ModelRequest.model_validate(run.summariser_input)
     call = (gateway or default_gateway()).call(request, model=model or run.model)
     verdict = sm.validate(call.response.text or "", sm.ValidationContext.from_dict(run.validation_context))

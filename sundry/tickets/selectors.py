@@ -8,6 +8,12 @@ from functools import cached_property
 
 from django.db.models import Count, Q
 
+from sundry.agent.models import AgentStep
+from sundry.compaction.models import CompactionRun
+from sundry.context.models import StateValue
+from sundry.context.selectors import current_summary
+from sundry.context.statefields import FIELDS
+from sundry.core.people import is_desk_staff
 from sundry.tickets.models import Ticket, Turn
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
@@ -45,8 +51,6 @@ def attention_kind(attention: str) -> str:
 
 
 def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
-    from sundry.core.people import is_desk_staff
-
     if not is_desk_staff(user):
         return None
     return Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=ticket_id).first()
@@ -73,8 +77,6 @@ class ConversationItem:
 
 def conversation(ticket) -> dict:
     """Every turn, with compaction markers placed after the last turn each run replaced."""
-    from sundry.context.selectors import current_summary
-
     summary = current_summary(ticket)
     runs = {}
     for run in compaction_runs(ticket):
@@ -103,9 +105,6 @@ def pretty(value) -> str:
 
 def state_fields(ticket) -> list[dict]:
     """One entry per field: the current value (if any) and its superseded history, newest first."""
-    from sundry.context.models import StateValue
-    from sundry.context.statefields import FIELDS
-
     rows = {}
     for v in StateValue.objects.filter(ticket=ticket).select_related("changed_by").order_by("name", "-id"):
         entry = rows.setdefault(v.name, {"name": v.name, "current": None, "history": []})
@@ -162,8 +161,6 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
 
 
 def budget(ticket) -> dict:
-    from sundry.agent.models import AgentStep
-
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
     # plain rows (totals summed here) and only the last step as a model, for its lanes.
@@ -197,8 +194,6 @@ def budget(ticket) -> dict:
 
 def compaction_runs(ticket) -> list:
     """The ticket's compaction runs, oldest first (with the step that triggered each)."""
-    from sundry.compaction.models import CompactionRun
-
     return list(CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id"))
 
 
@@ -209,8 +204,6 @@ def compactions(ticket):
 
 def compaction_detail(ticket, run_id: int) -> dict | None:
     """Before, the summary, after and what changed, for one run of this ticket."""
-    from sundry.compaction.models import CompactionRun
-
     run = CompactionRun.objects.filter(ticket=ticket, pk=run_id).select_related("summary", "base_summary").first()
     if run is None:
         return None
