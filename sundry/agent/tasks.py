@@ -2,11 +2,11 @@
 
 from celery import shared_task
 
+from sundry.agent.loop import CLAIM_TTL, agent_run, claimed_elsewhere
+
 
 @shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True, max_retries=3)
 def agent_run_task(self, ticket_id: int) -> int:
-    from sundry.agent.loop import CLAIM_TTL, agent_run, claimed_elsewhere
-
     steps = agent_run(ticket_id)
     if not steps and not self.request.is_eager and claimed_elsewhere(ticket_id):
         # Another run holds the ticket. Alive, it answers this input before it lets go

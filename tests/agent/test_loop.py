@@ -197,7 +197,7 @@ def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(s
 
 
 def test_model_failures_are_retried_then_surfaced_to_staff(shop, monkeypatch):
-    monkeypatch.setattr("sundry.agent.loop.time.sleep", lambda s: None)
+    monkeypatch.setattr("sundry.agent.step.time.sleep", lambda s: None)
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Hello?")
     down = ModelCallError("HTTP 503 from provider", retryable=True)
