@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A database out of reach answers 503 (try again), not a 500 page.
+    "sundry.core.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "sundry.urls"

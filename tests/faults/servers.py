@@ -164,9 +164,9 @@ max_client_conn = 500
 default_pool_size = 20
 logfile = {self.log}
 pidfile = {self.dir / 'pgbouncer.pid'}
-; a server that went away is retried within a second, and a client waits at most 10 s for one
+; a server that went away is retried within a second, and a client waits at most 5 s for one
 server_login_retry = 1
-query_wait_timeout = 10
+query_wait_timeout = 5
 server_connect_timeout = 3
 ignore_startup_parameters = extra_float_digits,options
 """)
