@@ -23,12 +23,6 @@ TEMPLATE = "sundry_faults_template"
 CLAIM_TTL = 8
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "tests/faults/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.faults)
-
-
 def _product_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_ALLOW"))}
     env.update(DJANGO_SETTINGS_MODULE="sundry.settings", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
