@@ -72,6 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A database out of reach answers 503 (try again), not a 500 page.
+    "sundry.core.middleware.DatabaseUnavailableMiddleware",
     "sundry.core.htmx_auth.HtmxSignInMiddleware",
     "csp.middleware.CSPMiddleware",
     "sundry.core.security.SecurityHeadersMiddleware",
