@@ -82,7 +82,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         *_, read = sql.run([*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
         rows = _rows_from(read)
         owners = id_owners(result)
-        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
+        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in owners.items()})
 
         writes = _plan_writes(ticket.pk, plan, turn=turn, source=tool_name)
@@ -99,7 +99,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     found = [(value, kind) for kind, value in find_ids(text)]
     if not found:
         return []
-    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
+    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
     writes = _plan_writes(ticket.pk, plan, turn=turn, source="customer")
     if writes:  # in the message's own transaction, whose turn already moves the version
         sql.defer(writes)
@@ -150,7 +150,7 @@ def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
 
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
-    """Archive active entries past the cap in `eviction_key` order. Never deletes. Returns their values."""
+    """Archive active entries past `cap` tokens in `eviction_key` order. Never deletes. Returns their values."""
     victims = harvest.evict(_ledger_rows(ticket), cap)
     _archive([v.id for v in victims])
     return [v.value for v in victims]

@@ -39,9 +39,10 @@ class Command(BaseCommand):
                                  "configured database (db), or none")
         parser.add_argument("--export-demo", default=None, help="Also write the demo tickets to this file (our format)")
         parser.add_argument("--limit", type=int, default=None, help="At most this many tickets per trace file")
-        parser.add_argument("--budget", type=int, default=None, help="Token budget (default: per domain profile)")
-        parser.add_argument("--keep-recent", type=int, default=None, help="Recent turns never compacted")
-        parser.add_argument("--ledger-cap", type=int, default=None, help="Live ledger entries before eviction")
+        parser.add_argument("--budget", type=int, default=8000, help="Token budget (default: the Standard class's 8,000)")
+        parser.add_argument("--keep-recent", type=int, default=8, help="Recent turns never compacted (default 8)")
+        parser.add_argument("--ledger-share", type=float, default=None,
+                            help="Share of the budget the live ledger may fill (default: as shipped)")
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
@@ -57,8 +58,9 @@ class Command(BaseCommand):
             raise CommandError("Cannot import the tickets: " + " ".join(str(exc).splitlines()[:3])) from None
         if not tickets:
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
-        cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], ledger_cap=opts["ledger_cap"],
-                            plant=not opts["no_plant"])
+        cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
+        if opts["ledger_share"] is not None:
+            cfg.ledger_share = opts["ledger_share"]
         agent_for = self._agents(opts["model"])
         say(f"Running {len(tickets)} ticket(s); compaction forced at every step boundary …")
 
