@@ -215,7 +215,7 @@ def write_html(report: HarnessReport, path: Path) -> Path:
         "lines": [line_chart(t, t.config.get("budget") or 0) for t in by_domain.values()],
         "sundry_failures": report.failures("sundry"),
         "baseline_failures": [f for s in ("window", "prose") for f in report.failures(s)][:200],
-        "made_up": [{"ticket": t.id, **m} for t in report.tickets for m in t.made_up],
+        "made_up": [{"ticket": t.id, **m, "class_label": REFUSED_LABELS[m["class"]]} for t in report.tickets for m in t.made_up],
         "tickets": report.tickets,
     }
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -191,7 +191,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
     paid_order(customer=customer, number="SU-40110", prices=(3000, 2000, 1500))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500, 900))
     TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_cap=6),
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02),
                            subject="Help")
     for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken.",
                  "Thanks. Where is SU-40111 now?", "What else did I order recently?",
@@ -199,7 +199,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
         customer_message_post(ticket=ticket, text=text)
         agent_run(ticket.pk)
     recorded = export_ticket(ticket)
-    replay = LaneReplay(DOMAINS["demo_shop"], customer_id=customer.customer_id, ledger_cap=6)
+    replay = LaneReplay(DOMAINS["demo_shop"], customer_id=customer.customer_id, ledger_tokens=160)
     for turn in recorded.turn_data():
         replay.feed(turn)
 
