@@ -173,7 +173,7 @@ class RecordedWrite:
 class _Run:
     """State carried through one ticket: the lanes, and each strategy's view of the history."""
 
-    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None):
+    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None, labelled=None):
         self.ticket, self.domain, self.cfg, self.agent = ticket, domain, cfg, agent
         self.result = TicketResult(ticket.id, ticket.domain, ticket.source, len(ticket.turns))
         self.result.config = cfg.describe()
@@ -182,7 +182,8 @@ class _Run:
                                  classifier=candidate_rules if cfg.classifier else _no_rules)
         self.compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
         self.trig_compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
-        self.labelled = labels.for_ticket(ticket)  # constraint sentences, labelled apart from the classifier
+        # Constraint sentences, labelled apart from the classifier (None: nobody labelled this source).
+        self.labelled = labelled if labelled is not None else labels.for_ticket(ticket)
         self.writes: list[RecordedWrite] = []
         self.recorded_calls: dict[str, dict] = {}
         self.returned_text = ""  # every tool result's text, for IDs a tool gave only in free text
@@ -497,9 +498,10 @@ class _Run:
         return self.result
 
 
-def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None) -> TicketResult:
+def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None,
+               labelled: list[str] | None = None) -> TicketResult:
     domain = domain or DOMAINS[ticket.domain]
-    return _Run(ticket, domain, cfg or HarnessConfig(), agent).run()
+    return _Run(ticket, domain, cfg or HarnessConfig(), agent, labelled).run()
 
 
 def strip_lanes(snap, cfg: HarnessConfig):

@@ -226,6 +226,9 @@ class DeclarativeDomain:
             values = _scalar_ids(select(arguments, path))
             if values:
                 out[field_name(path)] = values if ("[]" in path or len(values) > 1) else values[0]
+        for name in desc.repeat_key:  # what the repeat guard compares, as written
+            if name in arguments:
+                out.setdefault(name, arguments[name])
         return out
 
     # Sundry's money lanes have no counterpart in foreign domains.
