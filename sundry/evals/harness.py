@@ -131,6 +131,7 @@ class TicketResult:
     triggered_compactions: list[int] = field(default_factory=list)
     labelled: list[str] | None = None  # labelled constraints (None: unlabelled source)
     flagged: list[str] = field(default_factory=list)  # what the rule classifier flagged
+    chained: bool = False  # a long ticket chained from others (their labels are counted there)
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
 
@@ -491,6 +492,7 @@ class _Run:
             if (t.author == "agent" and t.kind == "message") or (t.kind == "tool_result" and ok and self.domain.side_effect(name)):
                 self.resolved = True
         self.result.labelled = self.labelled
+        self.result.chained = bool(self.ticket.meta.get("parts"))
         self.result.flagged = [c.text for c in self.replay.candidates]
         if self.cfg.plant:
             planted_check(self.ticket, self.domain, self.cfg, self.result, agent=self.agent)
@@ -656,7 +658,8 @@ class HarnessReport:
 
     def classifier_score(self) -> dict:
         """The rule classifier against the labelled constraints, over the labelled tickets."""
-        return labels.score_classifier((t.labelled, t.flagged) for t in self.tickets if t.labelled is not None)
+        return labels.score_classifier((t.labelled, t.flagged) for t in self.tickets
+                                       if t.labelled is not None and not t.chained)
 
     def domains(self) -> list[str]:
         return sorted({t.domain for t in self.tickets})
