@@ -75,7 +75,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
         owners = id_owners(result)
-        plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
+        plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in owners.items()})
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
         ticket_changed(ticket.pk)
@@ -90,7 +90,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     found = [(value, kind) for kind, value in find_ids(text)]
     if not found:
         return []
-    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
+    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
     _apply_plan(ticket.pk, plan, turn=turn, source="customer")
     return [r.role for r in plan.new]
 
@@ -126,7 +126,7 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
 
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
-    """Archive active entries past the cap in `eviction_key` order. Never deletes. Returns their values."""
+    """Archive active entries past `cap` tokens in `eviction_key` order. Never deletes. Returns their values."""
     victims = harvest.evict(_ledger_rows(ticket), cap)
     _archive([v.id for v in victims])
     return [v.value for v in victims]

@@ -174,11 +174,11 @@ def test_near_the_trigger_the_check_assembles_and_queues(ticket):
 
 
 def test_the_id_a_call_used_is_not_evicted_by_the_ids_its_own_result_brings():
-    # A small window: the lookup's result brings more IDs than fit, and eviction goes
-    # never-used first. The order the agent just looked up counts as used by then.
+    # A small window (80 tokens): the lookup's result brings more IDs than fit. The order
+    # the agent just looked up counts as used by then, a live entity that leaves last.
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000, 2500))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_cap=3),
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.01),
                            subject="Where is it")
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     assert agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([get_order(), ModelResponse(text="Found it.")])))
