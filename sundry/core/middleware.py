@@ -9,10 +9,12 @@ themselves (the customer's message post answers "Sent." once the message is stor
 from __future__ import annotations
 
 import logging
+import sys
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 from django.template.loader import render_to_string
+from django.views.defaults import server_error as django_server_error
 
 log = logging.getLogger("sundry.db")
 
@@ -40,3 +42,14 @@ class DatabaseUnavailableMiddleware:
             log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)
             return unavailable(request)
         return None
+
+
+def server_error(request):
+    """Django's 500 handler: a database out of reach anywhere in the request — a
+    middleware's session or user read included, which `process_exception` never sees —
+    is a 503 with words, not a 500 page. Django calls this inside its exception handler."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        log.warning("database unavailable during %s %s: %s", request.method, request.path, exc)
+        return unavailable(request)
+    return django_server_error(request)

@@ -26,7 +26,9 @@ CLAIM_TTL = 8
 def _product_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_ALLOW"))}
     env.update(DJANGO_SETTINGS_MODULE="sundry.settings", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
-               SUNDRY_DEBUG="0")
+               SUNDRY_DEBUG="0",
+               # A burst of a hundred posts from one customer is the fault load here, not abuse.
+               SUNDRY_RATE_CUSTOMER_MESSAGES="10000/m")
     env.update(extra)
     return env
 
@@ -133,10 +135,9 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
         env = _product_env(DATABASE_URL=pg.url(fault_db, port=port), REDIS_URL=redis_url,
                            SUNDRY_CHANNEL_PREFIX=queue, SUNDRY_TASK_QUEUE=queue,
                            SUNDRY_OPENAI_COMPAT_BASE_URL=model.url, SUNDRY_OPENAI_COMPAT_API_KEY="faults",
-                           SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL))
-        if route is not None:
-            # The documented setting for a pooler that cannot keep prepared statements.
-            env["SUNDRY_DB_PREPARE_THRESHOLD"] = "off"
+                           SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL),
+                           # A model call must end inside the claim (settings refuse otherwise).
+                           SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL - 1), SUNDRY_MODEL_READ_TIMEOUT=str(CLAIM_TTL - 2))
         seed = subprocess.run([sys.executable, "-m", "tests.faults.seed", str(tickets), handler], cwd=ROOT,
                               env=_product_env(DATABASE_URL=pg.url(fault_db)), capture_output=True, text=True,
                               timeout=120)
