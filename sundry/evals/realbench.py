@@ -4,8 +4,11 @@ Run by `manage.py benchmark --realistic` (or directly, printing one JSON object)
 
     python -m sundry.evals.realbench --slots 4 --tickets 50 --duration 150 [--model-min 1 --model-max 3]
 
-Everything runs as Sundry is deployed, on loopback, in a throwaway PostgreSQL
-database (needs DATABASE_URL naming PostgreSQL, and REDIS_URL):
+Everything runs as Sundry is deployed, on loopback (needs REDIS_URL), on a
+PostgreSQL server of the run's own (`--postgres private`, the default: initdb on
+a free port, so the connections Sundry opens neither starve nor are starved by
+other work on a shared server) or in a throwaway database on DATABASE_URL's
+server (`--postgres configured`):
 
 - the model: `sundry.evals.modelserver`, an OpenAI-compatible HTTP server
   answering with the offline model after a deterministic 1–3 s; the ticket
@@ -91,6 +94,9 @@ class Config:
     think_max: float = 60.0
     reply_timeout: float = 120.0
     seed: int = 1
+    # "private": a PostgreSQL server of the run's own (initdb on a free port); "configured":
+    # a throwaway database on the server DATABASE_URL names.
+    postgres: str = "private"
 
 
 @dataclass
@@ -366,14 +372,56 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
     return tickets, staff_cookies
 
 
+def _postgres_bin() -> Path | None:
+    try:
+        found = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        found = ""
+    candidates = [Path(found)] if found else []
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    return next((c for c in candidates if (c / "initdb").exists() and (c / "pg_ctl").exists()), None)
+
+
+@contextmanager
+def _private_postgres(workdir: Path, bindir: Path):
+    """A PostgreSQL server of the run's own on a free loopback port, stopped (by its data
+    directory's pid) however the block ends. Yields the URL of its maintenance database.
+
+    The run opens as many connections as Sundry needs at this size; on a server shared with
+    other work it would take them from others, and others' would be missing here."""
+    data, port = workdir / "pgdata", _free_port()
+    as_owner: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root: as the postgres user, in a directory it owns
+        shutil.chown(workdir, "postgres", "postgres")
+        as_owner = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_owner, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
+    options = f"-p {port} -c listen_addresses={HOST} -c unix_socket_directories={workdir} -c max_connections=300"
+    subprocess.run([*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(workdir / "pg.log"),
+                    "-w", "-t", "60", "start"], check=True, capture_output=True, timeout=90)
+    try:
+        yield f"postgres://postgres@{HOST}:{port}/postgres"
+    finally:
+        subprocess.run([*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"],
+                       capture_output=True, timeout=90)
+
+
 def run(cfg: Config, *, say=lambda *_: None) -> dict:
     configured = os.environ.get("DATABASE_URL", "")
-    if not configured.startswith(("postgres://", "postgresql://")) or not os.environ.get("REDIS_URL"):
-        return {"skipped": "needs DATABASE_URL naming PostgreSQL and REDIS_URL (real Celery workers)"}
+    bindir = _postgres_bin() if cfg.postgres == "private" else None
+    if cfg.postgres == "private" and bindir is None:
+        return {"skipped": "--postgres private: no PostgreSQL server binaries (initdb, pg_ctl) on this machine"}
+    if cfg.postgres == "configured" and not configured.startswith(("postgres://", "postgresql://")):
+        return {"skipped": "--postgres configured: DATABASE_URL does not name PostgreSQL"}
+    if not os.environ.get("REDIS_URL"):
+        return {"skipped": "needs REDIS_URL (real Celery workers and the Redis channel layer)"}
     workdir = Path(tempfile.mkdtemp(prefix="sundry-realbench-"))
     try:
+        if bindir is not None:
+            with _private_postgres(workdir, bindir) as server, _throwaway_database(server) as url:
+                return {**_run(cfg, workdir, url, say), "database": "a private PostgreSQL server started by the run"}
         with _throwaway_database(configured) as url:
-            return _run(cfg, workdir, url, say)
+            return {**_run(cfg, workdir, url, say), "database": "a throwaway database on DATABASE_URL's server"}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -415,8 +463,9 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
         _wait_for(ready.exists, deadline, "Celery worker", procs["worker"])
         say(f"  {cfg.tickets} customers posting for {cfg.duration:.0f} s to {cfg.slots} worker slots "
             f"(model {cfg.model_min}–{cfg.model_max} s a call) …")
-        exchanges, started = asyncio.run(drive(web_port, tickets, staff_cookies, cfg, warm))
-        ended = time.time()
+        with _connection_count(database_url) as connections:
+            exchanges, started = asyncio.run(drive(web_port, tickets, staff_cookies, cfg, warm))
+            ended = time.time()
         time.sleep(1.0)  # the last runs release their tickets after the reply
     except BaseException:
         for name, log in logs.items():
@@ -432,6 +481,7 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     for log in logs.values():
         log.close()
     _forget_queue(tag)
+    errors = {name: (workdir / f"{name}.log").read_text(errors="replace")[-3000:] for name in logs}
     # Only the measured part: the warm-up's calls and task came before it.
     ids = {t["id"] for t in tickets}
     tasks = [t for t in _lines(tasklog) if t["start"] >= started and (t["task"] != "sundry.agent.run" or t["arg"] in ids)]
@@ -439,7 +489,36 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     calls = [{**c, "ticket": ticket_of.get(c.get("customer"))} for c in _lines(modellog) if c["arrived"] >= started]
     figures = measure(cfg, exchanges, tasks, calls, _steps(sorted(ids)))
     figures["wall_seconds"] = round(ended - started, 1)
+    figures["database_connections_peak"] = connections["peak"]
+    figures["process_log_tails"] = {name: text for name, text in errors.items() if text.strip()}
     return figures
+
+
+@contextmanager
+def _connection_count(url: str):
+    """The most connections the run's database had open at once (sampled twice a second,
+    not counting the sampler's own)."""
+    import threading
+
+    import psycopg
+
+    seen = {"peak": 0}
+    stop = threading.Event()
+
+    def sample():
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not stop.wait(0.5):
+                (n,), = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                     " AND pid <> pg_backend_pid()").fetchall()
+                seen["peak"] = max(seen["peak"], n)
+
+    thread = threading.Thread(target=sample, name="connection-count", daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(5)
 
 
 def _lines(path: Path) -> list[dict]:
@@ -524,6 +603,8 @@ def measure(cfg: Config, exchanges: list[Exchange], tasks: list[dict], calls: li
         "messages": {"posted": len(exchanges), "replied": len(replied),
                      "unanswered": sum(1 for ex in exchanges if ex.status == 200 and ex.replied is None),
                      "http_errors": sum(1 for ex in exchanges if ex.status != 200),
+                     "http_statuses": {str(k): sum(1 for ex in exchanges if ex.status == k)
+                                       for k in sorted({ex.status for ex in exchanges})},
                      "steps_per_message": round(sum(steps_of.values()) / len(steps_of), 2) if steps_of else None},
         "reply_push_ms": {"p50": _ms(pct(latency, 0.5)), "p99": _ms(pct(latency, 0.99)), "max": _ms(max(latency, default=None))},
         "post_http_ms": {"p50": _ms(pct([ex.answered_http - ex.posted for ex in exchanges], 0.5)),
@@ -560,7 +641,14 @@ def main(argv=None) -> int:
     for name, value in asdict(defaults).items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     args = parser.parse_args(argv)
+    if args.postgres not in ("private", "configured"):
+        parser.error("--postgres is 'private' or 'configured'")
     cfg = Config(**vars(args))
+
+    def stopped(signum, frame):  # terminated from outside: stop the processes and the database on the way out
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
     figures = run(cfg, say=lambda line: print(line, file=sys.stderr, flush=True))
     print(json.dumps(figures))
     return 0

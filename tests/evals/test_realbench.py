@@ -19,7 +19,7 @@ from sundry.agent.gateway import Gateway
 from sundry.agent.offline import OfflineModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.loop import agent_run
-from sundry.evals import modelserver
+from sundry.evals import modelserver, realbench
 from sundry.evals.modelserver import latency_for, to_completion, to_model_request
 from sundry.shop.models import Order
 from sundry.tickets.services import ticket_create
@@ -95,7 +95,7 @@ def test_through_the_server_the_gateway_gets_what_the_offline_model_answers(monk
     assert to_completion(direct, "m")["choices"][0]["finish_reason"] in ("stop", "tool_calls")
 
 
-def _realbench(latency: float) -> tuple[dict, int]:
+def _realbench(latency: float) -> dict:
     done = subprocess.Popen(
         [sys.executable, "-m", "sundry.evals.realbench", "--slots", "2", "--tickets", "2", "--messages", "2",
          "--model-min", str(latency), "--model-max", str(latency), "--think-median", "0.3", "--think-min", "0.1",
@@ -109,14 +109,14 @@ def _realbench(latency: float) -> tuple[dict, int]:
         if done.poll() is None:
             done.kill()
     assert done.returncode == 0, err[-3000:]
-    return json.loads(out.strip().splitlines()[-1]), done.pid
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.mark.services
 def test_realistic_benchmark_reports_what_it_measured(redis_url):
-    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
-        pytest.skip("needs a real PostgreSQL: set DATABASE_URL")
-    (slow, slow_pid), (instant, instant_pid) = _realbench(0.1), _realbench(0.0)
+    if realbench._postgres_bin() is None:
+        pytest.skip("needs PostgreSQL's server binaries (initdb, pg_ctl) to start a server of the run's own")
+    slow, instant = _realbench(0.1), _realbench(0.0)
     for figures in (slow, instant):
         assert figures["messages"]["posted"] == 4 and figures["messages"]["replied"] == 4
         assert figures["messages"]["http_errors"] == 0 and figures["messages"]["unanswered"] == 0
@@ -132,9 +132,5 @@ def test_realistic_benchmark_reports_what_it_measured(redis_url):
     # Negative control: with next to no model time, Sundry's own time is a far larger share of it.
     assert instant["sundry_share_pct"] > 2 * slow["sundry_share_pct"] > 0
     assert not instant["targets"]["sundry_share_met"]
-    import psycopg
-
-    with psycopg.connect(os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/postgres") as conn:
-        left = conn.execute("SELECT datname FROM pg_database WHERE datname = ANY(%s)",
-                            [[f"sundry_realbench_{slow_pid}", f"sundry_realbench_{instant_pid}"]]).fetchall()
-    assert left == []  # each run's throwaway database is dropped
+    # On a PostgreSQL server of its own (this machine has the binaries) or, without them, skipped.
+    assert "private" in slow["database"] and slow["database_connections_peak"] > 0

@@ -52,6 +52,8 @@ class Command(BaseCommand):
         real.add_argument("--model-max", type=float, default=3.0, help="Longest model call, seconds")
         real.add_argument("--think-median", type=float, default=20.0, help="Customers' median think time, seconds")
         real.add_argument("--seed", type=int, default=1)
+        real.add_argument("--postgres", choices=["private", "configured"], default="private",
+                          help="A PostgreSQL server of the run's own (default), or a throwaway database on DATABASE_URL's")
 
     def handle(self, *args, **opts):
         say = self.stdout.write
@@ -172,12 +174,12 @@ class Command(BaseCommand):
         for slots in [int(x) for x in opts["slots"].split(",")]:
             say(f"Realistic run: {slots} worker slots, {opts['tickets']} tickets, model "
                 f"{opts['model_min']}–{opts['model_max']} s a call, customers thinking ~{opts['think_median']} s "
-                f"(web process, prefork Celery, loopback model server, throwaway PostgreSQL database) …")
+                f"(web process, prefork Celery, loopback model server, {opts['postgres']} PostgreSQL) …")
             proc = subprocess.run(
                 [sys.executable, "-m", "sundry.evals.realbench", "--slots", str(slots), "--tickets", str(opts["tickets"]),
                  "--duration", str(opts["duration"]), "--model-min", str(opts["model_min"]),
                  "--model-max", str(opts["model_max"]), "--think-median", str(opts["think_median"]),
-                 "--seed", str(opts["seed"])],
+                 "--seed", str(opts["seed"]), "--postgres", opts["postgres"]],
                 capture_output=True, text=True, timeout=opts["duration"] + 900, cwd=settings.BASE_DIR)
             try:
                 data = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -207,7 +209,8 @@ class Command(BaseCommand):
 
         say(f"  {m['posted']} messages posted, {m['replied']} replied, {m['unanswered']} unanswered, "
             f"{m['http_errors']} refused; {m['steps_per_message']} steps a message; {d['steps']['model_calls']} "
-            f"model calls ({d['steps']['offline']} offline), {d['wall_seconds']} s")
+            f"model calls ({d['steps']['offline']} offline), {d['wall_seconds']} s; at most "
+            f"{d['database_connections_peak']} database connections open")
         say(f"  message → reply push: p50 {d['reply_push_ms']['p50']} ms, p99 {d['reply_push_ms']['p99']} ms "
             f"(posting itself p50 {d['post_http_ms']['p50']} ms)")
         say(f"  model time per step: p50 {d['model_ms_per_step']['server_p50']} ms at the model server, "
