@@ -28,6 +28,7 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -195,7 +196,7 @@ class Gateway:
         resolved = self._resolve(name)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)  # no network: no event loop to start
-        return asyncio.run(self.acall(request, model=model, timeout=timeout))
+        return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout))
 
     async def acomplete(self, request: ModelRequest, *, model: str | None = None,
                         timeout: float | None = None) -> ModelResponse:
@@ -267,7 +268,7 @@ def _import_client(provider: str) -> None:
 
 
 def _http_client(limits: CallLimits):
-    """An HTTP client with our connect and read timeouts, one per call; the caller closes it."""
+    """An HTTP client with our connect and read timeouts."""
     import httpx2
     from pydantic_ai.models import create_async_httpx2_client
 
@@ -303,6 +304,35 @@ def _build_model(resolved: ResolvedModel, http_client):
     return OpenAIChatModel(resolved.model_name, provider=provider)
 
 
+# One event loop per thread and, on it, one HTTP client and model per configured model:
+# connections are kept alive between calls. Building them afresh for every call (a new
+# loop, TLS handshake and SDK client each time) cost 160-270 ms a step in the realistic
+# benchmark, more than everything else Sundry does in a step (docs/benchmarks.md).
+_per_thread = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    loop = getattr(_per_thread, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _per_thread.loop = loop
+        _per_thread.models = {}
+    return loop
+
+
+def _model_for(resolved: ResolvedModel, limits: CallLimits):
+    """This thread's model for `resolved` with `limits`' timeouts; made on first use."""
+    models = getattr(_per_thread, "models", None)
+    if models is None:
+        models = _per_thread.models = {}
+    key = (resolved.provider, resolved.model_name, resolved.base_url, resolved.api_key,
+           limits.connect_timeout, limits.read_timeout)
+    model = models.get(key)
+    if model is None:
+        model = models[key] = _build_model(resolved, _http_client(limits))
+    return model
+
+
 async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits) -> ModelResponse:
     from pydantic_ai.direct import model_request
 
@@ -313,14 +343,17 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
     settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_retries": limits.max_retries,
                                 "max_tokens": limits.max_tokens}
     try:
-        # A fresh client per call, closed on the loop that opened it: calls come from
-        # worker threads, each with its own loop.
-        async with _http_client(limits) as http_client:
-            model = _build_model(resolved, http_client)
-            async with model:
-                result = await model_request(
-                    model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
-                )
+        # Our client, passed in: the provider does not own it, so nothing closes it between
+        # calls. It belongs to the loop that runs this call (see `_thread_loop`); a call made
+        # on another running loop (`acall` from async code) gets a client of its own.
+        if asyncio.get_running_loop() is getattr(_per_thread, "loop", None):
+            model = _model_for(resolved, limits)
+            result = await model_request(model, messages, model_settings=settings,
+                                         model_request_parameters=parameters, instrument=False)
+        else:
+            async with _http_client(limits) as http_client:
+                result = await model_request(_build_model(resolved, http_client), messages, model_settings=settings,
+                                             model_request_parameters=parameters, instrument=False)
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:
