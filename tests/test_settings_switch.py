@@ -76,7 +76,7 @@ def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
     )
     assert got["engine"] == "sundry.core.postgresql"  # Django's, sending BEGIN and savepoints with the next statement
     assert got["db_name"] == "sundry"
-    assert got["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+    assert got["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert got["pool_host"] == "redis.invalid"
     assert got["background"] == "celery"
     assert got["broker"] == "redis://redis.invalid:6379/0"

@@ -56,7 +56,7 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
     )
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+    assert figures["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert [(r["clients"], r["deliveries"], r["lost"]) for r in figures["rounds"]] == [(3, 9, 0), (8, 24, 0)]
     assert all(0 < r["p50_ms"] <= r["p99_ms"] for r in figures["rounds"])
     assert figures["server_memory_kb"]["8"]["VmHWM"] > 0
