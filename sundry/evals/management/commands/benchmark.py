@@ -7,7 +7,9 @@
 - compaction overhead excluding the summariser call;
 - steps per second through the whole agent loop with an instant model;
 - push latency p50/p99 to N websocket clients over the Redis layer (only with
-  REDIS_URL; loopback only; bounded), with the web process's peak memory.
+  REDIS_URL; loopback only; bounded), with the web process's peak memory; and
+  the same 500 clients spread over tickets: all on one, 20 on each of 25, 2 on
+  each of 250 (a fresh web process per spread, so its peak memory is its own).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--messages", type=int, default=150, help="Customer messages through the loop")
         parser.add_argument("--clients", default="50,200,500", help="Websocket clients per push round")
         parser.add_argument("--pushes", type=int, default=20, help="Committed changes per push round")
-        parser.add_argument("--skip", nargs="*", default=[], choices=["assembly", "tokens", "loop", "push"])
+        parser.add_argument("--spread-clients", type=int, default=500, help="Websocket clients in the spread rounds")
+        parser.add_argument("--spreads", default="0,20,2",
+                            help="Clients per ticket in the spread rounds (0: all on one ticket)")
+        parser.add_argument("--spread-pushes", type=int, default=60, help="Committed changes per spread round")
+        parser.add_argument("--skip", nargs="*", default=[],
+                            choices=["assembly", "tokens", "loop", "push", "spread"])
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
 
     def handle(self, *args, **opts):
@@ -64,6 +71,8 @@ class Command(BaseCommand):
             figures["loop"] = {"with_compaction": loop, "without_compaction": bare}
         if "push" not in skip:
             figures["push"] = self._push(opts, say)
+        if "spread" not in skip:
+            figures["spread"] = self._spread(opts, say)
         out = Path(opts["out"] or Path(settings.VAR_DIR) / "reports" / "benchmark.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(figures, indent=1))
@@ -141,3 +150,31 @@ class Command(BaseCommand):
                     f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {mem.get('VmHWM', 0) / 1024:.0f} MiB")
             out[change] = data
         return out
+
+    def _spread(self, opts, say) -> dict:
+        """One push at a time, to the spread's tickets in turn; latency to that ticket's watchers."""
+        if not os.environ.get("REDIS_URL"):
+            say("Push latency by spread: skipped (REDIS_URL is not set).")
+            return {"skipped": "REDIS_URL not set"}
+        n, out = opts["spread_clients"], {}
+        say(f"Push latency with {n} clients spread over tickets (a new customer message each push, "
+            f"tickets of 20 turns, {opts['spread_pushes']} pushes, a fresh web process per spread) …")
+        for per in [int(x) for x in opts["spreads"].split(",") if x.strip()]:
+            label = f"{n} on one ticket" if not per else f"{per} per ticket over {-(-n // per)} tickets"
+            proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", str(n),
+                                   "--per-ticket", str(per), "--pushes", str(opts["spread_pushes"]),
+                                   "--timeout", "60", "--change", "turn", "--history", "20"],
+                                  capture_output=True, text=True, timeout=3600, cwd=settings.BASE_DIR)
+            try:
+                data = json.loads(proc.stdout.strip().splitlines()[-1])
+                r = data["rounds"][0]
+            except (IndexError, KeyError, ValueError):
+                say(self.style.ERROR(f"  {label}: push benchmark failed: {proc.stderr[-2000:]}"))
+                out[str(per)] = {"error": proc.stderr[-2000:]}
+                continue
+            peak = (data["server_memory_kb"].get(str(n)) or {}).get("VmHWM", 0) / 1024
+            say(f"  {label:<32} p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms; "
+                f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {peak:.0f} MiB")
+            out[str(per)] = data
+        return out
+
