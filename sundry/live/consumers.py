@@ -2,8 +2,10 @@
 
 A watcher is checked (session, role, and the ticket itself) and counted
 against the socket limits before it joins any group. Then, as Channels
-documents, it joins its ticket's group and its user's group, and leaves them
-on disconnect; each group message is handled by the method named for its type.
+documents, it joins its user's group and leaves it on disconnect; each group
+message is handled by the method named for its type. Its ticket's pushes come
+through the process's one member of the ticket's group (sundry.live.fanout),
+which calls the same handler methods.
 On connect it gets a full snapshot rendered from the database as it is then;
 after each commit that changes its ticket it gets the panels whose rendering
 changed, with the ticket's version. The page asks for a snapshot when a frame
@@ -26,7 +28,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 
-from sundry.live import limits, panels
+from sundry.live import fanout, limits, panels
 from sundry.live.events import customer_group, session_tag, staff_group, user_group
 
 log = logging.getLogger("sundry.live")
@@ -133,6 +135,8 @@ class TicketWatcher(AsyncWebsocketConsumer):
         self.admitted_for = None
         self.sent_version, self.sent_hashes = -1, None
         self.access, self.access_deadline = None, 0.0
+        self.hub_group = None
+        self.sending = asyncio.Lock()  # one frame at a time: each is diffed against the one before
         await self.accept()
         # Check before joining anything: a refused watcher never receives a group message.
         refusal, access = await _check(self.scope, self.audience, self.ticket_id)
@@ -143,20 +147,32 @@ class TicketWatcher(AsyncWebsocketConsumer):
             return
         self.admitted_for = self.scope["user"].pk
         self.access, self.access_deadline = access, _recheck_deadline()
-        for group in (user_group(self.admitted_for), self.ticket_group()):
-            await self.channel_layer.group_add(group, self.channel_name)
-            self.joined.append(group)
+        self.joined = [user_group(self.admitted_for)]
+        await self.channel_layer.group_add(self.joined[0], self.channel_name)
+        self.hub_group = self.ticket_group()
+        await fanout.join(self.hub_group, self)
         self.joined_at = time.monotonic()
         # Joined first, rendered second: a commit in between brings its own push.
         await self._send_snapshot()
 
     async def disconnect(self, code):
-        for group in getattr(self, "joined", ()):
-            await self.channel_layer.group_discard(group, self.channel_name)
-        self.joined = []
+        await self._leave()
         if getattr(self, "admitted_for", None) is not None:
             limits.release(self.admitted_for)
             self.admitted_for = None
+
+    async def _leave(self):
+        if getattr(self, "hub_group", None):
+            group, self.hub_group = self.hub_group, None
+            await fanout.leave(group, self)
+        for group in getattr(self, "joined", ()):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined = []
+
+    def ready(self) -> bool:
+        """For the hub: True when a push can be served now, without re-reading access."""
+        return (bool(self.joined) and self.access is not None and time.monotonic() < self.access_deadline
+                and not self.sending.locked())
 
     async def receive(self, text_data=None, bytes_data=None):
         """Only two requests: a full snapshot, or a version check that yields one when behind."""
@@ -181,18 +197,19 @@ class TicketWatcher(AsyncWebsocketConsumer):
 
     async def ticket_changed(self, event):
         """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
-        version = event.get("version", 0)
-        if not self.joined or version <= self.sent_version:
-            return
-        access = await self._access()
-        if access is None:
-            return
-        rendering = panels.cached_rendering(access, version)
-        if rendering is None:
-            rendering = await RENDERS.since(access, 0.0)  # whatever is rendering now, if new enough
-            if rendering is not None and rendering.version < version:
-                rendering = await RENDERS.since(access, time.monotonic())
-        await self._send_frame(rendering, self.sent_hashes)
+        async with self.sending:
+            version = event.get("version", 0)
+            if not self.joined or version <= self.sent_version:
+                return
+            access = await self._access()
+            if access is None:
+                return
+            rendering = panels.cached_rendering(access, version)
+            if rendering is None:
+                rendering = await RENDERS.since(access, 0.0)  # whatever is rendering now, if new enough
+                if rendering is not None and rendering.version < version:
+                    rendering = await RENDERS.since(access, time.monotonic())
+            await self._send_frame(rendering, self.sent_hashes)
 
     async def access_changed(self, event):
         """Who may watch what may have changed (sundry.live.signals): re-read it now."""
@@ -221,12 +238,13 @@ class TicketWatcher(AsyncWebsocketConsumer):
         return access
 
     async def _send_snapshot(self):
-        access = await self._access()
-        if access is None:
-            return
-        # Never from the cache: rendered from the database by a render that started
-        # after this socket joined its groups (anything committed later is pushed to it).
-        await self._send_frame(await RENDERS.since(access, self.joined_at), None)
+        async with self.sending:
+            access = await self._access()
+            if access is None:
+                return
+            # Never from the cache: rendered from the database by a render that started
+            # after this socket joined its groups (anything committed later is pushed to it).
+            await self._send_frame(await RENDERS.since(access, self.joined_at), None)
 
     async def _send_frame(self, rendering, sent_hashes):
         if rendering is None:  # the ticket is gone from this viewer's reach
@@ -241,9 +259,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
         await self.send(text_data=frame.html)
 
     async def _close(self, code: int):
-        for group in self.joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
-        self.joined = []
+        await self._leave()
         self.access = None
         await self.close(code=code)
 

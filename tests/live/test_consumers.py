@@ -255,8 +255,8 @@ async def test_a_ticket_moved_to_another_customer_closes_the_old_owners_socket(w
     await staff.disconnect()
 
 
-async def test_watchers_of_a_ticket_share_one_rendering_per_push(world, monkeypatch):
-    from sundry.live import panels
+async def test_watchers_of_a_ticket_share_one_group_member_and_one_rendering(world, monkeypatch):
+    from sundry.live import fanout, panels
 
     ticket = world["ticket"]
     renders = []
@@ -265,6 +265,8 @@ async def test_watchers_of_a_ticket_share_one_rendering_per_push(world, monkeypa
     watchers = [desk(ticket.pk, world["staff"][1]) for _ in range(12)]
     for w in watchers:
         await _open(w)
+    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
+    assert len(hub.watchers) == 12
     renders.clear()
     await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="twelve of you?")
     frames = [await w.receive_from(timeout=3) for w in watchers]
@@ -272,6 +274,31 @@ async def test_watchers_of_a_ticket_share_one_rendering_per_push(world, monkeypa
     assert renders == ["staff"]  # rendered once for all twelve
     for w in watchers:
         await w.disconnect()
+    assert fanout.hubs_of(f"ticket-{ticket.pk}-staff") == []  # the last one out stops the hub
+    assert hub.listener.done()
+
+
+async def test_one_watcher_failing_does_not_stop_the_others_pushes(world):
+    from sundry.live import fanout
+
+    ticket = world["ticket"]
+    broken, fine = desk(ticket.pk, world["staff"][1]), desk(ticket.pk, world["staff"][1])
+    await _open(broken)
+    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
+    (first,) = hub.watchers
+
+    async def fails(event):
+        raise RuntimeError("broken socket")
+
+    first.ticket_changed = fails
+    await _open(fine)
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="first")
+    await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="second")
+    assert "first" in await fine.receive_from(timeout=3)
+    assert "second" in await fine.receive_from(timeout=3)
+    assert await broken.receive_nothing(timeout=0.2)
+    await broken.disconnect()
+    await fine.disconnect()
 
 
 # --- the conversation is pushed item by item --------------------------------------------------
