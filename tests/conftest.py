@@ -80,11 +80,11 @@ def fresh_channel_layer():
 
     channel_layers.backends.clear()
     panels.CACHE.clear()
-    consumers.RENDERS.running.clear()
+    consumers.RENDERS = consumers._Renders()
     yield
     channel_layers.backends.clear()
     panels.CACHE.clear()
-    consumers.RENDERS.running.clear()
+    consumers.RENDERS = consumers._Renders()
 
 
 @pytest.fixture

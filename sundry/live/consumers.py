@@ -96,22 +96,46 @@ def _db_version(ticket_id):
 
 class _Renders:
     """Renderings in flight in this process, so the sockets a push (or a reconnect
-    storm) wakes at once share one render instead of queueing one each. Only a
-    rendering that started after a socket joined its group may serve that socket's
-    snapshot: anything committed after the render read the database is pushed to it."""
+    storm) wakes at once share one render instead of queueing one each.
+
+    Only a rendering that started after a socket joined its groups may serve that
+    socket's snapshot: anything committed after the render read the database is
+    pushed to it. A socket that joined while a render was already running waits for
+    the next one, which starts when the running one ends and serves everyone who
+    joined before it started: at most two renders per ticket and audience.
+    """
 
     def __init__(self):
         self.running: dict[tuple, tuple[float, asyncio.Task]] = {}
+        self.queued: dict[tuple, asyncio.Task] = {}
 
     async def since(self, access, started_after: float):
         ticket, viewer = access
         key = (viewer.audience, ticket.pk, ticket.created_at)
-        entry = self.running.get(key)
-        if entry is None or entry[0] < started_after:
-            task = asyncio.ensure_future(_render(access))  # this dict holds it until it is done
-            entry = self.running[key] = (time.monotonic(), task)
-            task.add_done_callback(lambda done, key=key: self._done(key, done))
-        return await asyncio.shield(entry[1])
+        running = self.running.get(key)
+        if running is None:
+            running = self._start(key, access)
+        if running[0] >= started_after:
+            return await asyncio.shield(running[1])
+        queued = self.queued.get(key)
+        if queued is None:  # held in this dict until it starts
+            queued = self.queued[key] = asyncio.ensure_future(self._after(key, running[1], access))
+        return await asyncio.shield(queued)
+
+    def _start(self, key, access) -> tuple[float, asyncio.Task]:
+        task = asyncio.ensure_future(_render(access))  # held in `running` until done
+        entry = self.running[key] = (time.monotonic(), task)
+        task.add_done_callback(lambda done: self._done(key, done))
+        return entry
+
+    async def _after(self, key, before: asyncio.Task, access):
+        await asyncio.wait([before])
+        if self.queued.get(key) is asyncio.current_task():
+            del self.queued[key]
+        running = self.running.get(key)
+        if running is None or running[1] is before:
+            running = self._start(key, access)
+        return await running[1]
 
     def _done(self, key, task) -> None:
         if self.running.get(key, (None, None))[1] is task:
