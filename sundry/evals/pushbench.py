@@ -329,7 +329,10 @@ def main(argv=None) -> int:
             figures = _measure(args, workdir, database_url)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps({**figures, "database": database, "layer": settings_layer()}))
+    from urllib.parse import urlsplit
+
+    print(json.dumps({**figures, "database": database, "database_name": urlsplit(database_url).path.lstrip("/"),
+                      "layer": settings_layer()}))
     return 0
 
 

@@ -66,7 +66,10 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
 
         assert "PostgreSQL" in figures["database"]
         with psycopg.connect(url) as conn:
-            left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'sundry_pushbench_%'").fetchall()
+            # Its own throwaway database, by name: others' benchmarks may share the server.
+            assert figures["database_name"].startswith("sundry_pushbench_")
+            left = conn.execute("SELECT datname FROM pg_database WHERE datname = %s",
+                                [figures["database_name"]]).fetchall()
         assert left == []
     else:
         assert "SQLite" in figures["database"]

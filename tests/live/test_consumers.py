@@ -294,8 +294,11 @@ async def test_one_watcher_failing_does_not_stop_the_others_pushes(world):
     await _open(fine)
     await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="first")
     await database_sync_to_async(turn_append)(ticket=ticket, author="customer", text="second")
-    assert "first" in await fine.receive_from(timeout=3)
-    assert "second" in await fine.receive_from(timeout=3)
+    frame = await fine.receive_from(timeout=3)
+    assert "first" in frame
+    if "second" not in frame:  # unless its render already saw the second commit
+        frame = await fine.receive_from(timeout=3)
+    assert "second" in frame
     assert await broken.receive_nothing(timeout=0.2)
     await broken.disconnect()
     await fine.disconnect()
