@@ -58,6 +58,8 @@
     socket = null;
     if (code === 4401) status("You signed out; live updates stopped.", "off");
     else if (code === 4403) status("Live updates are not available for this page.", "off");
+    else if (code === 4429) status("Too many live pages open: close some and reload this one.", "off");
+    else if (code === 1013) status("The server is busy; reconnecting shortly…", "retry");
     else status("Reconnecting…", "retry");
   });
 

@@ -18,12 +18,7 @@ def home(request):
 
 @require_POST
 def logout_view(request):
-    from sundry.live.events import user_sockets_close
-
-    user_id = request.user.pk if request.user.is_authenticated else None
-    logout(request)
-    if user_id is not None:  # the session is gone; close the live sockets it opened too
-        user_sockets_close(user_id)
+    logout(request)  # its user_logged_out signal closes the live sockets this session opened
     return redirect("login")
 
 
