@@ -79,6 +79,15 @@
       e.detail.shouldSwap = false;
       deferred = true;
       target.classList.add("stale");
+      return;
+    }
+    // An appended item the page already holds (the HTTP answer to the sender's own post
+    // re-rendered the list first) is not added twice: an item id appears once.
+    const fragment = e.detail.fragment;
+    if (fragment && target && target.id && target.id.startsWith("panel-")) {
+      Array.from(fragment.children || []).forEach((item) => {
+        if (item.id && item.id !== target.id && document.getElementById(item.id)) item.remove();
+      });
     }
   });
   document.addEventListener("htmx:wsAfterMessage", () => {
