@@ -142,7 +142,11 @@ def held_decide(request, ticket_id, held_id):
         raise Http404("No such held action on this ticket.")
     except agent_services.HeldActionError as exc:
         return _conflict(request, ticket, str(exc), ("held",))
-    verb = "approved and executed" if held.status == "executed" else held.status
+    if held.status == HeldAction.Status.REFUSED:
+        why = getattr(held, "outcome", "") or "the tool reported no result"
+        return _answer(request, ticket, panels=("held", "head"), level="bad",
+                       message=f"{held.tool} was approved but did not run: {why}")
+    verb = "approved and executed" if held.status == HeldAction.Status.EXECUTED else held.status
     return _answer(request, ticket, panels=("held", "head"), message=f"{held.tool} {verb}.")
 
 

@@ -1,3 +1,5 @@
+import re
+
 from django import template
 
 from sundry.core.money import format_money
@@ -17,3 +19,15 @@ def money(cents, currency):
 def whole_minutes(duration) -> int:
     """A timedelta as whole minutes, rounded up (a lockout of 90 s reads "2 minutes")."""
     return max(1, -(-int(duration.total_seconds()) // 60))
+
+
+# Sentences a guard addresses to the model ("Do not retry it; tell the customer …"): staff
+# read why a call was held or refused, not what the model was told to do next.
+_MODEL_DIRECTIONS = re.compile(r"\s*(Do not retry it;[^.]*\.|the call is held\.|Repeating it needs staff approval;)",
+                               re.IGNORECASE)
+
+
+@register.filter
+def for_staff(reason: str) -> str:
+    text = _MODEL_DIRECTIONS.sub("", reason or "").strip()
+    return text.rstrip(";,") + ("" if text.endswith(".") or not text else ".")
