@@ -76,7 +76,9 @@ def _pending_held(ticket) -> list:
 
 def _staff_head(ticket, viewer):
     _staff(viewer)
-    return {"held_count": len(_pending_held(ticket))}
+    from sundry.tickets.desk import head_context
+
+    return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
 
 
 def _staff_conversation(ticket, viewer):
@@ -168,9 +170,9 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
 
 def _customer_conversation(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import customer_turns
+    from sundry.portal.selectors import customer_conversation
 
-    return {"items": customer_turns(ticket)}
+    return customer_conversation(ticket)
 
 
 def _customer_turn_key(turn, context):
