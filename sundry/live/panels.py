@@ -152,11 +152,19 @@ def _staff_budget(ticket, viewer):
     return selectors.budget(ticket)
 
 
+def _staff_customer(ticket, viewer):
+    _staff(viewer)
+    from sundry.tickets.desk import customer_context
+
+    return customer_context(ticket)
+
+
 STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("head", "tickets/panels/head.html", _staff_head),
     Panel("conversation", "tickets/panels/conversation.html", _staff_conversation,
           item_template="tickets/panels/turn.html", item_key=_staff_turn_key),
     Panel("held", "tickets/panels/held.html", _staff_held),
+    Panel("customer", "tickets/panels/customer.html", _staff_customer),
     Panel("rules", "tickets/panels/rules.html", _staff_rules),
     Panel("state", "tickets/panels/state.html", _staff_state),
     Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),

@@ -39,3 +39,33 @@ def customer_context(ticket) -> dict:
                                                         status=PinnedRule.Status.ACTIVE)
                               .exclude(ticket=ticket).values_list("text", flat=True).distinct()[:10]),
     }
+
+
+class _Placeholders(dict):
+    def __missing__(self, key):  # an unknown placeholder stays as written, for the person to fill in
+        return "{" + key + "}"
+
+
+def canned_replies(ticket, user) -> list[dict]:
+    """The canned replies offered on this ticket, placeholders filled from the ticket and the person."""
+    import string
+
+    from django.db.models import Q
+
+    from sundry.context.models import StateValue
+    from sundry.tickets.models import CannedReply
+
+    order = (StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
+             .values_list("value", flat=True).first() or "")
+    name = ticket.customer.name or ""
+    values = _Placeholders(customer_name=name, customer_first_name=name.split(" ")[0] if name else "",
+                           order_number=order, ticket_number=str(ticket.pk),
+                           my_first_name=user.first_name or user.get_username())
+    out = []
+    for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class)):
+        try:
+            text = string.Formatter().vformat(reply.body, (), values)
+        except (ValueError, IndexError):  # a stray brace: offer the text as written
+            text = reply.body
+        out.append({"title": reply.title, "text": text})
+    return out

@@ -84,9 +84,11 @@ def _ticket_or_404(request, ticket_id):
 @require_GET
 def ticket_detail(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
+    from sundry.tickets.desk import canned_replies
+
     return render(request, "tickets/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
-        "error": request.GET.get("error", ""),
+        "error": request.GET.get("error", ""), "macros": canned_replies(ticket, request.user),
     })
 
 
