@@ -40,7 +40,7 @@
       case "j": e.preventDefault(); move(1); break;
       case "k": e.preventDefault(); move(-1); break;
       case "t": click("button[data-shortcut='t']"); break;
-      case "a": focus("#panel-held button[value='approve']"); break;
+      case "a": focus("#panel-held summary.button, #panel-held button[value='approve']"); break;
       case "r": focus("#composer-text"); break;
       case "g": e.preventDefault(); latest(true); break;
       default:

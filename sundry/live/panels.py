@@ -97,9 +97,9 @@ def _staff_turn_key(item, context):
 
 def _staff_held(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.selectors import pretty
+    from sundry.tickets.desk import approval_cards
 
-    return {"held": [{"h": h, "args": pretty(h.arguments)} for h in _pending_held(ticket)]}
+    return {"held": approval_cards(ticket, _pending_held(ticket))}
 
 
 def _staff_rules(ticket, viewer):

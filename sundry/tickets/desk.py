@@ -69,3 +69,60 @@ def canned_replies(ticket, user) -> list[dict]:
             text = reply.body
         out.append({"title": reply.title, "text": text})
     return out
+
+
+def approval_cards(ticket, held_actions) -> list[dict]:
+    """What a person needs to decide a held call: the order (items, paid, already refunded), the
+    customer's own words that led to it, equal actions pending or done, and whether it is reversible."""
+    from sundry.agent.models import HeldAction
+    from sundry.agent.tools.base import REGISTRY
+    from sundry.context.models import ActionTaken
+    from sundry.core import money
+    from sundry.shop import selectors as shop
+    from sundry.tickets.models import Turn
+    from sundry.tickets.selectors import pretty
+
+    cards = []
+    for h in held_actions:
+        args = h.arguments or {}
+        number = str(args.get("order_number") or "")
+        order = shop.order_by_number(number) if number else None
+        facts = None
+        if order is not None:
+            cur = order.currency
+            facts = {
+                "number": order.number, "status": order.get_status_display(),
+                "items": [{"product": i.product.name, "quantity": i.quantity,
+                           "price": money.format_money(i.unit_price_cents * i.quantity, cur)} for i in order.items.all()],
+                "paid": money.format_money(shop.captured_cents(order), cur),
+                "refunded": money.format_money(shop.refunded_cents(order), cur),
+                "refundable": money.format_money(shop.refundable_cents(order), cur),
+            }
+        amount = None
+        if args.get("amount") not in (None, "") and args.get("currency"):
+            try:
+                amount = money.format_money(money.parse_major(str(args["amount"]), str(args["currency"])),
+                                            str(args["currency"]))
+            except money.MoneyError:
+                amount = f"{args['amount']} {args['currency']}"
+        words = (Turn.objects.filter(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE,
+                                     number__lte=h.turn).order_by("-number").values_list("text", flat=True).first())
+        same = [{"what": f"{o.tool} {o.get_status_display().lower()}", "turn": o.turn}
+                for o in HeldAction.objects.filter(ticket=ticket, tool=h.tool).exclude(pk=h.pk)
+                .exclude(status=HeldAction.Status.REJECTED) if (o.arguments or {}).get("order_number") == number]
+        same += [{"what": f"{a.tool} done", "turn": a.turn}
+                 for a in ActionTaken.objects.filter(ticket=ticket, tool=h.tool, target=number)] if number else []
+        tool = REGISTRY.get(h.tool)
+        moves_money = h.tool in ("issue_refund", "cancel_order")
+        cards.append({"h": h, "args": pretty(h.arguments), "order": facts, "amount": amount, "words": words,
+                      "same": same, "confirm": moves_money or (tool is not None and not tool.reversible),
+                      "title": _card_title(h.tool, amount, number)})
+    return cards
+
+
+def _card_title(tool: str, amount: str | None, number: str) -> str:
+    if tool == "issue_refund":
+        return f"Refund {amount or 'an amount'} on {number or 'an order'}"
+    if tool == "cancel_order":
+        return f"Cancel order {number}"
+    return tool.replace("_", " ").capitalize() + (f" on {number}" if number else "")

@@ -100,7 +100,7 @@ def test_a_keyboard_user_skips_the_ledger_and_uses_shortcuts(browser, live_serve
     expect(page.locator("dialog#shortcuts")).to_be_visible()
     page.keyboard.press("Escape")
     page.keyboard.press("a")
-    expect(page.locator(":focus")).to_have_text("Approve and run")
+    expect(page.locator(":focus")).to_have_text("Approve and run…")
     assert busy_ticket.held_actions.get().status == "pending"
     page.locator("body").click(position={"x": 5, "y": 300})
     page.keyboard.press("t")

@@ -54,3 +54,22 @@ def test_an_approval_that_runs_says_so(client, held_refund):
     held.refresh_from_db()
     assert held.status == HeldAction.Status.EXECUTED
     assert Refund.objects.filter(order=order).exclude(idempotency_key__startswith="factory").count() == 1
+
+
+def test_the_approval_card_warns_of_an_equal_action_and_asks_to_confirm_money(client, held_refund):
+    from sundry.agent.models import HeldAction as Held
+    from sundry.tickets.desk import approval_cards
+
+    staff, ticket, order, held = held_refund
+    card, = approval_cards(ticket, [held])
+    assert card["title"] == "Refund 20.00 USD on SU-30100" and card["confirm"] and card["same"] == []
+    assert card["order"]["paid"] == "50.00 USD" and card["order"]["refunded"] == "0.00 USD"
+    assert card["words"].startswith("Please refund 20.00 USD")
+    Held.objects.create(ticket=ticket, tool="issue_refund", arguments={**held.arguments, "amount": "5.00"},
+                        call_id="c2", reason="r", idempotency_key="other-key", turn=held.turn, status="executed")
+    card, = approval_cards(ticket, [held])
+    assert card["same"] == [{"what": "issue_refund executed", "turn": held.turn}]
+    client.force_login(staff)
+    page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
+    assert "Careful:" in page and "Confirm: refund 20.00 USD on SU-30100" in page and "Do not retry" not in page.split(
+        'id="panel-held"')[1].split("</section>")[0]
