@@ -116,13 +116,16 @@ def approval_cards(ticket, held_actions) -> list[dict]:
         moves_money = h.tool in ("issue_refund", "cancel_order")
         cards.append({"h": h, "args": pretty(h.arguments), "order": facts, "amount": amount, "words": words,
                       "same": same, "confirm": moves_money or (tool is not None and not tool.reversible),
-                      "title": _card_title(h.tool, amount, number)})
+                      "title": _card_title(h.tool, amount, number),
+                      "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False)})
     return cards
 
 
-def _card_title(tool: str, amount: str | None, number: str) -> str:
+def _card_title(tool: str, amount: str | None, number: str, lead: bool = True) -> str:
     if tool == "issue_refund":
-        return f"Refund {amount or 'an amount'} on {number or 'an order'}"
-    if tool == "cancel_order":
-        return f"Cancel order {number}"
-    return tool.replace("_", " ").capitalize() + (f" on {number}" if number else "")
+        text = f"refund {amount or 'an amount'} on {number or 'an order'}"
+    elif tool == "cancel_order":
+        text = f"cancel order {number}"
+    else:
+        text = tool.replace("_", " ") + (f" on {number}" if number else "")
+    return text[:1].upper() + text[1:] if lead else text
