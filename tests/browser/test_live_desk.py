@@ -6,8 +6,6 @@ Celery worker (see conftest.py), on the committed test database.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
@@ -157,12 +155,7 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scroll
     queue = open_as(browser, live_server_url, people["ann"], "/desk/")
     queue.screenshot(path=str(screenshots / "desk-queue.png"), full_page=True)
-    # The committed copies in docs/ change only when asked, so a test run never dirties the tree.
-    if os.environ.get("SUNDRY_UPDATE_DOC_SCREENSHOTS") == "1":
-        docs = screenshots.parents[1] / "docs" / "screenshots"
-        docs.mkdir(parents=True, exist_ok=True)
-        for name in ("desk-queue.png", "desk-ticket.png", "customer-page.png", "customer-page-phone.png"):
-            shutil.copy(screenshots / name, docs / name)
+    # The copies in docs/ come from test_desk_pages.py::test_screenshots_for_the_docs (a fuller desk).
 
 
 def test_staff_correct_a_value_and_the_customers_confirmed_panel_follows(browser, live_server_url, people):
