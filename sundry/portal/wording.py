@@ -19,8 +19,12 @@ _BOUNDED = rf"(?<![0-9A-Za-z_-])(?:{_INTERNAL})(?![0-9A-Za-z_])"
 # "(rfd_…)", "(refund rfd_…)", "(turn 12)", "(idempotency key …)": asides meant for the desk.
 _ASIDE = re.compile(rf"\s*\((?:[a-z ]*{_BOUNDED}|turn \d+|idempotency key [^)]*)\)")
 _BARE = re.compile(rf"[ \t]*{_BOUNDED}")
-# 1234.5 USD, 1,234.50 USD, USD 1234.50: one format, format_money's.
-_AMOUNT = re.compile(r"(?<![\w.,])(?:([0-9][0-9,]*(?:\.[0-9]+)?)\s?([A-Z]{3})|([A-Z]{3})\s?([0-9][0-9,]*(?:\.[0-9]+)?))(?![\w])")
+# 1234.5 USD, 1,234.50 USD, USD 1234.50: one format, format_money's. Only real currency codes
+# (never "SKU 5" or "ABC 2021").
+CURRENCIES = ("USD", "EUR", "GBP", "INR", "JPY", "CAD", "AUD", "CHF", "SEK", "NOK", "DKK", "PLN", "NZD", "SGD")
+_CODES = "|".join(CURRENCIES)
+_NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
+_AMOUNT = re.compile(rf"(?<![\w.,])(?:({_NUMBER})\s?({_CODES})|({_CODES})\s?({_NUMBER}))(?![\w])")
 
 
 def _amount(match: re.Match) -> str:
