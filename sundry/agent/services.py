@@ -107,9 +107,14 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.TOOL_CALL, text="",
                         payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk})
             ticket.refresh_from_db()
+            call_turn = ticket.last_turn_number
             process_call(ticket, call, assembled, approved_hold=held)
-            held.status = HeldAction.Status.EXECUTED
-            held.result_turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+            # The guards run again and may refuse: only a successful result means it ran.
+            result = Turn.objects.filter(ticket=ticket, number__gt=call_turn, payload__call_id=call.id).first()
+            ran = result is not None and result.kind == Turn.Kind.TOOL_RESULT and result.payload.get("ok") is True
+            held.status = HeldAction.Status.EXECUTED if ran else HeldAction.Status.REFUSED
+            held.result_turn = result.number if result else None
+            held.outcome = "" if ran or result is None else result.text
             held.save(update_fields=["status", "result_turn"])
         ticket_touch(ticket.pk)
         if wake:

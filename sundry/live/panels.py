@@ -75,7 +75,9 @@ def _pending_held(ticket) -> list:
 
 def _staff_head(ticket, viewer):
     _staff(viewer)
-    return {"held_count": len(_pending_held(ticket))}
+    from sundry.tickets.desk import head_context
+
+    return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
 
 
 def _staff_conversation(ticket, viewer):
@@ -94,9 +96,9 @@ def _staff_turn_key(item, context):
 
 def _staff_held(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.selectors import pretty
+    from sundry.tickets.desk import approval_cards
 
-    return {"held": [{"h": h, "args": pretty(h.arguments)} for h in _pending_held(ticket)]}
+    return {"held": approval_cards(ticket, _pending_held(ticket))}
 
 
 def _staff_rules(ticket, viewer):
@@ -149,11 +151,19 @@ def _staff_budget(ticket, viewer):
     return selectors.budget(ticket)
 
 
+def _staff_customer(ticket, viewer):
+    _staff(viewer)
+    from sundry.tickets.desk import customer_context
+
+    return customer_context(ticket)
+
+
 STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("head", "tickets/panels/head.html", _staff_head),
     Panel("conversation", "tickets/panels/conversation.html", _staff_conversation,
           item_template="tickets/panels/turn.html", item_key=_staff_turn_key),
     Panel("held", "tickets/panels/held.html", _staff_held),
+    Panel("customer", "tickets/panels/customer.html", _staff_customer),
     Panel("rules", "tickets/panels/rules.html", _staff_rules),
     Panel("state", "tickets/panels/state.html", _staff_state),
     Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),
@@ -167,9 +177,9 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
 
 def _customer_conversation(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import customer_turns
+    from sundry.portal.selectors import customer_conversation
 
-    return {"items": customer_turns(ticket)}
+    return customer_conversation(ticket)
 
 
 def _customer_turn_key(turn, context):

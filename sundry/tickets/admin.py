@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from sundry.agent import approvals
-from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 
 
 class TicketClassForm(forms.ModelForm):
@@ -54,6 +54,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap")}),
         ("Models", {"fields": ("working_model", "summariser_model")}),
         ("Approvals", {"fields": ("approval_rules",)}),
+        ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
     )
 
 
@@ -69,9 +70,10 @@ class TurnInline(admin.TabularInline):
 @admin.register(Ticket)
 class TicketAdmin(admin.ModelAdmin):
     list_display = ("id", "subject", "customer", "ticket_class", "status", "handler", "version", "updated_at")
-    list_filter = ("status", "handler", "ticket_class")
+    list_filter = ("status", "priority", "handler", "ticket_class")
     search_fields = ("subject", "customer__customer_id", "customer__name")
     raw_id_fields = ("customer", "assigned_to")
+    filter_horizontal = ("tags",)
     readonly_fields = ("version", "last_turn_number", "agent_claimed_at")
     inlines = [TurnInline]
 
@@ -82,3 +84,36 @@ class TurnAdmin(admin.ModelAdmin):
     list_filter = ("author", "kind")
     raw_id_fields = ("ticket",)
     search_fields = ("text",)
+
+
+class CannedReplyForm(forms.ModelForm):
+    class Meta:
+        model = CannedReply
+        fields = "__all__"
+        help_texts = {"body": "Placeholders: {customer_first_name}, {customer_name}, {order_number}, {my_first_name}, "
+                              "{ticket_number}. Staff edit the text before it is sent."}
+
+    def clean_body(self):
+        import string
+
+        body = self.cleaned_data["body"]
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(body) if name is not None}
+        except ValueError as exc:
+            raise forms.ValidationError(f"Unbalanced braces: {exc}.") from exc
+        unknown = names - {"customer_first_name", "customer_name", "order_number", "my_first_name", "ticket_number"}
+        if unknown:
+            raise forms.ValidationError(f"Unknown placeholder(s): {', '.join(sorted(unknown))}.")
+        return body
+
+
+@admin.register(CannedReply)
+class CannedReplyAdmin(admin.ModelAdmin):
+    form = CannedReplyForm
+    list_display = ("title", "ticket_class")
+    search_fields = ("title", "body")
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    search_fields = ("name",)

@@ -81,3 +81,72 @@ def turn_append(
         ticket_changed(ticket.pk)
     ticket.last_turn_number, ticket.version = number, version
     return turn
+
+
+# --- the desk's lifecycle: assignment, priority, tags ------------------------------------------
+
+
+def _desk_event(ticket: Ticket, text: str, payload: dict) -> Turn:
+    return turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT, text=text, payload=payload)
+
+
+def ticket_assign(*, ticket: Ticket, assignee, user) -> Ticket:
+    """Give the ticket to a colleague (or oneself), or to nobody (`assignee=None`)."""
+    from sundry.core.people import is_desk_staff
+
+    if assignee is not None and not is_desk_staff(assignee):
+        raise MessageRefused("Tickets can only be assigned to desk staff.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(assigned_to=assignee)
+        ticket.assigned_to = assignee
+        whom = "themselves" if assignee == user else (assignee.get_username() if assignee else "nobody")
+        _desk_event(ticket, f"{user.get_username()} assigned the ticket to {whom}.",
+                    {"assigned_to": assignee.get_username() if assignee else None})
+    return ticket
+
+
+def ticket_set_priority(*, ticket: Ticket, priority: str, user) -> Ticket:
+    if priority not in Ticket.Priority.values:
+        raise MessageRefused(f"Priority must be one of {', '.join(Ticket.Priority.values)}.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(priority=priority)
+        ticket.priority = priority
+        _desk_event(ticket, f"{user.get_username()} set the priority to {priority}.", {"priority": priority})
+    return ticket
+
+
+MAX_TAGS = 10
+
+
+def ticket_set_tags(*, ticket: Ticket, text: str, user) -> list[str]:
+    """Replace the ticket's tags with those in `text` (comma or space separated, lower-cased slugs)."""
+    import re
+
+    from django.utils.text import slugify
+
+    from sundry.tickets.models import Tag
+
+    names = list(dict.fromkeys(slugify(part)[:40] for part in re.split(r"[,\s]+", text or "") if slugify(part)))
+    if len(names) > MAX_TAGS:
+        raise MessageRefused(f"{len(names)} tags; a ticket takes at most {MAX_TAGS}.")
+    with transaction.atomic():
+        tags = [Tag.objects.get_or_create(name=n)[0] for n in names]
+        ticket.tags.set(tags)
+        _desk_event(ticket, f"{user.get_username()} set the tags to {', '.join(names) or 'none'}.", {"tags": names})
+    return names
+
+
+def ticket_require_holder(*, ticket: Ticket, user) -> None:
+    """A person replies to the customer only on a ticket they hold (taken over and assigned to them),
+    so the agent and a colleague never answer at the same time."""
+    if ticket.handler != Ticket.Handler.STAFF or ticket.assigned_to_id != user.pk:
+        holder = ticket.assigned_to.get_username() if ticket.assigned_to_id and ticket.assigned_to else None
+        if ticket.handler == Ticket.Handler.STAFF and holder:
+            raise MessageRefused(f"{holder} has this ticket. Ask them to assign it to you before replying.")
+        raise MessageRefused("Take over the ticket before replying, so the agent does not answer at the same time.")
+
+
+def ticket_accepts_customer_messages(ticket: Ticket) -> None:
+    if ticket.status == Ticket.Status.CLOSED:
+        raise MessageRefused("This conversation is closed. Start a new one from your conversations page; "
+                             "your text is kept here so you can copy it.")
