@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sundry.agent import pricing
-from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall, Usage
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 

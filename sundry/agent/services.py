@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
-from sundry.agent.schemas import ToolCall
 from sundry.agent.tasks import agent_run_task
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
@@ -19,6 +18,7 @@ from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import MessageRefused, ticket_lock, ticket_touch, turn_append, validate_message_text
+from sundry.tooling.messages import ToolCall
 
 
 def _wake_agent(ticket: Ticket) -> None:

@@ -17,13 +17,13 @@ from django.db.models import Max
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.models import AgentStep
-from sundry.agent.schemas import ModelResponse
-from sundry.agent.tools.base import REGISTRY
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+from sundry.tooling.messages import ModelResponse
+from sundry.tooling.tools import REGISTRY
 
 # Called with a `Resolved` after a resolution step commits; the compaction
 # trigger subscribes here.

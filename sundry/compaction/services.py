@@ -21,7 +21,6 @@ from django.utils import timezone
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
-from sundry.agent.schemas import ModelRequest
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -43,6 +42,7 @@ from sundry.core.background import enqueue_on_commit
 from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
 Status = CompactionRun.Status

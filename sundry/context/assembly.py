@@ -11,11 +11,11 @@ import functools
 import json
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import Message, ModelRequest, ToolSpec
 from sundry.context import render
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
+from sundry.tooling.messages import Message, ModelRequest, ToolSpec
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
 

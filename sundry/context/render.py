@@ -12,7 +12,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import Message, ToolCall
 from sundry.context.lanes import (
     ActionData,
     LedgerData,
@@ -24,6 +23,7 @@ from sundry.context.lanes import (
     TurnData,
 )
 from sundry.core import money
+from sundry.tooling.messages import Message, ToolCall
 
 LANES = ("system", "rules", "ledger", "state", "summary")
 

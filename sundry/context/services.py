@@ -14,7 +14,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, PositiveIntegerField, Value
 from django.db.models.functions import Greatest
 
-from sundry.agent.tools.base import id_owners, iter_ids
 from sundry.context.idformats import find_ids
 from sundry.context import harvest
 from sundry.context.models import (
@@ -32,6 +31,7 @@ from sundry.live.events import ticket_changed
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tooling.tools import id_owners, iter_ids
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 

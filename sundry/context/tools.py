@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sundry.agent.tools.base import Tool, ToolContext, ToolError, register
+from sundry.tooling.tools import Tool, ToolContext, ToolError, register
 
 
 class PinArgs(BaseModel):

@@ -31,7 +31,6 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from sundry.agent.offline import RequestView
-from sundry.agent.schemas import ModelRequest
 from sundry.compaction.trigger import TriggerInput, cut_point, decide
 from sundry.context.assembly import assemble
 from sundry.context.lanes import SummaryData, TurnData
@@ -49,6 +48,7 @@ from sundry.evals.strategies import (
     request_tokens,
     window,
 )
+from sundry.tooling.messages import ModelRequest
 
 STRATEGIES = ("sundry", "window", "prose")
 LABELS = {"sundry": "Sundry lanes", "window": "Sliding window", "prose": "Prose-only summary"}

@@ -157,7 +157,7 @@ def test_message_tokens():
 
 
 def test_pydantic_messages_count_exactly_as_their_dumps():
-    from sundry.agent.schemas import Message, ToolCall
+    from sundry.tooling.messages import Message, ToolCall
 
     messages = [
         Message(role="system", content="Rules: phone only.", lane="rules"),

@@ -19,8 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
 from sundry.core import money
-
-from .base import IdField, Tool, ToolContext, ToolError, register
+from sundry.tooling.tools import IdField, Tool, ToolContext, ToolError, register
 
 VERBATIM = "Copy every ID verbatim from a tool result; never retype one from memory or from the customer's words."
 
