@@ -27,7 +27,6 @@ from sundry.context.models import (
 )
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
-from sundry.live.events import ticket_changed
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
@@ -78,7 +77,6 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
                                     notes={v: f"of {o}" for v, o in owners.items()})
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
-        ticket_changed(ticket.pk)
     return plan.roles
 
 
@@ -172,7 +170,6 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
         entry.last_used_turn = max(entry.last_used_turn, turn)
         entry.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return entry
 
 
@@ -204,7 +201,6 @@ def state_set(
                 current.changed_by = user
                 current.save(update_fields=["confirmed", "changed_by"])
                 ticket_touch(ticket.pk)
-                ticket_changed(ticket.pk)
             return current
         if current is not None:
             current.is_current = False
@@ -216,7 +212,6 @@ def state_set(
         if current is not None:
             StateValue.objects.filter(pk=current.pk).update(superseded_by=new)
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return new
 
 
@@ -230,7 +225,6 @@ def state_confirm(*, ticket, value_id: int, user) -> StateValue:
         row.changed_by = user
         row.save(update_fields=["confirmed", "changed_by"])
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return row
 
 
@@ -257,7 +251,6 @@ def action_record(
     except IntegrityError:
         return ActionOutcome(ActionTaken.objects.get(ticket=ticket, idempotency_key=idempotency_key), False)
     ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return ActionOutcome(action, True)
 
 
@@ -293,7 +286,6 @@ def rule_flag_candidates(*, ticket, turn: int, text: str, source: str) -> list[P
     made = [r for s in candidate_rules(text) if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source))]
     if made:
         ticket_touch(ticket.pk)
-        ticket_changed(ticket.pk)
     return made
 
 
@@ -319,7 +311,6 @@ def rule_pin(
         rule.version = (rule.version or 0) + 1
         rule.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return rule
 
 
@@ -346,7 +337,6 @@ def rule_decide(
         rule.version += 1
         rule.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return rule
 
 
@@ -376,7 +366,6 @@ def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> i
     n = qs.update(status=PinnedRule.Status.CLOSED, changed_at_turn=turn, version=F("version") + 1)
     if n:
         ticket_touch(ticket.pk)
-        ticket_changed(ticket.pk)
     return n
 
 
@@ -386,7 +375,6 @@ def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> i
 def question_open(*, ticket, text: str, turn: int, source: str = Source.MODEL) -> OpenQuestion:
     q = OpenQuestion.objects.create(ticket=ticket, text=text[:300], turn=turn, source=source)
     ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return q
 
 
@@ -395,7 +383,6 @@ def question_resolve(*, ticket, question_id: int, turn: int) -> None:
         resolved_at_turn=turn
     )
     ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
 
 
 def last_turn(ticket) -> int:
