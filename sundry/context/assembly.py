@@ -98,7 +98,7 @@ def assemble(
         "system": render.render_system_prompt(snapshot.class_policy),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
-        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money, snapshot.questions),
+        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money),
         "summary": render.render_summary(snapshot.summary),
     }
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]

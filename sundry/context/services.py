@@ -1,7 +1,7 @@
-"""Writes to the lanes: ledger, state, rules, actions, money, questions.
+"""Writes to the lanes: ledger, state, rules, actions, money.
 
 Each service records who changed what and at which turn, and announces the
-change to watchers after commit. Tool results reach the ledger only through
+change to watchers after commit (tickets.versions). Tool results reach the ledger only through
 `ledger_harvest`, by schema.
 """
 
@@ -20,7 +20,6 @@ from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
     MoneyTotal,
-    OpenQuestion,
     PinnedRule,
     Source,
     StateValue,
@@ -367,22 +366,6 @@ def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> i
     if n:
         ticket_touch(ticket.pk)
     return n
-
-
-# --- Open questions --------------------------------------------------------------------
-
-
-def question_open(*, ticket, text: str, turn: int, source: str = Source.MODEL) -> OpenQuestion:
-    q = OpenQuestion.objects.create(ticket=ticket, text=text[:300], turn=turn, source=source)
-    ticket_touch(ticket.pk)
-    return q
-
-
-def question_resolve(*, ticket, question_id: int, turn: int) -> None:
-    OpenQuestion.objects.filter(ticket=ticket, pk=question_id, resolved_at_turn__isnull=True).update(
-        resolved_at_turn=turn
-    )
-    ticket_touch(ticket.pk)
 
 
 def last_turn(ticket) -> int:

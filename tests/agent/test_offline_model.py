@@ -43,7 +43,7 @@ def build(*conversation: Message, rules=(), ledger=(CUSTOMER_ENTRY,), actions=()
         ("system", render.render_system_prompt("Be brief.")),
         ("rules", render.render_rules(list(rules))),
         ("ledger", render.render_ledger(list(ledger))),
-        ("state", render.render_state([], list(actions), list(money), [])),
+        ("state", render.render_state([], list(actions), list(money))),
         ("summary", render.render_summary(summary)),
     ]
     messages = [render.lane_message(lane, text) for lane, text in blocks if text]
