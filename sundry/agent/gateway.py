@@ -34,6 +34,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sundry.agent import pricing
+from sundry.agent.offline import OfflineModel
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -236,7 +237,6 @@ class Gateway:
 
     def _offline(self) -> ChatModel:
         if self._offline_model is None:
-            from sundry.agent.offline import OfflineModel  # lazy: the gateway must import without it
 
             self._offline_model = OfflineModel()
         return self._offline_model

@@ -22,6 +22,7 @@ from channels.consumer import get_handler_name
 
 from sundry.live import fanout, panels
 from sundry.live.events import customer_group, staff_group, user_group
+from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
 
@@ -101,8 +102,6 @@ async def _rendered(access, version: int) -> None:
 
 @database_sync_to_async
 def _db_version(ticket_id):
-    from sundry.tickets.models import Ticket
-
     return Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
 
 

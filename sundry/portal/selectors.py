@@ -5,6 +5,7 @@ from __future__ import annotations
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
+from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
 
@@ -73,8 +74,6 @@ def confirmed_value(ticket, value_id) -> StateValue | None:
 
 def order_choices(ticket) -> dict:
     """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
-    from sundry.shop.models import Order
-
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
     orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from sundry.context import services as lanes
 from sundry.context.statefields import FIELDS, StateValueInvalid
+from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.selectors import FLAG_PREFIX
 from sundry.tickets.services import turn_append
@@ -20,8 +21,6 @@ NOTE_LIMIT = 300
 
 def order_pick(*, ticket: Ticket, order_number: str):
     """The customer chose one of their own orders: state as stated by the customer, confirmed."""
-    from sundry.shop.models import Order
-
     number = (order_number or "").strip().upper()
     if not Order.objects.filter(number=number, customer_id=ticket.customer_id).exists():
         raise StateValueInvalid("Pick one of your own orders.")

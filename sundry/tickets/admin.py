@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from sundry.agent import approvals
+from sundry.agent.gateway import validate_model_name
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 
@@ -12,8 +13,6 @@ class TicketClassForm(forms.ModelForm):
         fields = "__all__"
 
     def _model(self, field):
-        from sundry.agent.gateway import validate_model_name
-
         name = (self.cleaned_data.get(field) or "").strip()
         try:
             validate_model_name(name)

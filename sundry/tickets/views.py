@@ -22,6 +22,7 @@ from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
+from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets.models import TicketClass
 from sundry.tickets.services import MessageRefused
@@ -118,8 +119,6 @@ def ticket_post(request, ticket_id):
 @require_POST
 def attention_clear(request, ticket_id):
     """Staff looked at what the customer flagged."""
-    from sundry.portal.services import flags_resolve
-
     ticket = _ticket_or_404(request, ticket_id)
     flags_resolve(ticket=ticket, user=request.user)
     return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
