@@ -94,7 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "sundry.core.context_processors.sundry",
+                "sundry.context_processors.sundry",
             ],
         },
     },

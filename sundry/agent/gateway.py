@@ -35,7 +35,8 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sundry.agent import pricing
-from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall, Usage
+from sundry.agent.offline import OfflineModel
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +238,6 @@ class Gateway:
 
     def _offline(self) -> ChatModel:
         if self._offline_model is None:
-            from sundry.agent.offline import OfflineModel  # lazy: the gateway must import without it
 
             self._offline_model = OfflineModel()
         return self._offline_model

@@ -17,13 +17,14 @@ from django.db.models import Max
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.models import AgentStep
-from sundry.agent.schemas import ModelResponse
-from sundry.agent.tools.base import REGISTRY
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+from sundry.tickets.versions import ticket_update
+from sundry.tooling.messages import ModelResponse
+from sundry.tooling.tools import REGISTRY
 
 # Called with a `Resolved` after a resolution step commits; the compaction
 # trigger subscribes here.
@@ -99,7 +100,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                         text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
                         payload={"model_error": str(error)})
-            Ticket.objects.filter(pk=ticket.pk).update(attention=f"Model unavailable: {str(error)[:150]}")
+            ticket_update(ticket.pk, attention=f"Model unavailable: {str(error)[:150]}")
             _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error),
                          latency_ms=error.latency_ms)
             return StepOutcome(stop=True, read_through=read_through)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sundry.agent.schemas import Message, ModelRequest
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.tooling.messages import Message, ModelRequest
 
 MAX_ATTEMPTS = 3
 REQUIRED_FIELDS = ("decisions", "actions_taken", "constraints_not_pinned", "open_questions", "narrative")

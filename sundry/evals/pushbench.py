@@ -216,17 +216,16 @@ def _commit(ticket_id: int) -> None:
     which changes the conversation panel every watcher must receive."""
     from django.db import transaction
 
-    from sundry.live.events import ticket_changed
     from sundry.tickets.models import Ticket
-    from sundry.tickets.services import ticket_touch, turn_append
+    from sundry.tickets.services import turn_append
+    from sundry.tickets.versions import ticket_touch
 
     with transaction.atomic():
         if CHANGE["kind"] == "turn":
             ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
             turn_append(ticket=ticket, author="customer", text=f"Any news on my order? ({ticket.last_turn_number + 1})")
         else:
-            ticket_touch(ticket_id)
-            ticket_changed(ticket_id)
+            ticket_touch(ticket_id)  # bumps and pushes after commit
 
 
 async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: list[int], cookie: str,

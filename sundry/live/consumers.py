@@ -30,6 +30,7 @@ from django.contrib import auth
 
 from sundry.live import fanout, limits, panels
 from sundry.live.events import customer_group, session_tag, staff_group, user_group
+from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
 
@@ -89,8 +90,6 @@ def _render(access):
 
 @database_sync_to_async
 def _db_version(ticket_id):
-    from sundry.tickets.models import Ticket
-
     return Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
 
 

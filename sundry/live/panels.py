@@ -21,6 +21,17 @@ from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from sundry.agent.models import HeldAction
+from sundry.context.models import LedgerEntry, PinnedRule
+from sundry.context.selectors import current_summary, lane_snapshot
+from sundry.context.statefields import FIELDS
+from sundry.core.people import is_desk_staff
+from sundry.core.tokens import count_tokens
+from sundry.portal.selectors import completed_actions, confirmed_details, customer_conversation, order_choices
+from sundry.shop.people import customer_of
+from sundry.tickets import selectors
+from sundry.tickets.desk import approval_cards, customer_context, head_context
+from sundry.tickets.models import Ticket
 from sundry.live.rendercache import ByteBoundedCache
 
 STAFF = "staff"
@@ -53,8 +64,6 @@ class Panel:
 
 
 def _staff(viewer: Viewer) -> None:
-    from sundry.core.people import is_desk_staff
-
     if viewer.audience != STAFF or not is_desk_staff(viewer.user):
         raise PermissionDenied("staff panel")
 
@@ -68,21 +77,17 @@ def _owner(ticket, viewer: Viewer) -> None:
 
 
 def _pending_held(ticket) -> list:
-    from sundry.agent.models import HeldAction
-
     return list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id"))
 
 
 def _staff_head(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.desk import head_context
 
     return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
 
 
 def _staff_conversation(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets import selectors
 
     return selectors.conversation(ticket)
 
@@ -96,16 +101,13 @@ def _staff_turn_key(item, context):
 
 def _staff_held(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.desk import approval_cards
 
     return {"held": approval_cards(ticket, _pending_held(ticket))}
 
 
 def _staff_rules(ticket, viewer):
     _staff(viewer)
-    from sundry.context.models import PinnedRule
 
-    from sundry.core.tokens import count_tokens
 
     rules = list(PinnedRule.objects.filter(ticket=ticket, status__in=["active", "candidate"]).order_by("turn", "id"))
     active = [r for r in rules if r.status == "active"]
@@ -118,7 +120,6 @@ def _staff_rules(ticket, viewer):
 
 def _staff_ledger(ticket, viewer):
     _staff(viewer)
-    from sundry.context.models import LedgerEntry
 
     entries = LedgerEntry.objects.filter(ticket=ticket)
     return {"ledger": list(entries.filter(status="active").order_by("first_seen_turn", "id")),
@@ -127,9 +128,6 @@ def _staff_ledger(ticket, viewer):
 
 def _staff_state(ticket, viewer):
     _staff(viewer)
-    from sundry.context.selectors import lane_snapshot
-    from sundry.context.statefields import FIELDS
-    from sundry.tickets import selectors
 
     snap = lane_snapshot(ticket, with_turns=False)
     return {"fields": selectors.state_fields(ticket), "all_fields": [(f.name, f.label) for f in FIELDS.values()],
@@ -138,22 +136,18 @@ def _staff_state(ticket, viewer):
 
 def _staff_summary(ticket, viewer):
     _staff(viewer)
-    from sundry.context.selectors import current_summary
-    from sundry.tickets import selectors
 
     return {"summary": current_summary(ticket), "runs": selectors.compactions(ticket)}
 
 
 def _staff_budget(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets import selectors
 
     return selectors.budget(ticket)
 
 
 def _staff_customer(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.desk import customer_context
 
     return customer_context(ticket)
 
@@ -177,7 +171,6 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
 
 def _customer_conversation(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import customer_conversation
 
     return customer_conversation(ticket)
 
@@ -188,14 +181,12 @@ def _customer_turn_key(turn, context):
 
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import completed_actions, confirmed_details
 
     return {"details": confirmed_details(ticket), "done": completed_actions(ticket)}
 
 
 def _customer_orders(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import order_choices
 
     return order_choices(ticket)
 
@@ -218,8 +209,6 @@ def viewer_for(user, audience: str, ticket_id: int):
 
     A ticket that does not exist and one the user may not see look the same.
     """
-    from sundry.core.people import customer_of, is_desk_staff
-    from sundry.tickets.models import Ticket
 
     tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
     if audience == STAFF and is_desk_staff(user):
@@ -331,7 +320,6 @@ def render_current(access: tuple) -> Rendering | None:
     as new as the version it carries, and a later commit brings its own push.
     None if the ticket is gone from the viewer's reach.
     """
-    from sundry.tickets.models import Ticket
 
     checked, viewer = access
     tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)

@@ -14,6 +14,8 @@ from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from sundry.live.events import access_changed, user_sockets_close
+from sundry.shop.models import Customer
+from sundry.tickets.models import Ticket
 
 
 def _user_saved(sender, instance, **kwargs):
@@ -47,9 +49,6 @@ def _ticket_deleted(sender, instance, **kwargs):
 
 
 def connect() -> None:
-    from sundry.shop.models import Customer
-    from sundry.tickets.models import Ticket
-
     user = get_user_model()
     user_logged_out.connect(_logged_out, dispatch_uid="sundry.live.logged_out")
     post_save.connect(_user_saved, sender=user, dispatch_uid="sundry.live.user_saved")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
+from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
+from sundry.context.idformats import find_ids
 
 
 def customer_turns(ticket):
@@ -73,8 +75,6 @@ def confirmed_value(ticket, value_id) -> StateValue | None:
 
 def order_choices(ticket) -> dict:
     """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
-    from sundry.shop.models import Order
-
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
     orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
@@ -85,9 +85,6 @@ def order_choices(ticket) -> dict:
 
 def _named_in_first_message(ticket) -> str | None:
     """An order of theirs the customer's first message names: then there is nothing to ask."""
-    from sundry.context.idformats import find_ids
-    from sundry.shop.models import Order
-
     first = next((t for t in customer_turns(ticket) if t.author == Turn.Author.CUSTOMER), None)
     numbers = [v for kind, v in find_ids(first.text if first else "") if kind == "order"]
     if not numbers:

@@ -17,11 +17,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.services import customer_message_post
 from sundry.context.statefields import StateValueInvalid
-from sundry.core.people import customer_of
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
 from sundry.portal import services
 from sundry.portal.selectors import confirmed_value
+from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import (MessageRefused, ticket_accepts_customer_messages, ticket_create,
                                      validate_message_text)

@@ -2,7 +2,9 @@ from django import forms
 from django.contrib import admin
 
 from sundry.agent import approvals
+from sundry.agent.gateway import validate_model_name
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
+from sundry.tickets.services import ticket_class_save, ticket_fields_save
 
 
 class TicketClassForm(forms.ModelForm):
@@ -11,8 +13,6 @@ class TicketClassForm(forms.ModelForm):
         fields = "__all__"
 
     def _model(self, field):
-        from sundry.agent.gateway import validate_model_name
-
         name = (self.cleaned_data.get(field) or "").strip()
         try:
             validate_model_name(name)
@@ -57,6 +57,10 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
     )
 
+    def save_model(self, request, obj, form, change):
+        # Through the service: every ticket of the class re-renders its Budget panel.
+        ticket_class_save(ticket_class=obj)
+
 
 class TurnInline(admin.TabularInline):
     model = Turn
@@ -65,6 +69,9 @@ class TurnInline(admin.TabularInline):
     readonly_fields = fields
     can_delete = False
     show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False  # turns are the record; a correction is a new turn
 
 
 @admin.register(Ticket)
@@ -77,6 +84,13 @@ class TicketAdmin(admin.ModelAdmin):
     readonly_fields = ("version", "last_turn_number", "agent_claimed_at")
     inlines = [TurnInline]
 
+    def save_model(self, request, obj, form, change):
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # Only what the form changed, bumped and pushed: the counters it loaded may be stale by now.
+        ticket_fields_save(ticket=obj, fields=list(form.changed_data))
+
 
 @admin.register(Turn)
 class TurnAdmin(admin.ModelAdmin):
@@ -84,6 +98,17 @@ class TurnAdmin(admin.ModelAdmin):
     list_filter = ("author", "kind")
     raw_id_fields = ("ticket",)
     search_fields = ("text",)
+
+    # Turns are the record: every request, summary and audit is rendered from them.
+    # A correction is a new turn (a staff note), never an edit.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class CannedReplyForm(forms.ModelForm):
@@ -94,8 +119,6 @@ class CannedReplyForm(forms.ModelForm):
                               "{ticket_number}. Staff edit the text before it is sent."}
 
     def clean_body(self):
-        import string
-
         body = self.cleaned_data["body"]
         try:
             names = {name for _, name, _, _ in string.Formatter().parse(body) if name is not None}

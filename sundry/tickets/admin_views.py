@@ -13,7 +13,10 @@ from django.views.decorators.http import require_GET
 
 from sundry.agent import pricing
 from sundry.agent.gateway import resolve_model
+from sundry.agent.models import AgentStep
+from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
+from sundry.tickets.models import TicketClass, Turn
 
 
 def _unpriced(models: set[str]) -> list[str]:
@@ -22,10 +25,6 @@ def _unpriced(models: set[str]) -> list[str]:
 
 
 def class_figures() -> list[dict]:
-    from sundry.agent.models import AgentStep
-    from sundry.compaction.models import CompactionRun
-    from sundry.tickets.models import TicketClass, Turn
-
     done = Q(status__in=["succeeded", "fallback"])
     steps = {r["ticket__ticket_class"]: r for r in AgentStep.objects.values("ticket__ticket_class").annotate(
         n=Count("id"), cost=Sum("cost_usd"), latency=Avg("latency_ms"), tokens=Sum("input_tokens"))}

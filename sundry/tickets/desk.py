@@ -5,11 +5,22 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from sundry.tickets.models import Ticket
+from sundry.tickets.selectors import ticket_timer
+from sundry.context.models import PinnedRule
+from sundry.core.money import format_money
+from sundry.shop.models import Order
+from sundry.context.models import StateValue
+from sundry.tickets.models import CannedReply
+from sundry.agent.models import HeldAction
+from sundry.tooling.tools import REGISTRY
+from sundry.context.models import ActionTaken
+from sundry.core import money
+from sundry.shop import selectors as shop
+from sundry.tickets.models import Turn
+from sundry.tickets.selectors import pretty
 
 
 def head_context(ticket) -> dict:
-    from sundry.tickets.selectors import ticket_timer
-
     return {
         "colleagues": list(get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
                            .only("pk", "username", "first_name")),
@@ -22,10 +33,6 @@ def head_context(ticket) -> dict:
 
 def customer_context(ticket) -> dict:
     """The customer behind the ticket: contact details, recent orders, other tickets, rules that carry over."""
-    from sundry.context.models import PinnedRule
-    from sundry.core.money import format_money
-    from sundry.shop.models import Order
-
     customer = ticket.customer
     orders = Order.objects.filter(customer=customer).order_by("-placed_at")[:5]
     return {
@@ -52,8 +59,6 @@ def canned_replies(ticket, user) -> list[dict]:
 
     from django.db.models import Q
 
-    from sundry.context.models import StateValue
-    from sundry.tickets.models import CannedReply
 
     order = (StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
              .values_list("value", flat=True).first() or "")
@@ -74,14 +79,6 @@ def canned_replies(ticket, user) -> list[dict]:
 def approval_cards(ticket, held_actions) -> list[dict]:
     """What a person needs to decide a held call: the order (items, paid, already refunded), the
     customer's own words that led to it, equal actions pending or done, and whether it is reversible."""
-    from sundry.agent.models import HeldAction
-    from sundry.agent.tools.base import REGISTRY
-    from sundry.context.models import ActionTaken
-    from sundry.core import money
-    from sundry.shop import selectors as shop
-    from sundry.tickets.models import Turn
-    from sundry.tickets.selectors import pretty
-
     cards = []
     for h in held_actions:
         args = h.arguments or {}

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils.html import escape
 
 from sundry.tickets.models import Ticket, Turn
+from sundry.shop.models import Order
 
 MAX_QUERY = 200
 LIMIT = 50
@@ -67,7 +68,6 @@ def search(q: str) -> list[Hit]:
     q = (q or "").strip()[:MAX_QUERY]
     if not q:
         return []
-    from sundry.shop.models import Order
 
     by_ticket = Q(subject__icontains=q)
     by_customer = (Q(customer__name__icontains=q) | Q(customer__email__icontains=q)

@@ -15,6 +15,8 @@ from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.timers import response_timer
+from sundry.agent.models import HeldAction
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
 BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
@@ -66,7 +68,6 @@ def turns(ticket) -> list[Turn]:
 
 class ConversationItem:
     """A turn and the compaction marks after it; its calls are pretty-printed only if it is rendered."""
-
     def __init__(self, turn: Turn, runs: list):
         self.turn, self.runs = turn, runs
 
@@ -257,7 +258,6 @@ def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str =
     from django.db.models import F
     from django.utils import timezone
 
-    from sundry.tickets.timers import response_timer
 
     qs = with_timers(queue_for(user, status=status, ticket_class=ticket_class, needs=needs))
     if view == "mine":
@@ -281,7 +281,6 @@ def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str =
 def queue_counts(user) -> dict:
     """Badges for the queue's views and needs."""
     base = Ticket.objects.exclude(status=Ticket.Status.CLOSED)
-    from sundry.agent.models import HeldAction
 
     return {
         "mine": base.filter(assigned_to=user).count(),
@@ -296,7 +295,6 @@ def ticket_timer(ticket):
     """The response timer of one ticket, for its head on the desk."""
     from django.utils import timezone
 
-    from sundry.tickets.timers import response_timer
 
     if ticket.status != Ticket.Status.OPEN:
         return None

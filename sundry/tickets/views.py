@@ -22,10 +22,13 @@ from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
+from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
+from sundry.tickets.search import MAX_QUERY, search as run_search
+from sundry.tickets.desk import canned_replies
 
 
 def _staff_only(user):
@@ -61,8 +64,6 @@ def _query_without(request, *names) -> str:
 @login_required
 @require_GET
 def search(request):
-    from sundry.tickets.search import MAX_QUERY, search as run_search
-
     _staff_only(request.user)
     q = request.GET.get("q", "")
     too_long = len(q) > MAX_QUERY
@@ -84,7 +85,6 @@ def _ticket_or_404(request, ticket_id):
 @require_GET
 def ticket_detail(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
-    from sundry.tickets.desk import canned_replies
 
     return render(request, "tickets/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
@@ -186,8 +186,6 @@ def ticket_update(request, ticket_id):
 @require_POST
 def attention_clear(request, ticket_id):
     """Staff looked at what the customer flagged."""
-    from sundry.portal.services import flags_resolve
-
     ticket = _ticket_or_404(request, ticket_id)
     flags_resolve(ticket=ticket, user=request.user)
     return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sundry.agent.schemas import Message, ModelRequest
 from sundry.context import render
 from sundry.evals import benchmarks, importers
+from sundry.tooling.messages import Message, ModelRequest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
