@@ -35,6 +35,8 @@ class LedgerData:
     archived: bool = False
     # Used as an argument of a tool call (not merely seen in a result).
     used: bool = False
+    # What it is ("Air Fryer 5.5L · delivered"), built by code from the result that described it.
+    description: str = ""
 
 
 def next_role(base: str, taken: set[str]) -> str:
