@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent.tools.base import Tool
+from sundry.agent import consent
+from sundry.agent.tools.base import REGISTRY, Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 
 LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
@@ -42,12 +43,17 @@ class GuardInput:
     approval_rules: dict = field(default_factory=dict)
     approved: bool = False
     lookup_tools: frozenset[str] = LOOKUP_TOOLS
+    # The conversation the request showed (customer messages and staff notes), for the consent
+    # guard; None when the caller has none to judge by (the harness' ID checks).
+    said: tuple[consent.Said, ...] | None = None
+    # Current state fields: name → (value, confirmed).
+    state: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, repeat, approval (the loop adds duplicate)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, consent, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -224,6 +230,24 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
+    """An irreversible action runs without staff only on a request for it (see agent.consent)."""
+    action = inp.tool.consent_action
+    if not action or inp.said is None:
+        return None
+    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in ("order", "item")]
+    entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
+                for e in inp.ledger]
+    done = [consent.Done(t.consent_action, a.target, a.turn) for a in inp.actions
+            if (t := REGISTRY.get(a.tool)) is not None and t.consent_action]
+    verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
+                                    done=done, state=inp.state)
+    if verdict.ok:
+        return None
+    return GuardVerdict("hold", "consent", f"{verdict.reason} Do not retry it; tell the customer a member of staff "
+                        "will look at it.", args, {**verdict.details, "action": action, "target": target})
+
+
 def approval_limit(rule: dict, currency: str) -> int | None:
     """The amount (minor units) above which a call needs approval; None: always.
 
@@ -253,7 +277,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
         if verdict:
             return verdict
         if not inp.approved:
-            verdict = _check_held(inp, args)
+            verdict = _check_consent(inp, args) or _check_held(inp, args)
             if verdict:
                 return verdict
     return GuardVerdict("allow", "", "", args, {})
