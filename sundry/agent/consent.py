@@ -28,12 +28,15 @@ ACTIONS = {
 }
 NOUN = {"refund": "refund", "cancel": "cancellation", "return": "return", "replace": "replacement"}
 _PHRASES = {
-    "refund": re.compile(r"\b(?:money|cash)\s+back\b|\bpay\s+me\s+back\b|\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur|gbp|dollars?|euros?|pounds?|rupees?)?\s+back\b|\bcredit\s+(?:it\s+|me\s+)?back\b", re.I),
+    "refund": re.compile(r"\b(?:money|cash)\s+back\b|\bpay\s+me\s+back\b|\bcredit\s+(?:it\s+|me\s+)?back\b", re.I),
     "cancel": re.compile(r"\bcall\s+(?:it\s+)?off\b|\bdon'?t\s+(?:ship|send)\s+it\b", re.I),
     "return": re.compile(r"\b(?:send|ship|take|give)\s+(?:it|them|this|that|these)\s+back\b", re.I),
     "replace": re.compile(r"\b(?:a\s+)?new\s+one\b|\banother\s+one\b", re.I),
 }
 
+# An amount asked for back or off ("I'd like 40 USD back", "I'll keep it for 40 off"): a refund asked for.
+_AMOUNT_ASK = re.compile(r"(?:[$€£₹]\s*)?\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur|gbp|dollars?|euros?|pounds?|rupees?|bucks)?"
+                         r"\s+(?:back|off)\b", re.I)
 _SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 _NEGATION = re.compile(
@@ -156,7 +159,7 @@ def _mentions(sentence: str, action: str) -> int | None:
     for m in _WORD.finditer(low):
         if _action_word(m.group(0), action):
             return m.start()
-    m = _PHRASES[action].search(low)
+    m = _PHRASES[action].search(low) or (_AMOUNT_ASK.search(low) if action == "refund" else None)
     return m.start() if m else None
 
 
@@ -197,7 +200,7 @@ def sentence_kind(sentence: str, action: str) -> str | None:
         return "status"
     if question and _STATUS_WORDS.search(low) and not asks:
         return "status"
-    if asks:
+    if asks or (action == "refund" and _AMOUNT_ASK.search(low)):
         return "request"
     # An imperative: the sentence opens with the action ("Refund the air fryer order.", "cancel SU-1").
     first = _words(low)[:2]

@@ -169,3 +169,9 @@ def test_a_confirmed_resolution_on_the_confirmed_order_is_consent_an_inferred_on
     assert not consent("refund", [CHARGER], [], state=state).ok
     assert not consent("refund", [FRYER], [], state={"resolution": ("refund", False), "order_number": (FRYER, True)}).ok
     assert not consent("cancel", [FRYER], [], state=state).ok
+
+
+def test_an_amount_asked_back_or_off_is_a_refund_request():
+    assert sentence_kind("The table leg from SU-25386 is scratched; I'll keep it for 40 off.", "refund") == "request"
+    assert sentence_kind("I'd like $40 back.", "refund") == "request"
+    assert sentence_kind("Did I get the 40 back?", "refund") == "status"
