@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import guards
+from sundry.agent import consent, guards
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
@@ -479,6 +479,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
+        said=consent.said_from(assembled.said), state=consent.state_from(snap.state),
     )
 
 

@@ -35,7 +35,7 @@ def current_summary(ticket) -> Summary | None:
 
 
 RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement")
-LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call")
+LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description")
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
@@ -139,8 +139,8 @@ def snapshot_from(ticket, read: SnapshotRead, sets: list) -> LaneSnapshot | None
     ]
     snap.ledger = [
         LedgerData(role=role, value=value, kind=kind, verified=bool(verified), first_seen_turn=first,
-                   last_used_turn=last, note=note, used=bool(used))
-        for role, value, kind, verified, first, last, note, used in got["ledger"]
+                   last_used_turn=last, note=note, used=bool(used), description=description)
+        for role, value, kind, verified, first, last, note, used, description in got["ledger"]
     ]
     snap.state = [
         StateFieldData(name=name, value=value, turn=turn, source=source, confirmed=bool(confirmed))

@@ -48,9 +48,9 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
 
 
 _LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
-               "note")
+               "note", "description")
 _LEDGER_NEW = ("ticket", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn",
-               "last_used_turn", "source", "note", "version")
+               "last_used_turn", "source", "note", "version", "description")
 
 
 def _later(column: str) -> str:
@@ -71,6 +71,7 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     changes and eviction are worked out in memory.
     """
     from sundry.agent.tools.base import id_owners, iter_ids
+    from sundry.agent.tools.declarations import descriptions
 
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
     if not found:
@@ -83,7 +84,8 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         rows = _rows_from(read)
         owners = id_owners(result)
         plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
-                                    notes={v: f"of {o}" for v, o in owners.items()})
+                                    notes={v: f"of {o}" for v, o in owners.items()},
+                                    descriptions=descriptions(result))
 
         writes = _plan_writes(ticket.pk, plan, turn=turn, source=tool_name)
         # With the version bump, sent with the transaction's next statement (or its commit).
@@ -116,7 +118,7 @@ def _plan_writes(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source
         params = []
         for r in plan.new:  # a new row that leaves at once is inserted archived
             params += [ticket_id, r.value, r.role, r.kind, status[r.active], r.verified, False, turn, turn, source,
-                       r.note, 1 if r.active else 2]
+                       r.note, 1 if r.active else 2, r.description]
         writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(plan.new), returning=()), params))
     for group, sets in ((plan.seen_again, ""), (plan.restored, f"{c('status')} = %s, ")):
         if group:
@@ -128,6 +130,8 @@ def _plan_writes(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source
         writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
                        f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
                        [r.role, Status.ACTIVE, True, turn, turn, r.id]))
+    for r in plan.described:  # a later result says what the ID is now (an order cancelled)
+        writes.append((f"UPDATE {t} SET {c('description')} = %s WHERE {c('id')} = %s", [r.description, r.id]))
     archived = [r.id for r in plan.evicted if r.id is not None]
     if archived:
         match, ids = sql.one_of(archived)
@@ -165,8 +169,8 @@ def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
 def _rows_from(read) -> dict[str, harvest.LedgerRow]:
     active = LedgerEntry.Status.ACTIVE
     return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
-                                     used=used_in_call, order=pk, note=note, id=pk)
-            for pk, value, role, kind, status, verified, used_in_call, first, last, note in read}
+                                     used=used_in_call, order=pk, note=note, id=pk, description=description)
+            for pk, value, role, kind, status, verified, used_in_call, first, last, note, description in read}
 
 
 def _archive(ids: list[int]) -> None:

@@ -13,7 +13,7 @@ from sundry.agent.schemas import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
-from sundry.shop.models import Refund
+from sundry.shop.models import Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
@@ -35,6 +35,8 @@ def shop():
     # Two real orders one character apart: a mutation of one names the other
     # (another customer's, so the refund would land on someone else's order).
     first = paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
+    # What the customer calls it: the consent guard matches their words against the ledger's description.
+    Product.objects.filter(pk=first.items.order_by("pk").first().product_id).update(name="Countertop Blender 1200W")
     second = paid_order(customer=CustomerFactory(), number="SU-10481", prices=(5000,))
     tclass = TicketClassFactory(approval_rules={})
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Broken blender")
