@@ -138,7 +138,8 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
 def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
     for rule in inp.rules:
         if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()):
-            reason = (f'Pinned rule from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
+            what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
+            reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
                       f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
             return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
     return None

@@ -21,6 +21,8 @@ class RuleData:
     source: str = "customer"
     # e.g. {"block_tools": ["send_email"]}
     enforcement: dict[str, Any] = field(default_factory=dict)
+    # False for a candidate: flagged, enforced (fail-safe), not yet confirmed by staff.
+    confirmed: bool = True
 
 
 @dataclass(frozen=True)

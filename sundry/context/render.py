@@ -39,6 +39,8 @@ HEADINGS = {"system": SYSTEM_HEADING, "rules": RULES_HEADING, "ledger": LEDGER_H
             "state": STATE_HEADING, "summary": SUMMARY_HEADING}
 
 NO_RULES = "(no rules pinned for this ticket)"
+# A candidate rule: flagged from someone's words, in force until staff dismiss it.
+UNCONFIRMED = "unconfirmed, in force until staff decide"
 NO_IDS = "(no identifiers recorded yet)"
 NO_STATE = "(nothing established yet)"
 LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status | what it is"
@@ -124,6 +126,8 @@ def render_system_prompt(class_policy: str) -> str:
 def _rule_line(n: int, rule: RuleData) -> str:
     scope = f"{rule.scope} {rule.scope_ref}".strip()
     line = f'{n}. "{rule.text}" — turn {rule.turn}; scope {scope}; stated by {rule.source}'
+    if not rule.confirmed:
+        line += f"; {UNCONFIRMED}"
     blocked = (rule.enforcement or {}).get("block_tools") or []
     if blocked:
         line += f"; blocks tools: {', '.join(blocked)}"
@@ -142,7 +146,7 @@ def render_rules(rules: list[RuleData], cap_tokens: int | None = None) -> str:
 
 _RULE_LINE = re.compile(
     r'^\d+\. "(?P<text>.*?)" — turn (?P<turn>\d+); scope (?P<scope>[^;\n]*); stated by (?P<source>[^;\n]*)'
-    r"(?:; blocks tools: (?P<blocks>[^\n]*))?$",
+    r"(?P<unconfirmed>; unconfirmed[^;\n]*)?(?:; blocks tools: (?P<blocks>[^\n]*))?$",
     re.M | re.S,
 )
 
@@ -153,13 +157,15 @@ class ParsedRule:
     turn: int
     scope: str
     block_tools: tuple[str, ...] = ()
+    confirmed: bool = True
 
 
 def parse_rules(block: str) -> list[ParsedRule]:
     out = []
     for m in _RULE_LINE.finditer(block or ""):
         blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
-        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks))
+        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks,
+                              confirmed=not m.group("unconfirmed")))
     return out
 
 
