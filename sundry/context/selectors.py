@@ -34,7 +34,7 @@ def current_summary(ticket) -> Summary | None:
     return once(("current_summary", ticket.pk), lambda: Summary.objects.filter(ticket=ticket, is_current=True).first())
 
 
-RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement")
+RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement", "status")
 LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description")
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency")
@@ -54,7 +54,8 @@ def _reads() -> dict[str, tuple]:
         # them, so a caller comparing versions later sees a change and reads afresh.
         "version": (Ticket, ("version",), "id = %s", (), ""),
         "summary": (Summary, SUMMARY, "ticket_id = %s AND is_current", ("-covers_through_turn",), "LIMIT 1"),
-        "rules": (PinnedRule, RULE, "ticket_id = %s AND status = %s", ("turn", "id"), ""),
+        # Candidates too: a flagged rule is enforced until staff dismiss it (fail-safe).
+        "rules": (PinnedRule, RULE, "ticket_id = %s AND status IN (%s, %s)", ("turn", "id"), ""),
         "ledger": (LedgerEntry, LEDGER, "ticket_id = %s AND status = %s", ("first_seen_turn", "id"), ""),
         "state": (StateValue, STATE, "ticket_id = %s AND is_current", ("name", "id"), ""),
         "actions": (ActionTaken, ACTION, "ticket_id = %s", ("turn", "id"), ""),
@@ -97,7 +98,7 @@ def snapshot_read(ticket_id: int, key: tuple | None, *, with_turns: bool = True)
     cached = turn_cache.get(key) if key else []
     known = cached[-1].number if cached else 0
     reads = [("version", [pk])] + ([("turns", [pk, known, pk])] if with_turns else []) + [
-        ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
+        ("summary", [pk]), ("rules", [pk, PinnedRule.Status.ACTIVE, PinnedRule.Status.CANDIDATE]), ("ledger", [pk, LedgerEntry.Status.ACTIVE]),
         ("state", [pk]), ("actions", [pk]), ("money", [pk]), ("questions", [pk])]
     return SnapshotRead(reads=[(*statements[n], p) for n, p in reads], names=[n for n, _ in reads], key=key,
                         cached=cached)
@@ -134,8 +135,9 @@ def snapshot_from(ticket, read: SnapshotRead, sets: list) -> LaneSnapshot | None
         version=got["version"][0][0] if got["version"] else None,
     )
     snap.rules = [
-        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=sql.json_value(enf, {}))
-        for i, text, turn, scope, ref, source, enf in got["rules"]
+        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=sql.json_value(enf, {}),
+                 confirmed=status == PinnedRule.Status.ACTIVE)
+        for i, text, turn, scope, ref, source, enf, status in got["rules"]
     ]
     snap.ledger = [
         LedgerData(role=role, value=value, kind=kind, verified=bool(verified), first_seen_turn=first,

@@ -25,7 +25,7 @@ from sundry.context.models import (
     Source,
     StateValue,
 )
-from sundry.context.rules import candidate_rules, infer_enforcement
+from sundry.context.rules import RuleRefused, candidate_rules, check_scope, infer_enforcement, plan_pin
 from sundry.context.statefields import StateValueInvalid, validate_field
 from sundry.core import sql
 from sundry.live.events import ticket_changed
@@ -339,18 +339,25 @@ def rule_pin(
     *, ticket, text: str, turn: int, source: str, scope: str = "ticket", scope_ref: str = "", user=None,
     stated_turn: int | None = None,
 ) -> PinnedRule:
-    """Pin a rule in force. If the classifier already flagged the same sentence, activate that candidate."""
+    """Pin a rule. Staff (or a customer's own statement) put it in force, activating the candidate
+    the classifier flagged for the same sentence; the model adds restrictions only, within its
+    authority (`rules.plan_pin`), and its own new rules stay candidates until staff confirm them."""
     text = (text or "").strip()
     if not text:
         raise StateValueInvalid("A rule needs its text.")
-    if scope not in PinnedRule.Scope.values:
-        raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
     with transaction.atomic():
         rule = PinnedRule.objects.select_for_update().filter(ticket=ticket, text=text).first()
+        try:
+            scope_ref = check_scope(scope, scope_ref, orders=_verified_orders(ticket) if scope == "order" else set())
+            if rule is not None:
+                rule.confirmed = rule.changed_by_id is not None
+            plan = plan_pin(rule, source=source, scope=scope, scope_ref=scope_ref)
+        except RuleRefused as exc:
+            raise StateValueInvalid(str(exc)) from exc
         if rule is None:
             rule = PinnedRule(ticket=ticket, text=text, turn=stated_turn or turn, source=source)
-        rule.status = PinnedRule.Status.ACTIVE
-        rule.scope, rule.scope_ref = scope, scope_ref
+        rule.status = plan.status
+        rule.scope, rule.scope_ref = plan.scope, plan.scope_ref
         rule.enforcement = rule.enforcement or infer_enforcement(text)
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version = (rule.version or 0) + 1
@@ -375,9 +382,11 @@ def rule_decide(
         if statuses[decision]:
             rule.status = statuses[decision]
         if scope:
-            if scope not in PinnedRule.Scope.values:
-                raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
-            rule.scope, rule.scope_ref = scope, scope_ref or ""
+            try:
+                ref = check_scope(scope, scope_ref or "", orders=_verified_orders(ticket) if scope == "order" else set())
+            except RuleRefused as exc:
+                raise StateValueInvalid(str(exc)) from exc
+            rule.scope, rule.scope_ref = scope, ref
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version += 1
         rule.save()
@@ -386,13 +395,20 @@ def rule_decide(
     return rule
 
 
+def _verified_orders(ticket) -> set[str]:
+    """The orders a rule may be scoped to: those a tool returned on this ticket."""
+    return set(LedgerEntry.objects.filter(ticket=ticket, kind="order", verified=True).values_list("value", flat=True))
+
+
 def rules_carry_customer_scope(*, ticket) -> int:
-    """Copy the customer's active customer-scoped rules from their other tickets onto a new one."""
+    """Copy the customer's active customer-scoped rules from their other tickets onto a new one.
+
+    A rule the model pinned carries only once staff confirmed it (a staff member changed it)."""
     seen = set(PinnedRule.objects.filter(ticket=ticket).values_list("text", flat=True))
     made = 0
     for rule in PinnedRule.objects.filter(
         ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
-    ).exclude(ticket=ticket).order_by("id"):
+    ).exclude(ticket=ticket).exclude(source__in=("model", "summariser"), changed_by__isnull=True).order_by("id"):
         if rule.text in seen:
             continue
         seen.add(rule.text)

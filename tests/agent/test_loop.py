@@ -159,7 +159,8 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     assert candidate.text == stated and candidate.status == "candidate" and candidate.turn == 4
     run(ticket, call("pin_constraint", text=stated), reply("Noted."))
     rule = PinnedRule.objects.get(ticket=ticket)
-    assert rule.status == "active" and rule.turn == 4 and rule.text == stated
+    # The model's pin adds no authority: the customer's flagged sentence stays a candidate, enforced.
+    assert rule.status == "candidate" and rule.turn == 4 and rule.text == stated
     assert rule.enforcement == {"block_tools": ["send_email"]}
     while ticket.last_turn_number < 29:
         turn_append(ticket=ticket, author="customer", text="More details about the lid.")
