@@ -117,12 +117,15 @@ def ticket_post(request, ticket_id):
 @login_required
 @require_POST
 def attention_clear(request, ticket_id):
-    """Staff looked at what the customer flagged."""
+    """Staff looked at what the customer flagged, or followed up as the agent promised."""
     from sundry.portal.services import flags_resolve
+    from sundry.tickets.attention import follow_up_resolve
 
     ticket = _ticket_or_404(request, ticket_id)
-    flags_resolve(ticket=ticket, user=request.user)
-    return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
+    followed = follow_up_resolve(ticket=ticket, user=request.user)
+    flagged = flags_resolve(ticket=ticket, user=request.user)
+    message = "Flag marked as handled." if flagged or not followed else "Follow-up marked as handled."
+    return _answer(request, ticket, panels=("head",), message=message)
 
 
 # --- held actions ----------------------------------------------------------------------------

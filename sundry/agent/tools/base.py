@@ -94,6 +94,9 @@ class Tool:
     # Local tools change Sundry's own lanes (pin a rule, label an entity)
     # rather than the shop.
     local: bool = False
+    # What the customer must have asked for before this runs without staff
+    # ("refund", "cancel", "return", "replace"; see agent.consent). None: no consent needed.
+    consent_action: str | None = None
 
     def spec(self) -> dict:
         return {"name": self.name, "description": self.description, "parameters": self.args_model.model_json_schema()}
@@ -107,7 +110,10 @@ REGISTRY: dict[str, Tool] = {}
 
 
 def register(tool: Tool) -> Tool:
+    from sundry.agent.tools.declarations import check_declarations
+
     if tool.name in REGISTRY:
         raise ValueError(f"tool {tool.name} registered twice")
+    check_declarations(tool.result_model)
     REGISTRY[tool.name] = tool
     return tool
