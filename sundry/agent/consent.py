@@ -37,7 +37,8 @@ _PHRASES = {
 # An amount asked for back or off ("I'd like 40 USD back", "I'll keep it for 40 off"): a refund asked for.
 _AMOUNT_ASK = re.compile(r"(?:[$€£₹]\s*)?\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur|gbp|dollars?|euros?|pounds?|rupees?|bucks)?"
                          r"\s+(?:back|off)\b", re.I)
-_SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
+# A full stop between digits ("40.00") or inside an ID ends no sentence.
+_SENTENCES = re.compile(r"(?:[^.!?\n]|\.(?=\w))+[.!?]*")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 _NEGATION = re.compile(
     r"\b(?:don'?t|dont|do\s+not|never|no|not|no\s+longer|without|rather\s+than|instead\s+of|stop|hold\s+off(?:\s+on)?|"
@@ -212,7 +213,7 @@ def sentence_kind(sentence: str, action: str) -> str | None:
     return "mention"
 
 
-def _sentences(text: str) -> list[str]:
+def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.findall(text or "") if s.strip()]
 
 
@@ -286,22 +287,24 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
     last: tuple[str, Said, str] | None = None  # (kind, message, which entity) of the newest sentence that counts
     previous_names = "none"
     for message in said:
-        sentences = _sentences(message.text)
-        message_names = {_names(s, targets, entities) for s in sentences} - {"none"}
-        for s in sentences:
+        parts = sentences(message.text)
+        message_names = {_names(s, targets, entities) for s in parts} - {"none"}
+        for s in parts:
             kind = sentence_kind(s, action)
             if kind is None or kind == "mention":
                 continue
             names = _names(s, targets, entities)
             if names == "none":
-                # "Please refund 40 USD." after "The air fryer arrived cracked.": the message's (or the
-                # customer's previous message's) one entity.
+                # "Please refund 40 USD." after "The air fryer arrived cracked.": the message's one
+                # entity, else the one the customer last named (messages naming nothing, such as
+                # "phone only", do not change what the conversation is about).
                 context = message_names if message_names else {previous_names}
                 names = context.pop() if len(context) == 1 else ("none" if not context else "several")
             last = (kind, message, names)
         if message.author == "customer":
             names_here = message_names - {"all"}
-            previous_names = names_here.pop() if len(names_here) == 1 else ("none" if not names_here else "several")
+            if names_here:
+                previous_names = names_here.pop() if len(names_here) == 1 else "several"
 
     if last is None:
         return ConsentVerdict(False, f"Nothing in the recent conversation asks for a {noun} on {on}. "
