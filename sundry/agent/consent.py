@@ -5,7 +5,9 @@ run on an entity when, in what the request showed the model, the customer (or
 staff, in a note) asked for *that action* on *that entity* — naming it by ID
 or by words of its ledger description ("the air fryer") — and nothing has
 carried that request out since; or when a confirmed state field says so (the
-resolution wanted, on the confirmed order). Otherwise the call is held for
+resolution wanted, on the confirmed order). A request naming nothing ("refund
+40.00 USD please") is about the entity the customer last named, or, when no
+message in the request names one (it was compacted away), the order in state. Otherwise the call is held for
 staff with a plain reason. A question about an action ("is the refund done?")
 is not a request for one; "don't refund it" withdraws one; "refund all my
 orders" is for staff to decide order by order.
@@ -60,12 +62,13 @@ _PAST_STATEMENT = re.compile(
 _BLANKET = re.compile(r"\b(?:all|every|each|both)\s+(?:of\s+)?(?:my|the|these|those|our)?\s*(?:orders?|items?|purchases?|things?)\b"
                       r"|\beverything\b", re.I)
 _ID_TOKEN = re.compile(r"\b[A-Za-z]{1,5}[-_]?[A-Za-z0-9]*\d[A-Za-z0-9\-_]*\b")
-# Words of a description that say nothing about which thing it is.
+# Words of a description that say nothing about which thing it is (currency codes included: a
+# refund's description names its amount).
 _GENERIC = frozenset("""
     a an and the of for with in on to by set pack pair pairs pc pcs piece pieces panels panel large small medium mini
     pro plus max black white grey gray blue red green double single new order item items parcel payment refund return
     issued delivered placed shipped cancelled canceled in_transit processing pending requested captured lost delayed
-    replacement offered cm mm m l w kg
+    replacement offered cm mm m l w kg usd eur gbp inr
 """.split())
 
 
@@ -168,7 +171,8 @@ def _distinctive(description: str) -> set[str]:
     """The words that pick a thing out: product words, not statuses, sizes or filler."""
     what = (description or "").split(" · ")[0]
     return {_stem(w) for w in _words(what)
-            if len(w) >= 3 and w not in _GENERIC and not re.fullmatch(r"[\d.,x×\-\"']+[a-z]{0,3}", w)}
+            if len(w) >= 3 and w not in _GENERIC and not re.fullmatch(r"[\d.,x×\-\"']+[a-z]{0,3}", w)
+            and not re.fullmatch(r"[a-z]+[-_]\d{3,}", w)}  # an ID ("su-25386") is matched as an ID, not as a word
 
 
 def _score(words: list[str], entity: Entity) -> float:
@@ -285,7 +289,10 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
         return ConsentVerdict(True, evidence="confirmed state: resolution and order_number")
 
     last: tuple[str, Said, str] | None = None  # (kind, message, which entity) of the newest sentence that counts
-    previous_names = "none"
+    # Before anything the request's messages name, the case is about the order in state (it
+    # outlives a compaction of the message that named it). Only context: the request itself
+    # must still be in the request's messages.
+    previous_names = ("target" if order in targets else "other") if order else "none"
     for message in said:
         parts = sentences(message.text)
         message_names = {_names(s, targets, entities) for s in parts} - {"none"}

@@ -123,6 +123,23 @@ def test_a_request_without_an_entity_takes_the_one_the_message_or_previous_messa
     assert not consent("refund", [FRYER], said).ok
 
 
+def test_a_request_after_messages_naming_nothing_takes_the_entity_named_before_them():
+    said = customer("My air fryer is cracked.", "Please never email me, phone only.", "A refund of 40.00 USD please.")
+    assert consent("refund", [FRYER], said).ok
+    assert not consent("refund", [CHARGER], said).ok
+
+
+def test_a_request_naming_nothing_after_compaction_takes_the_order_in_state():
+    said = customer("I'd like a refund of 19.00 GBP for the damage, I'll keep it.", start=11)
+    assert not consent("refund", [FRYER], said).ok  # nothing says which order
+    state = {"order_number": (FRYER, False)}
+    assert consent("refund", [FRYER], said, state=state).ok
+    assert not consent("refund", [CHARGER], said, state=state).ok
+    # What the request's messages name wins over state; and state alone asks for nothing.
+    assert not consent("refund", [FRYER], customer("Refund the lamp please."), state=state).ok
+    assert not consent("refund", [FRYER], customer("Where is my parcel?"), state=state).ok
+
+
 def test_refund_all_my_orders_is_held():
     verdict = consent("refund", [FRYER], customer("Refund all my orders."))
     assert not verdict.ok and verdict.details["why"] == "blanket"
