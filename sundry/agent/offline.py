@@ -911,7 +911,8 @@ def do_status(v: RequestView, kind: str) -> Decision:
 
 
 def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
-    """record_fact calls for what the latest message establishes: the issue, the remedy asked for, an amount."""
+    """record_fact calls for what the latest message establishes: the issue, the remedy asked for, an amount,
+    and the order they are about."""
     latest = v.latest or ""
     wanted = []
     issue = next((r for rx, r in _REASONS if rx.search(latest)), None)
@@ -923,6 +924,9 @@ def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
         wanted.append(remember(v, "resolution", _RESOLUTION[intent]))
         if intent == "refund" and (amount := _explicit_amount(v, latest_only=True)):
             wanted.append(remember(v, "amount", render.format_money(*amount), stated=True))
+    if wanted and kind_of(order) == "order":
+        # Which order the case is about: the issue and the remedy above are about it.
+        wanted.append(remember(v, "order_number", order))
     calls = [c for c in wanted if c]
     return Decision(call=calls[0], more=calls[1:]) if calls else None
 

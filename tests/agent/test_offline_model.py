@@ -529,7 +529,8 @@ def test_issue_and_requested_remedy_are_recorded_before_acting():
     first = model.complete(req)
     facts = {c.arguments["name"]: c.arguments["value"] for c in first.tool_calls}
     assert all(c.name == "record_fact" for c in first.tool_calls)
-    assert facts == {"issue": f"Item arrived damaged — order {ORDER}", "resolution": "refund", "amount": "40.00 USD"}
+    assert facts == {"issue": f"Item arrived damaged — order {ORDER}", "resolution": "refund", "amount": "40.00 USD",
+                     "order_number": ORDER}
     for c in first.tool_calls:
         st.__dict__  # the values validate as the state fields do
         from sundry.context.statefields import validate_field
