@@ -199,13 +199,14 @@ def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(s
     assert turns(ticket, author="agent", kind="message")[-1].text.startswith("Could you")
 
 
-def test_model_failures_are_retried_then_surfaced_to_staff(shop, monkeypatch):
-    monkeypatch.setattr("sundry.agent.step.time.sleep", lambda s: None)
+def test_a_model_failure_is_surfaced_to_staff(shop):
+    # The gateway's call holds its own retries (the provider SDK's); a failure that comes out
+    # of it is final for this step: one request, then an error turn and the attention flag.
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Hello?")
     down = ModelCallError("HTTP 503 from provider", retryable=True)
     model = run(ticket, down, down, down)
-    assert len(model.requests) == 3
+    assert len(model.requests) == 1
     error = turns(ticket, kind=Turn.Kind.ERROR)[-1]
     assert "could not be reached" in error.text
     ticket.refresh_from_db()
