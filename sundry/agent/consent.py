@@ -61,6 +61,8 @@ _PAST_STATEMENT = re.compile(
     re.I)
 _BLANKET = re.compile(r"\b(?:all|every|each|both)\s+(?:of\s+)?(?:my|the|these|those|our)?\s*(?:orders?|items?|purchases?|things?)\b"
                       r"|\beverything\b", re.I)
+_CORRECTION = re.compile(r"\bi\s+meant\b|\bmeant\s+to\s+(?:say|write|type)\b|\bsorry,?\s+(?:it'?s|it\s+is|that'?s|that\s+should\s+be)\b"
+                         r"|\b(?:it|that)\s+should\s+(?:be|have\s+been)\b|\bwrong\s+(?:order\s+)?number\b", re.I)
 _ID_TOKEN = re.compile(r"\b[A-Za-z]{1,5}[-_]?[A-Za-z0-9]*\d[A-Za-z0-9\-_]*\b")
 # Words of a description that say nothing about which thing it is (currency codes included: a
 # refund's description names its amount).
@@ -298,6 +300,11 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
         message_names = {_names(s, targets, entities) for s in parts} - {"none"}
         for s in parts:
             kind = sentence_kind(s, action)
+            if kind is None and last is not None and last[0] == "request" and last[1].author == message.author \
+                    and _CORRECTION.search(s) and (names := _names(s, targets, entities)) in ("target", "other"):
+                # "Sorry, I meant SU-20240." right after a request: the same request, on the entity meant.
+                last = ("request", message, names)
+                continue
             if kind is None or kind == "mention":
                 continue
             names = _names(s, targets, entities)

@@ -140,6 +140,15 @@ def test_a_request_naming_nothing_after_compaction_takes_the_order_in_state():
     assert not consent("refund", [FRYER], customer("Where is my parcel?"), state=state).ok
 
 
+def test_a_correction_carries_the_request_to_the_entity_meant():
+    said = customer(f"Please refund 8.00 USD on order {CHARGER[:-1]}0, it arrived damaged.", "Hmm, let me check.",
+                    f"Sorry, I meant {FRYER}.")
+    assert consent("refund", [FRYER], said).ok
+    assert not consent("refund", [CHARGER], said).ok
+    # A correction after no request asks for nothing.
+    assert not consent("refund", [FRYER], customer(f"Where is {CHARGER}?", f"Sorry, I meant {FRYER}.")).ok
+
+
 def test_refund_all_my_orders_is_held():
     verdict = consent("refund", [FRYER], customer("Refund all my orders."))
     assert not verdict.ok and verdict.details["why"] == "blanket"
