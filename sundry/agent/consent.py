@@ -177,14 +177,15 @@ def _distinctive(description: str) -> set[str]:
             and not re.fullmatch(r"[a-z]+[-_]\d{3,}", w)}  # an ID ("su-25386") is matched as an ID, not as a word
 
 
+def _matched(words: list[str], entity: Entity) -> set[str]:
+    """The entity's product words the words name."""
+    return {w for w in _distinctive(entity.description)
+            if any(_stem(x) == w or (len(w) >= 5 and _close(_stem(x), w)) for x in words)}
+
+
 def _score(words: list[str], entity: Entity) -> float:
     """How strongly the words describe the entity: a point per product word (half for short ones)."""
-    wanted = _distinctive(entity.description)
-    score = 0.0
-    for w in wanted:
-        if any(_stem(x) == w or (len(w) >= 5 and _close(_stem(x), w)) for x in words):
-            score += 1.0 if len(w) >= 4 else 0.5
-    return score
+    return sum(1.0 if len(w) >= 4 else 0.5 for w in _matched(words, entity))
 
 
 # --- what a sentence does ------------------------------------------------------------------------
@@ -247,8 +248,12 @@ def _names(sentence: str, target: set[str], entities: list[Entity]) -> str:
     best = max(scores.values(), default=0.0)
     if best <= 0:
         return "none"
-    # Every entity a full product word names ("the air fryer and the lamp": both), else the best match.
+    # Every entity a full product word names ("the air fryer and the lamp": both), else the best match;
+    # one whose named words another's include is not meant ("USB-C cable" names the cable, not the
+    # USB-C charger).
     top = {v for v, s in scores.items() if s >= 1.0} or {v for v, s in scores.items() if s == best}
+    named = {e.value: _matched(words, e) for e in entities if e.value in top}
+    top = {v for v in top if not any(named[v] < named[o] for o in top if o != v)}
     if top <= target:
         return "target"
     return "several" if top & target else "other"

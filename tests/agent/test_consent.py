@@ -149,6 +149,13 @@ def test_a_correction_carries_the_request_to_the_entity_meant():
     assert not consent("refund", [FRYER], customer(f"Where is {CHARGER}?", f"Sorry, I meant {FRYER}.")).ok
 
 
+def test_words_naming_one_product_fully_are_not_about_another_sharing_one_of_them():
+    entities = ENTITIES + [Entity("SU-24970", "order", "USB-C Cable 2m (2 pack) · delivered")]
+    said = customer("The USB-C Cable 2m (2 pack) stopped working. Please refund 7.00 GBP on that order.")
+    assert check_consent(action="refund", target=["SU-24970"], said=said, entities=entities).ok
+    assert not check_consent(action="refund", target=[CHARGER], said=said, entities=entities).ok
+
+
 def test_refund_all_my_orders_is_held():
     verdict = consent("refund", [FRYER], customer("Refund all my orders."))
     assert not verdict.ok and verdict.details["why"] == "blanket"
