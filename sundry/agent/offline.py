@@ -86,6 +86,8 @@ _INTENTS = [
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
 _HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
+# "Keep the Stand Mixer order": the one order the earlier request is not about.
+_KEEP = re.compile(r"\bkeep\b|\bstill want\b|\bleave (?:it|that|the)\b", re.I)
 _THANKS = re.compile(r"\b(?:thanks|thank you|cheers|perfect|great|that's all)\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUM = r"\d[\d,]*(?:\.\d{1,2})?"
@@ -446,7 +448,7 @@ def _intent(v: RequestView) -> str | None:
     # A short answer ("it's SU-20481", "the blender") continues the request before it — never a
     # question of its own ("Could you check SU-20212 too?") or thanks, and an action only when the
     # earlier message asked for it.
-    if latest.rstrip().endswith("?") or (_THANKS.search(latest) and not find_ids(latest)):
+    if latest.rstrip().endswith("?") or (_THANKS.search(latest) and not find_ids(latest)) or _KEEP.search(latest):
         return None
     if find_ids(latest) or v.last_agent_asked() or _product_match(v, latest):
         earlier = next(((i, t) for t in v.customer_texts()[1:] if (i := intent_of(t))), None)
