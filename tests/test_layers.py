@@ -23,7 +23,7 @@ LAYERS = [
     ("pushes to watchers", ["sundry.live.events"]),
     ("the version rule", ["sundry.tickets.versions"]),
     ("lanes", ["sundry.context"]),
-    ("ticket services", ["sundry.tickets.services"]),
+    ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
     ("the agent", ["sundry.agent"]),
     ("compaction", ["sundry.compaction"]),
     ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live"]),

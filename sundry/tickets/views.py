@@ -24,6 +24,7 @@ from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
+from sundry.tickets.attention import follow_up_resolve
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
@@ -185,10 +186,12 @@ def ticket_update(request, ticket_id):
 @login_required
 @require_POST
 def attention_clear(request, ticket_id):
-    """Staff looked at what the customer flagged."""
+    """Staff looked at what the customer flagged, or followed up as the agent promised."""
     ticket = _ticket_or_404(request, ticket_id)
-    flags_resolve(ticket=ticket, user=request.user)
-    return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
+    followed = follow_up_resolve(ticket=ticket, user=request.user)
+    flagged = flags_resolve(ticket=ticket, user=request.user)
+    message = "Flag marked as handled." if flagged or not followed else "Follow-up marked as handled."
+    return _answer(request, ticket, panels=("head",), message=message)
 
 
 # --- held actions ----------------------------------------------------------------------------

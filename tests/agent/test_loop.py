@@ -12,7 +12,7 @@ from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
-from sundry.shop.models import Refund
+from sundry.shop.models import Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
@@ -35,6 +35,8 @@ def shop():
     # Two real orders one character apart: a mutation of one names the other
     # (another customer's, so the refund would land on someone else's order).
     first = paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
+    # What the customer calls it: the consent guard matches their words against the ledger's description.
+    Product.objects.filter(pk=first.items.order_by("pk").first().product_id).update(name="Countertop Blender 1200W")
     second = paid_order(customer=CustomerFactory(), number="SU-10481", prices=(5000,))
     tclass = TicketClassFactory(approval_rules={})
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Broken blender")
@@ -157,7 +159,8 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     assert candidate.text == stated and candidate.status == "candidate" and candidate.turn == 4
     run(ticket, call("pin_constraint", text=stated), reply("Noted."))
     rule = PinnedRule.objects.get(ticket=ticket)
-    assert rule.status == "active" and rule.turn == 4 and rule.text == stated
+    # The model's pin adds no authority: the customer's flagged sentence stays a candidate, enforced.
+    assert rule.status == "candidate" and rule.turn == 4 and rule.text == stated
     assert rule.enforcement == {"block_tools": ["send_email"]}
     while ticket.last_turn_number < 29:
         turn_append(ticket=ticket, author="customer", text="More details about the lid.")
@@ -196,13 +199,14 @@ def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(s
     assert turns(ticket, author="agent", kind="message")[-1].text.startswith("Could you")
 
 
-def test_model_failures_are_retried_then_surfaced_to_staff(shop, monkeypatch):
-    monkeypatch.setattr("sundry.agent.step.time.sleep", lambda s: None)
+def test_a_model_failure_is_surfaced_to_staff(shop):
+    # The gateway's call holds its own retries (the provider SDK's); a failure that comes out
+    # of it is final for this step: one request, then an error turn and the attention flag.
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Hello?")
     down = ModelCallError("HTTP 503 from provider", retryable=True)
     model = run(ticket, down, down, down)
-    assert len(model.requests) == 3
+    assert len(model.requests) == 1
     error = turns(ticket, kind=Turn.Kind.ERROR)[-1]
     assert "could not be reached" in error.text
     ticket.refresh_from_db()
