@@ -10,7 +10,9 @@ register = template.Library()
 @register.simple_tag
 def money(cents, currency):
     """Minor units and a currency as people read them: 13,032.00 INR."""
-    if cents is None:
+    # A result recorded without the field (an older or foreign tool result) shows nothing
+    # rather than failing the whole panel.
+    if cents is None or cents == "" or not currency:
         return ""
     return format_money(int(cents), currency)
 
