@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals
+from sundry.agent import approvals, strictjson
 from sundry.agent.tools.base import Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
@@ -118,9 +118,11 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
     raw = inp.arguments
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            raw = strictjson.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object matching the tool's schema.")
+        except strictjson.NonStandardJSON as exc:
+            return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON: {exc}. Send a JSON object matching the tool's schema.")
     if not isinstance(raw, dict):
         return _reject("schema", f"Arguments for {inp.tool.name} must be a JSON object, not {type(raw).__name__}.")
     try:

@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import guards
-from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent import answer, guards, replycheck, runlimits
+from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
 from sundry.agent.tools.base import REGISTRY
@@ -41,8 +41,7 @@ from sundry.tickets.versions import version_statement
 
 log = logging.getLogger("sundry.agent")
 
-MAX_STEPS_PER_RUN = 10
-MODEL_ATTEMPTS = 3
+MAX_STEPS_PER_RUN = settings.AGENT_MAX_STEPS_PER_RUN
 # See settings.AGENT_CLAIM_TTL_SECONDS: renewed at every step, so it bounds one step, not a run.
 CLAIM_TTL = timedelta(seconds=settings.AGENT_CLAIM_TTL_SECONDS)
 # Called with a `Resolved` after a resolution step commits; the compaction
@@ -205,6 +204,11 @@ def _ticket_from_row(row) -> Ticket:
     return ticket
 
 
+def flag_attention(ticket_id: int, text: str) -> bool:
+    """Flag the ticket for staff unless another cause already holds the flag (one never overwrites another)."""
+    return bool(Ticket.objects.filter(pk=ticket_id, attention="").update(attention=text[:200]))
+
+
 def _may_act(ticket: Ticket) -> bool:
     return ticket.handler == Ticket.Handler.AGENT and ticket.status != Ticket.Status.CLOSED
 
@@ -245,7 +249,7 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], lanes: LaneSnaps
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number
-    steps = 0
+    steps, deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
     while True:
         read_through = ticket.last_turn_number
         if release is not None:
@@ -254,7 +258,14 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], lanes: LaneSnaps
         lanes = None  # later steps read the lanes their predecessor left
         steps, number = steps + 1, number + 1
         # A step that did not stop left a tool result, rejection or error for the model to read next.
-        if outcome.stop or steps >= budget:
+        if outcome.stop:
+            return steps, read_through
+        if steps >= budget or time.monotonic() >= deadline:
+            # Mid-task with nothing for the customer: staff must know.
+            why = (f"the run's {budget}-step cap" if steps >= budget
+                   else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline")
+            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.",
+                      f"Run stopped at {why}")
             return steps, read_through
         # The step renewed the claim as it committed and read whether staff took over
         # or closed the ticket meanwhile (the rest of the row it kept current itself).
@@ -263,6 +274,13 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], lanes: LaneSnaps
         ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = outcome.renewed
         if not _may_act(ticket):
             return steps, read_through
+
+
+def _stop_run(ticket: Ticket, text: str, attention: str) -> None:
+    with transaction.atomic():
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
+                    payload={"run_stopped": True})
+        flag_attention(ticket.pk, attention)
 
 
 # --- one step -----------------------------------------------------------------------------
@@ -306,47 +324,65 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
         number = _start(ticket)[2]
     first_turn = ticket.last_turn_number + 1
 
-    call, error = None, None
-    for attempt in range(MODEL_ATTEMPTS):
-        try:
-            call = gateway.call(assembled.request, model=tclass.working_model)
-            break
-        except ModelCallError as exc:
-            error = exc
-            if not exc.retryable:
-                break
-            time.sleep(min(2**attempt * 0.5, 4))
+    got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
+                        text_tool_calls=tclass.text_tool_calls)
+    call, error = got.call, got.error
+    checks = {"reply": got.checks} if got.checks else {}
+    if got.text_calls:
+        checks["text_calls"] = got.text_calls
 
     with transaction.atomic():
         if call is None:
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
-                        payload={"model_error": str(error)})
-            Ticket.objects.filter(pk=ticket.pk).update(attention=f"Model unavailable: {str(error)[:150]}")
-            _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error))
+            if error.unresolved:
+                # No silent toy in production: staff take the ticket, with the reason.
+                text = f"The agent cannot work this ticket: {error}. It was handed to staff."
+                Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF)
+                flag_attention(ticket.pk, f"Model not configured: {error}")
+            else:
+                text = f"The model could not be reached ({error}). Staff: please reply by hand or retry."
+                flag_attention(ticket.pk, f"Model unavailable: {error}")
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
+                        payload={"model_error": str(error), "unresolved": error.unresolved})
+            _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error),
+                         latency_ms=error.latency_ms)
             return StepOutcome(stop=True)
 
         response: ModelResponse = call.response
         next_lanes, reply = None, None
+        verdict = got.verdict
         if response.tool_calls:
             outcome = _run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
-        elif (response.text or "").strip():
+        elif verdict is not None and verdict.action == replycheck.POST:
             # The reply goes in the same round trip as the step's record (and its commit).
+            payload = {"model": response.model, "offline": response.offline}
+            if verdict.notes:
+                payload["reply_check"] = verdict.as_json()
             reply = TurnAppend(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
-                               text=response.text.strip(), payload={"model": response.model, "offline": response.offline})
+                               text=verdict.text, payload=payload)
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
+        elif verdict is not None and (response.text or "").strip():
+            # Held: never sent; staff see what was written and why.
+            reasons = ", ".join(verdict.reasons)
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}",
+                        payload={"reply_check": verdict.as_json(), "held_reply": response.text})
+            flag_attention(ticket.pk, f"Reply held for staff: {reasons}"
+                           + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""))
+            outcome = StepOutcome(stop=True)
+            kind = AgentStep.Outcome.HELD_REPLY
         else:
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text="The model returned neither a reply nor a tool call.", payload={})
-            outcome = StepOutcome(stop=False)
+                        text="The model returned neither a reply nor a tool call, twice.", payload={})
+            flag_attention(ticket.pk, "The model gave no answer")
+            outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         # A step that goes on renews the claim with its record: one round trip for both.
         # A run's final reply also lets go of the claim in that round trip, after the commit.
         step, outcome.renewed = _record_step(ticket, number, assembled, call, kind, first_turn,
                                              resolution=outcome.resolution, renew=not outcome.stop, reply=reply,
-                                             release=release if reply is not None else None)
+                                             release=release if reply is not None else None, checks=checks)
         if reply is not None:
             next_lanes = _after_reply(snapshot, reply.turn, ticket.version)
         if outcome.resolution:
@@ -370,7 +406,8 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn, *, error="", resolution=False,
                  renew: bool = False, reply: TurnAppend | None = None,
-                 release: Release | None = None) -> tuple[AgentStep, tuple | None]:
+                 release: Release | None = None, checks: dict | None = None,
+                 latency_ms: int = 0) -> tuple[AgentStep, tuple | None]:
     """Insert the step's record and commit; with `renew`, also renew the run's claim and read the ticket's
     (handler, status, last_turn_number, version) — None if the ticket is gone. Returns (step, that row).
 
@@ -385,7 +422,8 @@ def _record_step(ticket, number, assembled: Assembled, call, outcome, first_turn
         offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
-        latency_ms=call.latency_ms if call else 0, outcome=outcome, is_resolution=resolution,
+        cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
+        latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
     ahead = reply.statements if reply else []
@@ -445,6 +483,7 @@ def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sn
     turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
                 payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
+    turns = snapshot.turns if snapshot is not None else []
     first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
     for call in tool_calls:
         same = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
@@ -454,6 +493,16 @@ def _run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sn
             _reject_duplicate(ticket, call, first[same])
             continue
         first[same] = call.id
+        failures = runlimits.earlier_failures(turns, call.name, call.arguments)
+        if failures >= runlimits.REPEAT_LIMIT - 1:
+            reason = (f"The same {call.name} call failed {failures} times before with these arguments; "
+                      "the run stopped so staff can look.")
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                        payload={"call_id": call.id, "name": call.name, "guard": "repeat_failure", "reason": reason,
+                                 "arguments": call.arguments, "details": {"earlier": failures}})
+            flag_attention(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
+            outcome.stop = True
+            break
         result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
@@ -488,7 +537,7 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     if tool is None:
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
-                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool"})
+                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool", "arguments": call.arguments})
         return StepOutcome(stop=False)
     verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
                                              approved=approved_hold is not None, snapshot=snapshot))
