@@ -136,20 +136,29 @@ def test_constraints_not_pinned_become_candidates():
 def test_retry_then_success_records_every_attempt():
     ticket = long_ticket()
     model = ScriptedModel([ModelResponse(text='{"narrative": "missing the rest"}'),
-                           good(narrative=f"Refund on {ORDER}."), good()])
+                           good(narrative=f"The buyer's table from {ORDER} arrived scratched; refunded.")])
     run = compaction_run(queued_run(ticket).pk, gateway=Gateway(override=model))
-    assert run.status == "succeeded" and run.attempts == 3
-    assert [a["reasons"] for a in run.attempt_log] == [["schema"], ["id_value"], []]
-    assert json.loads(run.summariser_output)["narrative"].startswith("The buyer's")
+    assert run.status == "succeeded" and run.attempts == 2
+    assert [a["reasons"] for a in run.attempt_log] == [["schema"], []]
+    # The retry showed the model its answer and the exact validation errors.
+    retry = model.requests[1].messages
+    assert retry[-2].role == "assistant" and retry[-2].content == '{"narrative": "missing the rest"}'
+    assert run.attempt_log[0]["details"] == [f"{field}: Field required" for field in
+                                             ("decisions", "actions_taken", "constraints_not_pinned", "open_questions")]
+    assert all(detail in retry[-1].content for detail in run.attempt_log[0]["details"])
+    # The order number written instead of its role was replaced by the role, not rejected.
+    assert run.attempt_log[1]["substituted"] == [ORDER]
+    summary = Summary.objects.get(ticket=ticket, is_current=True)
+    assert ORDER not in summary.text and "[damaged_order]" in summary.text
     assert run.summariser_input == model.requests[0].model_dump(mode="json")
+    assert run.output_path == "text"  # an in-process model answers in text
 
 
 def test_fallback_after_n_failures_keeps_other_lanes():
     ticket = long_ticket()
-    model = ScriptedModel([ModelResponse(text="not json"), ModelCallError("down", retryable=True),
-                           good(narrative="See XQ-99821.")])
+    model = ScriptedModel([ModelResponse(text="not json"), good(narrative="See XQ-99821.")])
     run = compaction_run(queued_run(ticket).pk, gateway=Gateway(override=model))
-    assert run.status == "fallback" and run.attempts == 3
+    assert run.status == "fallback" and run.attempts == 2
     summary = Summary.objects.get(ticket=ticket, is_current=True)
     assert summary.fallback and "trimmed" in summary.text and "track_parcel" in summary.text
     text = "\n".join(m.content for m in total(ticket).request.messages)
@@ -256,7 +265,8 @@ def test_the_trigger_counts_the_next_request_without_assembling_it_and_gets_the_
     ticket = long_ticket()
     for text in ("Is the parcel here yet?", "And the refund: when does it land? Order SU-40118, rfd_3h8j2k5m."):
         turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
-        reply = f"Not yet; it is on its way. {text[::-1]}"
+        # Any text passes the reply check as long as every identifier in it is one the request showed.
+        reply = f"Not yet; it is on its way. You asked: {text}"
         with django_capture_on_commit_callbacks(execute=True):  # the listeners run on commit
             loop.agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=reply)])))
     assert len(seen) == 2 and all(r.next_lanes is not None for r in seen)
