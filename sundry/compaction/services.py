@@ -33,6 +33,7 @@ from sundry.compaction.trigger import (
     clearly_under,
     cut_point,
     decide,
+    pays,
 )
 from sundry.context.assembly import assemble, total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
@@ -123,6 +124,11 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
     if cut is None:
         return None
+    if not force:
+        worth = pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut))
+        log.debug("ticket %s compaction worth: %s", ticket_id, worth.reason)
+        if not worth.compact:
+            return None
     if assembled is None:  # the run records the request it shrinks
         assembled = _assemble(ticket, snapshot)
     run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,

@@ -89,7 +89,11 @@ def test_growth_rule_after_a_compaction():
     assert run.status == "succeeded"
     set_trigger(ticket, 1000)  # still over the trigger, but no growth since
     assert compaction_consider(ticket_id=ticket.pk) is None
-    for _ in range(6):  # grow by more than 10% of the budget (2,000 → 200 tokens)
+    for _ in range(6):  # grow by more than 10% of the budget (2,000 → 200 tokens) ...
+        turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Still waiting on the parcel, any update? " * 8)
+    # ... but with too little history before the recent turns to be worth a summary.
+    assert compaction_consider(ticket_id=ticket.pk) is None
+    for _ in range(10):
         turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Still waiting on the parcel, any update? " * 8)
     assert compaction_consider(ticket_id=ticket.pk) is not None
 
@@ -301,7 +305,7 @@ def test_each_summary_keeps_the_tokens_seen_and_the_next_run_scans_only_newer_tu
 
     # Later turns add a new token; an invented one is still caught, an early one is still known.
     turn_append(ticket=ticket, author="customer", text="Also my other order SU-55501 never came.")
-    for i in range(12):
+    for i in range(16):
         turn_append(ticket=ticket, author="customer" if i % 2 else "agent", text=f"more about the table {i} " * 20)
     second_run = compaction_consider(ticket_id=ticket.pk)
     assert second_run is not None
