@@ -72,6 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A database out of reach answers 503 (try again), not a 500 page.
+    "sundry.core.middleware.DatabaseUnavailableMiddleware",
     "sundry.core.htmx_auth.HtmxSignInMiddleware",
     "csp.middleware.CSPMiddleware",
     "sundry.core.security.SecurityHeadersMiddleware",
@@ -101,18 +103,10 @@ TEMPLATES = [
 # --- Database -----------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
-    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        # Django's backend, with BEGIN and savepoints sent with the next statement rather
-        # than on their own (see sundry/core/postgresql/base.py).
-        DATABASES["default"]["ENGINE"] = "sundry.core.postgresql"
-        # The agent step's plain SQL (sundry.core.sql) binds on the server, so the statements a
-        # worker sends all the time are parsed and planned once per connection, after this many
-        # uses. Behind a pooler that cannot keep prepared statements (PgBouncer in transaction
-        # mode before 1.21), set SUNDRY_DB_PREPARE_THRESHOLD=off.
-        threshold = os.environ.get("SUNDRY_DB_PREPARE_THRESHOLD", "5").strip().lower()
-        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
-            None if threshold in ("off", "none", "") else int(threshold))
+    # Django's own backend. No persistent connections: Django's docs advise against them
+    # under ASGI (each request may run on another thread, and connections left behind are
+    # never reused), and an agent run or task opens one connection for seconds of work.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

@@ -13,3 +13,6 @@ urlpatterns = [
     path("help/", include("sundry.portal.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# A database out of reach is a 503 wherever in the request it surfaced (see the handler).
+handler500 = "sundry.core.middleware.server_error"

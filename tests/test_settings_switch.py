@@ -27,6 +27,7 @@ layer = get_channel_layer()
 out = {
     "engine": settings.DATABASES["default"]["ENGINE"],
     "db_name": str(settings.DATABASES["default"]["NAME"]),
+    "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE", 0),
     "layer": type(layer).__module__ + "." + type(layer).__name__,
     "background": settings.BACKGROUND_MODE,
     "broker": app.conf.broker_url,
@@ -74,7 +75,8 @@ def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
         DATABASE_URL="postgres://sundry:pw@db.invalid:5432/sundry",
         REDIS_URL="redis://redis.invalid:6379/0",
     )
-    assert got["engine"] == "sundry.core.postgresql"  # Django's, sending BEGIN and savepoints with the next statement
+    assert got["engine"] == "django.db.backends.postgresql"
+    assert got["conn_max_age"] == 0  # no persistent connections under ASGI, as Django's docs advise
     assert got["db_name"] == "sundry"
     assert got["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
     assert got["pool_host"] == "redis.invalid"

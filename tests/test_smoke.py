@@ -229,6 +229,6 @@ async def test_redis_layer_carries_a_group_message_across_processes(redis_url):
 def test_settings_under_test_match_the_environment():
     # Guards the suite itself: CI exports the URLs, so these tests must see real servers.
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        assert settings.DATABASES["default"]["ENGINE"] == "sundry.core.postgresql"
+        assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     if os.environ.get("REDIS_URL"):
         assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "sundry.live.layer.ProcessFanoutChannelLayer"

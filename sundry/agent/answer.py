@@ -1,7 +1,7 @@
 """Getting an answer the step can act on: the model call, calls written as text, the reply check.
 
-The step calls `obtain` once. It calls the model (retrying failures the gateway
-marks retryable), reads tool calls written as text where the class opts in,
+The step calls `obtain` once. It calls the model once (the gateway's call
+retries inside it, honouring Retry-After, within its deadline), reads tool calls written as text where the class opts in,
 and checks a plain reply (`replycheck`); a reply that fails the check is asked
 for once more, with the reason, in the same step. What comes back says what
 to do: run the calls, post the reply, hold it for staff, or report the error.
@@ -9,7 +9,6 @@ to do: run the calls, post the reply, hold it for staff, or report the error.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -18,9 +17,6 @@ from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.schemas import Message, ModelRequest, ModelResponse, Usage
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
-
-MODEL_ATTEMPTS = 3
-
 
 @dataclass
 class Answer:
@@ -36,17 +32,11 @@ class Answer:
 
 
 def _call(gateway: Gateway, request: ModelRequest, model: str) -> tuple[GatewayCall | None, ModelCallError | None, int]:
-    """(call, error, latency of failed attempts) after retrying what may succeed later."""
-    error, failed_ms = None, 0
-    for attempt in range(MODEL_ATTEMPTS):
-        try:
-            return gateway.call(request, model=model), None, failed_ms
-        except ModelCallError as exc:
-            error, failed_ms = exc, failed_ms + exc.latency_ms
-            if not exc.retryable:
-                break
-            time.sleep(min(2**attempt * 0.5, 4))
-    return None, error, failed_ms
+    """(call, error, latency of a failed call, every attempt in it)."""
+    try:
+        return gateway.call(request, model=model), None, 0
+    except ModelCallError as exc:
+        return None, exc, exc.latency_ms
 
 
 def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:

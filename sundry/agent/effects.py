@@ -6,6 +6,7 @@ totals; any other side effect → an action taken. Models never write these.
 
 from __future__ import annotations
 
+from sundry.agent.guards import write_targets
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry
 from sundry.core.money import format_money
@@ -20,7 +21,7 @@ def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> None:
         return
     if not tool.side_effect or tool.local:
         return
-    target = str(getattr(args, tool.target_arg, "") if tool.target_arg else getattr(args, "customer_id", "") or "")
+    target = ",".join(sorted(write_targets(tool, args, args.model_dump(mode="json"))))
     amount = data.get("amount_cents")
     currency = data.get("currency", "")
     lanes.action_record(

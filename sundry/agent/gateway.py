@@ -30,6 +30,7 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -213,7 +214,7 @@ class Gateway:
         _refuse_unavailable(resolved)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)  # no network: no event loop to start
-        return asyncio.run(self.acall(request, model=model, timeout=timeout))
+        return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout))
 
     async def acomplete(self, request: ModelRequest, *, model: str | None = None,
                         timeout: float | None = None) -> ModelResponse:
@@ -291,14 +292,16 @@ def _import_client(provider: str) -> None:
 
 
 def _http_client(limits: CallLimits):
-    """An HTTP client with our connect and read timeouts, one per call; the caller closes it."""
+    """An HTTP client with our connect and read timeouts, through a transport that repairs real servers'
+    drift from the API's shape before the SDK reads it (see wire.py)."""
     import httpx2
     from pydantic_ai.models import create_async_httpx2_client
 
     from sundry.agent.wire import NormalisingTransport
 
     timeout = httpx2.Timeout(limits.read_timeout, connect=limits.connect_timeout, pool=limits.connect_timeout)
-    # Real servers' drift from the API's shape is repaired before the SDK reads it (see wire.py).
+    # The transport owns the pool (the client's limits no longer apply): a thread makes one call
+    # at a time, so a few kept-alive connections are plenty.
     transport = NormalisingTransport(httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_connections=10)))
     return create_async_httpx2_client(timeout=timeout, transport=transport)
 
@@ -331,6 +334,35 @@ def _build_model(resolved: ResolvedModel, http_client):
     return OpenAIChatModel(resolved.model_name, provider=provider)
 
 
+# One event loop per thread and, on it, one HTTP client and model per configured model:
+# connections are kept alive between calls. Building them afresh for every call (a new
+# loop, TLS handshake and SDK client each time) cost 160-270 ms a step in the realistic
+# benchmark, more than everything else Sundry does in a step (docs/benchmarks.md).
+_per_thread = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    loop = getattr(_per_thread, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _per_thread.loop = loop
+        _per_thread.models = {}
+    return loop
+
+
+def _model_for(resolved: ResolvedModel, limits: CallLimits):
+    """This thread's model for `resolved` with `limits`' timeouts; made on first use."""
+    models = getattr(_per_thread, "models", None)
+    if models is None:
+        models = _per_thread.models = {}
+    key = (resolved.provider, resolved.model_name, resolved.base_url, resolved.api_key,
+           limits.connect_timeout, limits.read_timeout)
+    model = models.get(key)
+    if model is None:
+        model = models[key] = _build_model(resolved, _http_client(limits))
+    return model
+
+
 async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
                             original_output: bool = False) -> ModelResponse:
     from pydantic_ai.direct import model_request
@@ -346,14 +378,17 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
     try:
-        # A fresh client per call, closed on the loop that opened it: calls come from
-        # worker threads, each with its own loop.
-        async with _http_client(limits) as http_client:
-            model = _build_model(resolved, http_client)
-            async with model:
-                result = await model_request(
-                    model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
-                )
+        # Our client, passed in: the provider does not own it, so nothing closes it between
+        # calls. It belongs to the loop that runs this call (see `_thread_loop`); a call made
+        # on another running loop (`acall` from async code) gets a client of its own.
+        if asyncio.get_running_loop() is getattr(_per_thread, "loop", None):
+            model = _model_for(resolved, limits)
+            result = await model_request(model, messages, model_settings=settings,
+                                         model_request_parameters=parameters, instrument=False)
+        else:
+            async with _http_client(limits) as http_client:
+                result = await model_request(_build_model(resolved, http_client), messages, model_settings=settings,
+                                             model_request_parameters=parameters, instrument=False)
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:

@@ -7,6 +7,7 @@ never ask the shop, so an injected or mutated ID cannot talk its way through.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,6 +181,41 @@ def _target(tool: Tool, args) -> set[str]:
     return {str(v) for v in values if v not in (None, "")}
 
 
+def repeat_key(arguments: dict | str, key_args: tuple[str, ...] = ()) -> str:
+    """What makes two writes without a target the same write: the declared key arguments (or
+    every argument), normalised — case, surrounding space, key order and list order ignored."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return "repeat:" + " ".join(arguments.split()).lower()
+    if not isinstance(arguments, dict):
+        return ""
+
+    def norm(v):
+        if isinstance(v, str):
+            return " ".join(v.split()).lower()
+        if isinstance(v, dict):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return sorted((norm(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True, default=str))
+        return v
+
+    picked = {k: arguments.get(k) for k in key_args} if key_args else arguments
+    canonical = json.dumps(norm(picked), sort_keys=True, default=str)
+    return "same " + ("+".join(key_args) if key_args else "arguments") + " #" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def write_targets(tool: Tool, args, raw: dict | str) -> set[str]:
+    """What a write acts on, for the repeat guard and the actions lane: its target argument;
+    without one, the customer it is for; without that, its repeat key (`repeat_key`)."""
+    found = _target(tool, args)
+    if found or tool.target_arg:
+        return found
+    key = repeat_key(raw, tool.repeat_key)
+    return {key} if key else set()
+
+
 def _order_arg(tool: Tool, args) -> str | None:
     if tool.target_arg and tool.id_args.get(tool.target_arg) == "order":
         return getattr(args, tool.target_arg, None)
@@ -206,7 +242,7 @@ def _check_refund(inp: GuardInput, args) -> GuardVerdict | None:
 
 
 def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
-    tool, targets = inp.tool, _target(inp.tool, args)
+    tool, targets = inp.tool, write_targets(inp.tool, args, inp.arguments)
     prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets), None)
     if prior:
         return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "

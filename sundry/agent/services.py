@@ -9,16 +9,19 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
+from sundry.agent.schemas import ToolCall
+from sundry.agent.tasks import agent_run_task
 from sundry.context import services as lanes
+from sundry.context.assembly import assemble
+from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import MessageRefused, ticket_touch, turn_append, validate_message_text
+from sundry.tickets.services import MessageRefused, ticket_lock, ticket_touch, turn_append, validate_message_text
 
 
 def _wake_agent(ticket: Ticket) -> None:
-    from sundry.agent.tasks import agent_run_task
-
     if ticket.handler == Ticket.Handler.AGENT:
         enqueue_on_commit(agent_run_task, ticket.pk)
 
@@ -76,13 +79,8 @@ class HeldActionError(ValueError):
 
 def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
     """Approve (execute exactly once) or reject a held call."""
-    from sundry.agent.loop import execute, process_call
-    from sundry.agent.schemas import ToolCall
-    from sundry.agent.tools.base import REGISTRY
-    from sundry.context.assembly import assemble
-    from sundry.context.selectors import lane_snapshot
-
     with transaction.atomic():
+        ticket_lock(ticket.pk)  # lock order: the ticket row first, then the held action
         held = HeldAction.objects.select_for_update().get(pk=held_id, ticket=ticket)
         if held.status != HeldAction.Status.PENDING:
             raise HeldActionError(f"This action was already {held.status}.")

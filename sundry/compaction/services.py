@@ -9,7 +9,6 @@ ticket's current summary, so nothing is ever committed twice.
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,8 +19,9 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from sundry.agent.gateway import Gateway, ModelCallError
-from sundry.agent.loop import Resolved, tool_specs
+from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.schemas import ModelRequest
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -40,8 +40,10 @@ from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
-from sundry.core import sql
+from sundry.core.background import enqueue_on_commit
+from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.versions import ticket_lock, ticket_touch
 
 log = logging.getLogger("sundry.compaction")
 Status = CompactionRun.Status
@@ -63,8 +65,7 @@ def _assemble(ticket, snapshot=None):
 
 
 def _enqueue(run_id: int) -> None:
-    from sundry.compaction.tasks import compaction_task
-    from sundry.core.background import enqueue_on_commit
+    from sundry.compaction.tasks import compaction_task  # the task module imports this one
 
     enqueue_on_commit(compaction_task, run_id)
 
@@ -134,15 +135,11 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
                         context_version=covered, model=tclass.summariser_model, trigger_step_id=step_id,
                         tokens_before=assembled.accounting.total_tokens)
-    # The request it shrinks, serialised once by pydantic straight to JSON text (a dict dump
-    # then json.dumps of a long request cost a millisecond); the instance is left without it.
-    before = (f"CAST(%s AS {'jsonb' if sql.vendor() == 'postgresql' else 'text'})",
-              [assembled.request.model_dump_json()])
+    run.request_before = assembled.request.model_dump(mode="json")
     try:
         with transaction.atomic():
             # The range's unique constraint makes this the idempotency check.
-            [[(pk,)]] = sql.run([sql.insert_statement(run, request_before=before)], commit=True)
-            sql.saved(run, pk)
+            run.save(force_insert=True)
             _enqueue(run.pk)
         return run
     except IntegrityError:
@@ -168,37 +165,22 @@ class _TriggerState:
     summary_covers: int
 
 
-@functools.lru_cache(maxsize=4)
-def _trigger_statements(vendor: str) -> list[tuple[str, str]]:
-    """Each read as (plain SELECT, JSON expression for `sql.read_together`)."""
-    run = functools.partial(sql.column, CompactionRun)
-    latest = f"{run('ticket')} = %s AND {run('status')} IN (%s, %s)"
-    reads = [
-        (Ticket, ("version", "attention"), "id = %s", (), "LIMIT 1"),
-        (CompactionRun, ("id", "created_at"), latest, ("-id",), "LIMIT 1"),
-        (CompactionRun, ("tokens_after",), latest, ("-id",), "LIMIT 1"),
-        (HeldAction, ("id",), f"{sql.column(HeldAction, 'ticket')} = %s AND {sql.column(HeldAction, 'status')} = %s",
-         (), "LIMIT 1"),
-        (Summary, ("id", "covers_through_turn"), f"{sql.column(Summary, 'ticket')} = %s AND is_current", (), "LIMIT 1"),
-    ]
-    return [(sql.select(*read), sql.json_rows(*read) if vendor == "postgresql" else "") for read in reads]
-
-
 def _trigger_state(ticket_id: int) -> _TriggerState:
-    """Everything the decision reads besides the request, in one statement on PostgreSQL."""
-    statements = _trigger_statements(sql.vendor())
-    params = [[ticket_id], [ticket_id, *IN_FLIGHT], [ticket_id, Status.SUCCEEDED, Status.FALLBACK],
-              [ticket_id, HeldAction.Status.PENDING], [ticket_id]]
-    ticket, in_flight, last, held, summary = sql.read_together(
-        [(plain, as_json, p) for (plain, as_json), p in zip(statements, params)])
-    if not ticket:
+    """Everything the decision reads besides the request."""
+    ticket = Ticket.objects.filter(pk=ticket_id).values_list("version", "attention").first()
+    if ticket is None:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    runs = CompactionRun.objects.filter(ticket_id=ticket_id).order_by("-id")
+    in_flight = runs.filter(status__in=IN_FLIGHT).values_list("id", "created_at").first()
+    summary = Summary.objects.filter(ticket_id=ticket_id, is_current=True).values_list("id", "covers_through_turn").first()
     return _TriggerState(
-        version=ticket[0][0], attention=ticket[0][1],
-        in_flight_id=in_flight[0][0] if in_flight else None,
-        in_flight_created=sql.json_time(in_flight[0][1]) if in_flight else None,
-        last_tokens_after=last[0][0] if last else None, held_pending=bool(held),
-        summary_id=summary[0][0] if summary else None, summary_covers=summary[0][1] if summary else 0,
+        version=ticket[0], attention=ticket[1],
+        in_flight_id=in_flight[0] if in_flight else None,
+        in_flight_created=in_flight[1] if in_flight else None,
+        last_tokens_after=runs.filter(status__in=(Status.SUCCEEDED, Status.FALLBACK)).values_list(
+            "tokens_after", flat=True).first(),
+        held_pending=HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).exists(),
+        summary_id=summary[0] if summary else None, summary_covers=summary[1] if summary else 0,
     )
 
 
@@ -329,12 +311,9 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
 
 
 def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens) -> CompactionRun:
-    from sundry.live.events import ticket_changed
-    from sundry.tickets.services import ticket_touch
-
     with transaction.atomic():
-        # Same lock order as turn_append (ticket row), then the run.
-        Ticket.objects.select_for_update().only("pk").get(pk=run.ticket_id)
+        # Lock order: the ticket row first (as turn_append and lane edits), then the run.
+        ticket_lock(run.ticket_id)
         run = CompactionRun.objects.select_for_update().select_related("ticket__ticket_class").get(pk=run.pk)
         if run.status in CompactionRun.DONE:
             return run  # another delivery of this task finished first
@@ -385,7 +364,9 @@ def _finish_stale(run: CompactionRun) -> CompactionRun:
 
 
 def _finish_failed(run_id: int, error: str) -> CompactionRun:
+    ticket_id = CompactionRun.objects.values_list("ticket_id", flat=True).get(pk=run_id)
     with transaction.atomic():
+        ticket_lock(ticket_id)  # the breaker may write the ticket: its row first, then the run
         run = CompactionRun.objects.select_for_update().get(pk=run_id)
         if run.status in CompactionRun.DONE:
             return run
@@ -412,8 +393,6 @@ def compaction_replay(run_id: int, *, gateway: Gateway | None = None, model: str
     run = CompactionRun.objects.get(pk=run_id)
     if not run.summariser_input:
         raise ValueError(f"compaction run {run_id} has no stored summariser input")
-    from sundry.agent.schemas import ModelRequest
-
     request = ModelRequest.model_validate(run.summariser_input)
     call = (gateway or default_gateway()).call(request, model=model or run.model)
     verdict = sm.validate(call.response.text or "", sm.ValidationContext.from_dict(run.validation_context))

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sundry.context.lanes import eviction_key, next_role
+from sundry.context.lanes import LedgerData, eviction_key, next_role
+from sundry.context.render import ledger_line
+from sundry.core.tokens import count_tokens
+
+# The live ledger may fill this share of the class budget; past it, entries are archived.
+# Sized in tokens, not entries: a lookup that lists twenty item IDs costs what it shows.
+LEDGER_SHARE = 0.3
 
 
 @dataclass
@@ -66,7 +72,7 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
     `rows` (value → row, every status) is updated in place. A new ID takes its
     kind's next free role; a customer-mentioned one earns its kind's role once
     verified; an archived one comes back under its old role unless an active
-    entry holds it. Past `cap` active entries, the plan archives by `eviction_key`.
+    entry holds it. Past `cap` tokens of active entries, the plan archives by `eviction_key`.
     """
     plan, roles, notes = HarvestPlan(), _Roles(rows.values()), notes or {}
     order = _next_order(rows)
@@ -133,12 +139,35 @@ def _restore(row: LedgerRow, roles: _Roles, turn: int, plan: HarvestPlan) -> Non
     (plan.renamed if row.role != role else plan.restored).append(row)
 
 
+def ledger_allowance(budget: int, share: float = LEDGER_SHARE) -> int:
+    """Tokens the live ledger may fill in a class with this budget."""
+    return max(0, int(budget * share))
+
+
+def class_allowance(ticket_class) -> int:
+    """The allowance of a ticket class (anything with `token_budget` and `ledger_share`)."""
+    return ledger_allowance(ticket_class.token_budget, ticket_class.ledger_share)
+
+
+def entry_tokens(row: LedgerRow) -> int:
+    """What one entry costs in the ledger block: its rendered line and the line break."""
+    line = ledger_line(LedgerData(row.role, row.value, row.kind, row.verified, row.first_seen_turn,
+                                  row.last_used_turn, note=row.note))
+    return count_tokens(line) + 1
+
+
 def evict(rows: dict[str, LedgerRow], cap: int) -> list[LedgerRow]:
-    """Archive active rows past `cap`, never-used first, then by last use. Never deletes."""
-    active = [r for r in rows.values() if r.active]
-    victims = sorted(active, key=lambda r: (eviction_key(r), r.order))[:max(0, len(active) - cap)]
-    for victim in victims:
+    """Archive active rows until they fit `cap` tokens, by `eviction_key`: least recently used
+    (a harvest counts as a use) first, entries tied to the ticket's live entities last. Never deletes."""
+    active = sorted((r for r in rows.values() if r.active), key=lambda r: (eviction_key(r), r.order))
+    total = sum(entry_tokens(r) for r in active)
+    victims = []
+    for victim in active:
+        if total <= cap:
+            break
         victim.active = False
+        total -= entry_tokens(victim)
+        victims.append(victim)
     return victims
 
 

@@ -168,7 +168,7 @@ def parse_rules(block: str) -> list[ParsedRule]:
 # --- ledger ----------------------------------------------------------------------------
 
 
-def _ledger_line(e: LedgerData) -> str:
+def ledger_line(e: LedgerData) -> str:
     cells = [e.role, e.value, e.kind, VERIFIED if e.verified else UNVERIFIED,
              f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", e.note or "-"]
     return " | ".join(cells)
@@ -178,7 +178,7 @@ def render_ledger(entries: list[LedgerData]) -> str:
     active = sorted((e for e in entries if not e.archived), key=lambda e: (e.first_seen_turn, e.role))
     if not active:
         return f"{LEDGER_HEADING}\n{NO_IDS}"
-    return "\n".join([LEDGER_HEADING, LEDGER_COLUMNS] + [_ledger_line(e) for e in active])
+    return "\n".join([LEDGER_HEADING, LEDGER_COLUMNS] + [ledger_line(e) for e in active])
 
 
 _TURN_NO = re.compile(r"turn (\d+)")

@@ -7,13 +7,14 @@ change to watchers after commit. Tool results reach the ledger only through
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, PositiveIntegerField, Value
+from django.db.models.functions import Greatest
 
+from sundry.agent.tools.base import id_owners, iter_ids
 from sundry.context.idformats import find_ids
 from sundry.context import harvest
 from sundry.context.models import (
@@ -27,9 +28,10 @@ from sundry.context.models import (
 )
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
-from sundry.core import sql
 from sundry.live.events import ticket_changed
-from sundry.tickets.versions import bump_statement, ticket_touch
+from sundry.shop.models import Order
+from sundry.tickets.models import Turn
+from sundry.tickets.versions import ticket_lock, ticket_touch
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 
@@ -49,13 +51,11 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
 
 _LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
                "note")
-_LEDGER_NEW = ("ticket", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn",
-               "last_used_turn", "source", "note", "version")
 
 
-def _later(column: str) -> str:
-    """`column` raised to a turn (a parameter), portably: GREATEST is not SQLite's."""
-    return f"{column} = CASE WHEN {column} < %s THEN %s ELSE {column} END"
+def _later(turn: int) -> Greatest:
+    """`last_used_turn` raised to `turn`, never lowered."""
+    return Greatest("last_used_turn", Value(turn), output_field=PositiveIntegerField())
 
 
 def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None,
@@ -64,93 +64,69 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
 
     `used`: the IDs the call itself took as arguments. They are marked used
     first (`ledger_touch`), so the eviction below never picks the order the
-    call just looked up ahead of what its result brought.
-
-    Runs once per tool result, so it reads the ledger once and writes with plain
-    SQL (on PostgreSQL the reads and the writes go in a round trip each): roles,
-    changes and eviction are worked out in memory.
+    call just looked up ahead of what its result brought. Roles, changes and
+    eviction are worked out on plain rows by `harvest.plan_harvest`.
     """
-    from sundry.agent.tools.base import id_owners, iter_ids
-
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
-    c = functools.partial(sql.column, LedgerEntry)
     with transaction.atomic(savepoint=False):
-        touch = [_touch_statement(ticket.pk, used, turn)] if used else []
-        *_, read = sql.run([*touch, (sql.select(LedgerEntry, _LEDGER_ROW, f"{c('ticket')} = %s"), [ticket.pk])])
-        rows = _rows_from(read)
+        ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
+        ledger_touch(ticket=ticket, values=used, turn=turn)
         owners = id_owners(result)
-        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or ticket.ticket_class.ledger_cap,
+        plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in owners.items()})
-
-        writes = _plan_writes(ticket.pk, plan, turn=turn, source=tool_name)
-        # With the version bump, sent with the transaction's next statement (or its commit).
-        sql.defer([*writes, bump_statement(ticket.pk)])
-    ticket_changed(ticket.pk)
+        _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
+        ticket_changed(ticket.pk)
     return plan.roles
 
 
 def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     """IDs a customer typed: new ones enter the ledger UNVERIFIED until a lookup returns them;
     ones a tool returned before come back into the window (`harvest.plan_mentions`).
+    Runs in the message's own transaction, whose turn already moved the version.
     Returns the roles of the new entries."""
     found = [(value, kind) for kind, value in find_ids(text)]
     if not found:
         return []
-    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=ticket.ticket_class.ledger_cap)
-    writes = _plan_writes(ticket.pk, plan, turn=turn, source="customer")
-    if writes:  # in the message's own transaction, whose turn already moves the version
-        sql.defer(writes)
+    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
+    _apply_plan(ticket.pk, plan, turn=turn, source="customer")
     return [r.role for r in plan.new]
 
 
-def _plan_writes(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source: str) -> list[tuple[str, list]]:
-    """A plan as SQL: one statement per kind of change, in the order the role rules assume."""
-    t, c = sql.table(LedgerEntry), functools.partial(sql.column, LedgerEntry)
+def _apply_plan(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source: str) -> None:
+    """Write a plan: one statement per kind of change, in the order the role rules assume."""
     Status = LedgerEntry.Status
-    status = {True: Status.ACTIVE, False: Status.ARCHIVED}
-    writes = []
-    if plan.new:
-        params = []
-        for r in plan.new:  # a new row that leaves at once is inserted archived
-            params += [ticket_id, r.value, r.role, r.kind, status[r.active], r.verified, False, turn, turn, source,
-                       r.note, 1 if r.active else 2]
-        writes.append((sql.insert(LedgerEntry, _LEDGER_NEW, rows=len(plan.new), returning=()), params))
-    for group, sets in ((plan.seen_again, ""), (plan.restored, f"{c('status')} = %s, ")):
-        if group:
-            match, ids = sql.one_of(r.id for r in group)
-            writes.append((f"UPDATE {t} SET {sets}{c('verified')} = %s, {_later(c('last_used_turn'))},"
-                           f" {c('version')} = {c('version')} + 1 WHERE {c('id')} {match}",
-                           ([Status.ACTIVE] if sets else []) + [True, turn, turn, *ids]))
+    if plan.new:  # a new row that leaves at once is inserted archived
+        LedgerEntry.objects.bulk_create([
+            LedgerEntry(ticket_id=ticket_id, value=r.value, role=r.role, kind=r.kind,
+                        status=Status.ACTIVE if r.active else Status.ARCHIVED, verified=r.verified,
+                        used_in_call=False, first_seen_turn=turn, last_used_turn=turn, source=source, note=r.note,
+                        version=1 if r.active else 2)
+            for r in plan.new])
+    entries = LedgerEntry.objects.filter
+    if plan.seen_again:
+        entries(pk__in=[r.id for r in plan.seen_again]).update(
+            verified=True, last_used_turn=_later(turn), version=F("version") + 1)
+    if plan.restored:
+        entries(pk__in=[r.id for r in plan.restored]).update(
+            status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1)
     for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
-        writes.append((f"UPDATE {t} SET {c('role')} = %s, {c('status')} = %s, {c('verified')} = %s,"
-                       f" {_later(c('last_used_turn'))}, {c('version')} = {c('version')} + 1 WHERE {c('id')} = %s",
-                       [r.role, Status.ACTIVE, True, turn, turn, r.id]))
-    archived = [r.id for r in plan.evicted if r.id is not None]
-    if archived:
-        match, ids = sql.one_of(archived)
-        writes.append((f"UPDATE {t} SET {c('status')} = %s, {c('version')} = {c('version')} + 1"
-                       f" WHERE {c('id')} {match}", [Status.ARCHIVED, *ids]))
-    return writes
+        entries(pk=r.id).update(role=r.role, status=Status.ACTIVE, verified=True, last_used_turn=_later(turn),
+                                version=F("version") + 1)
+    _archive([r.id for r in plan.evicted if r.id is not None])
 
 
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
-    """Mark entries used by a tool call; eviction goes by last use. Once per tool call: plain SQL."""
+    """Mark entries used by a tool call; eviction goes by last use."""
     if values:
-        sql.run([_touch_statement(ticket.pk, values, turn)])
-
-
-def _touch_statement(ticket_id: int, values, turn: int) -> tuple[str, list]:
-    c = functools.partial(sql.column, LedgerEntry)
-    match, values = sql.one_of(values)
-    return (f"UPDATE {sql.table(LedgerEntry)} SET {_later(c('last_used_turn'))}, {c('used_in_call')} = %s"
-            f" WHERE {c('ticket')} = %s AND {c('value')} {match}", [turn, turn, True, ticket_id, *values])
+        LedgerEntry.objects.filter(ticket=ticket, value__in=list(values)).update(
+            last_used_turn=_later(turn), used_in_call=True)
 
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
-    """Archive active entries past the cap in `eviction_key` order. Never deletes. Returns their values."""
+    """Archive active entries past `cap` tokens in `eviction_key` order. Never deletes. Returns their values."""
     victims = harvest.evict(_ledger_rows(ticket), cap)
     _archive([v.id for v in victims])
     return [v.value for v in victims]
@@ -158,15 +134,11 @@ def ledger_evict(*, ticket, cap: int) -> list[str]:
 
 def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
-    [read] = sql.run([(sql.select(LedgerEntry, _LEDGER_ROW, f"{sql.column(LedgerEntry, 'ticket')} = %s"), [ticket.pk])])
-    return _rows_from(read)
-
-
-def _rows_from(read) -> dict[str, harvest.LedgerRow]:
     active = LedgerEntry.Status.ACTIVE
     return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
                                      used=used_in_call, order=pk, note=note, id=pk)
-            for pk, value, role, kind, status, verified, used_in_call, first, last, note in read}
+            for pk, value, role, kind, status, verified, used_in_call, first, last, note
+            in LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW)}
 
 
 def _archive(ids: list[int]) -> None:
@@ -187,6 +159,7 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
     if not ROLE_RE.match(role):
         raise StateValueInvalid("A role is lower-case letters, digits and underscores, starting with a letter.")
     with transaction.atomic():
+        ticket_lock(ticket.pk)  # lock order: the ticket row first, then lane rows (see tickets.versions)
         entry = LedgerEntry.objects.select_for_update().filter(ticket=ticket, value=value).first()
         if entry is None:
             raise StateValueInvalid(f"'{value}' is not in this ticket's ledger.")
@@ -207,8 +180,6 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
 
 
 def _order_exists_for(ticket):
-    from sundry.shop.models import Order
-
     return lambda number: Order.objects.filter(number=number, customer_id=ticket.customer_id).exists()
 
 
@@ -223,6 +194,7 @@ def state_set(
     """
     clean = validate_field(name, value, order_exists=_order_exists_for(ticket))
     with transaction.atomic():
+        ticket_lock(ticket.pk)
         current = StateValue.objects.select_for_update().filter(ticket=ticket, name=name, is_current=True).first()
         if check_conflict and (current.pk if current else None) != expected_current_id:
             raise LaneConflict("This field changed since you opened it.", current=current)
@@ -250,6 +222,7 @@ def state_set(
 
 def state_confirm(*, ticket, value_id: int, user) -> StateValue:
     with transaction.atomic():
+        ticket_lock(ticket.pk)
         row = StateValue.objects.select_for_update().get(pk=value_id, ticket=ticket)
         if not row.is_current:
             raise LaneConflict("That value was superseded; confirm the current one.", current=None)
@@ -291,15 +264,14 @@ def action_record(
 def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunded_cents: int, turn: int) -> None:
     """A tool reported the shop's figures for an order: they are the truth.
 
-    Once per lookup, so one upsert on the (ticket, order) constraint, deferred to go
-    with the step's next statement (a concurrent writer's figures are as true as ours).
+    One upsert on the (ticket, order) constraint: a concurrent writer's figures
+    are as true as ours. Runs in the step whose turn already moved the version.
     """
-    c = functools.partial(sql.column, MoneyTotal)
-    names = [c(f) for f in ("ticket", "order", "currency", "paid_cents", "refunded_cents", "turn")]
-    sets = ", ".join(f"{n} = excluded.{n}" for n in names[2:])
-    sql.defer([(f"INSERT INTO {sql.table(MoneyTotal)} ({', '.join(names)}) VALUES (%s, %s, %s, %s, %s, %s)"
-                f" ON CONFLICT ({names[0]}, {names[1]}) DO UPDATE SET {sets}",
-                [ticket.pk, order, currency, paid_cents, refunded_cents, turn])])
+    MoneyTotal.objects.bulk_create(
+        [MoneyTotal(ticket_id=ticket.pk, order=order, currency=currency, paid_cents=paid_cents,
+                    refunded_cents=refunded_cents, turn=turn)],
+        update_conflicts=True, unique_fields=["ticket", "order"],
+        update_fields=["currency", "paid_cents", "refunded_cents", "turn"])
 
 
 # --- Pinned rules ----------------------------------------------------------------------
@@ -336,6 +308,7 @@ def rule_pin(
     if scope not in PinnedRule.Scope.values:
         raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
     with transaction.atomic():
+        ticket_lock(ticket.pk)
         rule = PinnedRule.objects.select_for_update().filter(ticket=ticket, text=text).first()
         if rule is None:
             rule = PinnedRule(ticket=ticket, text=text, turn=stated_turn or turn, source=source)
@@ -359,6 +332,7 @@ def rule_decide(
     if decision not in statuses:
         raise StateValueInvalid("Decision must be confirm, dismiss or scope.")
     with transaction.atomic():
+        ticket_lock(ticket.pk)
         rule = PinnedRule.objects.select_for_update().get(pk=rule_id, ticket=ticket)
         if expected_version is not None and rule.version != expected_version:
             raise LaneConflict("This rule changed since you opened it.", current=rule)
@@ -425,6 +399,4 @@ def question_resolve(*, ticket, question_id: int, turn: int) -> None:
 
 
 def last_turn(ticket) -> int:
-    from sundry.tickets.models import Turn
-
     return Turn.objects.filter(ticket=ticket).aggregate(n=Max("number"))["n"] or 0

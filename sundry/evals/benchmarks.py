@@ -80,8 +80,8 @@ REPEATS = 300
 
 def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> AssemblyFigures:
     domain = DOMAINS[ticket.domain]
-    cfg = (cfg or HarnessConfig()).for_domain(domain)
-    replay = LaneReplay(domain, customer_id=ticket.customer_id, ledger_cap=cfg.ledger_cap, keep_recent=cfg.keep_recent)
+    cfg = cfg or HarnessConfig()
+    replay = LaneReplay(domain, customer_id=ticket.customer_id, ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent)
     compactor = SundryCompactor(model=cfg.model)
     tools = domain.tool_specs()
     summary: SummaryData | None = None
@@ -144,7 +144,7 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
 def token_life(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> dict:
     """Tokens per request over the ticket's life, per strategy (the harness's own walk, no model)."""
     domain = DOMAINS[ticket.domain]
-    run = _Run(ticket, domain, (cfg or HarnessConfig(plant=False)).for_domain(domain))
+    run = _Run(ticket, domain, cfg or HarnessConfig(plant=False))
     run.cfg.plant = False
     result = run.run()
     s = result.series

@@ -34,8 +34,11 @@ from sundry.agent.offline import RequestView
 from sundry.agent.schemas import ModelRequest
 from sundry.compaction.trigger import TriggerInput, cut_point, decide
 from sundry.context.assembly import assemble
+from sundry.context.harvest import LEDGER_SHARE, ledger_allowance
+from sundry.context.rules import candidate_rules
 from sundry.context.lanes import SummaryData, TurnData
-from sundry.evals import checks
+from sundry.compaction.offline import OfflineSummariser
+from sundry.evals import checks, labels
 from sundry.evals.domains import DOMAINS
 from sundry.evals.records import RecordedTicket
 from sundry.evals.replay import LaneReplay
@@ -51,36 +54,52 @@ from sundry.evals.strategies import (
 )
 
 STRATEGIES = ("sundry", "window", "prose")
+# Why the guard refuses an ID against the full history: truly wrong (made up, or used on the
+# agent's own word unverified), or not wrong at all: recorded in the same response as the lookup
+# that returns it, returned only inside free text, or typed in a shape no pattern recognised.
+# The last is a recognition miss and fails the run.
+REFUSED_LEGITIMATE = "unrecognised"
+REFUSED = ("made_up", "unverified", "same_response", "free_text", REFUSED_LEGITIMATE)
 LABELS = {"sundry": "Sundry lanes", "window": "Sliding window", "prose": "Prose-only summary"}
+
+
+# Lanes a control may take away from Sundry's request.
+LANES = ("rules", "ledger", "state")
+
+
+def _no_rules(text: str) -> list[str]:
+    return []
 
 
 @dataclass
 class HarnessConfig:
-    """Class settings for the run. None means: the domain's own profile (`Domain.profile`)."""
+    """Class settings for the run: the Standard class as shipped, the same for every domain.
 
-    budget: int | None = None
+    The controls (`lanes`, `classifier`) exist so each check can be shown to fail: a run
+    with the ledger, the rules lane or the classifier taken away must lose what they carry.
+    """
+
+    budget: int = 8000
     trigger_fraction: float = 0.8
-    keep_recent: int | None = None
-    ledger_cap: int | None = None
+    keep_recent: int = 8
+    ledger_share: float = LEDGER_SHARE
     model: str = "offline"  # the working model's name: picks the tokenizer
     plant: bool = True
+    lanes: tuple[str, ...] = LANES  # Sundry's lanes kept in its request (and seen by its guards)
+    classifier: bool = True  # production's rule classifier (candidates, the summariser's constraints)
 
     @property
     def trigger_tokens(self) -> int:
         return int(self.budget * self.trigger_fraction)
 
-    def for_domain(self, domain) -> "HarnessConfig":
-        profile = getattr(domain, "profile", {}) or {}
-        pick = lambda name: getattr(self, name) if getattr(self, name) is not None else profile.get(name, DEFAULTS[name])  # noqa: E731
-        return replace(self, budget=pick("budget"), keep_recent=pick("keep_recent"), ledger_cap=pick("ledger_cap"))
+    @property
+    def ledger_tokens(self) -> int:
+        return ledger_allowance(self.budget, self.ledger_share)
 
     def describe(self) -> dict:
         return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
-                "ledger_cap": self.ledger_cap, "model": self.model, "plant": self.plant}
-
-
-# The standard class (tickets.demo.ensure_classes): 8,000 tokens, 8 recent turns, 24 ledger entries.
-DEFAULTS = {"budget": 8000, "keep_recent": 8, "ledger_cap": 24}
+                "ledger_share": self.ledger_share, "ledger_tokens": self.ledger_tokens, "model": self.model,
+                "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier}
 
 
 @dataclass
@@ -110,6 +129,9 @@ class TicketResult:
     series: dict[str, list] = field(default_factory=lambda: {k: [] for k in
                                                              ("turn", "full", "sundry", "window", "prose", "triggered")})
     triggered_compactions: list[int] = field(default_factory=list)
+    labelled: list[str] | None = None  # labelled constraints (None: unlabelled source)
+    flagged: list[str] = field(default_factory=list)  # what the rule classifier flagged
+    chained: bool = False  # a long ticket chained from others (their labels are counted there)
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
 
@@ -125,13 +147,25 @@ class TicketResult:
                 "boundaries": self.boundaries, "compactions": self.compactions, "fallbacks": self.fallbacks,
                 "stats": {k: dict(v) for k, v in self.stats.items()}, "failures": [f.as_dict() for f in self.failures],
                 "config": self.config, "made_up_ids": self.made_up, "series": self.series, "triggered_compactions": self.triggered_compactions,
+                "labelled_constraints": self.labelled, "flagged_constraints": self.flagged,
                 "seconds": round(self.seconds, 3)}
 
 
-def window_allowance(budget: int, sundry_tokens: int, overhead: int) -> int:
-    """Tokens the sliding window may fill with turns: the class budget, or what Sundry's request
-    actually used when more (its recent turns stay raw even past the budget) — never less than Sundry."""
-    return max(0, max(budget, sundry_tokens) - overhead)
+def window_allowance(sundry_tokens: int, overhead: int) -> int:
+    """Tokens the sliding window may fill with turns: exactly what Sundry's request used at this
+    step, less the window's own system prompt and tools — equal tokens, neither more nor less."""
+    return max(0, sundry_tokens - overhead)
+
+
+@dataclass
+class RecordedWrite:
+    """A write the recorded agent made and its tool reported done: the side-effect reference,
+    taken from the recorded call and result, never from Sundry's actions lane."""
+
+    tool: str
+    target: str
+    call_id: str
+    turn: int
 
 
 # --- one ticket ------------------------------------------------------------------------------
@@ -140,14 +174,21 @@ def window_allowance(budget: int, sundry_tokens: int, overhead: int) -> int:
 class _Run:
     """State carried through one ticket: the lanes, and each strategy's view of the history."""
 
-    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None):
+    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None, labelled=None):
         self.ticket, self.domain, self.cfg, self.agent = ticket, domain, cfg, agent
         self.result = TicketResult(ticket.id, ticket.domain, ticket.source, len(ticket.turns))
         self.result.config = cfg.describe()
         self.replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
-                                 ledger_cap=cfg.ledger_cap, keep_recent=cfg.keep_recent)
-        self.compactor = SundryCompactor(model=cfg.model)
-        self.trig_compactor = SundryCompactor(model=cfg.model)
+                                 ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
+                                 classifier=candidate_rules if cfg.classifier else _no_rules)
+        self.compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
+        self.trig_compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
+        # Constraint sentences, labelled apart from the classifier (None: nobody labelled this source).
+        self.labelled = labelled if labelled is not None else labels.for_ticket(ticket)
+        self.writes: list[RecordedWrite] = []
+        self.recorded_calls: dict[str, dict] = {}
+        self.returned_text = ""  # every tool result's text, for IDs a tool gave only in free text
+        self.typed_text = ""  # every customer message, for IDs typed in a shape no pattern knows
         self.tools = domain.tool_specs()
         self.cache = TokenCache(cfg.model)
         self.summary: SummaryData | None = None
@@ -163,8 +204,12 @@ class _Run:
 
     # --- the strategies' requests ---------------------------------------------------------
 
+    def lanes(self, turns=None):
+        """The replayed lanes, less any the run's controls take away."""
+        return strip_lanes(self.replay.snapshot(turns), self.cfg)
+
     def sundry_request(self, raw, summary):
-        snap = self.replay.snapshot(raw)
+        snap = self.lanes(raw)
         snap.summary = summary
         return assemble(snap, model=self.cfg.model, tools=self.tools)
 
@@ -173,7 +218,7 @@ class _Run:
         cut = cut_point(self.raw, covered=covered, keep_recent=self.cfg.keep_recent)
         if cut is None:
             return
-        snap = self.replay.snapshot(self.raw)
+        snap = self.lanes(self.raw)
         snap.summary = self.summary
         compacted = self.compactor.compact(snap, cut, history=self.replay.history,
                                            ledger_all=list(self.replay.ledger.values()))
@@ -198,7 +243,7 @@ class _Run:
             covered = self.trig_summary.covers_through_turn if self.trig_summary else 0
             cut = cut_point(self.trig_raw, covered=covered, keep_recent=self.cfg.keep_recent)
             if cut is not None:
-                snap = self.replay.snapshot(self.trig_raw)
+                snap = self.lanes(self.trig_raw)
                 snap.summary = self.trig_summary
                 done = self.trig_compactor.compact(snap, cut, history=self.replay.history,
                                                   ledger_all=list(self.replay.ledger.values()))
@@ -219,7 +264,7 @@ class _Run:
         sundry = self.sundry_request(self.raw, self.summary)
         lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
         self.prose_step(self._prose_cut, lanes_tokens)
-        win_turns = window(self.replay.history, window_allowance(cfg.budget, sundry.accounting.total_tokens, self.overhead),
+        win_turns = window(self.replay.history, window_allowance(sundry.accounting.total_tokens, self.overhead),
                            self.cache)
         requests: dict[str, ModelRequest] = {
             "sundry": sundry.request,
@@ -254,56 +299,68 @@ class _Run:
             self.check_agent(step, requests, {"sundry": full.request, "window": plain, "prose": plain})
 
     def check_constraints(self, step, texts, sundry_req) -> None:
-        rules_block = checks.block(sundry_req, "rules")
-        for c in self.replay.stated:
+        """Labelled constraints stated so far: verbatim (spacing aside) anywhere in each request.
+        Production does not pin a flagged sentence, so the rules block gets no special credit."""
+        if self.labelled is None:
+            return
+        stated = self.typed_text
+        for sentence in self.labelled:
+            if labels.norm(sentence) not in stated:
+                continue
             for name in STRATEGIES:
                 s = self.result.stats[name]
                 s["constraint_checks"] += 1
-                ok = c.text in (rules_block if name == "sundry" else texts[name])
+                ok = labels.norm(sentence) in labels.norm(texts[name])
                 s["constraint_ok"] += ok
                 if not ok:
-                    self.result.fail(name, "constraint", step.number, f"stated at turn {c.turn}: \"{c.text}\"")
+                    self.result.fail(name, "constraint", step.number, f"labelled constraint lost: \"{sentence}\"")
 
     def check_actions(self, step, views, texts, sundry_req) -> None:
+        """Each write the recorded tools reported done: shown in the request? Sundry: a state-lane
+        line naming it, or the call still in view; baselines: the call in view, or (prose) its target named."""
         state_block = checks.block(sundry_req, "state")
-        for a in self.replay.completed():
+        for w in self.writes:
             for name in STRATEGIES:
                 s = self.result.stats[name]
                 s["action_checks"] += 1
+                in_view = any(t.kind == "tool_call" and any(str(c.get("id")) == w.call_id
+                                                            for c in (t.payload or {}).get("calls") or [])
+                              for t in views[name])
                 if name == "sundry":
-                    ok = checks.action_line(a.tool, a.target) in state_block
-                else:  # remembered if the call is still in view, or the prose still names what it acted on
-                    in_view = any(t.kind == "tool_call" and any(str(c.get("id")) == a.call_id
-                                                                for c in (t.payload or {}).get("calls") or [])
-                                  for t in views[name])
-                    ok = in_view or (name == "prose" and bool(a.target) and a.target in self.prose.text)
+                    ok = in_view or checks.action_line(w.tool, w.target) in state_block
+                else:
+                    ok = in_view or (name == "prose" and bool(w.target) and w.target in self.prose.text)
                 s["action_ok"] += ok
                 if not ok:
                     self.result.fail(name, "side_effect_forgotten", step.number,
-                                     f"{a.tool} on {a.target or '-'} (turn {a.turn}) is not in the request")
+                                     f"{w.tool} on {w.target or '-'} (turn {w.turn}) is not in the request")
 
     def check_ids(self, step: TurnData, views, texts) -> None:
         r, d, replay = self.result, self.domain, self.replay
         calls = replay.call_names()
-        ledger = replay.snapshot([]).ledger
+        ledger = self.lanes([]).ledger
         full_recent, full_typed = d.result_ids(replay.history, calls), d.text_ids(replay.history)
         seen = {name: (d.result_ids(v, calls), d.text_ids(v)) for name, v in views.items()}
+        same_response = self.same_response_ids(step)
         for c in (step.payload or {}).get("calls") or []:
             name, args = str(c.get("name")), c.get("arguments") or {}
             lookup = name in d.lookup_tools
             self.check_guard_agrees(step, name, args, ledger, seen["sundry"])
             for path, kind, value in d.id_args(name, args):
-                ref_ok = checks.id_accepted(value, lookup=lookup, ledger=ledger, recent=full_recent, typed=full_typed)
+                ref_ok = checks.id_accepted(value, lookup=lookup, ledger=list(replay.ledger.values()),
+                                            recent=full_recent, typed=full_typed)
                 if not ref_ok:
-                    made_up = value not in self.seen_text
+                    why = self.refused_because(value, same_response)
                     compacted = checks.id_accepted(value, lookup=lookup, ledger=ledger, recent=seen["sundry"][0],
                                                    typed=seen["sundry"][1])
                     r.made_up.append({"turn": step.number, "tool": name, "arg": path, "value": value,
-                                      "never_seen": made_up, "caught": not compacted})
-                    r.stats["sundry"]["made_up" if made_up else "unverified_use"] += 1
-                    r.stats["sundry"]["made_up_caught" if made_up else "unverified_caught"] += not compacted
+                                      "class": why, "caught": not compacted})
+                    r.stats["sundry"][f"refused_{why}"] += 1
                     if compacted:
                         r.fail("sundry", "made_up_accepted", step.number, f"{name}.{path}={value} accepted after compaction")
+                    if why == REFUSED_LEGITIMATE:
+                        r.fail("sundry", "legitimate_refused", step.number,
+                               f"{name}.{path}={value}: the customer or a tool gave it, but it was not recognised")
                     continue
                 for strat in STRATEGIES:
                     s = r.stats[strat]
@@ -318,6 +375,30 @@ class _Run:
                         r.fail(strat, "id_lost", step.number, f"{name}.{path}={value} ({kind}) "
                                + ("is in the request but not where the guard trusts it" if present else "is not in the request"))
             self.check_repeat(step, name, args)
+
+    def same_response_ids(self, step: TurnData) -> set[str]:
+        """IDs returned by the results of the calls recorded in this same response."""
+        ids: set[str] = set()
+        mine = {str(c.get("id")): str(c.get("name")) for c in (step.payload or {}).get("calls") or []}
+        for t in self.ticket.turn_data():
+            p = t.payload or {}
+            if t.kind == "tool_result" and str(p.get("call_id")) in mine and p.get("ok", True):
+                ids.update(v for _, v in self.domain.harvest(mine[str(p.get("call_id"))], t))
+        return ids
+
+    def refused_because(self, value: str, same_response: set[str]) -> str:
+        """Why the guard refuses an ID even against the full history (see REFUSED)."""
+        if value in same_response:
+            return "same_response"
+        if value in self.returned_text:
+            # A tool gave it: harvested results would make it acceptable, so it came in free text
+            # (or in a field the domain's description does not mark).
+            return "free_text"
+        if value in self.typed_text:
+            return REFUSED_LEGITIMATE  # typed by the customer in a shape the patterns do not know
+        if value in self.seen_text:
+            return "unverified"  # seen only where the guard does not trust it (the agent's own words)
+        return "made_up"
 
     def check_guard_agrees(self, step, name: str, args, ledger, seen) -> None:
         """The per-value rule used for the rates must be the runtime guard's verdict on the whole call."""
@@ -335,23 +416,24 @@ class _Run:
         if not d.side_effect(name):
             return
         target = d.target(name, args)
-        if not any(a.tool == name and a.target == target for a in self.replay.completed()):
+        if not any(w.tool == name and w.target == target for w in self.writes):
             return
         s = self.result.stats["sundry"]
         s["repeats_proposed"] += 1
-        snap = self.replay.snapshot(self.raw)
+        snap = self.lanes(self.raw)
         verdict = checks.guard_verdict(d, name, args, ledger=snap.ledger, recent=d.result_ids(self.raw, self.replay.call_names()),
                                        typed=d.text_ids(self.raw), actions=snap.actions)
         held = verdict is not None and verdict.guard == "repeat"
         s["repeats_held"] += held
-        if verdict is not None and not held and verdict.guard not in checks.ID_GUARDS:
-            self.result.fail("sundry", "repeat_not_held", step.number, f"{name} on {target} again: {verdict.decision}")
+        if verdict is None or (not held and verdict.guard not in checks.ID_GUARDS):
+            self.result.fail("sundry", "repeat_not_held", step.number,
+                             f"{name} on {target} again: {verdict.decision if verdict else 'no guard'}")
 
     def check_agent(self, step, requests: dict[str, ModelRequest], references: dict[str, ModelRequest]) -> None:
         """Next call from each compacted request against the same strategy's uncompacted request."""
         d, r = self.domain, self.result
-        done = {(a.tool, a.target) for a in self.replay.completed()}
-        calls, ledger = self.replay.call_names(), self.replay.snapshot([]).ledger
+        done = {(w.tool, w.target) for w in self.writes}
+        calls, ledger = self.replay.call_names(), self.lanes([]).ledger
         refs: dict[int, checks.NextCall] = {}
         for name, req in requests.items():
             ref_req = references[name]
@@ -378,12 +460,29 @@ class _Run:
 
     # --- the walk ----------------------------------------------------------------------------------
 
+    def record(self, t: TurnData) -> None:
+        """The references, from the recorded turns themselves: writes done, text typed and returned."""
+        p = t.payload or {}
+        if t.kind == "tool_call":
+            for c in p.get("calls") or []:
+                self.recorded_calls[str(c.get("id"))] = c
+        elif t.kind == "tool_result":
+            self.returned_text += "\n" + (t.text or "")
+            call = self.recorded_calls.get(str(p.get("call_id")))
+            if call and p.get("ok", True) and not p.get("held") and self.domain.side_effect(str(call.get("name"))):
+                name = str(call.get("name"))
+                self.writes.append(RecordedWrite(name, self.domain.target(name, call.get("arguments") or {}),
+                                                 str(call.get("id")), t.number))
+        elif t.author == "customer":
+            self.typed_text += "\n" + labels.norm(t.text or "")
+
     def run(self) -> TicketResult:
         started = time.perf_counter()
         for t in self.ticket.turn_data():
             if t.author in ("agent", "staff") and t.kind in ("tool_call", "message") and self.replay.history:
                 self.boundary(t)
             self.replay.feed(t)
+            self.record(t)
             self.raw.append(t)
             self.prose_raw.append(t)
             self.trig_raw.append(t)
@@ -392,18 +491,42 @@ class _Run:
             name = (t.payload or {}).get("name") or ""
             if (t.author == "agent" and t.kind == "message") or (t.kind == "tool_result" and ok and self.domain.side_effect(name)):
                 self.resolved = True
+        self.result.labelled = self.labelled
+        self.result.chained = bool(self.ticket.meta.get("parts"))
+        self.result.flagged = [c.text for c in self.replay.candidates]
         if self.cfg.plant:
             planted_check(self.ticket, self.domain, self.cfg, self.result, agent=self.agent)
         self.result.seconds = time.perf_counter() - started
         return self.result
 
 
-def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None) -> TicketResult:
+def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None,
+               labelled: list[str] | None = None) -> TicketResult:
     domain = domain or DOMAINS[ticket.domain]
-    return _Run(ticket, domain, (cfg or HarnessConfig()).for_domain(domain), agent).run()
+    return _Run(ticket, domain, cfg or HarnessConfig(), agent, labelled).run()
+
+
+def strip_lanes(snap, cfg: HarnessConfig):
+    """The snapshot without the lanes the run's controls take away (guards see the same)."""
+    return replace(snap, rules=snap.rules if "rules" in cfg.lanes else [],
+                   ledger=snap.ledger if "ledger" in cfg.lanes else [],
+                   state=snap.state if "state" in cfg.lanes else [],
+                   actions=snap.actions if "state" in cfg.lanes else [],
+                   money=snap.money if "state" in cfg.lanes else [])
+
+
+def summariser_for(cfg: HarnessConfig) -> OfflineSummariser:
+    summariser = OfflineSummariser()
+    if not cfg.classifier:
+        summariser.classifier = _no_rules
+    return summariser
 
 
 # --- the planted constraint --------------------------------------------------------------------
+
+
+def planted_turn_of(body: list[TurnData], text: str) -> int:
+    return next(t.number for t in body if t.text == text)
 
 
 def _renumbered(turns: list[TurnData]) -> list[TurnData]:
@@ -446,15 +569,16 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
     while True:
         body = _renumbered(turns + _padding(turns, domain, pad))
         replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
-                            ledger_cap=cfg.ledger_cap, keep_recent=cfg.keep_recent)
+                            ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
+                            classifier=candidate_rules if cfg.classifier else _no_rules)
         for t in body:
             replay.feed(t)
-        if planted.text in replay.rules:  # staff confirm the rule with its structured check
-            rule = replay.rules[planted.text]
-            replay.rules[planted.text] = type(rule)(rule.id, rule.text, rule.turn, rule.scope, rule.scope_ref,
-                                                    rule.source, {"block_tools": list(planted.blocks)})
+        # Staff confirm the flagged candidate on the desk, as in production: the rule takes the
+        # structured check the product infers from its words (none, if it infers none).
+        if any(c.text == planted.text for c in replay.candidates):
+            replay.pin(planted.text, planted_turn_of(body, planted.text), "customer")
         tools = domain.tool_specs()
-        full = assemble(replay.snapshot(), model=cfg.model, tools=tools)
+        full = assemble(strip_lanes(replay.snapshot(), cfg), model=cfg.model, tools=tools)
         if full.accounting.total_tokens > cfg.budget or pad >= 200:
             break
         pad = max(1, pad * 2)
@@ -467,14 +591,14 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
     if cut is None or cut < planted_turn:
         result.fail("sundry", "planted_setup", 0, "padding did not push the planted rule into the compacted range")
         return
-    snap = replay.snapshot(body)
-    compacted = SundryCompactor(model=cfg.model).compact(snap, cut, history=body,
+    snap = strip_lanes(replay.snapshot(body), cfg)
+    compacted = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg)).compact(snap, cut, history=body,
                                                         ledger_all=list(replay.ledger.values()))
     sundry = assemble(compacted, model=cfg.model, tools=tools)
     kept = compacted.turns
     # Baselines at the same budget.
     overhead = request_tokens(baseline_request(policy=domain.policy, turns=[], tools=tools), cfg.model)
-    win = window(body, window_allowance(cfg.budget, sundry.accounting.total_tokens, overhead), TokenCache(cfg.model))
+    win = window(body, window_allowance(sundry.accounting.total_tokens, overhead), TokenCache(cfg.model))
     lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
     prose = prose_compact(ProseState(), [t for t in body if t.number <= cut], cut, lanes_tokens, cfg.model)
     requests = {"sundry": sundry.request,
@@ -531,6 +655,11 @@ class HarnessReport:
 
     def failures(self, strategy: str | None = None) -> list[Failure]:
         return [f for t in self.tickets for f in t.failures if strategy is None or f.strategy == strategy]
+
+    def classifier_score(self) -> dict:
+        """The rule classifier against the labelled constraints, over the labelled tickets."""
+        return labels.score_classifier((t.labelled, t.flagged) for t in self.tickets
+                                       if t.labelled is not None and not t.chained)
 
     def domains(self) -> list[str]:
         return sorted({t.domain for t in self.tickets})

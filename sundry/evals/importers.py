@@ -52,11 +52,20 @@ def _is_error(content: str) -> bool:
 
 
 class _Builder:
-    """Appends turns with consecutive numbers, pairing results to their calls."""
+    """Appends turns with consecutive numbers, pairing results to their calls.
+
+    Call IDs are made unique as the agent loop makes them (`loop.unique_call_ids`): a
+    recorded agent that reused "call_0" would otherwise have one call's result paired
+    with another call. A result pairs with the newest open call of its recorded ID.
+    What cannot be paired is counted, and `check` refuses the ticket.
+    """
 
     def __init__(self):
         self.turns: list[RecordedTurn] = []
         self.names: dict[str, str] = {}
+        self.taken: set[str] = set()
+        self.open: dict[str, list[str]] = {}  # recorded id → unique ids still awaiting a result
+        self.orphans: list[str] = []
 
     def add(self, author: str, kind: str, text: str = "", payload: dict | None = None) -> None:
         self.turns.append(RecordedTurn(number=len(self.turns) + 1, author=author, kind=kind, text=text,
@@ -64,12 +73,30 @@ class _Builder:
 
     def calls(self, text: str, calls: list[dict]) -> None:
         for c in calls:
-            self.names[c["id"]] = c["name"]
+            recorded, n = c["id"] or "call", 2
+            new = recorded
+            while new in self.taken:
+                new, n = f"{recorded}-{n}", n + 1
+            self.taken.add(new)
+            self.open.setdefault(c["id"], []).append(new)
+            c["id"] = new
+            self.names[new] = c["name"]
         self.add("agent", "tool_call", text, {"calls": calls})
 
     def result(self, call_id: str, text: str, ok: bool, name: str | None = None) -> None:
-        name = name or self.names.get(call_id, "tool")
-        self.add("tool", "tool_result", text, {"call_id": call_id, "name": name, "ok": ok})
+        waiting = self.open.get(call_id) or []
+        if not waiting:
+            self.orphans.append(f"result {call_id!r} at turn {len(self.turns) + 1} has no call before it")
+            return
+        unique = waiting.pop(0)
+        name = name or self.names.get(unique, "tool")
+        self.add("tool", "tool_result", text, {"call_id": unique, "name": name, "ok": ok})
+
+    def check(self, where: str) -> None:
+        unanswered = [f"call {i!r} has no result" for ids in self.open.values() for i in ids]
+        problems = self.orphans + unanswered
+        if problems:
+            raise ImportFailed(f"{where}: {len(problems)} unpaired call(s)/result(s), e.g. " + "; ".join(problems[:3]))
 
 
 # --- τ²-bench ------------------------------------------------------------------------------
@@ -113,20 +140,46 @@ def tau2_simulation(sim: dict, *, domain: str, source_name: str = "") -> Recorde
             b.result(call_id, content, ok=not (m.get("error") or _is_error(content)))
     sid = sim.get("task_id", sim.get("id", "?"))
     reward = (sim.get("reward_info") or {}).get("reward")
+    b.check(f"{source_name or 'τ²-bench simulation'}, task {sid}")
     return RecordedTicket(
         id=f"{domain}-{sid}", source="tau2", domain=domain, subject=f"τ²-bench {domain} task {sid}", turns=b.turns,
-        meta={"file": source_name, "task_id": sid, "reward": reward, "customer_device_calls_skipped": skipped,
+        meta={"file": source_name, "source_id": f"{domain}-{sid}", "task_id": sid, "reward": reward,
+              "customer_device_calls_skipped": skipped,
               "termination": sim.get("termination_reason")},
     )
 
 
-def tau2_results(path: str | Path) -> list[RecordedTicket]:
+def is_tau2_simulations(data: Any) -> bool:
+    """A bare list of τ²-bench simulations (what some runs write instead of a results object)."""
+    return (isinstance(data, list) and bool(data) and all(isinstance(s, dict) for s in data)
+            and all("messages" in s and ("task_id" in s or "reward_info" in s or "termination_reason" in s) for s in data))
+
+
+def tau2_results(path: str | Path, *, domain: str | None = None) -> list[RecordedTicket]:
+    """A τ²-bench results object (`{info, tasks, simulations}`) or a bare list of its simulations."""
     path = Path(path)
     data = json.loads(path.read_text())
-    if not isinstance(data, dict) or "simulations" not in data:
-        raise ImportFailed(f"{path} is not a τ²-bench results file (expected an object with 'simulations')")
-    domain = _tau2_domain(data, path)
-    return [tau2_simulation(s, domain=domain, source_name=path.name) for s in data["simulations"]]
+    if is_tau2_simulations(data):
+        sims, dom = data, domain or _tau2_domain({}, path)
+        if dom == "unknown":
+            names = {str(c.get("name")) for s in sims for m in s.get("messages") or [] for c in m.get("tool_calls") or []}
+            dom = guess_domain(names)
+    elif isinstance(data, dict) and "simulations" in data:
+        sims, dom = data["simulations"], domain or _tau2_domain(data, path)
+    else:
+        raise ImportFailed(f"{path} is not a τ²-bench results file (expected an object with 'simulations' "
+                           "or a list of simulations)")
+    return unique_ids([tau2_simulation(s, domain=dom, source_name=path.name) for s in sims])
+
+
+def unique_ids(tickets: list[RecordedTicket]) -> list[RecordedTicket]:
+    """Tickets with distinct IDs: a repeated one (several trials of one task) gets "#2", "#3" …"""
+    seen: dict[str, int] = {}
+    out = []
+    for t in tickets:
+        n = seen[t.id] = seen.get(t.id, 0) + 1
+        out.append(t if n == 1 else t.model_copy(update={"id": f"{t.id}#{n}"}))
+    return out
 
 
 # --- OpenAI chat-completions message lists ---------------------------------------------------
@@ -160,6 +213,7 @@ def openai_messages(messages: list[dict], *, ticket_id: str, domain: str, meta: 
             call_id = pending_function.pop(0) if pending_function else f"fn_orphan_{i}"
             b.result(call_id, content, ok=not _is_error(content), name=m.get("name"))
         # system prompts are the recorded agent's, not ours: not replayed
+    b.check(f"{(meta or {}).get('file') or 'messages'}, ticket {ticket_id}")
     return RecordedTicket(id=ticket_id, source="openai", domain=domain, subject=f"{domain} trajectory {ticket_id}",
                           turns=b.turns, meta=meta or {})
 
@@ -203,10 +257,11 @@ def openai_file(path: str | Path, *, domain: str | None = None) -> list[Recorded
     for tid, msgs, meta in _trajectories(data):
         names = {str((c.get("function") or c).get("name")) for m in msgs for c in (m.get("tool_calls") or [])}
         dom = domain or guess_domain(names)
-        out.append(openai_messages(msgs, ticket_id=f"{dom}-{tid}", domain=dom, meta={"file": path.name, **meta}))
+        out.append(openai_messages(msgs, ticket_id=f"{dom}-{tid}", domain=dom,
+                                   meta={"file": path.name, "source_id": f"{dom}-{tid}", **meta}))
     if not out:
         raise ImportFailed(f"{path} holds no OpenAI message list (expected messages with 'role', or items with 'traj')")
-    return out
+    return unique_ids(out)
 
 
 def load_any(path: str | Path, *, domain: str | None = None) -> list[RecordedTicket]:
@@ -220,6 +275,6 @@ def load_any(path: str | Path, *, domain: str | None = None) -> list[RecordedTic
         raise ImportFailed(f"{path} cannot be read: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8 text'}") from None
     if records.is_recorded(data):
         return records.load(path)
-    if isinstance(data, dict) and "simulations" in data:
-        return tau2_results(path)
+    if (isinstance(data, dict) and "simulations" in data) or is_tau2_simulations(data):
+        return tau2_results(path, domain=domain)
     return openai_file(path, domain=domain)

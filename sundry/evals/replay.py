@@ -7,9 +7,10 @@ eviction past the cap by last use, side effects into `actions`, money into
 `money`; lane tools (pin, label, record_fact) into their lanes. No ORM: the
 harness runs recorded tickets without a database.
 
-One modelling choice, stated where it is made: customer sentences that the
-rule classifier flags are treated as pinned (in production a candidate waits
-for staff or the agent's `pin_constraint`; the offline model pins at once).
+Sentences the rule classifier flags become *candidates*, as in production:
+they wait for staff or the agent's `pin_constraint` and are not in the rules
+block until then. The replay keeps them (`candidates`) only so the harness can
+score the classifier against labelled constraints; no check trusts them.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class LaneReplay:
     domain: object
     ticket_id: int = 0
     customer_id: str = ""
-    ledger_cap: int = 24
+    ledger_tokens: int = 2400  # the live ledger's allowance (`harvest.ledger_allowance`)
+    classifier: object = candidate_rules  # production's rule classifier; a control may switch it off
     keep_recent: int = 8
     rows: dict[str, LedgerRow] = field(default_factory=dict)  # the ledger, by value, archived entries too
     rules: dict[str, RuleData] = field(default_factory=dict)
@@ -60,7 +62,7 @@ class LaneReplay:
     money: dict[str, MoneyData] = field(default_factory=dict)
     state: dict[str, StateFieldData] = field(default_factory=dict)
     calls: dict[str, dict] = field(default_factory=dict)  # call id → {"name", "arguments", "turn"}
-    stated: list[StatedConstraint] = field(default_factory=list)
+    candidates: list[StatedConstraint] = field(default_factory=list)  # flagged, not pinned
     action_calls: list[str] = field(default_factory=list)  # call id of each action, in order
     history: list[TurnData] = field(default_factory=list)
 
@@ -92,10 +94,9 @@ class LaneReplay:
         if t.author in ("customer", "staff") and t.kind in ("message", "note"):
             if t.author == "customer":
                 typed = [(value, kind) for kind, value in self.domain.typed_ids(t.text)]
-                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_cap)
-            for sentence in candidate_rules(t.text):
-                self.stated.append(StatedConstraint(sentence, t.number, t.author))
-                self.pin(sentence, t.number, t.author)
+                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_tokens)
+            for sentence in self.classifier(t.text):
+                self.candidates.append(StatedConstraint(sentence, t.number, t.author))
         elif t.kind == "tool_call":
             for c in p.get("calls") or []:
                 if isinstance(c, dict) and c.get("id"):
@@ -112,7 +113,7 @@ class LaneReplay:
         owners = self.domain.owners(name, t)
         harvest.touch(self.rows, [v for _, _, v in self.domain.id_args(name, args)], t.number)
         found = list(dict.fromkeys((value, kind) for kind, value in self.domain.harvest(name, t)))
-        harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_cap,
+        harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
                              notes={v: f"of {o}" for v, o in owners.items()})
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sundry.evals.harness import LABELS, STRATEGIES, HarnessReport
+from sundry.evals.harness import LABELS, REFUSED, STRATEGIES, HarnessReport
 
 # (column, numerator, denominator) — rates shown per strategy.
 RATES = [
@@ -103,12 +103,24 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
                "(the summary was refused, mostly as not shorter than a small range); lanes intact either way")
     made_up = [(t.id, m) for t in report.tickets for m in t.made_up]
     if made_up:
-        out.append(f"IDs the recorded agent used without them being in its context: {len(made_up)}")
+        by = Counter(m["class"] for _, m in made_up)
+        out.append(f"IDs the guard refuses even against the full history: {len(made_up)} — "
+                   + ", ".join(f"{REFUSED_LABELS[k]} {by[k]}" for k in REFUSED))
         for tid, m in made_up:
-            what = "made up (never seen before)" if m["never_seen"] else "seen only unverified or in prose"
-            out.append(f"  {tid} turn {m['turn']} {m['tool']}.{m['arg']}={m['value']} — {what}; "
-                       f"{'caught by the guard' if m['caught'] else 'NOT caught'}")
+            out.append(f"  {tid} turn {m['turn']} {m['tool']}.{m['arg']}={m['value']} — {REFUSED_LABELS[m['class']]}; "
+                       f"{'refused after compaction' if m['caught'] else 'ACCEPTED after compaction'}")
+    score = report.classifier_score()
+    if score["labelled"]:
+        out.append(f"Rule classifier against the labelled constraints: recall {_pct(score['recall'])} "
+                   f"({score['labels_found']}/{score['labelled']}), precision {_pct(score['precision'])} "
+                   f"({score['flags_correct']}/{score['flagged']})")
     return out
+
+
+REFUSED_LABELS = {"made_up": "truly wrong: made up", "unverified": "truly wrong: used unverified",
+                  "same_response": "recorded in the same response as its lookup",
+                  "free_text": "returned only inside free text",
+                  "unrecognised": "legitimate but refused (typed in a shape no pattern knows)"}
 
 
 def as_json(report: HarnessReport) -> dict:
@@ -119,6 +131,7 @@ def as_json(report: HarnessReport) -> dict:
         "strategies": LABELS,
         "rates": rates(report),
         "rates_by_domain": {d: rates(report, d) for d in report.domains()},
+        "classifier": report.classifier_score(),
         "failures": [f.as_dict() for f in report.failures()],
         "tickets": [t.as_dict() for t in report.tickets],
     }
@@ -202,7 +215,7 @@ def write_html(report: HarnessReport, path: Path) -> Path:
         "lines": [line_chart(t, t.config.get("budget") or 0) for t in by_domain.values()],
         "sundry_failures": report.failures("sundry"),
         "baseline_failures": [f for s in ("window", "prose") for f in report.failures(s)][:200],
-        "made_up": [{"ticket": t.id, **m} for t in report.tickets for m in t.made_up],
+        "made_up": [{"ticket": t.id, **m, "class_label": REFUSED_LABELS[m["class"]]} for t in report.tickets for m in t.made_up],
         "tickets": report.tickets,
     }
     path.parent.mkdir(parents=True, exist_ok=True)

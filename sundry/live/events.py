@@ -19,6 +19,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+from sundry.tickets.models import Ticket
+
 log = logging.getLogger("sundry.live")
 
 PUBSUB_BACKEND = "sundry.live.layer.ProcessFanoutChannelLayer"
@@ -96,14 +98,10 @@ def group_send(groups: list[str], message: dict) -> None:
 
 
 def _push(ticket_id: int, version: int | None = None) -> None:
-    from sundry.core import sql
-    from sundry.tickets.versions import version_statement
-
-    if version is None:  # runs after every commit that touches a ticket: kept bare
-        [rows] = sql.run([version_statement(ticket_id)])
-        if not rows:
+    if version is None:
+        version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
+        if version is None:
             return
-        version = rows[0][0]
     group_send([staff_group(ticket_id), customer_group(ticket_id)],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
@@ -112,35 +110,19 @@ def ticket_changed(ticket_id: int) -> None:
     """Push the ticket's version once the current transaction commits.
 
     A transaction that changes a ticket many times (an agent step: call turn,
-    result turn, ledger, money) pushes it once: the push reads the version at
-    commit. If the savepoint that queued the push rolls back, the push goes
-    with it; the page's periodic version check repairs that rare case.
+    result turn, ledger, money) pushes it once: the push reads the version
+    after the commit. If the savepoint that queued the push rolls back, the push
+    goes with it; the page's periodic version check repairs that rare case.
     """
     conn = transaction.get_connection()
     if conn.in_atomic_block and any(getattr(f, "pushes_ticket", None) == ticket_id for _, f, _ in conn.run_on_commit):
         return
 
     def push() -> None:
-        _push(ticket_id, push.version)
+        _push(ticket_id)
 
-    push.pushes_ticket, push.version = ticket_id, None
+    push.pushes_ticket = ticket_id
     transaction.on_commit(push)
-
-
-def ticket_version_known(ticket_id: int, version: int) -> None:
-    """The version this transaction leaves the ticket at, so its push need not read it back.
-
-    Only for a version read after the transaction's last change to the ticket
-    (an agent step reads it with its record, the step's last write). Taken only
-    in an outermost transaction with no savepoint open: a savepoint rolled back
-    later could otherwise leave the push announcing a version that never committed.
-    """
-    conn = transaction.get_connection()
-    if not conn.in_atomic_block or conn.savepoint_ids:
-        return
-    for _, callback, _ in conn.run_on_commit:
-        if getattr(callback, "pushes_ticket", None) == ticket_id:
-            callback.version = version
 
 
 def user_sockets_close(user_id: int) -> None:

@@ -21,7 +21,6 @@ from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from sundry.core.readonce import once, shared_reads
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -70,8 +69,7 @@ def _owner(ticket, viewer: Viewer) -> None:
 def _pending_held(ticket) -> list:
     from sundry.agent.models import HeldAction
 
-    return once(("pending_held", ticket.pk),
-                lambda: list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id")))
+    return list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id"))
 
 
 def _staff_head(ticket, viewer):
@@ -283,9 +281,8 @@ def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None
 
 
 def render_all(ticket, viewer: Viewer) -> Rendering:
-    with shared_reads():  # rows several panels show are read once for all of them
-        return Rendering({name: render_panel_parts(panel, ticket, viewer)
-                          for name, panel in REGISTRIES[viewer.audience].items()})
+    return Rendering({name: render_panel_parts(panel, ticket, viewer)
+                      for name, panel in REGISTRIES[viewer.audience].items()})
 
 
 # One rendering per (audience, ticket, version) serves every watcher in this

@@ -7,6 +7,7 @@ panels re-rendered and a status line; the websocket only pushes.
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -83,14 +84,17 @@ def ticket_detail(request, ticket_id):
     })
 
 
-def _answer(request, ticket, *, panels=(), message="", level="ok", status=200):
+def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True):
+    """`fresh=False`: the status line alone, without reading anything."""
     if not request.htmx:
         if level == "ok":
             return redirect("portal-ticket", ticket_id=ticket.pk)
         return redirect(reverse("portal-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
-    ticket = _own_ticket(request, ticket.pk)
-    viewer = _viewer(request, ticket)
-    html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
+    html = ""
+    if fresh:
+        ticket = _own_ticket(request, ticket.pk)
+        viewer = _viewer(request, ticket)
+        html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
     html += render_to_string("tickets/_flash.html", {"message": message, "level": level})
     return HttpResponse(html, status=status)
 
@@ -105,7 +109,12 @@ def ticket_message(request, ticket_id):
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""))
     except MessageRefused as exc:
         return _answer(request, ticket, message=str(exc), level="bad", status=422)
-    return _answer(request, ticket, panels=("conversation",), message="Sent.")
+    try:
+        return _answer(request, ticket, panels=("conversation",), message="Sent.")
+    except (OperationalError, InterfaceError):
+        # The message is stored: say so, or a resend would post it twice. The page's live
+        # updates bring the conversation up to date once the database answers again.
+        return _answer(request, ticket, message="Sent.", fresh=False)
 
 
 @login_required

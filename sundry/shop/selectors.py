@@ -5,15 +5,12 @@ Each returns a model instance (or list of them) or None when nothing matches.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Prefetch, Sum
 
-from sundry.core import sql
-
-from .models import Customer, Order, OrderItem, Parcel, Payment, PaymentMethod, Product, Refund, Return
+from .models import Customer, Order, OrderItem, Parcel, Payment, Refund, Return
 
 
 def customer_by_email(email: str) -> Customer | None:
@@ -83,62 +80,33 @@ class OrderView:
     returns: list[tuple] = field(default_factory=list)  # return_id, sorted item_ids, status, reason
 
 
-@functools.lru_cache(maxsize=4)
-def _order_view_statements(vendor: str) -> list[tuple[str, str]]:
-    """Each read as (plain SELECT, JSON expression for `sql.read_together`); all take the order number."""
-    t, c, a = sql.table, sql.column, sql.aliased
-    order_id = f"(SELECT {c(Order, 'id')} FROM {t(Order)} WHERE {c(Order, 'number')} = %s)"
-    through = Return.items.through
-    reads = [  # (columns, FROM … WHERE …, ORDER BY)
-        (f"{a('o', Order, ('number',))}, {a('c', Customer, ('customer_id',))},"
-         f" {a('o', Order, ('status', 'currency', 'total_cents', 'placed_at'))}",
-         f"{t(Order)} o JOIN {t(Customer)} c ON c.{c(Customer, 'id')} = o.{c(Order, 'customer')}"
-         f" WHERE o.{c(Order, 'number')} = %s", ""),
-        (f"{a('i', OrderItem, ('item_id',))}, {a('p', Product, ('sku', 'name'))},"
-         f" {a('i', OrderItem, ('quantity', 'unit_price_cents'))}",
-         f"{t(OrderItem)} i JOIN {t(Product)} p ON p.{c(Product, 'id')} = i.{c(OrderItem, 'product')}"
-         f" WHERE i.{c(OrderItem, 'order')} = {order_id}", f"i.{c(OrderItem, 'id')}"),
-        (f"{a('y', Payment, ('payment_id',))}, {a('m', PaymentMethod, ('payment_method_id', 'label'))},"
-         f" {a('y', Payment, ('status', 'amount_cents'))}",
-         f"{t(Payment)} y JOIN {t(PaymentMethod)} m ON m.{c(PaymentMethod, 'id')} = y.{c(Payment, 'method')}"
-         f" WHERE y.{c(Payment, 'order')} = {order_id}", f"y.{c(Payment, 'created_at')}, y.{c(Payment, 'id')}"),
-        (sql.columns(Parcel, ("tracking_number", "carrier", "status")),
-         f"{t(Parcel)} WHERE {c(Parcel, 'order')} = {order_id}", c(Parcel, "id")),
-        (f"{a('r', Refund, ('refund_id',))}, {a('y', Payment, ('payment_id',))},"
-         f" {a('r', Refund, ('amount_cents', 'status', 'reason', 'created_at'))}",
-         f"{t(Refund)} r JOIN {t(Payment)} y ON y.{c(Payment, 'id')} = r.{c(Refund, 'payment')}"
-         f" WHERE r.{c(Refund, 'order')} = {order_id}", f"r.{c(Refund, 'created_at')}, r.{c(Refund, 'id')}"),
-        # One row per returned item (or one with no item): grouped below.
-        (f"{a('r', Return, ('id', 'return_id', 'status', 'reason'))}, {a('i', OrderItem, ('item_id',))}",
-         f"{t(Return)} r LEFT JOIN {t(through)} ri ON ri.{c(through, 'return')} = r.{c(Return, 'id')}"
-         f" LEFT JOIN {t(OrderItem)} i ON i.{c(OrderItem, 'id')} = ri.{c(through, 'orderitem')}"
-         f" WHERE r.{c(Return, 'order')} = {order_id}", f"r.{c(Return, 'created_at')}, r.{c(Return, 'id')}, i.{c(OrderItem, 'id')}"),
-    ]
-    return [(sql.plain_select(*read), sql.json_select(*read)) for read in reads]
-
-
 def order_view(number: str) -> OrderView | None:
-    """The order with this exact number as plain data (one statement on PostgreSQL), or None.
+    """The order with this exact number as plain data, or None.
 
     For reading only: the tools that change an order load it with `order_by_number`.
     """
     if not number:
         return None
-    statements = _order_view_statements(sql.vendor())
-    order, items, payments, parcels, refunds, return_rows = sql.read_together(
-        [(plain, as_json, [number]) for plain, as_json in statements])
-    if not order:
+    order = Order.objects.filter(number=number).values_list(
+        "id", "number", "customer__customer_id", "status", "currency", "total_cents", "placed_at").first()
+    if order is None:
         return None
+    pk, *head = order
+    items = OrderItem.objects.filter(order_id=pk).order_by("pk").values_list(
+        "item_id", "product__sku", "product__name", "quantity", "unit_price_cents")
+    payments = Payment.objects.filter(order_id=pk).order_by("created_at", "pk").values_list(
+        "payment_id", "method__payment_method_id", "method__label", "status", "amount_cents")
+    parcels = Parcel.objects.filter(order_id=pk).order_by("pk").values_list("tracking_number", "carrier", "status")
+    refunds = Refund.objects.filter(order_id=pk).order_by("created_at", "pk").values_list(
+        "refund_id", "payment__payment_id", "amount_cents", "status", "reason", "created_at")
     returns: dict[int, list] = {}
-    for pk, return_id, status, reason, item_id in return_rows:
-        entry = returns.setdefault(pk, [return_id, [], status, reason])
+    # One row per returned item (or one with no item): grouped here.
+    for rid, return_id, status, reason, item_id in Return.objects.filter(order_id=pk).order_by(
+            "created_at", "pk", "items__pk").values_list("pk", "return_id", "status", "reason", "items__item_id"):
+        entry = returns.setdefault(rid, [return_id, [], status, reason])
         if item_id is not None:
             entry[1].append(item_id)
-    number_, customer_id, status, currency, total, placed_at = order[0]
-    return OrderView(number_, customer_id, status, currency, total, sql.json_time(placed_at),
-                     items=[tuple(i) for i in items], payments=[tuple(p) for p in payments],
-                     parcels=[tuple(p) for p in parcels],
-                     refunds=[(*r[:5], sql.json_time(r[5])) for r in refunds],
+    return OrderView(*head, items=list(items), payments=list(payments), parcels=list(parcels), refunds=list(refunds),
                      returns=[(rid, sorted(ids), status, reason) for rid, ids, status, reason in returns.values()])
 
 

@@ -36,12 +36,10 @@ class TicketClassForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         budget, kept = data.get("token_budget"), data.get("recent_turns_kept")
-        fraction, ledger_cap = data.get("trigger_fraction"), data.get("ledger_cap")
+        fraction = data.get("trigger_fraction")
         if budget and fraction and kept and int(budget * fraction) < kept * 50:
             self.add_error("recent_turns_kept", "The recent turns kept cannot fit under the trigger: "
                            "lower it or raise the budget (about 50 tokens a turn at the least).")
-        if budget and ledger_cap and ledger_cap * 20 > budget // 2:
-            self.add_error("ledger_cap", "The ledger cap would fill half the budget (about 20 tokens an entry).")
         return data
 
 
@@ -49,11 +47,11 @@ class TicketClassForm(forms.ModelForm):
 class TicketClassAdmin(admin.ModelAdmin):
     form = TicketClassForm
     list_display = ("name", "token_budget", "trigger_fraction", "recent_turns_kept", "working_model",
-                    "summariser_model", "ledger_cap", "pinned_rules_cap")
+                    "summariser_model", "ledger_share", "pinned_rules_cap")
     prepopulated_fields = {"slug": ("name",)}
     fieldsets = (
         (None, {"fields": ("name", "slug", "description")}),
-        ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_cap", "pinned_rules_cap")}),
+        ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap")}),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
         ("Approvals", {"fields": ("approval_rules",)}),
     )

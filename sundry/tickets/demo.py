@@ -35,7 +35,7 @@ def ensure_classes() -> dict[str, TicketClass]:
     extended, _ = TicketClass.objects.get_or_create(
         slug="extended",
         defaults=dict(name="Extended", token_budget=32000, trigger_fraction=0.8, recent_turns_kept=16,
-                      ledger_cap=48, pinned_rules_cap=1500,
+                      pinned_rules_cap=1500,
                       description="Complex or escalated cases with long histories.",
                       approval_rules={"issue_refund": {"above": {"USD": 20000, "EUR": 20000, "GBP": 16000, "INR": 1600000}},
                                       "cancel_order": {}}),

@@ -29,9 +29,9 @@ class TicketClass(models.Model):
         help_text="'offline', or provider:model such as 'openai:gpt-4.1-mini' or 'anthropic:claude-3-5-haiku-latest'.",
     )
     summariser_model = models.CharField(max_length=120, default="offline")
-    ledger_cap = models.PositiveIntegerField(
-        default=24, validators=[MinValueValidator(4), MaxValueValidator(500)],
-        help_text="Live ledger entries; past it, the least recently used are archived.",
+    ledger_share = models.FloatField(
+        default=0.3, validators=[MinValueValidator(0.01), MaxValueValidator(0.5)],
+        help_text="Share of the budget the live ledger may fill; past it, the least recently used entries are archived.",
     )
     pinned_rules_cap = models.PositiveIntegerField(
         default=600, validators=[MinValueValidator(50)],

@@ -8,8 +8,12 @@ from functools import cached_property
 
 from django.db.models import Count, Q
 
-from sundry.core.readonce import once
-from sundry.core.rowcache import AppendOnlyRows
+from sundry.agent.models import AgentStep
+from sundry.compaction.models import CompactionRun
+from sundry.context.models import StateValue
+from sundry.context.selectors import current_summary
+from sundry.context.statefields import FIELDS
+from sundry.core.people import is_desk_staff
 from sundry.tickets.models import Ticket, Turn
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
@@ -47,8 +51,6 @@ def attention_kind(attention: str) -> str:
 
 
 def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
-    from sundry.core.people import is_desk_staff
-
     if not is_desk_staff(user):
         return None
     return Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=ticket_id).first()
@@ -57,27 +59,9 @@ def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
 # --- conversation ----------------------------------------------------------------------
 
 
-# The turns the pages of this process have shown (see core.rowcache): a push to the
-# watchers of a long ticket then reads only the turn it brings, not every turn again.
-_shown_turns = AppendOnlyRows(what="shown turns", tickets=256, rows_per_ticket=5000, rows=20000)
-
-
 def turns(ticket) -> list[Turn]:
-    """Every turn of the ticket, in number order. Read-only: the instances may be shared."""
-    key = _shown_turns.key_for(ticket)
-    if key is None:
-        return list(Turn.objects.filter(ticket=ticket).order_by("number"))
-    cached = _shown_turns.get(key)
-    known = cached[-1].number if cached else 0
-    rows = cached + list(Turn.objects.filter(ticket=ticket, number__gt=known).order_by("number"))
-    # Turns are numbered 1, 2, 3, … one after another; anything else is never cached.
-    if any(t.number != i for i, t in enumerate(rows, 1)):
-        if cached:
-            _shown_turns.refuse()  # not what the cache promised: read them all
-            return turns(ticket)
-        return rows
-    _shown_turns.put(key, rows)
-    return rows
+    """Every turn of the ticket, in number order."""
+    return list(Turn.objects.filter(ticket=ticket).order_by("number"))
 
 
 class ConversationItem:
@@ -93,8 +77,6 @@ class ConversationItem:
 
 def conversation(ticket) -> dict:
     """Every turn, with compaction markers placed after the last turn each run replaced."""
-    from sundry.context.selectors import current_summary
-
     summary = current_summary(ticket)
     runs = {}
     for run in compaction_runs(ticket):
@@ -123,9 +105,6 @@ def pretty(value) -> str:
 
 def state_fields(ticket) -> list[dict]:
     """One entry per field: the current value (if any) and its superseded history, newest first."""
-    from sundry.context.models import StateValue
-    from sundry.context.statefields import FIELDS
-
     rows = {}
     for v in StateValue.objects.filter(ticket=ticket).select_related("changed_by").order_by("name", "-id"):
         entry = rows.setdefault(v.name, {"name": v.name, "current": None, "history": []})
@@ -182,8 +161,6 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
 
 
 def budget(ticket) -> dict:
-    from sundry.agent.models import AgentStep
-
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
     # plain rows (totals summed here) and only the last step as a model, for its lanes.
@@ -216,11 +193,8 @@ def budget(ticket) -> dict:
 
 
 def compaction_runs(ticket) -> list:
-    """The ticket's compaction runs, oldest first (with the step that triggered each); read once per rendering."""
-    from sundry.compaction.models import CompactionRun
-
-    return once(("compaction_runs", ticket.pk), lambda: list(
-        CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id")))
+    """The ticket's compaction runs, oldest first (with the step that triggered each)."""
+    return list(CompactionRun.objects.filter(ticket=ticket).select_related("trigger_step").order_by("id"))
 
 
 def compactions(ticket):
@@ -230,8 +204,6 @@ def compactions(ticket):
 
 def compaction_detail(ticket, run_id: int) -> dict | None:
     """Before, the summary, after and what changed, for one run of this ticket."""
-    from sundry.compaction.models import CompactionRun
-
     run = CompactionRun.objects.filter(ticket=ticket, pk=run_id).select_related("summary", "base_summary").first()
     if run is None:
         return None

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 from django.conf import settings
 from django.db import transaction
 
-from sundry.core import sql
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
+from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, TicketClass, Turn
-from sundry.tickets.versions import bump_statement, ticket_touch  # noqa: F401  (ticket_touch: part of this module's API)
+from sundry.tickets.versions import bump, ticket_lock, ticket_touch  # noqa: F401  (ticket_lock, ticket_touch: part of this module's API)
 
 
 class MessageRefused(ValueError):
@@ -63,11 +62,6 @@ def _calls_tokens(payload: dict | None, model: str) -> int:
     return count_tokens(json.dumps(calls, ensure_ascii=False), model) if calls else 0
 
 
-@functools.lru_cache(maxsize=4)
-def _turn_counter(vendor: str) -> str:
-    return f"(SELECT {sql.column(Ticket, 'last_turn_number')} FROM {sql.table(Ticket)} WHERE {sql.column(Ticket, 'id')} = %s)"
-
-
 def turn_append(
     *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None
 ) -> Turn:
@@ -75,41 +69,15 @@ def turn_append(
 
     Numbering comes from the ticket row's own counter, bumped under its row
     lock, so concurrent writers (the agent worker and a customer message)
-    never collide.
+    never collide. The ticket object is kept current (turn counter, version).
     """
-    append = TurnAppend(ticket=ticket, author=author, kind=kind, text=text, payload=payload)
-    with transaction.atomic(savepoint=False):  # no savepoint round trips
-        return append.done(sql.run(append.statements))
-
-
-class TurnAppend:
-    """`turn_append` in two halves, for a caller that sends its statements with others of its own:
-    `statements` (to lead its group), then `done(their results)`."""
-
-    def __init__(self, *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "",
-                 payload: dict | None = None):
-        model = ticket.ticket_class.working_model  # loaded with the ticket by every caller that loops
-        self.ticket = ticket
-        self.turn = Turn(ticket=ticket, number=0, author=author, kind=kind, text=text, payload=payload or {},
-                         tokens=count_tokens(text, model) + _calls_tokens(payload, model),
-                         encoding=encoding_name_for(model))
-        # Several times per agent step, so one round trip on PostgreSQL: the bump, then the
-        # insert taking its number from the counter the bump just moved (same transaction).
-        self.statements = [bump_statement(ticket.pk, turn=True),
-                           sql.insert_statement(self.turn, number=self.counter(ticket.pk))]
-
-    @staticmethod
-    def counter(ticket_id: int) -> tuple[str, list]:
-        """The ticket's turn counter as an SQL expression: after the bump, the new turn's number."""
-        return _turn_counter(sql.vendor()), [ticket_id]
-
-    def done(self, results) -> Turn:
-        (number, version), = results[0]
-        turn, ticket = self.turn, self.ticket
-        turn.number = number
-        sql.saved(turn, results[1][0][0])
-        ticket.last_turn_number, ticket.version = number, version
-        from sundry.live.events import ticket_changed
-
+    model = ticket.ticket_class.working_model
+    tokens = count_tokens(text, model) + _calls_tokens(payload, model)
+    # No savepoint of its own: a failure here fails the caller's whole transaction.
+    with transaction.atomic(savepoint=False):
+        number, version = bump(ticket.pk, turn=True)
+        turn = Turn.objects.create(ticket=ticket, number=number, author=author, kind=kind, text=text,
+                                   payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model))
         ticket_changed(ticket.pk)
-        return turn
+    ticket.last_turn_number, ticket.version = number, version
+    return turn

@@ -77,6 +77,8 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real model servers do
+
             def log_message(self, *args):
                 pass
 
@@ -84,7 +86,7 @@ class FakeServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw)
                 server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                        "body": body, "at": time.monotonic()})
+                                        "body": body, "at": time.monotonic(), "client": self.client_address})
                 status, payload, *extra = server.respond(self.path, body)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
@@ -609,3 +611,21 @@ def test_pricing_comes_from_genai_prices():
     hosted = pricing.cost("openai-compatible:llama-3.3-70b-versatile", 1000, 1000, base_url="https://api.groq.com/openai/v1")
     assert hosted.priced and hosted.usd > 0
     assert pricing.cost("offline", 10_000, 10_000) == pricing.Cost(Decimal("0"), priced=True)
+
+
+def test_calls_from_one_thread_reuse_one_connection(serve, monkeypatch):
+    """Consecutive steps talk to the model over the connection already open: a new client,
+    loop and TLS handshake per call cost more than the rest of a step (docs/benchmarks.md)."""
+    server = serve(openai_round_trip)
+    monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+    gateway = Gateway()
+    for _ in range(3):
+        gateway.call(lane_request("openai-compatible:qwen"))
+    assert len(server.requests) == 3
+    assert len({r["client"] for r in server.requests}) == 1  # one TCP connection, kept alive
+
+    # Another thread has a loop and a connection of its own (a client is bound to its loop).
+    other = threading.Thread(target=lambda: gateway.call(lane_request("openai-compatible:qwen")))
+    other.start()
+    other.join(30)
+    assert len({r["client"] for r in server.requests}) == 2

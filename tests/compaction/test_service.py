@@ -261,11 +261,11 @@ def test_agent_resolution_step_fires_the_trigger(monkeypatch, django_capture_on_
 def test_the_trigger_counts_the_next_request_without_assembling_it_and_gets_the_assembled_figure(
         monkeypatch, django_capture_on_commit_callbacks):
     """After a plain reply the trigger adds the reply's message to the step's own count; it must be exact."""
-    from sundry.agent import loop
+    from sundry.agent import loop, step
     from sundry.compaction import services
 
     seen = []
-    monkeypatch.setattr(loop, "resolution_listeners", [seen.append])
+    monkeypatch.setattr(step, "resolution_listeners", [seen.append])
     ticket = long_ticket()
     for text in ("Is the parcel here yet?", "And the refund: when does it land? Order SU-40118, rfd_3h8j2k5m."):
         turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)

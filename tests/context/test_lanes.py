@@ -8,6 +8,7 @@ from sundry.context.assembly import LANE_ORDER, assemble, whole_units
 from sundry.context.lanes import TurnData
 from sundry.context.models import LedgerEntry, StateValue
 from sundry.context.selectors import lane_snapshot
+from sundry.context import harvest
 from sundry.context.services import LaneConflict, ledger_evict, ledger_rename, state_set
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.tokens import count_tokens
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def ticket():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-20481")
-    return ticket_create(customer=customer, ticket_class=TicketClassFactory(ledger_cap=4), subject="Charge")
+    return ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Charge")
 
 
 def test_changed_amount_supersedes_and_keeps_both_with_turns_and_sources(ticket):
@@ -65,10 +66,13 @@ def test_ledger_evicts_by_last_use_and_archives(ticket):
     for i, (used_turn, used) in enumerate([(9, False), (2, False), (3, True), (5, False)]):
         LedgerEntry.objects.create(ticket=ticket, role=f"order_{i}", value=f"SU-3000{i}", kind="order",
                                    verified=True, first_seen_turn=1, last_used_turn=used_turn, used_in_call=used)
-    # 5 entries (the customer + 4) over a cap of 3: two must go. Never-used
-    # entries go first, least recently seen first; SU-30002 was acted on at
-    # turn 3 and stays although SU-30000 and SU-30003 were seen later.
-    evicted = ledger_evict(ticket=ticket, cap=3)
+    # 5 entries (the customer + 4) over a cap the size of three: two must go, least
+    # recently used first (being seen counts as a use). SU-30002, an order a call acted
+    # on, is a live entity and stays although SU-30000 and SU-30003 were seen later.
+    rows = {e.value: harvest.LedgerRow(e.value, e.role, e.kind, e.verified, e.first_seen_turn, e.last_used_turn)
+            for e in LedgerEntry.objects.filter(ticket=ticket)}
+    cap = sum(harvest.entry_tokens(rows[v]) for v in (ticket.customer.customer_id, "SU-30000", "SU-30002"))
+    evicted = ledger_evict(ticket=ticket, cap=cap)
     assert evicted == ["SU-30001", "SU-30003"]
     archived = set(LedgerEntry.objects.filter(ticket=ticket, status="archived").values_list("value", flat=True))
     assert archived == {"SU-30001", "SU-30003"}  # archived, not deleted

@@ -1,29 +1,21 @@
-"""The lane snapshot read as one statement of JSON sets (PostgreSQL) gives exactly what the plain reads give."""
+"""The lane snapshot reads every lane as stored."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
-from sundry.context.models import Summary
-from sundry.context.selectors import lane_snapshot, turn_cache
-from sundry.core import sql
+from sundry.context.models import LedgerEntry, Summary
+from sundry.context.selectors import lane_snapshot
 from sundry.evals.benchmarks import InstantModel
 from sundry.tickets.models import Ticket
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
-
-
-def plain(reads):
-    """What `read_together` does on any database but PostgreSQL: each SELECT on its own."""
-    return sql.run([(select, params) for select, _, params in reads])
 
 
 @pytest.fixture
@@ -48,17 +40,20 @@ def busy_ticket():
     return ticket
 
 
-def test_one_statement_reads_what_the_plain_reads_read(busy_ticket, monkeypatch):
-    turn_cache.clear()
-    with CaptureQueriesContext(connection) as queries:
-        together = lane_snapshot(busy_ticket)
-    if connection.vendor == "postgresql":
-        assert len(queries) == 1
-    turn_cache.clear()
-    monkeypatch.setattr(sql, "read_together", plain)
-    apart = lane_snapshot(busy_ticket)
-    assert together == apart
-    # Every lane had something to compare.
-    assert all([apart.rules, apart.ledger, apart.state, apart.actions, apart.money, apart.questions, apart.summary,
-                apart.turns, apart.version])
-    assert any(t.payload for t in apart.turns) and any(a.amount_cents is None for a in apart.actions)
+def test_the_snapshot_holds_what_each_lane_stores(busy_ticket):
+    snap = lane_snapshot(busy_ticket)
+    assert snap.version == Ticket.objects.get(pk=busy_ticket.pk).version
+    assert [r.text for r in snap.rules] == ["Phone only, never email."]
+    assert [(s.name, s.value) for s in snap.state] == [("issue", "too small — “wrong size”")]
+    assert [q.text for q in snap.questions] == ["Which size instead?"]
+    assert [(a.tool, a.amount_cents, a.summary != "") for a in snap.actions] == [
+        ("issue_refund", 1500, True), ("add_note", None, False)]
+    assert [(m.order, m.paid_cents) for m in snap.money] == [("SU-10480", 10000)]
+    assert {e.value for e in snap.ledger} == set(LedgerEntry.objects.filter(
+        ticket=busy_ticket, status="active").values_list("value", flat=True))
+    assert all(isinstance(e.verified, bool) and isinstance(e.used, bool) for e in snap.ledger)
+    # The turns after the summary, in order, with their JSON payloads decoded.
+    assert snap.summary.covers_through_turn == 1
+    assert [t.number for t in snap.turns] == list(range(2, busy_ticket.last_turn_number + 1))
+    assert any(t.payload.get("calls") for t in snap.turns)
+    assert lane_snapshot(busy_ticket, with_turns=False).turns == []

@@ -45,14 +45,20 @@ def test_the_baselines_lose_ids_that_only_a_tool_result_carried(retail_result):
 
 def test_a_made_up_id_is_caught_and_not_counted_as_a_compaction_loss(retail_result):
     [made_up] = retail_result.made_up
-    assert made_up["value"] == "gift_card_0000000" and made_up["never_seen"] and made_up["caught"]
-    assert retail_result.stats["sundry"]["made_up_caught"] == 1
+    assert made_up["value"] == "gift_card_0000000" and made_up["class"] == "made_up" and made_up["caught"]
+    assert retail_result.stats["sundry"]["refused_made_up"] == 1
+    assert retail_result.stats["sundry"]["refused_unrecognised"] == 0
 
 
-def test_stated_constraints_survive_verbatim_in_the_rules_lane(retail_result):
-    s = retail_result.stats["sundry"]
+def test_labelled_constraints_are_scored_anywhere_in_the_request_not_in_a_pinned_block(retail):
+    # Production does not pin what the classifier flags; the labels, not the classifier, are the reference.
+    labelled = ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
+    result = run_ticket(retail, TIGHT, labelled=labelled)
+    s = result.stats["sundry"]
     assert s["constraint_checks"] > 0 and s["constraint_ok"] == s["constraint_checks"]
-    assert retail_result.stats["window"]["constraint_ok"] < retail_result.stats["window"]["constraint_checks"]
+    assert result.stats["window"]["constraint_ok"] < result.stats["window"]["constraint_checks"]
+    assert result.flagged == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
+    assert run_ticket(retail, TIGHT).stats["sundry"]["constraint_checks"] == 0  # an unlabelled source is not scored
 
 
 def test_planted_rule_is_verbatim_and_enforced_after_padding_and_compaction(retail_result):
@@ -68,17 +74,6 @@ def test_completed_side_effects_stay_in_state_and_nothing_is_orphaned(retail_res
     for name in ("sundry", "window", "prose"):
         assert retail_result.stats[name]["orphans"] == 0
         assert retail_result.stats[name]["requests"] == retail_result.boundaries
-
-
-def test_without_the_ledger_sundry_would_lose_ids_too(retail, monkeypatch):
-    # The check is real: strip the ledger from the lanes and the same ticket fails.
-    from sundry.context import harvest
-
-    for plan in ("plan_harvest", "plan_mentions"):  # nothing enters the ledger
-        monkeypatch.setattr(harvest, plan, lambda *a, **k: harvest.HarvestPlan())
-    result = run_ticket(retail, HarnessConfig(budget=1800, keep_recent=4, plant=False))
-    s = result.stats["sundry"]
-    assert s["id_ok"] < s["id_checks"]
 
 
 def test_sliding_window_keeps_whole_units_only():
@@ -191,7 +186,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
     paid_order(customer=customer, number="SU-40110", prices=(3000, 2000, 1500))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500, 900))
     TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_cap=6),
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02),
                            subject="Help")
     for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken.",
                  "Thanks. Where is SU-40111 now?", "What else did I order recently?",
@@ -199,7 +194,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
         customer_message_post(ticket=ticket, text=text)
         agent_run(ticket.pk)
     recorded = export_ticket(ticket)
-    replay = LaneReplay(DOMAINS["demo_shop"], customer_id=customer.customer_id, ledger_cap=6)
+    replay = LaneReplay(DOMAINS["demo_shop"], customer_id=customer.customer_id, ledger_tokens=160)
     for turn in recorded.turn_data():
         replay.feed(turn)
 

@@ -58,6 +58,7 @@ def test_malformed_arguments_are_kept_for_the_guard_to_refuse():
     ticket = importers.openai_messages([
         {"role": "user", "content": "hi"},
         {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "get_user_details", "arguments": "{oops"}}]},
+        {"role": "tool", "tool_call_id": "x", "content": "Error: bad arguments"},
     ], ticket_id="t", domain="retail")
     assert ticket.turns[1].payload["calls"][0]["arguments"] == "{oops"
 

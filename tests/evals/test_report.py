@@ -23,8 +23,12 @@ def test_summary_table_and_failure_lines():
     assert "ID survival (guard accepts)" in table and "Sliding window" in table
     assert "retail" in table and "telecom" in table
     lines = report.failure_lines(r)
-    assert lines[0].startswith("Sundry lanes: 0 failure")
-    assert any("gift_card_0000000" in line and "caught" in line for line in lines)
+    # The one Sundry failure: the product infers no structured check from "never turn on
+    # roaming", so nothing refuses enable_roaming on the telecom ticket.
+    sundry = r.failures("sundry")
+    assert lines[0] == f"Sundry lanes: {len(sundry)} failure(s)"
+    assert {(f.ticket.split("-")[0], f.check) for f in sundry} == {("telecom", "planted_not_enforced")}
+    assert any("gift_card_0000000" in line and "truly wrong: made up" in line for line in lines)
 
 
 def test_json_and_html_reports(tmp_path):

@@ -67,7 +67,7 @@ def test_admin_edits_a_class_budget_and_bad_values_are_refused(client, people):
     url = f"/admin/tickets/ticketclass/{tclass.pk}/change/"
     form = {
         "name": "Standard", "slug": "standard", "description": "", "token_budget": 12000,
-        "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_cap": 24, "pinned_rules_cap": 600,
+        "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
         "working_model": "offline", "summariser_model": "offline", "approval_rules": "{}",
     }
     assert client.post(url, form).status_code == 302

@@ -211,7 +211,7 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
     tclass = TicketClass.objects.create(name="Standard", slug="standard")
     url = f"/admin/tickets/ticketclass/{tclass.pk}/change/"
     form = {"name": "Standard", "slug": "standard", "description": "", "token_budget": 12000,
-            "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_cap": 24, "pinned_rules_cap": 600,
+            "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
             "working_model": "openai:gpt-4.1-mini", "summariser_model": "offline",
             "approval_rules": '{"issue_refund": {"above_cents": 10000}}'}
     admin = desk["c"]["admin"]

@@ -90,6 +90,9 @@ class Tool:
     resolves: bool = False
     # Argument naming the object a side effect acts on, for repeat detection.
     target_arg: str | None = None
+    # For a side effect without a target: the arguments that make two calls the same
+    # write (a booking: passengers and flights); empty means every argument.
+    repeat_key: tuple[str, ...] = ()
     reversible: bool = True
     # Local tools change Sundry's own lanes (pin a rule, label an entity)
     # rather than the shop.

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from sundry.agent.guards import repeat_key
 from sundry.agent.tools.base import IdField, Tool
 from sundry.context.lanes import TurnData
 from sundry.context.rules import infer_enforcement
@@ -72,6 +73,7 @@ class ToolDesc:
     write: bool = False  # changes the world (τ²'s ToolType.WRITE)
     lookup: bool = False  # returns records; may take an ID the customer typed
     target: str | None = None  # argument path naming what a write acts on
+    repeat_key: tuple[str, ...] = ()  # a write without a target: the arguments that make it the same write
     description: str = ""
 
 
@@ -98,8 +100,9 @@ class DeclarativeDomain:
     rule_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Kinds a customer plausibly types; shapes too loose to spot in prose are left out.
     typed_kinds: tuple[str, ...] = ()
-    # Class settings the harness runs this domain under (budget, keep_recent, ledger_cap).
-    profile: dict = field(default_factory=dict)
+    # How customers type a kind when it differs from the stored shape: kind → (regex, template).
+    # Retail order numbers are "#W1234567"; customers write "W1234567" or "1234567".
+    typed_forms: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     # --- what the harness asks of every domain --------------------------------------
 
@@ -130,6 +133,9 @@ class DeclarativeDomain:
                 continue
             for m in re.finditer(rf"(?<![\w#-]){rx.pattern}(?![\w-])", text or ""):
                 out.setdefault(m.group(0), kind)
+        for kind, (pattern, template) in self.typed_forms.items():
+            for m in re.finditer(pattern, text or ""):
+                out.setdefault(m.expand(template), kind)
         return [(k, v) for v, k in out.items()]
 
     def _kind(self, kind: str, value: str) -> str:
@@ -174,9 +180,13 @@ class DeclarativeDomain:
         return not tool.startswith("cancel")
 
     def target(self, tool: str, arguments: dict | str) -> str:
+        """What a write acts on: its target argument, or for a write without one its repeat key
+        (`agent.guards.repeat_key`, the same key the guard holds repeats by)."""
         desc = self.tools.get(tool)
-        if not desc or not desc.target or not isinstance(arguments, dict):
+        if not desc or not isinstance(arguments, dict):
             return ""
+        if not desc.target:
+            return repeat_key(arguments, desc.repeat_key) if desc.write else ""
         return ",".join(_scalar_ids(select(arguments, desc.target)))
 
     @cached_property
@@ -199,7 +209,8 @@ class DeclarativeDomain:
             model = create_model(f"{name}_ids", __config__=ConfigDict(extra="ignore"), **fields)
             out[name] = Tool(name=name, description=desc.description, args_model=model, result_model=BaseModel,
                              run=lambda ctx, args: None, side_effect=desc.write, resolves=desc.write,
-                             target_arg=field_name(desc.target) if desc.target else None)
+                             target_arg=field_name(desc.target) if desc.target else None,
+                             repeat_key=desc.repeat_key)
         return out
 
     def guard_tool(self, tool: str) -> Tool | None:
@@ -215,6 +226,9 @@ class DeclarativeDomain:
             values = _scalar_ids(select(arguments, path))
             if values:
                 out[field_name(path)] = values if ("[]" in path or len(values) > 1) else values[0]
+        for name in desc.repeat_key:  # what the repeat guard compares, as written
+            if name in arguments:
+                out.setdefault(name, arguments[name])
         return out
 
     # Sundry's money lanes have no counterpart in foreign domains.

@@ -34,7 +34,6 @@ def _result_data(turn: TurnData):
 class DemoShopDomain:
     name = "demo_shop"
     policy = "Everyday orders: tracking, refunds, returns, cancellations."
-    profile = {"budget": 8000, "keep_recent": 8, "ledger_cap": 24}  # the demo's standard class
     planted = Planted(
         text="Whatever you do, never email me — phone only.", blocks=("send_email",), probe_tool="send_email",
         probe_kind="customer", probe_arg="customer_id",

@@ -35,9 +35,7 @@ RETAIL = DeclarativeDomain(
         "item": r"\d{10}",
     },
     typed_kinds=("order", "user", "payment_method"),
-    # A product lookup lists every variant's item id (often 20+), all of which an
-    # exchange may need: 24 entries evict the order being worked on (see README).
-    profile={"budget": 4000, "ledger_cap": 96},
+    typed_forms={"order": (r"(?<![\w#-])#?[Ww]?(\d{7})(?![\w-])", r"#W\1")},
     tools={
         "find_user_id_by_email": ToolDesc(bare=_R_USER_ID, lookup=True),
         "find_user_id_by_name_zip": ToolDesc(bare=_R_USER_ID, lookup=True),
@@ -87,12 +85,12 @@ AIRLINE = DeclarativeDomain(
         "payment": r"(?:credit_card|gift_card|certificate)_\d{7}",
         "user": r"[a-z]+_[a-z]+_\d{4}",
         "flight": r"HAT\d{3}",
-        # Six capitals and digits; customers' reservation codes carry a digit in practice,
-        # which keeps shouted words ("PLEASE") from being taken for one.
-        "reservation": r"(?=[A-Z]*\d)[A-Z0-9]{6}",
+        # Six capitals and digits; some codes have no digit at all ("SDZQKO"). Shouted
+        # words are left out; a wrong guess only costs a lookup, never trust.
+        "reservation": r"(?!(?:PLEASE|THANKS|CANCEL|REFUND|CHANGE|FLIGHT|TRAVEL|ANSWER|RETURN|STATUS|SIMPLY"
+                       r"|AGENTS|PERSON|HUMANS|REALLY|ALWAYS|SHOULD|BEFORE|ALMOST|INVOICE|REASON)\b)[A-Z0-9]{6}",
     },
     typed_kinds=("user", "reservation", "payment"),
-    profile={"budget": 4000, "ledger_cap": 48},
     tools={
         "get_user_details": ToolDesc(args={"user_id": "user"}, results=_A_USER, lookup=True),
         "get_reservation_details": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, lookup=True),
@@ -102,7 +100,7 @@ AIRLINE = DeclarativeDomain(
         "list_all_airports": ToolDesc(lookup=True),
         "book_reservation": ToolDesc(
             args={"user_id": "user", "flights[].flight_number": "flight", "payment_methods[].payment_id": "payment"},
-            results=_A_RES, write=True),
+            results=_A_RES, write=True, repeat_key=("passengers", "flights")),
         "cancel_reservation": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, write=True,
                                        target="reservation_id"),
         "update_reservation_baggages": ToolDesc(args={"reservation_id": "reservation", "payment_id": "payment"},
@@ -145,7 +143,6 @@ TELECOM = DeclarativeDomain(
         "phone": r"\d{3}-\d{3}-\d{4}",
     },
     typed_kinds=("customer", "line", "bill", "phone"),
-    profile={"budget": 4000},
     tools={
         "get_customer_by_phone": ToolDesc(args={"phone_number": "phone"}, results=_T_CUSTOMER, lookup=True),
         "get_customer_by_id": ToolDesc(args={"customer_id": "customer"}, results=_T_CUSTOMER, lookup=True),

@@ -8,6 +8,13 @@
 - steps per second through the whole agent loop with an instant model;
 - push latency p50/p99 to N websocket clients over the Redis layer (only with
   REDIS_URL; loopback only; bounded), with the web process's peak memory.
+
+`--realistic` instead runs `sundry.evals.realbench` once per `--slots` value:
+the web process, prefork Celery workers and a loopback OpenAI-compatible model
+that takes 1–3 s a call, with `--tickets` customers posting over HTTP and a desk
+socket per ticket; it prints message → reply push latency, model time per step
+and Sundry's share of step time beside their targets, then the instant-model
+steps/s as a regression figure.
 """
 
 from __future__ import annotations
@@ -35,11 +42,25 @@ class Command(BaseCommand):
         parser.add_argument("--pushes", type=int, default=20, help="Committed changes per push round")
         parser.add_argument("--skip", nargs="*", default=[], choices=["assembly", "tokens", "loop", "push"])
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
+        real = parser.add_argument_group("realistic mode")
+        real.add_argument("--realistic", action="store_true",
+                          help="Real web process, Celery workers and a 1-3 s loopback model; customers over HTTP")
+        real.add_argument("--slots", default="4,16", help="Celery worker slots (prefork processes), one run each")
+        real.add_argument("--tickets", type=int, default=50, help="Concurrent tickets, one customer and desk socket each")
+        real.add_argument("--duration", type=float, default=150.0, help="Seconds during which customers post")
+        real.add_argument("--model-min", type=float, default=1.0, help="Shortest model call, seconds")
+        real.add_argument("--model-max", type=float, default=3.0, help="Longest model call, seconds")
+        real.add_argument("--think-median", type=float, default=20.0, help="Customers' median think time, seconds")
+        real.add_argument("--seed", type=int, default=1)
+        real.add_argument("--postgres", choices=["private", "configured"], default="private",
+                          help="A PostgreSQL server of the run's own (default), or a throwaway database on DATABASE_URL's")
 
     def handle(self, *args, **opts):
         say = self.stdout.write
         figures: dict = {"machine": {"cpus": os.cpu_count()}}
         skip = set(opts["skip"])
+        if opts["realistic"]:
+            return self._realistic(opts, skip, figures, say)
         if not {"assembly", "tokens"} <= skip:
             say("Recording the demo tickets (throwaway database, offline model) to tile into long tickets …")
             demo = sources.fresh_demo_tickets(say=say)
@@ -141,3 +162,66 @@ class Command(BaseCommand):
                     f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {mem.get('VmHWM', 0) / 1024:.0f} MiB")
             out[change] = data
         return out
+
+    def _write(self, figures: dict, opts, say) -> None:
+        out = Path(opts["out"] or Path(settings.VAR_DIR) / "reports" / "benchmark.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(figures, indent=1))
+        say(f"Figures written to {out}")
+
+    def _realistic(self, opts, skip, figures: dict, say) -> None:
+        runs = []
+        for slots in [int(x) for x in opts["slots"].split(",")]:
+            say(f"Realistic run: {slots} worker slots, {opts['tickets']} tickets, model "
+                f"{opts['model_min']}–{opts['model_max']} s a call, customers thinking ~{opts['think_median']} s "
+                f"(web process, prefork Celery, loopback model server, {opts['postgres']} PostgreSQL) …")
+            proc = subprocess.run(
+                [sys.executable, "-m", "sundry.evals.realbench", "--slots", str(slots), "--tickets", str(opts["tickets"]),
+                 "--duration", str(opts["duration"]), "--model-min", str(opts["model_min"]),
+                 "--model-max", str(opts["model_max"]), "--think-median", str(opts["think_median"]),
+                 "--seed", str(opts["seed"]), "--postgres", opts["postgres"]],
+                capture_output=True, text=True, timeout=opts["duration"] + 900, cwd=settings.BASE_DIR)
+            try:
+                data = json.loads(proc.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                say(self.style.ERROR(f"  realistic run failed: {proc.stderr[-3000:]}"))
+                runs.append({"slots": slots, "error": proc.stderr[-3000:]})
+                continue
+            runs.append({"slots": slots, **data})
+            if "skipped" in data:
+                say(f"  skipped: {data['skipped']}")
+                continue
+            self._say_realistic(data, say)
+        figures["realistic"] = runs
+        if "loop" not in skip:
+            say("Regression figure (not a target): steps/s through the agent loop with an instant model …")
+            loop = benchmarks.loop_run(messages=opts["messages"], say=lambda *_: None)
+            say(f"  {loop['steps_per_second']} steps/s per worker process ({loop['loop_ms_per_step']} ms a step; "
+                f"{loop['database']})")
+            figures["loop"] = {"with_compaction": loop}
+        self._write(figures, opts, say)
+
+    def _say_realistic(self, d: dict, say) -> None:
+        m, t = d["messages"], d["targets"]
+
+        def mark(ok: bool) -> str:
+            return "met" if ok else "NOT met"
+
+        say(f"  {m['posted']} messages posted, {m['replied']} replied, {m['unanswered']} unanswered, "
+            f"{m['http_errors']} refused; {m['steps_per_message']} steps a message; {d['steps']['model_calls']} "
+            f"model calls ({d['steps']['offline']} offline), {d['wall_seconds']} s; at most "
+            f"{d['database_connections_peak']} database connections open")
+        say(f"  message → reply push: p50 {d['reply_push_ms']['p50']} ms, p99 {d['reply_push_ms']['p99']} ms "
+            f"(posting itself p50 {d['post_http_ms']['p50']} ms)")
+        say(f"  model time per step: p50 {d['model_ms_per_step']['server_p50']} ms at the model server, "
+            f"{d['model_ms_per_step']['gateway_p50']} ms as the gateway saw it")
+        say(f"  Sundry's share of step time: {d['sundry_share_pct']} % of model time "
+            f"({d['sundry_ms_per_step']} ms a step; SDK and HTTP {d['sundry_share_split_pct']['sdk_and_http']} %, "
+            f"the rest of the worker {d['sundry_share_split_pct']['worker_rest']} %) — target ≤ "
+            f"{t['sundry_share_pct_max']} %: {mark(t['sundry_share_met'])}")
+        say(f"  reply push beyond the model time of its steps: p50 {d['beyond_model_ms']['p50']} ms, p99 "
+            f"{d['beyond_model_ms']['p99']} ms — target p99 ≤ {t['beyond_model_p99_ms_max']:.0f} ms: "
+            f"{mark(t['reply_push_met'])}")
+        say(f"    of which waiting for a free worker slot: p50 {d['slot_wait_ms']['p50']} ms, p99 "
+            f"{d['slot_wait_ms']['p99']} ms; without that wait: p50 "
+            f"{d['beyond_model_without_slot_wait_ms']['p50']} ms, p99 {d['beyond_model_without_slot_wait_ms']['p99']} ms")

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from sundry.evals import records, report, sources
+from sundry.evals import importers, long_tickets, records, report, sources
 from sundry.evals.harness import HarnessConfig, run_all
 
 
@@ -31,17 +31,22 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--traces", nargs="*", default=None,
-                            help="τ²-bench results files or folders (default: ../shared/corpora/tau2/traces when present)")
-        parser.add_argument("--tickets", nargs="*", default=[], help="More recorded tickets: our export, τ²-bench or OpenAI messages")
+                            help="τ²-bench results files or folders (default: ../shared/corpora/tau2/traces when present, "
+                                 "unless --tickets is given)")
+        parser.add_argument("--tickets", nargs="*", default=[],
+                            help="Recorded tickets (our export, τ²-bench or OpenAI messages); alone, nothing else is added")
+        parser.add_argument("--long", action="store_true",
+                            help="Also chain each τ² user's tasks into one long ticket (the long-ticket set)")
         parser.add_argument("--domain", default=None, help="Domain of OpenAI message files (default: guessed from tool names)")
-        parser.add_argument("--demo", choices=["fresh", "db", "none"], default="fresh",
-                            help="Demo-shop tickets: worked now in a throwaway database (fresh), taken from the "
-                                 "configured database (db), or none")
+        parser.add_argument("--demo", choices=["fresh", "db", "none"], default=None,
+                            help="Demo-shop tickets: worked now in a throwaway database (fresh, the default unless "
+                                 "--tickets is given), taken from the configured database (db), or none")
         parser.add_argument("--export-demo", default=None, help="Also write the demo tickets to this file (our format)")
         parser.add_argument("--limit", type=int, default=None, help="At most this many tickets per trace file")
-        parser.add_argument("--budget", type=int, default=None, help="Token budget (default: per domain profile)")
-        parser.add_argument("--keep-recent", type=int, default=None, help="Recent turns never compacted")
-        parser.add_argument("--ledger-cap", type=int, default=None, help="Live ledger entries before eviction")
+        parser.add_argument("--budget", type=int, default=8000, help="Token budget (default: the Standard class's 8,000)")
+        parser.add_argument("--keep-recent", type=int, default=8, help="Recent turns never compacted (default 8)")
+        parser.add_argument("--ledger-share", type=float, default=None,
+                            help="Share of the budget the live ledger may fill (default: as shipped)")
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
@@ -57,8 +62,9 @@ class Command(BaseCommand):
             raise CommandError("Cannot import the tickets: " + " ".join(str(exc).splitlines()[:3])) from None
         if not tickets:
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
-        cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], ledger_cap=opts["ledger_cap"],
-                            plant=not opts["no_plant"])
+        cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
+        if opts["ledger_share"] is not None:
+            cfg.ledger_share = opts["ledger_share"]
         agent_for = self._agents(opts["model"])
         say(f"Running {len(tickets)} ticket(s); compaction forced at every step boundary …")
 
@@ -86,7 +92,10 @@ class Command(BaseCommand):
 
     def _collect(self, opts, say) -> list[records.RecordedTicket]:
         tickets = []
-        traces = opts["traces"]
+        traces, only_tickets = opts["traces"], bool(opts["tickets"])
+        demo_mode = opts["demo"] or ("none" if only_tickets else "fresh")
+        if traces is None and only_tickets:
+            traces = []  # --tickets names exactly what to run
         if traces is None:
             found = sources.tau2_traces_dir()
             if found is None:
@@ -101,14 +110,18 @@ class Command(BaseCommand):
                 tickets += loaded
         if opts["tickets"]:
             tickets += sources.load_files(sources.trace_files(opts["tickets"]), domain=opts["domain"])
-        if opts["demo"] != "none":
+        if opts["long"]:
+            chained = long_tickets.chain(tickets)
+            say(f"Long tickets: {len(chained)} (each τ² user's tasks chained)")
+            tickets += chained
+        if demo_mode != "none":
             say("Demo-shop tickets …")
-            demo = sources.fresh_demo_tickets(say=say) if opts["demo"] == "fresh" else sources.db_demo_tickets()
+            demo = sources.fresh_demo_tickets(say=say) if demo_mode == "fresh" else sources.db_demo_tickets()
             say(f"  {len(demo)} demo ticket(s)")
             if opts["export_demo"]:
                 say(f"  written to {records.dump(demo, opts['export_demo'])}")
             tickets += demo
-        return tickets
+        return importers.unique_ids(tickets)
 
     def _agents(self, model: str | None):
         from sundry.agent.offline import OfflineModel

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tickets', '0003_approval_rules_per_currency'),
+        ('tickets', '0004_ledger_share_of_budget'),
     ]
 
     operations = [

@@ -1,0 +1,198 @@
+"""Processing one tool call: guards, holds, running the tool, harvest and effects.
+
+Runs inside the step's transaction (or a staff approval's), so a call's turns,
+ledger harvest and effects commit or roll back with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+
+import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+from sundry.agent import guards, runlimits
+from sundry.agent.effects import apply_effects
+from sundry.agent.models import HeldAction
+from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
+from sundry.agent.tools.base import REGISTRY, Tool, ToolContext, ToolError
+from sundry.context import services as lanes
+from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
+from sundry.context.assembly import Assembled
+from sundry.context.selectors import lane_snapshot
+from sundry.tickets.attention import attention_flag
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import turn_append
+
+log = logging.getLogger("sundry.agent")
+
+
+@dataclass
+class StepOutcome:
+    """What a step (or one call in it) leads to: stop the run, and whether it resolved the customer's ask."""
+
+    stop: bool
+    resolution: bool = False
+    read_through: int | None = None  # a step's: the last turn its request showed the model
+
+
+def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:
+    """Same ticket, tool and arguments → same key, so a retried call is safe."""
+    canonical = json.dumps(arguments, sort_keys=True, default=str)
+    return hashlib.sha256(f"{ticket_id}|{tool}|{canonical}|{salt}".encode()).hexdigest()[:40]
+
+
+def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCall]:
+    """The calls, each with an ID no other call or result in the request (or this response) has.
+
+    Some servers number calls per response ("call_0" every time) or send none.
+    The next request pairs results to calls by ID, so a repeated one would show
+    the model an older call's result as this call's. The stored turns are what
+    every later request is rendered from, so renaming here is safe.
+    """
+    taken = {c.id for m in request.messages for c in m.tool_calls}
+    taken |= {m.tool_call_id for m in request.messages if m.tool_call_id}
+    out = []
+    for call in calls:
+        base = call.id or "call"
+        new, n = base, 2
+        while new in taken or not new:
+            new, n = f"{base}-{n}", n + 1
+        taken.add(new)
+        out.append(call if new == call.id else call.model_copy(update={"id": new}))
+    return out
+
+
+def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot) -> StepOutcome:
+    """The calls of one model response, in order: each guarded, then held, refused or run."""
+    tool_calls = unique_call_ids(response.tool_calls, assembled.request)
+    calls = [c.model_dump() for c in tool_calls]
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
+                payload={"calls": calls, "model": response.model, "offline": response.offline})
+    outcome = StepOutcome(stop=False)
+    turns = snapshot.turns if snapshot is not None else []
+    first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
+    for call in tool_calls:
+        same = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+        if same in first:
+            # Models sometimes emit one call twice in parallel. Running it again could only be
+            # refused (a side effect is held as a repeat) or wasted, so it is answered here.
+            _reject_duplicate(ticket, call, first[same])
+            continue
+        first[same] = call.id
+        failures = runlimits.earlier_failures(turns, call.name, call.arguments)
+        if failures >= runlimits.REPEAT_LIMIT - 1:
+            _stop_repeat(ticket, call, failures)
+            outcome.stop = True
+            break
+        result = process_call(ticket, call, assembled, snapshot=snapshot)
+        outcome.resolution |= result.resolution
+        outcome.stop |= result.stop
+        snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
+    return outcome
+
+
+def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
+    """The same call failed before and would again: the run ends here and staff look."""
+    reason = (f"The same {call.name} call failed {failures} times before with these arguments; "
+              "the run stopped so staff can look.")
+    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                payload={"call_id": call.id, "name": call.name, "guard": "repeat_failure", "reason": reason,
+                         "arguments": call.arguments, "details": {"earlier": failures}})
+    attention_flag(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
+
+
+def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
+    reason = (f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
+              f"it was not run again. Call {original}'s result answers it.")
+    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                payload={"call_id": call.id, "name": call.name, "guard": "duplicate", "reason": reason,
+                         "arguments": call.arguments, "details": {"duplicate_of": original}})
+
+
+def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
+                 snapshot=None) -> guards.GuardInput:
+    # Guards judge against what *this* request showed the model, plus the
+    # structured truths in state (actions, money) which are always in it. The
+    # step's own snapshot serves until a call in the step changes state.
+    snap = snapshot if snapshot is not None else lane_snapshot(ticket, with_turns=False)
+    return guards.GuardInput(
+        tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
+        recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
+        approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
+    )
+
+
+def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
+                 snapshot=None) -> StepOutcome:
+    tool = REGISTRY.get(call.name)
+    if tool is None:
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
+                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",
+                             "arguments": call.arguments})
+        return StepOutcome(stop=False)
+    verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
+                                             approved=approved_hold is not None, snapshot=snapshot))
+    if verdict.decision == "reject":
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
+                    payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,
+                             "arguments": call.arguments, "details": verdict.details})
+        return StepOutcome(stop=False)
+    args = verdict.args
+    arguments = args.model_dump(mode="json")
+    if verdict.decision == "hold":
+        # The same held call proposed again maps to the same held row.
+        key = idempotency_key(ticket.pk, tool.name, arguments, salt="held")
+        held, _ = HeldAction.objects.get_or_create(
+            idempotency_key=key,
+            defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
+                          reason=verdict.reason, turn=ticket.last_turn_number),
+        )
+        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                    text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
+                    payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
+        # The agent goes on (it tells the customer); staff decide in the desk.
+        return StepOutcome(stop=False)
+    key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
+    return execute(ticket, tool, call.id, args, key)
+
+
+def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOutcome:
+    """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
+    turn_no = ticket.last_turn_number + 1
+    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
+    try:
+        with transaction.atomic():
+            raw = tool.run(ctx, args)
+            result = tool.result_model.model_validate(raw.model_dump() if hasattr(raw, "model_dump") else raw)
+    except ToolError as exc:
+        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=f"ERROR: {exc}",
+                    payload={"call_id": call_id, "name": tool.name, "ok": False, "error": str(exc)})
+        return StepOutcome(stop=False)
+    except Exception as exc:  # a result that fails its schema, or a tool bug: quarantined, never harvested
+        log.exception("tool %s failed", tool.name)
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                    text=f"The {tool.name} tool failed ({type(exc).__name__}); its result was not used.",
+                    payload={"call_id": call_id, "name": tool.name, "error": str(exc)[:500], "quarantined": True})
+        return StepOutcome(stop=False)
+
+    payload_result = result.model_dump(mode="json")
+    with transaction.atomic(savepoint=False):  # the step's transaction, when there is one
+        turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                           text=json.dumps(payload_result, ensure_ascii=False),
+                           payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,
+                                    "idempotency_key": key if tool.side_effect else ""})
+        # The IDs this call used count as used when the harvest's eviction picks what
+        # leaves the window (the harness replays the same order).
+        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result,
+                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)])
+        apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key)
+    if tool.name == "reply_to_customer":
+        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=args.message,
+                    payload={"via": "reply_to_customer"})
+        return StepOutcome(stop=True, resolution=True)
+    return StepOutcome(stop=False, resolution=tool.resolves)

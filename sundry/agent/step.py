@@ -1,0 +1,188 @@
+"""One agent step: assemble the request → call the model → guard and run its calls, or store its reply.
+
+The request is read and the model called outside any transaction (a model call
+can take seconds); everything the answer leads to — turns, tools, harvest,
+effects, the step record — commits together, so a step is never half-applied
+and watchers get one push for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max
+
+from sundry.agent import answer, replycheck
+from sundry.agent.calls import StepOutcome, run_calls
+from sundry.agent.gateway import Gateway
+from sundry.agent.models import AgentStep
+from sundry.agent.schemas import ModelResponse
+from sundry.agent.tools.base import REGISTRY
+from sundry.context.assembly import Assembled, assemble
+from sundry.context.lanes import LaneSnapshot, TurnData
+from sundry.context.selectors import lane_snapshot
+from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import turn_append
+
+# Called with a `Resolved` after a resolution step commits; the compaction
+# trigger subscribes here.
+resolution_listeners: list = []
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a resolution step tells its listeners, so they need not read it back."""
+
+    ticket_id: int
+    step_id: int
+    outcome: str
+    request_tokens: int  # the step's own request
+    trigger_tokens: int  # the ticket class's compaction trigger
+    first_turn: int  # the turns the step appended
+    last_turn: int
+    version: int  # the ticket's version once the step committed
+    # The lanes exactly as the next step would read them, when the step knows them:
+    # a plain reply on lanes nobody else changed meanwhile (the version says so).
+    next_lanes: LaneSnapshot | None = None
+    # The ticket as the run loaded it: listeners read only its class and customer from
+    # it (what moves — version, attention — they read afresh).
+    ticket: Ticket | None = None
+
+
+_SPECS: tuple[int, list[dict]] = (0, [])
+
+
+def tool_specs() -> list[dict]:
+    """The tools' JSON schemas, built once: the registry only grows at import."""
+    global _SPECS
+    if _SPECS[0] != len(REGISTRY):
+        _SPECS = (len(REGISTRY), [tool.spec() for tool in REGISTRY.values()])
+    return _SPECS[1]
+
+
+def next_step_number(ticket_id: int) -> int:
+    return (AgentStep.objects.filter(ticket_id=ticket_id).aggregate(n=Max("number"))["n"] or 0) + 1
+
+
+def _read_through(snapshot: LaneSnapshot, ticket: Ticket) -> int:
+    """The last turn the request showed (turns are committed in number order, so all before it too)."""
+    if snapshot.turns:
+        return snapshot.turns[-1].number
+    return snapshot.summary.covers_through_turn if snapshot.summary else ticket.last_turn_number
+
+
+def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
+               snapshot: LaneSnapshot | None = None) -> StepOutcome:
+    """One model call and what follows from it (`ticket` with its class and customer loaded)."""
+    tclass = ticket.ticket_class
+    if snapshot is None:
+        snapshot = lane_snapshot(ticket)
+    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
+                         rules_cap_tokens=tclass.pinned_rules_cap)
+    if number is None:
+        number = next_step_number(ticket.pk)
+    read_through = _read_through(snapshot, ticket)
+    first_turn = ticket.last_turn_number + 1
+
+    # One gateway call (its retries, honouring Retry-After, live inside it; a failure's latency
+    # spans every attempt), read for calls written as text where the class opts in; a reply that
+    # fails its check is asked for once more, with the reason.
+    got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
+                        text_tool_calls=tclass.text_tool_calls)
+    call, error = got.call, got.error
+    checks = {"reply": got.checks} if got.checks else {}
+    if got.text_calls:
+        checks["text_calls"] = got.text_calls
+
+    with transaction.atomic():
+        # The step's first write is a turn: it locks the ticket row before any lane row.
+        if call is None:
+            if error.unresolved:
+                # No silent toy in production: staff take the ticket, with the reason.
+                text = f"The agent cannot work this ticket: {error}. It was handed to staff."
+                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
+                            payload={"model_error": str(error), "unresolved": True})
+                Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF)
+                attention_flag(ticket.pk, f"Model not configured: {error}")
+            else:
+                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                            text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
+                            payload={"model_error": str(error)})
+                attention_flag(ticket.pk, f"{MODEL_UNAVAILABLE}: {error}")
+            _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error),
+                         latency_ms=error.latency_ms)
+            return StepOutcome(stop=True, read_through=read_through)
+
+        # The model answered: a flag its earlier failure raised no longer holds.
+        attention_clear(ticket.pk, MODEL_UNAVAILABLE)
+        response: ModelResponse = call.response
+        next_lanes = None
+        verdict = got.verdict
+        if response.tool_calls:
+            outcome = run_calls(ticket, response, assembled, snapshot)
+            kind = AgentStep.Outcome.TOOL_CALLS
+        elif verdict is not None and verdict.action == replycheck.POST:
+            payload = {"model": response.model, "offline": response.offline}
+            if verdict.notes:
+                payload["reply_check"] = verdict.as_json()
+            reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
+                                text=verdict.text, payload=payload)
+            next_lanes = _after_reply(snapshot, reply, ticket.version)
+            outcome = StepOutcome(stop=True, resolution=True)
+            kind = AgentStep.Outcome.REPLY
+        elif verdict is not None and (response.text or "").strip():
+            # Held: never sent; staff see what was written and why.
+            reasons = ", ".join(verdict.reasons)
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}",
+                        payload={"reply_check": verdict.as_json(), "held_reply": response.text})
+            attention_flag(ticket.pk, f"Reply held for staff: {reasons}"
+                           + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""))
+            outcome = StepOutcome(stop=True)
+            kind = AgentStep.Outcome.HELD_REPLY
+        else:
+            # Asked once more already (`answer.obtain`): looping would only burn the run's steps.
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text="The model returned neither a reply nor a tool call, twice.", payload={})
+            attention_flag(ticket.pk, "The model gave no answer")
+            outcome = StepOutcome(stop=True)
+            kind = AgentStep.Outcome.INVALID_OUTPUT
+        outcome.read_through = read_through
+        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution,
+                            checks=checks)
+        if outcome.resolution:
+            resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
+                                last_turn=ticket.last_turn_number, version=ticket.version,
+                                request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
+                                trigger_tokens=tclass.trigger_tokens, ticket=ticket)
+            for listener in resolution_listeners:
+                transaction.on_commit(lambda listener=listener: listener(resolved))
+    return outcome
+
+
+def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:
+    """The step's lanes plus its reply, if the reply's version bump is the only change since they were read."""
+    if snapshot.version is None or version != snapshot.version + 1:
+        return None  # someone else wrote meanwhile: the next reader must look afresh
+    turn = TurnData(number=reply.number, author=reply.author, kind=reply.kind, text=reply.text,
+                    payload=reply.payload, tokens=reply.tokens)
+    return dataclasses.replace(snapshot, turns=[*snapshot.turns, turn], version=version)
+
+
+def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, *,
+                 error: str = "", resolution: bool = False, latency_ms: int = 0,
+                 checks: dict | None = None) -> AgentStep:
+    """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
+    usage = call.response.usage if call else None
+    return AgentStep.objects.create(
+        ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
+        offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
+        lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
+        cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
+        latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
+        first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
+    )

@@ -1,0 +1,74 @@
+"""Sundry's Celery app, with each task's start and end written down, for the realistic benchmark.
+
+    SUNDRY_REALBENCH_TASKLOG=tasks.jsonl celery -A sundry.evals.benchworker worker --pool prefork -c 4
+
+The app is `sundry.celery.app` unchanged; this module only connects Celery's
+documented signals. Each finished task appends one JSON line (name, first argument,
+wall-clock start and end, and its duration on the process's monotonic clock),
+timestamps taken before anything is written. `SUNDRY_REALBENCH_READY` names a
+file created when the worker is ready to take tasks.
+
+Before the pool forks, the parent imports the model client and loads the token
+encodings: a long-lived worker has paid those once, and a few-minute run
+must not charge them to its first steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
+
+from sundry.celery import app
+
+__all__ = ["app"]
+
+_started: dict[str, tuple[float, float]] = {}
+
+
+@worker_init.connect
+def _warm(**kwargs) -> None:
+    import django
+
+    django.setup()  # idempotent; Celery's Django fixup may not have run yet
+    import pydantic_ai.direct  # noqa: F401
+    import pydantic_ai.models.openai  # noqa: F401
+    import pydantic_ai.providers.openai_compatible  # noqa: F401
+    import sundry.agent.loop  # noqa: F401  (the task imports it on its first run)
+
+    try:
+        from sundry.core.tokens import count_tokens
+
+        for model in ("offline", "openai-compatible:offline"):
+            count_tokens("warm", model=model)
+    except Exception:  # a different token module: the first step loads what it needs
+        pass
+
+
+@worker_ready.connect
+def _ready(**kwargs) -> None:
+    path = os.environ.get("SUNDRY_REALBENCH_READY")
+    if path:
+        Path(path).write_text(str(os.getpid()))
+
+
+@task_prerun.connect
+def _task_start(task_id=None, **kwargs) -> None:
+    _started[task_id] = (time.time(), time.monotonic())
+
+
+@task_postrun.connect
+def _task_end(task_id=None, task=None, args=None, kwargs=None, state=None, **extra) -> None:
+    ended, ended_mono = time.time(), time.monotonic()
+    began, began_mono = _started.pop(task_id, (ended, ended_mono))
+    path = os.environ.get("SUNDRY_REALBENCH_TASKLOG")
+    if not path:
+        return
+    arg = args[0] if args else next(iter((kwargs or {}).values()), None)  # the ticket (agent) or run (compaction)
+    line = json.dumps({"task": getattr(task, "name", ""), "arg": arg, "state": state, "pid": os.getpid(),
+                       "start": began, "end": ended, "seconds": ended_mono - began_mono})
+    with open(path, "a") as f:
+        f.write(line + "\n")

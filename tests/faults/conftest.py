@@ -1,0 +1,159 @@
+"""Fixtures of the database fault tests: a PostgreSQL of their own (migrated once, one fresh
+database per test from that template), PgBouncer in transaction mode in front of it, the
+stand-in model, and the product's web process and Celery worker pointed at either."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+import requests
+
+from tests.faults.servers import ROOT, ModelServer, PgBouncer, PrivatePostgres, Process, postgres_bindir, \
+    web_process, worker_process
+
+TEMPLATE = "sundry_faults_template"
+# Short, so a claim a failed step left behind lapses within the test (production: 240 s).
+CLAIM_TTL = 8
+
+
+def _product_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_ALLOW"))}
+    env.update(DJANGO_SETTINGS_MODULE="sundry.settings", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               SUNDRY_DEBUG="0",
+               # A burst of a hundred posts from one customer is the fault load here, not abuse.
+               SUNDRY_RATE_CUSTOMER_MESSAGES="10000/m")
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def pg():
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip("fault tests need PostgreSQL's server binaries (/usr/lib/postgresql/<version>/bin)")
+    if os.geteuid() == 0 and not shutil.which("runuser"):
+        pytest.skip("fault tests run as root need runuser to start PostgreSQL as the postgres user")
+    server = PrivatePostgres(bindir)
+    try:
+        server.start()
+        server.execute("postgres", f"CREATE DATABASE {TEMPLATE}")
+        migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
+                                 env=_product_env(DATABASE_URL=server.url(TEMPLATE)), capture_output=True,
+                                 text=True, timeout=300)
+        assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def fault_db(pg):
+    """A fresh, migrated database on the private server, dropped afterwards."""
+    if not pg.is_up():
+        pg.start()
+    name = f"faults_{uuid.uuid4().hex[:10]}"
+    pg.execute("postgres", f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    yield name
+    if not pg.is_up():
+        pg.start()
+    pg.execute("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def _bouncer(pg):
+    if not (shutil.which("pgbouncer") or os.path.exists("/usr/sbin/pgbouncer")):
+        pytest.skip("PgBouncer is not installed (bash bin/test installs Debian's pgbouncer)")
+    bouncer = PgBouncer(pg)
+    yield bouncer
+    bouncer.stop()
+
+
+@pytest.fixture(params=["direct", "pgbouncer"])
+def route(request, pg):
+    """How the product reaches PostgreSQL: straight, or through PgBouncer in transaction mode."""
+    if request.param == "pgbouncer":
+        return request.getfixturevalue("_bouncer")
+    return None
+
+
+@pytest.fixture
+def model():
+    server = ModelServer()
+    yield server
+    server.close()
+
+
+@dataclass
+class Stack:
+    """The product on the private server: its web process, maybe a worker, and the seeded rows."""
+
+    pg: PrivatePostgres
+    db: str
+    url: str
+    web: Process
+    worker: Process | None
+    seeded: dict
+    processes: list = field(default_factory=list)
+
+    def login(self) -> requests.Session:
+        session = requests.Session()
+        session.get(f"{self.url}/login/", timeout=10)
+        response = session.post(f"{self.url}/login/", timeout=30, allow_redirects=False, data={
+            "username": self.seeded["username"], "password": self.seeded["password"],
+            "csrfmiddlewaretoken": session.cookies["csrftoken"]})
+        assert response.status_code == 302, response.text[:500]
+        session.headers.update({"X-CSRFToken": session.cookies["csrftoken"], "HX-Request": "true"})
+        return session
+
+    def post(self, session: requests.Session, ticket: int, text: str, timeout: float = 30) -> requests.Response:
+        return session.post(f"{self.url}/help/tickets/{ticket}/message", data={"text": text}, timeout=timeout)
+
+    def rows(self, sql: str, params=()) -> list[tuple]:
+        return self.pg.execute(self.db, sql, params)
+
+    def turns(self, ticket: int) -> list[tuple]:
+        """(number, author, kind, text) of the ticket's turns, in order."""
+        return self.rows("SELECT number, author, kind, text FROM tickets_turn WHERE ticket_id = %s ORDER BY number",
+                         (ticket,))
+
+
+@pytest.fixture
+def stack(pg, fault_db, model, redis_url, route, tmp_path):
+    """`stack(tickets=1, handler="agent", worker=True)` starts the product on this test's database."""
+    started: list[Process] = []
+    queue = f"sundry-faults-{uuid.uuid4().hex[:10]}"
+
+    def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True) -> Stack:
+        port = route.port if route is not None else pg.port
+        env = _product_env(DATABASE_URL=pg.url(fault_db, port=port), REDIS_URL=redis_url,
+                           SUNDRY_CHANNEL_PREFIX=queue, SUNDRY_TASK_QUEUE=queue,
+                           SUNDRY_OPENAI_COMPAT_BASE_URL=model.url, SUNDRY_OPENAI_COMPAT_API_KEY="faults",
+                           SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL),
+                           # A model call must end inside the claim (settings refuse otherwise).
+                           SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL - 1), SUNDRY_MODEL_READ_TIMEOUT=str(CLAIM_TTL - 2))
+        seed = subprocess.run([sys.executable, "-m", "tests.faults.seed", str(tickets), handler], cwd=ROOT,
+                              env=_product_env(DATABASE_URL=pg.url(fault_db)), capture_output=True, text=True,
+                              timeout=120)
+        assert seed.returncode == 0, seed.stdout + seed.stderr
+        seeded = json.loads(seed.stdout.strip().splitlines()[-1])
+        web, url = web_process(env, tmp_path / "web.log")
+        started.append(web)
+        celery = None
+        if worker:
+            celery = worker_process(env, tmp_path / "worker.log")
+            started.append(celery)
+        return Stack(pg=pg, db=fault_db, url=url, web=web, worker=celery, seeded=seeded)
+
+    yield start
+    for proc in reversed(started):
+        proc.stop()
+    import redis
+
+    redis.Redis.from_url(redis_url).delete(queue)
