@@ -23,6 +23,7 @@ from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
 from sundry.tickets import selectors
+from sundry.tickets.attention import attention_dismiss
 from sundry.tickets.models import TicketClass
 from sundry.tickets.services import MessageRefused
 
@@ -117,12 +118,20 @@ def ticket_post(request, ticket_id):
 @login_required
 @require_POST
 def attention_clear(request, ticket_id):
-    """Staff looked at what the customer flagged."""
+    """Staff dealt with what the flag said: a customer's flag is marked handled, any other cleared."""
     from sundry.portal.services import flags_resolve
 
     ticket = _ticket_or_404(request, ticket_id)
-    flags_resolve(ticket=ticket, user=request.user)
-    return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
+    shown = request.POST.get("shown", ticket.attention)
+    if shown != ticket.attention:
+        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
+                         current=ticket.attention or "(no flag)")
+    if shown.startswith(selectors.FLAG_PREFIX):
+        flags_resolve(ticket=ticket, user=request.user)
+        return _answer(request, ticket, panels=("head",), message="Flag marked as handled.")
+    if not attention_dismiss(ticket=ticket, user=request.user, shown=shown):
+        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",))
+    return _answer(request, ticket, panels=("head",), message="Flag cleared.")
 
 
 # --- held actions ----------------------------------------------------------------------------
