@@ -58,6 +58,8 @@
     socket = null;
     if (code === 4401) status("You signed out; live updates stopped.", "off");
     else if (code === 4403) status("Live updates are not available for this page.", "off");
+    else if (code === 4429) status("Too many live pages open: close some and reload this one.", "off");
+    else if (code === 1013) status("The server is busy; reconnecting shortly…", "retry");
     else status("Reconnecting…", "retry");
   });
 
@@ -79,6 +81,15 @@
       e.detail.shouldSwap = false;
       deferred = true;
       target.classList.add("stale");
+      return;
+    }
+    // An appended item the page already holds (the HTTP answer to the sender's own post
+    // re-rendered the list first) is not added twice: an item id appears once.
+    const fragment = e.detail.fragment;
+    if (fragment && target && target.id && target.id.startsWith("panel-")) {
+      Array.from(fragment.children || []).forEach((item) => {
+        if (item.id && item.id !== target.id && document.getElementById(item.id)) item.remove();
+      });
     }
   });
   document.addEventListener("htmx:wsAfterMessage", () => {
@@ -184,6 +195,31 @@
       if (box) box.remove();
     }
   });
+
+  // "Support is typing…" from the moment a customer's message is accepted on a ticket the
+  // agent works until a reply (from the agent or a person) arrives, or two minutes pass.
+  const TYPING_MAX_MS = 120000;
+  let typingSince = null;
+  function replies() {
+    return document.querySelectorAll("#panel-conversation .turn.agent, #panel-conversation .turn.staff").length;
+  }
+  function typing(on) {
+    const el = document.getElementById("typing");
+    if (!el) return;
+    el.hidden = !on;
+    typingSince = on ? { at: Date.now(), replies: replies() } : null;
+  }
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const form = e.detail.elt;
+    if (form instanceof HTMLFormElement && form.hasAttribute("data-awaits-reply") &&
+        e.detail.successful && e.detail.xhr.status === 200) typing(true);
+  });
+  document.addEventListener("sundry:frame", () => {
+    if (typingSince && replies() > typingSince.replies) typing(false);
+  });
+  setInterval(() => {
+    if (typingSince && Date.now() - typingSince.at > TYPING_MAX_MS) typing(false);
+  }, 5000);
 
   // "Close" on a detail pane empties the pane it names (no inline handlers: the page's
   // Content-Security-Policy allows scripts from our own files only).

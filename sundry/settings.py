@@ -94,7 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "sundry.core.context_processors.sundry",
+                "sundry.context_processors.sundry",
             ],
         },
     },
@@ -126,16 +126,16 @@ CHANNEL_PREFIX = os.environ.get("SUNDRY_CHANNEL_PREFIX", "sundry")
 # connections well clear of it (channels_redis #422).
 CHANNEL_REDIS_SOCKET_TIMEOUT = float(os.environ.get("SUNDRY_CHANNEL_SOCKET_TIMEOUT", "15"))
 if REDIS_URL:
-    # The pub/sub layer: a push to a ticket's group is one PUBLISH, and each web
-    # process fans it out to its own sockets in memory. The list-based core layer
-    # pops one message per socket from Redis, which at hundreds of watchers made
-    # a push take hundreds of milliseconds. Pub/sub delivers at most once; a
-    # missed push is repaired by the page's version check and resync.
+    # channels_redis's pub/sub layer: a push to a ticket's group is one PUBLISH,
+    # and each web process holds one subscription per group however many of its
+    # sockets joined it. Pub/sub delivers at most once; a missed push is repaired
+    # by the page's version check and resync.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "sundry.live.layer.ProcessFanoutChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT}],
+                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT,
+                           "socket_connect_timeout": 2.0}],  # a push never hangs its request for long
                 "prefix": CHANNEL_PREFIX,
             },
         }
@@ -264,6 +264,19 @@ PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=
 # Error pages in DEBUG hide settings whose names say they carry credentials; Django's
 # default pattern misses connection URLs such as DATABASE_URL and REDIS_URL.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "sundry.core.security.CredentialsHidingFilter"
+
+# --- Live panels (websockets) ------------------------------------------------------
+# Renderings of ticket panels and conversation items kept per web process, so a
+# push to many watchers renders once; least recently used go first past this
+# many bytes (0: keep none, every watcher renders its own).
+LIVE_RENDER_CACHE_BYTES = int(float(os.environ.get("SUNDRY_LIVE_RENDER_CACHE_MB", "32")) * 1024 * 1024)
+# Open sockets one user may hold in one web process, and all sockets of a web
+# process; past either a new socket is closed with a code saying why (4429 / 1013).
+LIVE_MAX_SOCKETS_PER_USER = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_USER", "20"))
+LIVE_MAX_SOCKETS_PER_PROCESS = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_PROCESS", "5000"))
+# The web process (python -m sundry.web) freezes what it loaded at start out of the
+# garbage collector's full passes and collects young objects less often.
+WEB_GC_TUNING = env_bool("SUNDRY_WEB_GC_TUNING", True)
 
 # --- Production hardening (checked by `manage.py check --deploy`) -----------------
 if PRODUCTION:

@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from sundry import views
 from sundry.core import views as core_views
 
 urlpatterns = [
-    path("", core_views.home, name="home"),
+    path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(template_name="core/login.html"), name="login"),
     path("logout/", core_views.logout_view, name="logout"),
     path("healthz", core_views.healthz, name="healthz"),

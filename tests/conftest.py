@@ -91,20 +91,22 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
-    """Each test gets its own channel layer instance and push hubs.
+    """Each test gets its own channel layer instance and an empty render cache.
 
     A layer caches connections per event loop and buffers messages, and each
     async test runs on its own loop, so sharing one across tests leaks state.
     The Redis layer is pub/sub: it leaves no keys behind, and its per-loop
     connections close with their loop.
     """
-    from sundry.live import fanout
+    from sundry.live import consumers, panels
 
     channel_layers.backends.clear()
-    fanout._HUBS.clear()
+    panels.CACHE.clear()
+    consumers.RENDERS = consumers._Renders()
     yield
     channel_layers.backends.clear()
-    fanout._HUBS.clear()
+    panels.CACHE.clear()
+    consumers.RENDERS = consumers._Renders()
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ def test_urls_switch_to_postgres_redis_and_celery(tmp_path):
     assert got["engine"] == "django.db.backends.postgresql"
     assert got["conn_max_age"] == 0  # no persistent connections under ASGI, as Django's docs advise
     assert got["db_name"] == "sundry"
-    assert got["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+    assert got["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert got["pool_host"] == "redis.invalid"
     assert got["background"] == "celery"
     assert got["broker"] == "redis://redis.invalid:6379/0"

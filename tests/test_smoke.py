@@ -163,7 +163,7 @@ async def test_foreign_origin_is_refused_before_the_consumer(desk):
 async def test_redis_layer_carries_a_group_message_between_instances(redis_url):
     sender = channel_layers.make_backend("default")
     receiver = channel_layers.make_backend("default")
-    assert type(receiver).__name__ == "ProcessFanoutChannelLayer"
+    assert type(receiver).__name__ == "RedisPubSubChannelLayer"
     group = f"smoke-{uuid.uuid4().hex}"
     channel = await receiver.new_channel()
     await receiver.group_add(group, channel)
@@ -181,7 +181,7 @@ async def test_idle_staff_socket_survives_on_the_redis_layer(redis_url, desk):
     # redis-py 8 reads with a 5 s socket timeout by default; the layer's blocking
     # pop waits 5 s too, so without an explicit longer timeout every idle socket
     # dies with "Timeout reading from redis" after about 5 s.
-    assert type(get_channel_layer()).__name__ == "ProcessFanoutChannelLayer"
+    assert type(get_channel_layer()).__name__ == "RedisPubSubChannelLayer"
     ticket = desk["ticket"]
     communicator = _socket(ticket.pk, desk["staff_cookie"])
     connected, _ = await communicator.connect()
@@ -231,4 +231,4 @@ def test_settings_under_test_match_the_environment():
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
         assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     if os.environ.get("REDIS_URL"):
-        assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+        assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels_redis.pubsub.RedisPubSubChannelLayer"

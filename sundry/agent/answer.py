@@ -14,9 +14,9 @@ from decimal import Decimal
 
 from sundry.agent import replycheck, textcalls
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
-from sundry.agent.schemas import Message, ModelRequest, ModelResponse, Usage
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
 
 @dataclass
 class Answer:

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, field_validator
 
-from sundry.agent.tools.base import REGISTRY
+from sundry.tooling.tools import REGISTRY
 
 EXAMPLE = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}'
 _CODE = re.compile(r"[A-Z]{3}")

@@ -17,8 +17,6 @@ import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent import guards, runlimits
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
-from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
-from sundry.agent.tools.base import REGISTRY, Tool, ToolContext, ToolError
 from sundry.context import services as lanes
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.context.assembly import Assembled
@@ -26,6 +24,8 @@ from sundry.context.selectors import lane_snapshot
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.tools import REGISTRY, Tool, ToolContext, ToolError
 
 log = logging.getLogger("sundry.agent")
 

@@ -37,7 +37,9 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sundry.agent import pricing, strictjson
-from sundry.agent.schemas import ModelRequest, ModelResponse, OutputSpec, ToolCall, Usage
+from sundry.agent.offline import OfflineModel
+from sundry.agent.wire import NormalisingTransport
+from sundry.tooling.messages import ModelRequest, ModelResponse, OutputSpec, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +258,6 @@ class Gateway:
 
     def _offline(self) -> ChatModel:
         if self._offline_model is None:
-            from sundry.agent.offline import OfflineModel  # lazy: the gateway must import without it
 
             self._offline_model = OfflineModel()
         return self._offline_model
@@ -296,8 +297,6 @@ def _http_client(limits: CallLimits):
     drift from the API's shape before the SDK reads it (see wire.py)."""
     import httpx2
     from pydantic_ai.models import create_async_httpx2_client
-
-    from sundry.agent.wire import NormalisingTransport
 
     timeout = httpx2.Timeout(limits.read_timeout, connect=limits.connect_timeout, pool=limits.connect_timeout)
     # The transport owns the pool (the client's limits no longer apply): a thread makes one call

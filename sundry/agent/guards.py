@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from sundry.agent import approvals, strictjson
-from sundry.agent.tools.base import Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
+from sundry.tooling.tools import Tool
 
 LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
 REFUND_TOOLS = frozenset({"issue_refund"})

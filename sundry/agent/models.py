@@ -50,6 +50,8 @@ class HeldAction(models.Model):
         APPROVED = "approved"
         REJECTED = "rejected"
         EXECUTED = "executed"
+        # Approved, but the guards' re-check (or the tool) refused it: nothing ran.
+        REFUSED = "refused", "approved, not run"
 
     ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="held_actions")
     tool = models.CharField(max_length=60)

@@ -27,11 +27,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sundry.agent import offline_words as words
-from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from sundry.context import render
 from sundry.context.idformats import find_ids, kind_of
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 MAX_CALLS_PER_STEP = 8
 RECENT_ORDERS = 5

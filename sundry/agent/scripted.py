@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, Union
 
-from sundry.agent.schemas import ModelRequest, ModelResponse
+from sundry.tooling.messages import ModelRequest, ModelResponse
 
 # A step of the script: a fixed response, a function of the request (to echo an
 # id the request carries), or an exception to raise (e.g. a ModelCallError).

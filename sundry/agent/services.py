@@ -11,14 +11,15 @@ from django.utils import timezone
 
 from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
-from sundry.agent.schemas import ToolCall
 from sundry.agent.tasks import agent_run_task
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import MessageRefused, ticket_lock, ticket_touch, turn_append, validate_message_text
+from sundry.tickets.services import MessageRefused, turn_append, validate_message_text
+from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
+from sundry.tooling.messages import ToolCall
 
 
 def _wake_agent(ticket: Ticket) -> None:
@@ -34,7 +35,7 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True) -> Tu
         lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
-            Ticket.objects.filter(pk=ticket.pk).update(status=Ticket.Status.OPEN)
+            ticket_update(ticket.pk, status=Ticket.Status.OPEN)
         if wake:
             _wake_agent(ticket)
     return turn
@@ -62,9 +63,7 @@ def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:
     if handler not in Ticket.Handler.values:
         raise MessageRefused("Handler must be 'agent' or 'staff'.")
     with transaction.atomic():
-        Ticket.objects.filter(pk=ticket.pk).update(
-            handler=handler, assigned_to=user if handler == Ticket.Handler.STAFF else None
-        )
+        ticket_update(ticket.pk, handler=handler, assigned_to=user if handler == Ticket.Handler.STAFF else None)
         ticket.handler = handler
         verb = "took over the ticket" if handler == Ticket.Handler.STAFF else "handed the ticket back to the agent"
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
@@ -107,9 +106,14 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.TOOL_CALL, text="",
                         payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk})
             ticket.refresh_from_db()
+            call_turn = ticket.last_turn_number
             process_call(ticket, call, assembled, approved_hold=held)
-            held.status = HeldAction.Status.EXECUTED
-            held.result_turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+            # The guards run again and may refuse: only a successful result means it ran.
+            result = Turn.objects.filter(ticket=ticket, number__gt=call_turn, payload__call_id=call.id).first()
+            ran = result is not None and result.kind == Turn.Kind.TOOL_RESULT and result.payload.get("ok") is True
+            held.status = HeldAction.Status.EXECUTED if ran else HeldAction.Status.REFUSED
+            held.result_turn = result.number if result else None
+            held.outcome = "" if ran or result is None else result.text
             held.save(update_fields=["status", "result_turn"])
         ticket_touch(ticket.pk)
         if wake:

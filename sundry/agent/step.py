@@ -18,14 +18,15 @@ from sundry.agent import answer, replycheck
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
-from sundry.agent.schemas import ModelResponse
-from sundry.agent.tools.base import REGISTRY
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+from sundry.tickets.versions import ticket_update
+from sundry.tooling.messages import ModelResponse
+from sundry.tooling.tools import REGISTRY
 
 # Called with a `Resolved` after a resolution step commits; the compaction
 # trigger subscribes here.
@@ -105,7 +106,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                 text = f"The agent cannot work this ticket: {error}. It was handed to staff."
                 turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
                             payload={"model_error": str(error), "unresolved": True})
-                Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF)
+                ticket_update(ticket.pk, handler=Ticket.Handler.STAFF)
                 attention_flag(ticket.pk, f"Model not configured: {error}")
             else:
                 turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
@@ -116,8 +117,10 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                          latency_ms=error.latency_ms)
             return StepOutcome(stop=True, read_through=read_through)
 
-        # The model answered: a flag its earlier failure raised no longer holds.
-        attention_clear(ticket.pk, MODEL_UNAVAILABLE)
+        # The model answered: a flag its earlier failure raised no longer holds. (That failure ended
+        # its run, so the ticket as this run loaded it shows the flag; no query for every step.)
+        if ticket.attention.startswith(MODEL_UNAVAILABLE) and attention_clear(ticket.pk, MODEL_UNAVAILABLE):
+            ticket.attention = ""
         response: ModelResponse = call.response
         next_lanes = None
         verdict = got.verdict

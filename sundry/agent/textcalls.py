@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.tooling.messages import ModelResponse, ToolCall
 
 TEXT_CALL_PREFIX = "text-call-"
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)

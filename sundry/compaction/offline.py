@@ -18,11 +18,11 @@ import os
 import re
 import time
 
-from sundry.agent.schemas import ModelRequest, ModelResponse, Usage
 from sundry.compaction import summariser as s
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.render import format_money
 from sundry.context.rules import candidate_rules
+from sundry.tooling.messages import ModelRequest, ModelResponse, Usage
 
 DELAY_ENV = "SUNDRY_OFFLINE_SUMMARISER_DELAY"
 _TURN = re.compile(r"^\[turn (\d+)\] (.*)$")

@@ -21,7 +21,6 @@ from django.utils import timezone
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
-from sundry.agent.schemas import ModelRequest
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -41,9 +40,9 @@ from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
-from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
+from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
 Status = CompactionRun.Status
@@ -138,6 +137,7 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     run.request_before = assembled.request.model_dump(mode="json")
     try:
         with transaction.atomic():
+            ticket_touch(ticket_id)  # the queued run shows in the desk; the ticket row first (lock order)
             # The range's unique constraint makes this the idempotency check.
             run.save(force_insert=True)
             _enqueue(run.pk)
@@ -145,10 +145,12 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     except IntegrityError:
         pass
     with transaction.atomic():
+        ticket_lock(ticket_id)
         run = CompactionRun.objects.select_for_update().get(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut)
         if run.status != Status.FAILED:
             return None  # done (or in flight): the same range is never compacted twice
         CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
+        ticket_touch(ticket_id)
         _enqueue(run.pk)
     return run
 
@@ -250,13 +252,16 @@ def _inputs(run: CompactionRun):
 
 def compaction_run(run_id: int, *, gateway: Gateway | None = None) -> CompactionRun:
     """Do one compaction run; safe to call any number of times for the same run."""
+    ticket_id = CompactionRun.objects.values_list("ticket_id", flat=True).get(pk=run_id)
     with transaction.atomic():
+        ticket_lock(ticket_id)  # lock order: the ticket row first, then the run
         run = CompactionRun.objects.select_for_update().select_related("ticket__ticket_class").get(pk=run_id)
         if run.status in CompactionRun.DONE:
             return run
         if not _base_is_current(run):
             return _finish_stale(run)
         CompactionRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, started_at=timezone.now())
+        ticket_touch(ticket_id)
     try:
         return _work(run, gateway or default_gateway())
     except Exception as exc:
@@ -300,8 +305,10 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
             else:
                 asked = sm.retry_request(request, raw, verdict)  # the retry sees the exact errors
         log_entries.append(entry)
-        # Saved as it goes, so a worker killed mid-run still leaves its evidence.
-        CompactionRun.objects.filter(pk=run.pk).update(attempt_log=log_entries, attempts=attempt)
+        # Saved as it goes, so a worker killed mid-run still leaves its evidence (and the desk counts attempts).
+        with transaction.atomic():
+            ticket_touch(run.ticket_id)
+            CompactionRun.objects.filter(pk=run.pk).update(attempt_log=log_entries, attempts=attempt)
         if accepted:
             break
     return _accept(run, turns, accepted, raw_accepted, log_entries,
@@ -347,7 +354,6 @@ def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens)
         if fallback:
             _breaker_check(run.ticket_id)
         ticket_touch(run.ticket_id)
-        ticket_changed(run.ticket_id)
     return run
 
 
@@ -357,8 +363,10 @@ def _rule_candidates(run: CompactionRun, constraints: list[str]) -> None:
 
 
 def _finish_stale(run: CompactionRun) -> CompactionRun:
+    """In the caller's transaction, which holds the ticket row's lock."""
     CompactionRun.objects.filter(pk=run.pk).update(
         status=Status.STALE, finished_at=timezone.now(), error="the ticket's summary changed under this run")
+    ticket_touch(run.ticket_id)
     run.refresh_from_db()
     return run
 
@@ -373,6 +381,7 @@ def _finish_failed(run_id: int, error: str) -> CompactionRun:
         run.status, run.error, run.finished_at = Status.FAILED, error[:2000], timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         _breaker_check(run.ticket_id)
+        ticket_touch(run.ticket_id)
     return run
 
 
@@ -380,9 +389,8 @@ def _breaker_check(ticket_id: int) -> None:
     outcomes = list(CompactionRun.objects.filter(ticket_id=ticket_id, status__in=(
         Status.SUCCEEDED, Status.FALLBACK, Status.FAILED)).order_by("-id").values_list("status", flat=True)[:BREAKER_FAILURES])
     if breaker_should_trip(outcomes):
-        Ticket.objects.filter(pk=ticket_id).update(
-            attention=f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or fell back; "
-                      "compaction is paused until staff clear this.")
+        ticket_update(ticket_id, attention=f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or "
+                                           "fell back; compaction is paused until staff clear this.")
 
 
 # --- replay --------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sundry.agent.schemas import Message, ModelRequest, OutputSpec
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.tooling.messages import Message, ModelRequest, OutputSpec
 
 # The first answer and one retry that shows the model the exact validation errors.
 MAX_ATTEMPTS = 2

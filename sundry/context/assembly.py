@@ -11,11 +11,11 @@ import functools
 import json
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import Message, ModelRequest, ToolSpec
 from sundry.context import render
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
+from sundry.tooling.messages import Message, ModelRequest, ToolSpec
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
 
@@ -98,7 +98,7 @@ def assemble(
         "system": render.render_system_prompt(snapshot.class_policy),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
-        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money, snapshot.questions),
+        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money),
         "summary": render.render_summary(snapshot.summary),
     }
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]

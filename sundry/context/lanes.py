@@ -107,12 +107,6 @@ class MoneyData:
 
 
 @dataclass(frozen=True)
-class QuestionData:
-    text: str
-    turn: int
-
-
-@dataclass(frozen=True)
 class TurnData:
     number: int
     author: str  # customer, agent, tool, staff, system
@@ -141,7 +135,6 @@ class LaneSnapshot:
     state: list[StateFieldData] = field(default_factory=list)
     actions: list[ActionData] = field(default_factory=list)
     money: list[MoneyData] = field(default_factory=list)
-    questions: list[QuestionData] = field(default_factory=list)
     summary: SummaryData | None = None
     # Turns after the summary, oldest first; assembly keeps the newest that fit.
     turns: list[TurnData] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """The lanes a ticket's context is built from, stored per ticket.
 
 Pinned rules, the ID ledger, state (fields with provenance and history,
-actions taken, open questions) and the summary. Each row records who changed
+actions taken, money per order) and the summary. Each row records who changed
 it and at which turn; only `context.services` writes them.
 """
 
@@ -147,17 +147,6 @@ class MoneyTotal(models.Model):
     class Meta:
         ordering = ["order"]
         constraints = [models.UniqueConstraint(fields=["ticket", "order"], name="money_one_row_per_order")]
-
-
-class OpenQuestion(models.Model):
-    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="open_questions")
-    text = models.CharField(max_length=300)
-    turn = models.PositiveIntegerField()
-    source = models.CharField(max_length=10, choices=Source.choices)
-    resolved_at_turn = models.PositiveIntegerField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["turn", "id"]
 
 
 class Summary(models.Model):

@@ -13,18 +13,17 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import Message, ToolCall
 from sundry.context.lanes import (
     ActionData,
     LedgerData,
     MoneyData,
-    QuestionData,
     RuleData,
     StateFieldData,
     SummaryData,
     TurnData,
 )
 from sundry.core import money
+from sundry.tooling.messages import Message, ToolCall
 
 LANES = ("system", "rules", "ledger", "state", "summary")
 
@@ -44,8 +43,7 @@ NO_IDS = "(no identifiers recorded yet)"
 NO_STATE = "(nothing established yet)"
 LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status"
 VERIFIED, UNVERIFIED = "verified", "UNVERIFIED"
-STATE_SECTIONS = {"fields": "Fields:", "actions": "Actions already taken:", "money": "Money per order:",
-                  "questions": "Open questions:"}
+STATE_SECTIONS = {"fields": "Fields:", "actions": "Actions already taken:", "money": "Money per order:"}
 
 # Prefixes that mark conversation messages which are not the customer speaking.
 STAFF_REPLY_PREFIX = "(reply sent by staff) "
@@ -252,8 +250,7 @@ def _money_line(m: MoneyData) -> str:
             f"still refundable {format_money(m.refundable_cents, m.currency)}")
 
 
-def render_state(state: list[StateFieldData], actions: list[ActionData], money: list[MoneyData],
-                 questions: list[QuestionData]) -> str:
+def render_state(state: list[StateFieldData], actions: list[ActionData], money: list[MoneyData]) -> str:
     lines = [STATE_HEADING]
     if state:
         lines.append(STATE_SECTIONS["fields"])
@@ -269,9 +266,6 @@ def render_state(state: list[StateFieldData], actions: list[ActionData], money: 
     if money:
         lines.append(STATE_SECTIONS["money"])
         lines += [_money_line(m) for m in sorted(money, key=lambda m: m.order)]
-    if questions:
-        lines.append(STATE_SECTIONS["questions"])
-        lines += [f"- {_one_line(q.text)} (turn {q.turn})" for q in sorted(questions, key=lambda q: q.turn)]
     if len(lines) == 1:
         lines.append(NO_STATE)
     return "\n".join(lines)
@@ -294,7 +288,6 @@ class ParsedState:
     fields: dict[str, str] = field(default_factory=dict)
     actions: list[ParsedAction] = field(default_factory=list)
     money: dict[str, MoneyData] = field(default_factory=dict)
-    questions: list[str] = field(default_factory=list)
 
 
 _FIELD_LINE = re.compile(r"^- (?P<name>[^:]+): (?P<value>.*) \(turn \d+, \w+, (?:confirmed|inferred)\)$")
@@ -332,8 +325,6 @@ def parse_state(block: str) -> ParsedState:
             paid, ref = parse_money(m.group("paid")), parse_money(m.group("ref"))
             if paid and ref:
                 out.money[m.group("order")] = MoneyData(m.group("order"), paid[1], paid[0], ref[0])
-        elif section == "questions":
-            out.questions.append(re.sub(r" \(turn \d+\)$", "", line[2:]))
     return out
 
 

@@ -14,13 +14,12 @@ from sundry.context.lanes import (
     LaneSnapshot,
     LedgerData,
     MoneyData,
-    QuestionData,
     RuleData,
     StateFieldData,
     SummaryData,
     TurnData,
 )
-from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, OpenQuestion, PinnedRule, StateValue, Summary
+from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.core.money import format_money
 from sundry.tickets.models import Ticket, Turn
 
@@ -34,7 +33,6 @@ LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_tur
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
-QUESTION = ("text", "turn")
 SUMMARY = ("covers_through_turn", "text", "fallback")
 TURN = ("number", "author", "kind", "text", "payload", "tokens")
 
@@ -91,8 +89,6 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         for order, currency, paid, refunded in MoneyTotal.objects.filter(
             ticket_id=pk).order_by("order").values_list(*MONEY)
     ]
-    snap.questions = [QuestionData(text=text, turn=turn) for text, turn in OpenQuestion.objects.filter(
-        ticket_id=pk, resolved_at_turn__isnull=True).order_by("turn", "id").values_list(*QUESTION)]
     covered = 0
     if summary:
         covered = summary[0]

@@ -1,7 +1,7 @@
-"""Writes to the lanes: ledger, state, rules, actions, money, questions.
+"""Writes to the lanes: ledger, state, rules, actions, money.
 
 Each service records who changed what and at which turn, and announces the
-change to watchers after commit. Tool results reach the ledger only through
+change to watchers after commit (tickets.versions). Tool results reach the ledger only through
 `ledger_harvest`, by schema.
 """
 
@@ -14,24 +14,22 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, PositiveIntegerField, Value
 from django.db.models.functions import Greatest
 
-from sundry.agent.tools.base import id_owners, iter_ids
 from sundry.context.idformats import find_ids
 from sundry.context import harvest
 from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
     MoneyTotal,
-    OpenQuestion,
     PinnedRule,
     Source,
     StateValue,
 )
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.context.statefields import StateValueInvalid, validate_field
-from sundry.live.events import ticket_changed
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tooling.tools import id_owners, iter_ids
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 
@@ -78,7 +76,6 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in owners.items()})
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
-        ticket_changed(ticket.pk)
     return plan.roles
 
 
@@ -172,7 +169,6 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
         entry.last_used_turn = max(entry.last_used_turn, turn)
         entry.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return entry
 
 
@@ -204,7 +200,6 @@ def state_set(
                 current.changed_by = user
                 current.save(update_fields=["confirmed", "changed_by"])
                 ticket_touch(ticket.pk)
-                ticket_changed(ticket.pk)
             return current
         if current is not None:
             current.is_current = False
@@ -216,7 +211,6 @@ def state_set(
         if current is not None:
             StateValue.objects.filter(pk=current.pk).update(superseded_by=new)
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return new
 
 
@@ -230,7 +224,6 @@ def state_confirm(*, ticket, value_id: int, user) -> StateValue:
         row.changed_by = user
         row.save(update_fields=["confirmed", "changed_by"])
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return row
 
 
@@ -257,7 +250,6 @@ def action_record(
     except IntegrityError:
         return ActionOutcome(ActionTaken.objects.get(ticket=ticket, idempotency_key=idempotency_key), False)
     ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return ActionOutcome(action, True)
 
 
@@ -293,7 +285,6 @@ def rule_flag_candidates(*, ticket, turn: int, text: str, source: str) -> list[P
     made = [r for s in candidate_rules(text) if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source))]
     if made:
         ticket_touch(ticket.pk)
-        ticket_changed(ticket.pk)
     return made
 
 
@@ -319,7 +310,6 @@ def rule_pin(
         rule.version = (rule.version or 0) + 1
         rule.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return rule
 
 
@@ -346,7 +336,6 @@ def rule_decide(
         rule.version += 1
         rule.save()
         ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
     return rule
 
 
@@ -376,26 +365,7 @@ def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> i
     n = qs.update(status=PinnedRule.Status.CLOSED, changed_at_turn=turn, version=F("version") + 1)
     if n:
         ticket_touch(ticket.pk)
-        ticket_changed(ticket.pk)
     return n
-
-
-# --- Open questions --------------------------------------------------------------------
-
-
-def question_open(*, ticket, text: str, turn: int, source: str = Source.MODEL) -> OpenQuestion:
-    q = OpenQuestion.objects.create(ticket=ticket, text=text[:300], turn=turn, source=source)
-    ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
-    return q
-
-
-def question_resolve(*, ticket, question_id: int, turn: int) -> None:
-    OpenQuestion.objects.filter(ticket=ticket, pk=question_id, resolved_at_turn__isnull=True).update(
-        resolved_at_turn=turn
-    )
-    ticket_touch(ticket.pk)
-    ticket_changed(ticket.pk)
 
 
 def last_turn(ticket) -> int:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sundry.agent.tools.base import Tool, ToolContext, ToolError, register
+from sundry.context.models import StateValue
+from sundry.context.services import ledger_rename, rule_pin, state_set
+from sundry.context.statefields import StateValueInvalid
+from sundry.tickets.models import Ticket, Turn
+from sundry.tooling.tools import Tool, ToolContext, ToolError, register
 
 
 class PinArgs(BaseModel):
@@ -21,10 +25,6 @@ class PinResult(BaseModel):
 
 
 def _pin(ctx: ToolContext, args: PinArgs) -> PinResult:
-    from sundry.context.services import rule_pin
-    from sundry.context.statefields import StateValueInvalid
-    from sundry.tickets.models import Ticket
-
     ticket = Ticket.objects.get(pk=ctx.ticket_id)
     try:
         rule = rule_pin(ticket=ticket, text=args.text, turn=ctx.turn, source="model", scope=args.scope,
@@ -46,10 +46,6 @@ class LabelResult(BaseModel):
 
 
 def _label(ctx: ToolContext, args: LabelArgs) -> LabelResult:
-    from sundry.context.services import ledger_rename
-    from sundry.context.statefields import StateValueInvalid
-    from sundry.tickets.models import Ticket
-
     ticket = Ticket.objects.get(pk=ctx.ticket_id)
     try:
         entry = ledger_rename(ticket=ticket, value=args.value, role=args.role, turn=ctx.turn)
@@ -78,11 +74,6 @@ def _normalised(text: str) -> str:
 
 
 def _record_fact(ctx: ToolContext, args: FactArgs) -> FactResult:
-    from sundry.context.models import StateValue
-    from sundry.context.services import state_set
-    from sundry.context.statefields import StateValueInvalid
-    from sundry.tickets.models import Ticket, Turn
-
     ticket = Ticket.objects.get(pk=ctx.ticket_id)
     # Provenance is checked, not taken on the model's word: "customer" only if
     # the value really appears in something the customer wrote.

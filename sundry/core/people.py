@@ -1,7 +1,7 @@
-"""Who is asking: staff, admins and customers, on top of Django auth.
+"""Who is asking, from Django auth alone: staff and admins.
 
-Staff are `is_staff` users; admins are superusers (they tune ticket classes);
-customers are users linked to a shop customer record.
+Staff are `is_staff` users; admins are superusers (they tune ticket classes).
+Which login is a shop customer is the shop's to say (`sundry.shop.people`).
 """
 
 from __future__ import annotations
@@ -13,24 +13,3 @@ def is_admin(user) -> bool:
 
 def is_desk_staff(user) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active and user.is_staff)
-
-
-def customer_of(user):
-    """The shop customer a login belongs to, or None."""
-    if not getattr(user, "is_authenticated", False):
-        return None
-    from sundry.shop.models import Customer
-
-    return Customer.objects.filter(user=user).first()
-
-
-def role_of(user) -> str:
-    if not getattr(user, "is_authenticated", False):
-        return "anonymous"
-    if is_admin(user):
-        return "admin"
-    if is_desk_staff(user):
-        return "staff"
-    if customer_of(user) is not None:
-        return "customer"
-    return "none"

@@ -219,7 +219,7 @@ _COUNTED = ("role", "content", "name", "tool_call_id", "tool_name", "tool_calls"
 
 
 def _field(message, key: str):
-    """A message's field, from a dict or a pydantic message (sundry.agent.schemas.Message) as
+    """A message's field, from a dict or a pydantic message (sundry.tooling.messages.Message) as
     `model_dump()` would give it, without dumping the whole message every step."""
     if isinstance(message, dict):
         return message.get(key)

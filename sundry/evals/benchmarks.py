@@ -10,7 +10,6 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
 from sundry.compaction.trigger import TriggerInput, cut_point, decide
 from sundry.context.assembly import assemble
 from sundry.context.idformats import find_ids
@@ -20,6 +19,7 @@ from sundry.evals.harness import HarnessConfig, _Run
 from sundry.evals.records import RecordedTicket, RecordedTurn
 from sundry.evals.replay import LaneReplay
 from sundry.evals.strategies import SundryCompactor
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 
 
 def ms(seconds: float) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sundry.agent.guards import GuardInput, GuardVerdict, check_call
-from sundry.agent.schemas import ModelRequest, ModelResponse
 from sundry.context import render
 from sundry.context.lanes import ActionData, LedgerData, RuleData
+from sundry.tooling.messages import ModelRequest, ModelResponse
 
 ID_GUARDS = ("id", "unverified_id", "mutation")
 

@@ -31,7 +31,6 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from sundry.agent.offline import RequestView
-from sundry.agent.schemas import ModelRequest
 from sundry.compaction.trigger import TriggerInput, cut_point, decide
 from sundry.context.assembly import assemble
 from sundry.context.harvest import LEDGER_SHARE, ledger_allowance
@@ -52,6 +51,7 @@ from sundry.evals.strategies import (
     request_tokens,
     window,
 )
+from sundry.tooling.messages import ModelRequest
 
 STRATEGIES = ("sundry", "window", "prose")
 # Why the guard refuses an ID against the full history: truly wrong (made up, or used on the

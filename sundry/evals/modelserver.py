@@ -30,7 +30,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sundry.agent.offline import OfflineModel, RequestView
-from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 
 HOST = "127.0.0.1"
 

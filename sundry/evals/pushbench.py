@@ -4,18 +4,20 @@ Run as a subprocess by `manage.py benchmark` (it needs its own settings: a
 database the server shares, and a channel prefix of its own):
 
     python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
-                                     [--server daphne]
+                                     [--per-ticket 20] [--server daphne]
 
 It migrates a throwaway database (on the configured PostgreSQL server when
-DATABASE_URL names one, else a SQLite file), creates a staff login and a ticket (with
-`--history` turns already on it), starts the web process as Sundry runs it
-(`python -m sundry.web`; `--server daphne` to compare) on a free loopback
-port, connects N clients (a minimal
-RFC 6455 client, loopback only), commits `--pushes` changes one at a time
-(`--change touch`: the version alone; `turn`: a customer message) and
-times each from just before the commit until every client holds a frame with
-the new version (50 ms apart, so each push is measured on its own; the clients
-run in this process, on the same two cores as the server they measure).
+DATABASE_URL names one, else a SQLite file), creates a staff login and the
+tickets (each with `--history` turns already on it), starts the web process as
+Sundry runs it (`python -m sundry.web`; `--server daphne` to compare) on a
+free loopback port, connects N clients (a minimal RFC 6455 client, loopback
+only) — all to one ticket, or `--per-ticket K` to each of N/K tickets — and
+commits `--pushes` changes one at a time, to the tickets in turn (`--change
+touch`: the version alone; `turn`: a customer message). Each push is timed
+from just before its commit until every client watching that ticket holds a
+frame with the new version (50 ms apart, so each push is measured on its own;
+the clients run in this process, on the same two cores as the server they
+measure). A client that never receives a version it watched is a lost push.
 Everything is bounded: connects, waits and the server all
 time out; the server is stopped by its own pid. Prints one JSON object.
 """
@@ -118,7 +120,7 @@ class Client(asyncio.Protocol):
                             self.version = v
                             if v not in self.arrived:
                                 self.arrived[v] = now
-                                self.expect.arrived(v)
+                                self.expect.arrived(self, v)
                     self.message = b""
         self.buffer = buf
 
@@ -133,22 +135,23 @@ class Client(asyncio.Protocol):
 
 
 class Expectation:
-    """Counts clients holding a version; wakes the driver when all of them do (no polling)."""
+    """Counts the clients of one push holding its version; wakes the driver when all of them do
+    (no polling). Clients outside that push's audience are not counted."""
 
     def __init__(self):
-        self.version, self.missing, self.done = None, 0, asyncio.Event()
+        self.version, self.pending, self.done = None, set(), asyncio.Event()
 
     def expect(self, version: int, clients: list) -> None:
         self.version, self.done = version, asyncio.Event()
-        self.missing = sum(1 for c in clients if c.version < version)
-        if not self.missing:
+        self.pending = {id(c) for c in clients if c.version < version}
+        if not self.pending:
             self.done.set()
 
-    def arrived(self, version: int) -> None:
+    def arrived(self, client, version: int) -> None:
         # A newer version than expected also settles the client (it never sees the older one).
-        if self.version is not None and version >= self.version and self.missing:
-            self.missing -= 1
-            if not self.missing:
+        if self.version is not None and version >= self.version and id(client) in self.pending:
+            self.pending.discard(id(client))
+            if not self.pending:
                 self.done.set()
 
 
@@ -179,7 +182,7 @@ def _memory_kb(pid: int) -> dict:
     return out
 
 
-def _setup(history: int = 0):
+def _setup(history: int = 0, tickets: int = 1):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
@@ -187,21 +190,22 @@ def _setup(history: int = 0):
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
     from sundry.tickets.demo import ensure_classes
-    from sundry.tickets.services import ticket_create
+    from sundry.tickets.services import ticket_create, turn_append
 
     call_command("migrate", verbosity=0)
     generate_shop(seed=1, customers=3, orders=6)
     staff = get_user_model().objects.create_user("bench-staff", password="x", is_staff=True)
-    ticket = ticket_create(customer=Customer.objects.first(), ticket_class=ensure_classes()["standard"],
-                           subject="push benchmark")
-    from sundry.tickets.services import turn_append
-
-    for i in range(history):  # a conversation of this length is on every watcher's page
-        turn_append(ticket=ticket, author="customer" if i % 2 == 0 else "agent",
-                    text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
+    made = []
+    for n in range(tickets):
+        ticket = ticket_create(customer=Customer.objects.first(), ticket_class=ensure_classes()["standard"],
+                               subject=f"push benchmark {n + 1}")
+        for i in range(history):  # a conversation of this length is on every watcher's page
+            turn_append(ticket=ticket, author="customer" if i % 2 == 0 else "agent",
+                        text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
+        made.append(ticket.pk)
     http = HttpClient()
     http.force_login(staff)
-    return ticket, http.cookies["sessionid"].value
+    return made, http.cookies["sessionid"].value
 
 
 CHANGE = {"kind": "touch"}
@@ -212,48 +216,54 @@ def _commit(ticket_id: int) -> None:
     which changes the conversation panel every watcher must receive."""
     from django.db import transaction
 
-    from sundry.live.events import ticket_changed
     from sundry.tickets.models import Ticket
-    from sundry.tickets.services import ticket_touch, turn_append
+    from sundry.tickets.services import turn_append
+    from sundry.tickets.versions import ticket_touch
 
     with transaction.atomic():
         if CHANGE["kind"] == "turn":
             ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
             turn_append(ticket=ticket, author="customer", text=f"Any news on my order? ({ticket.last_turn_number + 1})")
         else:
-            ticket_touch(ticket_id)
-            ticket_changed(ticket_id)
+            ticket_touch(ticket_id)  # bumps and pushes after commit
 
 
-async def _round(n: int, pushes: int, port: int, ticket_id: int, cookie: str, timeout: float) -> dict:
+async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: list[int], cookie: str,
+                 timeout: float) -> dict:
     from asgiref.sync import sync_to_async
 
     from sundry.tickets.models import Ticket
 
+    per_ticket = per_ticket or n  # 0: every client on one ticket
+    watched = ticket_ids[:-(-n // per_ticket)]
     expect = Expectation()
-    clients = [Client(port, f"/ws/desk/tickets/{ticket_id}/", cookie, expect) for _ in range(n)]
+    clients = [Client(port, f"/ws/desk/tickets/{watched[i // per_ticket]}/", cookie, expect) for i in range(n)]
+    by_ticket = {t: [c for i, c in enumerate(clients) if watched[i // per_ticket] == t] for t in watched}
     for i in range(0, n, 50):  # connect in batches so the accept backlog never overflows
         await asyncio.wait_for(asyncio.gather(*(c.connect() for c in clients[i:i + 50])), timeout)
-    get_version = sync_to_async(lambda: Ticket.objects.values_list("version", flat=True).get(pk=ticket_id))
-    current = await get_version()
-    expect.expect(current, clients)
-    await asyncio.wait_for(expect.done.wait(), timeout)  # every client holds its snapshot before we start
+    get_version = sync_to_async(lambda pk: Ticket.objects.values_list("version", flat=True).get(pk=pk))
+    current = {t: await get_version(t) for t in watched}
+    for t in watched:  # every client holds its snapshot before we start
+        expect.expect(current[t], by_ticket[t])
+        await asyncio.wait_for(expect.done.wait(), timeout)
     latencies, lost, per_push = [], 0, []
     commit = sync_to_async(_commit)
-    for _ in range(pushes):
-        version = current + 1  # the commit bumps the version by one; nothing else writes here
-        expect.expect(version, clients)
+    for p in range(pushes):
+        ticket_id = watched[p % len(watched)]
+        version = current[ticket_id] + 1  # the commit bumps the version by one; nothing else writes here
+        audience = by_ticket[ticket_id]
+        expect.expect(version, audience)
         started = time.perf_counter()
         await commit(ticket_id)
         try:
             await asyncio.wait_for(expect.done.wait(), timeout)
         except asyncio.TimeoutError:
             pass
-        current = await get_version()
-        if current != version:
-            raise RuntimeError(f"expected version {version}, the ticket is at {current}")
-        per_push.append(round(1000 * (max((c.arrived.get(version, started) for c in clients)) - started), 1))
-        for c in clients:
+        current[ticket_id] = await get_version(ticket_id)
+        if current[ticket_id] != version:
+            raise RuntimeError(f"expected version {version}, the ticket is at {current[ticket_id]}")
+        per_push.append(round(1000 * (max((c.arrived.get(version, started) for c in audience)) - started), 1))
+        for c in audience:
             at = c.arrived.get(version)
             if at is None:
                 lost += 1  # never saw this version
@@ -263,7 +273,8 @@ async def _round(n: int, pushes: int, port: int, ticket_id: int, cookie: str, ti
     for c in clients:
         c.close()
     await asyncio.sleep(0.2)
-    return {"clients": n, "pushes": pushes, "deliveries": len(latencies), "lost": lost,
+    return {"clients": n, "per_ticket": per_ticket, "tickets": len(watched), "pushes": pushes,
+            "deliveries": len(latencies), "lost": lost,
             "p50_ms": round(1000 * statistics.median(latencies), 2) if latencies else None,
             "p99_ms": round(1000 * sorted(latencies)[int(0.99 * (len(latencies) - 1))], 2) if latencies else None,
             "max_ms": round(1000 * max(latencies), 2) if latencies else None, "slowest_client_ms": per_push}
@@ -302,7 +313,9 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--change", choices=["touch", "turn"], default="touch",
                         help="what each commit changes: the version only, or a new customer message")
-    parser.add_argument("--history", type=int, default=0, help="turns the ticket already has before the pushes")
+    parser.add_argument("--history", type=int, default=0, help="turns each ticket already has before the pushes")
+    parser.add_argument("--per-ticket", type=int, default=0,
+                        help="clients per ticket, spread over clients/K tickets (0: all clients on one ticket)")
     parser.add_argument("--server", choices=["sundry", "daphne"], default="sundry",
                         help="the web process as Sundry runs it (python -m sundry.web), or daphne to compare")
     args = parser.parse_args(argv)
@@ -315,7 +328,10 @@ def main(argv=None) -> int:
             figures = _measure(args, workdir, database_url)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps({**figures, "database": database, "layer": settings_layer()}))
+    from urllib.parse import urlsplit
+
+    print(json.dumps({**figures, "database": database, "database_name": urlsplit(database_url).path.lstrip("/"),
+                      "layer": settings_layer()}))
     return 0
 
 
@@ -341,13 +357,16 @@ def _database(workdir: Path):
 def _measure(args, workdir: Path, database_url: str) -> dict:
     env = {**os.environ, "DATABASE_URL": database_url,
            "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
-           "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0"}  # as served in production: no per-query debug log
+           "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0",  # as served in production: no per-query debug log
+           # Every client here shares one staff login: lift the per-user socket cap (not the process's).
+           "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000"}
     os.environ.update(env)
     import django
 
     django.setup()
     CHANGE["kind"] = args.change
-    ticket, cookie = _setup(history=args.history)
+    most = max(int(x) for x in args.clients.split(",") if x)
+    tickets, cookie = _setup(history=args.history, tickets=-(-most // args.per_ticket) if args.per_ticket else 1)
     port = _free_port()
     server_log = open(workdir / "server.log", "wb")
     command = {"sundry": ["-m", "sundry.web", "--host", HOST, "--port", str(port), "--log-level", "warning"],
@@ -359,7 +378,7 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
         _wait_port(port, time.monotonic() + 30)
         idle = _memory_kb(server.pid)
         for n in [int(x) for x in args.clients.split(",") if x]:
-            rounds.append(asyncio.run(_round(n, args.pushes, port, ticket.pk, cookie, args.timeout)))
+            rounds.append(asyncio.run(_round(n, args.per_ticket, args.pushes, port, tickets, cookie, args.timeout)))
             memory[n] = _memory_kb(server.pid)
     finally:
         server.terminate()

@@ -101,10 +101,8 @@ def _private_layers() -> dict:
     and no real desk hears them), or the in-memory layer when there is no Redis."""
     from django.conf import settings
 
-    from sundry.live.events import PUBSUB_BACKEND
-
     default = settings.CHANNEL_LAYERS["default"]
-    if default["BACKEND"] != PUBSUB_BACKEND:
+    if default["BACKEND"] == "channels.layers.InMemoryChannelLayer":
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     config = {**default.get("CONFIG", {}), "prefix": f"sundry-throwaway-{os.getpid()}"}
     return {"default": {**default, "CONFIG": config}}

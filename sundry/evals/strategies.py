@@ -23,12 +23,12 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from sundry.agent.schemas import Message, ModelRequest, ToolSpec
 from sundry.compaction import summariser as sm
 from sundry.compaction.offline import OfflineSummariser
 from sundry.context import render
 from sundry.context.lanes import LaneSnapshot, LedgerData, SummaryData, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens
+from sundry.tooling.messages import Message, ModelRequest, ToolSpec
 
 PROSE_HEADING = "SUMMARY OF EARLIER TURNS (prose)"
 

@@ -1,11 +1,16 @@
 """Websocket consumers: they only push; edits go over HTTP.
 
-A watcher is checked (login, role, and the ticket itself) before it joins any
-group. On connect it gets a full snapshot rendered for it; after each commit
-that changes its ticket it gets the panels whose rendering changed, rendered
-for it again from the database, with the ticket's version. The page asks for
-a snapshot when a frame does not follow the version it holds, and checks its
-version now and then, so a push the channel layer dropped is repaired too.
+A watcher is checked (session, role, and the ticket itself) and counted
+against the socket limits before it joins any group. Then, as Channels
+documents, it joins its user's group and leaves it on disconnect; each group
+message is handled by the method named for its type. Its ticket's pushes come
+through the process's one member of the ticket's group (sundry.live.fanout),
+which calls the same handler methods.
+On connect it gets a full snapshot rendered from the database as it is then;
+after each commit that changes its ticket it gets the panels whose rendering
+changed, with the ticket's version. The page asks for a snapshot when a frame
+does not follow the version it holds, and checks its version now and then, so
+a push the channel layer dropped is repaired too.
 """
 
 from __future__ import annotations
@@ -15,13 +20,17 @@ import json
 import logging
 import random
 import time
+from importlib import import_module
+from types import SimpleNamespace
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.consumer import get_handler_name
+from django.conf import settings
+from django.contrib import auth
 
-from sundry.live import fanout, panels
-from sundry.live.events import customer_group, staff_group, user_group
+from sundry.live import fanout, limits, panels
+from sundry.live.events import customer_group, session_tag, staff_group, user_group
+from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
 
@@ -30,30 +39,15 @@ log = logging.getLogger("sundry.live")
 # would look like a network drop (1006) and be retried forever.
 CLOSE_FORBIDDEN = 4403
 CLOSE_SIGNED_OUT = 4401
+CLOSE_TOO_MANY = limits.CLOSE_TOO_MANY_FOR_USER
+CLOSE_TRY_AGAIN_LATER = limits.CLOSE_TRY_AGAIN_LATER
 
-
-def _session_alive(scope) -> bool:
-    session = scope.get("session")
-    key = getattr(session, "session_key", None)
-    return bool(key) and session.exists(key)
-
-
-def _current_user(scope):
-    """Re-read the user every time: a revoked role or ended session stops the pushes."""
-    from django.contrib.auth import get_user_model
-
-    user = scope.get("user")
-    if not getattr(user, "is_authenticated", False) or not _session_alive(scope):
-        return None
-    return get_user_model().objects.filter(pk=user.pk, is_active=True).first()
-
-
-# Access (session alive, role, ticket ownership) is re-read at once when it may
-# have changed — logout, a user or customer saved, a ticket saved or deleted
-# (`access.changed`, see sundry.live.signals) — and otherwise at most this often
-# per socket, as a backstop for changes made around the ORM. Each socket's
-# deadline is jittered so hundreds of sockets opened together do not all
-# re-read in the same push.
+# Access (session alive and unexpired, role, ticket ownership) is re-read at
+# once when it may have changed — logout, a user or customer saved, a ticket
+# saved or deleted (`access.changed`, see sundry.live.signals) — and otherwise
+# at most this often per socket, as a backstop for changes made around the ORM
+# and for sessions that expire. Each socket's deadline is jittered so hundreds
+# of sockets opened together do not all re-read in the same push.
 ACCESS_RECHECK_SECONDS = 30.0
 ACCESS_RECHECK_JITTER = 0.5  # fraction of the period, drawn per check
 
@@ -62,48 +56,92 @@ def _recheck_deadline() -> float:
     return time.monotonic() + ACCESS_RECHECK_SECONDS * (1 - ACCESS_RECHECK_JITTER * random.random())
 
 
-@database_sync_to_async
-def _frame(scope, audience, ticket_id, sent_version, sent_hashes, version=None, access=None):
-    user = scope.get("user") if access is not None else _current_user(scope)
-    if user is None:
+def _session_user(scope):
+    """The user the socket's session belongs to now, read afresh from the session store.
+
+    Loading a session honours its expiry (an expired one reads as empty), and
+    `auth.get_user` checks the session's password hash and that the user may
+    still log in; None when any of that fails.
+    """
+    key = getattr(scope.get("session"), "session_key", None)
+    if not key:
         return None
-    return panels.frame_for(user, audience, ticket_id, sent_version=sent_version, sent_hashes=sent_hashes,
-                            version=version, access=access)
+    store = import_module(settings.SESSION_ENGINE).SessionStore(key)
+    user = auth.get_user(SimpleNamespace(session=store))
+    return user if user.is_authenticated else None
 
 
 @database_sync_to_async
-def _allowed(scope, audience, ticket_id) -> bool:
-    user = _current_user(scope)
-    return user is not None and panels.viewer_for(user, audience, ticket_id)[0] is not None
+def _check(scope, audience: str, ticket_id: int):
+    """(None, (ticket, viewer)) if the socket may watch; else (close code, None)."""
+    connected_as = scope.get("user")
+    user = _session_user(scope)
+    if user is None or user.pk != getattr(connected_as, "pk", None):
+        signed_in = getattr(connected_as, "is_authenticated", False)
+        return (CLOSE_SIGNED_OUT if signed_in else CLOSE_FORBIDDEN), None
+    ticket, viewer = panels.viewer_for(user, audience, ticket_id)
+    return (None, (ticket, viewer)) if ticket is not None else (CLOSE_FORBIDDEN, None)
 
 
 @database_sync_to_async
 def _render(access):
-    """Render the ticket's current version for this audience into the shared cache."""
     return panels.render_current(access)
-
-
-# Renderings in flight in this process, so the hundreds of sockets a push wakes
-# at once share one render instead of queueing a thread hop each.
-_RENDERING: "dict[tuple, asyncio.Future]" = {}
-
-
-async def _rendered(access, version: int) -> None:
-    ticket, viewer = access
-    key = (viewer.audience, ticket.pk, ticket.created_at, version)
-    task = _RENDERING.get(key)
-    if task is None:
-        task = asyncio.ensure_future(_render(access))
-        _RENDERING[key] = task
-        task.add_done_callback(lambda _t, key=key: _RENDERING.pop(key, None))
-    await asyncio.shield(task)
 
 
 @database_sync_to_async
 def _db_version(ticket_id):
-    from sundry.tickets.models import Ticket
-
     return Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
+
+
+class _Renders:
+    """Renderings in flight in this process, so the sockets a push (or a reconnect
+    storm) wakes at once share one render instead of queueing one each.
+
+    Only a rendering that started after a socket joined its groups may serve that
+    socket's snapshot: anything committed after the render read the database is
+    pushed to it. A socket that joined while a render was already running waits for
+    the next one, which starts when the running one ends and serves everyone who
+    joined before it started: at most two renders per ticket and audience.
+    """
+
+    def __init__(self):
+        self.running: dict[tuple, tuple[float, asyncio.Task]] = {}
+        self.queued: dict[tuple, asyncio.Task] = {}
+
+    async def since(self, access, started_after: float):
+        ticket, viewer = access
+        key = (viewer.audience, ticket.pk, ticket.created_at)
+        running = self.running.get(key)
+        if running is None:
+            running = self._start(key, access)
+        if running[0] >= started_after:
+            return await asyncio.shield(running[1])
+        queued = self.queued.get(key)
+        if queued is None:  # held in this dict until it starts
+            queued = self.queued[key] = asyncio.ensure_future(self._after(key, running[1], access))
+        return await asyncio.shield(queued)
+
+    def _start(self, key, access) -> tuple[float, asyncio.Task]:
+        task = asyncio.ensure_future(_render(access))  # held in `running` until done
+        entry = self.running[key] = (time.monotonic(), task)
+        task.add_done_callback(lambda done: self._done(key, done))
+        return entry
+
+    async def _after(self, key, before: asyncio.Task, access):
+        await asyncio.wait([before])
+        if self.queued.get(key) is asyncio.current_task():
+            del self.queued[key]
+        running = self.running.get(key)
+        if running is None or running[1] is before:
+            running = self._start(key, access)
+        return await running[1]
+
+    def _done(self, key, task) -> None:
+        if self.running.get(key, (None, None))[1] is task:
+            del self.running[key]
+
+
+RENDERS = _Renders()
 
 
 class TicketWatcher(AsyncWebsocketConsumer):
@@ -114,106 +152,139 @@ class TicketWatcher(AsyncWebsocketConsumer):
     def ticket_group(self) -> str:
         raise NotImplementedError
 
-    async def dispatch(self, message):
-        # Channels closes stale database connections before every handler, a
-        # thread hop per message. Here every database touch already goes
-        # through database_sync_to_async, which does that itself, and a push
-        # served from the shared rendering touches no database at all.
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
-
     async def connect(self):
         self.ticket_id = int(self.scope["url_route"]["kwargs"]["ticket_id"])
         self.joined: list[str] = []
+        self.admitted_for = None
         self.sent_version, self.sent_hashes = -1, None
         self.access, self.access_deadline = None, 0.0
+        self.hub_group = None
+        self.sending = asyncio.Lock()  # one frame at a time: each is diffed against the one before
         await self.accept()
         # Check before joining anything: a refused watcher never receives a group message.
-        if not await _allowed(self.scope, self.audience, self.ticket_id):
-            await self.close(code=CLOSE_FORBIDDEN)
+        refusal, access = await _check(self.scope, self.audience, self.ticket_id)
+        if refusal is None:
+            refusal = limits.admit(self.scope["user"].pk)
+        if refusal is not None:
+            await self.close(code=refusal)
             return
-        # The ticket's pushes come through this process's hub for the ticket
-        # (sundry.live.fanout); the user's own group (logout) comes directly.
-        self.joined = [user_group(self.scope["user"].pk)]
+        self.admitted_for = self.scope["user"].pk
+        self.access, self.access_deadline = access, _recheck_deadline()
+        self.joined = [user_group(self.admitted_for)]
         await self.channel_layer.group_add(self.joined[0], self.channel_name)
         self.hub_group = self.ticket_group()
         await fanout.join(self.hub_group, self)
+        self.joined_at = time.monotonic()
         # Joined first, rendered second: a commit in between brings its own push.
-        await self._send(snapshot=True)
+        await self._send_snapshot()
 
     async def disconnect(self, code):
+        await self._leave()
+        if getattr(self, "admitted_for", None) is not None:
+            limits.release(self.admitted_for)
+            self.admitted_for = None
+
+    async def _leave(self):
         if getattr(self, "hub_group", None):
-            await fanout.leave(self.hub_group, self)
-        for group in self.joined:
+            group, self.hub_group = self.hub_group, None
+            await fanout.leave(group, self)
+        for group in getattr(self, "joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined = []
 
-    # --- as a watcher of the process's hub (sundry.live.fanout) -------------------------
-
-    def push_ready(self) -> bool:
-        """True when a push can be served without reading access from the database."""
-        return self.access is not None and time.monotonic() < self.access_deadline
-
-    async def group_message(self, message: dict) -> None:
-        await self.dispatch(message)
+    def ready(self) -> bool:
+        """For the hub: True when a push can be served now, without re-reading access."""
+        return (bool(self.joined) and self.access is not None and time.monotonic() < self.access_deadline
+                and not self.sending.locked())
 
     async def receive(self, text_data=None, bytes_data=None):
         """Only two requests: a full snapshot, or a version check that yields one when behind."""
+        if not self.joined:
+            return
         try:
             message = json.loads(text_data or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(message, dict):
             return
         kind = message.get("type")
         if kind == "resync":
-            await self._send(snapshot=True)
+            await self._send_snapshot()
         elif kind == "sync":
+            if await self._access() is None:
+                return
             if await _db_version(self.ticket_id) != message.get("version"):
-                await self._send(snapshot=True)
+                await self._send_snapshot()
 
-    async def _send(self, *, snapshot: bool, version: int | None = None):
-        access = self.access if time.monotonic() < self.access_deadline else None
-        hashes = None if snapshot else self.sent_hashes
-        frame = None
-        if access is not None and version is not None:
-            # Access checked recently: serve the pushed version from the shared
-            # rendering, rendering it once for every socket if nobody has yet.
-            frame = panels.cached_frame(access, version, sent_version=self.sent_version, sent_hashes=hashes)
-            if frame is None:
-                try:
-                    await _rendered(access, version)
-                except Exception:  # the ticket is gone or rendering failed: the full path below decides
-                    log.debug("shared rendering failed", exc_info=True)
-                frame = panels.cached_frame(access, version, sent_version=self.sent_version, sent_hashes=hashes)
-        if frame is None:
-            frame = await _frame(self.scope, self.audience, self.ticket_id, self.sent_version, hashes,
-                                 version=version, access=access)
-        if frame is None:  # access ended (role revoked, ticket gone, signed out)
-            await self.close(code=CLOSE_FORBIDDEN)
+    # --- group messages (one method per message type) --------------------------------------
+
+    async def ticket_changed(self, event):
+        """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
+        async with self.sending:
+            version = event.get("version", 0)
+            if not self.joined or version <= self.sent_version:
+                return
+            access = await self._access()
+            if access is None:
+                return
+            rendering = panels.cached_rendering(access, version)
+            if rendering is None:
+                rendering = await RENDERS.since(access, 0.0)  # whatever is rendering now, if new enough
+                if rendering is not None and rendering.version < version:
+                    rendering = await RENDERS.since(access, time.monotonic())
+            await self._send_frame(rendering, self.sent_hashes)
+
+    async def access_changed(self, event):
+        """Who may watch what may have changed (sundry.live.signals): re-read it now."""
+        self.access_deadline = 0.0
+        await self._access()
+
+    async def session_ended(self, event):
+        """The user logged out: the sockets of that session close; their others re-check."""
+        key = getattr(self.scope.get("session"), "session_key", None)
+        if event.get("session") is None or (key and event["session"] == session_tag(key)):
+            await self._close(CLOSE_SIGNED_OUT)
+        else:
+            await self.access_changed(event)
+
+    # --- sending ------------------------------------------------------------------------------
+
+    async def _access(self):
+        """The checked (ticket, viewer), re-read when due; None (and the socket closed) if it ended."""
+        if self.access is not None and time.monotonic() < self.access_deadline:
+            return self.access
+        refusal, access = await _check(self.scope, self.audience, self.ticket_id)
+        if refusal is not None:
+            await self._close(refusal)
+            return None
+        self.access, self.access_deadline = access, _recheck_deadline()
+        return access
+
+    async def _send_snapshot(self):
+        async with self.sending:
+            access = await self._access()
+            if access is None:
+                return
+            # Never from the cache: rendered from the database by a render that started
+            # after this socket joined its groups (anything committed later is pushed to it).
+            await self._send_frame(await RENDERS.since(access, self.joined_at), None)
+
+    async def _send_frame(self, rendering, sent_hashes):
+        if rendering is None:  # the ticket is gone from this viewer's reach
+            await self._close(CLOSE_FORBIDDEN)
             return
-        if access is None:
-            self.access, self.access_deadline = frame.access, _recheck_deadline()
+        if sent_hashes is not None and rendering.version <= self.sent_version:
+            return  # a newer frame went out meanwhile
+        frame = panels.compose(rendering, self.sent_version, sent_hashes)
         if frame.kind == "diff" and not frame.panels and frame.version == self.sent_version:
             return
         self.sent_version, self.sent_hashes = frame.version, frame.hashes
         await self.send(text_data=frame.html)
 
-    async def ticket_changed(self, event):
-        """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
-        if event.get("version", 0) > self.sent_version:
-            await self._send(snapshot=False, version=event.get("version"))
-
-    async def access_changed(self, event):
-        """Who may watch what may have changed (sundry.live.signals): re-read it now."""
-        self.access, self.access_deadline = None, 0.0
-        if not await _allowed(self.scope, self.audience, self.ticket_id):
-            await self.close(code=CLOSE_FORBIDDEN)
-
-    async def session_ended(self, event):
-        """The user logged out elsewhere: this socket closes with them."""
-        await self.close(code=CLOSE_SIGNED_OUT)
+    async def _close(self, code: int):
+        await self._leave()
+        self.access = None
+        await self.close(code=code)
 
 
 class StaffTicketConsumer(TicketWatcher):

@@ -3,27 +3,23 @@
 The database is the truth: a push only carries the ticket's version and a
 hint; clients that miss one resync from a full snapshot.
 
-Pushes are sent from synchronous code (views, the agent loop, Celery tasks).
-On the Redis pub/sub layer a group message is one PUBLISH, so it is sent with
-a plain pooled Redis client — no event loop and no new connection per push.
-Any other layer gets the message through its own `group_send`.
+Pushes are sent from synchronous code (views, the agent loop, Celery tasks)
+through the channel layer's `group_send`, as Channels documents for use
+outside consumers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import threading
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.db import transaction
 
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
-
-PUBSUB_BACKEND = "sundry.live.layer.ProcessFanoutChannelLayer"
 
 
 def staff_group(ticket_id: int) -> str:
@@ -39,44 +35,17 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
+def session_tag(session_key: str) -> str:
+    """Names a session in a group message without carrying its key through Redis."""
+    return hashlib.blake2b(session_key.encode(), digest_size=12).hexdigest()
+
+
 # --- sending ---------------------------------------------------------------------------------
 
-_clients: dict[str, object] = {}
-_clients_lock = threading.Lock()
 
-
-def _redis_for(host: dict):
-    """One pooled client per Redis host per process (redis-py re-opens its pool after a fork)."""
-    import redis
-
-    address = host["address"]
-    with _clients_lock:
-        client = _clients.get(address)
-        if client is None:
-            # A push must never hang the request or task that made the change: bounded connects and reads.
-            options = {"socket_connect_timeout": 2.0, "socket_timeout": 5.0}
-            options.update({k: v for k, v in host.items() if k in ("socket_timeout", "socket_connect_timeout")})
-            client = _clients[address] = redis.Redis.from_url(address, **options)
-        return client
-
-
-def _publish(layer, groups: list[str], message: dict) -> None:
-    """What `RedisPubSubChannelLayer.group_send` does, for each group, in one round trip per host."""
-    from channels_redis.utils import _consistent_hash, decode_hosts
-
-    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
-    hosts = decode_hosts(config.get("hosts"))
-    prefix = config.get("prefix", "asgi")
-    data = layer.serialize(message)
-    by_host: dict[int, list[str]] = {}
+async def _send_all(layer, groups: list[str], message: dict) -> None:
     for group in groups:
-        channel = f"{prefix}__group__{group}"  # the layer's own name for a group's channel
-        by_host.setdefault(_consistent_hash(channel, len(hosts)), []).append(channel)
-    for index, channels in by_host.items():
-        pipe = _redis_for(hosts[index]).pipeline(transaction=False)
-        for channel in channels:
-            pipe.publish(channel, data)
-        pipe.execute()
+        await layer.group_send(group, message)
 
 
 def group_send(groups: list[str], message: dict) -> None:
@@ -85,11 +54,7 @@ def group_send(groups: list[str], message: dict) -> None:
     if layer is None:
         return
     try:
-        if settings.CHANNEL_LAYERS["default"]["BACKEND"] == PUBSUB_BACKEND:
-            _publish(layer, groups, message)
-        else:
-            for group in groups:
-                async_to_sync(layer.group_send)(group, message)
+        async_to_sync(_send_all)(layer, groups, message)
     except Exception:
         log.warning("push to %s failed", ", ".join(groups), exc_info=True)
 
@@ -125,9 +90,11 @@ def ticket_changed(ticket_id: int) -> None:
     transaction.on_commit(push)
 
 
-def user_sockets_close(user_id: int) -> None:
-    """Close every open socket of this user (called at logout)."""
-    group_send([user_group(user_id)], {"type": "session.ended"})
+def user_sockets_close(user_id: int, session_key: str | None) -> None:
+    """Close the sockets this user opened with this session (called at logout); the
+    user's other sockets re-read their access (sessions elsewhere may still be valid)."""
+    group_send([user_group(user_id)], {"type": "session.ended",
+                                       "session": session_tag(session_key) if session_key else None})
 
 
 def access_changed(*, user_ids=(), customer_tickets=(), tickets=()) -> None:

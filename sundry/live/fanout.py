@@ -1,15 +1,21 @@
-"""One listener per ticket group per process, fanning pushes out to its sockets.
+"""One member per ticket group per web process, handing each push to the process's watchers.
 
-With every socket in the channel layer's group, a push to 500 watchers is 500
-queued messages, 500 consumer wake-ups and 500 tasks before anything is
-written. Here the group has one member per process — a hub — and the hub
-hands each push to its local watchers in one pass: the first one renders the
-new version (shared by all, see sundry.live.panels), the rest only compose and
-write. A watcher that must re-read its access first is served on its own task,
-so the database never holds up the others.
+Channels gives every consumer its own pass through `dispatch` for each group
+message, and that pass hops to a worker thread to close stale database
+connections before the handler runs. For a push to hundreds of watchers of one
+ticket those hops queue one behind another on the same thread: measured with
+the push benchmark (docs/benchmarks.md), 500 watchers of one ticket waited
+several times longer than with one group member per process. So the ticket's
+group has one member here, joined and read through the channel layer's public
+API (`new_channel`, `group_add`, `receive`, `group_discard`), and it calls each
+local watcher's handler itself. Every database touch of a watcher already goes
+through `database_sync_to_async`, which closes stale connections on its own.
 
-Watchers implement `push_ready()` (may be served inline, without the database)
-and `group_message(message)` (a coroutine handling any group message).
+A watcher implements `ready()` (True when it can take a push now without the
+database or waiting on itself) and the handler for each message type its
+ticket group carries. The first ready watcher renders the new version (shared
+by the rest, see sundry.live.panels); a watcher that is not ready is served on
+a task of its own, held here until it ends.
 """
 
 from __future__ import annotations
@@ -21,62 +27,70 @@ from channels.layers import get_channel_layer
 
 log = logging.getLogger("sundry.live")
 
-_HUBS: "dict[tuple, Hub]" = {}
+HANDLERS = {"ticket.changed": "ticket_changed", "access.changed": "access_changed"}
 
 
 class Hub:
     def __init__(self, group: str):
         self.group = group
-        self.watchers: dict = {}  # insertion-ordered set
         self.layer = get_channel_layer()
-        self.ready = asyncio.get_running_loop().create_future()
-        self.channel = None
-        self.task = None
+        self.watchers: dict = {}  # insertion-ordered set
+        self.listener: asyncio.Task | None = None
+        self.serving: set[asyncio.Task] = set()  # watchers served apart, held until done
+        self.channel: str | None = None
+        self.started = asyncio.get_running_loop().create_future()
 
     async def start(self) -> None:
         try:
             self.channel = await self.layer.new_channel()
             await self.layer.group_add(self.group, self.channel)
-            self.task = asyncio.ensure_future(self._listen())
-            self.ready.set_result(None)
+            self.listener = asyncio.ensure_future(self._listen())
+            self.started.set_result(None)
         except BaseException as exc:
-            self.ready.set_exception(exc)
+            self.started.set_exception(exc)
             raise
 
     async def stop(self) -> None:
+        """Leave the group. Watchers still being served apart finish on their own."""
         try:
-            await self.ready  # a hub left while still starting stops once it has started
+            await self.started
         except Exception:
             return
-        if self.task is not None:
-            self.task.cancel()
-        if self.channel is not None:
-            await self.layer.group_discard(self.group, self.channel)
+        self.listener.cancel()  # the layer unsubscribes a channel whose receive is cancelled
+        await self.layer.group_discard(self.group, self.channel)
 
     async def _listen(self) -> None:
         while True:
             try:
                 message = await self.layer.receive(self.channel)
-                await self.deliver(message)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a hub that died would leave its sockets on the 20 s version check alone
-                log.exception("push hub for %s: a message failed; listening on", self.group)
+            except Exception:  # a hub that died would leave its sockets on the pages' version check alone
+                log.exception("push hub for %s: receiving failed; listening on", self.group)
                 await asyncio.sleep(0.1)
+                continue
+            name = HANDLERS.get(message.get("type"))
+            if name is None:
+                log.warning("push hub for %s: no handler for %r", self.group, message.get("type"))
+                continue
+            for watcher in list(self.watchers):
+                if watcher.ready():
+                    await _serve(watcher, name, message)
+                else:
+                    task = asyncio.ensure_future(_serve(watcher, name, message))
+                    self.serving.add(task)
+                    task.add_done_callback(self.serving.discard)
 
-    async def deliver(self, message: dict) -> None:
-        for watcher in list(self.watchers):
-            if watcher.push_ready():
-                await _guarded(watcher, message)
-            else:
-                asyncio.ensure_future(_guarded(watcher, message))
 
-
-async def _guarded(watcher, message) -> None:
+async def _serve(watcher, name: str, message: dict) -> None:
     try:
-        await watcher.group_message(message)
+        await getattr(watcher, name)(message)
     except Exception:  # one broken socket must not stop the others' pushes
-        log.warning("push to a watcher failed", exc_info=True)
+        log.warning("push to a watcher of %s failed", message.get("type"), exc_info=True)
+
+
+_HUBS: "dict[tuple, Hub]" = {}
+_STOPPING: set[asyncio.Task] = set()  # hubs leaving their group, held until done
 
 
 async def join(group: str, watcher) -> None:
@@ -92,7 +106,7 @@ async def join(group: str, watcher) -> None:
             raise
         return
     hub.watchers[watcher] = None
-    await asyncio.shield(hub.ready)
+    await asyncio.shield(hub.started)
 
 
 async def leave(group: str, watcher) -> None:
@@ -103,4 +117,15 @@ async def leave(group: str, watcher) -> None:
     del hub.watchers[watcher]
     if not hub.watchers:
         del _HUBS[key]  # a watcher joining from now on starts a new hub
-        await hub.stop()
+        current = asyncio.current_task()
+        if current is not hub.listener and current not in hub.serving:
+            await hub.stop()
+            return
+        task = asyncio.ensure_future(hub.stop())  # not from inside the listener it cancels
+        _STOPPING.add(task)
+        task.add_done_callback(_STOPPING.discard)
+
+
+def hubs_of(group: str) -> list[Hub]:
+    """This process's hubs for a group (one per event loop that has watchers of it)."""
+    return [hub for (_, g), hub in _HUBS.items() if g == group]

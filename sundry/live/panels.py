@@ -12,15 +12,27 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import threading
-from collections import OrderedDict
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from sundry.agent.models import HeldAction
+from sundry.context.models import LedgerEntry, PinnedRule
+from sundry.context.selectors import current_summary, lane_snapshot
+from sundry.context.statefields import FIELDS
+from sundry.core.people import is_desk_staff
+from sundry.core.tokens import count_tokens
+from sundry.portal.selectors import completed_actions, confirmed_details, customer_conversation, order_choices
+from sundry.shop.people import customer_of
+from sundry.tickets import selectors
+from sundry.tickets.desk import approval_cards, customer_context, head_context
+from sundry.tickets.models import Ticket
+from sundry.live.rendercache import ByteBoundedCache
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -52,8 +64,6 @@ class Panel:
 
 
 def _staff(viewer: Viewer) -> None:
-    from sundry.core.people import is_desk_staff
-
     if viewer.audience != STAFF or not is_desk_staff(viewer.user):
         raise PermissionDenied("staff panel")
 
@@ -67,19 +77,17 @@ def _owner(ticket, viewer: Viewer) -> None:
 
 
 def _pending_held(ticket) -> list:
-    from sundry.agent.models import HeldAction
-
     return list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id"))
 
 
 def _staff_head(ticket, viewer):
     _staff(viewer)
-    return {"held_count": len(_pending_held(ticket))}
+
+    return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
 
 
 def _staff_conversation(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets import selectors
 
     return selectors.conversation(ticket)
 
@@ -93,16 +101,13 @@ def _staff_turn_key(item, context):
 
 def _staff_held(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets.selectors import pretty
 
-    return {"held": [{"h": h, "args": pretty(h.arguments)} for h in _pending_held(ticket)]}
+    return {"held": approval_cards(ticket, _pending_held(ticket))}
 
 
 def _staff_rules(ticket, viewer):
     _staff(viewer)
-    from sundry.context.models import PinnedRule
 
-    from sundry.core.tokens import count_tokens
 
     rules = list(PinnedRule.objects.filter(ticket=ticket, status__in=["active", "candidate"]).order_by("turn", "id"))
     active = [r for r in rules if r.status == "active"]
@@ -115,7 +120,6 @@ def _staff_rules(ticket, viewer):
 
 def _staff_ledger(ticket, viewer):
     _staff(viewer)
-    from sundry.context.models import LedgerEntry
 
     entries = LedgerEntry.objects.filter(ticket=ticket)
     return {"ledger": list(entries.filter(status="active").order_by("first_seen_turn", "id")),
@@ -124,9 +128,6 @@ def _staff_ledger(ticket, viewer):
 
 def _staff_state(ticket, viewer):
     _staff(viewer)
-    from sundry.context.selectors import lane_snapshot
-    from sundry.context.statefields import FIELDS
-    from sundry.tickets import selectors
 
     snap = lane_snapshot(ticket, with_turns=False)
     return {"fields": selectors.state_fields(ticket), "all_fields": [(f.name, f.label) for f in FIELDS.values()],
@@ -135,17 +136,20 @@ def _staff_state(ticket, viewer):
 
 def _staff_summary(ticket, viewer):
     _staff(viewer)
-    from sundry.context.selectors import current_summary
-    from sundry.tickets import selectors
 
     return {"summary": current_summary(ticket), "runs": selectors.compactions(ticket)}
 
 
 def _staff_budget(ticket, viewer):
     _staff(viewer)
-    from sundry.tickets import selectors
 
     return selectors.budget(ticket)
+
+
+def _staff_customer(ticket, viewer):
+    _staff(viewer)
+
+    return customer_context(ticket)
 
 
 STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
@@ -153,6 +157,7 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("conversation", "tickets/panels/conversation.html", _staff_conversation,
           item_template="tickets/panels/turn.html", item_key=_staff_turn_key),
     Panel("held", "tickets/panels/held.html", _staff_held),
+    Panel("customer", "tickets/panels/customer.html", _staff_customer),
     Panel("rules", "tickets/panels/rules.html", _staff_rules),
     Panel("state", "tickets/panels/state.html", _staff_state),
     Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),
@@ -166,9 +171,8 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
 
 def _customer_conversation(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import customer_turns
 
-    return {"items": customer_turns(ticket)}
+    return customer_conversation(ticket)
 
 
 def _customer_turn_key(turn, context):
@@ -177,14 +181,12 @@ def _customer_turn_key(turn, context):
 
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import completed_actions, confirmed_details
 
     return {"details": confirmed_details(ticket), "done": completed_actions(ticket)}
 
 
 def _customer_orders(ticket, viewer):
     _owner(ticket, viewer)
-    from sundry.portal.selectors import order_choices
 
     return order_choices(ticket)
 
@@ -207,8 +209,6 @@ def viewer_for(user, audience: str, ticket_id: int):
 
     A ticket that does not exist and one the user may not see look the same.
     """
-    from sundry.core.people import customer_of, is_desk_staff
-    from sundry.tickets.models import Ticket
 
     tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
     if audience == STAFF and is_desk_staff(user):
@@ -235,32 +235,54 @@ class Parts:
 
 
 class Rendering(dict):
-    """name → panel HTML, as every caller reads it; `parts` keeps list panels' items."""
+    """name → panel HTML, as every caller reads it; `parts` keeps list panels' items.
 
-    def __init__(self, parts: dict[str, Parts]):
+    A rendering made for the websockets also knows the ticket version it shows
+    and keeps the diff frames composed from it (see `compose`).
+    """
+
+    def __init__(self, parts: dict[str, Parts], version: int | None = None):
         super().__init__((name, p.html) for name, p in parts.items())
         self.parts = parts
+        self.version = version
+        self.cache_key = None
+        self.frames: dict = {}
+
+    @functools.cached_property
+    def hashes(self) -> dict:
+        """Digests: one per panel, and for list panels the shell's and each item's.
+
+        The same dict is handed to every watcher sent a frame of this rendering
+        (read-only): watchers at the same frame then hold the same object, which
+        is what lets `compose` build each distinct diff only once.
+        """
+        hashes = {name: digest(html) for name, html in self.items()}
+        for name, parts in self.parts.items():
+            if parts.items is not None:
+                hashes[f"{name}#shell"] = digest(parts.shell)
+                hashes[f"{name}#items"] = tuple((dom_id, digest(html)) for dom_id, html in parts.items)
+        return hashes
+
+    def nbytes(self) -> int:
+        """What the rendering holds, items counted even when shared with the item cache."""
+        size = sum(sys.getsizeof(html) for html in self.values())
+        for parts in self.parts.values():
+            size += sys.getsizeof(parts.shell) + sum(sys.getsizeof(html) for _, html in parts.items or ())
+        return size
 
 
-# Rendered items, shared by every version and watcher that shows them unchanged.
-_ITEMS: "OrderedDict[tuple, str]" = OrderedDict()
-_ITEMS_MAX = 20000
-_ITEMS_LOCK = threading.Lock()
+# Renderings (keyed by audience, ticket and version) and conversation items (keyed
+# by what their rendering depends on), bounded together by LIVE_RENDER_CACHE_BYTES.
+CACHE = ByteBoundedCache(lambda: settings.LIVE_RENDER_CACHE_BYTES)
 
 
 def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> tuple[str, str]:
     dom_id, depends_on = panel.item_key(item, context)
-    key = (panel.item_template, viewer.audience, ticket.pk, ticket.created_at, dom_id, depends_on)
-    with _ITEMS_LOCK:
-        html = _ITEMS.get(key)
-        if html is not None:
-            _ITEMS.move_to_end(key)
-            return dom_id, html
-    html = render_to_string(panel.item_template, {**context, "item": item, "item_id": dom_id}).strip()
-    with _ITEMS_LOCK:
-        _ITEMS[key] = html
-        while len(_ITEMS) > _ITEMS_MAX:
-            _ITEMS.popitem(last=False)
+    key = ("item", panel.item_template, viewer.audience, ticket.pk, ticket.created_at, dom_id, depends_on)
+    html = CACHE.get(key)
+    if html is None:
+        html = render_to_string(panel.item_template, {**context, "item": item, "item_id": dom_id}).strip()
+        CACHE.put(key, html, sys.getsizeof(html))
     return dom_id, html
 
 
@@ -285,26 +307,40 @@ def render_all(ticket, viewer: Viewer) -> Rendering:
                       for name, panel in REGISTRIES[viewer.audience].items()})
 
 
-# One rendering per (audience, ticket, version) serves every watcher in this
-# process: staff panels do not vary by staff member and only the owning
-# customer may watch the customer's. Access is still checked per connection.
-_RENDERED: "OrderedDict[tuple, dict[str, str]]" = OrderedDict()
-_RENDERED_MAX = 256
-_RENDERED_LOCK = threading.Lock()
+def _rendering_key(audience: str, ticket, version: int) -> tuple:
+    return ("rendering", audience, ticket.pk, ticket.created_at, version)  # created_at: a reused pk is another ticket
 
 
-def _render_cached(ticket, viewer: Viewer, version: int) -> dict[str, str]:
-    key = (viewer.audience, ticket.pk, ticket.created_at, version)  # created_at: a reused pk is another ticket
-    with _RENDERED_LOCK:
-        if key in _RENDERED:
-            _RENDERED.move_to_end(key)
-            return _RENDERED[key]
-    rendered = render_all(ticket, viewer)
-    with _RENDERED_LOCK:
-        _RENDERED[key] = rendered
-        while len(_RENDERED) > _RENDERED_MAX:
-            _RENDERED.popitem(last=False)
-    return rendered
+def render_current(access: tuple) -> Rendering | None:
+    """Render the ticket as it is now for an already-checked viewer, and keep it for
+    the other watchers of its version in this process.
+
+    The ticket row is read afresh (panels show its fields), still limited to
+    what the viewer may see, and before the panels: the rendering is at least
+    as new as the version it carries, and a later commit brings its own push.
+    None if the ticket is gone from the viewer's reach.
+    """
+
+    checked, viewer = access
+    tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)
+    if viewer.audience == CUSTOMER:
+        tickets = tickets.filter(customer=viewer.customer)
+    ticket = tickets.first()
+    if ticket is None or ticket.created_at != checked.created_at:
+        return None
+    rendering = render_all(ticket, viewer)
+    rendering.version = ticket.version
+    # Staff panels do not vary by staff member and only the owning customer may
+    # watch the customer's: one rendering serves every watcher of the version.
+    rendering.cache_key = _rendering_key(viewer.audience, ticket, ticket.version)
+    CACHE.put(rendering.cache_key, rendering, rendering.nbytes())
+    return rendering
+
+
+def cached_rendering(access: tuple, version: int) -> Rendering | None:
+    """The rendering of this version made earlier in this process, if it is still kept."""
+    ticket, viewer = access
+    return CACHE.get(_rendering_key(viewer.audience, ticket, version))
 
 
 def digest(html: str) -> str:
@@ -319,65 +355,6 @@ class Frame:
     html: str
     hashes: dict[str, str]
     panels: list[str]
-    access: tuple | None = None  # (ticket, viewer) as checked for this frame
-
-
-def cached_rendering(audience: str, ticket, version: int) -> dict[str, str] | None:
-    with _RENDERED_LOCK:
-        return _RENDERED.get((audience, ticket.pk, ticket.created_at, version))
-
-
-def frame_for(user, audience: str, ticket_id: int, *, sent_version: int = -1,
-              sent_hashes: dict[str, str] | None = None, version: int | None = None,
-              access: tuple | None = None) -> Frame | None:
-    """Render what this viewer should receive now, or None if they may not watch.
-
-    The version is read before the panels, so the rendering is at least as new
-    as the version it carries; a later commit brings its own push. A caller
-    that checked access recently may pass it (`access=(ticket, viewer)`) with
-    the pushed `version`: when that version is already rendered, the frame
-    costs no query at all — what keeps a push to hundreds of watchers fast.
-    """
-    from sundry.tickets.models import Ticket
-
-    if access is not None and version is not None:
-        frame = cached_frame(access, version, sent_version=sent_version, sent_hashes=sent_hashes)
-        if frame is not None:
-            return frame
-    version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
-    ticket, viewer = viewer_for(user, audience, ticket_id)
-    if ticket is None or version is None:
-        return None
-    ticket.version = version
-    rendered = _render_cached(ticket, viewer, version)
-    return _compose((ticket, viewer), rendered, version, sent_version, sent_hashes)
-
-
-def render_current(access: tuple) -> int | None:
-    """Render the ticket as it is now for an already-checked viewer, into the shared cache.
-
-    The ticket row is read afresh (panels show its fields), still limited to
-    what the viewer may see; returns the version rendered, or None if the
-    ticket is gone from the viewer's reach.
-    """
-    from sundry.tickets.models import Ticket
-
-    checked, viewer = access
-    tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)
-    if viewer.audience == CUSTOMER:
-        tickets = tickets.filter(customer=viewer.customer)
-    ticket = tickets.first()
-    if ticket is None or ticket.created_at != checked.created_at:
-        return None
-    _render_cached(ticket, viewer, ticket.version)
-    return ticket.version
-
-
-def cached_frame(access: tuple, version: int, *, sent_version: int, sent_hashes) -> Frame | None:
-    """The frame for an already-rendered version, without touching the database (None if not cached)."""
-    ticket, viewer = access
-    rendered = cached_rendering(viewer.audience, ticket, version)
-    return None if rendered is None else _compose(access, rendered, version, sent_version, sent_hashes)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -385,38 +362,14 @@ def _marker(version: int, base: int, kind: str) -> str:
     return render_to_string("live/marker.html", {"version": version, "base": base, "kind": kind})
 
 
-_HASHES: "dict[int, tuple[dict, dict]]" = {}
-
-
-def _hashes(rendered: dict[str, str]) -> dict:
-    """Digests of a rendering: one per panel, and for list panels the shell's and each item's.
-
-    Computed once per rendering, and the same dict is handed to every watcher
-    (read-only): watchers that were sent the same frame then hold the same
-    object, which is what lets `_compose` build each distinct frame only once.
-    """
-    key = id(rendered)
-    cached = _HASHES.get(key)
-    if cached is None or cached[0] is not rendered:  # the identity check guards against a reused id()
-        hashes = {name: digest(html) for name, html in rendered.items()}
-        for name, parts in getattr(rendered, "parts", {}).items():
-            if parts.items is not None:
-                hashes[f"{name}#shell"] = digest(parts.shell)
-                hashes[f"{name}#items"] = tuple((dom_id, digest(html)) for dom_id, html in parts.items)
-        if len(_HASHES) > 512:
-            _HASHES.clear()
-        cached = _HASHES[key] = (rendered, hashes)
-    return cached[1]
-
-
 _FIRST_TAG = re.compile(r"^(\s*<[A-Za-z][\w-]*)")
 
 
-def _list_update(rendered, name: str, hashes: dict, sent: dict) -> str:
+def _list_update(rendered: Rendering, name: str, hashes: dict, sent: dict) -> str:
     """A changed list panel as the watcher needs it: the items that changed, replaced by id,
     and the new ones appended; the whole panel when it was not only items that changed
     (its shell differs, an item went away or moved, or the watcher holds no items yet)."""
-    parts = getattr(rendered, "parts", {}).get(name)
+    parts = rendered.parts.get(name)
     before, now = sent.get(f"{name}#items"), hashes.get(f"{name}#items")
     if (parts is None or parts.items is None or not before or len(now) < len(before)
             or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell")
@@ -431,25 +384,32 @@ def _list_update(rendered, name: str, hashes: dict, sent: dict) -> str:
     return out
 
 
-_BODIES: "dict[tuple, tuple]" = {}
+_FRAMES_PER_RENDERING = 16
 
 
-def _compose(access, rendered, version, sent_version, sent_hashes) -> Frame:
-    hashes = _hashes(rendered)
-    # Hundreds of watchers a push wakes mostly hold the same previous frame (the same
-    # hashes object): build each distinct frame once.
-    key = (id(rendered), version, sent_version, id(sent_hashes))
-    hit = _BODIES.get(key)
-    if hit is not None and hit[0] is rendered and hit[1] is sent_hashes:
-        kind, names, html = hit[2]
+def compose(rendered: Rendering, sent_version: int, sent_hashes: dict | None) -> Frame:
+    """The frame a watcher that was last sent `sent_version` (with `sent_hashes`; None for
+    a snapshot) receives for this rendering: the marker and the panels that changed."""
+    hashes = rendered.hashes
+    version = rendered.version
+    if sent_hashes is None:
+        names = list(rendered)
+        html = _marker(version, sent_version, "snapshot") + "".join(rendered.values())
+        return Frame(version, "snapshot", sent_version, html, hashes, names)
+    # The watchers a push wakes mostly hold the same previous frame (the same hashes
+    # object): each distinct diff is built once and kept with the rendering.
+    key = (sent_version, id(sent_hashes))
+    hit = rendered.frames.get(key)
+    if hit is not None and hit[0] is sent_hashes:
+        names, html = hit[1], hit[2]
     else:
-        snapshot = sent_hashes is None
-        names = list(rendered) if snapshot else [n for n in rendered if sent_hashes.get(n) != hashes[n]]
-        kind = "snapshot" if snapshot else "diff"
-        body = "".join(rendered[n] if snapshot else _list_update(rendered, n, hashes, sent_hashes) for n in names)
-        html = _marker(version, sent_version, kind) + body
-        if len(_BODIES) > 1024:
-            _BODIES.clear()
-        _BODIES[key] = (rendered, sent_hashes, (kind, names, html))
-    return Frame(version=version, kind=kind, base=sent_version, html=html,
-                 hashes=hashes, panels=names, access=access)
+        names = [n for n in rendered if sent_hashes.get(n) != hashes[n]]
+        body = "".join(_list_update(rendered, n, hashes, sent_hashes) for n in names)
+        html = _marker(version, sent_version, "diff") + body
+        if len(rendered.frames) >= _FRAMES_PER_RENDERING:
+            freed = sum(sys.getsizeof(h[2]) for h in rendered.frames.values())
+            rendered.frames.clear()
+            CACHE.charge(rendered.cache_key, rendered, -freed)
+        rendered.frames[key] = (sent_hashes, names, html)
+        CACHE.charge(rendered.cache_key, rendered, sys.getsizeof(html))
+    return Frame(version, "diff", sent_version, html, hashes, names)

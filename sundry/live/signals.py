@@ -1,20 +1,31 @@
-"""Saves that can change who may watch a ticket make the affected sockets re-read access.
+"""Saves that can change who may watch a ticket make the affected sockets re-read access,
+and any logout (desk, customer page, admin) closes the sockets of the session it ends.
 
 Sockets also re-read access on a timer (sundry.live.consumers), which covers
-changes made around the ORM (queryset updates, raw SQL); these make the common
-ones — the admin editing a user, a customer's login, a ticket — take effect at once.
+changes made around the ORM (queryset updates, raw SQL) and expired sessions;
+these make the common ones — the admin editing a user, a customer's login, a
+ticket, a logout — take effect at once.
 """
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from sundry.live.events import access_changed
+from sundry.live.events import access_changed, user_sockets_close
+from sundry.shop.models import Customer
+from sundry.tickets.models import Ticket
 
 
 def _user_saved(sender, instance, **kwargs):
     access_changed(user_ids=[instance.pk])
+
+
+def _logged_out(sender, request, user, **kwargs):
+    # Sent before the session is flushed, so its key still names the sockets it opened.
+    if user is not None:
+        user_sockets_close(user.pk, getattr(getattr(request, "session", None), "session_key", None))
 
 
 def _customer_before_save(sender, instance, **kwargs):
@@ -38,10 +49,8 @@ def _ticket_deleted(sender, instance, **kwargs):
 
 
 def connect() -> None:
-    from sundry.shop.models import Customer
-    from sundry.tickets.models import Ticket
-
     user = get_user_model()
+    user_logged_out.connect(_logged_out, dispatch_uid="sundry.live.logged_out")
     post_save.connect(_user_saved, sender=user, dispatch_uid="sundry.live.user_saved")
     post_delete.connect(_user_saved, sender=user, dispatch_uid="sundry.live.user_deleted")
     pre_save.connect(_customer_before_save, sender=Customer, dispatch_uid="sundry.live.customer_before_save")

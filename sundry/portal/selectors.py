@@ -5,8 +5,10 @@ from __future__ import annotations
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
+from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
+from sundry.context.idformats import find_ids
 
 
 def customer_turns(ticket):
@@ -73,11 +75,29 @@ def confirmed_value(ticket, value_id) -> StateValue | None:
 
 def order_choices(ticket) -> dict:
     """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
-    from sundry.shop.models import Order
-
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
     orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
     return {"orders": [{"number": o.number, "placed_at": o.placed_at, "status": o.get_status_display(),
                         "total": format_money(o.total_cents, o.currency)} for o in orders],
-            "chosen": chosen}
+            "chosen": chosen, "named": None if chosen else _named_in_first_message(ticket)}
+
+
+def _named_in_first_message(ticket) -> str | None:
+    """An order of theirs the customer's first message names: then there is nothing to ask."""
+    first = next((t for t in customer_turns(ticket) if t.author == Turn.Author.CUSTOMER), None)
+    numbers = [v for kind, v in find_ids(first.text if first else "") if kind == "order"]
+    if not numbers:
+        return None
+    return Order.objects.filter(customer_id=ticket.customer_id, number__in=numbers).values_list(
+        "number", flat=True).first()
+
+
+def customer_conversation(ticket) -> dict:
+    """The customer's conversation and who on the desk wrote each human reply (first names only)."""
+    from django.contrib.auth import get_user_model
+
+    items = customer_turns(ticket)
+    by = {t.payload.get("by") for t in items if t.author == Turn.Author.STAFF and t.payload.get("by")}
+    users = get_user_model().objects.filter(username__in=by).values_list("username", "first_name") if by else []
+    return {"items": items, "names": {u: (first or "Support team") for u, first in users}}

@@ -10,17 +10,17 @@ from django.db import transaction
 
 from sundry.context import services as lanes
 from sundry.context.statefields import FIELDS, StateValueInvalid
+from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.selectors import FLAG_PREFIX
-from sundry.tickets.services import ticket_touch, turn_append
+from sundry.tickets.services import turn_append
+from sundry.tickets.versions import ticket_update
 
 NOTE_LIMIT = 300
 
 
 def order_pick(*, ticket: Ticket, order_number: str):
     """The customer chose one of their own orders: state as stated by the customer, confirmed."""
-    from sundry.shop.models import Order
-
     number = (order_number or "").strip().upper()
     if not Order.objects.filter(number=number, customer_id=ticket.customer_id).exists():
         raise StateValueInvalid("Pick one of your own orders.")
@@ -43,16 +43,15 @@ def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
                            payload={"flag": {"name": value.name, "value_id": value.pk, "value": value.value,
                                              "note": note}})
         # A breaker alert outranks a flag: never overwrite another reason to look.
-        Ticket.objects.filter(pk=ticket.pk, attention="").update(
-            attention=f"{FLAG_PREFIX} {label} as wrong (turn {turn.number})"[:200])
-        ticket_touch(ticket.pk)
+        ticket_update(ticket.pk, where={"attention": ""},
+                      attention=f"{FLAG_PREFIX} {label} as wrong (turn {turn.number})"[:200])
     return turn
 
 
 def flags_resolve(*, ticket: Ticket, user) -> bool:
     """Staff handled the customer's flag: the queue flag clears and the turn log says who."""
     with transaction.atomic():
-        cleared = Ticket.objects.filter(pk=ticket.pk, attention__startswith=FLAG_PREFIX).update(attention="")
+        cleared = ticket_update(ticket.pk, where={"attention__startswith": FLAG_PREFIX}, attention="")
         if cleared:
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
                         text=f"{user.get_username()} handled the customer's flag.", payload={"flag_resolved": True})

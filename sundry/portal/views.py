@@ -17,13 +17,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.services import customer_message_post
 from sundry.context.statefields import StateValueInvalid
-from sundry.core.people import customer_of
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
 from sundry.portal import services
 from sundry.portal.selectors import confirmed_value
+from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import MessageRefused, ticket_create, validate_message_text
+from sundry.tickets.services import (MessageRefused, ticket_accepts_customer_messages, ticket_create,
+                                     validate_message_text)
 
 
 TOO_MANY_MESSAGES = "You're sending messages faster than we can read them. Wait a minute, then send again — your text is kept."
@@ -106,6 +107,7 @@ def ticket_message(request, ticket_id):
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
         return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
+        ticket_accepts_customer_messages(ticket)
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""))
     except MessageRefused as exc:
         return _answer(request, ticket, message=str(exc), level="bad", status=422)

@@ -2,7 +2,9 @@ from django import forms
 from django.contrib import admin
 
 from sundry.agent import approvals
-from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.agent.gateway import validate_model_name
+from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
+from sundry.tickets.services import ticket_class_save, ticket_fields_save
 
 
 class TicketClassForm(forms.ModelForm):
@@ -11,8 +13,6 @@ class TicketClassForm(forms.ModelForm):
         fields = "__all__"
 
     def _model(self, field):
-        from sundry.agent.gateway import validate_model_name
-
         name = (self.cleaned_data.get(field) or "").strip()
         try:
             validate_model_name(name)
@@ -54,7 +54,12 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap")}),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
         ("Approvals", {"fields": ("approval_rules",)}),
+        ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
     )
+
+    def save_model(self, request, obj, form, change):
+        # Through the service: every ticket of the class re-renders its Budget panel.
+        ticket_class_save(ticket_class=obj)
 
 
 class TurnInline(admin.TabularInline):
@@ -65,15 +70,26 @@ class TurnInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
+    def has_add_permission(self, request, obj=None):
+        return False  # turns are the record; a correction is a new turn
+
 
 @admin.register(Ticket)
 class TicketAdmin(admin.ModelAdmin):
     list_display = ("id", "subject", "customer", "ticket_class", "status", "handler", "version", "updated_at")
-    list_filter = ("status", "handler", "ticket_class")
+    list_filter = ("status", "priority", "handler", "ticket_class")
     search_fields = ("subject", "customer__customer_id", "customer__name")
     raw_id_fields = ("customer", "assigned_to")
+    filter_horizontal = ("tags",)
     readonly_fields = ("version", "last_turn_number", "agent_claimed_at")
     inlines = [TurnInline]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # Only what the form changed, bumped and pushed: the counters it loaded may be stale by now.
+        ticket_fields_save(ticket=obj, fields=list(form.changed_data))
 
 
 @admin.register(Turn)
@@ -82,3 +98,45 @@ class TurnAdmin(admin.ModelAdmin):
     list_filter = ("author", "kind")
     raw_id_fields = ("ticket",)
     search_fields = ("text",)
+
+    # Turns are the record: every request, summary and audit is rendered from them.
+    # A correction is a new turn (a staff note), never an edit.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class CannedReplyForm(forms.ModelForm):
+    class Meta:
+        model = CannedReply
+        fields = "__all__"
+        help_texts = {"body": "Placeholders: {customer_first_name}, {customer_name}, {order_number}, {my_first_name}, "
+                              "{ticket_number}. Staff edit the text before it is sent."}
+
+    def clean_body(self):
+        body = self.cleaned_data["body"]
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(body) if name is not None}
+        except ValueError as exc:
+            raise forms.ValidationError(f"Unbalanced braces: {exc}.") from exc
+        unknown = names - {"customer_first_name", "customer_name", "order_number", "my_first_name", "ticket_number"}
+        if unknown:
+            raise forms.ValidationError(f"Unknown placeholder(s): {', '.join(sorted(unknown))}.")
+        return body
+
+
+@admin.register(CannedReply)
+class CannedReplyAdmin(admin.ModelAdmin):
+    form = CannedReplyForm
+    list_display = ("title", "ticket_class")
+    search_fields = ("title", "body")
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    search_fields = ("name",)

@@ -13,7 +13,10 @@ from django.views.decorators.http import require_GET
 
 from sundry.agent import pricing
 from sundry.agent.gateway import resolve_model
+from sundry.agent.models import AgentStep
+from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
+from sundry.tickets.models import TicketClass, Turn
 
 
 def _unpriced(models: set[str]) -> list[str]:
@@ -22,10 +25,6 @@ def _unpriced(models: set[str]) -> list[str]:
 
 
 def class_figures() -> list[dict]:
-    from sundry.agent.models import AgentStep
-    from sundry.compaction.models import CompactionRun
-    from sundry.tickets.models import TicketClass, Turn
-
     done = Q(status__in=["succeeded", "fallback"])
     steps = {r["ticket__ticket_class"]: r for r in AgentStep.objects.values("ticket__ticket_class").annotate(
         n=Count("id"), cost=Sum("cost_usd"), latency=Avg("latency_ms"), tokens=Sum("input_tokens"))}
@@ -67,9 +66,6 @@ def model_figures() -> list[dict]:
     Steps by the model that answered; compactions by the model that summarised (`model_used`),
     with the share that fell back to the deterministic trim, the structured-output path
     each used, and net tokens saved (negative when compactions made requests bigger)."""
-    from sundry.agent.models import AgentStep
-    from sundry.compaction.models import CompactionRun
-
     done = Q(status__in=["succeeded", "fallback"])
     rows: dict[str, dict] = defaultdict(lambda: {"steps": 0, "held": 0, "step_cost": Decimal(0), "step_latency": 0,
                                                  "input_tokens": 0, "cached_tokens": 0, "compactions": 0,

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from sundry.agent.loop import agent_run
+from sundry.agent.models import HeldAction
+from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.shop.models import Customer, Order
 from sundry.tickets.models import Ticket, TicketClass
+from sundry.tickets.services import ticket_create
 
 DEMO_PASSWORD = "sundry-demo"
 
@@ -136,10 +140,6 @@ def _facts(customer: Customer) -> dict:
 
 def _approve_held(ticket) -> None:
     """In the demo, a staff member approves what the agent held, as a desk would."""
-    from sundry.agent.loop import agent_run
-    from sundry.agent.models import HeldAction
-    from sundry.agent.services import held_action_decide
-
     staff = get_user_model().objects.filter(username="staff").first()
     for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING):
         held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
@@ -147,10 +147,6 @@ def _approve_held(ticket) -> None:
 
 
 def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
-    from sundry.agent.loop import agent_run
-    from sundry.agent.services import customer_message_post
-    from sundry.tickets.services import ticket_create
-
     classes = ensure_classes()
     customers = _demo_customers()
     tickets = []

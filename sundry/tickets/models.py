@@ -48,6 +48,12 @@ class TicketClass(models.Model):
         help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a "
                   "tool) as calls. For servers without a tool-call parser for their model; off by default.",
     )
+    first_response_minutes = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1)],
+        help_text="Target for the first reply to a new ticket; the desk colours a ticket near and past it.")
+    next_response_minutes = models.PositiveIntegerField(
+        default=240, validators=[MinValueValidator(1)],
+        help_text="Target for answering a customer who wrote again.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -72,7 +78,25 @@ class TicketClass(models.Model):
             raise ValidationError(errors)
 
 
+class Tag(models.Model):
+    """A label staff put on tickets (billing, vip, damaged …)."""
+
+    name = models.SlugField(max_length=40, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
 class Ticket(models.Model):
+    class Priority(models.TextChoices):
+        LOW = "low"
+        NORMAL = "normal"
+        HIGH = "high"
+        URGENT = "urgent"
+
     class Status(models.TextChoices):
         OPEN = "open"
         WAITING = "waiting", "waiting on customer"
@@ -99,6 +123,8 @@ class Ticket(models.Model):
     agent_claimed_at = models.DateTimeField(null=True, blank=True)
     # Why staff must look (model unavailable, compaction breaker tripped …); blank when fine.
     attention = models.CharField(max_length=200, blank=True)
+    priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="tickets")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -142,3 +168,20 @@ class Turn(models.Model):
 
     def __str__(self):
         return f"#{self.ticket_id}.{self.number} {self.author}/{self.kind}"
+
+
+class CannedReply(models.Model):
+    """A reply staff insert and edit before sending. Placeholders: {customer_first_name},
+    {customer_name}, {order_number}, {my_first_name}, {ticket_number}."""
+
+    title = models.CharField(max_length=80, unique=True)
+    body = models.TextField()
+    ticket_class = models.ForeignKey(TicketClass, null=True, blank=True, on_delete=models.CASCADE,
+                                     help_text="Offered only on this class's tickets; empty for every class.")
+
+    class Meta:
+        ordering = ["title"]
+        verbose_name_plural = "canned replies"
+
+    def __str__(self):
+        return self.title

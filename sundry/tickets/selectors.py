@@ -15,6 +15,8 @@ from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.timers import response_timer
+from sundry.agent.models import HeldAction
 
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
 BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
@@ -66,7 +68,6 @@ def turns(ticket) -> list[Turn]:
 
 class ConversationItem:
     """A turn and the compaction marks after it; its calls are pretty-printed only if it is rendered."""
-
     def __init__(self, turn: Turn, runs: list):
         self.turn, self.runs = turn, runs
 
@@ -225,3 +226,82 @@ def _message(m: dict) -> dict:
     calls = [{"name": c.get("name"), "args": pretty(c.get("arguments"))} for c in m.get("tool_calls", [])]
     return {"role": m.get("role", ""), "lane": m.get("lane") or "", "content": m.get("content", ""),
             "turns": m.get("turns", []), "calls": calls}
+
+
+# --- the queue with views, timers, sorting and pages ------------------------------------------
+
+QUEUE_VIEWS = ("all", "mine", "unassigned")
+QUEUE_SORTS = ("updated", "waiting")
+PAGE_SIZE = 50
+
+
+def with_timers(qs):
+    """Annotate each ticket with `waiting_since` (the customer's oldest message no reply followed,
+    while the ticket is open) and `last_reply_number` (0 before the desk first replied)."""
+    from django.db.models import OuterRef, Subquery, Value
+    from django.db.models.functions import Coalesce
+
+    replies = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE,
+                                  author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
+    last_reply = Subquery(replies.order_by("-number").values("number")[:1])
+    qs = qs.annotate(last_reply_number=Coalesce(last_reply, Value(0)))
+    unanswered = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE, author=Turn.Author.CUSTOMER,
+                                     number__gt=OuterRef("last_reply_number"))
+    waiting = Subquery(unanswered.order_by("number").values("created_at")[:1])
+    return qs.annotate(waiting_since=waiting)
+
+
+def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str = "", needs: str = "",
+               sort: str = "updated", page: int = 1):
+    """One page of the queue: (tickets, Paginator page), timers attached to each ticket."""
+    from django.core.paginator import Paginator
+    from django.db.models import F
+    from django.utils import timezone
+
+
+    qs = with_timers(queue_for(user, status=status, ticket_class=ticket_class, needs=needs))
+    if view == "mine":
+        qs = qs.filter(assigned_to=user)
+    elif view == "unassigned":
+        qs = qs.filter(assigned_to__isnull=True)
+    if sort == "waiting":  # longest-waiting first; nobody waiting goes last
+        qs = qs.order_by(F("waiting_since").asc(nulls_last=True), "-updated_at")
+    paginator = Paginator(qs.prefetch_related("tags"), PAGE_SIZE)
+    current = paginator.get_page(page)
+    now = timezone.now()
+    for t in current.object_list:
+        t.attention_kind = attention_kind(t.attention)
+        t.timer = (response_timer(now=now, waiting_since=t.waiting_since, answered_before=t.last_reply_number > 0,
+                                  first_minutes=t.ticket_class.first_response_minutes,
+                                  next_minutes=t.ticket_class.next_response_minutes)
+                   if t.status == Ticket.Status.OPEN else None)
+    return current
+
+
+def queue_counts(user) -> dict:
+    """Badges for the queue's views and needs."""
+    base = Ticket.objects.exclude(status=Ticket.Status.CLOSED)
+
+    return {
+        "mine": base.filter(assigned_to=user).count(),
+        "unassigned": base.filter(assigned_to__isnull=True).count(),
+        "all": base.count(),
+        "held": HeldAction.objects.filter(status="pending").values("ticket").distinct().count(),
+        "attention": base.exclude(attention="").count(),
+    }
+
+
+def ticket_timer(ticket):
+    """The response timer of one ticket, for its head on the desk."""
+    from django.utils import timezone
+
+
+    if ticket.status != Ticket.Status.OPEN:
+        return None
+    row = with_timers(Ticket.objects.filter(pk=ticket.pk)).values("waiting_since", "last_reply_number").first()
+    if not row:
+        return None
+    return response_timer(now=timezone.now(), waiting_since=row["waiting_since"],
+                          answered_before=row["last_reply_number"] > 0,
+                          first_minutes=ticket.ticket_class.first_response_minutes,
+                          next_minutes=ticket.ticket_class.next_response_minutes)

@@ -1,4 +1,4 @@
-"""Writes to tickets and turns. Every write bumps the ticket's version."""
+"""Writes to tickets and turns. Every write bumps the ticket's version (tickets.versions)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from django.db import transaction
 
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
-from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket, TicketClass, Turn
-from sundry.tickets.versions import bump, ticket_lock, ticket_touch  # noqa: F401  (ticket_lock, ticket_touch: part of this module's API)
+from sundry.tickets.versions import bump, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
+from sundry.core.people import is_desk_staff
+from sundry.tickets.models import Tag
 
 
 class MessageRefused(ValueError):
@@ -45,7 +46,7 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
     if status not in Ticket.Status.values:
         raise MessageRefused(f"Status must be one of {', '.join(Ticket.Status.values)}.")
     with transaction.atomic():
-        Ticket.objects.filter(pk=ticket.pk).update(status=status)
+        ticket_update(ticket.pk, status=status)
         ticket.status = status
         who = user.get_username() if user else "the system"
         turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
@@ -54,6 +55,28 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
             for scope in ("ticket", "order"):
                 rule_close_scope(ticket=ticket, scope=scope, turn=turn.number)
     return ticket
+
+
+def ticket_fields_save(*, ticket: Ticket, fields: list[str]) -> None:
+    """Save fields of a ticket edited by hand (the admin): only those, so the version and turn
+    counter loaded with the form are never written back over newer ones; then bump and push."""
+    editable = [f for f in fields if f not in ("version", "last_turn_number", "agent_claimed_at")]
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        if editable:
+            ticket.save(update_fields=editable)
+        ticket_touch(ticket.pk)
+
+
+def ticket_class_save(*, ticket_class: TicketClass) -> TicketClass:
+    """Save a class's settings. Every ticket of the class shows its budget, trigger and models
+    (the Budget panel), so each is bumped and the open ones pushed after commit."""
+    with transaction.atomic():
+        created = ticket_class.pk is None
+        ticket_class.save()
+        if not created:
+            ticket_class_touch(ticket_class.pk)
+    return ticket_class
 
 
 def _calls_tokens(payload: dict | None, model: str) -> int:
@@ -78,6 +101,71 @@ def turn_append(
         number, version = bump(ticket.pk, turn=True)
         turn = Turn.objects.create(ticket=ticket, number=number, author=author, kind=kind, text=text,
                                    payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model))
-        ticket_changed(ticket.pk)
     ticket.last_turn_number, ticket.version = number, version
     return turn
+
+
+# --- the desk's lifecycle: assignment, priority, tags ------------------------------------------
+
+
+def _desk_event(ticket: Ticket, text: str, payload: dict) -> Turn:
+    return turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT, text=text, payload=payload)
+
+
+def ticket_assign(*, ticket: Ticket, assignee, user) -> Ticket:
+    """Give the ticket to a colleague (or oneself), or to nobody (`assignee=None`)."""
+    if assignee is not None and not is_desk_staff(assignee):
+        raise MessageRefused("Tickets can only be assigned to desk staff.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(assigned_to=assignee)
+        ticket.assigned_to = assignee
+        whom = "themselves" if assignee == user else (assignee.get_username() if assignee else "nobody")
+        _desk_event(ticket, f"{user.get_username()} assigned the ticket to {whom}.",
+                    {"assigned_to": assignee.get_username() if assignee else None})
+    return ticket
+
+
+def ticket_set_priority(*, ticket: Ticket, priority: str, user) -> Ticket:
+    if priority not in Ticket.Priority.values:
+        raise MessageRefused(f"Priority must be one of {', '.join(Ticket.Priority.values)}.")
+    with transaction.atomic():
+        Ticket.objects.filter(pk=ticket.pk).update(priority=priority)
+        ticket.priority = priority
+        _desk_event(ticket, f"{user.get_username()} set the priority to {priority}.", {"priority": priority})
+    return ticket
+
+
+MAX_TAGS = 10
+
+
+def ticket_set_tags(*, ticket: Ticket, text: str, user) -> list[str]:
+    """Replace the ticket's tags with those in `text` (comma or space separated, lower-cased slugs)."""
+    import re
+
+    from django.utils.text import slugify
+
+
+    names = list(dict.fromkeys(slugify(part)[:40] for part in re.split(r"[,\s]+", text or "") if slugify(part)))
+    if len(names) > MAX_TAGS:
+        raise MessageRefused(f"{len(names)} tags; a ticket takes at most {MAX_TAGS}.")
+    with transaction.atomic():
+        tags = [Tag.objects.get_or_create(name=n)[0] for n in names]
+        ticket.tags.set(tags)
+        _desk_event(ticket, f"{user.get_username()} set the tags to {', '.join(names) or 'none'}.", {"tags": names})
+    return names
+
+
+def ticket_require_holder(*, ticket: Ticket, user) -> None:
+    """A person replies to the customer only on a ticket they hold (taken over and assigned to them),
+    so the agent and a colleague never answer at the same time."""
+    if ticket.handler != Ticket.Handler.STAFF or ticket.assigned_to_id != user.pk:
+        holder = ticket.assigned_to.get_username() if ticket.assigned_to_id and ticket.assigned_to else None
+        if ticket.handler == Ticket.Handler.STAFF and holder:
+            raise MessageRefused(f"{holder} has this ticket. Ask them to assign it to you before replying.")
+        raise MessageRefused("Take over the ticket before replying, so the agent does not answer at the same time.")
+
+
+def ticket_accepts_customer_messages(ticket: Ticket) -> None:
+    if ticket.status == Ticket.Status.CLOSED:
+        raise MessageRefused("This conversation is closed. Start a new one from your conversations page; "
+                             "your text is kept here so you can copy it.")

@@ -5,6 +5,8 @@ from sundry.tickets import admin_views, views
 urlpatterns = [
     path("", views.queue, name="desk-queue"),
     path("figures/", admin_views.figures, name="desk-figures"),
+    path("search/", views.search, name="desk-search"),
+    path("tickets/<int:ticket_id>/update", views.ticket_update, name="desk-ticket-update"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="desk-ticket"),
     path("tickets/<int:ticket_id>/post", views.ticket_post, name="desk-ticket-post"),
     path("tickets/<int:ticket_id>/attention/clear", views.attention_clear, name="desk-attention-clear"),

@@ -1,4 +1,13 @@
-"""The ticket row's version and turn counter: every write to a ticket or its lanes bumps the version.
+"""The ticket row's version and turn counter, and the one rule that keeps live panels true.
+
+Every write that changes anything a panel shows goes through one of these in
+its transaction: `bump` (a turn appended), `ticket_touch` (a lane, a held
+action, a compaction run, a step record), `ticket_update` (the ticket row's
+own fields: status, handler, attention) or `ticket_class_touch` (every ticket
+of a class whose budget changed). Each bumps the version — the key the panel
+renderings are cached under — and has `live.events` push it after commit, so
+a watcher re-renders and a reconnecting socket is never sent the rendering
+from before the change.
 
 Its own module, below both tickets.services and context.services, so each can
 use it without importing the other.
@@ -10,8 +19,10 @@ compactions all follow it, so they queue on the ticket row instead of deadlockin
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import F
 
+from sundry.live.events import ticket_changed
 from sundry.tickets.models import Ticket
 
 
@@ -25,19 +36,49 @@ def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`); returns (last_turn_number, version).
 
     The UPDATE takes the ticket's row lock until the caller's transaction ends,
-    which is what keeps concurrent writers' turn numbers apart.
+    which is what keeps concurrent writers' turn numbers apart. Watchers are
+    told after commit (once per transaction, however many bumps it makes).
     """
     changes = {"version": F("version") + 1}
     if turn:
         changes["last_turn_number"] = F("last_turn_number") + 1
     if not Ticket.objects.filter(pk=ticket_id).update(**changes):
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    ticket_changed(ticket_id)
     return Ticket.objects.values_list("last_turn_number", "version").get(pk=ticket_id)
 
 
 def ticket_touch(ticket_id: int) -> int:
-    """Bump the ticket's version (inside the caller's transaction) and return it."""
+    """Something the ticket's panels show changed (inside the caller's transaction): bump, push; the new version."""
     return bump(ticket_id)[1]
+
+
+def ticket_update(ticket_id: int, *, where: dict | None = None, **fields) -> bool:
+    """Write the ticket row's own fields with its version bump, in one UPDATE; push after commit.
+
+    `where` adds conditions (`attention=""`: raise a flag only if none is up);
+    returns whether the row matched them and was written.
+    """
+    if not Ticket.objects.filter(pk=ticket_id, **(where or {})).update(version=F("version") + 1, **fields):
+        return False
+    ticket_changed(ticket_id)
+    return True
+
+
+def ticket_class_touch(class_id: int) -> int:
+    """A class's budget or models changed: every ticket of it shows them (the Budget panel).
+
+    All its tickets are bumped in one UPDATE, so no cached rendering of any of
+    them is served again; the ones not closed are pushed after commit (a closed
+    ticket's page catches up on its periodic version check). Returns how many
+    were pushed.
+    """
+    tickets = Ticket.objects.filter(ticket_class_id=class_id)
+    tickets.update(version=F("version") + 1)
+    open_ids = list(tickets.exclude(status=Ticket.Status.CLOSED).values_list("pk", flat=True))
+    # One after-commit callback for all of them; each push then runs at once.
+    transaction.on_commit(lambda: [ticket_changed(ticket_id) for ticket_id in open_ids])
+    return len(open_ids)
 
 
 def ticket_version(ticket_id: int) -> int | None:

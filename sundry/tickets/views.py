@@ -22,10 +22,14 @@ from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
+from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets.attention import attention_dismiss
-from sundry.tickets.models import TicketClass
+from sundry.tickets.models import Ticket, TicketClass
+from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
+from sundry.tickets.search import MAX_QUERY, search as run_search
+from sundry.tickets.desk import canned_replies
 
 
 def _staff_only(user):
@@ -38,12 +42,35 @@ def _staff_only(user):
 def queue(request):
     _staff_only(request.user)
     filters = {k: request.GET.get(k, "") for k in ("status", "ticket_class", "needs")}
-    tickets = list(selectors.queue_for(request.user, **filters)[:200])
-    for t in tickets:
-        t.attention_kind = selectors.attention_kind(t.attention)
+    view = request.GET.get("view", "all")
+    view = view if view in selectors.QUEUE_VIEWS else "all"
+    sort = request.GET.get("sort", "updated")
+    sort = sort if sort in selectors.QUEUE_SORTS else "updated"
+    page = selectors.queue_page(request.user, view=view, sort=sort, page=request.GET.get("page") or 1, **filters)
     template = "tickets/_queue_table.html" if request.htmx else "tickets/queue.html"
     return render(request, template, {
-        "tickets": tickets, "filters": filters, "classes": TicketClass.objects.all(),
+        "tickets": page.object_list, "page": page, "filters": filters, "view": view, "sort": sort,
+        "counts": selectors.queue_counts(request.user), "classes": TicketClass.objects.all(),
+        "query_without_page": _query_without(request, "page"),
+    })
+
+
+def _query_without(request, *names) -> str:
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
+
+
+@login_required
+@require_GET
+def search(request):
+    _staff_only(request.user)
+    q = request.GET.get("q", "")
+    too_long = len(q) > MAX_QUERY
+    return render(request, "tickets/search.html", {
+        "q": q, "hits": [] if too_long else run_search(q),
+        "error": f"Search for at most {MAX_QUERY} characters." if too_long else "",
     })
 
 
@@ -59,9 +86,10 @@ def _ticket_or_404(request, ticket_id):
 @require_GET
 def ticket_detail(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
+
     return render(request, "tickets/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
-        "error": request.GET.get("error", ""),
+        "error": request.GET.get("error", ""), "macros": canned_replies(ticket, request.user),
     })
 
 
@@ -102,6 +130,7 @@ def ticket_post(request, ticket_id):
             "hand_back": "Handed back to the agent."}
     try:
         if action == "reply":
+            ticket_services.ticket_require_holder(ticket=ticket, user=request.user)
             agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user)
         elif action == "note":
             agent_services.staff_note_post(ticket=ticket, text=text, user=request.user)
@@ -117,10 +146,47 @@ def ticket_post(request, ticket_id):
 
 @login_required
 @require_POST
+def ticket_update(request, ticket_id):
+    """Status, priority, tags and assignment, from the ticket's head."""
+    from django.contrib.auth import get_user_model
+
+    ticket = _ticket_or_404(request, ticket_id)
+    field, value = request.POST.get("field", ""), request.POST.get("value", "")
+    user = request.user
+    try:
+        if field == "status":
+            if value not in Ticket.Status.values:
+                raise MessageRefused(f"Status must be one of {', '.join(Ticket.Status.values)}.")
+            ticket_services.ticket_set_status(ticket=ticket, status=value, user=user)
+            message = f"Status set to {Ticket.Status(value).label}."
+        elif field == "priority":
+            ticket_services.ticket_set_priority(ticket=ticket, priority=value, user=user)
+            message = f"Priority set to {value}."
+        elif field == "tags":
+            names = ticket_services.ticket_set_tags(ticket=ticket, text=value, user=user)
+            message = f"Tags: {', '.join(names) or 'none'}."
+        elif field == "assignee":
+            if value == "me":
+                assignee = user
+            elif value == "":
+                assignee = None
+            else:
+                assignee = get_user_model().objects.filter(pk=int(value)).first() if value.isascii() and value.isdigit() else None
+                if assignee is None:
+                    raise MessageRefused("No such colleague.")
+            ticket_services.ticket_assign(ticket=ticket, assignee=assignee, user=user)
+            message = f"Assigned to {assignee.get_username()}." if assignee else "Unassigned."
+        else:
+            raise MessageRefused("Unknown field.")
+    except MessageRefused as exc:
+        return _refused(request, ticket, exc, ("head",))
+    return _answer(request, ticket, panels=("head",), message=message)
+
+
+@login_required
+@require_POST
 def attention_clear(request, ticket_id):
     """Staff dealt with what the flag said: a customer's flag is marked handled, any other cleared."""
-    from sundry.portal.services import flags_resolve
-
     ticket = _ticket_or_404(request, ticket_id)
     shown = request.POST.get("shown", ticket.attention)
     if shown != ticket.attention:
@@ -151,7 +217,11 @@ def held_decide(request, ticket_id, held_id):
         raise Http404("No such held action on this ticket.")
     except agent_services.HeldActionError as exc:
         return _conflict(request, ticket, str(exc), ("held",))
-    verb = "approved and executed" if held.status == "executed" else held.status
+    if held.status == HeldAction.Status.REFUSED:
+        why = getattr(held, "outcome", "") or "the tool reported no result"
+        return _answer(request, ticket, panels=("held", "head"), level="bad",
+                       message=f"{held.tool} was approved but did not run: {why}")
+    verb = "approved and executed" if held.status == HeldAction.Status.EXECUTED else held.status
     return _answer(request, ticket, panels=("held", "head"), message=f"{held.tool} {verb}.")
 
 

@@ -26,8 +26,8 @@ from sundry.agent.gateway import (
     to_pai_messages,
     validate_model_name,
 )
-from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from sundry.agent.scripted import ScriptedModel, ScriptExhausted
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 NO_RETRIES = CallLimits(max_retries=0)

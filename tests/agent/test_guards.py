@@ -12,8 +12,8 @@ from sundry.agent.guards import (
     ids_in_arguments,
     levenshtein_at_most_one,
 )
-from sundry.agent.tools.base import IdField, Tool
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+from sundry.tooling.tools import IdField, Tool
 
 
 # Fake tools: the real ones are written elsewhere; the guards only see the Tool contract.

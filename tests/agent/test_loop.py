@@ -9,13 +9,13 @@ import pytest
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, HeldAction
-from sundry.agent.schemas import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
 from sundry.shop.models import Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -232,7 +232,7 @@ def test_a_model_failure_never_overwrites_another_flag_nor_clears_it(shop):
 
 
 def test_tool_result_failing_its_schema_is_quarantined_not_harvested(shop, monkeypatch):
-    from sundry.agent.tools.base import REGISTRY
+    from sundry.tooling.tools import REGISTRY
 
     tool = REGISTRY["get_order"]
     monkeypatch.setattr(tool, "run", lambda ctx, args: {"order_number": "SU-99999", "unexpected": True})

@@ -14,7 +14,6 @@ from sundry.agent import calls, claims, loop, step
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
-from sundry.agent.schemas import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.compaction import services as compaction
@@ -23,6 +22,7 @@ from sundry.context.models import LedgerEntry, MoneyTotal
 from sundry.live import events
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -16,12 +16,12 @@ import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 import sundry.context.tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.agent import offline
 from sundry.agent.offline import STAFF_FOLLOW_UP, OfflineModel
-from sundry.agent.schemas import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from sundry.agent.tools import shop_tools as st
-from sundry.agent.tools.base import REGISTRY
 from sundry.context import render
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData, SummaryData
 from sundry.core.tokens import count_message_tokens
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from sundry.tooling.tools import REGISTRY
 
 CUSTOMER = "cus_7k2m9p4q"
 ORDER, OTHER = "SU-20481", "SU-20418"
@@ -43,7 +43,7 @@ def build(*conversation: Message, rules=(), ledger=(CUSTOMER_ENTRY,), actions=()
         ("system", render.render_system_prompt("Be brief.")),
         ("rules", render.render_rules(list(rules))),
         ("ledger", render.render_ledger(list(ledger))),
-        ("state", render.render_state([], list(actions), list(money), [])),
+        ("state", render.render_state([], list(actions), list(money))),
         ("summary", render.render_summary(summary)),
     ]
     messages = [render.lane_message(lane, text) for lane, text in blocks if text]

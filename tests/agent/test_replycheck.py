@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent import replycheck, runlimits, strictjson, textcalls, wire
-from sundry.agent.schemas import ModelResponse
+from sundry.tooling.messages import ModelResponse
 from sundry.context.lanes import TurnData
 
 TOOLS = {"get_order", "issue_refund", "search_orders"}

@@ -10,10 +10,10 @@ from pydantic import BaseModel, ValidationError
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import amount_minor
-from sundry.agent.tools.base import REGISTRY, ToolContext, ToolError, id_fields, iter_ids
 from sundry.agent.tools.shop_tools import IssueRefundArgs, parse_amount
 from sundry.context.idformats import ID_PATTERNS, kind_of
 from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
+from sundry.tooling.tools import REGISTRY, ToolContext, ToolError, id_fields, iter_ids
 from tests.factories import (
     CustomerFactory,
     ParcelFactory,

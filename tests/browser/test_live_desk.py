@@ -6,8 +6,6 @@ Celery worker (see conftest.py), on the committed test database.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
@@ -157,12 +155,7 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scroll
     queue = open_as(browser, live_server_url, people["ann"], "/desk/")
     queue.screenshot(path=str(screenshots / "desk-queue.png"), full_page=True)
-    # The committed copies in docs/ change only when asked, so a test run never dirties the tree.
-    if os.environ.get("SUNDRY_UPDATE_DOC_SCREENSHOTS") == "1":
-        docs = screenshots.parents[1] / "docs" / "screenshots"
-        docs.mkdir(parents=True, exist_ok=True)
-        for name in ("desk-queue.png", "desk-ticket.png", "customer-page.png", "customer-page-phone.png"):
-            shutil.copy(screenshots / name, docs / name)
+    # The copies in docs/ come from test_desk_pages.py::test_screenshots_for_the_docs (a fuller desk).
 
 
 def test_staff_correct_a_value_and_the_customers_confirmed_panel_follows(browser, live_server_url, people):
@@ -236,10 +229,16 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
     held = HeldAction.objects.get(ticket=ticket, status="pending")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     panel = staff.locator("#panel-held")
-    expect(panel).to_contain_text("issue_refund")
+    expect(panel).to_contain_text("Refund 20.00 USD on SU-30100")
+    expect(panel).to_contain_text("Already refunded")
+    expect(panel).to_contain_text("Please refund 20.00 USD on SU-30100, it was late.")  # the customer's words
+    expect(panel).not_to_contain_text("Do not retry")  # the model's instructions are not the explanation
+    panel.locator("summary", has_text="Exact call").click()
     expect(panel).to_contain_text('"amount": "20.00"')  # the exact arguments
     expect(panel).to_contain_text('"order_number": "SU-30100"')
-    panel.locator("button", has_text="Approve and run").click()
+    # Money moves only after a second, explicit step.
+    panel.locator("summary", has_text="Approve and run").click()
+    panel.locator("button", has_text="Confirm: refund 20.00 USD on SU-30100").click()
     # An HTTP answer, not a push: the approval runs the guarded tool inside the request.
     expect(staff.locator("#flash")).to_contain_text("issue_refund approved and executed", timeout=15000)
     again = staff.evaluate("""(url) => fetch(url, {method: "POST", headers: {

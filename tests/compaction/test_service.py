@@ -9,7 +9,6 @@ import pytest
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import tool_specs
 from sundry.agent.models import HeldAction
-from sundry.agent.schemas import ModelResponse
 from sundry.agent.scripted import ScriptedModel
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -20,6 +19,7 @@ from sundry.context.models import PinnedRule, Summary
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+from sundry.tooling.messages import ModelResponse
 from tests.compaction.helpers import ITEM, ORDER, REFUND, RULE, TRACKING, long_ticket
 
 pytestmark = pytest.mark.django_db

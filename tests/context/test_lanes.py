@@ -114,7 +114,7 @@ def test_units_are_never_split_or_orphaned():
 def test_record_fact_checks_provenance_and_validates(ticket):
     from sundry.agent.loop import agent_run
     from sundry.agent.gateway import Gateway
-    from sundry.agent.schemas import ModelResponse, ToolCall
+    from sundry.tooling.messages import ModelResponse, ToolCall
     from sundry.agent.scripted import ScriptedModel
     from sundry.agent.services import customer_message_post
 

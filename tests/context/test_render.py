@@ -9,7 +9,6 @@ from sundry.context.lanes import (
     ActionData,
     LedgerData,
     MoneyData,
-    QuestionData,
     RuleData,
     StateFieldData,
     SummaryData,
@@ -85,25 +84,22 @@ def test_state_block_sections_and_parse_round_trip():
         [ActionData(tool="issue_refund", target="SU-87310", turn=6, idempotency_key="k-6-1", reversible=False,
                     amount_cents=4000, currency="USD")],
         [MoneyData(order="SU-87310", currency="USD", paid_cents=12000, refunded_cents=4000)],
-        [QuestionData("photo of the second item", 9)],
     )
     assert text.startswith(render.STATE_HEADING) and "override the summary" in text
     assert "- refund_method: original_method (turn 7, customer, confirmed)" in text
     assert "- issue: scratched leg (turn 5, model, inferred)" in text
     assert "issue_refund on SU-87310 · 40.00 USD · IRREVERSIBLE · key k-6-1" in text
     assert "- SU-87310: paid 120.00 USD; refunded so far 40.00 USD; still refundable 80.00 USD" in text
-    assert "- photo of the second item (turn 9)" in text
     parsed = render.parse_state(text)
     assert parsed.fields == {"issue": "scratched leg", "refund_method": "original_method"}
     action = parsed.actions[0]
     assert (action.tool, action.target, action.amount_cents, action.currency, action.reversible, action.key) == (
         "issue_refund", "SU-87310", 4000, "USD", False, "k-6-1")
     assert parsed.money["SU-87310"].refundable_cents == 8000
-    assert parsed.questions == ["photo of the second item"]
 
 
 def test_empty_state_is_labelled():
-    assert render.render_state([], [], [], []) == f"{render.STATE_HEADING}\n{render.NO_STATE}"
+    assert render.render_state([], [], []) == f"{render.STATE_HEADING}\n{render.NO_STATE}"
 
 
 def test_summary_is_marked_as_system_record():
@@ -225,7 +221,7 @@ def test_older_actions_fold_into_one_line_per_tool_and_target():
     older.append(ActionData(tool="create_return", target="SU-10002", turn=7, idempotency_key="key-r",
                             reversible=True))
     newest = [refund(100 + t, f"SU-2000{t}") for t in range(render.ACTIONS_IN_FULL)]
-    text = render.render_state([], older + newest, [], [])
+    text = render.render_state([], older + newest, [])
     assert "- turns 2–20 · issue_refund on SU-10001 · 30.00 USD in all · IRREVERSIBLE · 3 times" in text
     assert "- turn 5 · issue_refund on SU-10002 · 25.50 USD · IRREVERSIBLE · once" in text
     assert "- turn 7 · create_return on SU-10002 · no amount · reversible · once" in text
@@ -239,7 +235,7 @@ def test_older_actions_fold_into_one_line_per_tool_and_target():
 
     # Many more actions on the same targets leave the folded part the same size.
     many = [refund(t, "SU-10001") for t in range(2, 60)] + older[3:] + newest
-    assert len(render.render_state([], many, [], []).splitlines()) == len(text.splitlines())
+    assert len(render.render_state([], many, []).splitlines()) == len(text.splitlines())
 
 
 # --- requests a real model reads right -------------------------------------------------
@@ -274,7 +270,7 @@ def test_kept_history_that_opens_with_the_agent_starts_with_a_user_turn():
     from sundry.context.assembly import assemble
     from sundry.context.lanes import LaneSnapshot
 
-    snap = LaneSnapshot(ticket_id=1, customer_id="cus_7k2m9q4x", class_policy="", rules=[], ledger=[], state=[], actions=[], money=[], questions=[],
+    snap = LaneSnapshot(ticket_id=1, customer_id="cus_7k2m9q4x", class_policy="", rules=[], ledger=[], state=[], actions=[], money=[],
                         summary=SummaryData(10, "Earlier: the customer asked about a lamp."),
                         turns=[TurnData(11, "agent", "message", "Anything else?"), TurnData(12, "customer", "message", "No")])
     messages = [m for m in assemble(snap, model="offline").request.messages if m.role != "system"]

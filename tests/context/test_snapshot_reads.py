@@ -30,7 +30,6 @@ def busy_ticket():
     turn = ticket.last_turn_number
     lanes.rule_pin(ticket=ticket, text="Phone only, never email.", turn=turn, source="customer")
     lanes.state_set(ticket=ticket, name="issue", value="too small — “wrong size”", turn=turn, source="customer")
-    lanes.question_open(ticket=ticket, text="Which size instead?", turn=turn)
     lanes.action_record(ticket=ticket, tool="issue_refund", target="SU-10480", arguments={}, result={}, turn=turn,
                         idempotency_key="k1", reversible=False, amount_cents=1500, currency="EUR")
     lanes.action_record(ticket=ticket, tool="add_note", target="", arguments={}, result={}, turn=turn,
@@ -45,7 +44,6 @@ def test_the_snapshot_holds_what_each_lane_stores(busy_ticket):
     assert snap.version == Ticket.objects.get(pk=busy_ticket.pk).version
     assert [r.text for r in snap.rules] == ["Phone only, never email."]
     assert [(s.name, s.value) for s in snap.state] == [("issue", "too small — “wrong size”")]
-    assert [q.text for q in snap.questions] == ["Which size instead?"]
     assert [(a.tool, a.amount_cents, a.summary != "") for a in snap.actions] == [
         ("issue_refund", 1500, True), ("add_note", None, False)]
     assert [(m.order, m.paid_cents) for m in snap.money] == [("SU-10480", 10000)]

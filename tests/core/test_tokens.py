@@ -157,7 +157,7 @@ def test_message_tokens():
 
 
 def test_pydantic_messages_count_exactly_as_their_dumps():
-    from sundry.agent.schemas import Message, ToolCall
+    from sundry.tooling.messages import Message, ToolCall
 
     messages = [
         Message(role="system", content="Rules: phone only.", lane="rules"),
@@ -188,7 +188,7 @@ def _tricky_texts():
     yield render.render_ledger(ledger)
     money = [MoneyData(order=f"SU-{10480 + i}", currency="EUR", paid_cents=1000 * i + 7, refunded_cents=i)
              for i in range(25)]
-    yield render.render_state([], [], money, [])
+    yield render.render_state([], [], money)
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sundry.agent.schemas import Message, ModelRequest
 from sundry.context import render
 from sundry.evals import benchmarks, importers
+from sundry.tooling.messages import Message, ModelRequest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
         bench.kill()
     assert bench.returncode == 0, stderr
     figures = json.loads(stdout.strip().splitlines()[-1])
-    assert figures["layer"] == "sundry.live.layer.ProcessFanoutChannelLayer"
+    assert figures["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert [(r["clients"], r["deliveries"], r["lost"]) for r in figures["rounds"]] == [(3, 9, 0), (8, 24, 0)]
     assert all(0 < r["p50_ms"] <= r["p99_ms"] for r in figures["rounds"])
     assert figures["server_memory_kb"]["8"]["VmHWM"] > 0
@@ -70,9 +70,10 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
 
         assert "PostgreSQL" in figures["database"]
         with psycopg.connect(url) as conn:
-            # Its own database, named for its process: other runs on this server may have theirs open.
+            # Its own throwaway database, by name: others' benchmarks may share the server.
+            assert figures["database_name"].startswith("sundry_pushbench_")
             left = conn.execute("SELECT datname FROM pg_database WHERE datname = %s",
-                                [f"sundry_pushbench_{bench.pid}"]).fetchall()
+                                [figures["database_name"]]).fetchall()
         assert left == []
     else:
         assert "SQLite" in figures["database"]

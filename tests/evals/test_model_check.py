@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
-from sundry.agent.schemas import ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from sundry.evals import scorecard
 from sundry.evals.management.commands.model_check import run_check
 from sundry.evals.scenarios import schema

@@ -14,10 +14,10 @@ from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.offline import OfflineModel
-from sundry.agent.schemas import ModelRequest, ModelResponse
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios import schema
 from sundry.evals.scenarios.runner import Runner
+from sundry.tooling.messages import ModelRequest, ModelResponse
 
 SMALL_SHOP = {"customers": 200, "orders": 2000}
 

@@ -5,8 +5,9 @@ with `IdField(kind)` so the ID guard checks them and the ledger harvests them.
 Each tool acts only for the ticket's own customer: an order, parcel or customer
 of anyone else is refused even when it exists.
 
-ORM modules are imported inside the run functions: pure code (guards, the
-offline model) imports the registry, sometimes before Django's apps are ready.
+Pure code (guards, the offline model) needs only the tool interface in
+`sundry.tooling.tools`; importing this module registers the shop's tools and
+needs Django's apps ready, as any module with models does.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
 from sundry.core import money
-
-from .base import IdField, Tool, ToolContext, ToolError, register
+from sundry.shop import selectors, services
+from sundry.shop.models import Customer, Order, OrderItem, Parcel, Payment, Refund
+from sundry.shop.services import ShopError
+from sundry.tooling.tools import IdField, Tool, ToolContext, ToolError, register
 
 VERBATIM = "Copy every ID verbatim from a tool result; never retype one from memory or from the customer's words."
 
@@ -95,16 +98,12 @@ def _refuse_unless_owned(ctx: ToolContext, order_number: str, owner_id: str | No
 
 def _own_order(ctx: ToolContext, order_number: str):
     """The order as model instances, for the tools that change it."""
-    from sundry.shop import selectors
-
     order = selectors.order_by_number(order_number)
     _refuse_unless_owned(ctx, order_number, order.customer.customer_id if order else None)
     return order
 
 
 def _own_customer(ctx: ToolContext, customer_id: str):
-    from sundry.shop import selectors
-
     if customer_id != ctx.customer_id:
         raise ToolError(f"customer {customer_id} is not this ticket's customer; use lookup_customer to get this ticket's customer_id")
     customer = selectors.customer_by_id(customer_id)
@@ -114,8 +113,6 @@ def _own_customer(ctx: ToolContext, customer_id: str):
 
 
 def _shop_call(fn, **kwargs):
-    from sundry.shop.services import ShopError
-
     try:
         return fn(**kwargs)
     except ShopError as exc:
@@ -161,8 +158,6 @@ class CustomerResult(Result):
 
 
 def lookup_customer(ctx: ToolContext, args: LookupCustomerArgs) -> CustomerResult:
-    from sundry.shop.models import Customer
-
     if args.customer_id:
         customer = _own_customer(ctx, args.customer_id)
         if args.email and customer.email.lower() != args.email.lower():
@@ -218,7 +213,6 @@ class SearchOrdersResult(Result):
 def search_orders(ctx: ToolContext, args: SearchOrdersArgs) -> SearchOrdersResult:
     from django.db.models import Prefetch, Q
 
-    from sundry.shop.models import Order, OrderItem
 
     customer = _own_customer(ctx, args.customer_id)
     orders = Order.objects.filter(customer=customer)
@@ -309,8 +303,6 @@ class OrderResult(Result):
 
 def _order_result(order) -> OrderResult:
     """From the plain `OrderView`; the totals come from the same read, as fresh as asking again."""
-    from sundry.shop.models import Payment, Refund
-
     paid = sum(amount for *_, status, amount in order.payments if status == Payment.Status.CAPTURED)
     refunded = sum(r[2] for r in order.refunds if r[3] == Refund.Status.ISSUED)
     refundable = max(0, paid - refunded)
@@ -334,8 +326,6 @@ def _order_result(order) -> OrderResult:
 
 
 def get_order(ctx: ToolContext, args: OrderArgs) -> OrderResult:
-    from sundry.shop import selectors
-
     order = selectors.order_view(args.order_number)  # plain data: this tool only reads
     _refuse_unless_owned(ctx, args.order_number, order.customer_id if order else None)
     return _order_result(order)
@@ -363,8 +353,6 @@ class TrackParcelResult(Result):
 
 
 def track_parcel(ctx: ToolContext, args: TrackParcelArgs) -> TrackParcelResult:
-    from sundry.shop.models import Parcel
-
     parcel = Parcel.objects.select_related("order__customer").filter(tracking_number=args.tracking_number).first()
     if parcel is None:
         raise ToolError(f"no parcel with tracking number {args.tracking_number}; copy it verbatim from get_order")
@@ -412,8 +400,6 @@ class RefundResult(Result):
 
 
 def issue_refund(ctx: ToolContext, args: IssueRefundArgs) -> RefundResult:
-    from sundry.shop import selectors, services
-
     order = _own_order(ctx, args.order_number)
     refund = _shop_call(
         services.refund_issue, order_number=order.number, amount_cents=args.amount_cents, currency=args.currency,
@@ -444,8 +430,6 @@ class ReturnResult(Result):
 
 
 def book_return(ctx: ToolContext, args: BookReturnArgs) -> ReturnResult:
-    from sundry.shop import services
-
     order = _own_order(ctx, args.order_number)
     ret = _shop_call(
         services.return_book, order_number=order.number, item_ids=args.item_ids, reason=args.reason,
@@ -479,8 +463,6 @@ class CancelResult(Result):
 
 
 def cancel_order(ctx: ToolContext, args: CancelOrderArgs) -> CancelResult:
-    from sundry.shop import services
-
     order = _own_order(ctx, args.order_number)
     cancellation = _shop_call(
         services.order_cancel, order_number=order.number, reason=args.reason, idempotency_key=ctx.idempotency_key,
@@ -512,8 +494,6 @@ class ReplacementResult(Result):
 
 
 def offer_replacement(ctx: ToolContext, args: OfferReplacementArgs) -> ReplacementResult:
-    from sundry.shop import services
-
     order = _own_order(ctx, args.order_number)
     contact = _shop_call(
         services.replacement_offer, order_number=order.number, item_id=args.item_id, note=args.note,
@@ -538,8 +518,6 @@ class EmailResult(Result):
 
 
 def send_email(ctx: ToolContext, args: SendEmailArgs) -> EmailResult:
-    from sundry.shop import services
-
     customer = _own_customer(ctx, args.customer_id)
     _shop_call(services.email_send, customer_id=customer.customer_id, subject=args.subject, body=args.body,
                idempotency_key=ctx.idempotency_key)
@@ -557,8 +535,6 @@ class PhoneCallResult(Result):
 
 
 def log_phone_call(ctx: ToolContext, args: LogPhoneCallArgs) -> PhoneCallResult:
-    from sundry.shop import services
-
     customer = _own_customer(ctx, args.customer_id)
     _shop_call(services.phone_call_log, customer_id=customer.customer_id, summary=args.summary,
                idempotency_key=ctx.idempotency_key)

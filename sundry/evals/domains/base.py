@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 
 from sundry.agent.guards import repeat_key
-from sundry.agent.tools.base import IdField, Tool
 from sundry.context.lanes import TurnData
 from sundry.context.rules import infer_enforcement
+from sundry.tooling.tools import IdField, Tool
 
 INFER = "*"  # kind taken from the value's shape (telecom's get_details_by_id takes any id)
 

@@ -12,13 +12,13 @@ from functools import cached_property
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import LOOKUP_TOOLS, ids_in_arguments
-from sundry.agent.tools.base import REGISTRY, Tool, id_owners, iter_ids
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity, record_fact)
 from sundry.context.assembly import ids_seen
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import MoneyData, TurnData
 from sundry.context.rules import infer_enforcement
 from sundry.evals.domains.base import Planted
+from sundry.tooling.tools import REGISTRY, Tool, id_owners, iter_ids
 
 
 def _result_data(turn: TurnData):

@@ -18,9 +18,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sundry.agent.schemas import ModelRequest
 from sundry.context.lanes import TurnData
 from sundry.evals.strategies import ProseState, TokenCache, baseline_request, prose_compact, request_tokens, window
+from sundry.tooling.messages import ModelRequest
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@
 - compaction overhead excluding the summariser call;
 - steps per second through the whole agent loop with an instant model;
 - push latency p50/p99 to N websocket clients over the Redis layer (only with
-  REDIS_URL; loopback only; bounded), with the web process's peak memory.
+  REDIS_URL; loopback only; bounded), with the web process's peak memory; and
+  the same 500 clients spread over tickets: all on one, 20 on each of 25, 2 on
+  each of 250 (a fresh web process per spread, so its peak memory is its own).
 
 `--realistic` instead runs `sundry.evals.realbench` once per `--slots` value:
 the web process, prefork Celery workers and a loopback OpenAI-compatible model
@@ -40,7 +42,12 @@ class Command(BaseCommand):
         parser.add_argument("--messages", type=int, default=150, help="Customer messages through the loop")
         parser.add_argument("--clients", default="50,200,500", help="Websocket clients per push round")
         parser.add_argument("--pushes", type=int, default=20, help="Committed changes per push round")
-        parser.add_argument("--skip", nargs="*", default=[], choices=["assembly", "tokens", "loop", "push"])
+        parser.add_argument("--spread-clients", type=int, default=500, help="Websocket clients in the spread rounds")
+        parser.add_argument("--spreads", default="0,20,2",
+                            help="Clients per ticket in the spread rounds (0: all on one ticket)")
+        parser.add_argument("--spread-pushes", type=int, default=60, help="Committed changes per spread round")
+        parser.add_argument("--skip", nargs="*", default=[],
+                            choices=["assembly", "tokens", "loop", "push", "spread"])
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
         real = parser.add_argument_group("realistic mode")
         real.add_argument("--realistic", action="store_true",
@@ -85,10 +92,9 @@ class Command(BaseCommand):
             figures["loop"] = {"with_compaction": loop, "without_compaction": bare}
         if "push" not in skip:
             figures["push"] = self._push(opts, say)
-        out = Path(opts["out"] or Path(settings.VAR_DIR) / "reports" / "benchmark.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(figures, indent=1))
-        say(f"Figures written to {out}")
+        if "spread" not in skip:
+            figures["spread"] = self._spread(opts, say)
+        self._write(figures, opts, say)
 
     def _assembly(self, base, lengths, say) -> list[dict]:
         say("Request assembly per step (compaction when the trigger fires; standard class: 8,000 tokens, 8 recent turns):")
@@ -225,3 +231,31 @@ class Command(BaseCommand):
         say(f"    of which waiting for a free worker slot: p50 {d['slot_wait_ms']['p50']} ms, p99 "
             f"{d['slot_wait_ms']['p99']} ms; without that wait: p50 "
             f"{d['beyond_model_without_slot_wait_ms']['p50']} ms, p99 {d['beyond_model_without_slot_wait_ms']['p99']} ms")
+
+    def _spread(self, opts, say) -> dict:
+        """One push at a time, to the spread's tickets in turn; latency to that ticket's watchers."""
+        if not os.environ.get("REDIS_URL"):
+            say("Push latency by spread: skipped (REDIS_URL is not set).")
+            return {"skipped": "REDIS_URL not set"}
+        n, out = opts["spread_clients"], {}
+        say(f"Push latency with {n} clients spread over tickets (a new customer message each push, "
+            f"tickets of 20 turns, {opts['spread_pushes']} pushes, a fresh web process per spread) …")
+        for per in [int(x) for x in opts["spreads"].split(",") if x.strip()]:
+            label = f"{n} on one ticket" if not per else f"{per} per ticket over {-(-n // per)} tickets"
+            proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", str(n),
+                                   "--per-ticket", str(per), "--pushes", str(opts["spread_pushes"]),
+                                   "--timeout", "60", "--change", "turn", "--history", "20"],
+                                  capture_output=True, text=True, timeout=3600, cwd=settings.BASE_DIR)
+            try:
+                data = json.loads(proc.stdout.strip().splitlines()[-1])
+                r = data["rounds"][0]
+            except (IndexError, KeyError, ValueError):
+                say(self.style.ERROR(f"  {label}: push benchmark failed: {proc.stderr[-2000:]}"))
+                out[str(per)] = {"error": proc.stderr[-2000:]}
+                continue
+            peak = (data["server_memory_kb"].get(str(n)) or {}).get("VmHWM", 0) / 1024
+            say(f"  {label:<32} p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms; "
+                f"{r['deliveries']} deliveries, {r['lost']} lost; web process peak {peak:.0f} MiB")
+            out[str(per)] = data
+        return out
+

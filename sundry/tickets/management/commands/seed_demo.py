@@ -1,7 +1,9 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from sundry.core.background import wait_idle
 from sundry.shop.models import Customer
+from sundry.shop.seed import generate_shop
 from sundry.tickets.demo import DEMO_PASSWORD, create_demo_tickets, ensure_classes, ensure_logins
 from sundry.tickets.models import Ticket
 
@@ -15,8 +17,6 @@ class Command(BaseCommand):
         parser.add_argument("--no-work", action="store_true", help="Create tickets without running the agent.")
 
     def handle(self, *args, if_empty=False, seed=None, no_work=False, **options):
-        from sundry.shop.seed import generate_shop
-
         if not Customer.objects.exists():
             self.stdout.write("Seeding the demo shop …")
             counts = generate_shop(seed=seed)
@@ -29,7 +29,6 @@ class Command(BaseCommand):
             for t in tickets:
                 t.refresh_from_db()
                 self.stdout.write(f"  #{t.pk} {t.subject} ({t.last_turn_number} turns)")
-        from sundry.core.background import wait_idle
 
         wait_idle()
         self.stdout.write("Demo logins (password for all: %s):" % DEMO_PASSWORD)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tickets', '0004_ledger_share_of_budget'),
+        ('tickets', '0006_turn_text_search_index'),
     ]
 
     operations = [

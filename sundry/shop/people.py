@@ -1,0 +1,25 @@
+"""Logins that are shop customers, and so each person's role: admin, staff, customer or none."""
+
+from __future__ import annotations
+
+from sundry.core.people import is_admin, is_desk_staff
+from sundry.shop.models import Customer
+
+
+def customer_of(user):
+    """The shop customer a login belongs to, or None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return Customer.objects.filter(user=user).first()
+
+
+def role_of(user) -> str:
+    if not getattr(user, "is_authenticated", False):
+        return "anonymous"
+    if is_admin(user):
+        return "admin"
+    if is_desk_staff(user):
+        return "staff"
+    if customer_of(user) is not None:
+        return "customer"
+    return "none"

@@ -1,0 +1,43 @@
+"""A customer's message appears exactly once on the customer's page and on the desk."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create
+from tests.browser.test_live_desk import LIVE, open_as, people, wait_until  # noqa: F401  (people: fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DUPLICATE_IDS = """(sel) => { const seen = {}; const dup = [];
+  document.querySelectorAll(sel).forEach((el) => { if (seen[el.id]) dup.push(el.id); seen[el.id] = 1; });
+  return dup; }"""
+
+
+def test_a_sent_message_shows_once_on_both_pages(browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Once")
+    # The desk holds the ticket, so no agent reply lands between the sends.
+    Ticket = type(ticket)
+    Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=people["ann"])
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    texts = [f"Message number {n}: is my lamp on its way?" for n in range(1, 5)]
+    for text in texts:
+        customer.fill("#message-text", text)
+        customer.locator("button", has_text="Send").click()
+        expect(customer.locator("#message-text")).to_have_value("", timeout=LIVE)
+        expect(staff.locator("#panel-conversation")).to_contain_text(text, timeout=LIVE)
+        customer.wait_for_timeout(400)  # the HTTP answer and the push have both landed
+        for page in (customer, staff):
+            expect(page.locator("#panel-conversation .turn", has_text=text)).to_have_count(1)
+            assert page.evaluate(DUPLICATE_IDS, "#panel-conversation [id]") == []
+    assert Turn.objects.filter(ticket=ticket, author="customer").count() == len(texts)
+    # What each page holds is exactly what a reload shows.
+    for page in (customer, staff):
+        before = page.locator("#panel-conversation .turn .text").all_inner_texts()
+        page.reload()
+        page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
+        assert page.locator("#panel-conversation .turn .text").all_inner_texts() == before

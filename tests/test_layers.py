@@ -1,0 +1,143 @@
+"""Dependencies point one way: a module imports only from its own layer or the layers below.
+
+Read from the source (ast), so a new import that climbs a layer, or an import
+tucked inside a function to get round a cycle, fails here before it becomes a
+habit.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import sundry
+
+ROOT = Path(sundry.__file__).parent
+
+# Lowest first. A module belongs to the longest prefix that names it.
+LAYERS = [
+    ("domain-free", ["sundry.core"]),
+    ("model messages and the tool interface", ["sundry.tooling"]),
+    ("the shop", ["sundry.shop"]),
+    ("ticket records", ["sundry.tickets.models"]),
+    ("pushes to watchers", ["sundry.live.events"]),
+    ("the version rule", ["sundry.tickets.versions"]),
+    ("lanes", ["sundry.context"]),
+    ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
+    ("the agent", ["sundry.agent"]),
+    ("compaction", ["sundry.compaction"]),
+    ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live"]),
+    ("the harness and benchmarks", ["sundry.evals"]),
+    ("the project", ["sundry"]),
+]
+
+# Function-local imports of sundry modules that are there on purpose.
+LOCAL_IMPORTS_ALLOWED = {
+    # The task module imports the services to run them; the service queues the task.
+    ("sundry.compaction.services", "sundry.compaction.tasks"),
+    # The web process's entry point loads Django (through the ASGI app) only when it starts
+    # serving, after parsing its options, and tunes the collector after that load.
+    ("sundry.web", "sundry.asgi"),
+}
+# Imports that climb on purpose.
+UPWARD_ALLOWED = {
+    # The benchmark's worker entry point runs the project's own Celery app with timing signals.
+    ("sundry.evals.benchworker", "sundry.celery"),
+}
+# Django's documented place to import what needs the app registry (signal receivers, listeners).
+READY_HOOKS = "ready"
+# The harness and benchmarks replay recorded traces without a database and make throwaway
+# databases for the rest; they import ORM modules where they use them.
+LOCAL_IMPORTS_EXEMPT_PACKAGES = ("sundry.evals",)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in ROOT.rglob("*.py") if "migrations" not in p.parts}
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int:
+    best, index = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, index = len(prefix), i
+    assert index is not None, f"{module} is in no layer"
+    return index
+
+
+def _imports(module: str, path: Path):
+    """(imported sundry module, line, inside a function?, the function's name) for each import."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def targets(node):
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = node.module or ""
+        if node.level:
+            parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            base = f"{parent}.{base}" if base else parent
+        # `from sundry.x import y` names module sundry.x.y when there is one.
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+    def walk(node, function):
+        for child in ast.iter_child_nodes(node):
+            inside = function
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside = function or child.name
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in targets(child):
+                    if target == "sundry" or target.startswith("sundry."):
+                        yield target, child.lineno, function
+            yield from walk(child, inside)
+
+    yield from walk(tree, None)
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = []
+    for module, path in sorted(MODULES.items()):
+        own = layer_of(module)
+        for target, line, _ in _imports(module, path):
+            if layer_of(target) > own and (module, target) not in UPWARD_ALLOWED:
+                upward.append(f"{module}:{line} imports {target} "
+                              f"({LAYERS[own][0]} → {LAYERS[layer_of(target)][0]})")
+    assert upward == []
+
+
+def test_no_function_local_imports_of_sundry_modules():
+    local = []
+    for module, path in sorted(MODULES.items()):
+        if module.startswith(LOCAL_IMPORTS_EXEMPT_PACKAGES):
+            continue
+        for target, line, function in _imports(module, path):
+            if function is None or (module, target) in LOCAL_IMPORTS_ALLOWED:
+                continue
+            if module.endswith(".apps") and function == READY_HOOKS:
+                continue
+            local.append(f"{module}:{line} imports {target} inside {function}()")
+    assert local == []
+
+
+def test_the_checks_see_what_they_look_for(tmp_path):
+    # The reader finds both kinds of import it is meant to refuse.
+    probe = tmp_path / "probe.py"
+    probe.write_text("from sundry.live import panels\n\ndef f():\n    from sundry.shop.models import Order\n")
+    found = list(_imports("sundry.core.probe", probe))
+    assert ("sundry.live.panels", 1, None) in found
+    assert ("sundry.shop.models", 4, "f") in found
+    assert layer_of("sundry.live.panels") > layer_of("sundry.core.probe")
+    assert layer_of("sundry.tickets.versions") < layer_of("sundry.context.services") < layer_of("sundry.tickets.views")

@@ -1,0 +1,390 @@
+"""Every write that changes what a panel shows bumps the ticket's version.
+
+The panels are cached by version and pushed by version, so a write that
+changes a panel's input without a bump leaves every watcher (and the next
+socket to connect) looking at the rendering from before it. The test renders
+every staff and customer panel, collects the tables those renderings read,
+and requires each to be written only through paths listed here; then it runs
+every listed path through the production services and checks that it changed
+its table and moved the version.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.loop import agent_run
+from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.scripted import ScriptedModel
+from sundry.agent.services import (
+    customer_message_post,
+    held_action_decide,
+    staff_note_post,
+    staff_reply_post,
+    ticket_set_handler,
+)
+from sundry.compaction.models import CompactionRun
+from sundry.compaction.offline import OfflineSummariser
+from sundry.compaction.services import compaction_consider, compaction_run
+from sundry.context import services as lanes
+from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
+from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
+from sundry.portal.services import detail_flag, flags_resolve, order_pick
+from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
+from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.compaction.helpers import long_ticket
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+pytestmark = pytest.mark.django_db
+
+ORDER = "SU-10480"
+
+
+class World:
+    def __init__(self):
+        users = get_user_model().objects
+        self.staff = users.create_user("sam", password="x", is_staff=True)
+        self.customer_user = users.create_user("alice", password="x")
+        self.customer = CustomerFactory(user=self.customer_user)
+        paid_order(customer=self.customer, number=ORDER, prices=(6000, 4000), status="placed")  # cancellable
+        self.tclass = TicketClassFactory(approval_rules={"cancel_order": {}})
+        self.ticket_id = ticket_create(customer=self.customer, ticket_class=self.tclass, subject="Kettle").pk
+
+    @property
+    def ticket(self) -> Ticket:
+        return Ticket.objects.select_related("ticket_class", "customer", "assigned_to").get(pk=self.ticket_id)
+
+    def version(self, ticket_id=None) -> int:
+        return Ticket.objects.values_list("version", flat=True).get(pk=ticket_id or self.ticket_id)
+
+    def run(self, *responses) -> None:
+        agent_run(self.ticket_id, gateway=Gateway(override=ScriptedModel(list(responses))))
+
+
+@pytest.fixture
+def world():
+    return World()
+
+
+def _call(name, **arguments):
+    return ModelResponse(tool_calls=[ToolCall(id=f"c-{name}", name=name, arguments=arguments)])
+
+
+def _held(world) -> HeldAction:
+    customer_message_post(ticket=world.ticket, text=f"Cancel {ORDER} please", wake=False)
+    # Looked up first: the ID guard takes an order a tool returned, not one only typed.
+    world.run(_call("get_order", order_number=ORDER), _call("cancel_order", order_number=ORDER, reason="customer asked"),
+              ModelResponse(text="Asked staff."))
+    return HeldAction.objects.get(ticket_id=world.ticket_id)
+
+
+def _confirmed_order(world) -> StateValue:
+    return lanes.state_set(ticket=world.ticket, name="order_number", value=ORDER, turn=1, source="customer",
+                           confirmed=True)
+
+
+# --- the write paths, per table a panel reads ---------------------------------------------------
+# Each takes the world and returns the ticket whose version must move (None: the world's).
+
+
+def _status(world):
+    ticket_set_status(ticket=world.ticket, status="resolved", user=world.staff)
+
+
+def _handler(world):
+    ticket_set_handler(ticket=world.ticket, handler="staff", user=world.staff)
+
+
+def _flag(world):
+    detail_flag(ticket=world.ticket, value=_confirmed_order(world), note="wrong order")
+
+
+def _flag_resolved(world):
+    _flag(world)
+    before = world.version()
+    assert flags_resolve(ticket=world.ticket, user=world.staff)
+    assert world.version() > before
+
+
+def _model_unavailable(world):
+    customer_message_post(ticket=world.ticket, text="Hello?", wake=False)
+    world.run(ModelCallError("provider down", retryable=True))
+
+
+def _admin_ticket_edit(world):
+    ticket = world.ticket
+    ticket.subject = "Kettle, broken lid"
+    ticket_fields_save(ticket=ticket, fields=["subject"])
+
+
+def _class_edit(world):
+    tclass = TicketClass.objects.get(pk=world.tclass.pk)
+    tclass.token_budget = 6000
+    ticket_class_save(ticket_class=tclass)
+
+
+def _step_with_lookup(world):
+    customer_message_post(ticket=world.ticket, text=f"Where is {ORDER}?", wake=False)
+    world.run(_call("get_order", order_number=ORDER), ModelResponse(text="It is on its way."))
+
+
+def _hold(world):
+    _held(world)
+
+
+def _approve(world):
+    held = _held(world)
+    before = world.version()
+    held_action_decide(held_id=held.pk, ticket=world.ticket, approve=True, user=world.staff, wake=False)
+    assert world.version() > before
+
+
+def _reject(world):
+    held = _held(world)
+    before = world.version()
+    held_action_decide(held_id=held.pk, ticket=world.ticket, approve=False, user=world.staff, wake=False)
+    assert world.version() > before
+
+
+def _rules_closed(world):
+    lanes.rule_pin(ticket=world.ticket, text="Phone only.", turn=1, source="staff", user=world.staff)
+    before = world.version()
+    ticket_set_status(ticket=world.ticket, status="resolved", user=world.staff)  # closes the ticket's rules
+    assert world.version() > before
+
+
+def _rule_pin(world):
+    lanes.rule_pin(ticket=world.ticket, text="Phone only.", turn=1, source="staff", user=world.staff)
+
+
+def _rule_decide(world):
+    rule = lanes.rule_pin(ticket=world.ticket, text="Phone only.", turn=1, source="staff", user=world.staff)
+    before = world.version()
+    lanes.rule_decide(ticket=world.ticket, rule_id=rule.pk, decision="dismiss", user=world.staff, turn=1)
+    assert world.version() > before
+
+
+def _rule_candidate(world):
+    customer_message_post(ticket=world.ticket, text="Never email me, only phone.", wake=False)
+
+
+def _rename(world):
+    value = world.ticket.customer.customer_id
+    lanes.ledger_rename(ticket=world.ticket, value=value, role="the_customer", turn=1)
+
+
+def _state_set(world):
+    lanes.state_set(ticket=world.ticket, name="issue", value="lid broken", turn=1, source="staff", user=world.staff)
+
+
+def _state_confirm(world):
+    value = lanes.state_set(ticket=world.ticket, name="issue", value="lid broken", turn=1, source="model")
+    before = world.version()
+    lanes.state_confirm(ticket=world.ticket, value_id=value.pk, user=world.staff)
+    assert world.version() > before
+
+
+def _order_pick(world):
+    order_pick(ticket=world.ticket, order_number=ORDER)
+
+
+def _action(world):
+    lanes.action_record(ticket=world.ticket, tool="issue_refund", target=ORDER, arguments={}, turn=1,
+                        result={"order_number": ORDER}, idempotency_key="k1", reversible=False, amount_cents=500,
+                        currency="USD")
+
+
+def _long(world) -> Ticket:
+    ticket = long_ticket()
+    tclass = ticket.ticket_class
+    tclass.trigger_fraction, tclass.token_budget = 0.5, 2000
+    tclass.save()
+    return ticket
+
+
+def _queued(world):
+    ticket = _long(world)
+    before = world.version(ticket.pk)
+    assert compaction_consider(ticket_id=ticket.pk) is not None
+    assert world.version(ticket.pk) > before
+    return ticket
+
+
+class Summariser:
+    """The summariser a run calls, noting the ticket's version when it is called: by then the
+    run's earlier transactions (queued, running) have committed, so what the run's last
+    transaction does (accept, fail, trip the breaker) must move the version past this."""
+
+    def __init__(self, ticket_id, answer):
+        self.ticket_id, self.answer, self.version_at_call = ticket_id, answer, None
+
+    def __call__(self, request):
+        self.version_at_call = Ticket.objects.values_list("version", flat=True).get(pk=self.ticket_id)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer.complete(request)
+
+    def run(self, run_id) -> CompactionRun:
+        # One script step per attempt the summariser may be asked for.
+        done = compaction_run(run_id, gateway=Gateway(override=ScriptedModel([self] * 3)))
+        assert self.version_at_call is not None
+        assert Ticket.objects.values_list("version", flat=True).get(pk=self.ticket_id) > self.version_at_call
+        return done
+
+
+def _compacted(world):
+    ticket = _queued(world)
+    run = CompactionRun.objects.get(ticket=ticket)
+    assert Summariser(ticket.pk, OfflineSummariser()).run(run.pk).status == "succeeded"
+    return ticket
+
+
+def _failed(world):
+    ticket = _queued(world)
+    run = CompactionRun.objects.get(ticket=ticket)
+    assert Summariser(ticket.pk, RuntimeError("boom")).run(run.pk).status == "failed"
+    return ticket
+
+
+def _stale(world):
+    ticket = _queued(world)
+    run = CompactionRun.objects.get(ticket=ticket)
+    Summary.objects.create(ticket=ticket, covers_through_turn=1, text="Another run's summary.", fields={},
+                           is_current=True)
+    before = world.version(ticket.pk)
+    assert compaction_run(run.pk).status == "stale"
+    assert world.version(ticket.pk) > before
+    return ticket
+
+
+def _breaker(world):
+    ticket = _long(world)
+    for _ in range(3):
+        run = compaction_consider(ticket_id=ticket.pk)
+        assert Summariser(ticket.pk, RuntimeError("boom")).run(run.pk).status == "failed"
+        customer_message_post(ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk),
+                              text="Any news?", wake=False)
+    assert Ticket.objects.get(pk=ticket.pk).attention.startswith("Compaction breaker")
+    return ticket
+
+
+WRITE_PATHS = {
+    Turn: [lambda w: customer_message_post(ticket=w.ticket, text="Hi", wake=False),
+           lambda w: staff_reply_post(ticket=w.ticket, text="On it.", user=w.staff),
+           lambda w: staff_note_post(ticket=w.ticket, text="Check the lid.", user=w.staff)],
+    Ticket: [_status, _handler, _flag, _flag_resolved, _model_unavailable, _admin_ticket_edit, _breaker],
+    TicketClass: [_class_edit],
+    AgentStep: [_step_with_lookup],
+    HeldAction: [_hold, _approve, _reject],
+    PinnedRule: [_rule_pin, _rule_decide, _rule_candidate, _rules_closed],
+    LedgerEntry: [_rename, _step_with_lookup],
+    StateValue: [_state_set, _state_confirm, _order_pick],
+    ActionTaken: [_action, _approve],
+    MoneyTotal: [_step_with_lookup],
+    Summary: [_compacted],
+    CompactionRun: [_queued, _compacted, _failed, _stale, _breaker],
+}
+
+# Tables panels read that Sundry's own code never writes while a ticket is worked: the shop's
+# records and logins change in the shop and user admin, outside any ticket; a page shows such an
+# edit with the ticket's next change or on reload.
+NOT_WRITTEN_BY_SUNDRY = {"shop.customer", "shop.order", "auth.user"}
+
+
+def _fingerprint(model) -> list:
+    return list(model.objects.order_by("pk").values())
+
+
+def _cases():
+    for model, paths in WRITE_PATHS.items():
+        for path in paths:
+            name = getattr(path, "__name__", "path")
+            yield pytest.param(model, path, id=f"{model._meta.label}-{name}")
+
+
+@pytest.mark.parametrize("model,path", list(_cases()))
+def test_each_write_path_changes_its_table_and_bumps_the_version(world, model, path):
+    before_rows = _fingerprint(model)
+    versions = dict(Ticket.objects.values_list("pk", "version"))
+    result = path(world)
+    touched = result if isinstance(result, Ticket) else world.ticket  # paths on another ticket return it
+    assert _fingerprint(model) != before_rows, "the path did not write the table it is listed under"
+    assert world.version(touched.pk) > versions.get(touched.pk, -1)
+
+
+def _tables_read(world) -> set[str]:
+    ticket = world.ticket
+    with CaptureQueriesContext(connection) as queries:
+        render_all(ticket, Viewer(world.staff, STAFF))
+        render_all(ticket, Viewer(world.customer_user, CUSTOMER, world.customer))
+    names = set()
+    for q in queries.captured_queries:
+        names |= set(re.findall(r'(?:FROM|JOIN) "([a-z0-9_]+)"', q["sql"]))
+    return names
+
+
+def test_every_table_a_panel_reads_has_its_write_paths_listed(world):
+    # A ticket with something in every lane, so every panel reads what it can.
+    _step_with_lookup(world)
+    _held(world)
+    _rule_pin(world)
+    _action(world)
+    _order_pick(world)
+    _compacted(world)
+    by_table = {m._meta.db_table: m._meta.label_lower for m in apps.get_models()}
+    read = {by_table[t] for t in _tables_read(world) if t in by_table}
+    listed = {m._meta.label_lower for m in WRITE_PATHS}
+    assert {"tickets.ticket", "tickets.turn", "agent.heldaction", "context.ledgerentry"} <= read  # the walk works
+    assert read - listed - NOT_WRITTEN_BY_SUNDRY == set()
+
+
+# --- the admin -----------------------------------------------------------------------------------
+
+
+def _admin_client():
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+    return client
+
+
+def test_a_class_edited_in_the_admin_bumps_every_ticket_of_the_class(world):
+    tclass = world.tclass
+    before = world.version()
+    data = {f: getattr(tclass, f) for f in ("name", "slug", "description", "trigger_fraction", "recent_turns_kept",
+                                             "working_model", "summariser_model", "ledger_cap", "pinned_rules_cap")}
+    data.update(token_budget=6000, approval_rules='{"cancel_order": {}}')
+    response = _admin_client().post(f"/admin/tickets/ticketclass/{tclass.pk}/change/", data)
+    assert response.status_code == 302, response.content[:2000]
+    assert TicketClass.objects.get(pk=tclass.pk).token_budget == 6000
+    assert world.version() > before
+
+
+def test_turns_are_read_only_in_the_admin(world):
+    turn = customer_message_post(ticket=world.ticket, text="Hi", wake=False)
+    client = _admin_client()
+    page = client.get(f"/admin/tickets/turn/{turn.pk}/change/")
+    assert page.status_code == 200 and b'name="text"' not in page.content  # shown, not editable
+    assert client.post(f"/admin/tickets/turn/{turn.pk}/change/", {"text": "rewritten"}).status_code == 403
+    assert client.post(f"/admin/tickets/turn/{turn.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert client.get("/admin/tickets/turn/add/").status_code == 403
+    assert Turn.objects.get(pk=turn.pk).text == "Hi"
+
+
+def test_a_ticket_saved_in_the_admin_never_writes_back_the_counters_it_loaded(world):
+    stale = world.ticket
+    customer_message_post(ticket=world.ticket, text="Meanwhile", wake=False)  # the counters move on
+    now = Ticket.objects.get(pk=world.ticket_id)
+    stale.subject = "Edited"
+    ticket_fields_save(ticket=stale, fields=["subject", "version", "last_turn_number"])
+    after = Ticket.objects.get(pk=world.ticket_id)
+    assert after.subject == "Edited"
+    assert after.last_turn_number == now.last_turn_number and after.version > now.version
