@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
-from sundry.agent import guards, runlimits
+from sundry.agent import consent, guards, runlimits
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
 from sundry.context import services as lanes
@@ -123,6 +123,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
+        said=consent.said_from(assembled.said), state=consent.state_from(snap.state),
     )
 
 

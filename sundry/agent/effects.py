@@ -1,40 +1,72 @@
 """State changes made by code when a tool succeeds.
 
-Money moved → an action taken with its idempotency key and the order's
-totals; any other side effect → an action taken. Models never write these.
+What a result means for the lanes is read from its model's declarations
+(`agent.tools.declarations`), never from the tool's name: an order's figures
+(`reports_totals`) go into the money lane as the shop's truth; money that moved
+(`moves_money`, wherever it sits in the result — a refund inside a
+cancellation counts as much as a refund) goes onto the action, so the actions
+lane says "cancel_order on SU-… · 2899.00 INR" and the refund guard sees the
+order as refunded. Any other side effect is an action taken. Models never
+write these.
 """
 
 from __future__ import annotations
 
-from sundry.agent.guards import write_targets
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
 from sundry.context import services as lanes
-from sundry.context.models import LedgerEntry
-from sundry.core.money import format_money
+
+from sundry.agent.guards import write_targets
+from sundry.tooling.declarations import Movement, Totals, money_moved, order_totals
 
 
-def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> None:
-    name = tool.name
-    data = result.model_dump(mode="json")
-    if name == "get_order":
-        lanes.money_observe(ticket=ticket, order=data["order_number"], currency=data["currency"],
-                            paid_cents=data["paid_cents"], refunded_cents=data["refunded_cents"], turn=turn)
-        return
-    if not tool.side_effect or tool.local:
-        return
-    target = ",".join(sorted(write_targets(tool, args, args.model_dump(mode="json"))))
-    amount = data.get("amount_cents")
-    currency = data.get("currency", "")
-    lanes.action_record(
-        ticket=ticket, tool=name, target=target, arguments=args.model_dump(mode="json"), result=data, turn=turn,
-        idempotency_key=key, reversible=tool.reversible, amount_cents=amount, currency=currency,
-    )
-    if name == "issue_refund":
-        # The tool reports the shop's totals after the refund: take them as the truth.
-        lanes.money_observe(ticket=ticket, order=data["order_number"], currency=currency,
-                            paid_cents=data["refunded_cents"] + data["refundable_cents"],
-                            refunded_cents=data["refunded_cents"], turn=turn)
-        LedgerEntry.objects.filter(ticket=ticket, value=data["refund_id"]).update(
-            note=f"{data['status']} {format_money(amount, currency)} on {data['order_number']}"
+@dataclass(frozen=True)
+class ActionPlan:
+    target: str
+    amount_cents: int | None
+    currency: str
+
+
+@dataclass(frozen=True)
+class EffectsPlan:
+    """What one successful result changes in the lanes. Pure: `apply_effects` writes it."""
+
+    totals: list[Totals] = field(default_factory=list)
+    movements: list[Movement] = field(default_factory=list)
+    action: ActionPlan | None = None
+
+    @property
+    def unreported(self) -> list[Movement]:
+        """Money that moved on an order the result reports no figures for: added to what the lane holds."""
+        reported = {t.order for t in self.totals}
+        return [m for m in self.movements if m.order and m.order not in reported]
+
+
+def plan_effects(tool, args, result: BaseModel) -> EffectsPlan:
+    totals, movements = order_totals(result), money_moved(result)
+    action = None
+    if tool.side_effect and not tool.local:
+        target = ",".join(sorted(write_targets(tool, args, args.model_dump(mode="json"))))
+        currencies = {m.currency for m in movements}
+        # One action, one amount: the money it moved (in one currency; several would be a shop error).
+        amount = sum(m.amount_cents for m in movements) if movements and len(currencies) == 1 else None
+        action = ActionPlan(target=target, amount_cents=amount, currency=currencies.pop() if amount else "")
+    return EffectsPlan(totals=totals, movements=movements, action=action)
+
+
+def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> EffectsPlan:
+    plan = plan_effects(tool, args, result)
+    for t in plan.totals:
+        lanes.money_observe(ticket=ticket, order=t.order, currency=t.currency, paid_cents=t.paid_cents,
+                            refunded_cents=t.refunded_cents, turn=turn)
+    for m in plan.unreported:
+        lanes.money_add_refund(ticket=ticket, order=m.order, amount_cents=m.amount_cents, turn=turn)
+    if plan.action is not None:
+        lanes.action_record(
+            ticket=ticket, tool=tool.name, target=plan.action.target, arguments=args.model_dump(mode="json"),
+            result=result.model_dump(mode="json"), turn=turn, idempotency_key=key, reversible=tool.reversible,
+            amount_cents=plan.action.amount_cents, currency=plan.action.currency,
         )
-    elif name == "book_return":
-        LedgerEntry.objects.filter(ticket=ticket, value=data["return_id"]).update(note=f"return {data['status']}")
+    return plan

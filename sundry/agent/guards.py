@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals, strictjson
+from sundry.agent import approvals, consent, strictjson
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
 from sundry.tooling.tools import Tool
@@ -42,12 +42,17 @@ class GuardInput:
     approval_rules: dict = field(default_factory=dict)  # as stored on the class; read by approvals.rule_for
     approved: bool = False
     lookup_tools: frozenset[str] = LOOKUP_TOOLS
+    # The conversation the request showed (customer messages and staff notes), for the consent
+    # guard; None when the caller has none to judge by (the harness' ID checks).
+    said: tuple[consent.Said, ...] | None = None
+    # Current state fields: name → (value, confirmed).
+    state: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, repeat, approval (the loop adds duplicate)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, consent, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -136,7 +141,8 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
 def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
     for rule in inp.rules:
         if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()):
-            reason = (f'Pinned rule from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
+            what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
+            reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
                       f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
             return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
     return None
@@ -263,6 +269,24 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
+    """An irreversible action runs without staff only on a request for it (see agent.consent)."""
+    action = inp.tool.consent_action
+    if not action or inp.said is None:
+        return None
+    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in ("order", "item")]
+    entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
+                for e in inp.ledger]
+    done = [consent.Done(t.consent_action, a.target, a.turn) for a in inp.actions
+            if (t := REGISTRY.get(a.tool)) is not None and t.consent_action]
+    verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
+                                    done=done, state=inp.state)
+    if verdict.ok:
+        return None
+    return GuardVerdict("hold", "consent", f"{verdict.reason} Do not retry it; tell the customer a member of staff "
+                        "will look at it.", args, {**verdict.details, "action": action, "target": target})
+
+
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins."""
     args = _parse(inp)
@@ -278,7 +302,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
         if verdict:
             return verdict
         if not inp.approved:
-            verdict = _check_held(inp, args)
+            verdict = _check_consent(inp, args) or _check_held(inp, args)
             if verdict:
                 return verdict
     return GuardVerdict("allow", "", "", args, {})

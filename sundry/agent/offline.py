@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from sundry.agent import consent
 from sundry.agent import offline_words as words
 from sundry.context import render
 from sundry.context.idformats import find_ids, kind_of
@@ -36,6 +37,7 @@ from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCa
 MAX_CALLS_PER_STEP = 8
 RECENT_ORDERS = 5
 FOLLOW_UP_TOOL = "request_staff_follow_up"
+FOLLOW_UP_REASON_MAX = 160
 # Tools that only write Sundry's own lanes: they do not count towards the calls a step may make.
 LANE_TOOLS = frozenset({"record_fact", "pin_constraint", "label_entity", FOLLOW_UP_TOOL})
 STAFF_FOLLOW_UP = ("I wasn't able to complete this automatically. A member of our support staff will "
@@ -76,13 +78,16 @@ _INTENTS = [
     ("track", re.compile(r"\blost\b|\bnever (?:arrived|came|turned up|got here)|\b(?:hasn't|has not|didn't|did not|"
                          r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
                          re.I)),
-    ("track", re.compile(r"\btrack|where(?: is|'s)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b", re.I)),
+    ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
+                         r"\bin transit\b|\bon its way\b|\bany news\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
 _HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
+# "Keep the Stand Mixer order": the one order the earlier request is not about.
+_KEEP = re.compile(r"\bkeep\b|\bstill want\b|\bleave (?:it|that|the)\b", re.I)
 _THANKS = re.compile(r"\b(?:thanks|thank you|cheers|perfect|great|that's all)\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUM = r"\d[\d,]*(?:\.\d{1,2})?"
@@ -379,8 +384,14 @@ def reply(text: str) -> Decision:
 def follow_up(v: RequestView, reason: str, text: str = STAFF_FOLLOW_UP) -> Decision:
     """Tell the customer staff will follow up — after flagging the ticket for them, when the tool exists."""
     if v.offers(FOLLOW_UP_TOOL) and not any(s.name == FOLLOW_UP_TOOL for s in v.tail):
-        return Decision(call=(FOLLOW_UP_TOOL, v.args_for(FOLLOW_UP_TOOL, {"reason": reason[:300]})))
+        return Decision(call=(FOLLOW_UP_TOOL, v.args_for(FOLLOW_UP_TOOL, {"reason": _short(reason)})))
     return reply(text)
+
+
+def _short(reason: str, limit: int = FOLLOW_UP_REASON_MAX) -> str:
+    """The reason within what request_staff_follow_up takes."""
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= limit else reason[: limit - 1].rstrip() + "…"
 
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
@@ -419,15 +430,44 @@ def intent_of(text: str) -> str | None:
     return None
 
 
+def asks_for(text: str, intent: str) -> bool:
+    """The text asks for the action `intent` names (refund, cancel, return, replace) to be done,
+    read as the consent guard reads it: not a question about one, a thought or a withdrawal."""
+    action = intent if intent in consent.ACTIONS else None
+    if action is None:
+        return True
+    kinds = {consent.sentence_kind(s, action) for s in consent.sentences(text)}
+    return "request" in kinds
+
+
 def _intent(v: RequestView) -> str | None:
     latest = v.latest or ""
     found = intent_of(latest)
     if found:
         return found
-    # A short answer ("it's SU-20481", "the blender") continues the request before it.
+    # A short answer ("it's SU-20481", "the blender") continues the request before it — never a
+    # question of its own ("Could you check SU-20212 too?") or thanks, and an action only when the
+    # earlier message asked for it.
+    if latest.rstrip().endswith("?") or (_THANKS.search(latest) and not find_ids(latest)) or _KEEP.search(latest):
+        return None
     if find_ids(latest) or v.last_agent_asked() or _product_match(v, latest):
-        return next((i for t in v.customer_texts()[1:] if (i := intent_of(t))), None)
+        earlier = next(((i, t) for t in v.customer_texts()[1:] if (i := intent_of(t))), None)
+        if earlier and asks_for(earlier[1], earlier[0]):
+            return earlier[0]
     return None
+
+
+def _not_asked(v: RequestView, intent: str) -> Decision:
+    """The customer names an action without asking for it ("I'm thinking about cancelling"): say
+    what it would mean and ask, never act. A withdrawal ("don't cancel it") is acknowledged."""
+    noun = _NOUN[intent]
+    latest = v.latest or ""
+    kinds = {consent.sentence_kind(s, intent) for s in consent.sentences(latest)}
+    typed = [val for k, val in find_ids(latest) if k == "order"]
+    on = f" on order {typed[0]}" if typed else ""
+    if "negated" in kinds:
+        return reply(f"Understood — I won't go ahead with a {noun}{on}.")
+    return reply(f"I haven't done anything yet. If you'd like a {noun}{on}, just tell me and I'll take care of it.")
 
 
 def _unpinned_constraint(v: RequestView) -> str | None:
@@ -873,7 +913,8 @@ def do_status(v: RequestView, kind: str) -> Decision:
 
 
 def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
-    """record_fact calls for what the latest message establishes: the issue, the remedy asked for, an amount."""
+    """record_fact calls for what the latest message establishes: the issue, the remedy asked for, an amount,
+    and the order they are about."""
     latest = v.latest or ""
     wanted = []
     issue = next((r for rx, r in _REASONS if rx.search(latest)), None)
@@ -885,6 +926,9 @@ def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
         wanted.append(remember(v, "resolution", _RESOLUTION[intent]))
         if intent == "refund" and (amount := _explicit_amount(v, latest_only=True)):
             wanted.append(remember(v, "amount", render.format_money(*amount), stated=True))
+    if wanted and kind_of(order) == "order":
+        # Which order the case is about: the issue and the remedy above are about it.
+        wanted.append(remember(v, "order_number", order))
     calls = [c for c in wanted if c]
     return Decision(call=calls[0], more=calls[1:]) if calls else None
 
@@ -895,6 +939,17 @@ def _stated_constraint(v: RequestView) -> bool:
         _CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest)))
 
 
+def _held_reply(held: Seen) -> str:
+    """What is waiting for staff, in the customer's terms: "Your refund of 14.00 USD on SU-21369 …"."""
+    args, order = held.args, held.args.get("order_number") or held.args.get("order")
+    noun = {tool: _NOUN[kind] for kind, tool in _STATUS_TOOL.items()}.get(held.name)
+    if not noun or not isinstance(order, str):
+        return HELD_REPLY
+    amount = f" of {args['amount']} {args.get('currency', '')}".rstrip() if args.get("amount") else ""
+    return (f"Your {noun}{amount} on order {order} needs a quick check by our staff; it is with them now and "
+            "I'll update you once they decide.")
+
+
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
         return reply("Hello! How can I help you today?")
@@ -902,7 +957,7 @@ def decide(v: RequestView) -> Decision:
         return follow_up(v, "the agent made many tool calls on this message without finishing")
     # Held and not yet decided: the newest result in this step is the hold.
     if v.tail and _HELD.search(v.tail[-1].content):
-        return reply(HELD_REPLY)
+        return reply(_held_reply(v.tail[-1]))
     if (rule := _unpinned_constraint(v)) and v.has_tool("pin_constraint"):
         return emit(v, "pin_constraint", text=rule, scope="ticket")
     if (pref := words.contact_preference(v.latest)) and (fact := remember(v, "contact_preference", pref, True)):
@@ -910,6 +965,11 @@ def decide(v: RequestView) -> Decision:
     if kind := words.status_question(v.latest):
         return do_status(v, kind)
     intent = _intent(v)
+    if intent in consent.ACTIONS and intent_of(v.latest) == intent and not asks_for(v.latest, intent):
+        if words.status_question(v.latest) is None and any(
+                consent.sentence_kind(s, intent) == "status" for s in consent.sentences(v.latest)):
+            return do_status(v, intent)
+        return _not_asked(v, intent)
     if intent is None:
         if _stated_constraint(v):
             return reply(words.acknowledgement(v.latest))

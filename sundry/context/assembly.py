@@ -46,6 +46,9 @@ class Assembled:
     # What the guards may treat as "seen in the request".
     recent_result_ids: frozenset[str] = field(default_factory=frozenset)
     recent_text_ids: frozenset[str] = field(default_factory=frozenset)
+    # What people said in the request's turns, by the turn's own author (never by how its text
+    # begins): (author, turn number, text) of customer messages and staff notes, oldest first.
+    said: tuple[tuple[str, int, str], ...] = ()
 
 
 def whole_units(turns: list[TurnData]) -> list[TurnData]:
@@ -58,6 +61,12 @@ def whole_units(turns: list[TurnData]) -> list[TurnData]:
             continue
         out.append(t)
     return out
+
+
+def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
+    """Customer messages and staff notes among these turns: what the consent guard reads."""
+    return tuple((t.author, t.number, t.text) for t in turns
+                 if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
 
 
 def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
@@ -124,7 +133,8 @@ def assemble(
         rules_over_cap=bool(rules_cap_tokens and lane_tokens["rules"] > rules_cap_tokens),
         first_turn=turns[0].number if turns else None, last_turn=turns[-1].number if turns else None,
     )
-    return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids)
+    return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids,
+                     said=said_in(turns))
 
 
 def total_after_reply(total_tokens: int, reply: TurnData, model: str) -> int:

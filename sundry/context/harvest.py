@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sundry.context.lanes import LedgerData, eviction_key, next_role
-from sundry.context.render import ledger_line
+from sundry.context.render import DESCRIPTION_CHARS, cell, ledger_line
 from sundry.core.tokens import count_tokens
 
 # The live ledger may fill this share of the class budget; past it, entries are archived.
@@ -34,6 +34,9 @@ class LedgerRow:
     order: int = 0  # insertion order, the tie-break when eviction keys are equal
     note: str = ""
     id: int | None = None  # the database row, once there is one
+    # What the ID is, built by code from the declared fields of the result that last
+    # described it ("Air Fryer 5.5L · delivered"): how "the air fryer" finds its order.
+    description: str = ""
 
 
 @dataclass
@@ -45,6 +48,7 @@ class HarvestPlan:
     restored: list[LedgerRow] = field(default_factory=list)  # archived, back under its old role
     renamed: list[LedgerRow] = field(default_factory=list)  # a mentioned ID verified, or restored under a new role
     evicted: list[LedgerRow] = field(default_factory=list)  # archived now to keep within the cap
+    described: list[LedgerRow] = field(default_factory=list)  # rows already stored whose description changed
     roles: list[str] = field(default_factory=list)  # the role of each found ID, in the order found
 
 
@@ -66,24 +70,31 @@ def _next_order(rows: dict[str, LedgerRow]) -> int:
 
 
 def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
-                 notes: dict[str, str] | None = None) -> HarvestPlan:
+                 notes: dict[str, str] | None = None, descriptions: dict[str, str] | None = None) -> HarvestPlan:
     """IDs a successful tool result returned (`found`: (value, kind)) enter the ledger verified.
 
     `rows` (value → row, every status) is updated in place. A new ID takes its
     kind's next free role; a customer-mentioned one earns its kind's role once
     verified; an archived one comes back under its old role unless an active
     entry holds it. Past `cap` tokens of active entries, the plan archives by `eviction_key`.
+    `descriptions` (value → text, from the result's declarations) replace an
+    entry's description; an ID the result does not describe keeps the one it has.
     """
-    plan, roles, notes = HarvestPlan(), _Roles(rows.values()), notes or {}
+    plan, roles, notes, descriptions = HarvestPlan(), _Roles(rows.values()), notes or {}, descriptions or {}
     order = _next_order(rows)
     for value, kind in found:
         row = rows.get(value)
         if row is None:
             row = rows[value] = LedgerRow(value, roles.new(kind), kind, True, turn, turn, order=order,
-                                          note=notes.get(value, ""))
+                                          note=notes.get(value, ""), description=descriptions.get(value, ""))
             order += 1
             plan.new.append(row)
         else:
+            described = descriptions.get(value)
+            if described and described != row.description:
+                row.description = described
+                if row.id is not None:
+                    plan.described.append(row)
             role, was_active = row.role, row.active
             if not row.verified and row.role.endswith("_mentioned"):
                 row.role = roles.new(kind)
@@ -151,8 +162,10 @@ def class_allowance(ticket_class) -> int:
 
 def entry_tokens(row: LedgerRow) -> int:
     """What one entry costs in the ledger block: its rendered line and the line break."""
+    # With its description at the most it may show: eviction must not undercount what a line costs.
     line = ledger_line(LedgerData(row.role, row.value, row.kind, row.verified, row.first_seen_turn,
-                                  row.last_used_turn, note=row.note))
+                                  row.last_used_turn, note=row.note),
+                       cell(row.description, DESCRIPTION_CHARS))
     return count_tokens(line) + 1
 
 

@@ -21,6 +21,8 @@ class RuleData:
     source: str = "customer"
     # e.g. {"block_tools": ["send_email"]}
     enforcement: dict[str, Any] = field(default_factory=dict)
+    # False for a candidate: flagged, enforced (fail-safe), not yet confirmed by staff.
+    confirmed: bool = True
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class LedgerData:
     archived: bool = False
     # Used as an argument of a tool call (not merely seen in a result).
     used: bool = False
+    # What it is ("Air Fryer 5.5L · delivered"), built by code from the result that described it.
+    description: str = ""
 
 
 def next_role(base: str, taken: set[str]) -> str:

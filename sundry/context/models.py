@@ -66,6 +66,11 @@ class LedgerEntry(models.Model):
     last_used_turn = models.PositiveIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     note = models.CharField(max_length=120, blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'")
+    description = models.CharField(
+        max_length=100, blank=True,
+        help_text="What it is, built by code from declared fields of the result that last described it "
+                  "(an order: item names and status; a refund: amount and order)",
+    )
     used_in_call = models.BooleanField(default=False, help_text="Used as a tool-call argument, not merely seen")
     source = models.CharField(max_length=60, blank=True, help_text="Tool (or 'customer') it was first seen from")
     version = models.PositiveIntegerField(default=1)

@@ -39,9 +39,16 @@ HEADINGS = {"system": SYSTEM_HEADING, "rules": RULES_HEADING, "ledger": LEDGER_H
             "state": STATE_HEADING, "summary": SUMMARY_HEADING}
 
 NO_RULES = "(no rules pinned for this ticket)"
+# A candidate rule: flagged from someone's words, in force until staff dismiss it.
+UNCONFIRMED = "unconfirmed, in force until staff decide"
 NO_IDS = "(no identifiers recorded yet)"
 NO_STATE = "(nothing established yet)"
-LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status"
+LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status | what it is"
+# Descriptions are bounded twice: each at most DESCRIPTION_CHARS characters (~20 tokens), all
+# together at most DESCRIPTIONS_TOTAL_CHARS (~600 tokens); past that, the least recently used
+# entries show "-" (their IDs stay, and a lookup describes them again).
+DESCRIPTION_CHARS = 80
+DESCRIPTIONS_TOTAL_CHARS = 2400
 VERIFIED, UNVERIFIED = "verified", "UNVERIFIED"
 STATE_SECTIONS = {"fields": "Fields:", "actions": "Actions already taken:", "money": "Money per order:"}
 
@@ -124,6 +131,8 @@ def render_system_prompt(class_policy: str) -> str:
 def _rule_line(n: int, rule: RuleData) -> str:
     scope = f"{rule.scope} {rule.scope_ref}".strip()
     line = f'{n}. "{rule.text}" — turn {rule.turn}; scope {scope}; stated by {rule.source}'
+    if not rule.confirmed:
+        line += f"; {UNCONFIRMED}"
     blocked = (rule.enforcement or {}).get("block_tools") or []
     if blocked:
         line += f"; blocks tools: {', '.join(blocked)}"
@@ -142,7 +151,7 @@ def render_rules(rules: list[RuleData], cap_tokens: int | None = None) -> str:
 
 _RULE_LINE = re.compile(
     r'^\d+\. "(?P<text>.*?)" — turn (?P<turn>\d+); scope (?P<scope>[^;\n]*); stated by (?P<source>[^;\n]*)'
-    r"(?:; blocks tools: (?P<blocks>[^\n]*))?$",
+    r"(?P<unconfirmed>; unconfirmed[^;\n]*)?(?:; blocks tools: (?P<blocks>[^\n]*))?$",
     re.M | re.S,
 )
 
@@ -153,30 +162,49 @@ class ParsedRule:
     turn: int
     scope: str
     block_tools: tuple[str, ...] = ()
+    confirmed: bool = True
 
 
 def parse_rules(block: str) -> list[ParsedRule]:
     out = []
     for m in _RULE_LINE.finditer(block or ""):
         blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
-        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks))
+        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks,
+                              confirmed=not m.group("unconfirmed")))
     return out
 
 
 # --- ledger ----------------------------------------------------------------------------
 
 
-def ledger_line(e: LedgerData) -> str:
+def cell(text: str, limit: int) -> str:
+    text = " ".join((text or "").replace("|", "/").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def ledger_line(e: LedgerData, description: str = "") -> str:
     cells = [e.role, e.value, e.kind, VERIFIED if e.verified else UNVERIFIED,
-             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", e.note or "-"]
+             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", e.note or "-",
+             description or "-"]
     return " | ".join(cells)
+
+
+def ledger_descriptions(entries: list[LedgerData]) -> dict[str, str]:
+    """The description shown for each entry, within the per-entry and total bounds (most recently used first)."""
+    out, left = {}, DESCRIPTIONS_TOTAL_CHARS
+    for e in sorted(entries, key=lambda e: (-e.last_used_turn, -e.first_seen_turn, e.role)):
+        text = cell(e.description, DESCRIPTION_CHARS)
+        if text and len(text) <= left:
+            out[e.value], left = text, left - len(text)
+    return out
 
 
 def render_ledger(entries: list[LedgerData]) -> str:
     active = sorted((e for e in entries if not e.archived), key=lambda e: (e.first_seen_turn, e.role))
     if not active:
         return f"{LEDGER_HEADING}\n{NO_IDS}"
-    return "\n".join([LEDGER_HEADING, LEDGER_COLUMNS] + [ledger_line(e) for e in active])
+    shown = ledger_descriptions(active)
+    return "\n".join([LEDGER_HEADING, LEDGER_COLUMNS] + [ledger_line(e, shown.get(e.value, "")) for e in active])
 
 
 _TURN_NO = re.compile(r"turn (\d+)")
@@ -185,13 +213,15 @@ _TURN_NO = re.compile(r"turn (\d+)")
 def parse_ledger(block: str) -> list[LedgerData]:
     out = []
     for line in (block or "").splitlines()[1:]:
-        cells = [c.strip() for c in line.split(" | ", 6)]
-        if len(cells) != 7 or line == LEDGER_COLUMNS:
+        cells = [c.strip() for c in line.split(" | ", 7)]
+        if len(cells) not in (7, 8) or line == LEDGER_COLUMNS:
             continue
-        role, value, kind, verified, first, last, note = cells
+        role, value, kind, verified, first, last, note, *described = cells
+        description = described[0] if described and described[0] != "-" else ""
         turns = [int(m.group(1)) if (m := _TURN_NO.search(c)) else 0 for c in (first, last)]
         out.append(LedgerData(role=role, value=value, kind=kind, verified=verified == VERIFIED,
-                              first_seen_turn=turns[0], last_used_turn=turns[1], note="" if note == "-" else note))
+                              first_seen_turn=turns[0], last_used_turn=turns[1], note="" if note == "-" else note,
+                              description=description))
     return out
 
 

@@ -1,12 +1,16 @@
 """Spotting rules in what people type, and turning rule text into checks.
 
 A cheap classifier pass, not a model: it flags imperative and negative
-phrasing as *candidates*. Staff (or the agent via `pin_constraint`) decide.
+phrasing as *candidates*. A candidate is enforced at once (fail-safe: a
+flagged "never email" blocks `send_email` before anyone confirms it) and
+shown as unconfirmed until staff confirm or dismiss it. Who may change a rule
+goes by authority: staff > customer-stated > model (`plan_pin`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # A directive, not a description: "don't"/"never" opening a clause ("Please
 # don't call", "…, never email") or aimed at something the desk could do;
@@ -63,3 +67,70 @@ def infer_enforcement(text: str) -> dict:
         elif re.search(r"\be-?mail\b[^.]*\bonly\b|\bonly\b[^.]*\be-?mail\b", text, re.I):
             blocked.remove("send_email")
     return {"block_tools": blocked} if blocked else {}
+
+
+# --- authority: who may change a rule -------------------------------------------------------
+
+# Staff > what the customer stated > the model (and the summariser, which only proposes).
+AUTHORITY = {"staff": 3, "system": 3, "customer": 2, "model": 1, "summariser": 1}
+# How much of the case a scope covers: widening a restriction adds to it, narrowing lifts part of it.
+BREADTH = {"order": 1, "ticket": 2, "customer": 3}
+SCOPES = tuple(BREADTH)
+
+
+class RuleRefused(ValueError):
+    """A rule change the asker has no authority for, or a scope that names nothing real."""
+
+
+def check_scope(scope: str, scope_ref: str, *, orders: set[str]) -> str:
+    """The scope_ref to store: an order-scoped rule names one of the ticket's verified orders; others name nothing."""
+    if scope not in BREADTH:
+        raise RuleRefused(f"Scope must be one of {', '.join(SCOPES)}.")
+    scope_ref = (scope_ref or "").strip()
+    if scope == "order":
+        if not scope_ref:
+            raise RuleRefused("An order-scoped rule needs scope_ref: the order number, copied from the ID ledger.")
+        if scope_ref not in orders:
+            raise RuleRefused(f"scope_ref '{scope_ref}' is not a verified order of this ticket; copy an order number "
+                              "from the ID ledger.")
+        return scope_ref
+    if scope_ref:
+        raise RuleRefused(f"scope_ref names an order, so it goes with scope 'order', not '{scope}'.")
+    return ""
+
+
+@dataclass(frozen=True)
+class PinPlan:
+    """What a pin does to the rule with the same text (None: there is none yet)."""
+
+    create: bool
+    status: str  # active or candidate
+    scope: str
+    scope_ref: str
+
+
+def plan_pin(existing, *, source: str, scope: str, scope_ref: str) -> PinPlan:
+    """A pin by `source` of a rule whose text matches `existing` (status, source, scope, scope_ref, confirmed), or None.
+
+    The model may add restrictions: a new rule of its own stays a candidate (enforced,
+    marked unconfirmed) until staff confirm it, and it may widen a rule's scope. It
+    never lifts, narrows, re-targets or revives (once dismissed) a rule, and never
+    changes one stated by someone with more authority than itself.
+    """
+    by_model = AUTHORITY.get(source, 0) < AUTHORITY["customer"]
+    if existing is None:
+        return PinPlan(True, "candidate" if by_model else "active", scope, scope_ref)
+    if not by_model:
+        return PinPlan(False, "active", scope, scope_ref)
+    if existing.status in ("dismissed", "closed"):
+        raise RuleRefused(f"Staff {existing.status} this rule; it stays {existing.status}. Follow it only if the "
+                          "customer states it again.")
+    narrower = BREADTH[scope] < BREADTH[existing.scope]
+    retargeted = scope == existing.scope == "order" and scope_ref != existing.scope_ref
+    if narrower or retargeted:
+        who = "staff" if existing.confirmed else existing.source
+        raise RuleRefused(f"This rule is in force for {existing.scope} {existing.scope_ref}".rstrip() +
+                          f" (stated by {who}); you may not narrow or move it. It stays as it is.")
+    if BREADTH[scope] > BREADTH[existing.scope]:
+        return PinPlan(False, existing.status, scope, scope_ref)
+    return PinPlan(False, existing.status, existing.scope, existing.scope_ref)

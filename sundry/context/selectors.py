@@ -28,8 +28,8 @@ def current_summary(ticket) -> Summary | None:
     return Summary.objects.filter(ticket=ticket, is_current=True).first()
 
 
-RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement")
-LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call")
+RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement", "status")
+LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description")
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
@@ -62,14 +62,17 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     summary = Summary.objects.filter(ticket_id=pk, is_current=True).order_by("-covers_through_turn").values_list(
         *SUMMARY).first()
     snap.rules = [
-        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=enf or {})
-        for i, text, turn, scope, ref, source, enf in PinnedRule.objects.filter(
-            ticket_id=pk, status=PinnedRule.Status.ACTIVE).order_by("turn", "id").values_list(*RULE)
+        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=enf or {},
+                 confirmed=status == PinnedRule.Status.ACTIVE)
+        # Candidates too: a flagged rule is enforced until staff dismiss it (fail-safe).
+        for i, text, turn, scope, ref, source, enf, status in PinnedRule.objects.filter(
+            ticket_id=pk, status__in=(PinnedRule.Status.ACTIVE, PinnedRule.Status.CANDIDATE)).order_by(
+                "turn", "id").values_list(*RULE)
     ]
     snap.ledger = [
         LedgerData(role=role, value=value, kind=kind, verified=verified, first_seen_turn=first,
-                   last_used_turn=last, note=note, used=used)
-        for role, value, kind, verified, first, last, note, used in LedgerEntry.objects.filter(
+                   last_used_turn=last, note=note, used=used, description=description)
+        for role, value, kind, verified, first, last, note, used, description in LedgerEntry.objects.filter(
             ticket_id=pk, status=LedgerEntry.Status.ACTIVE).order_by("first_seen_turn", "id").values_list(*LEDGER)
     ]
     snap.state = [

@@ -14,6 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, PositiveIntegerField, Value
 from django.db.models.functions import Greatest
 
+from sundry.tooling.tools import id_owners, iter_ids
+from sundry.tooling.declarations import descriptions
 from sundry.context.idformats import find_ids
 from sundry.context import harvest
 from sundry.context.models import (
@@ -24,7 +26,7 @@ from sundry.context.models import (
     Source,
     StateValue,
 )
-from sundry.context.rules import candidate_rules, infer_enforcement
+from sundry.context.rules import RuleRefused, candidate_rules, check_scope, infer_enforcement, plan_pin
 from sundry.context.statefields import StateValueInvalid, validate_field
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
@@ -48,7 +50,7 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
 
 
 _LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
-               "note")
+               "note", "description")
 
 
 def _later(turn: int) -> Greatest:
@@ -74,7 +76,8 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         ledger_touch(ticket=ticket, values=used, turn=turn)
         owners = id_owners(result)
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
-                                    notes={v: f"of {o}" for v, o in owners.items()})
+                                    notes={v: f"of {o}" for v, o in owners.items()},
+                                    descriptions=descriptions(result))
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -100,7 +103,7 @@ def _apply_plan(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source:
             LedgerEntry(ticket_id=ticket_id, value=r.value, role=r.role, kind=r.kind,
                         status=Status.ACTIVE if r.active else Status.ARCHIVED, verified=r.verified,
                         used_in_call=False, first_seen_turn=turn, last_used_turn=turn, source=source, note=r.note,
-                        version=1 if r.active else 2)
+                        version=1 if r.active else 2, description=r.description)
             for r in plan.new])
     entries = LedgerEntry.objects.filter
     if plan.seen_again:
@@ -112,6 +115,8 @@ def _apply_plan(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source:
     for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
         entries(pk=r.id).update(role=r.role, status=Status.ACTIVE, verified=True, last_used_turn=_later(turn),
                                 version=F("version") + 1)
+    for r in plan.described:  # a later result says what the ID is now (an order cancelled)
+        entries(pk=r.id).update(description=r.description)
     _archive([r.id for r in plan.evicted if r.id is not None])
 
 
@@ -133,8 +138,8 @@ def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
     active = LedgerEntry.Status.ACTIVE
     return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
-                                     used=used_in_call, order=pk, note=note, id=pk)
-            for pk, value, role, kind, status, verified, used_in_call, first, last, note
+                                     used=used_in_call, order=pk, note=note, id=pk, description=description)
+            for pk, value, role, kind, status, verified, used_in_call, first, last, note, description
             in LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW)}
 
 
@@ -292,19 +297,26 @@ def rule_pin(
     *, ticket, text: str, turn: int, source: str, scope: str = "ticket", scope_ref: str = "", user=None,
     stated_turn: int | None = None,
 ) -> PinnedRule:
-    """Pin a rule in force. If the classifier already flagged the same sentence, activate that candidate."""
+    """Pin a rule. Staff (or a customer's own statement) put it in force, activating the candidate
+    the classifier flagged for the same sentence; the model adds restrictions only, within its
+    authority (`rules.plan_pin`), and its own new rules stay candidates until staff confirm them."""
     text = (text or "").strip()
     if not text:
         raise StateValueInvalid("A rule needs its text.")
-    if scope not in PinnedRule.Scope.values:
-        raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
     with transaction.atomic():
         ticket_lock(ticket.pk)
         rule = PinnedRule.objects.select_for_update().filter(ticket=ticket, text=text).first()
+        try:
+            scope_ref = check_scope(scope, scope_ref, orders=_verified_orders(ticket) if scope == "order" else set())
+            if rule is not None:
+                rule.confirmed = rule.changed_by_id is not None
+            plan = plan_pin(rule, source=source, scope=scope, scope_ref=scope_ref)
+        except RuleRefused as exc:
+            raise StateValueInvalid(str(exc)) from exc
         if rule is None:
             rule = PinnedRule(ticket=ticket, text=text, turn=stated_turn or turn, source=source)
-        rule.status = PinnedRule.Status.ACTIVE
-        rule.scope, rule.scope_ref = scope, scope_ref
+        rule.status = plan.status
+        rule.scope, rule.scope_ref = plan.scope, plan.scope_ref
         rule.enforcement = rule.enforcement or infer_enforcement(text)
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version = (rule.version or 0) + 1
@@ -329,9 +341,11 @@ def rule_decide(
         if statuses[decision]:
             rule.status = statuses[decision]
         if scope:
-            if scope not in PinnedRule.Scope.values:
-                raise StateValueInvalid(f"Scope must be one of {', '.join(PinnedRule.Scope.values)}.")
-            rule.scope, rule.scope_ref = scope, scope_ref or ""
+            try:
+                ref = check_scope(scope, scope_ref or "", orders=_verified_orders(ticket) if scope == "order" else set())
+            except RuleRefused as exc:
+                raise StateValueInvalid(str(exc)) from exc
+            rule.scope, rule.scope_ref = scope, ref
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version += 1
         rule.save()
@@ -339,13 +353,20 @@ def rule_decide(
     return rule
 
 
+def _verified_orders(ticket) -> set[str]:
+    """The orders a rule may be scoped to: those a tool returned on this ticket."""
+    return set(LedgerEntry.objects.filter(ticket=ticket, kind="order", verified=True).values_list("value", flat=True))
+
+
 def rules_carry_customer_scope(*, ticket) -> int:
-    """Copy the customer's active customer-scoped rules from their other tickets onto a new one."""
+    """Copy the customer's active customer-scoped rules from their other tickets onto a new one.
+
+    A rule the model pinned carries only once staff confirmed it (a staff member changed it)."""
     seen = set(PinnedRule.objects.filter(ticket=ticket).values_list("text", flat=True))
     made = 0
     for rule in PinnedRule.objects.filter(
         ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
-    ).exclude(ticket=ticket).order_by("id"):
+    ).exclude(ticket=ticket).exclude(source__in=("model", "summariser"), changed_by__isnull=True).order_by("id"):
         if rule.text in seen:
             continue
         seen.add(rule.text)

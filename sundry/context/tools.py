@@ -15,13 +15,16 @@ class PinArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(description="The customer's (or staff's) rule, copied word for word", min_length=3, max_length=500)
     scope: str = Field("ticket", description="ticket, customer or order")
-    scope_ref: str = Field("", description="For an order-scoped rule, the order number")
+    scope_ref: str = Field("", description="For an order-scoped rule, the order number copied from the ID ledger; "
+                                           "empty for ticket and customer scope")
 
 
 class PinResult(BaseModel):
     pinned: str
     scope: str
     blocks_tools: list[str] = []
+    # "candidate": in force now, until staff confirm or dismiss it.
+    status: str = "active"
 
 
 def _pin(ctx: ToolContext, args: PinArgs) -> PinResult:
@@ -31,7 +34,8 @@ def _pin(ctx: ToolContext, args: PinArgs) -> PinResult:
                         scope_ref=args.scope_ref)
     except StateValueInvalid as exc:
         raise ToolError(str(exc)) from exc
-    return PinResult(pinned=rule.text, scope=rule.scope, blocks_tools=rule.enforcement.get("block_tools", []))
+    return PinResult(pinned=rule.text, scope=rule.scope, blocks_tools=rule.enforcement.get("block_tools", []),
+                     status=rule.status)
 
 
 class LabelArgs(BaseModel):
@@ -106,7 +110,8 @@ register(Tool(
     description=(
         "Record a rule that must hold for the rest of this ticket whenever the customer (or staff) states a "
         "prohibition, a hard limit or a preference about how the case is handled (e.g. 'phone only, never email', "
-        "'I don't want a replacement'). Copy their words verbatim."
+        "'I don't want a replacement'). Copy their words verbatim. It is enforced at once and stays unconfirmed "
+        "until staff confirm it; you can add or widen rules, never narrow or remove one."
     ),
     args_model=PinArgs, result_model=PinResult, run=_pin, local=True,
 ))

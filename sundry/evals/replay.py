@@ -76,7 +76,8 @@ class LaneReplay:
     def ledger(self) -> dict[str, LedgerData]:
         """Every entry, archived ones too, as the lanes carry them."""
         return {r.value: LedgerData(r.role, r.value, r.kind, r.verified, r.first_seen_turn, r.last_used_turn,
-                                    note=r.note, archived=not r.active, used=r.used) for r in self.rows.values()}
+                                    note=r.note, archived=not r.active, used=r.used, description=r.description)
+                for r in self.rows.values()}
 
     # --- rules -------------------------------------------------------------------------
 
@@ -114,7 +115,8 @@ class LaneReplay:
         harvest.touch(self.rows, [v for _, _, v in self.domain.id_args(name, args)], t.number)
         found = list(dict.fromkeys((value, kind) for kind, value in self.domain.harvest(name, t)))
         harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
-                             notes={v: f"of {o}" for v, o in owners.items()})
+                             notes={v: f"of {o}" for v, o in owners.items()},
+                             descriptions=self.domain.descriptions(name, t))
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m
         if self.domain.side_effect(name):
@@ -122,9 +124,12 @@ class LaneReplay:
                 f"{self.ticket_id}|{name}|{json.dumps(args, sort_keys=True, default=str)}".encode()).hexdigest()[:40]
             data = (t.payload or {}).get("result") if isinstance((t.payload or {}).get("result"), dict) else {}
             amount = data.get("amount_cents") if isinstance(data.get("amount_cents"), int) else None
+            currency = str(data.get("currency") or "")
+            if (moved := self.domain.moved(name, t)) is not None:
+                amount, currency = moved
             self.actions.append(ActionData(tool=name, target=self.domain.target(name, args), turn=t.number,
                                            idempotency_key=key, reversible=self.domain.reversible(name),
-                                           amount_cents=amount, currency=str(data.get("currency") or "")))
+                                           amount_cents=amount, currency=currency))
             self.action_calls.append(str((t.payload or {}).get("call_id") or ""))
         elif isinstance(args, dict):
             self._lane_tool(name, args, t)

@@ -131,7 +131,7 @@ def _staff_state(ticket, viewer):
 
     snap = lane_snapshot(ticket, with_turns=False)
     return {"fields": selectors.state_fields(ticket), "all_fields": [(f.name, f.label) for f in FIELDS.values()],
-            "actions": snap.actions, "money": snap.money, "questions": snap.questions}
+            "actions": snap.actions, "money": snap.money}
 
 
 def _staff_summary(ticket, viewer):

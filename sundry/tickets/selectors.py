@@ -21,6 +21,7 @@ from sundry.agent.models import HeldAction
 # Ticket.attention prefixes: who raised it decides which queue filter finds it.
 BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
 FLAG_PREFIX = "Customer flagged"  # sundry.portal.services writes it
+FOLLOW_UP_PREFIX = "Follow-up promised"  # sundry.tickets.attention writes it (after any other reason)
 
 
 def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""):
@@ -37,6 +38,8 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
         qs = qs.filter(attention__startswith=BREAKER_PREFIX)
     elif needs == "flagged":
         qs = qs.filter(attention__startswith=FLAG_PREFIX)
+    elif needs == "followup":
+        qs = qs.filter(attention__contains=FOLLOW_UP_PREFIX)
     elif needs == "attention":
         qs = qs.exclude(attention="")
     return qs.order_by("-updated_at")
@@ -49,6 +52,8 @@ def attention_kind(attention: str) -> str:
         return "breaker"
     if attention.startswith(FLAG_PREFIX):
         return "flagged"
+    if attention.startswith(FOLLOW_UP_PREFIX):
+        return "follow-up"
     return "attention"
 
 

@@ -12,7 +12,7 @@ from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
-from sundry.shop.models import Refund
+from sundry.shop.models import Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
@@ -35,6 +35,8 @@ def shop():
     # Two real orders one character apart: a mutation of one names the other
     # (another customer's, so the refund would land on someone else's order).
     first = paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
+    # What the customer calls it: the consent guard matches their words against the ledger's description.
+    Product.objects.filter(pk=first.items.order_by("pk").first().product_id).update(name="Countertop Blender 1200W")
     second = paid_order(customer=CustomerFactory(), number="SU-10481", prices=(5000,))
     tclass = TicketClassFactory(approval_rules={})
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Broken blender")
@@ -157,7 +159,8 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     assert candidate.text == stated and candidate.status == "candidate" and candidate.turn == 4
     run(ticket, call("pin_constraint", text=stated), reply("Noted."))
     rule = PinnedRule.objects.get(ticket=ticket)
-    assert rule.status == "active" and rule.turn == 4 and rule.text == stated
+    # The model's pin adds no authority: the customer's flagged sentence stays a candidate, enforced.
+    assert rule.status == "candidate" and rule.turn == 4 and rule.text == stated
     assert rule.enforcement == {"block_tools": ["send_email"]}
     while ticket.last_turn_number < 29:
         turn_append(ticket=ticket, author="customer", text="More details about the lid.")

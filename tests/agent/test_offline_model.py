@@ -27,9 +27,9 @@ CUSTOMER = "cus_7k2m9p4q"
 ORDER, OTHER = "SU-20481", "SU-20418"
 TRACKING = "1ZA8F3K2Q9X7M4N5"
 ALL_SPECS = [ToolSpec(**tool.spec()) for tool in REGISTRY.values()]
-# Most tests follow the shop actions alone: without record_fact in the request the model records no
-# facts. The tests that offer it (ALL_SPECS) cover the facts.
-SPECS = [spec for spec in ALL_SPECS if spec.name != "record_fact"]
+# Most tests follow the shop actions alone: without record_fact and request_staff_follow_up in the
+# request the model records no facts and flags nothing. The tests that offer them cover those.
+SPECS = [spec for spec in ALL_SPECS if spec.name not in ("record_fact", "request_staff_follow_up")]
 CUSTOMER_ENTRY = LedgerData("customer", CUSTOMER, "customer", True, 1, 1)
 
 
@@ -529,7 +529,8 @@ def test_issue_and_requested_remedy_are_recorded_before_acting():
     first = model.complete(req)
     facts = {c.arguments["name"]: c.arguments["value"] for c in first.tool_calls}
     assert all(c.name == "record_fact" for c in first.tool_calls)
-    assert facts == {"issue": f"Item arrived damaged — order {ORDER}", "resolution": "refund", "amount": "40.00 USD"}
+    assert facts == {"issue": f"Item arrived damaged — order {ORDER}", "resolution": "refund", "amount": "40.00 USD",
+                     "order_number": ORDER}
     for c in first.tool_calls:
         st.__dict__  # the values validate as the state fields do
         from sundry.context.statefields import validate_field
@@ -574,8 +575,7 @@ def test_a_lost_parcel_gets_the_remedies_the_shop_allows():
     assert "replacement" not in text and "refund of 120.00 USD" in text
 
 
-FOLLOW_UP_SPEC = ToolSpec(name="request_staff_follow_up", description="Flag the ticket for staff.",
-                          parameters={"type": "object", "properties": {"reason": {"type": "string"}}})
+FOLLOW_UP_SPEC = next(spec for spec in ALL_SPECS if spec.name == "request_staff_follow_up")
 
 
 def test_a_promise_of_staff_follow_up_flags_the_ticket_first_when_the_tool_is_offered():
@@ -586,6 +586,7 @@ def test_a_promise_of_staff_follow_up_flags_the_ticket_first_when_the_tool_is_of
         req = _failed(req, "issue_refund", args, "ERROR: payment provider unavailable", cid)
     flag = only_call(model.complete(req))
     assert flag.name == "request_staff_follow_up" and "payment provider unavailable" in flag.arguments["reason"]
+    REGISTRY["request_staff_follow_up"].args_model.model_validate(flag.arguments)  # within the tool's 160 characters
     req = feed(req, ModelResponse(tool_calls=[flag]), '{"flagged": true}')
     answer = model.complete(req)
     assert not answer.tool_calls and answer.text == STAFF_FOLLOW_UP

@@ -103,3 +103,33 @@ def test_mentioning_an_active_looked_up_id_counts_as_its_latest_use():
     plan = plan_mentions(ledger, [("SU-1", "order")], turn=9, cap=ROOMY)
     assert plan.seen_again == [seen] and seen.last_used_turn == 9 and not plan.evicted
     assert [r.value for r in evict(ledger, entry_tokens(seen))] == ["SU-2"]  # SU-1 is now the more recent
+
+
+def test_descriptions_enter_with_new_ids_and_a_later_result_replaces_them():
+    ledger: dict[str, LedgerRow] = {}
+    plan = plan_harvest(ledger, [("SU-1", "order"), ("SU-2", "order")], turn=2, cap=10_000,
+                        descriptions={"SU-1": "Air Fryer 5.5L · delivered", "SU-2": "USB-C Charger 65W · shipped"})
+    assert [r.description for r in plan.new] == ["Air Fryer 5.5L · delivered", "USB-C Charger 65W · shipped"]
+    assert plan.described == []  # new rows carry theirs in the insert
+    for pk, r in enumerate(ledger.values(), 1):
+        r.id = pk  # stored
+    # A cancellation describes SU-2 anew; a parcel lookup names SU-1 without describing it.
+    plan = plan_harvest(ledger, [("SU-2", "order"), ("SU-1", "order")], turn=5, cap=10_000,
+                        descriptions={"SU-2": "USB-C Charger 65W · cancelled"})
+    assert plan.described == [ledger["SU-2"]] and ledger["SU-2"].description == "USB-C Charger 65W · cancelled"
+    assert ledger["SU-1"].description == "Air Fryer 5.5L · delivered"
+    # The same description again is no change.
+    plan = plan_harvest(ledger, [("SU-2", "order")], turn=6, cap=10_000,
+                        descriptions={"SU-2": "USB-C Charger 65W · cancelled"})
+    assert plan.described == []
+
+
+def test_a_description_survives_eviction_and_comes_back_with_its_id():
+    ledger = rows(row("SU-1", "order", order=1))
+    ledger["SU-1"].description, ledger["SU-1"].id = "Air Fryer 5.5L · delivered", 1
+    two = 2 * entry_tokens(row("itm_0", "item"))  # room for about two entries
+    plan_harvest(ledger, [(f"itm_{i}", "item") for i in range(5)], turn=3, cap=two)
+    assert not ledger["SU-1"].active  # evicted, description and all
+    plan = plan_mentions(ledger, [("SU-1", "order")], turn=9, cap=two)
+    assert ledger["SU-1"].active and ledger["SU-1"].description == "Air Fryer 5.5L · delivered"
+    assert ledger["SU-1"] in plan.restored + plan.seen_again + plan.renamed

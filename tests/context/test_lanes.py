@@ -143,6 +143,9 @@ def test_rule_scopes_close_and_customer_rules_follow_the_customer(ticket):
     from sundry.context.services import rule_pin
     from sundry.tickets.services import ticket_set_status
 
+    from sundry.context.services import ledger_record_system_id
+
+    ledger_record_system_id(ticket=ticket, kind="order", value="SU-20481", role="order", turn=1)
     rule_pin(ticket=ticket, text="Never email me.", turn=2, source="customer", scope="customer")
     rule_pin(ticket=ticket, text="Don't cancel SU-20481.", turn=3, source="customer", scope="order", scope_ref="SU-20481")
     rule_pin(ticket=ticket, text="Only call after 6pm.", turn=4, source="customer", scope="ticket")

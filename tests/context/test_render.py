@@ -67,8 +67,8 @@ def test_ledger_lines_fixed_columns_unverified_marker_and_no_archived():
     lines = text.splitlines()
     assert lines[0] == "ID LEDGER (verbatim, do not paraphrase)"
     assert lines[1] == render.LEDGER_COLUMNS
-    assert "order_mentioned | SU-20418 | order | UNVERIFIED | first seen turn 2 | last used turn 2 | -" in lines
-    assert ("damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued"
+    assert "order_mentioned | SU-20418 | order | UNVERIFIED | first seen turn 2 | last used turn 2 | - | -" in lines
+    assert ("damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued | -"
             in lines)
     assert "1Z999AA10123456784" not in text  # archived entries never reach the model
     parsed = {e.value: e for e in render.parse_ledger(text)}
@@ -236,6 +236,31 @@ def test_older_actions_fold_into_one_line_per_tool_and_target():
     # Many more actions on the same targets leave the folded part the same size.
     many = [refund(t, "SU-10001") for t in range(2, 60)] + older[3:] + newest
     assert len(render.render_state([], many, []).splitlines()) == len(text.splitlines())
+
+
+def test_ledger_descriptions_are_shown_parsed_back_and_never_break_a_cell():
+    entries = [
+        LedgerData("order", "SU-25386", "order", True, 3, 9, description="Air Fryer 5.5L · delivered"),
+        LedgerData("order_2", "SU-27531", "order", True, 3, 3, description="USB-C Charger 65W | in_transit"),
+    ]
+    text = render.render_ledger(entries)
+    assert "| order | SU-25386 |" not in text  # role first, value second
+    assert text.splitlines()[2].endswith("| - | Air Fryer 5.5L · delivered")
+    assert text.splitlines()[3].endswith("| - | USB-C Charger 65W / in_transit")
+    parsed = {e.value: e.description for e in render.parse_ledger(text)}
+    assert parsed == {"SU-25386": "Air Fryer 5.5L · delivered", "SU-27531": "USB-C Charger 65W / in_transit"}
+
+
+def test_ledger_descriptions_stay_within_their_bound_most_recently_used_first():
+    long = "Wireless Noise-Cancelling Headphones, " * 5
+    entries = [LedgerData(f"order_{i}", f"SU-{10000 + i}", "order", True, 1, i, description=f"{i} {long}")
+               for i in range(1, 60)]
+    shown = render.ledger_descriptions(entries)
+    assert all(len(d) <= render.DESCRIPTION_CHARS for d in shown.values())
+    assert sum(map(len, shown.values())) <= render.DESCRIPTIONS_TOTAL_CHARS
+    assert "SU-10059" in shown and "SU-10001" not in shown  # the least recently used give way
+    text = render.render_ledger(entries)
+    assert all(f"SU-{10000 + i}" in text for i in range(1, 60))  # every ID stays
 
 
 # --- requests a real model reads right -------------------------------------------------

@@ -87,6 +87,12 @@ def test_ledger_rename_and_rule_decisions_refuse_stale_versions(desk):
 
     rule = lanes.rule_flag_candidates(ticket=ticket, turn=1, text="Never email me, phone only.", source="customer")[0]
     url = f"/desk/tickets/{ticket.pk}/rules/{rule.pk}"
+    # An order scope names an order of this ticket, or nothing is changed.
+    wrong = _post(c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"})
+    assert wrong.status_code >= 400 and "not a verified order of this ticket" in wrong.content.decode()
+    rule.refresh_from_db()
+    assert rule.status == "candidate"
+    lanes.ledger_record_system_id(ticket=ticket, kind="order", value="SU-51111", role="order", turn=1)
     ok = _post(c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"})
     assert ok.status_code == 200
     late = _post(c["ben"], url, {"decision": "dismiss", "version": rule.version})

@@ -1,7 +1,7 @@
 """Agent tools. Importing this package registers the demo shop's tools in REGISTRY.
 
 Local lane tools (pin a rule, label a ledger entry) are registered by
-`sundry.context.tools`, not here.
+`sundry.context.tools`, not here; `request_staff_follow_up` (follow_up.py) is.
 """
 
-from . import shop_tools  # noqa: F401  (registers on import)
+from . import follow_up, shop_tools  # noqa: F401  (registers on import)

@@ -2,6 +2,9 @@
 
 Every argument and result is a pydantic model; identifier fields are marked
 with `IdField(kind)` so the ID guard checks them and the ledger harvests them.
+Result models declare (`tools.declarations`) how the ledger describes each ID,
+where money moved and which order figures they report; the effects code reads
+those declarations, never a tool's name.
 Each tool acts only for the ticket's own customer: an order, parcel or customer
 of anyone else is refused even when it exists.
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
@@ -24,6 +27,7 @@ from sundry.shop import selectors, services
 from sundry.shop.models import Customer, Order, OrderItem, Parcel, Payment, Refund
 from sundry.shop.services import ShopError
 from sundry.tooling.tools import IdField, Tool, ToolContext, ToolError, register
+from sundry.tooling.declarations import Describe, MoneyMoved, OrderTotals
 
 VERBATIM = "Copy every ID verbatim from a tool result; never retype one from memory or from the customer's words."
 
@@ -134,6 +138,7 @@ class LookupCustomerArgs(Args):
 
 
 class AddressOut(Result):
+    describe: ClassVar = Describe("address_id", "{line1}, {city}")
     address_id: str = _id("address")
     line1: str
     city: str
@@ -142,12 +147,14 @@ class AddressOut(Result):
 
 
 class PaymentMethodOut(Result):
+    describe: ClassVar = Describe("payment_method_id", "{label}")
     payment_method_id: str = _id("payment_method")
     kind: str
     label: str
 
 
 class CustomerResult(Result):
+    describe: ClassVar = Describe("customer_id", "{name}")
     customer_id: str = _id("customer")
     name: str
     email: str
@@ -195,6 +202,7 @@ class SearchOrdersArgs(Args):
 
 
 class OrderSummary(Result):
+    describe: ClassVar = Describe("order_number", "{items} · {status}")
     order_number: str = _id("order")
     status: str
     placed_on: date
@@ -246,6 +254,7 @@ class OrderArgs(Args):
 
 
 class ItemOut(Result):
+    describe: ClassVar = (Describe("item_id", "{product}"), Describe("sku", "{product}"))
     item_id: str = _id("item")
     sku: str = _id("sku")
     product: str
@@ -254,6 +263,7 @@ class ItemOut(Result):
 
 
 class PaymentOut(Result):
+    describe: ClassVar = Describe("payment_id", "payment of {owner} by {method} · {status}")
     payment_id: str = _id("payment")
     payment_method_id: str = _id("payment_method")
     method: str
@@ -262,21 +272,25 @@ class PaymentOut(Result):
 
 
 class ParcelOut(Result):
+    describe: ClassVar = Describe("tracking_number", "{carrier} parcel of {owner} · {status}")
     tracking_number: str = _id("tracking")
     carrier: str
     status: str
 
 
 class RefundOut(Result):
+    describe: ClassVar = Describe("refund_id", "refund {amount} {root.currency} on {owner} · {status}")
     refund_id: str = _id("refund")
     payment_id: str = _id("payment")
     amount_cents: int
+    amount: str = Field(description="The same amount in major units.")
     status: str
     reason: str
     created_on: date
 
 
 class ReturnOut(Result):
+    describe: ClassVar = Describe("return_id", "return on {owner} · {status}")
     return_id: str = _id("return")
     item_ids: list[str] = _id("item")
     status: str
@@ -284,6 +298,9 @@ class ReturnOut(Result):
 
 
 class OrderResult(Result):
+    describe: ClassVar = Describe("order_number", "{items.product} · {status}")
+    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
+                                           paid_field="paid_cents")
     order_number: str = _id("order")
     customer_id: str = _id("customer")
     status: str
@@ -315,7 +332,8 @@ def _order_result(order) -> OrderResult:
                   for pid, mid, label, status, amount in order.payments],
         parcels=[ParcelOut(tracking_number=number, carrier=carrier, status=status)
                  for number, carrier, status in order.parcels],
-        refunds=[RefundOut(refund_id=rid, payment_id=pid, amount_cents=amount, status=status, reason=reason,
+        refunds=[RefundOut(refund_id=rid, payment_id=pid, amount_cents=amount,
+                           amount=money.major_str(amount, order.currency), status=status, reason=reason,
                            created_on=created.date())
                  for rid, pid, amount, status, reason, created in order.refunds],
         returns=[ReturnOut(return_id=rid, item_ids=ids, status=status, reason=reason)
@@ -345,6 +363,7 @@ class TrackingEventOut(Result):
 
 
 class TrackParcelResult(Result):
+    describe: ClassVar = Describe("tracking_number", "{carrier} parcel of {order_number} · {status}")
     tracking_number: str = _id("tracking")
     order_number: str = _id("order")
     carrier: str
@@ -388,6 +407,10 @@ class IssueRefundArgs(Args):
 
 
 class RefundResult(Result):
+    describe: ClassVar = Describe("refund_id", "refund {amount} {currency} on {order_number} · {status}")
+    moves_money: ClassVar = MoneyMoved("refund", "amount_cents", "currency", "order_number", "refund_id")
+    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
+                                           refundable_field="refundable_cents")
     refund_id: str = _id("refund")
     order_number: str = _id("order")
     payment_id: str = _id("payment")
@@ -423,9 +446,11 @@ class BookReturnArgs(Args):
 
 
 class ReturnResult(Result):
+    describe: ClassVar = Describe("return_id", "return of {items} on {order_number} · {status}")
     return_id: str = _id("return")
     order_number: str = _id("order")
     item_ids: list[str] = _id("item")
+    items: list[str] = Field(default_factory=list, description="Product names of the returned items.")
     status: str
 
 
@@ -435,9 +460,10 @@ def book_return(ctx: ToolContext, args: BookReturnArgs) -> ReturnResult:
         services.return_book, order_number=order.number, item_ids=args.item_ids, reason=args.reason,
         idempotency_key=ctx.idempotency_key,
     )
+    items = sorted(ret.items.values_list("item_id", "product__name"))
     return ReturnResult(
         return_id=ret.return_id, order_number=order.number,
-        item_ids=sorted(ret.items.values_list("item_id", flat=True)), status=ret.status,
+        item_ids=[item_id for item_id, _ in items], items=[name for _, name in items], status=ret.status,
     )
 
 
@@ -450,16 +476,26 @@ class CancelOrderArgs(Args):
 
 
 class CancelRefundOut(Result):
+    describe: ClassVar = Describe("refund_id", "refund {amount} {currency} on {owner}, with its cancellation")
+    moves_money: ClassVar = MoneyMoved("refund", "amount_cents", "currency", id_field="refund_id")
     refund_id: str = _id("refund")
     payment_id: str = _id("payment")
     amount_cents: int
+    amount: str = Field(description="The same amount in major units.")
     currency: str
 
 
 class CancelResult(Result):
+    describe: ClassVar = Describe("order_number", "{items} · {status}")
+    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
+                                           refundable_field="refundable_cents")
     order_number: str = _id("order")
     status: str
+    items: list[str] = Field(default_factory=list, description="Product names in the order.")
     refund: CancelRefundOut | None = Field(description="The full refund of the captured payment, if anything was captured.")
+    currency: str
+    refunded_cents: int = Field(description="All issued refunds on the order now, minor units.")
+    refundable_cents: int = Field(description="Still refundable on the order now, minor units.")
 
 
 def cancel_order(ctx: ToolContext, args: CancelOrderArgs) -> CancelResult:
@@ -469,11 +505,13 @@ def cancel_order(ctx: ToolContext, args: CancelOrderArgs) -> CancelResult:
     )
     refund = cancellation.refund
     return CancelResult(
-        order_number=order.number, status="cancelled",
+        order_number=order.number, status="cancelled", currency=order.currency,
+        items=list(order.items.order_by("pk").values_list("product__name", flat=True)),
         refund=refund and CancelRefundOut(
             refund_id=refund.refund_id, payment_id=refund.payment.payment_id, amount_cents=refund.amount_cents,
-            currency=refund.currency,
+            amount=money.major_str(refund.amount_cents, refund.currency), currency=refund.currency,
         ),
+        refunded_cents=selectors.refunded_cents(order), refundable_cents=selectors.refundable_cents(order),
     )
 
 
@@ -487,6 +525,7 @@ class OfferReplacementArgs(Args):
 
 
 class ReplacementResult(Result):
+    describe: ClassVar = Describe("item_id", "{product}, replacement offered")
     offered: bool
     order_number: str = _id("order")
     item_id: str = _id("item")
@@ -589,26 +628,26 @@ register(Tool(
                 'major units ("40.00"), in the order\'s currency, at most the refundable amount get_order reports. '
                 "A retried call with the same idempotency key never refunds twice. " + VERBATIM,
     args_model=IssueRefundArgs, result_model=RefundResult, run=issue_refund,
-    side_effect=True, resolves=True, target_arg="order_number", reversible=False,
+    side_effect=True, resolves=True, target_arg="order_number", reversible=False, consent_action="refund",
 ))
 register(Tool(
     name="book_return",
     description="Book a return for items of a delivered order (item_ids from get_order). " + VERBATIM,
     args_model=BookReturnArgs, result_model=ReturnResult, run=book_return,
-    side_effect=True, resolves=True, target_arg="order_number",
+    side_effect=True, resolves=True, target_arg="order_number", consent_action="return",
 ))
 register(Tool(
     name="cancel_order",
     description="Cancel an order that is placed but not yet shipped; whatever was captured is refunded in full. "
                 "Irreversible. " + VERBATIM,
     args_model=CancelOrderArgs, result_model=CancelResult, run=cancel_order,
-    side_effect=True, resolves=True, target_arg="order_number", reversible=False,
+    side_effect=True, resolves=True, target_arg="order_number", reversible=False, consent_action="cancel",
 ))
 register(Tool(
     name="offer_replacement",
     description="Record an offer to replace one item of an order (e.g. arrived damaged). " + VERBATIM,
     args_model=OfferReplacementArgs, result_model=ReplacementResult, run=offer_replacement,
-    side_effect=True, resolves=True, target_arg="item_id",
+    side_effect=True, resolves=True, target_arg="item_id", consent_action="replace",
 ))
 register(Tool(
     name="send_email",

@@ -235,6 +235,14 @@ class DeclarativeDomain:
     def money(self, tool: str, turn: TurnData):
         return None
 
+    def moved(self, tool: str, turn: TurnData) -> tuple[int, str] | None:
+        """Money a result says moved; None: take the result's top-level amount_cents, if any."""
+        return None
+
+    def descriptions(self, tool: str, turn: TurnData) -> dict[str, str]:
+        """Ledger descriptions a result gives its IDs (none unless the domain declares them)."""
+        return {}
+
     def result_ids(self, turns: list[TurnData], calls: dict[str, str]) -> frozenset[str]:
         """IDs the guard may take from tool results inside these turns."""
         ids = set()

@@ -12,6 +12,8 @@ from functools import cached_property
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import LOOKUP_TOOLS, ids_in_arguments
+from sundry.tooling.tools import REGISTRY, Tool, id_owners, iter_ids
+from sundry.tooling.declarations import descriptions, money_moved, order_totals
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity, record_fact)
 from sundry.context.assembly import ids_seen
 from sundry.context.idformats import find_ids
@@ -102,17 +104,35 @@ class DemoShopDomain:
     def guard_arguments(self, tool: str, arguments):
         return arguments
 
-    def money(self, tool: str, turn: TurnData) -> MoneyData | None:
-        """What code records in the money lane when get_order or issue_refund succeeds (agent.effects)."""
-        data = _result_data(turn)
-        if not isinstance(data, dict) or not (turn.payload or {}).get("ok", True):
+    def _result(self, tool: str, turn: TurnData):
+        spec, data = REGISTRY.get(tool), _result_data(turn)
+        if spec is None or not isinstance(data, dict) or not (turn.payload or {}).get("ok", True):
             return None
-        if tool == "get_order":
-            return MoneyData(data["order_number"], data["currency"], data["paid_cents"], data["refunded_cents"])
-        if tool == "issue_refund":
-            return MoneyData(data["order_number"], data["currency"], data["refunded_cents"] + data["refundable_cents"],
-                             data["refunded_cents"])
-        return None
+        try:
+            return spec.result_model.model_validate(data)
+        except ValueError:
+            return None
+
+    def money(self, tool: str, turn: TurnData) -> MoneyData | None:
+        """What code records in the money lane when a result reports an order's figures (agent.effects)."""
+        result = self._result(tool, turn)
+        totals = order_totals(result) if result is not None else []
+        if not totals:
+            return None
+        t = totals[-1]
+        return MoneyData(t.order, t.currency, t.paid_cents, t.refunded_cents)
+
+    def moved(self, tool: str, turn: TurnData) -> tuple[int, str] | None:
+        """The money a result says moved (amount in minor units, currency), as the actions lane counts it."""
+        result = self._result(tool, turn)
+        moves = money_moved(result) if result is not None else []
+        if not moves or len({m.currency for m in moves}) != 1:
+            return None
+        return sum(m.amount_cents for m in moves), moves[0].currency
+
+    def descriptions(self, tool: str, turn: TurnData) -> dict[str, str]:
+        result = self._result(tool, turn)
+        return descriptions(result) if result is not None else {}
 
     def result_ids(self, turns: list[TurnData], calls: dict[str, str]) -> frozenset[str]:
         return ids_seen(turns)[0]

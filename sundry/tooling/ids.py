@@ -1,0 +1,60 @@
+"""Identifier fields: how a tool's argument and result models mark the values that are IDs.
+
+The ID guard checks marked arguments, and the ledger harvests marked result fields —
+by schema, never by scanning prose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+ID_KIND_KEY = "x-id-kind"
+
+
+def IdField(kind: str, description: str = "", **kwargs) -> Any:
+    """A pydantic field that holds an identifier of `kind` (see context.idformats)."""
+    return Field(description=description or f"{kind} identifier, copied verbatim", json_schema_extra={ID_KIND_KEY: kind}, **kwargs)
+
+
+def id_fields(model: type[BaseModel]) -> dict[str, str]:
+    """Top-level fields of `model` marked as identifiers: {field_name: kind}."""
+    out = {}
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if ID_KIND_KEY in extra:
+            out[name] = extra[ID_KIND_KEY]
+    return out
+
+
+def iter_ids(instance: BaseModel, path: str = ""):
+    """Yield (path, kind, value) for every marked identifier in a result, nested models and lists included."""
+    marked = id_fields(type(instance))
+    for name in type(instance).model_fields:
+        value = getattr(instance, name)
+        here = f"{path}.{name}" if path else name
+        if name in marked and value:
+            for i, v in enumerate(value if isinstance(value, list) else [value]):
+                yield (f"{here}[{i}]" if isinstance(value, list) else here), marked[name], str(v)
+        elif isinstance(value, BaseModel):
+            yield from iter_ids(value, here)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from iter_ids(item, f"{here}[{i}]")
+
+
+def id_owners(instance: BaseModel) -> dict[str, str]:
+    """For IDs nested inside a result, the order they belong to: {value: order number}.
+
+    A parcel's tracking number inside get_order's result belongs to that
+    order; the ledger says so, so the link survives when the raw result has
+    been compacted away.
+    """
+    top = {kind: value for path, kind, value in iter_ids(instance) if "." not in path and "[" not in path}
+    owner = top.get("order")
+    if not owner:
+        return {}
+    return {value: owner for path, _kind, value in iter_ids(instance)
+            if ("." in path or "[" in path) and value != owner}
