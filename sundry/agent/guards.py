@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sundry.agent import approvals, consent, strictjson
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
-from sundry.tooling.tools import Tool
+from sundry.tooling.tools import REGISTRY, Tool
 
 LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
 REFUND_TOOLS = frozenset({"issue_refund"})
