@@ -181,6 +181,10 @@ AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", "240"))
 if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
     raise ImproperlyConfigured("SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL, "
                                "or a slow step's ticket is taken by another run.")
+# One agent run (sundry.agent.loop): at most this many steps (model calls that lead to tool calls or a reply),
+# and no new step after this many seconds; either way a run that stops mid-task flags the ticket for staff.
+AGENT_MAX_STEPS_PER_RUN = int(os.environ.get("SUNDRY_AGENT_MAX_STEPS", "10"))
+AGENT_RUN_DEADLINE_SECONDS = int(os.environ.get("SUNDRY_AGENT_RUN_DEADLINE", "600"))
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
 # Without a broker, tasks run on an in-process executor after commit (sundry.core.background).

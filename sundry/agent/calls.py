@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
-from sundry.agent import consent, guards
+from sundry.agent import consent, guards, runlimits
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
 from sundry.context import services as lanes
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.context.assembly import Assembled
 from sundry.context.selectors import lane_snapshot
+from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
@@ -72,6 +73,7 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
     turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
                 payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
+    turns = snapshot.turns if snapshot is not None else []
     first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
     for call in tool_calls:
         same = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
@@ -81,11 +83,26 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
             _reject_duplicate(ticket, call, first[same])
             continue
         first[same] = call.id
+        failures = runlimits.earlier_failures(turns, call.name, call.arguments)
+        if failures >= runlimits.REPEAT_LIMIT - 1:
+            _stop_repeat(ticket, call, failures)
+            outcome.stop = True
+            break
         result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
         snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
     return outcome
+
+
+def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
+    """The same call failed before and would again: the run ends here and staff look."""
+    reason = (f"The same {call.name} call failed {failures} times before with these arguments; "
+              "the run stopped so staff can look.")
+    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                payload={"call_id": call.id, "name": call.name, "guard": "repeat_failure", "reason": reason,
+                         "arguments": call.arguments, "details": {"earlier": failures}})
+    attention_flag(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
 
 
 def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
@@ -116,7 +133,8 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     if tool is None:
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
-                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool"})
+                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",
+                             "arguments": call.arguments})
         return StepOutcome(stop=False)
     verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
                                              approved=approved_hold is not None, snapshot=snapshot))

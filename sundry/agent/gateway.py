@@ -10,7 +10,9 @@ Model names are "<provider>:<model>":
 - "ollama:<model>" — Ollama at OLLAMA_BASE_URL (default http://127.0.0.1:11434/v1).
 
 A provider that is not configured resolves to the offline model with a reason,
-so a missing key never stops the desk. Calls go through pydantic-ai's `direct`
+so a missing key never stops the embedded demo. In production (SUNDRY_ENV=production)
+it never does: the model resolves as unavailable, the call fails with
+`ModelCallError(unresolved=True)` and the ticket goes to staff with the reason. Calls go through pydantic-ai's `direct`
 API; our ModelRequest/ModelResponse are converted at this edge and provider
 failures become a typed `ModelCallError`.
 
@@ -34,9 +36,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sundry.agent import pricing
+from sundry.agent import pricing, strictjson
 from sundry.agent.offline import OfflineModel
-from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall, Usage
+from sundry.agent.wire import NormalisingTransport
+from sundry.tooling.messages import ModelRequest, ModelResponse, OutputSpec, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +58,12 @@ class ModelCallError(Exception):
     """
 
     def __init__(self, message: str, *, retryable: bool, status_code: int | None = None, model: str = "",
-                 latency_ms: int = 0):
+                 latency_ms: int = 0, unresolved: bool = False):
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        # The model could not be resolved here (production never falls back to the offline model).
+        self.unresolved = unresolved
         self.status_code = status_code
         self.model = model
         self.latency_ms = latency_ms
@@ -103,6 +108,7 @@ class ResolvedModel:
     model_name: str = ""
     base_url: str | None = None
     api_key: str | None = None
+    unavailable: str = ""  # production only: why this model cannot be used (no offline fallback)
 
     def __repr__(self) -> str:  # never print a key
         return f"ResolvedModel(name={self.name!r}, offline={self.offline}, reason={self.reason!r})"
@@ -112,7 +118,19 @@ def _env(key: str) -> str | None:
     return os.environ.get(key, "").strip() or None
 
 
+def _production() -> bool:
+    try:
+        from django.conf import settings
+
+        return bool(getattr(settings, "PRODUCTION", False))
+    except Exception:  # settings not configured (a script without Django)
+        return os.environ.get("SUNDRY_ENV", "") == "production"
+
+
 def _offline(name: str, reason: str) -> ResolvedModel:
+    if _production():
+        # No silent toy in production: the class's tickets go to staff instead.
+        return ResolvedModel(name, reason=reason, unavailable=f"model {name} cannot be used: {reason}")
     return ResolvedModel(name, offline=True, reason=f"{reason}; using the offline model")
 
 
@@ -195,6 +213,7 @@ class Gateway:
             raise RuntimeError("Gateway.call is synchronous; use `await Gateway.acall(...)` inside an event loop")
         name = model or request.model
         resolved = self._resolve(name)
+        _refuse_unavailable(resolved)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)  # no network: no event loop to start
         return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout))
@@ -206,6 +225,7 @@ class Gateway:
     async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> GatewayCall:
         name = model or request.model
         resolved = self._resolve(name)
+        _refuse_unavailable(resolved)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)
         _import_client(resolved.provider)  # not the model's latency
@@ -243,6 +263,11 @@ class Gateway:
         return self._offline_model
 
 
+def _refuse_unavailable(resolved: ResolvedModel) -> None:
+    if resolved.unavailable:
+        raise ModelCallError(resolved.unavailable, retryable=False, model=resolved.name, unresolved=True)
+
+
 def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
@@ -268,12 +293,16 @@ def _import_client(provider: str) -> None:
 
 
 def _http_client(limits: CallLimits):
-    """An HTTP client with our connect and read timeouts."""
+    """An HTTP client with our connect and read timeouts, through a transport that repairs real servers'
+    drift from the API's shape before the SDK reads it (see wire.py)."""
     import httpx2
     from pydantic_ai.models import create_async_httpx2_client
 
     timeout = httpx2.Timeout(limits.read_timeout, connect=limits.connect_timeout, pool=limits.connect_timeout)
-    return create_async_httpx2_client(timeout=timeout)
+    # The transport owns the pool (the client's limits no longer apply): a thread makes one call
+    # at a time, so a few kept-alive connections are plenty.
+    transport = NormalisingTransport(httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_connections=10)))
+    return create_async_httpx2_client(timeout=timeout, transport=transport)
 
 
 def _build_model(resolved: ResolvedModel, http_client):
@@ -333,15 +362,20 @@ def _model_for(resolved: ResolvedModel, limits: CallLimits):
     return model
 
 
-async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits) -> ModelResponse:
+async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
+                            original_output: bool = False) -> ModelResponse:
     from pydantic_ai.direct import model_request
 
     messages = to_pai_messages(request)
-    parameters = to_pai_parameters(request)
+    mode = structured_mode(resolved.provider)
+    parameters = to_pai_parameters(request, output_mode=mode)
     # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
     # call, the SDK's retries and their Retry-After waits included.
     settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_retries": limits.max_retries,
                                 "max_tokens": limits.max_tokens}
+    if resolved.provider == "anthropic":
+        # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
+        settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
     try:
         # Our client, passed in: the provider does not own it, so nothing closes it between
         # calls. It belongs to the loop that runs this call (see `_thread_loop`); a call made
@@ -358,8 +392,16 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
         error = map_error(exc, resolved.name)
         if error is None:
             raise
+        if request.output is not None and not error.retryable and error.status_code in (400, 404, 422):
+            # The server refuses structured output: ask again for JSON in text (the prompt asks for it too).
+            log.info("%s: structured output refused (%s); asking for JSON in text", resolved.name, error)
+            return await _provider_request(resolved, request.model_copy(update={"output": None}), limits,
+                                           original_output=True)
         raise error from exc
-    return from_pai_response(result, resolved.name)
+    response = from_pai_response(result, resolved.name, output=request.output, output_mode=mode)
+    if request.output is None and original_output:
+        response = response.model_copy(update={"output_path": "text"})
+    return response
 
 
 def to_pai_messages(request: ModelRequest) -> list:
@@ -401,41 +443,77 @@ def to_pai_messages(request: ModelRequest) -> list:
     return out
 
 
-def to_pai_parameters(request: ModelRequest):
+def structured_mode(provider: str) -> str:
+    """How a provider is asked for structured output: OpenAI's JSON schema natively; the rest
+    (Anthropic, and servers whose JSON-schema support varies) through an output tool."""
+    return "native" if provider == "openai" else "tool"
+
+
+def to_pai_parameters(request: ModelRequest, *, output_mode: str = "tool"):
     from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.output import OutputObjectDefinition
     from pydantic_ai.tools import ToolDefinition
 
     tools = [ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters, strict=False) for t in request.tools]
-    return ModelRequestParameters(function_tools=tools, allow_text_output=True)
+    out: OutputSpec | None = request.output
+    if out is None:
+        return ModelRequestParameters(function_tools=tools, allow_text_output=True)
+    if output_mode == "native":
+        return ModelRequestParameters(function_tools=tools, output_mode="native", allow_text_output=False,
+                                      output_object=OutputObjectDefinition(json_schema=out.schema_, name=out.name,
+                                                                           description=out.description, strict=True))
+    output_tool = ToolDefinition(name=out.name, description=out.description, parameters_json_schema=out.schema_,
+                                 kind="output")
+    # Text stays allowed: a model that ignores the tool and writes JSON in text is read that way.
+    return ModelRequestParameters(function_tools=tools, output_mode="tool", output_tools=[output_tool],
+                                  allow_text_output=True)
 
 
 def _arguments(args: Any) -> dict[str, Any] | str:
-    """Arguments as a dict when they are a JSON object; otherwise the raw text, for the loop to reject visibly."""
+    """Arguments as a dict when they are a standard JSON object; otherwise the raw text, for the loop
+    to reject visibly. NaN and infinities are not JSON (and jsonb refuses them): kept as text."""
     if isinstance(args, dict):
+        if strictjson.non_finite_path(args):
+            return json.dumps(args, ensure_ascii=False)  # writes NaN/Infinity, which the guards refuse
         return args
     if args is None or (isinstance(args, str) and not args.strip()):
         return {}  # a call with no arguments; some servers send "" for it
     try:
-        parsed = json.loads(args)
+        parsed = strictjson.loads(args)
     except (TypeError, ValueError):
         return str(args)
     return parsed if isinstance(parsed, dict) else str(args)
 
 
-def from_pai_response(result, name: str) -> ModelResponse:
+def from_pai_response(result, name: str, *, output: OutputSpec | None = None, output_mode: str = "tool") -> ModelResponse:
     from pydantic_ai import messages as m
 
     texts: list[str] = []
     calls: list[ToolCall] = []
+    structured: str | None = None
     for part in result.parts:
         if isinstance(part, m.TextPart):
             texts.append(part.content)
         elif isinstance(part, m.ToolCallPart):
+            if output is not None and part.tool_name == output.name and structured is None:
+                args = part.args if isinstance(part.args, str) else json.dumps(part.args, ensure_ascii=False)
+                structured = args
+                continue
             calls.append(ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=_arguments(part.args)))
         # thinking and provider-native parts are not part of our conversation
     text = "".join(texts)
-    usage = Usage(input_tokens=result.usage.input_tokens or 0, output_tokens=result.usage.output_tokens or 0)
-    return ModelResponse(text=text or None, tool_calls=calls, usage=usage, model=name)
+    path = None
+    if output is not None:
+        if structured is not None:
+            text, path = structured, "tool"
+        else:
+            path = "native" if output_mode == "native" else "text"
+    u = result.usage
+    usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
+                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0)
+    finish = getattr(result, "finish_reason", None)
+    return ModelResponse(text=text or None, tool_calls=calls, usage=usage, model=name, finish_reason=finish,
+                         output_path=path)
 
 
 # --- errors -------------------------------------------------------------------

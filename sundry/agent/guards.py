@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals, consent
+from sundry.agent import approvals, consent, strictjson
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
 from sundry.tooling.tools import REGISTRY, Tool
@@ -124,9 +124,11 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
     raw = inp.arguments
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            raw = strictjson.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object matching the tool's schema.")
+        except strictjson.NonStandardJSON as exc:
+            return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON: {exc}. Send a JSON object matching the tool's schema.")
     if not isinstance(raw, dict):
         return _reject("schema", f"Arguments for {inp.tool.name} must be a JSON object, not {type(raw).__name__}.")
     try:

@@ -9,6 +9,10 @@ tool result, guard rejection, model failure — is a turn staff can see.
 
 from __future__ import annotations
 
+import time
+
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 
 from sundry.agent import claims
@@ -21,13 +25,15 @@ from sundry.agent.step import (
     resolution_listeners,
     tool_specs,
 )
+from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import turn_append
 
 # What other modules reach through here: the task entry point and the compaction trigger's hook.
 __all__ = ["agent_run", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved", "agent_step",
            "claimed_elsewhere", "resolution_listeners", "tool_specs"]
 
-MAX_STEPS_PER_RUN = 10
+MAX_STEPS_PER_RUN = settings.AGENT_MAX_STEPS_PER_RUN
 
 # Input a run must answer: a customer message, a staff note, or an event (a staff
 # decision) whose payload says to resume; the payload test is made in Python.
@@ -98,12 +104,19 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gat
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number
-    steps = 0
+    steps, deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
     while True:
         outcome = agent_step(ticket, gateway=gateway, number=number)
         steps, number = steps + 1, number + 1
         # A step that did not stop left a tool result, rejection or error for the model to read next.
-        if outcome.stop or steps >= budget:
+        if outcome.stop:
+            return steps, outcome.read_through
+        if steps >= budget or time.monotonic() >= deadline:
+            # Mid-task with nothing for the customer: staff must know.
+            why = (f"the run's {budget}-step cap" if steps >= budget
+                   else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline")
+            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.",
+                      f"Run stopped at {why}")
             return steps, outcome.read_through
         # Renewing the lease also reads whether staff took over or closed the ticket meanwhile.
         renewed = claims.renew(held)
@@ -112,3 +125,10 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gat
         ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = renewed
         if not _may_act(ticket):
             return steps, outcome.read_through
+
+
+def _stop_run(ticket: Ticket, text: str, attention: str) -> None:
+    with transaction.atomic():
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
+                    payload={"run_stopped": True})
+        attention_flag(ticket.pk, attention)

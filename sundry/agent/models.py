@@ -12,6 +12,7 @@ class AgentStep(models.Model):
         TOOL_CALLS = "tool_calls", "tool calls"
         MODEL_ERROR = "model_error", "model error"
         INVALID_OUTPUT = "invalid_output", "invalid model output"
+        HELD_REPLY = "held_reply", "reply held for staff"
 
     ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="steps")
     number = models.PositiveIntegerField()
@@ -21,8 +22,12 @@ class AgentStep(models.Model):
     lane_tokens = models.JSONField(default=dict)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # Input tokens the provider read from its prompt cache (part of input_tokens).
+    cached_input_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     latency_ms = models.PositiveIntegerField(default=0)
+    # What the reply check and the text-call reader did in this step ({"reply": [...], "text_calls": "hermes"}).
+    checks = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     # A resolution step completed something with consequences; compaction may
     # only start after one.

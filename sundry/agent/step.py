@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Max
 
+from sundry.agent import answer, replycheck
 from sundry.agent.calls import StepOutcome, run_calls
-from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
+from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_update
@@ -86,44 +88,74 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     read_through = _read_through(snapshot, ticket)
     first_turn = ticket.last_turn_number + 1
 
-    # One call: the gateway retries inside it (the provider SDK's own retries, honouring
-    # Retry-After, within the call's deadline), and a failure's latency spans every attempt.
-    call, error = None, None
-    try:
-        call = gateway.call(assembled.request, model=tclass.working_model)
-    except ModelCallError as exc:
-        error = exc
+    # One gateway call (its retries, honouring Retry-After, live inside it; a failure's latency
+    # spans every attempt), read for calls written as text where the class opts in; a reply that
+    # fails its check is asked for once more, with the reason.
+    got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
+                        text_tool_calls=tclass.text_tool_calls)
+    call, error = got.call, got.error
+    checks = {"reply": got.checks} if got.checks else {}
+    if got.text_calls:
+        checks["text_calls"] = got.text_calls
 
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
         if call is None:
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
-                        payload={"model_error": str(error)})
-            ticket_update(ticket.pk, attention=f"Model unavailable: {str(error)[:150]}")
+            if error.unresolved:
+                # No silent toy in production: staff take the ticket, with the reason.
+                text = f"The agent cannot work this ticket: {error}. It was handed to staff."
+                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
+                            payload={"model_error": str(error), "unresolved": True})
+                ticket_update(ticket.pk, handler=Ticket.Handler.STAFF)
+                attention_flag(ticket.pk, f"Model not configured: {error}")
+            else:
+                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                            text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
+                            payload={"model_error": str(error)})
+                attention_flag(ticket.pk, f"{MODEL_UNAVAILABLE}: {error}")
             _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error),
                          latency_ms=error.latency_ms)
             return StepOutcome(stop=True, read_through=read_through)
 
+        # The model answered: a flag its earlier failure raised no longer holds. (That failure ended
+        # its run, so the ticket as this run loaded it shows the flag; no query for every step.)
+        if ticket.attention.startswith(MODEL_UNAVAILABLE) and attention_clear(ticket.pk, MODEL_UNAVAILABLE):
+            ticket.attention = ""
         response: ModelResponse = call.response
         next_lanes = None
+        verdict = got.verdict
         if response.tool_calls:
             outcome = run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
-        elif (response.text or "").strip():
+        elif verdict is not None and verdict.action == replycheck.POST:
+            payload = {"model": response.model, "offline": response.offline}
+            if verdict.notes:
+                payload["reply_check"] = verdict.as_json()
             reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
-                                text=response.text.strip(),
-                                payload={"model": response.model, "offline": response.offline})
+                                text=verdict.text, payload=payload)
             next_lanes = _after_reply(snapshot, reply, ticket.version)
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
-        else:
+        elif verdict is not None and (response.text or "").strip():
+            # Held: never sent; staff see what was written and why.
+            reasons = ", ".join(verdict.reasons)
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text="The model returned neither a reply nor a tool call.", payload={})
-            outcome = StepOutcome(stop=False)
+                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}",
+                        payload={"reply_check": verdict.as_json(), "held_reply": response.text})
+            attention_flag(ticket.pk, f"Reply held for staff: {reasons}"
+                           + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""))
+            outcome = StepOutcome(stop=True)
+            kind = AgentStep.Outcome.HELD_REPLY
+        else:
+            # Asked once more already (`answer.obtain`): looping would only burn the run's steps.
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
+                        text="The model returned neither a reply nor a tool call, twice.", payload={})
+            attention_flag(ticket.pk, "The model gave no answer")
+            outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through
-        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution)
+        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution,
+                            checks=checks)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
@@ -144,7 +176,8 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 
 def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, *,
-                 error: str = "", resolution: bool = False, latency_ms: int = 0) -> AgentStep:
+                 error: str = "", resolution: bool = False, latency_ms: int = 0,
+                 checks: dict | None = None) -> AgentStep:
     """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
     usage = call.response.usage if call else None
     return AgentStep.objects.create(
@@ -152,6 +185,7 @@ def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcom
         offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
+        cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
         latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )

@@ -46,6 +46,8 @@ class CompactionRun(models.Model):
     summariser_output = models.TextField(blank=True, help_text="Raw output of the accepted attempt")
     summary = models.ForeignKey("context.Summary", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     attempts = models.PositiveIntegerField(default=0)
+    # How the accepted (or last) summary came back: native (JSON schema), tool (output tool), text (JSON in text).
+    output_path = models.CharField(max_length=10, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     input_tokens = models.PositiveIntegerField(default=0)

@@ -32,10 +32,11 @@ from sundry.compaction.trigger import (
     clearly_under,
     cut_point,
     decide,
+    pays,
 )
 from sundry.context.assembly import assemble, total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
-from sundry.context.models import LedgerEntry, Source, Summary
+from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
@@ -123,6 +124,11 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
     if cut is None:
         return None
+    if not force:
+        worth = pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut))
+        log.debug("ticket %s compaction worth: %s", ticket_id, worth.reason)
+        if not worth.compact:
+            return None
     if assembled is None:  # the run records the request it shrinks
         assembled = _assemble(ticket, snapshot)
     run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
@@ -232,11 +238,14 @@ def _inputs(run: CompactionRun):
     seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
     seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through).order_by("number"))
     ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role"))
+    actions = set(ActionTaken.objects.filter(ticket=ticket).values_list("tool", flat=True))
+    if HeldAction.objects.filter(ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)).exists():
+        actions.add("*approval")
     ctx = sm.ValidationContext(
         ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
         history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
-        model=working,
+        model=working, ledger_roles=dict(ledger_all), actions=sorted(actions),
     )
     return turns, request, ctx, seen
 
@@ -270,12 +279,13 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
     CompactionRun.objects.filter(pk=run.pk).update(
         summariser_input=request.model_dump(mode="json"), validation_context=ctx.as_dict(),
         replaced_tokens=ctx.replaced_tokens)
-    log_entries, accepted, raw_accepted, model_used = [], None, "", ""
+    log_entries, accepted, raw_accepted, model_used, path = [], None, "", "", ""
     cost, latency, tin, tout = Decimal(0), 0, 0, 0
+    asked = request
     for attempt in range(1, sm.MAX_ATTEMPTS + 1):
         entry: dict = {"attempt": attempt}
         try:
-            call = gateway.call(request, model=run.model)
+            call = gateway.call(asked, model=run.model)
         except ModelCallError as exc:
             entry.update(ok=False, reasons=["model_error"], details=[str(exc)])
         else:
@@ -286,10 +296,14 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
             tin += call.response.usage.input_tokens
             tout += call.response.usage.output_tokens
             model_used = call.response.model or run.model
+            path = call.response.output_path or "text"
             entry.update(ok=verdict.ok, reasons=verdict.reasons, details=verdict.details, output=raw,
-                         latency_ms=call.latency_ms, cost_usd=str(call.cost_usd), tokens=verdict.tokens)
+                         latency_ms=call.latency_ms, cost_usd=str(call.cost_usd), tokens=verdict.tokens,
+                         output_path=path, substituted=verdict.substituted)
             if verdict.ok:
                 accepted, raw_accepted = verdict, raw
+            else:
+                asked = sm.retry_request(request, raw, verdict)  # the retry sees the exact errors
         log_entries.append(entry)
         # Saved as it goes, so a worker killed mid-run still leaves its evidence (and the desk counts attempts).
         with transaction.atomic():
@@ -298,7 +312,8 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
         if accepted:
             break
     return _accept(run, turns, accepted, raw_accepted, log_entries,
-                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout),
+                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout,
+                        output_path=path),
                    seen)
 
 

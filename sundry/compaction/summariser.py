@@ -16,9 +16,11 @@ from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
 from sundry.core.tokens import count_message_tokens, count_tokens
-from sundry.tooling.messages import Message, ModelRequest
+from sundry.tooling.messages import Message, ModelRequest, OutputSpec
 
-MAX_ATTEMPTS = 3
+# The first answer and one retry that shows the model the exact validation errors.
+MAX_ATTEMPTS = 2
+OUTPUT_NAME = "record_summary"
 REQUIRED_FIELDS = ("decisions", "actions_taken", "constraints_not_pinned", "open_questions", "narrative")
 
 # Section headings of the user message; the offline summariser parses these.
@@ -102,8 +104,30 @@ def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData]
          f"{PREVIOUS_SECTION}" + (f" covering turns 1–{previous.covers_through_turn}" if previous else ""), *prev, "",
          f"{TURNS_SECTION} {span}", *[turn_line(t) for t in turns]]
     )
+    # Providers with structured output are asked for the fields through it; the template asks for the
+    # same JSON in text, which is what a model without it (or the offline summariser) answers with.
     return ModelRequest(model=model, messages=[Message(role="system", content=TEMPLATE),
-                                               Message(role="user", content=body)])
+                                               Message(role="user", content=body)],
+                        output=OutputSpec(name=OUTPUT_NAME, description="The compacted record of the turns.",
+                                          schema=output_schema()))
+
+
+def output_schema() -> dict:
+    """SummaryFields as a strict JSON schema: every field required, nothing else allowed."""
+    schema = SummaryFields.model_json_schema()
+    schema["additionalProperties"] = False
+    schema["required"] = list(REQUIRED_FIELDS)
+    return schema
+
+
+def retry_request(request: ModelRequest, raw: str, verdict: "Verdict") -> ModelRequest:
+    """The request again, with the rejected answer and the exact validation errors after it."""
+    problems = "\n".join(f"- {d}" for d in verdict.details) or "- " + ", ".join(verdict.reasons)
+    note = ("Your summary was rejected for these reasons:\n" + problems +
+            "\nAnswer again with the corrected JSON object only, keeping every required key.")
+    return request.model_copy(update={"messages": [
+        *request.messages[:2], Message(role="assistant", content=raw or "(no answer)"),
+        Message(role="user", content=note)]})
 
 
 def replaced_tokens(turns: list[TurnData], previous: SummaryData | None, model: str) -> int:
@@ -159,6 +183,10 @@ class ValidationContext:
     replaced_tokens: int
     covers_through_turn: int
     model: str  # tokenizer choice: the working model the summary is sent to
+    # value → role for the ledger: a value the summariser wrote is replaced by its [role].
+    ledger_roles: dict[str, str] = field(default_factory=dict)
+    # Tools in the actions lane (what really happened) and tools staff approved; None: not checked.
+    actions: list[str] | None = None
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -171,11 +199,13 @@ class ValidationContext:
 @dataclass
 class Verdict:
     ok: bool
-    reasons: list[str] = field(default_factory=list)  # codes: schema, id_value, invented_id, not_shorter
+    # codes: schema, id_value, invented_id, unsupported_claim, not_shorter
+    reasons: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     fields: SummaryFields | None = None
     text: str = ""
     tokens: int = 0
+    substituted: list[str] = field(default_factory=list)  # ledger values replaced by their [role]
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.M)
@@ -224,10 +254,15 @@ _ROLE_REF = re.compile(r"\[[A-Za-z0-9_ .-]+\]")
 def validate(raw: str, ctx: ValidationContext) -> Verdict:
     try:
         fields = parse_output(raw)
-    except (ValueError, ValidationError) as exc:
-        return Verdict(False, ["schema"], [str(exc).splitlines()[0][:300]])
+    except ValidationError as exc:
+        # Every error, field by field: the retry shows the model exactly what to fix.
+        return Verdict(False, ["schema"], [f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}"
+                                           for e in exc.errors()[:10]])
+    except ValueError as exc:
+        return Verdict(False, ["schema"], [f"not a JSON object: {str(exc).splitlines()[0][:300]}"])
     # Pleasantries are not decisions, whoever wrote them: dropped, not a reason to reject.
     fields.decisions = [d for d in fields.decisions if decision_text(d)]
+    substituted = substitute_roles(fields, ctx.ledger_roles)
     text = "\n".join(_strings(fields))
     reasons, details = [], []
     values = set(ctx.ledger_values) | set(ctx.history_ids)
@@ -245,12 +280,68 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
     if invented:
         reasons.append("invented_id")
         details.append("ID-shaped tokens found nowhere in ledger or history: " + ", ".join(invented))
+    if ctx.actions is not None:
+        claims = unsupported_claims(fields, set(ctx.actions))
+        if claims:
+            reasons.append("unsupported_claim")
+            details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
     body = render_fields(fields)
     tokens = count_tokens(render_summary(SummaryData(ctx.covers_through_turn, body)), ctx.model)
     if tokens >= ctx.replaced_tokens:
         reasons.append("not_shorter")
         details.append(f"summary {tokens} tokens ≥ replaced {ctx.replaced_tokens}")
-    return Verdict(not reasons, reasons, details, fields, body, tokens)
+    return Verdict(not reasons, reasons, details, fields, body, tokens, substituted)
+
+
+def substitute_roles(fields: SummaryFields, roles: dict[str, str]) -> list[str]:
+    """Replace every ledger value written in the fields by its [role], in place; the values replaced."""
+    done = []
+    for value in sorted(roles, key=len, reverse=True):  # longer first: one value may contain another
+        pattern = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w])")
+        sub = lambda t: pattern.sub(f"[{roles[value]}]", t)  # noqa: E731
+        before = _strings(fields)
+        fields.decisions = [sub(t) for t in fields.decisions]
+        fields.actions_taken = [sub(t) for t in fields.actions_taken]
+        fields.constraints_not_pinned = [sub(t) for t in fields.constraints_not_pinned]
+        fields.open_questions = [sub(t) for t in fields.open_questions]
+        fields.narrative = sub(fields.narrative)
+        if _strings(fields) != before:
+            done.append(value)
+    return done
+
+
+# A claim that something was done, and the tool that would have done it. A sentence that
+# negates or defers ("no refund yet", "refund requested", "held for approval") claims nothing.
+CLAIMS = (
+    (re.compile(r"\b(?:refunded|refund(?:ed)? (?:was |has been |is )?(?:issued|processed|made|completed|sent|given|provided)"
+                r"|(?:issued|processed|made|gave|provided|completed|sent) (?:a |the |an? \w+ |their )?(?:partial |full )?refund)\b", re.I),
+     "issue_refund", "a refund"),
+    (re.compile(r"\b(?:cancell?ed (?:the |their |his |her )?order|order (?:was |has been |is )?cancell?ed)\b", re.I),
+     "cancel_order", "a cancellation"),
+    (re.compile(r"\b(?:booked (?:a |the )?return|return (?:was |has been |is )?(?:booked|created|arranged))\b", re.I),
+     "book_return", "a return"),
+    (re.compile(r"\b(?:(?:sent|shipped|issued|arranged) (?:a |the )?replacement|replacement (?:was |has been )?(?:sent|shipped|arranged))\b", re.I),
+     "offer_replacement", "a replacement"),
+    (re.compile(r"\b(?:approved|approval (?:was |has been )?granted)\b", re.I), "*approval", "an approval"),
+)
+_NEGATED = re.compile(r"\b(?:no|not|never|without|n't|pending|requested|asks?|asked|wants?|wanted|awaiting|await|held|hold|"
+                      r"refused|declined|denied|if|whether|would|will|could|should|may|might|yet|unless|before)\b", re.I)
+
+
+def unsupported_claims(fields: SummaryFields, actions: set[str]) -> list[str]:
+    """Sentences claiming an action (refund, cancellation, return, replacement, approval) the actions lane lacks.
+
+    `actions` holds the tools that ran; "*approval" is present when staff approved a held action."""
+    found = []
+    for text in [*fields.decisions, *fields.actions_taken, fields.narrative]:
+        for m in _SENTENCES.finditer(text or ""):
+            sentence = m.group(0).strip()
+            if not sentence or _NEGATED.search(sentence):
+                continue
+            for pattern, tool, what in CLAIMS:
+                if pattern.search(sentence) and tool not in actions:
+                    found.append(f'{what} ("{sentence[:120]}")')
+    return found
 
 
 # --- fallback --------------------------------------------------------------------------

@@ -47,6 +47,29 @@ def decide(inp: TriggerInput) -> Decision:
     return Decision(True, f"{inp.total_tokens} > trigger {inp.trigger_tokens}")
 
 
+# Compaction pays only when the turns it would replace are several times what their
+# summary is expected to take: below that it spends model time to shrink the request
+# by little or, as a fallback trim, to grow it, and it loses the customer's own words.
+EXPECTED_SUMMARY_TOKENS = 200
+PAYS_FACTOR = 3
+
+
+def compaction_floor(expected_summary_tokens: int = EXPECTED_SUMMARY_TOKENS) -> int:
+    return expected_summary_tokens * PAYS_FACTOR
+
+
+def pays(compactable_tokens: int, *, expected_summary_tokens: int = EXPECTED_SUMMARY_TOKENS) -> Decision:
+    """Whether replacing `compactable_tokens` of history (the turns before the cut) is worth a compaction."""
+    floor = compaction_floor(expected_summary_tokens)
+    if compactable_tokens - expected_summary_tokens <= 0:
+        return Decision(False, f"{compactable_tokens} compactable tokens: a summary of ~{expected_summary_tokens} "
+                               "cannot shrink the request")
+    if compactable_tokens < floor:
+        return Decision(False, f"{compactable_tokens} compactable tokens < floor {floor} "
+                               f"({PAYS_FACTOR}× the expected summary)")
+    return Decision(True, f"{compactable_tokens} compactable tokens ≥ floor {floor}")
+
+
 # A resolution step's next request is its own request plus the turns it
 # appended plus what its harvest and effects added to the lanes (a few ledger,
 # money and action lines). When that estimate, with this allowance for the lane

@@ -112,6 +112,10 @@ def assemble(
     }
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]
     conversation = render.turns_to_messages(turns)
+    if conversation and conversation[0].role != "user":
+        # Kept history that opens with the agent (after a compaction, say): providers that require
+        # turns to alternate refuse it, so a fixed notice opens the conversation.
+        conversation.insert(0, Message(role="user", content=render.HISTORY_OPENS_NOTICE))
     messages.extend(conversation)
     specs, specs_json = _tool_specs(tools) if tools else ([], "[]")
     request = ModelRequest(model=model, messages=messages, tools=specs)

@@ -8,6 +8,7 @@ formats back: the offline model uses them, so format and parser cannot drift.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ SYSTEM_EVENT_PREFIX = "[system event] "
 SYSTEM_NOTICE_PREFIX = "[system notice] "
 NOT_CUSTOMER_PREFIXES = (STAFF_NOTE_PREFIX, SYSTEM_EVENT_PREFIX, SYSTEM_NOTICE_PREFIX)
 ERROR_PREFIX = "ERROR"
+HISTORY_OPENS_NOTICE = SYSTEM_NOTICE_PREFIX + "The conversation before this point is in the summary above."
 MISSING_RESULT = "ERROR: the result of this call is not in the context. Call the tool again if you still need it."
 
 
@@ -383,6 +385,42 @@ def _is_result(turn: TurnData) -> bool:
     return turn.kind == "tool_result" or (turn.kind in ("rejection", "error") and has_call)
 
 
+def _with_major(value, currency: str | None):
+    """`value` with "<name>": "4558.00 INR" beside every "<name>_cents" that has a currency in reach."""
+    if isinstance(value, list):
+        return [_with_major(v, currency) for v in value]
+    if not isinstance(value, dict):
+        return value
+    cur = value.get("currency") if isinstance(value.get("currency"), str) else currency
+    out = {}
+    for key, item in value.items():
+        out[key] = _with_major(item, cur)
+        base = key[:-6] if isinstance(key, str) and key.endswith("_cents") else None
+        if base and cur and isinstance(item, int) and not isinstance(item, bool) and base not in value:
+            try:
+                out[base] = format_money(item, cur)
+            except money.MoneyError:
+                pass
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def with_major_units(text: str) -> str:
+    """A JSON tool result as the model reads it: money in major units beside each minor-unit field.
+
+    A model read `total_cents` 455800 as "455800 INR"; the figure it should use now sits next to it.
+    Text that is not a JSON object is returned as it is.
+    """
+    if not text.startswith("{"):
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    shown = _with_major(data, None)
+    return text if shown == data else json.dumps(shown, ensure_ascii=False)
+
+
 def _result_content(turn: TurnData) -> str:
     p = turn.payload or {}
     if turn.kind == "rejection":
@@ -393,7 +431,7 @@ def _result_content(turn: TurnData) -> str:
     text = turn.text if turn.text else json.dumps({k: v for k, v in p.items() if k != "call_id"}, ensure_ascii=False)
     if p.get("ok") is False and not text.startswith(ERROR_PREFIX):
         text = f"{ERROR_PREFIX}: {text}"
-    return text
+    return with_major_units(text) if turn.kind == "tool_result" and p.get("ok") is not False else text
 
 
 def _plain(turn: TurnData) -> Message | None:
@@ -405,6 +443,8 @@ def _plain(turn: TurnData) -> Message | None:
         if turn.author == "staff":
             return Message(role="assistant", content=STAFF_REPLY_PREFIX + text, turns=n)
         if turn.author == "agent":
+            if (turn.payload or {}).get("via") == "reply_to_customer":
+                return None  # its reply_to_customer call and result already carry it: shown once, not twice
             return Message(role="assistant", content=text, turns=n)
     if turn.kind == "note":
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)

@@ -62,7 +62,7 @@ class FactArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="One of the state fields: order_number, issue, item, amount, refund_method, "
                                   "contact_preference, resolution, delivery_date")
-    value: str = Field(max_length=300, description="The value, e.g. '4,050 INR' for an amount")
+    value: str = Field(max_length=300, description="The value as it was stated; an amount keeps its currency code")
     stated_by_customer: bool = Field(False, description="True only if the customer wrote this value themselves")
 
 

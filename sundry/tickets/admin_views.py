@@ -1,4 +1,4 @@
-"""Per-class figures for admins: tickets, compactions, tokens saved, cost, latency, guard rejections."""
+"""Figures for admins, per class and per model: tickets, compactions, tokens saved, cost, latency, guard rejections."""
 
 from __future__ import annotations
 
@@ -60,9 +60,43 @@ def class_figures() -> list[dict]:
     return out
 
 
+def model_figures() -> list[dict]:
+    """Per model, not per class: a class's offline and real-model compactions are never mixed.
+
+    Steps by the model that answered; compactions by the model that summarised (`model_used`),
+    with the share that fell back to the deterministic trim, the structured-output path
+    each used, and net tokens saved (negative when compactions made requests bigger)."""
+    done = Q(status__in=["succeeded", "fallback"])
+    rows: dict[str, dict] = defaultdict(lambda: {"steps": 0, "held": 0, "step_cost": Decimal(0), "step_latency": 0,
+                                                 "input_tokens": 0, "cached_tokens": 0, "compactions": 0,
+                                                 "fallbacks": 0, "grew": 0, "saved": 0, "paths": {}})
+    for r in AgentStep.objects.values("model").annotate(
+            n=Count("id"), held=Count("id", filter=Q(outcome="held_reply")), cost=Sum("cost_usd"),
+            latency=Avg("latency_ms"), tin=Sum("input_tokens"), cached=Sum("cached_input_tokens")):
+        row = rows[r["model"]]
+        row.update(steps=r["n"], held=r["held"], step_cost=r["cost"] or Decimal(0), step_latency=int(r["latency"] or 0),
+                   input_tokens=r["tin"] or 0, cached_tokens=r["cached"] or 0)
+    for r in CompactionRun.objects.filter(done).values("model_used").annotate(
+            n=Count("id"), fallback=Count("id", filter=Q(status="fallback")),
+            grew=Count("id", filter=Q(tokens_after__gt=F("tokens_before"))),
+            saved=Sum(F("tokens_before") - F("tokens_after"), filter=Q(tokens_after__isnull=False))):
+        row = rows[r["model_used"] or "?"]
+        row.update(compactions=r["n"], fallbacks=r["fallback"], grew=r["grew"], saved=r["saved"] or 0)
+    for model, path, n in CompactionRun.objects.filter(done).values_list("model_used", "output_path").annotate(n=Count("id")):
+        rows[model or "?"]["paths"][path or "text"] = n
+    out = []
+    for model, row in sorted(rows.items()):
+        row["model"] = model
+        row["fallback_share"] = round(100 * row["fallbacks"] / row["compactions"]) if row["compactions"] else None
+        row["cached_share"] = round(100 * row["cached_tokens"] / row["input_tokens"]) if row["input_tokens"] else None
+        row["paths"] = sorted(row["paths"].items())
+        out.append(row)
+    return out
+
+
 @login_required
 @require_GET
 def figures(request):
     if not is_admin(request.user):
         raise PermissionDenied("Figures are for admins.")
-    return render(request, "tickets/figures.html", {"rows": class_figures()})
+    return render(request, "tickets/figures.html", {"rows": class_figures(), "models": model_figures()})

@@ -43,6 +43,11 @@ class TicketClass(models.Model):
                   'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
                   'per currency (above_cents, if given, covers the currencies not listed; others are always held)',
     )
+    text_tool_calls = models.BooleanField(
+        default=False,
+        help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a "
+                  "tool) as calls. For servers without a tool-call parser for their model; off by default.",
+    )
     first_response_minutes = models.PositiveIntegerField(
         default=60, validators=[MinValueValidator(1)],
         help_text="Target for the first reply to a new ticket; the desk colours a ticket near and past it.")

@@ -24,7 +24,7 @@ from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
-from sundry.tickets.attention import follow_up_resolve
+from sundry.tickets.attention import attention_dismiss, follow_up_resolve
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
@@ -186,11 +186,22 @@ def ticket_update(request, ticket_id):
 @login_required
 @require_POST
 def attention_clear(request, ticket_id):
-    """Staff looked at what the customer flagged, or followed up as the agent promised."""
+    """Staff dealt with what the attention line said: a customer's flag or a promised follow-up is
+    marked handled, any other reason (a model out of reach, a held reply, a stopped run) cleared."""
     ticket = _ticket_or_404(request, ticket_id)
+    shown = request.POST.get("shown", ticket.attention)
+    if shown != ticket.attention:
+        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
+                         current=ticket.attention or "(no flag)")
     followed = follow_up_resolve(ticket=ticket, user=request.user)
     flagged = flags_resolve(ticket=ticket, user=request.user)
-    message = "Flag marked as handled." if flagged or not followed else "Follow-up marked as handled."
+    rest = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
+    cleared = bool(rest) and rest in shown and attention_dismiss(ticket=ticket, user=request.user, shown=rest)
+    if not (followed or flagged or cleared):
+        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
+                         current=rest or "(no flag)")
+    message = ("Flag marked as handled." if flagged else "Follow-up marked as handled." if followed and not cleared
+               else "Flag cleared.")
     return _answer(request, ticket, panels=("head",), message=message)
 
 

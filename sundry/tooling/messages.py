@@ -39,15 +39,33 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
+class OutputSpec(BaseModel):
+    """Structured output asked of the model: one JSON object matching `schema`.
+
+    Providers with JSON-schema output get it natively; others through a tool
+    named `name`; an in-process model reads the request's text and answers in
+    text. The response says which path answered (`ModelResponse.output_path`).
+    """
+
+    name: str
+    description: str = ""
+    schema_: dict[str, Any] = Field(alias="schema")
+
+    model_config = {"populate_by_name": True}
+
+
 class ModelRequest(BaseModel):
     model: str
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
+    output: OutputSpec | None = None
 
 
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
+    # Input tokens the provider read from its prompt cache (part of input_tokens).
+    cached_input_tokens: int = 0
 
 
 class ModelResponse(BaseModel):
@@ -56,4 +74,12 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
     offline: bool = False
+    # "length" when the answer was cut at max_tokens: never to be posted as if finished.
+    finish_reason: str | None = None
+    # How a structured output came back: "native" (JSON schema), "tool" (output tool), "text".
+    output_path: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 

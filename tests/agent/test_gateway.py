@@ -222,7 +222,7 @@ def test_tool_call_round_trip_through_real_client(serve, monkeypatch, model, wir
     ]
     assert first.response == ModelResponse(
         text=None, tool_calls=[ToolCall(id="call_SU1", name="get_order", arguments={"order_number": "SU-20481"})],
-        usage=Usage(input_tokens=812, output_tokens=23), model=model, offline=False,
+        usage=Usage(input_tokens=812, output_tokens=23), model=model, offline=False, finish_reason="tool_call",
     )
     assert (first.cost_usd, first.priced) == (costs[0], costs[0] > 0)
     assert first.resolved.offline is False and first.latency_ms >= 0
@@ -272,9 +272,12 @@ def test_anthropic_round_trip_through_real_client(serve, monkeypatch):
     first = gateway.call(request)
 
     body = server.bodies[0]
-    # Anthropic has one system field: the lanes, in order.
-    assert body["system"] == "\n\n".join(text for _, text in LANES)
+    # Anthropic has one system field: the lanes, in order, with a cache breakpoint after them,
+    # and another after the tool schemas (the stable prefix is read from cache).
+    assert body["system"] == [{"type": "text", "text": "\n\n".join(text for _, text in LANES),
+                               "cache_control": {"type": "ephemeral", "ttl": "5m"}}]
     assert [t["input_schema"] for t in body["tools"]] == [GET_ORDER_SCHEMA, FIND_ORDERS_SCHEMA]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
     assert first.response.text == "Let me check."
     assert first.response.tool_calls == [ToolCall(id="toolu_1", name="get_order", arguments={"order_number": "SU-20481"})]
     assert first.cost_usd == Decimal("0.004500")  # (1000*3 + 100*15)/1e6

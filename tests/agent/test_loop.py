@@ -199,19 +199,39 @@ def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(s
     assert turns(ticket, author="agent", kind="message")[-1].text.startswith("Could you")
 
 
-def test_a_model_failure_is_surfaced_to_staff(shop):
-    # The gateway's call holds its own retries (the provider SDK's); a failure that comes out
-    # of it is final for this step: one request, then an error turn and the attention flag.
+def test_a_failed_model_call_is_surfaced_to_staff_and_cleared_by_a_later_answer(shop):
+    # The gateway's call retries inside itself (the provider SDK, honouring Retry-After): the
+    # step calls it once, and a failure it gives up on ends the run with a flag for staff.
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Hello?")
-    down = ModelCallError("HTTP 503 from provider", retryable=True)
-    model = run(ticket, down, down, down)
+    model = run(ticket, ModelCallError("HTTP 503 from provider", retryable=True))
     assert len(model.requests) == 1
     error = turns(ticket, kind=Turn.Kind.ERROR)[-1]
     assert "could not be reached" in error.text
     ticket.refresh_from_db()
-    assert "Model unavailable" in ticket.attention
+    assert ticket.attention.startswith("Model unavailable")
     assert AgentStep.objects.get(ticket=ticket).outcome == "model_error"
+
+    # The model answers the customer's next message: the flag's cause is gone, and so is the flag.
+    customer_message_post(ticket=ticket, text="Anyone there?")
+    run(ticket, reply("Yes, sorry for the wait. How can I help?"))
+    ticket.refresh_from_db()
+    assert ticket.attention == ""
+
+
+def test_a_model_failure_never_overwrites_another_flag_nor_clears_it(shop):
+    from sundry.tickets.models import Ticket
+
+    ticket = shop["ticket"]
+    Ticket.objects.filter(pk=ticket.pk).update(attention="Compaction breaker: 3 compactions in a row failed")
+    customer_message_post(ticket=ticket, text="Hello?")
+    run(ticket, ModelCallError("HTTP 503 from provider", retryable=True))
+    ticket.refresh_from_db()
+    assert ticket.attention.startswith("Compaction breaker")
+    customer_message_post(ticket=ticket, text="Anyone there?")
+    run(ticket, reply("Yes, how can I help?"))
+    ticket.refresh_from_db()
+    assert ticket.attention.startswith("Compaction breaker")
 
 
 def test_tool_result_failing_its_schema_is_quarantined_not_harvested(shop, monkeypatch):

@@ -240,3 +240,43 @@ def test_a_held_or_failed_call_is_never_recorded_as_an_action_taken():
     fields = _summarise(turns)
     assert fields["actions_taken"] == ["turn 5: issue_refund on [damaged_order] — 40.00 USD"]
     assert fields["open_questions"] == ["turn 1: issue_refund on [damaged_order] is held for staff approval (not done)"]
+
+
+# --- roles substituted, claims checked, structured output -----------------------------
+
+
+def test_a_ledger_value_written_instead_of_its_role_is_replaced_by_the_role():
+    v = sm.validate(out(narrative="The table from SU-40118 was refunded.", open_questions=["itm_7k2m9q4x ok?"]),
+                    ctx(ledger_roles={e.value: e.role for e in LEDGER}, actions=["issue_refund"]))
+    assert v.ok, v.details
+    assert v.substituted == ["itm_7k2m9q4x", "SU-40118"]
+    assert "[damaged_order] was refunded" in v.text and "[garden_table] ok?" in v.text and "SU-40118" not in v.text
+
+
+@pytest.mark.parametrize("claim, tool", [
+    ("Provided a refund of 40.00 USD to the customer.", "issue_refund"),
+    ("The order was cancelled.", "cancel_order"),
+    ("Booked a return for [garden_table].", "book_return"),
+    ("Staff approved the refund.", "*approval"),
+])
+def test_a_claimed_action_the_actions_lane_lacks_is_rejected(claim, tool):
+    v = sm.validate(out(actions_taken=[claim], narrative="[garden_table] arrived scratched."), ctx(actions=[]))
+    assert v.reasons == ["unsupported_claim"] and claim[:30] in v.details[0]
+    assert sm.validate(out(actions_taken=[claim], narrative="[garden_table] arrived scratched."), ctx(actions=[tool])).ok
+
+
+@pytest.mark.parametrize("sentence", ["No refund has been issued yet.", "The customer asked whether a refund was issued.",
+                                      "A refund is held for staff approval."])
+def test_negated_or_pending_actions_claim_nothing(sentence):
+    assert sm.validate(out(actions_taken=[], narrative=sentence), ctx(actions=[])).ok
+
+
+def test_the_request_asks_for_the_fields_as_structured_output_and_the_retry_carries_the_errors():
+    request = sm.build_request(model="openai:gpt-4.1-mini", turns=TURNS, ledger=LEDGER, rules=[], previous=None)
+    assert request.output.name == sm.OUTPUT_NAME
+    assert set(request.output.schema_["required"]) == set(sm.REQUIRED_FIELDS)
+    assert request.output.schema_["additionalProperties"] is False
+    verdict = sm.validate('{"narrative": "x"}', ctx())
+    retry = sm.retry_request(request, '{"narrative": "x"}', verdict)
+    assert [m.role for m in retry.messages] == ["system", "user", "assistant", "user"]
+    assert "decisions: Field required" in retry.messages[-1].content and retry.output == request.output

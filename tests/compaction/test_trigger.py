@@ -45,3 +45,14 @@ def test_cut_keeps_recent_k_and_never_splits_a_call_from_its_result():
     assert cut_point(turns, covered=0, keep_recent=3) == 3
     assert cut_point(turns, covered=0, keep_recent=7) is None
     assert cut_point(turns[3:], covered=3, keep_recent=3) is None  # only the call itself could go: not split
+
+
+def test_compaction_pays_only_above_a_floor_of_several_summaries():
+    from sundry.compaction.trigger import EXPECTED_SUMMARY_TOKENS, compaction_floor, pays
+
+    floor = compaction_floor()
+    assert floor == 3 * EXPECTED_SUMMARY_TOKENS
+    # The customer's opening message alone (19–29 tokens) is never worth a summary.
+    assert not pays(25).compact and "cannot shrink" in pays(25).reason
+    assert not pays(floor - 1).compact and "floor" in pays(floor - 1).reason
+    assert pays(floor).compact

@@ -261,3 +261,43 @@ def test_ledger_descriptions_stay_within_their_bound_most_recently_used_first():
     assert "SU-10059" in shown and "SU-10001" not in shown  # the least recently used give way
     text = render.render_ledger(entries)
     assert all(f"SU-{10000 + i}" in text for i in range(1, 60))  # every ID stays
+
+
+# --- requests a real model reads right -------------------------------------------------
+
+
+def test_money_in_minor_units_is_shown_in_major_units_beside_it():
+    import json
+
+    result = {"order_number": "SU-20481", "currency": "INR", "total_cents": 455800, "amount": "12.00 INR", "amount_cents": 1200,
+              "items": [{"product": "Lamp", "unit_price_cents": 199}], "refunds": []}
+    turns = [TurnData(1, "agent", "tool_call", "", {"calls": [{"id": "c1", "name": "get_order", "arguments": {}}]}),
+             TurnData(2, "tool", "tool_result", json.dumps(result), {"call_id": "c1", "name": "get_order", "ok": True})]
+    shown = json.loads(render.turns_to_messages(turns)[1].content)
+    assert list(shown)[:4] == ["order_number", "currency", "total_cents", "total"]
+    assert shown["total"] == "4558.00 INR" and shown["items"][0]["unit_price"] == "1.99 INR"
+    assert shown["amount"] == "12.00 INR"  # a major-unit field the result already has is left alone
+    assert render.with_major_units('{"count_cents": 3}') == '{"count_cents": 3}'  # no currency in reach: unchanged
+
+
+def test_a_reply_sent_through_reply_to_customer_appears_once():
+    turns = [TurnData(1, "customer", "message", "Hi"),
+             TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "r", "name": "reply_to_customer",
+                                                               "arguments": {"message": "Your order shipped."}}]}),
+             TurnData(3, "tool", "tool_result", '{"sent": true}', {"call_id": "r", "name": "reply_to_customer", "ok": True}),
+             TurnData(4, "agent", "message", "Your order shipped.", {"via": "reply_to_customer"})]
+    messages = render.turns_to_messages(turns)
+    assert [m.role for m in messages] == ["user", "assistant", "tool"]
+    assert sum("Your order shipped." in (m.content + str([c.arguments for c in m.tool_calls])) for m in messages) == 1
+
+
+def test_kept_history_that_opens_with_the_agent_starts_with_a_user_turn():
+    from sundry.context.assembly import assemble
+    from sundry.context.lanes import LaneSnapshot
+
+    snap = LaneSnapshot(ticket_id=1, customer_id="cus_7k2m9q4x", class_policy="", rules=[], ledger=[], state=[], actions=[], money=[],
+                        summary=SummaryData(10, "Earlier: the customer asked about a lamp."),
+                        turns=[TurnData(11, "agent", "message", "Anything else?"), TurnData(12, "customer", "message", "No")])
+    messages = [m for m in assemble(snap, model="offline").request.messages if m.role != "system"]
+    assert messages[0].role == "user" and messages[0].content == render.HISTORY_OPENS_NOTICE
+    assert [m.role for m in messages[1:]] == ["assistant", "user"]

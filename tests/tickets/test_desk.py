@@ -110,3 +110,26 @@ def test_staff_take_over_stops_the_agent_and_hand_back_resumes(client, people):
     client.post(f"/desk/tickets/{ticket.pk}/post", {"action": "hand_back"})
     ticket.refresh_from_db()
     assert ticket.handler == Ticket.Handler.AGENT
+
+
+def test_staff_clear_a_flag_they_read_and_only_that_one(client, people):
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Stuck")
+    Ticket.objects.filter(pk=ticket.pk).update(attention="Model unavailable: openai:gpt-4.1-mini: timed out")
+    client.force_login(people["staff"])
+    page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
+    assert "Clear flag" in page and "Model unavailable" in page
+    hx = {"HTTP_HX_REQUEST": "true"}
+    # A flag raised by another cause since the page was read is not cleared unseen.
+    stale = client.post(f"/desk/tickets/{ticket.pk}/attention/clear", {"shown": "Reply held for staff"}, **hx)
+    assert stale.status_code == 409
+    assert Ticket.objects.get(pk=ticket.pk).attention.startswith("Model unavailable")
+    shown = "Model unavailable: openai:gpt-4.1-mini: timed out"
+    assert client.post(f"/desk/tickets/{ticket.pk}/attention/clear", {"shown": shown}, **hx).status_code == 200
+    assert Ticket.objects.get(pk=ticket.pk).attention == ""
+    assert ticket.turns.get(payload__attention_cleared=shown).text.startswith("desk cleared the flag")
+    # Customers cannot reach the desk's button.
+    Ticket.objects.filter(pk=ticket.pk).update(attention="Run stopped at the run's 10-step cap")
+    client.force_login(people["alice_user"])
+    assert client.post(f"/desk/tickets/{ticket.pk}/attention/clear", {"shown": "Run stopped at the run's 10-step cap"},
+                       **hx).status_code == 403
+    assert Ticket.objects.get(pk=ticket.pk).attention != ""

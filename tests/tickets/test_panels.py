@@ -187,6 +187,32 @@ def test_figures_name_models_whose_cost_is_unknown(desk):
     assert "no known price: openai-compatible:in-house-llm<" in body  # gpt-4.1-mini has a price
 
 
+def test_figures_per_model_keep_offline_and_real_model_compactions_apart(desk):
+    from sundry.agent.models import AgentStep
+    from sundry.compaction.models import CompactionRun
+    from sundry.tickets.admin_views import model_figures
+
+    ticket, c = desk["ticket"], desk["c"]
+    real = "openai-compatible:qwen2.5-1.5b"
+    for number, (model, outcome, cached) in enumerate([(real, "reply", 600), (real, "held_reply", 0),
+                                                       ("offline", "reply", 0)], start=1):
+        AgentStep.objects.create(ticket=ticket, number=number, model=model, request_tokens=1000, input_tokens=1000,
+                                 cached_input_tokens=cached, output_tokens=5, outcome=outcome)
+    runs = [("offline", "succeeded", 3000, 1200, "text"), (real, "fallback", 2100, 2300, "tool"),
+            (real, "succeeded", 2500, 2000, "tool")]
+    for n, (model, status, before, after, path) in enumerate(runs):
+        CompactionRun.objects.create(ticket=ticket, from_turn=n * 10 + 1, through_turn=n * 10 + 5, context_version=0,
+                                     model=model, model_used=model, status=status, tokens_before=before,
+                                     tokens_after=after, output_path=path)
+    rows = {r["model"]: r for r in model_figures()}
+    assert (rows[real]["compactions"], rows[real]["fallbacks"], rows[real]["fallback_share"]) == (2, 1, 50)
+    assert (rows[real]["saved"], rows[real]["grew"], rows[real]["paths"]) == (300, 1, [("tool", 2)])
+    assert (rows[real]["held"], rows[real]["cached_share"]) == (1, 30)
+    assert (rows["offline"]["saved"], rows["offline"]["fallback_share"]) == (1800, 0)
+    body = c["admin"].get("/desk/figures/").content.decode()
+    assert "Figures per model" in body and real in body and "1 grew the request" in body
+
+
 def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
     tclass = TicketClass.objects.create(name="Standard", slug="standard")
     url = f"/admin/tickets/ticketclass/{tclass.pk}/change/"

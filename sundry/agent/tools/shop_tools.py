@@ -65,7 +65,9 @@ MoneyAmount = Annotated[
     PlainSerializer(lambda d: format(d, "f"), return_type=str),
     WithJsonSchema({
         "anyOf": [{"type": "string", "pattern": r"^\d+(\.\d{1,2})?$"}, {"type": "number", "exclusiveMinimum": 0}],
-        "description": 'Amount in major units as a plain decimal, e.g. "40.00" (not cents, no currency symbol).',
+        # Placeholders, not sample values: a small model copies an example into a real call.
+        "description": "Amount in major units in the form N.NN (not cents, no currency symbol), taken from the "
+                       "order's figures in a tool result.",
     }),
 ]
 CurrencyCode = Annotated[
@@ -248,7 +250,7 @@ def search_orders(ctx: ToolContext, args: SearchOrdersArgs) -> SearchOrdersResul
 
 
 class OrderArgs(Args):
-    order_number: str = _id("order", "Order number such as SU-20481, copied verbatim", min_length=1)
+    order_number: str = _id("order", "Order number (form SU-NNNNN), copied verbatim from the ledger or a tool result", min_length=1)
 
 
 class ItemOut(Result):
@@ -313,7 +315,7 @@ class OrderResult(Result):
     paid_cents: int = Field(description="Captured payments, minor units.")
     refunded_cents: int = Field(description="Issued refunds, minor units.")
     refundable_cents: int = Field(description="Still refundable (paid - refunded), minor units.")
-    refundable: str = Field(description='Still refundable in major units, the form issue_refund takes, e.g. "40.50".')
+    refundable: str = Field(description="Still refundable in major units (form N.NN), the form issue_refund takes.")
 
 
 def _order_result(order) -> OrderResult:

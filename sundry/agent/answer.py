@@ -1,0 +1,112 @@
+"""Getting an answer the step can act on: the model call, calls written as text, the reply check.
+
+The step calls `obtain` once. It calls the model once (the gateway's call
+retries inside it, honouring Retry-After, within its deadline), reads tool calls written as text where the class opts in,
+and checks a plain reply (`replycheck`); a reply that fails the check is asked
+for once more, with the reason, in the same step. What comes back says what
+to do: run the calls, post the reply, hold it for staff, or report the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sundry.agent import replycheck, textcalls
+from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
+from sundry.context.lanes import TurnData
+from sundry.context.render import SYSTEM_NOTICE_PREFIX
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
+
+@dataclass
+class Answer:
+    call: GatewayCall | None  # the last call, with cost, latency and usage summed over every call made
+    error: ModelCallError | None = None
+    verdict: replycheck.ReplyVerdict | None = None  # for a plain reply
+    text_calls: str = ""  # the shape of calls read from text (hermes, fenced, bare), if any
+    checks: list[dict] = field(default_factory=list)  # each reply check, for the step's record
+
+    @property
+    def response(self) -> ModelResponse | None:
+        return self.call.response if self.call else None
+
+
+def _call(gateway: Gateway, request: ModelRequest, model: str) -> tuple[GatewayCall | None, ModelCallError | None, int]:
+    """(call, error, latency of a failed call, every attempt in it)."""
+    try:
+        return gateway.call(request, model=model), None, 0
+    except ModelCallError as exc:
+        return None, exc, exc.latency_ms
+
+
+def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
+    last = calls[-1]
+    usage = Usage(input_tokens=sum(c.response.usage.input_tokens for c in calls),
+                  output_tokens=sum(c.response.usage.output_tokens for c in calls),
+                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls))
+    return GatewayCall(response=last.response.model_copy(update={"usage": usage}), resolved=last.resolved,
+                       cost_usd=sum((c.cost_usd for c in calls), Decimal(0)), priced=all(c.priced for c in calls),
+                       latency_ms=sum(c.latency_ms for c in calls) + extra_ms)
+
+
+def known_identifiers(request: ModelRequest) -> set[str]:
+    """Identifier-like tokens anywhere in what the request showed the model (its own words aside)."""
+    texts = []
+    for m in request.messages:
+        if m.role == "assistant" and not m.tool_calls:
+            continue  # the agent's own replies are not a source of truth
+        texts.append(m.content)
+        texts += [str(c.arguments) for c in m.tool_calls]
+    return replycheck.known_identifiers(texts)
+
+
+def after_rejection(turns: list[TurnData]) -> bool:
+    """A guard rejection or error since the last customer message or staff note."""
+    for t in reversed(turns):
+        if (t.author == "customer" and t.kind == "message") or t.kind == "note":
+            return False
+        if t.kind in ("rejection", "error"):
+            return True
+    return False
+
+
+def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
+           text_tool_calls: bool = False) -> Answer:
+    tools = {t.name for t in request.tools}
+    calls: list[GatewayCall] = []
+    failed_ms = 0
+    answer = Answer(call=None)
+    for retried in (False, True):
+        call, error, ms = _call(gateway, request, model)
+        failed_ms += ms
+        if call is None:
+            if calls:  # the first answer stands; the re-ask failed
+                break
+            error.latency_ms = failed_ms
+            return Answer(call=None, error=error)
+        response = call.response
+        if text_tool_calls:
+            response, shape = textcalls.apply(response, tools)
+            answer.text_calls = shape or answer.text_calls
+            call = GatewayCall(response=response, resolved=call.resolved, cost_usd=call.cost_usd, priced=call.priced,
+                               latency_ms=call.latency_ms)
+        calls.append(call)
+        if response.tool_calls:
+            answer.verdict = None
+            break
+        verdict = replycheck.check_reply(response.text, known=known_identifiers(request), tools=tools,
+                                         truncated=response.truncated, after_rejection=after_rejection(turns),
+                                         retried=retried)
+        answer.verdict = verdict
+        answer.checks.append(verdict.as_json())
+        if verdict.action != replycheck.RETRY:
+            break
+        # Ask once more in the same step, showing the model its reply and why it was not sent.
+        request = request.model_copy(update={"messages": [
+            *request.messages, Message(role="assistant", content=response.text or "(no reply)"),
+            Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt)]})
+    if answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
+        # The re-ask failed: what was asked for again is not sent either.
+        answer.verdict.action = replycheck.HOLD
+    answer.call = _summed(calls, failed_ms)
+    return answer

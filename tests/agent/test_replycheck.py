@@ -1,0 +1,155 @@
+"""The reply check, the text tool-call reader and the repeat counter: pure, plain data in and out."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundry.agent import replycheck, runlimits, strictjson, textcalls, wire
+from sundry.tooling.messages import ModelResponse
+from sundry.context.lanes import TurnData
+
+TOOLS = {"get_order", "issue_refund", "search_orders"}
+KNOWN = replycheck.known_identifiers([
+    "ID LEDGER\norder | SU-26675 | order | verified", '{"refund_id": "rfd_8k2m9q4x", "tracking": "1Z999AA10123456784"}',
+    "I ordered the Blender X500 last week",
+])
+
+
+def check(text, **kw):
+    return replycheck.check_reply(text, known=KNOWN, tools=TOOLS, **kw)
+
+
+@pytest.mark.parametrize("text", ["Your refund SU-26675-RF01 has been issued.", "Refund reference SU-26675-refund-1 is on its way.",
+                                  "Your refund rfd_9z9z9z9z was issued.", "Order SU-99999 shipped."])
+def test_an_identifier_found_nowhere_is_asked_again_then_held(text):
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == ["invented_id"]
+    assert first.invented and all(t in first.prompt for t in first.invented)
+    assert check(text, retried=True).action == replycheck.HOLD
+
+
+def test_identifiers_amounts_dates_and_product_names_the_request_showed_pass():
+    text = "Refund rfd_8k2m9q4x of 40.00 USD for SU-26675 went out on 2025-03-01; parcel 1Z999AA10123456784, Blender X500, 10am on the 3rd."
+    verdict = check(text)
+    assert verdict.action == replycheck.POST and verdict.text == text and not verdict.notes
+
+
+def test_a_hallucinated_tool_response_is_stripped_and_the_rest_posted():
+    verdict = check('Sure. <tool_response>{"status": "shipped"}</tool_response> Your order SU-26675 has shipped.')
+    assert verdict.action == replycheck.POST
+    assert verdict.text == "Sure. Your order SU-26675 has shipped."
+    assert "tool-protocol markup removed" in verdict.notes
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>',
+    'Let me check that. {"name": "get_order", "arguments": {"order_number": "SU-26675"}}',
+    '```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```',
+])
+def test_a_call_written_as_text_never_reaches_the_customer(text):
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == ["call_as_text"]
+    second = check(text, retried=True)
+    assert second.action in (replycheck.HOLD, replycheck.POST)
+    if second.action == replycheck.POST:
+        assert "{" not in second.text and "tool_call" not in second.text
+
+
+def test_guard_text_and_notices_are_removed():
+    verdict = check("I'm checking.\nERROR (guard: id): order SU-2667 is not in the ledger\nOne moment please.")
+    assert verdict.action == replycheck.POST
+    assert "guard" not in verdict.text and verdict.text.startswith("I'm checking.")
+
+
+@pytest.mark.parametrize("text, reason", [("", "empty"), ("   ", "empty"), ("<tool_response></tool_response>", "markup")])
+def test_empty_replies_are_asked_again(text, reason):
+    assert check(text).reasons == [reason] and check(text).action == replycheck.RETRY
+
+
+def test_a_truncated_reply_is_never_posted():
+    assert check("Your refund of 40.00 USD for", truncated=True).action == replycheck.RETRY
+    assert check("Your refund of 40.00 USD for", truncated=True, retried=True).action == replycheck.HOLD
+
+
+def test_a_reply_to_the_guards_after_a_rejection_is_asked_again_once():
+    text = "The guard rejected my call, so I will call get_order again with the right number."
+    assert check(text, after_rejection=True).action == replycheck.RETRY
+    assert check(text, after_rejection=True).reasons == ["to_agent"]
+    assert check(text, after_rejection=True, retried=True).action == replycheck.POST
+    assert check(text).action == replycheck.POST  # without a rejection it is not judged so
+
+
+# --- calls written as text ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, shape, left", [
+    ('<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>', "hermes", ""),
+    ('Checking.\n```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```', "fenced", "Checking."),
+    ('{"name": "get_order", "parameters": {"order_number": "SU-26675"}}', "bare", ""),
+    ('Let me look. {"function": {"name": "get_order", "arguments": "{\\"order_number\\": \\"SU-26675\\"}"}}', "bare", "Let me look."),
+])
+def test_text_calls_in_the_common_shapes_are_read(text, shape, left):
+    parsed = textcalls.parse(text, TOOLS)
+    assert parsed.shape == shape and parsed.text == left
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("get_order", {"order_number": "SU-26675"})]
+    assert parsed.calls[0].id.startswith(textcalls.TEXT_CALL_PREFIX)
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "teleport", "arguments": {}}',  # not a declared tool
+    'The JSON {"name": "Ann"} is her profile.',
+    "Your order has shipped.",
+])
+def test_text_that_names_no_declared_tool_stays_text(text):
+    assert textcalls.parse(text, TOOLS).calls == []
+    response = ModelResponse(text=text)
+    assert textcalls.apply(response, TOOLS) == (response, "")
+
+
+def test_two_hermes_calls_become_two_calls_with_distinct_ids():
+    text = ('<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>\n'
+            '<tool_call>{"name": "search_orders", "arguments": {"customer_id": "cus_7k2m9q4x"}}</tool_call>')
+    response, shape = textcalls.apply(ModelResponse(text=text), TOOLS)
+    assert shape == "hermes" and [c.name for c in response.tool_calls] == ["get_order", "search_orders"]
+    assert len({c.id for c in response.tool_calls}) == 2 and response.text is None
+
+
+# --- strict JSON, wire repairs, repeats ----------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ['{"amount": NaN}', '{"amount": Infinity}', '{"a": [1, -Infinity]}'])
+def test_nan_and_infinity_are_not_json(raw):
+    with pytest.raises(strictjson.NonStandardJSON):
+        strictjson.loads(raw)
+
+
+def test_non_finite_values_are_found_where_they_sit():
+    assert strictjson.non_finite_path({"a": [1, {"b": float("nan")}]}) == "a.1.b"
+    assert strictjson.non_finite_path({"a": 1.5}) is None
+
+
+def test_the_wire_repairs_object_arguments_and_missing_ids_and_refuses_empty_choices():
+    body = {"choices": [{"message": {"tool_calls": [
+        {"function": {"name": "get_order", "arguments": {"order_number": "SU-26675"}}},
+        {"id": "x", "type": "function", "function": {"name": "get_order", "arguments": '{"order_number": "SU-1"}'}}]}}]}
+    fixed, changes = wire.normalise_completion(body)
+    first, second = fixed["choices"][0]["message"]["tool_calls"]
+    assert first["id"].startswith(wire.ASSIGNED_ID_PREFIX) and first["type"] == "function"
+    assert first["function"]["arguments"] == '{"order_number": "SU-26675"}'
+    assert second["function"]["arguments"] == '{"order_number": "SU-1"}' and second["id"] == "x"
+    assert sorted(changes) == ["arguments as an object", "call without id"]
+    with pytest.raises(wire.EmptyChoices):
+        wire.normalise_completion({"choices": []})
+
+
+def turn(n, kind, author="system", **payload):
+    return TurnData(number=n, author=author, kind=kind, text="", payload=payload, tokens=0)
+
+
+def test_identical_failures_are_counted_back_to_the_last_customer_message():
+    args = {"order_number": "SU-2667"}
+    turns = [turn(1, "rejection", name="get_order", arguments=args), turn(2, "message", author="customer"),
+             turn(3, "rejection", name="get_order", arguments=args), turn(4, "rejection", name="get_order", arguments={"order_number": "x"}),
+             turn(5, "rejection", name="get_order", arguments=dict(args))]
+    assert runlimits.earlier_failures(turns, "get_order", args) == 2
+    assert runlimits.earlier_failures(turns, "issue_refund", args) == 0
