@@ -178,7 +178,11 @@ async def _customer(port: int, ticket: int, cookie: str, texts: list[str], watch
     import httpx2 as httpx
 
     base = f"http://{HOST}:{port}"
-    async with httpx.AsyncClient(base_url=base, cookies={"sessionid": cookie}, timeout=cfg.reply_timeout) as http:
+    # The client drops an idle connection well before uvicorn's 5 s keep-alive timeout; at equal
+    # timeouts a post after a ~5 s think can go out on a connection the server is closing (ReadError).
+    limits = httpx.Limits(keepalive_expiry=2.0)
+    async with httpx.AsyncClient(base_url=base, cookies={"sessionid": cookie}, timeout=cfg.reply_timeout,
+                                 limits=limits) as http:
         page = await http.get(f"/help/tickets/{ticket}/")
         page.raise_for_status()
         found = CSRF_IN_PAGE.search(page.text)
