@@ -100,10 +100,11 @@ def ticket_post(request, ticket_id):
     done = {"reply": "Reply sent.", "note": "Note added.", "take_over": "You have the ticket.",
             "hand_back": "Handed back to the agent."}
     try:
+        key = request.POST.get("client_key", "")
         if action == "reply":
-            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user)
+            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action == "note":
-            agent_services.staff_note_post(ticket=ticket, text=text, user=request.user)
+            agent_services.staff_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action in ("take_over", "hand_back"):
             handler = "staff" if action == "take_over" else "agent"
             agent_services.ticket_set_handler(ticket=ticket, handler=handler, user=request.user)

@@ -19,8 +19,10 @@ from tests.faults.servers import ROOT, ModelServer, PgBouncer, PrivatePostgres, 
     web_process, worker_process
 
 TEMPLATE = "sundry_faults_template"
-# Short, so a claim a failed step left behind lapses within the test (production: 240 s).
-CLAIM_TTL = 8
+# Short, so a claim a failed step left behind lapses within the test (production: 240 s); a
+# model call must end within it (the settings refuse otherwise).
+CLAIM_TTL = 15
+MODEL_CALL_TIMEOUT = 12
 
 
 def _product_env(**extra) -> dict:
@@ -128,12 +130,16 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
     started: list[Process] = []
     queue = f"sundry-faults-{uuid.uuid4().hex[:10]}"
 
-    def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True) -> Stack:
+    def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True, as_compose: bool = False,
+              **extra_env: str) -> Stack:
         port = route.port if route is not None else pg.port
         env = _product_env(DATABASE_URL=pg.url(fault_db, port=port), REDIS_URL=redis_url,
                            SUNDRY_CHANNEL_PREFIX=queue, SUNDRY_TASK_QUEUE=queue,
                            SUNDRY_OPENAI_COMPAT_BASE_URL=model.url, SUNDRY_OPENAI_COMPAT_API_KEY="faults",
-                           SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL))
+                           SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL),
+                           SUNDRY_MODEL_CALL_TIMEOUT=str(MODEL_CALL_TIMEOUT),
+                           SUNDRY_MODEL_READ_TIMEOUT=str(MODEL_CALL_TIMEOUT - 2))
+        env.update(extra_env)
         if route is not None:
             # The documented setting for a pooler that cannot keep prepared statements.
             env["SUNDRY_DB_PREPARE_THRESHOLD"] = "off"
@@ -146,7 +152,7 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
         started.append(web)
         celery = None
         if worker:
-            celery = worker_process(env, tmp_path / "worker.log")
+            celery = worker_process(env, tmp_path / "worker.log", as_compose=as_compose)
             started.append(celery)
         return Stack(pg=pg, db=fault_db, url=url, web=web, worker=celery, seeded=seeded)
 
