@@ -22,6 +22,7 @@ from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
+from sundry.agent import claims
 from sundry.tickets import selectors
 from sundry.tickets.models import TicketClass
 from sundry.tickets.services import MessageRefused
@@ -40,6 +41,7 @@ def queue(request):
     tickets = list(selectors.queue_for(request.user, **filters)[:200])
     for t in tickets:
         t.attention_kind = selectors.attention_kind(t.attention)
+        t.recovering = claims.stale(t.agent_claimed_at)
     template = "tickets/_queue_table.html" if request.htmx else "tickets/queue.html"
     return render(request, template, {
         "tickets": tickets, "filters": filters, "classes": TicketClass.objects.all(),
@@ -61,6 +63,8 @@ def ticket_detail(request, ticket_id):
     return render(request, "tickets/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
         "error": request.GET.get("error", ""),
+        # Read at each request, not from the panels' cache: a claim lapses without a new version.
+        "recovering": claims.stale(ticket.agent_claimed_at),
     })
 
 

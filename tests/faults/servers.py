@@ -397,13 +397,16 @@ def web_process(env: dict, log: Path) -> tuple[Process, str]:
     return proc, url
 
 
-def worker_process(env: dict, log: Path, *, as_compose: bool = False) -> Process:
-    """A Celery worker (prefork), one child, on the test's own queue. `as_compose`: with gossip,
-    mingle and heartbeats on, as docker-compose.yml and bin/serve start it."""
+def worker_process(env: dict, log: Path, *, as_compose: bool = False, beat: bool = False,
+                   concurrency: int = 1) -> Process:
+    """A Celery worker (prefork) on the test's own queue. `as_compose`: with gossip, mingle and
+    heartbeats on, as docker-compose.yml starts it; `beat`: with the beat scheduler inside
+    (the outbox sweep), as bin/serve starts it."""
     celery = str(Path(sys.executable).parent / "celery")
     quiet = [] if as_compose else ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    scheduler = ["-B", "--schedule", str(log.with_suffix(".beat"))] if beat else []
     proc = Process([celery, "-A", "sundry", "worker", "-Q", env["SUNDRY_TASK_QUEUE"], "--pool", "prefork",
-                    "--concurrency", "1", *quiet, "--loglevel", "INFO"], env, log)
+                    "--concurrency", str(concurrency), *quiet, *scheduler, "--loglevel", "INFO"], env, log)
     def ready():
         if not proc.alive():
             raise RuntimeError(f"the worker exited:\n{proc.text()[-3000:]}")
