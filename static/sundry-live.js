@@ -123,8 +123,24 @@
   document.addEventListener("htmx:afterRequest", (e) => {
     const form = e.detail.elt;
     if (form instanceof HTMLFormElement && form.hasAttribute("data-reset-on-success") &&
-        e.detail.successful && e.detail.xhr.status === 200) form.reset();
+        e.detail.successful && e.detail.xhr.status === 200) {
+      form.reset();
+      renewClientKey(form);
+    }
   });
+  // A message's key stays with it until the server has answered that it is stored, so a
+  // resend after a lost answer is recognised and stored once; the next message gets a new key.
+  function renewClientKey(form) {
+    const input = form.querySelector("input[data-client-key]");
+    if (!input) return;
+    if (window.crypto && crypto.randomUUID) {
+      input.value = crypto.randomUUID().replace(/-/g, "");
+    } else {
+      const bytes = new Uint8Array(16);
+      crypto.getRandomValues(bytes);
+      input.value = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    }
+  }
 
   // A request that failed says so next to the form that sent it, and the page's older
   // flash (about an earlier request) goes. A composer keeps its text; if the session

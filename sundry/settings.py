@@ -148,7 +148,10 @@ if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                           "LOCATION": REDIS_URL, "KEY_PREFIX": CHANNEL_PREFIX}}
 
-# Longest task hard limit; the broker's visibility timeout must exceed it, or a
+# Time limits are sized for one agent step, not a whole run (see "Recovery" in the README):
+# a task starts no step after AGENT_SLICE_SECONDS and queues the rest of the run as a new
+# task, so a step that starts in time ends within the soft limit unless it hangs. The hard
+# limit follows the soft one; the broker's visibility timeout exceeds the hard limit, or a
 # slow task is redelivered to a second worker while the first still runs it.
 TASK_HARD_TIME_LIMIT = int(os.environ.get("SUNDRY_TASK_HARD_LIMIT", "300"))
 CELERY_BROKER_URL = REDIS_URL or None
@@ -164,7 +167,27 @@ CELERY_TASK_SOFT_TIME_LIMIT = TASK_HARD_TIME_LIMIT - 30
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A killed worker's task is redelivered once the visibility timeout passes;
 # keep it just above the hard limit so recovery is not slower than it must be.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_HARD_TIME_LIMIT + 60}
+# Bounded connects and reads, keepalive and a health check, so a Redis restart is noticed
+# and a post never hangs on a Redis that does not answer.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": TASK_HARD_TIME_LIMIT + 60,
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,
+    "socket_keepalive": True,
+    "retry_on_timeout": True,
+    "health_check_interval": 25,
+}
+# A worker keeps trying to reach the broker for as long as Redis is away (the default gives
+# up after 100 tries and the worker exits).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A task running when the broker connection drops finishes, and its acknowledgement waits for
+# the new connection; its redelivered copy finds the ticket claimed or answered.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Queuing from a request tries briefly, then gives up: the outbox mark on the ticket keeps
+# the wake-up, and the sweep queues it once Redis is back.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
+                                    "interval_max": 0.5}
 # One model call (sundry.agent.gateway.CallLimits): per-attempt connect and read
 # timeouts, a deadline for the whole call with the provider SDK's retries (which
 # honour Retry-After), and the longest answer asked for.
@@ -177,7 +200,7 @@ MODEL_MAX_TOKENS = int(os.environ.get("SUNDRY_MODEL_MAX_TOKENS", "2048"))
 # older than this is a dead run's (its worker was killed): the next run takes
 # the ticket. Longer than one step can take (one model call, at most
 # MODEL_CALL_TIMEOUT with its retries).
-AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", "240"))
+AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", str(int(MODEL_CALL_TIMEOUT) + 60)))
 if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
     raise ImproperlyConfigured("SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL, "
                                "or a slow step's ticket is taken by another run.")
@@ -185,6 +208,21 @@ if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
 # and no new step after this many seconds; either way a run that stops mid-task flags the ticket for staff.
 AGENT_MAX_STEPS_PER_RUN = int(os.environ.get("SUNDRY_AGENT_MAX_STEPS", "10"))
 AGENT_RUN_DEADLINE_SECONDS = int(os.environ.get("SUNDRY_AGENT_RUN_DEADLINE", "600"))
+# One step's longest time: its model call with retries, then tools and writes.
+AGENT_STEP_SECONDS = int(MODEL_CALL_TIMEOUT) + 30
+# A task starts steps until this much time has passed, then queues the rest of the run.
+AGENT_SLICE_SECONDS = max(0, CELERY_TASK_SOFT_TIME_LIMIT - AGENT_STEP_SECONDS)
+if AGENT_STEP_SECONDS > CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("SUNDRY_TASK_HARD_LIMIT must leave room for one agent step "
+                               f"({AGENT_STEP_SECONDS} s with SUNDRY_MODEL_CALL_TIMEOUT) before the soft limit.")
+# The outbox sweep (Celery beat, `sundry.agent.sweep`): every AGENT_SWEEP_SECONDS, tickets
+# whose wake-up is older than AGENT_SWEEP_GRACE_SECONDS and no live claim holds are queued
+# again. Recovery from a lost worker is bounded by the claim TTL plus one sweep interval.
+AGENT_SWEEP_SECONDS = float(os.environ.get("SUNDRY_AGENT_SWEEP_SECONDS", "30"))
+AGENT_SWEEP_GRACE_SECONDS = float(os.environ.get("SUNDRY_AGENT_SWEEP_GRACE", "60"))
+CELERY_BEAT_SCHEDULE = {
+    "agent-sweep": {"task": "sundry.agent.sweep", "schedule": AGENT_SWEEP_SECONDS},
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SUNDRY_TASK_QUEUE", "sundry")
 # Without a broker, tasks run on an in-process executor after commit (sundry.core.background).

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from sundry.tickets.models import Ticket
@@ -26,15 +25,22 @@ CLAIM_TTL = timedelta(seconds=settings.AGENT_CLAIM_TTL_SECONDS)
 class Claim:
     ticket_id: int
     stamp: datetime  # the `agent_claimed_at` this run last wrote
+    took_over: bool = False  # the claim had lapsed unreleased: the run before died
 
 
 def claim(ticket_id: int) -> Claim | None:
     """Claim the ticket for a run; None if another run holds a live claim (or there is no such ticket)."""
     now = timezone.now()
-    free = Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL)
-    if not Ticket.objects.filter(free, pk=ticket_id).update(agent_claimed_at=now):
-        return None
-    return Claim(ticket_id, now)
+    if Ticket.objects.filter(pk=ticket_id, agent_claimed_at__isnull=True).update(agent_claimed_at=now):
+        return Claim(ticket_id, now)
+    if Ticket.objects.filter(pk=ticket_id, agent_claimed_at__lt=now - CLAIM_TTL).update(agent_claimed_at=now):
+        return Claim(ticket_id, now, took_over=True)
+    return None
+
+
+def stale(claimed_at: datetime | None) -> bool:
+    """A claim older than the TTL: its run's worker died and the next run will take over."""
+    return claimed_at is not None and claimed_at < timezone.now() - CLAIM_TTL
 
 
 def renew(held: Claim) -> tuple[str, str, int, int] | None:

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from sundry.agent import claims
+from sundry.agent import claims, failures, outbox
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
 from sundry.agent.gateway import Gateway
 from sundry.agent.step import (
@@ -30,7 +30,7 @@ from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 
 # What other modules reach through here: the task entry point and the compaction trigger's hook.
-__all__ = ["agent_run", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved", "agent_step",
+__all__ = ["agent_run", "run_slice", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved", "agent_step",
            "claimed_elsewhere", "resolution_listeners", "tool_specs"]
 
 MAX_STEPS_PER_RUN = settings.AGENT_MAX_STEPS_PER_RUN
@@ -63,7 +63,12 @@ def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None
     if held is None:
         return None
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
-    return ticket, _start(ticket_id), held
+    start = _start(ticket_id)
+    waiting, mid_task, _ = start
+    if held.took_over and _may_act(ticket) and (waiting or mid_task):
+        # The run before died holding the ticket with work left: say so where staff look.
+        failures.run_recovered(ticket)
+    return ticket, start, held
 
 
 def _may_act(ticket: Ticket) -> bool:
@@ -71,7 +76,15 @@ def _may_act(ticket: Ticket) -> bool:
 
 
 def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN) -> int:
-    """Step the agent on a ticket until it replies, waits on staff, or hits the step limit. Returns steps taken.
+    """Step the agent on a ticket until it replies, waits on staff, or hits the step limit. Returns steps taken."""
+    return run_slice(ticket_id, gateway=gateway, max_steps=max_steps)[0]
+
+
+def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN,
+              deadline: float | None = None) -> tuple[int, bool]:
+    """`agent_run` that starts no step after `deadline` (a `time.monotonic()` value), so a
+    task's time limits bound a step, not a whole run. Returns (steps taken, cut short):
+    cut short, the ticket still has work and the caller queues the rest.
 
     Input that arrives while a run holds the ticket finds it claimed and goes
     unanswered by its own wake-up, so once it lets go a run looks for input
@@ -82,49 +95,60 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     while steps < max_steps:
         opened = _open(ticket_id)
         if opened is None:
-            return steps  # another run holds the ticket and will look for this input before it stops
+            return steps, False  # another run holds the ticket and will look for this input before it stops
         ticket, start, held = opened
         try:
-            taken, read_through = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread)
+            taken, read_through, cut = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread,
+                                                    deadline=deadline)
         finally:
             claims.release(held)
+        steps += taken
+        if cut:
+            return steps, True  # the outbox mark stays until a run finishes the work
         # Looked for after letting go: input committed later finds the ticket free and wakes its own run.
         # Input the last step never saw may sit before that step's own reply, so the next pass
         # goes by this rather than by "input after the last reply".
         unread = bool(taken) and _inputs_after(ticket_id, read_through)
-        steps += taken
         if not unread:
+            outbox.settle(ticket_id, read_through)
             break
-    return steps
+        if deadline is not None and time.monotonic() >= deadline:
+            return steps, True
+    return steps, False
 
 
 def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gateway: Gateway, budget: int, *,
-                 unread: bool = False) -> tuple[int, int]:
-    """Steps while the claim is held; returns (steps, last turn the final step could read)."""
+                 unread: bool = False, deadline: float | None = None) -> tuple[int, int, bool]:
+    """Steps while the claim is held; returns (steps, last turn the final step could read,
+    cut short by the deadline with the task unfinished)."""
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
-        return 0, ticket.last_turn_number
-    steps, deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
+        return 0, ticket.last_turn_number, False
+    # The run's own deadline bounds a run however it is sliced into tasks; `deadline` (the
+    # task's) only says when to hand the rest of the work to a new task.
+    steps, run_deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
     while True:
         outcome = agent_step(ticket, gateway=gateway, number=number)
         steps, number = steps + 1, number + 1
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop:
-            return steps, outcome.read_through
-        if steps >= budget or time.monotonic() >= deadline:
+            return steps, outcome.read_through, False
+        if steps >= budget or time.monotonic() >= run_deadline:
             # Mid-task with nothing for the customer: staff must know.
             why = (f"the run's {budget}-step cap" if steps >= budget
                    else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline")
             _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.",
                       f"Run stopped at {why}")
-            return steps, outcome.read_through
+            return steps, outcome.read_through, False
         # Renewing the lease also reads whether staff took over or closed the ticket meanwhile.
         renewed = claims.renew(held)
         if renewed is None:
-            return steps, outcome.read_through  # the claim was lost: another run has the ticket
+            return steps, outcome.read_through, False  # the claim was lost: another run has the ticket
         ticket.handler, ticket.status, ticket.last_turn_number, ticket.version = renewed
         if not _may_act(ticket):
-            return steps, outcome.read_through
+            return steps, outcome.read_through, False
+        if deadline is not None and time.monotonic() >= deadline:
+            return steps, outcome.read_through, True
 
 
 def _stop_run(ticket: Ticket, text: str, attention: str) -> None:

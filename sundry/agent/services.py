@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from sundry.agent import outbox
 from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
 from sundry.agent.tasks import agent_run_task
@@ -23,15 +24,41 @@ from sundry.tooling.messages import ToolCall
 
 
 def _wake_agent(ticket: Ticket) -> None:
+    """Queue the agent once the caller's transaction commits, with the wake-up on record in
+    it (the outbox), so a broker that is down loses nothing: the sweep queues it later."""
     if ticket.handler == Ticket.Handler.AGENT:
+        outbox.mark(ticket.pk, ticket.last_turn_number)
         enqueue_on_commit(agent_run_task, ticket.pk)
 
 
-def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True) -> Turn:
-    """Store a customer's message and queue the agent (`wake=False` when the caller runs it itself)."""
+def clean_client_key(raw: str | None) -> str:
+    """The page's key for one message: short printable ASCII, or none."""
+    key = (raw or "").strip()
+    if not key or len(key) > 64 or not key.isascii() or not key.isprintable():
+        return ""
+    return key
+
+
+def _already_posted(ticket: Ticket, client_key: str) -> Turn | None:
+    """The turn an earlier post with this key stored (call with the ticket row locked)."""
+    if not client_key:
+        return None
+    return Turn.objects.filter(ticket=ticket, client_key=client_key).first()
+
+
+def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, client_key: str = "") -> Turn:
+    """Store a customer's message and queue the agent (`wake=False` when the caller runs it itself).
+
+    A post with the `client_key` of one already stored (a resend after an answer that never
+    arrived) returns that turn and stores nothing."""
     text = validate_message_text(text)
+    client_key = clean_client_key(client_key)
     with transaction.atomic():
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
+        ticket_lock(ticket.pk)  # lock order: the ticket row first; and resends queue here
+        earlier = _already_posted(ticket, client_key)
+        if earlier is not None:
+            return earlier
+        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
         lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
@@ -41,22 +68,33 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True) -> Tu
     return turn
 
 
-def staff_note_post(*, ticket: Ticket, text: str, user) -> Turn:
+def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A note to the agent (and colleagues); never shown to the customer."""
     text = validate_message_text(text)
+    client_key = clean_client_key(client_key)
     with transaction.atomic():
+        ticket_lock(ticket.pk)
+        earlier = _already_posted(ticket, client_key)
+        if earlier is not None:
+            return earlier
         turn = turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.NOTE, text=text,
-                           payload={"by": user.get_username()})
+                           payload={"by": user.get_username()}, client_key=client_key)
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff")
         _wake_agent(ticket)
     return turn
 
 
-def staff_reply_post(*, ticket: Ticket, text: str, user) -> Turn:
+def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A reply to the customer written by hand."""
     text = validate_message_text(text)
-    return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.MESSAGE, text=text,
-                       payload={"by": user.get_username()})
+    client_key = clean_client_key(client_key)
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        earlier = _already_posted(ticket, client_key)
+        if earlier is not None:
+            return earlier
+        return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.MESSAGE, text=text,
+                           payload={"by": user.get_username()}, client_key=client_key)
 
 
 def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:

@@ -1,27 +1,82 @@
-"""Thin Celery tasks: each calls one service."""
+"""Thin Celery tasks: each calls one service.
+
+An agent run is cut into slices that start no step past `AGENT_SLICE_SECONDS`, so the task's
+time limits, the broker's visibility timeout and the claim's TTL are each sized for one step
+(settings.py), not for a whole run. A run that cannot finish — the soft time limit, retries
+used up on a database that stays away, an unexpected error — leaves an error turn and an
+attention flag (`failures.run_failed`) and has let go of its claim; a run whose worker died
+is taken over once its claim lapses (`failures.run_recovered`), queued again by the sweep.
+"""
+
+import logging
+import time
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from sundry.agent.loop import CLAIM_TTL, agent_run, claimed_elsewhere
+from sundry.agent import failures, outbox
+from sundry.agent.loop import CLAIM_TTL, claimed_elsewhere, run_slice
+
+log = logging.getLogger("sundry.agent")
 
 # A run the database failed under (a restart, a dropped connection) rolled its step back; it
 # is tried again after these many seconds, then again, longer each time.
 DB_RETRY_COUNTDOWNS = (2, 5, 15, 30, 60)
+DB_MAX_RETRIES = 8
 
 
-@shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True, max_retries=8)
-def agent_run_task(self, ticket_id: int) -> int:
+def _give_up(ticket_id: int, reason: str) -> None:
+    """Record the failure where staff look; if even that cannot be written (the database is
+    still away), the outbox mark stays and the sweep queues the ticket again later."""
     try:
-        steps = agent_run(ticket_id)
+        failures.run_failed(ticket_id, reason)
+    except (OperationalError, InterfaceError):
+        log.exception("could not record the failed run of ticket %s; the sweep will queue it again", ticket_id)
+
+
+@shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True,
+             max_retries=DB_MAX_RETRIES)
+def agent_run_task(self, ticket_id: int) -> int:
+    deadline = None if self.request.is_eager else time.monotonic() + settings.AGENT_SLICE_SECONDS
+    try:
+        steps, cut = run_slice(ticket_id, deadline=deadline)
     except (OperationalError, InterfaceError) as exc:
         if self.request.is_eager:
             raise
+        if self.request.retries >= DB_MAX_RETRIES:
+            _give_up(ticket_id, f"the database failed {DB_MAX_RETRIES + 1} times: {exc}"[:150])
+            return 0
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
         raise self.retry(exc=exc, countdown=countdown)
-    if not steps and not self.request.is_eager and claimed_elsewhere(ticket_id):
+    except SoftTimeLimitExceeded:
+        log.error("agent run on ticket %s passed the soft time limit", ticket_id)
+        _give_up(ticket_id, f"it ran past the {settings.CELERY_TASK_SOFT_TIME_LIMIT} s time limit")
+        return 0
+    except Exception as exc:  # noqa: BLE001 — any failure must reach staff, never vanish in a log
+        log.exception("agent run on ticket %s failed", ticket_id)
+        _give_up(ticket_id, f"unexpected error: {type(exc).__name__}")
+        if self.request.is_eager:
+            raise
+        return 0
+    if cut:
+        # The slice ended with work left: the rest runs as a task of its own, under fresh limits.
+        agent_run_task.apply_async(args=[ticket_id])
+    elif not steps and not self.request.is_eager and claimed_elsewhere(ticket_id):
         # Another run holds the ticket. Alive, it answers this input before it lets go
         # (and the retry finds nothing to do); killed, its claim lapses within the TTL
         # and the retry answers instead.
         raise self.retry(countdown=CLAIM_TTL.total_seconds() + 1)
     return steps
+
+
+@shared_task(name="sundry.agent.sweep", ignore_result=True)
+def agent_sweep_task() -> int:
+    """Queue again every ticket whose wake-up was lost (see `outbox`). Run by Celery beat."""
+    due = outbox.forgotten()
+    for ticket_id in due:
+        agent_run_task.apply_async(args=[ticket_id])
+    if due:
+        log.warning("sweep: queued %d ticket(s) whose agent wake-up was lost: %s", len(due), due)
+    return len(due)

@@ -54,7 +54,9 @@ def wait_idle(timeout: float = 60) -> None:
 def enqueue_on_commit(task, *args, **kwargs) -> None:
     """Queue `task(*args, **kwargs)` once the surrounding transaction commits."""
     if settings.BACKGROUND_MODE == "celery":
-        transaction.on_commit(lambda: task.apply_async(args=args, kwargs=kwargs))
+        # Robust: a broker that is down must not turn a committed write into an error page.
+        # What the task was for is on record (the agent's outbox) and queued again later.
+        transaction.on_commit(lambda: task.apply_async(args=args, kwargs=kwargs), robust=True)
     elif settings.BACKGROUND_MODE == "deferred":
         transaction.on_commit(lambda: _deferred.append((task, args, kwargs)))
     else:

@@ -7,6 +7,7 @@ message or new ticket may start an agent run.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -29,8 +30,28 @@ class Rate:
         return cls(int(count), seconds)
 
 
+try:
+    from redis.exceptions import RedisError as _CacheDown
+except ImportError:  # no Redis client installed: the local-memory cache cannot be down
+    class _CacheDown(Exception):
+        pass
+
+log = logging.getLogger("sundry.ratelimit")
+
+
 def allow(scope: str, who: object, rate: Rate) -> bool:
-    """Count one more request by `who` under `scope`; False once the window's count is used up."""
+    """Count one more request by `who` under `scope`; False once the window's count is used up.
+
+    With the cache's Redis down the request is let through (and logged): a customer's message
+    is stored rather than refused because the counter is out of reach."""
+    try:
+        return _count(scope, who, rate)
+    except _CacheDown as exc:
+        log.warning("rate limit %s not counted (cache unavailable: %s)", scope, exc)
+        return True
+
+
+def _count(scope: str, who: object, rate: Rate) -> bool:
     window = int(time.time() // rate.seconds)
     key = f"rate:{scope}:{who}:{window}"
     # add() creates the counter with its expiry only if absent; incr() is atomic on Redis.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpResponseBadRequest
 from django.utils.cache import patch_cache_control
 from django.views.debug import SafeExceptionReporterFilter
@@ -26,7 +27,13 @@ class SecurityHeadersMiddleware:
         response = self.get_response(request)
         response.setdefault("Permissions-Policy", settings.PERMISSIONS_POLICY)
         user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated:
+        try:
+            signed_in = user is not None and user.is_authenticated
+        except DatabaseError:
+            # The session could not be read (the database went away during the request,
+            # whose answer is already a 503): when in doubt, nothing is cached.
+            signed_in = True
+        if signed_in:
             patch_cache_control(response, no_store=True, private=True)
         return response
 

@@ -4,10 +4,11 @@ Posts from the page are htmx requests answered with the customer's own
 panels re-rendered and a status line; the websocket only pushes.
 """
 
+import logging
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -26,6 +27,8 @@ from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import (MessageRefused, ticket_accepts_customer_messages, ticket_create,
                                      validate_message_text)
 
+
+log = logging.getLogger("sundry.portal")
 
 TOO_MANY_MESSAGES = "You're sending messages faster than we can read them. Wait a minute, then send again — your text is kept."
 TOO_MANY_TICKETS = "You've opened many conversations in a short time. Please continue in one of them, or try again later."
@@ -108,14 +111,16 @@ def ticket_message(request, ticket_id):
         return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
         ticket_accepts_customer_messages(ticket)
-        customer_message_post(ticket=ticket, text=request.POST.get("text", ""))
+        customer_message_post(ticket=ticket, text=request.POST.get("text", ""),
+                              client_key=request.POST.get("client_key", ""))
     except MessageRefused as exc:
         return _answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
         return _answer(request, ticket, panels=("conversation",), message="Sent.")
-    except (OperationalError, InterfaceError):
-        # The message is stored: say so, or a resend would post it twice. The page's live
-        # updates bring the conversation up to date once the database answers again.
+    except Exception:  # noqa: BLE001 — the message is stored whatever failed after it
+        # Say so, or the sender would send it again. The page's live updates bring the
+        # conversation up to date once the database (or Redis) answers again.
+        log.warning("message on ticket %s stored; its panels could not be rendered", ticket.pk, exc_info=True)
         return _answer(request, ticket, message="Sent.", fresh=False)
 
 

@@ -121,6 +121,12 @@ class Ticket(models.Model):
     # One agent run per ticket at a time: claimed by a conditional update,
     # expires so a killed worker cannot wedge the ticket.
     agent_claimed_at = models.DateTimeField(null=True, blank=True)
+    # The outbox: written with the turn that wants the agent (in its transaction), so a
+    # wake-up the broker never took is still on record. `agent_wake_turn` is that turn;
+    # a run that read through it clears both; `agent_wake_at` is when the ticket was last
+    # queued (by the post or by the sweep that re-queues forgotten tickets).
+    agent_wake_turn = models.PositiveIntegerField(null=True, blank=True)
+    agent_wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # Why staff must look (model unavailable, compaction breaker tripped …); blank when fine.
     attention = models.CharField(max_length=200, blank=True)
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
@@ -160,11 +166,18 @@ class Turn(models.Model):
     payload = models.JSONField(default=dict, blank=True)
     tokens = models.PositiveIntegerField(default=0)
     encoding = models.CharField(max_length=40, blank=True, help_text="Tokenizer encoding the count used.")
+    # The key the sender's page generated for this message: a resend with the same key
+    # (after an answer that never arrived) finds this turn instead of storing a second one.
+    client_key = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["ticket", "number"]
-        constraints = [models.UniqueConstraint(fields=["ticket", "number"], name="turn_number_unique_per_ticket")]
+        constraints = [
+            models.UniqueConstraint(fields=["ticket", "number"], name="turn_number_unique_per_ticket"),
+            models.UniqueConstraint(fields=["ticket", "client_key"], condition=~models.Q(client_key=""),
+                                    name="turn_client_key_unique_per_ticket"),
+        ]
 
     def __str__(self):
         return f"#{self.ticket_id}.{self.number} {self.author}/{self.kind}"

@@ -86,7 +86,8 @@ def _calls_tokens(payload: dict | None, model: str) -> int:
 
 
 def turn_append(
-    *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None
+    *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None,
+    client_key: str = "",
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
@@ -100,7 +101,8 @@ def turn_append(
     with transaction.atomic(savepoint=False):
         number, version = bump(ticket.pk, turn=True)
         turn = Turn.objects.create(ticket=ticket, number=number, author=author, kind=kind, text=text,
-                                   payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model))
+                                   payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model),
+                                   client_key=client_key)
     ticket.last_turn_number, ticket.version = number, version
     return turn
 

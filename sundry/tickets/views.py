@@ -22,6 +22,7 @@ from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
+from sundry.agent import claims
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets.attention import attention_dismiss, follow_up_resolve
@@ -47,6 +48,8 @@ def queue(request):
     sort = request.GET.get("sort", "updated")
     sort = sort if sort in selectors.QUEUE_SORTS else "updated"
     page = selectors.queue_page(request.user, view=view, sort=sort, page=request.GET.get("page") or 1, **filters)
+    for t in page.object_list:
+        t.recovering = claims.stale(t.agent_claimed_at)  # a claim lapses without a new version
     template = "tickets/_queue_table.html" if request.htmx else "tickets/queue.html"
     return render(request, template, {
         "tickets": page.object_list, "page": page, "filters": filters, "view": view, "sort": sort,
@@ -90,6 +93,8 @@ def ticket_detail(request, ticket_id):
     return render(request, "tickets/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
         "error": request.GET.get("error", ""), "macros": canned_replies(ticket, request.user),
+        # Read at each request, not from the panels' cache: a claim lapses without a new version.
+        "recovering": claims.stale(ticket.agent_claimed_at),
     })
 
 
@@ -129,11 +134,12 @@ def ticket_post(request, ticket_id):
     done = {"reply": "Reply sent.", "note": "Note added.", "take_over": "You have the ticket.",
             "hand_back": "Handed back to the agent."}
     try:
+        key = request.POST.get("client_key", "")
         if action == "reply":
             ticket_services.ticket_require_holder(ticket=ticket, user=request.user)
-            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user)
+            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action == "note":
-            agent_services.staff_note_post(ticket=ticket, text=text, user=request.user)
+            agent_services.staff_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action in ("take_over", "hand_back"):
             handler = "staff" if action == "take_over" else "agent"
             agent_services.ticket_set_handler(ticket=ticket, handler=handler, user=request.user)

@@ -19,8 +19,13 @@ from tests.faults.servers import ROOT, ModelServer, PgBouncer, PrivatePostgres, 
     web_process, worker_process
 
 TEMPLATE = "sundry_faults_template"
-# Short, so a claim a failed step left behind lapses within the test (production: 240 s).
-CLAIM_TTL = 8
+# Short, so a claim a failed step left behind lapses within the test (production: 240 s); a
+# model call must end within it (the settings refuse otherwise).
+CLAIM_TTL = 15
+MODEL_CALL_TIMEOUT = 12
+# The outbox sweep, when a test runs the worker with beat: often, and soon after a post.
+SWEEP_SECONDS = 2
+SWEEP_GRACE = 4
 
 
 def _product_env(**extra) -> dict:
@@ -100,13 +105,25 @@ class Stack:
     web: Process
     worker: Process | None
     seeded: dict
+    env: dict = field(default_factory=dict)
+    log_dir: object = None
     processes: list = field(default_factory=list)
 
-    def login(self) -> requests.Session:
+    def start_worker(self, name: str, **options) -> Process:
+        """Another worker on the same queue (after the test killed one), stopped at teardown."""
+        worker = worker_process(self.env, self.log_dir / f"{name}.log", **options)
+        self.processes.append(worker)
+        self.worker = worker
+        return worker
+
+    def login_staff(self) -> requests.Session:
+        return self.login(self.seeded["staff_username"])
+
+    def login(self, username: str | None = None) -> requests.Session:
         session = requests.Session()
         session.get(f"{self.url}/login/", timeout=10)
         response = session.post(f"{self.url}/login/", timeout=30, allow_redirects=False, data={
-            "username": self.seeded["username"], "password": self.seeded["password"],
+            "username": username or self.seeded["username"], "password": self.seeded["password"],
             "csrfmiddlewaretoken": session.cookies["csrftoken"]})
         assert response.status_code == 302, response.text[:500]
         session.headers.update({"X-CSRFToken": session.cookies["csrftoken"], "HX-Request": "true"})
@@ -130,14 +147,17 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
     started: list[Process] = []
     queue = f"sundry-faults-{uuid.uuid4().hex[:10]}"
 
-    def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True) -> Stack:
+    def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True, as_compose: bool = False,
+              beat: bool = False, concurrency: int = 1, **extra_env: str) -> Stack:
         port = route.port if route is not None else pg.port
         env = _product_env(DATABASE_URL=pg.url(fault_db, port=port), REDIS_URL=redis_url,
                            SUNDRY_CHANNEL_PREFIX=queue, SUNDRY_TASK_QUEUE=queue,
                            SUNDRY_OPENAI_COMPAT_BASE_URL=model.url, SUNDRY_OPENAI_COMPAT_API_KEY="faults",
                            SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL),
-                           # A model call must end inside the claim (settings refuse otherwise).
-                           SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL - 1), SUNDRY_MODEL_READ_TIMEOUT=str(CLAIM_TTL - 2))
+                           SUNDRY_MODEL_CALL_TIMEOUT=str(MODEL_CALL_TIMEOUT),
+                           SUNDRY_MODEL_READ_TIMEOUT=str(MODEL_CALL_TIMEOUT - 2),
+                           SUNDRY_AGENT_SWEEP_SECONDS=str(SWEEP_SECONDS), SUNDRY_AGENT_SWEEP_GRACE=str(SWEEP_GRACE))
+        env.update(extra_env)
         seed = subprocess.run([sys.executable, "-m", "tests.faults.seed", str(tickets), handler], cwd=ROOT,
                               env=_product_env(DATABASE_URL=pg.url(fault_db)), capture_output=True, text=True,
                               timeout=120)
@@ -147,13 +167,18 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
         started.append(web)
         celery = None
         if worker:
-            celery = worker_process(env, tmp_path / "worker.log")
+            celery = worker_process(env, tmp_path / "worker.log", as_compose=as_compose, beat=beat,
+                                    concurrency=concurrency)
             started.append(celery)
-        return Stack(pg=pg, db=fault_db, url=url, web=web, worker=celery, seeded=seeded)
+        return Stack(pg=pg, db=fault_db, url=url, web=web, worker=celery, seeded=seeded, env=env,
+                     log_dir=tmp_path, processes=started)
 
     yield start
     for proc in reversed(started):
         proc.stop()
     import redis
 
-    redis.Redis.from_url(redis_url).delete(queue)
+    try:
+        redis.Redis.from_url(redis_url, socket_connect_timeout=2).delete(queue)
+    except redis.ConnectionError:
+        pass  # a test that stopped its own Redis and failed before starting it again

@@ -23,6 +23,7 @@ def main(count: int, handler: str) -> dict:
     from tests.factories import CustomerFactory, paid_order
 
     user = get_user_model().objects.create_user("faults-customer", password=PASSWORD)
+    get_user_model().objects.create_user("faults-staff", password=PASSWORD, is_staff=True)
     customer = CustomerFactory(user=user)
     tclass = TicketClass.objects.create(name="Faults", slug="faults", working_model="openai-compatible:faults",
                                         approval_rules={})
@@ -34,7 +35,7 @@ def main(count: int, handler: str) -> dict:
             Ticket.objects.filter(pk=ticket.pk).update(handler=handler)
         tickets.append(ticket.pk)
         orders.append(order.number)
-    return {"username": user.username, "password": PASSWORD, "tickets": tickets, "orders": orders}
+    return {"username": user.username, "staff_username": "faults-staff", "password": PASSWORD, "tickets": tickets, "orders": orders}
 
 
 if __name__ == "__main__":

@@ -198,6 +198,55 @@ ignore_startup_parameters = extra_float_digits,options
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class PrivateRedis:
+    """A redis-server on a free loopback port, no persistence: `restart()` loses nothing a test
+    relies on except what Redis held in memory (as a restart without appendonly would)."""
+
+    def __init__(self, appendonly: bool = True):
+        self.exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.dir = Path(tempfile.mkdtemp(prefix="sundry-faults-redis-"))
+        self.port = free_port()
+        self.appendonly = appendonly
+        self.proc: subprocess.Popen | None = None
+        self.log = self.dir / "redis.log"
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir), "--save", "",
+             "--appendonly", "yes" if self.appendonly else "no", "--logfile", str(self.log)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(self.is_up, 15, "redis-server to answer")
+
+    def is_up(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self, kill: bool = False) -> None:
+        """Shut down: SIGTERM (an orderly restart, as `docker restart` does), or SIGKILL (a crash)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
+            self.proc.wait(timeout=15)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def destroy(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 # --- the stand-in model ------------------------------------------------------------------------
 
 ORDER = re.compile(r"\bSU-\d{5}\b")
@@ -348,12 +397,16 @@ def web_process(env: dict, log: Path) -> tuple[Process, str]:
     return proc, url
 
 
-def worker_process(env: dict, log: Path) -> Process:
-    """A Celery worker as production runs it (prefork), one child, on the test's own queue."""
+def worker_process(env: dict, log: Path, *, as_compose: bool = False, beat: bool = False,
+                   concurrency: int = 1) -> Process:
+    """A Celery worker (prefork) on the test's own queue. `as_compose`: with gossip, mingle and
+    heartbeats on, as docker-compose.yml starts it; `beat`: with the beat scheduler inside
+    (the outbox sweep), as bin/serve starts it."""
     celery = str(Path(sys.executable).parent / "celery")
+    quiet = [] if as_compose else ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    scheduler = ["-B", "--schedule", str(log.with_suffix(".beat"))] if beat else []
     proc = Process([celery, "-A", "sundry", "worker", "-Q", env["SUNDRY_TASK_QUEUE"], "--pool", "prefork",
-                    "--concurrency", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
-                    "--loglevel", "INFO"], env, log)
+                    "--concurrency", str(concurrency), *quiet, *scheduler, "--loglevel", "INFO"], env, log)
     def ready():
         if not proc.alive():
             raise RuntimeError(f"the worker exited:\n{proc.text()[-3000:]}")

@@ -1,4 +1,5 @@
 import re
+import uuid
 
 from django import template
 
@@ -65,3 +66,13 @@ def as_json(value) -> str:
 @register.filter
 def times(cents, quantity) -> int:
     return int(cents or 0) * int(quantity or 0)
+
+
+@register.simple_tag
+def client_key_input():
+    """A hidden field with a fresh key for one message: a resend of that message (after an
+    answer that never arrived) carries the same key and is stored once. sundry-live.js
+    gives the form a new key after each accepted post."""
+    from django.utils.html import format_html
+
+    return format_html('<input type="hidden" name="client_key" value="{}" data-client-key>', uuid.uuid4().hex)

@@ -1,0 +1,200 @@
+"""Agent runs that cannot finish, under the real product (web process, prefork Celery worker,
+private PostgreSQL): a run past its soft time limit, a worker killed mid-step, and bursts of
+customer messages on one ticket.
+
+What must hold: a run that stops leaves an error turn, an attention flag and a released
+claim; a lost worker's ticket is taken over within the claim TTL plus a sweep, answered
+once; a burst stores every message once and one run at a time answers them all.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from tests.faults.conftest import CLAIM_TTL, SWEEP_GRACE, SWEEP_SECONDS
+from tests.faults.servers import wait_for
+from tests.faults.test_database_faults import answered_after, assert_whole, sent, turn_number, wait_answered
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(420)]
+
+
+@pytest.fixture
+def route():
+    return None  # straight to the private PostgreSQL
+
+
+def ticket_row(s, ticket: int) -> dict:
+    cols = ("attention", "agent_claimed_at", "agent_wake_turn")
+    row = s.rows(f"SELECT {', '.join(cols)} FROM tickets_ticket WHERE id = %s", (ticket,))[0]
+    return dict(zip(cols, row))
+
+
+def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_claim(stack, model, pg):
+    # Limits as small as the settings allow for a 4 s model call: a step may take 34 s,
+    # the soft limit is 34 s, the hard one 64 s.
+    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="4", SUNDRY_MODEL_READ_TIMEOUT="3", SUNDRY_TASK_HARD_LIMIT="64")
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client = s.login()
+    hold = model.hold()
+    text = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, text))
+    number = turn_number(s, ticket, text)
+    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+
+    # The step's writes wait on the ticket's row, which the test holds: the step hangs past
+    # the soft limit (as one stuck on a lock, a slow tool or a wedged connection would).
+    locker = pg.connect(s.db)
+    locker.autocommit = False
+    locker.execute("SELECT id FROM tickets_ticket WHERE id = %s FOR UPDATE", (ticket,))
+    hold.release()
+    try:
+        wait_for(lambda: "SoftTimeLimitExceeded" in s.worker.text() or "Soft time limit" in s.worker.text(),
+                 80, "the soft time limit", interval=0.5)
+    finally:
+        locker.rollback()
+        locker.close()
+
+    def recorded():
+        return [t for t in s.turns(ticket) if t[0] > number and t[2] == "error"]
+
+    errors = wait_for(recorded, 20, "the error turn")
+    assert "time limit" in errors[0][3], errors
+    row = ticket_row(s, ticket)
+    assert "Agent run stopped" in row["attention"], row
+    assert row["agent_claimed_at"] is None, row
+    assert row["agent_wake_turn"] is None, "staff have the ticket: the sweep must not start it over"
+    assert not answered_after(s, ticket, number)
+    assert s.worker.alive(), s.worker.text()[-3000:]
+    assert_whole(s, ticket)
+
+
+def _worker_child(pid: int) -> int:
+    from tests.faults.servers import _tree
+
+    children = [p for p in _tree(pid) if p != pid]
+    assert children, "the worker has no pool process"
+    return children[0]
+
+
+@pytest.mark.parametrize("kill", ["whole-worker", "pool-process"])
+def test_a_worker_killed_mid_step_is_recovered_within_the_bound_and_answered_once(stack, model, kill):
+    # The whole worker: recovered by the sweep (beat in the restarted worker). The pool process
+    # alone: its parent requeues the task at once, the new run finds the claim live and retries
+    # after the TTL (no beat here, so the only child is the pool process the test kills).
+    s = stack(beat=kill == "whole-worker")
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client = s.login()
+    hold = model.hold()
+    text = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, text))
+    number = turn_number(s, ticket, text)
+    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+
+    killed_at = time.monotonic()
+    if kill == "whole-worker":
+        os.killpg(s.worker.pid, signal.SIGKILL)  # the worker, its pool and its beat: gone at once
+        s.worker.proc.wait(10)
+    else:
+        os.kill(_worker_child(s.worker.pid), signal.SIGKILL)
+    hold.release()  # the model answers a caller that is gone
+
+    staff = s.login_staff()
+    if kill == "whole-worker":
+        # No worker: once its claim has lapsed the desk shows the run as being recovered,
+        # in the queue and on the ticket, until a worker is back (as the restart policy
+        # brings one) and takes it over. (With the pool alone killed, the sweep takes
+        # the ticket over within a second or two of the lapse.)
+        wait_for(lambda: "being recovered" in staff.get(f"{s.url}/desk/tickets/{ticket}/", timeout=10).text,
+                 CLAIM_TTL + 10, "the desk to show the ticket as being recovered", interval=1)
+        assert "run being recovered" in staff.get(f"{s.url}/desk/", timeout=10).text
+        s.start_worker("worker-2", beat=True)
+
+    replies = wait_answered(s, ticket, number, "the message whose worker was killed")
+    recovered_in = time.monotonic() - killed_at
+    bound = CLAIM_TTL + SWEEP_SECONDS + SWEEP_GRACE + 20  # + worker start and the steps themselves
+    print(f"\nrecovered after {kill} kill in {recovered_in:.1f}s (bound {bound}s)")
+    assert recovered_in < bound, f"recovered in {recovered_in:.1f}s, bound {bound}s"
+    time.sleep(SWEEP_SECONDS + SWEEP_GRACE + 2)  # a late redelivery or sweep must not answer again
+    replies = answered_after(s, ticket, number)
+    assert len(replies) == 1, f"answered {len(replies)} times: {replies}"
+    notices = [t for t in s.turns(ticket) if t[0] > number and t[2] == "error"]
+    assert notices and "worker was lost" in notices[0][3], s.turns(ticket)
+    row = ticket_row(s, ticket)
+    assert "recovered after a lost worker" in row["attention"], row
+    assert row["agent_claimed_at"] is None and row["agent_wake_turn"] is None, row
+    assert "being recovered" not in staff.get(f"{s.url}/desk/tickets/{ticket}/", timeout=10).text
+    assert_whole(s, ticket)
+
+
+BURST = 20
+ROUNDS = 10
+
+
+class Concurrency:
+    """How many model requests are in flight at once (one ticket: must never exceed 1)."""
+
+    def __init__(self, model):
+        self.now = self.peak = 0
+        self.lock = threading.Lock()
+        original = model.httpd.RequestHandlerClass.do_POST
+        tracker = self
+
+        def do_post(handler):
+            with tracker.lock:
+                tracker.now += 1
+                tracker.peak = max(tracker.peak, tracker.now)
+            try:
+                time.sleep(0.05)  # long enough that two runs at once would overlap
+                original(handler)
+            finally:
+                with tracker.lock:
+                    tracker.now -= 1
+
+        model.httpd.RequestHandlerClass.do_POST = do_post
+
+
+def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_them(stack, model, pg):
+    # Four pool processes: runs could overlap if the claim let them. The per-customer message
+    # rate is raised: the burst is what is under test, not the limit.
+    s = stack(concurrency=4, SUNDRY_RATE_CUSTOMER_MESSAGES="1000/m")
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    tracker = Concurrency(model)
+    clients = [s.login() for _ in range(4)]
+    failures = []
+    for rnd in range(ROUNDS):
+        texts = [f"Round {rnd} message {i:02d} about {order}" for i in range(BURST)]
+        barrier = threading.Barrier(BURST)
+
+        def post(i: int):
+            barrier.wait()
+            try:
+                response = clients[i % len(clients)].post(
+                    f"{s.url}/help/tickets/{ticket}/message", timeout=60,
+                    data={"text": texts[i], "client_key": f"r{rnd}-{i}"})
+                return response.status_code, sent(response)
+            except requests.RequestException as exc:
+                return repr(exc), False
+
+        with ThreadPoolExecutor(BURST) as pool:
+            outcomes = list(pool.map(post, range(BURST)))
+        failures += [(rnd, i, o) for i, o in enumerate(outcomes) if not o[1]]
+        numbers = [turn_number(s, ticket, text) for text in texts]  # each stored exactly once
+        wait_answered(s, ticket, max(numbers), f"round {rnd}")
+        wait_for(lambda: ticket_row(s, ticket)["agent_claimed_at"] is None, 30, "the run to let go")
+    assert not failures, failures[:5]
+    stored = [t[3] for t in s.turns(ticket) if t[1] == "customer"]
+    assert len(stored) == len(set(stored)) == BURST * ROUNDS
+    assert tracker.peak == 1, f"{tracker.peak} model calls for one ticket at once"
+    deadlocks = pg.log.read_text().count("deadlock detected")
+    assert deadlocks == 0, f"{deadlocks} deadlocks in the PostgreSQL log"
+    errors = [t for t in s.turns(ticket) if t[2] == "error"]
+    assert not errors, errors[:3]
+    assert_whole(s, ticket)
+    assert ticket_row(s, ticket)["agent_wake_turn"] is None
