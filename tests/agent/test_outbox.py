@@ -15,7 +15,7 @@ from sundry.agent import failures, outbox
 from sundry.agent.claims import CLAIM_TTL
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run, run_slice
-from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.tickets.models import Ticket, Turn

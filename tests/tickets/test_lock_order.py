@@ -19,7 +19,7 @@ from django.test import Client
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.schemas import ModelResponse, ToolCall
+from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.step import agent_step
