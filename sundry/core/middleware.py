@@ -11,12 +11,18 @@ from __future__ import annotations
 import logging
 import sys
 
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 from django.views.defaults import server_error as django_server_error
 
 log = logging.getLogger("sundry.db")
+
+# What a connection lost under a request raises: a server that went away or was terminated
+# (OperationalError, InterfaceError), or a pooler relaying a terminated server's error in
+# the middle of a command (psycopg's "received 2 results from command …", an InternalError).
+# The request's connection is closed when it ends (CONN_MAX_AGE=0); the next one connects afresh.
+UNREACHABLE = (OperationalError, InterfaceError, InternalError)
 
 UNAVAILABLE = "Sundry cannot reach its database for a moment. Please try again in a few seconds."
 
@@ -38,7 +44,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if isinstance(exception, (OperationalError, InterfaceError)):
+        if isinstance(exception, UNREACHABLE):
             log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)
             return unavailable(request)
         return None
@@ -49,7 +55,7 @@ def server_error(request):
     middleware's session or user read included, which `process_exception` never sees —
     is a 503 with words, not a 500 page. Django calls this inside its exception handler."""
     exc = sys.exc_info()[1]
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    if isinstance(exc, UNREACHABLE):
         log.warning("database unavailable during %s %s: %s", request.method, request.path, exc)
         return unavailable(request)
     return django_server_error(request)

@@ -129,8 +129,10 @@ class Stack:
         session.headers.update({"X-CSRFToken": session.cookies["csrftoken"], "HX-Request": "true"})
         return session
 
-    def post(self, session: requests.Session, ticket: int, text: str, timeout: float = 30) -> requests.Response:
-        return session.post(f"{self.url}/help/tickets/{ticket}/message", data={"text": text}, timeout=timeout)
+    def post(self, session: requests.Session, ticket: int, text: str, timeout: float = 30,
+             client_key: str = "") -> requests.Response:
+        data = {"text": text, **({"client_key": client_key} if client_key else {})}
+        return session.post(f"{self.url}/help/tickets/{ticket}/message", data=data, timeout=timeout)
 
     def rows(self, sql: str, params=()) -> list[tuple]:
         return self.pg.execute(self.db, sql, params)

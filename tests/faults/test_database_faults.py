@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -36,11 +37,11 @@ def sent(response: requests.Response) -> bool:
     return response.status_code == 200 and "Sent." in response.text
 
 
-def post_until_sent(stack, client, ticket: int, text: str, within: float = 15) -> None:
-    """Post as a client that honours 503 + Retry-After would: again, until sent."""
+def post_until_sent(stack, client, ticket: int, text: str, within: float = 15, client_key: str = "") -> None:
+    """Post as a client that honours 503 + Retry-After would: again (with the same message key), until sent."""
     deadline = time.monotonic() + within
     while True:
-        response = stack.post(client, ticket, text)
+        response = stack.post(client, ticket, text, client_key=client_key)
         if sent(response):
             return
         assert clear_failure(response) and time.monotonic() < deadline, \
@@ -188,11 +189,14 @@ def test_connections_terminated_during_a_burst_of_posts(stack, pg):
             terminated.append(pg.terminate_backends(s.db))
             done.wait(0.15)
 
+    keys = {f"Burst message {i:03d}": uuid.uuid4().hex for i in range(BURST)}  # as the page sends them
+
     def post(i: int):
         text = f"Burst message {i:03d}"
         started = time.monotonic()
         try:
-            response = s.post(sessions[i % CLIENTS], tickets[i % CLIENTS], text, timeout=PROMPT + 5)
+            response = s.post(sessions[i % CLIENTS], tickets[i % CLIENTS], text, timeout=PROMPT + 5,
+                              client_key=keys[text])
             results[text] = (response.status_code, sent(response), clear_failure(response),
                              time.monotonic() - started, response.text[:200])
         except requests.RequestException as exc:
@@ -207,18 +211,27 @@ def test_connections_terminated_during_a_burst_of_posts(stack, pg):
         done.set()
         killer.join()
 
-    stored = customer_turns(s)
+    stored_during = customer_turns(s)
     succeeded = {t for t, r in results.items() if r[1]}
+    # A message whose answer was an error is sent again with its key, as the page does: a
+    # connection that died during COMMIT may have stored it already, and the key makes the
+    # resend store nothing new. What the customer feels: every message stored exactly once.
+    for i in range(BURST):
+        text = f"Burst message {i:03d}"
+        if text not in succeeded:
+            post_until_sent(s, sessions[i % CLIENTS], tickets[i % CLIENTS], text, client_key=keys[text])
+    stored = customer_turns(s)
     faults = {
         "500s": sorted(t for t, r in results.items() if r[0] == 500),
         "no answer": sorted(t for t, r in results.items() if r[0] is None),
         "other answers": sorted(t for t, r in results.items() if r[0] not in (500, None) and not r[1] and not r[2]),
         "slow": sorted(t for t, r in results.items() if r[3] > PROMPT),
-        "stored although told it failed": sorted(set(stored) - succeeded),
-        "told sent but not stored": sorted(succeeded - set(stored)),
+        "told sent but not stored": sorted(succeeded - set(stored_during)),
+        "never stored": sorted(set(keys) - set(stored)),
         "stored twice": sorted({t for t in stored if stored.count(t) > 1}),
     }
     report = {"terminated backends": sum(terminated), "sent": len(succeeded),
+              "stored although told it failed (then resent once)": len(set(stored_during) - succeeded),
               "refused with 503": sum(1 for r in results.values() if r[2]),
               **{k: len(v) for k, v in faults.items()},
               "examples": {k: [(t, results[t][0], round(results[t][3], 1), results[t][4][:120]) for t in v[:2]]
