@@ -65,6 +65,9 @@ def test_a_customer_resend_with_the_same_key_is_sent_and_stored_once(setup):
 def test_a_desk_reply_or_note_resent_with_its_key_is_stored_once(setup):
     ticket, c = setup
     url = f"/desk/tickets/{ticket.pk}/post"
+    # A person replies only on a ticket they hold: taken over and assigned to them.
+    staff = get_user_model().objects.get(pk=c["staff"].session["_auth_user_id"])
+    Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=staff)
     for _ in range(2):
         assert c["staff"].post(url, {"action": "reply", "text": "On its way.", "client_key": "r-1"},
                                **HX).status_code == 200
