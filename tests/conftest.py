@@ -151,3 +151,12 @@ def _never_reach_a_network_model():
     patch.setattr(socket.socket, "connect", connect)
     yield
     patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _generous_rate_limits(settings):
+    """Rate limits are tested where they are the subject (tests/core/test_security.py, which
+    sets its own); elsewhere a test posting many messages as one customer is not abuse, and
+    counts kept in a shared Redis must not leak from one run into the next."""
+    settings.RATE_CUSTOMER_MESSAGES = "100000/m"
+    settings.RATE_CUSTOMER_TICKETS = "100000/h"
