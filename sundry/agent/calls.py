@@ -11,6 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
@@ -174,6 +175,8 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=f"ERROR: {exc}",
                     payload={"call_id": call_id, "name": tool.name, "ok": False, "error": str(exc)})
         return StepOutcome(stop=False)
+    except SoftTimeLimitExceeded:
+        raise  # the task's time is up: the run ends and the task records it, not the tool
     except Exception as exc:  # a result that fails its schema, or a tool bug: quarantined, never harvested
         log.exception("tool %s failed", tool.name)
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
