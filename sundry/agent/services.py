@@ -68,33 +68,34 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
     return turn
 
 
+def _staff_turn(*, ticket: Ticket, text: str, user, client_key: str, kind: str) -> tuple[Turn, bool]:
+    """A turn staff wrote, stored once per message key: (the turn, whether it is new). In the caller's transaction."""
+    ticket_lock(ticket.pk)
+    earlier = _already_posted(ticket, client_key)
+    if earlier is not None:
+        return earlier, False
+    return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=kind, text=text,
+                       payload={"by": user.get_username()}, client_key=client_key), True
+
+
 def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A note to the agent (and colleagues); never shown to the customer."""
     text = validate_message_text(text)
-    client_key = clean_client_key(client_key)
     with transaction.atomic():
-        ticket_lock(ticket.pk)
-        earlier = _already_posted(ticket, client_key)
-        if earlier is not None:
-            return earlier
-        turn = turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.NOTE, text=text,
-                           payload={"by": user.get_username()}, client_key=client_key)
-        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff")
-        _wake_agent(ticket)
+        turn, new = _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
+                                kind=Turn.Kind.NOTE)
+        if new:
+            lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff")
+            _wake_agent(ticket)
     return turn
 
 
 def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A reply to the customer written by hand."""
     text = validate_message_text(text)
-    client_key = clean_client_key(client_key)
     with transaction.atomic():
-        ticket_lock(ticket.pk)
-        earlier = _already_posted(ticket, client_key)
-        if earlier is not None:
-            return earlier
-        return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.MESSAGE, text=text,
-                           payload={"by": user.get_username()}, client_key=client_key)
+        return _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
+                           kind=Turn.Kind.MESSAGE)[0]
 
 
 def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:
