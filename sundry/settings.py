@@ -61,6 +61,12 @@ INSTALLED_APPS = [
     "sundry.evals",
 ]
 
+# The domains tickets are worked in: modules that register a `tooling.domain.Domain` when
+# imported (its tools, identifier formats, prompt). A ticket class names one; the default
+# is SUNDRY_DEFAULT_DOMAIN.
+SUNDRY_DOMAINS = ["sundry.shop.domain"]
+SUNDRY_DEFAULT_DOMAIN = "demo_shop"
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -25,6 +25,9 @@ LAYERS = [
     ("lanes", ["sundry.context"]),
     ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
     ("the agent", ["sundry.agent"]),
+    # The demo shop's offline agent reads requests with the lanes' and the agent's helpers; nothing
+    # imports it (a domain names it by a dotted path, `Domain.offline_model`).
+    ("the demo shop's offline agent", ["sundry.shop.offline"]),
     ("compaction", ["sundry.compaction"]),
     ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live"]),
     ("the harness and benchmarks", ["sundry.evals"]),

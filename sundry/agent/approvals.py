@@ -4,14 +4,14 @@ Stored as JSON on `TicketClass.approval_rules`; the admin form validates with
 `ApprovalRules` and the approval guard reads a tool's entry with `rule_for`, so
 both go by one definition:
 
-    {"cancel_order": {}}                                   every call is held
-    {"issue_refund": {"above_cents": 10000}}               held above 100.00 in any currency
-    {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}
-                                                           per currency; a currency not
+    {"<tool>": {}}                                         every call is held
+    {"<tool>": {"above_cents": 10000}}                     held above 100.00 in any currency
+    {"<tool>": {"above": {"USD": 20000, "INR": 1500000}}}  per currency; a currency not
                                                            listed is held, unless
                                                            above_cents is also given
 
-Amounts are minor units of the currency (cents, paise).
+Amounts are minor units of the currency (cents, paise). The tools a class may
+hold are the domain's writes (`ToolDecl.may_hold`), named in its declaration.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 
-from sundry.tooling.tools import REGISTRY
+from sundry.tooling.domain import Domain, get_domain
 
-EXAMPLE = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}'
 _CODE = re.compile(r"[A-Z]{3}")
 
 
@@ -73,25 +72,38 @@ class ToolApproval(BaseModel):
         return bool(self.above) and self.above_cents is None
 
 
+def example(domain: Domain | None = None) -> str:
+    """A rule for the admin's help text, naming one of the domain's tools."""
+    domain = domain or get_domain()
+    holdable = domain.approvable_tools()
+    refund = next((n for n in holdable if domain.tools[n].refund), None)
+    if refund:
+        return f'{{"{refund}": {{"above": {{"USD": 20000, "INR": 1500000}}}}}}'
+    return f'{{"{holdable[0]}": {{}}}}' if holdable else "{}"
+
+
 class ApprovalRules(RootModel[dict[str, ToolApproval]]):
-    """A class's rules: tool name -> ToolApproval. Every name must be a registered tool."""
+    """A class's rules: tool name -> ToolApproval. Every name must be a tool the domain lets a class
+    hold (validation context `domain`; the default domain otherwise)."""
 
     @field_validator("root")
     @classmethod
-    def _known_tools(cls, rules: dict[str, ToolApproval]) -> dict[str, ToolApproval]:
-        unknown = sorted(set(rules) - set(REGISTRY))
+    def _known_tools(cls, rules: dict[str, ToolApproval], info: ValidationInfo) -> dict[str, ToolApproval]:
+        domain = (info.context or {}).get("domain") or get_domain()
+        known = domain.approvable_tools()
+        unknown = sorted(set(rules) - set(known))
         if unknown:
-            raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}. "
-                             f"Known tools: {', '.join(sorted(REGISTRY))}")
+            raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}"
+                             f" a class can hold for approval. Known tools: {', '.join(sorted(known))}")
         return rules
 
 
-def problems(data: Any) -> list[str]:
+def problems(data: Any, domain: Domain | None = None) -> list[str]:
     """What is wrong with `data` as approval rules, one sentence each; empty when it is valid."""
     if not isinstance(data, dict):
-        return [f"Approval rules must be an object of tool name → options, e.g. {EXAMPLE}."]
+        return [f"Approval rules must be an object of tool name → options, e.g. {example(domain)}."]
     try:
-        ApprovalRules.model_validate(data)
+        ApprovalRules.model_validate(data, context={"domain": domain} if domain else None)
     except ValidationError as exc:
         return [_sentence(error) for error in exc.errors()]
     return []

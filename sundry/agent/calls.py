@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
-import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
 from sundry.agent import consent, guards, runlimits
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
@@ -26,7 +26,8 @@ from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
-from sundry.tooling.tools import REGISTRY, Tool, ToolContext, ToolError
+from sundry.tooling.domain import Domain, domain_for, tool_named, tools_for
+from sundry.tooling.tools import REPLY_TOOL, Tool, ToolContext, ToolError
 
 log = logging.getLogger("sundry.agent")
 
@@ -115,7 +116,7 @@ def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
 
 
 def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
-                 snapshot=None) -> guards.GuardInput:
+                 snapshot=None, domain: Domain | None = None) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
     # structured truths in state (actions, money) which are always in it. The
     # step's own snapshot serves until a call in the step changes state.
@@ -124,21 +125,23 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
-        said=consent.said_from(assembled.said), state=consent.state_from(snap.state),
+        said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
     )
 
 
 def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
                  snapshot=None) -> StepOutcome:
-    tool = REGISTRY.get(call.name)
+    domain = domain_for(ticket.ticket_class)
+    tool = tool_named(domain, call.name)
     if tool is None:
+        names = sorted(t.name for t in tools_for(domain))
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(REGISTRY))}.",
+                    text=f"Unknown tool '{call.name}'. Available tools: {', '.join(names)}.",
                     payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",
                              "arguments": call.arguments})
         return StepOutcome(stop=False)
     verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
-                                             approved=approved_hold is not None, snapshot=snapshot))
+                                             approved=approved_hold is not None, snapshot=snapshot, domain=domain))
     if verdict.decision == "reject":
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
                     payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,
@@ -160,11 +163,12 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
         # The agent goes on (it tells the customer); staff decide in the desk.
         return StepOutcome(stop=False)
     key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
-    return execute(ticket, tool, call.id, args, key)
+    return execute(ticket, tool, call.id, args, key, domain=domain)
 
 
-def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOutcome:
+def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:
     """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
+    domain = domain or domain_for(ticket.ticket_class)
     turn_no = ticket.last_turn_number + 1
     ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
     try:
@@ -193,10 +197,10 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str) -> StepOut
         # The IDs this call used count as used when the harvest's eviction picks what
         # leaves the window (the harness replays the same order).
         lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result,
-                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)])
-        apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key)
-    if tool.name == "reply_to_customer":
+                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)], domain=domain)
+        apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key, domain=domain)
+    if tool.name == REPLY_TOOL:
         turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=args.message,
-                    payload={"via": "reply_to_customer"})
+                    payload={"via": REPLY_TOOL})
         return StepOutcome(stop=True, resolution=True)
     return StepOutcome(stop=False, resolution=tool.resolves)

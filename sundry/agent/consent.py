@@ -210,7 +210,7 @@ def sentence_kind(sentence: str, action: str) -> str | None:
         return "status"
     if asks or (action == "refund" and _AMOUNT_ASK.search(low)):
         return "request"
-    # An imperative: the sentence opens with the action ("Refund the air fryer order.", "cancel SU-1").
+    # An imperative: the sentence opens with the action ("Refund the air fryer order.", "cancel AB-1").
     first = _words(low)[:2]
     if first and (_action_word(first[0], action) or (first[0] in ("pls", "please", "just", "now", "ok", "okay")
                                                      and len(first) > 1 and _action_word(first[1], action))):
@@ -307,7 +307,7 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
             kind = sentence_kind(s, action)
             if kind is None and last is not None and last[0] == "request" and last[1].author == message.author \
                     and _CORRECTION.search(s) and (names := _names(s, targets, entities)) in ("target", "other"):
-                # "Sorry, I meant SU-20240." right after a request: the same request, on the entity meant.
+                # "Sorry, I meant AB-20240." right after a request: the same request, on the entity meant.
                 last = ("request", message, names)
                 continue
             if kind is None or kind == "mention":

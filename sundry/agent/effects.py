@@ -1,12 +1,12 @@
 """State changes made by code when a tool succeeds.
 
-What a result means for the lanes is read from its model's declarations
-(`agent.tools.declarations`), never from the tool's name: an order's figures
-(`reports_totals`) go into the money lane as the shop's truth; money that moved
-(`moves_money`, wherever it sits in the result — a refund inside a
+What a result means for the lanes is read from the domain's declaration of
+the tool (`tooling.domain`), never from the tool's name: an order's figures
+(`totals`) go into the money lane as the system of record's truth; money that
+moved (`money`, wherever it sits in the result — a refund inside a
 cancellation counts as much as a refund) goes onto the action, so the actions
-lane says "cancel_order on SU-… · 2899.00 INR" and the refund guard sees the
-order as refunded. Any other side effect is an action taken. Models never
+lane says "<cancellation> on <order> · 2899.00 INR" and the refund guard sees
+the order as refunded. Any other side effect is an action taken. Models never
 write these.
 """
 
@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from sundry.context import services as lanes
 
 from sundry.agent.guards import write_targets
-from sundry.tooling.declarations import Movement, Totals, money_moved, order_totals
+from sundry.tooling.declarations import Movement, Totals
+from sundry.tooling.domain import Domain, get_domain
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ class EffectsPlan:
         return [m for m in self.movements if m.order and m.order not in reported]
 
 
-def plan_effects(tool, args, result: BaseModel) -> EffectsPlan:
-    totals, movements = order_totals(result), money_moved(result)
+def plan_effects(tool, args, result: BaseModel, domain: Domain | None = None) -> EffectsPlan:
+    domain = domain or get_domain()
+    totals, movements = domain.order_totals(tool.name, result), domain.money_moved(tool.name, result)
     action = None
     if tool.side_effect and not tool.local:
         target = ",".join(sorted(write_targets(tool, args, args.model_dump(mode="json"))))
@@ -56,8 +58,8 @@ def plan_effects(tool, args, result: BaseModel) -> EffectsPlan:
     return EffectsPlan(totals=totals, movements=movements, action=action)
 
 
-def apply_effects(*, ticket, tool, args, result, turn: int, key: str) -> EffectsPlan:
-    plan = plan_effects(tool, args, result)
+def apply_effects(*, ticket, tool, args, result, turn: int, key: str, domain: Domain | None = None) -> EffectsPlan:
+    plan = plan_effects(tool, args, result, domain)
     for t in plan.totals:
         lanes.money_observe(ticket=ticket, order=t.order, currency=t.currency, paid_cents=t.paid_cents,
                             refunded_cents=t.refunded_cents, turn=turn)

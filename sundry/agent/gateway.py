@@ -2,7 +2,7 @@
 
 Model names are "<provider>:<model>":
 
-- "offline" — the built-in offline model (sundry.agent.offline).
+- "offline" — the built-in offline model of the default domain (`Domain.offline_model`).
 - "openai:<model>" — OpenAI; key OPENAI_API_KEY (OPENAI_BASE_URL is honoured).
 - "anthropic:<model>" — Anthropic; key ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL is honoured).
 - "openai-compatible:<model>" — vLLM, llama.cpp server, … at
@@ -37,8 +37,8 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sundry.agent import pricing, strictjson
-from sundry.agent.offline import OfflineModel
 from sundry.agent.wire import NormalisingTransport
+from sundry.tooling.domain import offline_model
 from sundry.tooling.messages import ModelRequest, ModelResponse, OutputSpec, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -258,8 +258,7 @@ class Gateway:
 
     def _offline(self) -> ChatModel:
         if self._offline_model is None:
-
-            self._offline_model = OfflineModel()
+            self._offline_model = offline_model()
         return self._offline_model
 
 

@@ -3,6 +3,8 @@
 Pure logic: plain data in, a verdict out. The guards only know what the
 request showed the model (ledger, recent tool results, rules, state); they
 never ask the shop, so an injected or mutated ID cannot talk its way through.
+What a tool is (a lookup, a refund, what consent it needs) comes from the
+domain's declaration (`tooling.domain`), never from its name.
 """
 
 from __future__ import annotations
@@ -17,16 +19,8 @@ from pydantic import BaseModel, ValidationError
 from sundry.agent import approvals, consent, strictjson
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
-from sundry.tooling.tools import REGISTRY, Tool
-
-LOOKUP_TOOLS = frozenset({"lookup_customer", "search_orders", "get_order", "track_parcel"})
-REFUND_TOOLS = frozenset({"issue_refund"})
-# Which lookup re-fetches an ID of each kind, for the "look it up again" hint.
-_LOOKUP_HINT = {
-    "order": ("search_orders", "get_order"),
-    "customer": ("lookup_customer",),
-    "tracking": ("track_parcel", "get_order"),
-}
+from sundry.tooling.domain import Domain, RefundDecl, get_domain
+from sundry.tooling.tools import Tool
 
 
 @dataclass(frozen=True)
@@ -41,7 +35,10 @@ class GuardInput:
     money: list[MoneyData] = field(default_factory=list)
     approval_rules: dict = field(default_factory=dict)  # as stored on the class; read by approvals.rule_for
     approved: bool = False
-    lookup_tools: frozenset[str] = LOOKUP_TOOLS
+    # The domain whose declarations say what each tool is (None: the default domain).
+    domain: Domain | None = None
+    # Tools that may take an ID the customer typed (None: the domain's lookups).
+    lookup_tools: frozenset[str] | None = None
     # The conversation the request showed (customer messages and staff notes), for the consent
     # guard; None when the caller has none to judge by (the harness' ID checks).
     said: tuple[consent.Said, ...] | None = None
@@ -62,6 +59,14 @@ class GuardVerdict:
         return self.decision == "allow"
 
 
+def _domain(inp: GuardInput) -> Domain:
+    return inp.domain or get_domain()
+
+
+def _lookups(inp: GuardInput) -> frozenset[str]:
+    return inp.lookup_tools if inp.lookup_tools is not None else _domain(inp).lookup_tools
+
+
 def _reject(guard: str, reason: str, args=None, **details) -> GuardVerdict:
     return GuardVerdict("reject", guard, reason, args, details)
 
@@ -79,7 +84,7 @@ def levenshtein_at_most_one(a: str, b: str) -> bool:
 
 
 def _swapped_pair(a: str, b: str) -> bool:
-    # Two neighbouring characters swapped (SU-20481 -> SU-20418): the commonest
+    # Two neighbouring characters swapped (AB-20481 -> AB-20418): the commonest
     # copying slip, two edits for Levenshtein but one for a human.
     if len(a) != len(b) or a == b:
         return False
@@ -98,16 +103,18 @@ def ids_in_arguments(tool: Tool, args: BaseModel | dict) -> list[tuple[str, str,
     return out
 
 
-def amount_minor(args: BaseModel) -> int | None:
-    """An amount argument in minor units: `amount_cents`, or decimal `amount` + `currency`."""
+def amount_minor(args: BaseModel, refund: RefundDecl | None = None) -> int | None:
+    """An amount argument in minor units: `amount_cents`, or decimal `amount` + `currency`
+    (the argument names a refund declaration gives)."""
     cents = getattr(args, "amount_cents", None)
     if cents is not None:
         return int(cents)
-    amount = getattr(args, "amount", None)
+    amount = getattr(args, refund.amount if refund else "amount", None)
     if amount is None:
         return None
     try:
-        return money.parse_major(amount if isinstance(amount, str) else str(amount), str(getattr(args, "currency", "")),
+        return money.parse_major(amount if isinstance(amount, str) else str(amount),
+                                 str(getattr(args, refund.currency if refund else "currency", "")),
                                  allow_negative=True)
     except money.MoneyError:
         return None
@@ -148,8 +155,8 @@ def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
-def _hint(kind: str, lookups: frozenset[str]) -> str:
-    names = [n for n in _LOOKUP_HINT.get(kind, ()) if n in lookups]
+def _hint(kind: str, lookups: frozenset[str], domain: Domain) -> str:
+    names = [n for n in domain.lookup_hints.get(kind, ()) if n in lookups]
     return " or ".join(names) if names else "the lookup tool that returns it"
 
 
@@ -157,11 +164,12 @@ def _check_ids(inp: GuardInput, args) -> GuardVerdict | None:
     ledger = [e for e in inp.ledger if not e.archived]
     verified = {e.value for e in ledger if e.verified}
     unverified = {e.value for e in ledger if not e.verified} | set(inp.recent_text_ids)
-    is_lookup = inp.tool.name in inp.lookup_tools
+    lookups = _lookups(inp)
+    is_lookup = inp.tool.name in lookups
     for arg, kind, value in ids_in_arguments(inp.tool, args):
         if value in verified or value in inp.recent_ids or (is_lookup and value in unverified):
             continue
-        hint = _hint(kind, inp.lookup_tools)
+        hint = _hint(kind, lookups, _domain(inp))
         # Ledger entries first (they carry a role), verified before unverified.
         known = [(e.value, f"ledger entry [{e.role}]", e.role) for e in sorted(ledger, key=lambda e: not e.verified)]
         known += [(v, "a recent tool result", "") for v in sorted(inp.recent_ids)]
@@ -181,7 +189,7 @@ def _check_ids(inp: GuardInput, args) -> GuardVerdict | None:
 
 
 def _target(tool: Tool, args) -> set[str]:
-    # Tools without a target (send_email) repeat per customer.
+    # Tools without a target repeat per customer.
     value = getattr(args, tool.target_arg or "customer_id", None)
     values = value if isinstance(value, (list, tuple, set)) else [value]
     return {str(v) for v in values if v not in (None, "")}
@@ -222,20 +230,28 @@ def write_targets(tool: Tool, args, raw: dict | str) -> set[str]:
     return {key} if key else set()
 
 
-def _order_arg(tool: Tool, args) -> str | None:
-    if tool.target_arg and tool.id_args.get(tool.target_arg) == "order":
+def _order_arg(tool: Tool, args, refund: RefundDecl, owner_kind: str) -> str | None:
+    if refund.target:
+        return getattr(args, refund.target, None)
+    if tool.target_arg and tool.id_args.get(tool.target_arg) == owner_kind:
         return getattr(args, tool.target_arg, None)
-    return next((getattr(args, n, None) for n, k in tool.id_args.items() if k == "order"), None)
+    return next((getattr(args, n, None) for n, k in tool.id_args.items() if k == owner_kind), None)
 
 
-def _check_refund(inp: GuardInput, args) -> GuardVerdict | None:
-    cents, order = amount_minor(args), _order_arg(inp.tool, args)
+def _refetch_hint(domain: Domain) -> str:
+    names = domain.lookup_hints.get(domain.owner_kind) or []
+    return f"Call {names[-1]} for it first" if names else "Look it up first"
+
+
+def _check_refund(inp: GuardInput, args, refund: RefundDecl) -> GuardVerdict | None:
+    domain = _domain(inp)
+    cents, order = amount_minor(args, refund), _order_arg(inp.tool, args, refund, domain.owner_kind)
     if cents is None or cents <= 0:
         return _reject("refund_limit", "The refund amount must be a positive amount in the order's currency, exact to its smallest unit.", args)
     money = next((m for m in inp.money if m.order == order), None)
     if money is None:
-        return _reject("refund_limit", f"No payment record for order '{order}' in state. Call get_order for it first, then retry.", args, order=order)
-    currency = str(getattr(args, "currency", "") or money.currency).upper()
+        return _reject("refund_limit", f"No payment record for order '{order}' in state. {_refetch_hint(domain)}, then retry.", args, order=order)
+    currency = str(getattr(args, refund.currency, "") or money.currency).upper()
     if currency != money.currency.upper():
         return _reject("refund_limit", f"Order {order} was paid in {money.currency}, not {currency}. Refund in {money.currency}.",
                        args, order=order, currency=money.currency)
@@ -257,7 +273,10 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
                             {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
     rule = approvals.rule_for(inp.approval_rules, tool.name)
     if rule is not None:
-        currency, cents = str(getattr(args, "currency", "") or "").upper(), amount_minor(args)
+        decl = _domain(inp).tool(tool.name)
+        refund = decl.refund if decl is not None else None
+        currency = str(getattr(args, refund.currency if refund else "currency", "") or "").upper()
+        cents = amount_minor(args, refund)
         limit = rule.limit(currency)
         if limit is None or cents is None or cents > limit:
             why = "" if limit is None else f"above {_fmt(limit, currency) if currency else f'{limit} minor units'} "
@@ -277,8 +296,9 @@ def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
     target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in ("order", "item")]
     entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
                 for e in inp.ledger]
-    done = [consent.Done(t.consent_action, a.target, a.turn) for a in inp.actions
-            if (t := REGISTRY.get(a.tool)) is not None and t.consent_action]
+    domain = _domain(inp)
+    done = [consent.Done(t.consent, a.target, a.turn) for a in inp.actions
+            if (t := domain.tool(a.tool)) is not None and t.consent]
     verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
                                     done=done, state=inp.state)
     if verdict.ok:
@@ -298,7 +318,8 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             return verdict
     # Consequence guards: shop side effects only; local lane edits repeat freely.
     if inp.tool.side_effect and not inp.tool.local:
-        verdict = _check_refund(inp, args) if inp.tool.name in REFUND_TOOLS else None
+        decl = _domain(inp).tool(inp.tool.name)
+        verdict = _check_refund(inp, args, decl.refund) if decl is not None and decl.refund else None
         if verdict:
             return verdict
         if not inp.approved:

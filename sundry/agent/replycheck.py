@@ -9,7 +9,7 @@ cut off, in; a verdict out. The step acts on it:
 - "hold": never send it; staff see the text and the reason.
 
 Identifiers: every identifier-like token in the reply (a mix of letters and
-digits, like SU-20481, rfd_8k2m9q4x or SU-26675-RF01) must appear in what the
+digits, like AB-20481, ref_8k2m9q4x or AB-26675-RF01) must appear in what the
 request showed — the ledger, state, tool results, the customer's own words.
 An invented refund reference is the worst thing a reply can carry.
 """

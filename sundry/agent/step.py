@@ -25,6 +25,7 @@ from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attenti
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_update
+from sundry.tooling.domain import Domain, domain_for, get_domain, tools_for
 from sundry.tooling.messages import ModelResponse
 from sundry.tooling.tools import REGISTRY
 
@@ -53,15 +54,17 @@ class Resolved:
     ticket: Ticket | None = None
 
 
-_SPECS: tuple[int, list[dict]] = (0, [])
+_SPECS: dict[str, tuple[int, Domain, list[dict]]] = {}
 
 
-def tool_specs() -> list[dict]:
-    """The tools' JSON schemas, built once: the registry only grows at import."""
-    global _SPECS
-    if _SPECS[0] != len(REGISTRY):
-        _SPECS = (len(REGISTRY), [tool.spec() for tool in REGISTRY.values()])
-    return _SPECS[1]
+def tool_specs(domain: Domain | None = None) -> list[dict]:
+    """The JSON schemas of the tools a ticket in `domain` (default: the default domain) may call,
+    built once per domain: the registry only grows at import."""
+    domain = domain or get_domain()
+    hit = _SPECS.get(domain.name)
+    if hit is None or hit[0] != len(REGISTRY) or hit[1] is not domain:
+        hit = _SPECS[domain.name] = (len(REGISTRY), domain, [tool.spec() for tool in tools_for(domain)])
+    return hit[2]
 
 
 def next_step_number(ticket_id: int) -> int:
@@ -81,7 +84,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
+    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(domain_for(tclass)),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
         number = next_step_number(ticket.pk)

@@ -42,6 +42,7 @@ from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
+from sundry.tooling.domain import domain_for
 from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
@@ -59,7 +60,8 @@ def default_gateway() -> Gateway:
 
 
 def _assemble(ticket, snapshot=None):
-    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=tool_specs(),
+    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model,
+                    tools=tool_specs(domain_for(ticket.ticket_class)),
                     rules_cap_tokens=ticket.ticket_class.pinned_rules_cap)
 
 
@@ -245,7 +247,7 @@ def _inputs(run: CompactionRun):
         ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
         history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
-        model=working, ledger_roles=dict(ledger_all), actions=sorted(actions),
+        model=working, ledger_roles=dict(ledger_all), actions=sorted(actions), domain=snap.domain,
     )
     return turns, request, ctx, seen
 

@@ -16,6 +16,7 @@ from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.messages import Message, ModelRequest, OutputSpec
 
 # The first answer and one retry that shows the model the exact validation errors.
@@ -187,6 +188,8 @@ class ValidationContext:
     ledger_roles: dict[str, str] = field(default_factory=dict)
     # Tools in the actions lane (what really happened) and tools staff approved; None: not checked.
     actions: list[str] | None = None
+    # The domain whose declarations say what those tools do ("": the default domain).
+    domain: str = ""
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -281,7 +284,7 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         reasons.append("invented_id")
         details.append("ID-shaped tokens found nowhere in ledger or history: " + ", ".join(invented))
     if ctx.actions is not None:
-        claims = unsupported_claims(fields, set(ctx.actions))
+        claims = unsupported_claims(fields, set(ctx.actions), get_domain(ctx.domain or None))
         if claims:
             reasons.append("unsupported_claim")
             details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
@@ -310,36 +313,41 @@ def substitute_roles(fields: SummaryFields, roles: dict[str, str]) -> list[str]:
     return done
 
 
-# A claim that something was done, and the tool that would have done it. A sentence that
-# negates or defers ("no refund yet", "refund requested", "held for approval") claims nothing.
+# A claim that something was done, and the capability of the tool that would have done it
+# (`tooling.domain.CAPABILITIES`). A sentence that negates or defers ("no refund yet", "refund
+# requested", "held for approval") claims nothing.
 CLAIMS = (
     (re.compile(r"\b(?:refunded|refund(?:ed)? (?:was |has been |is )?(?:issued|processed|made|completed|sent|given|provided)"
                 r"|(?:issued|processed|made|gave|provided|completed|sent) (?:a |the |an? \w+ |their )?(?:partial |full )?refund)\b", re.I),
-     "issue_refund", "a refund"),
+     "refunds", "a refund"),
     (re.compile(r"\b(?:cancell?ed (?:the |their |his |her )?order|order (?:was |has been |is )?cancell?ed)\b", re.I),
-     "cancel_order", "a cancellation"),
+     "cancels", "a cancellation"),
     (re.compile(r"\b(?:booked (?:a |the )?return|return (?:was |has been |is )?(?:booked|created|arranged))\b", re.I),
-     "book_return", "a return"),
+     "returns", "a return"),
     (re.compile(r"\b(?:(?:sent|shipped|issued|arranged) (?:a |the )?replacement|replacement (?:was |has been )?(?:sent|shipped|arranged))\b", re.I),
-     "offer_replacement", "a replacement"),
+     "replaces", "a replacement"),
     (re.compile(r"\b(?:approved|approval (?:was |has been )?granted)\b", re.I), "*approval", "an approval"),
 )
 _NEGATED = re.compile(r"\b(?:no|not|never|without|n't|pending|requested|asks?|asked|wants?|wanted|awaiting|await|held|hold|"
                       r"refused|declined|denied|if|whether|would|will|could|should|may|might|yet|unless|before)\b", re.I)
 
 
-def unsupported_claims(fields: SummaryFields, actions: set[str]) -> list[str]:
+def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain | None = None) -> list[str]:
     """Sentences claiming an action (refund, cancellation, return, replacement, approval) the actions lane lacks.
 
-    `actions` holds the tools that ran; "*approval" is present when staff approved a held action."""
+    `actions` holds the tools that ran; "*approval" is present when staff approved a held action.
+    What each tool did is its declared capabilities in `domain`."""
+    domain = domain or get_domain()
+    done = {c for name in actions if (t := domain.tool(name)) is not None for c in t.capabilities}
+    done |= {name for name in actions if name.startswith("*")}
     found = []
     for text in [*fields.decisions, *fields.actions_taken, fields.narrative]:
         for m in _SENTENCES.finditer(text or ""):
             sentence = m.group(0).strip()
             if not sentence or _NEGATED.search(sentence):
                 continue
-            for pattern, tool, what in CLAIMS:
-                if pattern.search(sentence) and tool not in actions:
+            for pattern, capability, what in CLAIMS:
+                if pattern.search(sentence) and capability not in done:
                     found.append(f'{what} ("{sentence[:120]}")')
     return found
 

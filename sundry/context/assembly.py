@@ -15,6 +15,7 @@ from sundry.context import render
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
+from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.messages import Message, ModelRequest, ToolSpec
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
@@ -69,14 +70,14 @@ def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
                  if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
 
 
-def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
+def ids_seen(turns: list[TurnData], domain: Domain | None = None) -> tuple[frozenset[str], frozenset[str]]:
     """(IDs in tool results, IDs typed in customer/staff messages) within these turns."""
     results, typed = set(), set()
     for t in turns:
         if t.kind == "tool_result" and t.payload.get("ok", True):
-            results.update(v for _, v in find_ids(t.text))
+            results.update(v for _, v in find_ids(t.text, domain))
         elif t.author in ("customer", "staff"):
-            typed.update(v for _, v in find_ids(t.text))
+            typed.update(v for _, v in (domain or get_domain()).typed_ids(t.text))
     return frozenset(results), frozenset(typed)
 
 
@@ -103,8 +104,9 @@ def assemble(
     snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None
 ) -> Assembled:
     turns = whole_units(snapshot.turns)
+    domain = get_domain(snapshot.domain or None)
     blocks = {
-        "system": render.render_system_prompt(snapshot.class_policy),
+        "system": render.render_system_prompt(snapshot.class_policy, domain),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
         "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money),
@@ -126,7 +128,7 @@ def assemble(
     )
     tools_tokens = _tools_tokens(tuple(s.name for s in specs), specs_json, model) if specs else 0
     total = count_message_tokens(messages, model) + tools_tokens
-    result_ids, text_ids = ids_seen(turns)
+    result_ids, text_ids = ids_seen(turns, domain)
     accounting = Accounting(
         lane_tokens=lane_tokens, tools_tokens=tools_tokens, total_tokens=total,
         encoding=encoding_name_for(model), exact=is_exact(model),

@@ -19,7 +19,7 @@ class RuleData:
     scope: str = "ticket"
     scope_ref: str = ""
     source: str = "customer"
-    # e.g. {"block_tools": ["send_email"]}
+    # e.g. {"block_tools": ["<a tool that emails>"]}
     enforcement: dict[str, Any] = field(default_factory=dict)
     # False for a candidate: flagged, enforced (fail-safe), not yet confirmed by staff.
     confirmed: bool = True
@@ -145,3 +145,5 @@ class LaneSnapshot:
     recent_turns_kept: int = 8
     # The ticket's version when the lanes were read (None when not read from the database).
     version: int | None = None
+    # The domain the ticket is worked in (`tooling.domain` registry name; "" is the default domain).
+    domain: str = ""

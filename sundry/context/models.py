@@ -38,7 +38,7 @@ class PinnedRule(models.Model):
     turn = models.PositiveIntegerField(help_text="Turn the rule was stated at")
     source = models.CharField(max_length=10, choices=Source.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
-    # Structured check a guard enforces, e.g. {"block_tools": ["send_email"]}.
+    # Structured check a guard enforces, e.g. {"block_tools": ["<a tool that emails>"]}.
     enforcement = models.JSONField(default=dict, blank=True)
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     changed_at_turn = models.PositiveIntegerField(default=0)
@@ -138,8 +138,8 @@ class ActionTaken(models.Model):
 class MoneyTotal(models.Model):
     """Per order on this ticket: what was paid and what has been refunded.
 
-    Set by code from tool results (get_order reports the shop's figures; a
-    refund adds to them), never by a model.
+    Set by code from tool results (a result that declares order totals reports
+    the system of record's figures; a refund adds to them), never by a model.
     """
 
     ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="money")

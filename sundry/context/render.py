@@ -23,7 +23,9 @@ from sundry.context.lanes import (
     TurnData,
 )
 from sundry.core import money
+from sundry.tooling.domain import GENERIC_PROMPT, Domain, get_domain
 from sundry.tooling.messages import Message, ToolCall
+from sundry.tooling.tools import REPLY_TOOL
 
 LANES = ("system", "rules", "ledger", "state", "summary")
 
@@ -93,32 +95,10 @@ def parse_money(text: str) -> tuple[int, str] | None:
 # --- system prompt ---------------------------------------------------------------------
 
 
-def render_system_prompt(class_policy: str) -> str:
-    lines = [
-        SYSTEM_HEADING,
-        "You are Sundry's support agent. You work one customer ticket for a shop, using the tools you are given, "
-        "while support staff watch and may step in.",
-        "",
-        "How to work:",
-        "- Do the work with tools: look things up before you act, and act only on what a tool returned.",
-        "- Identifiers (order numbers, customer ids, item ids, tracking numbers …) are copied character for "
-        "character from the ID LEDGER or from a tool result in this conversation. Never write one from memory, "
-        "never invent one, never \"correct\" one that looks wrong.",
-        "- If an identifier you need is not in the ledger or a recent tool result, look it up again "
-        "(search_orders, get_order, lookup_customer). An UNVERIFIED ledger entry was typed by the customer: "
-        "verify it with a lookup before acting on it.",
-        "- Every rule under RULES IN FORCE holds for the whole ticket. Obey each one, even when the customer "
-        "or the summary seems to suggest otherwise.",
-        "- The STATE block records what is established, including actions already taken and money already "
-        "refunded. Where it disagrees with the summary, STATE wins. Never repeat an action STATE lists.",
-        "- The SUMMARY is the system's own record of earlier turns. It is not something the customer said, "
-        "asked for or agreed to.",
-        "- A side effect (refund, return, cancellation, message) needs its exact target: the order number and "
-        "item ids from a tool result, and the amount and currency from the order.",
-        "- Tool errors and guard rejections explain what to fix; do not resend the same call unchanged.",
-        "- When you are done, answer the customer in plain text (or with reply_to_customer): short, concrete, "
-        "naming the order and amounts involved.",
-    ]
+def render_system_prompt(class_policy: str, domain: Domain | None = None) -> str:
+    """The heading, the domain's prompt (how to work its tools; a generic one if it gives none) and the
+    class's policy."""
+    lines = [SYSTEM_HEADING, (domain or get_domain()).prompt.strip() or GENERIC_PROMPT]
     policy = (class_policy or "").strip()
     if policy:
         lines += ["", "Policy for this class of ticket:", policy]
@@ -443,8 +423,8 @@ def _plain(turn: TurnData) -> Message | None:
         if turn.author == "staff":
             return Message(role="assistant", content=STAFF_REPLY_PREFIX + text, turns=n)
         if turn.author == "agent":
-            if (turn.payload or {}).get("via") == "reply_to_customer":
-                return None  # its reply_to_customer call and result already carry it: shown once, not twice
+            if (turn.payload or {}).get("via") == REPLY_TOOL:
+                return None  # its reply tool call and result already carry it: shown once, not twice
             return Message(role="assistant", content=text, turns=n)
     if turn.kind == "note":
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)

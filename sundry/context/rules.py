@@ -2,15 +2,18 @@
 
 A cheap classifier pass, not a model: it flags imperative and negative
 phrasing as *candidates*. A candidate is enforced at once (fail-safe: a
-flagged "never email" blocks `send_email` before anyone confirms it) and
-shown as unconfirmed until staff confirm or dismiss it. Who may change a rule
-goes by authority: staff > customer-stated > model (`plan_pin`).
+flagged "never email" blocks every tool the domain declares with the
+capability `contacts_customer:email` before anyone confirms it) and shown as
+unconfirmed until staff confirm or dismiss it. Who may change a rule goes by
+authority: staff > customer-stated > model (`plan_pin`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from sundry.tooling.domain import Domain, get_domain
 
 # A directive, not a description: "don't"/"never" opening a clause ("Please
 # don't call", "…, never email") or aimed at something the desk could do;
@@ -43,29 +46,37 @@ def candidate_rules(text: str) -> list[str]:
 
 
 _NEG = r"(?:don'?t|do not|never|no|not|stop|without|only)"
-# (pattern over the rule text, tools it blocks). Patterns are deliberately
-# narrow: a structured check that misfires would block legitimate work.
-_CHECKS: list[tuple[re.Pattern, list[str]]] = [
-    (re.compile(rf"\b{_NEG}\b[^.]*\b(e-?mails?|emailing)\b|\b(phone|call|calls|text)\s+only\b|\bonly\s+(by\s+)?(phone|call)", re.I), ["send_email"]),
-    (re.compile(rf"\b{_NEG}\b[^.]*\b(phone|call|calls|calling)\b|\b(e-?mail)\s+only\b|\bonly\s+(by\s+)?e-?mail", re.I), ["log_phone_call"]),
-    (re.compile(rf"\b{_NEG}\b[^.]*\b(replacement|replacements|replace it|exchange)\b", re.I), ["offer_replacement"]),
-    (re.compile(rf"\b{_NEG}\b[^.]*\bcancel", re.I), ["cancel_order"]),
-    (re.compile(rf"\b(don'?t|do not|never|no)\b[^.]*\brefund", re.I), ["issue_refund"]),
+EMAIL, PHONE = "contacts_customer:email", "contacts_customer:phone"
+# (pattern over the rule text, capability it forbids; see tooling.domain.CAPABILITIES). Patterns
+# are deliberately narrow: a structured check that misfires would block legitimate work.
+_CHECKS: list[tuple[re.Pattern, str]] = [
+    (re.compile(rf"\b{_NEG}\b[^.]*\b(e-?mails?|emailing)\b|\b(phone|call|calls|text)\s+only\b|\bonly\s+(by\s+)?(phone|call)", re.I), EMAIL),
+    (re.compile(rf"\b{_NEG}\b[^.]*\b(phone|call|calls|calling)\b|\b(e-?mail)\s+only\b|\bonly\s+(by\s+)?e-?mail", re.I), PHONE),
+    (re.compile(rf"\b{_NEG}\b[^.]*\b(replacement|replacements|replace it|exchange)\b", re.I), "replaces"),
+    (re.compile(rf"\b{_NEG}\b[^.]*\bcancel", re.I), "cancels"),
+    (re.compile(rf"\b(don'?t|do not|never|no)\b[^.]*\brefund", re.I), "refunds"),
 ]
 
 
-def infer_enforcement(text: str) -> dict:
-    """A structured check for a rule's text, e.g. {"block_tools": ["send_email"]}, or {}."""
-    blocked: list[str] = []
-    for pattern, tools in _CHECKS:
-        if pattern.search(text or ""):
-            blocked.extend(t for t in tools if t not in blocked)
-    # "phone only, never email" must not also block phone calls.
-    if "send_email" in blocked and "log_phone_call" in blocked:
+def forbidden_capabilities(text: str) -> list[str]:
+    """What a rule's text forbids, as capabilities, in a fixed order."""
+    found = [capability for pattern, capability in _CHECKS if pattern.search(text or "")]
+    # "phone only, never email" must not also forbid phone calls.
+    if EMAIL in found and PHONE in found:
         if re.search(r"\b(phone|call)\b[^.]*\bonly\b|\bonly\b[^.]*\b(phone|call)\b", text, re.I):
-            blocked.remove("log_phone_call")
+            found.remove(PHONE)
         elif re.search(r"\be-?mail\b[^.]*\bonly\b|\bonly\b[^.]*\be-?mail\b", text, re.I):
-            blocked.remove("send_email")
+            found.remove(EMAIL)
+    return found
+
+
+def infer_enforcement(text: str, domain: Domain | None = None) -> dict:
+    """A structured check for a rule's text: {"block_tools": [the domain's tools with a forbidden
+    capability]}, or {}."""
+    domain = domain or get_domain()
+    blocked: list[str] = []
+    for capability in forbidden_capabilities(text):
+        blocked.extend(t for t in domain.tools_with(capability) if t not in blocked)
     return {"block_tools": blocked} if blocked else {}
 
 

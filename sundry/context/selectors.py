@@ -22,6 +22,7 @@ from sundry.context.lanes import (
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.core.money import format_money
 from sundry.tickets.models import Ticket, Turn
+from sundry.tooling.domain import domain_for
 
 
 def current_summary(ticket) -> Summary | None:
@@ -49,6 +50,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         class_policy=tclass.description,
         recent_turns_kept=tclass.recent_turns_kept,
         version=version,
+        domain=domain_for(tclass).name,
     )
     turns = []
     if with_turns:

@@ -14,9 +14,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, PositiveIntegerField, Value
 from django.db.models.functions import Greatest
 
-from sundry.tooling.tools import id_owners, iter_ids
-from sundry.tooling.declarations import descriptions
-from sundry.context.idformats import find_ids
 from sundry.context import harvest
 from sundry.context.models import (
     ActionTaken,
@@ -28,10 +25,9 @@ from sundry.context.models import (
 )
 from sundry.context.rules import RuleRefused, candidate_rules, check_scope, infer_enforcement, plan_pin
 from sundry.context.statefields import StateValueInvalid, validate_field
-from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
-from sundry.tooling.tools import id_owners, iter_ids
+from sundry.tooling.domain import Domain, domain_for
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 
@@ -59,25 +55,27 @@ def _later(turn: int) -> Greatest:
 
 
 def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None,
-                   used: list[str] = ()) -> list[str]:
+                   used: list[str] = (), domain: Domain | None = None) -> list[str]:
     """Record every identifier a structured tool result marks, as verified. Returns their roles.
 
     `used`: the IDs the call itself took as arguments. They are marked used
     first (`ledger_touch`), so the eviction below never picks the order the
     call just looked up ahead of what its result brought. Roles, changes and
-    eviction are worked out on plain rows by `harvest.plan_harvest`.
+    eviction are worked out on plain rows by `harvest.plan_harvest`. What the result
+    marks is read from the domain's declaration of the tool.
     """
-    found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
+    domain = domain or domain_for(ticket.ticket_class)
+    found = list(dict.fromkeys((value, kind) for _path, kind, value in domain.ids(tool_name, result)))
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
     with transaction.atomic(savepoint=False):
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
-        owners = id_owners(result)
+        owners = domain.owners(tool_name, result)
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in owners.items()},
-                                    descriptions=descriptions(result))
+                                    descriptions=domain.descriptions(tool_name, result))
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -87,7 +85,7 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     ones a tool returned before come back into the window (`harvest.plan_mentions`).
     Runs in the message's own transaction, whose turn already moved the version.
     Returns the roles of the new entries."""
-    found = [(value, kind) for kind, value in find_ids(text)]
+    found = [(value, kind) for kind, value in domain_for(ticket.ticket_class).typed_ids(text)]
     if not found:
         return []
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
@@ -181,7 +179,8 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
 
 
 def _order_exists_for(ticket):
-    return lambda number: Order.objects.filter(number=number, customer_id=ticket.customer_id).exists()
+    domain = domain_for(ticket.ticket_class)
+    return lambda number: domain.exists(domain.owner_kind, number, ticket.customer.customer_id) is not False
 
 
 def state_set(
@@ -281,7 +280,7 @@ def rule_add_candidate(*, ticket, text: str, turn: int, source: str) -> PinnedRu
         return None
     return PinnedRule.objects.create(
         ticket=ticket, text=text, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
-        enforcement=infer_enforcement(text), changed_at_turn=turn,
+        enforcement=infer_enforcement(text, domain_for(ticket.ticket_class)), changed_at_turn=turn,
     )
 
 
@@ -317,7 +316,7 @@ def rule_pin(
             rule = PinnedRule(ticket=ticket, text=text, turn=stated_turn or turn, source=source)
         rule.status = plan.status
         rule.scope, rule.scope_ref = plan.scope, plan.scope_ref
-        rule.enforcement = rule.enforcement or infer_enforcement(text)
+        rule.enforcement = rule.enforcement or infer_enforcement(text, domain_for(ticket.ticket_class))
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version = (rule.version or 0) + 1
         rule.save()

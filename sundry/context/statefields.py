@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Callable
 
-from sundry.context.idformats import ID_PATTERNS
+from sundry.tooling.domain import get_domain
 from sundry.core import money
 
 
@@ -56,8 +56,11 @@ def _amount(value: str, **_) -> str:
 
 def _order(value: str, *, order_exists: Callable[[str], bool] | None = None, **_) -> str:
     value = (value or "").strip().upper()
-    if not re.fullmatch(ID_PATTERNS["order"], value):
-        raise StateValueInvalid(f"'{value}' is not an order number (format SU-12345).")
+    domain = get_domain()
+    pattern, example = domain.id_patterns.get("order"), domain.id_examples.get("order")
+    if pattern and not re.fullmatch(pattern, value):
+        shape = f"format {example}" if example else "copy it from the ID ledger"
+        raise StateValueInvalid(f"'{value}' is not an order number ({shape}).")
     if order_exists is not None and not order_exists(value):
         raise StateValueInvalid(f"Order {value} does not exist for this customer.")
     return value

@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from sundry.agent.offline import RequestView
+from sundry.shop.offline import RequestView
 from sundry.compaction.trigger import TriggerInput, cut_point, decide
 from sundry.context.assembly import assemble
 from sundry.context.harvest import LEDGER_SHARE, ledger_allowance

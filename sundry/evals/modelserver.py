@@ -29,7 +29,7 @@ import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from sundry.agent.offline import OfflineModel, RequestView
+from sundry.shop.offline import OfflineModel, RequestView
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 
 HOST = "127.0.0.1"

@@ -6,19 +6,24 @@ them verbatim); only the customer's rendering goes through here.
 
 from __future__ import annotations
 
+import functools
 import re
 
-from sundry.context.idformats import ID_PATTERNS
 from sundry.core import money
+from sundry.tooling.domain import get_domain
 
-# Identifiers a customer has no use for: the shop's own records of payments, refunds,
-# returns, addresses and items. Order numbers, tracking numbers and SKUs stay.
-INTERNAL_KINDS = ("customer", "address", "payment_method", "payment", "refund", "return", "item")
-_INTERNAL = "|".join(f"(?:{ID_PATTERNS[k]})" for k in INTERNAL_KINDS)
-_BOUNDED = rf"(?<![0-9A-Za-z_-])(?:{_INTERNAL})(?![0-9A-Za-z_])"
-# "(rfd_…)", "(refund rfd_…)", "(turn 12)", "(idempotency key …)": asides meant for the desk.
-_ASIDE = re.compile(rf"\s*\((?:[a-z ]*{_BOUNDED}|turn \d+|idempotency key [^)]*)\)")
-_BARE = re.compile(rf"[ \t]*{_BOUNDED}")
+
+@functools.lru_cache(maxsize=8)
+def _internal(name: str) -> tuple[re.Pattern, re.Pattern]:
+    """Identifiers a customer has no use for (the domain's `internal_kinds`: its own records of
+    payments, refunds and the like), as (an aside naming one, a bare one)."""
+    domain = get_domain(name)
+    kinds = [domain.id_patterns[k] for k in domain.internal_kinds if k in domain.id_patterns]
+    bounded = (rf"(?<![0-9A-Za-z_-])(?:{'|'.join(f'(?:{p})' for p in kinds)})(?![0-9A-Za-z_])" if kinds
+               else r"(?!x)x")
+    # "(<refund id>)", "(refund <id>)", "(turn 12)", "(idempotency key …)": asides meant for the desk.
+    return (re.compile(rf"\s*\((?:[a-z ]*{bounded}|turn \d+|idempotency key [^)]*)\)"),
+            re.compile(rf"[ \t]*{bounded}"))
 # 1234.5 USD, 1,234.50 USD, USD 1234.50: one format, format_money's. Only real currency codes
 # (never "SKU 5" or "ABC 2021").
 CURRENCIES = ("USD", "EUR", "GBP", "INR", "JPY", "CAD", "AUD", "CHF", "SEK", "NOK", "DKK", "PLN", "NZD", "SGD")
@@ -36,7 +41,8 @@ def _amount(match: re.Match) -> str:
 
 
 def customer_wording(text: str) -> str:
-    text = _ASIDE.sub("", text or "")
-    text = _BARE.sub("", text)
+    aside, bare = _internal(get_domain().name)
+    text = aside.sub("", text or "")
+    text = bare.sub("", text)
     text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)
     return _AMOUNT.sub(_amount, text)

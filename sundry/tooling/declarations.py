@@ -6,7 +6,7 @@ A result model (or a model nested in one) may carry, as class variables:
   described in the ID ledger ("Air Fryer 5.5L · delivered"), filled from the
   model's own fields;
 - `moves_money`: a `MoneyMoved` — this model records money that moved (the
-  refund inside `cancel_order`'s result as much as `issue_refund`'s result);
+  refund inside a cancellation's result as much as a refund's own result);
 - `reports_totals`: an `OrderTotals` — this model reports an order's figures as
   the shop has them now.
 
@@ -173,9 +173,9 @@ def _walk(instance: BaseModel):
                 yield from _walk(v)
 
 
-def _owner(result: BaseModel) -> str:
+def _owner(result: BaseModel, owner_kind: str = "order") -> str:
     return next((str(getattr(result, n)) for n, kind in id_fields(type(result)).items()
-                 if kind == "order" and getattr(result, n, None)), "")
+                 if kind == owner_kind and getattr(result, n, None)), "")
 
 
 def _value(instance: BaseModel, path: str, root: BaseModel, owner: str):
@@ -204,9 +204,9 @@ def clean_description(text: str, limit: int = DESCRIPTION_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def descriptions(result: BaseModel) -> dict[str, str]:
+def descriptions(result: BaseModel, owner_kind: str = "order") -> dict[str, str]:
     """{identifier: description} for every identifier a declaration in the result describes."""
-    owner, out = _owner(result), {}
+    owner, out = _owner(result, owner_kind), {}
     for instance in _walk(result):
         for d in _describes(type(instance)):
             value = getattr(instance, d.id_field, None)
@@ -220,9 +220,9 @@ def descriptions(result: BaseModel) -> dict[str, str]:
     return out
 
 
-def money_moved(result: BaseModel) -> list[Movement]:
+def money_moved(result: BaseModel, owner_kind: str = "order") -> list[Movement]:
     """Every movement of money a result records, wherever in it the declaring model sits."""
-    owner, out = _owner(result), []
+    owner, out = _owner(result, owner_kind), []
     for instance in _walk(result):
         m = getattr(type(instance), "moves_money", None)
         if not isinstance(m, MoneyMoved):

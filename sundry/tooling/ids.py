@@ -14,7 +14,7 @@ ID_KIND_KEY = "x-id-kind"
 
 
 def IdField(kind: str, description: str = "", **kwargs) -> Any:
-    """A pydantic field that holds an identifier of `kind` (see context.idformats)."""
+    """A pydantic field that holds an identifier of `kind` (the domain's `id_patterns` name the kinds)."""
     return Field(description=description or f"{kind} identifier, copied verbatim", json_schema_extra={ID_KIND_KEY: kind}, **kwargs)
 
 
@@ -45,15 +45,15 @@ def iter_ids(instance: BaseModel, path: str = ""):
                     yield from iter_ids(item, f"{here}[{i}]")
 
 
-def id_owners(instance: BaseModel) -> dict[str, str]:
-    """For IDs nested inside a result, the order they belong to: {value: order number}.
+def id_owners(instance: BaseModel, owner_kind: str = "order") -> dict[str, str]:
+    """For IDs nested inside a result, the entity they belong to: {value: owner ID}.
 
-    A parcel's tracking number inside get_order's result belongs to that
+    A parcel's tracking number inside an order's result belongs to that
     order; the ledger says so, so the link survives when the raw result has
-    been compacted away.
+    been compacted away. `owner_kind` is the domain's (`Domain.owner_kind`).
     """
     top = {kind: value for path, kind, value in iter_ids(instance) if "." not in path and "[" not in path}
-    owner = top.get("order")
+    owner = top.get(owner_kind)
     if not owner:
         return {}
     return {value: owner for path, _kind, value in iter_ids(instance)

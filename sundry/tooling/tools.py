@@ -64,6 +64,9 @@ class Tool:
 
 REGISTRY: dict[str, Tool] = {}
 
+# Sundry's reply tool: a call to it is the agent's message to the customer (a domain may offer it).
+REPLY_TOOL = "reply_to_customer"
+
 
 def register(tool: Tool) -> Tool:
     if tool.name in REGISTRY:

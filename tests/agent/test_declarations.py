@@ -7,7 +7,7 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+import sundry.shop.tools  # noqa: F401  (registers the shop tools)
 from sundry.tooling.tools import REGISTRY, IdField
 from sundry.tooling.declarations import (
     Describe,

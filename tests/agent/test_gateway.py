@@ -508,7 +508,7 @@ def test_missing_key_runs_the_offline_model_and_labels_it():
 
 
 def test_builtin_offline_model_is_loaded_lazily():
-    offline_module = pytest.importorskip("sundry.agent.offline")
+    offline_module = pytest.importorskip("sundry.shop.offline")
     assert isinstance(Gateway()._offline(), offline_module.OfflineModel)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent.loop import agent_run
-from sundry.agent.offline import LANE_TOOLS
+from sundry.shop.offline import LANE_TOOLS
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, Summary
 from sundry.shop.models import Order, Refund, Return

@@ -12,11 +12,11 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+import sundry.shop.tools  # noqa: F401  (registers the shop tools)
 import sundry.context.tools  # noqa: F401  (registers pin_constraint, label_entity)
-from sundry.agent import offline
-from sundry.agent.offline import STAFF_FOLLOW_UP, OfflineModel
-from sundry.agent.tools import shop_tools as st
+from sundry.shop import offline
+from sundry.shop.offline import STAFF_FOLLOW_UP, OfflineModel
+from sundry.shop import tools as st
 from sundry.context import render
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData, SummaryData
 from sundry.core.tokens import count_message_tokens

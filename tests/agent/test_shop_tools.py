@@ -8,10 +8,11 @@ from decimal import Decimal
 import pytest
 from pydantic import BaseModel, ValidationError
 
-import sundry.agent.tools  # noqa: F401  (registers the shop tools)
+import sundry.shop.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import amount_minor
-from sundry.agent.tools.shop_tools import IssueRefundArgs, parse_amount
-from sundry.context.idformats import ID_PATTERNS, kind_of
+from sundry.shop.tools import IssueRefundArgs, parse_amount
+from sundry.context.idformats import kind_of
+from sundry.shop.domain import ID_PATTERNS
 from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
 from sundry.tooling.tools import REGISTRY, ToolContext, ToolError, id_fields, iter_ids
 from tests.factories import (

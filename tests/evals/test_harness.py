@@ -105,7 +105,7 @@ def test_prose_digest_keeps_sentences_not_tool_traffic():
 def test_demo_shop_ticket_worked_by_the_offline_model(tmp_path):
     """A real ticket from the loop, exported, replayed: the offline model's next calls are diffed."""
     from sundry.agent.loop import agent_run
-    from sundry.agent.offline import OfflineModel
+    from sundry.shop.offline import OfflineModel
     from sundry.agent.services import customer_message_post
     from sundry.evals.records import export_ticket
     from sundry.shop.models import Order

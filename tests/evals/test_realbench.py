@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sundry.agent.gateway import Gateway
-from sundry.agent.offline import OfflineModel
+from sundry.shop.offline import OfflineModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.loop import agent_run
 from sundry.evals import modelserver, realbench

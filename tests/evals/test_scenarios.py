@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
-from sundry.agent.offline import OfflineModel
+from sundry.shop.offline import OfflineModel
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios import schema
 from sundry.evals.scenarios.runner import Runner

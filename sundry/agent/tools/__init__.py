@@ -1,7 +1,8 @@
-"""Agent tools. Importing this package registers the demo shop's tools in REGISTRY.
+"""Sundry's own agent tools. Importing this package registers them in REGISTRY.
 
 Local lane tools (pin a rule, label a ledger entry) are registered by
 `sundry.context.tools`, not here; `request_staff_follow_up` (follow_up.py) is.
+A domain's tools are registered by the domain (`settings.SUNDRY_DOMAINS`).
 """
 
-from . import follow_up, shop_tools  # noqa: F401  (registers on import)
+from . import follow_up  # noqa: F401  (registers on import)

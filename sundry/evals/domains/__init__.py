@@ -1,13 +1,15 @@
 """Harness domains: how each tool vocabulary marks its identifiers.
 
-`DOMAINS[name]` for τ²-bench's retail, airline and telecom (declarative, see
-`base`) and Sundry's own demo shop (its tool models, see `demo_shop`).
+`DOMAINS[name]` for τ²-bench's retail, airline and telecom (production
+declarations from plain data, see `tau2`) and Sundry's own demo shop (its
+registered production domain, see `demo_shop`).
 """
 
 from __future__ import annotations
 
-from sundry.evals.domains.base import DeclarativeDomain, Planted, ToolDesc, select
-from sundry.evals.domains.tau2 import AIRLINE, RETAIL, TELECOM
+from sundry.evals.domains.base import DeclarativeDomain, Planted
+from sundry.evals.domains.tau2 import AIRLINE, RETAIL, TELECOM, ToolDesc
+from sundry.tooling.domain import select
 
 
 def _demo():

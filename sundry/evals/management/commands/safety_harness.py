@@ -124,7 +124,7 @@ class Command(BaseCommand):
         return importers.unique_ids(tickets)
 
     def _agents(self, model: str | None):
-        from sundry.agent.offline import OfflineModel
+        from sundry.shop.offline import OfflineModel
 
         if model and model != "offline":
             agent = _GatewayAgent(model)
