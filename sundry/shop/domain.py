@@ -9,22 +9,10 @@ descriptions) is read from the models; the rest is declared here.
 from __future__ import annotations
 
 from sundry.shop import tools as _tools  # noqa: F401  (registers the shop's tools in REGISTRY)
+from sundry.shop.ids import CAPABILITIES, ID_PATTERNS
 from sundry.shop.models import Order
 from sundry.tooling.domain import Domain, RefundDecl, register_domain
 from sundry.tooling.tools import REGISTRY
-
-ID_PATTERNS: dict[str, str] = {
-    "order": r"SU-\d{5}",
-    "customer": r"cus_[0-9a-z]{8}",
-    "address": r"adr_[0-9a-z]{8}",
-    "payment_method": r"pm_[0-9a-z]{8}",
-    "payment": r"pay_[0-9a-z]{8,}",
-    "refund": r"rfd_[0-9a-z]{8,}",
-    "return": r"ret_[0-9a-z]{8,}",
-    "item": r"itm_[0-9a-z]{8}",
-    "tracking": r"1Z[0-9A-Z]{14}",
-    "sku": r"SKU-[0-9A-Z]{5}",
-}
 
 PROMPT = """\
 You are Sundry's support agent. You work one customer ticket for a shop, using the tools you are given, while support staff watch and may step in.
@@ -45,14 +33,9 @@ LOOKUPS = ("lookup_customer", "search_orders", "get_order", "track_parcel")
 # What the models cannot say about each tool.
 DECLARATIONS: dict[str, dict] = {
     **{name: {"lookup": True} for name in LOOKUPS},
-    "issue_refund": {"capabilities": ["refunds"], "refund": RefundDecl(target="order_number")},
-    "book_return": {"capabilities": ["returns"]},
-    "cancel_order": {"capabilities": ["cancels"]},
-    "offer_replacement": {"capabilities": ["replaces"]},
-    "send_email": {"capabilities": ["contacts_customer:email"]},
-    "log_phone_call": {"capabilities": ["contacts_customer:phone"]},
+    **{name: {"capabilities": caps} for name, caps in CAPABILITIES.items()},
+    "issue_refund": {"capabilities": CAPABILITIES["issue_refund"], "refund": RefundDecl(target="order_number")},
 }
-
 
 
 def exists(kind: str, value: str, customer_id: str) -> bool | None:

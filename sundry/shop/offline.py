@@ -29,8 +29,8 @@ from typing import Any
 from sundry.agent import consent
 from sundry.agent import offline_words as words
 from sundry.context import render
-from sundry.context.idformats import find_ids, kind_of
 from sundry.context.rules import candidate_rules, infer_enforcement
+from sundry.shop.ids import WORDS, find_ids, kind_of
 from sundry.core.tokens import count_message_tokens, count_tokens
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -311,7 +311,7 @@ class RequestView:
         """The rule that forbids `tool`: its structured check, or for contact and replacement
         tools its plain wording too, the way a model reading "never email me" would."""
         for r in self.rules:
-            by_text = tool in _READ_FROM_TEXT and tool in infer_enforcement(r.text).get("block_tools", [])
+            by_text = tool in _READ_FROM_TEXT and tool in infer_enforcement(r.text, WORDS).get("block_tools", [])
             if tool in r.block_tools or by_text:
                 return r
         return None

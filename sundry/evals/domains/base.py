@@ -35,7 +35,6 @@ from sundry.tooling.domain import INFER, Domain, scalar_ids, select
 from sundry.tooling.tools import IdField, Tool
 
 
-
 def field_name(path: str) -> str:
     """An argument path as a Python identifier, for the guard's argument model."""
     return re.sub(r"\W+", "_", path.replace("[]", "")).strip("_") or "root"
