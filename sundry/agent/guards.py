@@ -239,6 +239,7 @@ def _order_arg(tool: Tool, args, refund: RefundDecl, owner_kind: str) -> str | N
 
 
 def _refetch_hint(domain: Domain) -> str:
+    # The last lookup named for the owner kind is the one that reports its figures again.
     names = domain.lookup_hints.get(domain.owner_kind) or []
     return f"Call {names[-1]} for it first" if names else "Look it up first"
 

@@ -29,7 +29,7 @@ def guard_verdict(domain, tool: str, arguments, *, ledger: list[LedgerData], rec
         return None
     return check_call(GuardInput(tool=gtool, arguments=domain.guard_arguments(tool, arguments), ledger=list(ledger),
                                  recent_ids=recent, recent_text_ids=typed, rules=list(rules), actions=list(actions),
-                                 lookup_tools=domain.lookup_tools))
+                                 lookup_tools=domain.lookup_tools, domain=getattr(domain, "domain", None)))
 
 
 def orphans(request: ModelRequest) -> list[str]:
