@@ -30,8 +30,8 @@ from sundry.agent import consent
 from sundry.agent import offline_words as words
 from sundry.context import render
 from sundry.context.rules import candidate_rules, infer_enforcement
-from sundry.shop.ids import WORDS, find_ids, kind_of
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.shop.ids import WORDS, find_ids, kind_of
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 MAX_CALLS_PER_STEP = 8
