@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
 from sundry.agent import answer, replycheck
+from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
@@ -77,7 +79,21 @@ def _read_through(snapshot: LaneSnapshot, ticket: Ticket) -> int:
 
 def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                snapshot: LaneSnapshot | None = None) -> StepOutcome:
-    """One model call and what follows from it (`ticket` with its class and customer loaded)."""
+    """One model call and what follows from it (`ticket` with its class and customer loaded).
+
+    Where the model streams, its reply reaches the ticket's watchers as it is written; once
+    the step has committed (or failed) they are told it is done, with the stored reply's turn.
+    """
+    stream = ReplyStream(ticket.pk) if getattr(settings, "MODEL_STREAM", True) else None
+    try:
+        return _step(ticket, gateway=gateway, number=number, snapshot=snapshot, stream=stream)
+    finally:
+        if stream is not None:
+            transaction.on_commit(stream.finish)
+
+
+def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: LaneSnapshot | None,
+          stream: ReplyStream | None) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
@@ -92,7 +108,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     # spans every attempt), read for calls written as text where the class opts in; a reply that
     # fails its check is asked for once more, with the reason.
     got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                        text_tool_calls=tclass.text_tool_calls)
+                        text_tool_calls=tclass.text_tool_calls, stream=stream)
     call, error = got.call, got.error
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
@@ -133,6 +149,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                 payload["reply_check"] = verdict.as_json()
             reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
                                 text=verdict.text, payload=payload)
+            if stream is not None:
+                stream.posted_turn = reply.number
             next_lanes = _after_reply(snapshot, reply, ticket.version)
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
