@@ -28,6 +28,9 @@ class Answer:
     verdict: replycheck.ReplyVerdict | None = None  # for a plain reply
     text_calls: str = ""  # the shape of calls read from text (hermes, fenced, bare), if any
     checks: list[dict] = field(default_factory=list)  # each reply check, for the step's record
+    # Input tokens the provider reported for the request as assembled (the first call; a re-ask's
+    # request is longer): what the step's token estimate is calibrated against.
+    request_input_tokens: int = 0
 
     @property
     def response(self) -> ModelResponse | None:
@@ -49,7 +52,8 @@ def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
     last = calls[-1]
     usage = Usage(input_tokens=sum(c.response.usage.input_tokens for c in calls),
                   output_tokens=sum(c.response.usage.output_tokens for c in calls),
-                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls))
+                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls),
+                  cache_write_tokens=sum(c.response.usage.cache_write_tokens for c in calls))
     return GatewayCall(response=last.response.model_copy(update={"usage": usage}), resolved=last.resolved,
                        cost_usd=sum((c.cost_usd for c in calls), Decimal(0)), priced=all(c.priced for c in calls),
                        latency_ms=sum(c.latency_ms for c in calls) + extra_ms)
@@ -100,6 +104,8 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
             call = GatewayCall(response=response, resolved=call.resolved, cost_usd=call.cost_usd, priced=call.priced,
                                latency_ms=call.latency_ms)
         calls.append(call)
+        if len(calls) == 1:
+            answer.request_input_tokens = call.response.usage.input_tokens
         if response.tool_calls:
             answer.verdict = None
             break

@@ -292,8 +292,9 @@ def _elapsed_ms(started: float) -> int:
 
 def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started: float) -> GatewayCall:
     latency_ms = _elapsed_ms(started)
-    c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens,
-                     base_url=resolved.base_url)
+    u = response.usage
+    c = pricing.cost(response.model or name, u.input_tokens, u.output_tokens, base_url=resolved.base_url,
+                     cached_input_tokens=u.cached_input_tokens, cache_write_tokens=u.cache_write_tokens)
     return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
 
 
@@ -551,7 +552,8 @@ def from_pai_response(result, name: str, *, output: OutputSpec | None = None, ou
             path = "native" if output_mode == "native" else "text"
     u = result.usage
     usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
-                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0)
+                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0,
+                  cache_write_tokens=getattr(u, "cache_write_tokens", 0) or 0)
     finish = getattr(result, "finish_reason", None)
     return ModelResponse(text=text or None, tool_calls=calls, usage=usage, model=name, finish_reason=finish,
                          output_path=path)

@@ -53,6 +53,8 @@ class Resolved:
     # The ticket as the run loaded it: listeners read only its class and customer from
     # it (what moves — version, attention — they read afresh).
     ticket: Ticket | None = None
+    # The class's working model: whose token calibration the trigger applies.
+    model: str = ""
 
 
 _SPECS: tuple[int, list[dict]] = (0, [])
@@ -173,12 +175,12 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through
         step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution,
-                            checks=checks)
+                            checks=checks, reported=got.request_input_tokens)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
                                 request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
-                                trigger_tokens=tclass.trigger_tokens, ticket=ticket)
+                                trigger_tokens=tclass.trigger_tokens, ticket=ticket, model=tclass.working_model)
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
@@ -195,7 +197,7 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, *,
                  error: str = "", resolution: bool = False, latency_ms: int = 0,
-                 checks: dict | None = None) -> AgentStep:
+                 checks: dict | None = None, reported: int = 0) -> AgentStep:
     """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
     usage = call.response.usage if call else None
     return AgentStep.objects.create(
@@ -204,6 +206,7 @@ def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcom
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
         cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
+        cache_write_tokens=usage.cache_write_tokens if usage else 0, reported_request_tokens=reported,
         latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )
