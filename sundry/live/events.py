@@ -10,6 +10,7 @@ outside consumers.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 
@@ -107,14 +108,12 @@ def reply_stream_message(ticket_id: int, stream: str, seq: int, state: str, text
 
 async def areply_stream(ticket_id: int, message: dict) -> None:
     """From a model call streaming on an event loop. Not after a commit: provisional text is
-    not the database's; a lost one is replaced by the stored turn anyway."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        await _send_all(layer, [staff_group(ticket_id), customer_group(ticket_id)], message)
-    except Exception:
-        log.warning("reply stream push for ticket %s failed", ticket_id, exc_info=True)
+    not the database's; a lost one is replaced by the stored turn anyway.
+
+    Sent from a worker thread as every other push is sent (`group_send`), not on the calling
+    loop: that loop belongs to the gateway's thread and outlives no call it could tidy up after
+    (the channel layer keeps a connection per loop, flushed only when the loop is closed)."""
+    await asyncio.to_thread(reply_stream, ticket_id, message)
 
 
 def reply_stream(ticket_id: int, message: dict) -> None:
