@@ -115,6 +115,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
         checks["text_calls"] = got.text_calls
+    if stream is not None and stream.started:
+        checks["streamed"] = True  # watchers saw the reply as it was written
 
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.

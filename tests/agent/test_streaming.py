@@ -21,6 +21,7 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
 from sundry.agent.replycheck import id_tokens
 from sundry.agent.wire import completion_as_events
+from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.agent.sse import StreamingServer, Streamed, ToolChunk
@@ -205,21 +206,24 @@ def _streamed(got) -> list[dict]:
 
 
 async def test_customer_and_desk_see_typing_then_the_text_then_the_stored_turn(watched):
-    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "has been made ", "yet."]
+    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "of 40 USD ", "has been made ", "yet."]
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=pieces, usage=(900, 12)))
 
     stored = await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aget()
     assert stored.text == "".join(pieces)
-    for got in (customer, staff):
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.checks.get("streamed") is True and step.reported_request_tokens == 900
+    # The customer reads the provisional text in their own wording, as their stored messages read.
+    for got, whole in ((customer, customer_wording(stored.text)), (staff, stored.text)):
         stream = _streamed(got)
         assert stream[0]["state"] == "typing" and stream[0]["text"] == ""
         texts = [m["text"] for m in stream if m["state"] == "text"]
-        assert len(texts) >= 2 and texts[-1] == stored.text  # grew in steps, ended whole
-        assert all(stored.text.startswith(t) for t in texts)
+        assert len(texts) >= 2 and texts[-1] == whole  # grew in steps, ended whole
+        assert all(whole.startswith(t) for t in texts)
         assert stream[-1]["state"] == "done" and stream[-1]["turn"] == stored.number
         assert len({m["stream"] for m in stream}) == 1 and [m["seq"] for m in stream] == sorted(m["seq"] for m in stream)
         # The stored turn came as a panel frame, after the provisional text.
-        frames = [i for i, m in enumerate(got) if isinstance(m, str) and stored.text in m]
+        frames = [i for i, m in enumerate(got) if isinstance(m, str) and "has been made yet." in m]
         first_text = next(i for i, m in enumerate(got) if isinstance(m, dict) and m["state"] == "text")
         assert frames and frames[0] > first_text
 
