@@ -212,3 +212,24 @@ def test_the_compaction_trigger_counts_in_the_providers_tokens_for_an_approximat
     calibration.clear()
     assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is None
     assert Ticket.objects.count() == 2
+
+
+def test_the_budget_panel_says_when_the_count_is_approximate():
+    from django.template.loader import render_to_string
+
+    from sundry.tickets.selectors import budget
+
+    def panel(model, ratio):
+        ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(working_model=model),
+                               subject="Budget")
+        for n in range(1, 5):
+            AgentStep.objects.create(ticket=ticket, number=n, model=model, request_tokens=1000,
+                                     reported_request_tokens=int(1000 * ratio), outcome="reply")
+        ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket.pk)
+        context = budget(ticket)
+        return context, render_to_string("tickets/panels/budget.html", {**context, "ticket": ticket})
+
+    context, html = panel(HAIKU, 1.25)
+    assert context["token_factor"] == pytest.approx(1.25) and "about ×1.25" in html
+    context, html = panel(GPT, 1.25)  # negative control: tiktoken is the model's own count
+    assert context["token_factor"] == 1.0 and "token-factor" not in html
