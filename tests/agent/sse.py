@@ -118,7 +118,7 @@ class StreamingServer:
                     self.wfile.flush()
                 finish = answer.finish or ("tool_calls" if n_calls else "stop")
                 self.wfile.write(_chunk({}, finish=finish))
-                if (body_options := server.requests[-1]["body"].get("stream_options") or {}).get("include_usage"):
+                if (server.requests[-1]["body"].get("stream_options") or {}).get("include_usage"):
                     self.wfile.write(_chunk({}, usage=_usage(answer)))
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
