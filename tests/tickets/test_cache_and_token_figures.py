@@ -180,6 +180,8 @@ def test_each_step_records_the_estimate_and_the_reported_count_and_the_figures_s
     assert row["steps"] == 3 and not row["exact"]
     assert row["factor"] == round(ratios[1], 3) and row["applied"] == row["factor"]
     assert row["error_pct"] == round(100 * sum(errors) / 3, 1)
+    print(f"{HAIKU}: Sundry {row['estimated']} / provider {row['reported']} tokens over {row['steps']} steps, "
+          f"error {row['error_pct']}%, bias {row['bias_pct']}%, factor {row['factor']} (applied {row['applied']})")
 
 
 def test_the_compaction_trigger_counts_in_the_providers_tokens_for_an_approximate_model():
