@@ -202,6 +202,9 @@ MODEL_READ_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_READ_TIMEOUT", "60"))
 MODEL_CALL_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_CALL_TIMEOUT", "150"))
 MODEL_MAX_RETRIES = int(os.environ.get("SUNDRY_MODEL_MAX_RETRIES", "2"))
 MODEL_MAX_TOKENS = int(os.environ.get("SUNDRY_MODEL_MAX_TOKENS", "2048"))
+# Stream the agent's replies to the customer page and the desk as they are written, where the
+# provider streams (the stored turn is still the whole reply after the reply check).
+MODEL_STREAM = env_bool("SUNDRY_MODEL_STREAM", True)
 # An agent run holds its ticket with a claim it renews at every step. A claim
 # older than this is a dead run's (its worker was killed): the next run takes
 # the ticket. Longer than one step can take (one model call, at most

@@ -5,6 +5,8 @@ retries inside it, honouring Retry-After, within its deadline), reads tool calls
 and checks a plain reply (`replycheck`); a reply that fails the check is asked
 for once more, with the reason, in the same step. What comes back says what
 to do: run the calls, post the reply, hold it for staff, or report the error.
+Given a `ReplyStream`, each call streams its reply to the ticket's watchers as
+provisional text, cut before anything the check would not let through.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from decimal import Decimal
 
 from sundry.agent import replycheck, textcalls
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
+from sundry.agent.streaming import ReplyStream
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
@@ -25,15 +28,21 @@ class Answer:
     verdict: replycheck.ReplyVerdict | None = None  # for a plain reply
     text_calls: str = ""  # the shape of calls read from text (hermes, fenced, bare), if any
     checks: list[dict] = field(default_factory=list)  # each reply check, for the step's record
+    # Input tokens the provider reported for the request as assembled (the first call; a re-ask's
+    # request is longer): what the step's token estimate is calibrated against.
+    request_input_tokens: int = 0
 
     @property
     def response(self) -> ModelResponse | None:
         return self.call.response if self.call else None
 
 
-def _call(gateway: Gateway, request: ModelRequest, model: str) -> tuple[GatewayCall | None, ModelCallError | None, int]:
+def _call(gateway: Gateway, request: ModelRequest, model: str,
+          stream: ReplyStream | None = None) -> tuple[GatewayCall | None, ModelCallError | None, int]:
     """(call, error, latency of a failed call, every attempt in it)."""
     try:
+        if stream is not None:
+            return gateway.call(request, model=model, stream=stream), None, 0
         return gateway.call(request, model=model), None, 0
     except ModelCallError as exc:
         return None, exc, exc.latency_ms
@@ -43,7 +52,8 @@ def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
     last = calls[-1]
     usage = Usage(input_tokens=sum(c.response.usage.input_tokens for c in calls),
                   output_tokens=sum(c.response.usage.output_tokens for c in calls),
-                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls))
+                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls),
+                  cache_write_tokens=sum(c.response.usage.cache_write_tokens for c in calls))
     return GatewayCall(response=last.response.model_copy(update={"usage": usage}), resolved=last.resolved,
                        cost_usd=sum((c.cost_usd for c in calls), Decimal(0)), priced=all(c.priced for c in calls),
                        latency_ms=sum(c.latency_ms for c in calls) + extra_ms)
@@ -71,13 +81,16 @@ def after_rejection(turns: list[TurnData]) -> bool:
 
 
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
-           text_tool_calls: bool = False) -> Answer:
+           text_tool_calls: bool = False, stream: ReplyStream | None = None) -> Answer:
     tools = {t.name for t in request.tools}
+    known = known_identifiers(request)
+    if stream is not None:
+        stream.known = frozenset(known)
     calls: list[GatewayCall] = []
     failed_ms = 0
     answer = Answer(call=None)
     for retried in (False, True):
-        call, error, ms = _call(gateway, request, model)
+        call, error, ms = _call(gateway, request, model, stream)
         failed_ms += ms
         if call is None:
             if calls:  # the first answer stands; the re-ask failed
@@ -91,10 +104,12 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
             call = GatewayCall(response=response, resolved=call.resolved, cost_usd=call.cost_usd, priced=call.priced,
                                latency_ms=call.latency_ms)
         calls.append(call)
+        if len(calls) == 1:
+            answer.request_input_tokens = call.response.usage.input_tokens
         if response.tool_calls:
             answer.verdict = None
             break
-        verdict = replycheck.check_reply(response.text, known=known_identifiers(request), tools=tools,
+        verdict = replycheck.check_reply(response.text, known=known, tools=tools,
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
                                          retried=retried)
         answer.verdict = verdict

@@ -21,6 +21,13 @@ SDK retries connection errors, timeouts, 408/409/429 and 5xx itself, backing off
 and honouring the server's `Retry-After`, within a deadline for the whole call
 (`CallLimits`, from settings). The caller calls once; the latency it records
 spans every attempt, failed ones too (`ModelCallError.latency_ms`).
+
+Streaming: a call given a `ReplySink` is made with pydantic-ai's
+`model_request_stream` where the provider is a network one; the sink hears
+"typing" before the request goes out and the text written so far as it
+arrives. The call still returns the complete response, read from the stream
+(`StreamedResponse.get()`): what is stored is never the partial text. The
+offline and scripted models answer at once and do not stream.
 """
 
 from __future__ import annotations
@@ -91,6 +98,14 @@ class CallLimits:
             max_retries=getattr(settings, "MODEL_MAX_RETRIES", defaults.max_retries),
             max_tokens=getattr(settings, "MODEL_MAX_TOKENS", defaults.max_tokens),
         )
+
+
+class ReplySink(Protocol):
+    """Hears a streamed call as it happens (sundry.agent.streaming.ReplyStream)."""
+
+    async def typing(self) -> None: ...
+
+    async def written(self, text: str, *, final: bool = False) -> None: ...
 
 
 class ChatModel(Protocol):
@@ -200,10 +215,12 @@ class Gateway:
     def complete(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> ModelResponse:
         return self.call(request, model=model, timeout=timeout).response
 
-    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> GatewayCall:
+    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None,
+             stream: ReplySink | None = None) -> GatewayCall:
         """Like `complete`, plus the cost and latency a step stores. Synchronous: run it off the event loop.
 
-        `timeout`, if given, replaces the limits' deadline for the whole call (attempts included).
+        `timeout`, if given, replaces the limits' deadline for the whole call (attempts included);
+        `stream`, if given, hears the reply as it is written (a network provider only).
         """
         try:
             asyncio.get_running_loop()
@@ -216,13 +233,14 @@ class Gateway:
         _refuse_unavailable(resolved)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)  # no network: no event loop to start
-        return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout))
+        return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout, stream=stream))
 
     async def acomplete(self, request: ModelRequest, *, model: str | None = None,
                         timeout: float | None = None) -> ModelResponse:
         return (await self.acall(request, model=model, timeout=timeout)).response
 
-    async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> GatewayCall:
+    async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None,
+                    stream: ReplySink | None = None) -> GatewayCall:
         name = model or request.model
         resolved = self._resolve(name)
         _refuse_unavailable(resolved)
@@ -234,7 +252,7 @@ class Gateway:
             connect_timeout=min(self.limits.connect_timeout, timeout))
         started = time.monotonic()
         try:
-            response = await _provider_request(resolved, request, limits)
+            response = await _provider_request(resolved, request, limits, stream=stream)
         except ModelCallError as exc:
             exc.latency_ms = _elapsed_ms(started)
             raise
@@ -273,8 +291,9 @@ def _elapsed_ms(started: float) -> int:
 
 def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started: float) -> GatewayCall:
     latency_ms = _elapsed_ms(started)
-    c = pricing.cost(response.model or name, response.usage.input_tokens, response.usage.output_tokens,
-                     base_url=resolved.base_url)
+    u = response.usage
+    c = pricing.cost(response.model or name, u.input_tokens, u.output_tokens, base_url=resolved.base_url,
+                     cached_input_tokens=u.cached_input_tokens, cache_write_tokens=u.cache_write_tokens)
     return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
 
 
@@ -361,10 +380,34 @@ def _model_for(resolved: ResolvedModel, limits: CallLimits):
     return model
 
 
-async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
-                            original_output: bool = False) -> ModelResponse:
-    from pydantic_ai.direct import model_request
+async def _send(model, messages, settings, parameters, stream: ReplySink | None):
+    """One request: streamed to `stream` when there is one (a plain reply may come), else whole."""
+    from pydantic_ai import messages as m
+    from pydantic_ai.direct import model_request, model_request_stream
 
+    if stream is None:
+        return await model_request(model, messages, model_settings=settings, model_request_parameters=parameters,
+                                   instrument=False)
+    await stream.typing()
+    texts: dict[int, str] = {}  # text parts by index, as the model writes them
+    async with model_request_stream(model, messages, model_settings=settings, model_request_parameters=parameters,
+                                    instrument=False) as streamed:
+        async for event in streamed:
+            if isinstance(event, m.PartStartEvent) and isinstance(event.part, m.TextPart):
+                texts[event.index] = event.part.content
+            elif isinstance(event, m.PartDeltaEvent) and isinstance(event.delta, m.TextPartDelta):
+                texts[event.index] = texts.get(event.index, "") + event.delta.content_delta
+            else:
+                continue
+            await stream.written("".join(texts[i] for i in sorted(texts)))
+        result = streamed.get()
+    if texts:
+        await stream.written("".join(texts[i] for i in sorted(texts)), final=True)
+    return result
+
+
+async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
+                            original_output: bool = False, stream: ReplySink | None = None) -> ModelResponse:
     messages = to_pai_messages(request)
     mode = structured_mode(resolved.provider)
     parameters = to_pai_parameters(request, output_mode=mode)
@@ -375,18 +418,17 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
     if resolved.provider == "anthropic":
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
+    if request.output is not None:
+        stream = None  # structured output is for Sundry, not for a watcher
     try:
         # Our client, passed in: the provider does not own it, so nothing closes it between
         # calls. It belongs to the loop that runs this call (see `_thread_loop`); a call made
         # on another running loop (`acall` from async code) gets a client of its own.
         if asyncio.get_running_loop() is getattr(_per_thread, "loop", None):
-            model = _model_for(resolved, limits)
-            result = await model_request(model, messages, model_settings=settings,
-                                         model_request_parameters=parameters, instrument=False)
+            result = await _send(_model_for(resolved, limits), messages, settings, parameters, stream)
         else:
             async with _http_client(limits) as http_client:
-                result = await model_request(_build_model(resolved, http_client), messages, model_settings=settings,
-                                             model_request_parameters=parameters, instrument=False)
+                result = await _send(_build_model(resolved, http_client), messages, settings, parameters, stream)
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:
@@ -509,7 +551,8 @@ def from_pai_response(result, name: str, *, output: OutputSpec | None = None, ou
             path = "native" if output_mode == "native" else "text"
     u = result.usage
     usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
-                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0)
+                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0,
+                  cache_write_tokens=getattr(u, "cache_write_tokens", 0) or 0)
     finish = getattr(result, "finish_reason", None)
     return ModelResponse(text=text or None, tool_calls=calls, usage=usage, model=name, finish_reason=finish,
                          output_path=path)

@@ -24,6 +24,11 @@ class AgentStep(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     # Input tokens the provider read from its prompt cache (part of input_tokens).
     cached_input_tokens = models.PositiveIntegerField(default=0)
+    # Input tokens the provider wrote to its prompt cache (part of input_tokens).
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    # Input tokens the provider reported for the request counted in request_tokens (the step's first
+    # call; 0 when none was reported): how far the estimate was off (sundry.agent.calibration).
+    reported_request_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     # What the reply check and the text-call reader did in this step ({"reply": [...], "text_calls": "hermes"}).

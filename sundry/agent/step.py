@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
 from sundry.agent import answer, replycheck
+from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
@@ -52,6 +54,8 @@ class Resolved:
     # The ticket as the run loaded it: listeners read only its class and customer from
     # it (what moves — version, attention — they read afresh).
     ticket: Ticket | None = None
+    # The class's working model: whose token calibration the trigger applies.
+    model: str = ""
 
 
 _SPECS: dict[str, tuple[int, Domain, list[dict]]] = {}
@@ -80,7 +84,21 @@ def _read_through(snapshot: LaneSnapshot, ticket: Ticket) -> int:
 
 def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                snapshot: LaneSnapshot | None = None) -> StepOutcome:
-    """One model call and what follows from it (`ticket` with its class and customer loaded)."""
+    """One model call and what follows from it (`ticket` with its class and customer loaded).
+
+    Where the model streams, its reply reaches the ticket's watchers as it is written; once
+    the step has committed (or failed) they are told it is done, with the stored reply's turn.
+    """
+    stream = ReplyStream(ticket.pk) if getattr(settings, "MODEL_STREAM", True) else None
+    try:
+        return _step(ticket, gateway=gateway, number=number, snapshot=snapshot, stream=stream)
+    finally:
+        if stream is not None:
+            transaction.on_commit(stream.finish)
+
+
+def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: LaneSnapshot | None,
+          stream: ReplyStream | None) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
@@ -95,11 +113,13 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     # spans every attempt), read for calls written as text where the class opts in; a reply that
     # fails its check is asked for once more, with the reason.
     got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                        text_tool_calls=tclass.text_tool_calls)
+                        text_tool_calls=tclass.text_tool_calls, stream=stream)
     call, error = got.call, got.error
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
         checks["text_calls"] = got.text_calls
+    if stream is not None and stream.started:
+        checks["streamed"] = True  # watchers saw the reply as it was written
 
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
@@ -136,6 +156,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
                 payload["reply_check"] = verdict.as_json()
             reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
                                 text=verdict.text, payload=payload)
+            if stream is not None:
+                stream.posted_turn = reply.number
             next_lanes = _after_reply(snapshot, reply, ticket.version)
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
@@ -158,12 +180,12 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through
         step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution,
-                            checks=checks)
+                            checks=checks, reported=got.request_input_tokens)
         if outcome.resolution:
             resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
                                 last_turn=ticket.last_turn_number, version=ticket.version,
                                 request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
-                                trigger_tokens=tclass.trigger_tokens, ticket=ticket)
+                                trigger_tokens=tclass.trigger_tokens, ticket=ticket, model=tclass.working_model)
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
@@ -180,7 +202,7 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, *,
                  error: str = "", resolution: bool = False, latency_ms: int = 0,
-                 checks: dict | None = None) -> AgentStep:
+                 checks: dict | None = None, reported: int = 0) -> AgentStep:
     """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
     usage = call.response.usage if call else None
     return AgentStep.objects.create(
@@ -189,6 +211,7 @@ def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcom
         lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
         cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
+        cache_write_tokens=usage.cache_write_tokens if usage else 0, reported_request_tokens=reported,
         latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
         first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
     )

@@ -7,7 +7,10 @@ without an `id`, an empty `choices` list. `normalise_completion` repairs the
 first two in the body; the last is turned into a 502 so the SDK retries it like
 any other server failure, within the call's deadline. `NormalisingTransport`
 applies this to every non-streamed chat completion, through httpx's documented
-transport interface; streamed bodies pass untouched.
+transport interface; streamed bodies pass untouched. A server that answers a
+request for a stream with one whole JSON completion (it ignores `"stream": true`)
+has its answer repaired the same way and handed to the SDK as the stream of
+events it asked for (`completion_as_events`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,39 @@ def normalise_completion(body: dict[str, Any]) -> tuple[dict[str, Any], list[str
     return body, changes
 
 
+def _event(body: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
+
+
+def completion_as_events(body: dict[str, Any]) -> bytes:
+    """A whole (normalised) chat completion as the server-sent events of a streamed one:
+    the message, its tool calls, the finish reason, the usage, then [DONE]."""
+    head = {k: body[k] for k in ("id", "created", "model") if k in body}
+    head["object"] = "chat.completion.chunk"
+    out = []
+    for choice in body.get("choices") or []:
+        index = choice.get("index", 0)
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {"role": message.get("role") or "assistant", "content": message.get("content") or ""}
+        out.append(_event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}))
+        for n, call in enumerate(message.get("tool_calls") or []):
+            delta = {"tool_calls": [{"index": n, **call}]}
+            out.append(_event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}))
+        out.append(_event({**head, "choices": [{"index": index, "delta": {},
+                                                "finish_reason": choice.get("finish_reason") or "stop"}]}))
+    if body.get("usage"):
+        out.append(_event({**head, "choices": [], "usage": body["usage"]}))
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def _asked_to_stream(request: httpx2.Request) -> bool:
+    try:
+        return json.loads(request.content).get("stream") is True
+    except (ValueError, AttributeError, httpx2.RequestNotRead):
+        return False
+
+
 def _is_completion(request: httpx2.Request, response: httpx2.Response) -> bool:
     return (request.method == "POST" and request.url.path.endswith("/chat/completions")
             and response.status_code == 200
@@ -87,6 +123,10 @@ class NormalisingTransport(httpx2.AsyncBaseTransport):
             error = {"error": {"message": str(exc), "type": "server_error"}}
             return httpx2.Response(502, headers=[("content-type", "application/json")],
                                    content=json.dumps(error).encode(), request=request)
+        if isinstance(body, dict) and _asked_to_stream(request):
+            headers = [(k, v) for k, v in headers if k.lower() != "content-type"] + [("content-type", "text/event-stream")]
+            return httpx2.Response(response.status_code, headers=headers, content=completion_as_events(body),
+                                   request=request)
         content = json.dumps(body).encode() if changes else raw
         return httpx2.Response(response.status_code, headers=headers, content=content, request=request)
 

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from sundry.agent import calibration
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
@@ -111,9 +112,12 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         snapshot = lane_snapshot(ticket)
         assembled = _assemble(ticket, snapshot)
         total = assembled.accounting.total_tokens
+    # The class's budget is in the model's own tokens; Sundry counts an approximate model's
+    # requests with cl100k_base, so the trigger is put in Sundry's tokens by the model's calibration.
+    factor = calibration.applied_factor(tclass.working_model)
     decision = decide(TriggerInput(
-        total_tokens=total, trigger_tokens=-1 if force else tclass.trigger_tokens,
-        budget=tclass.token_budget, held_pending=state.held_pending,
+        total_tokens=total, trigger_tokens=-1 if force else int(tclass.trigger_tokens / factor),
+        budget=int(tclass.token_budget / factor), held_pending=state.held_pending,
         breaker_tripped=state.attention.startswith(BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
         last_tokens_after=None if force else state.last_tokens_after,
     ))
@@ -195,7 +199,8 @@ def _resolved_from_row(step_id: int) -> Resolved | None:
         return None
     return Resolved(ticket_id=step.ticket_id, step_id=step.pk, outcome=step.outcome, request_tokens=step.request_tokens,
                     trigger_tokens=step.ticket.ticket_class.trigger_tokens, first_turn=step.first_turn,
-                    last_turn=step.last_turn, version=step.ticket.version)
+                    last_turn=step.last_turn, version=step.ticket.version,
+                    model=step.ticket.ticket_class.working_model)
 
 
 def _clearly_under(resolved: Resolved) -> bool:
@@ -205,9 +210,10 @@ def _clearly_under(resolved: Resolved) -> bool:
     else:
         appended = Turn.objects.filter(ticket_id=resolved.ticket_id, number__gte=resolved.first_turn,
                                        number__lte=resolved.last_turn).aggregate(t=Sum("tokens"))["t"] or 0
+    factor = calibration.applied_factor(resolved.model) if resolved.model else 1.0
     return clearly_under(request_tokens=resolved.request_tokens, appended_tokens=appended,
                          appended_turns=max(0, resolved.last_turn - resolved.first_turn + 1),
-                         trigger_tokens=resolved.trigger_tokens,
+                         trigger_tokens=int(resolved.trigger_tokens / factor),
                          lanes_may_grow=resolved.outcome != AgentStep.Outcome.REPLY)
 
 

@@ -10,7 +10,10 @@ deterministic spread between `--min` and `--max` seconds, drawn from a hash of
 the seed and the request body (the same request always takes the same time,
 whatever order the calls arrive in).
 
-    python -m sundry.evals.modelserver --port 0 --min 1 --max 3 --seed 1 [--log calls.jsonl]
+    python -m sundry.evals.modelserver --port 0 --min 1 --max 3 --seed 1 [--log calls.jsonl] [--answer weak]
+
+`--answer weak` answers with the scripted weak model (sundry.evals.weakmodel) instead,
+for `manage.py model_check --model openai-compatible:weak` against this server.
 
 Prints `listening <port>` once it accepts connections. `--log` appends one
 JSON line per call: when it arrived and was answered (time.time()), the
@@ -29,6 +32,7 @@ import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sundry.evals.weakmodel import WeakModel
 from sundry.shop.offline import OfflineModel, RequestView
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 
@@ -185,10 +189,11 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 256  # dozens of workers may connect at once
 
 
-def serve(port: int, *, seed: int, low: float, high: float, log_path: str | None = None) -> Server:
+def serve(port: int, *, seed: int, low: float, high: float, log_path: str | None = None,
+          answer: str = "offline") -> Server:
     """A started server (in a thread of this process); `server.server_address[1]` is its port."""
     Config.seed, Config.low, Config.high = seed, low, high
-    Config.model = OfflineModel()
+    Config.model = WeakModel() if answer == "weak" else OfflineModel()
     # Its token counter loads its encoding on first use: not part of any call's latency.
     Config.model.complete(ModelRequest(model="offline", messages=[Message(role="user", content="Hello")]))
     Config.log = open(log_path, "a") if log_path else None
@@ -204,10 +209,12 @@ def main(argv=None) -> int:
     parser.add_argument("--max", type=float, default=3.0, help="longest call, seconds")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log", default=None, help="append one JSON line per call here")
+    parser.add_argument("--answer", choices=["offline", "weak"], default="offline",
+                        help="the model that answers: the offline model, or the scripted weak model")
     args = parser.parse_args(argv)
     if args.min < 0 or args.max < args.min:
         parser.error("need 0 <= --min <= --max")
-    server = serve(args.port, seed=args.seed, low=args.min, high=args.max, log_path=args.log)
+    server = serve(args.port, seed=args.seed, low=args.min, high=args.max, log_path=args.log, answer=args.answer)
     print(f"listening {server.server_address[1]}", flush=True)
     try:
         threading.Event().wait()

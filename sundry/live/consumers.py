@@ -30,6 +30,7 @@ from django.contrib import auth
 
 from sundry.live import fanout, limits, panels
 from sundry.live.events import customer_group, session_tag, staff_group, user_group
+from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
@@ -233,6 +234,20 @@ class TicketWatcher(AsyncWebsocketConsumer):
                 if rendering is not None and rendering.version < version:
                     rendering = await RENDERS.since(access, time.monotonic())
             await self._send_frame(rendering, self.sent_hashes)
+
+    async def reply_stream(self, event):
+        """The agent's reply as it is written (sundry.agent.streaming): sent as JSON beside the frames,
+        never a panel — the stored turn replaces it. The customer reads it as their messages read."""
+        if not self.joined or event.get("ticket") != self.ticket_id:
+            return
+        if await self._access() is None:
+            return
+        text = event.get("text") or ""
+        if self.audience == panels.CUSTOMER:
+            text = customer_wording(text)
+        await self.send(text_data=json.dumps({
+            "type": "reply_stream", "stream": event.get("stream"), "seq": event.get("seq"),
+            "state": event.get("state"), "text": text, "turn": event.get("turn")}))
 
     async def access_changed(self, event):
         """Who may watch what may have changed (sundry.live.signals): re-read it now."""

@@ -10,6 +10,7 @@ outside consumers.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 
@@ -88,6 +89,36 @@ def ticket_changed(ticket_id: int) -> None:
 
     push.pushes_ticket = ticket_id
     transaction.on_commit(push)
+
+
+# --- a reply as it is written ------------------------------------------------------------------
+
+# The group message type of a streamed reply (handled by the consumers' `reply_stream`): each
+# carries the ticket, the stream (one per agent step), a sequence number, a state — "typing"
+# before the first token, "text" with the provisional text so far, "done" once the step has
+# committed, with the stored reply's turn number or None — and the text.
+REPLY_STREAM = "reply.stream"
+
+
+def reply_stream_message(ticket_id: int, stream: str, seq: int, state: str, text: str = "",
+                         turn: int | None = None) -> dict:
+    return {"type": REPLY_STREAM, "ticket": ticket_id, "stream": stream, "seq": seq, "state": state,
+            "text": text, "turn": turn}
+
+
+async def areply_stream(ticket_id: int, message: dict) -> None:
+    """From a model call streaming on an event loop. Not after a commit: provisional text is
+    not the database's; a lost one is replaced by the stored turn anyway.
+
+    Sent from a worker thread as every other push is sent (`group_send`), not on the calling
+    loop: that loop belongs to the gateway's thread and outlives no call it could tidy up after
+    (the channel layer keeps a connection per loop, flushed only when the loop is closed)."""
+    await asyncio.to_thread(reply_stream, ticket_id, message)
+
+
+def reply_stream(ticket_id: int, message: dict) -> None:
+    """From synchronous code (the step's end)."""
+    group_send([staff_group(ticket_id), customer_group(ticket_id)], message)
 
 
 def user_sockets_close(user_id: int, session_key: str | None) -> None:

@@ -27,7 +27,11 @@ from channels.layers import get_channel_layer
 
 log = logging.getLogger("sundry.live")
 
-HANDLERS = {"ticket.changed": "ticket_changed", "access.changed": "access_changed"}
+HANDLERS = {
+    "ticket.changed": "ticket_changed",
+    "access.changed": "access_changed",
+    "reply.stream": "reply_stream",  # a reply as the agent writes it (sundry.live.events.REPLY_STREAM)
+}
 
 
 class Hub:

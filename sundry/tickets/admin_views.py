@@ -1,4 +1,5 @@
-"""Figures for admins, per class and per model: tickets, compactions, tokens saved, cost, latency, guard rejections."""
+"""Figures for admins, per class and per model: tickets, compactions, tokens saved, cost, latency, guard rejections,
+the prompt cache (cached share, cost saved, compaction's effect) and how far token counts were off."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from django.db.models import Avg, Count, F, Q, Sum
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from sundry.agent import pricing
+from sundry.agent import calibration, pricing
 from sundry.agent.gateway import resolve_model
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
+from sundry.tickets.cachefigures import cache_figures, token_counts
 from sundry.tickets.models import TicketClass, Turn
 
 
@@ -24,7 +26,8 @@ def _unpriced(models: set[str]) -> list[str]:
     return sorted(m for m in models if m and not pricing.cost(m, 0, 0, base_url=resolve_model(m).base_url).priced)
 
 
-def class_figures() -> list[dict]:
+def class_figures(cache: dict | None = None) -> list[dict]:
+    cache = cache_figures()[0] if cache is None else cache
     done = Q(status__in=["succeeded", "fallback"])
     steps = {r["ticket__ticket_class"]: r for r in AgentStep.objects.values("ticket__ticket_class").annotate(
         n=Count("id"), cost=Sum("cost_usd"), latency=Avg("latency_ms"), tokens=Sum("input_tokens"))}
@@ -56,16 +59,18 @@ def class_figures() -> list[dict]:
             "rejections": sorted(rejections[tclass.pk].items()),
             "rejections_total": sum(rejections[tclass.pk].values()),
             "unpriced": _unpriced(used[tclass.pk]),
+            "cache": cache.get(tclass.pk),
         })
     return out
 
 
-def model_figures() -> list[dict]:
+def model_figures(cache: dict | None = None) -> list[dict]:
     """Per model, not per class: a class's offline and real-model compactions are never mixed.
 
     Steps by the model that answered; compactions by the model that summarised (`model_used`),
     with the share that fell back to the deterministic trim, the structured-output path
     each used, and net tokens saved (negative when compactions made requests bigger)."""
+    cache = cache_figures()[1] if cache is None else cache
     done = Q(status__in=["succeeded", "fallback"])
     rows: dict[str, dict] = defaultdict(lambda: {"steps": 0, "held": 0, "step_cost": Decimal(0), "step_latency": 0,
                                                  "input_tokens": 0, "cached_tokens": 0, "compactions": 0,
@@ -90,6 +95,7 @@ def model_figures() -> list[dict]:
         row["fallback_share"] = round(100 * row["fallbacks"] / row["compactions"]) if row["compactions"] else None
         row["cached_share"] = round(100 * row["cached_tokens"] / row["input_tokens"]) if row["input_tokens"] else None
         row["paths"] = sorted(row["paths"].items())
+        row["cache"] = cache.get(model)
         out.append(row)
     return out
 
@@ -99,4 +105,7 @@ def model_figures() -> list[dict]:
 def figures(request):
     if not is_admin(request.user):
         raise PermissionDenied("Figures are for admins.")
-    return render(request, "tickets/figures.html", {"rows": class_figures(), "models": model_figures()})
+    by_class, by_model = cache_figures()
+    return render(request, "tickets/figures.html", {"rows": class_figures(by_class), "models": model_figures(by_model),
+                                                    "token_counts": token_counts(), "token_window": calibration.WINDOW,
+                                                    "token_min_steps": calibration.MIN_STEPS})

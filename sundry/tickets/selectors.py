@@ -8,6 +8,7 @@ from functools import cached_property
 
 from django.db.models import Count, Q
 
+from sundry.agent import calibration
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.context.models import StateValue
@@ -192,6 +193,8 @@ def budget(ticket) -> dict:
         "cost": step_cost + comp_cost, "compaction_cost": comp_cost,
         "latency_ms": step_latency + comp_latency,
         "avg_latency_ms": int(step_latency / len(steps)) if steps else 0,
+        # Provider tokens per counted token where the count is approximate: the trigger applies it.
+        "token_factor": calibration.applied_factor(tclass.working_model),
     }
 
 

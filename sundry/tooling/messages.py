@@ -66,6 +66,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     # Input tokens the provider read from its prompt cache (part of input_tokens).
     cached_input_tokens: int = 0
+    # Input tokens the provider wrote to its prompt cache (part of input_tokens; Anthropic bills them above
+    # the plain input price).
+    cache_write_tokens: int = 0
 
 
 class ModelResponse(BaseModel):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
-from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from sundry.evals import scorecard
+from sundry.evals.weakmodel import WeakModel  # what a small local model does wrong
 from sundry.evals.management.commands.model_check import run_check
 from sundry.evals.scenarios import schema
 
@@ -27,21 +25,6 @@ def shop(transactional_db):
 
 def chosen():
     return [s for s in schema.load() if s.id in SCENARIOS]
-
-
-class WeakModel:
-    """What a small local model does wrong: NaN in arguments, calls written as text, invented references."""
-
-    def __init__(self):
-        self.n = itertools.count()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        n = next(self.n)
-        if n % 3 == 0:
-            return ModelResponse(tool_calls=[ToolCall(id=f"w{n}", name="get_order", arguments='{"order_number": NaN}')])
-        if n % 3 == 1:
-            return ModelResponse(text='<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-1"}}</tool_call>')
-        return ModelResponse(text="Your refund SU-26675-RF01 has been issued.")
 
 
 def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):

@@ -112,8 +112,8 @@ class BaselineGateway:
         self.tokens.append((budget, request_tokens(out, self.tokenizer)))
         return out
 
-    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60):
-        return self.inner.call(self.rebuild(request), model=model, timeout=timeout)
+    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60, stream=None):
+        return self.inner.call(self.rebuild(request), model=model, timeout=timeout, stream=stream)
 
     def complete(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60):
         return self.call(request, model=model, timeout=timeout).response

@@ -66,13 +66,13 @@ class Command(BaseCommand):
             with throwaway_database():
                 self.stdout.write(f"Seeding a throwaway shop ({opts['customers']} customers, {opts['orders']} orders) …")
                 generate_shop(seed=settings.DEMO_SEED, customers=opts["customers"], orders=opts["orders"])
-                card = self.check(scenarios, modes, opts)
+                card = self.score(scenarios, modes, opts)
         else:
-            card = self.check(scenarios, modes, opts)
+            card = self.score(scenarios, modes, opts)
         if card.forbidden:
             sys.exit(1)
 
-    def check(self, scenarios, modes, opts, *, gateway=None) -> scorecard.Scorecard:
+    def score(self, scenarios, modes, opts, *, gateway=None) -> scorecard.Scorecard:
         card = run_check(opts["model"], scenarios, modes, summariser=opts.get("summariser"),
                          text_tool_calls=opts.get("text_tool_calls", False), gateway=gateway, say=self.stdout.write)
         self.stdout.write("")

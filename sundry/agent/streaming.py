@@ -1,0 +1,63 @@
+"""A step's reply as it is written, for the ticket's watchers (live event `reply.stream`).
+
+The gateway calls `typing()` before a streamed request goes out and `written()`
+with the text so far as it arrives; what is sent is only what `provisional`
+allows before the reply check, at most every `MIN_INTERVAL` seconds (and the
+whole allowed text once the model has finished). The step calls `finish()`
+once it has committed: "done", with the stored reply's turn number when one
+was posted, so the page swaps the provisional text for the stored turn, or
+takes it away (a held reply, a tool call, an error).
+
+Provisional text is never stored: the turn the step stores is the complete
+reply after the check, pushed like any other change.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from sundry.agent import provisional
+from sundry.live.events import areply_stream, reply_stream, reply_stream_message
+
+# Sends per second are bounded: a fast model writes dozens of tokens a second, and every
+# watcher's page re-renders the text on each.
+MIN_INTERVAL = 0.15
+
+
+class ReplyStream:
+    def __init__(self, ticket_id: int, *, min_interval: float = MIN_INTERVAL):
+        self.ticket_id = ticket_id
+        self.stream = secrets.token_hex(6)  # one per step: the page tells a new step's stream from the last
+        self.min_interval = min_interval
+        self.known: frozenset[str] = frozenset()  # identifiers the request showed (set by the caller)
+        self.started = False
+        self.posted_turn: int | None = None  # set by the step when its reply is stored
+        self.seq = 0
+        self._shown = ""
+        self._sent_at = 0.0
+
+    def _message(self, state: str, text: str = "", turn: int | None = None) -> dict:
+        self.seq += 1
+        return reply_stream_message(self.ticket_id, self.stream, self.seq, state, text, turn)
+
+    async def typing(self) -> None:
+        """A request is going out (the first, or a re-ask): nothing written yet."""
+        self.started = True
+        self._shown, self._sent_at = "", time.monotonic()
+        await areply_stream(self.ticket_id, self._message("typing"))
+
+    async def written(self, text: str, *, final: bool = False) -> None:
+        shown = provisional.shown(text, known=self.known, final=final)
+        if shown == self._shown:
+            return
+        now = time.monotonic()
+        if not final and now - self._sent_at < self.min_interval:
+            return
+        self._shown, self._sent_at = shown, now
+        await areply_stream(self.ticket_id, self._message("text", shown))
+
+    def finish(self) -> None:
+        """After the step's commit: the stored reply's turn, or None. Nothing if nothing streamed."""
+        if self.started:
+            reply_stream(self.ticket_id, self._message("done", turn=self.posted_turn))

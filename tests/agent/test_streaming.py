@@ -1,0 +1,254 @@
+"""A reply streams to the customer page and the desk as it is written; the stored turn is the checked whole.
+
+The model is a local OpenAI-compatible server that streams server-sent events (tests/agent/sse.py); the
+watchers are real websockets on the ASGI application, over the Redis channel layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from sundry.agent import provisional
+from sundry.agent.gateway import CallLimits, Gateway
+from sundry.agent.loop import agent_run
+from sundry.agent.models import AgentStep
+from sundry.agent.replycheck import id_tokens
+from sundry.agent.wire import completion_as_events
+from sundry.portal.wording import customer_wording
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.agent.sse import StreamingServer, Streamed, ToolChunk
+from tests.agent.test_gateway import completion, lane_request, no_internet, serve  # noqa: F401  (fixtures)
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+MODEL = "openai-compatible:streamer"
+NO_RETRIES = CallLimits(max_retries=0)
+
+
+# --- what may show before the check ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, known, final, expected", [
+    ("Your order SU-20481 has shi", {"SU-20481"}, False, "Your order SU-20481 has"),
+    ("Your order SU-20481 has shipped.", {"SU-20481"}, True, "Your order SU-20481 has shipped."),
+    # An identifier the request never showed: nothing from it on, complete or not.
+    ("Your refund SU-26675-RF01 has been issued.", {"SU-26675"}, True, "Your refund"),
+    ("Your refund SU-2667", {"SU-26675"}, False, "Your refund"),
+    # Tool protocol, JSON and guard text: cut before their first character.
+    ("Let me look. <tool_call>{\"name\": \"get_order\"", set(), False, "Let me look."),
+    ('{"name": "get_order", "arguments": {}}', set(), True, ""),
+    ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
+    ("Here:\n```json\n{}", set(), False, "Here:"),
+    ("Thanks", set(), False, ""),
+])
+def test_provisional_text_stops_before_anything_the_check_would_not_let_through(text, known, final, expected):
+    assert provisional.shown(text, known=known, final=final) == expected
+
+
+def test_negative_control_without_the_cut_the_invented_reference_would_show():
+    # The check that makes the cut above able to fail: the same text with the reference known shows it whole.
+    text = "Your refund SU-26675-RF01 has been issued."
+    assert provisional.shown(text, known=id_tokens("SU-26675-RF01"), final=True) == text
+    assert "SU-26675-RF01" not in provisional.shown(text, known={"SU-26675"}, final=True)
+
+
+# --- the gateway streams --------------------------------------------------------------------
+
+
+class Sink:
+    def __init__(self):
+        self.events: list[tuple[str, str, float]] = []
+
+    async def typing(self):
+        self.events.append(("typing", "", time.monotonic()))
+
+    async def written(self, text, *, final=False):
+        self.events.append(("final" if final else "text", text, time.monotonic()))
+
+
+@pytest.fixture
+def streaming(no_internet, monkeypatch):  # noqa: F811
+    servers = []
+
+    def start(script, pause=0.0):
+        servers.append(StreamingServer(script, pause=pause))
+        monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", servers[-1].url + "/v1")
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def test_the_text_reaches_the_sink_as_it_is_written_and_the_call_returns_the_whole_reply(streaming):
+    pieces = ["Your order ", "SU-20481 ", "has ", "shipped ", "today."]
+    server = streaming(lambda p, b: Streamed(chunks=pieces, usage=(1200, 9), cached=1024), pause=0.2)
+    sink = Sink()
+    started = time.monotonic()
+    call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
+    ended = time.monotonic()
+
+    assert server.bodies[0]["stream"] is True and server.bodies[0]["stream_options"] == {"include_usage": True}
+    assert call.response.text == "".join(pieces) and call.response.finish_reason == "stop"
+    assert call.response.usage.input_tokens == 1200 and call.response.usage.cached_input_tokens == 1024
+    kinds = [k for k, _, _ in sink.events]
+    assert kinds[0] == "typing" and kinds[-1] == "final" and kinds.count("text") >= 3
+    texts = [t for k, t, _ in sink.events if k == "text"]
+    assert texts == sorted(texts, key=len) and texts[0] == "Your order "
+    # The first words arrived while the model was still writing, not at the end.
+    first_text = next(at for k, _, at in sink.events if k == "text")
+    assert first_text - started < (ended - started) / 2
+
+
+def test_a_streamed_tool_call_shows_only_typing(streaming):
+    streaming(lambda p, b: Streamed(chunks=[ToolChunk("c1", "get_order", '{"order_number": "SU-20481"}')]))
+    sink = Sink()
+    call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
+    assert [c.name for c in call.response.tool_calls] == ["get_order"]
+    assert [k for k, _, _ in sink.events] == ["typing"]
+
+
+def test_a_server_that_ignores_stream_true_is_read_as_a_stream(serve, monkeypatch):  # noqa: F811
+    # It answers one JSON completion (with arguments as an object, as llama.cpp did): repaired, then replayed.
+    server = serve(lambda p, b: (200, completion(content="All done.", usage=(300, 4))))
+    monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+    sink = Sink()
+    call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
+    assert server.bodies[0]["stream"] is True
+    assert call.response.text == "All done." and call.response.usage.input_tokens == 300
+    assert [(k, t) for k, t, _ in sink.events] == [("typing", ""), ("text", "All done."), ("final", "All done.")]
+
+
+def test_completion_as_events_carries_calls_and_usage():
+    body = completion(tool_calls=[{"id": "c1", "type": "function",
+                                   "function": {"name": "get_order", "arguments": "{}"}}], usage=(7, 2))
+    lines = [json.loads(line[6:]) for line in completion_as_events(body).decode().split("\n\n")
+             if line.startswith("data: {")]
+    assert lines[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_order"
+    assert lines[2]["choices"][0]["finish_reason"] == "tool_calls" and lines[-1]["usage"]["prompt_tokens"] == 7
+    assert completion_as_events(body).endswith(b"data: [DONE]\n\n")
+
+
+# --- through the live channel to the customer page and the desk -------------------------------
+
+
+def _cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+@pytest.fixture
+def watched(transactional_db, streaming):
+    if not settings.REDIS_URL:
+        pytest.skip("the stream travels from the run's thread to the sockets over the Redis channel layer")
+    users = get_user_model().objects
+    staff = users.create_user("sam", password="x", is_staff=True)
+    alice = users.create_user("alice", password="x")
+    customer = CustomerFactory(user=alice)
+    paid_order(customer=customer, number="SU-26675", prices=(4000,))
+    tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
+    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
+    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": streaming}
+
+
+async def _watch(path: str, cookie: bytes):
+    from channels.testing import WebsocketCommunicator
+
+    from sundry.asgi import application
+
+    socket = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)])
+    connected, _ = await socket.connect()
+    assert connected
+    assert "live-version" in await socket.receive_from(timeout=5)  # the snapshot
+    return socket
+
+
+async def _until_done(socket, timeout=20.0) -> list:
+    """Everything the socket receives until the stream's "done": JSON stream messages and panel frames."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        raw = await socket.receive_from(timeout=deadline - time.monotonic())
+        if raw.startswith("{"):
+            message = json.loads(raw)
+            got.append(message)
+            if message["state"] == "done":
+                return got
+        else:
+            got.append(raw)
+    raise AssertionError(f"no done in {timeout} s: {got}")
+
+
+async def _run_watched(watched, script, pause=0.15):
+    watched["start"](script, pause=pause)
+    ticket = watched["ticket"]
+    customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
+    staff = await _watch(f"/ws/desk/tickets/{ticket.pk}/", watched["staff"])
+    run = asyncio.ensure_future(asyncio.to_thread(agent_run, ticket.pk, gateway=Gateway(limits=NO_RETRIES)))
+    seen = await asyncio.gather(_until_done(customer), _until_done(staff))
+    await run
+    for socket in (customer, staff):
+        await socket.disconnect()
+    return seen
+
+
+def _streamed(got) -> list[dict]:
+    return [m for m in got if isinstance(m, dict)]
+
+
+async def test_customer_and_desk_see_typing_then_the_text_then_the_stored_turn(watched):
+    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "of 40 USD ", "has been made ", "yet."]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=pieces, usage=(900, 12)))
+
+    stored = await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aget()
+    assert stored.text == "".join(pieces)
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.checks.get("streamed") is True and step.reported_request_tokens == 900
+    # The customer reads the provisional text in their own wording, as their stored messages read.
+    for got, whole in ((customer, customer_wording(stored.text)), (staff, stored.text)):
+        stream = _streamed(got)
+        assert stream[0]["state"] == "typing" and stream[0]["text"] == ""
+        texts = [m["text"] for m in stream if m["state"] == "text"]
+        assert len(texts) >= 2 and texts[-1] == whole  # grew in steps, ended whole
+        assert all(whole.startswith(t) for t in texts)
+        assert stream[-1]["state"] == "done" and stream[-1]["turn"] == stored.number
+        assert len({m["stream"] for m in stream}) == 1 and [m["seq"] for m in stream] == sorted(m["seq"] for m in stream)
+        # The stored turn came as a panel frame, after the provisional text.
+        frames = [i for i, m in enumerate(got) if isinstance(m, str) and "has been made yet." in m]
+        first_text = next(i for i, m in enumerate(got) if isinstance(m, dict) and m["state"] == "text")
+        assert frames and frames[0] > first_text
+
+
+async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watched):
+    invented = ["Your refund ", "SU-26675-RF01 ", "for 40.00 USD ", "has been issued."]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=invented, usage=(900, 12)))
+
+    assert not await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aexists()
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.outcome == "held_reply"
+    for got in (customer, staff):
+        stream = _streamed(got)
+        assert all("SU-26675-RF01" not in m["text"] for m in stream)
+        assert [m["state"] for m in stream].count("typing") == 2  # the re-ask streamed afresh
+        assert stream[-1] == {**stream[-1], "state": "done", "turn": None}
+
+
+async def test_negative_control_with_streaming_off_no_stream_reaches_the_watchers(watched, settings):
+    settings.MODEL_STREAM = False
+    watched["start"](lambda p, b: Streamed(chunks=["Nothing ", "to report."]))
+    ticket = watched["ticket"]
+    customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
+    await asyncio.to_thread(agent_run, ticket.pk, gateway=Gateway(limits=NO_RETRIES))
+    frame = await customer.receive_from(timeout=10)
+    assert not frame.startswith("{") and "Nothing to report." in frame
+    assert await customer.receive_nothing(timeout=0.5)
+    await customer.disconnect()

@@ -1,0 +1,104 @@
+"""The customer page shows the agent typing, then its reply as it is written, then exactly one stored message.
+
+The class's model is a local OpenAI-compatible server streaming server-sent events (tests/agent/sse.py),
+started before the live server and its Celery worker so the worker's gateway talks to it over HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create
+from tests.agent.sse import StreamingServer, Streamed
+from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
+from tests.factories import TicketClassFactory, paid_order
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+REPLY = ["Thanks for waiting. ", "I checked ", "order SU-40111: ", "it left ", "the Leeds hub ", "this morning ",
+         "and should ", "arrive tomorrow."]
+HELD = ["Good news: ", "your refund ", "SU-40111-RF01 ", "has been ", "issued today."]
+SCRIPT = {"answer": REPLY}
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    server = StreamingServer(lambda path, body: Streamed(chunks=SCRIPT["answer"], first_delay=1.5, usage=(900, 20)),
+                             pause=0.45)
+    saved = os.environ.get("SUNDRY_OPENAI_COMPAT_BASE_URL")
+    os.environ["SUNDRY_OPENAI_COMPAT_BASE_URL"] = server.url + "/v1"  # read by the worker the live server starts
+    yield server
+    server.close()
+    if saved is None:
+        os.environ.pop("SUNDRY_OPENAI_COMPAT_BASE_URL", None)
+    else:
+        os.environ["SUNDRY_OPENAI_COMPAT_BASE_URL"] = saved
+
+
+@pytest.fixture(scope="module")
+def live_server_url(model_server, live_server_url):  # the suite's live server, started after the model server
+    return live_server_url
+
+
+def _ask(browser, live_server_url, people, subject, text):
+    tclass = TicketClassFactory(name="Streamed", slug="streamed", approval_rules={},
+                                working_model="openai-compatible:streamer", summariser_model="offline")
+    paid_order(customer=people["alice"], number="SU-40111", prices=(4500,))
+    ticket = ticket_create(customer=people["alice"], ticket_class=tclass, subject=subject)
+    page = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    page.fill("#message-text", text)
+    page.locator("button", has_text="Send").click()
+    return ticket, page
+
+
+def test_typing_then_the_streamed_text_then_exactly_one_final_message(browser, live_server_url, people, screenshots):
+    from playwright.sync_api import expect
+
+    SCRIPT["answer"] = REPLY
+    final = "".join(REPLY)
+    ticket, page = _ask(browser, live_server_url, people, "Where is it?", "Where is my order SU-40111?")
+    stream = page.locator("#reply-stream")
+    # Typing: the request is out, nothing written yet.
+    expect(stream).to_have_attribute("data-state", "typing", timeout=15000)
+    expect(stream).to_be_visible()
+    expect(stream.locator(".stream-text")).to_have_text("")
+    # The text as it is written: a part of the reply, shown before the whole of it exists anywhere.
+    expect(stream).to_have_attribute("data-state", "text", timeout=LIVE)
+    expect(stream.locator(".stream-text")).to_contain_text("I checked order SU-40111", timeout=LIVE)
+    partial = stream.locator(".stream-text").inner_text()
+    assert final.startswith(partial) and partial != final
+    assert page.locator("#panel-conversation .turn.agent").count() == 0
+    assert not Turn.objects.filter(ticket=ticket, author="agent", kind="message").exists()
+    page.screenshot(path=str(screenshots / "reply-stream-partial.png"))
+    # Then the stored turn replaces it: one message with the whole reply, and no provisional copy.
+    agent = page.locator("#panel-conversation .turn.agent")
+    expect(agent).to_have_count(1, timeout=15000)
+    expect(agent).to_contain_text(final)
+    expect(stream).to_be_hidden(timeout=LIVE)
+    page.wait_for_timeout(1000)  # nothing more arrives to double it
+    expect(agent).to_have_count(1)
+    expect(page.locator("#panel-conversation")).to_contain_text(final)
+    assert page.locator(".turn.agent", has_text="arrive tomorrow").count() == 1
+    stored = Turn.objects.get(ticket=ticket, author="agent", kind="message")
+    assert stored.text == final
+    page.reload()
+    page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
+    expect(page.locator(".turn.agent", has_text="arrive tomorrow")).to_have_count(1)
+
+
+def test_a_held_reply_leaves_no_provisional_text_and_no_message(browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    SCRIPT["answer"] = HELD
+    ticket, page = _ask(browser, live_server_url, people, "Refund?", "Did my refund for SU-40111 go through?")
+    stream = page.locator("#reply-stream")
+    expect(stream.locator(".stream-text")).to_contain_text("Good news: your refund", timeout=15000)
+    # The invented reference is never shown, and once the reply is held the provisional text goes.
+    expect(stream).to_be_hidden(timeout=20000)
+    assert "SU-40111-RF01" not in page.locator("body").inner_text()
+    assert page.locator("#panel-conversation .turn.agent").count() == 0
+    assert not Turn.objects.filter(ticket=ticket, author="agent", kind="message").exists()
+    assert Turn.objects.filter(ticket=ticket, kind="error", text__contains="held for staff").exists()
