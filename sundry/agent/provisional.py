@@ -33,7 +33,7 @@ def shown(text: str, *, known: set[str] | frozenset[str] = frozenset(), final: b
     if cut is not None:
         text, final = text[:cut.start()], True  # nothing after the cut counts, complete or not
     if not final:
-        # The last word may be unfinished ("SU-266" on its way to an invented "SU-26675-RF01").
+        # The last word may be unfinished (a half-typed order ID on its way to an invented reference).
         if text and not text[-1].isspace():
             text = text[:max(text.rfind(" "), text.rfind("\n")) + 1]
     for word in _WORD.finditer(text):
