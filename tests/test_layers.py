@@ -24,6 +24,7 @@ LAYERS = [
     ("the version rule", ["sundry.tickets.versions"]),
     ("lanes", ["sundry.context"]),
     ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
+    ("tool servers", ["sundry.toolservers"]),
     ("the agent", ["sundry.agent"]),
     ("compaction", ["sundry.compaction"]),
     ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live"]),

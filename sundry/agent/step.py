@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, replycheck
+from sundry.agent import answer, remote, replycheck
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
@@ -81,7 +81,7 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(),
+    assembled = assemble(snapshot, model=tclass.working_model, tools=remote.tool_specs(tclass) or tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
         number = next_step_number(ticket.pk)
@@ -98,6 +98,12 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     if got.text_calls:
         checks["text_calls"] = got.text_calls
 
+    # Calls to a class's tool servers run outside any transaction: such a step's calls commit one by
+    # one (each guarded on the lanes the previous left), then the step's record.
+    stepwise = call is not None and bool(call.response.tool_calls) and remote.has_remote_calls(
+        ticket, call.response.tool_calls)
+    if stepwise:
+        outcome = run_calls(ticket, call.response, assembled, snapshot)
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
         if call is None:
@@ -125,7 +131,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
         next_lanes = None
         verdict = got.verdict
         if response.tool_calls:
-            outcome = run_calls(ticket, response, assembled, snapshot)
+            if not stepwise:
+                outcome = run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif verdict is not None and verdict.action == replycheck.POST:
             payload = {"model": response.model, "offline": response.offline}

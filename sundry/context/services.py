@@ -68,16 +68,25 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     eviction are worked out on plain rows by `harvest.plan_harvest`.
     """
     found = list(dict.fromkeys((value, kind) for _path, kind, value in iter_ids(result)))
+    return ledger_harvest_found(ticket=ticket, turn=turn, tool_name=tool_name, found=found, cap=cap, used=used,
+                                owners=id_owners(result) if found else {},
+                                descriptions=descriptions(result) if found else {})
+
+
+def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple[str, str]], cap: int | None = None,
+                         used: list[str] = (), owners: dict[str, str] | None = None,
+                         descriptions: dict[str, str] | None = None) -> list[str]:
+    """`ledger_harvest` for IDs already read from a result: (value, kind) pairs, the owner each nested
+    one belongs to, and what each is (a tool server's result, read by its declaration file)."""
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
     with transaction.atomic(savepoint=False):
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
-        owners = id_owners(result)
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
-                                    notes={v: f"of {o}" for v, o in owners.items()},
-                                    descriptions=descriptions(result))
+                                    notes={v: f"of {o}" for v, o in (owners or {}).items()},
+                                    descriptions=descriptions or {})
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -87,7 +96,11 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     ones a tool returned before come back into the window (`harvest.plan_mentions`).
     Runs in the message's own transaction, whose turn already moved the version.
     Returns the roles of the new entries."""
-    found = [(value, kind) for kind, value in find_ids(text)]
+    return ledger_note_typed(ticket=ticket, turn=turn, found=[(value, kind) for kind, value in find_ids(text)])
+
+
+def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]]) -> list[str]:
+    """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
     if not found:
         return []
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))

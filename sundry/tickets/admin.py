@@ -5,6 +5,7 @@ from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
+from sundry.toolservers.admin import ToolServerInline
 
 
 class TicketClassForm(forms.ModelForm):
@@ -56,6 +57,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Approvals", {"fields": ("approval_rules",)}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
     )
+    inlines = [ToolServerInline]  # tools from MCP servers; each server's page has "test connection"
 
     def save_model(self, request, obj, form, change):
         # Through the service: every ticket of the class re-renders its Budget panel.

@@ -1,0 +1,99 @@
+"""Admin for tool servers: add one to a ticket class, and "test connection" to see its tools and warnings."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from sundry.toolservers import catalog, checks, declfile
+from sundry.toolservers.models import ToolServer
+
+
+class ToolServerForm(forms.ModelForm):
+    url = forms.URLField(required=False, max_length=500, assume_scheme="https",
+                         help_text=ToolServer._meta.get_field("url").help_text)
+
+    class Meta:
+        model = ToolServer
+        fields = "__all__"
+        widgets = {"command": forms.TextInput(attrs={"size": 100}), "declaration_path": forms.TextInput(attrs={"size": 80})}
+
+    def clean_declaration_path(self):
+        value = (self.cleaned_data.get("declaration_path") or "").strip()
+        if value:
+            try:
+                catalog.declarations(ToolServer(declaration_path=value))
+            except declfile.DeclarationError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return value
+
+
+@admin.register(ToolServer)
+class ToolServerAdmin(admin.ModelAdmin):
+    form = ToolServerForm
+    change_form_template = "admin/toolservers/toolserver/change_form.html"
+    list_display = ("name", "ticket_class", "transport", "enabled", "tool_count", "listed_at")
+    list_filter = ("ticket_class", "transport", "enabled")
+    readonly_fields = ("listed_at", "listed")
+    fieldsets = (
+        (None, {"fields": ("ticket_class", "name", "enabled")}),
+        ("Reaching it", {"fields": ("transport", "command", "working_dir", "env_names", "url", "header_env",
+                                    "timeout_seconds")}),
+        ("What its tools mean", {"fields": ("declaration_path", "hold_undeclared_writes", "sample_calls")}),
+        ("Last listing", {"fields": ("listed_at", "listed")}),
+    )
+
+    @admin.display(description="tools")
+    def tool_count(self, obj):
+        return len(obj.listed_tools or [])
+
+    @admin.display(description="tools listed")
+    def listed(self, obj):
+        names = [t.get("name", "") for t in obj.listed_tools or []]
+        return ", ".join(names) or "—"
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        catalog.forget(obj.ticket_class_id)  # this process lists the class's tools afresh
+
+    def get_urls(self):
+        return [path("<int:pk>/test-connection/", self.admin_site.admin_view(self.test_connection_view),
+                     name="toolservers_toolserver_test")] + super().get_urls()
+
+    def test_connection_view(self, request, pk: int):
+        return _test_connection(self, request, pk)
+
+
+@require_POST
+def _test_connection(model_admin: ToolServerAdmin, request, pk: int):
+    server = get_object_or_404(ToolServer.objects.select_related("ticket_class"), pk=pk)
+    if not model_admin.has_change_permission(request, server):
+        raise PermissionDenied
+    report = checks.test_connection(server)
+    context = {**model_admin.admin_site.each_context(request), "title": f"Test connection: {server.name}",
+               "server": server, "report": report, "opts": ToolServer._meta,
+               "change_url": reverse("admin:toolservers_toolserver_change", args=[server.pk])}
+    return TemplateResponse(request, "admin/toolservers/toolserver/test_connection.html", context)
+
+
+class ToolServerInline(admin.TabularInline):
+    """On a ticket class: its servers, each linked to its own page (where "test connection" is)."""
+
+    model = ToolServer
+    extra = 0
+    fields = ("name", "transport", "command", "url", "declaration_path", "timeout_seconds", "enabled", "page")
+    readonly_fields = ("page",)
+    show_change_link = True
+
+    @admin.display(description="")
+    def page(self, obj):
+        if not obj.pk:
+            return ""
+        return format_html('<a href="{}">settings and test connection</a>',
+                           reverse("admin:toolservers_toolserver_change", args=[obj.pk]))
