@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.types import CONNECTION_CLOSED
 from mcp.client.streamable_http import streamable_http_client
 
 log = logging.getLogger("sundry.toolservers")
@@ -215,6 +216,8 @@ class Connection:
             except ToolServerError:
                 raise
             except Exception as exc:
+                if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                    self.close()  # the server went away: the next request starts it again
                 if not self.alive:
                     raise ToolServerError(f"{self.spec.name}: the server failed ({_reason(self._error or exc)})") from exc
                 raise ToolServerError(f"{self.spec.name}: {_reason(exc)}") from exc
