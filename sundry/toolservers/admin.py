@@ -5,11 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
-from django.views.decorators.http import require_POST
 
 from sundry.toolservers import catalog, checks, declfile
 from sundry.toolservers.models import ToolServer
@@ -67,25 +67,24 @@ class ToolServerAdmin(admin.ModelAdmin):
                      name="toolservers_toolserver_test")] + super().get_urls()
 
     def test_connection_view(self, request, pk: int):
-        return _test_connection(self, request, pk)
-
-
-@require_POST
-def _test_connection(model_admin: ToolServerAdmin, request, pk: int):
-    server = get_object_or_404(ToolServer.objects.select_related("ticket_class"), pk=pk)
-    if not model_admin.has_change_permission(request, server):
-        raise PermissionDenied
-    report = checks.test_connection(server)
-    context = {**model_admin.admin_site.each_context(request), "title": f"Test connection: {server.name}",
-               "server": server, "report": report, "opts": ToolServer._meta,
-               "change_url": reverse("admin:toolservers_toolserver_change", args=[server.pk])}
-    return TemplateResponse(request, "admin/toolservers/toolserver/test_connection.html", context)
+        """POST only: it starts the server (or calls it), which a link followed by a crawler must not."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        server = get_object_or_404(ToolServer.objects.select_related("ticket_class"), pk=pk)
+        if not self.has_change_permission(request, server):
+            raise PermissionDenied
+        report = checks.test_connection(server)
+        context = {**self.admin_site.each_context(request), "title": f"Test connection: {server.name}",
+                   "server": server, "report": report, "opts": ToolServer._meta,
+                   "change_url": reverse("admin:toolservers_toolserver_change", args=[server.pk])}
+        return TemplateResponse(request, "admin/toolservers/toolserver/test_connection.html", context)
 
 
 class ToolServerInline(admin.TabularInline):
     """On a ticket class: its servers, each linked to its own page (where "test connection" is)."""
 
     model = ToolServer
+    form = ToolServerForm
     extra = 0
     fields = ("name", "transport", "command", "url", "declaration_path", "timeout_seconds", "enabled", "page")
     readonly_fields = ("page",)

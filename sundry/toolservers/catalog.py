@@ -83,7 +83,7 @@ class RemoteTool(Tool):
 
     server_id: int = 0
     server_name: str = ""
-    spec: mcp_client.ServerSpec | None = None
+    connect: mcp_client.ServerSpec | None = None  # how to reach its server
     decl: declfile.ToolDecl | None = None
     declarations: declfile.Declarations | None = None
     input_schema: dict = field(default_factory=dict)
@@ -95,11 +95,8 @@ class RemoteTool(Tool):
     def declared(self) -> bool:
         return bool(self.decl and self.decl.declared)
 
-    def spec_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "parameters": self.input_schema}
-
     def spec(self) -> dict:  # what the model sees: the server's own schema
-        return self.spec_json()
+        return {"name": self.name, "description": self.description, "parameters": self.input_schema}
 
 
 def _arg_field(path: str) -> str | None:
@@ -125,7 +122,7 @@ def remote_tool(server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_cli
         args_model=args_model, result_model=BaseModel, run=_unavailable, side_effect=write,
         resolves=decl.completes, target_arg=_arg_field(decl.target) if decl.target else None,
         repeat_key=tuple(decl.repeat_key), reversible=decl.reversible, consent_action=decl.consent,
-        server_id=server.pk, server_name=server.name, spec=spec, decl=decl, declarations=decls,
+        server_id=server.pk, server_name=server.name, connect=spec, decl=decl, declarations=decls,
         input_schema=listed.input_schema, output_schema=listed.output_schema, timeout=server.timeout_seconds,
         read_only=listed.read_only,
     )
