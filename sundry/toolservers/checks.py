@@ -167,7 +167,8 @@ def test_connection(server: ToolServer) -> Report:
     for t in listed:
         decl = decls.tools.get(t.name)
         kind = "write" if (decl.write if decl else not t.read_only) else ("lookup" if decl and decl.lookup else "other")
-        row = ToolRow(name=t.name, description=(t.description or "").strip().split("\n")[0][:140],
+        first = " ".join((t.description or "").strip().split("\n\n")[0].split())
+        row = ToolRow(name=t.name, description=first if len(first) <= 160 else first[:159] + "…",
                       declared=decl is not None, kind=kind, read_only=t.read_only)
         got = results.get(t.name)
         if t.name in samples:

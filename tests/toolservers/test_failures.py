@@ -13,6 +13,7 @@ import time
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
@@ -118,6 +119,12 @@ def test_undeclared_tools_are_usable_unharvested_and_their_writes_held(odd):
     stamped = Turn.objects.get(pk__gt=0, ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__call_id="u3-approved")
     assert "STAMP-00001" in stamped.text and stamped.payload["undeclared"] is True
     assert not LedgerEntry.objects.filter(ticket=ticket, value="STAMP-00001").exists()
+    # Staff see which results came from undeclared tools.
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
+    assert page.count('<span class="pill warn">undeclared</span> <b>') == 2  # peek, and the approved stamp
+    assert "<b>peek</b> from tool server odd" in page and "<b>lookup_ticket</b> from" not in page
 
 
 def test_undeclared_writes_run_when_the_server_is_set_not_to_hold_them(odd):
