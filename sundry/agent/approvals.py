@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 
 from sundry.tooling.tools import REGISTRY
 
@@ -78,20 +78,22 @@ class ApprovalRules(RootModel[dict[str, ToolApproval]]):
 
     @field_validator("root")
     @classmethod
-    def _known_tools(cls, rules: dict[str, ToolApproval]) -> dict[str, ToolApproval]:
-        unknown = sorted(set(rules) - set(REGISTRY))
+    def _known_tools(cls, rules: dict[str, ToolApproval], info: ValidationInfo) -> dict[str, ToolApproval]:
+        known = set(REGISTRY) | set((info.context or {}).get("known", ()))  # and a class's tool servers' tools
+        unknown = sorted(set(rules) - known)
         if unknown:
             raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}. "
-                             f"Known tools: {', '.join(sorted(REGISTRY))}")
+                             f"Known tools: {', '.join(sorted(known))}")
         return rules
 
 
-def problems(data: Any) -> list[str]:
-    """What is wrong with `data` as approval rules, one sentence each; empty when it is valid."""
+def problems(data: Any, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """What is wrong with `data` as approval rules, one sentence each; empty when it is valid.
+    `known`: tool names beyond the registry's (a class's tool servers list them)."""
     if not isinstance(data, dict):
         return [f"Approval rules must be an object of tool name → options, e.g. {EXAMPLE}."]
     try:
-        ApprovalRules.model_validate(data)
+        ApprovalRules.model_validate(data, context={"known": known})
     except ValidationError as exc:
         return [_sentence(error) for error in exc.errors()]
     return []

@@ -119,7 +119,7 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
     if not tool.declared:
         base["undeclared"] = True
     try:
-        result = mcp_client.connection(tool.spec).call(tool.name, arguments, tool.timeout, tool.output_schema)
+        result = mcp_client.connection(tool.connect).call(tool.name, arguments, tool.timeout, tool.output_schema)
     except mcp_client.ToolServerError as exc:
         log.warning("tool server %s: %s failed: %s", tool.server_name, tool.name, exc)
         with transaction.atomic():

@@ -9,7 +9,7 @@ from django.http import HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from sundry.toolservers import catalog, checks, declfile
 from sundry.toolservers.models import ToolServer
@@ -80,19 +80,15 @@ class ToolServerAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/toolservers/toolserver/test_connection.html", context)
 
 
-class ToolServerInline(admin.TabularInline):
-    """On a ticket class: its servers, each linked to its own page (where "test connection" is)."""
-
-    model = ToolServer
-    form = ToolServerForm
-    extra = 0
-    fields = ("name", "transport", "command", "url", "declaration_path", "timeout_seconds", "enabled", "page")
-    readonly_fields = ("page",)
-    show_change_link = True
-
-    @admin.display(description="")
-    def page(self, obj):
-        if not obj.pk:
-            return ""
-        return format_html('<a href="{}">settings and test connection</a>',
-                           reverse("admin:toolservers_toolserver_change", args=[obj.pk]))
+def servers_of(ticket_class) -> str:
+    """A class's tool servers for its admin page: each linked to its settings and "test connection"."""
+    if ticket_class is None or not ticket_class.pk:
+        return "Save the class first, then add its tool servers."
+    links = format_html_join(
+        ", ", '<a href="{}">{}</a> ({} tool{}{})',
+        ((reverse("admin:toolservers_toolserver_change", args=[s.pk]), s.name, len(s.listed_tools or []),
+          "" if len(s.listed_tools or []) == 1 else "s", "" if s.enabled else ", disabled")
+         for s in ticket_class.tool_servers.all()))
+    add = format_html('<a href="{}?ticket_class={}">Add a tool server</a>',
+                      reverse("admin:toolservers_toolserver_add"), ticket_class.pk)
+    return format_html("{}{}{}", links, " · " if links else "", add)

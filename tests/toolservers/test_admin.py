@@ -149,4 +149,25 @@ def test_only_admins_may_test_a_connection_and_only_by_post(admin_client, retail
     anonymous = _test(Client(), server)
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
     assert admin_client.get(f"/admin/toolservers/toolserver/{server.pk}/test-connection/").status_code == 405
-    assert admin_client.get(f"/admin/tickets/ticketclass/{server.ticket_class_id}/change/").status_code == 200
+    class_page = admin_client.get(f"/admin/tickets/ticketclass/{server.ticket_class_id}/change/")
+    assert class_page.status_code == 200
+    assert f'href="/admin/toolservers/toolserver/{server.pk}/change/">r</a>' in class_page.content.decode()
+
+
+def test_a_class_may_hold_its_servers_tools_for_approval():
+    from django.forms.models import model_to_dict
+
+    from sundry.tickets.admin import TicketClassForm
+
+    tclass = TicketClassFactory()
+    rules = {"cancel_pending_order": {}}
+
+    def form_errors():
+        data = {**model_to_dict(tclass), "approval_rules": json.dumps(rules)}
+        form = TicketClassForm(data=data, instance=tclass)
+        return form.errors.get("approval_rules", [])
+
+    assert any("'cancel_pending_order' is not a tool" in e for e in form_errors())  # no server lists it yet
+    ToolServer.objects.create(ticket_class=tclass, name="retail", command=odd_command(),
+                              listed_tools=[{"name": "cancel_pending_order"}])
+    assert form_errors() == []

@@ -193,3 +193,22 @@ def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
     ticket.refresh_from_db()
     assert ticket.attention == "" and not ActionTaken.objects.filter(ticket=ticket).exists()
     assert json.loads(json.dumps(store_order(retail_server, ORDER)))["status"] == "delivered"
+
+
+def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
+    pending = "#W9300146"
+    TicketClass.objects.filter(pk=ticket.ticket_class_id).update(approval_rules={"cancel_pending_order": {}})
+    customer_message_post(ticket=ticket, wake=False,
+                          text=f"My email is {EMAIL}. Please cancel order {pending}, I no longer need it.")
+    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+        call("cancel_pending_order", "c3", order_id=pending, reason="no longer needed"),
+        ModelResponse(text="Your cancellation is with a colleague for approval."))
+    held = HeldAction.objects.get(ticket=ticket)
+    assert held.tool == "cancel_pending_order" and results(ticket, "cancel_pending_order")[0].payload["guard"] == "approval"
+    assert store_order(retail_server, pending)["status"] == "pending"
+    staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
+    held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    held.refresh_from_db()
+    assert held.status == HeldAction.Status.EXECUTED
+    assert store_order(retail_server, pending)["status"] == "cancelled"
+    assert ActionTaken.objects.get(ticket=ticket).target == pending
