@@ -147,9 +147,12 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
         else:
             lanes.ledger_touch(ticket=ticket, values=used, turn=turn.number)
         if tool.side_effect:
+            moved = tool.decl.money_moved(result.data) if tool.declared else []
+            one = len({c for _, c in moved}) == 1  # one action, one amount (several currencies: none)
             lanes.action_record(
                 ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
                 arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
-                turn=turn.number, idempotency_key=key, reversible=tool.reversible)
+                turn=turn.number, idempotency_key=key, reversible=tool.reversible,
+                amount_cents=sum(a for a, _ in moved) if one else None, currency=moved[0][1] if one else "")
         attention_clear(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} ")  # the server answers again
     return bool(tool.resolves)

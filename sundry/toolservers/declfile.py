@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sundry.core import money
 from sundry.tooling.declarations import clean_description
 
 INFER = "*"
@@ -107,6 +108,10 @@ class ToolDecl(_Decl):
     consent: Literal["refund", "cancel", "return", "replace"] | None = None
     capabilities: list[str] = Field(default_factory=list)
     money: list[MoneyDecl] = Field(default_factory=list)
+    # Accepted as the domain format has them; a remote tool's refund limit and order figures are not
+    # read yet (money that moved is: the action taken carries its amount).
+    refund: dict[str, str] | None = None
+    totals: list[dict[str, str]] = Field(default_factory=list)
     describe: list[DescribeDecl] = Field(default_factory=list)
     approvable: bool | None = None
     declared: bool = True
@@ -166,11 +171,36 @@ class ToolDecl(_Decl):
                         out[str(v)] = text
         return out
 
+    def money_moved(self, data: Any) -> list[tuple[int, str]]:
+        """(amount in minor units, currency) for every movement of money the `money` entries find."""
+        if isinstance(data, str):
+            return []
+        out = []
+        for m in self.money:
+            for obj in (o for o in select(data, m.at) if isinstance(o, dict)):
+                currency = _currency(obj, m.currency, data)
+                value = obj.get(m.amount)
+                try:
+                    cents = (value if isinstance(value, int) and not isinstance(value, bool) else None) \
+                        if m.amount_unit == "minor" else money.parse_major(str(value), currency)
+                except money.MoneyError:
+                    cents = None
+                if cents and cents > 0 and currency:
+                    out.append((cents, currency))
+        return out
+
     def id_args(self, arguments: Any, kind_of=lambda v: None) -> list[tuple[str, str, str]]:
         if not isinstance(arguments, dict):
             return []
         return [(path, (kind_of(v) or "id") if kind == INFER else kind, v) for path, kind in self.args.items()
                 for v in scalar_ids(select(arguments, path))]
+
+
+def _currency(obj: dict, name: str, root: Any) -> str:
+    if name.startswith("root."):
+        found = select(root, name[5:])
+        return str(found[0]).upper() if found and found[0] else ""
+    return str(obj.get(name) or "").upper()
 
 
 def _fill(obj: dict, path: str, root: Any, owner: str) -> str:
@@ -200,6 +230,7 @@ class Declarations(_Decl):
     live_kinds: list[str] = Field(default_factory=list)
     lookup_hints: dict[str, list[str]] = Field(default_factory=dict)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
+    offline_model: str = ""
 
     def model_post_init(self, __context) -> None:
         problems = []

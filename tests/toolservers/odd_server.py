@@ -4,6 +4,7 @@
 - slow_lookup: a declared lookup that sleeps longer than any test's timeout.
 - crash: the process exits mid-call.
 - stamp_record: a write the declaration file leaves out (undeclared), no readOnlyHint.
+- refund_record: a declared write whose result says what money moved.
 - peek: a read-only tool the file leaves out (undeclared, read-only).
 """
 
@@ -43,6 +44,12 @@ def stamp_record(ref: str, note: str) -> dict:
     """Stamp a record with a note (a write)."""
     STAMPS.append(note)
     return {"ref": ref, "stamp_id": f"STAMP-{len(STAMPS):05d}", "note": note}
+
+
+@mcp.tool()
+def refund_record(ref: str, amount: str) -> dict:
+    """Refund an amount on a record (a write that moves money)."""
+    return {"ref": ref, "refund": {"refund_id": "RF-00001", "amount": amount, "currency": "usd"}}
 
 
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))

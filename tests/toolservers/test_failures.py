@@ -20,7 +20,7 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
-from sundry.context.models import LedgerEntry
+from sundry.context.models import ActionTaken, LedgerEntry
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
@@ -150,3 +150,12 @@ def test_an_unreachable_server_keeps_its_last_listing_and_every_call_fails_with_
     assert "lookup_ticket" in {t.name for t in model.requests[0].tools}
     assert result(ticket, "n1").payload["server_failed"] is True
     assert Ticket.objects.get(pk=ticket.pk).attention.startswith("Tool server odd failed on lookup_ticket")
+
+
+def test_money_a_remote_write_moved_is_on_its_action(odd):
+    server, ticket = odd
+    customer_message_post(ticket=ticket, wake=False, text="Please refund 12.50 on record REC-10001.")
+    run(ticket, call("lookup_ticket", "m1", ref="REC-10001"), call("refund_record", "m2", ref="REC-10001", amount="12.50"),
+        ModelResponse(text="Refunded."))
+    action = ActionTaken.objects.get(ticket=ticket)
+    assert (action.tool, action.target, action.amount_cents, action.currency) == ("refund_record", "REC-10001", 1250, "USD")
