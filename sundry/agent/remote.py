@@ -9,6 +9,7 @@ and the ticket an attention flag; the step goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -45,6 +46,15 @@ def tool_specs(ticket_class) -> list[dict] | None:
     """The tools a class with servers offers the model; None for a class without (the registry's)."""
     tools = catalog.class_tools(ticket_class)
     return tools.spec_list if tools is not None else None
+
+
+def with_server_prompts(snapshot, ticket_class):
+    """The lanes with the servers' declaration prompts (how to work their tools) before the class's policy."""
+    tools = catalog.class_tools(ticket_class)
+    prompts = [d.prompt.strip() for d in (tools.declarations if tools is not None else []) if d.prompt.strip()]
+    if not prompts:
+        return snapshot
+    return dataclasses.replace(snapshot, class_policy="\n\n".join([*prompts, snapshot.class_policy or ""]).strip())
 
 
 def tool_named(ticket: Ticket, name: str) -> Tool | None:

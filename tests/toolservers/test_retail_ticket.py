@@ -97,6 +97,8 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     offered = {t.name for t in model.requests[0].tools}
     assert {"get_order_details", "exchange_delivered_order_items", "find_user_id_by_name_zip"} <= offered
     assert "pin_constraint" in offered and not {"issue_refund", "get_order", "lookup_customer"} & offered
+    system = model.requests[0].messages[0]
+    assert system.lane == "system" and "Authenticate the customer first" in system.content  # the file's prompt
 
     # The guard refused the customer's typed ID until a lookup returned it, and the one-digit mutation.
     refused = rejections(ticket)
