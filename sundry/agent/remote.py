@@ -38,19 +38,26 @@ class InTransaction(RuntimeError):
     """A remote call was about to run inside a database transaction."""
 
 
+_UNREAD = object()
+
+
 def class_tools(ticket: Ticket) -> ClassTools | None:
-    return catalog.class_tools(ticket.ticket_class)
+    """The ticket's class's tools, read once per loaded ticket (a run's): a step asks several times."""
+    tools = ticket.__dict__.get("_sundry_class_tools", _UNREAD)
+    if tools is _UNREAD:
+        tools = ticket.__dict__["_sundry_class_tools"] = catalog.class_tools(ticket.ticket_class)
+    return tools
 
 
-def tool_specs(ticket_class) -> list[dict] | None:
+def tool_specs(ticket: Ticket) -> list[dict] | None:
     """The tools a class with servers offers the model; None for a class without (the registry's)."""
-    tools = catalog.class_tools(ticket_class)
+    tools = class_tools(ticket)
     return tools.spec_list if tools is not None else None
 
 
-def with_server_prompts(snapshot, ticket_class):
+def with_server_prompts(snapshot, ticket: Ticket):
     """The lanes with the servers' declaration prompts (how to work their tools) before the class's policy."""
-    tools = catalog.class_tools(ticket_class)
+    tools = class_tools(ticket)
     prompts = [d.prompt.strip() for d in (tools.declarations if tools is not None else []) if d.prompt.strip()]
     if not prompts:
         return snapshot

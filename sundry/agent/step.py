@@ -81,8 +81,8 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble(remote.with_server_prompts(snapshot, tclass), model=tclass.working_model,
-                         tools=remote.tool_specs(tclass) or tool_specs(),
+    assembled = assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
+                         tools=remote.tool_specs(ticket) or tool_specs(),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
         number = next_step_number(ticket.pk)

@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.types import CONNECTION_CLOSED
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp.client.streamable_http import streamable_http_client
 
 log = logging.getLogger("sundry.toolservers")
@@ -216,6 +216,9 @@ class Connection:
             except ToolServerError:
                 raise
             except Exception as exc:
+                if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+                    self.close()  # the SDK's own deadline came first: a hung server all the same
+                    raise ToolServerError(f"{self.spec.name}: no answer within {timeout:g} s") from None
                 if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                     self.close()  # the server went away: the next request starts it again
                 if not self.alive:
