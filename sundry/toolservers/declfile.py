@@ -224,10 +224,11 @@ class Declarations(_Decl):
     prompt: str = ""
     policy: str = ""
     id_patterns: dict[str, str] = Field(default_factory=dict)
+    id_examples: dict[str, str] = Field(default_factory=dict)
     typed_kinds: list[str] | None = None
     typed_forms: dict[str, tuple[str, str]] = Field(default_factory=dict)
     owner_kind: str = "order"
-    live_kinds: list[str] = Field(default_factory=list)
+    internal_kinds: list[str] = Field(default_factory=list)
     lookup_hints: dict[str, list[str]] = Field(default_factory=dict)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
     offline_model: str = ""
