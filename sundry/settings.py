@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "sundry.shop",
     "sundry.tickets",
     "sundry.context",
+    "sundry.toolservers",
     "sundry.agent",
     "sundry.compaction",
     "sundry.live",

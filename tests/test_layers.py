@@ -24,6 +24,7 @@ LAYERS = [
     ("the version rule", ["sundry.tickets.versions"]),
     ("lanes", ["sundry.context"]),
     ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
+    ("tool servers", ["sundry.toolservers"]),
     ("the agent", ["sundry.agent"]),
     # The demo shop's offline agent reads requests with the lanes' and the agent's helpers; nothing
     # imports it (a domain names it by a dotted path, `Domain.offline_model`).

@@ -90,20 +90,21 @@ class ApprovalRules(RootModel[dict[str, ToolApproval]]):
     @classmethod
     def _known_tools(cls, rules: dict[str, ToolApproval], info: ValidationInfo) -> dict[str, ToolApproval]:
         domain = (info.context or {}).get("domain") or get_domain()
-        known = domain.approvable_tools()
-        unknown = sorted(set(rules) - set(known))
+        known = set(domain.approvable_tools()) | set((info.context or {}).get("known", ()))  # and a class's servers'
+        unknown = sorted(set(rules) - known)
         if unknown:
             raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}"
                              f" a class can hold for approval. Known tools: {', '.join(sorted(known))}")
         return rules
 
 
-def problems(data: Any, domain: Domain | None = None) -> list[str]:
-    """What is wrong with `data` as approval rules, one sentence each; empty when it is valid."""
+def problems(data: Any, domain: Domain | None = None, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """What is wrong with `data` as approval rules, one sentence each; empty when it is valid.
+    `known`: tool names beyond the domain's (a class's tool servers list them)."""
     if not isinstance(data, dict):
         return [f"Approval rules must be an object of tool name → options, e.g. {example(domain)}."]
     try:
-        ApprovalRules.model_validate(data, context={"domain": domain} if domain else None)
+        ApprovalRules.model_validate(data, context={"domain": domain, "known": known})
     except ValidationError as exc:
         return [_sentence(error) for error in exc.errors()]
     return []

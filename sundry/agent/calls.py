@@ -6,6 +6,7 @@ ledger harvest and effects commit or roll back with it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -15,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import consent, guards, runlimits
+from sundry.agent import consent, guards, remote, runlimits
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
 from sundry.context import services as lanes
@@ -72,8 +73,9 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
     """The calls of one model response, in order: each guarded, then held, refused or run."""
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
-    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
-                payload={"calls": calls, "model": response.model, "offline": response.offline})
+    with transaction.atomic(savepoint=False):
+        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
+                    payload={"calls": calls, "model": response.model, "offline": response.offline})
     outcome = StepOutcome(stop=False)
     turns = snapshot.turns if snapshot is not None else []
     first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
@@ -90,7 +92,11 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
             _stop_repeat(ticket, call, failures)
             outcome.stop = True
             break
-        result = process_call(ticket, call, assembled, snapshot=snapshot)
+        if remote.is_remote(remote.tool_named(ticket, call.name)):
+            result = process_call(ticket, call, assembled, snapshot=snapshot)  # its own transactions
+        else:
+            with transaction.atomic(savepoint=False):  # the step's transaction, or the call's own
+                result = process_call(ticket, call, assembled, snapshot=snapshot)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
         snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
@@ -121,25 +127,53 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
     # structured truths in state (actions, money) which are always in it. The
     # step's own snapshot serves until a call in the step changes state.
     snap = snapshot if snapshot is not None else lane_snapshot(ticket, with_turns=False)
-    return guards.GuardInput(
+    inp = guards.GuardInput(
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
         said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
     )
+    extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
+    if extras is not None:
+        inp = dataclasses.replace(
+            inp, lookup_tools=(inp.lookup_tools or frozenset()) | extras.lookup_tools, recent_ids=inp.recent_ids | extras.recent_ids,
+            recent_text_ids=inp.recent_text_ids | extras.typed_ids, approval_rules=extras.approval_rules)
+    return inp
 
 
 def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
                  snapshot=None) -> StepOutcome:
     domain = domain_for(ticket.ticket_class)
-    tool = tool_named(domain, call.name)
+    served = remote.class_tools(ticket)  # a class with tool servers offers their tools, not the domain's
+    tool = served.tools.get(call.name) if served is not None else tool_named(domain, call.name)
     if tool is None:
-        names = sorted(t.name for t in tools_for(domain))
+        names = sorted(served.tools) if served is not None else sorted(t.name for t in tools_for(domain))
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"Unknown tool '{call.name}'. Available tools: {', '.join(names)}.",
                     payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",
                              "arguments": call.arguments})
         return StepOutcome(stop=False)
+    if remote.is_remote(tool):
+        # Guards and a hold or refusal commit first; the server is called outside any transaction.
+        with transaction.atomic():
+            verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain)
+        if isinstance(verdict, StepOutcome):
+            return verdict
+        key = approved_hold.idempotency_key if approved_hold else idempotency_key(
+            ticket.pk, tool.name, verdict.args.model_dump(mode="json"))
+        return StepOutcome(stop=False, resolution=remote.run_remote(ticket, tool, call.id, verdict.args, key))
+    verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain)
+    if isinstance(verdict, StepOutcome):
+        return verdict
+    args = verdict.args
+    key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name,
+                                                                              args.model_dump(mode="json"))
+    return execute(ticket, tool, call.id, args, key, domain=domain)
+
+
+def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, approved_hold: HeldAction | None,
+           snapshot, domain: Domain) -> guards.GuardVerdict | StepOutcome:
+    """The guards' verdict on a call; a refusal or a hold is stored here and answered with its outcome."""
     verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
                                              approved=approved_hold is not None, snapshot=snapshot, domain=domain))
     if verdict.decision == "reject":
@@ -162,8 +196,7 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
                     payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
         # The agent goes on (it tells the customer); staff decide in the desk.
         return StepOutcome(stop=False)
-    key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
-    return execute(ticket, tool, call.id, args, key, domain=domain)
+    return verdict
 
 
 def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import outbox
+from sundry.agent import outbox, remote
 from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
 from sundry.agent.tasks import agent_run_task
@@ -60,6 +60,7 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
             return earlier
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
         lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
+        remote.note_typed_ids(ticket=ticket, turn=turn.number, text=text)  # formats its tool servers declare
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
@@ -116,7 +117,11 @@ class HeldActionError(ValueError):
 
 
 def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
-    """Approve (execute exactly once) or reject a held call."""
+    """Approve (execute exactly once) or reject a held call.
+
+    A held call to a tool server runs after the decision commits, outside any transaction and
+    lock (`agent.remote`); the decision itself (approved, never pending again) makes it run once."""
+    deferred = None
     with transaction.atomic():
         ticket_lock(ticket.pk)  # lock order: the ticket row first, then the held action
         held = HeldAction.objects.select_for_update().get(pk=held_id, ticket=ticket)
@@ -146,15 +151,32 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
                         payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk})
             ticket.refresh_from_db()
             call_turn = ticket.last_turn_number
-            process_call(ticket, call, assembled, approved_hold=held)
-            # The guards run again and may refuse: only a successful result means it ran.
-            result = Turn.objects.filter(ticket=ticket, number__gt=call_turn, payload__call_id=call.id).first()
-            ran = result is not None and result.kind == Turn.Kind.TOOL_RESULT and result.payload.get("ok") is True
-            held.status = HeldAction.Status.EXECUTED if ran else HeldAction.Status.REFUSED
-            held.result_turn = result.number if result else None
-            held.outcome = "" if ran or result is None else result.text
-            held.save(update_fields=["status", "result_turn"])
-        ticket_touch(ticket.pk)
-        if wake:
-            _wake_agent(ticket)
+            if remote.is_remote(remote.tool_named(ticket, held.tool)):
+                deferred = (call, assembled, call_turn)
+            else:
+                process_call(ticket, call, assembled, approved_hold=held)
+                _held_outcome(held, ticket, call, call_turn)
+        if deferred is None:
+            ticket_touch(ticket.pk)
+            if wake:
+                _wake_agent(ticket)
+    if deferred is not None:
+        call, assembled, call_turn = deferred
+        process_call(ticket, call, assembled, approved_hold=held)  # guards again, then the server
+        with transaction.atomic():
+            ticket_lock(ticket.pk)
+            _held_outcome(held, ticket, call, call_turn)
+            ticket_touch(ticket.pk)
+            if wake:
+                _wake_agent(ticket)
     return held
+
+
+def _held_outcome(held: HeldAction, ticket: Ticket, call: ToolCall, call_turn: int) -> None:
+    # The guards run again and may refuse: only a successful result means it ran.
+    result = Turn.objects.filter(ticket=ticket, number__gt=call_turn, payload__call_id=call.id).first()
+    ran = result is not None and result.kind == Turn.Kind.TOOL_RESULT and result.payload.get("ok") is True
+    held.status = HeldAction.Status.EXECUTED if ran else HeldAction.Status.REFUSED
+    held.result_turn = result.number if result else None
+    held.outcome = "" if ran or result is None else result.text
+    held.save(update_fields=["status", "result_turn"])

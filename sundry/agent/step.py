@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, replycheck
+from sundry.agent import answer, remote, replycheck
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.gateway import Gateway
@@ -102,7 +102,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble(snapshot, model=tclass.working_model, tools=tool_specs(domain_for(tclass)),
+    assembled = assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
+                         tools=remote.tool_specs(ticket) or tool_specs(domain_for(tclass)),
                          rules_cap_tokens=tclass.pinned_rules_cap)
     if number is None:
         number = next_step_number(ticket.pk)
@@ -121,6 +122,12 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     if stream is not None and stream.started:
         checks["streamed"] = True  # watchers saw the reply as it was written
 
+    # Calls to a class's tool servers run outside any transaction: such a step's calls commit one by
+    # one (each guarded on the lanes the previous left), then the step's record.
+    stepwise = call is not None and bool(call.response.tool_calls) and remote.has_remote_calls(
+        ticket, call.response.tool_calls)
+    if stepwise:
+        outcome = run_calls(ticket, call.response, assembled, snapshot)
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
         if call is None:
@@ -148,7 +155,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
         next_lanes = None
         verdict = got.verdict
         if response.tool_calls:
-            outcome = run_calls(ticket, response, assembled, snapshot)
+            if not stepwise:
+                outcome = run_calls(ticket, response, assembled, snapshot)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif verdict is not None and verdict.action == replycheck.POST:
             payload = {"model": response.model, "offline": response.offline}

@@ -20,7 +20,6 @@ from sundry.context.models import (
     LedgerEntry,
     MoneyTotal,
     PinnedRule,
-    Source,
     StateValue,
 )
 from sundry.context.rules import RuleRefused, candidate_rules, check_scope, infer_enforcement, plan_pin
@@ -66,16 +65,25 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
     """
     domain = domain or domain_for(ticket.ticket_class)
     found = list(dict.fromkeys((value, kind) for _path, kind, value in domain.ids(tool_name, result)))
+    return ledger_harvest_found(ticket=ticket, turn=turn, tool_name=tool_name, found=found, cap=cap, used=used,
+                                owners=domain.owners(tool_name, result) if found else {},
+                                descriptions=domain.descriptions(tool_name, result) if found else {})
+
+
+def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple[str, str]], cap: int | None = None,
+                         used: list[str] = (), owners: dict[str, str] | None = None,
+                         descriptions: dict[str, str] | None = None) -> list[str]:
+    """`ledger_harvest` for IDs already read from a result: (value, kind) pairs, the owner each nested
+    one belongs to, and what each is (a tool server's result, read by its declaration file)."""
     if not found:
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
     with transaction.atomic(savepoint=False):
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
-        owners = domain.owners(tool_name, result)
         plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
-                                    notes={v: f"of {o}" for v, o in owners.items()},
-                                    descriptions=domain.descriptions(tool_name, result))
+                                    notes={v: f"of {o}" for v, o in (owners or {}).items()},
+                                    descriptions=descriptions or {})
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -86,6 +94,11 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     Runs in the message's own transaction, whose turn already moved the version.
     Returns the roles of the new entries."""
     found = [(value, kind) for kind, value in domain_for(ticket.ticket_class).typed_ids(text)]
+    return ledger_note_typed(ticket=ticket, turn=turn, found=found)
+
+
+def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]]) -> list[str]:
+    """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
     if not found:
         return []
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
@@ -269,6 +282,13 @@ def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunde
         update_conflicts=True, unique_fields=["ticket", "order"],
         update_fields=["currency", "paid_cents", "refunded_cents", "turn"])
 
+
+
+def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:
+    """Money moved on an order whose result reported no figures: it adds to what the lane holds.
+    An order the lane has no figures for stays unknown here; the action still records the amount."""
+    MoneyTotal.objects.filter(ticket=ticket, order=order).update(
+        refunded_cents=F("refunded_cents") + amount_cents, turn=turn)
 
 # --- Pinned rules ----------------------------------------------------------------------
 

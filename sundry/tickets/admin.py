@@ -1,3 +1,5 @@
+import string
+
 from django import forms
 from django.contrib import admin
 
@@ -5,6 +7,7 @@ from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
+from sundry.toolservers.admin import servers_of
 
 
 class TicketClassForm(forms.ModelForm):
@@ -28,7 +31,10 @@ class TicketClassForm(forms.ModelForm):
 
     def clean_approval_rules(self):
         rules = self.cleaned_data.get("approval_rules")
-        problems = approvals.problems(rules if rules is not None else {})
+        # The tools the class's servers last listed are the class's tools too.
+        remote = {t.get("name") for s in (self.instance.tool_servers.all() if self.instance.pk else [])
+                  for t in s.listed_tools or []}
+        problems = approvals.problems(rules if rules is not None else {}, known=remote)
         if problems:
             raise forms.ValidationError(problems)
         return rules or {}
@@ -55,7 +61,13 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
         ("Approvals", {"fields": ("approval_rules",)}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
+        ("Tool servers", {"fields": ("tool_servers",)}),
     )
+    readonly_fields = ("tool_servers",)
+
+    @admin.display(description="MCP tool servers")
+    def tool_servers(self, obj):
+        return servers_of(obj)  # each server's own page has its settings and "test connection"
 
     def save_model(self, request, obj, form, change):
         # Through the service: every ticket of the class re-renders its Budget panel.

@@ -8,7 +8,7 @@ ledger harvests marked result fields — by schema, never by scanning prose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from pydantic import BaseModel
 

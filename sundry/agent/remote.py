@@ -1,0 +1,175 @@
+"""Tool calls to a ticket class's tool servers: what the guards learn from them, and the call itself.
+
+A remote call runs outside any database transaction and row lock: the guards
+decide (and a hold or refusal commits) first, then the server is called with
+the tool's timeout, then its result, harvest and effects commit together. A
+server that fails or does not answer in time gives the model an error result
+and the ticket an attention flag; the step goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from sundry.agent.guards import ids_in_arguments, write_targets
+from sundry.context import services as lanes
+from sundry.context.assembly import Assembled
+from sundry.tickets.attention import attention_clear, attention_flag
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import turn_append
+from sundry.tooling import mcp_client
+from sundry.tooling.messages import ToolCall
+from sundry.tooling.tools import REGISTRY, Tool
+from sundry.toolservers import catalog
+from sundry.toolservers.catalog import ClassTools, RemoteTool
+from sundry.toolservers.models import ToolServer
+
+log = logging.getLogger("sundry.toolservers")
+
+FLAG_PREFIX = "Tool server"
+
+
+class InTransaction(RuntimeError):
+    """A remote call was about to run inside a database transaction."""
+
+
+_UNREAD = object()
+
+
+def class_tools(ticket: Ticket) -> ClassTools | None:
+    """The ticket's class's tools, read once per loaded ticket (a run's): a step asks several times."""
+    tools = ticket.__dict__.get("_sundry_class_tools", _UNREAD)
+    if tools is _UNREAD:
+        tools = ticket.__dict__["_sundry_class_tools"] = catalog.class_tools(ticket.ticket_class)
+    return tools
+
+
+def tool_specs(ticket: Ticket) -> list[dict] | None:
+    """The tools a class with servers offers the model; None for a class without (the registry's)."""
+    tools = class_tools(ticket)
+    return tools.spec_list if tools is not None else None
+
+
+def with_server_prompts(snapshot, ticket: Ticket):
+    """The lanes with the servers' declaration prompts (how to work their tools) before the class's policy."""
+    tools = class_tools(ticket)
+    prompts = [d.prompt.strip() for d in (tools.declarations if tools is not None else []) if d.prompt.strip()]
+    if not prompts:
+        return snapshot
+    return dataclasses.replace(snapshot, class_policy="\n\n".join([*prompts, snapshot.class_policy or ""]).strip())
+
+
+def tool_named(ticket: Ticket, name: str) -> Tool | None:
+    tools = class_tools(ticket)
+    return tools.tools.get(name) if tools is not None else REGISTRY.get(name)
+
+
+def tool_names(ticket: Ticket) -> list[str]:
+    tools = class_tools(ticket)
+    return sorted(tools.tools if tools is not None else REGISTRY)
+
+
+def has_remote_calls(ticket: Ticket, calls: list[ToolCall]) -> bool:
+    tools = class_tools(ticket)
+    return tools is not None and any(c.name in tools.remote for c in calls)
+
+
+def is_remote(tool: Tool | None) -> bool:
+    return isinstance(tool, RemoteTool)
+
+
+# --- what the guards learn from the class's declarations --------------------------------------
+
+
+@dataclass(frozen=True)
+class GuardExtras:
+    lookup_tools: frozenset[str] = frozenset()
+    recent_ids: frozenset[str] = frozenset()
+    typed_ids: frozenset[str] = frozenset()
+    approval_rules: dict | None = None
+
+
+def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
+    """For a class with servers: its lookups, the IDs its tools' results in this request hold (read by
+    the declaration files), the IDs the customer typed in its formats, and the holds for undeclared writes."""
+    tools = class_tools(ticket)
+    if tools is None:
+        return None
+    results = set()
+    for m in assembled.request.messages:
+        if m.role == "tool" and m.tool_name in tools.remote and not m.content.startswith("ERROR"):
+            try:
+                data = json.loads(m.content)
+            except ValueError:
+                data = m.content
+            results.update(v for _k, v in tools.result_ids(m.tool_name, data))
+    typed = {v for _author, _turn, text in assembled.said for _k, v in tools.typed_ids(text)}
+    holds = tools.approval_holds({s.pk: s.hold_undeclared_writes for s in
+                                  ToolServer.objects.filter(pk__in={t.server_id for t in tools.remote.values()})})
+    rules = {**holds, **(ticket.ticket_class.approval_rules or {})}
+    return GuardExtras(lookup_tools=tools.lookup_tools, recent_ids=frozenset(results), typed_ids=frozenset(typed),
+                       approval_rules=rules)
+
+
+def note_typed_ids(*, ticket: Ticket, turn: int, text: str) -> None:
+    """IDs a customer typed in the formats of the class's declaration files enter the ledger unverified."""
+    found = catalog.typed_ids(ticket.ticket_class, text)
+    if found:
+        lanes.ledger_note_typed(ticket=ticket, turn=turn, found=[(v, k) for k, v in found])
+
+
+# --- the call ----------------------------------------------------------------------------------
+
+
+def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -> bool:
+    """Call the server, then store the result, harvest and effects in one transaction. Returns whether
+    the call resolved something (a write that succeeded)."""
+    if transaction.get_connection().in_atomic_block:
+        raise InTransaction(f"{tool.name} is a remote tool: it must be called outside database transactions")
+    arguments = args.model_dump(mode="json")
+    base = {"call_id": call_id, "name": tool.name, "server": tool.server_name}
+    if not tool.declared:
+        base["undeclared"] = True
+    try:
+        result = mcp_client.connection(tool.connect).call(tool.name, arguments, tool.timeout, tool.output_schema)
+    except mcp_client.ToolServerError as exc:
+        log.warning("tool server %s: %s failed: %s", tool.server_name, tool.name, exc)
+        with transaction.atomic():
+            turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                        text=f"ERROR: the {tool.server_name} tool server failed ({exc}). The call may not have run; "
+                             "do not assume it did. Tell the customer it is being looked into.",
+                        payload={**base, "ok": False, "error": str(exc), "server_failed": True})
+            attention_flag(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} failed on {tool.name}: {exc}")
+        return False
+    with transaction.atomic():
+        if not result.ok:  # the tool refused (an order that is not pending …): the model reads why
+            turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                        text=f"ERROR: {result.text}", payload={**base, "ok": False, "error": result.text})
+            return False
+        turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=result.text,
+                           payload={**base, "ok": True, "idempotency_key": key if tool.side_effect else ""})
+        used = [v for _, _, v in ids_in_arguments(tool, args)]
+        if tool.declared:  # an undeclared tool's result is shown, never harvested
+            decls, decl = tool.declarations, tool.decl
+            found = [(v, k) for _p, k, v in decl.ids(result.data, decls.kind_of)]
+            lanes.ledger_harvest_found(ticket=ticket, turn=turn.number, tool_name=tool.name,
+                                       found=list(dict.fromkeys(found)), used=used,
+                                       owners=decl.owners(result.data, decls.owner_kind),
+                                       descriptions=decl.descriptions(result.data, decls.owner_kind))
+        else:
+            lanes.ledger_touch(ticket=ticket, values=used, turn=turn.number)
+        if tool.side_effect:
+            moved = tool.decl.money_moved(result.data) if tool.declared else []
+            one = len({c for _, c in moved}) == 1  # one action, one amount (several currencies: none)
+            lanes.action_record(
+                ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
+                arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
+                turn=turn.number, idempotency_key=key, reversible=tool.reversible,
+                amount_cents=sum(a for a, _ in moved) if one else None, currency=moved[0][1] if one else "")
+        attention_clear(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} ")  # the server answers again
+    return bool(tool.resolves)

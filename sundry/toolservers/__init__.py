@@ -1,0 +1,1 @@
+"""Tool servers over MCP: a ticket class's remote tools, their declarations, calls outside transactions."""

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ToolServersConfig(AppConfig):
+    name = "sundry.toolservers"
+    label = "toolservers"
+    verbose_name = "Tool servers"

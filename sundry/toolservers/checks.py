@@ -1,0 +1,198 @@
+"""The admin's "test connection": connect, list the tools, make the sample calls, and say what looks wrong.
+
+Warnings, each a sentence an admin can act on:
+- a listed tool the declaration file does not declare (usable, not harvested, writes held);
+- a declared tool the server does not list;
+- a result field whose values look like identifiers but that no declared path covers;
+- a declared result path that never occurs in the tool's sample result.
+
+Sample calls are made only to tools that read: declared lookups (or declared neither
+lookup nor write) and undeclared tools the server marks read-only. A write is never
+called to test it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sundry.tooling import mcp_client
+from sundry.toolservers import catalog, declfile
+from sundry.toolservers.models import ToolServer
+
+# Generic shape of an identifier: 6+ letters, digits, #, _ or -, with a digit; no spaces.
+ID_LIKE = re.compile(r"#?(?=[A-Za-z0-9_#-]*\d)[A-Za-z0-9][A-Za-z0-9_#-]{5,}")
+_KEY_ID = re.compile(r"(?:^|_)ids?$")
+
+
+@dataclass
+class ToolRow:
+    name: str
+    description: str
+    declared: bool
+    kind: str  # lookup, write, other
+    read_only: bool
+    sampled: str = ""  # "ok", an error, or "" (not sample-called)
+
+
+@dataclass
+class Report:
+    server: str
+    ok: bool
+    error: str = ""
+    tools: list[ToolRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _locate(data: Any, path: str) -> list[tuple]:
+    """The concrete locations `path` selects in `data` (the path language of `declfile.select`)."""
+    nodes: list[tuple[tuple, Any]] = [((), data)]
+    for segment in path.split(".") if path else []:
+        lists = 0
+        while segment.endswith("[]"):
+            segment, lists = segment[:-2], lists + 1
+        step = []
+        for loc, node in nodes:
+            if segment == "*" and isinstance(node, dict):
+                step += [((*loc, ("k", k)), v) for k, v in node.items()]
+            elif segment == "~" and isinstance(node, dict):
+                step += [((*loc, ("key", k)), k) for k in node]
+            elif segment == "":
+                step.append((loc, node))
+            elif isinstance(node, dict) and segment in node:
+                step.append(((*loc, ("k", segment)), node[segment]))
+        for _ in range(lists):
+            step = [((*loc, ("i", i)), item) for loc, node in step if isinstance(node, list)
+                    for i, item in enumerate(node)]
+        nodes = step
+    return [loc for loc, _ in nodes]
+
+
+def _looks_like_id(key: str, value: Any, decls: declfile.Declarations) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return False
+    text = str(value).strip()
+    if not text:
+        return False
+    if decls.kind_of(text):
+        return True
+    return bool(ID_LIKE.fullmatch(text)) or (bool(_KEY_ID.search(key)) and " " not in text)
+
+
+def _leaves(data: Any, decls: declfile.Declarations, loc: tuple = (), key: str = ""):
+    """(location, value) for every ID-looking scalar in a result, mapping keys that look like IDs included."""
+    if isinstance(data, dict):
+        keyed = sum(1 for k in data if _looks_like_id("", k, decls)) > len(data) / 2
+        for k, v in data.items():
+            if keyed and _looks_like_id("", k, decls):
+                yield (*loc, ("key", k)), k
+            yield from _leaves(v, decls, (*loc, ("k", k)), k)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _leaves(v, decls, (*loc, ("i", i)), key)
+    elif _looks_like_id(key, data, decls):
+        yield loc, data
+
+
+def _general(loc: tuple, data: Any) -> str:
+    """A location as a path: list positions as [], ID-keyed mapping entries as * (their keys as ~)."""
+    parts: list[str] = []
+    node = data
+    for kind, step in loc:
+        if kind == "i":
+            parts[-1:] = [(parts[-1] if parts else "") + "[]"]
+            node = node[step]
+        elif kind == "key":
+            parts.append("~")
+        else:
+            keyed = isinstance(node, dict) and sum(1 for k in node if ID_LIKE.fullmatch(str(k))) > len(node) / 2
+            parts.append("*" if keyed else str(step))
+            node = node[step]
+    return ".".join(parts)
+
+
+def result_warnings(name: str, decl: declfile.ToolDecl, data: Any, decls: declfile.Declarations) -> list[str]:
+    """What a sample result shows about the declaration: undeclared ID-like fields, declared paths not there."""
+    if isinstance(data, str):
+        declared = {v for _p, _k, v in decl.ids(data, decls.kind_of)}
+        shaped = [t for t in re.findall(r"[^\s,;:()\"']+", data) if _looks_like_id("", t, decls)]
+        return [f"{name}: its result '{t}' looks like an identifier but no pattern in 'bare' reads it."
+                for t in shaped if t not in declared][:3]
+    covered = {loc for path in decl.results for loc in _locate(data, path)}
+    out, seen = [], set()
+    for loc, value in _leaves(data, decls):
+        if loc in covered:
+            continue
+        path = _general(loc, data)
+        if path not in seen:
+            seen.add(path)
+            out.append(f"{name}: result field {path} holds values that look like identifiers (e.g. '{value}') "
+                       "but is not declared, so the ledger will not hold them.")
+    for path in decl.results:
+        # A field the result has, null in this sample (an order's exchange before any exchange), occurs.
+        if not _locate(data, path) and not _locate(data, path.replace("[]", "")):
+            out.append(f"{name}: declared result path {path} does not occur in the sample result.")
+    return out
+
+
+def _may_sample(listed: mcp_client.ListedTool, decls: declfile.Declarations) -> bool:
+    decl = decls.tools.get(listed.name)
+    return (not decl.write) if decl is not None else listed.read_only
+
+
+def test_connection(server: ToolServer) -> Report:
+    """Connect to `server` afresh, list its tools, sample-call the ones that read, and report."""
+    report = Report(server=server.name, ok=False)
+    try:
+        decls = catalog.declarations(server)
+    except declfile.DeclarationError as exc:
+        report.warnings.append(f"Declaration file: {exc}. Every tool counts as undeclared until it is fixed.")
+        decls = declfile.Declarations(name=server.name)
+    spec = catalog.server_spec(server)
+    missing_env = [n for n in server.env_name_list() if not os.environ.get(n)]
+    missing_env += [v for v in (server.header_env or {}).values() if not os.environ.get(v)]
+    if missing_env:
+        report.warnings.append(f"Environment variables not set here: {', '.join(sorted(set(missing_env)))}.")
+    samples = server.sample_calls or {}
+    try:
+        listed, results = mcp_client.probe(spec, timeout=server.timeout_seconds, samples=samples,
+                                           may_call=lambda t: _may_sample(t, decls))
+    except mcp_client.ToolServerError as exc:
+        report.error = str(exc)
+        return report
+    report.ok = True
+    names = {t.name for t in listed}
+    for t in listed:
+        decl = decls.tools.get(t.name)
+        kind = "write" if (decl.write if decl else not t.read_only) else ("lookup" if decl and decl.lookup else "other")
+        first = " ".join((t.description or "").strip().split("\n\n")[0].split())
+        row = ToolRow(name=t.name, description=first if len(first) <= 160 else first[:159] + "…",
+                      declared=decl is not None, kind=kind, read_only=t.read_only)
+        got = results.get(t.name)
+        if t.name in samples:
+            if got is None:
+                row.sampled = "not called: it may write"
+                report.warnings.append(f"{t.name}: not sample-called, because it may write.")
+            elif isinstance(got, str):
+                row.sampled = got
+                report.warnings.append(f"{t.name}: the sample call failed ({got}).")
+            elif not got.ok:
+                row.sampled = f"error: {got.text}"
+                report.warnings.append(f"{t.name}: the sample call returned an error ({got.text}).")
+            else:
+                row.sampled = "ok"
+                if decl is not None:
+                    report.warnings += result_warnings(t.name, decl, got.data, decls)
+        report.tools.append(row)
+        if decl is None:
+            held = " and its calls are held for staff" if (not t.read_only and server.hold_undeclared_writes) else ""
+            report.warnings.append(f"{t.name}: undeclared — usable, but its results are not harvested{held}.")
+    for name in decls.tools:
+        if name not in names:
+            report.warnings.append(f"{name}: declared, but the server does not list it.")
+    for name in samples:
+        if name not in names:
+            report.warnings.append(f"{name}: a sample call names a tool the server does not list.")
+    return report

@@ -1,0 +1,96 @@
+"""A ticket class's tool servers: where each is reached, its declaration file, its per-call timeout.
+
+Secrets never live here: a server names the environment variables whose values
+are passed to it (a stdio server's environment, an HTTP server's headers), and
+they are read from the environment each time it connects.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from sundry.tickets.models import TicketClass
+
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+class ToolServer(models.Model):
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "stdio (a command Sundry starts)"
+        HTTP = "http", "streamable HTTP (a URL)"
+
+    ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="tool_servers")
+    name = models.SlugField(max_length=60, help_text="Short name, shown to staff beside the server's tools.")
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.STDIO)
+    command = models.CharField(
+        max_length=500, blank=True,
+        help_text="stdio: the command line that starts the server (a leading 'python' runs with Sundry's own "
+                  "interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail")
+    url = models.URLField(max_length=500, blank=True, help_text="Streamable HTTP: the server's MCP endpoint.")
+    working_dir = models.CharField(max_length=500, blank=True,
+                                   help_text="stdio: where the command runs (default: Sundry's directory).")
+    env_names = models.CharField(
+        max_length=500, blank=True,
+        help_text="stdio: names of environment variables passed to the server, comma-separated (their values "
+                  "are read from Sundry's environment when it starts; never stored).")
+    header_env = models.JSONField(
+        default=dict, blank=True,
+        help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "RETAIL_API_TOKEN"} '
+                  "(the value is read when connecting; never stored).")
+    declaration_path = models.CharField(
+        max_length=500, blank=True,
+        help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. Relative paths "
+                  "are from Sundry's directory. Tools it does not declare are usable but undeclared.")
+    timeout_seconds = models.FloatField(default=15.0, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
+                                        help_text="Longest one call may take; past it the model gets an error result "
+                                                  "and the ticket a flag.")
+    hold_undeclared_writes = models.BooleanField(
+        default=True, help_text="Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval.")
+    sample_calls = models.JSONField(
+        default=dict, blank=True,
+        help_text='For "test connection": read-only calls to make, tool → arguments, e.g. '
+                  '{"get_order_details": {"order_id": "#W2611340"}}. Writes are never sample-called.')
+    enabled = models.BooleanField(default=True)
+    listed_tools = models.JSONField(default=list, blank=True, editable=False,
+                                    help_text="The tools as the server last listed them.")
+    listed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["ticket_class", "name"]
+        constraints = [models.UniqueConstraint(fields=["ticket_class", "name"], name="toolserver_unique_name")]
+
+    def __str__(self):
+        return f"{self.name} ({self.ticket_class.name})"
+
+    def env_name_list(self) -> list[str]:
+        return [n.strip() for n in self.env_names.split(",") if n.strip()]
+
+    def clean(self):
+        super().clean()
+        errors = {}
+        if self.transport == self.Transport.STDIO:
+            try:
+                if not shlex.split(self.command or ""):
+                    errors["command"] = "A stdio server needs the command that starts it."
+            except ValueError as exc:
+                errors["command"] = f"Cannot read the command line: {exc}."
+        elif not self.url:
+            errors["url"] = "An HTTP server needs its URL."
+        bad = [n for n in self.env_name_list() if not ENV_NAME.fullmatch(n)]
+        if bad:
+            errors["env_names"] = (f"Not environment variable names: {', '.join(bad)}. Give the names "
+                                   "(e.g. RETAIL_API_TOKEN), never the values.")
+        if not isinstance(self.header_env, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and ENV_NAME.fullmatch(v) for k, v in self.header_env.items()):
+            errors["header_env"] = ('Must be an object of header → environment variable name, e.g. '
+                                    '{"Authorization": "RETAIL_API_TOKEN"}; never the secret itself.')
+        if not isinstance(self.sample_calls, dict) or not all(isinstance(v, dict) for v in self.sample_calls.values()):
+            errors["sample_calls"] = 'Must be an object of tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}}.'
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,62 @@
+"""Tool servers for the tests: the retail example as a real subprocess over stdio, and a small
+misbehaving server (hangs, dies, undeclared tools). Each test closes the connections it opened,
+so every test starts the servers afresh (and the retail store from its db.json)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from sundry.tooling import mcp_client
+from sundry.toolservers import catalog
+from sundry.toolservers.models import ToolServer
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tau2_retail_mcp"
+FIXTURES = Path(__file__).resolve().parent
+
+
+def retail_data_dir() -> Path | None:
+    path = ROOT.parent / "shared" / "corpora" / "tau2" / "domains" / "retail"
+    return path if (path / "db.json").is_file() else None
+
+
+@pytest.fixture
+def retail_dir() -> Path:
+    path = retail_data_dir()
+    if path is None:
+        pytest.skip("../shared/corpora/tau2/domains/retail is absent (a fresh clone has no shared corpora)")
+    return path
+
+
+def retail_command(data: Path) -> str:
+    return shlex.join([sys.executable, str(EXAMPLE / "server.py"), "--data", str(data)])
+
+
+def odd_command() -> str:
+    return shlex.join([sys.executable, str(FIXTURES / "odd_server.py")])
+
+
+@pytest.fixture(autouse=True)
+def fresh_connections():
+    catalog.forget()
+    yield
+    mcp_client.close_all()
+    catalog.forget()
+
+
+@pytest.fixture
+def retail_server(retail_dir):
+    """A ToolServer row for the retail example, on a class of its own."""
+    from tests.factories import TicketClassFactory
+
+    tclass = TicketClassFactory(name="Retail", slug="retail", approval_rules={})
+    return ToolServer.objects.create(
+        ticket_class=tclass, name="retail", command=retail_command(retail_dir),
+        declaration_path=str(EXAMPLE / "retail.declarations.json"), timeout_seconds=20,
+        sample_calls={"get_order_details": {"order_id": "#W4316152"},
+                      "get_user_details": {"user_id": "aarav_anderson_8794"},
+                      "find_user_id_by_email": {"email": "aarav.anderson9752@example.com"}})

@@ -1,0 +1,62 @@
+"""A tool server that misbehaves on purpose, for the failure tests (stdio; `mcp` SDK only).
+
+- lookup_ticket: a declared lookup that answers at once.
+- slow_lookup: a declared lookup that sleeps longer than any test's timeout.
+- crash: the process exits mid-call.
+- stamp_record: a write the declaration file leaves out (undeclared), no readOnlyHint.
+- refund_record: a declared write whose result says what money moved.
+- peek: a read-only tool the file leaves out (undeclared, read-only).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+mcp = MCPServer("odd")
+STAMPS: list[str] = []
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def lookup_ticket(ref: str) -> dict:
+    """Look up a record by its reference, such as 'REC-12345'."""
+    return {"ref": ref, "owner": "OWN-77881", "stamps": list(STAMPS)}
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def slow_lookup(ref: str) -> dict:
+    """A lookup that never answers in time."""
+    time.sleep(60)
+    return {"ref": ref}
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def crash(ref: str) -> dict:
+    """A lookup whose server dies."""
+    os._exit(3)
+
+
+@mcp.tool()
+def stamp_record(ref: str, note: str) -> dict:
+    """Stamp a record with a note (a write)."""
+    STAMPS.append(note)
+    return {"ref": ref, "stamp_id": f"STAMP-{len(STAMPS):05d}", "note": note}
+
+
+@mcp.tool()
+def refund_record(ref: str, amount: str) -> dict:
+    """Refund an amount on a record (a write that moves money)."""
+    return {"ref": ref, "refund": {"refund_id": "RF-00001", "amount": amount, "currency": "usd"}}
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def peek(ref: str) -> dict:
+    """Read a record's raw fields."""
+    return {"ref": ref, "secret_ref": "SEC-99120"}
+
+
+if __name__ == "__main__":
+    mcp.run("stdio")

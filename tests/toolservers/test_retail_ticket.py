@@ -1,0 +1,216 @@
+"""A retail ticket end to end over MCP: the example server as a real subprocess, a scripted model
+through the real loop, the guards, the ledger, compaction, approvals and the desk.
+
+The scripted model does exactly what it is told (the worst case); what must hold is
+judged from the retail store itself (asked through the same server) and the lanes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.test import Client
+
+from sundry.agent import remote
+from sundry.agent.gateway import Gateway
+from sundry.agent.loop import agent_run
+from sundry.agent.models import HeldAction
+from sundry.agent.scripted import ScriptedModel
+from sundry.agent.services import customer_message_post, held_action_decide
+from sundry.context.models import ActionTaken, LedgerEntry, Summary
+from sundry.tickets.models import TicketClass, Turn
+from sundry.tickets.services import ticket_create
+from sundry.tooling import mcp_client
+from sundry.tooling.messages import ModelResponse, ToolCall
+from sundry.toolservers import catalog
+from tests.agent.test_outcomes_after_compaction import compact
+from tests.factories import CustomerFactory
+
+# Transactional: a remote call must find no transaction open around it, as in a worker.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+USER, EMAIL = "aarav_anderson_8794", "aarav.anderson9752@example.com"
+ORDER, MUTANT = "#W4316152", "#W4316153"  # a delivered order of two tea kettles; one digit off
+PRODUCT, KETTLE, STEEL_KETTLE, GIFT_CARD = "9832717871", "7292993796", "4238115171", "gift_card_7245904"
+EXCHANGE = dict(item_ids=[KETTLE], new_item_ids=[STEEL_KETTLE], payment_method_id=GIFT_CARD)
+
+
+def call(name, _id, **arguments):
+    return ModelResponse(tool_calls=[ToolCall(id=_id, name=name, arguments=arguments)])
+
+
+def run(ticket, *steps) -> ScriptedModel:
+    model = ScriptedModel(list(steps))
+    agent_run(ticket.pk, gateway=Gateway(override=model))
+    assert model.remaining == 0, "the run stopped before the script's end"
+    return model
+
+
+def results(ticket, name):
+    return [t for t in Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT).order_by("number")
+            if t.payload.get("name") == name]
+
+
+def rejections(ticket):
+    return [t.payload for t in Turn.objects.filter(ticket=ticket, kind=Turn.Kind.REJECTION).order_by("number")]
+
+
+def store_order(server, order_id):
+    """The order as the retail store has it now, through the class's own connection to the server."""
+    tool = catalog.class_tools(server.ticket_class).remote["get_order_details"]
+    return mcp_client.connection(tool.connect).call("get_order_details", {"order_id": order_id}, 20).data
+
+
+@pytest.fixture
+def ticket(retail_server):
+    customer = CustomerFactory(name="Aarav Anderson", email=EMAIL)
+    return ticket_create(customer=customer, ticket_class=retail_server.ticket_class, subject="Tea kettle exchange")
+
+
+def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
+    # Compaction keeps only the last two turns: the lookups' results leave the request.
+    TicketClass.objects.filter(pk=ticket.ticket_class_id).update(recent_turns_kept=2)
+    ticket.ticket_class.refresh_from_db()
+    customer_message_post(ticket=ticket, wake=False, text=(
+        f"Hi, I'm Aarav Anderson ({EMAIL}). I'd like to exchange the tea kettle in order {ORDER} "
+        "for the stainless steel one, paid from my gift card."))
+    # The order number the customer typed is in the ledger, unverified (the declaration's format).
+    typed = LedgerEntry.objects.get(ticket=ticket, value=ORDER)
+    assert not typed.verified and typed.kind == "order"
+
+    model = run(
+        ticket,
+        call("exchange_delivered_order_items", "x1", order_id=ORDER, **EXCHANGE),  # typed, not yet looked up
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
+        call("get_order_details", "c3", order_id=ORDER),
+        call("get_product_details", "c4", product_id=PRODUCT),
+        call("exchange_delivered_order_items", "x2", order_id=MUTANT, **EXCHANGE),  # one digit off
+        call("exchange_delivered_order_items", "x3", order_id=ORDER, **EXCHANGE),
+        ModelResponse(text=f"Done: the kettle in {ORDER} is being exchanged for the stainless steel one."),
+    )
+
+    # The model was offered the server's tools (and Sundry's lane tools), not the demo shop's.
+    offered = {t.name for t in model.requests[0].tools}
+    assert {"get_order_details", "exchange_delivered_order_items", "find_user_id_by_name_zip"} <= offered
+    assert "pin_constraint" in offered and not {"issue_refund", "get_order", "lookup_customer"} & offered
+    system = model.requests[0].messages[0]
+    assert system.lane == "system" and "Authenticate the customer first" in system.content  # the file's prompt
+
+    # The guard refused the customer's typed ID until a lookup returned it, and the one-digit mutation.
+    refused = rejections(ticket)
+    assert [(r["call_id"], r["guard"]) for r in refused] == [("x1", "unverified_id"), ("x2", "mutation")]
+    assert refused[1]["details"]["mutation_of"] == ORDER
+
+    # The ledger harvested, verified, every kind from the server's results by the declaration file.
+    ledger = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
+    for value, kind in ((USER, "user"), (ORDER, "order"), (GIFT_CARD, "payment_method"), (KETTLE, "item"),
+                        (STEEL_KETTLE, "item"), (PRODUCT, "product"), ("#W3470184", "order")):
+        assert ledger[value].verified and ledger[value].kind == kind, value
+    assert ledger[ORDER].description.startswith("Tea Kettle")
+    assert ledger[KETTLE].note == f"of {ORDER}"
+    assert MUTANT not in ledger
+
+    # The exchange ran once, on the real order, in the store.
+    order = store_order(retail_server, ORDER)
+    assert order["status"] == "exchange requested" and order["exchange_items"] == [KETTLE]
+    assert order["exchange_new_items"] == [STEEL_KETTLE]
+    action = ActionTaken.objects.get(ticket=ticket)
+    assert (action.tool, action.target) == ("exchange_delivered_order_items", ORDER)
+
+    # --- compaction, then the customer asks for a second exchange --------------------------------------
+    compact(ticket)
+    summary = Summary.objects.get(ticket=ticket)
+    customer_message_post(ticket=ticket, wake=False,
+                          text=f"Could you exchange the other tea kettle in {ORDER} for the steel one as well?")
+    model = run(
+        ticket,
+        call("get_item_details", "c5", item_id=STEEL_KETTLE),
+        call("exchange_delivered_order_items", "x4", order_id=ORDER, **EXCHANGE),
+        ModelResponse(text="The second exchange is with a colleague for approval."),
+    )
+    request = model.requests[0]
+    shown = "\n".join(m.content for m in request.messages)
+    ledger_block = next(m.content for m in request.messages if m.lane == "ledger")
+    # The earlier results are gone from the request; every ID the later calls use is in the ledger block.
+    assert not any(m.role == "tool" for m in request.messages if summary.covers_through_turn >= min(m.turns or [10**6]))
+    for value in (ORDER, STEEL_KETTLE, KETTLE, GIFT_CARD):
+        assert value in ledger_block, value
+    assert '"status": "delivered"' not in shown  # the old get_order_details result was compacted away
+    # So the later calls passed the ID guard: the lookup ran, the second exchange was held as a repeat.
+    assert results(ticket, "get_item_details")[-1].payload["ok"] is True
+    held = HeldAction.objects.get(ticket=ticket)
+    assert held.tool == "exchange_delivered_order_items" and held.status == HeldAction.Status.PENDING
+    hold_turn = next(t for t in results(ticket, "exchange_delivered_order_items") if t.payload.get("held"))
+    assert hold_turn.payload["guard"] == "repeat"
+    assert [r["guard"] for r in rejections(ticket)] == ["unverified_id", "mutation"]  # nothing new refused
+    assert store_order(retail_server, ORDER)["exchange_items"] == [KETTLE]  # held: not sent to the store
+
+    # --- staff approve the repeat: it runs outside the approval's transaction; the store refuses it ----
+    staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
+    decided = held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    decided.refresh_from_db()
+    assert decided.status == HeldAction.Status.REFUSED
+    last = results(ticket, "exchange_delivered_order_items")[-1]
+    assert last.payload["ok"] is False and "Non-delivered order cannot be exchanged" in last.text
+    assert ActionTaken.objects.filter(ticket=ticket).count() == 1
+
+    # --- the desk shows the lanes ----------------------------------------------------------------------
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
+    for value in (USER, ORDER, GIFT_CARD, STEEL_KETTLE):
+        assert value in page, value
+    assert "exchange_delivered_order_items" in page
+
+
+def test_a_remote_call_inside_a_transaction_is_refused(ticket, retail_server):
+    """The check that keeps remote calls out of transactions can fail: inside one, nothing is sent."""
+    tool = catalog.class_tools(retail_server.ticket_class).remote["get_order_details"]
+    args = tool.args_model.model_validate({"order_id": ORDER})
+    with pytest.raises(remote.InTransaction), transaction.atomic():
+        remote.run_remote(ticket, tool, "c1", args, "key")
+    assert not results(ticket, "get_order_details")
+
+
+def test_arguments_are_checked_against_the_servers_schema(ticket, retail_server):
+    customer_message_post(ticket=ticket, wake=False, text=f"It's {EMAIL}.")
+    run(ticket, call("find_user_id_by_email", "c1", mail=EMAIL), call("find_user_id_by_email", "c2", email=EMAIL),
+        ModelResponse(text="Found you."))
+    refused = rejections(ticket)
+    assert [r["guard"] for r in refused] == ["schema"] and "'email' is a required property" in refused[0]["reason"]
+    assert results(ticket, "find_user_id_by_email")[-1].text == USER
+
+
+def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
+    customer_message_post(ticket=ticket, wake=False, text=f"Cancel order {ORDER} please, my email is {EMAIL}.")
+    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+        call("cancel_pending_order", "c3", order_id=ORDER, reason="no longer needed"),
+        ModelResponse(text="That order was delivered, so it cannot be cancelled."))
+    result = results(ticket, "cancel_pending_order")[-1]
+    assert result.payload["ok"] is False and "Non-pending order cannot be cancelled" in result.text
+    ticket.refresh_from_db()
+    assert ticket.attention == "" and not ActionTaken.objects.filter(ticket=ticket).exists()
+    assert json.loads(json.dumps(store_order(retail_server, ORDER)))["status"] == "delivered"
+
+
+def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
+    pending = "#W9300146"
+    TicketClass.objects.filter(pk=ticket.ticket_class_id).update(approval_rules={"cancel_pending_order": {}})
+    customer_message_post(ticket=ticket, wake=False,
+                          text=f"My email is {EMAIL}. Please cancel order {pending}, I no longer need it.")
+    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+        call("cancel_pending_order", "c3", order_id=pending, reason="no longer needed"),
+        ModelResponse(text="Your cancellation is with a colleague for approval."))
+    held = HeldAction.objects.get(ticket=ticket)
+    assert held.tool == "cancel_pending_order" and results(ticket, "cancel_pending_order")[0].payload["guard"] == "approval"
+    assert store_order(retail_server, pending)["status"] == "pending"
+    staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
+    held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    held.refresh_from_db()
+    assert held.status == HeldAction.Status.EXECUTED
+    assert store_order(retail_server, pending)["status"] == "cancelled"
+    assert ActionTaken.objects.get(ticket=ticket).target == pending
