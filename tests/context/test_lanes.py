@@ -6,10 +6,12 @@ import pytest
 
 from sundry.context.assembly import LANE_ORDER, assemble, whole_units
 from sundry.context.lanes import TurnData
-from sundry.context.models import LedgerEntry, StateValue
+from sundry.context.models import LedgerEntry, MoneyTotal, StateValue
 from sundry.context.selectors import lane_snapshot
 from sundry.context import harvest
-from sundry.context.services import LaneConflict, ledger_evict, ledger_rename, state_set
+from sundry.context.services import (
+    LaneConflict, ledger_evict, ledger_rename, money_add_refund, money_observe, state_set,
+)
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.tokens import count_tokens
 from sundry.tickets.services import ticket_create
@@ -156,3 +158,13 @@ def test_rule_scopes_close_and_customer_rules_follow_the_customer(ticket):
     later = ticket_create(customer=ticket.customer, ticket_class=ticket.ticket_class, subject="Another")
     carried = PinnedRule.objects.get(ticket=later)
     assert (carried.text, carried.status, carried.enforcement) == ("Never email me.", "active", {"block_tools": ["send_email"]})
+
+
+def test_money_moved_on_an_order_without_reported_figures_adds_to_the_lane(ticket):
+    money_observe(ticket=ticket, order="SU-20481", currency="INR", paid_cents=418000, refunded_cents=0, turn=2)
+    money_add_refund(ticket=ticket, order="SU-20481", amount_cents=50000, turn=4)
+    row = MoneyTotal.objects.get(ticket=ticket, order="SU-20481")
+    assert (row.refunded_cents, row.turn) == (50000, 4)
+    # An order the lane holds no figures for stays unknown rather than invented.
+    money_add_refund(ticket=ticket, order="SU-99999", amount_cents=100, turn=5)
+    assert not MoneyTotal.objects.filter(ticket=ticket, order="SU-99999").exists()
