@@ -15,7 +15,9 @@ from sundry.context import render
 from sundry.context.idformats import find_ids
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
+from sundry.tooling.ids import declared_ids
 from sundry.tooling.messages import Message, ModelRequest, ToolSpec
+from sundry.tooling.tools import REGISTRY
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
 
@@ -69,12 +71,32 @@ def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
                  if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
 
 
+def result_ids(turn: TurnData) -> set[str]:
+    """The IDs a successful tool result holds at its tool's declared ID paths (`IdField`).
+
+    Never found by scanning its text: a search's echo of its own `query`, a
+    product name or a carrier's event text naming an order verifies nothing.
+    A result of a tool this process does not know yields none.
+    """
+    payload = turn.payload or {}
+    tool = REGISTRY.get(str(payload.get("name") or ""))
+    if tool is None:
+        return set()
+    data = payload.get("result")
+    if not isinstance(data, dict):
+        try:
+            data = json.loads(turn.text or "")
+        except ValueError:
+            return set()
+    return declared_ids(tool.result_model, data)
+
+
 def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
-    """(IDs in tool results, IDs typed in customer/staff messages) within these turns."""
+    """(IDs at declared paths of tool results, IDs typed in customer/staff messages) within these turns."""
     results, typed = set(), set()
     for t in turns:
         if t.kind == "tool_result" and t.payload.get("ok", True):
-            results.update(v for _, v in find_ids(t.text))
+            results |= result_ids(t)
         elif t.author in ("customer", "staff"):
             typed.update(v for _, v in find_ids(t.text))
     return frozenset(results), frozenset(typed)
