@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from sundry.agent import replycheck, textcalls
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
+from sundry.context import internaltext
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
@@ -70,8 +71,21 @@ def after_rejection(turns: list[TurnData]) -> bool:
     return False
 
 
+def held_if_internal(verdict: replycheck.ReplyVerdict,
+                     internal: internaltext.InternalText | None) -> replycheck.ReplyVerdict:
+    """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
+    the model has shown it will repeat what it should not)."""
+    if verdict.action != replycheck.POST or not internal:
+        return verdict
+    found = internaltext.quotes(verdict.text, internal)
+    if not found:
+        return verdict
+    return replycheck.ReplyVerdict(replycheck.HOLD, verdict.text, ["internal_text"], verdict.notes,
+                                   quoted=internaltext.describe(found))
+
+
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
-           text_tool_calls: bool = False) -> Answer:
+           text_tool_calls: bool = False, internal: internaltext.InternalText | None = None) -> Answer:
     tools = {t.name for t in request.tools}
     calls: list[GatewayCall] = []
     failed_ms = 0
@@ -97,6 +111,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
         verdict = replycheck.check_reply(response.text, known=known_identifiers(request), tools=tools,
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
                                          retried=retried)
+        verdict = held_if_internal(verdict, internal)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
         if verdict.action != replycheck.RETRY:

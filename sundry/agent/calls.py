@@ -124,7 +124,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
-        said=consent.said_from(assembled.said), state=consent.state_from(snap.state),
+        said=consent.said_from(assembled.said), state=consent.state_from(snap.state), internal=assembled.internal,
     )
 
 
@@ -157,6 +157,8 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
                     text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
                     payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
+        if verdict.guard == "internal_text":
+            attention_flag(ticket.pk, f"Reply held for staff: internal_text ({tool.name})")
         # The agent goes on (it tells the customer); staff decide in the desk.
         return StepOutcome(stop=False)
     key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name, arguments)
