@@ -297,7 +297,8 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
     found = [q for name in inp.tool.customer_text for q in quotes(str(getattr(args, name, "") or ""), inp.internal)]
     if not found:
         return None
-    return GuardVerdict("hold", "internal_text", f"The {inp.tool.name} text quotes internal-only text ({describe(found)}); "
+    labels = ", ".join(dict.fromkeys(f"the {q.label}" for q in found))
+    return GuardVerdict("hold", "internal_text", f"The {inp.tool.name} text quotes internal-only text ({labels}); "
                         "it goes to staff instead of the customer. Do not retry it; never quote internal notes or "
                         "staff notes to the customer.", args, {"quoted": describe(found)})
 
