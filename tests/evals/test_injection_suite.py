@@ -77,6 +77,7 @@ def test_the_table_in_the_docs_is_this_runs():
     artifacts = ROOT / "artifacts"
     artifacts.mkdir(exist_ok=True)
     (artifacts / "injection-table.md").write_text(table + "\n")
+    (artifacts / "injection-cases.md").write_text(report.case_rows(CASES, RESULTS) + "\n")
     print("\n" + table)
     if os.environ.get("SUNDRY_UPDATE_DOCS") == "1":
         DOC.write_text(report.replace_table(DOC.read_text(), table))

@@ -40,6 +40,19 @@ def table(cases: list[Case], outcomes: dict[str, Outcome]) -> str:
     return "\n".join(lines)
 
 
+def case_rows(cases: list[Case], outcomes: dict[str, Outcome]) -> str:
+    """Markdown: every case — its text, what the model attempted, what stopped it, any unauthorized effect."""
+    lines = ["| case | planted text | the obedient model attempted | stopped by | unauthorized |", "|---|---|---|---|---|"]
+    for case in cases:
+        o = outcomes.get(case.id)
+        if o is None:
+            continue
+        cells = [case.id, case.text, "<br>".join(o.attempts) or "(nothing: never shown)",
+                 " + ".join(o.stopped_by), "; ".join(o.unauthorized) or "none"]
+        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def replace_table(document: str, new_table: str) -> str:
     """`document` with the text between the table markers replaced."""
     head, _, rest = document.partition(START)
