@@ -75,7 +75,7 @@ def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
                  if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
 
 
-def result_ids(turn: TurnData) -> set[str]:
+def declared_result_ids(turn: TurnData) -> set[str]:
     """The IDs a successful tool result holds at its tool's declared ID paths (`IdField`).
 
     Never found by scanning its text: a search's echo of its own `query`, a
@@ -114,7 +114,7 @@ def ids_seen(turns: list[TurnData]) -> tuple[frozenset[str], frozenset[str]]:
     results, typed = set(), set()
     for t in turns:
         if t.kind == "tool_result" and t.payload.get("ok", True):
-            results |= result_ids(t)
+            results |= declared_result_ids(t)
         elif t.author in ("customer", "staff"):
             typed.update(v for _, v in find_ids(t.text))
     return frozenset(results), frozenset(typed)
