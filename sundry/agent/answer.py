@@ -17,6 +17,7 @@ from decimal import Decimal
 from sundry.agent import replycheck, textcalls
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
+from sundry.context import internaltext
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
@@ -80,8 +81,22 @@ def after_rejection(turns: list[TurnData]) -> bool:
     return False
 
 
+def held_if_internal(verdict: replycheck.ReplyVerdict,
+                     internal: internaltext.InternalText | None) -> replycheck.ReplyVerdict:
+    """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
+    the model has shown it will repeat what it should not)."""
+    if verdict.action != replycheck.POST or not internal:
+        return verdict
+    found = internaltext.quotes(verdict.text, internal)
+    if not found:
+        return verdict
+    return replycheck.ReplyVerdict(replycheck.HOLD, verdict.text, ["internal_text"], verdict.notes,
+                                   quoted=internaltext.describe(found))
+
+
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
-           text_tool_calls: bool = False, stream: ReplyStream | None = None) -> Answer:
+           text_tool_calls: bool = False, stream: ReplyStream | None = None,
+           internal: internaltext.InternalText | None = None) -> Answer:
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
     if stream is not None:
@@ -112,6 +127,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
         verdict = replycheck.check_reply(response.text, known=known, tools=tools,
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
                                          retried=retried)
+        verdict = held_if_internal(verdict, internal)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
         if verdict.action != replycheck.RETRY:

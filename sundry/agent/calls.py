@@ -132,6 +132,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
         said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
+        internal=assembled.internal,
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
@@ -194,6 +195,8 @@ def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, app
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
                     text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
                     payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
+        if verdict.guard == "internal_text":
+            attention_flag(ticket.pk, f"Reply held for staff: internal_text ({tool.name})")
         # The agent goes on (it tells the customer); staff decide in the desk.
         return StepOutcome(stop=False)
     return verdict

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ValidationError
 
 from sundry.agent import approvals, consent, strictjson
+from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
 from sundry.tooling.domain import Domain, RefundDecl, get_domain
@@ -43,12 +44,14 @@ class GuardInput:
     said: tuple[consent.Said, ...] | None = None
     # Current state fields: name → (value, confirmed).
     state: dict = field(default_factory=dict)
+    # Internal-only text the request showed, which a tool's customer_text arguments must not quote.
+    internal: InternalText | None = None
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, refund_limit, consent, repeat, approval (the loop adds duplicate)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, refund_limit, consent, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -307,6 +310,19 @@ def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
                         "will look at it.", args, {**verdict.details, "action": action, "target": target})
 
 
+def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer (a reply, an email) that quotes internal-only text waits for staff."""
+    if not inp.internal or not inp.tool.customer_text:
+        return None
+    found = [q for name in inp.tool.customer_text for q in quotes(str(getattr(args, name, "") or ""), inp.internal)]
+    if not found:
+        return None
+    labels = ", ".join(dict.fromkeys(f"the {q.label}" for q in found))
+    return GuardVerdict("hold", "internal_text", f"The {inp.tool.name} text quotes internal-only text ({labels}); "
+                        "it goes to staff instead of the customer. Do not retry it; never quote internal notes or "
+                        "staff notes to the customer.", args, {"quoted": describe(found)})
+
+
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins."""
     args = _parse(inp)
@@ -314,6 +330,10 @@ def check_call(inp: GuardInput) -> GuardVerdict:
         return args
     for check in (_check_rules, _check_ids):
         verdict = check(inp, args)
+        if verdict:
+            return verdict
+    if not inp.approved:
+        verdict = _check_internal(inp, args)
         if verdict:
             return verdict
     # Consequence guards: shop side effects only; local lane edits repeat freely.

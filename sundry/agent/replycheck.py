@@ -58,9 +58,11 @@ class ReplyVerdict:
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
+    quoted: str = ""  # for HOLD on internal_text: which internal-only text it quotes, for staff
 
     def as_json(self) -> dict:
-        return {"action": self.action, "reasons": self.reasons, "notes": self.notes, "invented": self.invented}
+        out = {"action": self.action, "reasons": self.reasons, "notes": self.notes, "invented": self.invented}
+        return {**out, "quoted": self.quoted} if self.quoted else out
 
 
 def id_tokens(text: str) -> set[str]:

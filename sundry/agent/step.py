@@ -114,7 +114,7 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     # spans every attempt), read for calls written as text where the class opts in; a reply that
     # fails its check is asked for once more, with the reason.
     got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                        text_tool_calls=tclass.text_tool_calls, stream=stream)
+                        text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal)
     call, error = got.call, got.error
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
@@ -172,8 +172,9 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
         elif verdict is not None and (response.text or "").strip():
             # Held: never sent; staff see what was written and why.
             reasons = ", ".join(verdict.reasons)
+            quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}",
+                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
                         payload={"reply_check": verdict.as_json(), "held_reply": response.text})
             attention_flag(ticket.pk, f"Reply held for staff: {reasons}"
                            + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""))

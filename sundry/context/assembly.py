@@ -12,11 +12,14 @@ import json
 from dataclasses import dataclass, field
 
 from sundry.context import render
-from sundry.context.idformats import find_ids
-from sundry.context.lanes import LaneSnapshot, TurnData
+from sundry.context.internaltext import InternalText, for_staff_only, gather
+from sundry.context.lanes import LaneSnapshot, StateFieldData, TurnData
+from sundry.context.statefields import FIELDS
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
 from sundry.tooling.domain import Domain, get_domain
+from sundry.tooling.ids import declared_ids
 from sundry.tooling.messages import Message, ModelRequest, ToolSpec
+from sundry.tooling.tools import REGISTRY
 
 LANE_ORDER = ("system", "rules", "ledger", "state", "summary", "recent")
 
@@ -50,6 +53,8 @@ class Assembled:
     # What people said in the request's turns, by the turn's own author (never by how its text
     # begins): (author, turn number, text) of customer messages and staff notes, oldest first.
     said: tuple[tuple[str, int, str], ...] = ()
+    # Internal-only text the request showed (internal state fields, staff notes), for the outgoing-text check.
+    internal: InternalText = field(default_factory=InternalText)
 
 
 def whole_units(turns: list[TurnData]) -> list[TurnData]:
@@ -70,12 +75,46 @@ def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
                  if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
 
 
+def declared_result_ids(turn: TurnData) -> set[str]:
+    """The IDs a successful tool result holds at its tool's declared ID paths (`IdField`).
+
+    Never found by scanning its text: a search's echo of its own `query`, a
+    product name or a carrier's event text naming an order verifies nothing.
+    A result of a tool this process does not know yields none.
+    """
+    payload = turn.payload or {}
+    tool = REGISTRY.get(str(payload.get("name") or ""))
+    if tool is None:
+        return set()
+    data = payload.get("result")
+    if not isinstance(data, dict):
+        try:
+            data = json.loads(turn.text or "")
+        except ValueError:
+            return set()
+    return declared_ids(tool.result_model, data)
+
+
+def internal_in(state: list[StateFieldData], turns: list[TurnData]) -> InternalText:
+    """What the request showed that the customer must not read, and what it showed that they may."""
+    internal = [(FIELDS[f.name].label.lower(), f.value) for f in state
+                if f.name in FIELDS and not FIELDS[f.name].customer_visible]
+    internal += [(f"staff note of turn {t.number}", for_staff_only(t.text)) for t in turns
+                 if t.author == "staff" and t.kind == "note"]
+    if not internal:
+        return InternalText()
+    public = [f.value for f in state if f.name not in FIELDS or FIELDS[f.name].customer_visible]
+    public += [t.text for t in turns if (t.kind == "message" and t.author in ("customer", "staff"))
+               or (t.kind == "tool_result" and (t.payload or {}).get("ok", True))]
+    return gather(internal=internal, public=public)
+
+
 def ids_seen(turns: list[TurnData], domain: Domain | None = None) -> tuple[frozenset[str], frozenset[str]]:
-    """(IDs in tool results, IDs typed in customer/staff messages) within these turns."""
+    """(IDs at declared paths of tool results, IDs typed in customer/staff messages) within these turns."""
     results, typed = set(), set()
     for t in turns:
         if t.kind == "tool_result" and t.payload.get("ok", True):
-            results.update(v for _, v in find_ids(t.text, domain))
+            results |= declared_result_ids(t)
         elif t.author in ("customer", "staff"):
             typed.update(v for _, v in (domain or get_domain()).typed_ids(t.text))
     return frozenset(results), frozenset(typed)
@@ -136,7 +175,7 @@ def assemble(
         first_turn=turns[0].number if turns else None, last_turn=turns[-1].number if turns else None,
     )
     return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids,
-                     said=said_in(turns))
+                     said=said_in(turns), internal=internal_in(snapshot.state, turns))
 
 
 def total_after_reply(total_tokens: int, reply: TurnData, model: str) -> int:

@@ -271,7 +271,7 @@ class RequestView:
                 call = pending.pop(m.tool_call_id)
                 args = call.arguments if isinstance(call.arguments, dict) else {}
                 try:
-                    data = json.loads(m.content)
+                    data = json.loads(render.result_data(m.content))
                 except ValueError:
                     data = None
                 failed = (m.content.startswith(render.ERROR_PREFIX) or bool(_HELD.search(m.content))

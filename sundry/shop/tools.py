@@ -647,14 +647,14 @@ register(Tool(
     name="offer_replacement",
     description="Record an offer to replace one item of an order (e.g. arrived damaged). " + VERBATIM,
     args_model=OfferReplacementArgs, result_model=ReplacementResult, run=offer_replacement,
-    side_effect=True, resolves=True, target_arg="item_id", consent_action="replace",
+    side_effect=True, resolves=True, target_arg="item_id", consent_action="replace", customer_text=("note",),
 ))
 register(Tool(
     name="send_email",
     description="Email the customer at the address on file. Do not use it if the customer asked not to be emailed. "
                 + VERBATIM,
     args_model=SendEmailArgs, result_model=EmailResult, run=send_email,
-    side_effect=True, resolves=True, target_arg="customer_id",
+    side_effect=True, resolves=True, target_arg="customer_id", customer_text=("subject", "body"),
 ))
 register(Tool(
     name="log_phone_call",
@@ -666,4 +666,5 @@ register(Tool(
     name="reply_to_customer",
     description="Send your reply to the customer in the ticket's chat. Refer to orders by their exact order number.",
     args_model=ReplyArgs, result_model=ReplyResult, run=reply_to_customer, resolves=True,
+    customer_text=("message",),
 ))

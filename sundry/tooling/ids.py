@@ -6,6 +6,7 @@ by schema, never by scanning prose.
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -43,6 +44,38 @@ def iter_ids(instance: BaseModel, path: str = ""):
             for i, item in enumerate(value):
                 if isinstance(item, BaseModel):
                     yield from iter_ids(item, f"{here}[{i}]")
+
+
+def _models_in(annotation) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation holds: X, list[X], X | None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def declared_ids(model: type[BaseModel], data) -> set[str]:
+    """The values at `model`'s declared ID paths in `data` (a result as stored JSON), nested models included.
+
+    Read by the schema only: free text (a product name, a tracking event, a
+    search's echoed `query`) never yields an ID, whatever it says. Data that
+    does not fit the schema yields what fits and nothing else.
+    """
+    out: set[str] = set()
+    if not isinstance(data, dict):
+        return out
+    marked = id_fields(model)
+    for name, info in model.model_fields.items():
+        value = data.get(name)
+        if value is None or value == "":
+            continue
+        values = value if isinstance(value, list) else [value]
+        if name in marked:
+            out.update(str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool) and v != "")
+            continue
+        for nested in _models_in(info.annotation):
+            for v in values:
+                out |= declared_ids(nested, v)
+    return out
 
 
 def id_owners(instance: BaseModel, owner_kind: str = "order") -> dict[str, str]:

@@ -53,6 +53,8 @@ class Tool:
     # What the customer must have asked for before this runs without staff
     # ("refund", "cancel", "return", "replace"; see agent.consent). None: no consent needed.
     consent_action: str | None = None
+    # Arguments whose text reaches the customer (a reply, an email): checked for internal-only text.
+    customer_text: tuple[str, ...] = ()
 
     def spec(self) -> dict:
         return {"name": self.name, "description": self.description, "parameters": self.args_model.model_json_schema()}

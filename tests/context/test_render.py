@@ -150,7 +150,7 @@ def test_each_turn_kind_maps_to_its_role_and_prefix():
     assert msgs[2].content == "[system event] Ticket reassigned."
     assert msgs[3].content == "Let me check." and msgs[3].tool_calls[0].arguments == {"order_number": "SU-20481"}
     assert (msgs[4].tool_call_id, msgs[4].tool_name) == ("c1", "get_order")
-    assert msgs[4].content == '{"order_number": "SU-20481"}'
+    assert msgs[4].content == render.DATA_HEADER + '\n{"order_number": "SU-20481"}'
     assert msgs[6].content == "(reply sent by staff) I've added a note for the courier."
     assert msgs[7].content == "[system notice] The model returned invalid JSON."
 
@@ -273,7 +273,7 @@ def test_money_in_minor_units_is_shown_in_major_units_beside_it():
               "items": [{"product": "Lamp", "unit_price_cents": 199}], "refunds": []}
     turns = [TurnData(1, "agent", "tool_call", "", {"calls": [{"id": "c1", "name": "get_order", "arguments": {}}]}),
              TurnData(2, "tool", "tool_result", json.dumps(result), {"call_id": "c1", "name": "get_order", "ok": True})]
-    shown = json.loads(render.turns_to_messages(turns)[1].content)
+    shown = json.loads(render.result_data(render.turns_to_messages(turns)[1].content))
     assert list(shown)[:4] == ["order_number", "currency", "total_cents", "total"]
     assert shown["total"] == "4558.00 INR" and shown["items"][0]["unit_price"] == "1.99 INR"
     assert shown["amount"] == "12.00 INR"  # a major-unit field the result already has is left alone
