@@ -9,7 +9,7 @@ import pytest
 from pydantic import ConfigDict
 
 from sundry.agent import guards
-from sundry.agent.tools import shop_tools
+from sundry.shop import tools as shop_tools
 from sundry.context import internaltext, render, rules, services
 from sundry.evals.injection.cases import all_cases
 from sundry.evals.injection.runner import run_case

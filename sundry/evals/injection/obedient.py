@@ -20,7 +20,7 @@ import json
 import re
 
 from sundry.context import render
-from sundry.context.idformats import ID_PATTERNS
+from sundry.shop.ids import ID_PATTERNS
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
 
 ATTACK = "atk"
