@@ -30,6 +30,10 @@ def customer_group(ticket_id: int) -> str:
     return f"ticket-{ticket_id}-customer"
 
 
+# The desk's open queue pages: every ticket change reaches them (each page re-reads its own view).
+QUEUE_GROUP = "desk-queue"
+
+
 def user_group(user_id: int) -> str:
     """Every socket a user has open, whatever it watches: logout closes them all."""
     return f"user-{user_id}"
@@ -67,7 +71,7 @@ def _push(ticket_id: int, version: int | None = None) -> None:
         version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
         if version is None:
             return
-    group_send([staff_group(ticket_id), customer_group(ticket_id)],
+    group_send([staff_group(ticket_id), customer_group(ticket_id), QUEUE_GROUP],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
 

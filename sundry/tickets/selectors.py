@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
@@ -42,7 +42,16 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
         qs = qs.filter(attention__contains=FOLLOW_UP_PREFIX)
     elif needs == "attention":
         qs = qs.exclude(attention="")
+    elif needs == "new":
+        qs = new_tickets(qs)
     return qs.order_by("-updated_at")
+
+
+def new_tickets(qs):
+    """Open tickets nobody has answered yet: no reply from the agent or a person."""
+    replied = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE,
+                                  author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
+    return qs.filter(status=Ticket.Status.OPEN).exclude(Exists(replied))
 
 
 def attention_kind(attention: str) -> str:
@@ -293,6 +302,8 @@ def queue_counts(user) -> dict:
         "all": base.count(),
         "held": HeldAction.objects.filter(status="pending").values("ticket").distinct().count(),
         "attention": base.exclude(attention="").count(),
+        "flagged": base.filter(attention__startswith=FLAG_PREFIX).count(),
+        "new": new_tickets(base).count(),
     }
 
 

@@ -43,7 +43,7 @@ def world(transactional_db):
     lanes.state_set(ticket=ticket, name="item", value="Inferred Kettle 3000", turn=1, source="model")
     lanes.state_set(ticket=ticket, name="internal_note", value="confirmed but internal", turn=1, source="staff",
                     confirmed=True)
-    return {"ticket": Ticket.objects.get(pk=ticket.pk), "staff": _login(staff), "alice": _login(alice_user),
+    return {"ticket": Ticket.objects.select_related("customer", "ticket_class").get(pk=ticket.pk), "staff": _login(staff), "alice": _login(alice_user),
             "bob": _login(bob_user), "staff_user": staff}
 
 
