@@ -27,7 +27,8 @@ from channels.layers import get_channel_layer
 
 log = logging.getLogger("sundry.live")
 
-HANDLERS = {"ticket.changed": "ticket_changed", "access.changed": "access_changed"}
+HANDLERS = {"ticket.changed": "ticket_changed", "access.changed": "access_changed",
+            "presence.changed": "presence_changed"}
 
 
 class Hub:

@@ -40,3 +40,33 @@ def test_a_customers_new_ticket_and_its_hold_appear_in_an_open_queue(browser, li
     assert HeldAction.objects.filter(ticket=ticket, status="pending").count() == 1
     assert queue.evaluate("performance.getEntriesByType('navigation').length") == 1  # never reloaded
     assert wait_until(lambda: not Ticket.objects.filter(pk=ticket.pk, agent_claimed_at__isnull=False).exists())
+
+
+def test_two_staff_see_each_other_and_the_customer_sees_support_typing(browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    from sundry.tickets.services import ticket_create
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Two at once")
+    ann = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    expect(ann.locator("#presence")).to_be_hidden()
+    ben = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")
+    expect(ann.locator("#presence")).to_have_text("ben is viewing this ticket", timeout=LIVE)
+    expect(ben.locator("#presence")).to_have_text("ann is viewing this ticket", timeout=LIVE)
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+
+    # Ben holds the ticket and writes to the customer.
+    ben.locator("#panel-head button", has_text="Take over").click()
+    expect(ben.locator("#panel-head")).to_contain_text("Hand back to agent", timeout=LIVE)
+    ben.locator("#composer-text").press_sequentially("Hello Alice, ", delay=50)
+    expect(ann.locator("#presence")).to_contain_text("ben is typing…", timeout=LIVE)
+    expect(customer.locator("#staff-typing")).to_be_visible(timeout=LIVE)
+    expect(customer.locator("#staff-typing")).to_have_text("Support is typing…")
+    expect(customer.locator("body")).not_to_contain_text("ben")
+    # He stops (the box loses focus): both pages follow.
+    ben.locator("#panel-head").click()
+    expect(ann.locator("#presence")).to_have_text("ben is viewing this ticket", timeout=LIVE)
+    expect(customer.locator("#staff-typing")).to_be_hidden(timeout=LIVE)
+    # He leaves: his mark goes with his page.
+    ben.context.close()
+    expect(ann.locator("#presence")).to_be_hidden(timeout=LIVE)
