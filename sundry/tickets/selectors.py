@@ -10,6 +10,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
+from sundry.compaction.services import compaction_blocked_reason
 from sundry.context.models import StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
@@ -175,6 +176,26 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
     }
 
 
+# What a request is made of, in the order the request holds it, with the panel's words.
+REQUEST_PARTS = (("system", "System prompt"), ("tools", "Tool schemas"), ("rules", "Pinned rules"),
+                 ("ledger", "ID ledger"), ("state", "State"), ("summary", "Summary"), ("recent", "Recent turns"))
+FIXED_PARTS = ("system", "tools")  # the same every step: compaction cannot shrink them
+
+
+def _share(part: int, whole: int) -> int:
+    return round(100 * part / whole) if whole else 0
+
+
+def request_breakdown(accounting: dict, total: int) -> list[tuple[str, str, int]]:
+    """(key, label, tokens) for every part of a request, summing to `total`: the lanes and tool
+    schemas as the step counted them, and the chat format's per-message framing as the rest."""
+    lanes = accounting.get("lanes") or {}
+    lines = [(key, label, int(accounting.get("tools") or 0) if key == "tools" else int(lanes.get(key) or 0))
+             for key, label in REQUEST_PARTS]
+    lines.append(("framing", "Message framing", total - sum(n for _, _, n in lines)))
+    return lines
+
+
 def budget(ticket) -> dict:
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
@@ -194,7 +215,12 @@ def budget(ticket) -> dict:
         budget=tclass.token_budget, trigger=tclass.trigger_tokens,
         compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
     )
+    lines = request_breakdown(last_step.lane_tokens or {}, last_step.request_tokens) if last_step else []
+    over = last_step is not None and last_step.request_tokens > tclass.trigger_tokens
     return {
+        "breakdown": lines, "over_trigger": over, "over_budget": bool(last_step and last_step.request_tokens > tclass.token_budget),
+        "blocked_reason": compaction_blocked_reason(ticket, last_step.request_tokens) if over else "",
+        "fixed_share": _share(sum(n for key, _, n in lines if key in FIXED_PARTS), tclass.token_budget),
         "step_count": len(steps), "last_step": last_step, "chart": chart,
         "compactions": len(done),
         "tokens_in": sum(s[4] for s in steps), "tokens_out": sum(s[5] for s in steps),
