@@ -94,6 +94,12 @@ def ticket_changed(ticket_id: int) -> None:
     transaction.on_commit(push)
 
 
+def ticket_created(ticket_id: int) -> None:
+    """Tell the desk's open queues of a new ticket once it commits (nobody watches its own groups yet)."""
+    transaction.on_commit(lambda: group_send([QUEUE_GROUP], {"type": "ticket.changed", "ticket": ticket_id,
+                                                             "version": 0}))
+
+
 def user_sockets_close(user_id: int, session_key: str | None) -> None:
     """Close the sockets this user opened with this session (called at logout); the
     user's other sockets re-read their access (sessions elsewhere may still be valid)."""
