@@ -14,6 +14,7 @@ sorted set per ticket and kind, scored by when they lapse.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
@@ -21,9 +22,12 @@ import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.template.loader import render_to_string
+from redis.exceptions import RedisError
 
 from sundry.live.events import customer_group, staff_group
 from sundry.tickets.models import Ticket
+
+log = logging.getLogger("sundry.live")
 
 VIEWING, TYPING = "viewing", "typing"
 VIEWING_TTL = 60.0  # seconds: three of the page's 20 s check-ins
@@ -110,18 +114,32 @@ def store():
     return _STORES[url]
 
 
+# Presence is a courtesy: a Redis that is away (restarting, say) costs the line, never the socket.
+_UNAVAILABLE = (RedisError, OSError, asyncio.TimeoutError)
+
+
 async def mark(ticket_id: int, kind: str, who: Mark) -> None:
-    await store().mark(ticket_id, kind, who, VIEWING_TTL if kind == VIEWING else TYPING_TTL)
+    try:
+        await store().mark(ticket_id, kind, who, VIEWING_TTL if kind == VIEWING else TYPING_TTL)
+    except _UNAVAILABLE:
+        log.warning("presence: could not mark %s on ticket %s", kind, ticket_id, exc_info=True)
 
 
 async def unmark(ticket_id: int, kind: str, who: Mark) -> None:
-    await store().unmark(ticket_id, kind, who)
+    try:
+        await store().unmark(ticket_id, kind, who)
+    except _UNAVAILABLE:  # the mark lapses on its own
+        log.warning("presence: could not unmark %s on ticket %s", kind, ticket_id, exc_info=True)
 
 
 async def people(ticket_id: int) -> list[dict]:
     """Everyone on the ticket now, one entry per person: [{"user", "name", "typing"}], by name."""
-    viewing = await store().current(ticket_id, VIEWING)
-    typing = {m.user_id for m in await store().current(ticket_id, TYPING)}
+    try:
+        viewing = await store().current(ticket_id, VIEWING)
+        typing = {m.user_id for m in await store().current(ticket_id, TYPING)}
+    except _UNAVAILABLE:
+        log.warning("presence: could not read ticket %s", ticket_id, exc_info=True)
+        return []
     out = {}
     for m in viewing:
         out[m.user_id] = {"user": m.user_id, "name": m.name, "typing": m.user_id in typing}

@@ -127,3 +127,12 @@ def test_the_presence_line_names_a_few_and_counts_the_rest():
     line = presence.staff_html(everyone, me=1)
     assert "staff2 is typing…" in line
     assert "staff3, staff4, staff5, 2 others are viewing" in line and "staff1" not in line
+
+
+async def test_a_redis_out_of_reach_costs_the_presence_line_not_the_socket(world, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there: presence's store only
+    ticket = world["ticket"]
+    who = presence.Mark(1, "sam", "specific.x!y")
+    await presence.mark(ticket.pk, presence.VIEWING, who)  # logged, not raised
+    await presence.unmark(ticket.pk, presence.VIEWING, who)
+    assert await presence.people(ticket.pk) == []
