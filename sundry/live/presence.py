@@ -44,7 +44,7 @@ class Mark:
         return f"{self.user_id}|{self.socket}|{self.name}"
 
     @classmethod
-    def parse(cls, member: str) -> "Mark":
+    def parse(cls, member: str) -> Mark:
         user_id, socket, name = member.split("|", 2)
         return cls(int(user_id), name, socket)
 

@@ -21,7 +21,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sundry.core.people import is_desk_staff
 from sundry.live import fanout, limits
-from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT, _recheck_deadline, _session_user
+from sundry.live.consumers import (
+    CLOSE_FORBIDDEN,
+    CLOSE_SIGNED_OUT,
+    _recheck_deadline,
+    _session_user,
+)
 from sundry.live.events import QUEUE_GROUP, session_tag, user_group
 from sundry.tickets.queue import MAX_QUERY_CHARS, queue_update
 

@@ -10,7 +10,6 @@ from channels.db import database_sync_to_async
 from sundry.agent.models import HeldAction
 from sundry.live import limits
 from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY
-from sundry.tickets.models import Ticket
 from sundry.tickets.services import ticket_create, turn_append
 from tests.live.test_consumers import _login, _socket, world  # noqa: F401  (world is a fixture)
 from tests.live.test_sessions_and_limits import _closed_with

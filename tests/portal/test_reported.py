@@ -51,5 +51,5 @@ def test_only_the_customers_own_flag_events_count(page):
     method = lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff",
                              confirmed=True)
     # A message that merely talks about a flag is not one.
-    turn_append(ticket=ticket, author="customer", text='{"flag": {"value_id": %d}}' % method.pk)
+    turn_append(ticket=ticket, author="customer", text=f'{{"flag": {{"value_id": {method.pk}}}}}')
     assert reported_value_ids(ticket) == set()
