@@ -237,6 +237,25 @@
     if (typingSince && Date.now() - typingSince.at > TYPING_MAX_MS) typing(false);
   }, 5000);
 
+  // A composer's refusal (409, 422, 503 answer with a reason in the flash) is said next to the
+  // composer, where the text is, not at the top of the page. Runs after the handler above.
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const form = e.detail.elt;
+    const status = e.detail.xhr && e.detail.xhr.status;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-reset-on-success") ||
+        ![409, 422, 503].includes(status)) return;
+    const flash = document.getElementById("flash");
+    const text = flash ? flash.textContent.trim() : "";
+    if (!text) return;
+    errorBox(form).textContent = text;
+    flash.innerHTML = "";
+  });
+  // A long conversation opens at its latest message on the customer's page too.
+  document.addEventListener("DOMContentLoaded", () => {
+    const turns = document.querySelectorAll(".customer-page #panel-conversation .turn");
+    if (turns.length) turns[turns.length - 1].scrollIntoView({ block: "end" });
+  });
+
   // "Close" on a detail pane empties the pane it names (no inline handlers: the page's
   // Content-Security-Policy allows scripts from our own files only).
   document.addEventListener("click", (e) => {

@@ -28,6 +28,7 @@ from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.trigger import (
     BREAKER_FAILURES,
     BREAKER_PREFIX,
+    GROWTH_FRACTION,
     TriggerInput,
     breaker_should_trip,
     clearly_under,
@@ -414,3 +415,38 @@ def compaction_replay(run_id: int, *, gateway: Gateway | None = None, model: str
     verdict = sm.validate(call.response.text or "", sm.ValidationContext.from_dict(run.validation_context))
     verdict.details.insert(0, f"output: {call.response.text}")
     return verdict
+
+
+# --- why a request over the trigger is not compacted (for the desk's budget panel) -----------
+
+
+def compaction_blocked_reason(ticket, total_tokens: int) -> str:
+    """In words, what keeps a request of `total_tokens` (over the class's trigger) from being
+    compacted now, by the same checks `compaction_consider` makes, in the same order."""
+    tclass = ticket.ticket_class
+    state = _trigger_state(ticket.pk)
+    decision = decide(TriggerInput(
+        total_tokens=total_tokens, trigger_tokens=tclass.trigger_tokens, budget=tclass.token_budget,
+        held_pending=state.held_pending, breaker_tripped=state.attention.startswith(BREAKER_PREFIX),
+        run_in_flight=state.in_flight_id is not None, last_tokens_after=state.last_tokens_after))
+    if state.held_pending:
+        return "a held approval blocks compaction: decide it and the next step may compact"
+    if state.attention.startswith(BREAKER_PREFIX):
+        return "the compaction breaker tripped after repeated failures: clear the flag to allow it again"
+    if state.in_flight_id is not None:
+        return "a compaction is queued or running"
+    if not decision.compact:
+        if state.last_tokens_after is not None and total_tokens > tclass.trigger_tokens:
+            needed = state.last_tokens_after + int(tclass.token_budget * GROWTH_FRACTION)
+            return (f"too little growth since the last compaction (it left {state.last_tokens_after:,} tokens; "
+                    f"the next waits for {needed:,})")
+        return decision.reason
+    turns = lane_snapshot(ticket).turns
+    cut = cut_point(turns, covered=state.summary_covers, keep_recent=tclass.recent_turns_kept)
+    if cut is None:
+        return (f"not enough compactable history: every turn is among the {tclass.recent_turns_kept} "
+                "most recent, which are kept word for word")
+    worth = pays(sum(t.tokens for t in turns if state.summary_covers < t.number <= cut))
+    if not worth.compact:
+        return f"not enough compactable history: {worth.reason}"
+    return "a compaction runs after the next resolution step"

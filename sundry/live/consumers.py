@@ -29,6 +29,7 @@ from django.conf import settings
 from django.contrib import auth
 
 from sundry.live import fanout, limits, panels
+from sundry.live.presence import PresenceWatcher
 from sundry.live.events import customer_group, session_tag, staff_group, user_group
 from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Ticket
@@ -145,7 +146,7 @@ class _Renders:
 RENDERS = _Renders()
 
 
-class TicketWatcher(AsyncWebsocketConsumer):
+class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
     """One person watching one ticket; subclasses name the audience and its group."""
 
     audience = ""
@@ -178,6 +179,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
         self.joined_at = time.monotonic()
         # Joined first, rendered second: a commit in between brings its own push.
         await self._send_snapshot()
+        await self.presence_joined()
 
     async def disconnect(self, code):
         await self._leave()
@@ -192,6 +194,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
         for group in getattr(self, "joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
         self.joined = []
+        await self.presence_left()
 
     def ready(self) -> bool:
         """For the hub: True when a push can be served now, without re-reading access."""
@@ -199,7 +202,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
                 and not self.sending.locked())
 
     async def receive(self, text_data=None, bytes_data=None):
-        """Only two requests: a full snapshot, or a version check that yields one when behind."""
+        """A full snapshot, a version check that yields one when behind, or (staff) typing news."""
         if not self.joined:
             return
         try:
@@ -216,6 +219,9 @@ class TicketWatcher(AsyncWebsocketConsumer):
                 return
             if await _db_version(self.ticket_id) != message.get("version"):
                 await self._send_snapshot()
+            await self.presence_check()
+        elif kind == "typing":
+            await self.presence_typing(message.get("on") is True)
 
     # --- group messages (one method per message type) --------------------------------------
 
@@ -294,6 +300,7 @@ class TicketWatcher(AsyncWebsocketConsumer):
         if frame.kind == "diff" and not frame.panels and frame.version == self.sent_version:
             return
         self.sent_version, self.sent_hashes = frame.version, frame.hashes
+        self.sent_kind, self.sent_base = frame.kind, frame.base  # what the page's marker now says
         await self.send(text_data=frame.html)
 
     async def _close(self, code: int):

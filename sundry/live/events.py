@@ -31,6 +31,10 @@ def customer_group(ticket_id: int) -> str:
     return f"ticket-{ticket_id}-customer"
 
 
+# The desk's open queue pages: every ticket change reaches them (each page re-reads its own view).
+QUEUE_GROUP = "desk-queue"
+
+
 def user_group(user_id: int) -> str:
     """Every socket a user has open, whatever it watches: logout closes them all."""
     return f"user-{user_id}"
@@ -68,7 +72,7 @@ def _push(ticket_id: int, version: int | None = None) -> None:
         version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
         if version is None:
             return
-    group_send([staff_group(ticket_id), customer_group(ticket_id)],
+    group_send([staff_group(ticket_id), customer_group(ticket_id), QUEUE_GROUP],
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
 
@@ -119,6 +123,12 @@ async def areply_stream(ticket_id: int, message: dict) -> None:
 def reply_stream(ticket_id: int, message: dict) -> None:
     """From synchronous code (the step's end)."""
     group_send([staff_group(ticket_id), customer_group(ticket_id)], message)
+
+
+def ticket_created(ticket_id: int) -> None:
+    """Tell the desk's open queues of a new ticket once it commits (nobody watches its own groups yet)."""
+    transaction.on_commit(lambda: group_send([QUEUE_GROUP], {"type": "ticket.changed", "ticket": ticket_id,
+                                                             "version": 0}))
 
 
 def user_sockets_close(user_id: int, session_key: str | None) -> None:

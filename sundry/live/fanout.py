@@ -31,6 +31,7 @@ HANDLERS = {
     "ticket.changed": "ticket_changed",
     "access.changed": "access_changed",
     "reply.stream": "reply_stream",  # a reply as the agent writes it (sundry.live.events.REPLY_STREAM)
+    "presence.changed": "presence_changed",  # who else is on the ticket (sundry.live.presence)
 }
 
 

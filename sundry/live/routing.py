@@ -1,8 +1,9 @@
 from django.urls import path
 
-from sundry.live import consumers
+from sundry.live import consumers, queue
 
 websocket_urlpatterns = [
+    path("ws/desk/queue/", queue.QueueConsumer.as_asgi()),
     path("ws/desk/tickets/<int:ticket_id>/", consumers.StaffTicketConsumer.as_asgi()),
     path("ws/help/tickets/<int:ticket_id>/", consumers.CustomerTicketConsumer.as_asgi()),
 ]

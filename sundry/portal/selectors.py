@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
@@ -17,13 +19,33 @@ def customer_turns(ticket):
     return [t for t in turns(ticket) if t.kind == Turn.Kind.MESSAGE and t.author in shown]
 
 
+def reported_value_ids(ticket) -> set[int]:
+    """The details the customer flagged as wrong that staff have not handled yet.
+
+    Staff handling the flag (sundry.portal.services.flags_resolve) ends every flag before it;
+    a corrected value is a new value, which nobody has flagged.
+    """
+    reported: set[int] = set()
+    events = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT).filter(
+        Q(payload__has_key="flag") | Q(payload__has_key="flag_resolved")).order_by("number")
+    for payload in events.values_list("payload", flat=True):
+        if payload.get("flag_resolved"):
+            reported.clear()
+        elif isinstance(payload.get("flag"), dict) and isinstance(payload["flag"].get("value_id"), int):
+            reported.add(payload["flag"]["value_id"])
+    return reported
+
+
 def confirmed_details(ticket) -> list[dict]:
-    """Current, confirmed, customer-visible values only: inferred or superseded ones never leave the desk."""
+    """Current, confirmed, customer-visible values only: inferred or superseded ones never leave the desk.
+    Each says whether the customer reported it as wrong and staff have yet to handle that."""
     out = []
+    reported = reported_value_ids(ticket)
     for v in StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"):
         spec = FIELDS.get(v.name)
         if spec and spec.customer_visible:
-            out.append({"id": v.pk, "name": v.name, "label": spec.label, "value": v.value})
+            out.append({"id": v.pk, "name": v.name, "label": spec.label, "value": v.value,
+                        "reported": v.pk in reported})
     order = list(FIELDS)
     return sorted(out, key=lambda d: order.index(d["name"]))
 

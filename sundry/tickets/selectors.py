@@ -6,11 +6,12 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from sundry.agent import calibration
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
+from sundry.compaction.services import compaction_blocked_reason
 from sundry.context.models import StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
@@ -43,7 +44,16 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
         qs = qs.filter(attention__contains=FOLLOW_UP_PREFIX)
     elif needs == "attention":
         qs = qs.exclude(attention="")
+    elif needs == "new":
+        qs = new_tickets(qs)
     return qs.order_by("-updated_at")
+
+
+def new_tickets(qs):
+    """Open tickets nobody has answered yet: no reply from the agent or a person."""
+    replied = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE,
+                                  author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
+    return qs.filter(status=Ticket.Status.OPEN).exclude(Exists(replied))
 
 
 def attention_kind(attention: str) -> str:
@@ -167,6 +177,26 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
     }
 
 
+# What a request is made of, in the order the request holds it, with the panel's words.
+REQUEST_PARTS = (("system", "System prompt"), ("tools", "Tool schemas"), ("rules", "Pinned rules"),
+                 ("ledger", "ID ledger"), ("state", "State"), ("summary", "Summary"), ("recent", "Recent turns"))
+FIXED_PARTS = ("system", "tools")  # the same every step: compaction cannot shrink them
+
+
+def _share(part: int, whole: int) -> int:
+    return round(100 * part / whole) if whole else 0
+
+
+def request_breakdown(accounting: dict, total: int) -> list[tuple[str, str, int]]:
+    """(key, label, tokens) for every part of a request, summing to `total`: the lanes and tool
+    schemas as the step counted them, and the chat format's per-message framing as the rest."""
+    lanes = accounting.get("lanes") or {}
+    lines = [(key, label, int(accounting.get("tools") or 0) if key == "tools" else int(lanes.get(key) or 0))
+             for key, label in REQUEST_PARTS]
+    lines.append(("framing", "Message framing", total - sum(n for _, _, n in lines)))
+    return lines
+
+
 def budget(ticket) -> dict:
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
@@ -186,7 +216,12 @@ def budget(ticket) -> dict:
         budget=tclass.token_budget, trigger=tclass.trigger_tokens,
         compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
     )
+    lines = request_breakdown(last_step.lane_tokens or {}, last_step.request_tokens) if last_step else []
+    over = last_step is not None and last_step.request_tokens > tclass.trigger_tokens
     return {
+        "breakdown": lines, "over_trigger": over, "over_budget": bool(last_step and last_step.request_tokens > tclass.token_budget),
+        "blocked_reason": compaction_blocked_reason(ticket, last_step.request_tokens) if over else "",
+        "fixed_share": _share(sum(n for key, _, n in lines if key in FIXED_PARTS), tclass.token_budget),
         "step_count": len(steps), "last_step": last_step, "chart": chart,
         "compactions": len(done),
         "tokens_in": sum(s[4] for s in steps), "tokens_out": sum(s[5] for s in steps),
@@ -296,6 +331,8 @@ def queue_counts(user) -> dict:
         "all": base.count(),
         "held": HeldAction.objects.filter(status="pending").values("ticket").distinct().count(),
         "attention": base.exclude(attention="").count(),
+        "flagged": base.filter(attention__startswith=FLAG_PREFIX).count(),
+        "new": new_tickets(base).count(),
     }
 
 

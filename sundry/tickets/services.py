@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sundry.core.tokens import count_tokens, encoding_name_for
+from sundry.live.events import ticket_created
 from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.versions import bump, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
@@ -38,6 +39,7 @@ def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticke
         ledger_record_system_id(ticket=ticket, kind="customer", value=customer.customer_id, role="customer", turn=0)
         # "Never email me" said on an earlier ticket still holds on this one.
         rules_carry_customer_scope(ticket=ticket)
+        ticket_created(ticket.pk)  # news for the desk's open queues, after commit
     return ticket
 
 

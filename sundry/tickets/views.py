@@ -26,11 +26,12 @@ from sundry.agent import claims
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets.attention import attention_dismiss, follow_up_resolve
-from sundry.tickets.models import Ticket, TicketClass
+from sundry.tickets.models import Ticket
 from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
 from sundry.tickets.search import MAX_QUERY, search as run_search
 from sundry.tickets.desk import canned_replies
+from sundry.tickets.queue import queue_context
 
 
 def _staff_only(user):
@@ -42,27 +43,8 @@ def _staff_only(user):
 @require_GET
 def queue(request):
     _staff_only(request.user)
-    filters = {k: request.GET.get(k, "") for k in ("status", "ticket_class", "needs")}
-    view = request.GET.get("view", "all")
-    view = view if view in selectors.QUEUE_VIEWS else "all"
-    sort = request.GET.get("sort", "updated")
-    sort = sort if sort in selectors.QUEUE_SORTS else "updated"
-    page = selectors.queue_page(request.user, view=view, sort=sort, page=request.GET.get("page") or 1, **filters)
-    for t in page.object_list:
-        t.recovering = claims.stale(t.agent_claimed_at)  # a claim lapses without a new version
     template = "tickets/_queue_table.html" if request.htmx else "tickets/queue.html"
-    return render(request, template, {
-        "tickets": page.object_list, "page": page, "filters": filters, "view": view, "sort": sort,
-        "counts": selectors.queue_counts(request.user), "classes": TicketClass.objects.all(),
-        "query_without_page": _query_without(request, "page"),
-    })
-
-
-def _query_without(request, *names) -> str:
-    query = request.GET.copy()
-    for name in names:
-        query.pop(name, None)
-    return query.urlencode()
+    return render(request, template, queue_context(request.user, request.GET))
 
 
 @login_required

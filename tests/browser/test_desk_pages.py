@@ -13,6 +13,8 @@ import pytest
 from sundry.agent.loop import agent_run
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
+from sundry.context.models import StateValue
+from sundry.portal.services import detail_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.browser.test_live_desk import DESKTOP, LIVE, PHONE, off_loop, open_as, people, wait_until  # noqa: F401
@@ -60,6 +62,9 @@ def busy_ticket(people):
 def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_login(
         browser, live_server_url, people, busy_ticket):
     ticket = busy_ticket
+    # What the live parts add is checked too: a colleague on the ticket, a detail the customer reported.
+    off_loop(detail_flag, ticket=ticket, value=StateValue.objects.get(ticket=ticket, name="amount", is_current=True))
+    colleague = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")
     pages = {
         "login": open_as(browser, live_server_url, people["ann"], "/login/"),
         "queue": open_as(browser, live_server_url, people["ann"], "/desk/"),
@@ -71,6 +76,13 @@ def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_l
     }
     pages["login"].context.clear_cookies()
     pages["login"].goto(live_server_url + "/login/")
+    from playwright.sync_api import expect
+
+    expect(pages["ticket"].locator("#presence")).to_have_text("ben is viewing this ticket", timeout=LIVE)
+    expect(colleague.locator("#presence")).to_have_text("ann is viewing this ticket", timeout=LIVE)
+    expect(pages["customer"].locator("#panel-details .reported")).to_be_visible()
+    expect(pages["queue"].locator('[data-badge="flagged"]')).to_be_visible()
+    expect(pages["ticket"].locator("#panel-budget table.breakdown")).to_be_visible()
     found = {name: axe_violations(page) for name, page in pages.items()}
     assert found == {name: [] for name in pages}, json.dumps(found, indent=1)
     for name, page in pages.items():
@@ -189,19 +201,30 @@ def test_screenshots_for_the_docs(browser, live_server_url, people, busy_ticket,
     for n, subject in enumerate(("Parcel stuck in Leeds", "Wrong size sent", "Refund not received")):
         t = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject=subject)
         customer_message_post(ticket=t, text=f"{subject}: can you help?", wake=False)
+    off_loop(detail_flag, ticket=ticket, value=StateValue.objects.get(ticket=ticket, name="amount", is_current=True))
+    colleague = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")
+    queue = open_as(browser, live_server_url, people["ann"], "/desk/?sort=waiting")
+    late = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject="Lamp arrived broken")
+    off_loop(customer_message_post, ticket=late, text="My lamp arrived broken, what now?", wake=False)
+    from playwright.sync_api import expect
+
+    expect(queue.locator("tr.arrived")).to_contain_text("Lamp arrived broken", timeout=LIVE)  # pushed in
     shots = {
-        "desk-queue.png": open_as(browser, live_server_url, people["ann"], "/desk/?sort=waiting"),
+        "desk-queue.png": queue,
         "desk-ticket.png": open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/"),
         "desk-search.png": open_as(browser, live_server_url, people["ann"], "/desk/search/?q=refund"),
         "customer-page.png": open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/"),
         "customer-page-phone.png": open_as(browser, live_server_url, people["alice_user"],
                                            f"/help/tickets/{ticket.pk}/", viewport=PHONE),
     }
+    expect(shots["desk-ticket.png"].locator("#presence")).to_have_text("ben is viewing this ticket", timeout=LIVE)
     for name, page in shots.items():
         page.screenshot(path=str(screenshots / name), full_page=True)
+    assert colleague.locator("#presence").is_visible()
     held = shots["desk-ticket.png"].locator("#panel-held")
     held.screenshot(path=str(screenshots / "desk-approval.png"))
-    names = [*shots, "desk-approval.png"]
+    shots["desk-ticket.png"].locator("#panel-budget").screenshot(path=str(screenshots / "desk-budget.png"))
+    names = [*shots, "desk-approval.png", "desk-budget.png"]
     assert all((screenshots / n).stat().st_size > 5000 for n in names)
     if os.environ.get("SUNDRY_UPDATE_DOC_SCREENSHOTS") == "1":
         docs = screenshots.parents[1] / "docs" / "screenshots"

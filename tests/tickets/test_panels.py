@@ -275,4 +275,7 @@ def test_the_budget_panel_figures_equal_the_database_totals(desk):
     assert figures["last_step"].lane_tokens == {"lanes": {"rules": 3, "recent": 897}}
     assert [d["tokens"] for d in figures["chart"]["dots"]] == [1200, 2300, 900]
     page = desk["c"]["ann"].get(f"/desk/tickets/{ticket.pk}/")
-    assert "<dt>Steps</dt><dd>3</dd>" in page.content.decode() and "rules 3, recent 897" in page.content.decode()
+    html = page.content.decode()
+    assert "<dt>Steps</dt><dd>3</dd>" in html
+    assert '<tr data-part="rules"><th scope="row">Pinned rules</th><td class="num">3</td>' in html
+    assert '<tr data-part="recent"><th scope="row">Recent turns</th><td class="num">897</td>' in html

@@ -1,0 +1,75 @@
+"""The customer page (and the desk's composer) as people use them: a flagged detail reads "You
+reported this" until staff handle it, a refused message is explained next to the box that holds
+it, and a long conversation opens at its latest message."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from sundry.context import services as lanes
+from sundry.tickets.models import Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+IN_VIEW = "(el) => { const r = el.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; }"
+
+
+def test_a_reported_detail_says_so_until_staff_handle_it(browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund method")
+    lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=0, source="staff", confirmed=True)
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    details = customer.locator("#panel-details")
+    expect(details.locator(".reported")).to_have_count(0)
+    details.locator("summary", has_text="That's wrong").click()
+    details.locator("input[name=note]").fill("I paid by card")
+    details.locator("button", has_text="Tell the team").click()
+    expect(details.locator(".reported")).to_have_text("You reported this", timeout=LIVE)
+    expect(details.locator("summary", has_text="That's wrong")).to_have_count(0)
+
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    staff.locator("#panel-head button", has_text="Mark handled").click()
+    expect(staff.locator("#flash")).to_contain_text("Flag marked as handled", timeout=LIVE)
+    # Pushed to the customer's open page: no reload.
+    expect(details.locator(".reported")).to_have_count(0, timeout=LIVE)
+    expect(details.locator("summary", has_text="That's wrong")).to_have_count(1)
+
+
+def test_a_refused_message_is_explained_next_to_the_composer(browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Long story")
+    too_long = "x" * (settings.MAX_MESSAGE_CHARS + 1)
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    for page, box, button in ((customer, "#message-text", "Send"), (staff, "#composer-text", "Add staff note")):
+        page.fill(box, too_long)
+        page.locator("button", has_text=button).click()
+        error = page.locator(".composer .form-error")
+        expect(error).to_contain_text("the limit is", timeout=LIVE)
+        expect(page.locator("#flash")).to_have_text("")  # not at the top of the page
+        expect(page.locator(box)).to_have_value(too_long)  # nothing typed is lost
+        box_bottom = page.locator(box).bounding_box()
+        error_box = error.bounding_box()
+        assert 0 <= error_box["y"] - (box_bottom["y"] + box_bottom["height"]) < 120  # right under the box
+    # A message that is accepted afterwards clears the old error.
+    customer.fill("#message-text", "Short now.")
+    customer.locator("button", has_text="Send").click()
+    expect(customer.locator(".composer .form-error")).to_have_count(0, timeout=LIVE)
+    assert Turn.objects.filter(ticket=ticket, text="Short now.").count() == 1
+
+
+def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, people):
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="A long story")
+    for n in range(1, 61):
+        turn_append(ticket=ticket, author="customer" if n % 2 else "agent", text=f"Message {n} of a long story.")
+    for user, path in ((people["ann"], "/desk/tickets/"), (people["alice_user"], "/help/tickets/")):
+        page = open_as(browser, live_server_url, user, f"{path}{ticket.pk}/")
+        turns = page.locator("#panel-conversation .turn")
+        assert turns.count() == 60
+        assert turns.last.evaluate(IN_VIEW), path
+        assert not turns.first.evaluate(IN_VIEW), path
