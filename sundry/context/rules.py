@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sundry.context.idformats import find_ids
+
 # A directive, not a description: "don't"/"never" opening a clause ("Please
 # don't call", "…, never email") or aimed at something the desk could do;
 # "they don't fit" and "it never arrived" are not rules.
@@ -42,6 +44,8 @@ def candidate_rules(text: str) -> list[str]:
     return out
 
 
+# Tools whose target is an order: a rule naming orders narrows only these.
+ORDER_ACTIONS = frozenset({"cancel_order", "issue_refund", "offer_replacement", "book_return"})
 _NEG = r"(?:don'?t|do not|never|no|not|stop|without|only)"
 # (pattern over the rule text, tools it blocks). Patterns are deliberately
 # narrow: a structured check that misfires would block legitimate work.
@@ -66,7 +70,15 @@ def infer_enforcement(text: str) -> dict:
             blocked.remove("log_phone_call")
         elif re.search(r"\be-?mail\b[^.]*\bonly\b|\bonly\b[^.]*\be-?mail\b", text, re.I):
             blocked.remove("send_email")
-    return {"block_tools": blocked} if blocked else {}
+    if not blocked:
+        return {}
+    out: dict = {"block_tools": blocked}
+    # "Don't cancel SU-27849": a rule naming its orders blocks the order actions on those orders
+    # only (and on IDs one slip away), not a cancellation the customer asks for on another one.
+    named = [v for kind, v in find_ids(text) if kind == "order"]
+    if named and any(t in ORDER_ACTIONS for t in blocked):
+        out["only_on"] = named
+    return out
 
 
 # --- authority: who may change a rule -------------------------------------------------------
