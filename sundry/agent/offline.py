@@ -64,7 +64,9 @@ _CONSTRAINT = re.compile(
     r"|\bi (?:do not|don't|dont) want\b"
     r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b"
     r"|\bonly\s+(?:by|via|over|through|contact|call|phone|e-?mail|refund|use|send|to)\b"
-    r"|\bno\s+(?:e-?mails?|calls?|replacements?|texts?|store credit)\b",
+    r"|\bno\s+(?:e-?mails?|calls?|replacements?|texts?|store credit)\b"
+    # "I only check my phone after 6pm": when the customer can be reached.
+    r"|\bonly\s+(?:check|answer|pick up|read|look at|available)\b[^.]{0,40}\b(?:after|before|between|until|from)\b",
     re.I,
 )
 _INTENTS = [
@@ -79,7 +81,8 @@ _INTENTS = [
                          r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
                          re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
-                         r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b", re.I)),
+                         r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
+                         r"\bcourier\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
@@ -493,6 +496,14 @@ def _order_words(v: RequestView) -> dict[str, set[str]]:
     return out
 
 
+def _product_candidates(v: RequestView, text: str) -> list[str]:
+    """Every order the product words of `text` fit best (several when the customer bought it twice)."""
+    said = _words(text) - _STATUS_WORDS
+    scores = {number: len(said & held) for number, held in _order_words(v).items()}
+    best = max(scores.values(), default=0)
+    return [n for n, s in scores.items() if s == best] if best else []
+
+
 def _product_match(v: RequestView, text: str) -> str | None:
     said = _words(text) - _STATUS_WORDS
     scores = {number: len(said & held) for number, held in _order_words(v).items()}
@@ -874,7 +885,16 @@ def do_latest(v: RequestView) -> Decision:
 
 
 def do_amount(v: RequestView) -> Decision:
+    """"How much was it?": the money moved on the order the conversation was just about, else the latest."""
     last = _latest_action(v, ("issue_refund", "cancel_order"))
+    for text in v.customer_texts()[1:]:
+        typed = [val for k, val in find_ids(text) if k == "order"]
+        order = typed[0] if typed else (_role_match(v, text) or _product_match(v, text))
+        on = [a for a in v.state.actions if a.tool in ("issue_refund", "cancel_order") and a.amount_cents
+              and order and _on_order(v, a, order)]
+        if on:
+            last = max(on, key=lambda a: a.turn)
+            break
     if last is None or not last.amount_cents:
         return reply("No money has been moved on this case yet. Which order would you like me to look at?")
     order = _order_of(v, last)
@@ -949,6 +969,11 @@ def do_status(v: RequestView, kind: str) -> Decision:
     done = [a for a in v.state.actions if a.tool in relevant and (order is None or _on_order(v, a, order))
             and (tool != "cancel_order" or a.tool == tool) and (a.tool != "cancel_order" or kind == "cancel"
                                                                  or a.amount_cents)]
+    if order is None and (named := _product_candidates(v, v.latest or "")):
+        # "The air fryer" fits two orders, and only one of them had a refund: that is the one asked about.
+        narrowed = [a for a in done if any(_on_order(v, a, o) for o in named)]
+        if len({_order_of(v, a) for a in narrowed}) == 1:
+            order, done = _order_of(v, narrowed[0]), narrowed
     held = _held_pending(v, tool, order)
     if order is None:
         if done:
@@ -1050,8 +1075,10 @@ def decide(v: RequestView) -> Decision:
         return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
     intent = _intent(v)
     if intent in consent.ACTIONS and intent_of(v.latest) == intent and not asks_for(v.latest, intent):
-        if words.status_question(v.latest) is None and any(
-                consent.sentence_kind(s, intent) == "status" for s in consent.sentences(v.latest)):
+        kinds = {consent.sentence_kind(s, intent) for s in consent.sentences(v.latest)}
+        # "And the return for the lamp?": a question naming an action, asking for none, asks how it stands.
+        if words.status_question(v.latest) is None and ("status" in kinds or (
+                "mention" in kinds and v.latest.rstrip().endswith("?") and "negated" not in kinds)):
             return do_status(v, intent)
         return _not_asked(v, intent)
     if intent is None:

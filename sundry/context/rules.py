@@ -27,7 +27,8 @@ _TRIGGERS = re.compile(
     r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b|\bonly\s+(?:by|via|over|through|call|phone|e-?mail|text|contact|refund|to)\b"
     r"|\bno (?:replacements?|e-?mails?|calls?|store credit|refund|exchange|insurance|bags|need to)\b"
     r"|\bi only want\b|\bonly want (?:to|the|a|an|early|late)\b|\bthe only \w+(?: \w+)? i want\b"
-    r"|\bnothing else\b",
+    r"|\bnothing else\b"
+    r"|\bonly\s+(?:check|answer|pick up|read|look at|available)\b[^.]{0,40}\b(?:after|before|between|until|from)\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")

@@ -197,3 +197,14 @@ def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop
     assert "401.96 USD" in answer and "SU-25847" in answer
     assert "original payment method" in say(ticket, "And it goes to my original card?")
     assert say(ticket, "OK.").startswith("Alright")
+
+
+def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(shop):
+    named(paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
+          "Air Fryer 5.5L")
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    say(ticket, "Please refund 5.00 USD on SU-27531, the grinder box was torn.")
+    say(ticket, "What else did I order?")
+    reply = say(ticket, "Is the refund for the air fryer done?")
+    assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27932" not in reply and "SU-27531" not in reply
+    assert Refund.objects.count() == 2 and not HeldAction.objects.filter(ticket=ticket).exists()
