@@ -82,7 +82,7 @@ _INTENTS = [
                          re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
                          r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
-                         r"\bcourier\b", re.I)),
+                         r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
@@ -928,8 +928,8 @@ def _approved_result(v: RequestView) -> Decision | None:
 def _action_phrase(a: render.ParsedAction, v: RequestView | None = None) -> str:
     amount = f" of {render.format_money(a.amount_cents, a.currency)}" if a.amount_cents else ""
     what = {"issue_refund": f"a refund{amount}", "cancel_order": "a cancellation" + (
-        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return",
-            "offer_replacement": "a replacement"}.get(a.tool, a.tool)
+        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return booked",
+            "offer_replacement": "a replacement arranged"}.get(a.tool, a.tool)
     on = _order_of(v, a) if v else a.target
     return f"{what} on {on} (turn {a.turn})"
 
@@ -1038,6 +1038,15 @@ def _stated_constraint(v: RequestView) -> bool:
         _CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest)))
 
 
+def _constraint_only(v: RequestView, intent: str) -> bool:
+    """"I don't want replacements, ever. Refunds only.": a preference stated, nothing asked for yet."""
+    latest = v.latest or ""
+    if find_ids(latest) or not _stated_constraint(v):
+        return False
+    naming = [s for s in consent.sentences(latest) if intent_of(s) == intent]
+    return bool(naming) and all(_CONSTRAINT.search(_norm(s)) or re.search(r"\bonly\b", s, re.I) for s in naming)
+
+
 def _held_reply(held: Seen) -> str:
     """What is waiting for staff, in the customer's terms: "Your refund of 14.00 USD on SU-21369 …"."""
     args, order = held.args, held.args.get("order_number") or held.args.get("order")
@@ -1081,7 +1090,7 @@ def decide(v: RequestView) -> Decision:
                 "mention" in kinds and v.latest.rstrip().endswith("?") and "negated" not in kinds)):
             return do_status(v, intent)
         return _not_asked(v, intent)
-    if intent is None:
+    if intent is None or _constraint_only(v, intent):
         if _stated_constraint(v):
             return reply(words.acknowledgement(v.latest))
         if _THANKS.search(v.latest):
