@@ -43,13 +43,14 @@ _AMOUNT_ASK = re.compile(r"(?:[$€£₹]\s*)?\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur
 _SENTENCES = re.compile(r"(?:[^.!?\n]|\.(?=\w))+[.!?]*")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 _NEGATION = re.compile(
-    r"\b(?:don'?t|dont|do\s+not|never|no|not|no\s+longer|without|rather\s+than|instead\s+of|stop|hold\s+off(?:\s+on)?|"
+    r"\b(?:don'?t|dont|do\s+not|never|no|not|no\s+longer|without|rather\s+than|than|instead\s+of|stop|hold\s+off(?:\s+on)?|"
     r"forget(?:\s+about)?)\s+(?:\w+\s+){0,2}?$", re.I)
 _NEVER_MIND = re.compile(r"\bnever\s*mind\b|\bchanged?\s+my\s+mind\b|\bforget\s+(?:it|about)\b", re.I)
 _REQUEST_CUE = re.compile(
     r"\b(?:please|pls|plz|kindly|can\s+you|could\s+you|would\s+you|will\s+you|can\s+i|could\s+i|may\s+i|"
     r"can\s+we|i\s+want|i\s+wanna|i'?d\s+like|i\s+would\s+like|i\s+need|i'?m\s+asking|i\s+ask|i\s+request|"
-    r"i'?m\s+requesting|i\s+wish|i'?d\s+prefer|i\s+prefer|want\s+to|like\s+to|go\s+ahead|let'?s|i'?ll\s+take|"
+    r"i'?m\s+requesting|i\s+wish|i'?d\s+prefer|i\s+prefer|i'?d\s+rather|i\s+would\s+rather|want\s+to|like\s+to|"
+    r"go\s+ahead|let'?s|i'?ll\s+take|"
     r"is\s+it\s+possible|would\s+it\s+be\s+possible|make\s+sure|just|another)\b", re.I)
 _STATUS_OPEN = re.compile(r"^\s*(?:and\s+|so\s+|but\s+|also\s+|hi,?\s+|hello,?\s+)?(?:is|was|has|have|had|did|does|do|were|are|when|where|what|what'?s|how|any|why)\b", re.I)
 _STATUS_WORDS = re.compile(
@@ -63,6 +64,9 @@ _BLANKET = re.compile(r"\b(?:all|every|each|both)\s+(?:of\s+)?(?:my|the|these|th
                       r"|\beverything\b", re.I)
 _CORRECTION = re.compile(r"\bi\s+meant\b|\bmeant\s+to\s+(?:say|write|type)\b|\bsorry,?\s+(?:it'?s|it\s+is|that'?s|that\s+should\s+be)\b"
                          r"|\b(?:it|that)\s+should\s+(?:be|have\s+been)\b|\bwrong\s+(?:order\s+)?number\b", re.I)
+# "Yes, a replacement of the pan.": an answer to "would you like a replacement?" asks for it.
+_AFFIRM = frozenset({"yes", "yeah", "yep", "yup", "sure", "ok", "okay", "alright"})
+_FILLER = frozenset({"a", "an", "the", "please", "pls", "then", "just"})
 _ID_TOKEN = re.compile(r"\b[A-Za-z]{1,5}[-_]?[A-Za-z0-9]*\d[A-Za-z0-9\-_]*\b")
 # Words of a description that say nothing about which thing it is (currency codes included: a
 # refund's description names its amount).
@@ -215,6 +219,11 @@ def sentence_kind(sentence: str, action: str) -> str | None:
     if first and (_action_word(first[0], action) or (first[0] in ("pls", "please", "just", "now", "ok", "okay")
                                                      and len(first) > 1 and _action_word(first[1], action))):
         return "request"
+    said = _words(low)
+    if said and said[0] in _AFFIRM and not _STATUS_WORDS.search(low):
+        lead = next((i for i, w in enumerate(said[1:4], 1) if _action_word(w, action)), None)
+        if lead is not None and all(w in _FILLER for w in said[1:lead]):
+            return "request"
     if re.search(r"\b(?:i'?m|i\s+am)\s+(?:returning|cancell?ing)\b|\b(?:refund|replace|cancel|return)\s+(?:me|it|them|this|that)\b", low):
         return "request"
     return "mention"

@@ -147,9 +147,21 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
         return _reject("schema", f"Invalid arguments for {inp.tool.name}: " + "; ".join(problems) + ". Fix these fields and call again.", problems=problems)
 
 
+def _rule_covers(rule: RuleData, tool: Tool, args) -> bool:
+    """A rule naming its orders covers an order action on those orders, or on an
+    ID one slip away from them; any other rule, or a call that targets no order, is covered whole."""
+    only_on = (rule.enforcement or {}).get("only_on") or ()
+    if not only_on or tool.name not in (rule.enforcement or {}).get("narrowed_tools", ()):
+        return True
+    targets = _target(tool, args)
+    if not targets:
+        return True
+    return any(t == o or levenshtein_at_most_one(t, o) or _swapped_pair(t, o) for t in targets for o in only_on)
+
+
 def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
     for rule in inp.rules:
-        if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()):
+        if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()) and _rule_covers(rule, inp.tool, args):
             what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
             reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
                       f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")

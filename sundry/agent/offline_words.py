@@ -110,7 +110,7 @@ _STOP_AFTER = frozenset("""
 is was are were has have had be been for from to on of in at with and or but that which who done yet already
 arrived came come gone went please thanks thank you i you it its it's me we they order orders item items
 approved processed issued complete completed through refunded cancelled returned replaced delivered shipped
-lost broken damaged cracked missing late still again now too also only just
+lost broken damaged cracked missing late still again now too also only just back full entire whole total
 """.split())
 
 
@@ -137,3 +137,42 @@ _ANOTHER = re.compile(r"\b(?:another|additional|further|more|extra|second|also)\
 def asks_for_more(text: str) -> bool:
     """"refund another 10.00 USD": a new partial refund, not the earlier one again."""
     return bool(_ANOTHER.search(text or ""))
+
+
+# "Is it approved?", "Did that work?", "Has it gone through?": about the case's latest action, naming none.
+_VAGUE_STATUS = re.compile(
+    r"^(?:(?:so|and|ok|okay|also|great)[,!]?\s+)*(?:is|has|did|was|have)\s+(?:it|that|this|they|you)\b[^.!]*?"
+    r"\b(?:approved|done|through|work(?:ed)?|processed|sorted|happened|gone|go|finished|complete[d]?|do it)\b",
+    re.I,
+)
+_HOW_MUCH = re.compile(r"\bhow much\b", re.I)
+_WHERE_MONEY_GOES = re.compile(
+    r"\b(?:original|same|my)\s+(?:card|payment(?: method)?|account)\b|\bback to (?:my|the) (?:card|bank)\b", re.I)
+# "OK.", "Alright", "Bye.": nothing to do, nothing to ask about.
+_ACK = re.compile(r"^(?:ok(?:ay)?|k|alright|all right|fine|got it|i see|cool|sure|noted|understood|right|"
+                  r"bye|goodbye|bye bye|see you|that's it|that is it|that's all|no,? that's all|nothing else)"
+                  r"(?:[,!.\s]+(?:then|thanks|bye|now))*[\s.!]*$", re.I)
+
+
+def vague_status(text: str) -> bool:
+    """A question whether "it" was done, naming no action: about the latest one."""
+    t = " ".join((text or "").replace("’", "'").split())
+    return t.endswith("?") and bool(_VAGUE_STATUS.search(t))
+
+
+def amount_question(text: str) -> bool:
+    """"How much was it?": the amount of what was done."""
+    return bool(_HOW_MUCH.search(text or ""))
+
+
+def where_money_goes(text: str) -> bool:
+    """"Does it go to my original card?": where a refund is paid."""
+    return bool(_WHERE_MONEY_GOES.search(text or ""))
+
+
+def small_talk(text: str) -> str | None:
+    """A closing or an acknowledgement that asks nothing: "goodbye", "ack", or None."""
+    t = " ".join((text or "").replace("’", "'").split())
+    if not _ACK.match(t):
+        return None
+    return "goodbye" if re.search(r"\b(?:bye|goodbye|see you)\b", t, re.I) else "ack"

@@ -169,6 +169,8 @@ def _rule_line(n: int, rule: RuleData) -> str:
     blocked = (rule.enforcement or {}).get("block_tools") or []
     if blocked:
         line += f"; blocks tools: {', '.join(blocked)}"
+        if only_on := (rule.enforcement or {}).get("only_on"):
+            line += f"; only on: {', '.join(only_on)}"
     return line
 
 
@@ -184,7 +186,7 @@ def render_rules(rules: list[RuleData], cap_tokens: int | None = None) -> str:
 
 _RULE_LINE = re.compile(
     r'^\d+\. "(?P<text>.*?)" — turn (?P<turn>\d+); scope (?P<scope>[^;\n]*); stated by (?P<source>[^;\n]*)'
-    r"(?P<unconfirmed>; unconfirmed[^;\n]*)?(?:; blocks tools: (?P<blocks>[^\n]*))?$",
+    r"(?P<unconfirmed>; unconfirmed[^;\n]*)?(?:; blocks tools: (?P<blocks>[^;\n]*))?(?:; only on: (?P<on>[^;\n]*))?$",
     re.M | re.S,
 )
 
@@ -196,6 +198,7 @@ class ParsedRule:
     scope: str
     block_tools: tuple[str, ...] = ()
     confirmed: bool = True
+    only_on: tuple[str, ...] = ()  # the orders a rule naming them blocks its order actions on
 
 
 def parse_rules(block: str) -> list[ParsedRule]:
@@ -203,7 +206,8 @@ def parse_rules(block: str) -> list[ParsedRule]:
     for m in _RULE_LINE.finditer(block or ""):
         blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
         out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks,
-                              confirmed=not m.group("unconfirmed")))
+                              confirmed=not m.group("unconfirmed"),
+                              only_on=tuple(t.strip() for t in (m.group("on") or "").split(",") if t.strip())))
     return out
 
 

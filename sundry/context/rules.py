@@ -28,7 +28,8 @@ _TRIGGERS = re.compile(
     r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b|\bonly\s+(?:by|via|over|through|call|phone|e-?mail|text|contact|refund|to)\b"
     r"|\bno (?:replacements?|e-?mails?|calls?|store credit|refund|exchange|insurance|bags|need to)\b"
     r"|\bi only want\b|\bonly want (?:to|the|a|an|early|late)\b|\bthe only \w+(?: \w+)? i want\b"
-    r"|\bnothing else\b",
+    r"|\bnothing else\b"
+    r"|\bonly\s+(?:check|answer|pick up|read|look at|available)\b[^.]{0,40}\b(?:after|before|between|until|from)\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -70,14 +71,31 @@ def forbidden_capabilities(text: str) -> list[str]:
     return found
 
 
+# Capabilities that act on one entity (an order): a rule naming such entities narrows only these.
+ENTITY_ACTIONS = frozenset({"cancels", "replaces", "refunds", "returns"})
+
+
 def infer_enforcement(text: str, domain: Domain | None = None) -> dict:
     """A structured check for a rule's text: {"block_tools": [the domain's tools with a forbidden
-    capability]}, or {}."""
+    capability]}, or {}.
+
+    "Don't cancel <order>": a rule naming its entities blocks the entity actions on those only
+    (`only_on`, for the tools in `narrowed_tools`; the guard also counts IDs one slip away), not
+    a cancellation the customer asks for on another one. Contact tools stay blocked ticket-wide."""
     domain = domain or get_domain()
+    forbidden = forbidden_capabilities(text)
     blocked: list[str] = []
-    for capability in forbidden_capabilities(text):
+    for capability in forbidden:
         blocked.extend(t for t in domain.tools_with(capability) if t not in blocked)
-    return {"block_tools": blocked} if blocked else {}
+    if not blocked:
+        return {}
+    out: dict = {"block_tools": blocked}
+    named = [v for kind, v in domain.find_ids(text) if kind == domain.owner_kind]
+    narrowed = [t for c in forbidden if c in ENTITY_ACTIONS for t in domain.tools_with(c)]
+    if named and narrowed:
+        out["only_on"] = named
+        out["narrowed_tools"] = sorted(set(narrowed))
+    return out
 
 
 # --- authority: who may change a rule -------------------------------------------------------

@@ -35,6 +35,8 @@ from sundry.shop.ids import WORDS, find_ids, kind_of
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 MAX_CALLS_PER_STEP = 8
+# The shop's tools that act on one order: a rule naming its orders forbids these on those orders only.
+ORDER_ACTIONS = frozenset({"cancel_order", "issue_refund", "offer_replacement", "book_return"})
 RECENT_ORDERS = 5
 FOLLOW_UP_TOOL = "request_staff_follow_up"
 FOLLOW_UP_REASON_MAX = 160
@@ -64,7 +66,9 @@ _CONSTRAINT = re.compile(
     r"|\bi (?:do not|don't|dont) want\b"
     r"|\b(?:phone|e-?mail|text|sms|calls?|post|chat)\s+only\b"
     r"|\bonly\s+(?:by|via|over|through|contact|call|phone|e-?mail|refund|use|send|to)\b"
-    r"|\bno\s+(?:e-?mails?|calls?|replacements?|texts?|store credit)\b",
+    r"|\bno\s+(?:e-?mails?|calls?|replacements?|texts?|store credit)\b"
+    # "I only check my phone after 6pm": when the customer can be reached.
+    r"|\bonly\s+(?:check|answer|pick up|read|look at|available)\b[^.]{0,40}\b(?:after|before|between|until|from)\b",
     re.I,
 )
 _INTENTS = [
@@ -79,7 +83,8 @@ _INTENTS = [
                          r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
                          re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
-                         r"\bin transit\b|\bon its way\b|\bany news\b", re.I)),
+                         r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
+                         r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
@@ -307,17 +312,20 @@ class RequestView:
 
     # --- rules and tools ---------------------------------------------------------------
 
-    def blocking_rule(self, tool: str) -> render.ParsedRule | None:
-        """The rule that forbids `tool`: its structured check, or for contact and replacement
-        tools its plain wording too, the way a model reading "never email me" would."""
+    def blocking_rule(self, tool: str, target: str | None = None) -> render.ParsedRule | None:
+        """The rule that forbids `tool` (on `target`): its structured check, or for contact and
+        replacement tools its plain wording too, the way a model reading "never email me" would.
+        A rule that names its orders ("only on: SU-…") forbids the action on those orders only."""
         for r in self.rules:
             by_text = tool in _READ_FROM_TEXT and tool in infer_enforcement(r.text, WORDS).get("block_tools", [])
-            if tool in r.block_tools or by_text:
+            if not (tool in r.block_tools or by_text):
+                continue
+            if not r.only_on or tool not in ORDER_ACTIONS or (target is not None and target in r.only_on):
                 return r
         return None
 
-    def blocked(self, tool: str) -> bool:
-        return self.blocking_rule(tool) is not None
+    def blocked(self, tool: str, target: str | None = None) -> bool:
+        return self.blocking_rule(tool, target) is not None
 
     def has_tool(self, tool: str) -> bool:
         return not self.specs or tool in self.specs
@@ -395,7 +403,7 @@ def _short(reason: str, limit: int = FOLLOW_UP_REASON_MAX) -> str:
 
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
-    if rule := v.blocking_rule(name):
+    if rule := v.blocking_rule(name, wanted.get("order_number")):
         return reply(f'I can\'t do that here: a rule in force for this ticket says "{rule.text}". '
                      "A member of staff can help if something else is needed.")
     args = v.args_for(name, wanted)
@@ -488,6 +496,14 @@ def _order_words(v: RequestView) -> dict[str, set[str]]:
     for number, text in v.descriptions.items():
         out.setdefault(number, set()).update(_words(text) - _STATUS_WORDS)
     return out
+
+
+def _product_candidates(v: RequestView, text: str) -> list[str]:
+    """Every order the product words of `text` fit best (several when the customer bought it twice)."""
+    said = _words(text) - _STATUS_WORDS
+    scores = {number: len(said & held) for number, held in _order_words(v).items()}
+    best = max(scores.values(), default=0)
+    return [n for n, s in scores.items() if s == best] if best else []
 
 
 def _product_match(v: RequestView, text: str) -> str | None:
@@ -600,8 +616,17 @@ def _reason(v: RequestView, default: str) -> str:
     return next((r for rx, r in _REASONS if rx.search(text)), default)
 
 
+def _on_order(v: RequestView, a: render.ParsedAction, order: str) -> bool:
+    """The action was taken on `order`, or on an item of it (a replacement targets the item)."""
+    if a.target == order:
+        return True
+    info = v.orders.get(order)
+    return bool(info and any(a.target == item for item, _ in info.items)) or any(
+        e.value == a.target and e.note == f"of {order}" for e in v.ledger) or order in (a.summary or "")
+
+
 def _done_before(v: RequestView, tool: str, order: str) -> render.ParsedAction | None:
-    return next((a for a in v.state.actions if a.tool == tool and a.target == order), None)
+    return next((a for a in v.state.actions if a.tool == tool and _on_order(v, a, order)), None)
 
 
 def _find_key(data: Any, keys: tuple[str, ...]) -> tuple[str, Any] | None:
@@ -776,6 +801,8 @@ def do_replace(v: RequestView, order: str) -> Decision:
                      "— which would you prefer?")
     if v.tail_ok("offer_replacement", order):
         return _notify_or_reply(v, f"I've arranged a replacement for order {order}.")
+    if prior := _done_before(v, "offer_replacement", order):
+        return reply(f"A replacement for order {order} was already arranged (turn {prior.turn}).")
     info = _details(v, order)
     if isinstance(info, Decision):
         return info
@@ -832,12 +859,81 @@ def _held_pending(v: RequestView, tool: str, order: str | None) -> list[Seen]:
     return out
 
 
-def _action_phrase(a: render.ParsedAction) -> str:
+def _latest_action(v: RequestView, tools: tuple[str, ...] = tuple(_STATUS_TOOL.values())) -> render.ParsedAction | None:
+    done = [a for a in v.state.actions if a.tool in tools]
+    return max(done, key=lambda a: a.turn) if done else None
+
+
+def _order_of(v: RequestView, a: render.ParsedAction) -> str:
+    """The order an action was taken on (a replacement names the item; the ledger links it to its order)."""
+    if kind_of(a.target) == "order":
+        return a.target
+    owner = next((e.note[3:] for e in v.ledger if e.value == a.target and e.note.startswith("of ")), "")
+    owner = owner or next((o.number for o in v.orders.values() if any(a.target == i for i, _ in o.items)), "")
+    return owner or a.target
+
+
+def do_latest(v: RequestView) -> Decision:
+    """"Is it approved?", "Did that work?": the case's latest action, or what is still with staff."""
+    held = [s for tool in _STATUS_TOOL.values() for s in _held_pending(v, tool, None)]
+    last = _latest_action(v)
+    if held and (last is None or max(s.index for s in held) > max(
+            (s.index for s in v.calls if s.ok and s.name == last.tool), default=-1)):
+        return reply(_held_reply(max(held, key=lambda s: s.index)).replace("needs a quick check", "is still waiting "
+                                                                           "for a quick check"))
+    if last is None:
+        return reply("Nothing has been done on this case yet. What would you like me to do, and for which order?")
+    return reply(f"Yes — that's done: {_action_phrase(last, v)}.")
+
+
+def do_amount(v: RequestView) -> Decision:
+    """"How much was it?": the money moved on the order the conversation was just about, else the latest."""
+    last = _latest_action(v, ("issue_refund", "cancel_order"))
+    for text in v.customer_texts()[1:]:
+        typed = [val for k, val in find_ids(text) if k == "order"]
+        order = typed[0] if typed else (_role_match(v, text) or _product_match(v, text))
+        on = [a for a in v.state.actions if a.tool in ("issue_refund", "cancel_order") and a.amount_cents
+              and order and _on_order(v, a, order)]
+        if on:
+            last = max(on, key=lambda a: a.turn)
+            break
+    if last is None or not last.amount_cents:
+        return reply("No money has been moved on this case yet. Which order would you like me to look at?")
+    order = _order_of(v, last)
+    what = "refunded with the cancellation of" if last.tool == "cancel_order" else "refunded on"
+    return reply(f"{render.format_money(last.amount_cents, last.currency)} was {what} order {order} (turn {last.turn}).")
+
+
+def do_money_goes(v: RequestView) -> Decision:
+    last = _latest_action(v, ("issue_refund", "cancel_order"))
+    if last is None or not last.amount_cents:
+        return reply("Refunds always go back to the original payment method. No refund has been made on this case yet.")
+    return reply(f"Yes — the {render.format_money(last.amount_cents, last.currency)} refunded on order "
+                 f"{_order_of(v, last)} goes back to the original payment method.")
+
+
+def _approved_result(v: RequestView) -> Decision | None:
+    """A held call staff approved has just run: tell the customer what was done."""
+    if not v.tail or not v.tail[-1].ok:
+        return None
+    last = v.tail[-1]
+    kind = next((k for k, tool in _STATUS_TOOL.items() if tool == last.name), None)
+    since = v.conv[(v.customer_idx[-1] if v.customer_idx else 0):last.index]
+    approved = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"approved the held {last.name}" in m.content
+                   for m in since)
+    order = last.args.get("order_number") or last.args.get("order")
+    if kind is None or not approved or not isinstance(order, str):
+        return None
+    return HANDLERS[kind](v, order)
+
+
+def _action_phrase(a: render.ParsedAction, v: RequestView | None = None) -> str:
     amount = f" of {render.format_money(a.amount_cents, a.currency)}" if a.amount_cents else ""
     what = {"issue_refund": f"a refund{amount}", "cancel_order": "a cancellation" + (
-        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return",
-            "offer_replacement": "a replacement"}.get(a.tool, a.tool)
-    return f"{what} on {a.target} (turn {a.turn})"
+        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return booked",
+            "offer_replacement": "a replacement arranged"}.get(a.tool, a.tool)
+    on = _order_of(v, a) if v else a.target
+    return f"{what} on {on} (turn {a.turn})"
 
 
 _NOUN = {"refund": "refund", "cancel": "cancellation", "return": "return", "replace": "replacement"}
@@ -872,19 +968,24 @@ def do_status(v: RequestView, kind: str) -> Decision:
     if isinstance(order, Decision):
         return order
     relevant = [tool] + (["cancel_order"] if kind == "refund" else [])
-    done = [a for a in v.state.actions if a.tool in relevant and (order is None or a.target == order)
+    done = [a for a in v.state.actions if a.tool in relevant and (order is None or _on_order(v, a, order))
             and (tool != "cancel_order" or a.tool == tool) and (a.tool != "cancel_order" or kind == "cancel"
                                                                  or a.amount_cents)]
+    if order is None and (named := _product_candidates(v, v.latest or "")):
+        # "The air fryer" fits two orders, and only one of them had a refund: that is the one asked about.
+        narrowed = [a for a in done if any(_on_order(v, a, o) for o in named)]
+        if len({_order_of(v, a) for a in narrowed}) == 1:
+            order, done = _order_of(v, narrowed[0]), narrowed
     held = _held_pending(v, tool, order)
     if order is None:
         if done:
-            listed = "; ".join(_action_phrase(a) for a in done)
+            listed = "; ".join(_action_phrase(a, v) for a in done)
             return reply(f"Here is what this case shows: {listed}. If you meant another order, tell me which one.")
         if held:
             return reply(f"A {noun} is waiting for staff approval; I'll update you once they decide.")
         return reply(f"I can't see a {noun} on this case yet. Which order do you mean?")
     if done:
-        listed = "; ".join(_action_phrase(a) for a in done)
+        listed = "; ".join(_action_phrase(a, v) for a in done)
         extra = ""
         if kind == "refund" and (money := v.state.money.get(order)):
             extra = (f" In all {render.format_money(money.refunded_cents, money.currency)} has been refunded on "
@@ -939,6 +1040,15 @@ def _stated_constraint(v: RequestView) -> bool:
         _CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest)))
 
 
+def _constraint_only(v: RequestView, intent: str) -> bool:
+    """"I don't want replacements, ever. Refunds only.": a preference stated, nothing asked for yet."""
+    latest = v.latest or ""
+    if find_ids(latest) or not _stated_constraint(v):
+        return False
+    naming = [s for s in consent.sentences(latest) if intent_of(s) == intent]
+    return bool(naming) and all(_CONSTRAINT.search(_norm(s)) or re.search(r"\bonly\b", s, re.I) for s in naming)
+
+
 def _held_reply(held: Seen) -> str:
     """What is waiting for staff, in the customer's terms: "Your refund of 14.00 USD on SU-21369 …"."""
     args, order = held.args, held.args.get("order_number") or held.args.get("order")
@@ -962,15 +1072,27 @@ def decide(v: RequestView) -> Decision:
         return emit(v, "pin_constraint", text=rule, scope="ticket")
     if (pref := words.contact_preference(v.latest)) and (fact := remember(v, "contact_preference", pref, True)):
         return Decision(call=fact)
+    if approved := _approved_result(v):
+        return approved
     if kind := words.status_question(v.latest):
         return do_status(v, kind)
+    if words.vague_status(v.latest) and intent_of(v.latest) is None:
+        return do_latest(v)
+    if words.amount_question(v.latest) and intent_of(v.latest) is None:
+        return do_amount(v)
+    if words.where_money_goes(v.latest) and intent_of(v.latest) in (None, "refund"):
+        return do_money_goes(v)
+    if talk := words.small_talk(v.latest):
+        return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
     intent = _intent(v)
     if intent in consent.ACTIONS and intent_of(v.latest) == intent and not asks_for(v.latest, intent):
-        if words.status_question(v.latest) is None and any(
-                consent.sentence_kind(s, intent) == "status" for s in consent.sentences(v.latest)):
+        kinds = {consent.sentence_kind(s, intent) for s in consent.sentences(v.latest)}
+        # "And the return for the lamp?": a question naming an action, asking for none, asks how it stands.
+        if words.status_question(v.latest) is None and ("status" in kinds or (
+                "mention" in kinds and v.latest.rstrip().endswith("?") and "negated" not in kinds)):
             return do_status(v, intent)
         return _not_asked(v, intent)
-    if intent is None:
+    if intent is None or _constraint_only(v, intent):
         if _stated_constraint(v):
             return reply(words.acknowledgement(v.latest))
         if _THANKS.search(v.latest):

@@ -58,6 +58,9 @@ def test_status_questions_are_not_requests(sentence):
     ("Is it possible to cancel the lamp order?", "cancel"),
     ("Please refnd the air fryer.", "refund"),  # a typo of the action
     ("I'd like to cancle the lamp order.", "cancel"),
+    ("Actually, not a refund — I'd rather have a replacement.", "replace"),
+    ("Yes, a replacement of the air fryer.", "replace"),  # the answer to "would you like a replacement?"
+    ("Ok, a refund then.", "refund"),
 ])
 def test_requests_are_requests(sentence, action):
     assert sentence_kind(sentence, action) == "request"
@@ -70,9 +73,21 @@ def test_requests_are_requests(sentence, action):
     ("Never mind the refund.", "refund"),
     ("I'd rather not return the lamp.", "return"),
     ("No refund needed.", "refund"),
+    ("Actually, not a refund — I'd rather have a replacement.", "refund"),
+    ("I'd rather have a replacement than a refund.", "refund"),
+    ("Yes, but don't cancel it.", "cancel"),
 ])
 def test_negations_withdraw(sentence, action):
     assert sentence_kind(sentence, action) == "negated"
+
+
+@pytest.mark.parametrize("sentence,action", [
+    ("Yes, the refund came through.", "refund"),
+    ("Yes, is the refund done?", "refund"),
+    ("Yes, I was going to ask about a refund, but", "refund"),
+])
+def test_a_yes_is_not_a_request_unless_it_answers_with_the_action(sentence, action):
+    assert sentence_kind(sentence, action) != "request"
 
 
 def test_a_sentence_without_the_action_is_not_about_it():

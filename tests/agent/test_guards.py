@@ -13,6 +13,7 @@ from sundry.agent.guards import (
     levenshtein_at_most_one,
 )
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+from sundry.context.rules import infer_enforcement
 from sundry.tooling.tools import IdField, Tool
 
 
@@ -250,6 +251,32 @@ def test_rule_fires_before_ids_and_blocks_only_its_tool():
     v = run(REPLACE, {"order_number": "SU-99999"}, rules=[PHONE_ONLY, NO_REPLACEMENT])
     assert v.guard == "rule" and "I don't want a replacement, just my money back" in v.reason
     assert refund(rules=[PHONE_ONLY, NO_REPLACEMENT]).decision == "allow"
+
+
+KEEP_THIS_ONE = RuleData(id=9, text="Whatever you do, don't cancel SU-20481, I need it for a birthday.", turn=2,
+                         enforcement=infer_enforcement("Whatever you do, don't cancel SU-20481, I need it for a birthday."))
+
+
+def test_a_rule_naming_its_order_blocks_the_action_on_that_order_only():
+    assert KEEP_THIS_ONE.enforcement == {"block_tools": ["cancel_order"], "only_on": ["SU-20481"],
+                                     "narrowed_tools": ["cancel_order"]}
+    v = run(CANCEL, {"order_number": "SU-20481"}, rules=[KEEP_THIS_ONE])
+    assert (v.decision, v.guard) == ("reject", "rule") and "birthday" in v.reason
+    # Another order of the case: the rule says nothing about it.
+    assert run(CANCEL, {"order_number": "SU-31377"}, rules=[KEEP_THIS_ONE]).guard != "rule"
+    # One slip away from the named order: still held to the rule (fail-safe).
+    assert run(CANCEL, {"order_number": "SU-20482"}, rules=[KEEP_THIS_ONE]).guard == "rule"
+
+
+def test_a_rule_naming_an_order_still_blocks_a_contact_tool_whole():
+    rule = RuleData(id=10, text="Never email me about SU-20481.", turn=2,
+                    enforcement=infer_enforcement("Never email me about SU-20481."))
+    assert "only_on" not in rule.enforcement
+    mixed = RuleData(id=11, text="Don't cancel SU-20481 and never email me.", turn=2,
+                     enforcement=infer_enforcement("Don't cancel SU-20481 and never email me."))
+    assert mixed.enforcement["only_on"] == ["SU-20481"]
+    for r in (rule, mixed):
+        assert run(EMAIL, {"customer_id": "cus_4k2m9x1p", "body": "hi"}, rules=[r]).guard == "rule"
 
 
 # --- refund limit ---------------------------------------------------------------

@@ -135,3 +135,76 @@ def test_after_a_hand_back_the_question_asked_during_the_take_over_is_answered(s
     agent_run(ticket.pk)
     assert tools_called(ticket)[before:][-1] == "track_parcel"
     assert "SU-27531" in last_reply(ticket) and "in transit" in last_reply(ticket)
+
+
+# --- the three scenarios every mode missed ------------------------------------------------------
+
+
+def test_a_replacement_asked_for_instead_of_a_refund_is_arranged_once(shop):
+    from sundry.shop.models import Contact
+
+    ticket = open_ticket(shop, "The Air Fryer 5.5L from SU-25386 arrived broken.")
+    say(ticket, "I was going to ask for my money back, but")
+    assert not Refund.objects.exists()
+    reply = say(ticket, "actually, not a refund — I'd rather have a replacement.")
+    assert "replacement" in reply and "SU-25386" in reply
+    again = say(ticket, "Yes, a replacement of the Air Fryer 5.5L.")
+    assert "already arranged" in again
+    offers = Contact.objects.filter(kind=Contact.Kind.REPLACEMENT_OFFER, order=shop["fryer"])
+    assert offers.count() == 1 and not Refund.objects.exists()
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    assert "SU-25386" in say(ticket, "Is the replacement arranged?")
+
+
+def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
+    customer = shop["customer"]
+    keep = named(paid_order(customer=customer, number="SU-27849", status=Order.Status.PLACED, prices=(3000,)),
+                 "Ceramic Planter")
+    drop = named(paid_order(customer=customer, number="SU-27887", status=Order.Status.PLACED, prices=(2500,)),
+                 "Insulated Travel Mug")
+    ticket = open_ticket(shop, "Whatever you do, don't cancel SU-27849, I need it for a birthday.")
+    say(ticket, "What else did I order recently?")
+    reply = say(ticket, "Please cancel the order with the Insulated Travel Mug.")
+    assert "SU-27887" in reply and "cancelled" in reply
+    drop.refresh_from_db(), keep.refresh_from_db()
+    assert (drop.status, keep.status) == (Order.Status.CANCELLED, Order.Status.PLACED)
+    assert "SU-27887" in say(ticket, "Did that work?")
+    # The order the rule names stays protected.
+    say(ticket, "Please cancel SU-27849.")
+    keep.refresh_from_db()
+    assert keep.status == Order.Status.PLACED
+
+
+def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop):
+    from sundry.agent.services import held_action_decide
+
+    lost = named(paid_order(customer=shop["customer"], number="SU-25847", status=Order.Status.SHIPPED,
+                            prices=(40196,)), "True Wireless Earbuds")
+    ParcelFactory(order=lost, status="lost")
+    shop["tclass"].approval_rules = {"issue_refund": {"above": {"USD": 10000}}}
+    shop["tclass"].save(update_fields=["approval_rules"])
+    ticket = open_ticket(shop, "Where is SU-25847?")
+    reply = say(ticket, "It says lost. I want my money back, the full amount.")
+    assert "needs a quick check" in reply and "SU-25847" in reply
+    assert "still waiting" in say(ticket, "Is it approved?")
+    staff = get_user_model().objects.create_user("desk", is_staff=True)
+    held = HeldAction.objects.get(ticket=ticket, status=HeldAction.Status.PENDING)
+    held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
+    agent_run(ticket.pk)
+    assert "401.96 USD" in last_reply(ticket) and "SU-25847" in last_reply(ticket)
+    assert Refund.objects.filter(order=lost, amount_cents=40196).count() == 1
+    answer = say(ticket, "How much was it?")
+    assert "401.96 USD" in answer and "SU-25847" in answer
+    assert "original payment method" in say(ticket, "And it goes to my original card?")
+    assert say(ticket, "OK.").startswith("Alright")
+
+
+def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(shop):
+    named(paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
+          "Air Fryer 5.5L")
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    say(ticket, "Please refund 5.00 USD on SU-27531, the grinder box was torn.")
+    say(ticket, "What else did I order?")
+    reply = say(ticket, "Is the refund for the air fryer done?")
+    assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27932" not in reply and "SU-27531" not in reply
+    assert Refund.objects.count() == 2 and not HeldAction.objects.filter(ticket=ticket).exists()

@@ -516,9 +516,15 @@ def st_pin(text):
 
 def test_mid_case_an_unplaced_message_never_gets_the_opener():
     history = [customer(f"Where is {ORDER}?"), Message(role="assistant", content="It is in transit.")]
-    answer = model.complete(build(*history, customer("I only check my phone after 6pm"),
+    answer = model.complete(build(*history, customer("It has been a long week"),
                                   ledger=[CUSTOMER_ENTRY, ledger_order(True)]))
     assert not answer.tool_calls and "Thanks for getting in touch" not in answer.text
+    # When the customer can be reached is a constraint: pinned, then acknowledged — never the opener.
+    req = build(*history, customer("I only check my phone after 6pm"), ledger=[CUSTOMER_ENTRY, ledger_order(True)])
+    pinned = model.complete(req)
+    assert [c.name for c in pinned.tool_calls] == ["pin_constraint"]
+    said = model.complete(feed(req, pinned, st_pin("I only check my phone after 6pm")))
+    assert said.text.startswith("Understood") and "6pm" in said.text
     # At the very start of a case the opener is still right.
     assert model.complete(build(customer("Hello there"))).text == offline.CLARIFY
 

@@ -51,6 +51,16 @@ def test_rules_are_verbatim_with_turn_scope_and_blocked_tools():
     assert render.parse_rules(text)[1].block_tools == ("offer_replacement",)
 
 
+def test_a_rule_naming_its_orders_says_which_and_parses_back():
+    rule = RuleData(id=4, text="Whatever you do, don't cancel SU-27849.", turn=2,
+                    enforcement={"block_tools": ["cancel_order"], "only_on": ["SU-27849"]})
+    text = render.render_rules([rule])
+    assert "blocks tools: cancel_order; only on: SU-27849" in text
+    parsed = render.parse_rules(text)[0]
+    assert (parsed.text, parsed.block_tools, parsed.only_on) == (rule.text, ("cancel_order",), ("SU-27849",))
+    assert render.parse_rules(render.render_rules(RULES))[0].only_on == ()
+
+
 def test_rules_cap_never_truncates_or_drops():
     long_rule = RuleData(id=3, text="Never " + "really " * 200 + "email me.", turn=5)
     text = render.render_rules(RULES + [long_rule], cap_tokens=10)

@@ -37,3 +37,7 @@ def test_structured_checks():
     assert infer_enforcement("Only email me, no calls") == {"block_tools": ["log_phone_call"]}
     assert infer_enforcement("I don't want a replacement") == {"block_tools": ["offer_replacement"]}
     assert infer_enforcement("Please be quick.") == {}
+    # A rule naming its order narrows the order actions it blocks to that order.
+    assert infer_enforcement("Whatever you do, don't cancel SU-27849.") == {"block_tools": ["cancel_order"],
+                                                                          "only_on": ["SU-27849"],
+                                                                          "narrowed_tools": ["cancel_order"]}
