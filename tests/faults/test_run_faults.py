@@ -244,3 +244,62 @@ def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_t
     assert not errors, errors[:3]
     assert_whole(s, ticket)
     assert ticket_row(s, ticket)["agent_wake_turn"] is None
+
+
+def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_the_stale_edit_is_409(
+        stack, model, pg):
+    # tests/tickets/test_lock_order.py scripts this interleaving in one process; here the step runs in
+    # the Celery worker and the edit in the web process. A third session holds the ticket's row; the
+    # worker's step (looking the order up again, which touches its ledger entry) queues on it first,
+    # then a staff rename of that entry. Let go, the step goes first and the edit answers 409.
+    s = stack()
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client, staff = s.login(), s.login_staff()
+    first = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, first))
+    wait_answered(s, ticket, turn_number(s, ticket, first), "the first question")
+    wait_for(lambda: ticket_row(s, ticket)["agent_claimed_at"] is None, 30, "the run to let go")
+    (version,) = s.rows("SELECT version FROM context_ledgerentry WHERE ticket_id = %s AND value = %s",
+                        (ticket, order))[0]
+
+    deadlocks = pg.log.read_text().count("deadlock detected")
+    hold = model.hold()
+    again = f"Where is my order {order} now?"
+    assert sent(s.post(client, ticket, again))
+    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+    watcher = pg.connect(s.db)
+
+    def waiting() -> int:
+        return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                               (s.db,)).fetchone()[0]
+
+    locker = pg.connect(s.db)
+    locker.autocommit = False
+    locker.execute("SELECT id FROM tickets_ticket WHERE id = %s FOR UPDATE", (ticket,))
+    edit: dict = {}
+    try:
+        hold.release()
+        wait_for(lambda: waiting() >= 1, 30, "the worker's step to queue on the ticket's row", interval=0.2)
+
+        def rename():
+            edit["response"] = staff.post(f"{s.url}/desk/tickets/{ticket}/ledger/rename", timeout=60, data={
+                "value": order, "role": "disputed_order", "version": str(version)})
+
+        desk = threading.Thread(target=rename)
+        desk.start()
+        wait_for(lambda: waiting() >= 2, 30, "the desk's edit to queue behind it", interval=0.2)
+    finally:
+        locker.rollback()
+        locker.close()
+    desk.join(60)
+    watcher.close()
+    assert not desk.is_alive(), "the edit is still waiting: a lock cycle"
+    response = edit["response"]
+    assert response.status_code == 409, (response.status_code, response.text[:300])
+    assert "renamed this entry first" in response.text
+    wait_answered(s, ticket, turn_number(s, ticket, again), "the question asked during the edit")
+    assert pg.log.read_text().count("deadlock detected") == deadlocks, "a deadlock in the PostgreSQL log"
+    (role,) = s.rows("SELECT role FROM context_ledgerentry WHERE ticket_id = %s AND value = %s", (ticket, order))[0]
+    assert role != "disputed_order"
+    assert s.worker.alive(), s.worker.text()[-3000:]
+    assert_whole(s, ticket)
