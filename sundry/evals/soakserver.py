@@ -48,7 +48,8 @@ def _keep_every_rendering() -> None:
 
     def leaking(access):
         rendering = render(access)
-        kept.append(rendering)
+        if rendering is not None:
+            kept.append("".join(rendering.values()).encode())  # its own copy: nothing shared with the cache
         return rendering
 
     panels.render_current = leaking
