@@ -32,12 +32,34 @@ def tune_gc() -> None:
     """Keep what the process loaded at start out of the collector's full passes, which
     otherwise stall every socket for tens of ms, and run young collections every
     20,000 allocations rather than 700: a push to hundreds of sockets allocates in
-    bursts, and each extra pass lands in one. Off with SUNDRY_WEB_GC_TUNING=0."""
+    bursts, and each extra pass lands in one. Off with SUNDRY_WEB_GC_TUNING=0 (with the
+    allocator's arena cap)."""
     import gc
 
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
+
+
+# glibc's M_ARENA_MAX (malloc.h): how many heaps ("arenas") threads may allocate from.
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Let glibc's allocator use at most `arenas` heaps. Django serves each request's sync
+    part on a thread of its own; glibc gives threads their own heaps (up to 8 per core), and
+    each keeps what it freed, so the renders of long conversations spread over many heaps
+    held about 40 MB more with no more in use (the soak, docs/benchmarks.md). Returns False
+    where the C library is not glibc (nothing to tune)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 def main(argv=None) -> None:
@@ -52,6 +74,7 @@ def main(argv=None) -> None:
     from sundry.asgi import application  # loads Django and the whole app before the collector is tuned
 
     if settings.WEB_GC_TUNING:
+        cap_malloc_arenas()  # before uvicorn and the request threads start
         tune_gc()
     uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level, **SERVER_OPTIONS)
 

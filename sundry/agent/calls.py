@@ -40,6 +40,7 @@ class StepOutcome:
     stop: bool
     resolution: bool = False
     read_through: int | None = None  # a step's: the last turn its request showed the model
+    abandoned: bool = False  # a step's: it found its run stopped or its claim gone, and wrote nothing
 
 
 def idempotency_key(ticket_id: int, tool: str, arguments: dict, salt: str = "") -> str:

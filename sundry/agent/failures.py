@@ -4,13 +4,18 @@ lets go in a `finally`), or lapses if its worker died.
 
 `flag` appends a reason to the ticket's attention line instead of replacing one already
 there, so one cause never hides another.
+
+The error turn of a stopped run is also its stop: no run answers the input before it or
+goes on with the work it left (staff have it, until they hand it back or new input comes),
+and a step that finds one recorded after what it read writes nothing (`step.agent_step`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 
 from sundry.agent import outbox
 from sundry.tickets.models import Ticket, Turn
@@ -20,6 +25,33 @@ from sundry.tickets.versions import ticket_lock
 log = logging.getLogger("sundry.agent")
 
 ATTENTION_MAX = Ticket._meta.get_field("attention").max_length
+
+# The turns that stop a run: `run_failed`'s, and the run's own at its step cap or deadline.
+STOPS = Q(kind=Turn.Kind.ERROR, payload__has_key="run_failed") | Q(kind=Turn.Kind.ERROR, payload__has_key="run_stopped")
+
+
+def is_stop(kind: str, payload: dict | None) -> bool:
+    return kind == Turn.Kind.ERROR and bool({"run_failed", "run_stopped"} & set(payload or {}))
+
+
+def stopped_after(ticket_id: int, number: int) -> bool:
+    """A run was stopped after turn `number` (read under the ticket's row lock to be sure)."""
+    return Turn.objects.filter(STOPS, ticket_id=ticket_id, number__gt=number).exists()
+
+
+def discard_connection() -> None:
+    """After a time limit: the limit can land while a statement waits on the server (a row
+    lock), and the connection then can run nothing else — a claim released or a failure
+    recorded on it would fail in turn. The statement is cancelled on the server (so what the
+    stopped step sent never commits later) and the connection closed; the next query opens
+    a fresh one."""
+    raw = connection.connection
+    if raw is not None:
+        try:
+            raw.cancel_safe(timeout=5)  # psycopg; SQLite has nothing to cancel
+        except Exception:  # noqa: BLE001 — the connection is being thrown away either way
+            log.info("cancelling the stopped run's statement failed", exc_info=True)
+    connection.close()
 
 
 def flag(ticket_id: int, reason: str) -> None:
@@ -31,11 +63,18 @@ def flag(ticket_id: int, reason: str) -> None:
     Ticket.objects.filter(pk=ticket_id).update(attention=joined[:ATTENTION_MAX])
 
 
-def run_failed(ticket_id: int, reason: str) -> None:
-    """A run stopped without answering (a time limit, an unexpected error, retries used up)."""
+def run_failed(ticket_id: int, reason: str) -> bool:
+    """A run stopped without answering (a time limit, an unexpected error, retries used up).
+    Returns whether it was recorded: a limit that lands once the run's reply is written (or
+    as the next task starts) stopped nothing the customer waits for, so nothing is said."""
     with transaction.atomic():
         ticket_lock(ticket_id)  # lock order: the ticket row first
         ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
+        last = Turn.objects.filter(ticket_id=ticket_id).order_by("-number").values_list("kind", "author").first()
+        if last is None or (last[0] == Turn.Kind.MESSAGE and last[1] in (Turn.Author.AGENT, Turn.Author.STAFF)):
+            log.warning("agent run on ticket %s stopped (%s) after its reply; nothing left unanswered",
+                        ticket_id, reason)
+            return False
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"The agent's run stopped before it answered ({reason}). "
                          "Staff: please reply by hand, or hand the ticket back to the agent to try again.",
@@ -43,6 +82,7 @@ def run_failed(ticket_id: int, reason: str) -> None:
         flag(ticket_id, f"Agent run stopped: {reason}"[:120])
         # Staff have it now: the sweep must not start the same run over and over.
         outbox.settle(ticket_id, ticket.last_turn_number)
+    return True
 
 
 def run_recovered(ticket: Ticket) -> None:

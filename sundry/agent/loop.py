@@ -9,8 +9,10 @@ tool result, guard rejection, model failure — is a turn staff can see.
 
 from __future__ import annotations
 
+import logging
 import time
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -28,6 +30,8 @@ from sundry.agent.step import (
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
+
+log = logging.getLogger("sundry.agent")
 
 # What other modules reach through here: the task entry point and the compaction trigger's hook.
 __all__ = ["agent_run", "run_slice", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved", "agent_step",
@@ -49,11 +53,15 @@ def _inputs_after(ticket_id: int, after: int) -> bool:
 def _start(ticket_id: int) -> tuple[bool, bool, int]:
     """(input after the last reply, the last turn asks the model to go on, the next step's number)."""
     turns = Turn.objects.filter(ticket_id=ticket_id)
-    last_reply = turns.filter(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF)).order_by(
-        "-number").values_list("number", flat=True).first() or 0
-    last_kind = turns.order_by("-number").values_list("kind", flat=True).first()
-    # The last turn is a tool result, rejection or error: the model must read it before replying.
-    mid_task = last_kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
+    # Input before the last reply is answered; input before a stopped run's error turn is
+    # staff's until they hand the ticket back (an event that resumes) or new input comes.
+    last_reply = turns.filter(Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF))
+                              | failures.STOPS).order_by("-number").values_list("number", flat=True).first() or 0
+    last = turns.order_by("-number").values_list("kind", "payload").first()
+    # The last turn is a tool result, rejection or error: the model must read it before replying
+    # (not the stop of a run: that run's work is left to staff).
+    mid_task = (last is not None and last[0] in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
+                and not failures.is_stop(*last))
     return _inputs_after(ticket_id, last_reply), mid_task, next_step_number(ticket_id)
 
 
@@ -100,9 +108,15 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
         try:
             taken, read_through, cut = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread,
                                                     deadline=deadline)
+        except SoftTimeLimitExceeded:
+            log.error("agent run on ticket %s passed the soft time limit mid-step; letting go of it", ticket_id)
+            failures.discard_connection()  # it may have landed mid-statement: let go on a fresh one
+            raise
         finally:
             claims.release(held)
         steps += taken
+        if read_through is None:
+            return steps, False  # the step found the run stopped or its claim taken: it wrote nothing
         if cut:
             return steps, True  # the outbox mark stays until a run finishes the work
         # Looked for after letting go: input committed later finds the ticket free and wakes its own run.
@@ -119,8 +133,9 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
 
 def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gateway: Gateway, budget: int, *,
                  unread: bool = False, deadline: float | None = None) -> tuple[int, int, bool]:
-    """Steps while the claim is held; returns (steps, last turn the final step could read,
-    cut short by the deadline with the task unfinished)."""
+    """Steps while the claim is held; returns (steps, last turn the final step could read —
+    None if it wrote nothing because the run was stopped or lost its claim meanwhile —, cut
+    short by the deadline with the task unfinished)."""
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number, False
@@ -128,8 +143,10 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gat
     # task's) only says when to hand the rest of the work to a new task.
     steps, run_deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
     while True:
-        outcome = agent_step(ticket, gateway=gateway, number=number)
+        outcome = agent_step(ticket, gateway=gateway, number=number, held=held)
         steps, number = steps + 1, number + 1
+        if outcome.abandoned:
+            return steps, None, False
         # A step that did not stop left a tool result, rejection or error for the model to read next.
         if outcome.stop:
             return steps, outcome.read_through, False

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, remote, replycheck
+from sundry.agent import answer, failures, remote, replycheck
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
+from sundry.agent.claims import Claim
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
 from sundry.context.assembly import Assembled, assemble
@@ -82,23 +83,37 @@ def _read_through(snapshot: LaneSnapshot, ticket: Ticket) -> int:
     return snapshot.summary.covers_through_turn if snapshot.summary else ticket.last_turn_number
 
 
+def _still_ours(ticket: Ticket, held: Claim, seen_through: int) -> bool:
+    """Under the ticket's row lock (taken here, first, as the lock order wants): the run
+    still holds its claim, and no run was stopped after turn `seen_through`. A step runs
+    for seconds outside any transaction; a run stopped meanwhile (its error turn written by
+    a time limit landing late, or the claim lapsed and taken over) must not post."""
+    row = Ticket.objects.select_for_update().filter(pk=ticket.pk).values_list(
+        "agent_claimed_at", "last_turn_number").first()
+    if row is None or row[0] != held.stamp:
+        return False
+    return row[1] <= seen_through or not failures.stopped_after(ticket.pk, seen_through)
+
+
 def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
-               snapshot: LaneSnapshot | None = None) -> StepOutcome:
+               snapshot: LaneSnapshot | None = None, held: Claim | None = None) -> StepOutcome:
     """One model call and what follows from it (`ticket` with its class and customer loaded).
 
-    Where the model streams, its reply reaches the ticket's watchers as it is written; once
-    the step has committed (or failed) they are told it is done, with the stored reply's turn.
+    With the run's claim `held`, the step writes only while the claim is still the run's and
+    no stop was recorded since it read the ticket. Where the model streams, its reply reaches
+    the ticket's watchers as it is written; once the step has committed (or failed) they are
+    told it is done, with the stored reply's turn.
     """
     stream = ReplyStream(ticket.pk) if getattr(settings, "MODEL_STREAM", True) else None
     try:
-        return _step(ticket, gateway=gateway, number=number, snapshot=snapshot, stream=stream)
+        return _step(ticket, gateway=gateway, number=number, snapshot=snapshot, stream=stream, held=held)
     finally:
         if stream is not None:
             transaction.on_commit(stream.finish)
 
 
 def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: LaneSnapshot | None,
-          stream: ReplyStream | None) -> StepOutcome:
+          stream: ReplyStream | None, held: Claim | None) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
@@ -130,6 +145,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
         outcome = run_calls(ticket, call.response, assembled, snapshot)
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
+        if held is not None and not _still_ours(ticket, held, first_turn - 1):
+            return StepOutcome(stop=True, read_through=read_through, abandoned=True)
         if call is None:
             if error.unresolved:
                 # No silent toy in production: staff take the ticket, with the reason.

@@ -51,6 +51,7 @@ def agent_run_task(self, ticket_id: int) -> int:
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
         raise self.retry(exc=exc, countdown=countdown)
     except SoftTimeLimitExceeded:
+        failures.discard_connection()  # the limit may have landed mid-statement
         log.error("agent run on ticket %s passed the soft time limit", ticket_id)
         _give_up(ticket_id, f"it ran past the {settings.CELERY_TASK_SOFT_TIME_LIMIT} s time limit")
         return 0

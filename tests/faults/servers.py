@@ -468,3 +468,38 @@ def assert_nothing_spins(pid: int, what: str, seconds: float = 3.0, limit: float
     shares = busiest_threads(pid, seconds)
     spinning = {name: round(share, 2) for name, share in shares.items() if share > limit}
     assert not spinning, f"{what}: threads busy while idle (share of a core over {seconds}s): {spinning}"
+
+
+# --- what a process holds open to a server ---------------------------------------------------------
+
+_TCP_CLOSE_WAIT = "08"
+
+
+def close_wait_sockets(pid: int, port: int) -> int:
+    """TCP sockets `pid` holds in CLOSE-WAIT to `port`: the server closed them (a terminated
+    backend) and the process never did — a leaked connection."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if fields[3] == _TCP_CLOSE_WAIT and remote_port == port and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def backends(pg: "PrivatePostgres", dbname: str) -> int:
+    """Sessions on `dbname` other than the one asking."""
+    return pg.execute(dbname, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                      (dbname,))[0][0]

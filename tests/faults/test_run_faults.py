@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +21,7 @@ import pytest
 import requests
 
 from tests.faults.conftest import CLAIM_TTL, SWEEP_GRACE, SWEEP_SECONDS
-from tests.faults.servers import wait_for
+from tests.faults.servers import ROOT, wait_for
 from tests.faults.test_database_faults import answered_after, assert_whole, sent, turn_number, wait_answered
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(420)]
@@ -55,8 +57,10 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
     locker.execute("SELECT id FROM tickets_ticket WHERE id = %s FOR UPDATE", (ticket,))
     hold.release()
     try:
-        wait_for(lambda: "SoftTimeLimitExceeded" in s.worker.text() or "Soft time limit" in s.worker.text(),
-                 80, "the soft time limit", interval=0.5)
+        # The pool process's own line, written once the limit has interrupted the step: the worker's
+        # parent logs "Soft time limit exceeded" *before* it signals the pool process, and letting
+        # go of the row on that line lets the step run on in between.
+        wait_for(lambda: "passed the soft time limit" in s.worker.text(), 80, "the soft time limit", interval=0.5)
     finally:
         locker.rollback()
         locker.close()
@@ -71,12 +75,50 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
     assert row["agent_claimed_at"] is None, row
     assert row["agent_wake_turn"] is None, "staff have the ticket: the sweep must not start it over"
     assert s.worker.alive(), s.worker.text()[-3000:]
-    if answered_after(s, ticket, number):
-        # Known gap, open: in the whole suite (not alone) the step sometimes writes its reply
-        # after the limit's error turn — the limit does not always land in the step's wait on
-        # the ticket row. Everything above (error turn, flag, released claim) is enforced.
-        pytest.xfail("the stopped run's step still wrote a reply after the soft time limit")
+    time.sleep(3)  # a step that went on would write its reply now that the row is free
+    assert not answered_after(s, ticket, number), s.turns(ticket)
     assert_whole(s, ticket)
+
+
+def _record_stop(s, ticket: int, reason: str) -> None:
+    """What the task's time-limit handler records (`failures.run_failed`), run in a process of
+    its own against the product's database: a limit that lands late, in the next slice of the run
+    or after a step went on, writes this while the run still works the ticket."""
+    code = ("import sys, django; django.setup(); from sundry.agent import failures; "
+            "sys.exit(3 if failures.run_failed(int(sys.argv[1]), sys.argv[2]) is False else 0)")
+    done = subprocess.run([sys.executable, "-c", code, str(ticket), reason], cwd=ROOT, env=s.env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_run_stopped_while_its_step_waits_on_the_model_never_posts_after_the_stop(stack, model):
+    s = stack()
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client = s.login()
+    hold = model.hold(ahead=1)  # the second model call: the reply, after the order was looked up
+    text = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, text))
+    number = turn_number(s, ticket, text)
+    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+
+    _record_stop(s, ticket, "it ran past the 270 s time limit")
+    (stop,) = [t[0] for t in s.turns(ticket) if t[0] > number and t[2] == "error"]
+    hold.release()  # the model answers the step of a run that was stopped meanwhile
+    wait_for(lambda: ticket_row(s, ticket)["agent_claimed_at"] is None, 30, "the run to let go")
+    time.sleep(2)
+    late = [t for t in answered_after(s, ticket, number) if t[0] > stop]
+    assert not late, f"the stopped run posted after its error turn (turn {stop}): {s.turns(ticket)}"
+    row = ticket_row(s, ticket)
+    assert "Agent run stopped" in row["attention"] and row["agent_wake_turn"] is None, row
+    assert len(model.requests) == 2, "nothing may start the stopped run over"
+    assert_whole(s, ticket)
+
+    # Handed back, the agent works the ticket again and answers.
+    staff = s.login_staff()
+    for action in ("take_over", "hand_back"):
+        answer = staff.post(f"{s.url}/desk/tickets/{ticket}/post", data={"action": action}, timeout=30)
+        assert answer.status_code == 200, answer.text[:500]
+    wait_for(lambda: [t for t in answered_after(s, ticket, number) if t[0] > stop], 60, "the answer once handed back")
 
 
 def _worker_child(pid: int) -> int:
@@ -202,3 +244,62 @@ def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_t
     assert not errors, errors[:3]
     assert_whole(s, ticket)
     assert ticket_row(s, ticket)["agent_wake_turn"] is None
+
+
+def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_the_stale_edit_is_409(
+        stack, model, pg):
+    # tests/tickets/test_lock_order.py scripts this interleaving in one process; here the step runs in
+    # the Celery worker and the edit in the web process. A third session holds the ticket's row; the
+    # worker's step (looking the order up again, which touches its ledger entry) queues on it first,
+    # then a staff rename of that entry. Let go, the step goes first and the edit answers 409.
+    s = stack()
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client, staff = s.login(), s.login_staff()
+    first = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, first))
+    wait_answered(s, ticket, turn_number(s, ticket, first), "the first question")
+    wait_for(lambda: ticket_row(s, ticket)["agent_claimed_at"] is None, 30, "the run to let go")
+    (version,) = s.rows("SELECT version FROM context_ledgerentry WHERE ticket_id = %s AND value = %s",
+                        (ticket, order))[0]
+
+    deadlocks = pg.log.read_text().count("deadlock detected")
+    hold = model.hold()
+    again = f"Where is my order {order} now?"
+    assert sent(s.post(client, ticket, again))
+    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+    watcher = pg.connect(s.db)
+
+    def waiting() -> int:
+        return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                               (s.db,)).fetchone()[0]
+
+    locker = pg.connect(s.db)
+    locker.autocommit = False
+    locker.execute("SELECT id FROM tickets_ticket WHERE id = %s FOR UPDATE", (ticket,))
+    edit: dict = {}
+    try:
+        hold.release()
+        wait_for(lambda: waiting() >= 1, 30, "the worker's step to queue on the ticket's row", interval=0.2)
+
+        def rename():
+            edit["response"] = staff.post(f"{s.url}/desk/tickets/{ticket}/ledger/rename", timeout=60, data={
+                "value": order, "role": "disputed_order", "version": str(version)})
+
+        desk = threading.Thread(target=rename)
+        desk.start()
+        wait_for(lambda: waiting() >= 2, 30, "the desk's edit to queue behind it", interval=0.2)
+    finally:
+        locker.rollback()
+        locker.close()
+    desk.join(60)
+    watcher.close()
+    assert not desk.is_alive(), "the edit is still waiting: a lock cycle"
+    response = edit["response"]
+    assert response.status_code == 409, (response.status_code, response.text[:300])
+    assert "renamed this entry first" in response.text
+    wait_answered(s, ticket, turn_number(s, ticket, again), "the question asked during the edit")
+    assert pg.log.read_text().count("deadlock detected") == deadlocks, "a deadlock in the PostgreSQL log"
+    (role,) = s.rows("SELECT role FROM context_ledgerentry WHERE ticket_id = %s AND value = %s", (ticket, order))[0]
+    assert role != "disputed_order"
+    assert s.worker.alive(), s.worker.text()[-3000:]
+    assert_whole(s, ticket)

@@ -51,6 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--soak", type=float, default=None, metavar="MINUTES",
                             help="Only the soak: web-process memory and PostgreSQL connections over this many "
                                  "minutes of posts with 60 staff sockets on 6 tickets (sundry.evals.soakbench)")
+        parser.add_argument("--soak-rotate", type=int, default=0, metavar="POSTS",
+                            help="With --soak: replace each ticket by a new one after this many posts, so "
+                                 "conversations stop growing (tells a leak from longer renderings)")
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
         real = parser.add_argument_group("realistic mode")
         real.add_argument("--realistic", action="store_true",
@@ -68,7 +71,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         say = self.stdout.write
         if opts["soak"] is not None:
-            return self._soak(opts["soak"], say)
+            return self._soak(opts["soak"], say, rotate=opts["soak_rotate"])
         figures: dict = {"machine": {"cpus": os.cpu_count()}}
         skip = set(opts["skip"])
         if opts["realistic"]:
@@ -144,11 +147,13 @@ class Command(BaseCommand):
         say(f"  {life['steps']} steps, {life['triggered_compactions']} triggered compactions")
         return life
 
-    def _soak(self, minutes: float, say) -> None:
-        say(f"Soak: {minutes:g} minutes of posts (3 a second over 6 tickets), 60 staff sockets; "
-            "web-process RSS and PostgreSQL backends every 30 s …")
+    def _soak(self, minutes: float, say, rotate: int = 0) -> None:
+        say(f"Soak: {minutes:g} minutes of posts (3 a second over 6 tickets), 60 staff sockets"
+            + (f", each ticket replaced by a new one after {rotate} posts" if rotate else "")
+            + "; web-process RSS and PostgreSQL backends every 30 s …")
         result = subprocess.run([sys.executable, "-m", "sundry.evals.soakbench", "--minutes", str(minutes),
-                                 "--rate", "3"], capture_output=True, text=True, timeout=minutes * 60 + 600)
+                                 "--rate", "3", "--rotate", str(rotate)], capture_output=True, text=True,
+                                timeout=minutes * 60 + 600)
         if result.returncode != 0:
             say(result.stderr[-3000:])
             raise SystemExit(result.returncode)
@@ -156,11 +161,15 @@ class Command(BaseCommand):
         if "skipped" in figures:
             say(f"  skipped: {figures['skipped']}")
             return
-        say(f"  {'t (s)':>6} {'RSS MB':>8} {'peak MB':>8} {'PG backends (max)':>18} {'turns':>7}")
+        say(f"  {'t (s)':>6} {'RSS MB':>8} {'peak MB':>8} {'PG backends (max)':>18} {'turns':>7} {'sockets':>8}")
         for s in figures["samples"]:
-            say(f"  {s['t_s']:>6} {s['rss_mb']:>8} {s['peak_mb']:>8} {s['pg_backends_max']:>18} {s['turns']:>7}")
-        say(f"  answers: {figures['statuses']}; RSS grew {figures['rss_growth_first_half_mb']} MB in the first half, "
-            f"{figures['rss_growth_second_half_mb']} MB in the second; at most {figures['pg_backends_max']} backends")
+            say(f"  {s['t_s']:>6} {s['rss_mb']:>8} {s['peak_mb']:>8} {s['pg_backends_max']:>18} {s['turns']:>7} "
+                f"{s['sockets_open']:>8}")
+        say(f"  answers: {figures['statuses']}; RSS {figures['rss_first_mb']} → {figures['rss_last_mb']} MB; "
+            f"slope {figures['rss_slope_first_third_mb_per_min']} MB/min over the first third, "
+            f"{figures['rss_slope_last_third_mb_per_min']} over the last; steady state {figures['rss_steady_mb']} MB; "
+            f"{'levelled off' if figures['levelled_off'] else 'NOT levelled off'}; "
+            f"at most {figures['pg_backends_max']} backends")
         out = Path(settings.VAR_DIR) / "reports" / "soak.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(figures, indent=1))
