@@ -16,7 +16,6 @@ a push the channel layer dropped is repaired too.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -202,10 +201,12 @@ class TicketWatcher(AsyncWebsocketConsumer):
         if not self.joined:
             return
         try:
-            message = json.loads(text_data or "{}")
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(message, dict):
+            message = limits.parse_frame(text_data, bytes_data)
+        except limits.FrameRefused as exc:
+            # Not something the page sends: the socket closes with the reason (the page reconnects).
+            await self._leave()
+            self.access = None
+            await self.close(code=exc.code, reason=str(exc)[:120])
             return
         kind = message.get("type")
         if kind == "resync":
