@@ -202,3 +202,18 @@ def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_t
     assert not errors, errors[:3]
     assert_whole(s, ticket)
     assert ticket_row(s, ticket)["agent_wake_turn"] is None
+
+
+def test_negative_control_the_concurrency_tracker_sees_two_runs_at_once(model):
+    # The burst test's "one run at a time" can fail: two model calls in flight together count as two.
+    tracker = Concurrency(model)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    with ThreadPoolExecutor(2) as pool:
+        barrier = threading.Barrier(2)
+
+        def post(_):
+            barrier.wait()
+            return requests.post(f"{model.url}/chat/completions", json=body, timeout=10).status_code
+
+        assert list(pool.map(post, range(2))) == [200, 200]
+    assert tracker.peak == 2
