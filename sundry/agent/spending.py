@@ -114,7 +114,7 @@ def fmt(cents: int, currency: str) -> str:
 
 def over_limit(window: Window, call: CallMoney, limit: int) -> str:
     """Why `call` on top of the window's totals passes `limit`, or "" when it stays within it."""
-    if call.cents is None:
+    if call.cents is None or call.cents <= 0:  # unknown is the guard's to hold; nothing moves nothing
         return ""
     on_order, for_customer, counted = window.before(call.order, call.currency)
     if call.cents + on_order <= limit and call.cents + for_customer <= limit:

@@ -252,3 +252,33 @@ def test_negative_control_without_the_equal_hold_check_both_approvals_run(shop, 
     held_action_decide(held_id=first.pk, ticket=tickets[0], approve=True, user=staff, wake=False)
     held_action_decide(held_id=twin.pk, ticket=tickets[1], approve=True, user=staff, wake=False)
     assert _refunded(order) == [900000, 900000]
+
+
+# --- the arithmetic, without the database ------------------------------------------------------
+
+
+def test_window_totals_are_per_order_per_customer_and_per_currency():
+    window = spending.Window(hours=24, spent=(
+        spending.Spent("SU-1", "INR", 799900, spending.EXECUTED, 1),
+        spending.Spent("SU-1", "INR", 100, spending.PENDING, 2),
+        spending.Spent("SU-2", "INR", 50000, spending.EXECUTED, 3),
+        spending.Spent("SU-3", "USD", 9000, spending.EXECUTED, 3),
+    ))
+    assert window.before("SU-1", "INR")[:2] == (800000, 850000)
+    assert window.before("SU-3", "usd")[:2] == (9000, 9000)
+    # Exactly at the threshold passes; one paisa over is held, and the reason names the scope.
+    assert spending.over_limit(window, spending.CallMoney("SU-9", "INR", 0), 850000) == ""
+    assert spending.over_limit(window, spending.CallMoney("SU-9", "INR", 1), 850001) == ""
+    why = spending.over_limit(window, spending.CallMoney("SU-1", "INR", 1), 800000)
+    assert why.startswith("0.01 INR more makes 8,000.01 INR on SU-1 in 24 h") and "100.00" not in why, why
+    assert "for this customer" in spending.over_limit(window, spending.CallMoney("SU-9", "INR", 1), 850000)
+    # Unknown amounts are not judged here: the guard holds them.
+    assert spending.over_limit(window, spending.CallMoney("SU-1", "INR", None), 1) == ""
+
+
+def test_a_tool_without_a_rule_that_moves_money_is_judged_by_the_money_tools_rules():
+    from sundry.agent import approvals
+
+    rules = approvals.money_rules({"issue_refund": {"above_cents": 500}, "send_email": {}})
+    assert [r.limit("USD") for r in rules] == [500]  # send_email moves no money
+    assert approvals.money_rules({}) == [] and approvals.money_rules({"cancel_order": {}})[0].limit("USD") is None
