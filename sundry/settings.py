@@ -258,6 +258,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "core/locked_out.html"
 AXES_VERBOSE = False
+AXES_USERNAME_CALLABLE = "sundry.core.security.login_username"  # cut to the longest username
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -23,6 +23,9 @@ SERVER_OPTIONS = dict(
     # A frame is compressed per socket: the same push compressed for each of hundreds of
     # watchers costs more CPU than the few KB it saves on a page update.
     ws_per_message_deflate=False,
+    # Pages send frames of a few dozen bytes (live.limits refuses any over 1 KB); the server
+    # closes a socket sending more than this (1009) before the frame is even assembled.
+    ws_max_size=64 * 1024,
     # Open sockets are closed (1012: the pages reconnect) rather than waited for.
     timeout_graceful_shutdown=10,
 )

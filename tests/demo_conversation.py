@@ -120,9 +120,16 @@ def pick_customer() -> Cast:
 
 def replay(ticket, cast: Cast, *, start: int = 0, stop: int | None = None, gateway=None) -> list[list[str]]:
     """Post the script's messages `start:stop` on `ticket`; the agent's replies to each message.
-    `gateway`: a stand-in for the class's model (a negative control); by default the class's own."""
+    `gateway`: a stand-in for the class's model (a negative control); by default the class's own.
+
+    Staff watch the desk: a call the class holds for approval (the cancellation's refund joins the
+    customer's running total over the threshold) is approved by a staff member, as the customer
+    asked for it, and the agent goes on."""
+    from django.contrib.auth import get_user_model
+
     from sundry.agent.loop import agent_run
-    from sundry.agent.services import customer_message_post
+    from sundry.agent.models import HeldAction
+    from sundry.agent.services import customer_message_post, held_action_decide
     from sundry.core.background import wait_idle
     from sundry.tickets.models import Ticket, Turn
 
@@ -133,6 +140,12 @@ def replay(ticket, cast: Cast, *, start: int = 0, stop: int | None = None, gatew
             turn = customer_message_post(ticket=fresh, text=text, wake=False)
             agent_run(ticket.pk, gateway=gateway)
             wait_idle()  # what the run queued: the compaction production's trigger asked for
+            for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).order_by("pk"):
+                staff, _ = get_user_model().objects.get_or_create(username="staff-approver", defaults={"is_staff": True})
+                held_action_decide(held_id=held.pk, ticket=Ticket.objects.select_related("ticket_class", "customer")
+                                   .get(pk=ticket.pk), approve=True, user=staff, wake=False)
+                agent_run(ticket.pk, gateway=gateway)
+                wait_idle()
             replies.append(list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT,
                                                     number__gt=turn.number).order_by("number")
                                 .values_list("text", flat=True)))

@@ -22,6 +22,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 
 from sundry.tooling.domain import Domain, get_domain
+from sundry.tooling.declarations import model_declares
+from sundry.tooling.tools import REGISTRY
 
 _CODE = re.compile(r"[A-Z]{3}")
 
@@ -142,3 +144,14 @@ def rule_for(data: Any, tool: str) -> ToolApproval | None:
         return ToolApproval.model_validate(data[tool] if data[tool] is not None else {})
     except ValidationError:
         return ToolApproval()
+
+
+def money_rules(data: Any) -> list[ToolApproval]:
+    """The rules of the tools whose results move money (`moves_money`), for a call that moves money
+    but whose tool has no rule of its own: a cancellation's refund is held by the refund threshold."""
+    if not data:
+        return []
+    names = data if isinstance(data, dict) else REGISTRY
+    return [rule for name in names
+            if name in REGISTRY and model_declares(REGISTRY[name].result_model, "moves_money")
+            and (rule := rule_for(data, name)) is not None]

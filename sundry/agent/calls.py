@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import consent, guards, remote, runlimits
+from sundry.agent import consent, guards, holds, remote, runlimits, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import HeldAction
 from sundry.context import services as lanes
@@ -134,6 +134,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
         said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
         internal=assembled.internal,
+        window=spending_reads.window_for(ticket) if tool.side_effect and not tool.local and not approved else None,
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
@@ -176,6 +177,10 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
 def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, approved_hold: HeldAction | None,
            snapshot, domain: Domain) -> guards.GuardVerdict | StepOutcome:
     """The guards' verdict on a call; a refusal or a hold is stored here and answered with its outcome."""
+    if tool.side_effect and not tool.local:
+        # One customer's writes one at a time across tickets: running totals and equal holds
+        # are read and acted on before another ticket of theirs can move money.
+        spending_reads.customer_lock(ticket.customer_id)
     verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
                                              approved=approved_hold is not None, snapshot=snapshot, domain=domain))
     if verdict.decision == "reject":
@@ -186,21 +191,47 @@ def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, app
     args = verdict.args
     arguments = args.model_dump(mode="json")
     if verdict.decision == "hold":
-        # The same held call proposed again maps to the same held row.
-        key = idempotency_key(ticket.pk, tool.name, arguments, salt="held")
-        held, _ = HeldAction.objects.get_or_create(
-            idempotency_key=key,
-            defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
-                          reason=verdict.reason, turn=ticket.last_turn_number),
-        )
+        # The same call held before (on any of the customer's tickets) is not held twice: one
+        # already run is refused, one still waiting is the hold this call joins.
+        same = holds.equal_hold(ticket.customer_id, tool, args, statuses=holds.LIVE)
+        if same is not None and same.status == HeldAction.Status.EXECUTED:
+            reason = (f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
+                      f"#{same.ticket_id}); it is not held or run again. Tell the customer it was done.")
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                        payload={"call_id": call.id, "name": call.name, "guard": "repeat", "reason": reason,
+                                 "arguments": call.arguments, "details": {"held": same.pk, "ticket": same.ticket_id}})
+            return StepOutcome(stop=False)
+        reason = verdict.reason
+        if same is not None:
+            held = same
+            reason = (f"The same {tool.name} call is already awaiting staff approval (hold #{same.pk}"
+                      f"{'' if same.ticket_id == ticket.pk else f' on ticket #{same.ticket_id}'}); "
+                      "it was not held a second time. Do not retry it; tell the customer it is with staff.")
+        else:
+            # The same held call proposed again maps to the same held row.
+            key = idempotency_key(ticket.pk, tool.name, arguments, salt="held")
+            held, _ = HeldAction.objects.get_or_create(
+                idempotency_key=key,
+                defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
+                              reason=_fit(verdict.reason, HeldAction._meta.get_field("reason").max_length),
+                              turn=ticket.last_turn_number),
+            )
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                    text=json.dumps({"held_for_staff_approval": True, "reason": verdict.reason}),
+                    text=json.dumps({"held_for_staff_approval": True, "reason": reason}),
                     payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
         if verdict.guard == "internal_text":
             attention_flag(ticket.pk, f"Reply held for staff: internal_text ({tool.name})")
         # The agent goes on (it tells the customer); staff decide in the desk.
         return StepOutcome(stop=False)
     return verdict
+
+
+def _fit(reason: str, limit: int) -> str:
+    """The reason staff read on the hold, cut after a whole sentence when it is longer than the column."""
+    if len(reason) <= limit:
+        return reason
+    cut = reason.rfind(". ", 0, limit)
+    return reason[: cut + 1] if cut > 0 else reason[: limit - 1] + "…"
 
 
 def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:

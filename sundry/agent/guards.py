@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals, consent, strictjson
+from sundry.agent import approvals, consent, spending, strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.core import money
@@ -46,6 +46,9 @@ class GuardInput:
     state: dict = field(default_factory=dict)
     # Internal-only text the request showed, which a tool's customer_text arguments must not quote.
     internal: InternalText | None = None
+    # What the customer's tickets refunded or hold over the class's window, so thresholds apply to
+    # running totals (agent.spending); None judges each call alone (the harness' replays).
+    window: spending.Window | None = None
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,9 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
                             "Do not retry it; tell the customer it is with staff.", args,
                             {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
     rule = approvals.rule_for(inp.approval_rules, tool.name)
+    moved = spending.call_money(tool, args, inp.money) if inp.window is not None else None
+    if moved is not None:
+        return _check_running_total(inp, args, moved, rule)
     if rule is not None:
         decl = _domain(inp).tool(tool.name)
         refund = decl.refund if decl is not None else None
@@ -301,6 +307,34 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
                                 "Do not retry it; tell the customer it is awaiting approval.", args,
                                 {"above_cents": limit, "amount_cents": cents, "currency": currency})
     return None
+
+
+def _check_running_total(inp: GuardInput, args, moved: spending.CallMoney,
+                         rule: approvals.ToolApproval | None) -> GuardVerdict | None:
+    """Money: the call plus what moved (or is held) on its order and for its customer over the window.
+
+    A tool without a rule of its own that moves money (a cancellation that refunds) is judged
+    by the class's rules for the tools that move money: the strictest in the call's currency."""
+    rules = [rule] if rule is not None else approvals.money_rules(inp.approval_rules)
+    if not rules:
+        return None
+    limits = [r.limit(moved.currency) for r in rules]
+    limit = None if any(x is None for x in limits) else min(limits)
+    name = inp.tool.name
+    details = {"above_cents": limit, "amount_cents": moved.cents, "currency": moved.currency, "order": moved.order,
+               "window_hours": inp.window.hours}
+    if limit is None or moved.cents is None:
+        why = ("its amount is not known before it runs (no figures for the order yet)" if moved.cents is None
+               else f"{moved.currency or 'an unstated currency'} has no threshold set")
+        return GuardVerdict("hold", "approval", f"{name} needs staff approval: {why}; the call is held. "
+                            "Do not retry it; tell the customer it is awaiting approval.", args, details)
+    why = spending.over_limit(inp.window, moved, limit)
+    if not why:
+        return None
+    on_order, for_customer, _ = inp.window.before(moved.order, moved.currency)
+    return GuardVerdict("hold", "approval", f"{name} needs staff approval: {why}. The call is held. "
+                        "Do not retry it or split it; tell the customer it is awaiting approval.", args,
+                        {**details, "order_before_cents": on_order, "customer_before_cents": for_customer})
 
 
 def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:

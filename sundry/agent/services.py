@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import outbox, remote
+from sundry.agent import holds, outbox, remote, spending_reads
 from sundry.agent.calls import process_call
 from sundry.agent.models import HeldAction
 from sundry.agent.tasks import agent_run_task
@@ -116,6 +116,12 @@ class HeldActionError(ValueError):
     pass
 
 
+def _ran_already(held: HeldAction, ticket: Ticket) -> HeldAction | None:
+    """An equal hold that already ran; the customer's row is locked first, as every money call does."""
+    spending_reads.customer_lock(ticket.customer_id)
+    return holds.executed_twin(held, ticket.customer_id)
+
+
 def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
     """Approve (execute exactly once) or reject a held call.
 
@@ -135,6 +141,15 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
                         text=f"{who} rejected the held {held.tool} call; do not repeat it.",
                         payload={"held": held.pk, "decision": "rejected", "resume": True})
+        elif (twin := _ran_already(held, ticket)) is not None:
+            # Approving two holds of the same call runs it once.
+            reason = (f"The same {held.tool} call was already approved and executed (hold #{twin.pk} on ticket "
+                      f"#{twin.ticket_id}); this one was not run.")
+            turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                               text=f"{who} approved the held {held.tool} call. {reason}",
+                               payload={"held": held.pk, "decision": "refused", "same_as": twin.pk})
+            held.status, held.result_turn, held.outcome = HeldAction.Status.REFUSED, turn.number, reason
+            held.save(update_fields=["status", "result_turn"])
         else:
             ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
             # Guards run again (rules, IDs, refund limit); only the hold itself is lifted.

@@ -69,3 +69,19 @@ class RefuseNulBytesMiddleware:
                         "A value in this request holds a NUL character, which no field accepts.",
                         content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+# The longest username a login can name (Django's User.username); axes' own column is 255.
+USERNAME_MAX = 150
+
+
+def login_username(request, credentials=None):
+    """The username django-axes counts failed logins under (`AXES_USERNAME_CALLABLE`).
+
+    Axes' default reads the posted value whole and stores it in a 255-character column,
+    so a longer one answered 500; no account has a longer name than 150, so the cut
+    joins no two real usernames.
+    """
+    source = credentials if credentials else getattr(request, "POST", {})
+    name = source.get("username") if hasattr(source, "get") else None
+    return name[:USERNAME_MAX] if isinstance(name, str) else name

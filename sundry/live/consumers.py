@@ -206,10 +206,12 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         if not self.joined:
             return
         try:
-            message = json.loads(text_data or "{}")
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(message, dict):
+            message = limits.parse_frame(text_data, bytes_data)
+        except limits.FrameRefused as exc:
+            # Not something the page sends: the socket closes with the reason (the page reconnects).
+            await self._leave()
+            self.access = None
+            await self.close(code=exc.code, reason=str(exc)[:120])
             return
         kind = message.get("type")
         if kind == "resync":

@@ -59,7 +59,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "slug", "description")}),
         ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap")}),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
-        ("Approvals", {"fields": ("approval_rules",)}),
+        ("Approvals", {"fields": ("approval_rules", "approval_window_hours")}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
         ("Tool servers", {"fields": ("tool_servers",)}),
     )

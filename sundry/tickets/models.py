@@ -43,6 +43,11 @@ class TicketClass(models.Model):
                   'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
                   'per currency (above_cents, if given, covers the currencies not listed; others are always held)',
     )
+    approval_window_hours = models.PositiveIntegerField(
+        default=24, validators=[MinValueValidator(1), MaxValueValidator(24 * 90)],
+        help_text="Approval thresholds on money apply to what was refunded (or awaits approval) over this many "
+                  "hours, per order and per customer, across tickets, in each currency.",
+    )
     text_tool_calls = models.BooleanField(
         default=False,
         help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a "

@@ -74,7 +74,8 @@ def search(q: str) -> list[Hit]:
                    | Q(customer__customer_id__iexact=q) | Q(customer__phone__icontains=q))
     order_owners = set(Order.objects.filter(number__iexact=q).values_list("customer_id", flat=True))
     messages = _message_matches(q)
-    if q.isdigit():
+    number = q.isascii() and q.isdigit()  # "²" is a digit to str.isdigit, not to int()
+    if number:
         by_ticket |= Q(pk=int(q))
     tickets = (Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
                .filter(by_ticket | by_customer | Q(customer__in=order_owners) | Q(pk__in=list(messages)))
@@ -83,7 +84,7 @@ def search(q: str) -> list[Hit]:
     needle = q.lower()
     for t in tickets:
         why = []
-        if needle in t.subject.lower() or (q.isdigit() and t.pk == int(q)):
+        if needle in t.subject.lower() or (number and t.pk == int(q)):
             why.append("ticket")
         if needle in t.customer.name.lower() or needle in t.customer.email.lower() or needle == t.customer.customer_id.lower():
             why.append("customer")

@@ -222,7 +222,8 @@ def held_decide(request, ticket_id, held_id):
 
 
 def _seen_id(raw: str) -> int | None:
-    return int(raw) if raw and raw.isdigit() else None
+    # ASCII digits only: "²" passes str.isdigit() but not int().
+    return int(raw) if raw and raw.isascii() and raw.isdigit() else None
 
 
 def _state_conflict(request, ticket, name, current):

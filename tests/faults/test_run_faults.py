@@ -303,3 +303,18 @@ def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_
     assert role != "disputed_order"
     assert s.worker.alive(), s.worker.text()[-3000:]
     assert_whole(s, ticket)
+
+
+def test_negative_control_the_concurrency_tracker_sees_two_runs_at_once(model):
+    # The burst test's "one run at a time" can fail: two model calls in flight together count as two.
+    tracker = Concurrency(model)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    with ThreadPoolExecutor(2) as pool:
+        barrier = threading.Barrier(2)
+
+        def post(_):
+            barrier.wait()
+            return requests.post(f"{model.url}/chat/completions", json=body, timeout=10).status_code
+
+        assert list(pool.map(post, range(2))) == [200, 200]
+    assert tracker.peak == 2

@@ -366,7 +366,8 @@ def test_a_class_edited_in_the_admin_bumps_every_ticket_of_the_class(world):
     before = world.version()
     data = {f: getattr(tclass, f) for f in ("name", "slug", "description", "trigger_fraction", "recent_turns_kept",
                                              "working_model", "summariser_model", "ledger_share", "pinned_rules_cap",
-                                             "first_response_minutes", "next_response_minutes")}
+                                             "first_response_minutes", "next_response_minutes",
+                                             "approval_window_hours")}
     data.update(token_budget=6000, approval_rules='{"cancel_order": {}}')
     response = _admin_client().post(f"/admin/tickets/ticketclass/{tclass.pk}/change/", data)
     assert response.status_code == 302, response.content[:2000]

@@ -69,7 +69,7 @@ def test_admin_edits_a_class_budget_and_bad_values_are_refused(client, people):
         "name": "Standard", "slug": "standard", "description": "", "token_budget": 12000,
         "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
         "working_model": "offline", "summariser_model": "offline", "approval_rules": "{}",
-        "first_response_minutes": 60, "next_response_minutes": 240,
+        "first_response_minutes": 60, "next_response_minutes": 240, "approval_window_hours": 24,
     }
     assert client.post(url, form).status_code == 302
     tclass.refresh_from_db()

@@ -220,7 +220,8 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
             "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
             "working_model": "openai:gpt-4.1-mini", "summariser_model": "offline",
             "approval_rules": '{"issue_refund": {"above_cents": 10000}}',
-            "first_response_minutes": 60, "next_response_minutes": 240}
+            "first_response_minutes": 60, "next_response_minutes": 240,
+            "approval_window_hours": 24}
     admin = desk["c"]["admin"]
     assert admin.post(url, form).status_code == 302
     for bad in ({"working_model": "gpt-4"}, {"summariser_model": "acme:thing"},

@@ -3,7 +3,9 @@
 `checkpoint()` notes the newest row of every table the agent's tools write and
 every order's status; `since(checkpoint)` lists what changed after it as plain
 `ShopEffect`s; `undo(checkpoint)` removes those rows and restores the statuses,
-so the next run (another mode of the same scenario) starts from the same shop.
+so the next run (another mode of the same scenario) starts from the same shop —
+and removes Sundry's records of the money moved and held (actions, holds), which
+approval thresholds count across the customer's tickets.
 A cancellation's refund is part of the cancellation, not a refund of its own.
 """
 
@@ -54,6 +56,10 @@ class Checkpoint:
     cancellation: int
     contact: int
     statuses: dict[int, str]
+    # Sundry's own records of money moved and held: the approval window counts them across the
+    # customer's tickets, so a mode must not inherit the refunds and holds of the one before.
+    action: int = 0
+    held: int = 0
 
 
 def _top(model) -> int:
@@ -61,10 +67,12 @@ def _top(model) -> int:
 
 
 def checkpoint() -> Checkpoint:
+    from sundry.agent.models import HeldAction
+    from sundry.context.models import ActionTaken
     from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
 
     return Checkpoint(_top(Refund), _top(Return), _top(Cancellation), _top(Contact),
-                      dict(Order.objects.values_list("pk", "status")))
+                      dict(Order.objects.values_list("pk", "status")), _top(ActionTaken), _top(HeldAction))
 
 
 def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
@@ -114,9 +122,13 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
 
 
 def undo(cp: Checkpoint) -> None:
+    from sundry.agent.models import HeldAction
+    from sundry.context.models import ActionTaken
     from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
 
     with transaction.atomic():
+        ActionTaken.objects.filter(pk__gt=cp.action).delete()
+        HeldAction.objects.filter(pk__gt=cp.held).delete()
         Cancellation.objects.filter(pk__gt=cp.cancellation).delete()
         Refund.objects.filter(pk__gt=cp.refund).delete()
         Return.objects.filter(pk__gt=cp.ret).delete()
