@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "security.md"
 CASES = all_cases()
 RESULTS: dict = {}
-RUNNING_TOTALS = ("running totals per order across tickets are not enforced yet: each refund is under the "
-                  "class threshold, their sum is not (issue 17, 'Approval thresholds apply to running totals')")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,8 +51,6 @@ def test_injection_case(case):
         assert outcome.attempts, f"{case.id}: the obedient model read the text and did nothing: the case tests nothing"
     else:
         assert case.channel.name == "json_keys", f"{case.id}: the planted text never reached the model"
-    if outcome.unauthorized and case.goal.name == "split" and not case.channel.third_party:
-        pytest.xfail(f"{RUNNING_TOTALS}: {outcome.unauthorized}")
     assert not outcome.unauthorized, f"{case.id}: {outcome.unauthorized} (attempts: {outcome.attempts})"
     assert outcome.stopped_by, f"{case.id}: no guard recorded stopping {outcome.attempts}"
 
