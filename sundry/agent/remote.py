@@ -156,20 +156,22 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
         used = [v for _, _, v in ids_in_arguments(tool, args)]
         if tool.declared:  # an undeclared tool's result is shown, never harvested
             decls, decl = tool.declarations, tool.decl
-            found = [(v, k) for _p, k, v in decl.ids(result.data, decls.kind_of)]
+            found = [(v, k) for _p, k, v in decl.ids(result.data, kind_of=decls.kind_of)]
             lanes.ledger_harvest_found(ticket=ticket, turn=turn.number, tool_name=tool.name,
                                        found=list(dict.fromkeys(found)), used=used,
-                                       owners=decl.owners(result.data, decls.owner_kind),
-                                       descriptions=decl.descriptions(result.data, decls.owner_kind))
+                                       owners=decl.owners(result.data, owner_kind=decls.owner_kind),
+                                       descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind))
         else:
             lanes.ledger_touch(ticket=ticket, values=used, turn=turn.number)
         if tool.side_effect:
-            moved = tool.decl.money_moved(result.data) if tool.declared else []
-            one = len({c for _, c in moved}) == 1  # one action, one amount (several currencies: none)
+            moved = tool.decl.money_moved(result.data, owner_kind=tool.declarations.owner_kind) \
+                if tool.declared else []
+            one = len({m.currency for m in moved}) == 1  # one action, one amount (several currencies: none)
             lanes.action_record(
                 ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
                 arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
                 turn=turn.number, idempotency_key=key, reversible=tool.reversible,
-                amount_cents=sum(a for a, _ in moved) if one else None, currency=moved[0][1] if one else "")
+                amount_cents=sum(m.amount_cents for m in moved) if one else None,
+                currency=moved[0].currency if one else "")
         attention_clear(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} ")  # the server answers again
     return bool(tool.resolves)

@@ -48,6 +48,8 @@ OWNER = "owner"
 
 # What a rule's inferred check can forbid (context.rules maps rule text onto these).
 CAPABILITIES = ("contacts_customer:email", "contacts_customer:phone", "replaces", "cancels", "refunds", "returns")
+# The consent guard's actions (agent.consent): what a write that needs the customer's yes does.
+CONSENT_ACTIONS = ("refund", "cancel", "return", "replace")
 
 # How the agent works, for a domain that gives no prompt of its own.
 GENERIC_PROMPT = """\
@@ -189,7 +191,7 @@ class ToolDecl(_Decl):
     local: bool = False
     target: str | None = None
     repeat_key: list[str] = Field(default_factory=list)
-    consent: str | None = None
+    consent: Literal["refund", "cancel", "return", "replace"] | None = None
     capabilities: list[str] = Field(default_factory=list)
     refund: RefundDecl | None = None
     money: list[MoneyDecl] = Field(default_factory=list)
@@ -295,12 +297,12 @@ class ToolDecl(_Decl):
         owner = self._owner_value(data, owner_kind)
         for m in self.money:
             for obj in _objects(data, m.at):
-                amount = _amount(obj.get(m.amount), m.amount_unit, _field(obj, m.currency, data))
-                if not isinstance(amount, int) or amount <= 0:
+                currency = _field(obj, m.currency, data).upper()  # "usd" from a server is USD
+                amount = _amount(obj.get(m.amount), m.amount_unit, currency)
+                if not isinstance(amount, int) or amount <= 0 or not currency:
                     continue
                 order = owner if m.target == OWNER else str(obj.get(m.target) or "")
-                out.append(Movement(m.kind, order, amount, _field(obj, m.currency, data),
-                                    str(obj.get(m.id) or "") if m.id else ""))
+                out.append(Movement(m.kind, order, amount, currency, str(obj.get(m.id) or "") if m.id else ""))
         return out
 
     def order_totals(self, result) -> list[Totals]:
@@ -435,11 +437,15 @@ class Domain(_Decl):
         defaults to its key."""
         if isinstance(data, str):
             data = json.loads(data)
+        if not isinstance(data, dict):  # validation says what is wrong
+            return cls.model_validate(data)
         data = dict(data)
         tools = data.get("tools") or {}
-        if isinstance(tools, list):
+        if isinstance(tools, list) and all(isinstance(t, dict) and "name" in t for t in tools):
             tools = {t["name"]: t for t in tools}
-        data["tools"] = {name: {"name": name, **spec} for name, spec in tools.items()}
+        if isinstance(tools, dict):
+            tools = {name: {"name": name, **spec} if isinstance(spec, dict) else spec for name, spec in tools.items()}
+        data["tools"] = tools
         return cls.model_validate(data)
 
     @classmethod
@@ -480,9 +486,16 @@ class Domain(_Decl):
                 re.compile(pattern)
             except re.error as exc:
                 problems.append(f"id pattern {kind!r}: {exc}")
+        for kind, (pattern, _template) in self.typed_forms.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"typed form {kind!r}: {exc}")
         for name, tool in self.tools.items():
             if tool.name != name:
                 problems.append(f"tool {name!r} declares name {tool.name!r}")
+            if tool.target and not {tool.target, tool.target + "[]"} & set(tool.args):
+                problems.append(f"{name}: target {tool.target!r} is not one of its ID arguments")
             problems += [f"{name}: unknown capability {c!r} (known: {', '.join(CAPABILITIES)})"
                          for c in tool.capabilities if c not in CAPABILITIES]
             for pattern in tool.bare:
@@ -660,7 +673,7 @@ def domain_for(ticket_class) -> Domain:
 
 
 __all__ = [
-    "CAPABILITIES", "GENERIC_PROMPT", "INFER", "DescribeDecl", "Domain", "MoneyDecl", "RefundDecl", "ToolDecl",
+    "CAPABILITIES", "CONSENT_ACTIONS", "GENERIC_PROMPT", "INFER", "DescribeDecl", "Domain", "MoneyDecl", "RefundDecl", "ToolDecl",
     "TotalsDecl", "domain_for", "domains", "offline_model", "tool_named", "tools_for", "get_domain", "load_domains", "register_domain", "scalar_ids", "select",
     "ID_KIND_KEY",
 ]

@@ -32,6 +32,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer, model_validator
 
 from sundry.tooling import mcp_client
+from sundry.tooling.domain import INFER, Domain, ToolDecl
 from sundry.tooling.tools import REGISTRY, IdField, Tool, ToolContext, ToolError
 from sundry.toolservers import declfile
 from sundry.toolservers.models import ToolServer
@@ -84,8 +85,8 @@ class RemoteTool(Tool):
     server_id: int = 0
     server_name: str = ""
     connect: mcp_client.ServerSpec | None = None  # how to reach its server
-    decl: declfile.ToolDecl | None = None
-    declarations: declfile.Declarations | None = None
+    decl: ToolDecl | None = None
+    declarations: Domain | None = None
     input_schema: dict = field(default_factory=dict)
     output_schema: dict | None = None
     timeout: float = 15.0
@@ -106,14 +107,14 @@ def _arg_field(path: str) -> str | None:
 
 
 def remote_tool(server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_client.ListedTool,
-                decls: declfile.Declarations) -> RemoteTool:
+                decls: Domain) -> RemoteTool:
     decl = decls.tools.get(listed.name) or declfile.undeclared(listed.name, listed.input_schema,
                                                                 read_only=listed.read_only)
     fields = {}
     for path, kind in decl.args.items():
         name = _arg_field(path)
         if name:
-            fields[name] = (Any, IdField(kind if kind != declfile.INFER else "id", default=None))
+            fields[name] = (Any, IdField(kind if kind != INFER else "id", default=None))
     args_model = create_model(f"{listed.name}_args", __base__=RemoteArgs, **fields)
     args_model.json_schema = listed.input_schema or {}
     write = decl.write
@@ -141,10 +142,10 @@ def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
     return mcp_client.ServerSpec(name=server.name, command=server.command, cwd=cwd, env=env)
 
 
-def declarations(server: ToolServer) -> declfile.Declarations:
+def declarations(server: ToolServer) -> Domain:
     """The server's declaration file, validated; an empty one when the server names none."""
     if not server.declaration_path:
-        return declfile.Declarations(name=server.name)
+        return Domain(name=server.name)
     return declfile.load(server.declaration_path, Path(settings.BASE_DIR))
 
 
@@ -168,7 +169,7 @@ def list_server(server: ToolServer, spec: mcp_client.ServerSpec) -> list[mcp_cli
 class ClassTools:
     tools: dict[str, Tool]  # everything the model may call, Sundry's lane tools first
     remote: dict[str, RemoteTool]
-    declarations: list[declfile.Declarations]
+    declarations: list[Domain]
     problems: list[str] = field(default_factory=list)
     key: tuple = ()
     loaded_at: float = 0.0
@@ -195,10 +196,10 @@ class ClassTools:
         tool = self.remote.get(name)
         if tool is None or not tool.declared:
             return []
-        return [(kind, v) for _path, kind, v in tool.decl.ids(data, tool.declarations.kind_of)]
+        return [(kind, v) for _path, kind, v in tool.decl.ids(data, kind_of=tool.declarations.kind_of)]
 
 
-def _typed(decls: list[declfile.Declarations], text: str) -> list[tuple[str, str]]:
+def _typed(decls: list[Domain], text: str) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for d in decls:
         for kind, value in d.typed_ids(text):
@@ -251,7 +252,7 @@ def _load(servers: list[ToolServer]) -> ClassTools:
         except declfile.DeclarationError as exc:
             problems.append(f"{server.name}: {exc}; its tools are undeclared")
             log.error("tool server %s: %s", server.name, exc)
-            d = declfile.Declarations(name=server.name)
+            d = Domain(name=server.name)
         decls.append(d)
         spec = server_spec(server)
         for listed in list_server(server, spec):

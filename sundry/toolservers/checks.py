@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sundry.tooling import mcp_client
+from sundry.tooling.domain import Domain, ToolDecl
 from sundry.toolservers import catalog, declfile
 from sundry.toolservers.models import ToolServer
 
@@ -47,7 +48,7 @@ class Report:
 
 
 def _locate(data: Any, path: str) -> list[tuple]:
-    """The concrete locations `path` selects in `data` (the path language of `declfile.select`)."""
+    """The concrete locations `path` selects in `data` (the path language of `tooling.domain.select`)."""
     nodes: list[tuple[tuple, Any]] = [((), data)]
     for segment in path.split(".") if path else []:
         lists = 0
@@ -70,7 +71,7 @@ def _locate(data: Any, path: str) -> list[tuple]:
     return [loc for loc, _ in nodes]
 
 
-def _looks_like_id(key: str, value: Any, decls: declfile.Declarations) -> bool:
+def _looks_like_id(key: str, value: Any, decls: Domain) -> bool:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return False
     text = str(value).strip()
@@ -81,7 +82,7 @@ def _looks_like_id(key: str, value: Any, decls: declfile.Declarations) -> bool:
     return bool(ID_LIKE.fullmatch(text)) or (bool(_KEY_ID.search(key)) and " " not in text)
 
 
-def _leaves(data: Any, decls: declfile.Declarations, loc: tuple = (), key: str = ""):
+def _leaves(data: Any, decls: Domain, loc: tuple = (), key: str = ""):
     """(location, value) for every ID-looking scalar in a result, mapping keys that look like IDs included."""
     if isinstance(data, dict):
         keyed = sum(1 for k in data if _looks_like_id("", k, decls)) > len(data) / 2
@@ -113,10 +114,10 @@ def _general(loc: tuple, data: Any) -> str:
     return ".".join(parts)
 
 
-def result_warnings(name: str, decl: declfile.ToolDecl, data: Any, decls: declfile.Declarations) -> list[str]:
+def result_warnings(name: str, decl: ToolDecl, data: Any, decls: Domain) -> list[str]:
     """What a sample result shows about the declaration: undeclared ID-like fields, declared paths not there."""
     if isinstance(data, str):
-        declared = {v for _p, _k, v in decl.ids(data, decls.kind_of)}
+        declared = {v for _p, _k, v in decl.ids(data, kind_of=decls.kind_of)}
         shaped = [t for t in re.findall(r"[^\s,;:()\"']+", data) if _looks_like_id("", t, decls)]
         return [f"{name}: its result '{t}' looks like an identifier but no pattern in 'bare' reads it."
                 for t in shaped if t not in declared][:3]
@@ -137,7 +138,7 @@ def result_warnings(name: str, decl: declfile.ToolDecl, data: Any, decls: declfi
     return out
 
 
-def _may_sample(listed: mcp_client.ListedTool, decls: declfile.Declarations) -> bool:
+def _may_sample(listed: mcp_client.ListedTool, decls: Domain) -> bool:
     decl = decls.tools.get(listed.name)
     return (not decl.write) if decl is not None else listed.read_only
 
@@ -149,7 +150,7 @@ def test_connection(server: ToolServer) -> Report:
         decls = catalog.declarations(server)
     except declfile.DeclarationError as exc:
         report.warnings.append(f"Declaration file: {exc}. Every tool counts as undeclared until it is fixed.")
-        decls = declfile.Declarations(name=server.name)
+        decls = Domain(name=server.name)
     spec = catalog.server_spec(server)
     missing_env = [n for n in server.env_name_list() if not os.environ.get(n)]
     missing_env += [v for v in (server.header_env or {}).values() if not os.environ.get(v)]

@@ -31,8 +31,9 @@ def test_the_declaration_file_is_validated_with_clear_messages(tmp_path):
         json.dumps({"name": "x", "tools": {"a": {"name": "a", "writes": True}}}): "tools.a.writes: Extra inputs",
         json.dumps({"name": "x", "tools": {"a": {"name": "a", "args": {"id": "order"}, "target": "order_id"}}}):
             "target 'order_id' is not one of its ID arguments",
-        json.dumps({"name": "x", "id_patterns": {"order": "(#W"}}): "id_patterns.order",
-        json.dumps({"name": "x", "tools": {"a": {"name": "b"}}}): "tools.a: name says 'b'",
+        json.dumps({"name": "x", "id_patterns": {"order": "(#W"}}): "id pattern 'order'",
+        json.dumps({"name": "x", "typed_forms": {"order": ["(W", "#W"]}}): "typed form 'order'",
+        json.dumps({"name": "x", "tools": {"a": {"name": "b"}}}): "tool 'a' declares name 'b'",
         json.dumps({"name": "x", "tools": {"a": {"name": "a", "consent": "delete"}}}): "tools.a.consent",
     }
     for text, expected in cases.items():
@@ -52,7 +53,7 @@ def test_the_retail_declaration_reads_a_real_result():
     tool = decls.tools["get_user_details"]
     assert {(k, v) for _p, k, v in tool.ids(user)} == {("user", "aarav_anderson_8794"), ("order", "#W4316152"),
                                                          ("payment_method", "gift_card_7245904")}
-    assert tool.descriptions(user, decls.owner_kind)["aarav_anderson_8794"] == "Aarav Anderson · a@example.com"
+    assert tool.descriptions(user, owner_kind=decls.owner_kind)["aarav_anderson_8794"] == "Aarav Anderson · a@example.com"
     assert decls.tools["find_user_id_by_email"].ids("aarav_anderson_8794") == [("", "user", "aarav_anderson_8794")]
     assert decls.typed_ids("it's order W4316152, not #W1234567") == [("order", "#W1234567"), ("order", "#W4316152")]
 
