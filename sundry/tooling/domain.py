@@ -48,8 +48,6 @@ OWNER = "owner"
 
 # What a rule's inferred check can forbid (context.rules maps rule text onto these).
 CAPABILITIES = ("contacts_customer:email", "contacts_customer:phone", "replaces", "cancels", "refunds", "returns")
-# The consent guard's actions (agent.consent): what a write that needs the customer's yes does.
-CONSENT_ACTIONS = ("refund", "cancel", "return", "replace")
 
 # How the agent works, for a domain that gives no prompt of its own.
 GENERIC_PROMPT = """\
@@ -191,7 +189,7 @@ class ToolDecl(_Decl):
     local: bool = False
     target: str | None = None
     repeat_key: list[str] = Field(default_factory=list)
-    consent: Literal["refund", "cancel", "return", "replace"] | None = None
+    consent: Literal["refund", "cancel", "return", "replace"] | None = None  # the consent guard's actions
     capabilities: list[str] = Field(default_factory=list)
     refund: RefundDecl | None = None
     money: list[MoneyDecl] = Field(default_factory=list)
@@ -673,7 +671,7 @@ def domain_for(ticket_class) -> Domain:
 
 
 __all__ = [
-    "CAPABILITIES", "CONSENT_ACTIONS", "GENERIC_PROMPT", "INFER", "DescribeDecl", "Domain", "MoneyDecl", "RefundDecl", "ToolDecl",
+    "CAPABILITIES", "GENERIC_PROMPT", "INFER", "DescribeDecl", "Domain", "MoneyDecl", "RefundDecl", "ToolDecl",
     "TotalsDecl", "domain_for", "domains", "offline_model", "tool_named", "tools_for", "get_domain", "load_domains", "register_domain", "scalar_ids", "select",
     "ID_KIND_KEY",
 ]
