@@ -54,11 +54,12 @@ ACCESS_RECHECK_SECONDS = 30.0
 ACCESS_RECHECK_JITTER = 0.5  # fraction of the period, drawn per check
 
 
-def _recheck_deadline() -> float:
+def recheck_deadline() -> float:
+    """When an open socket next re-reads who may watch (jittered, so sockets opened together do not re-check together)."""
     return time.monotonic() + ACCESS_RECHECK_SECONDS * (1 - ACCESS_RECHECK_JITTER * random.random())
 
 
-def _session_user(scope):
+def session_user(scope):
     """The user the socket's session belongs to now, read afresh from the session store.
 
     Loading a session honours its expiry (an expired one reads as empty), and
@@ -77,7 +78,7 @@ def _session_user(scope):
 def _check(scope, audience: str, ticket_id: int):
     """(None, (ticket, viewer)) if the socket may watch; else (close code, None)."""
     connected_as = scope.get("user")
-    user = _session_user(scope)
+    user = session_user(scope)
     if user is None or user.pk != getattr(connected_as, "pk", None):
         signed_in = getattr(connected_as, "is_authenticated", False)
         return (CLOSE_SIGNED_OUT if signed_in else CLOSE_FORBIDDEN), None
@@ -171,7 +172,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
             await self.close(code=refusal)
             return
         self.admitted_for = self.scope["user"].pk
-        self.access, self.access_deadline = access, _recheck_deadline()
+        self.access, self.access_deadline = access, recheck_deadline()
         self.joined = [user_group(self.admitted_for)]
         await self.channel_layer.group_add(self.joined[0], self.channel_name)
         self.hub_group = self.ticket_group()
@@ -280,7 +281,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         if refusal is not None:
             await self._close(refusal)
             return None
-        self.access, self.access_deadline = access, _recheck_deadline()
+        self.access, self.access_deadline = access, recheck_deadline()
         return access
 
     async def _send_snapshot(self):

@@ -24,8 +24,8 @@ from sundry.live import fanout, limits
 from sundry.live.consumers import (
     CLOSE_FORBIDDEN,
     CLOSE_SIGNED_OUT,
-    _recheck_deadline,
-    _session_user,
+    recheck_deadline,
+    session_user,
 )
 from sundry.live.events import QUEUE_GROUP, session_tag, user_group
 from sundry.tickets.queue import MAX_QUERY_CHARS, queue_update
@@ -37,7 +37,7 @@ REFRESH_MIN_SECONDS = 1.0  # a busy desk changes tickets many times a second; th
 def _check(scope):
     """(None, user) if the socket's session is a staff member's now; else (close code, None)."""
     connected_as = scope.get("user")
-    user = _session_user(scope)
+    user = session_user(scope)
     if user is None or user.pk != getattr(connected_as, "pk", None):
         return (CLOSE_SIGNED_OUT if getattr(connected_as, "is_authenticated", False) else CLOSE_FORBIDDEN), None
     return (None, user) if is_desk_staff(user) else (CLOSE_FORBIDDEN, None)
@@ -64,7 +64,7 @@ class QueueConsumer(AsyncWebsocketConsumer):
         if refusal is not None:
             await self.close(code=refusal)
             return
-        self.admitted_for, self.user, self.access_deadline = user.pk, user, _recheck_deadline()
+        self.admitted_for, self.user, self.access_deadline = user.pk, user, recheck_deadline()
         self.joined = [user_group(user.pk)]
         await self.channel_layer.group_add(self.joined[0], self.channel_name)
         await fanout.join(QUEUE_GROUP, self)
@@ -137,7 +137,7 @@ class QueueConsumer(AsyncWebsocketConsumer):
         if refusal is not None:
             await self._close(refusal)
             return None
-        self.user, self.access_deadline = user, _recheck_deadline()
+        self.user, self.access_deadline = user, recheck_deadline()
         return user
 
     async def _refresh_after(self, delay: float):
