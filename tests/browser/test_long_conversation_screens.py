@@ -39,8 +39,20 @@ def _off_loop(fn):
 
 
 def shoot(page, panel: str, path) -> None:
-    """The screen as a person sees it with `panel` in view (the whole page is many screens long)."""
-    page.locator(panel).scroll_into_view_if_needed()
+    """The screen as a person sees it with `panel` in view (the whole page is many screens long).
+
+    A live push may swap the panel for a fresh rendering between finding and scrolling it, so
+    the scroll is retried on a detached element rather than failing the screenshot."""
+    from playwright.sync_api import Error
+
+    for attempt in range(5):
+        try:
+            page.locator(panel).scroll_into_view_if_needed(timeout=5000)
+            break
+        except Error:
+            if attempt == 4:
+                raise
+            page.wait_for_timeout(200)
     page.screenshot(path=str(path))
 
 
@@ -57,7 +69,9 @@ def long_ticket():
         return ticket, customer.user, cast
 
     ticket, user, cast = _off_loop(build)
-    staff = get_user_model().objects.create_user("desk-staff", password="pw", is_staff=True, first_name="Ann")
+    # Off the loop too: creating a user pushes to its live groups from synchronous code.
+    staff = _off_loop(lambda: get_user_model().objects.create_user("desk-staff", password="pw", is_staff=True,
+                                                                   first_name="Ann"))
     return {"ticket": ticket, "customer": user, "staff": staff, "cast": cast}
 
 
