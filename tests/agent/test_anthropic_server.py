@@ -1,0 +1,256 @@
+"""A class on an `anthropic:` model, against a local server shaped like Anthropic's Messages API.
+
+The server (tests/agent/anthropic_server.py) is real HTTP on 127.0.0.1 and streams server-sent events as the
+API does; the client is pydantic-ai's AnthropicModel over the Anthropic SDK, as in production. The watchers
+are real websockets on the ASGI application, over the Redis channel layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from sundry.agent.gateway import CallLimits, Gateway, ModelCallError
+from sundry.agent.loop import agent_run
+from sundry.agent.models import AgentStep
+from sundry.agent.services import customer_message_post
+from sundry.portal.wording import customer_wording
+from sundry.shop.models import Refund
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.agent.anthropic_server import Answer, AnthropicServer, ToolUse, events
+from tests.agent.test_gateway import lane_request, no_internet  # noqa: F401  (fixture)
+from tests.agent.test_streaming import Sink, _cookie, _streamed, _until_done, _watch
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+MODEL = "anthropic:claude-haiku-4-5"
+NO_RETRIES = CallLimits(max_retries=0)
+
+
+@pytest.fixture
+def anthropic(no_internet, monkeypatch):  # noqa: F811
+    servers = []
+
+    def start(script, pause=0.0, count=None):
+        servers.append(AnthropicServer(script, pause=pause, count=count))
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", servers[-1].url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+# --- the gateway streams ----------------------------------------------------------------------
+
+
+def test_a_streamed_reply_reaches_the_sink_as_it_is_written_and_the_call_returns_the_whole(anthropic):
+    pieces = ["Your order ", "SU-20481 ", "has ", "shipped ", "today."]
+    server = anthropic(lambda p, b: Answer(blocks=pieces, input_tokens=200, cache_read=1000, output_tokens=9),
+                       pause=0.2)
+    sink = Sink()
+    started = time.monotonic()
+    call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
+    ended = time.monotonic()
+
+    assert server.requests[0]["path"] == "/v1/messages" and server.bodies[0]["stream"] is True
+    assert call.response.text == "".join(pieces) and call.response.finish_reason == "stop"
+    # Anthropic reports uncached input apart from the cache read; the call's input is the whole request.
+    assert call.response.usage.input_tokens == 1200 and call.response.usage.cached_input_tokens == 1000
+    assert call.response.usage.output_tokens == 9
+    kinds = [k for k, _, _ in sink.events]
+    assert kinds[0] == "typing" and kinds[-1] == "final" and kinds.count("text") >= 3
+    texts = [t for k, t, _ in sink.events if k == "text"]
+    assert texts == sorted(texts, key=len) and texts[0] == "Your order "
+    first_text = next(at for k, _, at in sink.events if k == "text")
+    assert first_text - started < (ended - started) / 2  # while the model was still writing
+
+
+def test_a_tool_use_streamed_as_input_json_deltas_is_one_whole_call(anthropic):
+    use = ToolUse("toolu_1", "get_order", {"order_number": "SU-20481"}, pieces=4)
+    anthropic(lambda p, b: Answer(blocks=[use]))
+    assert [e["delta"]["type"] for n, e in events(Answer(blocks=[use])) if n == "content_block_delta"] == [
+        "input_json_delta"] * 4  # the arguments really arrive in pieces
+    sink = Sink()
+    call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
+    assert [(c.id, c.name, c.arguments) for c in call.response.tool_calls] == [
+        ("toolu_1", "get_order", {"order_number": "SU-20481"})]
+    assert call.response.finish_reason == "tool_call"
+    assert [k for k, _, _ in sink.events] == ["typing"]  # a call shows nothing but typing
+
+
+def test_negative_control_malformed_streamed_arguments_stay_raw_text_for_the_guards(anthropic):
+    # The pieces make no JSON object: the call is kept, its arguments as text, for the loop to reject visibly.
+    broken = ToolUse("toolu_1", "get_order", {}, raw='{"order_number": "SU-20481"', pieces=3)
+    anthropic(lambda p, b: Answer(blocks=[broken]))
+    [call] = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=Sink()).response.tool_calls
+    assert call.name == "get_order" and isinstance(call.arguments, str) and "SU-20481" in call.arguments
+
+
+# --- 429 with Retry-After ---------------------------------------------------------------------
+
+RATE_LIMITED = (429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+                {"retry-after": "1"})
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_429_is_retried_after_the_servers_retry_after_and_the_latency_spans_both(anthropic, streamed):
+    # The SDK's own first backoff is at most 0.5 s: a gap of a second is the server's Retry-After.
+    answers = iter([RATE_LIMITED, Answer(blocks=["Recovered."])])
+    server = anthropic(lambda p, b: next(answers))
+    call = Gateway(limits=CallLimits(max_retries=2)).call(lane_request(MODEL), stream=Sink() if streamed else None)
+    assert call.response.text == "Recovered."
+    assert len(server.requests) == 2 and server.requests[1]["at"] - server.requests[0]["at"] >= 0.95
+    assert call.latency_ms >= 950
+
+
+def test_negative_control_without_retries_the_429_is_a_retryable_error_after_one_attempt(anthropic):
+    server = anthropic(lambda p, b: RATE_LIMITED)
+    with pytest.raises(ModelCallError) as info:
+        Gateway(limits=NO_RETRIES).complete(lane_request(MODEL))
+    assert info.value.retryable is True and info.value.status_code == 429 and len(server.requests) == 1
+
+
+# --- through the loop -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def desk(anthropic):
+    """A ticket whose class runs an `anthropic:` model behind the local server, answering from `answers`."""
+    answers: list = []
+    server = anthropic(lambda path, body: answers.pop(0)(body) if callable(answers[0]) else answers.pop(0),
+                       pause=0.15)
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-26675", prices=(4000,))
+    tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
+    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    customer_message_post(ticket=ticket, text="Did my refund for SU-26675 go through?")
+    return {"server": server, "answers": answers, "ticket": ticket}
+
+
+def run(desk):
+    return agent_run(desk["ticket"].pk, gateway=Gateway(limits=NO_RETRIES))
+
+
+def agent_messages(ticket):
+    return list(Turn.objects.filter(ticket=ticket, author="agent", kind="message").values_list("text", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_streamed_tool_use_runs_as_a_tool_call_and_cached_tokens_are_recorded(desk):
+    desk["answers"] += [
+        Answer(blocks=["Let me look.", ToolUse("toolu_1", "get_order", {"order_number": "SU-26675"})],
+               input_tokens=300, cache_read=2500, cache_write=0, output_tokens=30),
+        Answer(blocks=["Order SU-26675 ", "was paid; ", "no refund has been made."],
+               input_tokens=500, cache_read=2500, output_tokens=12),
+    ]
+    assert settings.MODEL_STREAM
+    run(desk)
+    ticket = desk["ticket"]
+    result = Turn.objects.get(ticket=ticket, kind="tool_result")
+    assert result.payload["ok"] and result.payload["name"] == "get_order"
+    # The next request answered that call by its id, as Anthropic requires.
+    second = desk["server"].bodies[1]
+    assert second["stream"] is True
+    results = [c for m in second["messages"] if isinstance(m["content"], list) for c in m["content"]
+               if c.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_1"]
+    assert agent_messages(ticket) == ["Order SU-26675 was paid; no refund has been made."]
+    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
+    assert [s.outcome for s in steps] == ["tool_calls", "reply"]
+    assert [(s.input_tokens, s.cached_input_tokens, s.reported_request_tokens) for s in steps] == [
+        (2800, 2500, 2800), (3000, 2500, 3000)]
+    assert all(s.checks.get("streamed") for s in steps)
+
+
+@pytest.mark.django_db
+def test_an_invented_refund_reference_in_an_unstreamed_reply_is_asked_again_then_held(desk, settings):
+    settings.MODEL_STREAM = False
+    desk["answers"] += [Answer(blocks=["Your refund SU-26675-RF01 for 40.00 USD has been issued."]),
+                        Answer(blocks=["Refund reference SU-26675-refund-1 is on its way."])]
+    run(desk)
+    ticket = Ticket.objects.get(pk=desk["ticket"].pk)
+    assert "stream" not in desk["server"].bodies[0] or desk["server"].bodies[0]["stream"] is False
+    assert agent_messages(ticket) == []
+    # The re-ask showed the model its reply and why it was not sent, as the last user content.
+    last = desk["server"].bodies[1]["messages"][-1]
+    assert last["role"] == "user" and "SU-26675-RF01" in str(last["content"])
+    held = Turn.objects.get(ticket=ticket, kind="error")
+    assert "held for staff" in held.text and held.payload["held_reply"].startswith("Refund reference")
+    assert ticket.attention.startswith("Reply held for staff: invented_id")
+    assert AgentStep.objects.get(ticket=ticket).outcome == "held_reply"
+    assert not Refund.objects.exists()
+
+
+@pytest.mark.django_db
+def test_negative_control_a_reply_naming_only_known_identifiers_is_posted(desk, settings):
+    settings.MODEL_STREAM = False
+    desk["answers"] += [Answer(blocks=["I can see order SU-26675; no refund has been made yet."])]
+    run(desk)
+    assert agent_messages(desk["ticket"]) == ["I can see order SU-26675; no refund has been made yet."]
+    assert not Ticket.objects.get(pk=desk["ticket"].pk).attention
+
+
+# --- through the live channel to the customer page and the desk ---------------------------------
+
+
+@pytest.fixture
+def watched(transactional_db, anthropic):
+    if not settings.REDIS_URL:
+        pytest.skip("the stream travels from the run's thread to the sockets over the Redis channel layer")
+    users = get_user_model().objects
+    staff = users.create_user("sam", password="x", is_staff=True)
+    alice = users.create_user("alice", password="x")
+    customer = CustomerFactory(user=alice)
+    paid_order(customer=customer, number="SU-26675", prices=(4000,))
+    tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
+    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
+    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": anthropic}
+
+
+async def test_customer_and_desk_see_the_anthropic_stream_then_the_stored_turn(watched):
+    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "of 40 USD ", "has been made ", "yet."]
+    server = watched["start"](lambda p, b: Answer(blocks=pieces, input_tokens=120, cache_read=800, output_tokens=12),
+                              pause=0.15)
+    ticket = watched["ticket"]
+    customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
+    staff = await _watch(f"/ws/desk/tickets/{ticket.pk}/", watched["staff"])
+    run = asyncio.ensure_future(asyncio.to_thread(agent_run, ticket.pk, gateway=Gateway(limits=NO_RETRIES)))
+    seen = await asyncio.gather(_until_done(customer), _until_done(staff))
+    await run
+    for socket in (customer, staff):
+        await socket.disconnect()
+
+    assert server.bodies[0]["stream"] is True
+    stored = await Turn.objects.filter(ticket=ticket, author="agent", kind="message").aget()
+    assert stored.text == "".join(pieces)
+    step = await AgentStep.objects.aget(ticket=ticket)
+    assert step.checks.get("streamed") is True and (step.cached_input_tokens, step.reported_request_tokens) == (800, 920)
+    for got, whole in ((seen[0], customer_wording(stored.text)), (seen[1], stored.text)):
+        stream = _streamed(got)
+        assert stream[0]["state"] == "typing" and stream[0]["text"] == ""
+        texts = [m["text"] for m in stream if m["state"] == "text"]
+        assert len(texts) >= 2 and texts[-1] == whole and all(whole.startswith(t) for t in texts)
+        assert stream[-1]["state"] == "done" and stream[-1]["turn"] == stored.number
+        frames = [i for i, m in enumerate(got) if isinstance(m, str) and "has been made yet." in m]
+        first_text = next(i for i, m in enumerate(got) if isinstance(m, dict) and m["state"] == "text")
+        assert frames and frames[0] > first_text  # the stored turn came after the provisional text
+
+
+async def test_negative_control_with_streaming_off_the_anthropic_reply_is_not_streamed(watched, settings):
+    settings.MODEL_STREAM = False
+    server = watched["start"](lambda p, b: Answer(blocks=["Nothing ", "to report."]))
+    ticket = watched["ticket"]
+    customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
+    await asyncio.to_thread(agent_run, ticket.pk, gateway=Gateway(limits=NO_RETRIES))
+    frame = await customer.receive_from(timeout=10)
+    assert not frame.startswith("{") and "Nothing to report." in frame
+    assert await customer.receive_nothing(timeout=0.5)
+    await customer.disconnect()
+    assert not server.bodies[0].get("stream")
