@@ -206,6 +206,10 @@ MODEL_MAX_TOKENS = int(os.environ.get("SUNDRY_MODEL_MAX_TOKENS", "2048"))
 # Stream the agent's replies to the customer page and the desk as they are written, where the
 # provider streams (the stored turn is still the whole reply after the reply check).
 MODEL_STREAM = env_bool("SUNDRY_MODEL_STREAM", True)
+# Ask the provider to count a request's tokens where it has an endpoint for it (Anthropic's
+# count_tokens) when the compaction trigger weighs the request; off, or if the count fails,
+# the trigger uses Sundry's count calibrated against the tokens providers reported.
+MODEL_PROVIDER_TOKEN_COUNT = env_bool("SUNDRY_MODEL_PROVIDER_TOKEN_COUNT", False)
 # An agent run holds its ticket with a claim it renews at every step. A claim
 # older than this is a dead run's (its worker was killed): the next run takes
 # the ticket. Longer than one step can take (one model call, at most

@@ -22,6 +22,12 @@ and honouring the server's `Retry-After`, within a deadline for the whole call
 (`CallLimits`, from settings). The caller calls once; the latency it records
 spans every attempt, failed ones too (`ModelCallError.latency_ms`).
 
+Token counts: where a provider has a token counting endpoint (Anthropic's
+/v1/messages/count_tokens) and MODEL_PROVIDER_TOKEN_COUNT is on, `count_tokens`
+asks it for a request's input tokens, built exactly as the request itself would
+be sent; it answers None for every other model, or when the count fails, and
+the caller keeps its calibrated estimate (`agent.calibration`).
+
 Streaming: a call given a `ReplySink` is made with pydantic-ai's
 `model_request_stream` where the provider is a network one; the sink hears
 "typing" before the request goes out and the text written so far as it
@@ -54,6 +60,9 @@ OFFLINE = "offline"
 PROVIDERS = ("openai", "anthropic", "openai-compatible", "ollama")
 OLLAMA_DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
 CONFIGURED_OFFLINE = "configured as offline"
+COUNTING_PROVIDERS = ("anthropic",)  # providers with a token counting endpoint
+# A count is a small request made before budgeting a step's request: a slow one must not hold it up.
+COUNT_TIMEOUT = 10.0
 _warned: set[str] = set()
 
 
@@ -258,6 +267,27 @@ class Gateway:
             raise
         return _priced(response, resolved, name, started)
 
+    def count_tokens(self, request: ModelRequest, *, model: str | None = None) -> int | None:
+        """The provider's count of the request's input tokens, or None where it has none to give (see the
+        module doc): not enabled, not a counting provider, not configured, or the count failed."""
+        name = model or request.model
+        if self.override is not None or not provider_counting(name):
+            return None
+        resolved = resolve_model(name)
+        if resolved.offline or resolved.unavailable:
+            return None
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return None  # synchronous only: a caller on an event loop keeps its estimate
+        try:
+            return _thread_loop().run_until_complete(_provider_count(resolved, request, self.limits))
+        except Exception as exc:  # any failure: the calibrated estimate serves
+            log.warning("%s: token count failed (%s); using the calibrated estimate", name, exc)
+            return None
+
     def _resolve(self, name: str) -> ResolvedModel:
         return ResolvedModel(name, provider="override") if self.override is not None else resolve_model(name)
 
@@ -278,6 +308,19 @@ class Gateway:
         if self._offline_model is None:
             self._offline_model = offline_model()
         return self._offline_model
+
+
+def provider_counting(name: str) -> bool:
+    """Whether requests for the model `name` are counted by its provider (opt-in: MODEL_PROVIDER_TOKEN_COUNT)."""
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    if name.partition(":")[0] not in COUNTING_PROVIDERS:
+        return False
+    try:
+        return bool(getattr(settings, "MODEL_PROVIDER_TOKEN_COUNT", False))
+    except ImproperlyConfigured:  # a script without Django settings: off
+        return False
 
 
 def _refuse_unavailable(resolved: ResolvedModel) -> None:
@@ -406,11 +449,7 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
     return result
 
 
-async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
-                            original_output: bool = False, stream: ReplySink | None = None) -> ModelResponse:
-    messages = to_pai_messages(request)
-    mode = structured_mode(resolved.provider)
-    parameters = to_pai_parameters(request, output_mode=mode)
+def _request_settings(resolved: ResolvedModel, limits: CallLimits) -> dict[str, Any]:
     # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
     # call, the SDK's retries and their Retry-After waits included.
     settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_retries": limits.max_retries,
@@ -418,6 +457,25 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
     if resolved.provider == "anthropic":
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
+    return settings
+
+
+async def _provider_count(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits) -> int:
+    """The provider's count of `request` as `_provider_request` would send it: one attempt, within COUNT_TIMEOUT."""
+    _import_client(resolved.provider)
+    settings = {**_request_settings(resolved, limits), "max_retries": 0, "timeout": COUNT_TIMEOUT}
+    parameters = to_pai_parameters(request, output_mode=structured_mode(resolved.provider))
+    usage = await asyncio.wait_for(_model_for(resolved, limits).count_tokens(to_pai_messages(request), settings,
+                                                                             parameters), COUNT_TIMEOUT)
+    return usage.input_tokens
+
+
+async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
+                            original_output: bool = False, stream: ReplySink | None = None) -> ModelResponse:
+    messages = to_pai_messages(request)
+    mode = structured_mode(resolved.provider)
+    parameters = to_pai_parameters(request, output_mode=mode)
+    settings = _request_settings(resolved, limits)
     if request.output is not None:
         stream = None  # structured output is for Sundry, not for a watcher
     try:

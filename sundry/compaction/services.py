@@ -19,7 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from sundry.agent import calibration
-from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.gateway import Gateway, ModelCallError, provider_counting
 from sundry.agent.step import Resolved, tool_specs
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.compaction import summariser as sm
@@ -114,8 +114,18 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         assembled = _assemble(ticket, snapshot)
         total = assembled.accounting.total_tokens
     # The class's budget is in the model's own tokens; Sundry counts an approximate model's
-    # requests with cl100k_base, so the trigger is put in Sundry's tokens by the model's calibration.
+    # requests with cl100k_base, so the trigger is put in Sundry's tokens by the model's calibration,
+    # or, where the provider counts tokens and that is on, by its count of this very request.
     factor = calibration.applied_factor(tclass.working_model)
+    if not force and provider_counting(tclass.working_model):
+        if assembled is None:
+            assembled = _assemble(ticket, snapshot)
+        total = assembled.accounting.total_tokens
+        counted = Gateway().count_tokens(assembled.request, model=tclass.working_model)
+        if counted and total:
+            log.info("ticket %s: the provider counts %d tokens, Sundry %d (calibrated factor %.3f)",
+                     ticket_id, counted, total, factor)
+            factor = counted / total
     decision = decide(TriggerInput(
         total_tokens=total, trigger_tokens=-1 if force else int(tclass.trigger_tokens / factor),
         budget=int(tclass.token_budget / factor), held_pending=state.held_pending,

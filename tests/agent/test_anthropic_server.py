@@ -254,3 +254,93 @@ async def test_negative_control_with_streaming_off_the_anthropic_reply_is_not_st
     assert await customer.receive_nothing(timeout=0.5)
     await customer.disconnect()
     assert not server.bodies[0].get("stream")
+
+
+# --- the provider's token count ------------------------------------------------------------------
+
+
+def test_with_counting_on_the_request_is_counted_by_the_providers_endpoint_as_it_would_be_sent(anthropic, settings):
+    settings.MODEL_PROVIDER_TOKEN_COUNT = True
+    server = anthropic(lambda p, b: Answer(blocks=["Hello."]), count=lambda body: 4321)
+    gateway = Gateway(limits=NO_RETRIES)
+    assert gateway.count_tokens(lane_request(MODEL)) == 4321
+    gateway.call(lane_request(MODEL))
+    [count] = [r for r in server.requests if r["path"] == "/v1/messages/count_tokens"]
+    sent = server.bodies[0]
+    # The same system blocks, tool schemas and messages as the request itself: the count is of what goes out.
+    assert {k: count["body"][k] for k in ("model", "system", "tools", "messages")} == {
+        k: sent[k] for k in ("model", "system", "tools", "messages")}
+
+
+def test_negative_control_counting_off_or_a_provider_without_the_endpoint_asks_nothing(anthropic, settings):
+    server = anthropic(lambda p, b: Answer(blocks=["Hello."]), count=lambda body: 4321)
+    settings.MODEL_PROVIDER_TOKEN_COUNT = False
+    assert Gateway(limits=NO_RETRIES).count_tokens(lane_request(MODEL)) is None
+    settings.MODEL_PROVIDER_TOKEN_COUNT = True
+    assert Gateway(limits=NO_RETRIES).count_tokens(lane_request("openai-compatible:qwen")) is None
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("failure", [
+    (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}),
+    None,  # a server without the endpoint: 404
+])
+def test_a_failed_count_is_none_after_one_attempt(anthropic, settings, failure):
+    settings.MODEL_PROVIDER_TOKEN_COUNT = True
+    server = anthropic(lambda p, b: Answer(blocks=["Hello."]), count=(lambda body: failure) if failure else None)
+    assert Gateway(limits=CallLimits(max_retries=2)).count_tokens(lane_request(MODEL)) is None
+    assert len(server.requests) == 1
+
+
+@pytest.mark.django_db
+def test_the_compaction_trigger_weighs_the_request_by_the_providers_count_or_else_the_calibration(anthropic, settings):
+    from sundry.agent import calibration
+    from sundry.agent.step import tool_specs
+    from sundry.compaction.models import CompactionRun
+    from sundry.compaction.services import compaction_consider
+    from sundry.context.assembly import assemble
+    from sundry.context.selectors import lane_snapshot
+    from tests.compaction.helpers import long_ticket
+
+    def setup():
+        tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, recent_turns_kept=4, trigger_fraction=0.8)
+        ticket = long_ticket(tclass=tclass)
+        total = assemble(lane_snapshot(ticket), model=MODEL, tools=tool_specs()).accounting.total_tokens
+        # The trigger sits just above Sundry's count of the request: not over it by Sundry's own count,
+        # but near enough that the exact check runs (not "clearly under" by the step's own figures).
+        tclass.token_budget = int((total + 8) / 0.8)
+        tclass.save()
+        step = AgentStep.objects.create(ticket=ticket, number=1, model=MODEL, request_tokens=total, outcome="reply",
+                                        is_resolution=True, first_turn=ticket.last_turn_number,
+                                        last_turn=ticket.last_turn_number)
+        return ticket, step, total
+
+    calibration.clear()
+    counts: list[int] = []
+    server = anthropic(lambda p, b: Answer(blocks=["unused"]), count=lambda body: counts.pop(0))
+    # The provider counts 25% more than Sundry: over the trigger.
+    ticket, step, total = setup()
+    counts.append(int(total * 1.25))
+    settings.MODEL_PROVIDER_TOKEN_COUNT = True
+    run = compaction_consider(ticket_id=ticket.pk, step_id=step.pk)
+    assert run is not None and run.status == CompactionRun.Status.QUEUED
+    assert [r["path"] for r in server.requests] == ["/v1/messages/count_tokens"]
+
+    # Negative control: counting off, the calibrated factor (1, no evidence yet) decides; nothing is asked.
+    ticket, step, total = setup()
+    settings.MODEL_PROVIDER_TOKEN_COUNT = False
+    assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is None
+    assert len(server.requests) == 1
+
+    # Counting on but the count fails: the calibrated factor decides, as if counting were off.
+    settings.MODEL_PROVIDER_TOKEN_COUNT = True
+    server.count = lambda body: (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}})
+    assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is None
+    assert len(server.requests) == 2
+    # ... and with evidence that the provider counts 25% more, the calibration alone queues it.
+    for n in range(2, 6):
+        AgentStep.objects.create(ticket=ticket, number=n, model=MODEL, request_tokens=1000,
+                                 reported_request_tokens=1250, outcome="reply")
+    calibration.clear()
+    assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is not None
+    calibration.clear()
