@@ -196,6 +196,53 @@ def test_negative_control_a_reply_naming_only_known_identifiers_is_posted(desk, 
     assert not Ticket.objects.get(pk=desk["ticket"].pk).attention
 
 
+@pytest.mark.django_db
+def test_a_hallucinated_tool_response_in_an_anthropic_reply_is_stripped(desk):
+    desk["answers"] += [Answer(blocks=['<tool_response>{"status": "paid"}</tool_response>\n',
+                                       "Order SU-26675 was paid; no refund has been made."])]
+    run(desk)
+    [message] = Turn.objects.filter(ticket=desk["ticket"], author="agent", kind="message")
+    assert message.text == "Order SU-26675 was paid; no refund has been made."
+    assert message.payload["reply_check"]["notes"] == ["tool-protocol markup removed"]
+
+
+@pytest.mark.django_db
+def test_a_call_written_as_text_in_an_anthropic_reply_never_reaches_the_customer(desk):
+    hermes = '<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>'
+    desk["answers"] += [Answer(blocks=[hermes]), Answer(blocks=[hermes])]
+    run(desk)
+    ticket = Ticket.objects.get(pk=desk["ticket"].pk)
+    assert agent_messages(ticket) == [] and not Turn.objects.filter(ticket=ticket, kind="tool_result").exists()
+    assert "call_as_text" in ticket.attention
+
+
+def _slow(seconds):
+    def answer(body):
+        time.sleep(seconds)
+        return Answer(blocks=["Too late."])
+    return answer
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("failure", ["rate_limited", "timeout"])
+def test_a_call_that_fails_every_attempt_leaves_an_error_turn_a_flag_and_every_attempts_latency(desk, failure):
+    # Two attempts: a 429 asking for a second's wait, then another; or two reads that time out at 0.5 s.
+    desk["answers"] += [RATE_LIMITED] * 2 if failure == "rate_limited" else [_slow(3)] * 2
+    limits = CallLimits(max_retries=1, read_timeout=0.5, call_timeout=20)
+    agent_run(desk["ticket"].pk, gateway=Gateway(limits=limits))
+    ticket = Ticket.objects.get(pk=desk["ticket"].pk)
+    assert len(desk["server"].requests) == 2
+    error = Turn.objects.get(ticket=ticket, kind="error")
+    assert "could not be reached" in error.text and agent_messages(ticket) == []
+    assert ticket.attention.startswith("Model unavailable")
+    step = AgentStep.objects.get(ticket=ticket)
+    assert step.outcome == "model_error"
+    # The step's latency spans both attempts and the wait between them, not the last attempt alone.
+    assert step.latency_ms >= (1000 if failure == "timeout" else 950)
+    gap = desk["server"].requests[1]["at"] - desk["server"].requests[0]["at"]
+    assert step.latency_ms >= 1000 * gap
+
+
 # --- through the live channel to the customer page and the desk ---------------------------------
 
 
