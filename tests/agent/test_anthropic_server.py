@@ -8,6 +8,7 @@ are real websockets on the ASGI application, over the Redis channel layer.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -391,3 +392,27 @@ def test_the_compaction_trigger_weighs_the_request_by_the_providers_count_or_els
     calibration.clear()
     assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is not None
     calibration.clear()
+
+
+# --- a compaction's summary through Anthropic's tool-style structured output -----------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("as_tool", [True, False])
+def test_a_compaction_on_an_anthropic_summariser_records_the_path_its_summary_came_by(anthropic, as_tool):
+    from sundry.compaction.services import compaction_run
+    from sundry.compaction.summariser import OUTPUT_NAME
+    from sundry.context.models import Summary
+    from tests.compaction.helpers import long_ticket
+    from tests.compaction.test_service import good, queued_run
+
+    fields = json.loads(good().text)
+    # The summary as the output tool's input, or (the negative control) as JSON in text, ignoring the tool.
+    block = ToolUse("toolu_s", OUTPUT_NAME, fields) if as_tool else json.dumps(fields)
+    server = anthropic(lambda p, b: Answer(blocks=[block], input_tokens=3000, output_tokens=200))
+    ticket = long_ticket(tclass=TicketClassFactory(approval_rules={}, recent_turns_kept=8, summariser_model=MODEL))
+    run = compaction_run(queued_run(ticket).pk, gateway=Gateway(limits=NO_RETRIES))
+    assert [t["name"] for t in server.bodies[0]["tools"]] == [OUTPUT_NAME]
+    assert not server.bodies[0].get("stream")  # a summary is for Sundry, not for a watcher
+    assert run.status == "succeeded" and run.output_path == ("tool" if as_tool else "text")
+    assert "[damaged_order]" in Summary.objects.get(ticket=ticket, is_current=True).text
