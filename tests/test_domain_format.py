@@ -137,6 +137,9 @@ def test_summary_claims_are_checked_against_capabilities():
     assert unsupported_claims(fields, {"book_return"}, SHOP)  # a return is not a refund
     crm = Domain.from_data({"name": "crm", "tools": {"credit_back": {"write": True, "capabilities": ["refunds"]}}})
     assert unsupported_claims(fields, {"credit_back"}, crm) == []
+    # A class with tool servers: the done tools' capabilities come from their declarations.
+    assert unsupported_claims(fields, {"credit_back"}, SHOP, {"credit_back": ["refunds"]}) == []
+    assert unsupported_claims(fields, {"credit_back"}, SHOP, {"credit_back": []})
 
 
 def test_a_ticket_in_a_domain_calls_only_its_tools_and_sundrys_own():

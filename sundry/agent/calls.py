@@ -138,9 +138,11 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
+        # Its tools are the servers' (and Sundry's own): what a tool is, done ones included, is read there.
         inp = dataclasses.replace(
             inp, lookup_tools=(inp.lookup_tools or frozenset()) | extras.lookup_tools, recent_ids=inp.recent_ids | extras.recent_ids,
-            recent_text_ids=inp.recent_text_ids | extras.typed_ids, approval_rules=extras.approval_rules)
+            recent_text_ids=inp.recent_text_ids | extras.typed_ids, approval_rules=extras.approval_rules,
+            domain=extras.domain)
     return inp
 
 

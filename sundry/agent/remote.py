@@ -23,6 +23,7 @@ from sundry.tickets.attention import attention_clear, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling import mcp_client
+from sundry.tooling.domain import Domain
 from sundry.tooling.messages import ToolCall
 from sundry.tooling.tools import REGISTRY, Tool
 from sundry.toolservers import catalog
@@ -92,11 +93,14 @@ class GuardExtras:
     recent_ids: frozenset[str] = frozenset()
     typed_ids: frozenset[str] = frozenset()
     approval_rules: dict | None = None
+    # The declarations of the class's tools (done actions' included), for the guards.
+    domain: Domain | None = None
 
 
 def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
     """For a class with servers: its lookups, the IDs its tools' results in this request hold (read by
-    the declaration files), the IDs the customer typed in its formats, and the holds for undeclared writes."""
+    the declaration files), the IDs the customer typed in its formats, the holds for undeclared writes,
+    and its tools' declarations."""
     tools = class_tools(ticket)
     if tools is None:
         return None
@@ -113,7 +117,7 @@ def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
                                   ToolServer.objects.filter(pk__in={t.server_id for t in tools.remote.values()})})
     rules = {**holds, **(ticket.ticket_class.approval_rules or {})}
     return GuardExtras(lookup_tools=tools.lookup_tools, recent_ids=frozenset(results), typed_ids=frozenset(typed),
-                       approval_rules=rules)
+                       approval_rules=rules, domain=tools.domain)
 
 
 def note_typed_ids(*, ticket: Ticket, turn: int, text: str) -> None:

@@ -72,6 +72,15 @@ def tool_specs(domain: Domain | None = None) -> list[dict]:
     return hit[2]
 
 
+def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
+    """The request a step of this ticket sends, as it is counted for the budget and compaction: the
+    class's tool servers' tools and prompts when it has servers, else its domain's tools."""
+    tclass = ticket.ticket_class
+    return assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
+                    tools=remote.tool_specs(ticket) or tool_specs(domain_for(tclass)),
+                    rules_cap_tokens=tclass.pinned_rules_cap)
+
+
 def next_step_number(ticket_id: int) -> int:
     return (AgentStep.objects.filter(ticket_id=ticket_id).aggregate(n=Max("number"))["n"] or 0) + 1
 
@@ -117,9 +126,7 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
-                         tools=remote.tool_specs(ticket) or tool_specs(domain_for(tclass)),
-                         rules_cap_tokens=tclass.pinned_rules_cap)
+    assembled = assemble_request(ticket, snapshot)
     if number is None:
         number = next_step_number(ticket.pk)
     read_through = _read_through(snapshot, ticket)

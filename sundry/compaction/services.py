@@ -18,9 +18,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from sundry.agent import calibration
+from sundry.agent import calibration, remote
 from sundry.agent.gateway import Gateway, ModelCallError, provider_counting
-from sundry.agent.step import Resolved, tool_specs
+from sundry.agent.step import Resolved, assemble_request
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
@@ -36,7 +36,7 @@ from sundry.compaction.trigger import (
     decide,
     pays,
 )
-from sundry.context.assembly import assemble, total_after_reply
+from sundry.context.assembly import total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
@@ -44,7 +44,6 @@ from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
-from sundry.tooling.domain import domain_for
 from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
@@ -62,9 +61,8 @@ def default_gateway() -> Gateway:
 
 
 def _assemble(ticket, snapshot=None):
-    return assemble(snapshot or lane_snapshot(ticket), model=ticket.ticket_class.working_model,
-                    tools=tool_specs(domain_for(ticket.ticket_class)),
-                    rules_cap_tokens=ticket.ticket_class.pinned_rules_cap)
+    # Counted as the next step sends it: a class with tool servers offers their tools, not its domain's.
+    return assemble_request(ticket, snapshot or lane_snapshot(ticket))
 
 
 def _enqueue(run_id: int) -> None:
@@ -260,11 +258,15 @@ def _inputs(run: CompactionRun):
     actions = set(ActionTaken.objects.filter(ticket=ticket).values_list("tool", flat=True))
     if HeldAction.objects.filter(ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)).exists():
         actions.add("*approval")
+    served = remote.class_tools(ticket)  # a class with tool servers: its done actions are declared there
+    capabilities = None if served is None else {
+        name: list(decl.capabilities) for name in sorted(actions) if (decl := served.domain.tool(name)) is not None}
     ctx = sm.ValidationContext(
         ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
         history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
         model=working, ledger_roles=dict(ledger_all), actions=sorted(actions), domain=snap.domain,
+        capabilities=capabilities,
     )
     return turns, request, ctx, seen
 

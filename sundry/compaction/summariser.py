@@ -190,6 +190,9 @@ class ValidationContext:
     actions: list[str] | None = None
     # The domain whose declarations say what those tools do ("": the default domain).
     domain: str = ""
+    # What each of those tools can do, when the class's tools are not its domain's (a class with tool
+    # servers): tool → its declared capabilities. None: read them from `domain`.
+    capabilities: dict[str, list[str]] | None = None
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -284,7 +287,7 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         reasons.append("invented_id")
         details.append("ID-shaped tokens found nowhere in ledger or history: " + ", ".join(invented))
     if ctx.actions is not None:
-        claims = unsupported_claims(fields, set(ctx.actions), get_domain(ctx.domain or None))
+        claims = unsupported_claims(fields, set(ctx.actions), get_domain(ctx.domain or None), ctx.capabilities)
         if claims:
             reasons.append("unsupported_claim")
             details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
@@ -332,13 +335,17 @@ _NEGATED = re.compile(r"\b(?:no|not|never|without|n't|pending|requested|asks?|as
                       r"refused|declined|denied|if|whether|would|will|could|should|may|might|yet|unless|before)\b", re.I)
 
 
-def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain | None = None) -> list[str]:
+def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain | None = None,
+                       capabilities: dict[str, list[str]] | None = None) -> list[str]:
     """Sentences claiming an action (refund, cancellation, return, replacement, approval) the actions lane lacks.
 
     `actions` holds the tools that ran; "*approval" is present when staff approved a held action.
-    What each tool did is its declared capabilities in `domain`."""
-    domain = domain or get_domain()
-    done = {c for name in actions if (t := domain.tool(name)) is not None for c in t.capabilities}
+    What each tool did is its declared capabilities: `capabilities[name]` when given, else in `domain`."""
+    if capabilities is not None:
+        done = {c for name in actions for c in capabilities.get(name, ())}
+    else:
+        domain = domain or get_domain()
+        done = {c for name in actions if (t := domain.tool(name)) is not None for c in t.capabilities}
     done |= {name for name in actions if name.startswith("*")}
     found = []
     for text in [*fields.decisions, *fields.actions_taken, fields.narrative]:

@@ -183,6 +183,24 @@ class ClassTools:
     def lookup_tools(self) -> frozenset[str]:
         return frozenset(n for n, t in self.remote.items() if t.decl and t.decl.lookup)
 
+    @cached_property
+    def domain(self) -> Domain:
+        """The class's remote tools as one domain, for code that asks what a tool is: the guards read
+        a done action's consent, a call's refund declaration and the lookup to name for an ID here,
+        not in the class's in-process domain (which does not hold these tools)."""
+        tools = {n: t.decl for n, t in self.remote.items() if t.decl is not None}
+        hints: dict[str, list[str]] = {}
+        patterns: dict[str, str] = {}
+        for d in self.declarations:
+            for kind, names in d.lookup_hints.items():
+                hints.setdefault(kind, [])
+                hints[kind] += [n for n in names if n in tools and n not in hints[kind]]
+            for kind, pattern in d.id_patterns.items():
+                patterns.setdefault(kind, pattern)
+        first = self.declarations[0] if self.declarations else None
+        return Domain(name=first.name if first else "tool servers", owner_kind=first.owner_kind if first else "order",
+                      id_patterns=patterns, lookup_hints={k: v for k, v in hints.items() if v}, tools=tools)
+
     def approval_holds(self, hold_undeclared: dict[int, bool]) -> dict[str, dict]:
         """Approval rules the class's undeclared writes add: every call held."""
         return {n: {} for n, t in self.remote.items()

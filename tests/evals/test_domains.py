@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from sundry.context.lanes import LedgerData, TurnData
 from sundry.evals import checks
 from sundry.evals.domains import DOMAINS, select
+from sundry.toolservers import declfile
+
+ROOT = Path(__file__).resolve().parents[2]
+RETAIL_FILE = ROOT / "examples" / "tau2_retail_mcp" / "retail.declarations.json"
 
 RETAIL, AIRLINE, TELECOM = DOMAINS["retail"], DOMAINS["airline"], DOMAINS["telecom"]
 
@@ -75,3 +80,16 @@ def test_sundry_rule_checks_map_onto_the_domain_tools():
     assert RETAIL.enforcement("Please do not cancel anything.") == {"block_tools": ["cancel_pending_order"]}
     assert AIRLINE.enforcement("Never cancel my trip.") == {"block_tools": ["cancel_reservation"]}
     assert RETAIL.enforcement("Don't refund to my gift card.") == {}
+
+
+def test_retail_is_described_once_by_the_example_servers_declaration_file():
+    # The harness measures the declaration a class's retail tool server is read by, loaded the same way.
+    from_file = declfile.load(RETAIL_FILE)
+    assert RETAIL.domain.model_dump() == from_file.model_dump()
+    # No second description beside it: no retail tool is named in the harness's domain modules,
+    # except the one the planted rule tempts.
+    others = set(AIRLINE.domain.tools) | set(TELECOM.domain.tools) | {RETAIL.planted.probe_tool}
+    own = sorted(set(from_file.tools) - others)
+    assert len(own) >= 10
+    sources = {p.name: p.read_text() for p in (ROOT / "sundry" / "evals" / "domains").glob("*.py")}
+    assert not [(f, n) for f, text in sources.items() for n in own if n in text]

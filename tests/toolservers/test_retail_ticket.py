@@ -20,6 +20,8 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
+from sundry.compaction import summariser
+from sundry.compaction.models import CompactionRun
 from sundry.context.models import ActionTaken, LedgerEntry, Summary
 from sundry.tickets.models import TicketClass, Turn
 from sundry.tickets.services import ticket_create
@@ -104,6 +106,8 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     refused = rejections(ticket)
     assert [(r["call_id"], r["guard"]) for r in refused] == [("x1", "unverified_id"), ("x2", "mutation")]
     assert refused[1]["details"]["mutation_of"] == ORDER
+    # Each names the lookups the server's declaration file gives for an order (its lookup_hints).
+    assert all("get_user_details or get_order_details" in r["reason"] for r in refused), refused
 
     # The ledger harvested, verified, every kind from the server's results by the declaration file.
     ledger = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
@@ -214,3 +218,66 @@ def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
     assert held.status == HeldAction.Status.EXECUTED
     assert store_order(retail_server, pending)["status"] == "cancelled"
     assert ActionTaken.objects.get(ticket=ticket).target == pending
+
+
+def test_the_consent_guard_reads_the_servers_declarations_of_done_actions(ticket, retail_server):
+    """cancel_pending_order declares "consent": "cancel" in the server's file: an obedient model's
+    cancellation runs only when the customer asked for it, and once."""
+    lamp = "#W9300146"  # the customer's one pending order: a desk lamp
+    customer_message_post(ticket=ticket, wake=False,
+                          text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {lamp}? It has not shipped yet.")
+    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+        call("get_order_details", "c3", order_id=lamp),
+        call("cancel_pending_order", "k1", order_id=lamp, reason="ordered by mistake"),  # nobody asked
+        ModelResponse(text="Your lamp has not shipped yet."))
+    unasked = results(ticket, "cancel_pending_order")[-1]
+    assert unasked.payload["guard"] == "consent" and "Nothing in the recent conversation asks" in unasked.text
+    assert store_order(retail_server, lamp)["status"] == "pending"
+
+    customer_message_post(ticket=ticket, wake=False, text=f"Actually, please cancel order {lamp}, I no longer need it.")
+    run(ticket, call("cancel_pending_order", "k2", order_id=lamp, reason="no longer needed"),
+        ModelResponse(text="Your lamp order is cancelled."))
+    assert results(ticket, "cancel_pending_order")[-1].payload["ok"] is True
+    assert store_order(retail_server, lamp)["status"] == "cancelled"
+    assert ActionTaken.objects.get(ticket=ticket).target == lamp
+
+    # A status question later: the request it answers was carried out, which the consent guard
+    # reads from the done action's declaration on the server (not the repeat guard's tool name).
+    customer_message_post(ticket=ticket, wake=False, text=f"Thanks! Is everything with {lamp} sorted now?")
+    run(ticket, call("cancel_pending_order", "k3", order_id=lamp, reason="no longer needed"),
+        ModelResponse(text="Yes, it is cancelled."))
+    again = results(ticket, "cancel_pending_order")[-1]
+    assert again.payload["guard"] == "consent", again.text
+    assert "was already carried out" in json.loads(again.text)["reason"]
+    assert ActionTaken.objects.filter(ticket=ticket).count() == 1
+    assert HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).count() == 2
+
+    # The summariser's claim check reads the same declarations: "cancelled the order" is supported.
+    staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
+    for held in HeldAction.objects.filter(ticket=ticket):  # compaction waits while a hold is pending
+        held_action_decide(held_id=held.pk, ticket=ticket, approve=False, user=staff, wake=False)
+    compact(ticket)
+    ctx = summariser.ValidationContext.from_dict(CompactionRun.objects.get(ticket=ticket).validation_context)
+    assert ctx.capabilities == {"cancel_pending_order": ["cancels"]}
+    claim = summariser.SummaryFields(decisions=[], actions_taken=["Cancelled the order."],
+                                     constraints_not_pinned=[], open_questions=[], narrative="About a lamp.")
+    assert summariser.unsupported_claims(claim, set(ctx.actions), None, ctx.capabilities) == []
+    assert summariser.unsupported_claims(claim, set(ctx.actions), None)  # by the class's domain: unsupported
+
+
+def test_compaction_counts_the_tool_schemas_the_model_is_sent(ticket, retail_server):
+    """The request compaction measures (and records) is the one a step sends: the server's tools
+    and prompt, not the class's in-process domain's."""
+    TicketClass.objects.filter(pk=ticket.ticket_class_id).update(recent_turns_kept=2)
+    ticket.ticket_class.refresh_from_db()
+    customer_message_post(ticket=ticket, wake=False, text=f"My email is {EMAIL}. Where is my order {ORDER}?")
+    model = run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_order_details", "c2", order_id=ORDER),
+                ModelResponse(text="It was delivered."))
+    sent = [t.model_dump() for t in model.requests[-1].tools]
+    assert "get_order_details" in {t["name"] for t in sent}
+    compact(ticket)
+    done = CompactionRun.objects.get(ticket=ticket)
+    for request in (done.request_before, done.request_after):
+        assert request["tools"] == sent
+        assert "Authenticate the customer first" in request["messages"][0]["content"]  # the file's prompt
+    # tokens_before and tokens_after (and the trigger's figure) are counted from these same assembled requests.
