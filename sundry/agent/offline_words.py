@@ -165,6 +165,26 @@ def amount_question(text: str) -> bool:
     return bool(_HOW_MUCH.search(text or ""))
 
 
+# "When will I see the money?", "how long does a refund take?": when a refund arrives.
+_WHEN_MONEY = re.compile(
+    r"\bwhen (?:will|do|would|should|can|does) (?:i|we|it) (?:see|get|receive|have|show|arrive)\b[^.?!]{0,20}"
+    r"\b(?:money|refund|funds)\b|\bwhen (?:will|does) (?:the|my) (?:money|refund|funds)\b"
+    r"|\bhow long (?:will|does|do|would) (?:the |a |my |it )?(?:refunds? )?(?:take|to arrive)\b", re.I)
+# "What are my options?", "what can you do?": what the shop allows for the case at hand.
+_OPTIONS = re.compile(r"\bwhat (?:are )?(?:my|the) options\b|\bwhat options\b|\bwhich options\b"
+                      r"|\bwhat (?:can|could) (?:you|i|we) do\b|\bwhat (?:do|would) you (?:suggest|offer)\b", re.I)
+
+
+def money_timing(text: str) -> bool:
+    """"When will I see the money?": when a refund reaches the customer."""
+    return bool(_WHEN_MONEY.search(text or ""))
+
+
+def options_question(text: str) -> bool:
+    """"What are my options?": the remedies open for the case, naming no action."""
+    return bool(_OPTIONS.search(text or ""))
+
+
 def where_money_goes(text: str) -> bool:
     """"Does it go to my original card?": where a refund is paid."""
     return bool(_WHERE_MONEY_GOES.search(text or ""))

@@ -84,7 +84,8 @@ _INTENTS = [
                          re.I)),
     ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
                          r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
-                         r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b", re.I)),
+                         r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b"
+                         r"|\bcheck (?:on )?(?:su-\d|order\b|my order|that order|the order)", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
@@ -904,12 +905,30 @@ def do_amount(v: RequestView) -> Decision:
     return reply(f"{render.format_money(last.amount_cents, last.currency)} was {what} order {order} (turn {last.turn}).")
 
 
-def do_money_goes(v: RequestView) -> Decision:
+def do_money_goes(v: RequestView, *, when: bool = False) -> Decision:
     last = _latest_action(v, ("issue_refund", "cancel_order"))
     if last is None or not last.amount_cents:
         return reply("Refunds always go back to the original payment method. No refund has been made on this case yet.")
-    return reply(f"Yes — the {render.format_money(last.amount_cents, last.currency)} refunded on order "
-                 f"{_order_of(v, last)} goes back to the original payment method.")
+    money, order = render.format_money(last.amount_cents, last.currency), _order_of(v, last)
+    if when:
+        # The shop knows when it paid, not when a bank shows it: say which, and promise no date.
+        return reply(f"The refund of {money} on order {order} has been issued to the original payment method; "
+                     "how soon it shows depends on your bank or card issuer.")
+    return reply(f"Yes — the {money} refunded on order {order} goes back to the original payment method.")
+
+
+def do_options(v: RequestView) -> Decision | None:
+    """"What are my options?": the remedies for the issue on record (a lost parcel, a damaged item)."""
+    issue = v.state.fields.get("issue", "")
+    typed = [value for kind, value in find_ids(issue) if kind == "order"]
+    order = typed[0] if typed else v.state.fields.get("order_number")
+    if not order or kind_of(order) != "order":
+        return None
+    if issue.lower().startswith(("parcel lost", "parcel not delivered")):
+        return do_track(v, order)  # the carrier's word, then what the shop allows
+    if issue.lower().startswith("item arrived damaged"):
+        return do_damaged(v, order)
+    return None
 
 
 def _approved_result(v: RequestView) -> Decision | None:
@@ -1082,6 +1101,10 @@ def decide(v: RequestView) -> Decision:
         return do_amount(v)
     if words.where_money_goes(v.latest) and intent_of(v.latest) in (None, "refund"):
         return do_money_goes(v)
+    if words.money_timing(v.latest) and intent_of(v.latest) in (None, "refund") and not asks_for(v.latest, "refund"):
+        return do_money_goes(v, when=True)
+    if words.options_question(v.latest) and intent_of(v.latest) is None and (options := do_options(v)):
+        return options
     if talk := words.small_talk(v.latest):
         return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
     intent = _intent(v)

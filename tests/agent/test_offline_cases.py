@@ -125,6 +125,30 @@ def test_a_lost_parcel_is_met_with_the_remedies_the_shop_allows(shop):
     assert shop_calls(ticket)[-1] == "offer_replacement"
 
 
+def test_the_follow_up_questions_of_a_lost_parcel_case_are_answered_not_met_with_a_clarifying_question(shop):
+    """"What are my options?", "When will I see the money?", "Could you check … too?" each get their answer."""
+    parcel = shop["grinder"].parcels.get()
+    parcel.status = "lost"
+    parcel.save(update_fields=["status"])
+    ticket = open_ticket(shop, "Where is my order SU-27531? It's been ages.")
+    options = say(ticket, "What are my options?")
+    assert "replacement" in options and "refund of 44.99 USD" in options and "SU-27531" in options
+    say(ticket, "I'd like a full refund for SU-27531 please.")
+    assert Refund.objects.filter(order=shop["grinder"], amount_cents=4499).count() == 1
+    when = say(ticket, "When will I see the money?")
+    assert "44.99 USD" in when and "original payment method" in when and "bank" in when
+    assert Refund.objects.count() == 1  # a question about the money moves none
+    other = say(ticket, "Could you check SU-25386 too?")
+    assert "SU-25386" in other and "not sure" not in other
+    assert shop_calls(ticket)[-1] == "get_order"
+
+
+def test_negative_control_without_a_case_on_record_options_get_the_clarifying_question(shop):
+    ticket = open_ticket(shop, "Hello.")
+    assert "not sure" in say(ticket, "What are my options?") or "what you need" in last_reply(ticket)
+    assert not Refund.objects.exists()
+
+
 def test_after_a_hand_back_the_question_asked_during_the_take_over_is_answered(shop):
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
     staff = get_user_model().objects.create_user("sam", is_staff=True)
