@@ -28,12 +28,12 @@ def reasons(attention: str) -> list[str]:
 
 
 def has_reason(attention: str, prefix: str) -> bool:
-    return any(r.startswith(prefix) for r in reasons(attention))
+    return bool(prefix) and any(r.startswith(prefix) for r in reasons(attention))
 
 
 def without(attention: str, prefix: str) -> str:
-    """The line with every reason `prefix` starts left out."""
-    return SEPARATOR.join(r for r in reasons(attention) if not r.startswith(prefix))
+    """The line with every reason `prefix` starts left out (an empty prefix names none)."""
+    return SEPARATOR.join(r for r in reasons(attention) if not (prefix and r.startswith(prefix)))
 
 
 def reason_text(text: str) -> str:
