@@ -229,6 +229,15 @@ AGENT_SLICE_SECONDS = max(0, CELERY_TASK_SOFT_TIME_LIMIT - AGENT_STEP_SECONDS)
 if AGENT_STEP_SECONDS > CELERY_TASK_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("SUNDRY_TASK_HARD_LIMIT must leave room for one agent step "
                                f"({AGENT_STEP_SECONDS} s with SUNDRY_MODEL_CALL_TIMEOUT) before the soft limit.")
+# An agent run the database failed under (a restart, a dropped connection, a serialization
+# failure) is retried this many times, after these many seconds (the last repeats), then
+# stopped with an error turn and an attention flag (sundry.agent.tasks).
+AGENT_DB_RETRIES = int(os.environ.get("SUNDRY_AGENT_DB_RETRIES", "8"))
+AGENT_DB_RETRY_COUNTDOWNS = tuple(
+    float(s) for s in os.environ.get("SUNDRY_AGENT_DB_RETRY_COUNTDOWNS", "2,5,15,30,60").split(",") if s.strip())
+if AGENT_DB_RETRIES < 0 or not AGENT_DB_RETRY_COUNTDOWNS:
+    raise ImproperlyConfigured("SUNDRY_AGENT_DB_RETRIES must be 0 or more, and SUNDRY_AGENT_DB_RETRY_COUNTDOWNS "
+                               "a comma-separated list of seconds.")
 # The outbox sweep (Celery beat, `sundry.agent.sweep`): every AGENT_SWEEP_SECONDS, tickets
 # whose wake-up is older than AGENT_SWEEP_GRACE_SECONDS and no live claim holds are queued
 # again. Recovery from a lost worker is bounded by the claim TTL plus one sweep interval.

@@ -2,8 +2,8 @@
 ticket flagged for attention. The claim is released by the run itself (`loop.agent_run`
 lets go in a `finally`), or lapses if its worker died.
 
-`flag` appends a reason to the ticket's attention line instead of replacing one already
-there, so one cause never hides another.
+`flag` raises a reason of its own on the ticket's attention line (`tickets.attention`), so one
+cause never hides another.
 
 The error turn of a stopped run is also its stop: no run answers the input before it or
 goes on with the work it left (staff have it, until they hand it back or new input comes),
@@ -18,13 +18,12 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from sundry.agent import outbox
+from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_lock
 
 log = logging.getLogger("sundry.agent")
-
-ATTENTION_MAX = Ticket._meta.get_field("attention").max_length
 
 # The turns that stop a run: `run_failed`'s, and the run's own at its step cap or deadline.
 STOPS = Q(kind=Turn.Kind.ERROR, payload__has_key="run_failed") | Q(kind=Turn.Kind.ERROR, payload__has_key="run_stopped")
@@ -55,12 +54,8 @@ def discard_connection() -> None:
 
 
 def flag(ticket_id: int, reason: str) -> None:
-    """Add `reason` to the ticket's attention line (inside the caller's transaction)."""
-    current = Ticket.objects.filter(pk=ticket_id).values_list("attention", flat=True).first() or ""
-    if reason in current:
-        return
-    joined = f"{current} · {reason}" if current else reason
-    Ticket.objects.filter(pk=ticket_id).update(attention=joined[:ATTENTION_MAX])
+    """Raise `reason` on the ticket's attention line (inside the caller's transaction)."""
+    attention_flag(ticket_id, reason)
 
 
 def run_failed(ticket_id: int, reason: str) -> bool:

@@ -24,7 +24,7 @@ from sundry.agent.models import AgentStep
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
-from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag
+from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag, has_reason, without
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_update
@@ -173,8 +173,9 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
 
         # The model answered: a flag its earlier failure raised no longer holds. (That failure ended
         # its run, so the ticket as this run loaded it shows the flag; no query for every step.)
-        if ticket.attention.startswith(MODEL_UNAVAILABLE) and attention_clear(ticket.pk, MODEL_UNAVAILABLE):
-            ticket.attention = ""
+        # Only its own reason: another cause's (a tripped breaker, a customer's report) stays.
+        if has_reason(ticket.attention, MODEL_UNAVAILABLE) and attention_clear(ticket.pk, MODEL_UNAVAILABLE):
+            ticket.attention = without(ticket.attention, MODEL_UNAVAILABLE)
         response: ModelResponse = call.response
         next_lanes = None
         verdict = got.verdict

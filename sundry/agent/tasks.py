@@ -22,9 +22,9 @@ from sundry.agent.loop import CLAIM_TTL, claimed_elsewhere, run_slice
 log = logging.getLogger("sundry.agent")
 
 # A run the database failed under (a restart, a dropped connection) rolled its step back; it
-# is tried again after these many seconds, then again, longer each time.
-DB_RETRY_COUNTDOWNS = (2, 5, 15, 30, 60)
-DB_MAX_RETRIES = 8
+# is tried again after these many seconds, then again, longer each time (settings.py).
+DB_RETRY_COUNTDOWNS = settings.AGENT_DB_RETRY_COUNTDOWNS
+DB_MAX_RETRIES = settings.AGENT_DB_RETRIES
 
 
 def _give_up(ticket_id: int, reason: str) -> None:
@@ -46,7 +46,8 @@ def agent_run_task(self, ticket_id: int) -> int:
         if self.request.is_eager:
             raise
         if self.request.retries >= DB_MAX_RETRIES:
-            _give_up(ticket_id, f"the database failed {DB_MAX_RETRIES + 1} times: {exc}"[:150])
+            tries = DB_MAX_RETRIES + 1
+            _give_up(ticket_id, f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150])
             return 0
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
         raise self.retry(exc=exc, countdown=countdown)

@@ -42,8 +42,9 @@ from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
+from sundry.tickets.attention import attention_flag, has_reason
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
+from sundry.tickets.versions import ticket_lock, ticket_touch
 from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
@@ -127,7 +128,7 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     decision = decide(TriggerInput(
         total_tokens=total, trigger_tokens=-1 if force else int(tclass.trigger_tokens / factor),
         budget=int(tclass.token_budget / factor), held_pending=state.held_pending,
-        breaker_tripped=state.attention.startswith(BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
+        breaker_tripped=has_reason(state.attention, BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
         last_tokens_after=None if force else state.last_tokens_after,
     ))
     log.debug("ticket %s compaction check: %s", ticket_id, decision.reason)
@@ -410,8 +411,9 @@ def _breaker_check(ticket_id: int) -> None:
     outcomes = list(CompactionRun.objects.filter(ticket_id=ticket_id, status__in=(
         Status.SUCCEEDED, Status.FALLBACK, Status.FAILED)).order_by("-id").values_list("status", flat=True)[:BREAKER_FAILURES])
     if breaker_should_trip(outcomes):
-        ticket_update(ticket_id, attention=f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or "
-                                           "fell back; compaction is paused until staff clear this.")
+        # Beside any other reason (a model out of reach, a customer's report), never over it.
+        attention_flag(ticket_id, f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or "
+                                  "fell back; compaction is paused until staff clear this.", cause=BREAKER_PREFIX)
 
 
 # --- replay --------------------------------------------------------------------------------
@@ -439,11 +441,11 @@ def compaction_blocked_reason(ticket, total_tokens: int) -> str:
     state = _trigger_state(ticket.pk)
     decision = decide(TriggerInput(
         total_tokens=total_tokens, trigger_tokens=tclass.trigger_tokens, budget=tclass.token_budget,
-        held_pending=state.held_pending, breaker_tripped=state.attention.startswith(BREAKER_PREFIX),
+        held_pending=state.held_pending, breaker_tripped=has_reason(state.attention, BREAKER_PREFIX),
         run_in_flight=state.in_flight_id is not None, last_tokens_after=state.last_tokens_after))
     if state.held_pending:
         return "a held approval blocks compaction: decide it and the next step may compact"
-    if state.attention.startswith(BREAKER_PREFIX):
+    if has_reason(state.attention, BREAKER_PREFIX):
         return "the compaction breaker tripped after repeated failures: clear the flag to allow it again"
     if state.in_flight_id is not None:
         return "a compaction is queued or running"

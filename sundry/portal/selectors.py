@@ -22,18 +22,22 @@ def customer_turns(ticket):
 def reported_value_ids(ticket) -> set[int]:
     """The details the customer flagged as wrong that staff have not handled yet.
 
-    Staff handling the flag (sundry.portal.services.flags_resolve) ends every flag before it;
-    a corrected value is a new value, which nobody has flagged.
+    Staff handle each report on its own (sundry.portal.services.flags_resolve names the
+    report's turn; a resolution from before reports were kept apart ends every report
+    before it); a corrected value is a new value, which nobody has flagged.
     """
-    reported: set[int] = set()
+    reported: dict[int, int] = {}  # the report's turn → the value it flagged
     events = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT).filter(
         Q(payload__has_key="flag") | Q(payload__has_key="flag_resolved")).order_by("number")
-    for payload in events.values_list("payload", flat=True):
-        if payload.get("flag_resolved"):
+    for number, payload in events.values_list("number", "payload"):
+        resolved = payload.get("flag_resolved")
+        if isinstance(resolved, dict):
+            reported.pop(resolved.get("turn"), None)
+        elif resolved:
             reported.clear()
         elif isinstance(payload.get("flag"), dict) and isinstance(payload["flag"].get("value_id"), int):
-            reported.add(payload["flag"]["value_id"])
-    return reported
+            reported[number] = payload["flag"]["value_id"]
+    return set(reported.values())
 
 
 def confirmed_details(ticket) -> list[dict]:

@@ -12,9 +12,10 @@ from sundry.context import services as lanes
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.attention import attention_flag, reason_remove, reason_text, reasons
 from sundry.tickets.selectors import FLAG_PREFIX
 from sundry.tickets.services import turn_append
-from sundry.tickets.versions import ticket_update
+from sundry.tickets.versions import ticket_lock
 
 NOTE_LIMIT = 300
 
@@ -34,7 +35,7 @@ def order_pick(*, ticket: Ticket, order_number: str):
 
 
 def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
-    """The customer says a confirmed detail is wrong: staff see a turn and a queue flag."""
+    """The customer says a confirmed detail is wrong: staff see a turn and a queue flag of its own."""
     note = " ".join((note or "").split())[:NOTE_LIMIT]
     label = FIELDS[value.name].label
     text = f"The customer says {label} “{value.value}” is wrong." + (f" They wrote: {note}" if note else "")
@@ -42,17 +43,31 @@ def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.EVENT, text=text,
                            payload={"flag": {"name": value.name, "value_id": value.pk, "value": value.value,
                                              "note": note}})
-        # A breaker alert outranks a flag: never overwrite another reason to look.
-        ticket_update(ticket.pk, where={"attention": ""},
-                      attention=f"{FLAG_PREFIX} {label} as wrong (turn {turn.number})"[:200])
+        # Its own reason, beside any other (a breaker alert, another report): the turn in it keeps
+        # each report apart, so staff mark handled exactly the one they read.
+        reason = reason_text(f"{FLAG_PREFIX} {label} as wrong (turn {turn.number})")
+        attention_flag(ticket.pk, reason, cause=reason)
+        turn.payload["flag"]["reason"] = reason  # what `flags_resolve` finds the report by
+        Turn.objects.filter(pk=turn.pk).update(payload=turn.payload)
     return turn
 
 
-def flags_resolve(*, ticket: Ticket, user) -> bool:
-    """Staff handled the customer's flag: the queue flag clears and the turn log says who."""
+def flags_resolve(*, ticket: Ticket, user, reason: str | None = None) -> bool:
+    """Staff handled the customer's report `reason` names (every report, when None): it leaves the
+    queue's line, the customer's page no longer reads "You reported this" for it, and the turn
+    log says who."""
     with transaction.atomic():
-        cleared = ticket_update(ticket.pk, where={"attention__startswith": FLAG_PREFIX}, attention="")
-        if cleared:
+        ticket_lock(ticket.pk)
+        current = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
+        named = [r for r in reasons(current) if r.startswith(FLAG_PREFIX) and reason in (None, r)]
+        if not named:
+            return False
+        for r in named:
+            reason_remove(ticket.pk, r)
+            flagged = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT, payload__flag__reason=r).first()
+            # A report from before reasons were kept apart names no turn: handling it ends every report.
+            resolved = {"turn": flagged.number} if flagged is not None else True
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                        text=f"{user.get_username()} handled the customer's flag.", payload={"flag_resolved": True})
-    return bool(cleared)
+                        text=f"{user.get_username()} handled the customer's flag: {r}",
+                        payload={"flag_resolved": resolved})
+    return True

@@ -1,11 +1,12 @@
 """Why staff must look at a ticket: the agent's promise that people will follow up, a model
-it could not reach, a reply it held, a run it stopped.
+it could not reach, a reply it held, a run it stopped, a tripped compaction breaker, a detail
+the customer reported as wrong.
 
-`Ticket.attention` holds one line the queue filters on and the desk shows at the
-top of the ticket. A follow-up never overwrites another reason to look (a
-tripped breaker, a customer's flag): it is added after it, within the field.
-No other cause overwrites one either; a cause that resolves itself clears only
-its own reason, and staff clear the line they read.
+`Ticket.attention` holds the reasons on one line (joined by " · ") that the queue filters on
+and the desk shows at the top of the ticket, each with its own button. Each cause is its own
+reason: raising one replaces only an earlier reason of the same cause (a newer "Model
+unavailable" error), never another's; a cause that resolves itself clears only its own
+reason; staff clear or mark handled the reason they read, and only that one.
 """
 
 from __future__ import annotations
@@ -17,8 +18,33 @@ from sundry.tickets.versions import ticket_update
 from sundry.tickets.services import turn_append
 
 FOLLOW_UP_PREFIX = "Follow-up promised"
-_SEPARATOR = " · "
-_LIMIT = Ticket._meta.get_field("attention").max_length
+SEPARATOR = " · "
+REASON_LIMIT = 200  # one reason's length; the line holds as many as are up
+
+
+def reasons(attention: str) -> list[str]:
+    """The reasons on an attention line, in the order they were raised."""
+    return [r for r in (attention or "").split(SEPARATOR) if r]
+
+
+def has_reason(attention: str, prefix: str) -> bool:
+    return bool(prefix) and any(r.startswith(prefix) for r in reasons(attention))
+
+
+def without(attention: str, prefix: str) -> str:
+    """The line with every reason `prefix` starts left out (an empty prefix names none)."""
+    return SEPARATOR.join(r for r in reasons(attention) if not (prefix and r.startswith(prefix)))
+
+
+def reason_text(text: str) -> str:
+    """One reason as stored: on one line, never holding the separator, at most REASON_LIMIT long."""
+    text = " ".join((text or "").split()).replace(SEPARATOR, " - ")
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+
+
+def with_reason(attention: str, text: str, cause: str) -> str:
+    """The line with `text` added last, in place of any reason of the same `cause` (a prefix)."""
+    return SEPARATOR.join([*reasons(without(attention, reason_text(cause))), reason_text(text)])
 
 
 def follow_up_line(reason: str, turn: int) -> str:
@@ -27,16 +53,11 @@ def follow_up_line(reason: str, turn: int) -> str:
 
 def with_follow_up(attention: str, line: str) -> str:
     """The attention text with a follow-up line: replacing an earlier follow-up, after any other reason."""
-    kept = without_follow_up(attention)
-    text = f"{kept}{_SEPARATOR}{line}" if kept else line
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 1] + "…"
+    return with_reason(attention, line, FOLLOW_UP_PREFIX)
 
 
 def without_follow_up(attention: str) -> str:
-    if attention.startswith(FOLLOW_UP_PREFIX):
-        return ""
-    head, _, _ = attention.partition(_SEPARATOR + FOLLOW_UP_PREFIX)
-    return head
+    return without(attention, FOLLOW_UP_PREFIX)
 
 
 def follow_up_request(*, ticket_id: int, reason: str, turn: int) -> str:
@@ -66,32 +87,53 @@ def follow_up_resolve(*, ticket: Ticket, user) -> bool:
 MODEL_UNAVAILABLE = "Model unavailable"
 
 
-def attention_flag(ticket_id: int, text: str) -> bool:
-    """Flag the ticket unless another cause already holds the flag. Returns whether this one was set."""
-    return ticket_update(ticket_id, where={"attention": ""}, attention=text[:_LIMIT])
+def cause_of(text: str) -> str:
+    """A reason's cause: what it says before its first colon ("Model unavailable: timed out")."""
+    return text.partition(":")[0] if ":" in text else text
+
+
+def attention_flag(ticket_id: int, text: str, *, cause: str | None = None) -> bool:
+    """Raise `text` as a reason of its own (inside the caller's transaction, or its own): an
+    earlier reason of the same cause (`cause`, a prefix; by default `cause_of(text)`) gives way
+    to it, every other reason stays. Returns whether the line changed."""
+    with transaction.atomic():
+        current = Ticket.objects.select_for_update().filter(pk=ticket_id).values_list("attention", flat=True).first()
+        if current is None:
+            return False
+        line = with_reason(current, text, cause or cause_of(text))
+        return line != current and ticket_update(ticket_id, attention=line)  # bumps the version, pushes after commit
 
 
 def attention_clear(ticket_id: int, prefix: str) -> bool:
-    """The cause `prefix` names is resolved: its reason leaves the line (a follow-up after it stays).
-    Returns whether it was there."""
+    """The cause `prefix` names is resolved: its reasons leave the line, every other stays.
+    Returns whether one was there."""
     with transaction.atomic():
         current = Ticket.objects.select_for_update().filter(pk=ticket_id).values_list("attention", flat=True).first()
-        if not current or not current.startswith(prefix):
+        if not current or not has_reason(current, prefix):
             return False
-        rest = current[len(without_follow_up(current)):].removeprefix(_SEPARATOR)
-        return ticket_update(ticket_id, attention=rest)
+        return ticket_update(ticket_id, attention=without(current, prefix))
+
+
+def reason_remove(ticket_id: int, reason: str) -> bool:
+    """Take exactly `reason` off the line (under the ticket's row lock); whether it was there."""
+    current = Ticket.objects.select_for_update().filter(pk=ticket_id).values_list("attention", flat=True).first()
+    kept = reasons(current or "")
+    if reason not in kept:
+        return False
+    kept.remove(reason)
+    return ticket_update(ticket_id, attention=SEPARATOR.join(kept))
 
 
 def attention_dismiss(*, ticket: Ticket, user, shown: str) -> bool:
     """Staff dealt with the reason they were shown: it clears, and the turn log says who cleared what.
 
-    Only that reason clears: one raised meanwhile by another cause stays for staff to read.
-    Returns whether it was cleared.
+    Only that reason clears: any other, raised before or meanwhile by another cause, stays
+    for staff to read. Returns whether it was cleared (False: it is no longer up).
     """
     if not shown:
         return False
     with transaction.atomic():
-        cleared = ticket_update(ticket.pk, where={"attention": shown}, attention="")
+        cleared = reason_remove(ticket.pk, shown)
         if cleared:
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
                         text=f"{user.get_username()} cleared the flag: {shown}", payload={"attention_cleared": shown})

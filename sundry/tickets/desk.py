@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from sundry.tickets.models import Ticket
-from sundry.tickets.selectors import ticket_timer
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, reasons
+from sundry.tickets.selectors import FLAG_PREFIX, ticket_timer
 from sundry.context.models import PinnedRule
 from sundry.core.money import format_money
 from sundry.shop.models import Order
@@ -22,6 +23,9 @@ from sundry.tickets.selectors import pretty
 
 def head_context(ticket) -> dict:
     return {
+        # Each reason on its own line with its own button: handling one never clears another.
+        "attention_reasons": [{"text": r, "handled": r.startswith((FLAG_PREFIX, FOLLOW_UP_PREFIX))}
+                              for r in reasons(ticket.attention)],
         "colleagues": list(get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
                            .only("pk", "username", "first_name")),
         "tag_names": list(ticket.tags.values_list("name", flat=True)),

@@ -132,8 +132,9 @@ class Ticket(models.Model):
     # queued (by the post or by the sweep that re-queues forgotten tickets).
     agent_wake_turn = models.PositiveIntegerField(null=True, blank=True)
     agent_wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    # Why staff must look (model unavailable, compaction breaker tripped …); blank when fine.
-    attention = models.CharField(max_length=200, blank=True)
+    # Why staff must look (model unavailable, compaction breaker tripped …), one reason per
+    # cause joined by " · " (sundry.tickets.attention); blank when fine.
+    attention = models.TextField(blank=True)
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
     tags = models.ManyToManyField(Tag, blank=True, related_name="tickets")
     created_at = models.DateTimeField(auto_now_add=True)

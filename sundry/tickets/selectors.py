@@ -16,11 +16,13 @@ from sundry.context.models import StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
+from sundry.tickets.attention import has_reason
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.timers import response_timer
 from sundry.agent.models import HeldAction
 
-# Ticket.attention prefixes: who raised it decides which queue filter finds it.
+# Ticket.attention reason prefixes: who raised one decides which queue filter finds it (a
+# reason may stand anywhere on the line, sundry.tickets.attention).
 BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
 FLAG_PREFIX = "Customer flagged"  # sundry.portal.services writes it
 FOLLOW_UP_PREFIX = "Follow-up promised"  # sundry.tickets.attention writes it (after any other reason)
@@ -37,9 +39,9 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
     if needs == "approval":
         qs = qs.filter(held__gt=0)
     elif needs == "breaker":
-        qs = qs.filter(attention__startswith=BREAKER_PREFIX)
+        qs = qs.filter(attention__contains=BREAKER_PREFIX)
     elif needs == "flagged":
-        qs = qs.filter(attention__startswith=FLAG_PREFIX)
+        qs = qs.filter(attention__contains=FLAG_PREFIX)
     elif needs == "followup":
         qs = qs.filter(attention__contains=FOLLOW_UP_PREFIX)
     elif needs == "attention":
@@ -57,13 +59,14 @@ def new_tickets(qs):
 
 
 def attention_kind(attention: str) -> str:
+    """The queue's badge for a ticket's attention line: the weightiest cause on it."""
     if not attention:
         return ""
-    if attention.startswith(BREAKER_PREFIX):
+    if has_reason(attention, BREAKER_PREFIX):
         return "breaker"
-    if attention.startswith(FLAG_PREFIX):
+    if has_reason(attention, FLAG_PREFIX):
         return "flagged"
-    if attention.startswith(FOLLOW_UP_PREFIX):
+    if has_reason(attention, FOLLOW_UP_PREFIX):
         return "follow-up"
     return "attention"
 
@@ -331,7 +334,7 @@ def queue_counts(user) -> dict:
         "all": base.count(),
         "held": HeldAction.objects.filter(status="pending").values("ticket").distinct().count(),
         "attention": base.exclude(attention="").count(),
-        "flagged": base.filter(attention__startswith=FLAG_PREFIX).count(),
+        "flagged": base.filter(attention__contains=FLAG_PREFIX).count(),
         "new": new_tickets(base).count(),
     }
 

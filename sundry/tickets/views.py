@@ -25,7 +25,7 @@ from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_p
 from sundry.agent import claims
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
-from sundry.tickets.attention import attention_dismiss, follow_up_resolve
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, follow_up_resolve, reasons
 from sundry.tickets.models import Ticket
 from sundry.tickets import services as ticket_services
 from sundry.tickets.services import MessageRefused
@@ -174,18 +174,25 @@ def ticket_update(request, ticket_id):
 @login_required
 @require_POST
 def attention_clear(request, ticket_id):
-    """Staff dealt with what the attention line said: a customer's flag or a promised follow-up is
-    marked handled, any other reason (a model out of reach, a held reply, a stopped run) cleared."""
+    """Staff dealt with the reason they read (the one its button names; every reason shown, when
+    none is named): a customer's report or a promised follow-up is marked handled, any other
+    reason (a model out of reach, a held reply, a stopped run) cleared. Other reasons stay."""
     ticket = _ticket_or_404(request, ticket_id)
-    shown = request.POST.get("shown", ticket.attention)
-    if shown != ticket.attention:
+    named = reasons(request.POST.get("shown", ticket.attention))
+    current = reasons(ticket.attention)
+    if not named or any(r not in current for r in named):
         return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
                          current=ticket.attention or "(no flag)")
-    followed = follow_up_resolve(ticket=ticket, user=request.user)
-    flagged = flags_resolve(ticket=ticket, user=request.user)
-    rest = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
-    cleared = bool(rest) and rest in shown and attention_dismiss(ticket=ticket, user=request.user, shown=rest)
+    flagged = followed = cleared = False
+    for reason in named:
+        if reason.startswith(selectors.FLAG_PREFIX):
+            flagged |= flags_resolve(ticket=ticket, user=request.user, reason=reason)
+        elif reason.startswith(FOLLOW_UP_PREFIX):
+            followed |= follow_up_resolve(ticket=ticket, user=request.user)
+        else:
+            cleared |= attention_dismiss(ticket=ticket, user=request.user, shown=reason)
     if not (followed or flagged or cleared):
+        rest = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
         return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
                          current=rest or "(no flag)")
     message = ("Flag marked as handled." if flagged else "Follow-up marked as handled." if followed and not cleared

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from sundry.agent.failures import run_failed
 from sundry.context import services as lanes
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
@@ -37,6 +38,34 @@ def test_a_reported_detail_says_so_until_staff_handle_it(browser, live_server_ur
     # Pushed to the customer's open page: no reload.
     expect(details.locator(".reported")).to_have_count(0, timeout=LIVE)
     expect(details.locator("summary", has_text="That's wrong")).to_have_count(1)
+
+
+def test_a_report_made_while_another_flag_is_up_is_handled_on_its_own(browser, live_server_url, people):
+    # The ticket already needs attention for another cause (its run stopped). The customer's
+    # report is a reason of its own: "Mark handled" on it ends "You reported this", and the
+    # other reason stays with its own button.
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund method")
+    lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=0, source="staff", confirmed=True)
+    turn_append(ticket=ticket, author="customer", text="Where is my refund?")
+    assert run_failed(ticket.pk, "it ran past the 270 s time limit")
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    details = customer.locator("#panel-details")
+    details.locator("summary", has_text="That's wrong").click()
+    details.locator("button", has_text="Tell the team").click()
+    expect(details.locator(".reported")).to_have_text("You reported this", timeout=LIVE)
+
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    notes = staff.locator("#panel-head .attention-note")
+    expect(notes).to_have_count(2)
+    report = notes.filter(has_text="Customer flagged")
+    report.locator("button", has_text="Mark handled").click()
+    expect(staff.locator("#flash")).to_contain_text("Flag marked as handled", timeout=LIVE)
+    expect(details.locator(".reported")).to_have_count(0, timeout=LIVE)  # pushed to the customer's page
+    expect(notes).to_have_count(1, timeout=LIVE)
+    expect(notes).to_contain_text("Agent run stopped")
+    expect(notes.locator("button")).to_have_text("Clear flag")
 
 
 def test_a_refused_message_is_explained_next_to_the_composer(browser, live_server_url, people):

@@ -109,9 +109,10 @@ class Stack:
     log_dir: object = None
     processes: list = field(default_factory=list)
 
-    def start_worker(self, name: str, **options) -> Process:
-        """Another worker on the same queue (after the test killed one), stopped at teardown."""
-        worker = worker_process(self.env, self.log_dir / f"{name}.log", **options)
+    def start_worker(self, name: str, env: dict | None = None, **options) -> Process:
+        """Another worker on the same queue (after the test killed or stopped one), stopped at
+        teardown; `env` changes its settings."""
+        worker = worker_process({**self.env, **(env or {})}, self.log_dir / f"{name}.log", **options)
         self.processes.append(worker)
         self.worker = worker
         return worker

@@ -10,8 +10,8 @@ from sundry.agent.loop import agent_run
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
-from sundry.tickets.attention import FOLLOW_UP_PREFIX, with_follow_up, without_follow_up
-from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, REASON_LIMIT, with_follow_up, without_follow_up
+from sundry.tickets.models import Turn
 from sundry.tickets.selectors import queue_for
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory
@@ -28,7 +28,8 @@ def test_a_follow_up_is_added_after_another_reason_and_replaces_an_earlier_follo
     again = with_follow_up(both, f"{FOLLOW_UP_PREFIX} (turn 9): call the customer after 6pm")
     assert again.count(FOLLOW_UP_PREFIX) == 1 and again.endswith("after 6pm") and again.startswith(breaker)
     assert without_follow_up(again) == breaker and without_follow_up(line) == ""
-    assert len(with_follow_up("x" * 190, line)) <= Ticket._meta.get_field("attention").max_length
+    long = with_follow_up("x" * 190, f"{FOLLOW_UP_PREFIX} (turn 4): " + "y" * 400)
+    assert long.startswith("x" * 190 + " · ") and len(long) <= 190 + 3 + REASON_LIMIT  # each reason bounded
 
 
 @pytest.mark.django_db
