@@ -342,14 +342,16 @@ def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
     action = inp.tool.consent_action
     if not action or inp.said is None:
         return None
-    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in ("order", "item")]
+    kinds = ("order", "item")  # what a consent action acts on
+    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in kinds]
     entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
                 for e in inp.ledger]
     domain = _domain(inp)
     done = [consent.Done(t.consent, a.target, a.turn) for a in inp.actions
             if (t := domain.tool(a.tool)) is not None and t.consent]
     verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
-                                    done=done, state=inp.state)
+                                    done=done, state=inp.state,
+                                    id_patterns=tuple(p for k, p in domain.id_patterns.items() if k in kinds))
     if verdict.ok:
         return None
     return GuardVerdict("hold", "consent", f"{verdict.reason} Do not retry it; tell the customer a member of staff "
