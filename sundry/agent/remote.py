@@ -127,6 +127,12 @@ def note_typed_ids(*, ticket: Ticket, turn: int, text: str) -> None:
         lanes.ledger_note_typed(ticket=ticket, turn=turn, found=[(v, k) for k, v in found])
 
 
+def rules_domain(ticket: Ticket) -> Domain | None:
+    """For a class with servers: the tools its declaration files declare, which a rule stated in a
+    message is mapped onto (None: the class's own domain)."""
+    return catalog.declared_domain(ticket.ticket_class)
+
+
 # --- the call ----------------------------------------------------------------------------------
 
 
