@@ -161,3 +161,26 @@ def test_the_harness_domains_are_production_declarations():
         assert Domain.from_data(json.loads(domain.model_dump_json())).model_dump() == domain.model_dump()
     assert DOMAINS["demo_shop"].domain is SHOP
     assert select({"a": [{"b": 1}]}, "a[].b") == [1]
+
+
+def test_order_figures_summed_from_a_payment_history_and_refund_rows_picked_by_kind():
+    """A store whose records name no currency and keep dollars (τ² retail): `totals` with a history
+    and `money` with `where` read what moved; a declaration giving no currency is refused."""
+    data = {"tools": {"cancel": {
+        "totals": [{"order": "order_id", "currency_code": "USD", "amount_unit": "major", "history": "payment_history[]",
+                    "history_kind": "transaction_type", "paid": "payment", "refunded": "refund"}],
+        "money": [{"at": "payment_history[]", "where": {"transaction_type": "refund"}, "amount": "amount",
+                   "amount_unit": "major", "currency_code": "USD"}],
+        "results": {"order_id": "order"}, "owner": "order_id"}}, "name": "store"}
+    store = Domain.from_data(data)
+    cancelled = {"order_id": "#W8770097", "payment_history": [
+        {"transaction_type": "payment", "amount": 544.29, "payment_method_id": "paypal_6151711"},
+        {"transaction_type": "refund", "amount": 544.29, "payment_method_id": "paypal_6151711"}]}
+    [totals] = store.order_totals("cancel", cancelled)
+    assert (totals.order, totals.currency, totals.paid_cents, totals.refunded_cents) == ("#W8770097", "USD", 54429, 54429)
+    [moved] = store.money_moved("cancel", cancelled)
+    assert (moved.order, moved.amount_cents, moved.currency) == ("#W8770097", 54429, "USD")
+    assert store.money_moved("cancel", {**cancelled, "payment_history": cancelled["payment_history"][:1]}) == []
+    del data["tools"]["cancel"]["money"][0]["currency_code"]
+    with pytest.raises(ValidationError, match="currency"):
+        Domain.from_data(data)

@@ -122,6 +122,11 @@ def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
                          "arguments": call.arguments, "details": {"duplicate_of": original}})
 
 
+def _window(ticket):
+    served = remote.class_tools(ticket)  # a class with tool servers: its held calls are of their tools
+    return spending_reads.window_for(ticket, served.tools if served is not None else None)
+
+
 def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
                  snapshot=None, domain: Domain | None = None) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
@@ -134,7 +139,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
         said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
         internal=assembled.internal,
-        window=spending_reads.window_for(ticket) if tool.side_effect and not tool.local and not approved else None,
+        window=_window(ticket) if tool.side_effect and not tool.local and not approved else None,
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:

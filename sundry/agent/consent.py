@@ -236,21 +236,36 @@ def sentences(text: str) -> list[str]:
 # --- the guard -------------------------------------------------------------------------------------
 
 
-def _names(sentence: str, target: set[str], entities: list[Entity]) -> str:
+def _ids(sentence: str, patterns: tuple[str, ...]) -> tuple[set[str], set[str]]:
+    """(IDs in a declared format, other ID-like tokens) of a sentence, upper-cased.
+
+    A declared format is matched whole ('#W9300146', its '#' included), so the ID is the
+    one named; only a token in no declared format may be a typo of one."""
+    declared, spans = set(), []
+    for pattern in patterns:
+        for m in re.finditer(rf"(?<![0-9A-Za-z_-])(?:{pattern})(?![0-9A-Za-z_])", sentence):
+            declared.add(m.group(0).upper())
+            spans.append(m.span())
+    loose = {m.group(0).upper().rstrip(".,") for m in _ID_TOKEN.finditer(sentence)
+             if not any(a <= m.start() < b for a, b in spans)}
+    return declared, loose
+
+
+def _names(sentence: str, target: set[str], entities: list[Entity], patterns: tuple[str, ...] = ()) -> str:
     """'target', 'other', 'none' or 'all': which entity a sentence names, by ID or by description."""
     low = sentence.lower()
     if _BLANKET.search(low):
         return "all"
-    ids = {t.upper().rstrip(".,") for t in _ID_TOKEN.findall(sentence)}
+    declared, loose = _ids(sentence, patterns)
     values = {e.value.upper() for e in entities}
     upper_target = {t.upper() for t in target}
-    if ids & upper_target:
+    if (declared | loose) & upper_target:
         return "target"
-    for typed in ids - values:  # a typo of an ID: counts only if it is near the target alone
+    for typed in loose - values:  # a typo of an ID: counts only if it is near the target alone
         near = {e.value.upper() for e in entities if _close(typed, e.value.upper())}
         if near and near <= upper_target:
             return "target"
-    if ids & values:
+    if declared or loose & values:  # a well-formed ID that is not the target names another entity
         return "other"
     words = _words(sentence)
     scores = {e.value: _score(words, e) for e in entities if e.description}
@@ -287,11 +302,13 @@ def _describe(target: list[str], entities: list[Entity]) -> str:
 
 
 def check_consent(*, action: str, target: list[str], said: list[Said], entities: list[Entity],
-                  done: list[Done] = (), state: dict[str, tuple[str, bool]] | None = None) -> ConsentVerdict:
+                  done: list[Done] = (), state: dict[str, tuple[str, bool]] | None = None,
+                  id_patterns: tuple[str, ...] = ()) -> ConsentVerdict:
     """Whether the `action` on `target` (the call's entity IDs) was asked for and not yet carried out.
 
     `said`: the messages in the request, oldest first. `done`: actions already
-    taken. `state`: field name → (value, confirmed).
+    taken. `state`: field name → (value, confirmed). `id_patterns`: the domain's ID
+    formats; an ID written in one names exactly that entity, never a neighbour one edit away.
     """
     noun, on = NOUN[action], _describe(target, entities)
     targets = _related(set(target), entities)
@@ -311,17 +328,17 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
     previous_names = ("target" if order in targets else "other") if order else "none"
     for message in said:
         parts = sentences(message.text)
-        message_names = {_names(s, targets, entities) for s in parts} - {"none"}
+        message_names = {_names(s, targets, entities, id_patterns) for s in parts} - {"none"}
         for s in parts:
             kind = sentence_kind(s, action)
             if kind is None and last is not None and last[0] == "request" and last[1].author == message.author \
-                    and _CORRECTION.search(s) and (names := _names(s, targets, entities)) in ("target", "other"):
+                    and _CORRECTION.search(s) and (names := _names(s, targets, entities, id_patterns)) in ("target", "other"):
                 # "Sorry, I meant AB-20240." right after a request: the same request, on the entity meant.
                 last = ("request", message, names)
                 continue
             if kind is None or kind == "mention":
                 continue
-            names = _names(s, targets, entities)
+            names = _names(s, targets, entities, id_patterns)
             if names == "none":
                 # "Please refund 40 USD." after "The air fryer arrived cracked.": the message's one
                 # entity, else the one the customer last named (messages naming nothing, such as

@@ -45,7 +45,7 @@ class EffectsPlan:
         return [m for m in self.movements if m.order and m.order not in reported]
 
 
-def plan_effects(tool, args, result: BaseModel, domain: Domain | None = None) -> EffectsPlan:
+def plan_effects(tool, args, result, domain: Domain | None = None) -> EffectsPlan:
     domain = domain or get_domain()
     totals, movements = domain.order_totals(tool.name, result), domain.money_moved(tool.name, result)
     action = None
@@ -59,6 +59,8 @@ def plan_effects(tool, args, result: BaseModel, domain: Domain | None = None) ->
 
 
 def apply_effects(*, ticket, tool, args, result, turn: int, key: str, domain: Domain | None = None) -> EffectsPlan:
+    """Write what a result changes: `result` is an in-process tool's model, or a tool server's JSON
+    read by `domain` (its declaration file)."""
     plan = plan_effects(tool, args, result, domain)
     for t in plan.totals:
         lanes.money_observe(ticket=ticket, order=t.order, currency=t.currency, paid_cents=t.paid_cents,
@@ -66,9 +68,12 @@ def apply_effects(*, ticket, tool, args, result, turn: int, key: str, domain: Do
     for m in plan.unreported:
         lanes.money_add_refund(ticket=ticket, order=m.order, amount_cents=m.amount_cents, turn=turn)
     if plan.action is not None:
+        # A tool server's result is plain JSON already (a bare string is kept under "result").
+        stored = result.model_dump(mode="json") if isinstance(result, BaseModel) else \
+            result if isinstance(result, dict) else {"result": result}
         lanes.action_record(
             ticket=ticket, tool=tool.name, target=plan.action.target, arguments=args.model_dump(mode="json"),
-            result=result.model_dump(mode="json"), turn=turn, idempotency_key=key, reversible=tool.reversible,
+            result=stored, turn=turn, idempotency_key=key, reversible=tool.reversible,
             amount_cents=plan.action.amount_cents, currency=plan.action.currency,
         )
     return plan

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from sundry.agent import approvals, consent, spending, strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
+from sundry.context.rules import infer_enforcement
 from sundry.core import money
 from sundry.tooling.domain import Domain, RefundDecl, get_domain
 from sundry.tooling.tools import Tool
@@ -150,11 +151,11 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
         return _reject("schema", f"Invalid arguments for {inp.tool.name}: " + "; ".join(problems) + ". Fix these fields and call again.", problems=problems)
 
 
-def _rule_covers(rule: RuleData, tool: Tool, args) -> bool:
+def _rule_covers(enforcement: dict, tool: Tool, args) -> bool:
     """A rule naming its orders covers an order action on those orders, or on an
     ID one slip away from them; any other rule, or a call that targets no order, is covered whole."""
-    only_on = (rule.enforcement or {}).get("only_on") or ()
-    if not only_on or tool.name not in (rule.enforcement or {}).get("narrowed_tools", ()):
+    only_on = enforcement.get("only_on") or ()
+    if not only_on or tool.name not in enforcement.get("narrowed_tools", ()):
         return True
     targets = _target(tool, args)
     if not targets:
@@ -162,9 +163,18 @@ def _rule_covers(rule: RuleData, tool: Tool, args) -> bool:
     return any(t == o or levenshtein_at_most_one(t, o) or _swapped_pair(t, o) for t in targets for o in only_on)
 
 
+def _rule_checks(rule: RuleData, domain: Domain) -> list[dict]:
+    """A rule's checks: the one stored when it was made, and its text read again against the tools
+    this call is judged among. A rule inferred for other tools (a class whose tools come from a
+    tool server, a rule carried from another class's ticket) still blocks what it forbids here."""
+    return [e for e in (rule.enforcement or {}, infer_enforcement(rule.text, domain)) if e]
+
+
 def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
+    domain = _domain(inp)
     for rule in inp.rules:
-        if inp.tool.name in (rule.enforcement or {}).get("block_tools", ()) and _rule_covers(rule, inp.tool, args):
+        if any(inp.tool.name in e.get("block_tools", ()) and _rule_covers(e, inp.tool, args)
+               for e in _rule_checks(rule, domain)):
             what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
             reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
                       f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
@@ -342,14 +352,16 @@ def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
     action = inp.tool.consent_action
     if not action or inp.said is None:
         return None
-    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in ("order", "item")]
+    kinds = ("order", "item")  # what a consent action acts on
+    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in kinds]
     entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
                 for e in inp.ledger]
     domain = _domain(inp)
     done = [consent.Done(t.consent, a.target, a.turn) for a in inp.actions
             if (t := domain.tool(a.tool)) is not None and t.consent]
     verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
-                                    done=done, state=inp.state)
+                                    done=done, state=inp.state,
+                                    id_patterns=tuple(p for k, p in domain.id_patterns.items() if k in kinds))
     if verdict.ok:
         return None
     return GuardVerdict("hold", "consent", f"{verdict.reason} Do not retry it; tell the customer a member of staff "

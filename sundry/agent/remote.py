@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from sundry.agent.effects import apply_effects
 from sundry.agent.guards import ids_in_arguments, write_targets
 from sundry.context import services as lanes
 from sundry.context.assembly import Assembled
@@ -127,6 +128,12 @@ def note_typed_ids(*, ticket: Ticket, turn: int, text: str) -> None:
         lanes.ledger_note_typed(ticket=ticket, turn=turn, found=[(v, k) for k, v in found])
 
 
+def rules_domain(ticket: Ticket) -> Domain | None:
+    """For a class with servers: the tools its declaration files declare, which a rule stated in a
+    message is mapped onto (None: the class's own domain)."""
+    return catalog.declared_domain(ticket.ticket_class)
+
+
 # --- the call ----------------------------------------------------------------------------------
 
 
@@ -165,17 +172,16 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
                                        found=list(dict.fromkeys(found)), used=used,
                                        owners=decl.owners(result.data, owner_kind=decls.owner_kind),
                                        descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind))
+            # The order figures it reports go to the money lane; a write's action carries the money it
+            # moved (a cancellation's refund), read by the declaration file as for in-process tools.
+            apply_effects(ticket=ticket, tool=tool, args=args, result=result.data, turn=turn.number, key=key,
+                          domain=decls)
         else:
             lanes.ledger_touch(ticket=ticket, values=used, turn=turn.number)
-        if tool.side_effect:
-            moved = tool.decl.money_moved(result.data, owner_kind=tool.declarations.owner_kind) \
-                if tool.declared else []
-            one = len({m.currency for m in moved}) == 1  # one action, one amount (several currencies: none)
-            lanes.action_record(
-                ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
-                arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
-                turn=turn.number, idempotency_key=key, reversible=tool.reversible,
-                amount_cents=sum(m.amount_cents for m in moved) if one else None,
-                currency=moved[0].currency if one else "")
+            if tool.side_effect:
+                lanes.action_record(
+                    ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
+                    arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
+                    turn=turn.number, idempotency_key=key, reversible=tool.reversible)
         attention_clear(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} ")  # the server answers again
     return bool(tool.resolves)

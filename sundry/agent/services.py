@@ -61,7 +61,8 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
         lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
         remote.note_typed_ids(ticket=ticket, turn=turn.number, text=text)  # formats its tool servers declare
-        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer")
+        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer",
+                                   domain=remote.rules_domain(ticket))
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
         if wake:
@@ -86,7 +87,8 @@ def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") ->
         turn, new = _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
                                 kind=Turn.Kind.NOTE)
         if new:
-            lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff")
+            lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff",
+                                       domain=remote.rules_domain(ticket))
             _wake_agent(ticket)
     return turn
 

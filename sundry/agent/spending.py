@@ -62,7 +62,11 @@ class CallMoney:
 
 
 def moves_money(tool: Tool) -> bool:
-    """A tool whose result declares money moving (a refund, a cancellation that refunds)."""
+    """A tool whose result declares money moving (a refund, a cancellation that refunds): in its
+    result model, or for a tool server's tool in its declaration file (`decl.money`)."""
+    decl = getattr(tool, "decl", None)
+    if decl is not None:
+        return bool(decl.money)
     return model_declares(tool.result_model, "moves_money")
 
 

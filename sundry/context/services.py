@@ -293,20 +293,25 @@ def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> Non
 # --- Pinned rules ----------------------------------------------------------------------
 
 
-def rule_add_candidate(*, ticket, text: str, turn: int, source: str) -> PinnedRule | None:
-    """A possible rule for staff to confirm; None if the same text is already known."""
+def rule_add_candidate(*, ticket, text: str, turn: int, source: str, domain: Domain | None = None) -> PinnedRule | None:
+    """A possible rule for staff to confirm; None if the same text is already known.
+
+    `domain`: the tools the class really offers (a class with tool servers: theirs), which the
+    rule's check names; the class's own domain by default. The guard reads the rule's text
+    against the tools of each call again, so a rule mapped onto other tools still holds."""
     text = (text or "").strip()
     if not text or PinnedRule.objects.filter(ticket=ticket, text=text).exists():
         return None
     return PinnedRule.objects.create(
         ticket=ticket, text=text, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
-        enforcement=infer_enforcement(text, domain_for(ticket.ticket_class)), changed_at_turn=turn,
+        enforcement=infer_enforcement(text, domain or domain_for(ticket.ticket_class)), changed_at_turn=turn,
     )
 
 
-def rule_flag_candidates(*, ticket, turn: int, text: str, source: str) -> list[PinnedRule]:
+def rule_flag_candidates(*, ticket, turn: int, text: str, source: str, domain: Domain | None = None) -> list[PinnedRule]:
     """The classifier pass over a customer or staff message."""
-    made = [r for s in candidate_rules(text) if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source))]
+    made = [r for s in candidate_rules(text)
+            if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source, domain=domain))]
     if made:
         ticket_touch(ticket.pk)
     return made

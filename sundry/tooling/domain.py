@@ -143,20 +143,31 @@ class MoneyDecl(_Decl):
     kind: str = "refund"
     amount: str
     amount_unit: Literal["minor", "major"] = "minor"
-    currency: str
+    currency: str = ""
+    currency_code: str = ""  # the currency, for a system whose records name none (one that works in one)
+    where: dict[str, str] = Field(default_factory=dict)  # only objects with these field values (a refund row)
     target: str = OWNER  # the field naming the order it moved on; "owner": the result's owner
     id: str = ""
 
 
 class TotalsDecl(_Decl):
-    """An order's figures now, as the object(s) at `at` report them. Paid is `paid`, or refunded + refundable."""
+    """An order's figures now, as the object(s) at `at` report them. Paid is `paid`, or refunded + refundable.
+
+    With `history`, the figures are summed from the order's transactions (the objects at
+    `history` inside each): `paid` and `refunded` then name the values of their `history_kind`
+    field, and each adds its `history_amount`."""
 
     at: str = ""
     order: str
-    currency: str
+    currency: str = ""
+    currency_code: str = ""
     refunded: str
     paid: str = ""
     refundable: str = ""
+    history: str = ""
+    history_kind: str = ""
+    history_amount: str = "amount"
+    amount_unit: Literal["minor", "major"] = "minor"
 
 
 class RefundDecl(_Decl):
@@ -295,7 +306,9 @@ class ToolDecl(_Decl):
         owner = self._owner_value(data, owner_kind)
         for m in self.money:
             for obj in _objects(data, m.at):
-                currency = _field(obj, m.currency, data).upper()  # "usd" from a server is USD
+                if any(str(obj.get(k)) != v for k, v in m.where.items()):
+                    continue
+                currency = (m.currency_code or _field(obj, m.currency, data)).upper()  # "usd" from a server is USD
                 amount = _amount(obj.get(m.amount), m.amount_unit, currency)
                 if not isinstance(amount, int) or amount <= 0 or not currency:
                     continue
@@ -312,12 +325,19 @@ class ToolDecl(_Decl):
             return []
         for t in self.totals:
             for obj in _objects(data, t.at):
-                try:
-                    refunded = int(obj[t.refunded])
-                    paid = int(obj[t.paid]) if t.paid else refunded + int(obj[t.refundable])
-                except (KeyError, TypeError, ValueError):
-                    continue
-                out.append(Totals(str(obj.get(t.order)), str(obj.get(t.currency)), paid, refunded))
+                currency = t.currency_code or str(obj.get(t.currency))
+                if t.history:
+                    sums = _history_sums(_objects(obj, t.history), t, currency)
+                    if sums is None:
+                        continue
+                    paid, refunded = sums
+                else:
+                    try:
+                        refunded = int(obj[t.refunded])
+                        paid = int(obj[t.paid]) if t.paid else refunded + int(obj[t.refundable])
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                out.append(Totals(str(obj.get(t.order)), currency, paid, refunded))
         return out
 
     def id_args(self, arguments, *, kind_of=_kind_of_none) -> list[tuple[str, str, str]]:
@@ -365,6 +385,20 @@ def _amount(value, unit: str, currency: str):
         return money_units.parse_major(str(value), currency)
     except money_units.MoneyError:
         return None
+
+
+def _history_sums(entries: list[dict], t: TotalsDecl, currency: str) -> tuple[int, int] | None:
+    """(paid, refunded) summed from an order's transactions; None when an amount cannot be read."""
+    sums = {t.paid: 0, t.refunded: 0}
+    for entry in entries:
+        kind = str(entry.get(t.history_kind) or "")
+        if kind not in sums:
+            continue
+        amount = _amount(entry.get(t.history_amount), t.amount_unit, currency)
+        if not isinstance(amount, int):
+            return None
+        sums[kind] += amount
+    return sums[t.paid], sums[t.refunded]
 
 
 def _is_list(model: type[BaseModel], name: str) -> bool:
@@ -496,6 +530,10 @@ class Domain(_Decl):
                 problems.append(f"{name}: target {tool.target!r} is not one of its ID arguments")
             problems += [f"{name}: unknown capability {c!r} (known: {', '.join(CAPABILITIES)})"
                          for c in tool.capabilities if c not in CAPABILITIES]
+            problems += [f"{name}: money and totals need a currency field or a currency_code"
+                         for d in [*tool.money, *tool.totals] if not (d.currency or d.currency_code)]
+            problems += [f"{name}: totals from a history need history_kind, paid and refunded"
+                         for t in tool.totals if t.history and not (t.history_kind and t.paid and t.refunded)]
             for pattern in tool.bare:
                 try:
                     re.compile(pattern)

@@ -188,18 +188,7 @@ class ClassTools:
         """The class's remote tools as one domain, for code that asks what a tool is: the guards read
         a done action's consent, a call's refund declaration and the lookup to name for an ID here,
         not in the class's in-process domain (which does not hold these tools)."""
-        tools = {n: t.decl for n, t in self.remote.items() if t.decl is not None}
-        hints: dict[str, list[str]] = {}
-        patterns: dict[str, str] = {}
-        for d in self.declarations:
-            for kind, names in d.lookup_hints.items():
-                hints.setdefault(kind, [])
-                hints[kind] += [n for n in names if n in tools and n not in hints[kind]]
-            for kind, pattern in d.id_patterns.items():
-                patterns.setdefault(kind, pattern)
-        first = self.declarations[0] if self.declarations else None
-        return Domain(name=first.name if first else "tool servers", owner_kind=first.owner_kind if first else "order",
-                      id_patterns=patterns, lookup_hints={k: v for k, v in hints.items() if v}, tools=tools)
+        return _merged(self.declarations, {n: t.decl for n, t in self.remote.items() if t.decl is not None})
 
     def approval_holds(self, hold_undeclared: dict[int, bool]) -> dict[str, dict]:
         """Approval rules the class's undeclared writes add: every call held."""
@@ -215,6 +204,22 @@ class ClassTools:
         if tool is None or not tool.declared:
             return []
         return [(kind, v) for _path, kind, v in tool.decl.ids(data, kind_of=tool.declarations.kind_of)]
+
+
+def _merged(decls: list[Domain], tools: dict[str, ToolDecl]) -> Domain:
+    """One domain of `tools` with the declaration files' ID formats and lookup hints (the first file's
+    name and owner kind)."""
+    hints: dict[str, list[str]] = {}
+    patterns: dict[str, str] = {}
+    for d in decls:
+        for kind, names in d.lookup_hints.items():
+            hints.setdefault(kind, [])
+            hints[kind] += [n for n in names if n in tools and n not in hints[kind]]
+        for kind, pattern in d.id_patterns.items():
+            patterns.setdefault(kind, pattern)
+    first = decls[0] if decls else None
+    return Domain(name=first.name if first else "tool servers", owner_kind=first.owner_kind if first else "order",
+                  id_patterns=patterns, lookup_hints={k: v for k, v in hints.items() if v}, tools=tools)
 
 
 def _typed(decls: list[Domain], text: str) -> list[tuple[str, str]]:
@@ -282,13 +287,29 @@ def _load(servers: list[ToolServer]) -> ClassTools:
     return ClassTools(tools=tools, remote=remote, declarations=decls, problems=problems)
 
 
-def typed_ids(ticket_class, text: str) -> list[tuple[str, str]]:
-    """IDs a person typed, in the formats the class's declaration files give (no server is contacted)."""
-    servers = _servers(ticket_class)
+def _declared(ticket_class) -> list[Domain]:
     decls = []
-    for server in servers:
+    for server in _servers(ticket_class):
         try:
             decls.append(declarations(server))
         except declfile.DeclarationError:
             continue
-    return _typed(decls, text)
+    return decls
+
+
+def typed_ids(ticket_class, text: str) -> list[tuple[str, str]]:
+    """IDs a person typed, in the formats the class's declaration files give (no server is contacted)."""
+    return _typed(_declared(ticket_class), text)
+
+
+def declared_domain(ticket_class) -> Domain | None:
+    """The tools the class's declaration files declare, as one domain (None: the class has no servers).
+    Read without contacting a server, for what a message does at once (the rules it states)."""
+    if not _servers(ticket_class):
+        return None
+    decls = _declared(ticket_class)
+    tools: dict[str, ToolDecl] = {}
+    for d in decls:
+        for name, decl in d.tools.items():
+            tools.setdefault(name, decl)
+    return _merged(decls, tools)

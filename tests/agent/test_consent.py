@@ -223,3 +223,74 @@ def test_an_amount_asked_back_or_off_is_a_refund_request():
     assert sentence_kind("The table leg from SU-25386 is scratched; I'll keep it for 40 off.", "refund") == "request"
     assert sentence_kind("I'd like $40 back.", "refund") == "request"
     assert sentence_kind("Did I get the 40 back?", "refund") == "status"
+
+
+# --- IDs in a declared format: '#W…' orders one edit apart ---------------------------------------
+
+NEAR_A, NEAR_B = "#W9300146", "#W9300147"  # two orders one edit apart, in a domain whose orders start with '#'
+RETAIL_PATTERNS = (r"#W\d{7}", r"\d{10}")  # its order and item formats, as a declaration file gives them
+
+
+def _near(target, said, entities, patterns=RETAIL_PATTERNS):
+    return check_consent(action="cancel", target=[target], said=said, entities=entities, id_patterns=patterns)
+
+
+@pytest.mark.parametrize("known", ["both", "named only", "target only"])
+def test_a_request_naming_one_order_never_consents_for_its_neighbour_one_edit_away(known):
+    """The declared format is matched whole ('#' included): '#W9300147' is that order, not a typo of
+    '#W9300146', whichever of the two the ledger holds."""
+    lamp, chair = Entity(NEAR_A, "order", "Desk Lamp · pending"), Entity(NEAR_B, "order", "Office Chair · pending")
+    entities = {"both": [lamp, chair], "named only": [chair], "target only": [lamp]}[known]
+    said = customer(f"Where is my order {NEAR_A}? It has not shipped.", f"Please cancel {NEAR_B}.")
+    other = _near(NEAR_A, said, entities)
+    assert not other.ok and other.details["why"] == "other_entity", other
+    assert _near(NEAR_B, said, entities).ok  # the order named
+    # And the other way round.
+    said = customer(f"Please cancel {NEAR_A}.")
+    assert not _near(NEAR_B, said, entities).ok
+    assert _near(NEAR_A, said, entities).ok
+
+
+def test_without_the_declared_format_a_neighbour_could_be_taken_for_the_target():
+    """Negative control: read with the generic ID token alone ('#' dropped), the request naming
+    #W9300147 falls back on the order named before and consents to cancel #W9300146."""
+    entities = [Entity(NEAR_A, "order", "Desk Lamp · pending")]
+    said = customer(f"Where is my order {NEAR_A}? It has not shipped.", f"Please cancel {NEAR_B}.")
+    assert _near(NEAR_A, said, entities, patterns=()).ok  # the misfire the declared format prevents
+    assert not _near(NEAR_A, said, entities).ok
+
+
+def test_an_order_id_typed_without_its_hash_is_still_that_order():
+    entities = [Entity(NEAR_A, "order", "Desk Lamp · pending"), Entity(NEAR_B, "order", "Office Chair · pending")]
+    assert _near(NEAR_A, customer("Please cancel W9300146."), entities).ok
+    assert not _near(NEAR_B, customer("Please cancel W9300146."), entities).ok
+
+
+def test_the_guard_reads_the_order_format_from_the_domains_declarations():
+    """Through the guard: the retail example's declaration file gives '#W\\d{7}', so a request naming
+    #W9300147 holds a cancellation of #W9300146 (both verified orders of the ticket)."""
+    from pathlib import Path
+
+    from pydantic import BaseModel
+
+    from sundry.agent.guards import GuardInput, check_call
+    from sundry.context.lanes import LedgerData
+    from sundry.tooling.tools import IdField, Tool
+    from sundry.toolservers import declfile
+
+    class Args(BaseModel):
+        order_id: str = IdField("order")
+
+    retail = declfile.load(Path(__file__).resolve().parents[2] / "examples/tau2_retail_mcp/retail.declarations.json")
+    cancel = Tool(name="cancel_pending_order", description="cancel", args_model=Args, result_model=BaseModel,
+                  run=lambda ctx, a: None, side_effect=True, target_arg="order_id", consent_action="cancel")
+    ledger = [LedgerData("order", NEAR_A, "order", True, 2, 2), LedgerData("order_2", NEAR_B, "order", True, 2, 2)]
+    said = tuple(customer(f"Where is my order {NEAR_A}? It has not shipped.", f"Please cancel {NEAR_B}."))
+
+    def judge(target):
+        return check_call(GuardInput(tool=cancel, arguments={"order_id": target}, ledger=ledger, said=said,
+                                     domain=retail))
+
+    held = judge(NEAR_A)
+    assert (held.decision, held.guard, held.details["why"]) == ("hold", "consent", "other_entity"), held
+    assert judge(NEAR_B).allowed

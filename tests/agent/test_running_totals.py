@@ -102,7 +102,7 @@ def test_a_different_amount_counts_the_pending_hold_too(shop):
 
 def test_negative_control_without_the_running_total_all_three_refunds_run(shop, monkeypatch):
     # The check can fail: judged call by call (the old behaviour), 23,997.00 INR leaves with no approval.
-    monkeypatch.setattr(spending_reads, "window_for", lambda ticket: spending.Window(hours=24))
+    monkeypatch.setattr(spending_reads, "window_for", lambda ticket, tools=None: spending.Window(hours=24))
     order = _named(paid_order(customer=shop["customer"], currency="INR", prices=(2500000,)), "Countertop Blender")
     for n in range(3):
         _refund_7999_on(shop, order, n)
