@@ -14,7 +14,6 @@ import os
 import random
 
 import pytest
-from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from django.conf import settings
 

@@ -7,7 +7,6 @@ the customer page's HTML.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent import answer, guards

@@ -7,7 +7,7 @@ import pytest
 from sundry.agent.loop import agent_run
 from sundry.shop.offline import LANE_TOOLS
 from sundry.agent.services import customer_message_post
-from sundry.context.models import ActionTaken, LedgerEntry, Summary
+from sundry.context.models import LedgerEntry, Summary
 from sundry.shop.models import Order, Refund, Return
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create

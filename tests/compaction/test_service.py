@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import Gateway, ModelCallError
+from sundry.agent.gateway import Gateway
 from sundry.agent.loop import tool_specs
 from sundry.agent.models import HeldAction
 from sundry.agent.scripted import ScriptedModel

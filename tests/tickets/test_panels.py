@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.context import services as lanes
-from sundry.context.models import LedgerEntry, PinnedRule, StateValue
+from sundry.context.models import LedgerEntry, StateValue
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.selectors import ChartPoint, budget_chart
 from sundry.tickets.services import ticket_create, turn_append
