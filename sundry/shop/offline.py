@@ -785,6 +785,12 @@ def do_cancel(v: RequestView, order: str) -> Decision:
     if why := _shop_refusal(v, "cancel_order", order):
         return reply(f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
                      "I can book a return instead — shall I?")
+    if order not in v.state.money:
+        # A cancellation refunds what was paid: its figures come first, so the approval threshold
+        # weighs the refund instead of holding a call whose amount nobody knows.
+        details = _details(v, order)
+        if isinstance(details, Decision):
+            return details
     return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
 
 

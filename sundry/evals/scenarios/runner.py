@@ -200,7 +200,7 @@ class Runner:
             seen, sundry = steps, steps
         done = CompactionRun.objects.filter(ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED,
                                                                        CompactionRun.Status.FALLBACK]).count()
-        held = [f"{h.tool} {h.status}" for h in HeldAction.objects.filter(ticket=ticket).order_by("pk")]
+        held = [f"{h.tool} {h.status}: {h.reason}" for h in HeldAction.objects.filter(ticket=ticket).order_by("pk")]
         return RunResult(
             scenario=scenario.id, mode=mode.name, effects=effects,
             judgement=fx.judge(scenario.expect, scenario.allow, effects, c),
