@@ -17,6 +17,7 @@ hold are the domain's writes (`ToolDecl.may_hold`), named in its declaration.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
@@ -146,12 +147,18 @@ def rule_for(data: Any, tool: str) -> ToolApproval | None:
         return ToolApproval()
 
 
-def money_rules(data: Any) -> list[ToolApproval]:
-    """The rules of the tools whose results move money (`moves_money`), for a call that moves money
-    but whose tool has no rule of its own: a cancellation's refund is held by the refund threshold."""
+def money_rules(data: Any, moving: Iterable[str] | None = None) -> list[ToolApproval]:
+    """The rules of the tools whose results move money, for a call that moves money but whose tool
+    has no rule of its own: a cancellation's refund is held by the refund threshold.
+
+    `moving`: the names of the class's tools that move money, as its declarations say (a tool
+    server's included); without it, the in-process tools' result models say (`moves_money`)."""
     if not data:
         return []
     names = data if isinstance(data, dict) else REGISTRY
+    if moving is not None:
+        known = set(moving)
+        return [rule for name in names if name in known and (rule := rule_for(data, name)) is not None]
     return [rule for name in names
             if name in REGISTRY and model_declares(REGISTRY[name].result_model, "moves_money")
             and (rule := rule_for(data, name)) is not None]

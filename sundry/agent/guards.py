@@ -325,7 +325,8 @@ def _check_running_total(inp: GuardInput, args, moved: spending.CallMoney,
 
     A tool without a rule of its own that moves money (a cancellation that refunds) is judged
     by the class's rules for the tools that move money: the strictest in the call's currency."""
-    rules = [rule] if rule is not None else approvals.money_rules(inp.approval_rules)
+    moving = [name for name, decl in _domain(inp).tools.items() if decl.money]
+    rules = [rule] if rule is not None else approvals.money_rules(inp.approval_rules, moving)
     if not rules:
         return None
     limits = [r.limit(moved.currency) for r in rules]

@@ -43,3 +43,15 @@ def test_the_guard_reads_stored_rules_and_holds_on_one_it_cannot_read():
     # Saved before validation or edited in the database: the threshold is unreadable, so every call is held.
     assert approvals.rule_for({"issue_refund": {"over_cents": 5000}}, "issue_refund") == ToolApproval()
     assert approvals.rule_for(["issue_refund"], "issue_refund") == ToolApproval()
+
+
+def test_a_tool_servers_money_tool_lends_its_threshold_to_a_call_that_moves_money_without_one():
+    """A class served by a tool server: its refund tool is not in the in-process registry, yet its
+    threshold must hold a cancellation that refunds (the guard passes the declared money tools)."""
+    rules = {"refund_order": {"above": {"USD": 10000}}}
+    found = approvals.money_rules(rules, moving=["refund_order", "cancel_pending_order"])
+    assert [r.limit("USD") for r in found] == [10000]
+    # Control: read from the in-process registry alone, the server's tool lends nothing.
+    assert approvals.money_rules(rules) == []
+    # A tool the declarations say moves no money lends nothing either.
+    assert approvals.money_rules(rules, moving=["cancel_pending_order"]) == []
