@@ -785,12 +785,21 @@ def do_cancel(v: RequestView, order: str) -> Decision:
     if why := _shop_refusal(v, "cancel_order", order):
         return reply(f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
                      "I can book a return instead — shall I?")
-    if order not in v.state.money:
+    if v.blocking_rule("cancel_order", order):  # a rule forbids it: say so, look nothing up
+        return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
+    info = v.orders.get(order)
+    if order not in v.state.money or not (info and info.status):
         # A cancellation refunds what was paid: its figures come first, so the approval threshold
-        # weighs the refund instead of holding a call whose amount nobody knows.
-        details = _details(v, order)
-        if isinstance(details, Decision):
-            return details
+        # weighs the refund instead of holding a call whose amount nobody knows; and its status
+        # says whether the shop can cancel it at all.
+        info = _details(v, order)
+        if isinstance(info, Decision):
+            return info
+    if info.status == "cancelled":
+        return reply(f"Order {order} is already cancelled.")
+    if info.status and info.status != "placed":  # the shop cancels only orders not yet shipped
+        return reply(f"Order {order} is {info.status} already, so it can't be cancelled — only orders that "
+                     "haven't shipped can. If you no longer want it, I can book a return instead — shall I?")
     return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
 
 

@@ -8,6 +8,7 @@ from sundry.agent.loop import agent_run
 from sundry.shop.offline import LANE_TOOLS
 from sundry.agent.services import customer_message_post
 from sundry.context.models import LedgerEntry, Summary
+from sundry.agent.models import HeldAction
 from sundry.shop.models import Order, Refund, Return
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
@@ -129,10 +130,12 @@ def test_after_staff_approve_a_held_refund_the_agent_tells_the_customer_it_is_do
     assert "wasn't able" not in reply
 
 
-def test_a_cancellation_the_shop_refuses_is_explained_with_its_reason(setup):
+def test_a_cancellation_the_shop_cannot_do_is_explained_from_the_orders_status_and_never_tried(setup):
     ticket = new_ticket(setup, "Please cancel order SU-40110, I ordered it by mistake.")  # already delivered
-    assert shop_calls(ticket) == ["get_order", "cancel_order"]  # tried once, not again
+    # The order's figures and status come first; a delivered order is not sent to cancel_order
+    # (where the threshold would hold it for staff, only for the shop to refuse it).
+    assert shop_calls(ticket) == ["get_order"]
     reply = last_reply(ticket)
-    assert reply.startswith("I couldn't cancel order SU-40110: the shop says ") and "delivered" in reply
-    assert "return" in reply and "wasn't able" not in reply
+    assert reply.startswith("Order SU-40110 is delivered already, so it can't be cancelled"), reply
+    assert "return" in reply and not HeldAction.objects.filter(ticket=ticket).exists()
     assert Order.objects.get(number="SU-40110").status == Order.Status.DELIVERED

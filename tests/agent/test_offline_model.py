@@ -336,8 +336,9 @@ def test_structured_rule_blocks_any_tool_it_names():
     answer = model.complete(build(customer(f"Cancel {ORDER} now."), rules=[rule],
                                   ledger=[CUSTOMER_ENTRY, ledger_order(True)]))
     assert not answer.tool_calls and rule.text in answer.text
+    # Without the rule the cancellation goes ahead: the order's figures first (nothing in the money lane).
     assert only_call(model.complete(build(customer(f"Cancel {ORDER} now."),
-                                          ledger=[CUSTOMER_ENTRY, ledger_order(True)]))).name == "cancel_order"
+                                          ledger=[CUSTOMER_ENTRY, ledger_order(True)]))).name == "get_order"
 
 
 @pytest.mark.parametrize("text, intent", [
