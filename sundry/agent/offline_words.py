@@ -172,12 +172,21 @@ _WHEN_MONEY = re.compile(
     r"|\bhow long (?:will|does|do|would) (?:the |a |my |it )?(?:refunds? )?(?:take|to arrive)\b", re.I)
 # "What are my options?", "what can you do?": what the shop allows for the case at hand.
 _OPTIONS = re.compile(r"\bwhat (?:are )?(?:my|the) options\b|\bwhat options\b|\bwhich options\b"
-                      r"|\bwhat (?:can|could) (?:you|i|we) do\b|\bwhat (?:do|would) you (?:suggest|offer)\b", re.I)
+                      r"|\bwhat (?:can|could) (?:you|i|we) (?:do|offer)\b|\bwhat (?:do|would) you (?:suggest|offer)\b"
+                      r"|^\s*what happened(?: to (?:it|them|my (?:parcel|package|order)))?\s*\??\s*$", re.I)
+# "How long does approval take?": when staff decide a held request.
+_APPROVAL_TIMING = re.compile(r"\bhow long\b[^.?!]{0,30}\bapprov|\bwhen will\b[^.?!]{0,30}\b(?:approve|decide|hear)\b",
+                              re.I)
 
 
 def money_timing(text: str) -> bool:
     """"When will I see the money?": when a refund reaches the customer."""
     return bool(_WHEN_MONEY.search(text or ""))
+
+
+def approval_timing(text: str) -> bool:
+    """"How long does approval take?": when a held request is decided."""
+    return bool(_APPROVAL_TIMING.search(text or ""))
 
 
 def options_question(text: str) -> bool:

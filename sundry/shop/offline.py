@@ -85,7 +85,7 @@ _INTENTS = [
     ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
                          r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
                          r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b"
-                         r"|\bcheck (?:on )?(?:su-\d|order\b|my order|that order|the order)", re.I)),
+                         r"|\bcheck (?:on )?(?:su-\d|order\b|my order|that order|the order)|\bship\b|\bstill active\b", re.I)),
     ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
@@ -515,6 +515,12 @@ def _product_match(v: RequestView, text: str) -> str | None:
     return winners[0] if best and len(winners) == 1 else None
 
 
+def _typed_or_product(v: RequestView, text: str) -> str | None:
+    """The one order a message names, by number or by what was in it."""
+    typed = [value for kind, value in find_ids(text) if kind == "order"]
+    return typed[0] if len(typed) == 1 else (None if typed else _product_match(v, text))
+
+
 def _unmatched_product(v: RequestView, text: str) -> str | None:
     """A product the customer names that no order in the request is known to hold."""
     phrase = words.product_phrase(text)
@@ -933,7 +939,8 @@ def do_money_goes(v: RequestView, *, when: bool = False) -> Decision:
 
 
 def do_options(v: RequestView) -> Decision | None:
-    """"What are my options?": the remedies for the issue on record (a lost parcel, a damaged item)."""
+    """"What are my options?", "what happened?": the issue on record again — the carrier's word on a
+    lost parcel, a damaged item — with the remedies the shop allows."""
     issue = v.state.fields.get("issue", "")
     typed = [value for kind, value in find_ids(issue) if kind == "order"]
     order = typed[0] if typed else v.state.fields.get("order_number")
@@ -1120,6 +1127,10 @@ def decide(v: RequestView) -> Decision:
         return do_money_goes(v, when=True)
     if words.options_question(v.latest) and intent_of(v.latest) is None and (options := do_options(v)):
         return options
+    if words.approval_timing(v.latest) and (held := [h for tool in _STATUS_TOOL.values()
+                                                      for h in _held_pending(v, tool, None)]):
+        return reply(f"{_held_reply(held[-1])} I can't promise a time, but staff decide held requests as soon "
+                     "as they can.")
     if talk := words.small_talk(v.latest):
         return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
     intent = _intent(v)
@@ -1133,6 +1144,8 @@ def decide(v: RequestView) -> Decision:
     if intent is None or _constraint_only(v, intent):
         if _stated_constraint(v):
             return reply(words.acknowledgement(v.latest))
+        if _KEEP.search(v.latest) and (kept := _typed_or_product(v, v.latest)):
+            return reply(f"Understood — I'll leave order {kept} as it is.")
         if _THANKS.search(v.latest):
             return reply("You're welcome! Is there anything else I can help with?")
         return reply(MID_CASE_CLARIFY if v.mid_case else CLARIFY)

@@ -143,6 +143,25 @@ def test_the_follow_up_questions_of_a_lost_parcel_case_are_answered_not_met_with
     assert shop_calls(ticket)[-1] == "get_order"
 
 
+def test_what_happened_what_can_you_offer_keep_and_ship_questions_get_answers(shop):
+    parcel = shop["grinder"].parcels.get()
+    parcel.status = "lost"
+    parcel.save(update_fields=["status"])
+    ticket = open_ticket(shop, "Hi, order SU-27531 never arrived.")
+    for question in ("What happened to it?", "What can you offer?"):
+        answer = say(ticket, question)
+        assert "lost" in answer and "replacement" in answer and "44.99 USD" in answer, (question, answer)
+    say(ticket, "What else did I order?")  # the orders, with what is in them, are in the request now
+    kept = say(ticket, "Keep the Air Fryer 5.5L order, I still want it.")
+    assert kept == "Understood — I'll leave order SU-25386 as it is."
+    placed = named(paid_order(customer=shop["customer"], number="SU-27990", status=Order.Status.PLACED,
+                              prices=(2500,)), "Ceramic Planter")
+    assert placed.status == Order.Status.PLACED
+    shipping = say(ticket, "When will the Ceramic Planter ship?")
+    assert "SU-27990" in shipping and "placed" in shipping, shipping
+    assert not Refund.objects.exists() and not HeldAction.objects.filter(ticket=ticket).exists()
+
+
 def test_negative_control_without_a_case_on_record_options_get_the_clarifying_question(shop):
     ticket = open_ticket(shop, "Hello.")
     assert "not sure" in say(ticket, "What are my options?") or "what you need" in last_reply(ticket)
