@@ -12,10 +12,10 @@ POST /v1/messages/count_tokens answers `count(body)` as {"input_tokens": n}.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.agent.loopback import JsonHandler, LoopbackServer
 
 MODEL = "claude-haiku-4-5"
 
@@ -99,25 +99,19 @@ def events(answer: Answer):
     yield "message_stop", {"type": "message_stop"}
 
 
-class AnthropicServer:
-    """A real HTTP server on an ephemeral loopback port."""
+class AnthropicServer(LoopbackServer):
+    """An Anthropic Messages API server scripted by `script(path, body)`: an Answer, or (status, payload[, headers])."""
 
     def __init__(self, script, *, pause: float = 0.0, count=None):
+        super().__init__()
         self.script = script
         self.pause = pause
         self.count = count
-        self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw)
+                body = self.read_json()
                 path = self.path.split("?")[0]
                 server.requests.append({"path": path, "body": body, "at": time.monotonic(),
                                         "headers": {k.lower(): v for k, v in self.headers.items()}})
@@ -125,37 +119,23 @@ class AnthropicServer:
                     answer = server.count(body) if server.count else (404, {"type": "error", "error": {
                         "type": "not_found_error", "message": "count_tokens is not served here"}})
                     if isinstance(answer, tuple):
-                        self._json(*answer)
+                        self.send_json(*answer)
                     else:
-                        self._json(200, {"input_tokens": answer})
+                        self.send_json(200, {"input_tokens": answer})
                     return
                 answer = server.script(path, body)
                 try:
                     if isinstance(answer, tuple):
-                        self._json(*answer)
+                        self.send_json(*answer)
                     elif body.get("stream"):
                         self._stream(answer)
                     else:
-                        self._json(200, message(answer))
+                        self.send_json(200, message(answer))
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up waiting (a timeout test): nobody to answer
 
-            def _json(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _stream(self, answer: Answer):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
+                self.start_events()
                 for name, data in events(answer):
                     if data is None:
                         time.sleep(server.pause)
@@ -164,16 +144,8 @@ class AnthropicServer:
                     self.wfile.flush()
                 self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
+        self.serve(Handler)
 
     @property
     def bodies(self) -> list[dict]:
         return [r["body"] for r in self.requests if not r["path"].endswith("/count_tokens")]
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()

@@ -10,10 +10,10 @@ gets the whole answer as one JSON body (the summariser asks without streaming).
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.agent.loopback import JsonHandler, LoopbackServer
 
 
 @dataclass
@@ -61,47 +61,29 @@ def _whole(answer: Streamed) -> dict:
             "usage": _usage(answer)}
 
 
-class StreamingServer:
-    """A real HTTP server on an ephemeral loopback port."""
+class StreamingServer(LoopbackServer):
+    """An OpenAI-compatible server scripted by `script(path, body)`: a Streamed answer, or (status, payload)."""
 
     def __init__(self, script, *, pause: float = 0.0):
+        super().__init__()
         self.script = script
         self.pause = pause
-        self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw)
+                body = self.read_json()
                 server.requests.append({"path": self.path, "body": body, "at": time.monotonic()})
                 answer = server.script(self.path, body)
                 if isinstance(answer, tuple):
-                    self._json(*answer)
+                    self.send_json(*answer)
                 elif body.get("stream"):
                     self._stream(answer)
                 else:
-                    self._json(200, _whole(answer))
-
-            def _json(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    self.send_json(200, _whole(answer))
 
             def _stream(self, answer: Streamed):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
+                self.start_events()
                 time.sleep(answer.first_delay)
                 self.wfile.write(_chunk({"role": "assistant", "content": ""}))
                 self.wfile.flush()
@@ -124,16 +106,8 @@ class StreamingServer:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
+        self.serve(Handler)
 
     @property
     def bodies(self) -> list[dict]:
         return [r["body"] for r in self.requests]
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()

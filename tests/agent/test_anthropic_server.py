@@ -13,7 +13,6 @@ import time
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
 from sundry.agent.gateway import CallLimits, Gateway, ModelCallError
 from sundry.agent.loop import agent_run
@@ -22,10 +21,10 @@ from sundry.agent.services import customer_message_post
 from sundry.portal.wording import customer_wording
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import ticket_create
 from tests.agent.anthropic_server import Answer, AnthropicServer, ToolUse, events
 from tests.agent.test_gateway import lane_request, no_internet  # noqa: F401  (fixture)
-from tests.agent.test_streaming import Sink, _cookie, _streamed, _until_done, _watch
+from tests.agent.test_streaming import Sink, _streamed, _until_done, _watch, watched_ticket
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 MODEL = "anthropic:claude-haiku-4-5"
@@ -249,17 +248,7 @@ def test_a_call_that_fails_every_attempt_leaves_an_error_turn_a_flag_and_every_a
 
 @pytest.fixture
 def watched(transactional_db, anthropic):
-    if not settings.REDIS_URL:
-        pytest.skip("the stream travels from the run's thread to the sockets over the Redis channel layer")
-    users = get_user_model().objects
-    staff = users.create_user("sam", password="x", is_staff=True)
-    alice = users.create_user("alice", password="x")
-    customer = CustomerFactory(user=alice)
-    paid_order(customer=customer, number="SU-26675", prices=(4000,))
-    tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
-    turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
-    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": anthropic}
+    return watched_ticket(anthropic, MODEL)
 
 
 async def test_customer_and_desk_see_the_anthropic_stream_then_the_stored_turn(watched):

@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -28,6 +27,7 @@ from sundry.agent.gateway import (
 )
 from sundry.agent.scripted import ScriptedModel, ScriptExhausted
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from tests.agent.loopback import JsonHandler, LoopbackServer
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 NO_RETRIES = CallLimits(max_retries=0)
@@ -68,48 +68,27 @@ def no_internet(monkeypatch):
     return blocked
 
 
-class FakeServer:
+class FakeServer(LoopbackServer):
     """A real HTTP server on an ephemeral loopback port; `respond(path, body)` -> (status, payload[, headers])."""
 
     def __init__(self, respond):
+        super().__init__()
         self.respond = respond
-        self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real model servers do
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw)
+                body = self.read_json()
                 server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                         "body": body, "at": time.monotonic(), "client": self.client_address})
                 status, payload, *extra = server.respond(self.path, body)
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in (extra[0] if extra else {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, payload, extra[0] if extra else None)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
+        self.serve(Handler)
 
     @property
     def bodies(self) -> list[dict]:
         return [r["body"] for r in self.requests]
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture

@@ -145,8 +145,9 @@ def _cookie(user) -> bytes:
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
 
 
-@pytest.fixture
-def watched(transactional_db, streaming):
+def watched_ticket(start, model: str) -> dict:
+    """A customer's refund question on a ticket whose class works with `model`, and the cookies of
+    its customer and a staff member, for sockets that watch it; `start` serves the model."""
     if not settings.REDIS_URL:
         pytest.skip("the stream travels from the run's thread to the sockets over the Redis channel layer")
     users = get_user_model().objects
@@ -154,10 +155,15 @@ def watched(transactional_db, streaming):
     alice = users.create_user("alice", password="x")
     customer = CustomerFactory(user=alice)
     paid_order(customer=customer, number="SU-26675", prices=(4000,))
-    tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
+    tclass = TicketClassFactory(approval_rules={}, working_model=model, summariser_model="offline")
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
     turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
-    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": streaming}
+    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": start}
+
+
+@pytest.fixture
+def watched(transactional_db, streaming):
+    return watched_ticket(streaming, MODEL)
 
 
 async def _watch(path: str, cookie: bytes):
