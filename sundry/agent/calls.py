@@ -16,9 +16,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import consent, guards, holds, remote, runlimits, spending_reads
+from sundry.agent import cardstore, consent, guards, holds, remote, runlimits, spending_reads
 from sundry.agent.effects import apply_effects
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.context.assembly import Assembled
@@ -128,7 +128,8 @@ def _window(ticket):
 
 
 def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
-                 snapshot=None, domain: Domain | None = None) -> guards.GuardInput:
+                 snapshot=None, domain: Domain | None = None,
+                 confirmation: Confirmation | None = None) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
     # structured truths in state (actions, money) which are always in it. The
     # step's own snapshot serves until a call in the step changes state.
@@ -140,6 +141,9 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
         internal=assembled.internal,
         window=_window(ticket) if tool.side_effect and not tool.local and not approved else None,
+        confirmed=confirmation is not None,
+        overridden_rules=frozenset(r["id"] for r in (confirmation.card.get("rules") or []) if isinstance(r.get("id"), int))
+        if confirmation is not None else frozenset(),
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
@@ -152,7 +156,9 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
 
 
 def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
-                 snapshot=None) -> StepOutcome:
+                 snapshot=None, confirmation: Confirmation | None = None) -> StepOutcome:
+    """Guard one call, then hold it, ask the customer to confirm it, refuse it or run it.
+    `approved_hold`: staff approved it; `confirmation`: the customer confirmed its card."""
     domain = domain_for(ticket.ticket_class)
     served = remote.class_tools(ticket)  # a class with tool servers offers their tools, not the domain's
     tool = served.tools.get(call.name) if served is not None else tool_named(domain, call.name)
@@ -166,13 +172,13 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     if remote.is_remote(tool):
         # Guards and a hold or refusal commit first; the server is called outside any transaction.
         with transaction.atomic():
-            verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain)
+            verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
         if isinstance(verdict, StepOutcome):
             return verdict
         key = approved_hold.idempotency_key if approved_hold else idempotency_key(
             ticket.pk, tool.name, verdict.args.model_dump(mode="json"))
         return StepOutcome(stop=False, resolution=remote.run_remote(ticket, tool, call.id, verdict.args, key))
-    verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain)
+    verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
     if isinstance(verdict, StepOutcome):
         return verdict
     args = verdict.args
@@ -182,14 +188,22 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
 
 
 def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, approved_hold: HeldAction | None,
-           snapshot, domain: Domain) -> guards.GuardVerdict | StepOutcome:
-    """The guards' verdict on a call; a refusal or a hold is stored here and answered with its outcome."""
+           snapshot, domain: Domain, confirmation: Confirmation | None = None) -> guards.GuardVerdict | StepOutcome:
+    """The guards' verdict on a call; a refusal, a hold or a card is stored here and answered with its outcome."""
     if tool.side_effect and not tool.local:
         # One customer's writes one at a time across tickets: running totals and equal holds
         # are read and acted on before another ticket of theirs can move money.
         spending_reads.customer_lock(ticket.customer_id)
-    verdict = guards.check_call(_guard_input(ticket, tool, call.arguments, assembled,
-                                             approved=approved_hold is not None, snapshot=snapshot, domain=domain))
+    inp = _guard_input(ticket, tool, call.arguments, assembled, approved=approved_hold is not None,
+                       snapshot=snapshot, domain=domain, confirmation=confirmation)
+    verdict = guards.check_call(inp)
+    if verdict.decision == "confirm":
+        card = cardstore.propose(ticket, tool, call.id, verdict, inp)
+        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
+                    text=json.dumps(cardstore.model_result(card), ensure_ascii=False),
+                    payload={"call_id": call.id, "name": tool.name, "ok": False, "confirmation": card.pk,
+                             "guard": verdict.guard})
+        return StepOutcome(stop=False)
     if verdict.decision == "reject":
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
                     payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,

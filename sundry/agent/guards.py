@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals, consent, spending, strictjson
+from sundry.agent import approvals, cards, consent, spending, strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.context.rules import infer_enforcement
@@ -50,12 +50,16 @@ class GuardInput:
     # What the customer's tickets refunded or hold over the class's window, so thresholds apply to
     # running totals (agent.spending); None judges each call alone (the harness' replays).
     window: spending.Window | None = None
+    # The customer (or staff on their behalf) confirmed this exact call on its card.
+    confirmed: bool = False
+    # Candidate rules of the customer's that the confirmed card quoted: they confirmed the call anyway.
+    overridden_rules: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
-    decision: str  # allow, reject, hold
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, refund_limit, consent, repeat, approval (the loop adds duplicate)
+    decision: str  # allow, reject, hold, confirm (a card the customer must confirm)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, refund_limit, confirmation, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -170,16 +174,31 @@ def _rule_checks(rule: RuleData, domain: Domain) -> list[dict]:
     return [e for e in (rule.enforcement or {}, infer_enforcement(rule.text, domain)) if e]
 
 
-def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
+def _blocking_rules(inp: GuardInput, args) -> list[RuleData]:
     domain = _domain(inp)
-    for rule in inp.rules:
-        if any(inp.tool.name in e.get("block_tools", ()) and _rule_covers(e, inp.tool, args)
-               for e in _rule_checks(rule, domain)):
-            what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
-            reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
-                      f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
-            return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
-    return None
+    return [rule for rule in inp.rules if rule.id not in inp.overridden_rules
+            and any(inp.tool.name in e.get("block_tools", ()) and _rule_covers(e, inp.tool, args)
+                    for e in _rule_checks(rule, domain))]
+
+
+def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
+    """A confirmed rule refuses the call. A rule only flagged from the customer's own words (a
+    candidate) may have been read too widely ("don't cancel it *yet*"): a write it would block
+    becomes a card quoting it, and the customer decides; a staff rule, or a call the customer
+    cannot confirm (a lookup, a lane edit), is refused as before."""
+    blocking = _blocking_rules(inp, args)
+    if not blocking:
+        return None
+    askable = (inp.tool.side_effect and not inp.tool.local and not inp.approved and inp.said is not None
+               and all(not r.confirmed and r.source == "customer" for r in blocking))
+    if askable:
+        quoted = [{"id": r.id, "text": r.text, "turn": r.turn} for r in blocking]
+        return GuardVerdict("confirm", "rule", "", args, {"rules": quoted})
+    rule = blocking[0]
+    what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
+    reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
+              f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
+    return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
 
 
 def _hint(kind: str, lookups: frozenset[str], domain: Domain) -> str:
@@ -292,13 +311,10 @@ def _check_refund(inp: GuardInput, args, refund: RefundDecl) -> GuardVerdict | N
 
 
 def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
-    tool, targets = inp.tool, write_targets(inp.tool, args, inp.arguments)
-    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets), None)
-    if prior:
-        return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "
-                            f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
-                            "Do not retry it; tell the customer it is with staff.", args,
-                            {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
+    tool = inp.tool
+    repeat = _check_repeat(inp, args)
+    if repeat is not None:
+        return repeat
     rule = approvals.rule_for(inp.approval_rules, tool.name)
     moved = spending.call_money(tool, args, inp.money) if inp.window is not None else None
     if moved is not None:
@@ -348,25 +364,31 @@ def _check_running_total(inp: GuardInput, args, moved: spending.CallMoney,
                         {**details, "order_before_cents": on_order, "customer_before_cents": for_customer})
 
 
-def _check_consent(inp: GuardInput, args) -> GuardVerdict | None:
-    """An irreversible action runs without staff only on a request for it (see agent.consent)."""
-    action = inp.tool.consent_action
-    if not action or inp.said is None:
+def needs_card(inp: GuardInput) -> str:
+    """Why this call waits for the customer's confirmation ("" when it does not). Only live tickets
+    ask (the harness's replays judge IDs alone, `said` None); a call staff approved, or one the
+    customer confirmed, does not ask again."""
+    if inp.said is None or inp.approved or inp.confirmed:
+        return ""
+    return cards.needs_confirmation(inp.tool, _domain(inp).tool(inp.tool.name))
+
+
+def _check_repeat(inp: GuardInput, args) -> GuardVerdict | None:
+    tool, targets = inp.tool, write_targets(inp.tool, args, inp.arguments)
+    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets), None)
+    if prior is None:
         return None
-    kinds = ("order", "item")  # what a consent action acts on
-    target = [v for _, kind, v in ids_in_arguments(inp.tool, args) if kind in kinds]
-    entities = [consent.Entity(e.value, e.kind, e.description, e.note[3:] if e.note.startswith("of ") else "")
-                for e in inp.ledger]
-    domain = _domain(inp)
-    done = [consent.Done(t.consent, a.target, a.turn) for a in inp.actions
-            if (t := domain.tool(a.tool)) is not None and t.consent]
-    verdict = consent.check_consent(action=action, target=target, said=list(inp.said), entities=entities,
-                                    done=done, state=inp.state,
-                                    id_patterns=tuple(p for k, p in domain.id_patterns.items() if k in kinds))
-    if verdict.ok:
-        return None
-    return GuardVerdict("hold", "consent", f"{verdict.reason} Do not retry it; tell the customer a member of staff "
-                        "will look at it.", args, {**verdict.details, "action": action, "target": target})
+    return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "
+                        f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
+                        "Do not retry it; tell the customer it is with staff.", args,
+                        {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
+
+
+def _confirm(inp: GuardInput, args, why: str, rule_verdict: GuardVerdict | None) -> GuardVerdict:
+    rules = rule_verdict.details.get("rules", []) if rule_verdict is not None else []
+    why = why or "it goes against what you told us"
+    return GuardVerdict("confirm", "confirmation", f"{inp.tool.name} waits for the customer's confirmation ({why}).",
+                        args, {"why": why, "rules": rules})
 
 
 def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
@@ -383,14 +405,20 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
 
 
 def check_call(inp: GuardInput) -> GuardVerdict:
-    """Run schema, rule, ID and consequence guards in order; the first non-allow wins."""
+    """Run schema, rule, ID and consequence guards in order; the first non-allow wins.
+
+    A call that needs the customer's confirmation (`needs_card`, or a candidate rule of theirs
+    it goes against) passes every other guard first, so a card never stands for a call that
+    would be refused; once confirmed it is judged again, thresholds and repeats included."""
     args = _parse(inp)
     if isinstance(args, GuardVerdict):
         return args
-    for check in (_check_rules, _check_ids):
-        verdict = check(inp, args)
-        if verdict:
-            return verdict
+    rule_verdict = _check_rules(inp, args)
+    if rule_verdict is not None and rule_verdict.decision == "reject":
+        return rule_verdict
+    verdict = _check_ids(inp, args)
+    if verdict:
+        return verdict
     if not inp.approved:
         verdict = _check_internal(inp, args)
         if verdict:
@@ -402,7 +430,10 @@ def check_call(inp: GuardInput) -> GuardVerdict:
         if verdict:
             return verdict
         if not inp.approved:
-            verdict = _check_consent(inp, args) or _check_held(inp, args)
+            why = needs_card(inp)
+            if why or rule_verdict is not None:
+                return _check_repeat(inp, args) or _confirm(inp, args, why, rule_verdict)
+            verdict = _check_held(inp, args)
             if verdict:
                 return verdict
     return GuardVerdict("allow", "", "", args, {})

@@ -73,3 +73,48 @@ class HeldAction(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+
+class Confirmation(models.Model):
+    """A call the customer must confirm before it runs: the exact call, and the card they read.
+
+    Rendered by code (`agent.cards`) from the call's arguments and the lanes. Single-use:
+    confirming runs the call once, through every other guard; a different call for the same
+    entity, or the class's confirmation window, retires it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CONFIRMED = "confirmed"
+        DECLINED = "declined"
+        EXPIRED = "expired"
+        SUPERSEDED = "superseded"
+
+    class Via(models.TextChoices):
+        BUTTON = "button", "the customer pressed Confirm"
+        TYPED = "typed", "the customer answered yes"
+        STAFF = "staff", "staff, on the customer's behalf"
+
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="confirmations")
+    tool = models.CharField(max_length=60)
+    arguments = models.JSONField(default=dict)
+    digest = models.CharField(max_length=64)
+    call_id = models.CharField(max_length=80)
+    card = models.JSONField(default=dict)
+    turn = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    via = models.CharField(max_length=8, choices=Via.choices, blank=True)
+    staff_reason = models.CharField(max_length=300, blank=True)
+    # Why it is no longer pending, when not decided by a person ("superseded by card #4").
+    note = models.CharField(max_length=300, blank=True)
+    # After a confirmation: executed, held (for staff, by a threshold) or refused (a guard), and the turn.
+    outcome = models.CharField(max_length=10, blank=True)
+    result_turn = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["ticket", "digest"], condition=models.Q(status="pending"),
+                                               name="one_pending_card_per_call")]

@@ -6,12 +6,14 @@ the agent after commit when it is the agent's turn to act.
 
 from __future__ import annotations
 
+import hmac
+
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import holds, outbox, remote, spending_reads
+from sundry.agent import cards, cardstore, holds, outbox, remote, spending_reads
 from sundry.agent.calls import process_call
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.tasks import agent_run_task
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
@@ -65,9 +67,22 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
                                    domain=remote.rules_domain(ticket))
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
+        _typed_confirmation(ticket, turn, text)
         if wake:
             _wake_agent(ticket)
     return turn
+
+
+def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> None:
+    """Where there are no buttons to press (an API client, an e-mail reply), a message that only says
+    "yes" confirms the one open card it answers. With two open cards it confirms nothing: which
+    one it means is for the customer to say, not for code to guess."""
+    if not cards.plain_yes(text):
+        return
+    open_now = [c for c in cardstore.pending(ticket) if c.turn < turn.number]
+    if len(open_now) == 1:
+        confirmation_decide(card_id=open_now[0].pk, ticket=ticket, confirm=True, digest=open_now[0].digest,
+                            via=Confirmation.Via.TYPED, wake=False)
 
 
 def _staff_turn(*, ticket: Ticket, text: str, user, client_key: str, kind: str) -> tuple[Turn, bool]:
@@ -197,3 +212,119 @@ def _held_outcome(held: HeldAction, ticket: Ticket, call: ToolCall, call_turn: i
     held.result_turn = result.number if result else None
     held.outcome = "" if ran or result is None else result.text
     held.save(update_fields=["status", "result_turn"])
+
+
+class ConfirmationError(ValueError):
+    pass
+
+
+_NOT_OPEN = {
+    Confirmation.Status.CONFIRMED: "This card was already confirmed; it ran once and will not run again.",
+    Confirmation.Status.DECLINED: "This card was declined; nothing was done. Ask in the conversation if you want it after all.",
+    Confirmation.Status.EXPIRED: "This card expired before it was answered; nothing was done. Ask in the conversation to have it proposed again.",
+    Confirmation.Status.SUPERSEDED: "This card was replaced by a newer one; nothing was done. Please read the newer card.",
+}
+
+
+def _card_ids(arguments: dict) -> frozenset[str]:
+    out = set()
+    for value in arguments.values():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str):
+                out.add(v)
+    return frozenset(out)
+
+
+def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: str | None, via: str,
+                        user=None, reason: str = "", wake: bool = True) -> Confirmation:
+    """Confirm (run exactly once) or decline a card.
+
+    `digest` is the exact call the person saw (the page sends the one it rendered); a card whose
+    call differs, that was answered already, replaced or expired is refused with the reason and
+    nothing runs. Staff confirming for the customer (`via` STAFF) give their reason; it is kept.
+    A confirmed call goes through every other guard again: a threshold still holds it for staff."""
+    reason = " ".join((reason or "").split())[:300]
+    if via == Confirmation.Via.STAFF and confirm and not reason:
+        raise ConfirmationError("Say how the customer confirmed (for example: 'confirmed on the phone at 14:10').")
+    deferred, expired = None, False
+    with transaction.atomic():
+        ticket_lock(ticket.pk)  # lock order: the ticket row first, then the card
+        card = Confirmation.objects.select_for_update().filter(pk=card_id, ticket=ticket).first()
+        if card is None:
+            raise ConfirmationError("There is no such card on this conversation.")
+        if card.status != Confirmation.Status.PENDING:
+            raise ConfirmationError(_NOT_OPEN.get(card.status, "This card is no longer open."))
+        if digest is None or not hmac.compare_digest(str(digest), card.digest):
+            raise ConfirmationError("This card is not the one on your screen any more; nothing was done. "
+                                    "Reload the page and read it again.")
+        if card.expires_at <= timezone.now():
+            card.status, card.note = Confirmation.Status.EXPIRED, "Not answered within the class's window."
+            card.save(update_fields=["status", "note"])
+            ticket_touch(ticket.pk)
+            expired = True
+        else:
+            deferred = _decide_open(card, ticket, confirm, via, user, reason, wake)
+    if expired:
+        raise ConfirmationError(_NOT_OPEN[Confirmation.Status.EXPIRED])
+    if deferred is not None:
+        call, assembled, call_turn = deferred
+        process_call(ticket, call, assembled, confirmation=card)  # guards again, then the server
+        with transaction.atomic():
+            ticket_lock(ticket.pk)
+            _card_outcome(card, ticket, call, call_turn)
+            ticket_touch(ticket.pk)
+            if wake:
+                _wake_agent(ticket)
+    return card
+
+
+def _decide_open(card: Confirmation, ticket: Ticket, confirm: bool, via: str, user, reason: str, wake: bool):
+    """Inside the decision's transaction: record it, and run a local call; a tool server's is returned to run after."""
+    card.status = Confirmation.Status.CONFIRMED if confirm else Confirmation.Status.DECLINED
+    card.decided_at, card.via, card.staff_reason = timezone.now(), via, reason
+    card.decided_by = user if user is not None and getattr(user, "is_authenticated", False) else None
+    card.save(update_fields=["status", "decided_at", "via", "staff_reason", "decided_by"])
+    title = card.card.get("title") or card.tool
+    who = ("The customer" if via != Confirmation.Via.STAFF
+           else f"{user.get_username()}, on the customer's behalf ({reason})")
+    if not confirm:
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                    text=f"{who} declined the {card.tool} call ({title}); nothing was done. "
+                         "Do not propose it again unless they ask for it.",
+                    payload={"confirmation": card.pk, "decision": "declined", "via": via, "resume": True})
+        ticket_touch(ticket.pk)
+        if wake:
+            _wake_agent(ticket)
+        return None
+    ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                text=f"{who} confirmed the {card.tool} call ({title}).",
+                payload={"confirmation": card.pk, "decision": "confirmed", "via": via, "resume": True})
+    # The call's IDs were checked when it was proposed, and the customer read them on the card.
+    assembled = assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model)
+    assembled.recent_result_ids = assembled.recent_result_ids | _card_ids(card.arguments)
+    call = ToolCall(id=card.call_id + "-confirmed", name=card.tool, arguments=card.arguments)
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text="",
+                payload={"calls": [call.model_dump()], "confirmation": card.pk, "via": via})
+    ticket.refresh_from_db()
+    call_turn = ticket.last_turn_number
+    if remote.is_remote(remote.tool_named(ticket, card.tool)):
+        return call, assembled, call_turn
+    process_call(ticket, call, assembled, confirmation=card)
+    _card_outcome(card, ticket, call, call_turn)
+    ticket_touch(ticket.pk)
+    if wake:
+        _wake_agent(ticket)
+    return None
+
+
+def _card_outcome(card: Confirmation, ticket: Ticket, call: ToolCall, call_turn: int) -> None:
+    result = Turn.objects.filter(ticket=ticket, number__gt=call_turn, payload__call_id=call.id).first()
+    if result is not None and result.kind == Turn.Kind.TOOL_RESULT and result.payload.get("ok") is True:
+        card.outcome = "executed"
+    elif result is not None and result.payload.get("held"):
+        card.outcome = "held"
+    else:
+        card.outcome = "refused"
+    card.result_turn = result.number if result else None
+    card.save(update_fields=["outcome", "result_turn"])

@@ -21,6 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from sundry.agent import cardstore
 from sundry.agent.models import HeldAction
 from sundry.context.models import LedgerEntry, PinnedRule
 from sundry.context.selectors import current_summary, lane_snapshot
@@ -31,6 +32,7 @@ from sundry.portal.selectors import completed_actions, confirmed_details, custom
 from sundry.shop.people import customer_of
 from sundry.tickets import selectors
 from sundry.tickets.desk import approval_cards, customer_context, head_context
+from sundry.tickets.selectors import pretty
 from sundry.tickets.models import Ticket
 from sundry.live.rendercache import ByteBoundedCache
 
@@ -99,10 +101,17 @@ def _staff_turn_key(item, context):
     return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks)
 
 
+def _cards(ticket) -> list:
+    cards = cardstore.open_cards(ticket)
+    for card in cards:
+        card.pretty = pretty({"tool": card.tool, "arguments": card.arguments})
+    return cards
+
+
 def _staff_held(ticket, viewer):
     _staff(viewer)
 
-    return {"held": approval_cards(ticket, _pending_held(ticket))}
+    return {"held": approval_cards(ticket, _pending_held(ticket)), "cards": _cards(ticket)}
 
 
 def _staff_rules(ticket, viewer):
@@ -185,6 +194,12 @@ def _customer_details(ticket, viewer):
     return {"details": confirmed_details(ticket), "done": completed_actions(ticket)}
 
 
+def _customer_cards(ticket, viewer):
+    _owner(ticket, viewer)
+
+    return {"cards": cardstore.open_cards(ticket)}
+
+
 def _customer_orders(ticket, viewer):
     _owner(ticket, viewer)
 
@@ -194,6 +209,7 @@ def _customer_orders(ticket, viewer):
 CUSTOMER_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("details", "portal/panels/details.html", _customer_details),
     Panel("orders", "portal/panels/orders.html", _customer_orders),
+    Panel("cards", "portal/panels/cards.html", _customer_cards),
     Panel("conversation", "portal/panels/conversation.html", _customer_conversation,
           item_template="portal/panels/message.html", item_key=_customer_turn_key),
 ]}

@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from sundry.agent.services import customer_message_post
+from sundry.agent.models import Confirmation
+from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
@@ -122,6 +123,33 @@ def ticket_message(request, ticket_id):
         # conversation up to date once the database (or Redis) answers again.
         log.warning("message on ticket %s stored; its panels could not be rendered", ticket.pk, exc_info=True)
         return _answer(request, ticket, message="Sent.", fresh=False)
+
+
+@login_required
+@require_POST
+def card_decide(request, ticket_id, card_id):
+    """The customer's Confirm or Not now on a card of their own conversation, bound to the exact call
+    the card showed them (its digest); it runs once, whoever clicks twice."""
+    ticket = _own_ticket(request, ticket_id)
+    decision = request.POST.get("decision")
+    if decision not in ("confirm", "decline"):
+        return _answer(request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False)
+    if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
+        return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429, fresh=False)
+    try:
+        card = confirmation_decide(card_id=card_id, ticket=ticket, confirm=decision == "confirm",
+                                   digest=request.POST.get("digest"), via=Confirmation.Via.BUTTON, user=request.user)
+    except ConfirmationError as exc:
+        return _answer(request, ticket, panels=("cards",), message=str(exc), level="bad", status=409)
+    if decision == "decline":
+        message = "Done — nothing was changed."
+    elif card.outcome == "executed":
+        message = "Confirmed — it's done."
+    elif card.outcome == "held":
+        message = "Confirmed — a member of staff approves it before it goes through."
+    else:
+        message = "Confirmed, but it could not be done; support will explain in the conversation."
+    return _answer(request, ticket, panels=("cards", "conversation", "details"), message=message)
 
 
 @login_required

@@ -92,6 +92,7 @@ _INTENTS = [
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
 _HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
+_AWAITING = re.compile(r'"awaiting_customer_confirmation":\s*true')
 # "Keep the Stand Mixer order": the one order the earlier request is not about.
 _KEEP = re.compile(r"\bkeep\b|\bstill want\b|\bleave (?:it|that|the)\b", re.I)
 _THANKS = re.compile(r"\b(?:thanks|thank you|cheers|perfect|great|that's all)\b", re.I)
@@ -960,7 +961,8 @@ def _approved_result(v: RequestView) -> Decision | None:
     last = v.tail[-1]
     kind = next((k for k, tool in _STATUS_TOOL.items() if tool == last.name), None)
     since = v.conv[(v.customer_idx[-1] if v.customer_idx else 0):last.index]
-    approved = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"approved the held {last.name}" in m.content
+    approved = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX)
+                   and (f"approved the held {last.name}" in m.content or f"confirmed the {last.name} call" in m.content)
                    for m in since)
     order = last.args.get("order_number") or last.args.get("order")
     if kind is None or not approved or not isinstance(order, str):
@@ -1101,11 +1103,33 @@ def _held_reply(held: Seen) -> str:
             "I'll update you once they decide.")
 
 
+def _card_answer(v: RequestView) -> Decision | None:
+    """A card the agent proposed in this step: ask the customer to read it. One they declined since: say
+    nothing was done."""
+    awaiting = [s for s in v.tail if _AWAITING.search(s.content)]
+    if not awaiting:
+        return None
+    last = awaiting[-1]
+    later = v.conv[last.index + 1:]
+    if any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"declined the {last.name} call" in m.content
+           for m in later):
+        return reply("Understood — I haven't done it, and nothing has changed. Let me know if you'd like "
+                     "something else instead.")
+    if any(s.index > last.index for s in v.tail):
+        return None  # a later call answers it (the card was confirmed and ran)
+    title = (last.data or {}).get("card") if isinstance(last.data, dict) else ""
+    what = f" — {title[:1].lower() + title[1:]}" if title else ""
+    return reply(f"I've put this on a card for you to confirm{what}. Please check the details on the card and "
+                 "press Confirm if they are right; nothing happens until you do.")
+
+
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
         return reply("Hello! How can I help you today?")
     if len([s for s in v.tail if s.name not in LANE_TOOLS]) >= MAX_CALLS_PER_STEP:
         return follow_up(v, "the agent made many tool calls on this message without finishing")
+    if card := _card_answer(v):
+        return card
     # Held and not yet decided: the newest result in this step is the hold.
     if v.tail and _HELD.search(v.tail[-1].content):
         return reply(_held_reply(v.tail[-1]))

@@ -48,6 +48,12 @@ class TicketClass(models.Model):
         help_text="Approval thresholds on money apply to what was refunded (or awaits approval) over this many "
                   "hours, per order and per customer, across tickets, in each currency.",
     )
+    confirmation_minutes = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(60 * 24 * 7)],
+        help_text="How long a confirmation card the customer has not answered stays open. A refund, cancellation, "
+                  "return, replacement or message outside the conversation runs only when the customer confirms "
+                  "its card (or staff do, on their behalf).",
+    )
     text_tool_calls = models.BooleanField(
         default=False,
         help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a "

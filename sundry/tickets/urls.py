@@ -11,6 +11,7 @@ urlpatterns = [
     path("tickets/<int:ticket_id>/post", views.ticket_post, name="desk-ticket-post"),
     path("tickets/<int:ticket_id>/attention/clear", views.attention_clear, name="desk-attention-clear"),
     path("tickets/<int:ticket_id>/held/<int:held_id>", views.held_decide, name="desk-held-decide"),
+    path("tickets/<int:ticket_id>/cards/<int:card_id>", views.card_decide, name="desk-card-decide"),
     path("tickets/<int:ticket_id>/state", views.state_edit, name="desk-state-edit"),
     path("tickets/<int:ticket_id>/rules/<int:rule_id>", views.rule_decide, name="desk-rule-decide"),
     path("tickets/<int:ticket_id>/ledger/rename", views.ledger_rename, name="desk-ledger-rename"),

@@ -16,7 +16,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent import services as agent_services
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
@@ -223,6 +223,30 @@ def held_decide(request, ticket_id, held_id):
                        message=f"{held.tool} was approved but did not run: {why}")
     verb = "approved and executed" if held.status == HeldAction.Status.EXECUTED else held.status
     return _answer(request, ticket, panels=("held", "head"), message=f"{held.tool} {verb}.")
+
+
+@login_required
+@require_POST
+def card_decide(request, ticket_id, card_id):
+    """Staff confirm a card for the customer (they said yes on the phone: how, kept with their name), or
+    withdraw it."""
+    ticket = _ticket_or_404(request, ticket_id)
+    decision = request.POST.get("decision")
+    if decision not in ("confirm", "decline"):
+        return _refused(request, ticket, "Decision must be confirm or decline.", ("held",))
+    try:
+        card = agent_services.confirmation_decide(
+            card_id=card_id, ticket=ticket, confirm=decision == "confirm", digest=request.POST.get("digest"),
+            via=Confirmation.Via.STAFF, user=request.user, reason=request.POST.get("reason", ""))
+    except agent_services.ConfirmationError as exc:
+        return _conflict(request, ticket, str(exc), ("held",))
+    title = card.card.get("title") or card.tool
+    if decision == "decline":
+        return _answer(request, ticket, panels=("held", "head"), message=f"Withdrawn: {title}.")
+    outcome = {"executed": "confirmed and done", "held": "confirmed; now held for approval",
+               "refused": "confirmed, but a guard refused it — see the conversation"}.get(card.outcome, "confirmed")
+    return _answer(request, ticket, panels=("held", "head"), level="bad" if card.outcome == "refused" else "ok",
+                   message=f"{title}: {outcome}.")
 
 
 # --- state -------------------------------------------------------------------------------------
