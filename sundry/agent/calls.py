@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cardstore, consent, guards, holds, remote, runlimits, spending_reads
+from sundry.agent import cards, cardstore, consent, guards, holds, remote, runlimits, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
@@ -197,6 +197,11 @@ def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, app
     inp = _guard_input(ticket, tool, call.arguments, assembled, approved=approved_hold is not None,
                        snapshot=snapshot, domain=domain, confirmation=confirmation)
     verdict = guards.check_call(inp)
+    if (confirmation is not None and verdict.args is not None
+            and cards.digest(tool.name, verdict.args.model_dump(mode="json")) != confirmation.digest):
+        # A confirmation stands for one exact call; what the guards parsed must be that call.
+        verdict = guards.GuardVerdict("reject", "confirmation", f"This {tool.name} call is not the one the customer "
+                                      "confirmed; it was not run.", verdict.args)
     if verdict.decision == "confirm":
         card = cardstore.propose(ticket, tool, call.id, verdict, inp)
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,

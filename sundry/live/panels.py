@@ -200,6 +200,14 @@ def _customer_cards(ticket, viewer):
     return {"cards": cardstore.open_cards(ticket)}
 
 
+def _customer_instructions(ticket, viewer):
+    _owner(ticket, viewer)
+
+    # Their own words only: a rule staff or the model wrote is the desk's, not the customer's.
+    return {"rules": list(PinnedRule.objects.filter(ticket=ticket, source="customer",
+                                                    status__in=["active", "candidate"]).order_by("turn", "id"))}
+
+
 def _customer_orders(ticket, viewer):
     _owner(ticket, viewer)
 
@@ -210,6 +218,7 @@ CUSTOMER_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("details", "portal/panels/details.html", _customer_details),
     Panel("orders", "portal/panels/orders.html", _customer_orders),
     Panel("cards", "portal/panels/cards.html", _customer_cards),
+    Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
     Panel("conversation", "portal/panels/conversation.html", _customer_conversation,
           item_template="portal/panels/message.html", item_key=_customer_turn_key),
 ]}

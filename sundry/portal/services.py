@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from sundry.context import services as lanes
+from sundry.context.models import PinnedRule, Source
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
@@ -32,6 +33,25 @@ def order_pick(*, ticket: Ticket, order_number: str):
         value = lanes.state_set(ticket=ticket, name="order_number", value=number, turn=turn.number,
                                 source="customer", confirmed=True)
     return value
+
+
+def rule_withdraw(*, ticket: Ticket, rule_id: int) -> PinnedRule:
+    """The customer takes back an instruction of their own: only their own words, on this ticket, still in
+    force. The conversation records it for staff and the agent."""
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        rule = PinnedRule.objects.select_for_update().filter(
+            pk=rule_id, ticket=ticket, source=Source.CUSTOMER,
+            status__in=(PinnedRule.Status.CANDIDATE, PinnedRule.Status.ACTIVE)).first()
+        if rule is None:
+            raise StateValueInvalid("That instruction is not one of yours in force on this conversation.")
+        rule.status, rule.version = PinnedRule.Status.DISMISSED, rule.version + 1
+        rule.changed_at_turn = ticket.last_turn_number
+        rule.save(update_fields=["status", "version", "changed_at_turn"])
+        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
+                    text=f'The customer withdrew their instruction "{rule.text}"; it no longer holds.',
+                    payload={"rule": rule.pk, "withdrawn_by": "customer"})
+    return rule
 
 
 def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:

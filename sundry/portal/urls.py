@@ -9,5 +9,7 @@ urlpatterns = [
     path("tickets/<int:ticket_id>/message", views.ticket_message, name="portal-ticket-message"),
     path("tickets/<int:ticket_id>/order", views.order_pick, name="portal-order-pick"),
     path("tickets/<int:ticket_id>/cards/<int:card_id>", views.card_decide, name="portal-card-decide"),
+    path("tickets/<int:ticket_id>/instructions/<int:rule_id>/withdraw", views.rule_withdraw,
+         name="portal-rule-withdraw"),
     path("tickets/<int:ticket_id>/flag", views.detail_flag, name="portal-detail-flag"),
 ]

@@ -154,6 +154,17 @@ def card_decide(request, ticket_id, card_id):
 
 @login_required
 @require_POST
+def rule_withdraw(request, ticket_id, rule_id):
+    ticket = _own_ticket(request, ticket_id)
+    try:
+        services.rule_withdraw(ticket=ticket, rule_id=rule_id)
+    except StateValueInvalid as exc:
+        return _answer(request, ticket, panels=("instructions",), message=str(exc), level="bad", status=409)
+    return _answer(request, ticket, panels=("instructions",), message="Withdrawn — that instruction no longer holds.")
+
+
+@login_required
+@require_POST
 def order_pick(request, ticket_id):
     ticket = _own_ticket(request, ticket_id)
     try:
