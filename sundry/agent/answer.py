@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sundry.agent import replycheck, textcalls
+from sundry.context import render
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
 from sundry.context import internaltext
@@ -61,13 +62,17 @@ def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
 
 
 def known_identifiers(request: ModelRequest) -> set[str]:
-    """Identifier-like tokens anywhere in what the request showed the model (its own words aside)."""
+    """Identifier-like tokens in what the request showed the model from a source of truth: the lanes,
+    the customer's and staff's words, tool results. The model's own words are not one — neither its
+    replies nor its calls' arguments — and nor is a refusal or an error, which quotes the refused
+    argument back: an ID a guard turned away stays unknown to the reply check."""
     texts = []
     for m in request.messages:
-        if m.role == "assistant" and not m.tool_calls:
-            continue  # the agent's own replies are not a source of truth
+        if m.role == "assistant":
+            continue
+        if m.role == "tool" and (m.content or "").startswith(render.ERROR_PREFIX):
+            continue
         texts.append(m.content)
-        texts += [str(c.arguments) for c in m.tool_calls]
     return replycheck.known_identifiers(texts)
 
 

@@ -133,10 +133,11 @@ class HeldActionError(ValueError):
     pass
 
 
-def _ran_already(held: HeldAction, ticket: Ticket) -> HeldAction | None:
-    """An equal hold that already ran; the customer's row is locked first, as every money call does."""
+def _ran_already(held: HeldAction, ticket: Ticket) -> str:
+    """Why the held call must not run (an equal hold or action already ran); the customer's row is
+    locked first, as every money call does."""
     spending_reads.customer_lock(ticket.customer_id)
-    return holds.executed_twin(held, ticket.customer_id)
+    return holds.already_done(held, ticket.customer_id, lambda name: remote.tool_named(ticket, name))
 
 
 def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
@@ -158,13 +159,12 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
                         text=f"{who} rejected the held {held.tool} call; do not repeat it.",
                         payload={"held": held.pk, "decision": "rejected", "resume": True})
-        elif (twin := _ran_already(held, ticket)) is not None:
-            # Approving two holds of the same call runs it once.
-            reason = (f"The same {held.tool} call was already approved and executed (hold #{twin.pk} on ticket "
-                      f"#{twin.ticket_id}); this one was not run.")
+        elif ran := _ran_already(held, ticket):
+            # Approving a call that already ran runs nothing.
+            reason = f"{ran}; this one was not run."
             turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
                                text=f"{who} approved the held {held.tool} call. {reason}",
-                               payload={"held": held.pk, "decision": "refused", "same_as": twin.pk})
+                               payload={"held": held.pk, "decision": "refused", "same_as": ran})
             held.status, held.result_turn, held.outcome = HeldAction.Status.REFUSED, turn.number, reason
             held.save(update_fields=["status", "result_turn"])
         else:

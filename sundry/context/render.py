@@ -466,7 +466,8 @@ def _result_content(turn: TurnData) -> str:
         reason = p.get("reason") or turn.text
         return reason if reason.startswith(ERROR_PREFIX) else f"{ERROR_PREFIX}: {reason}"
     text = turn.text if turn.text else json.dumps({k: v for k, v in p.items() if k != "call_id"}, ensure_ascii=False)
-    if p.get("ok") is False and not text.startswith(ERROR_PREFIX):
+    # A call waiting for the customer's confirmation neither failed nor ran: it reads as what it is.
+    if p.get("ok") is False and not text.startswith(ERROR_PREFIX) and not p.get("confirmation"):
         text = f"{ERROR_PREFIX}: {text}"
     if turn.kind == "tool_result" and p.get("ok") is not False:
         return frame_data(with_major_units(text))
