@@ -61,6 +61,9 @@ def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
                        latency_ms=sum(c.latency_ms for c in calls) + extra_ms)
 
 
+LATER_RESULT = SYSTEM_NOTICE_PREFIX + "later result of "
+
+
 def known_identifiers(request: ModelRequest) -> set[str]:
     """Identifier-like tokens in what the request showed the model from a source of truth: the lanes,
     the customer's and staff's words, tool results. The model's own words are not one — neither its
@@ -72,6 +75,8 @@ def known_identifiers(request: ModelRequest) -> set[str]:
             continue
         if m.role == "tool" and (m.content or "").startswith(render.ERROR_PREFIX):
             continue
+        if (m.content or "").startswith(SYSTEM_NOTICE_PREFIX) and not m.content.startswith(LATER_RESULT):
+            continue  # a refusal, an error, a held reply's quote: Sundry's words about the model's, not facts
         texts.append(m.content)
     return replycheck.known_identifiers(texts)
 

@@ -33,3 +33,15 @@ def test_negative_control_the_same_id_returned_by_the_tool_is_known():
     assert INVENTED in known
     verdict = replycheck.check_reply(f"Your parcel {INVENTED} is on its way.", known=known, tools=frozenset())
     assert verdict.action == replycheck.POST
+
+
+def test_a_held_replys_quote_in_a_notice_is_not_a_source_but_a_later_result_is():
+    invented = "SU-26675-RF01"
+    request = ModelRequest(model="offline", messages=[
+        Message(role="user", content="Did the refund go through?"),
+        Message(role="user", content=f"[system notice] Reply held for staff: it names {invented}, found nowhere."),
+        Message(role="user", content="[system notice] later result of track_parcel (t9): {\"tracking_number\": "
+                                     "\"1Z999AA10123456799\"}"),
+    ])
+    known = known_identifiers(request)
+    assert invented not in known and "1Z999AA10123456799" in known
