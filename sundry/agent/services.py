@@ -108,6 +108,15 @@ def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") ->
     return turn
 
 
+def staff_internal_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
+    """A note for colleagues only. It never reaches the model — no request, summary or rule is made
+    from it — so nothing the model writes can leak it, in any encoding. It does not wake the agent."""
+    text = validate_message_text(text)
+    with transaction.atomic():
+        return _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
+                           kind=Turn.Kind.INTERNAL)[0]
+
+
 def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A reply to the customer written by hand."""
     text = validate_message_text(text)

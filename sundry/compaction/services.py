@@ -246,15 +246,18 @@ def _inputs(run: CompactionRun):
     """The summariser request and the facts its output is validated against, from the run's range."""
     ticket = run.ticket
     working = ticket.ticket_class.working_model
+    # Internal notes are staff-only: no summary is written from one.
     turns = [_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gte=run.from_turn,
-                                                       number__lte=run.through_turn).order_by("number")]
+                                                       number__lte=run.through_turn)
+             .exclude(kind=Turn.Kind.INTERNAL).order_by("number")]
     base = run.base_summary
     previous = SummaryData(base.covers_through_turn, base.text, base.fallback) if base else None
     snap = lane_snapshot(ticket, with_turns=False)
     request = sm.build_request(model=run.model, turns=turns, ledger=snap.ledger, rules=snap.rules, previous=previous)
     # Tokens met anywhere in the ticket: the base summary's record, plus the turns after it.
     seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
-    seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through).order_by("number"))
+    seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through)
+             .exclude(kind=Turn.Kind.INTERNAL).order_by("number"))
     ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role"))
     actions = set(ActionTaken.objects.filter(ticket=ticket).values_list("tool", flat=True))
     if HeldAction.objects.filter(ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)).exists():

@@ -148,7 +148,9 @@ def assemble(
         "system": render.render_system_prompt(snapshot.class_policy, domain),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
-        "state": render.render_state(snapshot.state, snapshot.actions, snapshot.money),
+        # Internal-only fields (an internal note) are for staff: the model never reads them.
+        "state": render.render_state([f for f in snapshot.state if f.name not in FIELDS or FIELDS[f.name].customer_visible],
+                                     snapshot.actions, snapshot.money),
         "summary": render.render_summary(snapshot.summary),
     }
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]

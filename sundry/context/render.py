@@ -488,6 +488,8 @@ def _plain(turn: TurnData) -> Message | None:
             return Message(role="assistant", content=text, turns=n)
     if turn.kind == "note":
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)
+    if turn.kind == "internal":
+        return None  # staff only (the selectors never read one; this is the second line)
     if turn.kind in ("error", "rejection"):
         return Message(role="user", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
     return Message(role="user", content=SYSTEM_EVENT_PREFIX + text, turns=n)

@@ -60,7 +60,9 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         covered = Coalesce(Subquery(Summary.objects.filter(ticket_id=pk, is_current=True)
                                     .order_by("-covers_through_turn").values("covers_through_turn")[:1]), 0,
                            output_field=IntegerField())
-        turns = list(Turn.objects.filter(ticket_id=pk, number__gt=covered).order_by("number").values_list(*TURN))
+        # Internal notes are staff-only: they never enter a request (or anything built from one).
+        turns = list(Turn.objects.filter(ticket_id=pk, number__gt=covered).exclude(kind=Turn.Kind.INTERNAL)
+                     .order_by("number").values_list(*TURN))
     summary = Summary.objects.filter(ticket_id=pk, is_current=True).order_by("-covers_through_turn").values_list(
         *SUMMARY).first()
     snap.rules = [

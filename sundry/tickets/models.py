@@ -166,6 +166,8 @@ class Turn(models.Model):
         TOOL_CALL = "tool_call", "tool call"
         TOOL_RESULT = "tool_result", "tool result"
         NOTE = "note", "staff note"
+        # Staff only: never in a model request, a summary or a ledger description.
+        INTERNAL = "internal", "internal note (staff only)"
         EVENT = "event", "system event"
         REJECTION = "rejection", "guard rejection"
         ERROR = "error"

@@ -113,7 +113,8 @@ def ticket_post(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
     action = request.POST.get("action", "")
     text = request.POST.get("text", "")
-    done = {"reply": "Reply sent.", "note": "Note added.", "take_over": "You have the ticket.",
+    done = {"reply": "Reply sent.", "note": "Note for the agent added.", "internal": "Internal note added.",
+            "take_over": "You have the ticket.",
             "hand_back": "Handed back to the agent."}
     try:
         key = request.POST.get("client_key", "")
@@ -122,6 +123,8 @@ def ticket_post(request, ticket_id):
             agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action == "note":
             agent_services.staff_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
+        elif action == "internal":
+            agent_services.staff_internal_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action in ("take_over", "hand_back"):
             handler = "staff" if action == "take_over" else "agent"
             agent_services.ticket_set_handler(ticket=ticket, handler=handler, user=request.user)
