@@ -305,6 +305,26 @@ RATE_CUSTOMER_MESSAGES = os.environ.get("SUNDRY_RATE_CUSTOMER_MESSAGES", "12/m")
 RATE_CUSTOMER_TICKETS = os.environ.get("SUNDRY_RATE_CUSTOMER_TICKETS", "10/h")
 DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
 
+# --- Tool servers: what an admin's tool server may read, run, reach and open ------------
+# (sundry/toolservers/limits.py; checked when a server is saved and again when Sundry connects.)
+# Environment variables a server may name (stdio env, HTTP headers) start with this; Sundry's own
+# settings (DATABASE_URL, provider keys, SUNDRY_* …) never pass, whatever the prefix.
+TOOL_ENV_PREFIX = os.environ.get("SUNDRY_TOOL_ENV_PREFIX", "SUNDRY_TOOL_").strip()
+# stdio command lines allowed (a server's command must start with one), comma- or newline-separated
+# (newlines when a command holds a comma). None: stdio servers are off. Production lists none unless
+# told; development allows the repository's own example server, so the demo and its README work.
+_tool_commands = os.environ.get("SUNDRY_TOOL_COMMANDS",
+                                "" if PRODUCTION else "python examples/tau2_retail_mcp/server.py")
+TOOL_COMMANDS = [c.strip() for c in (_tool_commands.splitlines() if "\n" in _tool_commands
+                                     else _tool_commands.split(",")) if c.strip()]
+# Hosts (host or host:port; *.domain, * for any) HTTP tool servers may be reached at.
+TOOL_HOSTS = env_list("SUNDRY_TOOL_HOSTS", "127.0.0.1,localhost,::1")
+# The folder(s) declaration files must lie in (several separated by os.pathsep, as in PATH);
+# relative to Sundry's directory.
+TOOL_DECLARATIONS_DIRS = [
+    BASE_DIR / d.strip()
+    for d in os.environ.get("SUNDRY_TOOL_DECLARATIONS_DIR", "examples").split(os.pathsep) if d.strip()]
+
 # --- Headers on every response (sundry/core/security.py) ---------------------------
 # Scripts and styles come only from our own static files (htmx runs with eval off, so
 # no 'unsafe-eval'); sockets go back to the same origin.

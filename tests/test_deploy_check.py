@@ -44,3 +44,34 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     done = deploy_check(tmp_path, SUNDRY_ENV="production", SUNDRY_ALLOWED_HOSTS="sundry.example.com")
     assert done.returncode != 0
     assert "SUNDRY_SECRET_KEY" in done.stderr
+
+
+def test_the_check_warns_of_tool_server_limits_left_wide_open(tmp_path):
+    done = deploy_check(
+        tmp_path,
+        SUNDRY_ENV="production",
+        SUNDRY_SECRET_KEY=secrets.token_urlsafe(64),
+        SUNDRY_ALLOWED_HOSTS="sundry.example.com",
+        SUNDRY_TOOL_ENV_PREFIX="",
+        SUNDRY_TOOL_HOSTS="tools.example.com,*",
+        SUNDRY_TOOL_COMMANDS="/usr/local/bin/crm-mcp --stdio\npython",
+        SUNDRY_TOOL_DECLARATIONS_DIR="/",
+    )
+    assert done.returncode != 0
+    report = done.stdout + done.stderr
+    for warning in ("sundry.toolservers.W001", "sundry.toolservers.W002", "sundry.toolservers.W003",
+                    "sundry.toolservers.W004"):
+        assert warning in report, report
+    # Named hosts, a whole command line, a folder of its own: nothing to warn of (the clean run above
+    # has the defaults; these are a deployment's own).
+    done = deploy_check(
+        tmp_path,
+        SUNDRY_ENV="production",
+        SUNDRY_SECRET_KEY=secrets.token_urlsafe(64),
+        SUNDRY_ALLOWED_HOSTS="sundry.example.com",
+        SUNDRY_TOOL_ENV_PREFIX="ACME_TOOLS_",
+        SUNDRY_TOOL_HOSTS="tools.example.com:8443,10.0.0.7",
+        SUNDRY_TOOL_COMMANDS="python -m acme.crm_mcp\n/usr/local/bin/billing-mcp --stdio",
+        SUNDRY_TOOL_DECLARATIONS_DIR=str(tmp_path / "declarations"),
+    )
+    assert done.returncode == 0 and "no issues" in done.stdout, done.stdout + done.stderr

@@ -108,3 +108,54 @@ def test_a_model_call_longer_than_a_claim_is_refused(tmp_path):
                  SUNDRY_AGENT_CLAIM_TTL="60", SUNDRY_MODEL_CALL_TIMEOUT="90")
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL" in done.stderr
+
+
+TOOL_PROBE = r"""
+import json
+import django
+django.setup()
+from django.conf import settings
+from sundry.toolservers import limits
+example = "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail"
+print(json.dumps({
+    "prefix": settings.TOOL_ENV_PREFIX, "commands": settings.TOOL_COMMANDS, "hosts": settings.TOOL_HOSTS,
+    "dirs": [str(d) for d in settings.TOOL_DECLARATIONS_DIRS],
+    "example": limits.command_refusal(example, settings.BASE_DIR),
+    "example_file": limits.declaration_refusal("examples/tau2_retail_mcp/retail.declarations.json"),
+}))
+"""
+
+
+def tool_limits(tmp_path, **env) -> dict:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SUNDRY_", "CELERY_", "DATABASE_", "REDIS_"))}
+    clean.update(DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_VAR_DIR=str(tmp_path / "var"), **env)
+    done = subprocess.run([sys.executable, "-c", TOOL_PROBE], cwd=ROOT, env=clean, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_tool_server_limits_default_to_the_example_in_development_and_no_stdio_in_production(tmp_path):
+    dev = tool_limits(tmp_path)
+    assert dev["prefix"] == "SUNDRY_TOOL_"
+    assert dev["commands"] == ["python examples/tau2_retail_mcp/server.py"]
+    assert dev["hosts"] == ["127.0.0.1", "localhost", "::1"]
+    assert dev["dirs"] == [str(ROOT / "examples")]
+    assert dev["example"] == dev["example_file"] == ""  # the README's demo command and file work as given
+    prod = tool_limits(tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY="x" * 60)
+    assert prod["commands"] == [] and "stdio tool servers are off" in prod["example"]
+    assert prod["hosts"] == dev["hosts"] and prod["prefix"] == dev["prefix"] and prod["example_file"] == ""
+
+
+def test_tool_server_limits_are_read_from_the_environment(tmp_path):
+    got = tool_limits(tmp_path, SUNDRY_TOOL_ENV_PREFIX="ACME_TOOLS_",
+                      SUNDRY_TOOL_COMMANDS="python -m acme.crm_mcp --tags a,b\n/usr/local/bin/billing-mcp",
+                      SUNDRY_TOOL_HOSTS="tools.acme.example:8443, [::1]:9000",
+                      SUNDRY_TOOL_DECLARATIONS_DIR=f"/srv/declarations{os.pathsep}declarations")
+    assert got["prefix"] == "ACME_TOOLS_"
+    assert got["commands"] == ["python -m acme.crm_mcp --tags a,b", "/usr/local/bin/billing-mcp"]
+    assert got["hosts"] == ["tools.acme.example:8443", "[::1]:9000"]
+    assert got["dirs"] == ["/srv/declarations", str(ROOT / "declarations")]
+    assert "SUNDRY_TOOL_COMMANDS" in got["example"] and "SUNDRY_TOOL_DECLARATIONS_DIR" in got["example_file"]
+    commas = tool_limits(tmp_path, SUNDRY_TOOL_COMMANDS="python -m acme.crm_mcp, /usr/local/bin/billing-mcp")
+    assert commas["commands"] == ["python -m acme.crm_mcp", "/usr/local/bin/billing-mcp"]

@@ -7,6 +7,11 @@ long as the connection, not for one call. Every request has a deadline: a server
 that fails, hangs or dies raises `ToolServerError` and the connection is closed
 (the next request opens a new one), so a caller is never stuck on it.
 
+Before any connection is made — a process started, a socket opened — the spec is
+checked: a spec its builder marked `refused`, or one the process's policy
+(`set_policy`; Sundry's deployment limits, set when the tool-server app loads)
+refuses, raises `ToolServerError` with the reason and nothing is contacted.
+
 Domain-free: what the tools mean is the declaration file's business (`toolservers`).
 """
 
@@ -48,6 +53,7 @@ class ServerSpec:
     cwd: str = ""
     env: tuple[tuple[str, str], ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
+    refused: str = ""  # why it may not be reached: no connection is attempted
 
     @property
     def key(self) -> tuple:
@@ -62,7 +68,8 @@ class ServerSpec:
 
     def transport(self):
         if self.url:
-            client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+            client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0),
+                                        follow_redirects=False)  # the SDK follows same-origin ones itself
             return streamable_http_client(self.url, http_client=client)
         argv = self.argv()
         if not argv:
@@ -193,6 +200,11 @@ class Connection:
         return self._ready.is_set() and not self._closed and self.pid == os.getpid()
 
     def open(self, timeout: float = CONNECT_TIMEOUT) -> "Connection":
+        reason = refusal(self.spec)
+        if reason:  # nothing started, nothing contacted: the same answer whatever lies there
+            self._closed = True
+            self._error = ToolServerError(reason)
+            raise ToolServerError(f"{self.spec.name}: {reason}")
         self._thread.start()
         if not self._ready.wait(timeout):
             self.close()
@@ -268,6 +280,21 @@ def _reason(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+# --- what may be reached ----------------------------------------------------------------------
+
+_POLICY: Callable[[ServerSpec], str] | None = None
+
+
+def set_policy(check: Callable[[ServerSpec], str] | None) -> None:
+    """`check(spec)` says why a spec may not be connected to ("" when it may); run before every connection."""
+    global _POLICY
+    _POLICY = check
+
+
+def refusal(spec: ServerSpec) -> str:
+    return spec.refused or (_POLICY(spec) if _POLICY is not None else "")
+
+
 # --- one connection per server per process ------------------------------------------------
 
 _POOL: dict[tuple, Connection] = {}
@@ -276,6 +303,9 @@ _POOL_LOCK = threading.Lock()
 
 def connection(spec: ServerSpec, connect_timeout: float = CONNECT_TIMEOUT) -> Connection:
     """This process's open connection to `spec`, opened (again) when there is none or it died."""
+    reason = refusal(spec)
+    if reason:  # an open connection is not kept past a limit either
+        raise ToolServerError(f"{spec.name}: {reason}")
     with _POOL_LOCK:
         conn = _POOL.get(spec.key)
         if conn is not None and conn.alive:

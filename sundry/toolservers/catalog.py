@@ -22,10 +22,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any, ClassVar
 
-from django.conf import settings
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -34,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, create_model, model_serializer, mode
 from sundry.tooling import mcp_client
 from sundry.tooling.domain import INFER, Domain, ToolDecl
 from sundry.tooling.tools import REGISTRY, IdField, Tool, ToolContext, ToolError
-from sundry.toolservers import declfile
+from sundry.toolservers import declfile, limits
 from sundry.toolservers.models import ToolServer
 
 log = logging.getLogger("sundry.toolservers")
@@ -133,8 +131,17 @@ def remote_tool(server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_cli
 
 
 def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
-    """How to reach `server`, with its secrets read from the environment now (never from the database)."""
-    cwd = server.working_dir or str(settings.BASE_DIR)
+    """How to reach `server`, with its secrets read from the environment now (never from the database).
+
+    A server outside the deployment's limits (a row written past the admin's checks, or limits
+    narrowed since) gets a spec marked `refused`, holding no value from the environment: connecting
+    to it raises `ToolServerError` with the reason, and nothing is started or contacted."""
+    refused = limits.server_refusal(server)
+    if refused:
+        return mcp_client.ServerSpec(name=server.name, refused=refused,
+                                     **({"url": server.url} if server.transport == ToolServer.Transport.HTTP
+                                        else {"command": server.command}))
+    cwd = limits.working_dir(server.working_dir)
     if server.transport == ToolServer.Transport.HTTP:
         headers = tuple((h, os.environ.get(var, "")) for h, var in sorted((server.header_env or {}).items()))
         return mcp_client.ServerSpec(name=server.name, url=server.url, headers=headers)
@@ -143,10 +150,11 @@ def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
 
 
 def declarations(server: ToolServer) -> Domain:
-    """The server's declaration file, validated; an empty one when the server names none."""
+    """The server's declaration file, validated; an empty one when the server names none. A path outside
+    the deployment's declarations folder raises `DeclarationError` before anything there is opened."""
     if not server.declaration_path:
         return Domain(name=server.name)
-    return declfile.load(server.declaration_path, Path(settings.BASE_DIR))
+    return declfile.load(limits.declaration_file(server.declaration_path), shown=server.declaration_path)
 
 
 def list_server(server: ToolServer, spec: mcp_client.ServerSpec) -> list[mcp_client.ListedTool]:
@@ -273,7 +281,7 @@ def _load(servers: list[ToolServer]) -> ClassTools:
         try:
             d = declarations(server)
         except declfile.DeclarationError as exc:
-            problems.append(f"{server.name}: {exc}; its tools are undeclared")
+            problems.append(f"{server.name}: {str(exc).rstrip('.')}; its tools are undeclared")
             log.error("tool server %s: %s", server.name, exc)
             d = Domain(name=server.name)
         decls.append(d)

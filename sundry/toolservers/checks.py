@@ -149,9 +149,13 @@ def test_connection(server: ToolServer) -> Report:
     try:
         decls = catalog.declarations(server)
     except declfile.DeclarationError as exc:
-        report.warnings.append(f"Declaration file: {exc}. Every tool counts as undeclared until it is fixed.")
+        report.warnings.append(f"Declaration file: {str(exc).rstrip('.')}. Every tool counts as undeclared "
+                               "until it is fixed.")
         decls = Domain(name=server.name)
     spec = catalog.server_spec(server)
+    if spec.refused:  # outside the deployment's limits: nothing is started or contacted
+        report.error = spec.refused
+        return report
     missing_env = [n for n in server.env_name_list() if not os.environ.get(n)]
     missing_env += [v for v in (server.header_env or {}).values() if not os.environ.get(v)]
     if missing_env:

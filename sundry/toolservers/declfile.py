@@ -43,13 +43,16 @@ def parse(text: str, *, where: str = "declaration file") -> Domain:
         raise DeclarationError(f"{where}: {problems}") from None
 
 
-def load(path: str | Path, base: Path | None = None) -> Domain:
-    """The file at `path` (relative to `base` when not absolute), validated."""
+def load(path: str | Path, base: Path | None = None, *, shown: str | None = None) -> Domain:
+    """The file at `path` (relative to `base` when not absolute), validated; messages name it as `shown`
+    (default: `path`). It reads any path it is given: a tool server's file is checked against the
+    deployment's declarations folder first (`limits.declaration_file`)."""
     p = Path(path)
     if not p.is_absolute() and base is not None:
         p = base / p
+    where = shown if shown is not None else str(path)
     try:
         text = p.read_text()
     except OSError as exc:
-        raise DeclarationError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    return parse(text, where=str(path))
+        raise DeclarationError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    return parse(text, where=where)

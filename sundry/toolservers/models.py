@@ -3,11 +3,14 @@
 Secrets never live here: a server names the environment variables whose values
 are passed to it (a stdio server's environment, an HTTP server's headers), and
 they are read from the environment each time it connects.
+
+What a server may name, run, reach and read is limited by the deployment's
+settings (`sundry.toolservers.limits`), checked here when it is saved and again
+when Sundry connects.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from django.core.exceptions import ValidationError
@@ -15,8 +18,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from sundry.tickets.models import TicketClass
-
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+from sundry.toolservers import limits
+from sundry.toolservers.limits import ENV_NAME
 
 
 class ToolServer(models.Model):
@@ -29,23 +32,29 @@ class ToolServer(models.Model):
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.STDIO)
     command = models.CharField(
         max_length=500, blank=True,
-        help_text="stdio: the command line that starts the server (a leading 'python' runs with Sundry's own "
-                  "interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail")
-    url = models.URLField(max_length=500, blank=True, help_text="Streamable HTTP: the server's MCP endpoint.")
+        help_text="stdio: the command line that starts the server, one the deployment allows (SUNDRY_TOOL_COMMANDS; "
+                  "a leading 'python' runs with Sundry's own interpreter), e.g. "
+                  "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail")
+    url = models.URLField(max_length=500, blank=True,
+                          help_text="Streamable HTTP: the server's MCP endpoint, on a host the deployment allows "
+                                    "(SUNDRY_TOOL_HOSTS).")
     working_dir = models.CharField(max_length=500, blank=True,
                                    help_text="stdio: where the command runs (default: Sundry's directory).")
     env_names = models.CharField(
         max_length=500, blank=True,
-        help_text="stdio: names of environment variables passed to the server, comma-separated (their values "
-                  "are read from Sundry's environment when it starts; never stored).")
+        help_text="stdio: names of environment variables passed to the server, comma-separated, each starting "
+                  "with the deployment's prefix (SUNDRY_TOOL_ unless SUNDRY_TOOL_ENV_PREFIX says otherwise); their "
+                  "values are read from Sundry's environment when it starts, never stored.")
     header_env = models.JSONField(
         default=dict, blank=True,
-        help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "RETAIL_API_TOKEN"} '
-                  "(the value is read when connecting; never stored).")
+        help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": '
+                  '"SUNDRY_TOOL_RETAIL_API_TOKEN"} (names start with the deployment\'s prefix; the value is read '
+                  "when connecting, never stored).")
     declaration_path = models.CharField(
         max_length=500, blank=True,
-        help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. Relative paths "
-                  "are from Sundry's directory. Tools it does not declare are usable but undeclared.")
+        help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. It must be in "
+                  "the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from "
+                  "Sundry's directory. Tools it does not declare are usable but undeclared.")
     timeout_seconds = models.FloatField(default=15.0, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
                                         help_text="Longest one call may take; past it the model gets an error result "
                                                   "and the ticket a flag.")
@@ -85,11 +94,16 @@ class ToolServer(models.Model):
         bad = [n for n in self.env_name_list() if not ENV_NAME.fullmatch(n)]
         if bad:
             errors["env_names"] = (f"Not environment variable names: {', '.join(bad)}. Give the names "
-                                   "(e.g. RETAIL_API_TOKEN), never the values.")
+                                   "(e.g. SUNDRY_TOOL_RETAIL_API_TOKEN), never the values.")
         if not isinstance(self.header_env, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) and ENV_NAME.fullmatch(v) for k, v in self.header_env.items()):
             errors["header_env"] = ('Must be an object of header → environment variable name, e.g. '
-                                    '{"Authorization": "RETAIL_API_TOKEN"}; never the secret itself.')
+                                    '{"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"}; never the secret itself.')
+        for name, why in limits.field_refusals(self, well_formed_only=True).items():
+            # The deployment's limits: what the admin may not widen, said with the setting that would.
+            if name == "command" and name in errors:
+                continue  # a command line that cannot be read: that is the message
+            errors[name] = [errors[name], why] if name in errors else why
         if not isinstance(self.sample_calls, dict) or not all(isinstance(v, dict) for v in self.sample_calls.values()):
             errors["sample_calls"] = 'Must be an object of tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}}.'
         if errors:

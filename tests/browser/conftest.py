@@ -88,7 +88,9 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
     queue = f"sundry-browser-{os.getpid()}"
     env = dict(os.environ, DATABASE_URL=_database_url(db), REDIS_URL=settings.REDIS_URL,
                SUNDRY_CHANNEL_PREFIX=TEST_CHANNEL_PREFIX, SUNDRY_TASK_QUEUE=queue,
-               DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_DEBUG="1", PYTHONUNBUFFERED="1")
+               DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_DEBUG="1", PYTHONUNBUFFERED="1",
+               # Tool servers' declaration files: the examples, and the variants tests write under artifacts/.
+               SUNDRY_TOOL_DECLARATIONS_DIR=os.pathsep.join(["examples", "artifacts"]))
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     logs = tmp_path_factory.mktemp("browser-server")
     web_log, worker_log = logs / "web.log", logs / "celery.log"

@@ -40,7 +40,7 @@ def test_an_admin_tests_a_tool_servers_connection(browser, live_server_url, scre
     ROOT = Path(__file__).resolve().parents[2]
     path = ROOT / "artifacts" / "retail-without-fulfilment-items.declarations.json"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(declaration))
+    path.write_text(json.dumps(declaration))  # artifacts/ is a declarations folder of the server's (conftest)
     tclass = TicketClassFactory(name="Retail (τ² over MCP)", slug="retail", approval_rules={})
     # As the README gives it: paths relative to Sundry's directory, `python` as Sundry's interpreter.
     server = ToolServer.objects.create(

@@ -1,6 +1,11 @@
 """Tool servers for the tests: the retail example as a real subprocess over stdio, and a small
 misbehaving server (hangs, dies, undeclared tools). Each test closes the connections it opened,
-so every test starts the servers afresh (and the retail store from its db.json)."""
+so every test starts the servers afresh (and the retail store from its db.json).
+
+The deployment's limits (`sundry.toolservers.limits`) are set here as the tests run them: the
+development defaults — the retail example's command, loopback hosts, the examples folder — plus
+the misbehaving server and its declaration file, which live beside the tests. A test that needs
+more widens them itself, through `tool_limits`."""
 
 from __future__ import annotations
 
@@ -38,6 +43,19 @@ def retail_command(data: Path) -> str:
 
 def odd_command() -> str:
     return shlex.join([sys.executable, str(FIXTURES / "odd_server.py")])
+
+
+# The development default of SUNDRY_TOOL_COMMANDS (sundry/settings.py): the example, whatever its arguments.
+RETAIL_ENTRY = "python examples/tau2_retail_mcp/server.py"
+
+
+@pytest.fixture(autouse=True)
+def tool_limits(settings):
+    settings.TOOL_ENV_PREFIX = "SUNDRY_TOOL_"
+    settings.TOOL_COMMANDS = [RETAIL_ENTRY, odd_command()]
+    settings.TOOL_HOSTS = ["127.0.0.1", "localhost", "::1"]
+    settings.TOOL_DECLARATIONS_DIRS = [ROOT / "examples", FIXTURES]
+    return settings
 
 
 @pytest.fixture(autouse=True)

@@ -71,7 +71,7 @@ def test_the_admin_adds_a_server_and_refuses_bad_settings_with_reasons(admin_cli
     ok = admin_client.post("/admin/toolservers/toolserver/add/", _form())
     assert ok.status_code == 302 and ToolServer.objects.filter(name="retail").exists()
     cases = [
-        (dict(declaration_path="nowhere.json"), "cannot read it"),
+        (dict(declaration_path="examples/nowhere.json"), "cannot read it"),  # inside the folder: said plainly
         (dict(env_names="sk-live-123"), "never the values"),
         (dict(header_env='{"Authorization": "Bearer abc"}'), "never the secret itself"),
         (dict(transport="http", url=""), "An HTTP server needs its URL"),
@@ -84,16 +84,18 @@ def test_the_admin_adds_a_server_and_refuses_bad_settings_with_reasons(admin_cli
     assert not ToolServer.objects.filter(name="other").exists()
 
 
-def test_secrets_come_from_the_environment_never_the_database(monkeypatch):
+def test_secrets_come_from_the_environment_never_the_database(monkeypatch, tool_limits):
+    tool_limits.TOOL_HOSTS = ["tools.example.com"]
     server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="s", command=odd_command(),
-                                       env_names="ODD_TOKEN", transport="stdio")
-    monkeypatch.setenv("ODD_TOKEN", "s3cret-value")
-    assert dict(catalog.server_spec(server).env) == {"ODD_TOKEN": "s3cret-value"}
+                                       env_names="SUNDRY_TOOL_ODD_TOKEN", transport="stdio")
+    monkeypatch.setenv("SUNDRY_TOOL_ODD_TOKEN", "s3cret-value")
+    assert dict(catalog.server_spec(server).env) == {"SUNDRY_TOOL_ODD_TOKEN": "s3cret-value"}
     http = ToolServer.objects.create(ticket_class=server.ticket_class, name="h", transport="http",
-                                     url="https://tools.example.com/mcp", header_env={"Authorization": "ODD_TOKEN"})
+                                     url="https://tools.example.com/mcp",
+                                     header_env={"Authorization": "SUNDRY_TOOL_ODD_TOKEN"})
     assert dict(catalog.server_spec(http).headers) == {"Authorization": "s3cret-value"}
     stored = json.dumps(list(ToolServer.objects.values()), default=str)
-    assert "s3cret-value" not in stored and "ODD_TOKEN" in stored
+    assert "s3cret-value" not in stored and "SUNDRY_TOOL_ODD_TOKEN" in stored
 
 
 def _test(client, server):
@@ -109,7 +111,8 @@ def test_test_connection_lists_the_tools_with_no_warnings_for_a_full_declaration
 
 
 def test_test_connection_warns_of_undeclared_id_fields_and_paths_that_never_occur(admin_client, retail_server,
-                                                                                  tmp_path):
+                                                                                  tmp_path, tool_limits):
+    tool_limits.TOOL_DECLARATIONS_DIRS = [tmp_path]
     data = json.loads(RETAIL_DECL.read_text())
     results = data["tools"]["get_order_details"]["results"]
     del results["fulfillments[].item_ids[]"]
@@ -135,11 +138,13 @@ def test_test_connection_never_sample_calls_a_write(admin_client):
     assert "STAMP-" not in html
 
 
-def test_test_connection_says_why_it_could_not_connect(admin_client):
+def test_test_connection_says_why_it_could_not_connect(admin_client, tool_limits):
+    tool_limits.TOOL_COMMANDS = ["python -c 'import sys; sys.exit(4)'"]  # allowed, so it starts, and exits
     server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="broken", timeout_seconds=3,
                                        command="python -c 'import sys; sys.exit(4)'")
     html = _test(admin_client, server).content.decode()
     assert 'id="connection-error"' in html and "Could not connect" in html
+    assert "SUNDRY_TOOL_COMMANDS" not in html  # it ran and failed; the limits did not stop it
 
 
 def test_only_admins_may_test_a_connection_and_only_by_post(admin_client, retail_dir):

@@ -136,8 +136,9 @@ def test_undeclared_writes_run_when_the_server_is_set_not_to_hold_them(odd):
     assert result(ticket, "w1").payload["ok"] is True and not HeldAction.objects.filter(ticket=ticket).exists()
 
 
-def test_an_unreachable_server_keeps_its_last_listing_and_every_call_fails_with_a_flag(odd):
+def test_an_unreachable_server_keeps_its_last_listing_and_every_call_fails_with_a_flag(odd, tool_limits):
     server, ticket = odd
+    tool_limits.TOOL_COMMANDS = [*tool_limits.TOOL_COMMANDS, "python -c 'import sys; sys.exit(1)'"]  # starts, exits
     catalog.class_tools(server.ticket_class)  # listed once, and kept on the row
     server.refresh_from_db()
     assert {t["name"] for t in server.listed_tools} >= {"lookup_ticket", "slow_lookup"}
@@ -149,6 +150,7 @@ def test_an_unreachable_server_keeps_its_last_listing_and_every_call_fails_with_
     model = run(ticket, call("lookup_ticket", "n1", ref="REC-10001"), ModelResponse(text="Looking into it."))
     assert "lookup_ticket" in {t.name for t in model.requests[0].tools}
     assert result(ticket, "n1").payload["server_failed"] is True
+    assert "SUNDRY_TOOL_COMMANDS" not in result(ticket, "n1").text  # it ran and died; the limits did not stop it
     assert Ticket.objects.get(pk=ticket.pk).attention.startswith("Tool server odd failed on lookup_ticket")
 
 
