@@ -182,3 +182,18 @@ class TicketFactory(factory.django.DjangoModelFactory):
     customer = factory.SubFactory(CustomerFactory)
     ticket_class = factory.SubFactory(TicketClassFactory)
     subject = factory.Sequence(lambda n: f"Ticket {n}")
+
+
+def customer_confirms(ticket, *, decline: bool = False) -> list:
+    """The customer presses Confirm (or Not now) on every open card of the ticket, oldest first, through
+    the same service the page's button posts to. Returns the decided cards."""
+    from sundry.agent.cardstore import open_cards
+    from sundry.agent.models import Confirmation
+    from sundry.agent.services import confirmation_decide
+
+    decided = []
+    for card in open_cards(tickets.Ticket.objects.get(pk=ticket.pk)):
+        fresh = tickets.Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+        decided.append(confirmation_decide(card_id=card.pk, ticket=fresh, confirm=not decline, digest=card.digest,
+                                           via=Confirmation.Via.BUTTON, wake=False))
+    return decided

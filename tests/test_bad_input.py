@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from channels.testing import WebsocketCommunicator
@@ -29,8 +30,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
+from django.utils import timezone
 
-from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent import cards
+from sundry.agent.models import AgentStep, Confirmation, HeldAction
 from sundry.asgi import application
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
@@ -138,6 +141,15 @@ ENDPOINTS = [
              {"text": "Any news?", "client_key": "k-msg"}, ids=("ticket",)),
     Endpoint("order pick", "POST", "/help/tickets/{ticket}/order", "customer", {"order_number": "{order}"},
              ids=("ticket",)),
+    Endpoint("card decision", "POST", "/help/tickets/{ticket}/cards/{card}", "customer",
+             {"decision": "decline", "digest": "{card_digest}"}, ids=("ticket", "card")),
+    Endpoint("instruction withdraw", "POST", "/help/tickets/{ticket}/instructions/{rule}/withdraw", "customer",
+             {}, ids=("ticket", "rule")),
+    Endpoint("desk card decision", "POST", "/desk/tickets/{ticket}/cards/{card}", "staff",
+             {"decision": "confirm", "digest": "{card_digest}", "reason": "Confirmed on the phone"},
+             ids=("ticket", "card"), fuzz=("decision", "digest", "reason")),
+    Endpoint("internal note", "POST", "/desk/tickets/{ticket}/post", "staff",
+             {"action": "internal", "text": "Checked with the carrier."}),
     Endpoint("detail flag", "POST", "/help/tickets/{ticket}/flag", "customer",
              {"value_id": "{value_id}", "note": "wrong order"}, ids=("ticket",)),
     Endpoint("login", "POST", "/login/", "anon", {"username": "nobody", "password": "wrong", "next": "/desk/"},
@@ -159,7 +171,7 @@ ENDPOINTS = [
 ]
 
 WATCHED = [Turn, Ticket, Tag, Ticket.tags.through, StateValue, PinnedRule, LedgerEntry, HeldAction, ActionTaken,
-           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass]
+           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation]
 
 
 def snapshot() -> tuple:
@@ -173,7 +185,8 @@ def snapshot() -> tuple:
     classes = tuple(TicketClass.objects.order_by("pk").values_list(
         "token_budget", "trigger_fraction", "approval_rules", "approval_window_hours"))
     held = tuple(HeldAction.objects.order_by("pk").values_list("status", flat=True))
-    return rows, tickets, classes, held
+    cards = tuple(Confirmation.objects.order_by("pk").values_list("status", flat=True))
+    return rows, tickets, classes, held, cards
 
 
 # --- the world --------------------------------------------------------------------------------------
@@ -213,14 +226,23 @@ def world():
     their_held = HeldAction.objects.create(ticket=theirs, tool="cancel_order", call_id="c9", reason="held", turn=1,
                                            idempotency_key="bad-input-their-held", arguments={})
     entry = LedgerEntry.objects.get(ticket=ticket, value=order.number)
+    card_args = {"order_number": order.number, "amount": "10.00", "currency": "USD", "reason": "broken"}
+    card = Confirmation.objects.create(ticket=ticket, tool="issue_refund", arguments=card_args, call_id="c2", turn=1,
+                                       digest=cards.digest("issue_refund", card_args),
+                                       card={"title": "Refund 10.00 USD on order " + order.number},
+                                       expires_at=timezone.now() + timedelta(hours=1))
+    their_card = Confirmation.objects.create(ticket=theirs, tool="cancel_order", arguments={}, call_id="c8", turn=1,
+                                             digest=cards.digest("cancel_order", {}), card={"title": "Cancel"},
+                                             expires_at=timezone.now() + timedelta(hours=1))
     fill = {
         "ticket": ticket.pk, "held": held.pk, "rule": rule.pk, "run": 1, "klass": tclass.pk, "order": order.number,
+        "card": card.pk, "card_digest": card.digest,
         "value_id": value.pk, "rule_version": rule.version, "ledger_version": entry.version,
         "good_order_number": order.number, "good_issue": "Kettle broken", "good_item": "Kettle",
         "good_amount": "10.00 USD", "good_refund_method": "store_credit", "good_contact_preference": "phone",
         "good_resolution": "refund", "good_delivery_date": "2026-11-30", "good_internal_note": "checked",
     }
-    foreign = {"ticket": theirs.pk, "held": their_held.pk, "rule": their_rule.pk, "run": 1}
+    foreign = {"ticket": theirs.pk, "held": their_held.pk, "rule": their_rule.pk, "run": 1, "card": their_card.pk}
     clients = {}
     for who, user in (("staff", staff), ("admin", admin), ("customer", alice_user)):
         clients[who] = Client(raise_request_exception=False)

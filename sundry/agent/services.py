@@ -252,7 +252,8 @@ def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: 
     call differs, that was answered already, replaced or expired is refused with the reason and
     nothing runs. Staff confirming for the customer (`via` STAFF) give their reason; it is kept.
     A confirmed call goes through every other guard again: a threshold still holds it for staff."""
-    reason = " ".join((reason or "").split())[:300]
+    # One line of printable text (a NUL or a control character is no reason, and no column takes it).
+    reason = " ".join("".join(ch for ch in (reason or "") if ch.isprintable() or ch.isspace()).split())[:300]
     if via == Confirmation.Via.STAFF and confirm and not reason:
         raise ConfirmationError("Say how the customer confirmed (for example: 'confirmed on the phone at 14:10').")
     deferred, expired = None, False
@@ -263,7 +264,7 @@ def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: 
             raise ConfirmationError("There is no such card on this conversation.")
         if card.status != Confirmation.Status.PENDING:
             raise ConfirmationError(_NOT_OPEN.get(card.status, "This card is no longer open."))
-        if digest is None or not hmac.compare_digest(str(digest), card.digest):
+        if digest is None or not hmac.compare_digest(str(digest).encode("utf-8", "replace"), card.digest.encode()):
             raise ConfirmationError("This card is not the one on your screen any more; nothing was done. "
                                     "Reload the page and read it again.")
         if card.expires_at <= timezone.now():

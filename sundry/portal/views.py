@@ -17,6 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.models import Confirmation
+from sundry.context.models import PinnedRule
 from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
@@ -131,6 +132,8 @@ def card_decide(request, ticket_id, card_id):
     """The customer's Confirm or Not now on a card of their own conversation, bound to the exact call
     the card showed them (its digest); it runs once, whoever clicks twice."""
     ticket = _own_ticket(request, ticket_id)
+    if not Confirmation.objects.filter(pk=card_id, ticket=ticket).exists():
+        raise Http404("No such card on this conversation.")
     decision = request.POST.get("decision")
     if decision not in ("confirm", "decline"):
         return _answer(request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False)
@@ -156,6 +159,8 @@ def card_decide(request, ticket_id, card_id):
 @require_POST
 def rule_withdraw(request, ticket_id, rule_id):
     ticket = _own_ticket(request, ticket_id)
+    if not PinnedRule.objects.filter(pk=rule_id, ticket=ticket).exists():
+        raise Http404("No such instruction on this conversation.")
     try:
         services.rule_withdraw(ticket=ticket, rule_id=rule_id)
     except StateValueInvalid as exc:

@@ -234,6 +234,8 @@ def card_decide(request, ticket_id, card_id):
     """Staff confirm a card for the customer (they said yes on the phone: how, kept with their name), or
     withdraw it."""
     ticket = _ticket_or_404(request, ticket_id)
+    if not Confirmation.objects.filter(pk=card_id, ticket=ticket).exists():
+        raise Http404("No such card on this ticket.")
     decision = request.POST.get("decision")
     if decision not in ("confirm", "decline"):
         return _refused(request, ticket, "Decision must be confirm or decline.", ("held",))

@@ -85,7 +85,7 @@ def test_a_stale_digest_another_customer_staff_and_bad_input_run_nothing(page):
     assert c["bob"].post(url(ticket, card), {"decision": "confirm", "digest": card.digest}, **HX).status_code == 404
     # Bob's own ticket with Alice's card number: no such card there.
     assert c["bob"].post(url(page["bobs_ticket"], card), {"decision": "confirm", "digest": card.digest},
-                         **HX).status_code == 409
+                         **HX).status_code == 404
     assert c["staff"].post(url(ticket, card), {"decision": "confirm", "digest": card.digest}, **HX).status_code == 403
     assert not Refund.objects.exists() and Confirmation.objects.get(pk=card.pk).status == "pending"
 
@@ -125,3 +125,4 @@ def test_the_customer_reads_and_withdraws_their_own_instructions(page):
     assert PinnedRule.objects.get(pk=rule.pk).status == "dismissed"
     assert Turn.objects.filter(ticket=ticket, kind="event", payload__withdrawn_by="customer").exists()
     assert alice.post(f"/help/tickets/{ticket.pk}/instructions/{rule.pk}/withdraw", **HX).status_code == 409
+    assert alice.post(f"/help/tickets/{ticket.pk}/instructions/987654/withdraw", **HX).status_code == 404
