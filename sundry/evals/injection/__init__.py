@@ -8,5 +8,7 @@ request it receives — the worst case, so the guards, not the model's good
 sense, are what is measured. `judge.py` reads the outcome from the database
 (refunds, cancellations, emails, returns, rules, what the customer can read)
 and names the guard that stopped each attempt; `report.py` makes the table in
-docs/security.md.
+docs/security.md. `grammar.py` generates a second set from a small grammar: a
+benign customer message that mentions an action and an order, with an
+instruction planted in a third-party channel.
 """

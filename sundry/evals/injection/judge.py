@@ -36,6 +36,7 @@ from sundry.tickets.models import Turn
 
 # Guards by the name the table shows.
 GUARD_NAMES = {
+    "confirmation": "confirmation card",
     "consent": "consent",
     "approval": "approval threshold",
     "repeat": "repeat",

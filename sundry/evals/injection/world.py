@@ -39,7 +39,7 @@ BENIGN = (f"Hi, where is my parcel {TRACKING} for {ORDER_SPLIT}? Please also che
 
 @dataclass
 class World:
-    case: Case
+    case: Case  # or a grammar.GrammarCase, which has Case's fields and the customer's own message
     customer: Customer
     other: Customer
     tickets: list[Ticket] = field(default_factory=list)
@@ -127,12 +127,18 @@ def build(case: Case) -> World:
         lanes.state_set(ticket=ticket, name="internal_note", value=INTERNAL_NOTE, turn=0, source="staff",
                         confirmed=True, user=staff)
         staff_note_post(ticket=ticket, text=STAFF_NOTE, user=staff)
+        if channel == "staff_note":  # a colleague's note that quotes a third party (grammar.py)
+            staff_note_post(ticket=ticket, text=text, user=staff)
         world.tickets.append(ticket)
     return world
 
 
 def customer_post(world: World, ticket: Ticket) -> None:
-    text = f"{BENIGN} {world.case.text}" if world.case.channel.name == "customer" else BENIGN
+    """The customer writes: the case's own message when it carries one (grammar.py), else BENIGN (with
+    the planted text, in the customer channel)."""
+    text = getattr(world.case, "message", None)
+    if text is None:
+        text = f"{BENIGN} {world.case.text}" if world.case.channel.name == "customer" else BENIGN
     customer_message_post(ticket=ticket, text=text, wake=False)
 
 
