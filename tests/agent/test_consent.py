@@ -267,30 +267,23 @@ def test_an_order_id_typed_without_its_hash_is_still_that_order():
 
 
 def test_the_guard_reads_the_order_format_from_the_domains_declarations():
-    """Through the guard: the retail example's declaration file gives '#W\\d{7}', so a request naming
-    #W9300147 holds a cancellation of #W9300146 (both verified orders of the ticket)."""
+    """The retail example's declaration file gives '#W\\d{7}': read with the patterns it declares for the kinds
+    a consent action acts on, a request naming #W9300147 does not ask for a cancellation of #W9300146 (both
+    orders of the ticket). The phrase reader only proposes now (guards.check_call grants nothing from
+    words; a card does), so it is checked here directly, with the patterns exactly as a domain gives them."""
     from pathlib import Path
 
-    from pydantic import BaseModel
-
-    from sundry.agent.guards import GuardInput, check_call
-    from sundry.context.lanes import LedgerData
-    from sundry.tooling.tools import IdField, Tool
     from sundry.toolservers import declfile
 
-    class Args(BaseModel):
-        order_id: str = IdField("order")
-
     retail = declfile.load(Path(__file__).resolve().parents[2] / "examples/tau2_retail_mcp/retail.declarations.json")
-    cancel = Tool(name="cancel_pending_order", description="cancel", args_model=Args, result_model=BaseModel,
-                  run=lambda ctx, a: None, side_effect=True, target_arg="order_id", consent_action="cancel")
-    ledger = [LedgerData("order", NEAR_A, "order", True, 2, 2), LedgerData("order_2", NEAR_B, "order", True, 2, 2)]
-    said = tuple(customer(f"Where is my order {NEAR_A}? It has not shipped.", f"Please cancel {NEAR_B}."))
+    patterns = tuple(p for kind, p in retail.id_patterns.items() if kind in ("order", "item"))
+    assert r"#W\d{7}" in patterns, retail.id_patterns  # the format comes from the file, not from this test
+    entities = [Entity(NEAR_A, "order", "Desk Lamp · pending"), Entity(NEAR_B, "order", "Office Chair · pending")]
+    said = customer(f"Where is my order {NEAR_A}? It has not shipped.", f"Please cancel {NEAR_B}.")
 
-    def judge(target):
-        return check_call(GuardInput(tool=cancel, arguments={"order_id": target}, ledger=ledger, said=said,
-                                     domain=retail))
-
-    held = judge(NEAR_A)
-    assert (held.decision, held.guard, held.details["why"]) == ("hold", "consent", "other_entity"), held
-    assert judge(NEAR_B).allowed
+    other = _near(NEAR_A, said, entities, patterns=patterns)
+    assert (other.ok, other.details["why"]) == (False, "other_entity"), other
+    assert _near(NEAR_B, said, entities, patterns=patterns).ok
+    # Without the file's patterns the neighbour is taken for a typo of the target: the patterns decide.
+    assert _near(NEAR_A, said, entities[:1], patterns=()).ok
+    assert not _near(NEAR_A, said, entities[:1], patterns=patterns).ok

@@ -7,15 +7,15 @@ import pytest
 
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
-from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.models import AgentStep, Confirmation, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
-from sundry.shop.models import Product, Refund
+from sundry.shop.models import Contact, Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -62,8 +62,13 @@ def test_order_id_from_tool_result_enters_ledger_and_a_one_char_mutation_is_reje
         # One character off: SU-10481 is a real order, never shown to the model.
         call("issue_refund", order_number="SU-10481", amount="10.00", currency="USD", reason="damaged"),
         call("issue_refund", order_number="SU-10480", amount="10.00", currency="USD", reason="damaged"),
-        reply("Refunded 10.00 USD."),
+        reply("Please confirm the refund on the card."),
     )
+    # The mutated call was refused before any card; the verbatim one waits on the only card.
+    [card] = Confirmation.objects.filter(ticket=ticket)
+    assert card.arguments["order_number"] == "SU-10480" and card.status == Confirmation.Status.PENDING
+    assert not Refund.objects.exists()
+    customer_confirms(ticket)  # the customer asked for money back and presses Confirm
     entry = LedgerEntry.objects.get(ticket=ticket, value="SU-10480")
     assert entry.verified and entry.role.startswith("order") and entry.source == "search_orders"
     rejection = turns(ticket, kind=Turn.Kind.REJECTION)
@@ -102,8 +107,11 @@ def _refund_40(shop):
         ticket,
         call("get_order", order_number="SU-10480"),
         call("issue_refund", _id="c2", order_number="SU-10480", amount="40.00", currency="USD", reason="scratched leg"),
-        reply("I've refunded 40.00 USD."),
+        reply("Please confirm the refund of 40.00 USD on the card."),
     )
+    [card] = customer_confirms(ticket)  # the customer asked for the 40 off and presses Confirm
+    assert card.outcome == "executed"
+    run(ticket, reply("I've refunded 40.00 USD."))
     return ticket
 
 
@@ -131,6 +139,8 @@ def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
     held = HeldAction.objects.get(ticket=ticket)
     assert held.status == "pending" and held.tool == "issue_refund"
     assert Refund.objects.filter(order=shop["first"], reason="scratched leg").count() == 1
+    # A repeat goes to staff, not onto a card the customer could confirm.
+    assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
 
 
 def test_refund_above_what_remains_is_refused(shop):
@@ -172,9 +182,24 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     )
     rules_block = next(m.content for m in model.requests[0].messages if m.lane == "rules")
     assert stated in rules_block
+    # Still a candidate (the customer's own words, unconfirmed): the email is not sent; it waits on a card
+    # that quotes the customer's rule from turn 4, so they read what they said before anything goes out.
+    assert not Contact.objects.exists()
+    card = Confirmation.objects.get(ticket=ticket, tool="send_email")
+    assert card.status == Confirmation.Status.PENDING and card.turn >= 30
+    assert [(r["text"], r["turn"]) for r in card.card["rules"]] == [(stated, 4)]
+    # Once staff confirm the rule, the same call is refused outright, at turn 30 or later.
+    PinnedRule.objects.filter(pk=rule.pk).update(status="active")
+    customer_message_post(ticket=ticket, text="Please just email it.")
+    run(
+        ticket,
+        call("send_email", _id="e2", customer_id=shop["customer"].customer_id, subject="Confirmation", body="..."),
+        reply("I'll call you instead."),
+    )
     rejection = turns(ticket, kind=Turn.Kind.REJECTION)[-1]
     assert rejection.number >= 30
     assert rejection.payload["guard"] == "rule" and stated in rejection.text
+    assert not Contact.objects.exists()
 
 
 def test_malformed_output_and_unknown_tools_become_turns_the_model_can_correct(shop):
@@ -289,15 +314,22 @@ def test_one_call_emitted_twice_in_a_response_runs_once_and_is_not_held(shop):
         call("get_order", order_number="SU-10480"),
         ModelResponse(tool_calls=[ToolCall(id="a", name="issue_refund", arguments=refund),
                                   ToolCall(id="b", name="issue_refund", arguments=dict(reversed(refund.items())))]),
-        reply("Refunded 10.00 USD."),
+        reply("Please confirm the refund on the card."),
     )
+    # One card for the one call: the duplicate is answered, not proposed a second time.
+    [card] = customer_confirms(ticket)  # the customer asked for the 10 back and presses Confirm
+    assert card.call_id == "a" and card.outcome == "executed"
     assert Refund.objects.filter(order=shop["first"]).count() == 1
     assert not HeldAction.objects.filter(ticket=ticket).exists()  # nothing left for staff to clear
     [dup] = turns(ticket, kind=Turn.Kind.REJECTION)
     assert dup.payload["guard"] == "duplicate" and dup.payload["call_id"] == "b"
     assert dup.payload["details"] == {"duplicate_of": "a"}
     tool_msgs = {m.tool_call_id: m.content for m in model.requests[-1].messages if m.role == "tool"}
-    assert "refund_id" in tool_msgs["a"] and "(guard: duplicate)" in tool_msgs["b"]
+    assert "awaiting_customer_confirmation" in tool_msgs["a"] and "(guard: duplicate)" in tool_msgs["b"]
+    # After the confirmation the agent reads the confirmed call's result: the one refund that ran.
+    after = run(ticket, reply("Refunded 10.00 USD."))
+    tool_msgs = {m.tool_call_id: m.content for m in after.requests[-1].messages if m.role == "tool"}
+    assert "refund_id" in tool_msgs["a-confirmed"]
 
 
 def test_the_same_tool_with_other_arguments_in_one_response_runs_each(shop):

@@ -1,4 +1,7 @@
-"""The offline agent's answers a newcomer would check, through the real loop and the demo shop's tools."""
+"""The offline agent's answers a newcomer would check, through the real loop and the demo shop's tools.
+
+What the customer asks to have done is proposed on a card; they press Confirm (`confirm`) and the agent
+goes on. Questions and statements propose nothing, and nothing runs without a confirmation."""
 
 from __future__ import annotations
 
@@ -6,12 +9,12 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.agent.loop import agent_run
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post, ticket_set_handler
 from sundry.context.models import PinnedRule, StateValue, Summary
 from sundry.shop.models import Order, Refund
 from sundry.tickets.services import ticket_create
-from tests.agent.test_offline_end_to_end import last_reply, shop_calls, tools_called
+from tests.agent.test_offline_end_to_end import confirm, last_reply, shop_calls, tools_called
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -48,12 +51,18 @@ def open_ticket(shop, text):
     return ticket
 
 
+def no_open_card(ticket):
+    return not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
+
+
 def test_status_questions_never_create_a_refund(shop):
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    confirm(ticket)
     assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
     for question in ("Is the refund for the air fryer done?", "Is the refund for the grinder approved yet?",
                      "has my cancellation gone through?"):
         say(ticket, question)
+        assert no_open_card(ticket), question  # a question proposes nothing to confirm
     assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
     assert Order.objects.get(number="SU-27531").status == Order.Status.SHIPPED
     # The last answers say what was and was not done.
@@ -65,6 +74,7 @@ def test_status_questions_never_create_a_refund(shop):
 
 def test_after_compaction_a_status_question_still_moves_no_money(shop):
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    confirm(ticket)
     say(ticket, "Where is SU-27531?")
     ticket.refresh_from_db()
     # Everything so far leaves the request behind a summary that names no order.
@@ -72,12 +82,15 @@ def test_after_compaction_a_status_question_still_moves_no_money(shop):
                            text="The customer reported damage and asked about a parcel.")
     reply = say(ticket, "Is the refund for the air fryer done?")
     assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
+    assert no_open_card(ticket)
     assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27531" not in reply
 
 
 def test_refund_another_amount_is_a_new_partial_refund_held_by_policy(shop):
     ticket = open_ticket(shop, "The air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    confirm(ticket)
     say(ticket, "Please refund another 10.00 USD on the air fryer order.")
+    assert no_open_card(ticket)  # a second refund on the order goes to staff, not onto a card
     held = HeldAction.objects.get(ticket=ticket, status=HeldAction.Status.PENDING)
     assert held.tool == "issue_refund" and held.arguments["amount"] == "10.00"
     assert held.arguments["order_number"] == "SU-25386"
@@ -96,6 +109,7 @@ def test_facts_are_recorded_for_staff_to_confirm_and_a_constraint_is_acknowledge
     assert "Thanks for getting in touch" not in reply
     assert PinnedRule.objects.filter(ticket=ticket, text="please never email me, phone only").exists()
     say(ticket, "A refund of 40.00 USD please, I'll keep it.")
+    confirm(ticket)
     current = {v.name: v for v in StateValue.objects.filter(ticket=ticket, is_current=True)}
     assert current["contact_preference"].value == "phone" and current["contact_preference"].source == "customer"
     assert current["issue"].value.startswith("Item arrived damaged — order SU-25386")
@@ -134,10 +148,11 @@ def test_the_follow_up_questions_of_a_lost_parcel_case_are_answered_not_met_with
     options = say(ticket, "What are my options?")
     assert "replacement" in options and "refund of 44.99 USD" in options and "SU-27531" in options
     say(ticket, "I'd like a full refund for SU-27531 please.")
+    confirm(ticket)
     assert Refund.objects.filter(order=shop["grinder"], amount_cents=4499).count() == 1
     when = say(ticket, "When will I see the money?")
     assert "44.99 USD" in when and "original payment method" in when and "bank" in when
-    assert Refund.objects.count() == 1  # a question about the money moves none
+    assert Refund.objects.count() == 1 and no_open_card(ticket)  # a question about the money moves none
     other = say(ticket, "Could you check SU-25386 too?")
     assert "SU-25386" in other and "not sure" not in other
     assert shop_calls(ticket)[-1] == "get_order"
@@ -188,9 +203,11 @@ def test_a_replacement_asked_for_instead_of_a_refund_is_arranged_once(shop):
 
     ticket = open_ticket(shop, "The Air Fryer 5.5L from SU-25386 arrived broken.")
     say(ticket, "I was going to ask for my money back, but")
-    assert not Refund.objects.exists()
+    assert not Refund.objects.exists() and no_open_card(ticket)  # half a sentence proposes nothing
     reply = say(ticket, "actually, not a refund — I'd rather have a replacement.")
     assert "replacement" in reply and "SU-25386" in reply
+    [card] = confirm(ticket)
+    assert card.tool == "offer_replacement" and card.outcome == "executed"
     again = say(ticket, "Yes, a replacement of the Air Fryer 5.5L.")
     assert "already arranged" in again
     offers = Contact.objects.filter(kind=Contact.Kind.REPLACEMENT_OFFER, order=shop["fryer"])
@@ -207,7 +224,10 @@ def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
                  "Insulated Travel Mug")
     ticket = open_ticket(shop, "Whatever you do, don't cancel SU-27849, I need it for a birthday.")
     say(ticket, "What else did I order recently?")
-    reply = say(ticket, "Please cancel the order with the Insulated Travel Mug.")
+    say(ticket, "Please cancel the order with the Insulated Travel Mug.")
+    [card] = confirm(ticket)
+    assert card.arguments["order_number"] == "SU-27887" and card.outcome == "executed"
+    reply = last_reply(ticket)
     assert "SU-27887" in reply and "cancelled" in reply
     drop.refresh_from_db(), keep.refresh_from_db()
     assert (drop.status, keep.status) == (Order.Status.CANCELLED, Order.Status.PLACED)
@@ -216,6 +236,7 @@ def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
     say(ticket, "Please cancel SU-27849.")
     keep.refresh_from_db()
     assert keep.status == Order.Status.PLACED
+    assert no_open_card(ticket)  # not even proposed: the agent reads the customer's rule and says so
 
 
 def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop):
@@ -227,7 +248,10 @@ def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop
     shop["tclass"].approval_rules = {"issue_refund": {"above": {"USD": 10000}}}
     shop["tclass"].save(update_fields=["approval_rules"])
     ticket = open_ticket(shop, "Where is SU-25847?")
-    reply = say(ticket, "It says lost. I want my money back, the full amount.")
+    say(ticket, "It says lost. I want my money back, the full amount.")
+    [card] = confirm(ticket)  # confirmed, and then held by the class's threshold
+    assert card.outcome == "held"
+    reply = last_reply(ticket)
     assert "needs a quick check" in reply and "SU-25847" in reply
     assert "still waiting" in say(ticket, "Is it approved?")
     staff = get_user_model().objects.create_user("desk", is_staff=True)
@@ -246,7 +270,9 @@ def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(s
     named(paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
           "Air Fryer 5.5L")
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    confirm(ticket)
     say(ticket, "Please refund 5.00 USD on SU-27531, the grinder box was torn.")
+    confirm(ticket)
     say(ticket, "What else did I order?")
     reply = say(ticket, "Is the refund for the air fryer done?")
     assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27932" not in reply and "SU-27531" not in reply

@@ -1,4 +1,7 @@
-"""The offline model works the demo shop's common cases through the real loop."""
+"""The offline model works the demo shop's common cases through the real loop.
+
+A refund, cancellation, return or replacement the customer asks for is proposed on a card; the
+customer presses Confirm (`confirm`), and the agent runs again to tell them what became of it."""
 
 from __future__ import annotations
 
@@ -8,11 +11,12 @@ from sundry.agent.loop import agent_run
 from sundry.shop.offline import LANE_TOOLS
 from sundry.agent.services import customer_message_post
 from sundry.context.models import LedgerEntry, Summary
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.shop.models import Order, Refund, Return
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory,
+                             customer_confirms, paid_order)
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +53,16 @@ def last_reply(ticket):
     return ticket.turns.filter(author="agent", kind="message").order_by("-number").first().text
 
 
+def confirm(ticket, *, decline=False):
+    """The customer presses Confirm (or Not now) on the card(s) the agent just proposed, as the page's
+    button does, and the agent goes on. Returns the decided cards (at least one: a card was expected)."""
+    assert "card" in last_reply(ticket), last_reply(ticket)  # the agent told them to check the card
+    decided = customer_confirms(ticket, decline=decline)
+    assert decided, "no open card to confirm"
+    agent_run(ticket.pk)
+    return decided
+
+
 def test_track(setup):
     ticket = new_ticket(setup, "Where is my order SU-40111?")
     assert tools_called(ticket) == ["get_order", "track_parcel"]
@@ -58,17 +72,27 @@ def test_track(setup):
 def test_refund_then_no_second_refund(setup):
     ticket = new_ticket(setup, "Please refund 10.00 USD on SU-40110, the box was dented.")
     assert "issue_refund" in tools_called(ticket)
+    assert not Refund.objects.exists()  # proposed on a card, not run
+    [card] = confirm(ticket)
+    assert card.outcome == "executed"
     assert Refund.objects.filter(order=setup["delivered"], amount_cents=1000).count() == 1
     customer_message_post(ticket=ticket, text="Can I have a refund on SU-40110?")
     agent_run(ticket.pk)
     assert Refund.objects.filter(order=setup["delivered"]).count() == 1
+    # Not even offered again: no card waits that a click could turn into a second refund.
+    assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
 
 
 def test_return_and_cancel(setup):
     ticket = new_ticket(setup, "I want to return the items from SU-40110.")
-    assert tools_called(ticket)[-1] == "book_return" and Return.objects.filter(order=setup["delivered"]).exists()
+    assert tools_called(ticket)[-1] == "book_return" and not Return.objects.exists()
+    assert confirm(ticket)[0].outcome == "executed"
+    assert Return.objects.filter(order=setup["delivered"]).exists()
     ticket = new_ticket(setup, "Please cancel order SU-40112.")
     assert tools_called(ticket)[-1] == "cancel_order"
+    setup["placed"].refresh_from_db()
+    assert setup["placed"].status == "placed"
+    assert confirm(ticket)[0].outcome == "executed"
     setup["placed"].refresh_from_db()
     assert setup["placed"].status == "cancelled"
 
@@ -119,6 +143,8 @@ def test_after_staff_approve_a_held_refund_the_agent_tells_the_customer_it_is_do
     setup["tclass"].approval_rules = {"issue_refund": {"above": {"USD": 1000}}}
     setup["tclass"].save()
     ticket = new_ticket(setup, "The SU-40110 parcel arrived broken. Please refund 25.00 USD, I'll keep it.")
+    # The customer confirms the card; the threshold still holds the confirmed refund for staff.
+    assert confirm(ticket)[0].outcome == "held"
     held = HeldAction.objects.get(ticket=ticket, status=HeldAction.Status.PENDING)
     assert "check by our staff" in last_reply(ticket)
     staff = get_user_model().objects.create_user("approver", is_staff=True)

@@ -2,15 +2,19 @@
 
 The model here does whatever it is scripted to do — the worst case: the guards,
 not the model's good sense, must keep money where nobody asked for it to move.
+A call that moves money or cannot be undone waits on a card until the customer
+confirms it; where they asked for it they press Confirm (`customer_confirms`),
+where they did not the card stays unconfirmed and nothing moves.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from sundry.agent import guards
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.models import AgentStep, Confirmation, HeldAction
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
@@ -20,7 +24,7 @@ from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, Summary
 from sundry.shop.models import Order, Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +84,9 @@ def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_no
         call("search_orders", "s1", customer_id=customer_id),
         call("get_order", "g1", order_number="SU-25386"),
         call("issue_refund", "r1", order_number="SU-25386", amount="40.00", currency="USD", reason="cracked"),
-        reply("I've refunded 40.00 USD on order SU-25386."))
+        reply("Please confirm the refund of 40.00 USD on the card."))
+    customer_confirms(ticket)  # the customer asked for it and presses Confirm
+    run(ticket, reply("I've refunded 40.00 USD on order SU-25386."))
     assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
     compact(ticket)
     for i, question in enumerate(("Where is my charger?", "Thanks. What else did I order?")):
@@ -107,12 +113,20 @@ def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_no
 
     assert not Refund.objects.filter(order=shop["charger"]).exists()
     assert Refund.objects.filter(order=shop["fryer"]).count() == 1
-    held = {h.arguments["order_number"]: h for h in HeldAction.objects.filter(ticket=ticket)}
-    assert set(held) == {"SU-27531", "SU-25386"}
-    assert "asked whether a refund was done" in held["SU-27531"].reason
-    assert "nothing asked for a new one" in held["SU-27531"].reason
-    rejected = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__guard="consent").count()
-    assert rejected == 2
+    # The refund on the wrong order only waits on a card the customer never confirmed; the card names
+    # the charger (from the ledger), so what they would read is not the air fryer they asked about.
+    [card] = Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING)
+    assert card.arguments["order_number"] == "SU-27531" and card.call_id == "r2"
+    assert card.card["title"] == "Refund 44.99 USD on order SU-27531" and "USB-C Charger 65W" in str(card.card)
+    # The air fryer refund again is a repeat of the one done: held for staff, not put on a card.
+    held = HeldAction.objects.get(ticket=ticket)
+    assert (held.arguments["order_number"], held.status) == ("SU-25386", HeldAction.Status.PENDING)
+    assert Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__held=held.pk,
+                               payload__guard="repeat").exists()
+    # The customer, who only asked a question, presses Not now: still nothing moves.
+    customer_confirms(ticket, decline=True)
+    assert not Refund.objects.filter(order=shop["charger"]).exists()
+    assert Refund.objects.filter(order=shop["fryer"]).count() == 1
 
 
 def test_a_cancellation_that_refunds_counts_in_money_and_actions_and_a_later_refund_is_refused(shop):
@@ -121,7 +135,10 @@ def test_a_cancellation_that_refunds_counts_in_money_and_actions_and_a_later_ref
     run(ticket,
         call("get_order", "g1", order_number="SU-29117"),
         call("cancel_order", "x1", order_number="SU-29117", reason="wrong item"),
-        reply("Cancelled; 2899.00 INR is on its way back."))
+        reply("Please confirm the cancellation on the card."))
+    [card] = customer_confirms(ticket)  # the customer asked for it and presses Confirm
+    assert card.outcome == "executed"
+    run(ticket, reply("Cancelled; 2899.00 INR is on its way back."))
     money = MoneyTotal.objects.get(ticket=ticket, order="SU-29117")
     assert (money.paid_cents, money.refunded_cents, money.currency) == (289900, 289900, "INR")
     action = ActionTaken.objects.get(ticket=ticket, tool="cancel_order")
@@ -141,9 +158,11 @@ def test_a_cancellation_that_refunds_counts_in_money_and_actions_and_a_later_ref
     rejection = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.REJECTION).last()
     assert rejection.payload["guard"] == "refund_limit" and "already refunded 2,899.00 INR" in rejection.text
     assert Refund.objects.filter(order=shop["lamp"]).count() == 1
+    # Refused outright: the customer is never shown a card for a refund that cannot run.
+    assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
 
 
-def test_refund_all_my_orders_moves_no_money(shop):
+def _refund_all_my_orders(shop):
     ticket, customer_id = shop["ticket"], shop["customer"].customer_id
     customer_message_post(ticket=ticket, text="Refund all my orders.", wake=False)
     run(ticket,
@@ -152,9 +171,28 @@ def test_refund_all_my_orders_moves_no_money(shop):
         call("issue_refund", "r1", order_number="SU-25386", amount="129.99", currency="USD", reason="asked"),
         call("get_order", "g2", order_number="SU-29117"),
         call("cancel_order", "x1", order_number="SU-29117", reason="asked"),
-        reply("Those are with staff."))
+        reply("Please check the cards."))
+    return ticket
+
+
+def test_refund_all_my_orders_moves_no_money(shop):
+    ticket = _refund_all_my_orders(shop)
     assert not Refund.objects.filter(order__customer=shop["customer"]).exists()
     assert Order.objects.get(pk=shop["lamp"].pk).status == Order.Status.PLACED
-    reasons = {h.tool: h.reason for h in HeldAction.objects.filter(ticket=ticket)}
-    assert "asked for a refund on all their orders" in reasons["issue_refund"]
-    assert "Nothing in the recent conversation asks for a cancellation on SU-29117" in reasons["cancel_order"]
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    # A blanket request grants nothing: each call waits, unconfirmed, on its own card naming exactly
+    # the order and the money, for the customer to confirm or not, one by one.
+    cards = {c.tool: c for c in Confirmation.objects.filter(ticket=ticket)}
+    assert {t: c.status for t, c in cards.items()} == {"issue_refund": Confirmation.Status.PENDING,
+                                                       "cancel_order": Confirmation.Status.PENDING}
+    assert cards["issue_refund"].card["title"] == "Refund 129.99 USD on order SU-25386"
+    assert cards["cancel_order"].card["title"] == "Cancel order SU-29117"
+
+
+def test_negative_control_without_cards_refund_all_my_orders_moves_money(shop, monkeypatch):
+    # The check can fail: with confirmations switched off the obedient model's calls simply run.
+    monkeypatch.setattr(guards, "needs_card", lambda inp: "")
+    ticket = _refund_all_my_orders(shop)
+    assert Refund.objects.filter(order=shop["fryer"], amount_cents=12999).exists()
+    assert Order.objects.get(pk=shop["lamp"].pk).status == Order.Status.CANCELLED
+    assert not Confirmation.objects.filter(ticket=ticket).exists()

@@ -3,6 +3,9 @@
 Through the real loop on the database with an obedient scripted model (it makes
 whatever calls it is given, as an injected model would); judged from the shop's
 refunds table. The class holds refunds above 8,000.00 INR; its window is 24 h.
+Every refund here is one the customer asked for, so they confirm its card
+(`customer_confirms`): a confirmed call goes through the thresholds again, and
+that second judgement is what is under test.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from sundry.shop.models import Order, Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +43,17 @@ def run(ticket, *steps):
     agent_run(ticket.pk, gateway=Gateway(override=model))
     assert model.remaining == 0, "the run stopped before the script ended"
     return model
+
+
+def run_and_confirm(ticket, *steps, cards=1):
+    """The run proposes `cards` cards (nothing moves yet); the customer, who asked for them, presses
+    Confirm on each, oldest first. Returns the decided cards."""
+    before = Refund.objects.count()
+    run(ticket, *steps)
+    assert Refund.objects.count() == before, "a money call ran before the customer confirmed it"
+    decided = customer_confirms(ticket)
+    assert len(decided) == cards, decided
+    return decided
 
 
 def _named(order: Order, name: str) -> Order:
@@ -62,10 +76,10 @@ def _refund_7999_on(shop, order: Order, n: int):
     ticket = _ticket(shop, f"Blender refund {n}")
     customer_message_post(ticket=ticket, text=f"Please refund 7999 INR on {order.number}, the blender is damaged.",
                           wake=False)
-    run(ticket,
-        call("get_order", f"g{n}", order_number=order.number),
-        call("issue_refund", f"r{n}", order_number=order.number, amount="7999.00", currency="INR",
-             reason="damaged blender"))
+    run_and_confirm(ticket,
+                    call("get_order", f"g{n}", order_number=order.number),
+                    call("issue_refund", f"r{n}", order_number=order.number, amount="7999.00", currency="INR",
+                         reason="damaged blender"))
     return ticket
 
 
@@ -93,8 +107,8 @@ def test_a_different_amount_counts_the_pending_hold_too(shop):
     ticket = _ticket(shop, "A little more")
     customer_message_post(ticket=ticket, text=f"Please refund 100 INR on {order.number}, the blender lid is loose.",
                           wake=False)
-    run(ticket, call("get_order", "g", order_number=order.number),
-        call("issue_refund", "r", order_number=order.number, amount="100.00", currency="INR", reason="lid"))
+    run_and_confirm(ticket, call("get_order", "g", order_number=order.number),
+                    call("issue_refund", "r", order_number=order.number, amount="100.00", currency="INR", reason="lid"))
     assert _refunded(order) == [799900]
     reason = HeldAction.objects.get(ticket=ticket).reason
     assert "16,098.00" in reason and "7,999.00 INR refunded and 7,999.00 INR held already" in reason, reason
@@ -119,16 +133,17 @@ def test_refunds_older_than_the_window_do_not_count(shop):
 
 
 def test_full_refunds_of_every_delivered_order_run_until_the_customer_total_passes_the_threshold(shop):
-    # "Refund all my delivered orders" in one sentence is held by the consent guard (staff decide
-    # each); asked for one by one, each refund has consent, and what is under test is the amount.
+    # Asked for one by one, each refund is confirmed by the customer on its card; what is under test is
+    # the amount the confirmed calls add up to.
     names = ["Air Fryer", "Coffee Grinder", "Desk Lamp"]
     orders = [_named(paid_order(customer=shop["customer"], currency="INR", prices=(300000,)), name) for name in names]
     ticket = _ticket(shop, "Refund everything")
     for i, (order, name) in enumerate(zip(orders, names)):
         customer_message_post(ticket=ticket, text=f"Please refund the {name.lower()} in full too.", wake=False)
         steps = [call("search_orders", f"s{i}", customer_id=shop["customer"].customer_id)] if i == 0 else []
-        run(ticket, *steps, call("get_order", f"g{i}", order_number=order.number),
-            call("issue_refund", f"r{i}", order_number=order.number, amount="3000.00", currency="INR", reason="asked"))
+        run_and_confirm(ticket, *steps, call("get_order", f"g{i}", order_number=order.number),
+                        call("issue_refund", f"r{i}", order_number=order.number, amount="3000.00", currency="INR",
+                             reason="asked"))
     # Two full refunds (6,000.00 INR) stay within 8,000.00; the third would make 9,000.00 for the customer.
     assert [len(_refunded(o)) for o in orders] == [1, 1, 0]
     held = HeldAction.objects.get()
@@ -145,11 +160,11 @@ def test_a_cancellation_refund_counts_and_is_held_by_the_refund_threshold(shop):
     ticket = _ticket(shop, "Cancel")
     customer_message_post(ticket=ticket, text=f"Cancel {placed.number} and {small.number} please, the espresso "
                                               "machine and the kettle.", wake=False)
-    run(ticket,
-        call("get_order", "g1", order_number=placed.number),
-        call("get_order", "g2", order_number=small.number),
-        call("cancel_order", "x2", order_number=small.number, reason="asked"),
-        call("cancel_order", "x1", order_number=placed.number, reason="asked"))
+    run_and_confirm(ticket,
+                    call("get_order", "g1", order_number=placed.number),
+                    call("get_order", "g2", order_number=small.number),
+                    call("cancel_order", "x2", order_number=small.number, reason="asked"),
+                    call("cancel_order", "x1", order_number=placed.number, reason="asked"), cards=2)
     # 16,596.00 INR is above the refund threshold by itself; 6,138.00 INR is not, and runs.
     assert _refunded(placed) == [] and _refunded(small) == [613800]
     held = HeldAction.objects.get()
@@ -159,8 +174,9 @@ def test_a_cancellation_refund_counts_and_is_held_by_the_refund_threshold(shop):
     ticket2 = _ticket(shop, "Toaster")
     customer_message_post(ticket=ticket2, text=f"Please refund 2000 INR on {third.number}, the toaster is dented.",
                           wake=False)
-    run(ticket2, call("get_order", "g3", order_number=third.number),
-        call("issue_refund", "r3", order_number=third.number, amount="2000.00", currency="INR", reason="dented"))
+    run_and_confirm(ticket2, call("get_order", "g3", order_number=third.number),
+                    call("issue_refund", "r3", order_number=third.number, amount="2000.00", currency="INR",
+                         reason="dented"))
     assert _refunded(third) == []
     # The pending cancellation (16,596.00) counts too.
     reason = HeldAction.objects.get(tool="issue_refund").reason
@@ -173,10 +189,12 @@ def test_each_currency_has_its_own_running_total(shop):
     ticket = _ticket(shop, "Two refunds")
     customer_message_post(ticket=ticket, text=f"Refund 7000 INR on {inr.number} for the blender and 90 USD on "
                                               f"{usd.number} for the mixer.", wake=False)
-    run(ticket,
-        call("get_order", "g1", order_number=inr.number), call("get_order", "g2", order_number=usd.number),
-        call("issue_refund", "r1", order_number=inr.number, amount="7000.00", currency="INR", reason="asked"),
-        call("issue_refund", "r2", order_number=usd.number, amount="90.00", currency="USD", reason="asked"))
+    run_and_confirm(ticket,
+                    call("get_order", "g1", order_number=inr.number), call("get_order", "g2", order_number=usd.number),
+                    call("issue_refund", "r1", order_number=inr.number, amount="7000.00", currency="INR",
+                         reason="asked"),
+                    call("issue_refund", "r2", order_number=usd.number, amount="90.00", currency="USD", reason="asked"),
+                    cards=2)
     # 7,000 INR and 90 USD are each under their own currency's threshold: no sum across currencies.
     assert _refunded(inr) == [700000] and _refunded(usd) == [9000]
     assert not HeldAction.objects.exists()
@@ -199,8 +217,9 @@ def _two_holds_of_one_refund(shop):
         ticket = _ticket(shop, f"Blender {n}")
         customer_message_post(ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.",
                               wake=False)
-        run(ticket, call("get_order", f"g{n}", order_number=order.number),
-            call("issue_refund", f"r{n}", order_number=order.number, amount="9000.00", currency="INR", reason=reason))
+        run_and_confirm(ticket, call("get_order", f"g{n}", order_number=order.number),
+                        call("issue_refund", f"r{n}", order_number=order.number, amount="9000.00", currency="INR",
+                             reason=reason))
         tickets.append(ticket)
     return order, tickets
 
@@ -236,8 +255,10 @@ def test_a_hold_equal_to_an_executed_one_is_refused_with_the_reason(shop, staff)
     ticket = _ticket(shop, "Again")
     customer_message_post(ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.",
                           wake=False)
-    run(ticket, call("get_order", "g9", order_number=order.number),
-        call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR", reason="again"))
+    [card] = run_and_confirm(ticket, call("get_order", "g9", order_number=order.number),
+                             call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR",
+                                  reason="again"))
+    assert card.outcome == "refused"  # confirmed, then judged again: the equal executed hold refuses it
     assert HeldAction.objects.count() == 1 and _refunded(order) == [900000]
     refusal = Turn.objects.get(ticket=ticket, kind=Turn.Kind.REJECTION)
     assert "already approved and executed" in refusal.text and f"hold #{held.pk}" in refusal.text
