@@ -203,6 +203,15 @@ def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, app
         verdict = guards.GuardVerdict("reject", "confirmation", f"This {tool.name} call is not the one the customer "
                                       "confirmed; it was not run.", verdict.args)
     if verdict.decision == "confirm":
+        # A card never stands for a call staff already approved and ran (on any of the customer's tickets).
+        same = holds.equal_hold(ticket.customer_id, tool, verdict.args, statuses=(HeldAction.Status.EXECUTED,))
+        if same is not None:
+            reason = (f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
+                      f"#{same.ticket_id}); it is not proposed again. Tell the customer it was done.")
+            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
+                        payload={"call_id": call.id, "name": call.name, "guard": "repeat", "reason": reason,
+                                 "arguments": call.arguments, "details": {"held": same.pk, "ticket": same.ticket_id}})
+            return StepOutcome(stop=False)
         card = cardstore.propose(ticket, tool, call.id, verdict, inp)
         turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
                     text=json.dumps(cardstore.model_result(card), ensure_ascii=False),

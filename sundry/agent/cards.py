@@ -38,7 +38,7 @@ _KIND_NAMES = {"order": "Order", "item": "Item", "tracking": "Parcel", "customer
 class Card:
     """What the customer (and staff) read before confirming one call."""
 
-    title: str  # "Refund 15.00 USD on order SU-25011"
+    title: str  # "Refund 15.00 USD on order <its number>"
     why: str  # why a confirmation is needed: "moves money", "cannot be undone", …
     entities: list[dict] = field(default_factory=list)  # {"label", "id", "description"}
     amount: str = ""  # "15.00 USD"

@@ -19,7 +19,7 @@ from django.utils import timezone
 from sundry.agent import holds, spending, spending_reads
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.context.models import ActionTaken
@@ -255,10 +255,10 @@ def test_a_hold_equal_to_an_executed_one_is_refused_with_the_reason(shop, staff)
     ticket = _ticket(shop, "Again")
     customer_message_post(ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.",
                           wake=False)
-    [card] = run_and_confirm(ticket, call("get_order", "g9", order_number=order.number),
-                             call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR",
-                                  reason="again"))
-    assert card.outcome == "refused"  # confirmed, then judged again: the equal executed hold refuses it
+    run(ticket, call("get_order", "g9", order_number=order.number),
+        call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR", reason="again"))
+    # No card is put before the customer for a call that already ran: it could only be refused.
+    assert not Confirmation.objects.filter(ticket=ticket).exists()
     assert HeldAction.objects.count() == 1 and _refunded(order) == [900000]
     refusal = Turn.objects.get(ticket=ticket, kind=Turn.Kind.REJECTION)
     assert "already approved and executed" in refusal.text and f"hold #{held.pk}" in refusal.text
