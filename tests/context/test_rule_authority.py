@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -9,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
+from sundry.agent.models import Confirmation
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
@@ -18,7 +20,7 @@ from sundry.context.rules import RuleRefused, check_scope, plan_pin
 from sundry.shop.models import Contact
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, TicketClassFactory
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms
 
 
 def existing(status="active", source="staff", scope="customer", scope_ref="", confirmed=True):
@@ -73,6 +75,9 @@ def _call(name, _id="c1", **arguments):
 
 
 def test_a_flagged_candidate_nobody_pinned_blocks_send_email_and_is_in_the_rules_block(case):
+    """A candidate the customer stated (nobody pinned it) is in force at once: the e-mail it forbids is never
+    sent on the model's say-so; the customer's card quotes their own rule and only their Confirm could send
+    it. Once staff confirm the rule it refuses outright — no card, nothing the customer could press."""
     ticket, customer_id = case["ticket"], case["customer"].customer_id
     customer_message_post(ticket=ticket, text="Please never email me, phone only. Send me the summary.", wake=False)
     rule = PinnedRule.objects.get(ticket=ticket)
@@ -81,14 +86,34 @@ def test_a_flagged_candidate_nobody_pinned_blocks_send_email_and_is_in_the_rules
                  ModelResponse(text="I'll call you instead."))
     rules_block = next(m.content for m in model.requests[0].messages if m.lane == "rules")
     assert "Please never email me, phone only." in rules_block and "unconfirmed" in rules_block
-    rejection = Turn.objects.get(ticket=ticket, kind=Turn.Kind.REJECTION)
-    assert rejection.payload["guard"] == "rule" and "unconfirmed" in rejection.text
+    # Not sent: a card for the customer, quoting the rule the e-mail goes against.
+    card = Confirmation.objects.get(ticket=ticket, status="pending")
+    assert card.tool == "send_email"
+    assert card.card["rules"] == [{"id": rule.pk, "text": rule.text, "turn": rule.turn}]
+    result = Turn.objects.get(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__confirmation=card.pk)
+    assert json.loads(result.text)["awaiting_customer_confirmation"] is True and result.payload["ok"] is False
     assert not Contact.objects.filter(customer=case["customer"], kind=Contact.Kind.EMAIL).exists()
-    # Staff dismiss it: the check is lifted.
-    lanes.rule_decide(ticket=ticket, rule_id=rule.pk, decision="dismiss", user=case["staff"], turn=5)
-    customer_message_post(ticket=ticket, text="Actually email is fine now, send it.", wake=False)
+    # The customer keeps to their rule (Not now): nothing is ever sent.
+    assert [c.status for c in customer_confirms(ticket, decline=True)] == ["declined"]
+    assert not Contact.objects.filter(customer=case["customer"], kind=Contact.Kind.EMAIL).exists()
+    # Staff confirm the rule: now it refuses the e-mail outright, with no card to confirm.
+    lanes.rule_decide(ticket=ticket, rule_id=rule.pk, decision="confirm", user=case["staff"], turn=5)
+    customer_message_post(ticket=ticket, text="Send me the summary anyway?", wake=False)
     _run(ticket, _call("send_email", _id="c2", customer_id=customer_id, subject="Summary", body="..."),
-         ModelResponse(text="Sent."))
+         ModelResponse(text="I can't e-mail you; I'll call."))
+    rejection = Turn.objects.get(ticket=ticket, kind=Turn.Kind.REJECTION)
+    assert rejection.payload["guard"] == "rule" and "Pinned rule" in rejection.text and rule.text in rejection.text
+    assert not Confirmation.objects.filter(ticket=ticket, status="pending").exists()
+    assert not Contact.objects.filter(customer=case["customer"], kind=Contact.Kind.EMAIL).exists()
+    # Staff dismiss it: the check is lifted; the e-mail is an ordinary card, sent once the customer confirms.
+    lanes.rule_decide(ticket=ticket, rule_id=rule.pk, decision="dismiss", user=case["staff"], turn=8)
+    customer_message_post(ticket=ticket, text="Actually email is fine now, send it.", wake=False)
+    _run(ticket, _call("send_email", _id="c3", customer_id=customer_id, subject="Summary", body="..."),
+         ModelResponse(text="Please confirm the card."))
+    card = Confirmation.objects.get(ticket=ticket, status="pending")
+    assert card.card["rules"] == []
+    assert not Contact.objects.filter(customer=case["customer"], kind=Contact.Kind.EMAIL).exists()
+    assert [c.outcome for c in customer_confirms(ticket)] == ["executed"]
     assert Contact.objects.filter(customer=case["customer"], kind=Contact.Kind.EMAIL).count() == 1
 
 

@@ -122,6 +122,11 @@ def test_the_page_lists_what_the_shop_has_done_without_internal_ids(page):
     assert "Refund of 40.50 INR on order SU-61111" in text
     assert "Return booked for order SU-62222 (2 items)" in text
     assert "Order SU-62222 cancelled; 19.99 USD refunded" in text
-    assert "SECRET" not in body and "phone" not in text.lower().split("done on your case")[1]
+    # The phone call is not listed as done: the list is the details panel's, not the panels after it (the
+    # customer's instructions panel explains "phone only, never e-mail" instructions in its own words).
+    details = re.sub(r"<[^>]+>", "", body.split('id="panel-details"')[1].split("</section>")[0])
+    done_list = details.lower().split("done on your case")[1]
+    assert "refund of 40.50 inr" in done_list and "19.99 usd refunded" in done_list  # the region is the list
+    assert "SECRET" not in body and "phone" not in done_list
     # Someone else's page shows none of it.
     assert "Refund of" not in c["bob"].get("/help/").content.decode()

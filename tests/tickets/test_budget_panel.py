@@ -15,7 +15,7 @@ from sundry.agent.services import customer_message_post
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_panel
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,9 @@ def refund_ticket():
     ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}),
                            subject="Refund")
     customer_message_post(ticket=ticket, text="Please refund 20.00 USD on SU-30100, it was late.", wake=False)
-    agent_run(ticket.pk)  # the offline model asks for the refund; the class holds it
+    agent_run(ticket.pk)  # the offline model asks for the refund: a card the customer must confirm
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    assert [c.tool for c in customer_confirms(ticket)] == ["issue_refund"]  # they confirm; the class holds it
     assert HeldAction.objects.filter(ticket=ticket, status="pending").exists()
     return ticket
 

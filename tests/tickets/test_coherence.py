@@ -12,19 +12,25 @@ its table and moved the version.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models.signals import post_save
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from sundry.agent import cardstore
 from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
-from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.models import AgentStep, Confirmation, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import (
+    ConfirmationError,
+    confirmation_decide,
     customer_message_post,
     held_action_decide,
     staff_note_post,
@@ -37,12 +43,13 @@ from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
-from sundry.portal.services import detail_flag, flags_resolve, order_pick
+from sundry.portal.services import detail_flag, flags_resolve, order_pick, rule_withdraw
 from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.versions import ticket_lock
 from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.compaction.helpers import long_ticket
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -79,12 +86,39 @@ def _call(name, **arguments):
     return ModelResponse(tool_calls=[ToolCall(id=f"c-{name}", name=name, arguments=arguments)])
 
 
-def _held(world) -> HeldAction:
+def _carded(world) -> Confirmation:
+    """The customer asks to cancel; the model's cancel_order becomes a card for them to confirm."""
     customer_message_post(ticket=world.ticket, text=f"Cancel {ORDER} please", wake=False)
     # Looked up first: the ID guard takes an order a tool returned, not one only typed.
     world.run(_call("get_order", order_number=ORDER), _call("cancel_order", order_number=ORDER, reason="customer asked"),
-              ModelResponse(text="Asked staff."))
-    return HeldAction.objects.get(ticket_id=world.ticket_id)
+              ModelResponse(text="Please check the card."))
+    return Confirmation.objects.get(ticket_id=world.ticket_id, status="pending")
+
+
+def _held(world) -> HeldAction:
+    _carded(world)
+    # The customer confirms the card; the class's approval rule still holds the cancellation for staff.
+    card, = customer_confirms(world.ticket)
+    assert card.outcome == "held"
+    return HeldAction.objects.get(ticket_id=world.ticket_id, status="pending")
+
+
+def _version_after_card_writes(world, path):
+    """Run `path`, noting the ticket's version each time a card row is saved; the version must move
+    past every one of them: a bump after the card's write, not only the turns before it."""
+    seen = []
+
+    def note(sender, instance, **kwargs):
+        if instance.ticket_id == world.ticket_id:
+            seen.append(world.version())
+
+    post_save.connect(note, sender=Confirmation, weak=False)
+    try:
+        path()
+    finally:
+        post_save.disconnect(note, sender=Confirmation)
+    assert seen, "no card was written"
+    assert world.version() > max(seen), "a card was written after the ticket's last version bump"
 
 
 def _confirmed_order(world) -> StateValue:
@@ -155,6 +189,93 @@ def _reject(world):
     assert world.version() > before
 
 
+def _card(world):
+    _version_after_card_writes(world, lambda: _carded(world))
+
+
+def _card_confirm(world):
+    card = _carded(world)
+    _version_after_card_writes(world, lambda: customer_confirms(world.ticket))
+    assert Confirmation.objects.get(pk=card.pk).status == "confirmed"
+
+
+def _card_confirm_runs(world):
+    # A class with no threshold for it: the confirmed call runs at once.
+    TicketClass.objects.filter(pk=world.tclass.pk).update(approval_rules={})
+    card = _carded(world)
+    _version_after_card_writes(world, lambda: customer_confirms(world.ticket))
+    assert Confirmation.objects.get(pk=card.pk).outcome == "executed"
+
+
+def _card_decline(world):
+    card = _carded(world)
+    _version_after_card_writes(world, lambda: customer_confirms(world.ticket, decline=True))
+    assert Confirmation.objects.get(pk=card.pk).status == "declined"
+
+
+def _card_typed_yes(world):
+    card = _carded(world)
+    _version_after_card_writes(world, lambda: customer_message_post(ticket=world.ticket, text="Yes please", wake=False))
+    card.refresh_from_db()
+    assert (card.status, card.via) == ("confirmed", Confirmation.Via.TYPED)
+
+
+def _card_staff_confirm(world):
+    card = _carded(world)
+    _version_after_card_writes(world, lambda: confirmation_decide(
+        card_id=card.pk, ticket=world.ticket, confirm=True, digest=card.digest, via=Confirmation.Via.STAFF,
+        user=world.staff, reason="Said yes on the phone at 14:10", wake=False))
+    card.refresh_from_db()
+    assert (card.status, card.via, card.decided_by) == ("confirmed", Confirmation.Via.STAFF, world.staff)
+
+
+def _card_superseded(world):
+    old = _carded(world)
+    customer_message_post(ticket=world.ticket, text="Actually it's because I ordered the wrong colour.", wake=False)
+    # A different cancel_order call for the same order replaces the card the customer has not answered.
+    _version_after_card_writes(world, lambda: world.run(
+        _call("cancel_order", order_number=ORDER, reason="ordered the wrong colour"),
+        ModelResponse(text="Please check the new card.")))
+    old.refresh_from_db()
+    assert old.status == "superseded"
+    assert Confirmation.objects.filter(ticket_id=world.ticket_id, status="pending").exclude(pk=old.pk).count() == 1
+
+
+def _expire(card):
+    Confirmation.objects.filter(pk=card.pk).update(expires_at=timezone.now() - timedelta(seconds=1))  # time passes
+
+
+def _card_expired(world):
+    card = _carded(world)
+    _expire(card)
+
+    def retire():
+        with transaction.atomic():  # as its callers run it: the ticket row locked
+            ticket_lock(world.ticket_id)
+            assert cardstore.pending(world.ticket) == []
+
+    _version_after_card_writes(world, retire)
+    assert Confirmation.objects.get(pk=card.pk).status == "expired"
+
+
+def _press(world, card):
+    """The customer's Confirm on one card (the page's button), even one the page still shows after it expired."""
+    return confirmation_decide(card_id=card.pk, ticket=world.ticket, confirm=True, digest=card.digest,
+                               via=Confirmation.Via.BUTTON, wake=False)
+
+
+def _card_expired_press(world):
+    card = _carded(world)
+    _expire(card)
+
+    def press():
+        with pytest.raises(ConfirmationError, match="expired"):
+            _press(world, card)
+
+    _version_after_card_writes(world, press)
+    assert Confirmation.objects.get(pk=card.pk).status == "expired"
+
+
 def _rules_closed(world):
     lanes.rule_pin(ticket=world.ticket, text="Phone only.", turn=1, source="staff", user=world.staff)
     before = world.version()
@@ -175,6 +296,15 @@ def _rule_decide(world):
 
 def _rule_candidate(world):
     customer_message_post(ticket=world.ticket, text="Never email me, only phone.", wake=False)
+
+
+def _rule_withdraw(world):
+    _rule_candidate(world)
+    rule = PinnedRule.objects.get(ticket_id=world.ticket_id, source="customer", status="candidate")
+    before = world.version()
+    rule_withdraw(ticket=world.ticket, rule_id=rule.pk)
+    assert world.version() > before
+    assert PinnedRule.objects.get(pk=rule.pk).status == "dismissed"
 
 
 def _rename(world):
@@ -285,10 +415,12 @@ WRITE_PATHS = {
     TicketClass: [_class_edit],
     AgentStep: [_step_with_lookup],
     HeldAction: [_hold, _approve, _reject],
-    PinnedRule: [_rule_pin, _rule_decide, _rule_candidate, _rules_closed],
+    Confirmation: [_card, _card_confirm, _card_confirm_runs, _card_decline, _card_typed_yes, _card_staff_confirm,
+                   _card_superseded, _card_expired, _card_expired_press],
+    PinnedRule: [_rule_pin, _rule_decide, _rule_candidate, _rule_withdraw, _rules_closed],
     LedgerEntry: [_rename, _step_with_lookup],
     StateValue: [_state_set, _state_confirm, _order_pick],
-    ActionTaken: [_action, _approve],
+    ActionTaken: [_action, _approve, _card_confirm_runs],
     MoneyTotal: [_step_with_lookup],
     Summary: [_compacted],
     CompactionRun: [_queued, _compacted, _failed, _stale, _breaker],
@@ -341,6 +473,12 @@ def test_every_table_a_panel_reads_has_its_write_paths_listed(world):
     # A ticket with something in every lane, so every panel reads what it can.
     _step_with_lookup(world)
     _held(world)
+    # An open card too (a call waiting for the customer), so both card panels render one.
+    customer_message_post(ticket=world.ticket, text="And e-mail me the details.", wake=False)
+    world.run(_call("send_email", customer_id=world.customer.customer_id, subject="Your order",
+                    body=f"About {ORDER}."), ModelResponse(text="Please check the card."))
+    assert Confirmation.objects.filter(ticket_id=world.ticket_id, status="pending", tool="send_email").exists()
+    _rule_candidate(world)  # the customer's own instruction, for their instructions panel
     _rule_pin(world)
     _action(world)
     _order_pick(world)
@@ -348,7 +486,8 @@ def test_every_table_a_panel_reads_has_its_write_paths_listed(world):
     by_table = {m._meta.db_table: m._meta.label_lower for m in apps.get_models()}
     read = {by_table[t] for t in _tables_read(world) if t in by_table}
     listed = {m._meta.label_lower for m in WRITE_PATHS}
-    assert {"tickets.ticket", "tickets.turn", "agent.heldaction", "context.ledgerentry"} <= read  # the walk works
+    assert {"tickets.ticket", "tickets.turn", "agent.heldaction", "agent.confirmation", "context.ledgerentry",
+            "context.pinnedrule"} <= read  # the walk works
     assert read - listed - NOT_WRITTEN_BY_SUNDRY == set()
 
 

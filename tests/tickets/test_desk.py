@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.agent.loop import agent_run
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, TicketClass
@@ -84,8 +84,14 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(client, people):
     order = paid_order(customer=people["alice"], number="SU-30100", prices=(5000,))
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.")
-    agent_run(ticket.pk)  # the offline model: get_order, then issue_refund → held (class needs approval)
-    held = HeldAction.objects.get(ticket=ticket)
+    agent_run(ticket.pk)  # the offline model: get_order, then issue_refund → a card for the customer to confirm
+    card = Confirmation.objects.get(ticket=ticket, status="pending")
+    assert card.tool == "issue_refund" and not HeldAction.objects.filter(ticket=ticket).exists()
+    client.force_login(people["alice_user"])  # the customer presses Confirm on the card on her page
+    pressed = client.post(f"/help/tickets/{ticket.pk}/cards/{card.pk}", {"decision": "confirm", "digest": card.digest},
+                          HTTP_HX_REQUEST="true")
+    assert pressed.status_code == 200 and "a member of staff approves it" in pressed.content.decode()
+    held = HeldAction.objects.get(ticket=ticket)  # the confirmed call is held: the class needs approval
     assert held.status == "pending" and not Refund.objects.filter(order=order, reason__icontains="late").exists()
     client.force_login(people["staff"])
     url = f"/desk/tickets/{ticket.pk}/held/{held.pk}"

@@ -11,7 +11,7 @@ from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.shop.models import Refund
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -25,7 +25,9 @@ def held_refund():
     ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}),
                            subject="Refund")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
-    agent_run(ticket.pk)
+    agent_run(ticket.pk)  # the refund becomes a card; the customer confirms it and the class holds it for staff
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    assert [c.tool for c in customer_confirms(ticket)] == ["issue_refund"]
     return staff, ticket, order, HeldAction.objects.get(ticket=ticket, status="pending")
 
 
