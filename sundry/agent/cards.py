@@ -106,7 +106,12 @@ def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] =
                  "description": _what(by_value[value].description) if value in by_value else ""}
                 for kind, value in ids if kind != "customer"]
     moved = spending.call_money(tool, args, money) if isinstance(args, BaseModel) else None
-    amount = spending.fmt(moved.cents, moved.currency) if moved is not None and moved.cents is not None else ""
+    amount = ""
+    if moved is not None and moved.cents is not None:
+        amount = spending.fmt(moved.cents, moved.currency)
+    elif moved is not None:  # never a money card without its figure: the raw one, or plainly unknown
+        raw = _arg(args, decl.refund.amount if decl is not None and decl.refund else "amount")
+        amount = f"{raw} (currency not stated)" if raw not in (None, "") else "not known until it runs"
     action = tool.consent_action or (decl.consent if decl is not None else None)
     capabilities = decl.capabilities if decl is not None else []
     contact = next((c.removeprefix(CONTACT) for c in capabilities if c.startswith(CONTACT)), "")
@@ -121,14 +126,14 @@ def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] =
     if main is not None:
         named = f"{main['label'].lower()} {main['id']}"
         on = f" {named}" if action in ("cancel",) else f" on {named}" if action else f" about {named}"
-    if action == "refund" and amount:
+    if action == "refund" and amount and moved is not None and moved.cents is not None:
         title = f"Refund {amount}{on}"
     elif action in ("return", "replace") and len(entities) > 1:
         title = f"{verb} {entities[1]['description'] or entities[1]['id']}{on}"
     else:
         title = f"{verb}{on}"
     destination = ""
-    if moved is not None:
+    if moved is not None and moved.order:
         order = moved.order
         method = next((e for e in ledger if e.kind in ("payment_method", "payment") and e.note == f"of {order}"
                        and e.description), None)

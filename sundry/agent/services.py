@@ -67,22 +67,35 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
                                    domain=remote.rules_domain(ticket))
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
-        _typed_confirmation(ticket, turn, text)
+        after = _typed_confirmation(ticket, turn, text)
         if wake:
             _wake_agent(ticket)
+    if after is not None:
+        # A tool server's call runs outside any transaction: confirmed once the message is stored.
+        try:
+            confirmation_decide(card_id=after.pk, ticket=ticket, confirm=True, digest=after.digest,
+                                via=Confirmation.Via.TYPED, wake=wake)
+        except ConfirmationError:
+            pass  # answered, replaced or expired meanwhile: the card says so, and the message stands
     return turn
 
 
-def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> None:
+def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> Confirmation | None:
     """Where there are no buttons to press (an API client, an e-mail reply), a message that only says
     "yes" confirms the one open card it answers. With two open cards it confirms nothing: which
-    one it means is for the customer to say, not for code to guess."""
+    one it means is for the customer to say, not for code to guess. A card for an in-process tool is
+    confirmed here, with the message; one for a tool server's tool is returned, to confirm after commit."""
     if not cards.plain_yes(text):
-        return
+        return None
     open_now = [c for c in cardstore.pending(ticket) if c.turn < turn.number]
-    if len(open_now) == 1:
-        confirmation_decide(card_id=open_now[0].pk, ticket=ticket, confirm=True, digest=open_now[0].digest,
-                            via=Confirmation.Via.TYPED, wake=False)
+    if len(open_now) != 1:
+        return None
+    card = open_now[0]
+    if remote.is_remote(remote.tool_named(ticket, card.tool)):
+        return card
+    confirmation_decide(card_id=card.pk, ticket=ticket, confirm=True, digest=card.digest,
+                        via=Confirmation.Via.TYPED, wake=False)
+    return None
 
 
 def _staff_turn(*, ticket: Ticket, text: str, user, client_key: str, kind: str) -> tuple[Turn, bool]:

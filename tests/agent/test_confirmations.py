@@ -274,3 +274,23 @@ def test_two_confirms_at_once_run_the_call_once(shop):
         t.join(30)
     assert sorted(outcomes)[1] == "ran" and "already confirmed" in sorted(outcomes)[0]
     assert Refund.objects.count() == 1
+
+
+def test_a_money_card_never_hides_its_figure():
+    """A tool server's refund whose amount cannot be read (no currency argument) still shows the figure
+    the call carries, and names no order it does not have."""
+    from pydantic import BaseModel as Model
+
+    from sundry.tooling.domain import RefundDecl, ToolDecl
+    from sundry.tooling.tools import IdField, Tool
+
+    class Args(Model):
+        ref: str = IdField("record", "A record")
+        amount: str
+
+    tool = Tool(name="refund_record", description="", args_model=Args, result_model=Model, run=lambda c, a: a,
+                side_effect=True, consent_action="refund")
+    decl = ToolDecl(name="refund_record", write=True, consent="refund", refund=RefundDecl())
+    card = cards.build(tool, decl, Args(ref="REC-10001", amount="12.50"))
+    assert card.amount == "12.50 (currency not stated)" and card.why == "it moves money"
+    assert "REC-10001" in card.title and card.destination == ""

@@ -26,7 +26,7 @@ from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.toolservers import catalog
 from sundry.toolservers.models import ToolServer
-from tests.factories import CustomerFactory, TicketClassFactory
+from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms
 from tests.toolservers.conftest import FIXTURES, odd_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -158,6 +158,13 @@ def test_money_a_remote_write_moved_is_on_its_action(odd):
     server, ticket = odd
     customer_message_post(ticket=ticket, wake=False, text="Please refund 12.50 on record REC-10001.")
     run(ticket, call("lookup_ticket", "m1", ref="REC-10001"), call("refund_record", "m2", ref="REC-10001", amount="12.50"),
-        ModelResponse(text="Refunded."))
+        ModelResponse(text="Please confirm the refund on the card."))
+    # The declaration file says it moves money: a card for the customer, nothing sent to the server yet.
+    proposed = result(ticket, "m2")
+    assert proposed.payload["ok"] is False and proposed.payload["guard"] == "confirmation"
+    assert not ActionTaken.objects.filter(ticket=ticket).exists()
+    [card] = customer_confirms(ticket)
+    assert [e["id"] for e in card.card["entities"]] == ["REC-10001"] and card.card["why"] == "it moves money"
+    assert card.outcome == "executed" and result(ticket, "m2-confirmed").payload["ok"] is True
     action = ActionTaken.objects.get(ticket=ticket)
     assert (action.tool, action.target, action.amount_cents, action.currency) == ("refund_record", "REC-10001", 1250, "USD")

@@ -17,7 +17,7 @@ from django.test import Client
 from sundry.agent import remote
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.models import HeldAction
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.compaction import summariser
@@ -29,7 +29,7 @@ from sundry.tooling import mcp_client
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.toolservers import catalog
 from tests.agent.test_outcomes_after_compaction import compact
-from tests.factories import CustomerFactory
+from tests.factories import CustomerFactory, customer_confirms
 
 # Transactional: a remote call must find no transaction open around it, as in a worker.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -92,7 +92,7 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
         call("get_product_details", "c4", product_id=PRODUCT),
         call("exchange_delivered_order_items", "x2", order_id=MUTANT, **EXCHANGE),  # one digit off
         call("exchange_delivered_order_items", "x3", order_id=ORDER, **EXCHANGE),
-        ModelResponse(text=f"Done: the kettle in {ORDER} is being exchanged for the stainless steel one."),
+        ModelResponse(text=f"Please confirm the exchange of the kettle in {ORDER} on the card."),
     )
 
     # The model was offered the server's tools (and Sundry's lane tools), not the demo shop's.
@@ -118,7 +118,14 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     assert ledger[KETTLE].note == f"of {ORDER}"
     assert MUTANT not in ledger
 
-    # The exchange ran once, on the real order, in the store.
+    # The exchange is a card (the file declares it a "replace"): nothing reached the store until the
+    # customer, who asked for it, confirms that exact card; then it ran once, on the real order, in the store.
+    card = Confirmation.objects.get(ticket=ticket)
+    assert (card.call_id, card.status) == ("x3", Confirmation.Status.PENDING)
+    assert [e["id"] for e in card.card["entities"]] == [ORDER, KETTLE, STEEL_KETTLE, GIFT_CARD]
+    assert results(ticket, "exchange_delivered_order_items")[-1].payload["confirmation"] == card.pk
+    assert store_order(retail_server, ORDER)["status"] == "delivered"
+    assert [c.outcome for c in customer_confirms(ticket)] == ["executed"]
     order = store_order(retail_server, ORDER)
     assert order["status"] == "exchange requested" and order["exchange_items"] == [KETTLE]
     assert order["exchange_new_items"] == [STEEL_KETTLE]
@@ -153,13 +160,16 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     assert [r["guard"] for r in rejections(ticket)] == ["unverified_id", "mutation"]  # nothing new refused
     assert store_order(retail_server, ORDER)["exchange_items"] == [KETTLE]  # held: not sent to the store
 
-    # --- staff approve the repeat: it runs outside the approval's transaction; the store refuses it ----
+    # --- staff approve the repeat: the equal exchange already ran, so the approval sends nothing ------
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
     decided = held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
     decided.refresh_from_db()
     assert decided.status == HeldAction.Status.REFUSED
-    last = results(ticket, "exchange_delivered_order_items")[-1]
-    assert last.payload["ok"] is False and "Non-delivered order cannot be exchanged" in last.text
+    event = Turn.objects.get(ticket=ticket, kind=Turn.Kind.EVENT, payload__held=held.pk)
+    assert event.payload["decision"] == "refused" and "already ran" in event.text and "not run" in event.text
+    assert not Turn.objects.filter(ticket=ticket, payload__call_id="x4-approved").exists()  # never sent
+    order = store_order(retail_server, ORDER)  # the store: one exchange request, as the customer confirmed it
+    assert order["status"] == "exchange requested" and order["exchange_items"] == [KETTLE]
     assert ActionTaken.objects.filter(ticket=ticket).count() == 1
 
     # --- the desk shows the lanes ----------------------------------------------------------------------
@@ -193,9 +203,17 @@ def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
     customer_message_post(ticket=ticket, wake=False, text=f"Cancel order {ORDER} please, my email is {EMAIL}.")
     run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
         call("cancel_pending_order", "c3", order_id=ORDER, reason="no longer needed"),
-        ModelResponse(text="That order was delivered, so it cannot be cancelled."))
+        ModelResponse(text="Please confirm the cancellation on the card."))
+    # The customer asked, so they confirm the card; the store refuses the cancellation it runs.
+    [card] = customer_confirms(ticket)
     result = results(ticket, "cancel_pending_order")[-1]
+    assert result.payload["call_id"] == "c3-confirmed" and result.payload["server"] == "retail"
     assert result.payload["ok"] is False and "Non-pending order cannot be cancelled" in result.text
+    assert card.outcome == "refused" and card.result_turn == result.number
+    # The model reads the store's error as the confirmed call's result, and answers from it.
+    model = run(ticket, ModelResponse(text="That order was delivered, so it cannot be cancelled."))
+    shown = [m for m in model.requests[0].messages if m.role == "tool"]
+    assert any("Non-pending order cannot be cancelled" in m.content for m in shown), shown
     ticket.refresh_from_db()
     assert ticket.attention == "" and not ActionTaken.objects.filter(ticket=ticket).exists()
     assert json.loads(json.dumps(store_order(retail_server, ORDER)))["status"] == "delivered"
@@ -208,9 +226,14 @@ def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
                           text=f"My email is {EMAIL}. Please cancel order {pending}, I no longer need it.")
     run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
         call("cancel_pending_order", "c3", order_id=pending, reason="no longer needed"),
-        ModelResponse(text="Your cancellation is with a colleague for approval."))
+        ModelResponse(text="Please confirm the cancellation on the card."))
+    assert results(ticket, "cancel_pending_order")[0].payload["guard"] == "confirmation"
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    # The customer confirms the card; the class's rule still holds the confirmed call for staff.
+    [card] = customer_confirms(ticket)
     held = HeldAction.objects.get(ticket=ticket)
-    assert held.tool == "cancel_pending_order" and results(ticket, "cancel_pending_order")[0].payload["guard"] == "approval"
+    assert card.outcome == "held" and held.call_id == "c3-confirmed"
+    assert held.tool == "cancel_pending_order" and results(ticket, "cancel_pending_order")[-1].payload["guard"] == "approval"
     assert store_order(retail_server, pending)["status"] == "pending"
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
     held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
@@ -220,10 +243,11 @@ def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
     assert ActionTaken.objects.get(ticket=ticket).target == pending
 
 
-def test_the_consent_guard_reads_the_servers_declarations_of_done_actions(ticket, retail_server):
-    """cancel_pending_order declares "consent": "cancel" in the server's file: an obedient model's
-    cancellation runs only when the customer asked for it, and once."""
-    lamp = "#W9300146"  # the customer's one pending order: a desk lamp
+def test_the_servers_declared_cancellation_is_a_card_that_runs_once_when_confirmed(ticket, retail_server):
+    """cancel_pending_order declares "consent": "cancel" (and "reversible": false) in the server's file: an
+    obedient model's cancellation becomes a card written from the file's declarations, runs only when the
+    customer confirms that card, and once: an equal call later is held as a repeat of the done action."""
+    lamp = "#W9300146"  # the customer's one pending order: a desk lamp, 153.23 USD from their gift card
     customer_message_post(ticket=ticket, wake=False,
                           text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {lamp}? It has not shipped yet.")
     run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
@@ -231,26 +255,37 @@ def test_the_consent_guard_reads_the_servers_declarations_of_done_actions(ticket
         call("cancel_pending_order", "k1", order_id=lamp, reason="ordered by mistake"),  # nobody asked
         ModelResponse(text="Your lamp has not shipped yet."))
     unasked = results(ticket, "cancel_pending_order")[-1]
-    assert unasked.payload["guard"] == "consent" and "Nothing in the recent conversation asks" in unasked.text
+    assert unasked.payload["guard"] == "confirmation" and json.loads(unasked.text)["awaiting_customer_confirmation"]
+    first = Confirmation.objects.get(pk=unasked.payload["confirmation"])
+    # Written from the file's declarations and the lanes: the order, what it is, the refund it moves.
+    assert (first.card["title"], first.card["amount"], first.card["why"]) == (
+        f"Cancel order {lamp}", "153.23 USD", "it moves money")
+    assert first.card["entities"] == [{"label": "Order", "id": lamp, "description": "Desk Lamp"}]
     assert store_order(retail_server, lamp)["status"] == "pending"
 
+    # The customer's words alone run nothing: the model's new call is a new card, which retires the old one.
     customer_message_post(ticket=ticket, wake=False, text=f"Actually, please cancel order {lamp}, I no longer need it.")
     run(ticket, call("cancel_pending_order", "k2", order_id=lamp, reason="no longer needed"),
-        ModelResponse(text="Your lamp order is cancelled."))
+        ModelResponse(text="Please confirm the cancellation on the card."))
+    assert Confirmation.objects.get(pk=first.pk).status == Confirmation.Status.SUPERSEDED
+    assert store_order(retail_server, lamp)["status"] == "pending"
+    [card] = customer_confirms(ticket)
+    assert (card.call_id, card.outcome) == ("k2", "executed")
     assert results(ticket, "cancel_pending_order")[-1].payload["ok"] is True
     assert store_order(retail_server, lamp)["status"] == "cancelled"
     assert ActionTaken.objects.get(ticket=ticket).target == lamp
 
-    # A status question later: the request it answers was carried out, which the consent guard
-    # reads from the done action's declaration on the server (not the repeat guard's tool name).
+    # A status question later, and the model cancels again: the done action (its target read from the
+    # server's declaration) holds the repeat for staff; no card, nothing sent.
     customer_message_post(ticket=ticket, wake=False, text=f"Thanks! Is everything with {lamp} sorted now?")
     run(ticket, call("cancel_pending_order", "k3", order_id=lamp, reason="no longer needed"),
         ModelResponse(text="Yes, it is cancelled."))
     again = results(ticket, "cancel_pending_order")[-1]
-    assert again.payload["guard"] == "consent", again.text
-    assert "was already carried out" in json.loads(again.text)["reason"]
+    assert again.payload["guard"] == "repeat", again.text
+    assert f"already done for {lamp}" in json.loads(again.text)["reason"]
+    assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
     assert ActionTaken.objects.filter(ticket=ticket).count() == 1
-    assert HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).count() == 2
+    assert HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).count() == 1
 
     # The summariser's claim check reads the same declarations: "cancelled the order" is supported.
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)

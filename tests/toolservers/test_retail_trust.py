@@ -18,7 +18,7 @@ from sundry.context.models import ActionTaken, MoneyTotal, PinnedRule
 from sundry.tickets.models import TicketClass
 from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
-from tests.factories import CustomerFactory
+from tests.factories import CustomerFactory, customer_confirms
 from tests.toolservers.test_retail_ticket import EMAIL, USER, call, rejections, results, run, store_order
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,14 +100,27 @@ def test_two_remote_cancellations_that_together_pass_the_threshold_the_second_is
         call("get_order_details", "c3", order_id=CHAIR), call("get_order_details", "c4", order_id=BULBS),
         call("cancel_pending_order", "k1", order_id=CHAIR, reason="no longer needed"),
         call("cancel_pending_order", "k2", order_id=BULBS, reason="no longer needed"),
-        ModelResponse(text="The chair order is cancelled; the second cancellation is with a colleague."))
+        ModelResponse(text="Please confirm the two cancellations on the cards."))
 
     # The money lane holds the orders' figures, summed from their payment histories by the declaration file.
-    before = {m.order: (m.currency, m.paid_cents, m.refunded_cents) for m in MoneyTotal.objects.filter(ticket=ticket)}
-    assert before == {CHAIR: ("USD", 54429, 54429), BULBS: ("USD", 31660, 0)}
+    def lane():
+        return {m.order: (m.currency, m.paid_cents, m.refunded_cents) for m in MoneyTotal.objects.filter(ticket=ticket)}
+
+    assert lane() == {CHAIR: ("USD", 54429, 0), BULBS: ("USD", 31660, 0)}
+    # Each cancellation is a card with the refund it would move; nothing reached the store.
+    cards = [r.payload["guard"] for r in results(ticket, "cancel_pending_order")]
+    assert cards == ["confirmation", "confirmation"]
+    assert store_order(retail_server, CHAIR)["status"] == store_order(retail_server, BULBS)["status"] == "pending"
+
+    # The customer asked for both and confirms both cards, oldest first; each confirmed call is judged again.
+    chair_card, bulbs_card = customer_confirms(ticket)
+    assert (chair_card.card["amount"], bulbs_card.card["amount"]) == ("544.29 USD", "316.60 USD")
+    assert (chair_card.outcome, bulbs_card.outcome) == ("executed", "held")
+    assert lane() == {CHAIR: ("USD", 54429, 54429), BULBS: ("USD", 31660, 0)}
 
     # 544.29 USD alone is within the threshold: it ran, and its action carries the refund it moved.
-    first, second = results(ticket, "cancel_pending_order")
+    first, second = results(ticket, "cancel_pending_order")[2:]
+    assert first.payload["call_id"] == "k1-confirmed" and second.payload["call_id"] == "k2-confirmed"
     assert first.payload["ok"] is True and store_order(retail_server, CHAIR)["status"] == "cancelled"
     action = ActionTaken.objects.get(ticket=ticket)
     assert (action.target, action.amount_cents, action.currency) == (CHAIR, 54429, "USD")
@@ -140,7 +153,9 @@ def test_each_remote_cancellation_alone_within_the_threshold_runs(retail_server)
         run(ticket, call("find_user_id_by_email", "c1", email=IVAN_EMAIL),
             call("get_user_details", "c2", user_id=IVAN), call("get_order_details", "c3", order_id=order),
             call("cancel_pending_order", "k1", order_id=order, reason="no longer needed"),
-            ModelResponse(text="Cancelled."))
+            ModelResponse(text="Please confirm the cancellation on the card."))
+        assert store_order(retail_server, order)["status"] == "pending"  # a card: it waits for the customer
+        assert [c.outcome for c in customer_confirms(ticket)] == ["executed"], order
         assert results(ticket, "cancel_pending_order")[-1].payload["ok"] is True, order
         assert store_order(retail_server, order)["status"] == "cancelled"
     assert not HeldAction.objects.exists()
