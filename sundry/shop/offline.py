@@ -28,6 +28,7 @@ from typing import Any
 
 from sundry.agent import consent
 from sundry.agent import offline_words as words
+from sundry.agent.cards import plain_yes
 from sundry.context import render
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.core.tokens import count_message_tokens, count_tokens
@@ -90,6 +91,8 @@ _INTENTS = [
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
+# Tools whose call carries a message for the customer (a summary, a body) sent outside the conversation.
+_CONTACT_TOOLS = {"send_email", "log_phone_call"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
 _HELD = re.compile(r"call is held|held for (?:staff )?approval|awaiting (?:staff )?approval", re.I)
 _AWAITING = re.compile(r'"awaiting_customer_confirmation":\s*true')
@@ -1119,17 +1122,75 @@ def _card_answer(v: RequestView) -> Decision | None:
         return None  # a later call answers it (the card was confirmed and ran)
     title = (last.data or {}).get("card") if isinstance(last.data, dict) else ""
     what = f" — {title[:1].lower() + title[1:]}" if title else ""
-    return reply(f"I've put this on a card for you to confirm{what}. Please check the details on the card and "
+    # A message to send the customer elsewhere (its own call's text: what was just done) is said here too.
+    said = next((str(last.args[k]).strip() for k in ("summary", "body") if last.args.get(k)), "") \
+        if last.name in _CONTACT_TOOLS else ""
+    lead = f"{said} " if said else ""
+    return reply(f"{lead}I've put this on a card for you to confirm{what}. Please check the details on the card and "
                  "press Confirm if they are right; nothing happens until you do.")
+
+
+# The system event a customer's (or staff's) answer to a card leaves in the conversation.
+_CARD_DECIDED = re.compile(r"\b(?:confirmed|declined) the \w+ call\b")
+
+
+def _waiting_cards(v: RequestView) -> list[str]:
+    """The titles of the cards this conversation shows proposed and not answered since (no event
+    says they were confirmed or declined), oldest first."""
+    out: list[str] = []
+    for s in v.calls:
+        if not _AWAITING.search(s.content) or not isinstance(s.data, dict) or not s.data.get("card"):
+            continue
+        title = str(s.data["card"])
+        answered = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"the {s.name} call ({title})" in m.content
+                       for m in v.conv[s.index + 1:])
+        if not answered and title not in out:
+            out.append(title)
+    return out
+
+
+def _yes_to_no_card(v: RequestView) -> Decision | None:
+    """A bare "yes" that confirmed nothing (no event follows it) while cards are waiting: say which
+    cards wait and ask for the button, rather than guess which one it meant."""
+    if not v.customer_idx or not plain_yes(v.latest or ""):
+        return None
+    since = v.conv[v.customer_idx[-1] + 1:]
+    if any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and _CARD_DECIDED.search(m.content) for m in since):
+        return None
+    waiting = _waiting_cards(v)
+    if not waiting:
+        return None
+    listed = "; ".join(t[:1].lower() + t[1:] for t in waiting)
+    if len(waiting) == 1:
+        return reply(f"The card is still waiting for you — {listed}. Please press Confirm on it if it is right; "
+                     "nothing happens until you do.")
+    return reply(f"There are {len(waiting)} cards waiting for you — {listed}. A plain yes doesn't tell me which one "
+                 "you mean: please press Confirm on each card you want; nothing happens until you do.")
+
+
+def _card_decided(v: RequestView) -> Decision | None:
+    """The customer answered a card after the messages before it were compacted away (the request
+    holds no message of theirs): what became of the call, not a greeting."""
+    events = [m for m in v.conv if m.content.startswith(render.SYSTEM_EVENT_PREFIX)]
+    if not events or not _CARD_DECIDED.search(events[-1].content):
+        return None
+    if "declined the " in events[-1].content:
+        return reply("Understood — I haven't done it, and nothing has changed. Let me know if you'd like "
+                     "something else instead.")
+    if v.tail and _HELD.search(v.tail[-1].content):
+        return reply(_held_reply(v.tail[-1]))
+    return _card_answer(v) or _approved_result(v)
 
 
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
-        return reply("Hello! How can I help you today?")
+        return _card_decided(v) or reply("Hello! How can I help you today?")
     if len([s for s in v.tail if s.name not in LANE_TOOLS]) >= MAX_CALLS_PER_STEP:
         return follow_up(v, "the agent made many tool calls on this message without finishing")
     if card := _card_answer(v):
         return card
+    if waiting := _yes_to_no_card(v):
+        return waiting
     # Held and not yet decided: the newest result in this step is the hold.
     if v.tail and _HELD.search(v.tail[-1].content):
         return reply(_held_reply(v.tail[-1]))

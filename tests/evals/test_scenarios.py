@@ -17,6 +17,7 @@ from sundry.shop.offline import OfflineModel
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios import schema
 from sundry.evals.scenarios.runner import Runner
+from sundry.evals.weakmodel import WeakModel, card_reply
 from sundry.tooling.messages import ModelRequest, ModelResponse
 
 SMALL_SHOP = {"customers": 200, "orders": 2000}
@@ -37,6 +38,13 @@ def test_the_shipped_scenarios_cover_what_the_suite_promises():
         assert theme in themes, theme
     assert all(8 <= len(s.customer_messages) <= 30 for s in scenarios)
     assert 0 < sum(s.fast for s in scenarios) <= 12
+    # Consent is a card the customer answers: each way of answering it has a scenario of its own.
+    for theme in ("customer confirms", "customer declines", "customer ignores the card", "typed yes",
+                  "candidate rule quoted on a card", "a second message before the answer"):
+        assert theme in themes, theme
+    steps = [step for s in scenarios for step in s.script if isinstance(step, schema.CustomerStep)]
+    assert {step.customer for step in steps} == {"confirm", "decline", "ignore"}
+    assert any(step.order for step in steps) and any(isinstance(x, schema.Also) for s in scenarios for x in s.script)
 
 
 def _scenario(**over) -> dict:
@@ -53,6 +61,12 @@ def _scenario(**over) -> dict:
     ({"orders": {"o": {"status": "delivered"}, "t": {"typo_of": "o", "status": "placed"}}}, "takes no other criteria"),
     ({"facts": [{"after": 8, "all": ["x"]}]}, "there are 8 messages"),
     ({"orders": {"o": {"status": "delivivered"}}}, "status"),
+    ({"script": ["m {o.number}"] * 8 + [{"customer": "confirm", "order": "nowhere"}]}, "customer step on unknown slot"),
+    ({"script": ["m {o.number}"] * 8 + [{"customer": "ignore", "order": "o"}]}, "presses nothing"),
+    ({"script": ["m {o.number}"] * 8 + [{"customer": "press"}]}, "'confirm', 'decline' or 'ignore'"),
+    ({"script": [{"also": "first"}] + ["m {o.number}"] * 8}, "follows a customer message"),
+    ({"script": ["m {o.number}"] * 4 + [{"staff": "approve"}, {"also": "late"}] + ["m"] * 4}, "follows a customer message"),
+    ({"expect": [{"kind": "cancel", "order": "o", "tool": "cancel_order"}]}, "only a held effect or a card"),
 ])
 def test_a_scenario_that_does_not_make_sense_is_refused_with_its_reason(tmp_path, change, complaint):
     path = tmp_path / "bad.json"
@@ -79,6 +93,7 @@ REFUND_AFTER_LOOKUP = {
     "amounts": {"part": {"order": "order", "share": 0.2}},
     "script": ["Where is order {transit.number}?",
                "The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+               {"customer": "confirm"},
                "Thanks.", "Where is {transit.number} now?", "OK.", "Which carrier is it with?", "Thanks.", "Bye."],
     "expect": [{"kind": "refund", "order": "order", "amount": "part"}],
     "facts": [{"after": 1, "all": ["{order.number}", "{part.value}"]}],
@@ -139,7 +154,8 @@ def test_a_model_that_refunds_the_wrong_order_is_caught(shop, tmp_path):
     result = runner.run(scenario, ["never"])
     run = result.runs["never"]
     assert run.judgement.missing and run.judgement.forbidden, run.effects
-    # Moved, or put to staff as if the customer had asked: either way, money nobody asked to move.
+    # The customer confirmed the card they were shown without reading it: the refund moved (or went
+    # to staff as if they had asked) on an order nobody asked about.
     wrong = run.judgement.forbidden[0]
     assert wrong.kind in ("refund", "held") and wrong.order == result.cast.orders["transit"].number
     assert not run.facts[0].ok
@@ -156,7 +172,8 @@ def test_compaction_damage_is_any_difference_from_the_never_compacted_run(shop, 
 
     data = {**REFUND_AFTER_LOOKUP, "id": "refund-late",
             "script": ["Where is order {transit.number}?"] + ["Where is {transit.number} now?", "OK."] * 5
-            + ["The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.", "Thanks."],
+            + ["The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+               {"customer": "confirm"}, "Thanks."],
             "facts": []}
     scenario = _load(tmp_path, data)
     result = Runner(shop, gateway=Gateway(override=WrongOnlyWhenCompacted())).run(scenario, ["never", "every"])
@@ -164,6 +181,88 @@ def test_compaction_damage_is_any_difference_from_the_never_compacted_run(shop, 
     assert never.judgement.correct and never.compactions == 0
     assert every.compactions > 0
     assert every.damage_lost and every.damage_extra, (never.effects, every.effects)
+
+
+# --- the customer's answers to cards ---------------------------------------------------------------
+
+TWO_CARDS = {
+    "id": "two-cards", "title": "A refund and a cancellation, each on a card; one confirmed", "themes": ["test"],
+    "orders": {"order": {"status": "delivered", "under_hold": True},
+               "placed": {"status": "placed", "under_hold": True}},
+    "amounts": {"part": {"order": "order", "share": 0.2}},
+    "script": ["The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+               "Please cancel {placed.number} too.",
+               {"customer": "confirm", "order": "placed"},
+               "Thanks.", {"customer": "ignore"}, "OK.", "Fine.", "Thanks again.", "Bye.", "Bye!"],
+    "expect": [{"kind": "cancel", "order": "placed"},
+               {"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"}],
+}
+
+
+def test_the_customer_confirms_the_card_they_pick_and_a_card_left_open_is_judged(shop, tmp_path):
+    from sundry.agent.models import Confirmation
+
+    scenario = _load(tmp_path, TWO_CARDS)
+    result = Runner(shop).run(scenario, ["never"])
+    run, c = result.runs["never"], result.cast
+    assert run.judgement.correct, (run.effects, run.judgement, run.transcript)
+    assert sorted(e.kind for e in run.effects) == ["cancel", "card"]
+    # Pressed through the same service as the page's button, on the picked order's card only.
+    assert run.cards[0].startswith("issue_refund pending: Refund ") and c.orders["order"].number in run.cards[0]
+    assert run.cards[1] == f"cancel_order confirmed (button) → executed: Cancel order {c.orders['placed'].number}"
+    assert Confirmation.objects.filter(ticket_id=run.ticket_id, via=Confirmation.Via.BUTTON).count() == 1
+    # A card nobody expected is judged like a hold: forbidden.
+    only_cancel = fx.judge([schema.Effect(kind="cancel", order="placed")], [], run.effects, c)
+    assert [e.kind for e in only_cancel.forbidden] == ["card"]
+
+
+def test_a_declined_card_runs_nothing_and_a_message_sent_meanwhile_is_answered_with_the_one_before(shop, tmp_path):
+    data = {
+        "id": "declined", "title": "The order number sent before the answer; the card declined", "themes": ["test"],
+        "orders": {"order": {"status": "delivered", "under_hold": True}, "transit": {"status": "shipped",
+                                                                                   "parcel": "in_transit"}},
+        "amounts": {"part": {"order": "order", "share": 0.2}},
+        "script": ["The item I got arrived broken. Please refund {part} on my order, I'll keep it.",
+                   {"also": "It's {order.number}."}, {"customer": "decline"},
+                   "Thanks.", "OK.", "Where is {transit.number}?", "Fine.", "Thanks again.", "Bye."],
+        "expect": [],
+    }
+    run = Runner(shop).run(_load(tmp_path, data), ["never"]).runs["never"]
+    assert run.judgement.correct and not run.effects, (run.effects, run.transcript)
+    # Both messages were stored before the agent answered; it answered them once, then the decline.
+    who = [a for a, _ in run.transcript]
+    assert who[:4] == ["customer", "customer", "agent", "agent"], run.transcript
+    assert len(run.cards) == 1 and run.cards[0].startswith("issue_refund declined (button): Refund ")
+
+
+class ProposesThenWeak:
+    """The offline model until the request shows it asked for a refund; the scripted weak model after."""
+
+    def __init__(self):
+        self.offline, self.weak = OfflineModel(), WeakModel()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        asked = any(c.name == "issue_refund" for m in request.messages for c in m.tool_calls)
+        return (self.weak if asked else self.offline).complete(request)
+
+
+def test_the_weak_model_points_at_the_card_and_does_not_call_again(shop, tmp_path):
+    from sundry.agent.models import Confirmation
+    from sundry.tickets.models import Turn
+
+    data = {**REFUND_AFTER_LOOKUP, "id": "weak-after-card",
+            "script": [s if s != {"customer": "confirm"} else {"customer": "ignore"}
+                       for s in REFUND_AFTER_LOOKUP["script"]],
+            "expect": [{"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"}],
+            "facts": [{"after": 1, "all": ["card", "{order.number}"]}]}
+    run = Runner(shop, gateway=Gateway(override=ProposesThenWeak())).run(_load(tmp_path, data), ["never"]).runs["never"]
+    assert run.judgement.correct, (run.effects, run.transcript)
+    assert run.facts[0].ok, run.facts[0].replies
+    card = Confirmation.objects.get(ticket_id=run.ticket_id)  # one card: the call was not made again
+    # Its answer names the card it read in the result, not one of its scripted mistakes.
+    assert run.facts[0].replies[0] == card_reply([card.card["title"]])
+    payloads = Turn.objects.filter(ticket_id=run.ticket_id, kind=Turn.Kind.TOOL_CALL).values_list("payload", flat=True)
+    assert [c["name"] for p in payloads for c in p.get("calls", [])].count("issue_refund") == 1
 
 
 def test_the_fast_slice(shop, tmp_path):

@@ -5,7 +5,9 @@ every order's status; `since(checkpoint)` lists what changed after it as plain
 `ShopEffect`s; `undo(checkpoint)` removes those rows and restores the statuses,
 so the next run (another mode of the same scenario) starts from the same shop —
 and removes Sundry's records of the money moved and held (actions, holds), which
-approval thresholds count across the customer's tickets.
+approval thresholds count across the customer's tickets. Confirmation cards stay
+with their tickets (nothing counts them across tickets; an open one is judged as
+`card`, like a hold).
 A cancellation's refund is part of the cancellation, not a refund of its own.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import transaction
+from django.utils import timezone
 
 from sundry.evals.scenarios.casting import Cast, money
 from sundry.evals.scenarios.schema import Effect
@@ -24,7 +27,8 @@ from sundry.evals.scenarios.schema import Effect
 @dataclass(frozen=True, order=True)
 class ShopEffect:
     # refund, cancel, return, replacement, email, call; held (a call waiting for staff at the end,
-    # its tool in `detail`); status (an order status no tool explains)
+    # its tool in `detail`); card (a call waiting for the customer's confirmation at the end, its
+    # tool in `detail`); status (an order status no tool explains)
     kind: str
     order: str = ""  # order number
     amount_cents: int = 0
@@ -106,9 +110,17 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
         if before != status and pk not in cancelled_orders:
             out.append(ShopEffect("status", number, customer=cid, detail=f"{before} → {status}"))
     if ticket_id is not None:
+        from sundry.agent.models import Confirmation
+
         owner = dict(Order.objects.values_list("number", "customer__customer_id"))
-        for h in HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).order_by("pk"):
-            args = h.arguments or {}
+        waiting = [("held", h.tool, h.arguments) for h in
+                   HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).order_by("pk")]
+        # A card is open until it is answered, replaced or past its window (read as the page reads it).
+        waiting += [("card", c.tool, c.arguments) for c in
+                    Confirmation.objects.filter(ticket_id=ticket_id, status=Confirmation.Status.PENDING,
+                                                expires_at__gt=timezone.now()).order_by("pk")]
+        for kind, tool, arguments in waiting:
+            args = arguments or {}
             number = str(args.get("order_number") or "")
             cents, currency = 0, ""
             if args.get("amount") and args.get("currency"):
@@ -116,8 +128,8 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
                     cents, currency = int(Decimal(str(args["amount"])) * 100), str(args["currency"])
                 except ArithmeticError:
                     pass
-            out.append(ShopEffect("held", number, cents, currency, customer=owner.get(number) or
-                                  str(args.get("customer_id") or ""), detail=h.tool))
+            out.append(ShopEffect(kind, number, cents, currency, customer=owner.get(number) or
+                                  str(args.get("customer_id") or ""), detail=tool))
     return sorted(out)
 
 

@@ -94,7 +94,8 @@ def _run_dict(run: RunResult, result: ScenarioResult) -> dict:
         "damage": {"lost": [e.describe(c) for e in run.damage_lost], "extra": [e.describe(c) for e in run.damage_extra]},
         "facts": [{"after": f.fact.after, "ok": f.ok, "missing": f.missing, "forbidden_said": f.present_forbidden,
                    "why": f.fact.why, "replies": f.replies} for f in run.facts],
-        "compactions": run.compactions, "steps": run.steps, "held": run.held,
+        "compactions": run.compactions, "steps": run.steps, "held": run.held, "cards": run.cards,
+        "presses": run.presses,
         "request_tokens": run.request_tokens, "sundry_tokens": run.sundry_tokens,
         "transcript": [{"who": a, "text": t} for a, t in run.transcript],
     }

@@ -2,11 +2,15 @@
 
 One run = one scenario in one mode on a new ticket of the chosen class: each
 customer message is posted with `customer_message_post` and answered by
-`agent_run` (with the mode's gateway); staff steps use the desk's own services
-(`held_action_decide`, `ticket_set_handler`, `staff_reply_post`,
-`staff_note_post`, `state_set`). Background work (compactions) is deferred and
-run in this thread after every agent run, so runs are deterministic. After the
-run its shop effects are read, judged and undone.
+`agent_run` (with the mode's gateway); a message sent before the agent answered
+the one before it (`also`) is stored first, and the agent then works once. Staff
+steps use the desk's own services (`held_action_decide`, `ticket_set_handler`,
+`staff_reply_post`, `staff_note_post`, `state_set`); the customer's Confirm and
+Not now on the cards their page shows (`cardstore.open_cards`) go through
+`confirmation_decide`, as the page's button does, and the agent then works as
+after a staff step. Background work (compactions) is deferred and run in this
+thread after every agent run, so runs are deterministic. After the run its shop
+effects are read, judged and undone.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from django.test.utils import override_settings
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
 from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
-from sundry.evals.scenarios.schema import Fact, Scenario, Staff
+from sundry.evals.scenarios.schema import Also, CustomerStep, Fact, Scenario, Staff
 
 STAFF_USERNAME = "scenario-staff"
 
@@ -50,6 +54,10 @@ class RunResult:
     seconds: float
     ticket_id: int
     transcript: list[tuple[str, str]] = field(default_factory=list)  # (who, text) as the customer saw it
+    # Confirmation cards, by status: "cancel_order confirmed (button) → executed: Cancel order SU-…".
+    cards: list[str] = field(default_factory=list)
+    # What the customer's presses met (a card that could not be decided, with the service's reason).
+    presses: list[str] = field(default_factory=list)
     damage_lost: list[fx.ShopEffect] = field(default_factory=list)
     damage_extra: list[fx.ShopEffect] = field(default_factory=list)
     error: str = ""
@@ -82,6 +90,15 @@ def staff_user():
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("_", " ")).lower()
+
+
+def describe_card(card) -> str:
+    """One card for a report: tool, status (how it was answered, what its call did), title, quoted rules."""
+    how = f" ({card.via})" if card.via else ""
+    outcome = f" → {card.outcome}" if card.outcome else ""
+    rules = "".join(f' [quotes rule from turn {r.get("turn")}: "{r.get("text")}"]'
+                    for r in card.card.get("rules") or [])
+    return f"{card.tool} {card.status}{how}{outcome}: {card.card.get('title', '')}{rules}"
 
 
 def judge_facts(scenario: Scenario, c: Cast, replies_after: list[list[str]]) -> list[FactResult]:
@@ -140,7 +157,7 @@ class Runner:
 
     def _run(self, scenario: Scenario, c: Cast, mode: Mode, cp, started: float) -> RunResult:
         from sundry.agent.loop import agent_run
-        from sundry.agent.models import AgentStep, HeldAction
+        from sundry.agent.models import AgentStep, Confirmation, HeldAction
         from sundry.agent.services import (
             customer_message_post,
             held_action_decide,
@@ -175,11 +192,19 @@ class Runner:
                 wait_idle()
 
         marks: list[int] = []
-        for step in scenario.script:
-            if isinstance(step, str):
-                turn = customer_message_post(ticket=fresh(), text=c.render(step), wake=False)
+        presses: list[str] = []
+        script = scenario.script
+        for i, step in enumerate(script):
+            if isinstance(step, (str, Also)):
+                text = step.also if isinstance(step, Also) else step
+                turn = customer_message_post(ticket=fresh(), text=c.render(text), wake=False)
                 marks.append(turn.number)
-                work()
+                if not (i + 1 < len(script) and isinstance(script[i + 1], Also)):
+                    work()  # a message sent meanwhile comes first: the agent then answers both at once
+                continue
+            if isinstance(step, CustomerStep):
+                if self._customer(step, fresh, c, presses):
+                    work()  # the decision woke the agent: a confirmed call's result, a declined card
                 continue
             self._staff(step, fresh, c, held_action_decide, ticket_set_handler, staff_reply_post, staff_note_post,
                         state_set)
@@ -201,13 +226,37 @@ class Runner:
         done = CompactionRun.objects.filter(ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED,
                                                                        CompactionRun.Status.FALLBACK]).count()
         held = [f"{h.tool} {h.status}: {h.reason}" for h in HeldAction.objects.filter(ticket=ticket).order_by("pk")]
+        cards = [describe_card(card) for card in Confirmation.objects.filter(ticket=ticket).order_by("pk")]
         return RunResult(
             scenario=scenario.id, mode=mode.name, effects=effects,
             judgement=fx.judge(scenario.expect, scenario.allow, effects, c),
             facts=judge_facts(scenario, c, replies_after), compactions=done, steps=len(steps),
             request_tokens=seen, sundry_tokens=sundry, held=held, seconds=time.perf_counter() - started,
-            ticket_id=ticket.pk, transcript=[(a, t) for _, a, t in turns],
+            ticket_id=ticket.pk, transcript=[(a, t) for _, a, t in turns], cards=cards, presses=presses,
         )
+
+    def _customer(self, step: CustomerStep, fresh, c: Cast, presses: list[str]) -> bool:
+        """Confirm or Not now on the cards the customer's page shows, oldest first (`ignore`: none).
+        Whether anything was decided (and so the agent was woken)."""
+        from sundry.agent.cardstore import open_cards
+        from sundry.agent.cards import entity_ids_of
+        from sundry.agent.models import Confirmation
+        from sundry.agent.services import ConfirmationError, confirmation_decide
+
+        if step.customer == "ignore":
+            return False
+        number = c.orders[step.order].number if step.order else None
+        decided = False
+        for card in open_cards(fresh()):
+            if number is not None and number not in entity_ids_of(card.card):
+                continue
+            try:
+                confirmation_decide(card_id=card.pk, ticket=fresh(), confirm=step.customer == "confirm",
+                                    digest=card.digest, via=Confirmation.Via.BUTTON, wake=False)
+                decided = True
+            except ConfirmationError as exc:  # answered or replaced meanwhile: the page would say so
+                presses.append(f"{step.customer} on card #{card.pk} ({card.card.get('title', card.tool)}): {exc}")
+        return decided
 
     def _staff(self, step: Staff, fresh, c: Cast, decide, set_handler, reply, note, state_set) -> None:
         from sundry.agent.models import HeldAction

@@ -5,6 +5,13 @@ needs as *slots* with criteria over the seeded shop (`casting` finds a customer
 who has them all); messages, expected effects and reply facts refer to slots
 with `{slot.field}` placeholders, so no login name or order number is written
 down and the same file works on any seed that has such a customer.
+
+A call that moves money, cannot be undone or contacts the customer outside the
+conversation runs only once the customer confirms its card: a script says where
+the customer presses Confirm (`{"customer": "confirm"}`) or Not now
+(`{"customer": "decline"}`), or leaves the cards open (`{"customer": "ignore"}`,
+which presses nothing). A typed "yes" is a message like any other. A message sent
+before the agent answered the one before it is `{"also": "…"}`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 FILES = Path(__file__).resolve().parent / "files"
 ORDER_STATUSES = ("placed", "shipped", "delivered", "cancelled", "returned")
 PARCEL_STATUSES = ("label_created", "in_transit", "out_for_delivery", "delivered", "lost")
-EFFECT_KINDS = ("refund", "cancel", "return", "replacement", "email", "call", "held")
+EFFECT_KINDS = ("refund", "cancel", "return", "replacement", "email", "call", "held", "card")
 HELD_TOOLS = ("issue_refund", "cancel_order", "book_return", "offer_replacement", "send_email", "log_phone_call")
 MIN_MESSAGES, MAX_MESSAGES = 8, 30
 
@@ -84,17 +91,44 @@ class Staff(Strict):
         return self
 
 
-Step = Union[str, Staff]
+class CustomerStep(Strict):
+    """The customer answers the confirmation cards on their screen, between messages.
+
+    `confirm` presses Confirm on every open card, oldest first (`decline`: Not now), through the
+    same service the page's button posts to; `order` narrows it to the open cards for that slot's
+    order (a customer who reads two cards and confirms one). `ignore` presses nothing: the cards
+    stay open. With no open card it does nothing."""
+
+    customer: Literal["confirm", "decline", "ignore"]
+    order: str | None = Field(None, description="Only the open cards that act on this slot's order.")
+
+    @model_validator(mode="after")
+    def _needs(self):
+        if self.order and self.customer == "ignore":
+            raise ValueError("customer ignore presses nothing: it names no order")
+        return self
+
+
+class Also(Strict):
+    """A customer message sent right after the one before it, before the agent answered that one:
+    both are stored, then the agent works once. It counts as a customer message (facts index it)."""
+
+    also: str = Field(min_length=1)
+
+
+Step = Union[str, Also, Staff, CustomerStep]
 
 
 class Effect(Strict):
     """One change in the shop. `order` names a slot; for email and call there is none.
 
     `held`: a call still waiting for staff when the conversation ends — not yet a change
-    in the shop, but one staff are asked to make, so it is judged like one."""
+    in the shop, but one staff are asked to make, so it is judged like one.
+    `card`: a call still waiting for the customer's confirmation when the conversation ends
+    (an open card) — the customer is asked to make it, so it is judged like one too."""
 
     kind: Literal[EFFECT_KINDS]
-    tool: Literal[HELD_TOOLS] | None = Field(None, description="held: the tool waiting; none means any.")
+    tool: Literal[HELD_TOOLS] | None = Field(None, description="held, card: the tool waiting; none means any.")
     order: str | None = None
     amount: str | None = Field(None, description="An amount's name (refunds); none means any amount.")
     items: list[int] | None = Field(None, description="Returns: indexes of the slot's items; none means any.")
@@ -102,17 +136,17 @@ class Effect(Strict):
 
     @model_validator(mode="after")
     def _shape(self):
-        if self.tool and self.kind != "held":
-            raise ValueError("only a held effect names a tool")
-        if self.kind == "held":
+        if self.tool and self.kind not in ("held", "card"):
+            raise ValueError("only a held effect or a card names a tool")
+        if self.kind in ("held", "card"):
             pass
         elif self.kind in ("email", "call"):
             if self.order or self.amount or self.items or self.item is not None:
                 raise ValueError(f"a {self.kind} effect names no order, amount or items")
         elif not self.order:
             raise ValueError(f"a {self.kind} effect names its order slot")
-        if self.amount and self.kind not in ("refund", "held"):
-            raise ValueError("only a refund (or a held refund) has an amount")
+        if self.amount and self.kind not in ("refund", "held", "card"):
+            raise ValueError("only a refund (or a held refund, or a refund on a card) has an amount")
         return self
 
 
@@ -146,7 +180,7 @@ class Scenario(Strict):
 
     @property
     def customer_messages(self) -> list[str]:
-        return [s for s in self.script if isinstance(s, str)]
+        return [s.also if isinstance(s, Also) else s for s in self.script if isinstance(s, (str, Also))]
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -166,6 +200,11 @@ class Scenario(Strict):
                 raise ValueError(f"{self.id}: effect on unknown slot {e.order}")
             if e.amount and e.amount not in self.amounts:
                 raise ValueError(f"{self.id}: effect with unknown amount {e.amount}")
+        for i, step in enumerate(self.script):
+            if isinstance(step, CustomerStep) and step.order and step.order not in self.orders:
+                raise ValueError(f"{self.id}: a customer step on unknown slot {step.order}")
+            if isinstance(step, Also) and (i == 0 or not isinstance(self.script[i - 1], (str, Also))):
+                raise ValueError(f"{self.id}: an 'also' message follows a customer message (step {i})")
         for f in self.facts:
             if f.after >= n:
                 raise ValueError(f"{self.id}: a fact after message {f.after}, but there are {n} messages")
