@@ -91,6 +91,10 @@ _INTENTS = [
                         r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
 ]
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
+# The customer asks to be told by e-mail or phone once it is done (and not that they want none).
+_CONTACT_ASK = re.compile(r"\be-?mail me\b|\bcall me\b|\blet me know\b|\bsend me a confirmation\b"
+                          r"|\bconfirm\w*\b[^.!?]{0,30}\b(?:by|via|over|on the)\s+(?:e-?mail|phone|call)", re.I)
+_CONTACT_REFUSED = re.compile(r"\b(?:never|don'?t|do not|no|not)\b[^.!?]{0,20}\b(?:e-?mail|call|phone|contact)", re.I)
 # Tools whose call carries a message for the customer (a summary, a body) sent outside the conversation.
 _CONTACT_TOOLS = {"send_email", "log_phone_call"}
 _NEGATED = re.compile(r"\b(?:no|not|don't|dont|never|without)\b[^.,;!?]{0,20}$")
@@ -669,7 +673,9 @@ def _id_of(s: Seen, kind: str) -> str:
 def _notify_or_reply(v: RequestView, text: str) -> Decision:
     """After a resolving action: confirm the way the customer asked, within the rules."""
     asked = " ".join(v.customer_texts())
-    if not re.search(r"\bconfirm|\be-?mail me\b|\bcall me\b|\blet me know\b", asked, re.I):
+    # "Never email me, phone only" asks for no e-mail; a typed "Confirm." answers a card, not this.
+    wanted = [s for s in consent.sentences(asked) if _CONTACT_ASK.search(s) and not _CONTACT_REFUSED.search(s)]
+    if not wanted:
         return reply(text)
     if v.tail_ok("send_email") or v.tail_ok("log_phone_call") or not (customer := v.customer_id()):
         return reply(text)
