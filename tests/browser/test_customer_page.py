@@ -75,7 +75,7 @@ def test_a_refused_message_is_explained_next_to_the_composer(browser, live_serve
     too_long = "x" * (settings.MAX_MESSAGE_CHARS + 1)
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
-    for page, box, button in ((customer, "#message-text", "Send"), (staff, "#composer-text", "Add staff note")):
+    for page, box, button in ((customer, "#message-text", "Send"), (staff, "#composer-text", "Add note for the agent")):
         page.fill(box, too_long)
         page.locator("button", has_text=button).click()
         error = page.locator(".composer .form-error")

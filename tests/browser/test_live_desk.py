@@ -23,7 +23,8 @@ from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, customer_confirms,
+                             paid_order)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 DESKTOP = {"width": 1440, "height": 960}
@@ -188,12 +189,12 @@ def test_the_staff_composer_empties_after_a_note_and_keeps_a_refused_message(bro
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     box = staff.locator("#composer-text")
     box.fill("Checked with the carrier: the parcel is fine.")
-    staff.locator("button", has_text="Add staff note").click()
+    staff.locator("button", has_text="Add note for the agent").click()
     expect(staff.locator("#panel-conversation")).to_contain_text("the parcel is fine", timeout=LIVE)
     expect(box).to_have_value("", timeout=LIVE)
     too_long = "x" * (settings.MAX_MESSAGE_CHARS + 1)
     box.fill(too_long)
-    staff.locator("button", has_text="Add staff note").click()
+    staff.locator("button", has_text="Add note for the agent").click()
     expect(staff.locator("body")).to_contain_text("the limit is", timeout=LIVE)
     expect(box).to_have_value(too_long)  # refused: nothing typed is lost
 
@@ -225,7 +226,8 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
     order = paid_order(customer=people["alice"], number="SU-30100", prices=(5000,))
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Late delivery")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
-    off_loop(agent_run, ticket.pk)  # the offline model asks for the refund; the class holds it for approval
+    off_loop(agent_run, ticket.pk)  # the offline model proposes the refund on a card
+    off_loop(customer_confirms, ticket)  # the customer confirms; the class holds it for approval
     held = HeldAction.objects.get(ticket=ticket, status="pending")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     panel = staff.locator("#panel-held")

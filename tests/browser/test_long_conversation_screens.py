@@ -17,7 +17,8 @@ from sundry.context.models import StateValue
 from sundry.shop.models import Customer
 from sundry.tickets.services import ticket_create
 from tests.browser.test_live_desk import LIVE, open_as
-from tests.demo_conversation import pick_customer, replay, seed_demo_shop
+from tests.agent.test_seeded_demo_conversation import replay_confirming
+from tests.demo_conversation import pick_customer, seed_demo_shop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = ("desk-long-inferred.png", "customer-long-inferred.png", "desk-long-confirmed.png",
@@ -65,7 +66,7 @@ def long_ticket():
         customer.user = get_user_model().objects.create_user("demo-customer", password="pw", first_name="Brandon")
         customer.save(update_fields=["user"])
         ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cracked air fryer and other orders")
-        replay(ticket, cast)
+        replay_confirming(ticket, cast)  # the customer presses Confirm on what they asked for
         return ticket, customer.user, cast
 
     ticket, user, cast = _off_loop(build)

@@ -78,7 +78,7 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
     from sundry.agent.services import customer_message_post
     from sundry.tickets.services import ticket_create
     from sundry.tooling import mcp_client
-    from tests.factories import CustomerFactory
+    from tests.factories import CustomerFactory, customer_confirms
     from tests.toolservers.test_retail_ticket import EMAIL, EXCHANGE, GIFT_CARD, ORDER, PRODUCT, USER, call
 
     data = retail_data_dir()
@@ -101,8 +101,11 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
                 call("get_order_details", "c3", order_id=ORDER), call("get_product_details", "c4", product_id=PRODUCT),
                 call("exchange_delivered_order_items", "x1", order_id="#W4316153", **EXCHANGE),
                 call("exchange_delivered_order_items", "x2", order_id=ORDER, **EXCHANGE),
-                ModelResponse(text=f"Your kettle in {ORDER} is being exchanged."),
+                ModelResponse(text="Please check the card and press Confirm."),
             ])))
+            # The exchange waits on its card until the customer presses Confirm; then it runs once.
+            [card] = customer_confirms(ticket)
+            assert card.outcome == "executed", card.outcome
         finally:
             mcp_client.close_all()
             connection.close()
