@@ -34,7 +34,11 @@ def test_a_customers_new_ticket_and_its_hold_appear_in_an_open_queue(browser, li
     expect(row).to_have_class("arrived")
     expect(queue.locator('[data-count="all"]')).to_have_text("1")
     expect(queue.locator('[data-count="unassigned"]')).to_have_text("1")
-    # The worker runs the agent: the class holds the refund for a person, and the queue says so.
+    # The worker runs the agent: the refund waits on a card on the customer's page; they press Confirm,
+    # the class then holds it for a person, and the queue says so.
+    confirm = customer.locator("#panel-cards button", has_text="Confirm")
+    expect(confirm).to_be_visible(timeout=20000)
+    confirm.click()
     expect(queue.locator('[data-badge="held"]')).to_have_text("1 awaiting approval", timeout=20000)
     expect(row).to_contain_text("1 held")
     assert HeldAction.objects.filter(ticket=ticket, status="pending").count() == 1

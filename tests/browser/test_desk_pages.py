@@ -18,7 +18,7 @@ from sundry.portal.services import detail_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.browser.test_live_desk import DESKTOP, LIVE, PHONE, off_loop, open_as, people, wait_until  # noqa: F401
-from tests.factories import paid_order
+from tests.factories import customer_confirms, paid_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
@@ -51,7 +51,8 @@ def busy_ticket(people):
     order = paid_order(customer=alice, number="SU-30100", prices=(5000,))
     ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Late delivery")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
-    off_loop(agent_run, ticket.pk)  # the offline model asks for the refund; the class holds it
+    off_loop(agent_run, ticket.pk)  # the offline model proposes the refund on a card
+    off_loop(customer_confirms, ticket)  # the customer confirms; the class holds it
     lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_q8secret12345678", role="second_payment", turn=0)
     lanes.state_set(ticket=ticket, name="amount", value="40 USD", turn=0, source="customer", confirmed=True)
     off_loop(turn_append, ticket=ticket, author=Turn.Author.AGENT,
