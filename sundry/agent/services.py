@@ -215,15 +215,21 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             if wake:
                 _wake_agent(ticket)
     if deferred is not None:
-        call, assembled, call_turn = deferred
-        process_call(ticket, call, assembled, approved_hold=held)  # guards again, then the server
-        with transaction.atomic():
-            ticket_lock(ticket.pk)
-            _held_outcome(held, ticket, call, call_turn)
-            ticket_touch(ticket.pk)
-            if wake:
-                _wake_agent(ticket)
+        _run_decided_remote(ticket, deferred, wake, lambda t, c, n: _held_outcome(held, t, c, n), approved_hold=held)
     return held
+
+
+def _run_decided_remote(ticket: Ticket, deferred, wake: bool, record, **decided) -> None:
+    """A decided call to a tool server (an approval, a confirmation): run after the decision commits,
+    outside any transaction — guards again, then the server — and its outcome recorded."""
+    call, assembled, call_turn = deferred
+    process_call(ticket, call, assembled, **decided)
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        record(ticket, call, call_turn)
+        ticket_touch(ticket.pk)
+        if wake:
+            _wake_agent(ticket)
 
 
 def _held_outcome(held: HeldAction, ticket: Ticket, call: ToolCall, call_turn: int) -> None:
@@ -290,14 +296,7 @@ def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: 
     if expired:
         raise ConfirmationError(_NOT_OPEN[Confirmation.Status.EXPIRED])
     if deferred is not None:
-        call, assembled, call_turn = deferred
-        process_call(ticket, call, assembled, confirmation=card)  # guards again, then the server
-        with transaction.atomic():
-            ticket_lock(ticket.pk)
-            _card_outcome(card, ticket, call, call_turn)
-            ticket_touch(ticket.pk)
-            if wake:
-                _wake_agent(ticket)
+        _run_decided_remote(ticket, deferred, wake, lambda t, c, n: _card_outcome(card, t, c, n), confirmation=card)
     return card
 
 
