@@ -131,6 +131,8 @@ ENDPOINTS = [
              ids=("ticket", "rule")),
     Endpoint("ledger rename", "POST", "/desk/tickets/{ticket}/ledger/rename", "staff",
              {"value": "{order}", "role": "kettle_order", "version": "{ledger_version}"}, ids=("ticket",)),
+    Endpoint("ledger correct", "POST", "/desk/tickets/{ticket}/ledger/correct", "staff",
+             {"value": "{order}", "correct_to": "SU-51112"}, ids=("ticket",)),
     Endpoint("ledger archived", "GET", "/desk/tickets/{ticket}/ledger/archived", "staff", {"page": "1"},
              ids=("ticket",)),
     Endpoint("compaction", "GET", "/desk/tickets/{ticket}/compactions/{run}", "staff", {}, ids=("ticket", "run")),

@@ -46,6 +46,8 @@ class Card:
     message: list[dict] = field(default_factory=list)  # {"label", "text"}: what would be sent
     final: str = ""  # what cannot be undone
     rules: list[dict] = field(default_factory=list)  # {"id", "text", "turn"}: the customer's own words it goes against
+    # {"id", "by", "turn", "source"}: a number it acts on that a later message (or staff) replaced.
+    corrections: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -98,7 +100,7 @@ def _what(description: str) -> str:
 
 
 def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] = (), money: list[MoneyData] = (),
-          rules: list[dict] = (), why: str = "") -> Card:
+          rules: list[dict] = (), why: str = "", corrections: list[dict] = ()) -> Card:
     """The card for `tool(args)`, from the arguments, the ledger's descriptions and the money lane."""
     by_value = {e.value: e for e in ledger if not e.archived}
     ids = _ids(tool, args)
@@ -150,7 +152,9 @@ def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] =
              else "This cannot be undone." if action or not reversible
              else "Once sent, it cannot be unsent." if contact else "")
     return Card(title=title, why=why or needs_confirmation(tool, decl), entities=entities, amount=amount,
-                destination=destination, message=message, final=final, rules=list(rules))
+                destination=destination, message=message, final=final, rules=list(rules),
+                corrections=[{**c, "by_description": _what(by_value[c["by"]].description) if c.get("by") in by_value
+                              else ""} for c in corrections])
 
 
 # --- a typed answer ----------------------------------------------------------------------------

@@ -37,7 +37,8 @@ def propose(ticket: Ticket, tool: Tool, call_id: str, verdict: guards.GuardVerdi
         return same
     decl = (inp.domain or get_domain()).tool(tool.name)
     card = cards.build(tool, decl, verdict.args, ledger=inp.ledger, money=inp.money,
-                       rules=verdict.details.get("rules", []), why=verdict.details.get("why", ""))
+                       rules=verdict.details.get("rules", []), why=verdict.details.get("why", ""),
+                       corrections=verdict.details.get("corrections", []))
     entities = cards.entity_ids_of(card.as_dict())
     created = Confirmation.objects.create(
         ticket=ticket, tool=tool.name, arguments=arguments, digest=digest, call_id=call_id, card=card.as_dict(),
@@ -48,6 +49,21 @@ def propose(ticket: Ticket, tool: Tool, call_id: str, verdict: guards.GuardVerdi
             older.status, older.note = Confirmation.Status.SUPERSEDED, f"Replaced by card #{created.pk}."
             older.save(update_fields=["status", "note"])
     return created
+
+
+def retire_for(ticket: Ticket, values: set[str], note: str) -> int:
+    """Retire the open cards acting on any of `values` (a number corrected since the card was made)."""
+    if not values:
+        return 0
+    retired = 0
+    for card in pending(ticket):
+        if cards.entity_ids_of(card.card) & values:
+            card.status, card.note = Confirmation.Status.SUPERSEDED, note
+            card.save(update_fields=["status", "note"])
+            retired += 1
+    if retired:
+        ticket_touch(ticket.pk)
+    return retired
 
 
 def pending(ticket: Ticket) -> list[Confirmation]:

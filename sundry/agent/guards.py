@@ -384,11 +384,26 @@ def _check_repeat(inp: GuardInput, args) -> GuardVerdict | None:
                         {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
 
 
-def _confirm(inp: GuardInput, args, why: str, rule_verdict: GuardVerdict | None) -> GuardVerdict:
+def corrected_ids(inp: GuardInput, args) -> list[dict]:
+    """The call's IDs that a correction replaced: {"id", "by", "turn", "source"} each. Only live
+    tickets ask (`said` given); a call staff approved or the customer confirmed does not ask again."""
+    if inp.said is None or inp.approved or inp.confirmed:
+        return []
+    superseded = {e.value: e for e in inp.ledger if e.superseded_by}
+    return [{"id": v, "by": superseded[v].superseded_by, "turn": superseded[v].superseded_turn,
+             "source": superseded[v].superseded_source}
+            for _, _, v in ids_in_arguments(inp.tool, args) if v in superseded]
+
+
+def _confirm(inp: GuardInput, args, why: str, rule_verdict: GuardVerdict | None,
+             corrected: list[dict] = ()) -> GuardVerdict:
     rules = rule_verdict.details.get("rules", []) if rule_verdict is not None else []
-    why = why or "it goes against what you told us"
+    why = why or ("" if corrected and not rules else "it goes against what you told us")
+    if corrected:
+        fixed = "; ".join(f"{c['id']} was corrected to {c['by']}" for c in corrected)
+        why = f"{why}, and it acts on a corrected number ({fixed})" if why else f"it acts on a corrected number ({fixed})"
     return GuardVerdict("confirm", "confirmation", f"{inp.tool.name} waits for the customer's confirmation ({why}).",
-                        args, {"why": why, "rules": rules})
+                        args, {"why": why, "rules": rules, "corrections": list(corrected)})
 
 
 def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
@@ -407,8 +422,8 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins.
 
-    A call that needs the customer's confirmation (`needs_card`, or a candidate rule of theirs
-    it goes against) passes every other guard first, so a card never stands for a call that
+    A call that needs the customer's confirmation (`needs_card`, a candidate rule of theirs it goes
+    against, or a number a correction replaced) passes every other guard first, so a card never stands for a call that
     would be refused; once confirmed it is judged again, thresholds and repeats included."""
     args = _parse(inp)
     if isinstance(args, GuardVerdict):
@@ -431,8 +446,10 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             return verdict
         if not inp.approved:
             why = needs_card(inp)
-            if why or rule_verdict is not None:
-                return _check_repeat(inp, args) or _confirm(inp, args, why, rule_verdict)
+            # A write on a number the customer or staff corrected names both on a card, whatever the tool.
+            corrected = corrected_ids(inp, args)
+            if why or rule_verdict is not None or corrected:
+                return _check_repeat(inp, args) or _confirm(inp, args, why, rule_verdict, corrected)
             verdict = _check_held(inp, args)
             if verdict:
                 return verdict

@@ -121,11 +121,9 @@ def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
                        approval_rules=rules, domain=tools.domain)
 
 
-def note_typed_ids(*, ticket: Ticket, turn: int, text: str) -> None:
-    """IDs a customer typed in the formats of the class's declaration files enter the ledger unverified."""
-    found = catalog.typed_ids(ticket.ticket_class, text)
-    if found:
-        lanes.ledger_note_typed(ticket=ticket, turn=turn, found=[(v, k) for k, v in found])
+def typed_ids(ticket: Ticket, text: str) -> list[tuple[str, str]]:
+    """(value, kind) of IDs a person typed in the formats of the class's declaration files."""
+    return [(v, k) for k, v in catalog.typed_ids(ticket.ticket_class, text)]
 
 
 def rules_domain(ticket: Ticket) -> Domain | None:

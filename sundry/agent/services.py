@@ -61,8 +61,11 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         if earlier is not None:
             return earlier
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
-        lanes.ledger_note_customer_ids(ticket=ticket, turn=turn.number, text=text)
-        remote.note_typed_ids(ticket=ticket, turn=turn.number, text=text)  # formats its tool servers declare
+        # IDs in the domain's formats and in those its tool servers declare; a correction among them
+        # ("wrong number, it's …") retires the open cards on the number it replaces.
+        found = lanes.customer_typed_ids(ticket, text) + remote.typed_ids(ticket, text)
+        corrected = lanes.ledger_note_customer_message(ticket=ticket, turn=turn.number, text=text, found=found)
+        cardstore.retire_for(ticket, {c.old for c in corrected}, "The customer corrected this number.")
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer",
                                    domain=remote.rules_domain(ticket))
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
@@ -78,6 +81,18 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         except ConfirmationError:
             pass  # answered, replaced or expired meanwhile: the card says so, and the message stands
     return turn
+
+
+def ledger_correct(*, ticket: Ticket, old: str, new: str, user):
+    """Staff mark a ledger entry as the wrong number, `new` the one meant: a write on `old` then waits for
+    the customer's confirmation naming both, and the open cards acting on `old` are retired."""
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
+        entry = lanes.ledger_supersede(ticket=ticket, old=old, new=new, turn=turn,
+                                       source="staff", user=user)
+        cardstore.retire_for(ticket, {entry.value}, f"Staff corrected this number to {entry.superseded_by}.")
+    return entry
 
 
 def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> Confirmation | None:

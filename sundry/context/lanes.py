@@ -39,6 +39,18 @@ class LedgerData:
     used: bool = False
     # What it is ("Air Fryer 5.5L · delivered"), built by code from the result that described it.
     description: str = ""
+    # A correction named another value as the one meant: (value, turn, source). Empty when none.
+    superseded_by: str = ""
+    superseded_turn: int = 0
+    superseded_source: str = ""
+
+    def superseded_note(self) -> str:
+        """'superseded by <value> at turn N (customer)': what the ledger line and a card say."""
+        if not self.superseded_by:
+            return ""
+        who = {"customer": "the customer's correction", "staff": "a staff correction"}.get(
+            self.superseded_source, self.superseded_source or "a correction")
+        return f"superseded by {self.superseded_by} at turn {self.superseded_turn} ({who})"
 
 
 def next_role(base: str, taken: set[str]) -> str:

@@ -73,6 +73,13 @@ class LedgerEntry(models.Model):
     )
     used_in_call = models.BooleanField(default=False, help_text="Used as a tool-call argument, not merely seen")
     source = models.CharField(max_length=60, blank=True, help_text="Tool (or 'customer') it was first seen from")
+    # A correction ("wrong number, it's …", or staff's) points the entry at the value meant instead;
+    # the entry stays, so a call on it can name both (agent.guards asks the customer to confirm).
+    superseded_by = models.CharField(max_length=120, blank=True, help_text="The value that corrected this one")
+    superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
+    superseded_source = models.CharField(max_length=10, choices=Source.choices, blank=True)
+    superseded_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                           related_name="+")
     version = models.PositiveIntegerField(default=1)
 
     class Meta:

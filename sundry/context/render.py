@@ -43,6 +43,10 @@ HEADINGS = {"system": SYSTEM_HEADING, "rules": RULES_HEADING, "ledger": LEDGER_H
 NO_RULES = "(no rules pinned for this ticket)"
 # A candidate rule: flagged from someone's words, in force until staff dismiss it.
 UNCONFIRMED = "unconfirmed, in force until staff decide"
+# A rule flagged from the customer's own words: what it blocks, they may still ask for later
+# ("don't cancel it yet" … "please cancel it now"); the call then goes to them on a card quoting it.
+UNCONFIRMED_CUSTOMER = ("unconfirmed, the customer's own words: if they later ask for what it blocks, make the call "
+                        "and it goes to them on a card quoting these words")
 NO_IDS = "(no identifiers recorded yet)"
 NO_STATE = "(nothing established yet)"
 LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status | what it is"
@@ -165,7 +169,7 @@ def _rule_line(n: int, rule: RuleData) -> str:
     scope = f"{rule.scope} {rule.scope_ref}".strip()
     line = f'{n}. "{rule.text}" — turn {rule.turn}; scope {scope}; stated by {rule.source}'
     if not rule.confirmed:
-        line += f"; {UNCONFIRMED}"
+        line += f"; {UNCONFIRMED_CUSTOMER if rule.source == 'customer' else UNCONFIRMED}"
     blocked = (rule.enforcement or {}).get("block_tools") or []
     if blocked:
         line += f"; blocks tools: {', '.join(blocked)}"
@@ -199,6 +203,7 @@ class ParsedRule:
     block_tools: tuple[str, ...] = ()
     confirmed: bool = True
     only_on: tuple[str, ...] = ()  # the orders a rule naming them blocks its order actions on
+    source: str = ""  # who stated it: customer, staff, …
 
 
 def parse_rules(block: str) -> list[ParsedRule]:
@@ -206,7 +211,7 @@ def parse_rules(block: str) -> list[ParsedRule]:
     for m in _RULE_LINE.finditer(block or ""):
         blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
         out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks,
-                              confirmed=not m.group("unconfirmed"),
+                              confirmed=not m.group("unconfirmed"), source=m.group("source").strip(),
                               only_on=tuple(t.strip() for t in (m.group("on") or "").split(",") if t.strip())))
     return out
 
@@ -220,8 +225,10 @@ def cell(text: str, limit: int) -> str:
 
 
 def ledger_line(e: LedgerData, description: str = "") -> str:
+    # A correction rides in the note cell, so the columns (and parse_ledger) stay as they are.
+    note = "; ".join(n for n in (e.note, e.superseded_note()) if n)
     cells = [e.role, e.value, e.kind, VERIFIED if e.verified else UNVERIFIED,
-             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", e.note or "-",
+             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", note or "-",
              description or "-"]
     return " | ".join(cells)
 

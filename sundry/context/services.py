@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, PositiveIntegerField, Value
 from django.db.models.functions import Greatest
 
-from sundry.context import harvest
+from sundry.context import corrections, harvest
 from sundry.context.models import (
     ActionTaken,
     LedgerEntry,
@@ -88,21 +88,64 @@ def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple
     return plan.roles
 
 
+def customer_typed_ids(ticket, text: str) -> list[tuple[str, str]]:
+    """(value, kind) of the IDs the class's domain recognises in what a person typed."""
+    return [(value, kind) for kind, value in domain_for(ticket.ticket_class).typed_ids(text)]
+
+
 def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     """IDs a customer typed: new ones enter the ledger UNVERIFIED until a lookup returns them;
     ones a tool returned before come back into the window (`harvest.plan_mentions`).
     Runs in the message's own transaction, whose turn already moved the version.
     Returns the roles of the new entries."""
-    found = [(value, kind) for kind, value in domain_for(ticket.ticket_class).typed_ids(text)]
-    return ledger_note_typed(ticket=ticket, turn=turn, found=found)
+    return ledger_note_typed(ticket=ticket, turn=turn, found=customer_typed_ids(ticket, text))
 
 
-def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]]) -> list[str]:
+def ledger_note_customer_message(*, ticket, turn: int, text: str,
+                                 found: list[tuple[str, str]]) -> list[corrections.Correction]:
+    """A customer's message's IDs (`found`, every format the class reads) into the ledger, and the
+    corrections it makes (`corrections.plan`) onto it. In the message's transaction. Returns the corrections."""
+    found = list(dict.fromkeys(found))
+    known = [corrections.Known(v, kind, last, superseded=bool(by)) for v, kind, last, by in
+             LedgerEntry.objects.filter(ticket=ticket).values_list("value", "kind", "last_used_turn", "superseded_by")]
+    ledger_note_typed(ticket=ticket, turn=turn, found=found)
+    made = corrections.plan(text, found, known)
+    for c in made:
+        ledger_supersede(ticket=ticket, old=c.old, new=c.new, turn=turn, source="customer")
+    return made
+
+
+def ledger_supersede(*, ticket, old: str, new: str, turn: int, source: str, user=None) -> LedgerEntry:
+    """Mark `old` as corrected to `new`, with the turn and who said so (as state values keep theirs).
+    `new` enters the ledger unverified when it is not there yet. Never deletes; a later correction
+    of the same entry replaces the earlier one."""
+    new = (new or "").strip()
+    with transaction.atomic():
+        ticket_lock(ticket.pk)  # lock order: the ticket row first, then lane rows (see tickets.versions)
+        entry = LedgerEntry.objects.select_for_update().filter(ticket=ticket, value=old).first()
+        if entry is None:
+            raise StateValueInvalid(f"'{old}' is not in this ticket's ledger.")
+        if not new or len(new) > 120 or not new.isprintable():
+            raise StateValueInvalid("Give the value that replaces it (at most 120 printable characters).")
+        if new == old:
+            raise StateValueInvalid("A value cannot replace itself.")
+        if not LedgerEntry.objects.filter(ticket=ticket, value=new).exists():
+            ledger_note_typed(ticket=ticket, turn=turn, found=[(new, entry.kind)], source=source)
+        entry.superseded_by, entry.superseded_at_turn = new, turn
+        entry.superseded_source, entry.superseded_by_user = source, user
+        entry.version += 1
+        entry.save(update_fields=["superseded_by", "superseded_at_turn", "superseded_source", "superseded_by_user",
+                                  "version"])
+        ticket_touch(ticket.pk)
+    return entry
+
+
+def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source: str = "customer") -> list[str]:
     """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
     if not found:
         return []
     plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
-    _apply_plan(ticket.pk, plan, turn=turn, source="customer")
+    _apply_plan(ticket.pk, plan, turn=turn, source=source)
     return [r.role for r in plan.new]
 
 

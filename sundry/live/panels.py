@@ -131,7 +131,7 @@ def _staff_ledger(ticket, viewer):
     _staff(viewer)
 
     entries = LedgerEntry.objects.filter(ticket=ticket)
-    return {"ledger": list(entries.filter(status="active").order_by("first_seen_turn", "id")),
+    return {"ledger": list(entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id")),
             "archived_count": entries.filter(status="archived").count()}
 
 

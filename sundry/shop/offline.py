@@ -321,11 +321,15 @@ class RequestView:
 
     # --- rules and tools ---------------------------------------------------------------
 
-    def blocking_rule(self, tool: str, target: str | None = None) -> render.ParsedRule | None:
+    def blocking_rule(self, tool: str, target: str | None = None, asked: bool = False) -> render.ParsedRule | None:
         """The rule that forbids `tool` (on `target`): its structured check, or for contact and
         replacement tools its plain wording too, the way a model reading "never email me" would.
-        A rule that names its orders ("only on: SU-…") forbids the action on those orders only."""
+        A rule that names its orders ("only on: SU-…") forbids the action on those orders only.
+        `asked`: the customer's message asks for this call, so a rule only flagged from their own
+        words does not stop it (the guard puts it on a card quoting the rule, for them to decide)."""
         for r in self.rules:
+            if asked and not r.confirmed and r.source == "customer":
+                continue
             by_text = tool in _READ_FROM_TEXT and tool in infer_enforcement(r.text, WORDS).get("block_tools", [])
             if not (tool in r.block_tools or by_text):
                 continue
@@ -412,7 +416,7 @@ def _short(reason: str, limit: int = FOLLOW_UP_REASON_MAX) -> str:
 
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
-    if rule := v.blocking_rule(name, wanted.get("order_number")):
+    if rule := v.blocking_rule(name, wanted.get("order_number"), asked=True):
         return reply(f'I can\'t do that here: a rule in force for this ticket says "{rule.text}". '
                      "A member of staff can help if something else is needed.")
     args = v.args_for(name, wanted)
@@ -801,7 +805,7 @@ def do_cancel(v: RequestView, order: str) -> Decision:
     if why := _shop_refusal(v, "cancel_order", order):
         return reply(f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
                      "I can book a return instead — shall I?")
-    if v.blocking_rule("cancel_order", order):  # a rule forbids it: say so, look nothing up
+    if v.blocking_rule("cancel_order", order, asked=True):  # a rule forbids it: say so, look nothing up
         return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
     info = v.orders.get(order)
     if order not in v.state.money or not (info and info.status):

@@ -15,6 +15,7 @@ urlpatterns = [
     path("tickets/<int:ticket_id>/state", views.state_edit, name="desk-state-edit"),
     path("tickets/<int:ticket_id>/rules/<int:rule_id>", views.rule_decide, name="desk-rule-decide"),
     path("tickets/<int:ticket_id>/ledger/rename", views.ledger_rename, name="desk-ledger-rename"),
+    path("tickets/<int:ticket_id>/ledger/correct", views.ledger_correct, name="desk-ledger-correct"),
     path("tickets/<int:ticket_id>/ledger/archived", views.ledger_archived, name="desk-ledger-archived"),
     path("tickets/<int:ticket_id>/compactions/<int:run_id>", views.compaction_detail, name="desk-compaction"),
 ]

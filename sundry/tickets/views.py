@@ -345,6 +345,20 @@ def ledger_rename(request, ticket_id):
 
 
 @login_required
+@require_POST
+def ledger_correct(request, ticket_id):
+    """Staff say an entry was the wrong number: a write on it now waits for the customer's confirmation."""
+    ticket = _ticket_or_404(request, ticket_id)
+    value, new = request.POST.get("value", ""), request.POST.get("correct_to", "")
+    try:
+        entry = agent_services.ledger_correct(ticket=ticket, old=value, new=new, user=request.user)
+    except StateValueInvalid as exc:
+        return _refused(request, ticket, exc, ("ledger",))
+    return _answer(request, ticket, panels=("ledger", "held"),
+                   message=f"{entry.value} is marked as corrected to {entry.superseded_by}.")
+
+
+@login_required
 @require_GET
 def ledger_archived(request, ticket_id):
     """Archived (evicted) entries, on demand: they stay out of the live panel and the request."""

@@ -236,7 +236,10 @@ def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
     say(ticket, "Please cancel SU-27849.")
     keep.refresh_from_db()
     assert keep.status == Order.Status.PLACED
-    assert no_open_card(ticket)  # not even proposed: the agent reads the customer's rule and says so
+    # Asked for in spite of their own flagged rule: the call waits on a card quoting the rule, for them to decide.
+    [asked] = Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING)
+    assert asked.arguments["order_number"] == "SU-27849"
+    assert [r["text"] for r in asked.card["rules"]] == ["Whatever you do, don't cancel SU-27849, I need it for a birthday."]
 
 
 def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop):
