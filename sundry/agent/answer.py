@@ -81,6 +81,10 @@ def known_identifiers(request: ModelRequest) -> set[str]:
     return replycheck.known_identifiers(texts)
 
 
+def _latest_customer_text(turns: list[TurnData]) -> str:
+    return next((t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"), "")
+
+
 def after_rejection(turns: list[TurnData]) -> bool:
     """A guard rejection or error since the last customer message or staff note."""
     for t in reversed(turns):
@@ -136,7 +140,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
             break
         verdict = replycheck.check_reply(response.text, known=known, tools=tools,
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
-                                         retried=retried)
+                                         retried=retried, customer_said=_latest_customer_text(turns))
         verdict = held_if_internal(verdict, internal)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())

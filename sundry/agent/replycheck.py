@@ -20,14 +20,16 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from sundry.agent.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
 POST, RETRY, HOLD = "post", "retry", "hold"
 
 # Tool-protocol markup that must never reach a customer.
 _MARKUP_BLOCK = re.compile(
-    r"<(tool_call|tool_response|tool_result|function_call|function_calls|invoke|tools)\b[^>]*>.*?(?:</\1>|$)", re.S | re.I)
-_MARKUP_TAG = re.compile(r"</?(?:tool_call|tool_response|tool_result|function_call|function_calls|invoke|tools)\b[^>]*>"
+    r"<(tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>.*?(?:</\1>|$)",
+    re.S | re.I)
+_MARKUP_TAG = re.compile(r"</?(?:tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>"
                          r"|<\|[a-z_]+\|>|\[/?TOOL_CALLS\]|\[/?TOOL_RESULTS\]", re.I)
 # Sundry's own notices and guard text, which are for the model only.
 _INTERNAL = re.compile(r"^.*(?:ERROR \(guard:|\[system notice\]|\[system event\]|\[staff note to the agent\]).*$",
@@ -44,7 +46,10 @@ _TO_AGENT = re.compile(
     r"|i (?:will|'ll|should) (?:now )?(?:call|retry|use) (?:the )?(?:\w+_\w+|tool)|schema error|invalid arguments"
     r"|function call|as an ai\b|system notice)", re.I)
 MIN_TOKEN = 5
-_CALL_TAG = re.compile(r"<(?:tool_call|function_call|invoke)\b|\[TOOL_CALLS\]", re.I)
+# Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
+_WORDS_ONLY = re.compile(r"[\W_]+")
+_CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 CALL_AS_TEXT = "a tool call written as text"
 _CALL_PROMPT = ("You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
                 "Make the call through the tools interface, or write only the reply to the customer.")
@@ -79,7 +84,10 @@ def _is_call_json(chunk: str, tools: frozenset[str]) -> bool:
     try:
         data = json.loads(chunk)
     except ValueError:
-        return False
+        try:
+            data = json.loads(chunk.replace("{{", "{").replace("}}", "}"))
+        except ValueError:
+            return False
     items = data if isinstance(data, list) else [data]
     def named(d):
         d = d.get("function", d) if isinstance(d, dict) else d
@@ -97,12 +105,11 @@ def strip_protocol(text: str, tools: frozenset[str] = frozenset()) -> tuple[str,
     if out2 != text:
         notes.append("tool-protocol markup removed")
     out = _FENCE.sub(lambda m: "" if _is_call_json(m.group(1).strip(), tools) else m.group(0), out2)
-    stripped = out.strip()
-    brace = stripped.find("{")
-    if brace >= 0 and stripped.endswith(("}", "]")) and _is_call_json(stripped[brace:], tools):
-        out = stripped[:brace]
-    elif stripped.startswith("[") and _is_call_json(stripped, tools):
-        out = ""
+    # A call written as JSON anywhere: bare, after preamble, one per line, braces doubled.
+    for a, b, _value in reversed(json_spans(out)):
+        if _is_call_json(out[a:b], tools):
+            out = out[:a] + out[b:]
+    out = re.sub(r"\[/?TOOL_CALLS\]", "", out) if out != out2 else out
     if out != out2:
         notes.append("raw tool-call JSON removed")
         if CALL_AS_TEXT not in notes:
@@ -114,10 +121,18 @@ def strip_protocol(text: str, tools: frozenset[str] = frozenset()) -> tuple[str,
     return re.sub(r"\n{3,}", "\n\n", cleaned).strip(), notes
 
 
+def echoes(reply: str, message: str) -> bool:
+    """The reply is mostly the customer's own message said back (a small model's commonest slip)."""
+    said, back = _WORDS_ONLY.sub(" ", message.lower()).strip(), _WORDS_ONLY.sub(" ", reply.lower()).strip()
+    return len(said) >= 20 and said in back and len(back) <= len(said) * 1.5 + 20
+
+
 def check_reply(text: str | None, *, known: set[str] | frozenset[str], tools: set[str] | frozenset[str] = frozenset(),
-                truncated: bool = False, after_rejection: bool = False, retried: bool = False) -> ReplyVerdict:
+                truncated: bool = False, after_rejection: bool = False, retried: bool = False,
+                customer_said: str = "") -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
-    `retried`: this is already the second try, so a fault holds instead of retrying."""
+    `retried`: this is already the second try, so a fault holds instead of retrying;
+    `customer_said`: the customer's latest message, which a reply must answer, not repeat."""
     raw = text or ""
     if truncated:
         return _again(raw, "truncated", "Your last reply was cut off at the length limit before it ended. Write a "
@@ -131,6 +146,17 @@ def check_reply(text: str | None, *, known: set[str] | frozenset[str], tools: se
                       "call, not as text) or write the reply to the customer in plain words.", retried)
     if CALL_AS_TEXT in notes and not retried:
         return ReplyVerdict(RETRY, raw, ["call_as_text"], notes, prompt=_CALL_PROMPT)
+    if json_spans(cleaned):  # a tool result written out, an invented record: data, never words for a customer
+        return _again(raw, "structured", "Your reply contained raw data (JSON, or a tool result written out). It "
+                      "was not sent. Write to the customer in plain words, using only what tools returned; to make a "
+                      "call, use the tools interface.", retried, notes=notes)
+    if _ANY_TAG.search(cleaned):
+        return _again(raw, "markup", "Your reply contained markup tags. It was not sent. Write only plain words "
+                      "to the customer; never write tags, notes to yourself or text meant for staff.", retried,
+                      notes=notes)
+    if customer_said and echoes(cleaned, customer_said):
+        return _again(raw, "echo", "Your reply repeated the customer's message back to them. It was not sent. "
+                      "Answer what they asked.", retried, notes=notes)
     invented = sorted(t for t in id_tokens(cleaned) if t not in known)
     if invented:
         return _again(raw, "invented_id",
