@@ -19,7 +19,8 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 COPY . .
 RUN pip install --no-deps -e . \
     # Hashed, compressed static files for WhiteNoise; the key is for this step only.
-    && SUNDRY_ENV=production SUNDRY_SECRET_KEY=collectstatic-only SUNDRY_VAR_DIR=/tmp/build-var \
+    && SUNDRY_ENV=production SUNDRY_SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+       SUNDRY_VAR_DIR=/tmp/build-var \
        python manage.py collectstatic --noinput --verbosity 0 \
     && rm -rf /tmp/build-var \
     && useradd --system --uid 10001 --home-dir /app sundry

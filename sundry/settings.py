@@ -31,12 +31,35 @@ def env_list(name: str, default: str = "") -> list[str]:
 PRODUCTION = os.environ.get("SUNDRY_ENV", "development") == "production"
 DEBUG = env_bool("SUNDRY_DEBUG", default=not PRODUCTION)
 
+
+
+def weak_secret_key(key: str) -> str:
+    """Why a secret key is too weak to sign production sessions ("" when it is not): Django's own
+    deploy-check measure (50 characters, 5 distinct), or a placeholder left in."""
+    lowered = key.lower()
+    if len(key) < 50 or len(set(key)) < 5:
+        return "it is shorter than 50 characters or has fewer than 5 distinct ones"
+    if any(word in lowered for word in ("changeme", "change-me", "change_me", "insecure", "dev-only", "example",
+                                        "placeholder", "your-secret", "secret-key")):
+        return "it is a placeholder"
+    return ""
+
+
 if PRODUCTION:
     SECRET_KEY = os.environ["SUNDRY_SECRET_KEY"]  # no silent default in production
+    if _weak := weak_secret_key(SECRET_KEY):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"SUNDRY_SECRET_KEY is refused in production: {_weak}. Make one with "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
 else:
     SECRET_KEY = os.environ.get("SUNDRY_SECRET_KEY", "dev-only-insecure-key-change-me-for-anything-real")
 
 ALLOWED_HOSTS = env_list("SUNDRY_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# The reverse proxies in front of the web process (addresses or networks): only their
+# X-Forwarded-For is believed (sundry.web.proxy_options). Empty: none is.
+TRUSTED_PROXIES = env_list("SUNDRY_TRUSTED_PROXIES")
 CSRF_TRUSTED_ORIGINS = env_list("SUNDRY_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [

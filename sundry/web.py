@@ -31,6 +31,17 @@ SERVER_OPTIONS = dict(
 )
 
 
+def proxy_options(trusted: list[str]) -> dict:
+    """Whose X-Forwarded-For the server believes: only the proxies the deployment names
+    (SUNDRY_TRUSTED_PROXIES), and none by default — uvicorn's own default trusts 127.0.0.1, so
+    anything on the host could name any client address and step around the login lockout.
+    Behind a named proxy, the client is the right-most address in the header that is not a
+    proxy's own, so a client's made-up header values are never taken."""
+    if not trusted:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted)}
+
+
 def tune_gc() -> None:
     """Keep what the process loaded at start out of the collector's full passes, which
     otherwise stall every socket for tens of ms, and run young collections every
@@ -79,7 +90,8 @@ def main(argv=None) -> None:
     if settings.WEB_GC_TUNING:
         cap_malloc_arenas()  # before uvicorn and the request threads start
         tune_gc()
-    uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level, **SERVER_OPTIONS)
+    uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level, **SERVER_OPTIONS,
+                **proxy_options(settings.TRUSTED_PROXIES))
 
 
 if __name__ == "__main__":

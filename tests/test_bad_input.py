@@ -567,3 +567,16 @@ async def test_negative_control_without_the_frame_limits_a_deep_frame_kills_the_
     path = f"/ws/desk/tickets/{world['fill']['ticket']}/"
     with pytest.raises(RecursionError):
         await _send_frame(path, _cookie(world["clients"]["staff"]), "[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_form_body_in_another_charset_is_refused_plainly_in_development_too(settings, debug):
+    """A UTF-16 (or unknown-charset) form body is a 400 naming the problem, never a 500 — in
+    development too, where Django's error page read the body again while reporting it."""
+    settings.DEBUG = debug
+    client = Client(raise_request_exception=False)
+    for body in ("username=a&password=b".encode("utf-16"), b"username=a&password=b"):
+        r = client.generic("POST", "/login/", body,
+                           content_type="application/x-www-form-urlencoded; charset=utf-16")
+        assert r.status_code == 400 and "could not be read" in r.content.decode(), r.status_code

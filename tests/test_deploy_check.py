@@ -46,6 +46,14 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     assert "SUNDRY_SECRET_KEY" in done.stderr
 
 
+def test_production_refuses_a_weak_secret_key(tmp_path):
+    for weak in ("changeme", "x" * 64, "changeme-" + secrets.token_urlsafe(48), "abcd" * 20):
+        done = deploy_check(tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY=weak,
+                            SUNDRY_ALLOWED_HOSTS="sundry.example.com")
+        assert done.returncode != 0 and "SUNDRY_SECRET_KEY is refused in production" in done.stderr, weak
+        assert weak not in done.stderr  # the key itself is never printed
+
+
 def test_the_check_warns_of_tool_server_limits_left_wide_open(tmp_path):
     done = deploy_check(
         tmp_path,

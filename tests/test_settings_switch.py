@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -142,7 +143,7 @@ def test_tool_server_limits_default_to_the_example_in_development_and_no_stdio_i
     assert dev["hosts"] == ["127.0.0.1", "localhost", "::1"]
     assert dev["dirs"] == [str(ROOT / "examples")]
     assert dev["example"] == dev["example_file"] == ""  # the README's demo command and file work as given
-    prod = tool_limits(tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY="x" * 60)
+    prod = tool_limits(tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY=secrets.token_urlsafe(64))
     assert prod["commands"] == [] and "stdio tool servers are off" in prod["example"]
     assert prod["hosts"] == dev["hosts"] and prod["prefix"] == dev["prefix"] and prod["example_file"] == ""
 

@@ -57,3 +57,41 @@ def test_the_web_process_caps_the_allocators_heaps_where_the_c_library_is_glibc(
         pytest.skip("glibc's allocator only")
     assert _arenas("capped") <= 2
     assert _arenas("default") > 2  # the control: eight threads get heaps of their own otherwise
+
+
+async def _client_seen(options: dict, xff: str, peer: str = "127.0.0.1") -> str:
+    """The client address the app sees through uvicorn's proxy-header handling as `options` configure it."""
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    seen = {}
+
+    async def app(scope, receive, send):
+        seen["client"] = scope["client"][0]
+
+    wrapped = ProxyHeadersMiddleware(app, trusted_hosts=options["forwarded_allow_ips"]) \
+        if options.get("proxy_headers") else app
+    scope = {"type": "http", "client": (peer, 5000), "scheme": "http",
+             "headers": [(b"x-forwarded-for", xff.encode())]}
+    await wrapped(scope, None, None)
+    return seen["client"]
+
+
+async def test_forwarded_addresses_are_believed_only_from_the_proxies_a_deployment_names():
+    """Rotating X-Forwarded-For cannot make one client many (and step around the login lockout):
+    with no proxy named nothing in the header is taken; behind a named proxy, only what the proxy
+    itself appended (the right-most address that is not a proxy's)."""
+    from sundry.web import proxy_options
+
+    none = proxy_options([])
+    assert {await _client_seen(none, f"203.0.113.{n}") for n in range(5)} == {"127.0.0.1"}
+    named = proxy_options(["10.0.0.2"])
+    # The proxy appends the address it saw; whatever the client wrote before it is ignored.
+    assert {await _client_seen(named, f"203.0.113.{n}, 198.51.100.7", peer="10.0.0.2") for n in range(5)} \
+        == {"198.51.100.7"}
+    # Behind the named proxy, two clients are two addresses (no shared lockout).
+    assert await _client_seen(named, "198.51.100.8", peer="10.0.0.2") == "198.51.100.8"
+    # A connection that is not from the named proxy is itself the client.
+    assert await _client_seen(named, "203.0.113.9", peer="192.0.2.50") == "192.0.2.50"
+    # Control: uvicorn's own default (127.0.0.1 trusted) would have taken each made-up address.
+    default = {"proxy_headers": True, "forwarded_allow_ips": "127.0.0.1"}
+    assert len({await _client_seen(default, f"203.0.113.{n}") for n in range(5)}) == 5

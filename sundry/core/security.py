@@ -10,6 +10,7 @@ import re
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.core.exceptions import BadRequest
 from django.http import HttpResponseBadRequest
 from django.utils.cache import patch_cache_control
 from django.views.debug import SafeExceptionReporterFilter
@@ -61,7 +62,13 @@ class RefuseNulBytesMiddleware:
         fields = [request.GET]
         if request.method == "POST" and request.content_type in (
                 "application/x-www-form-urlencoded", "multipart/form-data"):
-            fields.append(request.POST)
+            try:
+                fields.append(request.POST)
+            except (BadRequest, UnicodeDecodeError) as exc:
+                # A body in another charset (UTF-16 …): refused here, plainly. Left to Django, the
+                # development error page reads the body again while reporting and answers 500.
+                return HttpResponseBadRequest(f"This request's form body could not be read: {exc}",
+                                              content_type="text/plain; charset=utf-8")
         for data in fields:
             for key, values in data.lists():
                 if "\x00" in key or any("\x00" in value for value in values):

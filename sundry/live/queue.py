@@ -48,11 +48,17 @@ def _render(user, query: str) -> str:
     return queue_update(user, query)
 
 
+def _clean_query(query: str) -> str:
+    """The page's query string, bounded, without NULs (raw or %00): PostgreSQL takes no NUL in a string,
+    and no filter the page offers has one."""
+    return query[:MAX_QUERY_CHARS].replace("\x00", "").replace("%00", "")
+
+
 class QueueConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.joined, self.admitted_for, self.user = [], None, None
         self.access_deadline = 0.0
-        self.query = self.scope.get("query_string", b"").decode("latin-1")[:MAX_QUERY_CHARS]
+        self.query = _clean_query(self.scope.get("query_string", b"").decode("latin-1"))
         self.sent_html = None
         self.last_refresh = 0.0
         self.pending: asyncio.Task | None = None
@@ -97,13 +103,15 @@ class QueueConsumer(AsyncWebsocketConsumer):
         if not self.joined:
             return
         try:
-            message = json.loads(text_data or "{}")
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(message, dict):
+            message = limits.parse_frame(text_data, bytes_data)
+        except limits.FrameRefused as exc:
+            # Not something the page sends: closed with the reason, as a ticket socket is (the page reconnects).
+            await self._leave()
+            self.user = None
+            await self.close(code=exc.code, reason=str(exc)[:120])
             return
         if message.get("type") == "view" and isinstance(message.get("query"), str):
-            self.query = message["query"].lstrip("?")[:MAX_QUERY_CHARS]
+            self.query = _clean_query(message["query"].lstrip("?"))
             self.sent_html = None  # the page's table came from its own request: send the view afresh
             await self._refresh()
         elif message.get("type") == "sync":

@@ -1,6 +1,7 @@
 import string
 
 from django import forms
+from django.db import models
 from django.contrib import admin
 
 from sundry.agent import approvals
@@ -8,6 +9,7 @@ from sundry.agent.gateway import validate_model_name
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.toolservers.admin import servers_of
+from sundry.core.jsonform import BoundedJSONField
 
 
 class TicketClassForm(forms.ModelForm):
@@ -52,6 +54,7 @@ class TicketClassForm(forms.ModelForm):
 @admin.register(TicketClass)
 class TicketClassAdmin(admin.ModelAdmin):
     form = TicketClassForm
+    formfield_overrides = {models.JSONField: {"form_class": BoundedJSONField}}
     list_display = ("name", "token_budget", "trigger_fraction", "recent_turns_kept", "working_model",
                     "summariser_model", "ledger_share", "pinned_rules_cap")
     prepopulated_fields = {"slug": ("name",)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db import models
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseNotAllowed
@@ -13,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 
 from sundry.toolservers import catalog, checks, declfile
 from sundry.toolservers.models import ToolServer
+from sundry.core.jsonform import BoundedJSONField
 
 
 class ToolServerForm(forms.ModelForm):
@@ -37,6 +39,7 @@ class ToolServerForm(forms.ModelForm):
 @admin.register(ToolServer)
 class ToolServerAdmin(admin.ModelAdmin):
     form = ToolServerForm
+    formfield_overrides = {models.JSONField: {"form_class": BoundedJSONField}}
     change_form_template = "admin/toolservers/toolserver/change_form.html"
     list_display = ("name", "ticket_class", "transport", "enabled", "tool_count", "listed_at")
     list_filter = ("ticket_class", "transport", "enabled")

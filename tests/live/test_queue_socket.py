@@ -116,3 +116,34 @@ async def test_queue_sockets_count_against_the_per_user_cap(world, settings):
     for s in sockets:
         await s.disconnect()
     assert limits.open_sockets() == before
+
+
+QUEUE_FRAMES_REFUSED = ["\x00", '{"type": "view"}\x00', "[" * 5000 + "]" * 5000, "x" * 20_000, "null", "[]",
+                        '{"type": 5}', '{"type": "view", "query": NaN}']
+QUEUE_QUERIES_WITH_NUL = ["q=a\x00b", "q=a%00b", "tag=%00", "view=all\x00", "class=%00&assignee=%00"]
+
+
+async def test_bad_frames_close_the_queue_socket_with_a_reason_and_nul_queries_are_answered(world):
+    """A frame no page sends closes the socket with a close frame naming why (the page reconnects);
+    a view whose query holds a NUL (which PostgreSQL cannot take) is answered without it."""
+    for frame in QUEUE_FRAMES_REFUSED:
+        socket = queue(world["staff"][1])
+        await socket.connect()
+        await _frame(socket)
+        await socket.send_to(text_data=frame)
+        out = await socket.receive_output(timeout=5)
+        assert out["type"] == "websocket.close", (frame[:20], out)
+        assert out["code"] in (limits.CLOSE_FRAME_INVALID, limits.CLOSE_FRAME_TOO_BIG) and out.get("reason"), frame[:20]
+        await socket.disconnect()
+    for query in QUEUE_QUERIES_WITH_NUL:
+        socket = queue(world["staff"][1])
+        await socket.connect()
+        await _frame(socket)
+        await socket.send_to(text_data=json.dumps({"type": "view", "query": query}))
+        assert 'id="queue-table"' in await _frame(socket), query
+        await socket.disconnect()
+    # On connect too: the page's own query string with a NUL.
+    socket = queue(world["staff"][1], "q=a%00b")
+    await socket.connect()
+    assert 'id="queue-table"' in await _frame(socket)
+    await socket.disconnect()

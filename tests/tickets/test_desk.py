@@ -78,6 +78,12 @@ def test_admin_edits_a_class_budget_and_bad_values_are_refused(client, people):
     assert bad.status_code == 200  # the form comes back with errors
     tclass.refresh_from_db()
     assert tclass.trigger_fraction == 0.75
+    # A JSON value nested 5,000 deep (Python's reader would recurse past its limit) comes back as an error.
+    for deep in ('{"a":' * 5000 + "1" + "}" * 5000, "[" * 5000 + "]" * 5000):
+        refused = client.post(url, {**form, "approval_rules": deep})
+        assert refused.status_code == 200 and "nested more than 32 levels" in refused.content.decode()
+    tclass.refresh_from_db()
+    assert tclass.approval_rules == {}
 
 
 def test_a_held_refund_approved_by_staff_executes_exactly_once(client, people):
