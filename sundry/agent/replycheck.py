@@ -124,7 +124,8 @@ def strip_protocol(text: str, tools: frozenset[str] = frozenset()) -> tuple[str,
 def echoes(reply: str, message: str) -> bool:
     """The reply is mostly the customer's own message said back (a small model's commonest slip)."""
     said, back = _WORDS_ONLY.sub(" ", message.lower()).strip(), _WORDS_ONLY.sub(" ", reply.lower()).strip()
-    return len(said) >= 20 and said in back and len(back) <= len(said) * 1.5 + 20
+    # Said back with at most a label around it ("Customer: …"); an answer that quotes them has words of its own.
+    return len(said) >= 20 and said in back and len(back.replace(said, " ").split()) < 4
 
 
 def check_reply(text: str | None, *, known: set[str] | frozenset[str], tools: set[str] | frozenset[str] = frozenset(),

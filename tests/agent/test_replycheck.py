@@ -208,6 +208,8 @@ def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phra
     answer = ("I'm sorry it arrived broken. I can refund order SU-26675: I've put the refund on a card for you "
               "to confirm, and nothing happens until you press Confirm.")
     assert check(answer, customer_said=said).action == replycheck.POST
+    noted = f'Understood — I\'ve noted that for this case: "{said}"'
+    assert check(noted, customer_said=said).action == replycheck.POST  # quoted whole, with words of its own
 
 
 @pytest.mark.parametrize("text", ["Your order SU-26675 ships in [2, 3] days.", "Use code {SPRING} at checkout.",
