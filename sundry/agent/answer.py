@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent import replycheck, textcalls
+from sundry.agent import replyclaims, replycheck, textcalls
 from sundry.context import render
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
@@ -108,9 +108,40 @@ def held_if_internal(verdict: replycheck.ReplyVerdict,
                                    quoted=internaltext.describe(found))
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What the ticket's records show was done, for judging what a reply says was done (`replyclaims`)."""
+
+    actions: tuple = ()  # ActionData
+    kinds: dict = field(default_factory=dict)  # tool name -> kinds of action it performs
+    money: tuple = ()  # MoneyData
+    ledger: tuple = ()  # LedgerData
+    owner_kind: str = "order"
+
+
+def checked_claims(verdict: replycheck.ReplyVerdict, facts: Facts | None,
+                   retried: bool) -> replycheck.ReplyVerdict:
+    """A reply that would be posted but says an action was done that the records do not show is asked
+    for again, then held: the customer must never read that a refund or cancellation happened when
+    it did not."""
+    if verdict.action != replycheck.POST or facts is None:
+        return verdict
+    false = replyclaims.unsupported(verdict.text, actions=facts.actions, kinds=facts.kinds, money=facts.money,
+                                    ledger=facts.ledger, owner_kind=facts.owner_kind)
+    if not false:
+        return verdict
+    said = replyclaims.describe(false)
+    return replycheck.ReplyVerdict(
+        replycheck.HOLD if retried else replycheck.RETRY, verdict.text, ["unsupported_claim"], verdict.notes,
+        unsupported=said, prompt=(
+            f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
+            "Say an action happened only after its tool call succeeded; if it has not been done, say what "
+            "happens next instead, or make the call."))
+
+
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
            text_tool_calls: bool = False, stream: ReplyStream | None = None,
-           internal: internaltext.InternalText | None = None) -> Answer:
+           internal: internaltext.InternalText | None = None, facts: Facts | None = None) -> Answer:
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
     if stream is not None:
@@ -142,6 +173,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
                                          retried=retried, customer_said=_latest_customer_text(turns))
         verdict = held_if_internal(verdict, internal)
+        verdict = checked_claims(verdict, facts, retried)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
         if verdict.action != replycheck.RETRY:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent import approvals, cards, consent, spending, strictjson
+from sundry.agent import approvals, cards, consent, replyclaims, spending, strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.context.rules import infer_enforcement
@@ -419,6 +419,24 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
                         "staff notes to the customer.", args, {"quoted": describe(found)})
 
 
+def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer that says an action was done which no record of this ticket shows
+    (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
+    if not inp.tool.customer_text:
+        return None
+    domain = _domain(inp)
+    kinds = replyclaims.kinds_of(domain.tools)
+    false = [c for name in inp.tool.customer_text for c in replyclaims.unsupported(
+        str(getattr(args, name, "") or ""), actions=inp.actions, kinds=kinds, money=inp.money, ledger=inp.ledger,
+        owner_kind=domain.owner_kind)]
+    if not false:
+        return None
+    said = replyclaims.describe(false)
+    return _reject("unsupported_claim", f"The {inp.tool.name} text says something was done that no tool did on "
+                   f"this ticket ({said}). It was not sent. Say an action happened only after its tool call "
+                   "succeeded; otherwise say what happens next.", args, unsupported=said)
+
+
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins.
 
@@ -435,7 +453,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
     if verdict:
         return verdict
     if not inp.approved:
-        verdict = _check_internal(inp, args)
+        verdict = _check_internal(inp, args) or _check_claims(inp, args)
         if verdict:
             return verdict
     # Consequence guards: shop side effects only; local lane edits repeat freely.

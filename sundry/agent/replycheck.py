@@ -64,10 +64,15 @@ class ReplyVerdict:
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
     quoted: str = ""  # for HOLD on internal_text: which internal-only text it quotes, for staff
+    unsupported: str = ""  # for unsupported_claim: the sentences claiming what no record shows (`replyclaims`)
 
     def as_json(self) -> dict:
         out = {"action": self.action, "reasons": self.reasons, "notes": self.notes, "invented": self.invented}
-        return {**out, "quoted": self.quoted} if self.quoted else out
+        if self.quoted:
+            out["quoted"] = self.quoted
+        if self.unsupported:
+            out["unsupported"] = self.unsupported
+        return out
 
 
 def id_tokens(text: str) -> set[str]:

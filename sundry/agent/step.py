@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, failures, remote, replycheck
+from sundry.agent import answer, failures, remote, replycheck, replyclaims
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
@@ -136,7 +136,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     # spans every attempt), read for calls written as text where the class opts in; a reply that
     # fails its check is asked for once more, with the reason.
     got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                        text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal)
+                        text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal,
+                        facts=_claim_facts(ticket, snapshot))
     call, error = got.call, got.error
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
@@ -198,6 +199,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             # Held: never sent; staff see what was written and why.
             reasons = ", ".join(verdict.reasons)
             quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
+            if verdict.unsupported:
+                quoted += f" It says done what no tool did on this ticket: {verdict.unsupported}."
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                         text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
                         payload={"reply_check": verdict.as_json(), "held_reply": response.text})
@@ -223,6 +226,14 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
+
+
+def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> answer.Facts:
+    """The records a reply's claims are judged against: the lanes as this step read them, and which
+    tools do what by the class's declarations (its servers' files, else its domain)."""
+    domain = remote.rules_domain(ticket) or domain_for(ticket.ticket_class)
+    return answer.Facts(actions=tuple(snapshot.actions), kinds=replyclaims.kinds_of(domain.tools),
+                        money=tuple(snapshot.money), ledger=tuple(snapshot.ledger), owner_kind=domain.owner_kind)
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:

@@ -106,6 +106,8 @@ class ActionData:
     amount_cents: int | None = None
     currency: str = ""
     summary: str = ""
+    # Every plain value its arguments named (the order of an item it acted on, say).
+    on: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

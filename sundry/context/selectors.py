@@ -33,10 +33,17 @@ RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement", "st
 LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description",
           "superseded_by", "superseded_at_turn", "superseded_source")
 STATE = ("name", "value", "turn", "source", "confirmed")
-ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency")
+ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency", "arguments")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
 SUMMARY = ("covers_through_turn", "text", "fallback")
 TURN = ("number", "author", "kind", "text", "payload", "tokens")
+
+
+def _argument_values(arguments) -> tuple[str, ...]:
+    """The plain values an action's arguments named (its order as well as its item), so what was done
+    can be found by any record it touched."""
+    values = arguments.values() if isinstance(arguments, dict) else ()
+    return tuple(str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v))
 
 
 def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
@@ -90,8 +97,8 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     snap.actions = [
         ActionData(tool=tool, target=target, turn=turn, idempotency_key=idem, reversible=reversible,
                    amount_cents=amount, currency=currency,
-                   summary=(format_money(amount, currency) if amount else ""))
-        for tool, target, turn, idem, reversible, amount, currency in ActionTaken.objects.filter(
+                   summary=(format_money(amount, currency) if amount else ""), on=_argument_values(arguments))
+        for tool, target, turn, idem, reversible, amount, currency, arguments in ActionTaken.objects.filter(
             ticket_id=pk).order_by("turn", "id").values_list(*ACTION)
     ]
     snap.money = [

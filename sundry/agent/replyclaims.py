@@ -1,0 +1,135 @@
+"""Does a reply say something was done that the records do not show?
+
+Pure. A sentence that tells the customer an action is done ("your order SU-…
+has been cancelled", "I've issued a refund of 48.99 USD") is a claim of that
+action's kind. A claim stands when the ticket's records back it: an action of
+that kind that ran on this ticket (`ActionTaken`, written by code at tool
+success), a ledger entry whose description or note a tool result gave that
+status, or — for refunds — money the money lane shows refunded. A claim nothing
+backs is a false statement to a customer: the reply is asked for again, then
+held (`answer.checked_claims`).
+
+Only past, plain statements are claims: a question, a negation, a future or a
+condition ("will be refunded once you confirm") promises nothing done. Which
+tools count for which kind comes from the domain's declaration (the consent
+action, the capabilities, a declared refund), never from a tool's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sundry.agent.replycheck import id_tokens
+
+REFUND, CANCEL, RETURN, REPLACE = "refund", "cancel", "return", "replace"
+KINDS = (REFUND, CANCEL, RETURN, REPLACE)
+_CAPABILITY_KIND = {"refunds": REFUND, "cancels": CANCEL, "returns": RETURN, "replaces": REPLACE}
+
+_DONE = r"(?:has|have|had|was|were|is|are|'s)\s+(?:now\s+|already\s+|just\s+|successfully\s+|been\s+|fully\s+)*"
+_SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (129.99) does not end it
+_WE = r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|just\s+|already\s+|successfully\s+|gone ahead and\s+)*"
+_CLAIMS = {
+    REFUND: re.compile(
+        r"\brefunds?\b" + _SPAN + r"{0,60}?\b" + _DONE + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
+        r"|refunded|initiated|released)\b"
+        r"|" + _WE + r"(?:(?:issued|processed|sent|made|initiated|completed|released)\s+(?:you\s+)?(?:a|an|the|your)?\s*"
+        r"(?:[\w.]+\s+){0,3}?refund|refunded)\b"
+        r"|\b(?:been|was|were)\s+(?:fully\s+|partially\s+)?refunded\b|\bcredited back\b", re.I),
+    CANCEL: re.compile(
+        r"\bcancell?ed\b|\bcancellation\b" + _SPAN + r"{0,40}?\b" + _DONE + r"(?:complete|completed|confirmed|processed|done)\b",
+        re.I),
+    RETURN: re.compile(
+        r"\breturn\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:booked|created|started|opened|initiated|arranged|set up"
+        r"|registered|processed|logged|approved|scheduled)\b"
+        r"|" + _WE + r"(?:booked|created|started|opened|initiated|arranged|set up|registered|processed|logged"
+        r"|scheduled)\s+(?:a|the|your|an)\s+(?:\w+\s+)?return\b", re.I),
+    REPLACE: re.compile(
+        r"\b(?:replacement|exchange)\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:sent|shipped|arranged|placed|booked|created"
+        r"|dispatched|processed|issued|ordered|on its way)\b"
+        r"|" + _WE + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
+        r"(?:\w+\s+)?(?:replacement|exchange)\b|\b(?:been|was|were)\s+(?:replaced|exchanged)\b", re.I),
+}
+# A sentence that promises, asks, denies or sets a condition states nothing done.
+_NOT_DONE = re.compile(
+    r"\b(?:not|never|no|none|nothing|neither|nor|cannot|unable|will|would|could|can|shall|should|may|might|must|once|if|unless"
+    r"|until|whether|going to|about to|to be|yet|want|wants|wish|need|needs|pending|awaiting|eligible|able"
+    r"|instead|rather)\b|n't\b|'ll\b|'d\b", re.I)
+# What a ledger entry's status words say was done to it (from a tool result, never from the model).
+_STATUS = {
+    REFUND: re.compile(r"\brefund", re.I),
+    CANCEL: re.compile(r"\bcancel", re.I),
+    RETURN: re.compile(r"\breturn", re.I),
+    REPLACE: re.compile(r"\b(?:replac|exchang)", re.I),
+}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str
+    sentence: str
+    ids: frozenset[str]
+
+
+def claims_in(text: str) -> list[Claim]:
+    """Each sentence that states an action of a known kind as done."""
+    out = []
+    for sentence in _SENTENCE.split(text or ""):
+        s = sentence.strip()
+        if not s or s.endswith("?") or _NOT_DONE.search(s):
+            continue
+        for kind, pattern in _CLAIMS.items():
+            if pattern.search(s):
+                out.append(Claim(kind, s, frozenset(id_tokens(s))))
+    return out
+
+
+def kinds_of(decls: dict) -> dict[str, set[str]]:
+    """Tool name → the kinds of action it performs, from the declaration (`tooling.domain.ToolDecl`)."""
+    out: dict[str, set[str]] = {}
+    for name, decl in decls.items():
+        kinds = {_CAPABILITY_KIND[c] for c in getattr(decl, "capabilities", []) or [] if c in _CAPABILITY_KIND}
+        if getattr(decl, "consent", None):
+            kinds.add(decl.consent)
+        if getattr(decl, "refund", None) is not None or any(
+                getattr(m, "kind", "") == "refund" for m in getattr(decl, "money", []) or []):
+            kinds.add(REFUND)
+        if kinds:
+            out[name] = kinds
+    return out
+
+
+def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], money: Iterable = (),
+                ledger: Iterable = (), owner_kind: str = "order") -> list[Claim]:
+    """The claims in `text` nothing in the records backs. `actions`: `ActionData`; `money`: `MoneyData`;
+    `ledger`: `LedgerData`. Kinds the domain has no tool for are not judged: nothing could back them."""
+    declared = set().union(*kinds.values()) if kinds else set()
+    actions, money, ledger = list(actions), list(money), list(ledger)
+    owners = {e.value for e in ledger if e.kind == owner_kind} | {a.target for a in actions if a.target} | {
+        m.order for m in money}
+    out = []
+    for claim in claims_in(text):
+        if claim.kind not in declared:
+            continue
+        named = claim.ids & owners
+        if not _backed(claim.kind, named or None, actions, kinds, money, ledger):
+            out.append(claim)
+    return out
+
+
+def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) -> bool:
+    """Whether the records show an action of `kind` — on one of `named`, or anywhere on the ticket when
+    the claim names no record (a claim that names an order is judged on that order)."""
+    def on(value: str) -> bool:
+        return named is None or value in named
+    if any(kind in kinds.get(a.tool, ()) and (on(a.target) or any(on(v) for v in a.on)) for a in actions):
+        return True
+    if kind == REFUND and any(m.refunded_cents > 0 and on(m.order) for m in money):
+        return True
+    return any(on(e.value) and _STATUS[kind].search(f"{e.description} {e.note}") for e in ledger)
+
+
+def describe(claims: list[Claim]) -> str:
+    return "; ".join(f"{c.kind}: \"{c.sentence}\"" for c in claims)

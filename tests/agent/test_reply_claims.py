@@ -1,0 +1,190 @@
+"""A reply never tells the customer that something was done which the records do not show.
+
+The wordings are generated from a small grammar (kinds × phrasings × openers ×
+closers), not written for the rule; the records are the ticket's own lanes.
+Judged end to end by what the customer's page shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.test import Client
+
+from sundry.agent import answer, replyclaims
+from sundry.agent.gateway import Gateway
+from sundry.agent.loop import agent_run
+from sundry.agent.scripted import ScriptedModel
+from sundry.agent.services import customer_message_post
+from sundry.context.lanes import ActionData, LedgerData, MoneyData
+from sundry.portal.selectors import customer_turns
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import ticket_create
+from sundry.tooling.domain import get_domain
+from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+ORDER, OTHER = "SU-41001", "SU-41002"
+
+DONE = {
+    "refund": ["Your refund of 129.99 USD for {id} has been issued.", "I've issued a full refund for {id}.",
+               "We have processed your refund on {id}.", "You have been refunded 129.99 USD for {id}.",
+               "The refund for {id} was processed successfully.", "I've gone ahead and refunded {id}.",
+               "129.99 USD for {id} was refunded to your card."],
+    "cancel": ["Your order {id} has been cancelled.", "I cancelled {id} for you.", "{id} is now canceled.",
+               "The cancellation of {id} is complete.", "Done: order {id} was cancelled."],
+    "return": ["I've booked a return for {id}.", "Your return for {id} has been created.",
+               "The return on {id} is now set up.", "We have started the return for {id}."],
+    "replace": ["A replacement for {id} has been shipped.", "I've arranged an exchange for {id}.",
+                "The item on {id} has been replaced.", "The exchange on {id} was placed."],
+}
+NOT_DONE = [
+    "Once you confirm on the card, {id} will be cancelled.", "Would you like me to cancel {id}?",
+    "Your order {id} has not been cancelled.", "I can refund {id} if you confirm.",
+    "The refund for {id} will be issued after you press Confirm.", "Should I book a return for {id}?",
+    "I haven't issued any refund on {id} yet.", "A replacement for {id} can be sent once stock arrives.",
+    "I'm unable to cancel {id} because it has shipped.", "I've sent you a card to confirm cancelling {id}.",
+    "Your order {id} is on its way.", "I looked up {id}: it was delivered on 3 May.",
+    "Press Confirm and I'll refund {id}.", "Was {id} cancelled by mistake?",
+    "Order {id} was paid; no refund has been made.", "Nothing on {id} has been cancelled.",
+]
+OPENERS = ["", "Thanks for waiting. ", "Good news! "]
+CLOSERS = ["", " Anything else I can help with?", " Have a nice day!"]
+
+
+def wordings(templates):
+    return [f"{o}{t.format(id=ORDER)}{c}" for t, o, c in itertools.product(templates, OPENERS, CLOSERS)]
+
+
+CLAIMS = [(kind, text) for kind, ts in DONE.items() for text in wordings(ts)]
+PLAIN = wordings(NOT_DONE)
+KINDS = replyclaims.kinds_of(get_domain().tools)
+
+
+def test_every_generated_done_statement_is_read_as_a_claim_of_its_kind():
+    read = [(kind, text) for kind, text in CLAIMS if kind in {c.kind for c in replyclaims.claims_in(text)}]
+    print(f"done statements read: {len(read)}/{len(CLAIMS)}")
+    assert read == CLAIMS
+
+
+def test_questions_promises_negations_and_conditions_claim_nothing():
+    claimed = [text for text in PLAIN if replyclaims.claims_in(text)]
+    print(f"plain sentences read as claims: {len(claimed)}/{len(PLAIN)}")
+    assert claimed == []
+
+
+def test_the_shop_declaration_says_which_tool_does_what():
+    # The shop's cancellation refunds what was paid (its declared money), so it backs a refund claim too.
+    assert KINDS["issue_refund"] == {"refund"} and KINDS["cancel_order"] == {"cancel", "refund"}
+    assert KINDS["book_return"] == {"return"} and KINDS["offer_replacement"] == {"replace"}
+    assert "send_email" not in KINDS and "get_order" not in KINDS
+
+
+def _action(tool, target=ORDER):
+    return ActionData(tool=tool, target=target, turn=3, idempotency_key=f"{tool}-{target}", reversible=False)
+
+
+TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return", "replace": "offer_replacement"}
+
+
+@pytest.mark.parametrize("kind,text", CLAIMS[::3])
+def test_a_claim_stands_only_on_an_action_of_its_kind_on_the_order_it_names(kind, text):
+    assert replyclaims.unsupported(text, actions=[], kinds=KINDS), "no records: every claim is false"
+    assert not replyclaims.unsupported(text, actions=[_action(TOOL[kind])], kinds=KINDS)
+    assert replyclaims.unsupported(text, actions=[_action(TOOL[kind], OTHER)], kinds=KINDS,
+                                   ledger=[_entry(ORDER), _entry(OTHER)]), "done on another order"
+    other = next(t for t in TOOL.values() if kind not in KINDS[t])
+    assert replyclaims.unsupported(text, actions=[_action(other)], kinds=KINDS), "another kind of action"
+
+
+def _entry(value, description="Desk lamp · delivered", note="", kind="order"):
+    return LedgerData(role=f"order:{value}", value=value, kind=kind, verified=True, first_seen_turn=1,
+                      last_used_turn=1, description=description, note=note)
+
+
+def test_a_status_a_tool_reported_or_money_already_refunded_backs_a_claim():
+    cancelled = "Your order SU-41001 has been cancelled."
+    assert not replyclaims.unsupported(cancelled, actions=[], kinds=KINDS,
+                                       ledger=[_entry(ORDER, "Desk lamp · cancelled")])
+    assert replyclaims.unsupported(cancelled, actions=[], kinds=KINDS, ledger=[_entry(ORDER)])
+    refunded = "You have been refunded 129.99 USD for SU-41001."
+    paid = MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=12999)
+    assert not replyclaims.unsupported(refunded, actions=[], kinds=KINDS, money=[paid])
+    assert replyclaims.unsupported(refunded, actions=[], kinds=KINDS,
+                                   money=[MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=0)])
+
+
+def test_an_action_on_an_item_backs_a_claim_about_its_order():
+    claim = f"I've arranged a replacement for order {ORDER}."
+    on_item = ActionData(tool="offer_replacement", target="itm_0000abcd", turn=5, idempotency_key="k",
+                         reversible=True, on=(ORDER, "itm_0000abcd"))
+    assert not replyclaims.unsupported(claim, actions=[on_item], kinds=KINDS, ledger=[_entry(ORDER)])
+    elsewhere = ActionData(tool="offer_replacement", target="itm_0000abcd", turn=5, idempotency_key="k",
+                           reversible=True, on=(OTHER, "itm_0000abcd"))
+    assert replyclaims.unsupported(claim, actions=[elsewhere], kinds=KINDS, ledger=[_entry(ORDER)])
+
+
+def test_a_domain_that_declares_no_tool_of_a_kind_is_not_judged_on_it():
+    assert not replyclaims.unsupported("Your order SU-41001 has been cancelled.", actions=[],
+                                       kinds={"issue_refund": {"refund"}})
+
+
+# --- through the loop, judged from what the customer reads ---------------------------------------
+
+
+@pytest.fixture
+def case(django_user_model):
+    user = django_user_model.objects.create_user("carol", password="pw")
+    customer = CustomerFactory(user=user)
+    paid_order(customer=customer, number=ORDER, prices=(12999,))
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Cancel")
+    customer_message_post(ticket=ticket, text=f"Please cancel {ORDER}.", wake=False)
+    page = Client()
+    page.force_login(user)
+    return {"ticket": ticket, "page": page}
+
+
+def _reads(case) -> str:
+    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
+    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+
+
+FALSE = f"Your order {ORDER} has been cancelled."
+
+
+@pytest.mark.django_db
+def test_a_false_done_reply_is_asked_again_and_the_honest_one_posted(case):
+    model = ScriptedModel([ModelResponse(text=FALSE), ModelResponse(text="I can cancel it once you confirm.")])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    reads = _reads(case)
+    assert "has been cancelled" not in reads and "once you confirm" in reads
+    assert "no tool did" in model.requests[1].messages[-1].content
+
+
+@pytest.mark.django_db
+def test_a_false_done_reply_said_twice_is_held_for_staff(case):
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=FALSE)] * 2)))
+    assert "has been cancelled" not in _reads(case)
+    ticket = Ticket.objects.get(pk=case["ticket"].pk)
+    assert "unsupported_claim" in ticket.attention
+    held = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.ERROR).last()
+    assert "no tool did on this ticket" in held.text and FALSE in held.text
+
+
+@pytest.mark.django_db
+def test_a_false_done_message_through_reply_to_customer_is_refused(case):
+    call = ToolCall(id="r1", name="reply_to_customer", arguments={"message": FALSE})
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
+        ModelResponse(tool_calls=[call]), ModelResponse(text="A colleague will confirm the cancellation with you.")])))
+    assert "has been cancelled" not in _reads(case)
+    rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
+    assert rejection.payload["guard"] == "unsupported_claim"
+
+
+@pytest.mark.django_db
+def test_negative_control_without_the_check_the_false_claim_reaches_the_page(case, monkeypatch):
+    """The judge can fail: with the claims check switched off, the customer reads the false claim."""
+    monkeypatch.setattr(answer.replyclaims, "unsupported", lambda text, **kw: [])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=FALSE)])))
+    assert "has been cancelled" in _reads(case)
