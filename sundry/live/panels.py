@@ -28,7 +28,8 @@ from sundry.context.selectors import current_summary, lane_snapshot
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
-from sundry.portal.selectors import completed_actions, confirmed_details, customer_conversation, order_choices
+from sundry.portal.selectors import (completed_actions, confirmed_details, customer_conversation, order_choices,
+                                     staff_decisions)
 from sundry.shop.people import customer_of
 from sundry.tickets import selectors
 from sundry.tickets.desk import approval_cards, customer_context, head_context
@@ -191,7 +192,8 @@ def _customer_turn_key(turn, context):
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
 
-    return {"details": confirmed_details(ticket), "done": completed_actions(ticket)}
+    return {"details": confirmed_details(ticket), "done": completed_actions(ticket),
+            "decisions": staff_decisions(ticket)}
 
 
 def _customer_cards(ticket, viewer):

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from django.db.models import Q
+from pydantic import ValidationError
 
+from sundry.agent import cards, remote
+from sundry.agent.models import HeldAction
 from sundry.context.models import ActionTaken, StateValue
+from sundry.context.selectors import lane_snapshot
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
 from sundry.context.idformats import find_ids
+from sundry.tooling.domain import domain_for
 
 
 def customer_turns(ticket):
@@ -88,6 +93,70 @@ def completed_actions(ticket) -> list[dict]:
             order = str((result or {}).get("order_number") or "")
             before, found, after = text.partition(order) if order else (text, "", "")
             out.append({"text": text, "before": before, "order": found, "after": after, "at": created_at})
+    return out
+
+
+# Why an approved call did not run, in the customer's words, by the guard or error that stopped it.
+_NOT_RUN = {
+    "refund_limit": "the amount is more than can be refunded on that order",
+    "rule": "it goes against what you asked us",
+    "repeat": "it had already been done",
+    "id": "the details it named could not be checked",
+    "unverified_id": "the details it named could not be checked",
+}
+
+
+def _why_not_run(ticket, held: HeldAction) -> str:
+    """Why an approved call was not carried out, from the turn that recorded it — never its raw text,
+    which is written for the agent."""
+    turn = Turn.objects.filter(ticket=ticket, number=held.result_turn).values_list("kind", "payload").first()
+    if turn is None:
+        return "it could not be carried out"
+    kind, payload = turn
+    if payload.get("same_as") or payload.get("decision") == "refused":
+        return _NOT_RUN["repeat"]
+    if kind == Turn.Kind.REJECTION:
+        return _NOT_RUN.get(payload.get("guard", ""), "it no longer passed our checks")
+    return "the shop's system did not accept it"
+
+
+def _decision_title(ticket, held: HeldAction, snapshot, domain) -> str:
+    """The held call in the words of its confirmation card: what, on which order, for how much."""
+    tool = remote.tool_named(ticket, held.tool)
+    if tool is not None:
+        try:
+            args = tool.args_model.model_validate(held.arguments)
+        except ValidationError:
+            args = None
+        if args is not None:
+            return cards.build(tool, domain.tool(held.tool), args, ledger=snapshot.ledger,
+                               money=snapshot.money).title
+    return held.tool.replace("_", " ").capitalize()
+
+
+def staff_decisions(ticket) -> list[dict]:
+    """Each action held for our team on this ticket and what became of it, in code-rendered words:
+    waiting, done, declined, or approved but not carried out (and why)."""
+    held_actions = list(HeldAction.objects.filter(ticket=ticket).order_by("created_at", "id"))
+    if not held_actions:
+        return []
+    snapshot = lane_snapshot(ticket, with_turns=False)
+    domain = remote.rules_domain(ticket) or domain_for(ticket.ticket_class)
+    out = []
+    for held in held_actions:
+        status = held.status
+        if status == HeldAction.Status.PENDING:
+            outcome, state = "Waiting for our team to check it; nothing has been done yet.", "waiting"
+        elif status == HeldAction.Status.EXECUTED:
+            outcome, state = "Approved by our team and done.", "done"
+        elif status == HeldAction.Status.APPROVED:
+            outcome, state = "Approved by our team; being carried out now.", "waiting"
+        elif status == HeldAction.Status.REJECTED:
+            outcome, state = "Our team decided not to do this; nothing was done.", "declined"
+        else:
+            outcome, state = f"Approved, but not carried out: {_why_not_run(ticket, held)}. Nothing was done.", "declined"
+        out.append({"title": _decision_title(ticket, held, snapshot, domain), "outcome": outcome, "state": state,
+                    "at": held.decided_at or held.created_at})
     return out
 
 
