@@ -54,9 +54,16 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_channel_prefix():
+    """Every Redis key this process makes — channel groups, presence marks, cache and rate-limit
+    counts — carries its own prefix: parallel workers (pytest-xdist) share one Redis, and their
+    tickets have the same primary keys in their own test databases."""
     config = settings.CHANNEL_LAYERS["default"].setdefault("CONFIG", {})
     if "prefix" in config:
         config["prefix"] = TEST_CHANNEL_PREFIX
+    settings.CHANNEL_PREFIX = TEST_CHANNEL_PREFIX
+    cache = settings.CACHES.get("default", {})
+    if "KEY_PREFIX" in cache:
+        cache["KEY_PREFIX"] = TEST_CHANNEL_PREFIX
 
 
 @pytest.fixture(scope="session")

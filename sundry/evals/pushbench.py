@@ -286,7 +286,8 @@ def _throwaway_postgres(url: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
     name = f"sundry_pushbench_{os.getpid()}"
-    with psycopg.connect(url, autocommit=True) as conn:
+    # Through the server's maintenance database: the one `url` names need not exist.
+    with psycopg.connect(urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
@@ -294,9 +295,9 @@ def _throwaway_postgres(url: str) -> str:
 
 def _drop_postgres(url: str, throwaway: str) -> None:
     import psycopg
-    from urllib.parse import urlsplit
+    from urllib.parse import urlsplit, urlunsplit
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(throwaway).path.lstrip("/")}" WITH (FORCE)')
 
 
