@@ -139,6 +139,16 @@ def checked_claims(verdict: replycheck.ReplyVerdict, facts: Facts | None,
             "happens next instead, or make the call."))
 
 
+def sentence_passes(sentence: str, facts: Facts | None, internal: internaltext.InternalText | None) -> bool:
+    """Whether one sentence may be shown before the whole reply is checked: it claims nothing the
+    records do not show and quotes no internal-only text (`provisional`)."""
+    if internal and internaltext.quotes(sentence, internal):
+        return False
+    return facts is None or not replyclaims.unsupported(
+        sentence, actions=facts.actions, kinds=facts.kinds, money=facts.money, ledger=facts.ledger,
+        owner_kind=facts.owner_kind)
+
+
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
            text_tool_calls: bool = False, stream: ReplyStream | None = None,
            internal: internaltext.InternalText | None = None, facts: Facts | None = None) -> Answer:
@@ -146,6 +156,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
     known = known_identifiers(request)
     if stream is not None:
         stream.known = frozenset(known)
+        stream.sentence_ok = lambda sentence: sentence_passes(sentence, facts, internal)
     calls: list[GatewayCall] = []
     failed_ms = 0
     answer = Answer(call=None)

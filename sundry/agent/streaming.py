@@ -2,7 +2,7 @@
 
 The gateway calls `typing()` before a streamed request goes out and `written()`
 with the text so far as it arrives; what is sent is only what `provisional`
-allows before the reply check, at most every `MIN_INTERVAL` seconds (and the
+allows before the reply check (whole sentences, each checked), at most every `MIN_INTERVAL` seconds (and the
 whole allowed text once the model has finished). The step calls `finish()`
 once it has committed: "done", with the stored reply's turn number when one
 was posted, so the page swaps the provisional text for the stored turn, or
@@ -31,6 +31,9 @@ class ReplyStream:
         self.stream = secrets.token_hex(6)  # one per step: the page tells a new step's stream from the last
         self.min_interval = min_interval
         self.known: frozenset[str] = frozenset()  # identifiers the request showed (set by the caller)
+        # Judges one complete sentence as the final check would (claims, internal text); set by the caller.
+        self.sentence_ok = None
+        self._judged: dict[str, bool] = {}  # each sentence is judged once, however often the text grows
         self.started = False
         self.posted_turn: int | None = None  # set by the step when its reply is stored
         self.seq = 0
@@ -48,7 +51,7 @@ class ReplyStream:
         await areply_stream(self.ticket_id, self._message("typing"))
 
     async def written(self, text: str, *, final: bool = False) -> None:
-        shown = provisional.shown(text, known=self.known, final=final)
+        shown = provisional.shown(text, known=self.known, final=final, sentence_ok=self._ok)
         if shown == self._shown:
             return
         now = time.monotonic()
@@ -56,6 +59,13 @@ class ReplyStream:
             return
         self._shown, self._sent_at = shown, now
         await areply_stream(self.ticket_id, self._message("text", shown))
+
+    def _ok(self, sentence: str) -> bool:
+        if self.sentence_ok is None:
+            return True
+        if sentence not in self._judged:
+            self._judged[sentence] = self.sentence_ok(sentence)
+        return self._judged[sentence]
 
     def finish(self) -> None:
         """After the step's commit: the stored reply's turn, or None. Nothing if nothing streamed."""

@@ -252,7 +252,7 @@ def watched(transactional_db, anthropic):
 
 
 async def test_customer_and_desk_see_the_anthropic_stream_then_the_stored_turn(watched):
-    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "of 40 USD ", "has been made ", "yet."]
+    pieces = ["I checked ", "order ", "SU-26675. ", "No refund ", "of 40 USD ", "has been made ", "yet."]
     server = watched["start"](lambda p, b: Answer(blocks=pieces, input_tokens=120, cache_read=800, output_tokens=12),
                               pause=0.15)
     ticket = watched["ticket"]

@@ -36,20 +36,32 @@ NO_RETRIES = CallLimits(max_retries=0)
 
 
 @pytest.mark.parametrize("text, known, final, expected", [
-    ("Your order SU-20481 has shi", {"SU-20481"}, False, "Your order SU-20481 has"),
+    # Only whole sentences show: the one still being written waits.
+    ("Your order SU-20481 has shi", {"SU-20481"}, False, ""),
+    ("Thanks for waiting. Your order SU-20481 has shi", {"SU-20481"}, False, "Thanks for waiting."),
     ("Your order SU-20481 has shipped.", {"SU-20481"}, True, "Your order SU-20481 has shipped."),
-    # An identifier the request never showed: nothing from it on, complete or not.
-    ("Your refund SU-26675-RF01 has been issued.", {"SU-26675"}, True, "Your refund"),
-    ("Your refund SU-2667", {"SU-26675"}, False, "Your refund"),
+    ("It costs 40.00 USD. It ships", set(), False, "It costs 40.00 USD."),  # a decimal point ends nothing
+    # An identifier the request never showed: nothing from its sentence on, complete or not.
+    ("Your refund SU-26675-RF01 has been issued.", {"SU-26675"}, True, ""),
+    ("I checked. Your refund SU-26675-RF01 has been issued. Anything else?", {"SU-26675"}, True, "I checked."),
+    ("Your refund SU-2667", {"SU-26675"}, False, ""),
     # Tool protocol, JSON and guard text: cut before their first character.
     ("Let me look. <tool_call>{\"name\": \"get_order\"", set(), False, "Let me look."),
     ('{"name": "get_order", "arguments": {}}', set(), True, ""),
     ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
     ("Here:\n```json\n{}", set(), False, "Here:"),
     ("Thanks", set(), False, ""),
+    ("Thanks", set(), True, "Thanks"),
 ])
 def test_provisional_text_stops_before_anything_the_check_would_not_let_through(text, known, final, expected):
     assert provisional.shown(text, known=known, final=final) == expected
+
+
+def test_a_sentence_the_judge_refuses_ends_what_is_shown():
+    text = "I looked at SU-26675. It has been cancelled. Anything else?"
+    refuse_claims = lambda sentence: "cancelled" not in sentence  # noqa: E731
+    assert provisional.shown(text, known={"SU-26675"}, final=True, sentence_ok=refuse_claims) == "I looked at SU-26675."
+    assert provisional.shown(text, known={"SU-26675"}, final=True) == text  # control: no judge, all of it
 
 
 def test_negative_control_without_the_cut_the_invented_reference_would_show():
@@ -212,7 +224,7 @@ def _streamed(got) -> list[dict]:
 
 
 async def test_customer_and_desk_see_typing_then_the_text_then_the_stored_turn(watched):
-    pieces = ["I checked ", "order ", "SU-26675: ", "no refund ", "of 40 USD ", "has been made ", "yet."]
+    pieces = ["I checked ", "order ", "SU-26675. ", "No refund ", "of 40 USD ", "has been made ", "yet."]
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=pieces, usage=(900, 12)))
 
     stored = await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aget()
@@ -246,6 +258,18 @@ async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watch
         assert all("SU-26675-RF01" not in m["text"] for m in stream)
         assert [m["state"] for m in stream].count("typing") == 2  # the re-ask streamed afresh
         assert stream[-1] == {**stream[-1], "state": "done", "turn": None}
+
+
+async def test_a_sentence_claiming_what_no_tool_did_never_reaches_a_screen(watched):
+    false = ["I checked ", "order SU-26675. ", "It has been ", "cancelled ", "and refunded. ", "Anything else?"]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
+
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
+    for got in (customer, staff):
+        texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
+        assert texts and all(t.strip() == "I checked order SU-26675." for t in texts)  # the sentence before it only
+        assert all("cancelled" not in t and "Anything" not in t for t in texts)
 
 
 async def test_negative_control_with_streaming_off_no_stream_reaches_the_watchers(watched, settings):
