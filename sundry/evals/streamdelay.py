@@ -49,6 +49,7 @@ def measure(paths: list[Path]) -> dict:
            "chars_before_first_visible": {
                "word_by_word": {"median": statistics.median(words), "p90": q(words, 90)},
                "sentence_by_sentence": {"median": statistics.median(sentences), "p90": q(sentences, 90)}},
+           "added_chars": {"median": statistics.median(extra), "p90": q(extra, 90)},
            "replies_whose_first_sentence_is_the_whole_reply": whole,
            "added_delay_seconds": {name: {"median": round(statistics.median(extra) / rate, 2),
                                           "p90": round(q(extra, 90) / rate, 2)} for name, rate in RATES.items()}}
