@@ -34,6 +34,41 @@ def pytest_report_header(config):
     return lines
 
 
+# Tiers whose tests share one worker when the suite runs in parallel (bin/test: pytest-xdist,
+# --dist loadgroup): the fault tests each start a web process, a worker and private servers and
+# time recoveries against bounds, so they run one after another beside the rest, not four at once.
+SERIAL_TIERS = ("faults",)
+
+
+def pytest_itemcollected(item):
+    tier = _tier(item.nodeid)
+    if tier in SERIAL_TIERS:
+        item.add_marker(pytest.mark.xdist_group(tier))
+
+
+def _tier(nodeid: str) -> str:
+    """tests/<tier>/… → <tier>; a top-level test file is its own tier."""
+    parts = nodeid.split("::")[0].split("/")
+    return parts[1] if len(parts) > 2 else parts[-1].removesuffix(".py")
+
+
+_TIER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # On the controlling process, every worker's reports arrive here: setup, call and teardown.
+    _TIER_SECONDS[_tier(report.nodeid)] = _TIER_SECONDS.get(_tier(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Each tier's time (setup, call and teardown summed over its tests): where the run's time went."""
+    if not _TIER_SECONDS or hasattr(config, "workerinput"):
+        return
+    terminalreporter.write_sep("-", "time per tier (summed; tiers run in parallel under -n)")
+    for tier, seconds in sorted(_TIER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:8.1f} s  {tier}")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """SUNDRY_TEST_ORDER=reverse, or shuffle:<seed>, runs the suite in another order.

@@ -44,7 +44,8 @@ from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
-pytestmark = pytest.mark.django_db
+# One worker runs this module in order (pytest-xdist --dist loadgroup): the last test sums the others.
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("bad_input")]
 HX = {"HTTP_HX_REQUEST": "true"}
 TOTALS: Counter = Counter()
 

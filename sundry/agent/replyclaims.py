@@ -1,6 +1,6 @@
 """Does a reply say something was done that the records do not show?
 
-Pure. A sentence that tells the customer an action is done ("your order SU-…
+Pure. A sentence that tells the customer an action is done ("your order …
 has been cancelled", "I've issued a refund of 48.99 USD") is a claim of that
 action's kind. A claim stands when the ticket's records back it: an action of
 that kind that ran on this ticket (`ActionTaken`, written by code at tool

@@ -434,7 +434,10 @@ NOT_WRITTEN_BY_SUNDRY = {"shop.customer", "shop.order", "auth.user", "shop.addre
                          "shop.refund", "shop.return", "shop.replacement", "shop.cancellation",
                          # Desk vocabulary kept in the admin: the canned replies and the tag names on
                          # offer. Tagging a ticket is a ticket write (an event turn, which bumps).
-                         "tickets.cannedreply", "tickets.tag"}
+                         "tickets.cannedreply", "tickets.tag",
+                         # A class's tool servers, configured in the admin: the customer page words a
+                         # held call as its card does, from the tools they declare.
+                         "toolservers.toolserver"}
 
 
 def _fingerprint(model) -> list:
