@@ -419,6 +419,33 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
                         "staff notes to the customer.", args, {"quoted": describe(found)})
 
 
+def _check_customer(inp: GuardInput, args) -> GuardVerdict | None:
+    """A write acts only on this ticket's customer's records, where the domain says whose records are
+    whose (`customer_kind`): an ID a result said belongs to another customer — or another customer's
+    own ID — is refused, approved by staff or not; so is any owned record before a lookup that
+    identifies the customer has said who the ticket's customer is."""
+    domain = _domain(inp)
+    if not domain.customer_kind or not inp.tool.side_effect or inp.tool.local:
+        return None
+    ours = {e.value for e in inp.ledger if e.identifies}
+    by_value = {e.value: e for e in inp.ledger}
+    for _name, kind, value in ids_in_arguments(inp.tool, args):
+        entry = by_value.get(value)
+        owner = value if kind == domain.customer_kind else (entry.customer if entry is not None else "")
+        if not owner or owner in ours:
+            continue
+        if ours:
+            why = (f"{value} belongs to customer {owner}, not to this ticket's customer ({', '.join(sorted(ours))}). "
+                   "Never act on another customer's records; tell the customer you can only help with their own.")
+        else:
+            finders = [n for n, d in domain.tools.items() if d.identifies]
+            why = (f"{value} belongs to customer {owner}, and this ticket's customer has not been identified yet. "
+                   f"Identify them first ({', '.join(finders) or 'a lookup that identifies the customer'}), "
+                   "then act only on their own records.")
+        return _reject("customer", why, args, id=value, owner=owner, ours=sorted(ours))
+    return None
+
+
 def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
@@ -449,7 +476,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
     rule_verdict = _check_rules(inp, args)
     if rule_verdict is not None and rule_verdict.decision == "reject":
         return rule_verdict
-    verdict = _check_ids(inp, args)
+    verdict = _check_ids(inp, args) or _check_customer(inp, args)
     if verdict:
         return verdict
     if not inp.approved:

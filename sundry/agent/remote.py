@@ -170,6 +170,11 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
                                        found=list(dict.fromkeys(found)), used=used,
                                        owners=decl.owners(result.data, owner_kind=decls.owner_kind),
                                        descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind))
+            if decls.customer_kind:  # whose records these are, where the declaration says
+                lanes.ledger_mark_customer(
+                    ticket=ticket, values=[v for v, k in found if k in (decls.customer_owns or [decls.owner_kind])],
+                    customer=decl.customer_of(result.data),
+                    identifies=[v for v, k in found if k == decls.customer_kind] if decl.identifies else [])
             # The order figures it reports go to the money lane; a write's action carries the money it
             # moved (a cancellation's refund), read by the declaration file as for in-process tools.
             apply_effects(ticket=ticket, tool=tool, args=args, result=result.data, turn=turn.number, key=key,

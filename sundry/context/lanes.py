@@ -43,6 +43,9 @@ class LedgerData:
     superseded_by: str = ""
     superseded_turn: int = 0
     superseded_source: str = ""
+    # Whose it is, as a tool result said (a customer ID), and whether it is this ticket's own customer.
+    customer: str = ""
+    identifies: bool = False
 
     def superseded_note(self) -> str:
         """'superseded by <value> at turn N (customer)': what the ledger line and a card say."""

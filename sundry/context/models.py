@@ -76,6 +76,11 @@ class LedgerEntry(models.Model):
     # A correction ("wrong number, it's …", or staff's) points the entry at the value meant instead;
     # the entry stays, so a call on it can name both (agent.guards asks the customer to confirm).
     superseded_by = models.CharField(max_length=120, blank=True, help_text="The value that corrected this one")
+    # Whose it is, where the class's tools say (a declared customer path in the result that returned it).
+    customer = models.CharField(max_length=120, blank=True,
+                                help_text="The customer a tool result said it belongs to")
+    identifies_customer = models.BooleanField(
+        default=False, help_text="Returned by a lookup that identifies the customer: this ticket's own customer")
     superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
     superseded_source = models.CharField(max_length=10, choices=Source.choices, blank=True)
     superseded_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -31,7 +31,7 @@ def current_summary(ticket) -> Summary | None:
 
 RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement", "status")
 LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description",
-          "superseded_by", "superseded_at_turn", "superseded_source")
+          "superseded_by", "superseded_at_turn", "superseded_source", "customer", "identifies_customer")
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency", "arguments")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
@@ -84,8 +84,9 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     snap.ledger = [
         LedgerData(role=role, value=value, kind=kind, verified=verified, first_seen_turn=first,
                    last_used_turn=last, note=note, used=used, description=description,
-                   superseded_by=by, superseded_turn=by_turn or 0, superseded_source=by_source)
-        for role, value, kind, verified, first, last, note, used, description, by, by_turn, by_source
+                   superseded_by=by, superseded_turn=by_turn or 0, superseded_source=by_source,
+                   customer=customer, identifies=identifies)
+        for role, value, kind, verified, first, last, note, used, description, by, by_turn, by_source, customer, identifies
         in LedgerEntry.objects.filter(
             ticket_id=pk, status=LedgerEntry.Status.ACTIVE).order_by("first_seen_turn", "id").values_list(*LEDGER)
     ]

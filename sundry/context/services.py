@@ -88,6 +88,17 @@ def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple
     return plan.roles
 
 
+def ledger_mark_customer(*, ticket, values: list[str], customer: str, identifies: list[str] = ()) -> None:
+    """Whose the entries are: `customer` owns `values` (a result's declared customer path); the
+    `identifies` values were returned by a lookup that identifies this ticket's own customer."""
+    if customer and values:
+        LedgerEntry.objects.filter(ticket=ticket, value__in=values).exclude(customer=customer).update(
+            customer=customer, version=F("version") + 1)
+    if identifies:
+        LedgerEntry.objects.filter(ticket=ticket, value__in=list(identifies), identifies_customer=False).update(
+            identifies_customer=True, customer=F("value"), version=F("version") + 1)
+
+
 def customer_typed_ids(ticket, text: str) -> list[tuple[str, str]]:
     """(value, kind) of the IDs the class's domain recognises in what a person typed."""
     return [(value, kind) for kind, value in domain_for(ticket.ticket_class).typed_ids(text)]

@@ -65,6 +65,8 @@ class LaneReplay:
     candidates: list[StatedConstraint] = field(default_factory=list)  # flagged, not pinned
     action_calls: list[str] = field(default_factory=list)  # call id of each action, in order
     history: list[TurnData] = field(default_factory=list)
+    owned: dict[str, str] = field(default_factory=dict)  # ID → the customer a result said owns it
+    identified: set[str] = field(default_factory=set)  # customer IDs a lookup identified as the ticket's own
 
     def __post_init__(self):
         if self.customer_id:  # ticket_create records the desk's customer as verified and in use, at turn 0
@@ -76,7 +78,8 @@ class LaneReplay:
     def ledger(self) -> dict[str, LedgerData]:
         """Every entry, archived ones too, as the lanes carry them."""
         return {r.value: LedgerData(r.role, r.value, r.kind, r.verified, r.first_seen_turn, r.last_used_turn,
-                                    note=r.note, archived=not r.active, used=r.used, description=r.description)
+                                    note=r.note, archived=not r.active, used=r.used, description=r.description,
+                                    customer=self.owned.get(r.value, ""), identifies=r.value in self.identified)
                 for r in self.rows.values()}
 
     # --- rules -------------------------------------------------------------------------
@@ -109,6 +112,20 @@ class LaneReplay:
                 return
             self._result(call, t)
 
+    def _owners(self, name: str, t: TurnData, found: list[tuple[str, str]]) -> None:
+        """Whose the result's records are, as the live harvest marks them (`agent.remote`)."""
+        domain = getattr(self.domain, "domain", None)
+        decl = domain.tools.get(name) if domain is not None and domain.customer_kind else None
+        if decl is None:
+            return
+        owner = decl.customer_of(t.text or "")
+        owns = domain.customer_owns or [domain.owner_kind]
+        if owner:
+            self.owned.update({v: owner for v, k in found if k in owns})
+        if decl.identifies:
+            self.identified.update(v for v, k in found if k == domain.customer_kind)
+            self.owned.update({v: v for v, k in found if k == domain.customer_kind})
+
     def _result(self, call: dict, t: TurnData) -> None:
         name, args = call["name"], call["arguments"]
         owners = self.domain.owners(name, t)
@@ -117,6 +134,7 @@ class LaneReplay:
         harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
                              notes={v: f"of {o}" for v, o in owners.items()},
                              descriptions=self.domain.descriptions(name, t))
+        self._owners(name, t, found)
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m
         if self.domain.side_effect(name):

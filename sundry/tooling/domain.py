@@ -193,6 +193,12 @@ class ToolDecl(_Decl):
     results: dict[str, str] = Field(default_factory=dict)
     bare: list[str] = Field(default_factory=list)
     owner: str = ""
+    # Whose records the result holds: the path of the customer ID (the domain's `customer_kind`) that
+    # owns them; a write on them for another customer's ticket is refused (agent.guards).
+    customer: str = ""
+    # A lookup that identifies the ticket's own customer (by e-mail, by name and zip …): the
+    # customer ID it returns is this ticket's customer on the system.
+    identifies: bool = False
     lookup: bool = False
     write: bool = False
     resolves: bool | None = None
@@ -262,6 +268,16 @@ class ToolDecl(_Decl):
                 if found:
                     return found[0]
         return ""
+
+    def customer_of(self, result) -> str:
+        """The customer ID the declared `customer` path names in the result ("" when none)."""
+        if not self.customer or self._model_result(result):
+            return ""
+        data = self._json(result)
+        if isinstance(data, str):
+            return ""
+        found = scalar_ids(select(data, self.customer))
+        return str(found[0]) if found else ""
 
     def owners(self, result, *, owner_kind: str = "order") -> dict[str, str]:
         """{nested ID: the owner it belongs to} (a parcel inside an order's result)."""
@@ -446,6 +462,12 @@ class Domain(_Decl):
     typed_kinds: list[str] | None = None
     typed_forms: dict[str, tuple[str, str]] = Field(default_factory=dict)
     owner_kind: str = "order"
+    # The kind of ID that names a customer on this system ("" when the desk's own customer record
+    # is the customer, as in the demo shop): with it, writes are checked for whose records they touch.
+    customer_kind: str = ""
+    # The kinds a customer owns (orders, payment methods …): what a result's customer path marks as
+    # theirs. Catalogue IDs (products, item variants) belong to nobody. Empty: the owner kind alone.
+    customer_owns: list[str] = Field(default_factory=list)
     # Kinds a customer has no use for (internal record IDs): the customer's page leaves them out.
     internal_kinds: list[str] = Field(default_factory=list)
     lookup_hints: dict[str, list[str]] = Field(default_factory=dict)

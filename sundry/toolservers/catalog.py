@@ -226,7 +226,10 @@ def _merged(decls: list[Domain], tools: dict[str, ToolDecl]) -> Domain:
         for kind, pattern in d.id_patterns.items():
             patterns.setdefault(kind, pattern)
     first = decls[0] if decls else None
+    customer_kind = next((d.customer_kind for d in decls if d.customer_kind), "")
+    owns = list(dict.fromkeys(k for d in decls for k in (d.customer_owns or ([d.owner_kind] if d.customer_kind else []))))
     return Domain(name=first.name if first else "tool servers", owner_kind=first.owner_kind if first else "order",
+                  customer_kind=customer_kind, customer_owns=owns,
                   id_patterns=patterns, lookup_hints={k: v for k, v in hints.items() if v}, tools=tools)
 
 
