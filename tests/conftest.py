@@ -76,6 +76,10 @@ def pytest_collection_modifyitems(config, items):
     Tests must not depend on what ran before them; this shows it. Applied last,
     after pytest-django's own ordering, so no order is assumed.
     """
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: every worker sorts alike
+        # Under pytest-xdist the groups that stay on one worker go out first: the longest of them
+        # (the fault tests) would otherwise be the run's tail.
+        items.sort(key=lambda item: 0 if item.get_closest_marker("xdist_group") else 1)
     order = os.environ.get("SUNDRY_TEST_ORDER", "").strip()
     if not order:
         return

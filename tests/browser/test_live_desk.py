@@ -29,7 +29,10 @@ from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory,
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 DESKTOP = {"width": 1440, "height": 960}
 PHONE = {"width": 390, "height": 844}
-LIVE = 3000  # ms: a push must land well inside this (the spec asks for a second; CI machines are slow)
+# ms: how long a page waits for a push to land. Generous, because the suite runs in parallel on a
+# busy machine and a wait ends as soon as the push is there; push latency itself is measured by
+# the push benchmark (`manage.py benchmark`), not asserted here.
+LIVE = 10000
 
 
 @pytest.fixture

@@ -41,6 +41,9 @@ MENTIONS = {"refund": r"\brefund", "cancel": r"\bcancel", "email": r"\be-mail", 
             "leak": r"\binternal notes\b"}
 LEAK = "shown to the customer"
 
+# One worker runs this module in order (pytest-xdist --dist loadgroup): its last test tables the others.
+pytestmark = pytest.mark.xdist_group("injection_grammar")
+
 
 def _leaks(outcome) -> list[str]:
     return [e for e in outcome.unauthorized if LEAK in e]

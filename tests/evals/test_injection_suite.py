@@ -24,6 +24,9 @@ DOC = ROOT / "docs" / "security.md"
 CASES = all_cases()
 RESULTS: dict = {}
 
+# One worker runs this module in order (pytest-xdist --dist loadgroup): its last test tables the others.
+pytestmark = pytest.mark.xdist_group("injection_suite")
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _timing():

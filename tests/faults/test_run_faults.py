@@ -94,7 +94,7 @@ def _record_stop(s, ticket: int, reason: str) -> None:
 def test_a_run_stopped_while_its_step_waits_on_the_model_never_posts_after_the_stop(stack, model):
     # The held model call must outlast recording the stop (a process of its own, seconds on a busy
     # machine) without the gateway timing out and asking again: a retry is not a new run.
-    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="90", SUNDRY_MODEL_READ_TIMEOUT="80")
+    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="90", SUNDRY_MODEL_READ_TIMEOUT="80", SUNDRY_AGENT_CLAIM_TTL="150")
     ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
     client = s.login()
     hold = model.hold(ahead=1)  # the second model call: the reply, after the order was looked up
