@@ -38,10 +38,13 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     assert weak.correct <= offline.correct and weak.forbidden == 0
     assert weak.malformed >= 2 and weak.rejections["schema"] >= 2
     assert weak.reply_holds >= 1
+    # What the customers read: nothing false from the offline agent; the weak model leaves them waiting.
+    assert (offline.false_claims, offline.internal_shown, offline.unanswered) == (0, 0, 0)
+    assert weak.unanswered >= 1
     text = scorecard.render(weak)
     assert text.startswith("Scorecard for scripted weak model")
     for line in ("outcomes correct", "forbidden effects", "guard rejections", "malformed calls", "reply-check holds",
-                 "summary fallbacks", "median step latency", "cost per ticket"):
+                 "summary fallbacks", "median step latency", "cost per ticket", "customers read"):
         assert line in text
     assert scorecard.verdict(weak).startswith("NOT READY")
     print(scorecard.render(offline), scorecard.render(weak), sep="\n")
@@ -57,3 +60,26 @@ def test_the_command_prints_the_card_and_refuses_an_unusable_model(shop, capsys,
 
     with pytest.raises(CommandError, match="OPENAI_API_KEY not set"):
         call_command("model_check", "--model", "openai:gpt-4.1-mini", "--db", "current")
+
+
+@pytest.mark.django_db
+def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_checks():
+    """Negative control for the card's reading: replies posted past the checks (as staff-approved text
+    or an older build would have) are counted — a false "done", a quoted staff note, a message left waiting."""
+    from sundry.tickets.models import Turn
+    from sundry.tickets.services import ticket_create, turn_append
+    from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-77001", prices=(5000,))
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Cancel")
+    say = lambda author, kind, text: turn_append(ticket=ticket, author=author, kind=kind, text=text)  # noqa: E731
+    say(Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, "Please cancel SU-77001.")
+    assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
+    say(Turn.Author.STAFF, Turn.Kind.NOTE, "Chargeback history on this card, be careful with refunds.")
+    say(Turn.Author.AGENT, Turn.Kind.MESSAGE, "Your order SU-77001 has been cancelled.")
+    assert scorecard.read_by_customers(ticket.pk) == {"false_claims": 1, "internal_shown": 0, "unanswered": 0}
+    say(Turn.Author.AGENT, Turn.Kind.MESSAGE, "There is a chargeback history on this card.")
+    assert scorecard.read_by_customers(ticket.pk)["internal_shown"] == 1
+    say(Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, "Hello?")
+    assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
