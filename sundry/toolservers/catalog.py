@@ -254,7 +254,8 @@ def class_tools(ticket_class, *, servers: list[ToolServer] | None = None) -> Cla
     servers = _servers(ticket_class) if servers is None else servers
     if not servers:
         return None
-    key = (os.getpid(), tuple((s.pk, s.updated_at) for s in servers))
+    # An edited declaration file counts as a change, as a saved server does: the next step reads it.
+    key = (os.getpid(), tuple((s.pk, s.updated_at, _file_stamp(s)) for s in servers))
     with _LOCK:
         hit = _CACHE.get(ticket_class.pk)
         if hit is not None and hit.key == key and time.monotonic() - hit.loaded_at < RELIST_SECONDS:
@@ -264,6 +265,17 @@ def class_tools(ticket_class, *, servers: list[ToolServer] | None = None) -> Cla
     with _LOCK:
         _CACHE[ticket_class.pk] = loaded
     return loaded
+
+
+def _file_stamp(server: ToolServer) -> tuple | None:
+    """The declaration file's modification time and size (None: no file, or not one we may read)."""
+    if not server.declaration_path:
+        return None
+    try:
+        st = os.stat(limits.declaration_file(server.declaration_path))
+    except (OSError, declfile.DeclarationError):
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def forget(ticket_class_id: int | None = None) -> None:

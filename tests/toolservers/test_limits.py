@@ -285,3 +285,26 @@ def test_a_declaration_path_outside_the_folder_is_refused_alike_whether_or_not_i
     loaded = catalog.class_tools(server.ticket_class)
     assert loaded.remote and not any(t.declared for t in loaded.remote.values())
     assert any(expected.rstrip(".") in p for p in loaded.problems)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "control-unstamped"])
+def test_an_edited_declaration_file_is_read_on_the_next_step(tmp_path, tool_limits, monkeypatch, stamped):
+    """A team edits its declaration file: the class's tools follow at once, not after a cache lapses.
+    Control: without the file's stamp in the cache key, the old listing is kept."""
+    if not stamped:
+        monkeypatch.setattr(catalog, "_file_stamp", lambda server: None)
+    tool_limits.TOOL_DECLARATIONS_DIRS = [tmp_path]
+    decl = json.loads((FIXTURES / "odd.declarations.json").read_text())
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(decl))
+    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="odd", command=odd_command(),
+                                       timeout_seconds=5, declaration_path=str(path))
+    first = catalog.class_tools(server.ticket_class)
+    assert catalog.class_tools(server.ticket_class) is first  # unchanged: the listing is kept
+    name = next(iter(decl["tools"]))
+    decl["tools"][name]["description"] = "Edited by the team."
+    path.write_text(json.dumps(decl, indent=1))  # another size as well as another time
+    again = catalog.class_tools(server.ticket_class)
+    assert (again is not first) == stamped
+    assert (again.declarations[0].tools[name].description == "Edited by the team.") == stamped
