@@ -160,6 +160,29 @@ def vague_status(text: str) -> bool:
     return t.endswith("?") and bool(_VAGUE_STATUS.search(t))
 
 
+# "How many refunds have you made?", "list my cancellations", "what has been refunded so far?",
+# "how much have you refunded in total?": the actions of one kind on this case, counted and listed.
+_ACTION_NOUN = {"refund": r"refunds|refunded", "cancel": r"cancell?ations|cancell?ed", "return": r"returns|returned",
+                "replace": r"replacements|replaced"}
+_ACTIONS_ASKED = {
+    kind: re.compile(
+        rf"\bhow many (?:\w+ ){{0,3}}?(?:{noun})\b"
+        rf"|\bhow many (?:\w+ ){{0,2}}?(?:did|have|has) (?:you|we|the shop) (?:\w+ )?{kind}\b"
+        rf"|\b(?:list|show me|tell me) (?:all )?(?:of )?(?:the |my |your )?(?:{noun})\b"
+        rf"|\bwhat (?:{noun}) (?:have|did|were|has)\b"
+        rf"|\bwhat (?:all )?(?:has|have) (?:you |been |we )?(?:{noun})\b"
+        + (r"|\bhow much (?:have you |has been |did you |was |were you )?(?:refunded|refund(?:ed)? me|given back)"
+           r"\b[^.?!]{0,20}\b(?:in total|so far|altogether|in all|overall)\b" if kind == "refund" else ""),
+        re.I)
+    for kind, noun in _ACTION_NOUN.items()}
+
+
+def actions_question(text: str) -> str | None:
+    """The kind of action a question asks to have counted or listed ("refund", "cancel" …), or None."""
+    t = " ".join((text or "").replace("’", "'").split())
+    return next((kind for kind, pattern in _ACTIONS_ASKED.items() if pattern.search(t)), None)
+
+
 def amount_question(text: str) -> bool:
     """"How much was it?": the amount of what was done."""
     return bool(_HOW_MUCH.search(text or ""))

@@ -940,6 +940,36 @@ def do_amount(v: RequestView) -> Decision:
     return reply(f"{render.format_money(last.amount_cents, last.currency)} was {what} order {order} (turn {last.turn}).")
 
 
+_KIND_TOOLS = {"refund": ("issue_refund", "cancel_order"), "cancel": ("cancel_order",), "return": ("book_return",),
+               "replace": ("offer_replacement",)}
+_KIND_NOUNS = {"refund": ("refund", "refunds"), "cancel": ("cancellation", "cancellations"),
+               "return": ("return", "returns"), "replace": ("replacement", "replacements")}
+
+
+def do_actions(v: RequestView, kind: str) -> Decision:
+    """"How many refunds …?": every action of that kind on this case, from the actions lane (what the
+    shop's tools reported), with the money each moved and the total per currency."""
+    done = [a for a in v.state.actions if a.tool in _KIND_TOOLS[kind]
+            and (kind != "refund" or a.tool == "issue_refund" or a.amount_cents)]
+    one, many = _KIND_NOUNS[kind]
+    if not done:
+        return reply(f"No {one} has been made on this case so far.")
+    parts, totals = [], {}
+    for a in sorted(done, key=lambda a: a.turn):
+        order = _order_of(v, a)
+        if kind == "refund" and a.amount_cents:
+            how = "with the cancellation of order" if a.tool == "cancel_order" else "on order"
+            parts.append(f"{render.format_money(a.amount_cents, a.currency)} {how} {order} (turn {a.turn})")
+            totals[a.currency] = totals.get(a.currency, 0) + a.amount_cents
+        else:
+            parts.append(f"order {order} (turn {a.turn})")
+    head = f"1 {one}" if len(done) == 1 else f"{len(done)} {many}"
+    text = f"{head} on this case: {'; '.join(parts)}."
+    if kind == "refund" and len(done) > 1:
+        text += " In all: " + ", ".join(render.format_money(c, cur) for cur, c in sorted(totals.items())) + "."
+    return reply(text)
+
+
 def do_money_goes(v: RequestView, *, when: bool = False) -> Decision:
     last = _latest_action(v, ("issue_refund", "cancel_order"))
     if last is None or not last.amount_cents:
@@ -1214,6 +1244,8 @@ def decide(v: RequestView) -> Decision:
         return do_status(v, kind)
     if words.vague_status(v.latest) and intent_of(v.latest) is None:
         return do_latest(v)
+    if (asked := words.actions_question(v.latest)) and not asks_for(v.latest, asked):
+        return do_actions(v, asked)
     if words.amount_question(v.latest) and intent_of(v.latest) is None:
         return do_amount(v)
     if words.where_money_goes(v.latest) and intent_of(v.latest) in (None, "refund"):

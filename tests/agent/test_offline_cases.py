@@ -280,3 +280,42 @@ def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(s
     reply = say(ticket, "Is the refund for the air fryer done?")
     assert "SU-25386" in reply and "40.00 USD" in reply and "SU-27932" not in reply and "SU-27531" not in reply
     assert Refund.objects.count() == 2 and not HeldAction.objects.filter(ticket=ticket).exists()
+
+
+# --- questions about what was done, answered from the actions lane -------------------------------
+
+_NOUNS = {"refund": ("refunds", "refunded", "refund"), "cancel": ("cancellations", "cancelled", "cancel"),
+          "return": ("returns", "returned", "return"), "replace": ("replacements", "replaced", "replace")}
+_ASKED = ["How many {plural} have you made?", "How many {plural} are there on my case?", "List my {plural}, please.",
+          "Can you list all the {plural}?", "What has been {past} so far?", "What have you {past}?",
+          "How many orders did you {verb}?", "Tell me the {plural} you did.", "what {plural} have I had?"]
+_NOT_ASKED = ["Please {verb} SU-25386.", "Can you {verb} my order?", "I want a {verb} for the lamp.",
+              "Is the {verb} done?", "How much was it?", "Where is my parcel?", "Thanks, that's all."]
+
+
+def test_every_generated_question_about_what_was_done_is_read_with_its_kind():
+    from sundry.agent import offline_words as words
+
+    asked = [(kind, t.format(plural=p, past=past, verb=verb)) for kind, (p, past, verb) in _NOUNS.items() for t in _ASKED]
+    read = [(kind, text) for kind, text in asked if words.actions_question(text) == kind]
+    print(f"questions read: {len(read)}/{len(asked)}")
+    assert read == asked
+    plain = [t.format(verb=verb) for _p, _past, verb in _NOUNS.values() for t in _NOT_ASKED]
+    assert [t for t in plain if words.actions_question(t)] == []
+
+
+def test_how_many_refunds_is_answered_from_the_actions_lane_with_the_total(shop):
+    ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
+    confirm(ticket)
+    say(ticket, "Please also refund 10.00 USD on SU-25386 for the delay.")  # a second refund: held by policy
+    from sundry.agent.services import held_action_decide
+
+    staff = get_user_model().objects.create_user("sam", is_staff=True)
+    held_action_decide(held_id=HeldAction.objects.get(ticket=ticket).pk, ticket=ticket, approve=True, user=staff,
+                       wake=False)
+    assert sorted(Refund.objects.filter(order=shop["fryer"]).values_list("amount_cents", flat=True)) == [1000, 4000]
+    answer = say(ticket, "How many refunds have you made so far?")
+    assert answer.startswith("2 refunds on this case") and "40.00 USD on order SU-25386" in answer
+    assert "10.00 USD on order SU-25386" in answer and "In all: 50.00 USD" in answer
+    assert no_open_card(ticket) and Refund.objects.count() == 2  # a question proposes and moves nothing
+    assert say(ticket, "How many orders did you cancel?") == "No cancellation has been made on this case so far."
