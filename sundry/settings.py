@@ -348,6 +348,11 @@ TOOL_DECLARATIONS_DIRS = [
     BASE_DIR / d.strip()
     for d in os.environ.get("SUNDRY_TOOL_DECLARATIONS_DIR", "examples").split(os.pathsep) if d.strip()]
 
+# The most of one tool-server result kept (bytes of its text): past it the result is cut, the model
+# and staff are told, and nothing in it is harvested (a runaway listing costs neither memory nor a
+# request's whole budget).
+TOOL_RESULT_MAX_BYTES = int(os.environ.get("SUNDRY_TOOL_RESULT_MAX_BYTES", str(64 * 1024)))
+
 # --- Headers on every response (sundry/core/security.py) ---------------------------
 # Scripts and styles come only from our own static files (htmx runs with eval off, so
 # no 'unsafe-eval'); sockets go back to the same origin.

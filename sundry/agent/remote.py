@@ -14,6 +14,7 @@ import json
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from sundry.agent.effects import apply_effects
@@ -135,6 +136,19 @@ def rules_domain(ticket: Ticket) -> Domain | None:
 # --- the call ----------------------------------------------------------------------------------
 
 
+def bounded(result: mcp_client.CallResult, limit: int) -> tuple[mcp_client.CallResult, dict | None]:
+    """The result as kept: whole when its text fits in `limit` bytes; otherwise its first `limit` bytes
+    and a notice saying so (and its data no longer the parsed whole: a cut result is not harvested)."""
+    raw = (result.text or "").encode()
+    if len(raw) <= limit:
+        return result, None
+    shown = raw[:limit].decode("utf-8", "ignore")
+    text = (f"{shown}\n[Sundry: this result was cut at {limit:,} of {len(raw):,} bytes (about {len(raw) // 4:,} "
+            "tokens). The rest was not shown, and nothing in this result counts as looked up: ask for less — "
+            "a narrower lookup, one record at a time.]")
+    return mcp_client.CallResult(ok=result.ok, text=text, data=text), {"shown_bytes": limit, "total_bytes": len(raw)}
+
+
 def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -> bool:
     """Call the server, then store the result, harvest and effects in one transaction. Returns whether
     the call resolved something (a write that succeeded)."""
@@ -155,6 +169,9 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
                         payload={**base, "ok": False, "error": str(exc), "server_failed": True})
             attention_flag(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} failed on {tool.name}: {exc}")
         return False
+    result, cut = bounded(result, settings.TOOL_RESULT_MAX_BYTES)
+    if cut:
+        base["truncated"] = cut
     with transaction.atomic():
         if not result.ok:  # the tool refused (an order that is not pending …): the model reads why
             turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
@@ -163,7 +180,7 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
         turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=result.text,
                            payload={**base, "ok": True, "idempotency_key": key if tool.side_effect else ""})
         used = [v for _, _, v in ids_in_arguments(tool, args)]
-        if tool.declared:  # an undeclared tool's result is shown, never harvested
+        if tool.declared and not cut:  # an undeclared tool's result, or a cut one, is shown, never harvested
             decls, decl = tool.declarations, tool.decl
             found = [(v, k) for _p, k, v in decl.ids(result.data, kind_of=decls.kind_of)]
             lanes.ledger_harvest_found(ticket=ticket, turn=turn.number, tool_name=tool.name,

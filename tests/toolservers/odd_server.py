@@ -6,6 +6,7 @@
 - stamp_record: a write the declaration file leaves out (undeclared), no readOnlyHint.
 - refund_record: a declared write whose result says what money moved.
 - peek: a read-only tool the file leaves out (undeclared, read-only).
+- bulky_lookup: a declared lookup whose answer is about 200 KB (a runaway listing).
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def refund_record(ref: str, amount: str) -> dict:
 def peek(ref: str) -> dict:
     """Read a record's raw fields."""
     return {"ref": ref, "secret_ref": "SEC-99120"}
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def bulky_lookup(ref: str) -> dict:
+    """Look up a record with its whole history."""
+    return {"ref": ref, "owner": "OWN-77881", "history": [f"entry {n}: " + "x" * 90 for n in range(2000)]}
 
 
 if __name__ == "__main__":

@@ -168,3 +168,18 @@ def test_money_a_remote_write_moved_is_on_its_action(odd):
     assert card.outcome == "executed" and result(ticket, "m2-confirmed").payload["ok"] is True
     action = ActionTaken.objects.get(ticket=ticket)
     assert (action.tool, action.target, action.amount_cents, action.currency) == ("refund_record", "REC-10001", 1250, "USD")
+
+
+@pytest.mark.parametrize("limit", [4096, 10**7], ids=["cut", "control-whole"])
+def test_a_runaway_result_is_cut_told_and_not_harvested(odd, settings, limit):
+    settings.TOOL_RESULT_MAX_BYTES = limit
+    server, ticket = odd
+    run(ticket, call("bulky_lookup", "b1", ref="REC-10001"), ModelResponse(text="It has a long history."))
+    got = result(ticket, "b1")
+    owner_known = LedgerEntry.objects.filter(ticket=ticket, value="OWN-77881").exists()
+    if limit == 4096:
+        assert got.payload["truncated"]["shown_bytes"] == 4096 and got.payload["truncated"]["total_bytes"] > 190_000
+        assert len(got.text.encode()) < 4096 + 400 and "this result was cut at 4,096 of" in got.text
+        assert not owner_known  # nothing in a cut result counts as looked up
+    else:  # control: the same answer, whole, is harvested
+        assert "truncated" not in got.payload and len(got.text) > 190_000 and owner_known
