@@ -76,9 +76,10 @@ def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
     """The request a step of this ticket sends, as it is counted for the budget and compaction: the
     class's tool servers' tools and prompts when it has servers, else its domain's tools."""
     tclass = ticket.ticket_class
+    served = remote.tool_specs(ticket)
     return assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
-                    tools=remote.tool_specs(ticket) or tool_specs(domain_for(tclass)),
-                    rules_cap_tokens=tclass.pinned_rules_cap)
+                    tools=served or tool_specs(domain_for(tclass)), rules_cap_tokens=tclass.pinned_rules_cap,
+                    own_tools=served is not None)
 
 
 def next_step_number(ticket_id: int) -> int:

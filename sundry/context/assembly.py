@@ -140,12 +140,16 @@ def _tools_tokens(names: tuple[str, ...], specs_json: str, model: str) -> int:
 
 
 def assemble(
-    snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None
+    snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None,
+    own_tools: bool = False,
 ) -> Assembled:
+    """`own_tools`: the tools are the class's own (its tool servers'), so the system prompt is the generic
+    one, naming no domain's tools; the servers' prompts come in the class policy."""
     turns = whole_units(snapshot.turns)
     domain = get_domain(snapshot.domain or None)
     blocks = {
-        "system": render.render_system_prompt(snapshot.class_policy, domain),
+        "system": render.render_system_prompt(snapshot.class_policy, None if own_tools else domain,
+                                              generic=own_tools),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
         # Internal-only fields (an internal note) are for staff: the model never reads them.

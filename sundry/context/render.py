@@ -138,10 +138,10 @@ def parse_money(text: str) -> tuple[int, str] | None:
 # --- system prompt ---------------------------------------------------------------------
 
 
-def render_system_prompt(class_policy: str, domain: Domain | None = None) -> str:
-    """The heading, the domain's prompt (how to work its tools; a generic one if it gives none) and the
-    class's policy."""
-    lines = [SYSTEM_HEADING, (domain or get_domain()).prompt.strip() or GENERIC_PROMPT]
+def render_system_prompt(class_policy: str, domain: Domain | None = None, *, generic: bool = False) -> str:
+    """The heading, the domain's prompt (how to work its tools; a generic one if it gives none, or when
+    `generic`: a class whose tools are its servers') and the class's policy."""
+    lines = [SYSTEM_HEADING, GENERIC_PROMPT if generic else (domain or get_domain()).prompt.strip() or GENERIC_PROMPT]
     lines += [
         "",
         "Who is speaking:",

@@ -159,3 +159,19 @@ def test_each_remote_cancellation_alone_within_the_threshold_runs(retail_server)
         assert results(ticket, "cancel_pending_order")[-1].payload["ok"] is True, order
         assert store_order(retail_server, order)["status"] == "cancelled"
     assert not HeldAction.objects.exists()
+
+
+def test_a_tool_server_class_is_prompted_with_its_own_tools_only(ticket, retail_server):
+    """The system prompt of a class served by the retail server names none of the demo shop's tools;
+    the server's own prompt comes with it. Control: a class without servers gets the shop's prompt."""
+    customer_message_post(ticket=ticket, wake=False, text="Hello, I have a question about an order.")
+    model = run(ticket, ModelResponse(text="Of course — what is your e-mail address?"))
+    system = " ".join(m.content for m in model.requests[0].messages if m.role == "system")
+    assert "You work for an online retail store" in system
+    assert not any(shop_tool in system for shop_tool in ("search_orders", "lookup_customer", "track_parcel"))
+    from tests.factories import TicketClassFactory
+
+    shop_ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")
+    customer_message_post(ticket=shop_ticket, wake=False, text="Hello, I have a question about an order.")
+    shop_model = run(shop_ticket, ModelResponse(text="Of course."))
+    assert "search_orders" in " ".join(m.content for m in shop_model.requests[0].messages if m.role == "system")
