@@ -419,6 +419,17 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
                         "staff notes to the customer.", args, {"quoted": describe(found)})
 
 
+def _check_opaque(inp: GuardInput, args) -> GuardVerdict | None:
+    """A tool declared opaque takes queries the guards cannot see into (which orders a SQL statement
+    touches, whose they are): each call waits for staff, read or write."""
+    decl = _domain(inp).tool(inp.tool.name)
+    if decl is None or not decl.opaque:
+        return None
+    return GuardVerdict("hold", "opaque", f"{inp.tool.name} takes a free-form query the guards cannot check; each "
+                        "call waits for staff approval. Do not retry it; tell the customer it is being checked.",
+                        args, {})
+
+
 def _check_customer(inp: GuardInput, args) -> GuardVerdict | None:
     """A write acts only on this ticket's customer's records, where the domain says whose records are
     whose (`customer_kind`): an ID a result said belongs to another customer — or another customer's
@@ -480,7 +491,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
     if verdict:
         return verdict
     if not inp.approved:
-        verdict = _check_internal(inp, args) or _check_claims(inp, args)
+        verdict = _check_opaque(inp, args) or _check_internal(inp, args) or _check_claims(inp, args)
         if verdict:
             return verdict
     # Consequence guards: shop side effects only; local lane edits repeat freely.

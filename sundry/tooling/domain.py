@@ -199,6 +199,9 @@ class ToolDecl(_Decl):
     # A lookup that identifies the ticket's own customer (by e-mail, by name and zip …): the
     # customer ID it returns is this ticket's customer on the system.
     identifies: bool = False
+    # Its arguments carry free-form queries (SQL, a filter expression …) whose IDs the guards cannot
+    # read: every call waits for staff.
+    opaque: bool = False
     lookup: bool = False
     write: bool = False
     resolves: bool | None = None

@@ -143,6 +143,16 @@ def _may_sample(listed: mcp_client.ListedTool, decls: Domain) -> bool:
     return (not decl.write) if decl is not None else listed.read_only
 
 
+_QUERY_ARG = re.compile(r"^(?:sql|query|statement|stmt|expression|expr|filter|where|script|command|code)$", re.I)
+
+
+def free_form_query(input_schema: dict | None) -> str:
+    """The name of a string argument that carries a free-form query ("" when none)."""
+    props = (input_schema or {}).get("properties") or {}
+    return next((name for name, p in props.items()
+                 if _QUERY_ARG.match(name) and isinstance(p, dict) and p.get("type", "string") == "string"), "")
+
+
 def test_connection(server: ToolServer) -> Report:
     """Connect to `server` afresh, list its tools, sample-call the ones that read, and report."""
     report = Report(server=server.name, ok=False)
@@ -191,6 +201,10 @@ def test_connection(server: ToolServer) -> Report:
                 if decl is not None:
                     report.warnings += result_warnings(t.name, decl, got.data, decls)
         report.tools.append(row)
+        # A write taking a free-form query: which records it changes is inside the query.
+        if kind == "write" and (query := free_form_query(t.input_schema)) and not (decl is not None and decl.opaque):
+            report.warnings.append(f"{t.name}: takes a free-form query ({query}); the guards cannot see which "
+                                   "records it touches. Declare it \"opaque\": true so each call waits for staff.")
         if decl is None:
             held = " and its calls are held for staff" if (not t.read_only and server.hold_undeclared_writes) else ""
             report.warnings.append(f"{t.name}: undeclared — usable, but its results are not harvested{held}.")

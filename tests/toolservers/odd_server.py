@@ -7,6 +7,7 @@
 - refund_record: a declared write whose result says what money moved.
 - peek: a read-only tool the file leaves out (undeclared, read-only).
 - bulky_lookup: a declared lookup whose answer is about 200 KB (a runaway listing).
+- run_sql: a write that takes a free-form SQL statement (declared opaque).
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def peek(ref: str) -> dict:
 def bulky_lookup(ref: str) -> dict:
     """Look up a record with its whole history."""
     return {"ref": ref, "owner": "OWN-77881", "history": [f"entry {n}: " + "x" * 90 for n in range(2000)]}
+
+
+@mcp.tool()
+def run_sql(sql: str) -> dict:
+    """Run an SQL statement on the records (a write whose targets lie inside the query)."""
+    STAMPS.append(f"sql: {sql}")
+    return {"rows": 1}
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ approval's transaction.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -183,3 +184,42 @@ def test_a_runaway_result_is_cut_told_and_not_harvested(odd, settings, limit):
         assert not owner_known  # nothing in a cut result counts as looked up
     else:  # control: the same answer, whole, is harvested
         assert "truncated" not in got.payload and len(got.text) > 190_000 and owner_known
+
+
+@pytest.mark.parametrize("opaque", [True, False], ids=["opaque", "control-not-opaque"])
+def test_a_tool_taking_free_form_queries_waits_for_staff(odd, opaque, tmp_path, settings):
+    """run_sql's statement names records the guards cannot see: declared opaque, each call is held for
+    staff and nothing reaches the server. Control: the same declaration without `opaque` runs it."""
+    server, ticket = odd
+    if not opaque:
+        decl = json.loads((FIXTURES / "odd.declarations.json").read_text())
+        decl["tools"]["run_sql"]["opaque"] = False
+        (tmp_path / "odd.json").write_text(json.dumps(decl))
+        settings.TOOL_DECLARATIONS_DIRS = [tmp_path]
+        ToolServer.objects.filter(pk=server.pk).update(declaration_path=str(tmp_path / "odd.json"))
+        catalog.forget()
+    statement = "UPDATE records SET total = 0 WHERE ref = 'REC-10002'"
+    run(ticket, call("run_sql", "q1", sql=statement), call("lookup_ticket", "q2", ref="REC-10001"),
+        ModelResponse(text="Done."))
+    stamps = json.loads(result(ticket, "q2").text)["stamps"]
+    held = HeldAction.objects.filter(ticket=ticket, tool="run_sql")
+    if opaque:
+        assert held.count() == 1 and "free-form query" in held.get().reason and stamps == []
+    else:
+        assert not held.exists() and stamps == [f"sql: {statement}"]
+
+
+def test_test_connection_warns_of_a_query_tool_not_declared_opaque(odd, tmp_path, settings):
+    from sundry.toolservers import checks
+
+    server, _ticket = odd
+    assert not [w for w in checks.test_connection(server).warnings if "free-form query" in w]
+    decl = json.loads((FIXTURES / "odd.declarations.json").read_text())
+    del decl["tools"]["run_sql"]["opaque"]
+    (tmp_path / "odd.json").write_text(json.dumps(decl))
+    settings.TOOL_DECLARATIONS_DIRS = [tmp_path]
+    ToolServer.objects.filter(pk=server.pk).update(declaration_path=str(tmp_path / "odd.json"))
+    server.refresh_from_db()
+    warned = [w for w in checks.test_connection(server).warnings if "free-form query" in w]
+    assert warned == ['run_sql: takes a free-form query (sql); the guards cannot see which records it touches. '
+                      'Declare it "opaque": true so each call waits for staff.']
