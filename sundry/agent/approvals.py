@@ -52,7 +52,7 @@ class ToolApproval(BaseModel):
         if per is None:
             return None
         if not per:
-            raise ValueError(f"must name at least one currency, e.g. {{\"USD\": 20000, \"INR\": 1500000}}")
+            raise ValueError("must name at least one currency, e.g. {\"USD\": 20000, \"INR\": 1500000}")
         for code in per:
             if not _CODE.fullmatch(code):
                 raise ValueError(f"'{code}' is not a currency code (three capital letters, e.g. USD)")

@@ -55,7 +55,7 @@ _CHECKS: list[tuple[re.Pattern, str]] = [
     (re.compile(rf"\b{_NEG}\b[^.]*\b(phone|call|calls|calling)\b|\b(e-?mail)\s+only\b|\bonly\s+(by\s+)?e-?mail", re.I), PHONE),
     (re.compile(rf"\b{_NEG}\b[^.]*\b(replacement|replacements|replace it|exchange)\b", re.I), "replaces"),
     (re.compile(rf"\b{_NEG}\b[^.]*\bcancel", re.I), "cancels"),
-    (re.compile(rf"\b(don'?t|do not|never|no)\b[^.]*\brefund", re.I), "refunds"),
+    (re.compile(r"\b(don'?t|do not|never|no)\b[^.]*\brefund", re.I), "refunds"),
 ]
 
 

@@ -427,9 +427,9 @@ def _phone(rng: random.Random, country: str) -> str:
 
 
 def _email(rng: random.Random, first: str, last: str, taken: set[str]) -> str:
-    f, l = _slug(first), _slug(last)
+    f, la = _slug(first), _slug(last)
     pattern = rng.randrange(5)
-    local = [f"{f}.{l}", f"{f}{l}", f"{f[0]}.{l}", f"{f}_{l}", f"{l}.{f}"][pattern]
+    local = [f"{f}.{la}", f"{f}{la}", f"{f[0]}.{la}", f"{f}_{la}", f"{la}.{f}"][pattern]
     if rng.random() < 0.35:
         local += str(rng.randint(1, 99))
     domain = rng.choice(EMAIL_DOMAINS)

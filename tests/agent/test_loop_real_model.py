@@ -115,7 +115,7 @@ def test_without_the_opt_in_a_call_written_as_text_never_reaches_the_customer(de
 
 
 def test_the_same_malformed_call_three_times_ends_the_run_with_a_flag(desk):
-    bad = lambda body: (200, completion(tool_calls=[fn_call(f"c{len(body['messages'])}", "get_order", '{"order_number": NaN}')]))
+    bad = lambda body: (200, completion(tool_calls=[fn_call(f"c{len(body['messages'])}", "get_order", '{"order_number": NaN}')]))  # noqa: E731
     desk["answers"] += [bad] * 6
     steps = run(desk)
     ticket = desk["ticket"]

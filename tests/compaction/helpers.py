@@ -33,7 +33,7 @@ def long_ticket(*, exchanges: int = 11, tclass=None, recent_turns_kept: int = 8)
     lanes.ledger_record_system_id(ticket=ticket, kind="tracking", value=TRACKING, role="second_parcel", turn=1)
     lanes.rule_pin(ticket=ticket, text=RULE, turn=1, source="customer")
     for i in range(exchanges):
-        call = add(author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text="",
+        add(author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text="",
                    payload={"calls": [{"id": f"c{i}", "name": "track_parcel", "arguments": {"tracking_number": TRACKING}}]})
         add(author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=tracking_result(i),
             payload={"call_id": f"c{i}", "name": "track_parcel", "ok": True})

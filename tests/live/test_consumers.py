@@ -30,7 +30,7 @@ def world(transactional_db):
     users = get_user_model().objects
     staff = users.create_user("sam", password="x", is_staff=True)
     alice_user, bob_user = users.create_user("alice", password="x"), users.create_user("bob", password="x")
-    alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
+    alice, _bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     order = paid_order(customer=alice, number="SU-41234")
     ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Broken kettle")
     turn_append(ticket=ticket, author="customer", text="My kettle arrived broken, order SU-41234")

@@ -72,7 +72,7 @@ def test_a_customer_writing_again_reopens_a_waiting_or_resolved_ticket_and_a_clo
 
 
 def test_assignment_views_and_replying_needs_the_ticket(desk):
-    client, ticket, ann, ben = desk["client"], desk["ticket"], desk["ann"], desk["ben"]
+    client, ticket, ben = desk["client"], desk["ticket"], desk["ben"]
     other = ticket_create(customer=desk["alice"], ticket_class=desk["tclass"], subject="Second question")
     post = f"/desk/tickets/{ticket.pk}/post"
     # Not taken over: the agent works it, so a person's reply is refused (the text stays in the box).
