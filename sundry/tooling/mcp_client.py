@@ -66,10 +66,12 @@ class ServerSpec:
             parts[0] = sys.executable
         return parts
 
-    def transport(self):
+    def transport(self, on_response=None):
+        """`on_response`: an async hook each HTTP response passes (the connection notes a refusal)."""
         if self.url:
             client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0),
-                                        follow_redirects=False)  # the SDK follows same-origin ones itself
+                                        follow_redirects=False,  # the SDK follows same-origin ones itself
+                                        event_hooks={"response": [on_response]} if on_response else None)
             return streamable_http_client(self.url, http_client=client)
         argv = self.argv()
         if not argv:
@@ -145,6 +147,7 @@ class Connection:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._closed = False
+        self._refused = 0  # an HTTP 401 or 403 the server answered: why, said plainly, when it fails
         self._lock = threading.Lock()  # one request at a time from this process's threads
         self.pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name=f"mcp-{spec.name}", daemon=True)
@@ -165,7 +168,7 @@ class Connection:
         self._task = asyncio.current_task()
         pending: concurrent.futures.Future | None = None
         try:
-            async with Client(self.spec.transport(), read_timeout_seconds=CONNECT_TIMEOUT) as client:
+            async with Client(self.spec.transport(self._saw), read_timeout_seconds=CONNECT_TIMEOUT) as client:
                 self._ready.set()
                 while True:
                     item = await self._queue.get()
@@ -193,6 +196,17 @@ class Connection:
                 if item is not None and not item[1].done():
                     item[1].set_exception(ToolServerError(f"{self.spec.name}: the connection closed"))
 
+    async def _saw(self, response) -> None:
+        if response.status_code in (401, 403):
+            self._refused = response.status_code
+
+    def _why(self, exc: BaseException | None) -> str:
+        if self._refused:
+            return (f"the server refused our credentials (HTTP {self._refused} "
+                    f"{'Unauthorized' if self._refused == 401 else 'Forbidden'}); check the environment variables "
+                    "its headers are read from")
+        return _reason(exc)
+
     # --- the caller's side --------------------------------------------------------------
 
     @property
@@ -210,7 +224,7 @@ class Connection:
             self.close()
             raise ToolServerError(f"{self.spec.name}: the server did not connect within {timeout:g} s")
         if self._closed:
-            raise ToolServerError(f"{self.spec.name}: could not connect ({_reason(self._error)})")
+            raise ToolServerError(f"{self.spec.name}: could not connect ({self._why(self._error)})")
         return self
 
     def request(self, fn: Callable[[Client], Awaitable[Any]], timeout: float) -> Any:
@@ -234,8 +248,8 @@ class Connection:
                 if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                     self.close()  # the server went away: the next request starts it again
                 if not self.alive:
-                    raise ToolServerError(f"{self.spec.name}: the server failed ({_reason(self._error or exc)})") from exc
-                raise ToolServerError(f"{self.spec.name}: {_reason(exc)}") from exc
+                    raise ToolServerError(f"{self.spec.name}: the server failed ({self._why(self._error or exc)})") from exc
+                raise ToolServerError(f"{self.spec.name}: {self._why(exc)}") from exc
 
     def list_tools(self, timeout: float) -> list[ListedTool]:
         async def fetch(client: Client) -> list[ListedTool]:
@@ -276,7 +290,7 @@ def _reason(exc: BaseException | None) -> str:
     if exc is None:
         return "no reason given"
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_reason(e) for e in exc.exceptions)
+        return "; ".join(dict.fromkeys(_reason(e) for e in exc.exceptions))
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

@@ -143,7 +143,9 @@ def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
                                         else {"command": server.command}))
     cwd = limits.working_dir(server.working_dir)
     if server.transport == ToolServer.Transport.HTTP:
-        headers = tuple((h, os.environ.get(var, "")) for h, var in sorted((server.header_env or {}).items()))
+        # A header whose variable is unset is left out, never sent empty ("Authorization: ").
+        headers = tuple((h, os.environ[var]) for h, var in sorted((server.header_env or {}).items())
+                        if os.environ.get(var))
         return mcp_client.ServerSpec(name=server.name, url=server.url, headers=headers)
     env = tuple((n, os.environ[n]) for n in server.env_name_list() if n in os.environ)
     return mcp_client.ServerSpec(name=server.name, command=server.command, cwd=cwd, env=env)

@@ -45,6 +45,7 @@ OWN_VARIABLES = frozenset({
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
     "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
     "SUNDRY_TOOL_ENV_PREFIX", "SUNDRY_TOOL_COMMANDS", "SUNDRY_TOOL_HOSTS", "SUNDRY_TOOL_DECLARATIONS_DIR",
+    "SUNDRY_TOOL_RESULT_MAX_BYTES",
 })
 # Namespaces of Sundry's settings and of the libraries it runs (Django, Celery, the provider SDKs,
 # libpq's PG* variables), present and future. `SUNDRY_TOOL_` is the tool servers' own.
