@@ -132,8 +132,12 @@ def _staff_ledger(ticket, viewer):
     _staff(viewer)
 
     entries = LedgerEntry.objects.filter(ticket=ticket)
-    return {"ledger": list(entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id")),
-            "archived_count": entries.filter(status="archived").count()}
+    active = list(entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id"))
+    # Whose each record is, where a tool server's declaration says: another customer's is marked.
+    ours = {e.value for e in active if e.identifies_customer}
+    for e in active:
+        e.someone_else = bool(e.customer) and e.customer not in ours and e.customer != e.value
+    return {"ledger": active, "archived_count": entries.filter(status="archived").count()}
 
 
 def _staff_state(ticket, viewer):

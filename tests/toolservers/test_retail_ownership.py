@@ -51,6 +51,15 @@ def test_a_write_on_another_customers_order_is_refused_and_the_store_is_untouche
     assert not Confirmation.objects.filter(ticket=aarav).exists()  # never even a card
     chair = LedgerEntry.objects.get(ticket=aarav, value=CHAIR)
     assert chair.customer == IVAN and LedgerEntry.objects.get(ticket=aarav, value=USER).identifies_customer
+    # Staff see it in the ledger panel: the order is another customer's, in bold.
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    desk = Client()
+    desk.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
+    page = " ".join(desk.get(f"/desk/tickets/{aarav.pk}/").content.decode().split())
+    assert f'belongs to <strong><code class="id">{IVAN}</code></strong>, not this ticket\'s customer' in page
+    assert "this ticket's customer</div>" in page
 
 
 def test_ids_from_another_customers_lookup_stay_theirs(aarav, retail_server):
