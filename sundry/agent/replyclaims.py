@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from sundry.agent.replycheck import id_tokens
 
-REFUND, CANCEL, RETURN, REPLACE = "refund", "cancel", "return", "replace"
-KINDS = (REFUND, CANCEL, RETURN, REPLACE)
-_CAPABILITY_KIND = {"refunds": REFUND, "cancels": CANCEL, "returns": RETURN, "replaces": REPLACE}
+REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
+KINDS = (REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE)
+_CAPABILITY_KIND = {"refunds": REFUND, "cancels": CANCEL, "returns": RETURN, "replaces": REPLACE,
+                    "contacts_customer:email": EMAIL, "contacts_customer:phone": PHONE}
 
 _DONE = r"(?:has|have|had|was|were|is|are|'s)\s+(?:now\s+|already\s+|just\s+|successfully\s+|been\s+|fully\s+)*"
 _SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (129.99) does not end it
@@ -50,6 +51,16 @@ _CLAIMS = {
         r"|dispatched|processed|issued|ordered|on its way)\b"
         r"|" + _WE + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
         r"(?:\w+\s+)?(?:replacement|exchange)\b|\b(?:been|was|were)\s+(?:replaced|exchanged)\b", re.I),
+    EMAIL: re.compile(
+        r"" + _WE + r"(?:sent|e-?mailed|emailed|forwarded|written)\s+(?:it\s+to\s+)?(?:you\s+)?(?:an?\s+|the\s+)?"
+        r"(?:\w+\s+)?(?:e-?mail|email)\b"
+        r"|" + _WE + r"e-?mailed\s+(?:you|it|the)\b"
+        r"|\b(?:an?|the|your)\s+(?:\w+\s+)?e-?mail\b" + _SPAN + r"{0,30}?\b" + _DONE + r"(?:sent|delivered|on its way)\b",
+        re.I),
+    PHONE: re.compile(
+        r"" + _WE + r"(?:called|phoned|rang|telephoned)\s+you\b"
+        r"|\b(?:a|the|your)\s+(?:phone\s+)?call\b" + _SPAN + r"{0,30}?\b" + _DONE + r"(?:logged|made|placed|noted)\b",
+        re.I),
 }
 # A sentence that promises, asks, denies or sets a condition states nothing done.
 _NOT_DONE = re.compile(
@@ -62,6 +73,8 @@ _STATUS = {
     CANCEL: re.compile(r"\bcancel", re.I),
     RETURN: re.compile(r"\breturn", re.I),
     REPLACE: re.compile(r"\b(?:replac|exchang)", re.I),
+    EMAIL: re.compile(r"(?!)"),  # a contact leaves no status on a record: only its action backs it
+    PHONE: re.compile(r"(?!)"),
 }
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -113,7 +126,8 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
     for claim in claims_in(text):
         if claim.kind not in declared:
             continue
-        named = claim.ids & owners
+        # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
+        named = set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners
         if not _backed(claim.kind, named or None, actions, kinds, money, ledger):
             out.append(claim)
     return out

@@ -38,6 +38,10 @@ DONE = {
                "The return on {id} is now set up.", "We have started the return for {id}."],
     "replace": ["A replacement for {id} has been shipped.", "I've arranged an exchange for {id}.",
                 "The item on {id} has been replaced.", "The exchange on {id} was placed."],
+    "email": ["I've sent you an email about {id}.", "We have e-mailed you the details of {id}.",
+              "A confirmation email for {id} has been sent.", "I've emailed you the label for {id}."],
+    "phone": ["We called you about {id} this morning.", "I've phoned you about {id}.",
+              "A phone call about {id} has been logged."],
 }
 NOT_DONE = [
     "Once you confirm on the card, {id} will be cancelled.", "Would you like me to cancel {id}?",
@@ -48,6 +52,8 @@ NOT_DONE = [
     "Your order {id} is on its way.", "I looked up {id}: it was delivered on 3 May.",
     "Press Confirm and I'll refund {id}.", "Was {id} cancelled by mistake?",
     "Order {id} was paid; no refund has been made.", "Nothing on {id} has been cancelled.",
+    "I can email you the details of {id} if you like.", "Should we call you about {id}?",
+    "We won't email you about {id}, as you asked.", "You will get an email about {id} once it ships.",
 ]
 OPENERS = ["", "Thanks for waiting. ", "Good news! "]
 CLOSERS = ["", " Anything else I can help with?", " Have a nice day!"]
@@ -78,22 +84,24 @@ def test_the_shop_declaration_says_which_tool_does_what():
     # The shop's cancellation refunds what was paid (its declared money), so it backs a refund claim too.
     assert KINDS["issue_refund"] == {"refund"} and KINDS["cancel_order"] == {"cancel", "refund"}
     assert KINDS["book_return"] == {"return"} and KINDS["offer_replacement"] == {"replace"}
-    assert "send_email" not in KINDS and "get_order" not in KINDS
+    assert KINDS["send_email"] == {"email"} and KINDS["log_phone_call"] == {"phone"} and "get_order" not in KINDS
 
 
 def _action(tool, target=ORDER):
     return ActionData(tool=tool, target=target, turn=3, idempotency_key=f"{tool}-{target}", reversible=False)
 
 
-TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return", "replace": "offer_replacement"}
+TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return", "replace": "offer_replacement",
+        "email": "send_email", "phone": "log_phone_call"}
 
 
 @pytest.mark.parametrize("kind,text", CLAIMS[::3])
 def test_a_claim_stands_only_on_an_action_of_its_kind_on_the_order_it_names(kind, text):
     assert replyclaims.unsupported(text, actions=[], kinds=KINDS), "no records: every claim is false"
     assert not replyclaims.unsupported(text, actions=[_action(TOOL[kind])], kinds=KINDS)
-    assert replyclaims.unsupported(text, actions=[_action(TOOL[kind], OTHER)], kinds=KINDS,
-                                   ledger=[_entry(ORDER), _entry(OTHER)]), "done on another order"
+    if kind not in ("email", "phone"):  # a contact is with the customer, on no order
+        assert replyclaims.unsupported(text, actions=[_action(TOOL[kind], OTHER)], kinds=KINDS,
+                                       ledger=[_entry(ORDER), _entry(OTHER)]), "done on another order"
     other = next(t for t in TOOL.values() if kind not in KINDS[t])
     assert replyclaims.unsupported(text, actions=[_action(other)], kinds=KINDS), "another kind of action"
 
@@ -123,6 +131,14 @@ def test_an_action_on_an_item_backs_a_claim_about_its_order():
     elsewhere = ActionData(tool="offer_replacement", target="itm_0000abcd", turn=5, idempotency_key="k",
                            reversible=True, on=(OTHER, "itm_0000abcd"))
     assert replyclaims.unsupported(claim, actions=[elsewhere], kinds=KINDS, ledger=[_entry(ORDER)])
+
+
+def test_an_email_to_the_customer_backs_i_have_emailed_you_whatever_order_it_names():
+    claim = f"I've sent you an email about {ORDER}."
+    sent = ActionData(tool="send_email", target="cus_0000abcd", turn=4, idempotency_key="e", reversible=False,
+                      on=("cus_0000abcd", "Your order", f"About {ORDER}: it ships tomorrow."))
+    assert not replyclaims.unsupported(claim, actions=[sent], kinds=KINDS, ledger=[_entry(ORDER)])
+    assert replyclaims.unsupported(claim, actions=[], kinds=KINDS, ledger=[_entry(ORDER)])  # control: none sent
 
 
 def test_a_domain_that_declares_no_tool_of_a_kind_is_not_judged_on_it():

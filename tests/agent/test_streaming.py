@@ -103,9 +103,7 @@ def test_the_text_reaches_the_sink_as_it_is_written_and_the_call_returns_the_who
     pieces = ["Your order ", "SU-20481 ", "has ", "shipped ", "today."]
     server = streaming(lambda p, b: Streamed(chunks=pieces, usage=(1200, 9), cached=1024), pause=0.2)
     sink = Sink()
-    started = time.monotonic()
     call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
-    ended = time.monotonic()
 
     assert server.bodies[0]["stream"] is True and server.bodies[0]["stream_options"] == {"include_usage": True}
     assert call.response.text == "".join(pieces) and call.response.finish_reason == "stop"
@@ -114,9 +112,11 @@ def test_the_text_reaches_the_sink_as_it_is_written_and_the_call_returns_the_who
     assert kinds[0] == "typing" and kinds[-1] == "final" and kinds.count("text") >= 3
     texts = [t for k, t, _ in sink.events if k == "text"]
     assert texts == sorted(texts, key=len) and texts[0] == "Your order "
-    # The first words arrived while the model was still writing, not at the end.
+    # The first words arrived while the model was still writing, not at the end: the server spends
+    # 0.8 s on the pieces after the first, and a busy machine delays both ends alike.
     first_text = next(at for k, _, at in sink.events if k == "text")
-    assert first_text - started < (ended - started) / 2
+    final_at = next(at for k, _, at in sink.events if k == "final")
+    assert final_at - first_text >= 0.3
 
 
 def test_a_streamed_tool_call_shows_only_typing(streaming):
