@@ -108,26 +108,14 @@ def held_if_internal(verdict: replycheck.ReplyVerdict,
                                    quoted=internaltext.describe(found))
 
 
-@dataclass(frozen=True)
-class Facts:
-    """What the ticket's records show was done, for judging what a reply says was done (`replyclaims`)."""
-
-    actions: tuple = ()  # ActionData
-    kinds: dict = field(default_factory=dict)  # tool name -> kinds of action it performs
-    money: tuple = ()  # MoneyData
-    ledger: tuple = ()  # LedgerData
-    owner_kind: str = "order"
-
-
-def checked_claims(verdict: replycheck.ReplyVerdict, facts: Facts | None,
+def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None,
                    retried: bool) -> replycheck.ReplyVerdict:
     """A reply that would be posted but says an action was done that the records do not show is asked
     for again, then held: the customer must never read that a refund or cancellation happened when
     it did not."""
     if verdict.action != replycheck.POST or facts is None:
         return verdict
-    false = replyclaims.unsupported(verdict.text, actions=facts.actions, kinds=facts.kinds, money=facts.money,
-                                    ledger=facts.ledger, owner_kind=facts.owner_kind)
+    false = facts.unsupported(verdict.text)
     if not false:
         return verdict
     said = replyclaims.describe(false)
@@ -139,19 +127,17 @@ def checked_claims(verdict: replycheck.ReplyVerdict, facts: Facts | None,
             "happens next instead, or make the call."))
 
 
-def sentence_passes(sentence: str, facts: Facts | None, internal: internaltext.InternalText | None) -> bool:
+def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None) -> bool:
     """Whether one sentence may be shown before the whole reply is checked: it claims nothing the
     records do not show and quotes no internal-only text (`provisional`)."""
     if internal and internaltext.quotes(sentence, internal):
         return False
-    return facts is None or not replyclaims.unsupported(
-        sentence, actions=facts.actions, kinds=facts.kinds, money=facts.money, ledger=facts.ledger,
-        owner_kind=facts.owner_kind)
+    return facts is None or not facts.unsupported(sentence)
 
 
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
            text_tool_calls: bool = False, stream: ReplyStream | None = None,
-           internal: internaltext.InternalText | None = None, facts: Facts | None = None) -> Answer:
+           internal: internaltext.InternalText | None = None, facts: replyclaims.Records | None = None) -> Answer:
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
     if stream is not None:

@@ -462,11 +462,8 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
     if not inp.tool.customer_text:
         return None
-    domain = _domain(inp)
-    kinds = replyclaims.kinds_of(domain.tools)
-    false = [c for name in inp.tool.customer_text for c in replyclaims.unsupported(
-        str(getattr(args, name, "") or ""), actions=inp.actions, kinds=kinds, money=inp.money, ledger=inp.ledger,
-        owner_kind=domain.owner_kind)]
+    records = replyclaims.Records.of(_domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger)
+    false = [c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""))]
     if not false:
         return None
     said = replyclaims.describe(false)

@@ -25,7 +25,7 @@ from sundry.tickets.attention import attention_clear, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling import mcp_client
-from sundry.tooling.domain import Domain
+from sundry.tooling.domain import Domain, domain_for
 from sundry.tooling.messages import ToolCall
 from sundry.tooling.tools import REGISTRY, Tool
 from sundry.toolservers import catalog
@@ -127,6 +127,13 @@ def typed_ids(ticket: Ticket, text: str) -> list[tuple[str, str]]:
     return [(v, k) for k, v in catalog.typed_ids(ticket.ticket_class, text)]
 
 
+def tools_domain(ticket: Ticket) -> Domain:
+    """What each of the class's tools is: its servers' declarations as loaded for this run (no file is
+    read again), else the class's own domain."""
+    tools = class_tools(ticket)
+    return tools.domain if tools is not None else domain_for(ticket.ticket_class)
+
+
 def rules_domain(ticket: Ticket) -> Domain | None:
     """For a class with servers: the tools its declaration files declare, which a rule stated in a
     message is mapped onto (None: the class's own domain)."""
@@ -187,11 +194,9 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
                                        found=list(dict.fromkeys(found)), used=used,
                                        owners=decl.owners(result.data, owner_kind=decls.owner_kind),
                                        descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind))
-            if decls.customer_kind:  # whose records these are, where the declaration says
-                lanes.ledger_mark_customer(
-                    ticket=ticket, values=[v for v, k in found if k in (decls.customer_owns or [decls.owner_kind])],
-                    customer=decl.customer_of(result.data),
-                    identifies=[v for v, k in found if k == decls.customer_kind] if decl.identifies else [])
+            owner, owned, identified = decls.ownership(tool.name, result.data, found)  # whose records these are
+            if owned or identified:
+                lanes.ledger_mark_customer(ticket=ticket, values=owned, customer=owner, identifies=identified)
             # The order figures it reports go to the money lane; a write's action carries the money it
             # moved (a cancellation's refund), read by the declaration file as for in-process tools.
             apply_effects(ticket=ticket, tool=tool, args=args, result=result.data, turn=turn.number, key=key,

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sundry.agent.provisional import sentences
 from sundry.agent.replycheck import id_tokens
 
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
@@ -76,7 +77,6 @@ _STATUS = {
     EMAIL: re.compile(r"(?!)"),  # a contact leaves no status on a record: only its action backs it
     PHONE: re.compile(r"(?!)"),
 }
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Claim:
 def claims_in(text: str) -> list[Claim]:
     """Each sentence that states an action of a known kind as done."""
     out = []
-    for sentence in _SENTENCE.split(text or ""):
+    for sentence in sentences(text or "", final=True):
         s = sentence.strip()
         if not s or s.endswith("?") or _NOT_DONE.search(s):
             continue
@@ -143,6 +143,26 @@ def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) ->
     if kind == REFUND and any(m.refunded_cents > 0 and on(m.order) for m in money):
         return True
     return any(on(e.value) and _STATUS[kind].search(f"{e.description} {e.note}") for e in ledger)
+
+
+@dataclass(frozen=True)
+class Records:
+    """What a ticket's records show was done, as one step (or one guard) read them."""
+
+    actions: tuple = ()  # ActionData
+    kinds: dict = field(default_factory=dict)  # tool name -> kinds of action it performs (`kinds_of`)
+    money: tuple = ()  # MoneyData
+    ledger: tuple = ()  # LedgerData
+    owner_kind: str = "order"
+
+    @classmethod
+    def of(cls, domain, *, actions=(), money=(), ledger=()) -> "Records":
+        return cls(actions=tuple(actions), kinds=kinds_of(domain.tools), money=tuple(money), ledger=tuple(ledger),
+                   owner_kind=domain.owner_kind)
+
+    def unsupported(self, text: str) -> list[Claim]:
+        return unsupported(text, actions=self.actions, kinds=self.kinds, money=self.money, ledger=self.ledger,
+                           owner_kind=self.owner_kind)
 
 
 def describe(claims: list[Claim]) -> str:

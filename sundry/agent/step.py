@@ -229,12 +229,11 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     return outcome
 
 
-def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> answer.Facts:
+def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, and which
-    tools do what by the class's declarations (its servers' files, else its domain)."""
-    domain = remote.rules_domain(ticket) or domain_for(ticket.ticket_class)
-    return answer.Facts(actions=tuple(snapshot.actions), kinds=replyclaims.kinds_of(domain.tools),
-                        money=tuple(snapshot.money), ledger=tuple(snapshot.ledger), owner_kind=domain.owner_kind)
+    tools do what by the class's declarations (its servers', else its domain's)."""
+    return replyclaims.Records.of(remote.tools_domain(ticket), actions=snapshot.actions, money=snapshot.money,
+                                  ledger=snapshot.ledger)
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:

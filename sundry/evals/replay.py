@@ -115,16 +115,13 @@ class LaneReplay:
     def _owners(self, name: str, t: TurnData, found: list[tuple[str, str]]) -> None:
         """Whose the result's records are, as the live harvest marks them (`agent.remote`)."""
         domain = getattr(self.domain, "domain", None)
-        decl = domain.tools.get(name) if domain is not None and domain.customer_kind else None
-        if decl is None:
+        if domain is None:
             return
-        owner = decl.customer_of(t.text or "")
-        owns = domain.customer_owns or [domain.owner_kind]
+        owner, owned, identified = domain.ownership(name, t.text or "", found)
         if owner:
-            self.owned.update({v: owner for v, k in found if k in owns})
-        if decl.identifies:
-            self.identified.update(v for v, k in found if k == domain.customer_kind)
-            self.owned.update({v: v for v, k in found if k == domain.customer_kind})
+            self.owned.update(dict.fromkeys(owned, owner))
+        self.identified.update(identified)
+        self.owned.update({v: v for v in identified})
 
     def _result(self, call: dict, t: TurnData) -> None:
         name, args = call["name"], call["arguments"]

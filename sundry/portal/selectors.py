@@ -15,7 +15,6 @@ from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import turns
 from sundry.context.idformats import find_ids
-from sundry.tooling.domain import domain_for
 
 
 def customer_turns(ticket):
@@ -141,7 +140,7 @@ def staff_decisions(ticket) -> list[dict]:
     if not held_actions:
         return []
     snapshot = lane_snapshot(ticket, with_turns=False)
-    domain = remote.rules_domain(ticket) or domain_for(ticket.ticket_class)
+    domain = remote.tools_domain(ticket)
     out = []
     for held in held_actions:
         status = held.status

@@ -637,6 +637,17 @@ class Domain(_Decl):
         d = self.tools.get(tool)
         return d.ids(result, kind_of=self.kind_of) if d else []
 
+    def ownership(self, tool: str, result, found: list[tuple[str, str]]) -> tuple[str, list[str], list[str]]:
+        """Whose the records a result holds are: (the customer its declared path names, the found
+        (value, kind) values of kinds customers own, the customer IDs a lookup that identifies the
+        customer returned). Nothing where the domain names no customer kind."""
+        d = self.tools.get(tool)
+        if d is None or not self.customer_kind:
+            return "", [], []
+        owns = self.customer_owns or [self.owner_kind]
+        return (d.customer_of(result), [v for v, k in found if k in owns],
+                [v for v, k in found if k == self.customer_kind] if d.identifies else [])
+
     def owners(self, tool: str, result) -> dict[str, str]:
         d = self.tools.get(tool)
         return d.owners(result, owner_kind=self.owner_kind) if d else {}
