@@ -90,7 +90,7 @@ def claims_in(text: str) -> list[Claim]:
     """Each sentence that states an action of a known kind as done."""
     out = []
     for sentence in sentences(text or "", final=True):
-        s = sentence.strip()
+        s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
         if not s or s.endswith("?") or _NOT_DONE.search(s):
             continue
         for kind, pattern in _CLAIMS.items():
