@@ -46,9 +46,12 @@ _NEGATION = re.compile(
     r"\b(?:don'?t|dont|do\s+not|never|no|not|no\s+longer|without|rather\s+than|than|instead\s+of|stop|hold\s+off(?:\s+on)?|"
     r"forget(?:\s+about)?)\s+(?:\w+\s+){0,2}?$", re.I)
 _NEVER_MIND = re.compile(r"\bnever\s*mind\b|\bchanged?\s+my\s+mind\b|\bforget\s+(?:it|about)\b", re.I)
+# "I'd also like", "I really need", "I do want": an adverb between the person and the wish.
+_ADVERB = r"(?:(?:also|really|just|still|now|actually|then|do|honestly|simply|additionally|further|definitely)\s+)?"
 _REQUEST_CUE = re.compile(
     r"\b(?:please|pls|plz|kindly|can\s+you|could\s+you|would\s+you|will\s+you|can\s+i|could\s+i|may\s+i|"
-    r"can\s+we|i\s+want|i\s+wanna|i'?d\s+like|i\s+would\s+like|i\s+need|i'?m\s+asking|i\s+ask|i\s+request|"
+    rf"can\s+we|i\s+{_ADVERB}want|i\s+wanna|i'?d\s+{_ADVERB}like|i\s+would\s+{_ADVERB}like|i\s+{_ADVERB}need|"
+    r"i'?m\s+asking|i\s+ask|i\s+request|"
     r"i'?m\s+requesting|i\s+wish|i'?d\s+prefer|i\s+prefer|i'?d\s+rather|i\s+would\s+rather|want\s+to|like\s+to|"
     r"go\s+ahead|let'?s|i'?ll\s+take|"
     r"is\s+it\s+possible|would\s+it\s+be\s+possible|make\s+sure|just|another)\b", re.I)

@@ -1224,7 +1224,8 @@ def _card_decided(v: RequestView) -> Decision | None:
 
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
-        return _card_decided(v) or reply("Hello! How can I help you today?")
+        # Compacted down to the last decision: what became of it, never a greeting mid-case.
+        return _card_decided(v) or _approved_result(v) or reply("Hello! How can I help you today?")
     if len([s for s in v.tail if s.name not in LANE_TOOLS]) >= MAX_CALLS_PER_STEP:
         return follow_up(v, "the agent made many tool calls on this message without finishing")
     if card := _card_answer(v):
@@ -1294,13 +1295,88 @@ def answer(v: RequestView) -> Decision:
     return decision
 
 
+def _is_reply(m: Message) -> bool:
+    return m.role == "assistant" and bool(m.content) and not m.tool_calls
+
+
+def _request_groups(messages: list[Message]) -> list[list[int]]:
+    """The customer's messages since the last reply, grouped by request: a message the agent had
+    started working on (a call came after it) before the next arrived is a request of its own;
+    messages sent one after another with no work between ("cancel my order" — "it's SU-…") are one."""
+    groups: list[list[int]] = []
+    worked = False
+    for i, m in enumerate(messages):
+        if _is_reply(m):
+            groups, worked = [], False
+        elif m.tool_calls:
+            worked = True
+        elif render.is_customer_message(m):
+            if worked or not groups:
+                groups.append([i])
+            else:
+                groups[-1].append(i)
+            worked = False
+    return groups
+
+
+def answer_request(request: ModelRequest) -> Decision:
+    """`answer`, for every request the customer made since the last reply, oldest first.
+
+    A message that arrives while the agent works on the one before is stored after that work's
+    first calls, so a model reading only the newest message would drop the earlier request. Each
+    request is worked in turn instead: the calls after it are its own until its answer would be a
+    reply; that reply is kept and the next request gets the calls after that point. The customer
+    gets one reply answering each request, or the next call one of them still needs."""
+    msgs = list(request.messages)
+    groups = _request_groups(msgs)
+    if len(groups) < 2:
+        return answer(RequestView(request))
+    later = {i for g in groups[1:] for i in g}
+    start = groups[0][0]
+    base = msgs[:start]
+    # The work after the first request, each with its place among the messages.
+    work = [(i, m) for i, m in enumerate(msgs[start:], start) if i not in later and i not in groups[0]]
+    said: list[str] = []
+
+    def view(upto: list[Message]) -> RequestView:
+        return RequestView(request.model_copy(update={"messages": upto}))
+
+    for n, group in enumerate(groups):
+        asked = [msgs[i] for i in group]
+        if n == len(groups) - 1:
+            decision = answer(view(base + asked + [m for _, m in work]))
+            break
+        # Where this request's calls end: the first point after a whole call at which it would
+        # reply — never before the next request arrived (what came before it was this one's, a
+        # call the customer confirmed meanwhile included).
+        arrived = groups[n + 1][0]
+        cuts = [j for j, (i, m) in enumerate(work) if m.tool_calls and i > arrived] + [len(work)]
+        decision = None
+        for j in cuts:
+            done = [m for _, m in work[:j]]
+            decision = answer(view(base + asked + done))
+            if decision.text:
+                base = base + asked + done + [Message(role="assistant", content=decision.text)]
+                work = work[j:]
+                break
+        if not decision.text:
+            return decision  # this request still needs a call
+        if decision.text not in said:
+            said.append(decision.text)
+    if decision.text is None:
+        return decision
+    if decision.text not in said:
+        said.append(decision.text)
+    return reply("\n\n".join(said))
+
+
 class OfflineModel:
     """Deterministic stand-in for a working model; reads only the request."""
 
     name = "offline"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        decision = answer(RequestView(request))
+        decision = answer_request(request)
         calls = []
         for n, (name, args) in enumerate(decision.calls):
             digest = hashlib.sha256(f"{len(request.messages)}:{n}:{name}:{json.dumps(args, sort_keys=True)}".encode())

@@ -25,7 +25,7 @@ from django.test.utils import override_settings
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
 from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
-from sundry.evals.scenarios.schema import Also, CustomerStep, Fact, Scenario, Staff
+from sundry.evals.scenarios.schema import Also, CustomerStep, During, Fact, Message, Scenario, Staff, message_text
 
 STAFF_USERNAME = "scenario-staff"
 
@@ -81,6 +81,30 @@ class ScenarioResult:
     cast: Cast | None
     runs: dict[str, RunResult] = field(default_factory=dict)
     error: str = ""
+
+
+class PostsDuringRun:
+    """A gateway that sends the customer's `texts` before the run's second model call, one per
+    call after that: messages typed while the agent works. `marks` gets each message's turn."""
+
+    def __init__(self, inner, ticket_id: int, texts: list[str], marks: list[int]):
+        self.inner, self.ticket_id, self.texts, self.marks, self.calls = inner, ticket_id, texts, marks, 0
+
+    def call(self, request, **kw):
+        from sundry.agent.services import customer_message_post
+        from sundry.tickets.models import Ticket
+
+        self.calls += 1
+        if self.calls >= 2 and self.texts:
+            ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=self.ticket_id)
+            self.marks.append(customer_message_post(ticket=ticket, text=self.texts.pop(0), wake=False).number)
+        return self.inner.call(request, **kw)
+
+    def complete(self, request, **kw):
+        return self.call(request, **kw).response
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 def staff_user():
@@ -183,9 +207,14 @@ class Runner:
         def fresh() -> Ticket:
             return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
 
-        def work() -> None:
+        def work(during: list[str] = ()) -> None:
             if fresh().handler == Ticket.Handler.AGENT:
-                agent_run(ticket.pk, gateway=gateway)
+                run_gateway = PostsDuringRun(gateway, ticket.pk, list(during), marks) if during else gateway
+                agent_run(ticket.pk, gateway=run_gateway)
+                if during and run_gateway.texts:  # the run needed a single step: they come after it
+                    for text in run_gateway.texts:
+                        marks.append(customer_message_post(ticket=fresh(), text=text, wake=False).number)
+                    agent_run(ticket.pk, gateway=gateway)
             wait_idle()  # what the run queued: a compaction, a wake-up that finds nothing left to answer
             if mode.compaction == "every":
                 compaction_consider(ticket_id=ticket.pk, force=True)
@@ -195,12 +224,20 @@ class Runner:
         presses: list[str] = []
         script = scenario.script
         for i, step in enumerate(script):
-            if isinstance(step, (str, Also)):
-                text = step.also if isinstance(step, Also) else step
-                turn = customer_message_post(ticket=fresh(), text=c.render(text), wake=False)
+            if isinstance(step, During):
+                continue  # posted by the run of the message before it
+            if isinstance(step, Message):
+                turn = customer_message_post(ticket=fresh(), text=c.render(message_text(step)), wake=False)
                 marks.append(turn.number)
                 if not (i + 1 < len(script) and isinstance(script[i + 1], Also)):
-                    work()  # a message sent meanwhile comes first: the agent then answers both at once
+                    # A message sent meanwhile comes first: the agent then answers both at once. One
+                    # sent while it works reaches the ticket between its steps.
+                    during = []
+                    for later in script[i + 1:]:
+                        if not isinstance(later, During):
+                            break
+                        during.append(c.render(later.during))
+                    work(during)
                 continue
             if isinstance(step, CustomerStep):
                 if self._customer(step, fresh, c, presses):

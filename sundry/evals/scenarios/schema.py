@@ -11,7 +11,8 @@ conversation runs only once the customer confirms its card: a script says where
 the customer presses Confirm (`{"customer": "confirm"}`) or Not now
 (`{"customer": "decline"}`), or leaves the cards open (`{"customer": "ignore"}`,
 which presses nothing). A typed "yes" is a message like any other. A message sent
-before the agent answered the one before it is `{"also": "…"}`.
+before the agent answered the one before it is `{"also": "…"}`; one sent while the
+agent is already working on the one before (after its first step) is `{"during": "…"}`.
 """
 
 from __future__ import annotations
@@ -116,7 +117,23 @@ class Also(Strict):
     also: str = Field(min_length=1)
 
 
-Step = Union[str, Also, Staff, CustomerStep]
+class During(Strict):
+    """A customer message sent while the agent works on the one before it: posted just before the
+    run's second model call, so the step making that call cannot have read it. It counts as a
+    customer message (facts index it)."""
+
+    during: str = Field(min_length=1)
+
+
+# A customer's message, whichever way it reaches the ticket.
+Message = (str, Also, During)
+
+
+def message_text(step) -> str:
+    return step.also if isinstance(step, Also) else step.during if isinstance(step, During) else step
+
+
+Step = Union[str, Also, During, Staff, CustomerStep]
 
 
 class Effect(Strict):
@@ -180,7 +197,7 @@ class Scenario(Strict):
 
     @property
     def customer_messages(self) -> list[str]:
-        return [s.also if isinstance(s, Also) else s for s in self.script if isinstance(s, (str, Also))]
+        return [message_text(s) for s in self.script if isinstance(s, Message)]
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -203,8 +220,9 @@ class Scenario(Strict):
         for i, step in enumerate(self.script):
             if isinstance(step, CustomerStep) and step.order and step.order not in self.orders:
                 raise ValueError(f"{self.id}: a customer step on unknown slot {step.order}")
-            if isinstance(step, Also) and (i == 0 or not isinstance(self.script[i - 1], (str, Also))):
-                raise ValueError(f"{self.id}: an 'also' message follows a customer message (step {i})")
+            if isinstance(step, (Also, During)) and (i == 0 or not isinstance(self.script[i - 1], Message)):
+                word = "an 'also'" if isinstance(step, Also) else "a 'during'"
+                raise ValueError(f"{self.id}: {word} message follows a customer message (step {i})")
         for f in self.facts:
             if f.after >= n:
                 raise ValueError(f"{self.id}: a fact after message {f.after}, but there are {n} messages")
