@@ -300,7 +300,8 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
         # The IDs this call used count as used when the harvest's eviction picks what
         # leaves the window (the harness replays the same order).
         lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result,
-                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)], domain=domain)
+                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)], domain=domain,
+                             arguments=args.model_dump(mode="json"))
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key, domain=domain)
     if tool.name == REPLY_TOOL:
         turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=args.message,

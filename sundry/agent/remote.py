@@ -190,6 +190,7 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
         if tool.declared and not cut:  # an undeclared tool's result, or a cut one, is shown, never harvested
             decls, decl = tool.declarations, tool.decl
             found = [(v, k) for _p, k, v in decl.ids(result.data, kind_of=decls.kind_of)]
+            found += decls.looked_up(tool.name, arguments, result.data)  # what it answered about
             lanes.ledger_harvest_found(ticket=ticket, turn=turn.number, tool_name=tool.name,
                                        found=list(dict.fromkeys(found)), used=used,
                                        owners=decl.owners(result.data, owner_kind=decls.owner_kind),

@@ -54,17 +54,22 @@ def _later(turn: int) -> Greatest:
 
 
 def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None,
-                   used: list[str] = (), domain: Domain | None = None) -> list[str]:
+                   used: list[str] = (), domain: Domain | None = None, arguments=None) -> list[str]:
     """Record every identifier a structured tool result marks, as verified. Returns their roles.
 
     `used`: the IDs the call itself took as arguments. They are marked used
     first (`ledger_touch`), so the eviction below never picks the order the
-    call just looked up ahead of what its result brought. Roles, changes and
+    call just looked up ahead of what its result brought. `arguments`: the call's, so a lookup
+    that answered verifies the IDs it was asked about (`Domain.looked_up`). Roles, changes and
     eviction are worked out on plain rows by `harvest.plan_harvest`. What the result
     marks is read from the domain's declaration of the tool.
     """
     domain = domain or domain_for(ticket.ticket_class)
-    found = list(dict.fromkeys((value, kind) for _path, kind, value in domain.ids(tool_name, result)))
+    found = [(value, kind) for _path, kind, value in domain.ids(tool_name, result)]
+    if arguments is not None:  # a lookup that answered verifies what it was asked about
+        data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+        found += domain.looked_up(tool_name, arguments, data)
+    found = list(dict.fromkeys(found))
     return ledger_harvest_found(ticket=ticket, turn=turn, tool_name=tool_name, found=found, cap=cap, used=used,
                                 owners=domain.owners(tool_name, result) if found else {},
                                 descriptions=domain.descriptions(tool_name, result) if found else {})

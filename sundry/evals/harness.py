@@ -59,7 +59,9 @@ STRATEGIES = ("sundry", "window", "prose")
 # that returns it, returned only inside free text, or typed in a shape no pattern recognised.
 # The last is a recognition miss and fails the run.
 REFUSED_LEGITIMATE = "unrecognised"
-REFUSED = ("made_up", "unverified", "same_response", "free_text", REFUSED_LEGITIMATE)
+# "typed_not_looked_up": the customer typed it in a shape the domain knows, and a write used it
+# before any lookup verified it — the guard asks for the lookup first; nothing is lost.
+REFUSED = ("made_up", "unverified", "same_response", "free_text", "typed_not_looked_up", REFUSED_LEGITIMATE)
 LABELS = {"sundry": "Sundry lanes", "window": "Sliding window", "prose": "Prose-only summary"}
 
 
@@ -189,6 +191,7 @@ class _Run:
         self.recorded_calls: dict[str, dict] = {}
         self.returned_text = ""  # every tool result's text, for IDs a tool gave only in free text
         self.typed_text = ""  # every customer message, for IDs typed in a shape no pattern knows
+        self.typed_known: set[str] = set()  # IDs customers typed in a shape the domain recognises
         self.tools = domain.tool_specs()
         self.cache = TokenCache(cfg.model)
         self.summary: SummaryData | None = None
@@ -341,9 +344,11 @@ class _Run:
         ledger = self.lanes([]).ledger
         full_recent, full_typed = d.result_ids(replay.history, calls), d.text_ids(replay.history)
         seen = {name: (d.result_ids(v, calls), d.text_ids(v)) for name, v in views.items()}
-        same_response = self.same_response_ids(step)
         for c in (step.payload or {}).get("calls") or []:
             name, args = str(c.get("name")), c.get("arguments") or {}
+            # Judged against what the guard saw before the call: its own result proves nothing
+            # (a booking echoing the user ID it was given), only a lookup beside it may.
+            same_response = self.same_response_ids(step, besides=str(c.get("id")))
             lookup = name in d.lookup_tools
             self.check_guard_agrees(step, name, args, ledger, seen["sundry"])
             for path, kind, value in d.id_args(name, args):
@@ -376,10 +381,12 @@ class _Run:
                                + ("is in the request but not where the guard trusts it" if present else "is not in the request"))
             self.check_repeat(step, name, args)
 
-    def same_response_ids(self, step: TurnData) -> set[str]:
-        """IDs returned by the results of the calls recorded in this same response."""
+    def same_response_ids(self, step: TurnData, besides: str = "") -> set[str]:
+        """IDs returned by the results of the other calls recorded in this same response (not the
+        call `besides`, the one judged)."""
         ids: set[str] = set()
-        mine = {str(c.get("id")): str(c.get("name")) for c in (step.payload or {}).get("calls") or []}
+        mine = {str(c.get("id")): str(c.get("name")) for c in (step.payload or {}).get("calls") or []
+                if str(c.get("id")) != besides}
         for t in self.ticket.turn_data():
             p = t.payload or {}
             if t.kind == "tool_result" and str(p.get("call_id")) in mine and p.get("ok", True):
@@ -394,6 +401,8 @@ class _Run:
             # A tool gave it: harvested results would make it acceptable, so it came in free text
             # (or in a field the domain's description does not mark).
             return "free_text"
+        if value in self.typed_known:
+            return "typed_not_looked_up"
         if value in self.typed_text:
             return REFUSED_LEGITIMATE  # typed by the customer in a shape the patterns do not know
         if value in self.seen_text:
@@ -475,6 +484,7 @@ class _Run:
                                                  str(call.get("id")), t.number))
         elif t.author == "customer":
             self.typed_text += "\n" + labels.norm(t.text or "")
+            self.typed_known.update(v for _, v in self.domain.typed_ids(t.text or ""))
 
     def run(self) -> TicketResult:
         started = time.perf_counter()

@@ -164,6 +164,9 @@ def tau2_results(path: str | Path, *, domain: str | None = None) -> list[Recorde
         if dom == "unknown":
             names = {str(c.get("name")) for s in sims for m in s.get("messages") or [] for c in m.get("tool_calls") or []}
             dom = guess_domain(names)
+        if dom == "unknown":
+            raise ImportFailed(f"{path}: no tool call names a known domain; pass --domain with one of: "
+                               f"{', '.join(_domain_names())}")
     elif isinstance(data, dict) and "simulations" in data:
         sims, dom = data["simulations"], domain or _tau2_domain(data, path)
     else:
@@ -253,15 +256,33 @@ def openai_file(path: str | Path, *, domain: str | None = None) -> list[Recorded
                 data += [json.loads(line)] if line.strip() else []
             except json.JSONDecodeError as exc:
                 raise ImportFailed(f"{path} is neither JSON nor JSON lines (line {n}: {exc.msg})") from None
+    trajectories = [(tid, msgs, meta, _tool_names(msgs)) for tid, msgs, meta in _trajectories(data)]
+    if not trajectories:
+        raise ImportFailed(f"{path} holds no OpenAI message list (expected messages with 'role', or items with 'traj')")
+    # A trajectory without tool calls (the customer gave up, or nothing needed doing) takes the
+    # domain the file's other trajectories show.
+    whole = domain or guess_domain(set().union(*(names for *_, names in trajectories)))
     out = []
-    for tid, msgs, meta in _trajectories(data):
-        names = {str((c.get("function") or c).get("name")) for m in msgs for c in (m.get("tool_calls") or [])}
-        dom = domain or guess_domain(names)
+    for tid, msgs, meta, names in trajectories:
+        dom = domain or (guess_domain(names) if names else whole)
+        if dom == "unknown":
+            raise ImportFailed(
+                f"{path}, ticket {tid}: no tool call names a known domain ({', '.join(sorted(names)) or 'no tool calls'}); "
+                f"pass --domain with one of: {', '.join(_domain_names())}")
         out.append(openai_messages(msgs, ticket_id=f"{dom}-{tid}", domain=dom,
                                    meta={"file": path.name, "source_id": f"{dom}-{tid}", **meta}))
-    if not out:
-        raise ImportFailed(f"{path} holds no OpenAI message list (expected messages with 'role', or items with 'traj')")
     return unique_ids(out)
+
+
+def _tool_names(msgs: list[dict]) -> set[str]:
+    return {str((c.get("function") or c).get("name")) for m in msgs if isinstance(m, dict)
+            for c in (m.get("tool_calls") or [])}
+
+
+def _domain_names() -> list[str]:
+    from sundry.evals.domains import DOMAINS
+
+    return sorted(DOMAINS)
 
 
 def load_any(path: str | Path, *, domain: str | None = None) -> list[RecordedTicket]:

@@ -127,7 +127,8 @@ class LaneReplay:
         name, args = call["name"], call["arguments"]
         owners = self.domain.owners(name, t)
         harvest.touch(self.rows, [v for _, _, v in self.domain.id_args(name, args)], t.number)
-        found = list(dict.fromkeys((value, kind) for kind, value in self.domain.harvest(name, t)))
+        found = [(value, kind) for kind, value in self.domain.harvest(name, t)]
+        found = list(dict.fromkeys(found + self.domain.looked_up(name, args, t)))  # as the live harvest does
         harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
                              notes={v: f"of {o}" for v, o in owners.items()},
                              descriptions=self.domain.descriptions(name, t))

@@ -120,6 +120,7 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
 REFUSED_LABELS = {"made_up": "truly wrong: made up", "unverified": "truly wrong: used unverified",
                   "same_response": "recorded in the same response as its lookup",
                   "free_text": "returned only inside free text",
+                  "typed_not_looked_up": "typed by the customer, written to before any lookup (the guard asks for one)",
                   "unrecognised": "legitimate but refused (typed in a shape no pattern knows)"}
 
 

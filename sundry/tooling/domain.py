@@ -668,6 +668,16 @@ class Domain(_Decl):
         d = self.tools.get(tool)
         return d.id_args(arguments, kind_of=self.kind_of) if d else []
 
+    def looked_up(self, tool: str, arguments, result) -> list[tuple[str, str]]:
+        """(value, kind) of the IDs a lookup was called with, when it answered with something: the
+        system knows them, whether or not its answer repeats them (a user's details need not
+        carry the user ID they were asked for). A write proves nothing this way, nor an empty
+        answer (a search that found nothing)."""
+        d = self.tools.get(tool)
+        if d is None or not d.lookup or d.write or ToolDecl._json(result) in (None, "", [], {}):
+            return []
+        return [(v, k) for _path, k, v in d.id_args(arguments, kind_of=self.kind_of)]
+
 
 # --- the registry ---------------------------------------------------------------------------
 

@@ -100,6 +100,12 @@ class DeclarativeDomain:
     def id_args(self, tool: str, arguments: dict | str) -> list[tuple[str, str, str]]:
         return self.domain.id_args(tool, arguments)
 
+    def looked_up(self, tool: str, arguments, turn: TurnData) -> list[tuple[str, str]]:
+        """(value, kind): the IDs a successful lookup was asked about (`Domain.looked_up`)."""
+        if not (turn.payload or {}).get("ok", True):
+            return []
+        return self.domain.looked_up(tool, arguments, turn.text or "")
+
     def side_effect(self, tool: str) -> bool:
         return bool(self.domain.tool(tool) and self.domain.tools[tool].write)
 

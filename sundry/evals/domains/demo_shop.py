@@ -102,6 +102,11 @@ class DemoShopDomain:
     def guard_arguments(self, tool: str, arguments):
         return arguments
 
+    def looked_up(self, tool: str, arguments, turn: TurnData) -> list[tuple[str, str]]:
+        """(value, kind): the IDs a successful lookup was asked about, as the live harvest adds them."""
+        result = self._result(tool, turn)
+        return [] if result is None else self.domain.looked_up(tool, arguments, result.model_dump(mode="json"))
+
     def _result(self, tool: str, turn: TurnData):
         spec, data = tool_named(self.domain, tool), _result_data(turn)
         if spec is None or not isinstance(data, dict) or not (turn.payload or {}).get("ok", True):
