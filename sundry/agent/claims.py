@@ -1,40 +1,68 @@
 """A run's claim on its ticket: a lease, so one run works a ticket at a time.
 
-The claim is the ticket's `agent_claimed_at`, set by a conditional update. It
-lapses after `CLAIM_TTL`, so a killed worker cannot wedge the ticket; a run
-renews it at every step. A run remembers the stamp it wrote, and renews or
-lets go only while the row still holds that stamp: a run whose lease lapsed
-and was taken over never touches the new holder's claim.
+The claim is the ticket's `agent_claimed_at`, set by a conditional update, with the run that
+holds it in `agent_claimed_by` (its task's id, the same across the task's retries). It
+lapses after `CLAIM_TTL`, so a killed worker cannot wedge the ticket; a run renews it at every
+step and, while a step waits on the model, from a heartbeat thread (`heartbeat`), so only a
+dead worker lets it lapse. A run remembers the stamp it wrote, and renews or lets go only
+while the row still holds that stamp: a run whose lease lapsed and was taken over never
+touches the new holder's claim. A retry of a run whose database went away mid-step (and
+could not let go) takes its own claim back at once: it is the same run, not a lost worker.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db.models import Q
 from django.utils import timezone
 
 from sundry.tickets.models import Ticket
 
-# See settings.AGENT_CLAIM_TTL_SECONDS: renewed at every step, so it bounds one step, not a run.
+log = logging.getLogger("sundry.agent")
+
+# See settings.AGENT_CLAIM_TTL_SECONDS: renewed at every step and while a step waits on the
+# model, so it measures a dead worker, not a slow call.
 CLAIM_TTL = timedelta(seconds=settings.AGENT_CLAIM_TTL_SECONDS)
+# How often the heartbeat renews the claim during a step: well inside the TTL.
+HEARTBEAT_SECONDS = max(0.2, settings.AGENT_CLAIM_TTL_SECONDS / 3)
 
 
 @dataclass
 class Claim:
     ticket_id: int
     stamp: datetime  # the `agent_claimed_at` this run last wrote
-    took_over: bool = False  # the claim had lapsed unreleased: the run before died
+    took_over: bool = False  # the claim had lapsed unreleased and another run held it: that worker died
+    owner: str = ""  # the run's identity (`agent_claimed_by`)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-def claim(ticket_id: int) -> Claim | None:
-    """Claim the ticket for a run; None if another run holds a live claim (or there is no such ticket)."""
+def new_owner() -> str:
+    """An identity for a run that is not a task (the in-process executor, a test, a command)."""
+    return f"run-{uuid.uuid4().hex}"
+
+
+def claim(ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()) -> Claim | None:
+    """Claim the ticket for the run `owner`; None if another run holds a live claim (or there is
+    no such ticket). `earlier`: this run's earlier attempts (a task's retries before this one);
+    a claim one of them still holds — it failed with the database and could not let go — is
+    taken back at once and is no take-over. The same attempt delivered again is another run:
+    its worker died holding the claim, which must lapse first."""
+    owner = owner or new_owner()
     now = timezone.now()
-    if Ticket.objects.filter(pk=ticket_id, agent_claimed_at__isnull=True).update(agent_claimed_at=now):
-        return Claim(ticket_id, now)
-    if Ticket.objects.filter(pk=ticket_id, agent_claimed_at__lt=now - CLAIM_TTL).update(agent_claimed_at=now):
-        return Claim(ticket_id, now, took_over=True)
+    tickets = Ticket.objects.filter(pk=ticket_id)
+    if tickets.filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_by__in=[e for e in earlier if e])).update(
+            agent_claimed_at=now, agent_claimed_by=owner):
+        return Claim(ticket_id, now, owner=owner)
+    if tickets.filter(agent_claimed_at__lt=now - CLAIM_TTL).update(agent_claimed_at=now, agent_claimed_by=owner):
+        return Claim(ticket_id, now, took_over=True, owner=owner)
     return None
 
 
@@ -43,22 +71,83 @@ def stale(claimed_at: datetime | None) -> bool:
     return claimed_at is not None and claimed_at < timezone.now() - CLAIM_TTL
 
 
+def _touch(held: Claim) -> bool:
+    """Move the lease's stamp to now if the claim is still this run's."""
+    with held.lock:
+        now = timezone.now()
+        if not Ticket.objects.filter(pk=held.ticket_id, agent_claimed_at=held.stamp).update(agent_claimed_at=now):
+            return False
+        held.stamp = now
+        return True
+
+
 def renew(held: Claim) -> tuple[str, str, int, int] | None:
     """Renew the lease; the ticket's (handler, status, last_turn_number, version) then,
     or None if the claim was lost (lapsed and taken, or the ticket is gone)."""
-    now = timezone.now()
-    if not Ticket.objects.filter(pk=held.ticket_id, agent_claimed_at=held.stamp).update(agent_claimed_at=now):
+    if not _touch(held):
         return None
-    held.stamp = now
     return Ticket.objects.filter(pk=held.ticket_id).values_list(
         "handler", "status", "last_turn_number", "version").first()
 
 
 def release(held: Claim) -> bool:
-    """Let go of the claim if it is still this run's. Returns whether it was."""
-    return bool(Ticket.objects.filter(pk=held.ticket_id, agent_claimed_at=held.stamp).update(agent_claimed_at=None))
+    """Let go of the claim if it is still this run's. Returns whether it was.
+
+    A run often lets go because the database failed under it, on the connection that failed:
+    then it tries once more on a fresh connection. If that fails too, the claim stays and the
+    run's retry takes it back (same owner) rather than waiting for it to lapse."""
+    def once() -> bool:
+        with held.lock:
+            return bool(Ticket.objects.filter(pk=held.ticket_id, agent_claimed_at=held.stamp).update(
+                agent_claimed_at=None, agent_claimed_by=""))
+
+    try:
+        return once()
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise  # inside a caller's transaction the connection is not ours to replace
+        connection.close()
+        try:
+            return once()
+        except (OperationalError, InterfaceError):
+            log.warning("could not let go of the claim on ticket %s; the run's retry takes it back", held.ticket_id)
+            return False
 
 
-def claimed_elsewhere(ticket_id: int) -> bool:
-    """Another run holds a live claim on the ticket (or held it when its worker died)."""
-    return Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL).exists()
+@contextmanager
+def heartbeat(held: Claim | None, every: float | None = None):
+    """Renew `held` every `every` seconds (default `HEARTBEAT_SECONDS`) while the block runs — a
+    step waiting on a slow model keeps its claim. The renewals run on their own thread and
+    database connection; one that finds the claim gone stops quietly (the step's own check
+    before it writes says so)."""
+    if held is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(every or HEARTBEAT_SECONDS):
+                try:
+                    if not _touch(held):
+                        return
+                except (OperationalError, InterfaceError):
+                    connection.close()  # the next beat tries on a fresh connection
+        finally:
+            close_old_connections()
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"claim-heartbeat-{held.ticket_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def claimed_elsewhere(ticket_id: int, mine: tuple[str, ...] = ()) -> bool:
+    """Another run than `mine` (a run's attempts) holds a live claim on the ticket (or held it
+    when its worker died)."""
+    live = Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL)
+    return live.exclude(agent_claimed_by__in=[m for m in mine if m]).exists()

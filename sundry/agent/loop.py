@@ -65,9 +65,10 @@ def _start(ticket_id: int) -> tuple[bool, bool, int]:
     return _inputs_after(ticket_id, last_reply), mid_task, next_step_number(ticket_id)
 
 
-def _open(ticket_id: int) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None:
-    """Claim the ticket, load it and read what awaits it. None if claimed elsewhere (or gone)."""
-    held = claims.claim(ticket_id)
+def _open(ticket_id: int, owner: str = "",
+          earlier: tuple[str, ...] = ()) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None:
+    """Claim the ticket for run `owner`, load it and read what awaits it. None if claimed elsewhere (or gone)."""
+    held = claims.claim(ticket_id, owner, earlier)
     if held is None:
         return None
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
@@ -89,22 +90,26 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
 
 
 def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN,
-              deadline: float | None = None) -> tuple[int, bool]:
+              deadline: float | None = None, owner: str = "", earlier: tuple[str, ...] = ()) -> tuple[int, bool]:
     """`agent_run` that starts no step after `deadline` (a `time.monotonic()` value), so a
     task's time limits bound a step, not a whole run. Returns (steps taken, cut short):
-    cut short, the ticket still has work and the caller queues the rest.
+    cut short, the ticket still has work and the caller queues the rest. `owner`: the run's
+    identity in its claim (a fresh one by default); `earlier`: the identities of its earlier
+    attempts, whose claim it may take back (`claims.claim`).
 
     Input that arrives while a run holds the ticket finds it claimed and goes
     unanswered by its own wake-up, so once it lets go a run looks for input
     newer than what its last step read, and if there is some, goes round again.
     """
     gateway = gateway or Gateway()
+    owner = owner or claims.new_owner()
     steps, unread = 0, False
     while steps < max_steps:
-        opened = _open(ticket_id)
+        opened = _open(ticket_id, owner, earlier)
         if opened is None:
             return steps, False  # another run holds the ticket and will look for this input before it stops
         ticket, start, held = opened
+        opened_through = ticket.last_turn_number
         try:
             taken, read_through, cut = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread,
                                                     deadline=deadline)
@@ -115,14 +120,16 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
         finally:
             claims.release(held)
         steps += taken
-        if read_through is None:
-            return steps, False  # the step found the run stopped or its claim taken: it wrote nothing
         if cut:
             return steps, True  # the outbox mark stays until a run finishes the work
-        # Looked for after letting go: input committed later finds the ticket free and wakes its own run.
-        # Input the last step never saw may sit before that step's own reply, so the next pass
-        # goes by this rather than by "input after the last reply".
-        unread = bool(taken) and _inputs_after(ticket_id, read_through)
+        # Looked for after letting go: input posted while this run held the claim queued no run of
+        # its own (`services._wake_agent`), and input committed later finds the ticket free and
+        # wakes its own. Input the last step never saw may sit before that step's own reply, so the
+        # next pass goes by this rather than by "input after the last reply". A step that found the
+        # run stopped or its claim taken wrote nothing: what arrived after the run opened is looked for.
+        unread = _inputs_after(ticket_id, read_through if read_through is not None else opened_through)
+        if read_through is None and not unread:
+            return steps, False
         if not unread:
             outbox.settle(ticket_id, read_through)
             break

@@ -11,7 +11,7 @@ import hmac
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import cards, cardstore, holds, outbox, remote, spending_reads
+from sundry.agent import cards, cardstore, claims, holds, outbox, remote, spending_reads
 from sundry.agent.calls import process_call
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.tasks import agent_run_task
@@ -27,10 +27,17 @@ from sundry.tooling.messages import ToolCall
 
 def _wake_agent(ticket: Ticket) -> None:
     """Queue the agent once the caller's transaction commits, with the wake-up on record in
-    it (the outbox), so a broker that is down loses nothing: the sweep queues it later."""
+    it (the outbox), so a broker that is down loses nothing: the sweep queues it later.
+
+    One wake-up per ticket in flight: a run holding a live claim lets go only after this
+    transaction (it needs the row lock this caller holds), and looks for input after letting
+    go, so it answers this too; a task queued now would find the ticket claimed and wait a
+    claim's life to do nothing. If that run dies instead, the mark stays and the sweep queues
+    the ticket once its claim lapses."""
     if ticket.handler == Ticket.Handler.AGENT:
         outbox.mark(ticket.pk, ticket.last_turn_number)
-        enqueue_on_commit(agent_run_task, ticket.pk)
+        if not claims.claimed_elsewhere(ticket.pk):
+            enqueue_on_commit(agent_run_task, ticket.pk)
 
 
 def clean_client_key(raw: str | None) -> str:

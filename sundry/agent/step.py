@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, failures, remote, replycheck, replyclaims
+from sundry.agent import answer, claims, failures, remote, replycheck, replyclaims
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
@@ -136,22 +136,23 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     # One gateway call (its retries, honouring Retry-After, live inside it; a failure's latency
     # spans every attempt), read for calls written as text where the class opts in; a reply that
     # fails its check is asked for once more, with the reason.
-    got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                        text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal,
-                        facts=_claim_facts(ticket, snapshot))
-    call, error = got.call, got.error
+    # While it waits on the model (and on tool servers) the run keeps its claim alive.
+    with claims.heartbeat(held):
+        got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
+                            text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal,
+                            facts=_claim_facts(ticket, snapshot))
+        call, error = got.call, got.error
+        # Calls to a class's tool servers run outside any transaction: such a step's calls commit one
+        # by one (each guarded on the lanes the previous left), then the step's record.
+        stepwise = call is not None and bool(call.response.tool_calls) and remote.has_remote_calls(
+            ticket, call.response.tool_calls)
+        if stepwise:
+            outcome = run_calls(ticket, call.response, assembled, snapshot)
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
         checks["text_calls"] = got.text_calls
     if stream is not None and stream.started:
         checks["streamed"] = True  # watchers saw the reply as it was written
-
-    # Calls to a class's tool servers run outside any transaction: such a step's calls commit one by
-    # one (each guarded on the lanes the previous left), then the step's record.
-    stepwise = call is not None and bool(call.response.tool_calls) and remote.has_remote_calls(
-        ticket, call.response.tool_calls)
-    if stepwise:
-        outcome = run_calls(ticket, call.response, assembled, snapshot)
     with transaction.atomic():
         # The step's first write is a turn: it locks the ticket row before any lane row.
         if held is not None and not _still_ours(ticket, held, first_turn - 1):

@@ -38,10 +38,15 @@ def _give_up(ticket_id: int, reason: str) -> None:
 
 @shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True,
              max_retries=DB_MAX_RETRIES)
-def agent_run_task(self, ticket_id: int) -> int:
+def agent_run_task(self, ticket_id: int, resume: list[str] | tuple[str, ...] = ()) -> int:
     deadline = None if self.request.is_eager else time.monotonic() + settings.AGENT_SLICE_SECONDS
+    # The task's id and attempt are the run's identity in its claim. `resume` names the attempts
+    # whose database failed under them (each queued the next retry itself, alive): a claim one of
+    # them could not let go of is taken back at once. Any other claim — the same attempt delivered
+    # again after its worker died included — is another run's, waited out until it lapses.
+    owner = f"task-{self.request.id}#{self.request.retries or 0}" if self.request.id else ""
     try:
-        steps, cut = run_slice(ticket_id, deadline=deadline)
+        steps, cut = run_slice(ticket_id, deadline=deadline, owner=owner, earlier=tuple(resume))
     except (OperationalError, InterfaceError) as exc:
         if self.request.is_eager:
             raise
@@ -50,7 +55,7 @@ def agent_run_task(self, ticket_id: int) -> int:
             _give_up(ticket_id, f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150])
             return 0
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
-        raise self.retry(exc=exc, countdown=countdown)
+        raise self.retry(exc=exc, countdown=countdown, args=[ticket_id], kwargs={"resume": [*resume, owner]})
     except SoftTimeLimitExceeded:
         failures.discard_connection()  # the limit may have landed mid-statement
         log.error("agent run on ticket %s passed the soft time limit", ticket_id)
@@ -66,7 +71,8 @@ def agent_run_task(self, ticket_id: int) -> int:
         # The slice ended with work left: the rest runs as a task of its own, under fresh limits.
         agent_run_task.apply_async(args=[ticket_id])
     elif not steps and not self.request.is_eager and claimed_elsewhere(ticket_id):
-        # Another run holds the ticket. Alive, it answers this input before it lets go
+        # Another run holds the ticket (or this same attempt did, before its worker died and the
+        # broker delivered it again: a claim to wait out like any other). Alive, it answers this input before it lets go
         # (and the retry finds nothing to do); killed, its claim lapses within the TTL
         # and the retry answers instead.
         raise self.retry(countdown=CLAIM_TTL.total_seconds() + 1)

@@ -96,7 +96,7 @@ class TicketAdmin(admin.ModelAdmin):
     search_fields = ("subject", "customer__customer_id", "customer__name")
     raw_id_fields = ("customer", "assigned_to")
     filter_horizontal = ("tags",)
-    readonly_fields = ("version", "last_turn_number", "agent_claimed_at")
+    readonly_fields = ("version", "last_turn_number", "agent_claimed_at", "agent_claimed_by")
     inlines = [TurnInline]
 
     def save_model(self, request, obj, form, change):

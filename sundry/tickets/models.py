@@ -132,6 +132,9 @@ class Ticket(models.Model):
     # One agent run per ticket at a time: claimed by a conditional update,
     # expires so a killed worker cannot wedge the ticket.
     agent_claimed_at = models.DateTimeField(null=True, blank=True)
+    # Which run holds the claim (its task's id, kept across the task's retries): a retry takes
+    # its own claim back at once instead of waiting for it to lapse.
+    agent_claimed_by = models.CharField(max_length=64, blank=True, default="")
     # The outbox: written with the turn that wants the agent (in its transaction), so a
     # wake-up the broker never took is still on record. `agent_wake_turn` is that turn;
     # a run that read through it clears both; `agent_wake_at` is when the ticket was last

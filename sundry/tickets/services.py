@@ -62,7 +62,7 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
 def ticket_fields_save(*, ticket: Ticket, fields: list[str]) -> None:
     """Save fields of a ticket edited by hand (the admin): only those, so the version and turn
     counter loaded with the form are never written back over newer ones; then bump and push."""
-    editable = [f for f in fields if f not in ("version", "last_turn_number", "agent_claimed_at")]
+    editable = [f for f in fields if f not in ("version", "last_turn_number", "agent_claimed_at", "agent_claimed_by")]
     with transaction.atomic():
         ticket_lock(ticket.pk)
         if editable:

@@ -236,6 +236,13 @@ class PrivateRedis:
             self.proc.kill() if kill else self.proc.terminate()
             self.proc.wait(timeout=15)
 
+    def freeze(self) -> None:
+        """Stop answering without closing a connection (SIGSTOP), as a dropped network does."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
     def restart(self) -> None:
         self.stop()
         self.start()

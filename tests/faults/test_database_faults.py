@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from tests.faults.conftest import CLAIM_TTL
 from tests.faults.servers import assert_nothing_spins, backends, busiest_threads, close_wait_sockets, wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
@@ -109,9 +110,16 @@ def test_a_restart_mid_agent_step_fails_cleanly_and_the_customer_is_answered(sta
     assert s.worker.alive(), s.worker.text()[-3000:]
     assert_nothing_spins(s.worker.pid, "the worker while the database is down")
     pg.start()
+    back = time.monotonic()
 
     replies = wait_answered(s, ticket, number, "the customer's message once the database is back")
+    took = time.monotonic() - back
+    print(f"\nanswered {took:.1f} s after the database came back (claim TTL {CLAIM_TTL} s)")
     assert len(replies) == 1, f"answered {len(replies)} times: {replies}"
+    # The failed run's retry is the same run: it takes its own claim back after the retry
+    # countdown, instead of waiting for the claim to lapse and calling its worker lost.
+    assert not [t for t in s.turns(ticket) if "worker was lost" in (t[3] or "")], s.turns(ticket)
+    assert took < CLAIM_TTL, f"the answer waited {took:.1f} s: the claim's TTL, not the retry countdown"
     assert_whole(s, ticket)
     assert s.worker.alive(), s.worker.text()[-3000:]
     assert_nothing_spins(s.worker.pid, "the worker after the restart")

@@ -72,6 +72,48 @@ def test_a_redis_restart_under_a_running_task_keeps_the_worker_and_answers(stack
     assert len(replies) == 4, replies
 
 
+OUTAGE = 10
+
+
+@pytest.mark.parametrize("how, finish", [("sigterm", "during"), ("sigkill", "after"), ("network", "during")])
+def test_a_long_redis_outage_under_a_running_task_keeps_the_worker_and_answers(stack, model, private_redis, how,
+                                                                               finish):
+    """Redis away for ten seconds while the worker — started as bin/serve starts it, gossip,
+    mingle, heartbeats and beat on — holds an unacknowledged task: stopped in order, killed,
+    or silent (frozen, as a dropped network is), the task ending while Redis is away or once
+    it is back. The worker's main process stays up and the customer is answered once."""
+    s = stack(as_compose=True, beat=True)
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client = s.login()
+    hold = model.hold()
+    text = f"Where is my order {order}?"
+    assert sent(s.post(client, ticket, text))
+    number = turn_number(s, ticket, text)
+    assert hold.arrived.wait(60), f"the agent never called the model:\n{s.worker.text()[-3000:]}"
+    private_redis.freeze() if how == "network" else private_redis.stop(kill=how == "sigkill")
+    started = time.monotonic()
+    if finish == "during":
+        time.sleep(2)
+        hold.release()  # the step finishes, and its task with it, while Redis is away
+        time.sleep(OUTAGE - 2)
+    else:
+        time.sleep(OUTAGE)
+    assert s.worker.alive(), f"the worker exited during the outage:\n{s.worker.text()[-4000:]}"
+    private_redis.thaw() if how == "network" else private_redis.start()
+    if finish == "after":
+        time.sleep(1)
+        hold.release()  # the step finishes once Redis is back
+    replies = wait_answered(s, ticket, number, f"the message after a {OUTAGE} s outage ({how})")
+    print(f"\n{how}: answered {time.monotonic() - started:.1f} s after Redis went away ({OUTAGE} s outage)")
+    assert len(replies) == 1, replies
+    assert s.worker.alive() and "Unrecoverable error" not in s.worker.text(), s.worker.text()[-4000:]
+    # And it still takes new work.
+    later = f"After the outage: where is {order}?"
+    wait_for(lambda: sent(s.post(client, ticket, later)), 30, "a post after the outage", interval=1)
+    wait_answered(s, ticket, turn_number(s, ticket, later), "the message after the outage")
+    assert_whole(s, ticket)
+
+
 PROMPT = 10
 
 
