@@ -206,14 +206,23 @@ def _hint(kind: str, lookups: frozenset[str], domain: Domain) -> str:
     return " or ".join(names) if names else "the lookup tool that returns it"
 
 
+def id_usable(value: str, *, lookup: bool, ledger, recent, typed) -> bool:
+    """The ID guard's rule for one value: verified in the ledger's window or in a recent tool
+    result; a lookup may also take what was typed (unverified) to verify it. The safety harness
+    judges every recorded ID by this same function."""
+    active = [e for e in ledger if not e.archived]
+    if value in {e.value for e in active if e.verified} or value in recent:
+        return True
+    return lookup and value in ({e.value for e in active if not e.verified} | set(typed))
+
+
 def _check_ids(inp: GuardInput, args) -> GuardVerdict | None:
     ledger = [e for e in inp.ledger if not e.archived]
-    verified = {e.value for e in ledger if e.verified}
     unverified = {e.value for e in ledger if not e.verified} | set(inp.recent_text_ids)
     lookups = _lookups(inp)
     is_lookup = inp.tool.name in lookups
     for arg, kind, value in ids_in_arguments(inp.tool, args):
-        if value in verified or value in inp.recent_ids or (is_lookup and value in unverified):
+        if id_usable(value, lookup=is_lookup, ledger=ledger, recent=inp.recent_ids, typed=inp.recent_text_ids):
             continue
         hint = _hint(kind, lookups, _domain(inp))
         # Ledger entries first (they carry a role), verified before unverified.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sundry.agent import guards
 from sundry.agent.guards import GuardInput, GuardVerdict, check_call
 from sundry.context import render
 from sundry.context.lanes import ActionData, LedgerData, RuleData
@@ -14,11 +15,9 @@ ID_GUARDS = ("id", "unverified_id", "mutation")
 
 def id_accepted(value: str, *, lookup: bool, ledger: list[LedgerData], recent: frozenset[str],
                 typed: frozenset[str]) -> bool:
-    """The ID guard's acceptance rule for one value (agent.guards._check_ids), per value rather than per call."""
-    active = [e for e in ledger if not e.archived]
-    if value in {e.value for e in active if e.verified} or value in recent:
-        return True
-    return lookup and value in ({e.value for e in active if not e.verified} | set(typed))
+    """The ID guard's own rule for one value (`agent.guards.id_usable`, which `check_call` applies
+    to every ID of a call): one implementation, so the harness's ID figures move with the guard."""
+    return guards.id_usable(value, lookup=lookup, ledger=ledger, recent=recent, typed=typed)
 
 
 def guard_verdict(domain, tool: str, arguments, *, ledger: list[LedgerData], recent: frozenset[str],

@@ -210,3 +210,14 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
                 for e in replay.ledger.values()}
     assert LedgerEntry.objects.filter(ticket=ticket, status="archived").exists()  # the window did overflow
     assert replayed == stored
+
+
+def test_control_with_the_product_id_guard_off_the_made_up_id_is_no_longer_refused(retail, monkeypatch):
+    """The harness's ID figures come from the product's guard (`guards.id_usable`), not a copy:
+    switched off, the made-up payment method passes both, and the figures say so."""
+    from sundry.agent import guards
+
+    monkeypatch.setattr(guards, "id_usable", lambda value, **kw: True)
+    result = run_ticket(retail, TIGHT)
+    assert result.made_up == [] and result.stats["sundry"]["refused_made_up"] == 0
+    assert result.stats["sundry"]["id_ok"] == result.stats["sundry"]["id_checks"]
