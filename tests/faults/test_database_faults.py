@@ -66,6 +66,19 @@ def turn_number(stack, ticket: int, text: str) -> int:
     return numbers[0]
 
 
+def message_mid_step(s, model, text: str = "Where is my order {order}?"):
+    """The first seeded customer posts `text` and the agent's step is waiting on the held model.
+    Returns (ticket, order, client, hold, the message's turn number)."""
+    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
+    client = s.login()
+    hold = model.hold()
+    text = text.format(order=order)
+    assert sent(s.post(client, ticket, text))
+    number = turn_number(s, ticket, text)
+    assert hold.arrived.wait(60), f"the agent never called the model:\n{s.worker.text()[-3000:]}"
+    return ticket, order, client, hold, number
+
+
 def assert_whole(stack, ticket: int) -> None:
     """Nothing half-written: turns numbered without gaps up to the ticket's counter, every
     tool call answered by a result or a rejection, every step's turns present."""
@@ -96,13 +109,7 @@ def wait_answered(stack, ticket: int, number: int, what: str) -> list[tuple]:
 
 def test_a_restart_mid_agent_step_fails_cleanly_and_the_customer_is_answered(stack, model, pg):
     s = stack()
-    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
-    client = s.login()
-    hold = model.hold()
-    text = f"Where is my order {order}?"
-    assert sent(s.post(client, ticket, text))
-    number = turn_number(s, ticket, text)
-    assert hold.arrived.wait(60), f"the agent never called the model:\n{s.worker.text()[-3000:]}"
+    ticket, order, client, hold, number = message_mid_step(s, model)
 
     pg.stop()  # the step is waiting on the model; its answer meets a database that is gone
     hold.release()

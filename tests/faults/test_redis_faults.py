@@ -13,7 +13,8 @@ import time
 import pytest
 
 from tests.faults.servers import PrivateRedis, wait_for
-from tests.faults.test_database_faults import answered_after, assert_whole, sent, turn_number, wait_answered
+from tests.faults.test_database_faults import (answered_after, assert_whole, message_mid_step, sent, turn_number,
+                                              wait_answered)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
@@ -83,13 +84,7 @@ def test_a_long_redis_outage_under_a_running_task_keeps_the_worker_and_answers(s
     or silent (frozen, as a dropped network is), the task ending while Redis is away or once
     it is back. The worker's main process stays up and the customer is answered once."""
     s = stack(as_compose=True, beat=True)
-    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
-    client = s.login()
-    hold = model.hold()
-    text = f"Where is my order {order}?"
-    assert sent(s.post(client, ticket, text))
-    number = turn_number(s, ticket, text)
-    assert hold.arrived.wait(60), f"the agent never called the model:\n{s.worker.text()[-3000:]}"
+    ticket, order, client, hold, number = message_mid_step(s, model)
     private_redis.freeze() if how == "network" else private_redis.stop(kill=how == "sigkill")
     started = time.monotonic()
     if finish == "during":

@@ -22,7 +22,8 @@ import requests
 
 from tests.faults.conftest import CLAIM_TTL, SWEEP_GRACE, SWEEP_SECONDS
 from tests.faults.servers import ROOT, wait_for
-from tests.faults.test_database_faults import answered_after, assert_whole, sent, turn_number, wait_answered
+from tests.faults.test_database_faults import (answered_after, assert_whole, message_mid_step, sent, turn_number,
+                                              wait_answered)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(420)]
 
@@ -42,13 +43,7 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
     # Limits as small as the settings allow for a 4 s model call: a step may take 34 s,
     # the soft limit is 34 s, the hard one 64 s.
     s = stack(SUNDRY_MODEL_CALL_TIMEOUT="4", SUNDRY_MODEL_READ_TIMEOUT="3", SUNDRY_TASK_HARD_LIMIT="64")
-    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
-    client = s.login()
-    hold = model.hold()
-    text = f"Where is my order {order}?"
-    assert sent(s.post(client, ticket, text))
-    number = turn_number(s, ticket, text)
-    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+    ticket, order, client, hold, number = message_mid_step(s, model)
 
     # The step's writes wait on the ticket's row, which the test holds: the step hangs past
     # the soft limit (as one stuck on a lock, a slow tool or a wedged connection would).
@@ -137,13 +132,7 @@ def test_a_worker_killed_mid_step_is_recovered_within_the_bound_and_answered_onc
     # alone: its parent requeues the task at once, the new run finds the claim live and retries
     # after the TTL (no beat here, so the only child is the pool process the test kills).
     s = stack(beat=kill == "whole-worker")
-    ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
-    client = s.login()
-    hold = model.hold()
-    text = f"Where is my order {order}?"
-    assert sent(s.post(client, ticket, text))
-    number = turn_number(s, ticket, text)
-    assert hold.arrived.wait(60), s.worker.text()[-3000:]
+    ticket, order, client, hold, number = message_mid_step(s, model)
 
     killed_at = time.monotonic()
     if kill == "whole-worker":
