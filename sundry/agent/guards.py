@@ -20,7 +20,7 @@ from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
 from sundry.context.rules import infer_enforcement
 from sundry.core import money
-from sundry.tooling.domain import Domain, RefundDecl, get_domain
+from sundry.tooling.domain import Domain, RefundDecl, arguments_digest, get_domain
 from sundry.tooling.tools import Tool
 
 
@@ -384,7 +384,11 @@ def needs_card(inp: GuardInput) -> str:
 
 def _check_repeat(inp: GuardInput, args) -> GuardVerdict | None:
     tool, targets = inp.tool, write_targets(inp.tool, args, inp.arguments)
-    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets), None)
+    decl = _domain(inp).tool(tool.name)
+    # A change tool repeats only with the same arguments; anything else repeats by its target.
+    digest = arguments_digest(inp.arguments) if decl is not None and decl.repeats == "arguments" else None
+    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets
+                  and (digest is None or a.arguments_digest == digest)), None)
     if prior is None:
         return None
     return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "

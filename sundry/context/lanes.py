@@ -111,6 +111,9 @@ class ActionData:
     summary: str = ""
     # Every plain value its arguments named (the order of an item it acted on, say).
     on: tuple[str, ...] = ()
+    # `tooling.domain.arguments_digest` of its arguments: a second change asking for something
+    # else is no repeat, where the tool's declaration says so.
+    arguments_digest: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from sundry.context.lanes import (
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.core.money import format_money
 from sundry.tickets.models import Ticket, Turn
-from sundry.tooling.domain import domain_for
+from sundry.tooling.domain import arguments_digest, domain_for
 
 
 def current_summary(ticket) -> Summary | None:
@@ -98,7 +98,8 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     snap.actions = [
         ActionData(tool=tool, target=target, turn=turn, idempotency_key=idem, reversible=reversible,
                    amount_cents=amount, currency=currency,
-                   summary=(format_money(amount, currency) if amount else ""), on=_argument_values(arguments))
+                   summary=(format_money(amount, currency) if amount else ""), on=_argument_values(arguments),
+                   arguments_digest=arguments_digest(arguments or {}))
         for tool, target, turn, idem, reversible, amount, currency, arguments in ActionTaken.objects.filter(
             ticket_id=pk).order_by("turn", "id").values_list(*ACTION)
     ]

@@ -51,6 +51,7 @@ from sundry.evals.strategies import (
     request_tokens,
     window,
 )
+from sundry.tooling.domain import arguments_digest
 from sundry.tooling.messages import ModelRequest
 
 STRATEGIES = ("sundry", "window", "prose")
@@ -168,6 +169,7 @@ class RecordedWrite:
     target: str
     call_id: str
     turn: int
+    digest: str = ""  # `tooling.domain.arguments_digest` of the recorded arguments
 
 
 # --- one ticket ------------------------------------------------------------------------------
@@ -425,14 +427,24 @@ class _Run:
         if not d.side_effect(name):
             return
         target = d.target(name, args)
-        if not any(w.tool == name and w.target == target for w in self.writes):
+        same_target = [w for w in self.writes if w.tool == name and w.target == target]
+        if not same_target:
             return
         s = self.result.stats["sundry"]
-        s["repeats_proposed"] += 1
         snap = self.lanes(self.raw)
         verdict = checks.guard_verdict(d, name, args, ledger=snap.ledger, recent=d.result_ids(self.raw, self.replay.call_names()),
                                        typed=d.text_ids(self.raw), actions=snap.actions)
         held = verdict is not None and verdict.guard == "repeat"
+        decl = d.domain.tool(name)
+        if decl is not None and decl.repeats == "arguments" and all(
+                w.digest != arguments_digest(args) for w in same_target):
+            # A second change asking for something else: a new request, never held as a repeat.
+            s["second_changes"] += 1
+            s["second_changes_held"] += held
+            if held:
+                self.result.fail("sundry", "second_change_held", step.number, f"{name} on {target} with new arguments")
+            return
+        s["repeats_proposed"] += 1
         s["repeats_held"] += held
         if verdict is None or (not held and verdict.guard not in checks.ID_GUARDS):
             self.result.fail("sundry", "repeat_not_held", step.number,
@@ -481,7 +493,8 @@ class _Run:
             if call and p.get("ok", True) and not p.get("held") and self.domain.side_effect(str(call.get("name"))):
                 name = str(call.get("name"))
                 self.writes.append(RecordedWrite(name, self.domain.target(name, call.get("arguments") or {}),
-                                                 str(call.get("id")), t.number))
+                                                 str(call.get("id")), t.number,
+                                                 arguments_digest(call.get("arguments") or {})))
         elif t.author == "customer":
             self.typed_text += "\n" + labels.norm(t.text or "")
             self.typed_known.update(v for _, v in self.domain.typed_ids(t.text or ""))

@@ -31,6 +31,7 @@ from sundry.context.lanes import (
     TurnData,
 )
 from sundry.context.rules import candidate_rules
+from sundry.tooling.domain import arguments_digest
 
 
 @dataclass
@@ -144,6 +145,8 @@ class LaneReplay:
             if (moved := self.domain.moved(name, t)) is not None:
                 amount, currency = moved
             self.actions.append(ActionData(tool=name, target=self.domain.target(name, args), turn=t.number,
+                                           # digested as the guard sees the call's arguments
+                                           arguments_digest=arguments_digest(self.domain.guard_arguments(name, args)),
                                            idempotency_key=key, reversible=self.domain.reversible(name),
                                            amount_cents=amount, currency=currency))
             self.action_calls.append(str((t.payload or {}).get("call_id") or ""))

@@ -97,6 +97,8 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
     s = report.totals()["sundry"]
     out.append(f"Recorded calls repeating a completed side effect: {s['repeats_proposed']}; "
                f"held by the repeat guard after compaction: {s['repeats_held']}")
+    out.append(f"Recorded second changes with new arguments (not repeats, by the tool's declaration): "
+               f"{s['second_changes']}; wrongly held: {s['second_changes_held']}")
     runs = sum(t.compactions for t in report.tickets)
     falls = sum(t.fallbacks for t in report.tickets)
     out.append(f"Forced compactions: {runs}; {falls} fell back to the deterministic trim "

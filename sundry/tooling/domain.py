@@ -26,6 +26,7 @@ import a domain.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import re
@@ -182,6 +183,23 @@ def _kind_of_none(value: str) -> str | None:
     return None
 
 
+
+def arguments_digest(arguments) -> str:
+    """A short digest of a call's arguments, key order and unset (null) fields aside: two writes
+    with the same digest asked for the same thing (`ToolDecl.repeats`). The guard digests the
+    arguments as the model sent them and the actions lane as stored after validation, so a
+    schema default filled in with a value would tell them apart (nulls do not)."""
+    if isinstance(arguments, BaseModel):
+        arguments = arguments.model_dump(mode="json")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            pass
+    if isinstance(arguments, dict):
+        arguments = {k: v for k, v in arguments.items() if v is not None}
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
 class ToolDecl(_Decl):
     """One tool, as generic code sees it. See DECL of the module for the path language."""
 
@@ -217,6 +235,11 @@ class ToolDecl(_Decl):
     describe: list[DescribeDecl] = Field(default_factory=list)
     approvable: bool | None = None
     declared: bool = True
+    # What makes a second call of this write a repeat (held for staff): the same target
+    # ("target", the default: a second refund or cancellation on one order), or the same target
+    # with the same arguments ("arguments": a change tool, where a second change asking for
+    # something else is a new request, not a repeat).
+    repeats: Literal["target", "arguments"] = "target"
 
     # The pydantic result model an in-process tool's results are instances of.
     _result_model: type[BaseModel] | None = PrivateAttr(default=None)

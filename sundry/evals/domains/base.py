@@ -161,6 +161,9 @@ class DeclarativeDomain:
         for name in desc.repeat_key:  # what the repeat guard compares, as written
             if name in arguments:
                 out.setdefault(name, arguments[name])
+        if desc.repeats == "arguments":  # a change repeats only with the same arguments: all of them
+            for name, value in arguments.items():
+                out.setdefault(name, value)
         return out
 
     # Sundry's money lanes have no counterpart in foreign domains.

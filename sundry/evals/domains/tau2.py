@@ -67,13 +67,15 @@ AIRLINE_DECLARATION = dict(
             results=_A_RES, write=True, repeat_key=("passengers", "flights")),
         "cancel_reservation": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, write=True,
                                        target="reservation_id", reversible=False, capabilities=["cancels"]),
+        # A second change to a reservation asking for something else is a new request, not a repeat.
         "update_reservation_baggages": ToolDesc(args={"reservation_id": "reservation", "payment_id": "payment"},
-                                                results=_A_RES, write=True, target="reservation_id"),
+                                                results=_A_RES, write=True, target="reservation_id",
+                                                repeats="arguments"),
         "update_reservation_flights": ToolDesc(
             args={"reservation_id": "reservation", "flights[].flight_number": "flight", "payment_id": "payment"},
-            results=_A_RES, write=True, target="reservation_id"),
+            results=_A_RES, write=True, target="reservation_id", repeats="arguments"),
         "update_reservation_passengers": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, write=True,
-                                                  target="reservation_id"),
+                                                  target="reservation_id", repeats="arguments"),
         "send_certificate": ToolDesc(args={"user_id": "user"}, write=True, target="user_id",
                                      bare=(r"Certificate (?P<payment>certificate_\d+) added to user (?P<user>[a-z_0-9]+?)"
                                            r"(?= with|\.|$)",)),
