@@ -55,8 +55,12 @@
     if (!select || !select.value) return;
     const box = document.getElementById(select.getAttribute("data-macro-into"));
     if (box) {
+      const start = box.value ? box.value.replace(/\s*$/, "\n\n").length : 0;
       box.value = box.value ? box.value.replace(/\s*$/, "\n\n") + select.value : select.value;
       box.focus();
+      // A placeholder the ticket had no value for is a bracketed note: select the first, to type over.
+      const note = /\[(fill in|unknown placeholder): [^\]]*\]/.exec(box.value.slice(start));
+      if (note) box.setSelectionRange(start + note.index, start + note.index + note[0].length);
     }
     select.value = "";
   });

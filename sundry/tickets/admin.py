@@ -1,11 +1,10 @@
-import string
-
 from django import forms
 from django.db import models
 from django.contrib import admin
 
 from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
+from sundry.tickets import canned
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.toolservers.admin import servers_of
@@ -130,16 +129,16 @@ class CannedReplyForm(forms.ModelForm):
     class Meta:
         model = CannedReply
         fields = "__all__"
-        help_texts = {"body": "Placeholders: {customer_first_name}, {customer_name}, {order_number}, {my_first_name}, "
-                              "{ticket_number}. Staff edit the text before it is sent."}
+        help_texts = {"body": "Placeholders: " + ", ".join("{%s}" % name for name in canned.PLACEHOLDERS)
+                              + ". Staff edit the text before it is sent."}
 
     def clean_body(self):
         body = self.cleaned_data["body"]
         try:
-            names = {name for _, name, _, _ in string.Formatter().parse(body) if name is not None}
+            names = canned.names_in(body)
         except ValueError as exc:
             raise forms.ValidationError(f"Unbalanced braces: {exc}.") from exc
-        unknown = names - {"customer_first_name", "customer_name", "order_number", "my_first_name", "ticket_number"}
+        unknown = names - set(canned.PLACEHOLDERS)
         if unknown:
             raise forms.ValidationError(f"Unknown placeholder(s): {', '.join(sorted(unknown))}.")
         return body

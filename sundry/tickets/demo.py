@@ -16,7 +16,7 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.shop.models import Customer, Order
-from sundry.tickets.models import Ticket, TicketClass
+from sundry.tickets.models import CannedReply, Ticket, TicketClass
 from sundry.tickets.services import ticket_create
 
 DEMO_PASSWORD = "sundry-demo"
@@ -58,10 +58,11 @@ def ensure_logins() -> list[Login]:
             u.save()
         return u
 
-    user("admin", is_staff=True, is_superuser=True)
+    # First names: staff sign their replies with them (and canned replies fill in {my_first_name}).
+    user("admin", is_staff=True, is_superuser=True, first_name="Alex")
     logins.append(Login("admin", "admin", "tunes ticket classes; also works the desk"))
-    for name in ("staff", "staff2"):
-        user(name, is_staff=True)
+    for name, first in (("staff", "Sam"), ("staff2", "Robin")):
+        user(name, is_staff=True, first_name=first)
         logins.append(Login(name, "staff", "works the desk"))
     # A login is linked to a customer once and stays: re-linking it on a later run (the
     # best demo customers change as orders move on) would hand the login someone else's
@@ -78,6 +79,36 @@ def ensure_logins() -> list[Login]:
             customer.save(update_fields=["user"])
         logins.append(Login(u.username, "customer", f"{customer.name} ({customer.customer_id})"))
     return logins
+
+
+# Replies staff insert on the desk (Canned reply → Insert…) and edit before sending. Placeholders are
+# filled from the ticket (sundry.tickets.canned); one the ticket has no value for stays as a note.
+CANNED_REPLIES = [
+    ("Taking over from the assistant",
+     "Hi {customer_first_name}, I'm {my_first_name} from the support team. I've taken over from our "
+     "assistant and I'm looking at order {order_number} now; I'll reply here shortly."),
+    ("Refund on its way",
+     "Hi {customer_first_name}, the refund on order {order_number} has been issued. It reaches your original "
+     "payment method within 5 to 10 working days, depending on your bank."),
+    ("Parcel delayed",
+     "Hi {customer_first_name}, I've checked with the carrier: order {order_number} is delayed in transit. "
+     "If it hasn't arrived within 5 working days, reply here and we'll send a replacement or refund it."),
+    ("Which order?",
+     "Hi {customer_first_name}, could you tell me the order number? It starts with SU- and is in your "
+     "order confirmation email."),
+    ("Resolving the ticket",
+     "Thanks, {customer_first_name}. I'm marking ticket #{ticket_number} as resolved; if anything else comes "
+     "up, just reply here and it reopens. — {my_first_name}"),
+]
+
+
+def ensure_canned_replies() -> int:
+    """The demo's canned replies, for every class. Seeded once: where the desk has any canned replies,
+    none are added, so staff's edits and removals stand."""
+    if CannedReply.objects.exists():
+        return 0
+    CannedReply.objects.bulk_create(CannedReply(title=title, body=body) for title, body in CANNED_REPLIES)
+    return len(CANNED_REPLIES)
 
 
 def _demo_customers() -> list[Customer]:

@@ -12,6 +12,8 @@ from sundry.core.money import format_money
 from sundry.shop.models import Order
 from sundry.context.models import StateValue
 from sundry.tickets.models import CannedReply
+from sundry.tickets import canned
+from sundry.agent import heldreason
 from sundry.agent.models import HeldAction
 from sundry.tooling.tools import REGISTRY
 from sundry.context.models import ActionTaken
@@ -19,6 +21,7 @@ from sundry.core import money
 from sundry.shop import selectors as shop
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import pretty
+from sundry.tickets import satisfaction
 
 
 def head_context(ticket) -> dict:
@@ -30,9 +33,15 @@ def head_context(ticket) -> dict:
                            .only("pk", "username", "first_name")),
         "tag_names": list(ticket.tags.values_list("name", flat=True)),
         "timer": ticket_timer(ticket),
+        **_rating(ticket),
         "statuses": Ticket.Status.choices,
         "priorities": Ticket.Priority.choices,
     }
+
+
+def _rating(ticket) -> dict:
+    rating = satisfaction.rating_of(ticket)
+    return {"rating": rating, "rating_label": satisfaction.SCORES.get(rating.score, "") if rating else ""}
 
 
 def customer_context(ticket) -> dict:
@@ -52,32 +61,19 @@ def customer_context(ticket) -> dict:
     }
 
 
-class _Placeholders(dict):
-    def __missing__(self, key):  # an unknown placeholder stays as written, for the person to fill in
-        return "{" + key + "}"
-
-
 def canned_replies(ticket, user) -> list[dict]:
-    """The canned replies offered on this ticket, placeholders filled from the ticket and the person."""
-    import string
-
+    """The canned replies offered on this ticket, placeholders filled from the ticket and the person
+    (sundry.tickets.canned: one without a value is left as a note to fill in, never dropped)."""
     from django.db.models import Q
-
 
     order = (StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
              .values_list("value", flat=True).first() or "")
     name = ticket.customer.name or ""
-    values = _Placeholders(customer_name=name, customer_first_name=name.split(" ")[0] if name else "",
-                           order_number=order, ticket_number=str(ticket.pk),
-                           my_first_name=user.first_name or user.get_username())
-    out = []
-    for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class)):
-        try:
-            text = string.Formatter().vformat(reply.body, (), values)
-        except (ValueError, IndexError):  # a stray brace: offer the text as written
-            text = reply.body
-        out.append({"title": reply.title, "text": text})
-    return out
+    values = dict(customer_name=name, customer_first_name=name.split(" ")[0] if name else "",
+                  order_number=order, ticket_number=str(ticket.pk),
+                  my_first_name=user.first_name or user.get_username())
+    return [{"title": reply.title, "text": canned.fill(reply.body, values)}
+            for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class))]
 
 
 def approval_cards(ticket, held_actions) -> list[dict]:
@@ -116,6 +112,7 @@ def approval_cards(ticket, held_actions) -> list[dict]:
         tool = REGISTRY.get(h.tool)
         moves_money = h.tool in ("issue_refund", "cancel_order")
         cards.append({"h": h, "args": pretty(h.arguments), "order": facts, "amount": amount, "words": words,
+                      "reason": heldreason.for_people(h.reason),
                       "same": same, "confirm": moves_money or (tool is not None and not tool.reversible),
                       "title": _card_title(h.tool, amount, number),
                       "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False)})

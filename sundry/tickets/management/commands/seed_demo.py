@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand
 from sundry.core.background import wait_idle
 from sundry.shop.models import Customer
 from sundry.shop.seed import generate_shop
-from sundry.tickets.demo import DEMO_PASSWORD, create_demo_tickets, ensure_classes, ensure_logins
+from sundry.tickets.demo import (DEMO_PASSWORD, create_demo_tickets, ensure_canned_replies, ensure_classes,
+                                 ensure_logins)
 from sundry.tickets.models import Ticket
 
 
@@ -23,6 +24,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {counts}")
         ensure_classes()
         logins = ensure_logins()
+        if added := ensure_canned_replies():
+            self.stdout.write(f"  {added} canned replies for the desk")
         if not (if_empty and Ticket.objects.exists()):
             self.stdout.write("Working the demo tickets with the agent …")
             tickets = create_demo_tickets(work=not no_work)
