@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "sundry.context",
     "sundry.toolservers",
     "sundry.agent",
+    "sundry.attachments",
     "sundry.compaction",
     "sundry.live",
     "sundry.portal",
@@ -319,6 +320,33 @@ STORAGES = {
     },
 }
 
+# --- Attachments (sundry/attachments): what a message may carry, and where the files live ---------
+# Files are served only through views that check who is asking, never from a public URL: the local
+# folder is not under any served path, and a bucket needs no public access.
+ATTACHMENT_MAX_BYTES = int(float(os.environ.get("SUNDRY_ATTACHMENT_MAX_MB", "10")) * 1024 * 1024)
+ATTACHMENT_MAX_FILES = int(os.environ.get("SUNDRY_ATTACHMENT_MAX_FILES", "4"))
+# Images larger than this are refused before a pixel is decoded (a decompression bomb is a small file).
+ATTACHMENT_MAX_PIXELS = int(float(os.environ.get("SUNDRY_ATTACHMENT_MAX_MEGAPIXELS", "40")) * 1_000_000)
+# Of image/jpeg, image/png, image/webp and application/pdf: the kinds accepted (by content, not name).
+ATTACHMENT_TYPES = env_list("SUNDRY_ATTACHMENT_TYPES", "image/jpeg,image/png,image/webp,application/pdf")
+_attachment_storage = os.environ.get("SUNDRY_ATTACHMENT_STORAGE", "local")
+if _attachment_storage == "local":
+    STORAGES["attachments"] = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {
+        "location": str(Path(os.environ.get("SUNDRY_ATTACHMENT_DIR", VAR_DIR / "attachments"))),
+        "base_url": "/no-public-url/", "file_permissions_mode": 0o640, "directory_permissions_mode": 0o750}}
+elif _attachment_storage == "s3":
+    # django-storages' S3 backend (the optional extra `pip install sundry[s3]`); credentials come the
+    # way boto3 finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a profile or an instance role).
+    STORAGES["attachments"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": os.environ.get("SUNDRY_S3_BUCKET", ""),
+        "endpoint_url": os.environ.get("SUNDRY_S3_ENDPOINT_URL") or None,
+        "region_name": os.environ.get("SUNDRY_S3_REGION") or None,
+        "location": os.environ.get("SUNDRY_S3_PREFIX", "attachments"),
+        "default_acl": None, "querystring_auth": True, "file_overwrite": False}}
+    if not STORAGES["attachments"]["OPTIONS"]["bucket_name"]:
+        raise ImproperlyConfigured("SUNDRY_ATTACHMENT_STORAGE=s3 needs SUNDRY_S3_BUCKET.")
+else:
+    raise ImproperlyConfigured(f"SUNDRY_ATTACHMENT_STORAGE must be local or s3, not {_attachment_storage!r}.")
 # --- Sundry ---------------------------------------------------------------------
 # Customer messages above this many characters are refused with the limit named.
 MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))

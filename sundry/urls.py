@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from sundry import views
+from sundry.attachments import urls as attachment_urls
 from sundry.core import views as core_views
 
 urlpatterns = [
@@ -11,7 +12,9 @@ urlpatterns = [
     path("logout/", core_views.logout_view, name="logout"),
     path("healthz", core_views.healthz, name="healthz"),
     path("desk/", include("sundry.tickets.urls")),
+    path("desk/", include(attachment_urls.desk_patterns)),
     path("help/", include("sundry.portal.urls")),
+    path("help/", include(attachment_urls.portal_patterns)),
     path("admin/", admin.site.urls),
 ]
 

@@ -25,12 +25,15 @@ LAYERS = [
     ("lanes", ["sundry.context"]),
     ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
     ("tool servers", ["sundry.toolservers"]),
+    # Files on a message: checked, re-encoded, stored and attached to its turn; the agent's posts use it.
+    ("attachments", ["sundry.attachments"]),
     ("the agent", ["sundry.agent"]),
     # The demo shop's offline agent reads requests with the lanes' and the agent's helpers; nothing
     # imports it (a domain names it by a dotted path, `Domain.offline_model`).
     ("the demo shop's offline agent", ["sundry.shop.offline"]),
     ("compaction", ["sundry.compaction"]),
-    ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live"]),
+    ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live",
+                                                  "sundry.attachments.views", "sundry.attachments.urls"]),
     ("the harness and benchmarks", ["sundry.evals"]),
     ("the project", ["sundry"]),
 ]

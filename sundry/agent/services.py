@@ -15,6 +15,8 @@ from sundry.agent import cards, cardstore, claims, holds, outbox, remote, spendi
 from sundry.agent.calls import process_call
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.tasks import agent_run_task
+from sundry.attachments import services as attachments
+from sundry.attachments.prepare import prepare_all
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
@@ -55,19 +57,35 @@ def _already_posted(ticket: Ticket, client_key: str) -> Turn | None:
     return Turn.objects.filter(ticket=ticket, client_key=client_key).first()
 
 
-def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, client_key: str = "") -> Turn:
-    """Store a customer's message and queue the agent (`wake=False` when the caller runs it itself).
+def _text_and_files(text: str, uploads) -> tuple[str, list]:
+    """The message's text and its files made safe (attachments.prepare), or MessageRefused before anything
+    is written. Text is checked first, so a message too long is refused before any image is decoded."""
+    if (text or "").strip():
+        text = validate_message_text(text)
+    prepared = prepare_all(list(uploads))
+    if prepared and not (text or "").strip():
+        text = attachments.default_text(prepared)
+    return validate_message_text(text), prepared
+
+
+def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, client_key: str = "",
+                          uploads=()) -> Turn:
+    """Store a customer's message (with the files in `uploads`, if any) and queue the agent (`wake=False`
+    when the caller runs it itself).
 
     A post with the `client_key` of one already stored (a resend after an answer that never
     arrived) returns that turn and stores nothing."""
-    text = validate_message_text(text)
+    text, prepared = _text_and_files(text, uploads)
     client_key = clean_client_key(client_key)
-    with transaction.atomic():
+    # The files are in storage before the ticket's row is locked, and gone again unless the message stored them.
+    with attachments.stored(ticket, prepared) as files, transaction.atomic():
         ticket_lock(ticket.pk)  # lock order: the ticket row first; and resends queue here
         earlier = _already_posted(ticket, client_key)
         if earlier is not None:
             return earlier
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
+        # The agent is told in an event turn after the message: names, types and sizes, never contents.
+        attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
         # IDs in the domain's formats and in those its tool servers declare; a correction among them
         # ("wrong number, it's …") retires the open cards on the number it replaces.
         found = lanes.customer_typed_ids(ticket, text) + remote.typed_ids(ticket, text)
@@ -152,12 +170,15 @@ def staff_internal_note_post(*, ticket: Ticket, text: str, user, client_key: str
                            kind=Turn.Kind.INTERNAL)[0]
 
 
-def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
-    """A reply to the customer written by hand."""
-    text = validate_message_text(text)
-    with transaction.atomic():
-        return _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
-                           kind=Turn.Kind.MESSAGE)[0]
+def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "", uploads=()) -> Turn:
+    """A reply to the customer written by hand, with the files in `uploads`, if any."""
+    text, prepared = _text_and_files(text, uploads)
+    with attachments.stored(ticket, prepared) as files, transaction.atomic():
+        turn, new = _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
+                                kind=Turn.Kind.MESSAGE)
+        if new:
+            attachments.attach(ticket=ticket, turn=turn, files=files, user_id=user.pk)
+        return turn
 
 
 def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:

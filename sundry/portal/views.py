@@ -114,7 +114,7 @@ def ticket_message(request, ticket_id):
     try:
         ticket_accepts_customer_messages(ticket)
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""),
-                              client_key=request.POST.get("client_key", ""))
+                              client_key=request.POST.get("client_key", ""), uploads=request.FILES.getlist("file"))
     except MessageRefused as exc:
         return _answer(request, ticket, message=str(exc), level="bad", status=422)
     try:

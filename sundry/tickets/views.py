@@ -118,9 +118,14 @@ def ticket_post(request, ticket_id):
             "hand_back": "Handed back to the agent."}
     try:
         key = request.POST.get("client_key", "")
+        uploads = request.FILES.getlist("file")
+        if uploads and action != "reply":
+            raise MessageRefused("Files go with a reply to the customer; notes carry text only. Nothing was "
+                                 "added; your text is still in the box.")
         if action == "reply":
             ticket_services.ticket_require_holder(ticket=ticket, user=request.user)
-            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key)
+            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key,
+                                            uploads=uploads)
         elif action == "note":
             agent_services.staff_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action == "internal":
