@@ -347,6 +347,7 @@ elif _attachment_storage == "s3":
         raise ImproperlyConfigured("SUNDRY_ATTACHMENT_STORAGE=s3 needs SUNDRY_S3_BUCKET.")
 else:
     raise ImproperlyConfigured(f"SUNDRY_ATTACHMENT_STORAGE must be local or s3, not {_attachment_storage!r}.")
+
 # --- Sundry ---------------------------------------------------------------------
 # Customer messages above this many characters are refused with the limit named.
 MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
@@ -355,6 +356,29 @@ MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
 RATE_CUSTOMER_MESSAGES = os.environ.get("SUNDRY_RATE_CUSTOMER_MESSAGES", "12/m")
 RATE_CUSTOMER_TICKETS = os.environ.get("SUNDRY_RATE_CUSTOMER_TICKETS", "10/h")
 DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
+
+# --- E-mail: customers' notices that a reply or a card waits (sundry.portal.notices) ----------
+# Development prints mail on the worker's console; production sends over SMTP unless told
+# otherwise. The notice links to the page, so it needs the site's public address.
+_EMAIL_BACKENDS = {"console": "django.core.mail.backends.console.EmailBackend",
+                   "smtp": "django.core.mail.backends.smtp.EmailBackend",
+                   "file": "django.core.mail.backends.filebased.EmailBackend",
+                   "locmem": "django.core.mail.backends.locmem.EmailBackend"}
+_email_backend = os.environ.get("SUNDRY_EMAIL_BACKEND", "smtp" if PRODUCTION else "console")
+if _email_backend not in _EMAIL_BACKENDS:
+    raise ImproperlyConfigured(f"SUNDRY_EMAIL_BACKEND must be one of {', '.join(_EMAIL_BACKENDS)}, "
+                               f"not {_email_backend!r}.")
+EMAIL_BACKEND = _EMAIL_BACKENDS[_email_backend]
+EMAIL_HOST = os.environ.get("SUNDRY_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("SUNDRY_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("SUNDRY_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("SUNDRY_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("SUNDRY_EMAIL_STARTTLS")
+EMAIL_USE_SSL = env_bool("SUNDRY_EMAIL_SSL")
+EMAIL_TIMEOUT = 20  # seconds: a task that hangs on a mail server holds a worker
+EMAIL_FILE_PATH = os.environ.get("SUNDRY_EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = os.environ.get("SUNDRY_EMAIL_FROM", "Sundry support <support@localhost>")
+PUBLIC_URL = os.environ.get("SUNDRY_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # --- Tool servers: what an admin's tool server may read, run, reach and open ------------
 # (sundry/toolservers/limits.py; checked when a server is saved and again when Sundry connects.)

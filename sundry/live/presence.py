@@ -18,6 +18,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+import redis
 import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -30,6 +31,9 @@ from sundry.tickets.models import Ticket
 log = logging.getLogger("sundry.live")
 
 VIEWING, TYPING = "viewing", "typing"
+# The customer's own page open on their ticket: never shown to anyone, read by the e-mail
+# notifier (sundry.portal.notices), which tells no one of a reply already on their screen.
+CUSTOMER_VIEWING = "customer"
 VIEWING_TTL = 60.0  # seconds: three of the page's 20 s check-ins
 TYPING_TTL = 6.0  # seconds: the page repeats "typing" every 2 s while keys come
 
@@ -120,7 +124,7 @@ _UNAVAILABLE = (RedisError, OSError, asyncio.TimeoutError)
 
 async def mark(ticket_id: int, kind: str, who: Mark) -> None:
     try:
-        await store().mark(ticket_id, kind, who, VIEWING_TTL if kind == VIEWING else TYPING_TTL)
+        await store().mark(ticket_id, kind, who, TYPING_TTL if kind == TYPING else VIEWING_TTL)
     except _UNAVAILABLE:
         log.warning("presence: could not mark %s on ticket %s", kind, ticket_id, exc_info=True)
 
@@ -144,6 +148,25 @@ async def people(ticket_id: int) -> list[dict]:
     for m in viewing:
         out[m.user_id] = {"user": m.user_id, "name": m.name, "typing": m.user_id in typing}
     return sorted(out.values(), key=lambda p: p["name"])
+
+
+_SYNC_CLIENTS: dict = {}
+
+
+def customer_viewing(ticket_id: int) -> bool | None:
+    """From synchronous code (the notifier's task): whether the ticket's customer has its page
+    open now; None when the marks cannot be read."""
+    url, now = settings.REDIS_URL, time.time()
+    try:
+        if url:
+            if url not in _SYNC_CLIENTS:
+                _SYNC_CLIENTS[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+            return bool(_SYNC_CLIENTS[url].zcount(_key(ticket_id, CUSTOMER_VIEWING), now, "+inf"))
+        marks = store().marks.get((ticket_id, CUSTOMER_VIEWING), {})
+        return any(until > now for until in list(marks.values()))
+    except (RedisError, OSError):
+        log.warning("presence: could not read ticket %s", ticket_id, exc_info=True)
+        return None
 
 
 def staff_html(everyone: list[dict], me: int) -> str:
@@ -195,6 +218,7 @@ class PresenceWatcher:
     presence its viewer may see, sent as a frame at the version the page already holds."""
 
     presence_mark: Mark | None = None
+    customer_mark: Mark | None = None
     presence_sent: str | None = None
     presence_typing_at: float = 0.0
     presence_recheck: asyncio.Task | None = None
@@ -209,12 +233,18 @@ class PresenceWatcher:
             await mark(self.ticket_id, VIEWING, self.presence_mark)
             await self.presence_broadcast()
         else:
+            user = self.scope["user"]
+            self.customer_mark = Mark(user.pk, user.get_username(), self.channel_name)
+            await mark(self.ticket_id, CUSTOMER_VIEWING, self.customer_mark)
             await self.presence_show(await holder_typing(self.ticket_id, await people(self.ticket_id)))
 
     async def presence_left(self) -> None:
         if self.presence_recheck is not None:
             self.presence_recheck.cancel()
             self.presence_recheck = None
+        customer, self.customer_mark = self.customer_mark, None
+        if customer is not None:
+            await unmark(self.ticket_id, CUSTOMER_VIEWING, customer)
         who, self.presence_mark = self.presence_mark, None
         if who is None:
             return
@@ -243,6 +273,8 @@ class PresenceWatcher:
 
     async def presence_check(self) -> None:
         """The page checked in: renew this socket's mark and show marks that lapsed meanwhile."""
+        if self.customer_mark is not None:
+            await mark(self.ticket_id, CUSTOMER_VIEWING, self.customer_mark)
         if self.presence_mark is not None:
             await mark(self.ticket_id, VIEWING, self.presence_mark)
             if self.presence_typing_at and time.monotonic() - self.presence_typing_at > TYPING_TTL:

@@ -4,6 +4,7 @@ from sundry.portal import views
 
 urlpatterns = [
     path("", views.home, name="portal-home"),
+    path("notices", views.notice_setting, name="portal-notice-setting"),
     path("tickets/new", views.ticket_new, name="portal-ticket-new"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="portal-ticket"),
     path("tickets/<int:ticket_id>/message", views.ticket_message, name="portal-ticket-message"),

@@ -22,7 +22,7 @@ from sundry.agent.services import ConfirmationError, confirmation_decide, custom
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
-from sundry.portal import services
+from sundry.portal import notices, services
 from sundry.portal.selectors import confirmed_value
 from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
@@ -57,7 +57,28 @@ def home(request):
     customer = _customer(request)
     tickets = Ticket.objects.filter(customer=customer).order_by("-updated_at")
     return render(request, "portal/home.html", {"customer": customer, "tickets": tickets,
-                                                "error": request.GET.get("error", "")})
+                                                "error": request.GET.get("error", ""),
+                                                "notice_saved": request.GET.get("notices", ""),
+                                                "email_notices": notices.opted_in(customer.pk)})
+
+
+NOTICE_CHOICES = {"on": True, "off": False}
+
+
+@login_required
+@require_POST
+def notice_setting(request):
+    """The customer turns e-mail notices of replies and cards on or off (off until they do)."""
+    customer = _customer(request)
+    choice = request.POST.get("email", "")
+    if choice not in NOTICE_CHOICES:
+        message = "Choose on or off for e-mail notices."
+        if request.htmx:
+            return HttpResponse(render_to_string("tickets/_flash.html", {"message": message, "level": "bad"}),
+                                status=422)
+        return redirect(reverse("portal-home") + "?" + urlencode({"error": message}))
+    notices.preference_set(customer=customer, email=NOTICE_CHOICES[choice])
+    return redirect(reverse("portal-home") + "?" + urlencode({"notices": choice}))
 
 
 @login_required
@@ -84,6 +105,7 @@ def _viewer(request, ticket):
 @require_GET
 def ticket_detail(request, ticket_id):
     ticket = _own_ticket(request, ticket_id)
+    notices.seen(ticket.pk)
     return render(request, "portal/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, _viewer(request, ticket)),
         "error": request.GET.get("error", ""),
@@ -115,6 +137,7 @@ def ticket_message(request, ticket_id):
         ticket_accepts_customer_messages(ticket)
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""),
                               client_key=request.POST.get("client_key", ""), uploads=request.FILES.getlist("file"))
+        notices.seen(ticket.pk)  # they answered: what waited was read
     except MessageRefused as exc:
         return _answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
@@ -144,6 +167,7 @@ def card_decide(request, ticket_id, card_id):
                                    digest=request.POST.get("digest"), via=Confirmation.Via.BUTTON, user=request.user)
     except ConfirmationError as exc:
         return _answer(request, ticket, panels=("cards",), message=str(exc), level="bad", status=409)
+    notices.seen(ticket.pk)
     if decision == "decline":
         message = "Done — nothing was changed."
     elif card.outcome == "executed":
