@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -47,6 +48,14 @@ def ensure_classes() -> dict[str, TicketClass]:
     return {"standard": standard, "extended": extended}
 
 
+# Staff logins: (username, role, first name, what they do). First names: staff sign their replies with
+# them (and canned replies fill in {my_first_name}).
+STAFF_LOGINS = (("admin", "admin", "Alex", "tunes ticket classes; also works the desk"),
+                ("staff", "staff", "Sam", "works the desk"),
+                ("staff2", "staff", "Robin", "works the desk"))
+CUSTOMER_LOGINS = ("customer1", "customer2", "customer3")
+
+
 def ensure_logins() -> list[Login]:
     User = get_user_model()
     logins = []
@@ -58,18 +67,15 @@ def ensure_logins() -> list[Login]:
             u.save()
         return u
 
-    # First names: staff sign their replies with them (and canned replies fill in {my_first_name}).
-    user("admin", is_staff=True, is_superuser=True, first_name="Alex")
-    logins.append(Login("admin", "admin", "tunes ticket classes; also works the desk"))
-    for name, first in (("staff", "Sam"), ("staff2", "Robin")):
-        user(name, is_staff=True, first_name=first)
-        logins.append(Login(name, "staff", "works the desk"))
+    for name, role, first, note in STAFF_LOGINS:
+        user(name, is_staff=True, is_superuser=role == "admin", first_name=first)
+        logins.append(Login(name, role, note))
     # A login is linked to a customer once and stays: re-linking it on a later run (the
     # best demo customers change as orders move on) would hand the login someone else's
     # data and its own tickets to nobody.
     unlinked = (c for c in _demo_customers() if c.user_id is None)
-    for i in range(1, 4):
-        u = user(f"customer{i}")
+    for name in CUSTOMER_LOGINS:
+        u = user(name)
         customer = Customer.objects.filter(user=u).first()
         if customer is None:
             customer = next(unlinked, None)
@@ -79,6 +85,19 @@ def ensure_logins() -> list[Login]:
             customer.save(update_fields=["user"])
         logins.append(Login(u.username, "customer", f"{customer.name} ({customer.customer_id})"))
     return logins
+
+
+def seeded_logins() -> list[Login]:
+    """The demo logins this database holds, for the sign-in page of a development server. None under
+    production settings or with DEBUG off: the password is published, and a real desk never shows it."""
+    if not settings.DEBUG or settings.PRODUCTION:
+        return []
+    staff = set(get_user_model().objects.filter(username__in=[name for name, *_ in STAFF_LOGINS], is_staff=True,
+                                                is_active=True).values_list("username", flat=True))
+    customers = dict(Customer.objects.filter(user__username__in=CUSTOMER_LOGINS, user__is_active=True)
+                     .values_list("user__username", "name"))
+    return ([Login(name, role, note) for name, role, _, note in STAFF_LOGINS if name in staff]
+            + [Login(name, "customer", customers[name]) for name in CUSTOMER_LOGINS if name in customers])
 
 
 # Replies staff insert on the desk (Canned reply → Insert…) and edit before sending. Placeholders are

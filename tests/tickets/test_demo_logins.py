@@ -46,3 +46,40 @@ def test_a_login_without_a_customer_gets_one_nobody_else_has():
     after = linked()
     assert after["customer1"] == first["customer1"] and after["customer3"] == first["customer3"]
     assert after["customer2"] not in (first["customer1"], first["customer3"])
+
+
+# --- the sign-in page lists them on a development server only ----------------------------------------
+
+
+@pytest.fixture
+def fast_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # six demo passwords per test
+
+
+def login_page(client) -> str:
+    return client.get("/login/").content.decode()
+
+
+def test_the_sign_in_page_lists_the_seeded_demo_logins_in_development(client, settings, fast_hashing):
+    settings.DEBUG, settings.PRODUCTION = True, False
+    assert "Demo logins" not in login_page(client)  # control: nothing seeded, nothing listed
+    customers = [demo_ready_customer(f"cus_DEMO{n:04d}") for n in range(1, 4)]
+    ensure_logins()
+    page = login_page(client)
+    assert "Demo logins" in page and "<code>sundry-demo</code>" in page
+    for name in ("admin", "staff", "staff2", "customer1", "customer2", "customer3"):
+        assert f"<code>{name}</code>" in page
+    assert all(c.name in page for c in customers)
+
+
+def test_the_sign_in_page_never_lists_them_under_production_settings_or_without_debug(
+        client, settings, fast_hashing):
+    for n in range(1, 4):
+        demo_ready_customer(f"cus_DEMO{n:04d}")
+    ensure_logins()
+    for debug, production in ((True, True), (False, True), (False, False)):
+        settings.DEBUG, settings.PRODUCTION = debug, production
+        page = login_page(client)
+        assert "Sign in" in page
+        assert "Demo logins" not in page and "sundry-demo" not in page and "<code>customer1</code>" not in page, (
+            debug, production)
