@@ -27,6 +27,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sundry.agent import consent
+from sundry.agent import offline_asks as asks
 from sundry.agent import offline_words as words
 from sundry.agent.cards import plain_yes
 from sundry.context import render
@@ -448,6 +449,9 @@ def intent_of(text: str) -> str | None:
         # "I don't want a replacement" names a replacement but does not ask for one.
         if any(not _NEGATED.search(t[: m.start()]) for m in rx.finditer(t)):
             return name
+        # "I'd like 15.00 USD back for the lamp" asks for a refund without the word.
+        if name == "refund" and asks.amount_back(text):
+            return name
     return None
 
 
@@ -627,6 +631,9 @@ def _explicit_amount(v: RequestView, latest_only: bool = False) -> tuple[int, st
             unit = (m.group("sym") or m.group("code") or m.group("code2") or "").lower().rstrip("s")
             currency = _CURRENCY.get(unit, unit.upper())
             return int(Decimal(num.replace(",", "")) * 100), currency
+        if asks.amount_back(text) and (bare := asks.BARE_AMOUNT_BACK.search(text)):
+            # "15 back", no currency named: the figure is theirs, the currency the order's ("").
+            return int(Decimal(bare.group(1).replace(",", "")) * 100), ""
     return None
 
 
@@ -766,7 +773,9 @@ def do_refund(v: RequestView, order: str) -> Decision:
     money, info = v.state.money.get(order), v.orders.get(order)
     refundable = money.refundable_cents if money else (info.still_refundable() if info else None)
     currency = money.currency if money else (info.currency if info else "")
-    if refundable is None or not currency:
+    # A listing's total is not what was paid: without the order's payments in the money lane the
+    # refund guard refuses the call, so the order is looked up first.
+    if refundable is None or not currency or (money is None and not (info and info.detailed)):
         details = _details(v, order)
         return details if isinstance(details, Decision) else follow_up(
             v, f"the refundable amount on order {order} could not be read")
@@ -774,6 +783,10 @@ def do_refund(v: RequestView, order: str) -> Decision:
         return reply(f"Order {order} has already been refunded in full; there is nothing left to refund.")
     explicit = latest_amount if more else _explicit_amount(v)
     cents, cur = explicit if explicit else (refundable, currency)
+    if cur and currency and cur != currency:
+        # The shop refunds in the order's currency: ask for the figure in it, never convert one.
+        return reply(f"Order {order} was paid in {currency}, and the shop can only refund it in {currency}. "
+                     f"How much in {currency} would you like back?")
     reason = "further partial refund requested by the customer" if more and earlier else _reason(
         v, "customer requested a refund")
     return emit(v, "issue_refund", order_number=order, amount=f"{Decimal(cents) / 100:.2f}", currency=cur or currency,
@@ -875,6 +888,104 @@ def do_damaged(v: RequestView, order: str) -> Decision:
 
 
 HANDLERS = {"damaged": do_damaged, "track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
+
+
+# --- questions about an order: its status, what it holds, which order held a product -------
+
+
+def _order_fact_question(v: RequestView) -> Decision | None:
+    """"What's the status of <order>?", "what's in <order>?", "what was the order number of the lamp?":
+    answered from the shop's own results, looked up first. A message asking for an action is not one."""
+    latest = v.latest or ""
+    if intent_of(latest) not in (None, "track", "list"):
+        return None
+    typed = list(dict.fromkeys(val for k, val in find_ids(latest) if k == "order"))
+    if len(typed) == 1 and (kind := asks.order_question(latest)):
+        return do_order_info(v, typed[0], kind)
+    if not typed and (phrase := asks.order_number_of(latest)):
+        return do_which_order(v, phrase)
+    return None
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _order_result_data(v: RequestView, order: str) -> dict:
+    """The newest get_order result for `order` in the request, as the shop returned it."""
+    seen = next((s for s in reversed(v.calls) if s.ok and s.name == "get_order" and s.targets(order)), None)
+    return seen.data if seen and isinstance(seen.data, dict) else {}
+
+
+def do_order_info(v: RequestView, order: str, kind: str) -> Decision:
+    """The order's status, or what it holds, from its get_order result; a parcel still on its way is
+    tracked (the carrier's word is its status), a lost one gets the remedies."""
+    failed = [s.index for s in v.tail if s.name == "get_order" and not s.ok and s.targets(order)]
+    if failed and not any(s.index > max(failed) and s.ok and s.name == "get_order" and s.targets(order) for s in v.tail):
+        return reply(f"I couldn't find order {order} on your account. Could you check the number?")
+    info = _details(v, order)
+    if isinstance(info, Decision):
+        return info
+    data = _order_result_data(v, order)
+    parcels = [p for p in data.get("parcels") or [] if isinstance(p, dict)]
+    if kind == "status" and info.tracking and any(p.get("status") != "delivered" for p in parcels):
+        return do_track(v, order)
+    items = [f"{d.get('product') or _item_name(d)} ×{d.get('quantity', 1)}" for d in data.get("items") or []
+             if isinstance(d, dict)]
+    currency = data.get("currency") or info.currency
+    total = f", {render.format_money(data['total_cents'], currency)} in all" \
+        if isinstance(data.get("total_cents"), int) and currency else ""
+    holds = f"It holds {_and(items)}{total}." if items else "I can't see any items on it."
+    status = str(data.get("status") or info.status or "").replace("_", " ")
+    placed = f" (placed on {data['placed_on']})" if data.get("placed_on") else ""
+    refunded = data.get("refunded_cents") if isinstance(data.get("refunded_cents"), int) else 0
+    extra = f" {render.format_money(refunded, currency)} has been refunded on it so far." if refunded and currency else ""
+    returns = [str(r.get("status", "")).replace("_", " ") for r in data.get("returns") or [] if isinstance(r, dict)]
+    extra += f" A return on it is {returns[-1]}." if returns and returns[-1] else ""
+    if kind == "contents":
+        return reply(f"Order {order}{placed}: {holds[0].lower()}{holds[1:]} It is {status}.{extra}")
+    return reply(f"Order {order}{placed} is {status}. {holds}{extra}")
+
+
+def _found_orders(search: Seen) -> list[dict]:
+    """The orders a search_orders result lists, each once, as the shop described them."""
+    found: dict[str, dict] = {}
+    for number, node in _orders_in(search.data) if search.ok else []:
+        found.setdefault(number, node)
+    return list(found.values())
+
+
+def do_which_order(v: RequestView, phrase: str) -> Decision:
+    """"What was the order number of the air fryer?": the customer's orders holding it, from a search by
+    its name (then by its last word, "desk lamp" → "lamp"), each with what it holds, never a guess."""
+    head = phrase.split()[-1]
+    searches = [s for s in v.tail if s.name == "search_orders" and s.args.get("query") in (phrase, head)]
+    customer = v.customer_id()
+    if not customer:
+        return reply("Could you send me the email address you ordered with, so I can look up that order?")
+    if not searches:
+        return emit(v, "search_orders", customer_id=customer, query=phrase, limit=RECENT_ORDERS)
+    found = _found_orders(searches[-1])
+    if not found and searches[-1].args.get("query") != head:
+        return emit(v, "search_orders", customer_id=customer, query=head, limit=RECENT_ORDERS)
+    if not found:
+        return reply(f'I couldn\'t find an order with "{phrase}" on your account. Could you tell me a little more '
+                     "about it, or the order number if you have it?")
+    said = _words(phrase)
+
+    def line(node: dict) -> str:
+        names = [n for n in node.get("items") or [] if isinstance(n, str)]
+        held = [n for n in names if said & _words(n)] or names
+        when = f", placed on {node['placed_on']}" if node.get("placed_on") else ""
+        status = str(node.get("status") or "").replace("_", " ")
+        return f"{node['order_number']} ({_and(held) if held else 'no items listed'}{', ' + status if status else ''}{when})"
+
+    data = searches[-1].data if isinstance(searches[-1].data, dict) else {}
+    total = data.get("total_matches") if isinstance(data.get("total_matches"), int) else len(found)
+    more = f" …and {total - len(found)} more." if total > len(found) else ""
+    if len(found) == 1:
+        return reply(f"That's order {line(found[0])}.{more}")
+    return reply(f"I found {total} orders with {phrase}: " + "; ".join(line(n) for n in found) + f".{more}")
 
 
 # --- questions about what was done ------------------------------------------------------
@@ -1111,7 +1222,7 @@ def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
         wanted.append(remember(v, "issue", f"{issue[0].upper()}{issue[1:]} — order {order}{what}"[:200]))
     if intent in _RESOLUTION and intent != "track" and intent_of(latest) == intent:
         wanted.append(remember(v, "resolution", _RESOLUTION[intent]))
-        if intent == "refund" and (amount := _explicit_amount(v, latest_only=True)):
+        if intent == "refund" and (amount := _explicit_amount(v, latest_only=True)) and amount[1]:
             wanted.append(remember(v, "amount", render.format_money(*amount), stated=True))
     if wanted and kind_of(order) == "order":
         # Which order the case is about: the issue and the remedy above are about it.
@@ -1261,6 +1372,8 @@ def decide(v: RequestView) -> Decision:
                      "as they can.")
     if talk := words.small_talk(v.latest):
         return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
+    if asked := _order_fact_question(v):
+        return asked
     intent = _intent(v)
     if intent in consent.ACTIONS and intent_of(v.latest) == intent and not asks_for(v.latest, intent):
         kinds = {consent.sentence_kind(s, intent) for s in consent.sentences(v.latest)}
