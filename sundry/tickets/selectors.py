@@ -282,19 +282,39 @@ PAGE_SIZE = 50
 
 
 def with_timers(qs):
-    """Annotate each ticket with `waiting_since` (the customer's oldest message no reply followed,
-    while the ticket is open) and `last_reply_number` (0 before the desk first replied)."""
-    from django.db.models import OuterRef, Subquery, Value
+    """Annotate each ticket with whom it waits for and since when:
+
+    - `waiting_on_staff`: a person must act (an attention reason is up — a follow-up promised, a
+      flag — or an action is held for approval), so only a staff reply answers the customer;
+    - `last_reply_number`: the last reply by the agent or a person (0: none yet);
+    - `timer_reply_number`: the last reply that counts for the timer (a person's, when waiting on staff);
+    - `waiting_since`: the customer's oldest message after that reply (None: nobody waits).
+    """
+    from django.db.models import BooleanField, Case, ExpressionWrapper, F, Subquery, Value, When
     from django.db.models.functions import Coalesce
 
-    replies = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE,
-                                  author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
-    last_reply = Subquery(replies.order_by("-number").values("number")[:1])
-    qs = qs.annotate(last_reply_number=Coalesce(last_reply, Value(0)))
-    unanswered = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE, author=Turn.Author.CUSTOMER,
-                                     number__gt=OuterRef("last_reply_number"))
-    waiting = Subquery(unanswered.order_by("number").values("created_at")[:1])
-    return qs.annotate(waiting_since=waiting)
+    messages = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE)
+
+    def last(replies):
+        return Coalesce(Subquery(replies.order_by("-number").values("number")[:1]), Value(0))
+
+    held = HeldAction.objects.filter(ticket=OuterRef("pk"), status=HeldAction.Status.PENDING)
+    qs = qs.annotate(
+        last_reply_number=last(messages.filter(author__in=[Turn.Author.AGENT, Turn.Author.STAFF])),
+        last_staff_reply_number=last(messages.filter(author=Turn.Author.STAFF)),
+        waiting_on_staff=ExpressionWrapper(~Q(attention="") | Q(Exists(held)), output_field=BooleanField()),
+    ).annotate(timer_reply_number=Case(When(waiting_on_staff=True, then=F("last_staff_reply_number")),
+                                       default=F("last_reply_number")))
+    unanswered = messages.filter(author=Turn.Author.CUSTOMER, number__gt=OuterRef("timer_reply_number"))
+    return qs.annotate(waiting_since=Subquery(unanswered.order_by("number").values("created_at")[:1]))
+
+
+def _timer(ticket, *, now, waiting_since, timer_reply_number, waiting_on_staff):
+    if ticket.status != Ticket.Status.OPEN:
+        return None
+    return response_timer(now=now, waiting_since=waiting_since, answered_before=timer_reply_number > 0,
+                          first_minutes=ticket.ticket_class.first_response_minutes,
+                          next_minutes=ticket.ticket_class.next_response_minutes, staff=waiting_on_staff)
 
 
 def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str = "", needs: str = "",
@@ -317,10 +337,8 @@ def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str =
     now = timezone.now()
     for t in current.object_list:
         t.attention_kind = attention_kind(t.attention)
-        t.timer = (response_timer(now=now, waiting_since=t.waiting_since, answered_before=t.last_reply_number > 0,
-                                  first_minutes=t.ticket_class.first_response_minutes,
-                                  next_minutes=t.ticket_class.next_response_minutes)
-                   if t.status == Ticket.Status.OPEN else None)
+        t.timer = _timer(t, now=now, waiting_since=t.waiting_since, timer_reply_number=t.timer_reply_number,
+                         waiting_on_staff=t.waiting_on_staff)
     return current
 
 
@@ -346,10 +364,6 @@ def ticket_timer(ticket):
 
     if ticket.status != Ticket.Status.OPEN:
         return None
-    row = with_timers(Ticket.objects.filter(pk=ticket.pk)).values("waiting_since", "last_reply_number").first()
-    if not row:
-        return None
-    return response_timer(now=timezone.now(), waiting_since=row["waiting_since"],
-                          answered_before=row["last_reply_number"] > 0,
-                          first_minutes=ticket.ticket_class.first_response_minutes,
-                          next_minutes=ticket.ticket_class.next_response_minutes)
+    row = with_timers(Ticket.objects.filter(pk=ticket.pk)).values(
+        "waiting_since", "timer_reply_number", "waiting_on_staff").first()
+    return _timer(ticket, now=timezone.now(), **row) if row else None

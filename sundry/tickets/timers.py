@@ -2,6 +2,12 @@
 
 Pure: times and targets in, a label and a level out. "near" from three quarters
 of the target, "past" beyond it.
+
+Whose reply stops a timer depends on whom the customer is waiting for
+(`sundry.tickets.selectors.with_timers`): on a ticket waiting on staff — a
+follow-up promised, an action held for approval, any attention flag — only a
+person's reply does, and the timer says "staff"; on any other ticket the agent's
+reply does too.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ NEAR = 0.75
 
 @dataclass(frozen=True)
 class Timer:
-    kind: str  # "first response" or "next response"
+    kind: str  # "first response" or "next response", after "staff " when only a person's reply stops it
     waited: timedelta
     target: timedelta
     level: str  # ok, near, past
@@ -45,14 +51,15 @@ def level(waited: timedelta, target: timedelta) -> str:
 
 
 def response_timer(*, now: datetime, waiting_since: datetime | None, answered_before: bool,
-                   first_minutes: int, next_minutes: int) -> Timer | None:
+                   first_minutes: int, next_minutes: int, staff: bool = False) -> Timer | None:
     """The timer running now, or None when nobody is waiting for a reply.
 
-    `waiting_since`: the customer's oldest message that no reply has followed;
-    `answered_before`: whether the desk had replied at all before it.
+    `waiting_since`: the customer's oldest message that no reply counted here has followed;
+    `answered_before`: whether such a reply came before it; `staff`: only staff replies count.
     """
     if waiting_since is None:
         return None
     kind, minutes = ("next response", next_minutes) if answered_before else ("first response", first_minutes)
+    kind = f"staff {kind}" if staff else kind
     waited, target = now - waiting_since, timedelta(minutes=minutes)
     return Timer(kind, waited, target, level(waited, target))
