@@ -40,8 +40,8 @@ from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRu
 from sundry.context.statefields import FIELDS
 from sundry.live import limits
 from sundry.shop.models import Cancellation, Contact, Refund, Return
-from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.models import Rating, Tag, Ticket, TicketClass, Turn
+from sundry.tickets.services import ticket_create, ticket_set_status, turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 # One worker runs this module in order (pytest-xdist --dist loadgroup): the last test sums the others.
@@ -153,6 +153,8 @@ ENDPOINTS = [
              ids=("ticket", "card"), fuzz=("decision", "digest", "reason")),
     Endpoint("internal note", "POST", "/desk/tickets/{ticket}/post", "staff",
              {"action": "internal", "text": "Checked with the carrier."}),
+    Endpoint("rating", "POST", "/help/tickets/{resolved}/rating", "customer",
+             {"score": "4", "comment": "Quick and kind."}, ids=("resolved",)),
     Endpoint("detail flag", "POST", "/help/tickets/{ticket}/flag", "customer",
              {"value_id": "{value_id}", "note": "wrong order"}, ids=("ticket",)),
     Endpoint("login", "POST", "/login/", "anon", {"username": "nobody", "password": "wrong", "next": "/desk/"},
@@ -174,7 +176,8 @@ ENDPOINTS = [
 ]
 
 WATCHED = [Turn, Ticket, Tag, Ticket.tags.through, StateValue, PinnedRule, LedgerEntry, HeldAction, ActionTaken,
-           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation]
+           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation,
+           Rating]
 
 
 def snapshot() -> tuple:
@@ -222,6 +225,9 @@ def world():
                                      idempotency_key="bad-input-held",
                                      arguments={"order_number": order.number, "amount": "10.00", "currency": "USD",
                                                 "reason": "broken"})
+    # A resolved one, for the rating.
+    done = ticket_create(customer=alice, ticket_class=tclass, subject="Kettle replaced")
+    ticket_set_status(ticket=done, status="resolved", user=staff)
     # Bob's ticket, with its own hold and rule: IDs another customer (or ticket) must not reach.
     theirs = ticket_create(customer=bob, ticket_class=tclass, subject="Bob's")
     their_rule = PinnedRule.objects.create(ticket=theirs, text="Email only", turn=1, scope="ticket",
@@ -239,13 +245,13 @@ def world():
                                              expires_at=timezone.now() + timedelta(hours=1))
     fill = {
         "ticket": ticket.pk, "held": held.pk, "rule": rule.pk, "run": 1, "klass": tclass.pk, "order": order.number,
-        "card": card.pk, "card_digest": card.digest,
+        "card": card.pk, "card_digest": card.digest, "resolved": done.pk,
         "value_id": value.pk, "rule_version": rule.version, "ledger_version": entry.version,
         "good_order_number": order.number, "good_issue": "Kettle broken", "good_item": "Kettle",
         "good_amount": "10.00 USD", "good_refund_method": "store_credit", "good_contact_preference": "phone",
         "good_resolution": "refund", "good_delivery_date": "2026-11-30", "good_internal_note": "checked",
     }
-    foreign = {"ticket": theirs.pk, "held": their_held.pk, "rule": their_rule.pk, "run": 1, "card": their_card.pk}
+    foreign = {"ticket": theirs.pk, "resolved": theirs.pk, "held": their_held.pk, "rule": their_rule.pk, "run": 1, "card": their_card.pk}
     clients = {}
     for who, user in (("staff", staff), ("admin", admin), ("customer", alice_user)):
         clients[who] = Client(raise_request_exception=False)

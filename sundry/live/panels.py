@@ -35,6 +35,7 @@ from sundry.tickets import selectors
 from sundry.tickets.desk import approval_cards, customer_context, head_context
 from sundry.tickets.selectors import pretty
 from sundry.tickets.models import Ticket
+from sundry.tickets import satisfaction
 from sundry.live.rendercache import ByteBoundedCache
 
 STAFF = "staff"
@@ -220,11 +221,21 @@ def _customer_orders(ticket, viewer):
     return order_choices(ticket)
 
 
+def _customer_rating(ticket, viewer):
+    _owner(ticket, viewer)
+
+    rating = satisfaction.rating_of(ticket)
+    return {"rating": rating, "rating_label": satisfaction.SCORES.get(rating.score) if rating else "",
+            "ratable": ticket.status == Ticket.Status.RESOLVED, "scores": list(satisfaction.SCORES.items()),
+            "comment_limit": satisfaction.COMMENT_LIMIT}
+
+
 CUSTOMER_PANELS: dict[str, Panel] = {p.name: p for p in [
     Panel("details", "portal/panels/details.html", _customer_details),
     Panel("orders", "portal/panels/orders.html", _customer_orders),
     Panel("cards", "portal/panels/cards.html", _customer_cards),
     Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
+    Panel("rating", "portal/panels/rating.html", _customer_rating),
     Panel("conversation", "portal/panels/conversation.html", _customer_conversation,
           item_template="portal/panels/message.html", item_key=_customer_turn_key),
 ]}

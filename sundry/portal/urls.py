@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sundry.portal import views
+from sundry.portal import rating, views
 
 urlpatterns = [
     path("", views.home, name="portal-home"),
@@ -13,4 +13,5 @@ urlpatterns = [
     path("tickets/<int:ticket_id>/instructions/<int:rule_id>/withdraw", views.rule_withdraw,
          name="portal-rule-withdraw"),
     path("tickets/<int:ticket_id>/flag", views.detail_flag, name="portal-detail-flag"),
+    path("tickets/<int:ticket_id>/rating", rating.ticket_rate, name="portal-ticket-rate"),
 ]

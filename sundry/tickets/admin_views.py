@@ -1,5 +1,6 @@
 """Figures for admins, per class and per model: tickets, compactions, tokens saved, cost, latency, guard rejections,
-the prompt cache (cached share, cost saved, compaction's effect) and how far token counts were off."""
+the prompt cache (cached share, cost saved, compaction's effect) and how far token counts were off; customer
+satisfaction per class and per agent (sundry.tickets.satisfaction)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
 from sundry.tickets.cachefigures import cache_figures, token_counts
 from sundry.tickets.models import TicketClass, Turn
+from sundry.tickets.satisfaction import SATISFIED, csat_by_agent, csat_by_class
 
 
 def _unpriced(models: set[str]) -> list[str]:
@@ -108,4 +110,6 @@ def figures(request):
     by_class, by_model = cache_figures()
     return render(request, "tickets/figures.html", {"rows": class_figures(by_class), "models": model_figures(by_model),
                                                     "token_counts": token_counts(), "token_window": calibration.WINDOW,
-                                                    "token_min_steps": calibration.MIN_STEPS})
+                                                    "token_min_steps": calibration.MIN_STEPS,
+                                                    "csat_classes": csat_by_class(), "csat_agents": csat_by_agent(),
+                                                    "satisfied": SATISFIED})

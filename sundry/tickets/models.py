@@ -215,3 +215,31 @@ class CannedReply(models.Model):
 
     def __str__(self):
         return self.title
+
+
+class Rating(models.Model):
+    """The customer's satisfaction with a resolved ticket: 1 (very poor) to 5 (very good) and an
+    optional comment; one per ticket, which the customer may change (sundry.tickets.satisfaction)."""
+
+    class Credit(models.TextChoices):
+        AGENT = "agent", "AI agent"
+        STAFF = "staff"
+        NOBODY = "nobody", "no reply"
+
+    ticket = models.OneToOneField(Ticket, on_delete=models.CASCADE, related_name="rating")
+    score = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(5)])
+    comment = models.TextField(blank=True)
+    # Whom the rating counts for: the author of the last reply the customer read before rating,
+    # fixed when they rate (a later reassignment does not move it).
+    credited = models.CharField(max_length=8, choices=Credit.choices)
+    credited_staff = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="ratings")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=models.Q(score__gte=1, score__lte=5),
+                                              name="rating_score_1_to_5")]
+
+    def __str__(self):
+        return f"#{self.ticket_id} rated {self.score}"
