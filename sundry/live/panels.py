@@ -97,10 +97,12 @@ def _staff_conversation(ticket, viewer):
 
 
 def _staff_turn_key(item, context):
-    # A turn never changes; how it shows does: compacted or not, and the compaction marks after it.
+    # A turn never changes; how it shows does: compacted or not, the compaction marks after it, and
+    # the ledger's descriptions its result's card borrows.
     turn = item.turn
     marks = tuple((r.pk, r.status, r.tokens_before, r.tokens_after) for r in item.runs)
-    return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks)
+    borrowed = item.card.depends_on if item.card is not None else ()
+    return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks, borrowed)
 
 
 def _cards(ticket) -> list:

@@ -12,12 +12,13 @@ from sundry.agent import calibration
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compaction_blocked_reason
-from sundry.context.models import StateValue
+from sundry.context.models import LedgerEntry, StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.tickets.attention import has_reason
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.resultcards import ResultCard, ToolCards, readable, stored_result
 from sundry.tickets.timers import response_timer
 from sundry.agent.models import HeldAction
 
@@ -86,13 +87,25 @@ def turns(ticket) -> list[Turn]:
 
 
 class ConversationItem:
-    """A turn and the compaction marks after it; its calls are pretty-printed only if it is rendered."""
-    def __init__(self, turn: Turn, runs: list):
-        self.turn, self.runs = turn, runs
+    """A turn and the compaction marks after it; its calls are pretty-printed, and its result's card
+    built, only if it is rendered (or its card's ledger descriptions are asked for its cache key)."""
+    def __init__(self, turn: Turn, runs: list, tool_cards: ToolCards | None = None):
+        self.turn, self.runs, self.tool_cards = turn, runs, tool_cards
 
     @cached_property
     def calls(self) -> list[dict]:
         return _calls(self.turn)
+
+    @cached_property
+    def card(self) -> ResultCard | None:
+        if self.turn.kind != Turn.Kind.TOOL_RESULT or self.tool_cards is None:
+            return None
+        return self.tool_cards.card(str(self.turn.payload.get("name") or ""), stored_result(self.turn))
+
+    @cached_property
+    def readable(self) -> str:
+        """The result as indented JSON, for a result with no card."""
+        return readable(self.turn.text)
 
 
 def conversation(ticket) -> dict:
@@ -101,7 +114,11 @@ def conversation(ticket) -> dict:
     runs = {}
     for run in compaction_runs(ticket):
         runs.setdefault(run.through_turn, []).append(run)
-    items = [ConversationItem(turn, runs.get(turn.number, [])) for turn in turns(ticket)]
+    # The ledger's descriptions name the IDs a result holds but does not describe itself.
+    ledger = {v: (k, d) for v, k, d in LedgerEntry.objects.filter(ticket=ticket).order_by("id")
+              .values_list("value", "kind", "description")}
+    tool_cards = ToolCards(ticket, ledger)
+    items = [ConversationItem(turn, runs.get(turn.number, []), tool_cards) for turn in turns(ticket)]
     return {"items": items, "covered": summary.covers_through_turn if summary else 0}
 
 
