@@ -121,3 +121,13 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
     assert page.get_by_text("one edit away from").count() >= 1 or "mutation" in page.content()
     page.screenshot(path=str(screenshots / "desk-retail-ticket.png"), full_page=True)
     _to_docs(screenshots / "desk-retail-ticket.png")
+    # The server's order lookup on the timeline: a card from its declaration file, not JSON.
+    card = page.locator('.result-card[data-tool="get_order_details"]')
+    card.scroll_into_view_if_needed()
+    assert card.is_visible() and "Get order details" in card.inner_text()
+    assert f"{ORDER} · Tea Kettle" in card.inner_text() and f"{GIFT_CARD} · gift_card" in card.inner_text()
+    turn = page.locator("article.turn", has=card)
+    assert not turn.locator("pre.result").first.is_visible()  # the raw result waits behind its "raw" toggle
+    turn.screenshot(path=str(screenshots / "desk-toolserver-card.png"))
+    assert (screenshots / "desk-toolserver-card.png").stat().st_size > 5000
+    _to_docs(screenshots / "desk-toolserver-card.png")
