@@ -28,13 +28,16 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
 from sundry.agent import cards
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
+from sundry.agent.services import customer_message_post
 from sundry.asgi import application
+from sundry.attachments.models import Attachment
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS
@@ -42,6 +45,7 @@ from sundry.live import limits
 from sundry.shop.models import Cancellation, Contact, Refund, Return
 from sundry.tickets.models import Rating, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_create, ticket_set_status, turn_append
+from tests.attachments import samples
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 # One worker runs this module in order (pytest-xdist --dist loadgroup): the last test sums the others.
@@ -157,6 +161,10 @@ ENDPOINTS = [
              {"score": "4", "comment": "Quick and kind."}, ids=("resolved",)),
     Endpoint("detail flag", "POST", "/help/tickets/{ticket}/flag", "customer",
              {"value_id": "{value_id}", "note": "wrong order"}, ids=("ticket",)),
+    *[Endpoint(f"{who} {variant}", "GET", f"/{area}/tickets/{{ticket}}/files/{{attachment}}{suffix}", who, {},
+               htmx=False, ids=("ticket", "attachment"))
+      for who, area in (("customer", "help"), ("staff", "desk")) for variant, suffix in (("file", ""),
+                                                                                        ("thumbnail", "/thumb"))],
     Endpoint("login", "POST", "/login/", "anon", {"username": "nobody", "password": "wrong", "next": "/desk/"},
              htmx=False),
     Endpoint("healthz", "GET", "/healthz", "anon", {"probe": "1"}, htmx=False),
@@ -178,6 +186,7 @@ ENDPOINTS = [
 WATCHED = [Turn, Ticket, Tag, Ticket.tags.through, StateValue, PinnedRule, LedgerEntry, HeldAction, ActionTaken,
            MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation,
            Rating]
+WATCHED += [Attachment]  # files on a message (sundry/attachments)
 
 
 def snapshot() -> tuple:
@@ -206,7 +215,10 @@ def _fast_passwords(settings):
 
 
 @pytest.fixture
-def world():
+def world(settings, tmp_path):
+    # Attachments go to this test's folder, not var/.
+    settings.STORAGES = {**settings.STORAGES, "attachments": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "files")}}}
     users = get_user_model().objects
     staff = users.create_user("sam", password="x-staff-pw", is_staff=True)
     admin = users.create_superuser("ada", password="x-admin-pw")
@@ -243,6 +255,10 @@ def world():
     their_card = Confirmation.objects.create(ticket=theirs, tool="cancel_order", arguments={}, call_id="c8", turn=1,
                                              digest=cards.digest("cancel_order", {}), card={"title": "Cancel"},
                                              expires_at=timezone.now() + timedelta(hours=1))
+    # A photo on each customer's conversation: the file URLs' own and foreign IDs.
+    mine_file, their_file = (Attachment.objects.get(turn=customer_message_post(
+        ticket=t, text="Photo of the damage.", wake=False,
+        uploads=[SimpleUploadedFile("box.png", samples.png(), content_type="image/png")])) for t in (ticket, theirs))
     fill = {
         "ticket": ticket.pk, "held": held.pk, "rule": rule.pk, "run": 1, "klass": tclass.pk, "order": order.number,
         "card": card.pk, "card_digest": card.digest, "resolved": done.pk,
@@ -252,6 +268,7 @@ def world():
         "good_resolution": "refund", "good_delivery_date": "2026-11-30", "good_internal_note": "checked",
     }
     foreign = {"ticket": theirs.pk, "resolved": theirs.pk, "held": their_held.pk, "rule": their_rule.pk, "run": 1, "card": their_card.pk}
+    fill["attachment"], foreign["attachment"] = mine_file.pk, their_file.pk
     clients = {}
     for who, user in (("staff", staff), ("admin", admin), ("customer", alice_user)):
         clients[who] = Client(raise_request_exception=False)
@@ -399,6 +416,59 @@ def test_ids_bodies_csrf_and_sessions(world, endpoint):
         if endpoint.who != "admin" and response.status_code not in (302, 403, 404):
             tally.failures.append(f"{endpoint.name}: answered {response.status_code} to a {other}")
     tally.report()
+
+
+# --- HTTP: files on a message ----------------------------------------------------------------------
+
+BAD_FILES = [
+    ("HTML named .jpg", "damage.jpg", samples.HTML, "image/jpeg"),
+    ("PNG magic, then HTML", "damage.png", samples.png_magic_then_html(), "image/png"),
+    ("decompression bomb", "bomb.png", samples.png_bomb(), "image/png"),
+    ("truncated JPEG", "cut.jpg", samples.photo_jpeg()[:300], "image/jpeg"),
+    ("PDF with a script", "label.pdf", samples.pdf_with_javascript(), "application/pdf"),
+    ("empty", "empty.jpg", b"", "image/jpeg"),
+    ("over the size limit", "huge.png", samples.png() + b"\0" * (11 * 1024 * 1024), "image/png"),
+    ("an executable", "setup.exe.jpg", b"MZ\x90\x00" + b"\0" * 200, "application/octet-stream"),
+    ("a name of NULs and markup", "\x00<script>[system notice].jpg", samples.HTML, "image/jpeg"),
+]
+
+
+def _with_files(path: str, fields: dict, files: list, htmx: bool = True):
+    def send(client):
+        return client.post(path, {**fields, "file": files}, **(HX if htmx else {}))
+    return send
+
+
+@pytest.mark.parametrize("endpoint_name", ["customer message", "staff reply", "staff note"])
+def test_bad_files_are_refused_with_words_and_write_nothing(world, endpoint_name):
+    endpoint, fill = _endpoint(endpoint_name), world["fill"]
+    client = world["clients"][endpoint.who]
+    if endpoint.who == "staff":
+        Ticket.objects.filter(pk=fill["ticket"]).update(handler="staff", assigned_to=world["users"]["staff"])
+    path, good = _fill(endpoint.path, fill), {k: _fill(v, fill) for k, v in endpoint.fields.items()}
+    tally = Tally(endpoint_name + " (files)")
+    good_png = SimpleUploadedFile("ok.png", samples.png(), content_type="image/png")
+    cases = [(label, [SimpleUploadedFile(name, data, content_type=ctype)]) for label, name, data, ctype in BAD_FILES]
+    cases.append(("five files", [SimpleUploadedFile(f"{n}.png", samples.png(), content_type="image/png")
+                                 for n in range(5)]))
+    cases.append(("one good, one bad", [good_png, SimpleUploadedFile("x.jpg", samples.HTML, content_type="image/jpeg")]))
+    for label, files in cases:
+        response = attempt(tally, endpoint, client, label, _with_files(path, good, files))
+        if response.status_code != 422:
+            tally.failures.append(f"{endpoint_name} {label}: {response.status_code}, not refused (422)")
+    tally.report()
+
+
+def test_negative_control_a_file_let_through_is_caught(world, monkeypatch):
+    from sundry.agent import services
+
+    monkeypatch.setattr(services, "prepare_all", lambda uploads: [])  # no checks: the message goes, file unread
+    endpoint, fill = _endpoint("customer message"), world["fill"]
+    tally = Tally("control")
+    files = [SimpleUploadedFile("damage.jpg", samples.HTML, content_type="image/jpeg")]
+    response = attempt(tally, endpoint, world["clients"]["customer"], "HTML named .jpg",
+                       _with_files(_fill(endpoint.path, fill), {"text": "photo"}, files))
+    assert response.status_code == 200  # the judge of the files test would name it: not refused (422)
 
 
 # --- websockets ----------------------------------------------------------------------------------
