@@ -102,3 +102,29 @@ def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, peo
         assert turns.count() == 60
         assert turns.last.evaluate(IN_VIEW), path
         assert not turns.first.evaluate(IN_VIEW), path
+
+
+def test_a_resolved_conversation_asks_for_a_rating_and_the_desk_shows_it(browser, live_server_url, people,
+                                                                          screenshots):
+    from playwright.sync_api import expect
+
+    from sundry.tickets.services import ticket_set_status
+    from tests.browser.test_live_desk import off_loop
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Kettle replaced")
+    turn_append(ticket=ticket, author="customer", text="My kettle arrived broken.")
+    turn_append(ticket=ticket, author="agent", text="A replacement is on its way; it arrives on Friday.")
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    rating = customer.locator("#panel-rating")
+    expect(rating).to_be_hidden()  # open: nothing to rate yet
+    off_loop(ticket_set_status, ticket=ticket, status="resolved", user=people["ann"])
+    expect(rating).to_contain_text("How did we do?", timeout=LIVE)  # pushed: no reload
+    rating.locator("label.score", has=customer.locator("input[value='4']")).click()
+    rating.locator("textarea[name=comment]").fill("Quick, and the new one works.")
+    rating.screenshot(path=str(screenshots / "customer-rating.png"))
+    rating.locator("button", has_text="Send rating").click()
+    expect(rating.locator(".rated")).to_contain_text("4 of 5 — Good", timeout=LIVE)
+    expect(customer.locator("#flash")).to_contain_text("Thank you for rating us.")
+    expect(staff.locator("#panel-head .rating-line")).to_contain_text("4 of 5 — Good", timeout=LIVE)
+    expect(staff.locator("#panel-head .rating-line")).to_contain_text("credited to AI agent")
