@@ -250,6 +250,23 @@
     errorBox(form).textContent = text;
     flash.innerHTML = "";
   });
+  // A decision in the approvals panel (approve, reject, confirm for the customer) takes away the
+  // button that was pressed, and its outcome lands in the flash at the top of the page — off-screen
+  // on a long ticket. Focus moves to the outcome: that brings it into view and a screen reader reads
+  // it (a live region swapped in whole is often not announced). The request is known by its xhr: by
+  // the time it is answered, the form that sent it has gone with the old panel.
+  const decisions = new WeakSet();
+  document.addEventListener("htmx:beforeRequest", (e) => {
+    if (e.detail.elt instanceof Element && e.detail.elt.closest("#panel-held")) decisions.add(e.detail.xhr);
+  });
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const flash = document.getElementById("flash");
+    if (!decisions.has(e.detail.xhr) || !flash || !flash.textContent.trim()) return;
+    decisions.delete(e.detail.xhr);
+    flash.setAttribute("tabindex", "-1");
+    flash.focus({ preventScroll: true });
+    flash.scrollIntoView({ block: "center" });
+  });
   // A long conversation opens at its latest message on the customer's page too.
   document.addEventListener("DOMContentLoaded", () => {
     const turns = document.querySelectorAll(".customer-page #panel-conversation .turn");

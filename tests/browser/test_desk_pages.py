@@ -15,9 +15,10 @@ from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import StateValue
 from sundry.portal.services import detail_flag
-from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.models import CannedReply, Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
-from tests.browser.test_live_desk import DESKTOP, LIVE, PHONE, off_loop, open_as, people, wait_until  # noqa: F401
+from tests.browser.test_live_desk import (DESKTOP, LIVE, PHONE, csp_errors, off_loop, open_as, people,  # noqa: F401
+                                         wait_until)
 from tests.factories import customer_confirms, paid_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -84,6 +85,9 @@ def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_l
     expect(pages["customer"].locator("#panel-details .reported")).to_be_visible()
     expect(pages["queue"].locator('[data-badge="flagged"]')).to_be_visible()
     expect(pages["ticket"].locator("#panel-budget table.breakdown")).to_be_visible()
+    # Nothing the pages do, live pushes included, breaks their Content-Security-Policy (inline styles, scripts).
+    refused = {name: csp_errors(page) for name, page in {**pages, "colleague": colleague}.items()}
+    assert refused == {name: [] for name in refused}, json.dumps(refused, indent=1)
     found = {name: axe_violations(page) for name, page in pages.items()}
     assert found == {name: [] for name in pages}, json.dumps(found, indent=1)
     for name, page in pages.items():
@@ -92,6 +96,11 @@ def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_l
     for name in ("ticket", "customer"):
         conversation = pages[name].locator("#panel-conversation")
         assert conversation.get_attribute("aria-live") == "polite" and conversation.get_attribute("role") == "log"
+    # Control: an inline style the policy refuses is logged where the check above looks.
+    login = pages["login"]
+    with login.expect_console_message(lambda message: "Content Security Policy" in message.text):
+        login.evaluate("""document.body.insertAdjacentHTML("beforeend", '<p style="color: red">inline</p>')""")
+    assert len(csp_errors(login)) == 1
 
 
 def test_a_keyboard_user_skips_the_ledger_and_uses_shortcuts(browser, live_server_url, people, busy_ticket):
@@ -141,7 +150,20 @@ def test_phones_wording_and_labels(browser, live_server_url, people, busy_ticket
                       subject=f"A rather long subject line for ticket number {n} about a parcel")
     queue = open_as(browser, live_server_url, people["ann"], "/desk/", viewport=PHONE)
     assert queue.evaluate("document.documentElement.scrollWidth") <= 391
+    lanes.state_set(ticket=ticket, name="issue", value="Parcel lost in transit: tracking stopped at the Leeds hub a week ago",
+                    turn=0, source="customer", confirmed=True)
+    CannedReply.objects.create(title="Call back", body="Hi {customer_first_name}, I'll call you on {call_day}.")
     desk = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    # A long state value uses the width beside its label, not a label-wide column inside its own box.
+    text_width, box_width = desk.locator("#state-issue .value").evaluate("""(value) => {
+        const text = document.createRange(); text.selectNodeContents(value);
+        return [text.getBoundingClientRect().width, value.getBoundingClientRect().width]; }""")
+    assert text_width > 0.8 * box_width, (text_width, box_width)
+    # A canned reply goes in filled; a placeholder it cannot fill is a note, selected to type over.
+    desk.locator("select[data-macro-into]").select_option(label="Call back")
+    expect(desk.locator("#composer-text")).to_have_value("Hi Alice, I'll call you on [unknown placeholder: {call_day}].")
+    desk.keyboard.type("Tuesday")
+    expect(desk.locator("#composer-text")).to_have_value("Hi Alice, I'll call you on Tuesday.")
     payment = desk.locator("#panel-ledger code.id", has_text="pay_q8secret12345678")
     assert len(payment.evaluate("(el) => Array.from(el.getClientRects())")) == 1  # one line: never split mid-ID
     state = desk.locator("#panel-state").inner_text()
@@ -188,6 +210,9 @@ def test_staff_replies_carry_their_first_name_and_the_customer_sees_support_typi
     customer.locator("button", has_text="Send").click()
     typing = customer.locator("#typing")
     expect(typing).to_be_visible(timeout=LIVE)
+    # One ellipsis, in the words; nothing drawn after them (dots added there read "typing….....").
+    expect(typing).to_have_text("Support is typing…")
+    assert typing.evaluate("(el) => getComputedStyle(el, '::after').content") in ("none", "normal")
     expect(customer.locator("#panel-conversation .turn.agent")).to_be_visible(timeout=20000)
     expect(typing).to_be_hidden(timeout=LIVE)
     assert wait_until(lambda: not Ticket.objects.filter(pk=ticket.pk, agent_claimed_at__isnull=False).exists())

@@ -61,11 +61,18 @@ def open_as(browser, base, user, path, viewport=DESKTOP):
     page.set_default_timeout(10000)
     page.frames_seen = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: page.frames_seen.append(str(payload))))
+    page.console_errors = []  # from the first load on: csp_errors() reads them
+    page.on("console", lambda message: message.type == "error" and page.console_errors.append(message.text))
     response = page.goto(base + path)
     page.first_response = response
     if response.status == 200 and page.locator("[ws-connect]").count():
         page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
     return page
+
+
+def csp_errors(page) -> list[str]:
+    """What the page's Content-Security-Policy refused, as Chromium logged it in the console."""
+    return [text for text in page.console_errors if "Content Security Policy" in text]
 
 
 def off_loop(fn, *args, **kwargs):
@@ -241,11 +248,18 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
     panel.locator("summary", has_text="Exact call").click()
     expect(panel).to_contain_text('"amount": "20.00"')  # the exact arguments
     expect(panel).to_contain_text('"order_number": "SU-30100"')
-    # Money moves only after a second, explicit step.
+    # Money moves only after a second, explicit step. Staff approve from the sidebar far down a long
+    # page (a short window, scrolled to the latest message): the outcome's flash is out of sight there.
+    staff.set_viewport_size({"width": 1440, "height": 360})
+    staff.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    assert staff.evaluate("document.getElementById('flash').getBoundingClientRect().bottom < 0")
     panel.locator("summary", has_text="Approve and run").click()
     panel.locator("button", has_text="Confirm: refund 20.00 USD on SU-30100").click()
     # An HTTP answer, not a push: the approval runs the guarded tool inside the request.
     expect(staff.locator("#flash")).to_contain_text("issue_refund approved and executed", timeout=15000)
+    # The outcome is brought into view and takes the focus from the button it replaced (read out).
+    expect(staff.locator("#flash")).to_be_focused()
+    expect(staff.locator("#flash")).to_be_in_viewport(ratio=1)
     again = staff.evaluate("""(url) => fetch(url, {method: "POST", headers: {
         "X-CSRFToken": JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"],
         "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded"}, body: "decision=approve"})
