@@ -123,8 +123,8 @@ def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records 
         replycheck.HOLD if retried else replycheck.RETRY, verdict.text, ["unsupported_claim"], verdict.notes,
         unsupported=said, prompt=(
             f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
-            "Say an action happened only after its tool call succeeded; if it has not been done, say what "
-            "happens next instead, or make the call."))
+            "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
+            "been done, say what happens next instead, or make the call."))
 
 
 def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None) -> bool:

@@ -481,8 +481,8 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         return None
     said = replyclaims.describe(false)
     return _reject("unsupported_claim", f"The {inp.tool.name} text says something was done that no tool did on "
-                   f"this ticket ({said}). It was not sent. Say an action happened only after its tool call "
-                   "succeeded; otherwise say what happens next.", args, unsupported=said)
+                   f"this ticket ({said}). It was not sent. Say an action happened, and for how much, only as its "
+                   "tool call's result showed it; otherwise say what happens next.", args, unsupported=said)
 
 
 def check_call(inp: GuardInput) -> GuardVerdict:

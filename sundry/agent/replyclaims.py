@@ -9,6 +9,11 @@ status, or — for refunds — money the money lane shows refunded. A claim noth
 backs is a false statement to a customer: the reply is asked for again, then
 held (`answer.checked_claims`).
 
+A refund claim that names an amount ("a refund of 48.99 USD") stands only when
+the records show a refund of that amount — one refund, or all refunded on the
+order — in that currency: the right action with the wrong figure is still a
+false statement. Other amounts in the sentence may be what the order cost.
+
 Only past, plain statements are claims: a question, a negation, a future or a
 condition ("will be refunded once you confirm") promises nothing done. Which
 tools count for which kind comes from the domain's declaration (the consent
@@ -20,9 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from sundry.agent.provisional import sentences
 from sundry.agent.replycheck import id_tokens
+from sundry.core.money import CODES, MoneyError, exponent
 
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
 KINDS = (REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE)
@@ -79,11 +86,59 @@ _STATUS = {
 }
 
 
+# An amount as a reply writes it: "48.99 USD", "USD 48.99", "$48.99", "€20", "1,299.00 INR", "20 euros",
+# or a bare "48.99" (two decimals: a price, not a count or a date). A symbol or a word stands for its
+# currency; "$", "dollars" and a bare figure for any, so only the figure is compared.
+_SYMBOL = {"$": "", "€": "EUR", "£": "GBP", "₹": "INR", "¥": "JPY"}
+_WORD = {"dollar": "", "dollars": "", "euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP",
+         "rupee": "INR", "rupees": "INR", "yen": "JPY"}
+_FIGURE = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_AMOUNT = re.compile(
+    r"(?:\b([A-Z]{3})\s?|([$€£₹¥])\s?)" + _FIGURE + r"(?![\d.,]*\d)"
+    r"|(?<![\w.,])" + _FIGURE + r"\s?(?:([A-Z]{3})\b|(" + "|".join(_WORD) + r")\b)"
+    r"|(?<![\w.,$€£₹¥])(\d{1,3}(?:,\d{3})*\.\d{2}|\d+\.\d{2})(?![\d.,]*\d)")
+
+
+@dataclass(frozen=True)
+class Amount:
+    value: Decimal
+    currency: str  # "" when only a dollar sign or "dollars" said it
+
+    def minor(self, currency: str) -> int | None:
+        """The amount in `currency`'s minor units, or None where the currency differs or cannot hold it."""
+        if self.currency and currency and self.currency != currency.upper():
+            return None
+        try:
+            scaled = self.value.scaleb(exponent(currency or self.currency or "USD"))
+        except MoneyError:
+            return None
+        return int(scaled) if scaled == scaled.to_integral_value() else None
+
+    def __str__(self) -> str:
+        return f"{self.value} {self.currency}".strip()
+
+
+def amounts_in(sentence: str) -> list[Amount]:
+    out = []
+    for m in _AMOUNT.finditer(sentence):
+        code, symbol, figure, figure2, code2, word, bare = m.groups()
+        if (code and code not in CODES) or (code2 and code2 not in CODES):
+            continue  # "2 USB cables": a count and a word, not money
+        try:
+            value = Decimal((figure or figure2 or bare).replace(",", ""))
+        except InvalidOperation:
+            continue
+        currency = code or code2 or (_SYMBOL[symbol] if symbol else _WORD[word.lower()] if word else "")
+        out.append(Amount(value, currency))
+    return out
+
+
 @dataclass(frozen=True)
 class Claim:
     kind: str
     sentence: str
     ids: frozenset[str]
+    amounts: tuple[Amount, ...] = ()
 
 
 def claims_in(text: str) -> list[Claim]:
@@ -95,7 +150,8 @@ def claims_in(text: str) -> list[Claim]:
             continue
         for kind, pattern in _CLAIMS.items():
             if pattern.search(s):
-                out.append(Claim(kind, s, frozenset(id_tokens(s))))
+                amounts = tuple(amounts_in(s)) if kind == REFUND else ()
+                out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts))
     return out
 
 
@@ -130,7 +186,36 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
         named = set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners
         if not _backed(claim.kind, named or None, actions, kinds, money, ledger):
             out.append(claim)
+        elif claim.amounts and not _amounts_backed(claim.amounts, named or None, actions, kinds, money):
+            out.append(claim)
     return out
+
+
+def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> bool:
+    """A refund's figure is one the records show refunded: one refund action's amount, all refund actions
+    on an order together, or what the money lane shows refunded on it. At least one of the sentence's
+    amounts must be such a figure; any other may be what the order was paid ("20.00 of the 129.99")."""
+    def on(values) -> bool:
+        return named is None or any(v in named for v in values)
+    refunded: list[tuple[int, str]] = []
+    per_order: dict[tuple[str, str], int] = {}
+    lane = {m.order for m in money if m.refunded_cents > 0}
+    for a in actions:
+        if REFUND not in kinds.get(a.tool, ()) or not on((a.target, *a.on)):
+            continue
+        if a.amount_cents is None:
+            if not lane & {a.target, *a.on}:
+                return True  # a refund whose figure no record holds (no declared money): nothing to compare
+            continue
+        refunded.append((a.amount_cents, a.currency))
+        per_order[(a.target, a.currency)] = per_order.get((a.target, a.currency), 0) + a.amount_cents
+    refunded += [(cents, currency) for (_order, currency), cents in per_order.items()]
+    refunded += [(m.refunded_cents, m.currency) for m in money if m.refunded_cents > 0 and on((m.order,))]
+    paid = [(m.paid_cents, m.currency) for m in money if on((m.order,))]
+
+    def shown(amount: Amount, figures) -> bool:
+        return any(amount.minor(currency) == cents for cents, currency in figures)
+    return any(shown(a, refunded) for a in amounts) and all(shown(a, refunded + paid) for a in amounts)
 
 
 def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) -> bool:
@@ -166,4 +251,5 @@ class Records:
 
 
 def describe(claims: list[Claim]) -> str:
-    return "; ".join(f"{c.kind}: \"{c.sentence}\"" for c in claims)
+    return "; ".join(f"{c.kind}{' of ' + ', '.join(map(str, c.amounts)) if c.amounts else ''}: \"{c.sentence}\""
+                     for c in claims)

@@ -15,10 +15,12 @@ from django.test import Client
 from sundry.agent import answer, replyclaims
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
+from sundry.agent.models import Confirmation
 from sundry.agent.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
+from sundry.agent.services import confirmation_decide, customer_message_post
 from sundry.context.lanes import ActionData, LedgerData, MoneyData
 from sundry.portal.selectors import customer_turns
+from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
 from sundry.tooling.domain import get_domain
@@ -146,6 +148,81 @@ def test_a_domain_that_declares_no_tool_of_a_kind_is_not_judged_on_it():
                                        kinds={"issue_refund": {"refund"}})
 
 
+# --- the amount a refund claim names -------------------------------------------------------------
+
+# (figure, currency, how a reply may write its currency): written every way replies write money.
+MONEY = [("48.99", "USD", ["{f} USD", "USD {f}", "${f}", "{f} dollars", "{f}"]),
+         ("20.00", "EUR", ["{f} EUR", "EUR {f}", "€{f}", "{f} euros", "{f}"]),
+         ("7,999.00", "INR", ["{f} INR", "INR {f}", "₹{f}", "{f} rupees", "{f}"])]
+AMOUNT_CLAIMS = ["Your refund of {m} for {id} has been issued.", "I've refunded {m} to your card for {id}.",
+                 "We have processed a refund of {m} on {id}.", "{m} for {id} was refunded to your card.",
+                 "A refund of {m} on {id} has been processed."]
+
+
+def _amount_claims():
+    for figure, currency, shapes in MONEY:
+        cents = int(figure.replace(",", "").replace(".", ""))
+        for shape, template, opener in itertools.product(shapes, AMOUNT_CLAIMS, OPENERS):
+            text = opener + template.format(m=shape.format(f=figure), id=ORDER)
+            yield text, cents, currency
+
+
+def _refund(cents, currency, target=ORDER):
+    return ActionData(tool="issue_refund", target=target, turn=3, idempotency_key=f"r{cents}", reversible=False,
+                      amount_cents=cents, currency=currency)
+
+
+def test_a_refund_claim_stands_only_on_a_refund_of_the_amount_it_names():
+    cases = list(_amount_claims())
+    judged = {"read": 0, "backed by its refund": 0, "held at one cent off": 0, "held in another currency": 0,
+              "held on another order": 0}
+    for text, cents, currency in cases:
+        claim = [c for c in replyclaims.claims_in(text) if c.kind == "refund"]
+        judged["read"] += bool(claim and claim[0].amounts)
+        judged["backed by its refund"] += not replyclaims.unsupported(
+            text, actions=[_refund(cents, currency)], kinds=KINDS)
+        judged["held at one cent off"] += bool(replyclaims.unsupported(
+            text, actions=[_refund(cents + 1, currency)], kinds=KINDS))
+        other = "GBP"  # two decimals like the three above: only the currency differs
+        judged["held in another currency"] += bool(replyclaims.unsupported(
+            text, actions=[_refund(cents, other)], kinds=KINDS))
+        judged["held on another order"] += bool(replyclaims.unsupported(
+            text, actions=[_refund(cents, currency, OTHER)], kinds=KINDS, ledger=[_entry(ORDER), _entry(OTHER)]))
+    print(f"amount claims: {judged} of {len(cases)}")
+    # A bare figure, "$" or "dollars" names no currency, so only its figure is compared: those are
+    # the ones another currency cannot catch.
+    unnamed = sum(1 for text, *_ in cases if not any(c in text for c in ("USD", "EUR", "INR", "€", "₹", "euros",
+                                                                            "rupees")))
+    assert unnamed == len(cases) // 3  # "$", "dollars" and the bare figure for USD; the bare one for EUR, INR
+    assert judged == {"read": len(cases), "backed by its refund": len(cases), "held at one cent off": len(cases),
+                      "held in another currency": len(cases) - unnamed, "held on another order": len(cases)}
+
+
+def test_what_the_money_lane_shows_refunded_or_several_refunds_together_back_the_figure():
+    text = f"In total 129.99 USD has been refunded for {ORDER}."
+    lane = MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=12999)
+    assert not replyclaims.unsupported(text, actions=[], kinds=KINDS, money=[lane])
+    assert not replyclaims.unsupported(text, actions=[_refund(10000, "USD"), _refund(2999, "USD")], kinds=KINDS)
+    short = MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=10000)
+    assert replyclaims.unsupported(text, actions=[_refund(10000, "USD")], kinds=KINDS, money=[short])
+
+
+def test_the_order_total_may_be_named_beside_the_refund_but_not_instead_of_it():
+    lane = MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=2000)
+    partial = f"I've refunded 20.00 USD of the 129.99 USD you paid for {ORDER}."
+    assert not replyclaims.unsupported(partial, actions=[_refund(2000, "USD")], kinds=KINDS, money=[lane])
+    whole = f"I've refunded the 129.99 USD you paid for {ORDER}."
+    assert replyclaims.unsupported(whole, actions=[_refund(2000, "USD")], kinds=KINDS, money=[lane])
+
+
+def test_counts_codes_that_are_no_currency_and_dates_are_not_amounts():
+    for text in [f"2 USB cables on {ORDER} were refunded.", f"The refund for {ORDER} was issued on 3.05.2026.",
+                 f"Your refund for {ORDER} (ticket v2.10) has been processed."]:
+        claim = replyclaims.claims_in(text)
+        assert claim and claim[0].amounts == (), text
+        assert not replyclaims.unsupported(text, actions=[_refund(500, "USD")], kinds=KINDS)
+
+
 # --- through the loop, judged from what the customer reads ---------------------------------------
 
 
@@ -204,3 +281,27 @@ def test_negative_control_without_the_check_the_false_claim_reaches_the_page(cas
     monkeypatch.setattr(answer.replyclaims, "unsupported", lambda text, **kw: [])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=FALSE)])))
     assert "has been cancelled" in _reads(case)
+
+
+
+@pytest.mark.django_db
+def test_a_refund_claimed_for_another_amount_than_ran_is_asked_again_and_the_true_figure_posted(case):
+    """Through the loop: a refund of 15.00 USD the customer confirmed ran; a reply saying 51.00 never
+    reaches the page, the one saying 15.00 does (the control: the same words with the true figure pass)."""
+    ticket = case["ticket"]
+    refund = ToolCall(id="r1", name="issue_refund", arguments={"order_number": ORDER, "amount": "15.00",
+                                                               "currency": "USD", "reason": "damaged"})
+    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
+        ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})]),
+        ModelResponse(tool_calls=[refund]), ModelResponse(text="Please confirm the refund on the card.")])))
+    card = Confirmation.objects.get(ticket=ticket)
+    confirmation_decide(card_id=card.pk, ticket=Ticket.objects.get(pk=ticket.pk), confirm=True, digest=card.digest,
+                        via=Confirmation.Via.BUTTON, wake=False)
+    assert list(Refund.objects.values_list("amount_cents", flat=True)) == [1500]
+    wrong, right = f"I've refunded 51.00 USD for {ORDER}.", f"I've refunded 15.00 USD for {ORDER}."
+    model = ScriptedModel([ModelResponse(text=wrong), ModelResponse(text=right)])
+    agent_run(ticket.pk, gateway=Gateway(override=model))
+    reads = _reads(case)
+    assert "51.00" not in reads and "refunded 15.00 USD" in reads
+    assert "refund of 51.00 USD" in model.requests[-1].messages[-1].content
+    assert len(model.requests) == 2  # asked once more; the true figure went out at once
