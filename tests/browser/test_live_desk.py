@@ -32,7 +32,7 @@ PHONE = {"width": 390, "height": 844}
 # ms: how long a page waits for a push to land. Generous, because the suite runs in parallel on a
 # busy machine and a wait ends as soon as the push is there; push latency itself is measured by
 # the push benchmark (`manage.py benchmark`), not asserted here.
-LIVE = 10000
+LIVE = 20000  # a wait for a push, generous for a busy machine; speed is the push benchmark's
 
 
 @pytest.fixture
@@ -156,8 +156,8 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     assert staff.locator("#panel-conversation .turn.compacted .num").all_inner_texts() == ["1", "2"]
     said = [t.text for t in customer_turns(ticket)]
     assert [t.strip() for t in customer.locator("#panel-conversation .turn .text").all_inner_texts()] == said
+    # How fast is the push benchmark's to measure (docs/benchmarks.md); here it only has to arrive.
     print(f"\ncustomer message visible on the desk {seen_after:.2f}s after Send")
-    assert seen_after < LIVE / 1000
 
     staff.screenshot(path=str(screenshots / "desk-ticket.png"), full_page=True)
     customer.screenshot(path=str(screenshots / "customer-page.png"), full_page=True)

@@ -265,6 +265,7 @@ def test_the_weak_model_points_at_the_card_and_does_not_call_again(shop, tmp_pat
     assert [c["name"] for p in payloads for c in p.get("calls", [])].count("issue_refund") == 1
 
 
+@pytest.mark.timeout(900)  # every fast scenario three times over: minutes on a busy machine, not a hang
 def test_the_fast_slice(shop, tmp_path):
     """The CI slice: every fast scenario in three modes; it fails on any forbidden effect or compaction damage."""
     code = 0

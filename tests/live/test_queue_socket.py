@@ -4,11 +4,13 @@ badges and table when a ticket changes — once per burst of changes, for the pa
 from __future__ import annotations
 
 import json
+import time
 
 from channels.db import database_sync_to_async
 
 from sundry.agent.models import HeldAction
 from sundry.live import limits
+from sundry.live import queue as queue_refresh
 from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY
 from sundry.tickets.services import ticket_create, turn_append
 from tests.live.test_consumers import _login, _socket, world  # noqa: F401  (world is a fixture)
@@ -52,14 +54,19 @@ async def test_a_burst_of_changes_is_one_refresh(world):
     await socket.connect()
     await _frame(socket)
     ticket = world["ticket"]
+    started = time.monotonic()
     for n in range(5):
         await database_sync_to_async(ticket_create)(customer=ticket.customer, ticket_class=ticket.ticket_class,
                                                     subject=f"Burst {n}")
+    spread = time.monotonic() - started
     frames = [await _frame(socket)]
     while not await socket.receive_nothing(timeout=1.6):
         frames.append(await _frame(socket))
-    # Five pushes make at most two frames — the first push's, and one for everything after it.
-    assert len(frames) <= 2
+    # Five pushes make at most two frames — the first push's, and one for everything after it —
+    # plus one a second for as long as the five writes took (on a busy machine they spread out;
+    # the page refreshes at most once a second, REFRESH_MIN_SECONDS). One frame per push fails.
+    allowed = 2 + int(spread / queue_refresh.REFRESH_MIN_SECONDS)
+    assert len(frames) <= min(allowed, 4), f"{len(frames)} frames for 5 writes over {spread:.1f} s"
     assert all(f"Burst {n}" in frames[-1] for n in range(5))
     await socket.disconnect()
 
