@@ -44,7 +44,8 @@ from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
 from sundry.portal.services import detail_flag, flags_resolve, order_pick, rule_withdraw
-from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.models import Rating, Ticket, TicketClass, Turn
+from sundry.tickets.satisfaction import rating_save
 from sundry.tickets.versions import ticket_lock
 from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
 from sundry.tooling.messages import ModelResponse, ToolCall
@@ -327,6 +328,12 @@ def _order_pick(world):
     order_pick(ticket=world.ticket, order_number=ORDER)
 
 
+def _rated(world):
+    # Already resolved (set without a bump here, so the bump asserted is the rating's own).
+    Ticket.objects.filter(pk=world.ticket_id).update(status=Ticket.Status.RESOLVED)
+    rating_save(ticket=world.ticket, customer=world.customer, score="4", comment="Quick.")
+
+
 def _action(world):
     lanes.action_record(ticket=world.ticket, tool="issue_refund", target=ORDER, arguments={}, turn=1,
                         result={"order_number": ORDER}, idempotency_key="k1", reversible=False, amount_cents=500,
@@ -423,6 +430,7 @@ WRITE_PATHS = {
     ActionTaken: [_action, _approve, _card_confirm_runs],
     MoneyTotal: [_step_with_lookup],
     Summary: [_compacted],
+    Rating: [_rated],
     CompactionRun: [_queued, _compacted, _failed, _stale, _breaker],
 }
 
