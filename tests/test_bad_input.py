@@ -42,6 +42,7 @@ from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS
 from sundry.live import limits
+from sundry.portal.models import NoticePreference, TicketNotice
 from sundry.shop.models import Cancellation, Contact, Refund, Return
 from sundry.tickets.models import Rating, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_create, ticket_set_status, turn_append
@@ -142,6 +143,7 @@ ENDPOINTS = [
              ids=("ticket",)),
     Endpoint("compaction", "GET", "/desk/tickets/{ticket}/compactions/{run}", "staff", {}, ids=("ticket", "run")),
     Endpoint("help home", "GET", "/help/", "customer", {"error": "x"}, htmx=False),
+    Endpoint("e-mail notices", "POST", "/help/notices", "customer", {"email": "on"}, htmx=False),
     Endpoint("new conversation", "POST", "/help/tickets/new", "customer", {"text": "My kettle is broken."}, htmx=False),
     Endpoint("help ticket", "GET", "/help/tickets/{ticket}/", "customer", {"error": "x"}, htmx=False, ids=("ticket",)),
     Endpoint("customer message", "POST", "/help/tickets/{ticket}/message", "customer",
@@ -184,8 +186,8 @@ ENDPOINTS = [
 ]
 
 WATCHED = [Turn, Ticket, Tag, Ticket.tags.through, StateValue, PinnedRule, LedgerEntry, HeldAction, ActionTaken,
-           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation,
-           Rating]
+           MoneyTotal, AgentStep, Refund, Cancellation, Contact, Return, TicketClass, Confirmation, NoticePreference,
+           TicketNotice, Rating]
 WATCHED += [Attachment]  # files on a message (sundry/attachments)
 
 
@@ -527,7 +529,8 @@ async def test_websocket_frames_are_parsed_with_depth_and_size_limits(world):
     fill = world["fill"]
     tally = Tally("websocket frames")
     sockets = {"staff": (f"/ws/desk/tickets/{fill['ticket']}/", _cookie(world["clients"]["staff"])),
-               "customer": (f"/ws/help/tickets/{fill['ticket']}/", _cookie(world["clients"]["customer"]))}
+               "customer": (f"/ws/help/tickets/{fill['ticket']}/", _cookie(world["clients"]["customer"])),
+               "attention feed": ("/ws/desk/attention/", _cookie(world["clients"]["staff"]))}
     for who, (path, cookie) in sockets.items():
         before = await database_sync_to_async(snapshot)()
         for frame in FRAMES_REFUSED + [b'{"type": "resync"}', b"\x00\xff"]:
@@ -554,6 +557,8 @@ async def test_websocket_frames_are_parsed_with_depth_and_size_limits(world):
             tally.failures.append(f"{who}: a frame wrote something")
     # Whose ticket: unknown, another customer's, huge IDs and no session are closed before any frame.
     for who, (path, cookie) in sockets.items():
+        if f"/{fill['ticket']}/" not in path:
+            continue  # the attention feed names no ticket: it reads its staff member's own
         for ticket_id in (987654, world["foreign"]["ticket"], 10 ** 20, 0):
             for with_cookie in (cookie, None):
                 if who == "staff" and with_cookie and ticket_id == world["foreign"]["ticket"]:
