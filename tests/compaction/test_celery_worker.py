@@ -7,14 +7,22 @@ import time
 
 import pytest
 
+from sundry.agent.services import customer_message_post
+from sundry.agent.tasks import agent_run_task
 from sundry.compaction import services
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.tasks import compaction_task
 from sundry.context.models import Summary
-from tests.compaction.helpers import long_ticket
+from sundry.tickets.models import Turn
+from tests.compaction.helpers import ORDER, long_ticket
 from tests.workers import VISIBILITY_TIMEOUT, Worker, wait_for, worker_env  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def replies_after(ticket, number):
+    return list(Turn.objects.filter(ticket=ticket, number__gt=number, author=Turn.Author.AGENT,
+                                    kind=Turn.Kind.MESSAGE).values_list("text", flat=True))
 
 
 def status(run_id):
@@ -57,14 +65,20 @@ def test_kill_9_mid_compaction_loses_nothing_and_commits_once(worker_env, monkey
         time.sleep(0.5)
         first.kill9()
         assert status(run.pk) == "running" and not Summary.objects.filter(ticket=ticket).exists()
+        # The customer writes while the compaction is lost with its worker: the ticket is answered
+        # by the next worker all the same (a compaction in flight never stops the agent).
+        asked = customer_message_post(ticket=ticket, text=f"Is {ORDER} any closer now?", wake=False)
         second = Worker(worker_env, log, delay=0.5)
+        agent_run_task.apply_async(args=[ticket.pk], queue=worker_env["SUNDRY_TASK_QUEUE"])
         # Redis redelivers the unacked task (acks_late + visibility timeout); the run finishes.
         wait_for(lambda: status(run.pk) in CompactionRun.DONE, 90, "the redelivered task to finish the run")
-        time.sleep(VISIBILITY_TIMEOUT + 1)  # room for any duplicate delivery to (not) commit again
+        wait_for(lambda: replies_after(ticket, asked.number), 90, "the customer's message to be answered")
+        time.sleep(VISIBILITY_TIMEOUT + 1)  # room for any duplicate delivery to (not) commit or answer again
         assert status(run.pk) == "succeeded", log.read_text()
         assert Summary.objects.filter(ticket=ticket).count() == 1
         assert Summary.objects.get(ticket=ticket, is_current=True).covers_through_turn == run.through_turn
         assert CompactionRun.objects.filter(ticket=ticket).count() == 1
+        assert len(replies_after(ticket, asked.number)) == 1, log.read_text()
     finally:
         first.kill9()
         if second:
