@@ -64,16 +64,23 @@ def reencode(data: bytes, kind: str, *, max_pixels: int) -> Encoded:
             raise ImageRefused(f"it could not be read as a {fmt} image") from exc
         except (OSError, SyntaxError, ValueError, EOFError, MemoryError) as exc:
             raise ImageRefused(f"it could not be read as a {fmt} image (damaged or truncated)") from exc
+    try:
+        return _write(upright, kind)
+    except (OSError, ValueError) as exc:  # a pixel format with no conversion to RGB(A), say
+        raise ImageRefused(f"its {fmt} pixels could not be converted") from exc
+
+
+def _write(upright: Image.Image, kind: str) -> Encoded:
     mode = "RGBA" if _has_alpha(upright) and kind != JPEG else "RGB"
     pixels = upright.convert(mode)
     # A brand-new image from the pixels alone: no `info` (EXIF, XMP, comments, ICC) comes along.
     clean = Image.frombytes(mode, pixels.size, pixels.tobytes())
-    del im, upright, pixels
+    del pixels
     out = io.BytesIO()
     if kind == JPEG:
         clean.save(out, "JPEG", quality=88, optimize=True)
     elif kind == PNG:
-        clean.save(out, "PNG", optimize=False)
+        clean.save(out, "PNG")
     else:
         clean.save(out, "WEBP", quality=88)
     thumb_img = clean.copy()

@@ -79,9 +79,10 @@ def attach(*, ticket: Ticket, turn: Turn, files: list[Stored], user_id: int | No
         {"id": a.pk, "name": a.name, "type": a.content_type, "size": human_size(a.size), "thumb": bool(a.thumb_key)}
         for a in rows]}
     Turn.objects.filter(pk=turn.pk).update(payload=turn.payload)
-    turn_append(ticket=ticket, author=turn.author, kind=Turn.Kind.EVENT, text=agent_notice(turn, rows),
-                payload={"attachments_of": turn.number, "by": turn.payload.get("by", "")} if turn.payload.get("by")
-                else {"attachments_of": turn.number})
+    event = {"attachments_of": turn.number}
+    if turn.payload.get("by"):
+        event["by"] = turn.payload["by"]  # the desk shows who, as on the reply itself
+    turn_append(ticket=ticket, author=turn.author, kind=Turn.Kind.EVENT, text=agent_notice(turn, rows), payload=event)
     for s in files:
         s.used = True
     return rows
