@@ -329,6 +329,10 @@ ATTACHMENT_MAX_FILES = int(os.environ.get("SUNDRY_ATTACHMENT_MAX_FILES", "4"))
 ATTACHMENT_MAX_PIXELS = int(float(os.environ.get("SUNDRY_ATTACHMENT_MAX_MEGAPIXELS", "40")) * 1_000_000)
 # Of image/jpeg, image/png, image/webp and application/pdf: the kinds accepted (by content, not name).
 ATTACHMENT_TYPES = env_list("SUNDRY_ATTACHMENT_TYPES", "image/jpeg,image/png,image/webp,application/pdf")
+# A file past the limit is counted, not spooled to disk (sundry/attachments/uploads.py).
+FILE_UPLOAD_HANDLERS = ["sundry.attachments.uploads.CappedUploadHandler",
+                        "django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "django.core.files.uploadhandler.TemporaryFileUploadHandler"]
 _attachment_storage = os.environ.get("SUNDRY_ATTACHMENT_STORAGE", "local")
 if _attachment_storage == "local":
     STORAGES["attachments"] = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {

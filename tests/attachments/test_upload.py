@@ -212,3 +212,34 @@ def test_the_service_refuses_before_writing_when_called_directly(desk):
     with pytest.raises(AttachmentRefused):
         customer_message_post(ticket=desk["ticket"], text="hi", uploads=[photo("a.jpg", samples.HTML)])
     assert not Turn.objects.filter(ticket=desk["ticket"]).exists()
+
+
+def test_a_file_past_the_limit_is_counted_not_kept_and_refused_with_the_limit(desk, settings, monkeypatch):
+    from django.core.files.uploadhandler import TemporaryFileUploadHandler
+
+    settings.ATTACHMENT_MAX_BYTES = 64 * 1024
+    kept = []
+    real = TemporaryFileUploadHandler.receive_data_chunk
+    monkeypatch.setattr(TemporaryFileUploadHandler, "receive_data_chunk",
+                        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start))
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0  # every file to the temporary-file handler, where we count
+    big = photo("huge.png", samples.png() + b"\0" * (1024 * 1024), "image/png")
+    r = post(desk["c"]["alice"], desk["ticket"], files=[big])
+    assert r.status_code == 422 and "is 1.0 MB; the limit is 64 KB a file" in r.content.decode()
+    assert sum(kept) <= 64 * 1024 + 64 * 1024  # at most the limit and one chunk reached the disk, not 1 MB
+    assert not Turn.objects.filter(ticket=desk["ticket"]).exists()
+
+
+def test_negative_control_without_the_capping_handler_the_whole_file_is_spooled(desk, settings, monkeypatch):
+    from django.core.files.uploadhandler import TemporaryFileUploadHandler
+
+    settings.ATTACHMENT_MAX_BYTES = 64 * 1024
+    settings.FILE_UPLOAD_HANDLERS = settings.FILE_UPLOAD_HANDLERS[1:]
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0
+    kept = []
+    real = TemporaryFileUploadHandler.receive_data_chunk
+    monkeypatch.setattr(TemporaryFileUploadHandler, "receive_data_chunk",
+                        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start))
+    big = photo("huge.png", samples.png() + b"\0" * (1024 * 1024), "image/png")
+    assert post(desk["c"]["alice"], desk["ticket"], files=[big]).status_code == 422  # still refused, by size
+    assert sum(kept) > 1024 * 1024  # but all of it was written to a temporary file first
