@@ -34,16 +34,23 @@ def pytest_report_header(config):
     return lines
 
 
-# Tiers whose tests share one worker when the suite runs in parallel (bin/test: pytest-xdist,
-# --dist loadgroup): the fault tests each start a web process, a worker and private servers and
-# time recoveries against bounds, so they run one after another beside the rest, not four at once.
-SERIAL_TIERS = ("faults",)
+# Tests that share one worker when the suite runs in parallel (bin/test: pytest-xdist,
+# --dist loadgroup), in order. The fault tests each start a web process, a worker and private
+# servers and time recoveries against bounds: they run in two lines beside the rest, not four at
+# once — one line for the agent-run faults, one for the server outages — because one line alone
+# (about 14 minutes summed) was the whole suite's critical path.
+SERIAL_GROUPS = {
+    "faults": {"test_run_faults.py": "faults-runs", "test_step_retries.py": "faults-runs",
+               "test_database_faults.py": "faults-servers", "test_redis_faults.py": "faults-servers"},
+}
 
 
 def pytest_itemcollected(item):
-    tier = _tier(item.nodeid)
-    if tier in SERIAL_TIERS:
-        item.add_marker(pytest.mark.xdist_group(tier))
+    files = SERIAL_GROUPS.get(_tier(item.nodeid))
+    if files is not None:
+        name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        # A new fault file joins the first line until someone places it.
+        item.add_marker(pytest.mark.xdist_group(files.get(name, next(iter(files.values())))))
 
 
 def _tier(nodeid: str) -> str:
