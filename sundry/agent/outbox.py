@@ -25,6 +25,14 @@ def mark(ticket_id: int, turn: int) -> None:
     Ticket.objects.filter(pk=ticket_id).update(agent_wake_turn=turn, agent_wake_at=timezone.now())
 
 
+def pending(ticket_id: int) -> bool:
+    """An earlier wake-up is on record and recent: its task is queued (or its run is about to read),
+    and a run reads every input through the newest turn, so a burst of posts needs one task. Past
+    the grace period a mark may be one whose task was lost: then the caller queues afresh."""
+    since = timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS)
+    return Ticket.objects.filter(pk=ticket_id, agent_wake_turn__isnull=False, agent_wake_at__gte=since).exists()
+
+
 def settle(ticket_id: int, read_through: int) -> bool:
     """A run read through `read_through`: clear the mark if it asks for nothing newer."""
     return bool(Ticket.objects.filter(pk=ticket_id, agent_wake_turn__lte=read_through).update(

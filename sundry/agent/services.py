@@ -35,10 +35,12 @@ def _wake_agent(ticket: Ticket) -> None:
     transaction (it needs the row lock this caller holds), and looks for input after letting
     go, so it answers this too; a task queued now would find the ticket claimed and wait a
     claim's life to do nothing. If that run dies instead, the mark stays and the sweep queues
-    the ticket once its claim lapses."""
+    the ticket once its claim lapses. Likewise a post that finds an earlier post's wake-up still
+    pending (queued, not yet claimed: the posts of a burst) adds no task: that run reads it too."""
     if ticket.handler == Ticket.Handler.AGENT:
+        queued = outbox.pending(ticket.pk)
         outbox.mark(ticket.pk, ticket.last_turn_number)
-        if not claims.claimed_elsewhere(ticket.pk):
+        if not queued and not claims.claimed_elsewhere(ticket.pk):
             enqueue_on_commit(agent_run_task, ticket.pk)
 
 

@@ -165,6 +165,7 @@ def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_an
     monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
     if not one_wake:
         monkeypatch.setattr(services.claims, "claimed_elsewhere", lambda *a, **k: False)
+        monkeypatch.setattr(services.outbox, "pending", lambda *a, **k: False)
     customer_message_post(ticket=ticket, text="Hello?")
     assert len(queued) == 1
     model = PostsWhileAnswering(ticket.pk, ["Are you there?", "Where is my parcel?", "Hello??"])
@@ -175,3 +176,38 @@ def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_an
     assert turns[-1] == Turn.Author.AGENT, turns  # the last message was answered by the same run
     assert model.calls == 2
     assert Ticket.objects.get(pk=ticket.pk).agent_wake_turn is None  # the outbox settled
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("one_wake", [True, False], ids=["one-task-per-burst", "control-a-task-per-message"])
+def test_a_burst_posted_before_any_run_starts_queues_one_task_and_one_run_answers_it_all(ticket, monkeypatch,
+                                                                                         one_wake):
+    from sundry.agent import services
+
+    queued = []
+    monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
+    if not one_wake:
+        monkeypatch.setattr(services.outbox, "pending", lambda *a, **k: False)
+    for text in ("Hello?", "Are you there?", "Where is my parcel?"):
+        customer_message_post(ticket=ticket, text=text)  # the first task has not started: no claim yet
+    assert len(queued) == (1 if one_wake else 3)
+    loop.run_slice(ticket.pk, owner="task-1#0", gateway=Gateway(override=ScriptedModel([
+        ModelResponse(text="Here I am: let me look into your parcel.")])))
+    authors = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number")
+                   .values_list("author", flat=True))
+    assert authors[-1] == Turn.Author.AGENT and authors.count(Turn.Author.AGENT) == 1, authors
+    assert Ticket.objects.get(pk=ticket.pk).agent_wake_turn is None  # the outbox settled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_wake_up_older_than_the_grace_queues_afresh(ticket, monkeypatch, settings):
+    """A mark whose task may have been lost (the broker was away) does not silence new posts for good."""
+    from sundry.agent import services
+
+    queued = []
+    monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
+    customer_message_post(ticket=ticket, text="Hello?")
+    Ticket.objects.filter(pk=ticket.pk).update(
+        agent_wake_at=timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS + 1))
+    customer_message_post(ticket=ticket, text="Anyone?")
+    assert len(queued) == 2
