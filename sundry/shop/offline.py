@@ -1333,6 +1333,38 @@ def _card_decided(v: RequestView) -> Decision | None:
     return _card_answer(v) or _approved_result(v)
 
 
+# The notice a customer's files leave for the agent: what they are, never what they show.
+_ATTACHED = re.compile(r"The customer attached (?:a file|\d+ files) to their message \(turn \d+\): (.+?)\. You cannot see",
+                       re.S)
+
+
+def _attached(v: RequestView) -> list[str]:
+    """The names of the files the customer sent since the last reply (their notices are system events)."""
+    last_reply = max((i for i, m in enumerate(v.conv) if _is_reply(m)), default=-1)
+    return [name for m in v.conv[last_reply + 1:] if m.content.startswith(render.SYSTEM_EVENT_PREFIX)
+            for found in _ATTACHED.findall(m.content) for name in re.findall(r"“([^”]+)”", found)]
+
+
+def _files_for_staff(v: RequestView) -> Decision | None:
+    """Files came: the agent cannot see them, so staff are asked to look first (the notice says so)."""
+    names = _attached(v)
+    if not names or not v.offers(FOLLOW_UP_TOOL) or any(s.name == FOLLOW_UP_TOOL for s in v.tail):
+        return None
+    return Decision(call=(FOLLOW_UP_TOOL, v.args_for(FOLLOW_UP_TOOL, {
+        "reason": _short(f"the customer sent {', '.join(names)}: please look at it")})))
+
+
+def _files_acknowledged(v: RequestView, text: str) -> str:
+    """The reply, opened by what became of the files: passed to staff (when that call ran in this step)."""
+    names = _attached(v)
+    if not names or not any(s.name == FOLLOW_UP_TOOL and s.ok for s in v.tail):
+        return text
+    it = "it" if len(names) == 1 else "them"
+    ack = (f"Thank you for {', '.join(names)}. I can't open files myself, so I've asked a member of our staff "
+           f"to look at {it}; they'll follow up with you here.")
+    return ack if text in (CLARIFY, MID_CASE_CLARIFY, STAFF_FOLLOW_UP) else f"{ack} {text}"
+
+
 def decide(v: RequestView) -> Decision:
     if v.latest is None:
         # Compacted down to the last decision: what became of it, never a greeting mid-case.
@@ -1346,6 +1378,8 @@ def decide(v: RequestView) -> Decision:
     # Held and not yet decided: the newest result in this step is the hold.
     if v.tail and _HELD.search(v.tail[-1].content):
         return reply(_held_reply(v.tail[-1]))
+    if files := _files_for_staff(v):
+        return files
     if (rule := _unpinned_constraint(v)) and v.has_tool("pin_constraint"):
         return emit(v, "pin_constraint", text=rule, scope="ticket")
     if (pref := words.contact_preference(v.latest)) and (fact := remember(v, "contact_preference", pref, True)):
@@ -1403,6 +1437,8 @@ def decide(v: RequestView) -> Decision:
 def answer(v: RequestView) -> Decision:
     """`decide`, with a constraint the customer just stated acknowledged in the reply."""
     decision = decide(v)
+    if decision.text:
+        decision.text = _files_acknowledged(v, decision.text)
     if decision.text and _stated_constraint(v) and not decision.text.startswith("Understood"):
         decision.text = f"{words.acknowledgement(v.latest)} {decision.text}"
     return decision

@@ -15,6 +15,7 @@ from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import StateValue
 from sundry.portal.services import detail_flag
+from sundry.tickets.attention import follow_up_request
 from sundry.tickets.models import CannedReply, Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
 from tests.browser.test_live_desk import (DESKTOP, LIVE, PHONE, csp_errors, off_loop, open_as, people,  # noqa: F401
@@ -235,6 +236,12 @@ def test_screenshots_for_the_docs(browser, live_server_url, people, busy_ticket,
     from playwright.sync_api import expect
 
     expect(queue.locator("tr.arrived")).to_contain_text("Lamp arrived broken", timeout=LIVE)  # pushed in
+    # A ticket promised to a person keeps its timer after the agent's own reply: only staff stop it.
+    promised = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject="Warranty claim")
+    off_loop(customer_message_post, ticket=promised, text="Is the kettle under warranty?", wake=False)
+    said = off_loop(turn_append, ticket=promised, author=Turn.Author.AGENT, text="A colleague will follow up.")
+    off_loop(follow_up_request, ticket_id=promised.pk, reason="warranty claim", turn=said.number)
+    expect(queue.locator("tr", has_text="Warranty claim")).to_contain_text("staff first response", timeout=LIVE)
     shots = {
         "desk-queue.png": queue,
         "desk-ticket.png": open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/"),
