@@ -43,7 +43,7 @@ def _customer(request):
     return customer
 
 
-def _own_ticket(request, ticket_id):
+def own_ticket(request, ticket_id):
     customer = _customer(request)
     ticket = Ticket.objects.select_related("customer").filter(pk=ticket_id, customer=customer).first()
     if ticket is None:  # someone else's ticket looks exactly like a missing one
@@ -104,7 +104,7 @@ def _viewer(request, ticket):
 @login_required
 @require_GET
 def ticket_detail(request, ticket_id):
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     notices.seen(ticket.pk)
     return render(request, "portal/ticket.html", {
         "ticket": ticket, "panels": render_all(ticket, _viewer(request, ticket)),
@@ -112,7 +112,7 @@ def ticket_detail(request, ticket_id):
     })
 
 
-def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True):
+def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True):
     """`fresh=False`: the status line alone, without reading anything."""
     if not request.htmx:
         if level == "ok":
@@ -120,7 +120,7 @@ def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, f
         return redirect(reverse("portal-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
     html = ""
     if fresh:
-        ticket = _own_ticket(request, ticket.pk)
+        ticket = own_ticket(request, ticket.pk)
         viewer = _viewer(request, ticket)
         html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
     html += render_to_string("tickets/_flash.html", {"message": message, "level": level})
@@ -130,23 +130,23 @@ def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, f
 @login_required
 @require_POST
 def ticket_message(request, ticket_id):
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
-        return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
+        return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
         ticket_accepts_customer_messages(ticket)
         customer_message_post(ticket=ticket, text=request.POST.get("text", ""),
                               client_key=request.POST.get("client_key", ""), uploads=request.FILES.getlist("file"))
         notices.seen(ticket.pk)  # they answered: what waited was read
     except MessageRefused as exc:
-        return _answer(request, ticket, message=str(exc), level="bad", status=422)
+        return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
-        return _answer(request, ticket, panels=("conversation",), message="Sent.")
+        return panels_answer(request, ticket, panels=("conversation",), message="Sent.")
     except Exception:  # noqa: BLE001 — the message is stored whatever failed after it
         # Say so, or the sender would send it again. The page's live updates bring the
         # conversation up to date once the database (or Redis) answers again.
         log.warning("message on ticket %s stored; its panels could not be rendered", ticket.pk, exc_info=True)
-        return _answer(request, ticket, message="Sent.", fresh=False)
+        return panels_answer(request, ticket, message="Sent.", fresh=False)
 
 
 @login_required
@@ -154,19 +154,19 @@ def ticket_message(request, ticket_id):
 def card_decide(request, ticket_id, card_id):
     """The customer's Confirm or Not now on a card of their own conversation, bound to the exact call
     the card showed them (its digest); it runs once, whoever clicks twice."""
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     if not Confirmation.objects.filter(pk=card_id, ticket=ticket).exists():
         raise Http404("No such card on this conversation.")
     decision = request.POST.get("decision")
     if decision not in ("confirm", "decline"):
-        return _answer(request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False)
+        return panels_answer(request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False)
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
-        return _answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429, fresh=False)
+        return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429, fresh=False)
     try:
         card = confirmation_decide(card_id=card_id, ticket=ticket, confirm=decision == "confirm",
                                    digest=request.POST.get("digest"), via=Confirmation.Via.BUTTON, user=request.user)
     except ConfirmationError as exc:
-        return _answer(request, ticket, panels=("cards",), message=str(exc), level="bad", status=409)
+        return panels_answer(request, ticket, panels=("cards",), message=str(exc), level="bad", status=409)
     notices.seen(ticket.pk)
     if decision == "decline":
         message = "Done — nothing was changed."
@@ -176,42 +176,42 @@ def card_decide(request, ticket_id, card_id):
         message = "Confirmed — a member of staff approves it before it goes through."
     else:
         message = "Confirmed, but it could not be done; support will explain in the conversation."
-    return _answer(request, ticket, panels=("cards", "conversation", "details"), message=message)
+    return panels_answer(request, ticket, panels=("cards", "conversation", "details"), message=message)
 
 
 @login_required
 @require_POST
 def rule_withdraw(request, ticket_id, rule_id):
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     if not PinnedRule.objects.filter(pk=rule_id, ticket=ticket).exists():
         raise Http404("No such instruction on this conversation.")
     try:
         services.rule_withdraw(ticket=ticket, rule_id=rule_id)
     except StateValueInvalid as exc:
-        return _answer(request, ticket, panels=("instructions",), message=str(exc), level="bad", status=409)
-    return _answer(request, ticket, panels=("instructions",), message="Withdrawn — that instruction no longer holds.")
+        return panels_answer(request, ticket, panels=("instructions",), message=str(exc), level="bad", status=409)
+    return panels_answer(request, ticket, panels=("instructions",), message="Withdrawn — that instruction no longer holds.")
 
 
 @login_required
 @require_POST
 def order_pick(request, ticket_id):
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     try:
         services.order_pick(ticket=ticket, order_number=request.POST.get("order_number", ""))
     except StateValueInvalid as exc:
-        return _answer(request, ticket, message=str(exc), level="bad", status=422)
-    return _answer(request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about.")
+        return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
+    return panels_answer(request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about.")
 
 
 @login_required
 @require_POST
 def detail_flag(request, ticket_id):
-    ticket = _own_ticket(request, ticket_id)
+    ticket = own_ticket(request, ticket_id)
     raw = request.POST.get("value_id", "")
     value = confirmed_value(ticket, int(raw)) if raw.isascii() and raw.isdigit() else None
     if value is None:
-        return _answer(request, ticket, panels=("details",), level="bad", status=422,
+        return panels_answer(request, ticket, panels=("details",), level="bad", status=422,
                        message="That detail has changed since you saw it; have another look.")
     services.detail_flag(ticket=ticket, value=value, note=request.POST.get("note", ""))
-    return _answer(request, ticket, panels=("details",),
+    return panels_answer(request, ticket, panels=("details",),
                    message="Thanks — we've told the team that this detail looks wrong. Someone will check it.")
