@@ -17,6 +17,9 @@ from sundry.core.tokens import count_tokens
 # The live ledger may fill this share of the class budget; past it, entries are archived.
 # Sized in tokens, not entries: a lookup that lists twenty item IDs costs what it shows.
 LEDGER_SHARE = 0.3
+# Past the allowance, entries no write takes (and superseded ones) leave before any a write may
+# need (`evict`). Off, eviction is by last use alone: the control that shows what the rule keeps.
+EVICT_BY_NEED = True
 
 
 @dataclass
@@ -37,6 +40,8 @@ class LedgerRow:
     # What the ID is, built by code from the declared fields of the result that last
     # described it ("Air Fryer 5.5L · delivered"): how "the air fryer" finds its order.
     description: str = ""
+    # A correction named another value as the one meant: no write will take this one.
+    superseded: bool = False
 
 
 @dataclass
@@ -70,13 +75,15 @@ def _next_order(rows: dict[str, LedgerRow]) -> int:
 
 
 def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
-                 notes: dict[str, str] | None = None, descriptions: dict[str, str] | None = None) -> HarvestPlan:
+                 notes: dict[str, str] | None = None, descriptions: dict[str, str] | None = None,
+                 needed_kinds: frozenset[str] | None = None) -> HarvestPlan:
     """IDs a successful tool result returned (`found`: (value, kind)) enter the ledger verified.
 
     `rows` (value → row, every status) is updated in place. A new ID takes its
     kind's next free role; a customer-mentioned one earns its kind's role once
     verified; an archived one comes back under its old role unless an active
-    entry holds it. Past `cap` tokens of active entries, the plan archives by `eviction_key`.
+    entry holds it. Past `cap` tokens of active entries, the plan archives by `eviction_key`,
+    entries no write needs first when `needed_kinds` is given (see `evict`).
     `descriptions` (value → text, from the result's declarations) replace an
     entry's description; an ID the result does not describe keeps the one it has.
     """
@@ -107,11 +114,12 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
             (plan.renamed if row.role != role else plan.restored if not was_active else plan.seen_again).append(row)
         roles.active.add(row.role)
         plan.roles.append(row.role)
-    plan.evicted = evict(rows, cap)
+    plan.evicted = evict(rows, cap, needed_kinds)
     return plan
 
 
-def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int) -> HarvestPlan:
+def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
+                  needed_kinds: frozenset[str] | None = None) -> HarvestPlan:
     """IDs a customer typed. New ones enter UNVERIFIED as `<kind>_mentioned`. One a tool returned
     before counts as used now and, if archived, comes back, with the archived IDs noted as its own."""
     plan, roles = HarvestPlan(), _Roles(rows.values())
@@ -136,7 +144,7 @@ def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, t
         plan.new.append(row)
         plan.roles.append(row.role)
     if plan.new or plan.restored or plan.renamed:
-        plan.evicted = evict(rows, cap)
+        plan.evicted = evict(rows, cap, needed_kinds)
     return plan
 
 
@@ -169,10 +177,24 @@ def entry_tokens(row: LedgerRow) -> int:
     return count_tokens(line) + 1
 
 
-def evict(rows: dict[str, LedgerRow], cap: int) -> list[LedgerRow]:
+def needed(row: LedgerRow, needed_kinds: frozenset[str] | None) -> bool:
+    """Whether a write may still take this entry: of a kind some write takes, and not superseded.
+    None (a write takes any kind, or the rule is off): every entry may be needed."""
+    if needed_kinds is None:
+        return True
+    return not row.superseded and row.kind in needed_kinds
+
+
+def evict(rows: dict[str, LedgerRow], cap: int, needed_kinds: frozenset[str] | None = None) -> list[LedgerRow]:
     """Archive active rows until they fit `cap` tokens, by `eviction_key`: least recently used
-    (a harvest counts as a use) first, entries tied to the ticket's live entities last. Never deletes."""
-    active = sorted((r for r in rows.values() if r.active), key=lambda r: (eviction_key(r), r.order))
+    (a harvest counts as a use) first, entries tied to the ticket's live entities last. Never deletes.
+
+    With `needed_kinds` (the kinds the domain's writes take), entries no write will need leave
+    before any that one may: a catalogue listing's product IDs (a lookup can list them again)
+    and superseded entries go before the payment method read at the start. The share then holds
+    what calls need instead of what was seen last."""
+    active = sorted((r for r in rows.values() if r.active),
+                    key=lambda r: (eviction_key(r)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order))
     total = sum(entry_tokens(r) for r in active)
     victims = []
     for victim in active:
@@ -182,6 +204,19 @@ def evict(rows: dict[str, LedgerRow], cap: int) -> list[LedgerRow]:
         total -= entry_tokens(victim)
         victims.append(victim)
     return victims
+
+
+def fill(rows: dict[str, LedgerRow]) -> int:
+    """Tokens the active entries take, as eviction counts them."""
+    return sum(entry_tokens(r) for r in rows.values() if r.active)
+
+
+# At or past this share of its allowance the ledger is "near full": the desk and the harness say so.
+NEAR_FULL = 0.9
+
+
+def near_full(tokens: int, cap: int) -> bool:
+    return cap > 0 and tokens >= NEAR_FULL * cap
 
 
 def touch(rows: dict[str, LedgerRow], values, turn: int) -> None:

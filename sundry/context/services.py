@@ -45,7 +45,7 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
 
 
 _LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
-               "note", "description")
+               "note", "description", "superseded_by")
 
 
 def _later(turn: int) -> Greatest:
@@ -86,9 +86,11 @@ def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple
     with transaction.atomic(savepoint=False):
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
-        plan = harvest.plan_harvest(_ledger_rows(ticket), found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
+        rows = _ledger_rows(ticket)
+        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
                                     notes={v: f"of {o}" for v, o in (owners or {}).items()},
-                                    descriptions=descriptions or {})
+                                    descriptions=descriptions or {},
+                                    needed_kinds=_needed_kinds(ticket, {**rows, **{v: harvest.LedgerRow(v, "", k, True, 0, 0) for v, k in found}}))
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -160,7 +162,9 @@ def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source
     """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
     if not found:
         return []
-    plan = harvest.plan_mentions(_ledger_rows(ticket), found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class))
+    rows = _ledger_rows(ticket)
+    plan = harvest.plan_mentions(rows, found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class),
+                                 needed_kinds=_needed_kinds(ticket, rows))
     _apply_plan(ticket.pk, plan, turn=turn, source=source)
     return [r.role for r in plan.new]
 
@@ -199,17 +203,30 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
     """Archive active entries past `cap` tokens in `eviction_key` order. Never deletes. Returns their values."""
-    victims = harvest.evict(_ledger_rows(ticket), cap)
+    rows = _ledger_rows(ticket)
+    victims = harvest.evict(rows, cap, _needed_kinds(ticket, rows))
     _archive([v.id for v in victims])
     return [v.value for v in victims]
+
+
+def _needed_kinds(ticket, rows: dict[str, harvest.LedgerRow]) -> frozenset[str] | None:
+    """The kinds the class's writes take: entries of other kinds, or superseded ones, leave the window
+    first. None (last use alone) when the ledger holds kinds the class's domain does not declare:
+    a tool server's, whose writes this domain cannot speak for."""
+    if not harvest.EVICT_BY_NEED:
+        return None
+    domain = domain_for(ticket.ticket_class)
+    known = set(domain.id_patterns) | {k for t in domain.tools.values() for k in (*t.args.values(), *t.results.values())}
+    return domain.write_kinds if all(r.kind in known for r in rows.values()) else None
 
 
 def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
     active = LedgerEntry.Status.ACTIVE
     return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
-                                     used=used_in_call, order=pk, note=note, id=pk, description=description)
-            for pk, value, role, kind, status, verified, used_in_call, first, last, note, description
+                                     used=used_in_call, order=pk, note=note, id=pk, description=description,
+                                     superseded=bool(superseded_by))
+            for pk, value, role, kind, status, verified, used_in_call, first, last, note, description, superseded_by
             in LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW)}
 
 

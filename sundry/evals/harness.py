@@ -90,6 +90,7 @@ class HarnessConfig:
     plant: bool = True
     lanes: tuple[str, ...] = LANES  # Sundry's lanes kept in its request (and seen by its guards)
     classifier: bool = True  # production's rule classifier (candidates, the summariser's constraints)
+    evict_by_need: bool = True  # entries no write takes leave the ledger first (`harvest.evict`); off: last use alone
 
     @property
     def trigger_tokens(self) -> int:
@@ -102,7 +103,8 @@ class HarnessConfig:
     def describe(self) -> dict:
         return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
                 "ledger_share": self.ledger_share, "ledger_tokens": self.ledger_tokens, "model": self.model,
-                "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier}
+                "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier,
+                "evict_by_need": self.evict_by_need}
 
 
 @dataclass
@@ -184,7 +186,8 @@ class _Run:
         self.result.config = cfg.describe()
         self.replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
                                  ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
-                                 classifier=candidate_rules if cfg.classifier else _no_rules)
+                                 classifier=candidate_rules if cfg.classifier else _no_rules,
+                                 evict_by_need=cfg.evict_by_need)
         self.compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
         self.trig_compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
         # Constraint sentences, labelled apart from the classifier (None: nobody labelled this source).
@@ -593,7 +596,8 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
         body = _renumbered(turns + _padding(turns, domain, pad))
         replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
                             ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
-                            classifier=candidate_rules if cfg.classifier else _no_rules)
+                            classifier=candidate_rules if cfg.classifier else _no_rules,
+                            evict_by_need=cfg.evict_by_need)
         for t in body:
             replay.feed(t)
         # Staff confirm the flagged candidate on the desk, as in production: the rule takes the

@@ -57,6 +57,8 @@ class LaneReplay:
     ledger_tokens: int = 2400  # the live ledger's allowance (`harvest.ledger_allowance`)
     classifier: object = candidate_rules  # production's rule classifier; a control may switch it off
     keep_recent: int = 8
+    # Entries no write takes leave the window first (`harvest.evict`); False: by last use alone (a control).
+    evict_by_need: bool = True
     rows: dict[str, LedgerRow] = field(default_factory=dict)  # the ledger, by value, archived entries too
     rules: dict[str, RuleData] = field(default_factory=dict)
     actions: list[ActionData] = field(default_factory=list)
@@ -68,6 +70,11 @@ class LaneReplay:
     history: list[TurnData] = field(default_factory=list)
     owned: dict[str, str] = field(default_factory=dict)  # ID → the customer a result said owns it
     identified: set[str] = field(default_factory=set)  # customer IDs a lookup identified as the ticket's own
+
+    @property
+    def needed_kinds(self) -> frozenset[str] | None:
+        domain = getattr(self.domain, "domain", None)
+        return domain.write_kinds if self.evict_by_need and domain is not None else None
 
     def __post_init__(self):
         if self.customer_id:  # ticket_create records the desk's customer as verified and in use, at turn 0
@@ -99,7 +106,8 @@ class LaneReplay:
         if t.author in ("customer", "staff") and t.kind in ("message", "note"):
             if t.author == "customer":
                 typed = [(value, kind) for kind, value in self.domain.typed_ids(t.text)]
-                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_tokens)
+                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_tokens,
+                                      needed_kinds=self.needed_kinds)
             for sentence in self.classifier(t.text):
                 self.candidates.append(StatedConstraint(sentence, t.number, t.author))
         elif t.kind == "tool_call":
@@ -132,7 +140,7 @@ class LaneReplay:
         found = list(dict.fromkeys(found + self.domain.looked_up(name, args, t)))  # as the live harvest does
         harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
                              notes={v: f"of {o}" for v, o in owners.items()},
-                             descriptions=self.domain.descriptions(name, t))
+                             descriptions=self.domain.descriptions(name, t), needed_kinds=self.needed_kinds)
         self._owners(name, t, found)
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m

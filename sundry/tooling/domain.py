@@ -609,6 +609,13 @@ class Domain(_Decl):
     def lookup_tools(self) -> frozenset[str]:
         return frozenset(n for n, t in self.tools.items() if t.lookup)
 
+    @cached_property
+    def write_kinds(self) -> frozenset[str] | None:
+        """The ID kinds some write takes as an argument: what the ledger keeps before the rest
+        (`context.harvest.evict`). None when a write takes an ID of any kind."""
+        kinds = [k for t in self.tools.values() if t.write for k in t.args.values()]
+        return None if INFER in kinds else frozenset(kinds)
+
     def tools_with(self, capability: str) -> list[str]:
         return [n for n, t in self.tools.items() if capability in t.capabilities]
 

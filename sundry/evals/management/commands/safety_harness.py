@@ -47,6 +47,8 @@ class Command(BaseCommand):
         parser.add_argument("--keep-recent", type=int, default=8, help="Recent turns never compacted (default 8)")
         parser.add_argument("--ledger-share", type=float, default=None,
                             help="Share of the budget the live ledger may fill (default: as shipped)")
+        parser.add_argument("--no-evict-by-need", action="store_true",
+                            help="Evict ledger entries by last use alone (the control for the eviction-by-need rule)")
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
@@ -63,6 +65,7 @@ class Command(BaseCommand):
         if not tickets:
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
+        cfg.evict_by_need = not opts["no_evict_by_need"]
         if opts["ledger_share"] is not None:
             cfg.ledger_share = opts["ledger_share"]
         agent_for = self._agents(opts["model"])
