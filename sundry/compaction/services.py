@@ -22,6 +22,7 @@ from sundry.agent import calibration, remote
 from sundry.agent.gateway import Gateway, ModelCallError, provider_counting
 from sundry.agent.step import Resolved, assemble_request
 from sundry.agent.models import AgentStep, HeldAction
+from sundry.compaction import faithful
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
@@ -34,17 +35,20 @@ from sundry.compaction.trigger import (
     clearly_under,
     cut_point,
     decide,
+    over_budget_cause,
     pays,
 )
 from sundry.context.assembly import total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
+from sundry.context.rules import forbidden_capabilities
 from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.attention import attention_flag, has_reason
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
@@ -258,21 +262,49 @@ def _inputs(run: CompactionRun):
     seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
     seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through)
              .exclude(kind=Turn.Kind.INTERNAL).order_by("number"))
-    ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role"))
-    actions = set(ActionTaken.objects.filter(ticket=ticket).values_list("tool", flat=True))
+    ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role", "kind"))
+    done_on = list(ActionTaken.objects.filter(ticket=ticket).values_list("tool", "target"))
+    actions = {tool for tool, _ in done_on}
     if HeldAction.objects.filter(ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)).exists():
         actions.add("*approval")
     served = remote.class_tools(ticket)  # a class with tool servers: its done actions are declared there
     capabilities = None if served is None else {
         name: list(decl.capabilities) for name in sorted(actions) if (decl := served.domain.tool(name)) is not None}
+    domain = served.domain if served is not None else get_domain(snap.domain or None)
+    tools = {name: list(decl.capabilities) for name, decl in domain.tools.items()}
     ctx = sm.ValidationContext(
-        ledger_values=sorted({v for v, _ in ledger_all}), roles=sorted({r for _, r in ledger_all}),
+        ledger_values=sorted({v for v, _, _ in ledger_all}), roles=sorted({r for _, r, _ in ledger_all}),
         history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
-        model=working, ledger_roles=dict(ledger_all), actions=sorted(actions), domain=snap.domain,
-        capabilities=capabilities,
+        model=working, ledger_roles={v: r for v, r, _ in ledger_all}, actions=sorted(actions), domain=snap.domain,
+        capabilities=capabilities, tools=tools,
+        lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(),
     )
     return turns, request, ctx, seen
+
+
+def _faithful_lanes(rules, turns, previous, done_on, ledger_all, tools) -> faithful.Lanes:
+    """What a summary's decisions, actions and constraints are judged against (`faithful`)."""
+    role_of = {v: r for v, r, _ in ledger_all}
+    refusals = []
+    for rule in rules:  # pinned and candidate: the customer's stated constraints, enforced either way
+        caps = set(forbidden_capabilities(rule.text))
+        caps |= {c for name in (rule.enforcement or {}).get("block_tools", ()) for c in tools.get(name, ())}
+        if caps:
+            only = [role_of[v] for v in (rule.enforcement or {}).get("only_on", ()) if v in role_of]
+            refusals.append(faithful.Refusal(rule.text, sorted(caps), only))
+    # Raised by a call the model made (whatever became of it) or by someone's words; results say what
+    # exists, not what anyone offered, and are left out.
+    called = {c for t in turns if t.kind == Turn.Kind.TOOL_CALL
+              for call in (t.payload or {}).get("calls") or [] if isinstance(call, dict)
+              for c in tools.get(str(call.get("name")), ())}
+    texts = [t.text for t in turns if t.kind in (Turn.Kind.MESSAGE, Turn.Kind.NOTE)]
+    raised = faithful.raised_in(texts + ([previous.text] if previous else []), called)
+    done: dict[str, set[str]] = {}
+    for tool, target in done_on:
+        for c in tools.get(tool, ()):
+            done.setdefault(c, set()).add(role_of.get(target, ""))
+    return faithful.Lanes(refusals, raised, done, {r: k for _, r, k in ledger_all})
 
 
 def compaction_run(run_id: int, *, gateway: Gateway | None = None) -> CompactionRun:
@@ -437,9 +469,20 @@ def compaction_replay(run_id: int, *, gateway: Gateway | None = None, model: str
 # --- why a request over the trigger is not compacted (for the desk's budget panel) -----------
 
 
-def compaction_blocked_reason(ticket, total_tokens: int) -> str:
+def compaction_blocked_reason(ticket, total_tokens: int, *, accounting: dict | None = None) -> str:
     """In words, what keeps a request of `total_tokens` (over the class's trigger) from being
-    compacted now, by the same checks `compaction_consider` makes, in the same order."""
+    compacted now, by the same checks `compaction_consider` makes, in the same order. Over the
+    budget, with the step's `accounting`, first why in numbers (`trigger.over_budget_cause`)."""
+    reason = _blocked_reason(ticket, total_tokens)
+    tclass = ticket.ticket_class
+    if accounting and total_tokens > tclass.token_budget:
+        cause = over_budget_cause(accounting, total=total_tokens, budget=tclass.token_budget,
+                                  recent_kept=tclass.recent_turns_kept)
+        return f"{cause}; {reason}"
+    return reason
+
+
+def _blocked_reason(ticket, total_tokens: int) -> str:
     tclass = ticket.ticket_class
     state = _trigger_state(ticket.pk)
     decision = decide(TriggerInput(

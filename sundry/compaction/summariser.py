@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sundry.compaction import faithful
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
@@ -193,6 +194,11 @@ class ValidationContext:
     # What each of those tools can do, when the class's tools are not its domain's (a class with tool
     # servers): tool → its declared capabilities. None: read them from `domain`.
     capabilities: dict[str, list[str]] | None = None
+    # The customer's rules, what the turns brought up and what was done on what (`faithful.Lanes`,
+    # as JSON); None: a run stored before this was checked.
+    lanes: dict | None = None
+    # Every tool the class offers → its capabilities: an "action taken" naming one must be in the lanes.
+    tools: dict[str, list[str]] | None = None
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -205,7 +211,7 @@ class ValidationContext:
 @dataclass
 class Verdict:
     ok: bool
-    # codes: schema, id_value, invented_id, unsupported_claim, not_shorter
+    # codes: schema, id_value, invented_id, unsupported_claim, contradicts_customer, ungrounded_decision, not_shorter
     reasons: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     fields: SummaryFields | None = None
@@ -288,9 +294,22 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         details.append("ID-shaped tokens found nowhere in ledger or history: " + ", ".join(invented))
     if ctx.actions is not None:
         claims = unsupported_claims(fields, set(ctx.actions), get_domain(ctx.domain or None), ctx.capabilities)
+        if ctx.lanes is not None:
+            claims += faithful.actions_not_done(fields.actions_taken, faithful.Lanes.from_json(ctx.lanes), ctx.tools or {})
         if claims:
             reasons.append("unsupported_claim")
             details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
+    if ctx.lanes is not None:
+        lanes = faithful.Lanes.from_json(ctx.lanes)
+        refused = faithful.contradictions(decisions=fields.decisions, actions_taken=fields.actions_taken,
+                                          constraints=fields.constraints_not_pinned, lanes=lanes)
+        if refused:
+            reasons.append("contradicts_customer")
+            details.append("contradicts what the customer stated (rules in force): " + "; ".join(refused))
+        nowhere = faithful.ungrounded(fields.decisions, lanes)
+        if nowhere:
+            reasons.append("ungrounded_decision")
+            details.append("decisions no turn contains: " + "; ".join(nowhere))
     body = render_fields(fields)
     tokens = count_tokens(render_summary(SummaryData(ctx.covers_through_turn, body)), ctx.model)
     if tokens >= ctx.replaced_tokens:
