@@ -1,20 +1,43 @@
 from django import forms
 from django.db import models
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
 
 from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
 from sundry.tickets import canned
+from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.toolservers.admin import servers_of
 from sundry.core.jsonform import BoundedJSONField
 
 
+# What a change to these can do to the room a request has left; the system prompt holds the description.
+BUDGET_FIELDS = ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "description")
+
+
 class TicketClassForm(forms.ModelForm):
+    accept_tight_budget = forms.BooleanField(
+        required=False, label="Save this budget anyway",
+        help_text="Only asked when the budget leaves compaction too little room: tick it to keep the budget "
+                  "after reading the warning.")
+
     class Meta:
         model = TicketClass
         fields = "__all__"
+        help_texts = {
+            "token_budget": "Most tokens one model request of a ticket in this class should take: the system prompt "
+                            "and tool schemas (the same in every request), then pinned rules, the ID ledger, state, "
+                            "the summary and the recent turns. Compaction keeps requests under it by summarising "
+                            "older turns; it cannot shrink the fixed part (shown below, once saved).",
+            "trigger_fraction": "Compact when the request a step would send exceeds this share of the budget "
+                                "(0.8 of 8,000 = 6,400 tokens). Lower compacts earlier and more often; higher lets "
+                                "requests come closer to the budget before a summary replaces older turns.",
+        }
+
+    budget_warning = ""
 
     def _model(self, field):
         name = (self.cleaned_data.get(field) or "").strip()
@@ -47,7 +70,25 @@ class TicketClassForm(forms.ModelForm):
         if budget and fraction and kept and int(budget * fraction) < kept * 50:
             self.add_error("recent_turns_kept", "The recent turns kept cannot fit under the trigger: "
                            "lower it or raise the budget (about 50 tokens a turn at the least).")
+        elif budget and fraction and kept and not self.errors:
+            self._check_room(data)
         return data
+
+    def _check_room(self, data) -> None:
+        """Refuse a budget whose fixed part leaves no room; ask before keeping one compaction cannot reach."""
+        if self.instance.pk and not set(self.changed_data) & set(BUDGET_FIELDS):
+            return  # the budget is as it was: an edit elsewhere is not asked about it again
+        fit = fixed_part(self.instance, budget=data["token_budget"], trigger_fraction=data["trigger_fraction"],
+                         recent_turns_kept=data["recent_turns_kept"], ledger_share=data.get("ledger_share"),
+                         description=data.get("description", ""))
+        if fit.impossible:
+            self.add_error("token_budget", f"{fit.explain()} Even with {fit.kept_turns} recent turns at "
+                           f"50 tokens each and a summary, a request needs {fit.hard_floor:,}: raise the budget "
+                           f"or the trigger, or keep fewer recent turns.")
+        elif fit.tight and not data.get("accept_tight_budget"):
+            self.add_error("token_budget", fit.problem() + " To keep it anyway, tick “Save this budget anyway”.")
+        elif fit.tight:
+            self.budget_warning = fit.problem()
 
 
 @admin.register(TicketClass)
@@ -59,13 +100,23 @@ class TicketClassAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
     fieldsets = (
         (None, {"fields": ("name", "slug", "description")}),
-        ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap")}),
+        ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap",
+                               "request_room", "accept_tight_budget")}),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
         ("Approvals", {"fields": ("approval_rules", "approval_window_hours")}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
         ("Tool servers", {"fields": ("tool_servers",)}),
     )
-    readonly_fields = ("tool_servers",)
+    readonly_fields = ("tool_servers", "request_room")
+
+    @admin.display(description="Room in each request")
+    def request_room(self, obj):
+        if obj is None or obj.pk is None:
+            return "Shown once the class is saved: the fixed part of each request and what it leaves."
+        fit = fixed_part(obj)
+        return format_html('{}{} <a href="{}">What would another budget do?</a>', fit.explain(),
+                           format_html(' <strong class="errornote">{}</strong>', fit.problem()) if fit.tight else "",
+                           reverse("desk-budget-lab", args=[obj.pk]))
 
     @admin.display(description="MCP tool servers")
     def tool_servers(self, obj):
@@ -74,6 +125,8 @@ class TicketClassAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # Through the service: every ticket of the class re-renders its Budget panel.
         ticket_class_save(ticket_class=obj)
+        if form.budget_warning:  # kept on purpose, and said again where the admin reads the result
+            messages.warning(request, f"Saved against the warning. {form.budget_warning}")
 
 
 class TurnInline(admin.TabularInline):
