@@ -69,7 +69,7 @@ NUMBER_BAD = TEXT_BAD[:3] + [
 ]
 NUMBER_FIELDS = {"page", "p", "o", "value_id", "version", "token_budget", "trigger_fraction", "recent_turns_kept",
                  "ledger_share", "pinned_rules_cap", "approval_window_hours", "first_response_minutes",
-                 "next_response_minutes", "class"}
+                 "next_response_minutes", "class", "budget", "trigger", "kept", "ledger", "tickets"}
 
 
 def bad_values(endpoint, name: str) -> list[str]:
@@ -111,6 +111,9 @@ ENDPOINTS = [
     Endpoint("desk queue (htmx)", "GET", "/desk/", "staff", {"view": "mine", "page": "2"}),
     Endpoint("desk search", "GET", "/desk/search/", "staff", {"q": "kettle"}, htmx=False),
     Endpoint("desk figures", "GET", "/desk/figures/", "admin", {"class": "1"}, htmx=False),
+    Endpoint("budget lab", "GET", "/desk/figures/lab/{klass}/", "admin",
+             {"budget": "6000", "trigger": "0.8", "kept": "8", "ledger": "0.3", "tickets": "50",
+              "price_as": "openai:gpt-4.1-mini"}, htmx=False),
     Endpoint("desk ticket", "GET", "/desk/tickets/{ticket}/", "staff", {"error": "x"}, htmx=False, ids=("ticket",)),
     Endpoint("ticket status", "POST", "/desk/tickets/{ticket}/update", "staff", {"field": "status", "value": "open"},
              ids=("ticket",)),

@@ -18,6 +18,7 @@ from sundry.agent.gateway import resolve_model
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
+from sundry.tickets.budgetfigures import budget_rows
 from sundry.tickets.cachefigures import cache_figures, token_counts
 from sundry.tickets.models import TicketClass, Turn
 from sundry.tickets.satisfaction import SATISFIED, csat_by_agent, csat_by_class
@@ -108,8 +109,10 @@ def figures(request):
     if not is_admin(request.user):
         raise PermissionDenied("Figures are for admins.")
     by_class, by_model = cache_figures()
-    return render(request, "tickets/figures.html", {"rows": class_figures(by_class), "models": model_figures(by_model),
+    rows, csat_classes = class_figures(by_class), csat_by_class()
+    return render(request, "tickets/figures.html", {"rows": rows, "models": model_figures(by_model),
+                                                    "budget_rows": budget_rows(rows, csat_classes),
                                                     "token_counts": token_counts(), "token_window": calibration.WINDOW,
                                                     "token_min_steps": calibration.MIN_STEPS,
-                                                    "csat_classes": csat_by_class(), "csat_agents": csat_by_agent(),
+                                                    "csat_classes": csat_classes, "csat_agents": csat_by_agent(),
                                                     "satisfied": SATISFIED})

@@ -1,10 +1,11 @@
 from django.urls import path
 
-from sundry.tickets import admin_views, views
+from sundry.tickets import admin_views, lab_views, views
 
 urlpatterns = [
     path("", views.queue, name="desk-queue"),
     path("figures/", admin_views.figures, name="desk-figures"),
+    path("figures/lab/<int:class_id>/", lab_views.budget_lab, name="desk-budget-lab"),
     path("search/", views.search, name="desk-search"),
     path("tickets/<int:ticket_id>/update", views.ticket_update, name="desk-ticket-update"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="desk-ticket"),
