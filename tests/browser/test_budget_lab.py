@@ -1,0 +1,58 @@
+"""An admin tries 6,000 tokens for the seeded Standard class in the budget lab, in a real browser.
+
+The class's history is a few tickets the offline agent worked; the page must say the fixed part
+leaves compaction no room, show the recorded, current and proposed figures side by side, and pass
+axe-core. The screenshot goes to the docs.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from sundry.agent.loop import agent_run
+from sundry.agent.models import AgentStep
+from sundry.agent.services import customer_message_post
+from sundry.tickets.demo import ensure_classes
+from sundry.tickets.services import ticket_create
+from tests.browser.test_desk_pages import axe_violations
+from tests.browser.test_live_desk import open_as
+from tests.browser.test_toolserver_admin import _to_docs
+from tests.factories import CustomerFactory, paid_order
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, screenshots):
+    standard = ensure_classes()["standard"]
+
+    def work():  # off Playwright's loop: the after-commit pushes need a thread without one
+        try:
+            for n in range(3):
+                customer = CustomerFactory()
+                order = paid_order(customer=customer, number=f"SU-7110{n}")
+                ticket = ticket_create(customer=customer, ticket_class=standard, subject="Where is my order?")
+                for text in (f"Where is {order.number}?", "It was meant to arrive on Monday.", "What did I order?"):
+                    customer_message_post(ticket=ticket, text=text, wake=False)
+                    agent_run(ticket.pk)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(work).result(timeout=180)
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+
+    page = open_as(browser, live_server_url, admin, f"/desk/figures/lab/{standard.pk}/")
+    assert page.first_response.status == 200
+    page.fill("#id_budget", "6000")
+    page.click("#lab-replay")
+    page.wait_for_url("**budget=6000**")
+    assert "62% of the 6,000-token budget" in page.inner_text("#lab-warning")
+    steps = str(AgentStep.objects.filter(ticket__ticket_class=standard).count())
+    assert page.locator('#lab-figures tr[data-figure="steps"] td').all_inner_texts() == [steps] * 3
+    assert [v["id"] for v in axe_violations(page)] == []
+    page.screenshot(path=str(screenshots / "budget-lab.png"), full_page=True)
+    _to_docs(screenshots / "budget-lab.png")
