@@ -31,11 +31,13 @@ from typing import Any, Awaitable, Callable
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 log = logging.getLogger("sundry.toolservers")
 
-CONNECT_TIMEOUT = 20.0  # seconds to start a server and finish the handshake
+CONNECT_TIMEOUT = 20.0  # seconds to start a server and finish the handshake, unless its spec says
+STDERR_TAIL = 2000  # characters of a failed server's stderr shown to the admin
 
 
 class ToolServerError(Exception):
@@ -54,6 +56,7 @@ class ServerSpec:
     env: tuple[tuple[str, str], ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
     refused: str = ""  # why it may not be reached: no connection is attempted
+    connect_timeout: float = CONNECT_TIMEOUT  # the server's own timeout: starting it and the handshake too
 
     @property
     def key(self) -> tuple:
@@ -66,8 +69,9 @@ class ServerSpec:
             parts[0] = sys.executable
         return parts
 
-    def transport(self, on_response=None):
-        """`on_response`: an async hook each HTTP response passes (the connection notes a refusal)."""
+    def transport(self, on_response=None, errlog=None):
+        """`on_response`: an async hook each HTTP response passes (the connection notes a refusal);
+        `errlog`: a file a stdio server's stderr goes to (default: Sundry's own stderr)."""
         if self.url:
             client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0),
                                         follow_redirects=False,  # the SDK follows same-origin ones itself
@@ -76,8 +80,9 @@ class ServerSpec:
         argv = self.argv()
         if not argv:
             raise ToolServerError(f"{self.name}: neither a command nor a URL to reach the server")
-        return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(self.env) or None,
-                                     cwd=self.cwd or None)
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(self.env) or None,
+                                       cwd=self.cwd or None)
+        return stdio_client(params, errlog=errlog) if errlog is not None else params
 
 
 @dataclass(frozen=True)
@@ -139,8 +144,9 @@ def read_result(result, output_schema: dict | None = None) -> CallResult:
 class Connection:
     """One open `Client` on its own thread's event loop; requests run one at a time, each with a deadline."""
 
-    def __init__(self, spec: ServerSpec):
+    def __init__(self, spec: ServerSpec, errlog=None):
         self.spec = spec
+        self._errlog = errlog  # a stdio server's stderr, kept for the admin's test connection
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue | None = None
         self._task: asyncio.Task | None = None
@@ -168,7 +174,8 @@ class Connection:
         self._task = asyncio.current_task()
         pending: concurrent.futures.Future | None = None
         try:
-            async with Client(self.spec.transport(self._saw), read_timeout_seconds=CONNECT_TIMEOUT) as client:
+            async with Client(self.spec.transport(self._saw, self._errlog),
+                              read_timeout_seconds=self.spec.connect_timeout) as client:
                 self._ready.set()
                 while True:
                     item = await self._queue.get()
@@ -213,7 +220,8 @@ class Connection:
     def alive(self) -> bool:
         return self._ready.is_set() and not self._closed and self.pid == os.getpid()
 
-    def open(self, timeout: float = CONNECT_TIMEOUT) -> "Connection":
+    def open(self, timeout: float | None = None) -> "Connection":
+        timeout = self.spec.connect_timeout if timeout is None else timeout
         reason = refusal(self.spec)
         if reason:  # nothing started, nothing contacted: the same answer whatever lies there
             self._closed = True
@@ -315,8 +323,9 @@ _POOL: dict[tuple, Connection] = {}
 _POOL_LOCK = threading.Lock()
 
 
-def connection(spec: ServerSpec, connect_timeout: float = CONNECT_TIMEOUT) -> Connection:
-    """This process's open connection to `spec`, opened (again) when there is none or it died."""
+def connection(spec: ServerSpec) -> Connection:
+    """This process's open connection to `spec`, opened (again) when there is none or it died, within
+    the spec's connect timeout."""
     reason = refusal(spec)
     if reason:  # an open connection is not kept past a limit either
         raise ToolServerError(f"{spec.name}: {reason}")
@@ -327,7 +336,7 @@ def connection(spec: ServerSpec, connect_timeout: float = CONNECT_TIMEOUT) -> Co
         if conn is not None and conn.pid == os.getpid():
             conn.close()
         conn = _POOL[spec.key] = Connection(spec)
-    return conn.open(connect_timeout)
+    return conn.open()
 
 
 def close_all() -> None:
@@ -339,25 +348,47 @@ def close_all() -> None:
         c.close()
 
 
-def probe(spec: ServerSpec, *, timeout: float, samples: dict[str, dict] | None = None,
-          may_call: Callable[[ListedTool], bool] = lambda tool: tool.read_only,
-          ) -> tuple[list[ListedTool], dict[str, CallResult | str]]:
-    """Connect afresh, list the tools and make the sample calls given to tools `may_call` allows; close.
-    Sample failures are reported per tool (a string); a connection failure raises `ToolServerError`."""
-    conn = Connection(spec).open(max(timeout, CONNECT_TIMEOUT))
+def probe(spec: ServerSpec, *, timeout: float, samples: list[tuple[str, dict]] | None = None,
+          may_call: Callable[[ListedTool], bool] = lambda tool: tool.read_only, errlog=None,
+          ) -> tuple[list[ListedTool], list[CallResult | str | None]]:
+    """Connect afresh, list the tools and make the sample calls in the order given; close.
+
+    One outcome per sample, in its place: a `CallResult`, a failure (a string), or None when the
+    tool is not listed or `may_call` forbids it. A sample that kills the server costs only its own
+    result: the next one starts a fresh connection. A connection or listing failure raises
+    `ToolServerError`; `errlog` receives a stdio server's stderr for the caller to show."""
+    conn = Connection(spec, errlog).open()
     try:
         tools = conn.list_tools(timeout)
         by_name = {t.name: t for t in tools}
-        results: dict[str, CallResult | str] = {}
-        for name, arguments in (samples or {}).items():
+        results: list[CallResult | str | None] = []
+        for name, arguments in samples or []:
             if name not in by_name or not may_call(by_name[name]):
+                results.append(None)
                 continue
             try:
-                results[name] = conn.call(name, arguments, timeout, by_name[name].output_schema)
-            except ToolServerError as exc:
-                results[name] = str(exc)
                 if not conn.alive:
-                    break
+                    conn.close()
+                    conn = Connection(spec, errlog).open()
+                results.append(conn.call(name, arguments, timeout, by_name[name].output_schema))
+            except ToolServerError as exc:
+                results.append(str(exc))
         return tools, results
     finally:
         conn.close()
+
+
+def stderr_tail(errlog, limit: int = STDERR_TAIL) -> str:
+    """The last `limit` characters of a server's captured stderr, from a line's start where possible."""
+    if errlog is None:
+        return ""
+    errlog.flush()
+    errlog.seek(0)
+    text = errlog.read()
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = text.strip()
+    if len(text) > limit:
+        text = text[-limit:]
+        text = text[text.find("\n") + 1:] if "\n" in text[:200] else text
+    return text

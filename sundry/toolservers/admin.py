@@ -35,6 +35,13 @@ class ToolServerForm(forms.ModelForm):
                 raise forms.ValidationError(str(exc)) from exc
         return value
 
+    def clean_sample_calls(self):
+        # Kept as a list: PostgreSQL's jsonb would sort an object's keys, and the samples run in order.
+        value = self.cleaned_data.get("sample_calls")
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            return [{"tool": k, "arguments": v} for k, v in value.items()]
+        return value
+
 
 @admin.register(ToolServer)
 class ToolServerAdmin(admin.ModelAdmin):
@@ -47,8 +54,9 @@ class ToolServerAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("ticket_class", "name", "enabled")}),
         ("Reaching it", {"fields": ("transport", "command", "working_dir", "env_names", "url", "header_env",
-                                    "timeout_seconds")}),
-        ("What its tools mean", {"fields": ("declaration_path", "hold_undeclared_writes", "sample_calls")}),
+                                    "timeout_seconds", "connect_timeout_seconds")}),
+        ("What its tools mean", {"fields": ("declaration_path", "allowed_tools", "denied_tools",
+                                            "hold_undeclared_writes", "sample_calls")}),
         ("Last listing", {"fields": ("listed_at", "listed")}),
     )
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, create_model, model_serializer, mode
 from sundry.tooling import mcp_client
 from sundry.tooling.domain import INFER, Domain, ToolDecl
 from sundry.tooling.tools import REGISTRY, IdField, Tool, ToolContext, ToolError
-from sundry.toolservers import declfile, limits
+from sundry.toolservers import declfile, limits, offered
 from sundry.toolservers.models import ToolServer
 
 log = logging.getLogger("sundry.toolservers")
@@ -146,9 +146,11 @@ def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
         # A header whose variable is unset is left out, never sent empty ("Authorization: ").
         headers = tuple((h, os.environ[var]) for h, var in sorted((server.header_env or {}).items())
                         if os.environ.get(var))
-        return mcp_client.ServerSpec(name=server.name, url=server.url, headers=headers)
+        return mcp_client.ServerSpec(name=server.name, url=server.url, headers=headers,
+                                     connect_timeout=server.connect_timeout)
     env = tuple((n, os.environ[n]) for n in server.env_name_list() if n in os.environ)
-    return mcp_client.ServerSpec(name=server.name, command=server.command, cwd=cwd, env=env)
+    return mcp_client.ServerSpec(name=server.name, command=server.command, cwd=cwd, env=env,
+                                 connect_timeout=server.connect_timeout)
 
 
 def declarations(server: ToolServer) -> Domain:
@@ -304,7 +306,9 @@ def _load(servers: list[ToolServer]) -> ClassTools:
         decls.append(d)
         spec = server_spec(server)
         for listed in list_server(server, spec):
-            if listed.name in tools:
+            if not offered.offers(server, listed.name):
+                continue  # the server's allow or deny list leaves it out: never offered, a call is refused
+            if listed.name in tools:  # the admin refuses such a save; a row written another way still loads
                 problems.append(f"{server.name}: {listed.name} is already a tool of this class; skipped")
                 continue
             tool = remote_tool(server, spec, listed, d)

@@ -8,19 +8,25 @@ Warnings, each a sentence an admin can act on:
 
 Sample calls are made only to tools that read: declared lookups (or declared neither
 lookup nor write) and undeclared tools the server marks read-only. A write is never
-called to test it.
+called to test it. Samples run in the order given, each reported with its own
+outcome; one that kills the server costs only its own result. When the server
+fails to start, list or answer, the tail of its stderr is shown (stdio servers).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
 from sundry.tooling import mcp_client
 from sundry.tooling.domain import Domain, ToolDecl
-from sundry.toolservers import catalog, declfile
+from django.utils import timezone
+
+from sundry.toolservers import catalog, declfile, offered
 from sundry.toolservers.models import ToolServer
 
 # Generic shape of an identifier: 6+ letters, digits, #, _ or -, with a digit; no spaces.
@@ -39,12 +45,26 @@ class ToolRow:
 
 
 @dataclass
+class SampleRow:
+    tool: str
+    arguments: dict
+    outcome: str  # "ok", "error: …", "failed: …", "not called: …"
+    ok: bool = False
+
+    @property
+    def shown(self) -> str:
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+@dataclass
 class Report:
     server: str
     ok: bool
     error: str = ""
     tools: list[ToolRow] = field(default_factory=list)
+    samples: list[SampleRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    stderr: str = ""  # the tail of a stdio server's stderr, when something failed
 
 
 def _locate(data: Any, path: str) -> list[tuple]:
@@ -170,36 +190,31 @@ def test_connection(server: ToolServer) -> Report:
     missing_env += [v for v in (server.header_env or {}).values() if not os.environ.get(v)]
     if missing_env:
         report.warnings.append(f"Environment variables not set here: {', '.join(sorted(set(missing_env)))}.")
-    samples = server.sample_calls or {}
-    try:
-        listed, results = mcp_client.probe(spec, timeout=server.timeout_seconds, samples=samples,
-                                           may_call=lambda t: _may_sample(t, decls))
-    except mcp_client.ToolServerError as exc:
-        report.error = str(exc)
-        return report
+    samples = server.sample_list()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            listed, results = mcp_client.probe(spec, timeout=server.timeout_seconds, samples=samples,
+                                               may_call=lambda t: _may_sample(t, decls), errlog=errlog)
+        except mcp_client.ToolServerError as exc:
+            report.error = str(exc)
+            report.stderr = mcp_client.stderr_tail(errlog)
+            return report
+        if any(not isinstance(r, mcp_client.CallResult) and r is not None for r in results):
+            report.stderr = mcp_client.stderr_tail(errlog)
     report.ok = True
-    names = {t.name for t in listed}
+    _keep_listing(server, listed)
+    by_name = {t.name: t for t in listed}
+    for (name, arguments), got in zip(samples, results):
+        report.samples.append(_sample_row(name, arguments, got, by_name, decls, report))
     for t in listed:
         decl = decls.tools.get(t.name)
         kind = "write" if (decl.write if decl else not t.read_only) else ("lookup" if decl and decl.lookup else "other")
         first = " ".join((t.description or "").strip().split("\n\n")[0].split())
         row = ToolRow(name=t.name, description=first if len(first) <= 160 else first[:159] + "…",
                       declared=decl is not None, kind=kind, read_only=t.read_only)
-        got = results.get(t.name)
-        if t.name in samples:
-            if got is None:
-                row.sampled = "not called: it may write"
-                report.warnings.append(f"{t.name}: not sample-called, because it may write.")
-            elif isinstance(got, str):
-                row.sampled = got
-                report.warnings.append(f"{t.name}: the sample call failed ({got}).")
-            elif not got.ok:
-                row.sampled = f"error: {got.text}"
-                report.warnings.append(f"{t.name}: the sample call returned an error ({got.text}).")
-            else:
-                row.sampled = "ok"
-                if decl is not None:
-                    report.warnings += result_warnings(t.name, decl, got.data, decls)
+        row.sampled = "; ".join(s.outcome for s in report.samples if s.tool == t.name)
+        if not offered.offers(server, t.name):
+            row.sampled = (row.sampled + "; " if row.sampled else "") + "not offered to the model (allow/deny list)"
         report.tools.append(row)
         # A write taking a free-form query: which records it changes is inside the query.
         if kind == "write" and (query := free_form_query(t.input_schema)) and not (decl is not None and decl.opaque):
@@ -209,9 +224,41 @@ def test_connection(server: ToolServer) -> Report:
             held = " and its calls are held for staff" if (not t.read_only and server.hold_undeclared_writes) else ""
             report.warnings.append(f"{t.name}: undeclared — usable, but its results are not harvested{held}.")
     for name in decls.tools:
-        if name not in names:
+        if name not in by_name:
             report.warnings.append(f"{name}: declared, but the server does not list it.")
-    for name in samples:
-        if name not in names:
-            report.warnings.append(f"{name}: a sample call names a tool the server does not list.")
+    server.refresh_from_db(fields=["listed_tools"])
+    found = offered.clashes(server, ToolServer.objects.filter(ticket_class_id=server.ticket_class_id))
+    if found:
+        report.warnings.append(offered.clash_message(server, found) + " Until then the class skips the later "
+                               "server's copies.")
     return report
+
+
+def _sample_row(name: str, arguments: dict, got, by_name, decls: Domain, report: Report) -> SampleRow:
+    """One sample call's line, labelled by its own outcome; warnings it raises go on the report."""
+    row = SampleRow(tool=name, arguments=arguments, outcome="")
+    if name not in by_name:
+        row.outcome = "not called: the server does not list this tool"
+        report.warnings.append(f"{name}: a sample call names a tool the server does not list.")
+    elif got is None:
+        row.outcome = "not called: it may write"
+        report.warnings.append(f"{name}: not sample-called, because it may write.")
+    elif isinstance(got, str):
+        row.outcome = f"failed: {got}"
+        report.warnings.append(f"{name}: the sample call failed ({got}).")
+    elif not got.ok:
+        row.outcome = f"error: {got.text}"
+        report.warnings.append(f"{name}: the sample call returned an error ({got.text}).")
+    else:
+        row.outcome, row.ok = "ok", True
+        decl = decls.tools.get(name)
+        if decl is not None:
+            report.warnings += [w for w in result_warnings(name, decl, got.data, decls) if w not in report.warnings]
+    return row
+
+
+def _keep_listing(server: ToolServer, listed: list[mcp_client.ListedTool]) -> None:
+    """The listing just made becomes the server's last listing, so a save can see its tool names."""
+    as_json = [t.as_json() for t in listed]
+    if as_json != server.listed_tools:
+        ToolServer.objects.filter(pk=server.pk).update(listed_tools=as_json, listed_at=timezone.now())

@@ -18,7 +18,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from sundry.tickets.models import TicketClass
-from sundry.toolservers import limits
+from sundry.toolservers import limits, offered
 from sundry.toolservers.limits import ENV_NAME
 
 
@@ -56,14 +56,28 @@ class ToolServer(models.Model):
                   "the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from "
                   "Sundry's directory. Tools it does not declare are usable but undeclared.")
     timeout_seconds = models.FloatField(default=15.0, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
-                                        help_text="Longest one call may take; past it the model gets an error result "
+                                        help_text="Longest one call may take (and connecting, unless the connect "
+                                                  "timeout says otherwise); past it the model gets an error result "
                                                   "and the ticket a flag.")
+    connect_timeout_seconds = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
+        help_text="Longest Sundry waits to start or reach the server and finish the handshake (empty: the "
+                  "per-call timeout). A stdio server's interpreter may need longer to start than a call takes.")
     hold_undeclared_writes = models.BooleanField(
         default=True, help_text="Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval.")
+    allowed_tools = models.CharField(
+        max_length=2000, blank=True,
+        help_text="Tools of this server the class offers, comma-separated (empty: every tool it lists). "
+                  "A tool left out is never offered to the model, and a call to it is refused.")
+    denied_tools = models.CharField(
+        max_length=2000, blank=True,
+        help_text="Tools of this server the class never offers, comma-separated; a call to one is refused. "
+                  "Also how two servers of a class that list the same tool name are told apart.")
     sample_calls = models.JSONField(
         default=dict, blank=True,
-        help_text='For "test connection": read-only calls to make, tool → arguments, e.g. '
-                  '{"get_order_details": {"order_id": "#W2611340"}}. Writes are never sample-called.')
+        help_text='For "test connection": read-only calls to make, in order, tool → arguments, e.g. '
+                  '{"get_order_details": {"order_id": "#W2611340"}} (kept as a list of {"tool", "arguments"}, '
+                  "which may name a tool twice). Writes are never sample-called.")
     enabled = models.BooleanField(default=True)
     listed_tools = models.JSONField(default=list, blank=True, editable=False,
                                     help_text="The tools as the server last listed them.")
@@ -79,6 +93,18 @@ class ToolServer(models.Model):
 
     def env_name_list(self) -> list[str]:
         return [n.strip() for n in self.env_names.split(",") if n.strip()]
+
+    @property
+    def connect_timeout(self) -> float:
+        return self.connect_timeout_seconds or self.timeout_seconds
+
+    def sample_list(self) -> list[tuple[str, dict]]:
+        """The sample calls in order: stored as a list of {"tool", "arguments"} (a JSON object's keys
+        lose their order in PostgreSQL's jsonb), or an older row's object of tool → arguments."""
+        value = self.sample_calls or {}
+        if isinstance(value, dict):
+            return [(k, v) for k, v in value.items() if isinstance(v, dict)]
+        return [(s["tool"], s["arguments"]) for s in value if _is_sample(s)]
 
     def clean(self):
         super().clean()
@@ -104,7 +130,19 @@ class ToolServer(models.Model):
             if name == "command" and name in errors:
                 continue  # a command line that cannot be read: that is the message
             errors[name] = [errors[name], why] if name in errors else why
-        if not isinstance(self.sample_calls, dict) or not all(isinstance(v, dict) for v in self.sample_calls.values()):
-            errors["sample_calls"] = 'Must be an object of tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}}.'
+        samples = self.sample_calls
+        if not (isinstance(samples, dict) and all(isinstance(v, dict) for v in samples.values())
+                or isinstance(samples, list) and all(_is_sample(s) for s in samples)):
+            errors["sample_calls"] = ('Must be an object of tool → arguments, e.g. {"get_order_details": '
+                                      '{"order_id": "#W2611340"}}, or a list of {"tool": …, "arguments": {…}}.')
         if errors:
             raise ValidationError(errors)
+        if self.ticket_class_id:
+            found = offered.clashes(self, ToolServer.objects.filter(ticket_class_id=self.ticket_class_id))
+            if found:
+                raise ValidationError(offered.clash_message(self, found))
+
+
+def _is_sample(item) -> bool:
+    return (isinstance(item, dict) and set(item) == {"tool", "arguments"} and isinstance(item["tool"], str)
+            and isinstance(item["arguments"], dict))

@@ -8,11 +8,15 @@
 - peek: a read-only tool the file leaves out (undeclared, read-only).
 - bulky_lookup: a declared lookup whose answer is about 200 KB (a runaway listing).
 - run_sql: a write that takes a free-form SQL statement (declared opaque).
+
+Started with --fail-at-start it writes why to stderr and exits before the handshake; with
+--silent it never answers the handshake (for the test page's stderr and the connect timeout).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
@@ -74,4 +78,10 @@ def run_sql(sql: str) -> dict:
 
 
 if __name__ == "__main__":
+    if "--fail-at-start" in sys.argv:
+        print("odd: starting", file=sys.stderr)
+        print("odd: cannot open the records database at /nonexistent/records.db", file=sys.stderr)
+        sys.exit(2)
+    if "--silent" in sys.argv:
+        time.sleep(120)  # ended with the connection that gave up on it
     mcp.run("stdio")

@@ -130,7 +130,7 @@ def test_test_connection_warns_of_undeclared_id_fields_and_paths_that_never_occu
 
 def test_test_connection_never_sample_calls_a_write(admin_client):
     server = ToolServer.objects.create(
-        ticket_class=TicketClassFactory(), name="odd", command=odd_command(), timeout_seconds=5,
+        ticket_class=TicketClassFactory(), name="odd", command=odd_command(), timeout_seconds=5, connect_timeout_seconds=20,
         declaration_path=str(FIXTURES / "odd.declarations.json"),
         sample_calls={"stamp_record": {"ref": "REC-10001", "note": "x"}, "lookup_ticket": {"ref": "REC-10001"}})
     html = _test(admin_client, server).content.decode()
@@ -177,3 +177,40 @@ def test_a_class_may_hold_its_servers_tools_for_approval():
     ToolServer.objects.create(ticket_class=tclass, name="retail", command=odd_command(),
                               listed_tools=[{"name": "cancel_pending_order"}])
     assert form_errors() == []
+
+
+def test_test_connection_shows_the_tail_of_a_server_that_fails_to_start(admin_client):
+    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="broken", timeout_seconds=10,
+                                       command=odd_command() + " --fail-at-start")
+    html = _test(admin_client, server).content.decode()
+    assert 'id="connection-error"' in html
+    stderr = html[html.index('id="server-stderr"'):]
+    assert "cannot open the records database at /nonexistent/records.db" in stderr[:stderr.index("</pre>")]
+    # Control: the same server started normally connects and shows no stderr.
+    ToolServer.objects.filter(pk=server.pk).update(command=odd_command())
+    server.refresh_from_db()
+    html = _test(admin_client, server).content.decode()
+    assert 'id="connection-ok"' in html and 'id="server-stderr"' not in html
+
+
+def test_samples_run_in_the_order_typed_each_labelled_by_its_own_result(admin_client):
+    tclass = TicketClassFactory()
+    typed = ('{"lookup_ticket": {"ref": "REC-10001"}, "crash": {"ref": "REC-10001"}, "peek": {"ref": "REC-10002"}, '
+             '"stamp_record": {"ref": "REC-10001", "note": "x"}, "no_such_tool": {}}')
+    form = _form(name="odd", ticket_class=tclass.pk, command=odd_command(), timeout_seconds="10",
+                 declaration_path=str(FIXTURES / "odd.declarations.json"), sample_calls=typed)
+    assert admin_client.post("/admin/toolservers/toolserver/add/", form).status_code == 302
+    server = ToolServer.objects.get(name="odd")
+    html = _test(admin_client, server).content.decode()
+    samples = html[html.index('id="samples"'):html.index("</ol>")]
+    lines = [line.split("</li>")[0] for line in samples.split("<li")[1:]]
+    assert [line.split("<code>")[1].split("</code>")[0] for line in lines] == [
+        "lookup_ticket", "crash", "peek", "stamp_record", "no_such_tool"]
+    assert lines[0].endswith(": ok") and ": failed: odd: " in lines[1]
+    assert lines[2].endswith(": ok"), "a sample after the one that killed the server runs on a fresh connection"
+    assert lines[3].endswith(": not called: it may write")
+    assert lines[4].endswith(": not called: the server does not list this tool")
+    # Control: the same samples kept as a JSON object come back in jsonb's key order, not as typed.
+    ToolServer.objects.filter(pk=server.pk).update(sample_calls=json.loads(typed))
+    server.refresh_from_db()
+    assert [name for name, _ in server.sample_list()][:2] == ["peek", "crash"]

@@ -52,7 +52,8 @@ def result(ticket, call_id) -> Turn:
 def odd(request):
     tclass = TicketClassFactory(approval_rules={})
     server = ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(),
-                                       declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=2)
+                                       declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=2,
+                                       connect_timeout_seconds=20)  # a hang is 2 s; starting may take longer
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     return server, ticket

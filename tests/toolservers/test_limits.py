@@ -299,7 +299,8 @@ def test_an_edited_declaration_file_is_read_on_the_next_step(tmp_path, tool_limi
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(decl))
     server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="odd", command=odd_command(),
-                                       timeout_seconds=5, declaration_path=str(path))
+                                       timeout_seconds=5, connect_timeout_seconds=20,
+                                       declaration_path=str(path))
     first = catalog.class_tools(server.ticket_class)
     assert catalog.class_tools(server.ticket_class) is first  # unchanged: the listing is kept
     name = next(iter(decl["tools"]))

@@ -58,7 +58,7 @@ def test_a_tool_servers_results_are_cards_with_fields_and_described_ids(client, 
 def test_a_tool_the_declaration_file_leaves_out_shows_readable_json(client):
     tclass = TicketClassFactory(approval_rules={})
     ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(),
-                              declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=5)
+                              declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=5, connect_timeout_seconds=20)
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     run(ticket, call("lookup_ticket", "u1", ref="REC-10001"), call("peek", "u2", ref="REC-10001"),

@@ -136,9 +136,9 @@ def test_it_serves_streamable_http_too(retail_dir):
                 assert proc.poll() is None, "the HTTP server exited"
                 time.sleep(0.2)
         spec = mcp_client.ServerSpec(name="retail-http", url=f"http://127.0.0.1:{port}/mcp")
-        tools, samples = mcp_client.probe(spec, timeout=20, samples={"get_order_details": {"order_id": "#W4316152"}})
+        tools, samples = mcp_client.probe(spec, timeout=20, samples=[("get_order_details", {"order_id": "#W4316152"})])
         assert len(tools) == 16
-        assert samples["get_order_details"].data["user_id"] == "aarav_anderson_8794"
+        assert samples[0].data["user_id"] == "aarav_anderson_8794"
     finally:
         proc.terminate()
         proc.wait(10)
