@@ -34,6 +34,7 @@ from sundry.compaction.trigger import (
     breaker_should_trip,
     clearly_under,
     cut_point,
+    cut_within_budget,
     decide,
     over_budget_cause,
     pays,
@@ -141,7 +142,12 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     covered = state.summary_covers
     if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
         return None  # a compaction landed since the snapshot; the next step decides afresh
-    cut = cut_point(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept)
+    # The class's recent turns stay word for word unless the request would stay over the budget
+    # with them: then fewer (`cut_within_budget`), as far as the parts compaction keeps allow.
+    kept = [t for t in snapshot.turns if t.number > covered]
+    cut = cut_within_budget(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept,
+                            room=int(tclass.token_budget / factor) - (total - sum(t.tokens for t in kept)),
+                            tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c))
     if cut is None:
         return None
     if not force:

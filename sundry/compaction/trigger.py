@@ -113,3 +113,41 @@ def cut_point(turns: list[TurnData], *, covered: int, keep_recent: int) -> int |
             break
         cut = min(split) - 1
     return cut if cut > covered else None
+
+
+def over_budget_cause(accounting: dict, *, total: int, budget: int, recent_kept: int) -> str:
+    """Why a request of `total` tokens is over `budget`, in numbers, from its step's accounting
+    (`context.assembly.Accounting.as_dict`): the parts compaction cannot shrink (system prompt, tool
+    schemas, pinned lanes) and what they leave for the summary and the recent turns kept word for word."""
+    lanes = accounting.get("lanes") or {}
+    system, tools = int(lanes.get("system") or 0), int(accounting.get("tools") or 0)
+    rules, ledger, state = (int(lanes.get(k) or 0) for k in ("rules", "ledger", "state"))
+    summary, recent = int(lanes.get("summary") or 0), int(lanes.get("recent") or 0)
+    pinned = rules + ledger + state
+    fixed = system + tools + pinned
+    framing = max(0, total - fixed - summary - recent)
+    head = (f"over by {total - budget:,} tokens: system prompt {system:,} + tool schemas {tools:,} + pinned lanes "
+            f"{pinned:,} (rules {rules:,}, ledger {ledger:,}, state {state:,})")
+    if fixed >= budget:
+        return (f"{head} = {fixed:,}, over the budget of {budget:,} by themselves: compaction cannot help "
+                "(a larger budget, fewer tools or a smaller ledger share can)")
+    return (f"{head} = {fixed:,} leave only {budget - fixed:,} of {budget:,} for the summary ({summary:,}), "
+            f"the recent turns ({recent:,}; the {recent_kept} most recent are kept word for word) "
+            f"and message framing ({framing:,})")
+
+
+def cut_within_budget(turns: list[TurnData], *, covered: int, keep_recent: int, room: int, tokens_after) -> int | None:
+    """`cut_point`, moved later while the turns after it take more than `room` tokens (what the
+    budget leaves once the prompt, tools, lanes and summary are counted): fewer recent turns kept
+    word for word, never fewer than one, never splitting a call from its result.
+
+    `tokens_after(cut)`: what the turns after `cut` cost. The class's recent turns are kept whole
+    whenever they fit; only a request that would stay over the budget gives some of them up."""
+    keep = keep_recent
+    cut = cut_point(turns, covered=covered, keep_recent=keep)
+    while keep > 1 and tokens_after(cut if cut is not None else covered) > room:
+        keep -= 1
+        deeper = cut_point(turns, covered=covered, keep_recent=keep)
+        if deeper is not None and (cut is None or deeper > cut):
+            cut = deeper
+    return cut

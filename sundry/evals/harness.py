@@ -31,9 +31,9 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from sundry.shop.offline import RequestView
-from sundry.compaction.trigger import TriggerInput, cut_point, decide
+from sundry.compaction.trigger import TriggerInput, cut_point, cut_within_budget, decide, over_budget_cause
 from sundry.context.assembly import assemble
-from sundry.context.harvest import LEDGER_SHARE, ledger_allowance
+from sundry.context.harvest import LEDGER_SHARE, fill, ledger_allowance, near_full
 from sundry.context.rules import candidate_rules
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.compaction.offline import OfflineSummariser
@@ -91,6 +91,7 @@ class HarnessConfig:
     lanes: tuple[str, ...] = LANES  # Sundry's lanes kept in its request (and seen by its guards)
     classifier: bool = True  # production's rule classifier (candidates, the summariser's constraints)
     evict_by_need: bool = True  # entries no write takes leave the ledger first (`harvest.evict`); off: last use alone
+    fit_budget: bool = True  # compaction gives up recent turns where the request would stay over the budget
 
     @property
     def trigger_tokens(self) -> int:
@@ -104,7 +105,7 @@ class HarnessConfig:
         return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
                 "ledger_share": self.ledger_share, "ledger_tokens": self.ledger_tokens, "model": self.model,
                 "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier,
-                "evict_by_need": self.evict_by_need}
+                "evict_by_need": self.evict_by_need, "fit_budget": self.fit_budget}
 
 
 @dataclass
@@ -131,6 +132,7 @@ class TicketResult:
     stats: dict[str, Counter] = field(default_factory=lambda: {s: Counter() for s in STRATEGIES})
     failures: list[Failure] = field(default_factory=list)
     made_up: list[dict] = field(default_factory=list)
+    over_budget: list[dict] = field(default_factory=list)  # Sundry's steps over the budget, with their cause
     series: dict[str, list] = field(default_factory=lambda: {k: [] for k in
                                                              ("turn", "full", "sundry", "window", "prose", "triggered")})
     triggered_compactions: list[int] = field(default_factory=list)
@@ -151,7 +153,7 @@ class TicketResult:
         return {"id": self.id, "domain": self.domain, "source": self.source, "turns": self.turns,
                 "boundaries": self.boundaries, "compactions": self.compactions, "fallbacks": self.fallbacks,
                 "stats": {k: dict(v) for k, v in self.stats.items()}, "failures": [f.as_dict() for f in self.failures],
-                "config": self.config, "made_up_ids": self.made_up, "series": self.series, "triggered_compactions": self.triggered_compactions,
+                "config": self.config, "made_up_ids": self.made_up, "over_budget": self.over_budget, "series": self.series, "triggered_compactions": self.triggered_compactions,
                 "labelled_constraints": self.labelled, "flagged_constraints": self.flagged,
                 "seconds": round(self.seconds, 3)}
 
@@ -223,7 +225,7 @@ class _Run:
 
     def force_compaction(self) -> None:
         covered = self.summary.covers_through_turn if self.summary else 0
-        cut = cut_point(self.raw, covered=covered, keep_recent=self.cfg.keep_recent)
+        cut = self.cut(self.raw, covered, self.summary)
         if cut is None:
             return
         snap = self.lanes(self.raw)
@@ -234,6 +236,16 @@ class _Run:
         self.result.compactions += 1
         self.result.fallbacks += int(self.compactor.last.fallback)
         self._prose_cut = cut
+
+    def cut(self, raw: list[TurnData], covered: int, summary) -> int | None:
+        """Where compaction cuts: the class's recent turns kept, fewer only where the request would
+        stay over the budget (`trigger.cut_within_budget`, as production cuts); `cfg.fit_budget` off: always all."""
+        if not self.cfg.fit_budget:
+            return cut_point(raw, covered=covered, keep_recent=self.cfg.keep_recent)
+        now = self.sundry_request(raw, summary).accounting
+        rest = now.total_tokens - self.cache.unit(raw)  # prompt, tools, lanes, summary: what compaction keeps
+        return cut_within_budget(raw, covered=covered, keep_recent=self.cfg.keep_recent, room=self.cfg.budget - rest,
+                                 tokens_after=lambda c: self.cache.unit([t for t in raw if t.number > c]))
 
     def prose_step(self, cut: int | None, allowance: int) -> None:
         if cut is None or cut <= self.prose.through:
@@ -249,7 +261,7 @@ class _Run:
         if self.resolved and decide(TriggerInput(total_tokens=total, trigger_tokens=self.cfg.trigger_tokens,
                                                  budget=self.cfg.budget, last_tokens_after=self.trig_after)).compact:
             covered = self.trig_summary.covers_through_turn if self.trig_summary else 0
-            cut = cut_point(self.trig_raw, covered=covered, keep_recent=self.cfg.keep_recent)
+            cut = self.cut(self.trig_raw, covered, self.trig_summary)
             if cut is not None:
                 snap = self.lanes(self.trig_raw)
                 snap.summary = self.trig_summary
@@ -290,6 +302,7 @@ class _Run:
         r.series["window"].append(request_tokens(requests["window"], cfg.model))
         r.series["prose"].append(request_tokens(requests["prose"], cfg.model))
         r.series["triggered"].append(self.triggered_step())
+        self.check_budget(step, sundry.accounting)
 
         for name, req in requests.items():
             s = r.stats[name]
@@ -305,6 +318,21 @@ class _Run:
             self.views = views
             plain = baseline_request(policy=self.domain.policy, turns=self.replay.history, tools=self.tools)
             self.check_agent(step, requests, {"sundry": full.request, "window": plain, "prose": plain})
+
+    def check_budget(self, step: TurnData, accounting) -> None:
+        """The ledger near its allowance, and Sundry's request over the budget with why, in numbers."""
+        s, cfg = self.result.stats["sundry"], self.cfg
+        tokens = fill(self.replay.rows)
+        s["ledger_peak"] = max(s["ledger_peak"], tokens)
+        s["ledger_near_full"] += near_full(tokens, cfg.ledger_tokens)
+        total = accounting.total_tokens
+        if total > cfg.budget:
+            fixed = accounting.lane_tokens["system"] + accounting.tools_tokens + sum(
+                accounting.lane_tokens[k] for k in ("rules", "ledger", "state"))
+            s["over_budget"] += 1
+            s["over_budget_fixed"] += fixed >= cfg.budget
+            self.result.over_budget.append({"turn": step.number, "tokens": total, "cause": over_budget_cause(
+                accounting.as_dict(), total=total, budget=cfg.budget, recent_kept=cfg.keep_recent)})
 
     def check_constraints(self, step, texts, sundry_req) -> None:
         """Labelled constraints stated so far: verbatim (spacing aside) anywhere in each request.

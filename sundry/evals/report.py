@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sundry.context.harvest import NEAR_FULL
 from sundry.evals.harness import LABELS, REFUSED, STRATEGIES, HarnessReport
 
 # (column, numerator, denominator) — rates shown per strategy.
@@ -103,6 +104,13 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
     falls = sum(t.fallbacks for t in report.tickets)
     out.append(f"Forced compactions: {runs}; {falls} fell back to the deterministic trim "
                "(the summary was refused, mostly as not shorter than a small range); lanes intact either way")
+    steps = sum(t.boundaries for t in report.tickets)
+    out.append(f"Ledger near its allowance ({report.config.ledger_tokens:,} tokens, ≥ {NEAR_FULL:.0%}): "
+               f"{s['ledger_near_full']} of {steps} steps; peak {max((t.stats['sundry']['ledger_peak'] for t in report.tickets), default=0):,} tokens")
+    over = [(t.id, o) for t in report.tickets for o in t.over_budget]
+    out.append(f"Sundry's request over the budget ({report.config.budget:,}): {len(over)} of {steps} steps; "
+               f"the fixed part alone over it on {s['over_budget_fixed']}")
+    out += [f"  {tid} turn {o['turn']}: {o['tokens']:,} tokens, {o['cause']}" for tid, o in over]
     made_up = [(t.id, m) for t in report.tickets for m in t.made_up]
     if made_up:
         by = Counter(m["class"] for _, m in made_up)

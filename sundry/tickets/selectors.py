@@ -12,6 +12,7 @@ from sundry.agent import calibration
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compaction_blocked_reason
+from sundry.context import harvest
 from sundry.context.models import LedgerEntry, StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
@@ -238,9 +239,14 @@ def budget(ticket) -> dict:
     )
     lines = request_breakdown(last_step.lane_tokens or {}, last_step.request_tokens) if last_step else []
     over = last_step is not None and last_step.request_tokens > tclass.trigger_tokens
+    ledger_tokens = next((n for key, _, n in lines if key == "ledger"), 0)
+    allowance = harvest.class_allowance(tclass)
     return {
+        "ledger_tokens": ledger_tokens, "ledger_allowance": allowance,
+        "ledger_near_full": harvest.near_full(ledger_tokens, allowance),
         "breakdown": lines, "over_trigger": over, "over_budget": bool(last_step and last_step.request_tokens > tclass.token_budget),
-        "blocked_reason": compaction_blocked_reason(ticket, last_step.request_tokens) if over else "",
+        "blocked_reason": compaction_blocked_reason(ticket, last_step.request_tokens,
+                                                    accounting=last_step.lane_tokens or {}) if over else "",
         "fixed_share": _share(sum(n for key, _, n in lines if key in FIXED_PARTS), tclass.token_budget),
         "step_count": len(steps), "last_step": last_step, "chart": chart,
         "compactions": len(done),

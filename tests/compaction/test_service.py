@@ -105,7 +105,11 @@ def test_long_ticket_compacts_to_a_third_with_every_fact_kept():
     ticket = long_ticket()
     assert ticket.last_turn_number >= 40
     full = total(ticket)
-    run = compaction_run(queued_run(ticket).pk)  # default gateway: class model "offline" → OfflineSummariser
+    # A budget the whole request fits, so the class's recent turns are all kept (over the budget the
+    # cut gives some up: test_over_the_budget_the_cut_gives_up_recent_turns_until_the_request_fits).
+    ticket.ticket_class.trigger_fraction, ticket.ticket_class.token_budget = 0.3, full.accounting.total_tokens
+    ticket.ticket_class.save()
+    run = compaction_run(compaction_consider(ticket_id=ticket.pk).pk)  # class model "offline" → OfflineSummariser
     assert run.status == "succeeded", run.attempt_log
     after = total(ticket)
     assert after.accounting.total_tokens * 3 <= full.accounting.total_tokens, (after.accounting.total_tokens,
@@ -330,3 +334,27 @@ def test_seen_tokens_kept_a_turn_at_a_time_match_a_scan_of_everything():
     text = "\n".join(f"{t.text}\n{json.dumps(t.payload)}" for t in turns)
     assert kept.ids == {v for _, v in find_ids(text)} and kept.shaped == set(find_id_shaped(text))
     assert SeenTokens.from_json(kept.as_json()) == kept
+
+
+def _budget_run(ticket, budget: int) -> CompactionRun:
+    tc = ticket.ticket_class
+    tc.token_budget, tc.trigger_fraction = budget, 0.5
+    tc.save()
+    run = compaction_consider(ticket_id=ticket.pk)
+    assert run is not None
+    return run
+
+
+def test_over_the_budget_the_cut_gives_up_recent_turns_until_the_request_fits():
+    ticket = long_ticket()
+    keep = ticket.ticket_class.recent_turns_kept
+    turns = lane_snapshot(ticket).turns
+    rest = total(ticket).accounting.total_tokens - sum(t.tokens for t in turns)  # what compaction cannot shrink
+    room = sum(t.tokens for t in turns[-keep:]) // 2  # half of what the class's recent turns take
+    run = _budget_run(ticket, rest + room)
+    kept = [t for t in turns if t.number > run.through_turn]
+    assert 1 <= len(kept) < keep and sum(t.tokens for t in kept) <= room
+    # Control: with room for them, every recent turn is kept word for word.
+    CompactionRun.objects.filter(pk=run.pk).delete()
+    run = _budget_run(ticket, 3 * total(ticket).accounting.total_tokens // 2)
+    assert ticket.last_turn_number - run.through_turn >= keep

@@ -78,3 +78,40 @@ def test_over_the_trigger_with_little_history_says_so(refund_ticket):
 def test_under_the_trigger_nothing_is_said(refund_ticket):
     html = _panel(refund_ticket)
     assert "not compacted" not in html and "over-budget" not in html
+
+
+def test_over_the_budget_the_panel_says_why_in_numbers(refund_ticket):
+    step = AgentStep.objects.filter(ticket=refund_ticket).order_by("-number").first()
+    lanes, tools = step.lane_tokens["lanes"], step.lane_tokens["tools"]
+    fixed = lanes["system"] + tools + lanes["rules"] + lanes["ledger"] + lanes["state"]
+    budget = fixed - 100  # the parts compaction cannot shrink are over by themselves
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=budget, trigger_fraction=0.8)
+    html = _panel(refund_ticket)
+    assert f"over by {step.request_tokens - budget:,} tokens: system prompt {lanes['system']:,} + tool schemas {tools:,}" in html
+    assert "over the budget of" in html and "compaction cannot help" in html
+    # Room left for the turns: the panel says how much, and that compaction could use it.
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=fixed + 50)
+    html = _panel(refund_ticket)
+    assert f"leave only 50 of {fixed + 50:,} for the summary" in html and "compaction cannot help" not in html
+
+
+def test_over_the_trigger_but_within_the_budget_no_numbers_are_given(refund_ticket):
+    # Control: the cause is for a request over the budget only.
+    step = AgentStep.objects.filter(ticket=refund_ticket).order_by("-number").first()
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=step.request_tokens + 10,
+                                                                        trigger_fraction=0.8)
+    html = _panel(refund_ticket)
+    assert "Over the compaction trigger, not compacted:" in html and "over by" not in html
+
+
+def test_a_ledger_near_its_share_is_named_on_the_panel(refund_ticket):
+    step = AgentStep.objects.filter(ticket=refund_ticket).order_by("-number").first()
+    ledger = step.lane_tokens["lanes"]["ledger"]
+    assert ledger > 0 and "near its share" not in _panel(refund_ticket)  # control: the default share is far off
+    # A share the ledger fills to 95 %: said, with its figures.
+    budget = 2000
+    share = ledger / (0.95 * budget)
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=budget, ledger_share=share,
+                                                                        trigger_fraction=0.95)
+    html = _panel(refund_ticket)
+    assert f"ID ledger near its share:</strong> {ledger} of {int(budget * share)} tokens" in html

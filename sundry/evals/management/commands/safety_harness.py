@@ -49,6 +49,8 @@ class Command(BaseCommand):
                             help="Share of the budget the live ledger may fill (default: as shipped)")
         parser.add_argument("--no-evict-by-need", action="store_true",
                             help="Evict ledger entries by last use alone (the control for the eviction-by-need rule)")
+        parser.add_argument("--no-fit-budget", action="store_true",
+                            help="Compaction always keeps every recent turn, even over the budget (the control)")
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
@@ -66,6 +68,7 @@ class Command(BaseCommand):
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
         cfg.evict_by_need = not opts["no_evict_by_need"]
+        cfg.fit_budget = not opts["no_fit_budget"]
         if opts["ledger_share"] is not None:
             cfg.ledger_share = opts["ledger_share"]
         agent_for = self._agents(opts["model"])
