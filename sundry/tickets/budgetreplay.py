@@ -6,8 +6,8 @@ turns: a compaction at another moment, or none, changes where the summary ends. 
 request is the recorded one with the turns and summary it showed swapped for the ones the
 replay's own compactions leave, and the ledger held to the proposed share. Compactions are
 decided by production's own rules (`compaction.trigger`: the trigger after a resolution step,
-growth since the last one, the cut that never splits a call from its result, the floor below
-which a summary does not pay).
+growth since the last one, the cut that never splits a call from its result and gives up recent
+turns only where the request would stay over the budget, the floor below which a summary does not pay).
 
 What the replay cannot know, it assumes and says so: a turn costs its stored token count plus
 the trigger's per-turn framing estimate; a summary the recorded ticket never had costs what
@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sundry.compaction.trigger import EXPECTED_SUMMARY_TOKENS, MESSAGE_OVERHEAD_TOKENS, TriggerInput, cut_point, decide, pays
+from sundry.compaction.trigger import (
+    EXPECTED_SUMMARY_TOKENS,
+    MESSAGE_OVERHEAD_TOKENS,
+    TriggerInput,
+    cut_within_budget,
+    decide,
+    pays,
+)
 from sundry.context.lanes import TurnData
 
 
@@ -105,7 +112,10 @@ def replay(history: History, settings: Budget, *, summary_tokens: int = EXPECTED
         if not decision.compact:
             continue
         after = [t for t in turns if cover < t.number <= step.appended_through]
-        cut = cut_point(after, covered=cover, keep_recent=settings.recent_turns_kept)
+        # As `compaction_consider` sizes the cut: the room the budget leaves beside what compaction keeps.
+        cut = cut_within_budget(after, covered=cover, keep_recent=settings.recent_turns_kept,
+                                room=settings.budget - (total - sum(t.tokens for t in after)),
+                                tokens_after=lambda c: sum(t.tokens for t in after if t.number > c))
         if cut is None or not pays(sum(t.tokens for t in after if t.number <= cut)).compact:
             continue
         last_after = total - _cost(turns, cover + 1, cut) - summary + summary_tokens
