@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 
 from channels.db import database_sync_to_async
 from django.db.models import Count, Q
@@ -53,13 +52,5 @@ def _read(user) -> list[dict]:
 
 
 class AttentionConsumer(QueueConsumer):
-    async def _refresh(self):
-        async with self.sending:
-            user = await self._user()
-            if user is None or not self.joined:
-                return
-            self.last_refresh = time.monotonic()
-            text = json.dumps({"type": "attention", "tickets": await _read(user)})
-            if text != self.sent_html:
-                self.sent_html = text
-                await self.send(text_data=text)
+    async def _frame(self, user) -> str:
+        return json.dumps({"type": "attention", "tickets": await _read(user)})

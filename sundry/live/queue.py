@@ -160,10 +160,14 @@ class QueueConsumer(AsyncWebsocketConsumer):
             if user is None or not self.joined:
                 return
             self.last_refresh = time.monotonic()
-            html = await _render(user, self.query)
-            if html != self.sent_html:
-                self.sent_html = html
-                await self.send(text_data=json.dumps({"type": "queue", "html": html}))
+            text = await self._frame(user)
+            if text != self.sent_html:
+                self.sent_html = text
+                await self.send(text_data=text)
+
+    async def _frame(self, user) -> str:
+        """What this socket sends now; a refresh sends it only when it differs from the last."""
+        return json.dumps({"type": "queue", "html": await _render(user, self.query)})
 
     async def _close(self, code: int):
         await self._leave()
