@@ -63,9 +63,19 @@ class _Roles:
     def __init__(self, rows):
         self.taken = {r.role for r in rows}
         self.active = {r.role for r in rows if r.active}
+        self._from: dict[str, int] = {}  # per kind, where the next free number is looked for
 
     def new(self, base: str) -> str:
-        role = next_role(base, self.taken)
+        # As `next_role`, without counting up from 2 each time (a result with n IDs of a kind would
+        # cost n² probes): roles are only ever taken, so the first free number never goes down.
+        if base in self.taken:
+            n = self._from.get(base, 2)
+            while f"{base}_{n}" in self.taken:
+                n += 1
+            self._from[base] = n + 1
+            role = f"{base}_{n}"
+        else:
+            role = next_role(base, self.taken)
         self.taken.add(role)
         return role
 
@@ -195,13 +205,14 @@ def evict(rows: dict[str, LedgerRow], cap: int, needed_kinds: frozenset[str] | N
     what calls need instead of what was seen last."""
     active = sorted((r for r in rows.values() if r.active),
                     key=lambda r: (eviction_key(r)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order))
-    total = sum(entry_tokens(r) for r in active)
+    costs = [entry_tokens(r) for r in active]  # once each: counting tokens is most of a large harvest's work
+    total = sum(costs)
     victims = []
-    for victim in active:
+    for victim, cost in zip(active, costs):
         if total <= cap:
             break
         victim.active = False
-        total -= entry_tokens(victim)
+        total -= cost
         victims.append(victim)
     return victims
 
