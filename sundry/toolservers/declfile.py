@@ -12,11 +12,15 @@ cannot say. This module only reads the file and says clearly what is wrong with 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from sundry.tooling.domain import Domain, ToolDecl
+
+
+_WHOLE = re.compile(r"^(?:\^|\\A).*(?:(?<!\\)\$|\\Z)$", re.S)
 
 
 class DeclarationError(ValueError):
@@ -36,11 +40,20 @@ def parse(text: str, *, where: str = "declaration file") -> Domain:
     except ValueError as exc:
         raise DeclarationError(f"{where}: not JSON ({exc})") from None
     try:
-        return Domain.from_data(data)
+        domain = Domain.from_data(data)
     except ValidationError as exc:
         first = exc.errors()[:5]
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(file)'}: {e['msg']}" for e in first)
         raise DeclarationError(f"{where}: {problems}") from None
+    for name, tool in domain.tools.items():
+        # A `bare` match counts as looked up, so it must be the whole result (an ID a tool returns
+        # alone), never an ID found inside free text, which may quote what anyone wrote.
+        loose = [p for p in tool.bare if not _WHOLE.match(p)]
+        if loose:
+            raise DeclarationError(f"{where}: tools.{name}.bare: '{loose[0]}' must match the whole result "
+                                   "(begin with ^ and end with $). IDs inside free text are never counted as "
+                                   "looked up; leave such a result without 'bare'.")
+    return domain
 
 
 def load(path: str | Path, base: Path | None = None, *, shown: str | None = None) -> Domain:

@@ -76,7 +76,7 @@ def test_a_clash_only_the_servers_listing_shows_is_warned_by_test_connection_the
     form = _form(tclass, name="twin", command=odd_command(), declaration_path="", timeout_seconds="10")
     page = admin_client.post(f"/admin/toolservers/toolserver/{twin.pk}/change/", form)
     assert page.status_code == 200 and "Tool names clash in this class" in page.content.decode()
-    deny = "bulky_lookup crash lookup_ticket peek refund_record run_sql slow_lookup stamp_record"
+    deny = "bulky_lookup crash lookup_ticket peek read_note refund_record run_sql slow_lookup stamp_record"
     page = admin_client.post(f"/admin/toolservers/toolserver/{twin.pk}/change/", {**form, "denied_tools": deny})
     assert page.status_code == 302
     catalog.forget()
