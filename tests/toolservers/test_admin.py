@@ -77,6 +77,8 @@ def test_the_admin_adds_a_server_and_refuses_bad_settings_with_reasons(admin_cli
         (dict(transport="http", url=""), "An HTTP server needs its URL"),
         (dict(command=""), "needs the command that starts it"),
         (dict(sample_calls='{"get_order_details": "#W1"}'), "tool → arguments"),
+        (dict(sample_calls="[" * 5000 + "]" * 5000), "nested more than 32 levels"),
+        (dict(header_env='{"a":' * 5000 + "1" + "}" * 5000), "nested more than 32 levels"),
     ]
     for overrides, message in cases:
         page = admin_client.post("/admin/toolservers/toolserver/add/", _form(name="other", **overrides))
@@ -214,3 +216,9 @@ def test_samples_run_in_the_order_typed_each_labelled_by_its_own_result(admin_cl
     ToolServer.objects.filter(pk=server.pk).update(sample_calls=json.loads(typed))
     server.refresh_from_db()
     assert [name for name, _ in server.sample_list()][:2] == ["peek", "crash"]
+
+
+def test_the_third_party_example_declaration_loads_with_its_writes_opaque():
+    decls = declfile.load(EXAMPLE.parent / "sqlite_reference" / "sqlite.declarations.json")
+    assert {n for n, t in decls.tools.items() if t.write and t.opaque} == {"write_query", "create_table"}
+    assert {n for n, t in decls.tools.items() if t.lookup} == {"list_tables", "describe_table", "read_query"}
