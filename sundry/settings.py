@@ -246,8 +246,11 @@ if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
 # and no new step after this many seconds; either way a run that stops mid-task flags the ticket for staff.
 AGENT_MAX_STEPS_PER_RUN = int(os.environ.get("SUNDRY_AGENT_MAX_STEPS", "10"))
 AGENT_RUN_DEADLINE_SECONDS = int(os.environ.get("SUNDRY_AGENT_RUN_DEADLINE", "600"))
-# One step's longest time: its model call with retries, then tools and writes.
-AGENT_STEP_SECONDS = int(MODEL_CALL_TIMEOUT) + 30
+# One step's longest time: its model time, then tools and writes. The model time is
+# MODEL_CALL_TIMEOUT for the answer and its re-ask together (a reply asked for again gets only
+# what the first answer left, `agent.answer.obtain`), so no step outlasts this.
+AGENT_STEP_MODEL_SECONDS = MODEL_CALL_TIMEOUT
+AGENT_STEP_SECONDS = int(AGENT_STEP_MODEL_SECONDS) + 30
 # A task starts steps until this much time has passed, then queues the rest of the run.
 AGENT_SLICE_SECONDS = max(0, CELERY_TASK_SOFT_TIME_LIMIT - AGENT_STEP_SECONDS)
 if AGENT_STEP_SECONDS > CELERY_TASK_SOFT_TIME_LIMIT:

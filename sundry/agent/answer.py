@@ -11,6 +11,7 @@ provisional text, cut before anything the check would not let through.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -39,15 +40,25 @@ class Answer:
         return self.call.response if self.call else None
 
 
-def _call(gateway: Gateway, request: ModelRequest, model: str,
-          stream: ReplyStream | None = None) -> tuple[GatewayCall | None, ModelCallError | None, int]:
-    """(call, error, latency of a failed call, every attempt in it)."""
+# A re-ask with less of the step's time left than this is not made: the reply is held instead.
+MIN_REASK_SECONDS = 1.0
+
+
+def _call(gateway: Gateway, request: ModelRequest, model: str, stream: ReplyStream | None = None,
+          timeout: float | None = None) -> tuple[GatewayCall | None, ModelCallError | None, int]:
+    """(call, error, latency of a failed call, every attempt in it). `timeout`: the call's whole
+    deadline, when the step has less left than the gateway's own limits allow."""
     try:
         if stream is not None:
-            return gateway.call(request, model=model, stream=stream), None, 0
-        return gateway.call(request, model=model), None, 0
+            return gateway.call(request, model=model, stream=stream, timeout=timeout), None, 0
+        return gateway.call(request, model=model, timeout=timeout), None, 0
     except ModelCallError as exc:
         return None, exc, exc.latency_ms
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds of the step's model time left; None: no deadline (the gateway's limits alone)."""
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
@@ -137,7 +148,10 @@ def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: 
 
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
            text_tool_calls: bool = False, stream: ReplyStream | None = None,
-           internal: internaltext.InternalText | None = None, facts: replyclaims.Records | None = None) -> Answer:
+           internal: internaltext.InternalText | None = None, facts: replyclaims.Records | None = None,
+           deadline: float | None = None) -> Answer:
+    """`deadline` (a `time.monotonic()` value): when the step's model time ends. The answer and its
+    re-ask share it: a re-ask gets only what the first answer left, and none if under a second."""
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
     if stream is not None:
@@ -147,7 +161,16 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
     failed_ms = 0
     answer = Answer(call=None)
     for retried in (False, True):
-        call, error, ms = _call(gateway, request, model, stream)
+        left = _left(deadline)
+        if retried and left is not None and left < MIN_REASK_SECONDS:
+            # No time left in the step to ask again: held, never sent, and said why.
+            answer.verdict.action = replycheck.HOLD
+            answer.verdict.reasons = [*answer.verdict.reasons, "no_time_to_ask_again"]
+            answer.checks[-1] = answer.verdict.as_json()
+            break
+        # Never longer than the gateway's own deadline for a call; shorter when the step has less left.
+        timeout = None if left is None or left >= gateway.limits.call_timeout else max(left, 0.0)
+        call, error, ms = _call(gateway, request, model, stream, timeout=timeout)
         failed_ms += ms
         if call is None:
             if calls:  # the first answer stands; the re-ask failed

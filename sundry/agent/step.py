@@ -9,6 +9,7 @@ and watchers get one push for it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -140,7 +141,8 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     with claims.heartbeat(held):
         got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
                             text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal,
-                            facts=_claim_facts(ticket, snapshot))
+                            facts=_claim_facts(ticket, snapshot),
+                            deadline=time.monotonic() + settings.AGENT_STEP_MODEL_SECONDS)
         call, error = got.call, got.error
         # Calls to a class's tool servers run outside any transaction: such a step's calls commit one
         # by one (each guarded on the lanes the previous left), then the step's record.
