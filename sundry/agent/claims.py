@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
@@ -39,8 +40,9 @@ HEARTBEAT_SECONDS = max(0.2, settings.AGENT_CLAIM_TTL_SECONDS / 3)
 class Claim:
     ticket_id: int
     stamp: datetime  # the `agent_claimed_at` this run last wrote
-    took_over: bool = False  # the claim had lapsed unreleased and another run held it: that worker died
+    took_over: bool = False  # the claim had lapsed unreleased and another run held it
     owner: str = ""  # the run's identity (`agent_claimed_by`)
+    previous: str = ""  # on a take-over: the run whose claim lapsed
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -61,9 +63,46 @@ def claim(ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()) -> Cla
     if tickets.filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_by__in=[e for e in earlier if e])).update(
             agent_claimed_at=now, agent_claimed_by=owner):
         return Claim(ticket_id, now, owner=owner)
-    if tickets.filter(agent_claimed_at__lt=now - CLAIM_TTL).update(agent_claimed_at=now, agent_claimed_by=owner):
-        return Claim(ticket_id, now, took_over=True, owner=owner)
+    lapsed = tickets.filter(agent_claimed_at__lt=now - CLAIM_TTL)
+    previous = lapsed.values_list("agent_claimed_by", flat=True).first()
+    if previous is not None and lapsed.filter(agent_claimed_by=previous).update(agent_claimed_at=now,
+                                                                                 agent_claimed_by=owner):
+        return Claim(ticket_id, now, took_over=True, owner=owner, previous=previous)
     return None
+
+
+# Why a run could not let go of its claim, kept beside the database (in the cache, Redis where
+# configured) since it is written while the database is away. A run that takes the lapsed claim
+# over reads it, so its error turn names the true cause rather than a lost worker.
+_CAUSE_KEY = "sundry:claim-cause:{}"
+DATABASE_CAUSE = "database"
+
+
+def note_cause(owner: str, cause: str) -> None:
+    if not owner:
+        return
+    try:
+        cache.set(_CAUSE_KEY.format(owner), cause, timeout=7 * 24 * 3600)
+    except Exception:  # noqa: BLE001 — a cache that is away too leaves the default wording
+        log.warning("could not note why run %s kept its claim", owner, exc_info=True)
+
+
+def cause_of(owner: str) -> str:
+    """Why run `owner` kept its claim, if it said ("" if unknown: its worker died, as far as anyone knows)."""
+    if not owner:
+        return ""
+    try:
+        return cache.get(_CAUSE_KEY.format(owner)) or ""
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def release_owned(ticket_id: int, owners: tuple[str, ...]) -> bool:
+    """Let go of a claim one of `owners` (a task's attempts) still holds: a run that gives up after
+    the database failed under it must not leave its claim to lapse and be taken for a dead worker's."""
+    mine = [o for o in owners if o]
+    return bool(mine) and bool(Ticket.objects.filter(pk=ticket_id, agent_claimed_by__in=mine).update(
+        agent_claimed_at=None, agent_claimed_by=""))
 
 
 def stale(claimed_at: datetime | None) -> bool:
@@ -111,6 +150,7 @@ def release(held: Claim) -> bool:
             return once()
         except (OperationalError, InterfaceError):
             log.warning("could not let go of the claim on ticket %s; the run's retry takes it back", held.ticket_id)
+            note_cause(held.owner, DATABASE_CAUSE)
             return False
 
 

@@ -80,11 +80,20 @@ def run_failed(ticket_id: int, reason: str) -> bool:
     return True
 
 
-def run_recovered(ticket: Ticket) -> None:
-    """A run took over a lapsed claim: the run before it died (its worker was lost)."""
+# Why the run before let its claim lapse, as the error turn and the attention line say it.
+RECOVERED = {
+    "": ("its worker was lost", "a lost worker"),
+    "database": ("the database failed under it and it could not let go of the ticket", "a database failure"),
+}
+
+
+def run_recovered(ticket: Ticket, cause: str = "") -> None:
+    """A run took over a lapsed claim: the run before stopped without letting go — its worker died,
+    unless it noted another cause (`claims.note_cause`: the database failed under it)."""
+    said, short = RECOVERED.get(cause, RECOVERED[""])
     with transaction.atomic():
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text="The previous agent run stopped unexpectedly (its worker was lost); "
+                    text=f"The previous agent run stopped unexpectedly ({said}); "
                          "a new run has taken the ticket over.",
-                    payload={"recovered": True})
-        flag(ticket.pk, "Agent run recovered after a lost worker")
+                    payload={"recovered": True, "cause": cause or "worker_lost"})
+        flag(ticket.pk, f"Agent run recovered after {short}")

@@ -506,21 +506,28 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
 def to_pai_messages(request: ModelRequest) -> list:
     """Our messages as pydantic-ai ModelMessages.
 
-    Every system message (one per lane block) becomes a SystemPromptPart at the
-    start, in order; user and tool messages gather into ModelRequests;
-    assistant messages become ModelResponses with text and tool calls.
+    Every system message of the lanes (one per lane block, or any before the conversation) becomes
+    a SystemPromptPart at the start, in order; a system message inside the conversation (Sundry's
+    notice of a run that stopped or failed) stays where it is, in Sundry's voice rather than the
+    customer's; user and tool messages gather into ModelRequests; assistant messages become
+    ModelResponses with text and tool calls.
     """
     from pydantic_ai import messages as m
 
+    first = next((i for i, msg in enumerate(request.messages) if msg.role != "system"), len(request.messages))
+    inline = {i for i, msg in enumerate(request.messages) if msg.role == "system" and not msg.lane and i > first}
     system = [
         m.SystemPromptPart(msg.content, metadata={"lane": msg.lane} if msg.lane else None)
-        for msg in request.messages
-        if msg.role == "system"
+        for i, msg in enumerate(request.messages)
+        if msg.role == "system" and i not in inline
     ]
     out: list = []
     pending: list = list(system)
     call_names: dict[str, str] = {}
-    for msg in request.messages:
+    for i, msg in enumerate(request.messages):
+        if i in inline:
+            pending.append(m.SystemPromptPart(msg.content))
+            continue
         if msg.role == "system":
             continue
         if msg.role == "user":

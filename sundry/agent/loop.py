@@ -76,7 +76,7 @@ def _open(ticket_id: int, owner: str = "",
     waiting, mid_task, _ = start
     if held.took_over and _may_act(ticket) and (waiting or mid_task):
         # The run before died holding the ticket with work left: say so where staff look.
-        failures.run_recovered(ticket)
+        failures.run_recovered(ticket, claims.cause_of(held.previous))
     return ticket, start, held
 
 

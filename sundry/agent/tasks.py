@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from sundry.agent import failures, outbox
+from sundry.agent import claims, failures, outbox
 from sundry.agent.loop import CLAIM_TTL, claimed_elsewhere, run_slice
 
 log = logging.getLogger("sundry.agent")
@@ -27,11 +27,13 @@ DB_RETRY_COUNTDOWNS = settings.AGENT_DB_RETRY_COUNTDOWNS
 DB_MAX_RETRIES = settings.AGENT_DB_RETRIES
 
 
-def _give_up(ticket_id: int, reason: str) -> None:
-    """Record the failure where staff look; if even that cannot be written (the database is
-    still away), the outbox mark stays and the sweep queues the ticket again later."""
+def _give_up(ticket_id: int, reason: str, owners: tuple[str, ...] = ()) -> None:
+    """Record the failure where staff look, and let go of any claim the run's attempts (`owners`)
+    kept; if even that cannot be written (the database is still away), the outbox mark stays and
+    the sweep queues the ticket again later."""
     try:
         failures.run_failed(ticket_id, reason)
+        claims.release_owned(ticket_id, owners)
     except (OperationalError, InterfaceError):
         log.exception("could not record the failed run of ticket %s; the sweep will queue it again", ticket_id)
 
@@ -39,7 +41,11 @@ def _give_up(ticket_id: int, reason: str) -> None:
 @shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True,
              max_retries=DB_MAX_RETRIES)
 def agent_run_task(self, ticket_id: int, resume: list[str] | tuple[str, ...] = ()) -> int:
-    deadline = None if self.request.is_eager else time.monotonic() + settings.AGENT_SLICE_SECONDS
+    # The slice is sized by the limits this worker applies (its own settings, or the ones the caller
+    # passed), not by the settings of whoever queued the task.
+    soft = self.limits_in_force()[1]
+    slice_seconds = settings.AGENT_SLICE_SECONDS if not soft else max(0, soft - settings.AGENT_STEP_SECONDS)
+    deadline = None if self.request.is_eager else time.monotonic() + slice_seconds
     # The task's id and attempt are the run's identity in its claim. `resume` names the attempts
     # whose database failed under them (each queued the next retry itself, alive): a claim one of
     # them could not let go of is taken back at once. Any other claim — the same attempt delivered
@@ -50,16 +56,19 @@ def agent_run_task(self, ticket_id: int, resume: list[str] | tuple[str, ...] = (
     except (OperationalError, InterfaceError) as exc:
         if self.request.is_eager:
             raise
+        claims.note_cause(owner, claims.DATABASE_CAUSE)  # for a run that takes over a claim this one kept
         if self.request.retries >= DB_MAX_RETRIES:
             tries = DB_MAX_RETRIES + 1
-            _give_up(ticket_id, f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150])
+            _give_up(ticket_id, f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150],
+                     owners=(*resume, owner))
             return 0
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
         raise self.retry(exc=exc, countdown=countdown, args=[ticket_id], kwargs={"resume": [*resume, owner]})
     except SoftTimeLimitExceeded:
         failures.discard_connection()  # the limit may have landed mid-statement
         log.error("agent run on ticket %s passed the soft time limit", ticket_id)
-        _give_up(ticket_id, f"it ran past the {settings.CELERY_TASK_SOFT_TIME_LIMIT} s time limit")
+        soft = self.limits_in_force()[1]
+        _give_up(ticket_id, f"it ran past the {soft:g} s time limit" if soft else "it ran past its time limit")
         return 0
     except Exception as exc:  # noqa: BLE001 — any failure must reach staff, never vanish in a log
         log.exception("agent run on ticket %s failed", ticket_id)

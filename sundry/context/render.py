@@ -497,7 +497,10 @@ def _plain(turn: TurnData) -> Message | None:
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)
     if turn.kind == "internal":
         return None  # staff only (the selectors never read one; this is the second line)
-    if turn.kind in ("error", "rejection"):
+    if turn.kind == "error":
+        # Sundry's notice (a run stopped or failed, a reply held): a system message, never the customer's voice.
+        return Message(role="system", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
+    if turn.kind == "rejection":
         return Message(role="user", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
     return Message(role="user", content=SYSTEM_EVENT_PREFIX + text, turns=n)
 

@@ -154,7 +154,7 @@ def test_each_turn_kind_maps_to_its_role_and_prefix():
     msgs = render.turns_to_messages(turns)
     assert [(m.role, m.turns) for m in msgs] == [
         ("user", [1]), ("user", [2]), ("user", [3]), ("assistant", [4]), ("tool", [5]), ("assistant", [6]),
-        ("assistant", [7]), ("user", [8])]
+        ("assistant", [7]), ("system", [8])]  # Sundry's notice: a system message, not the customer's voice
     assert msgs[0].content == "Where is SU-20481?" and render.is_customer_message(msgs[0])
     assert msgs[1].content == "[staff note to the agent] Customer is a VIP." and not render.is_customer_message(msgs[1])
     assert msgs[2].content == "[system event] Ticket reassigned."
