@@ -91,6 +91,9 @@ INSTALLED_APPS = [
 # is SUNDRY_DEFAULT_DOMAIN.
 SUNDRY_DOMAINS = ["sundry.shop.domain"]
 SUNDRY_DEFAULT_DOMAIN = "demo_shop"
+# The ticket class (its slug) a customer's new conversation opens in: a deployment whose customers
+# are served by a class with tool servers names that class here (sundry/portal/views.py).
+DEFAULT_TICKET_CLASS = os.environ.get("SUNDRY_DEFAULT_TICKET_CLASS", "standard").strip()
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

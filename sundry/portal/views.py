@@ -91,7 +91,9 @@ def ticket_new(request):
         return redirect(reverse("portal-home") + "?" + urlencode({"error": str(exc)}))
     if not allow("tickets", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_TICKETS)):
         return redirect(reverse("portal-home") + "?" + urlencode({"error": TOO_MANY_TICKETS}))
-    tclass = TicketClass.objects.filter(slug="standard").first() or TicketClass.objects.first()
+    # The deployment's entry class; the oldest class when none has its slug (a fresh install).
+    tclass = (TicketClass.objects.filter(slug=settings.DEFAULT_TICKET_CLASS).first()
+              or TicketClass.objects.order_by("pk").first())
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject=text[:80])
     customer_message_post(ticket=ticket, text=text)
     return redirect("portal-ticket", ticket_id=ticket.pk)
