@@ -5,6 +5,7 @@ timeout bounds connecting as well as calling."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -134,3 +135,22 @@ def test_the_servers_own_timeout_bounds_connecting(call, connect, waited):
         mcp_client.connection(catalog.server_spec(server))
     elapsed = time.monotonic() - started
     assert waited <= elapsed < waited + 10, elapsed
+
+
+SHOP_TOOLS = ("get_order", "issue_refund", "lookup_customer", "track_parcel", "cancel_order")
+
+
+@pytest.mark.django_db(transaction=True)  # remote calls run outside transactions
+@pytest.mark.parametrize("with_server", [True, False], ids=["tool-server-class", "control-shop-class"])
+def test_a_tool_server_class_prompt_names_only_its_own_tools(with_server):
+    tclass = TicketClassFactory(approval_rules={})
+    if with_server:
+        ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
+                                  connect_timeout_seconds=20, declaration_path=str(ODD_DECL))
+    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
+    model = ScriptedModel([ModelResponse(text="Looking.")])
+    agent_run(ticket.pk, gateway=Gateway(override=model))
+    system = model.requests[0].messages[0].content
+    named = [n for n in SHOP_TOOLS if re.search(rf"\b{n}\b", system)]
+    assert (named == []) is with_server, named
