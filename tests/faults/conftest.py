@@ -151,7 +151,7 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
     queue = f"sundry-faults-{uuid.uuid4().hex[:10]}"
 
     def start(*, tickets: int = 1, handler: str = "agent", worker: bool = True, as_compose: bool = False,
-              beat: bool = False, concurrency: int = 1, **extra_env: str) -> Stack:
+              beat: bool = False, concurrency: int = 1, web_env: dict | None = None, **extra_env: str) -> Stack:
         port = route.port if route is not None else pg.port
         env = _product_env(DATABASE_URL=pg.url(fault_db, port=port), REDIS_URL=redis_url,
                            SUNDRY_CHANNEL_PREFIX=queue, SUNDRY_TASK_QUEUE=queue,
@@ -166,7 +166,8 @@ def stack(pg, fault_db, model, redis_url, route, tmp_path):
                               timeout=120)
         assert seed.returncode == 0, seed.stdout + seed.stderr
         seeded = json.loads(seed.stdout.strip().splitlines()[-1])
-        web, url = web_process(env, tmp_path / "web.log")
+        # `web_env`: settings the web process alone has (the process that queues the agent's tasks).
+        web, url = web_process({**env, **(web_env or {})}, tmp_path / "web.log")
         started.append(web)
         celery = None
         if worker:

@@ -42,8 +42,11 @@ def ticket_row(s, ticket: int) -> dict:
 
 def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_claim(stack, model, pg):
     # Limits as small as the settings allow for a 4 s model call: a step may take 34 s,
-    # the soft limit is 34 s, the hard one 64 s.
-    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="4", SUNDRY_MODEL_READ_TIMEOUT="3", SUNDRY_TASK_HARD_LIMIT="64")
+    # the soft limit is 34 s, the hard one 64 s — on the worker. The web process, which queues the
+    # run, has the default 300 s: the worker's own limits must hold (before, the message carried
+    # the web process's, and the step hung until 270 s).
+    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="4", SUNDRY_MODEL_READ_TIMEOUT="3", SUNDRY_TASK_HARD_LIMIT="64",
+              web_env={"SUNDRY_TASK_HARD_LIMIT": "300"})
     ticket, order, client, hold, number = message_mid_step(s, model)
 
     # The step's writes wait on the ticket's row, which the test holds: the step hangs past
@@ -65,7 +68,7 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
         return [t for t in s.turns(ticket) if t[0] > number and t[2] == "error"]
 
     errors = wait_for(recorded, 20, "the error turn")
-    assert "time limit" in errors[0][3], errors
+    assert "the 34 s time limit" in errors[0][3], errors  # the limit that stopped it, the worker's
     row = ticket_row(s, ticket)
     assert "Agent run stopped" in row["attention"], row
     assert row["agent_claimed_at"] is None, row
