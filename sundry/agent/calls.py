@@ -161,9 +161,12 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     `approved_hold`: staff approved it; `confirmation`: the customer confirmed its card."""
     domain = domain_for(ticket.ticket_class)
     served = remote.class_tools(ticket)  # a class with tool servers offers their tools, not the domain's
-    tool = served.tools.get(call.name) if served is not None else tool_named(domain, call.name)
+    denied = ticket.ticket_class.denied
+    tool = None if call.name in denied else (
+        served.tools.get(call.name) if served is not None else tool_named(domain, call.name))
     if tool is None:
-        names = sorted(served.tools) if served is not None else sorted(t.name for t in tools_for(domain))
+        names = sorted(n for n in (served.tools if served is not None else (t.name for t in tools_for(domain)))
+                       if n not in denied)
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                     text=f"Unknown tool '{call.name}'. Available tools: {', '.join(names)}.",
                     payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",

@@ -78,9 +78,11 @@ def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
     class's tool servers' tools and prompts when it has servers, else its domain's tools."""
     tclass = ticket.ticket_class
     served = remote.tool_specs(ticket)
+    tools = served or tool_specs(domain_for(tclass))
+    if tclass.denied:  # the class's own deny list: never offered (and refused if called: calls.process_call)
+        tools = [t for t in tools if t["name"] not in tclass.denied]
     return assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
-                    tools=served or tool_specs(domain_for(tclass)), rules_cap_tokens=tclass.pinned_rules_cap,
-                    own_tools=served is not None)
+                    tools=tools, rules_cap_tokens=tclass.pinned_rules_cap, own_tools=served is not None)
 
 
 def next_step_number(ticket_id: int) -> int:

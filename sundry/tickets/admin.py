@@ -1,3 +1,5 @@
+import re
+
 from django import forms
 from django.db import models
 from django.contrib import admin, messages
@@ -10,6 +12,8 @@ from sundry.tickets import canned
 from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
+from sundry.tooling.domain import domain_for, tools_for
+from sundry.toolservers import offered
 from sundry.toolservers.admin import servers_of
 from sundry.core.jsonform import BoundedJSONField
 
@@ -63,6 +67,18 @@ class TicketClassForm(forms.ModelForm):
             raise forms.ValidationError(problems)
         return rules or {}
 
+    def clean_denied_tools(self):
+        """Only names this class could offer: a typo would otherwise deny nothing, silently."""
+        text = (self.cleaned_data.get("denied_tools") or "").strip()
+        names = [n for n in re.split(r"[\s,]+", text) if n]
+        known = {t.name for t in tools_for(domain_for(self.instance))} | {
+            n for s in (self.instance.tool_servers.all() if self.instance.pk else []) for n in offered.known(s)}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise forms.ValidationError(
+                f"Not a tool of this class: {', '.join(unknown)}. Its tools: {', '.join(sorted(known))}.")
+        return ", ".join(dict.fromkeys(names))
+
     def clean(self):
         data = super().clean()
         budget, kept = data.get("token_budget"), data.get("recent_turns_kept")
@@ -102,7 +118,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "slug", "description")}),
         ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap",
                                "request_room", "accept_tight_budget")}),
-        ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls")}),
+        ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls", "denied_tools")}),
         ("Approvals", {"fields": ("approval_rules", "approval_window_hours")}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
         ("Tool servers", {"fields": ("tool_servers",)}),

@@ -1,5 +1,7 @@
 """Ticket classes (budgets), tickets and turns."""
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -22,7 +24,8 @@ class TicketClass(models.Model):
     )
     recent_turns_kept = models.PositiveIntegerField(
         default=8, validators=[MinValueValidator(2), MaxValueValidator(200)],
-        help_text="The last K turns are never compacted.",
+        help_text="The last K turns are kept word for word when older ones are compacted; fewer (at least one) "
+                  "only when keeping them all would leave the request over the budget.",
     )
     working_model = models.CharField(
         max_length=120, default="offline",
@@ -31,7 +34,13 @@ class TicketClass(models.Model):
     summariser_model = models.CharField(max_length=120, default="offline")
     ledger_share = models.FloatField(
         default=0.3, validators=[MinValueValidator(0.01), MaxValueValidator(0.5)],
-        help_text="Share of the budget the live ledger may fill; past it, the least recently used entries are archived.",
+        help_text="Share of the budget the live ledger may fill; past it, entries no write takes go first, then "
+                  "superseded ones, then the least recently used (archived, never lost).",
+    )
+    denied_tools = models.CharField(
+        max_length=1000, blank=True, default="",
+        help_text="Tools this class never offers the model, comma- or space-separated: the shop's, Sundry's own "
+                  "and its tool servers' alike. A call naming one is refused as a tool the class does not have.",
     )
     pinned_rules_cap = models.PositiveIntegerField(
         default=600, validators=[MinValueValidator(50)],
@@ -77,6 +86,11 @@ class TicketClass(models.Model):
     @property
     def trigger_tokens(self) -> int:
         return int(self.token_budget * self.trigger_fraction)
+
+    @property
+    def denied(self) -> frozenset[str]:
+        """The names in `denied_tools`."""
+        return frozenset(n for n in re.split(r"[\s,]+", self.denied_tools or "") if n)
 
     def clean(self):
         super().clean()
