@@ -66,7 +66,9 @@ def open_as(browser, base, user, path, viewport=DESKTOP):
     response = page.goto(base + path)
     page.first_response = response
     if response.status == 200 and page.locator("[ws-connect]").count():
-        page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
+        # The socket's first snapshot: a wait (up to LIVE), not a speed claim — four test processes
+        # share two cores, and one clean-clone run saw a desk page's snapshot take over 10 s.
+        page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached", timeout=LIVE)
     return page
 
 
