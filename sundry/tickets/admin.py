@@ -1,5 +1,3 @@
-import re
-
 from django import forms
 from django.db import models
 from django.contrib import admin, messages
@@ -13,6 +11,7 @@ from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.tooling.domain import domain_for, tools_for
+from sundry.tooling.tools import name_list
 from sundry.toolservers import offered
 from sundry.toolservers.admin import servers_of
 from sundry.core.jsonform import BoundedJSONField
@@ -70,14 +69,14 @@ class TicketClassForm(forms.ModelForm):
     def clean_denied_tools(self):
         """Only names this class could offer: a typo would otherwise deny nothing, silently."""
         text = (self.cleaned_data.get("denied_tools") or "").strip()
-        names = [n for n in re.split(r"[\s,]+", text) if n]
+        names = name_list(text)
         known = {t.name for t in tools_for(domain_for(self.instance))} | {
             n for s in (self.instance.tool_servers.all() if self.instance.pk else []) for n in offered.known(s)}
         unknown = [n for n in names if n not in known]
         if unknown:
             raise forms.ValidationError(
                 f"Not a tool of this class: {', '.join(unknown)}. Its tools: {', '.join(sorted(known))}.")
-        return ", ".join(dict.fromkeys(names))
+        return ", ".join(names)
 
     def clean(self):
         data = super().clean()

@@ -1,11 +1,11 @@
 """Ticket classes (budgets), tickets and turns."""
 
-import re
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+
+from sundry.tooling.tools import name_list
 
 
 class TicketClass(models.Model):
@@ -90,7 +90,7 @@ class TicketClass(models.Model):
     @property
     def denied(self) -> frozenset[str]:
         """The names in `denied_tools`."""
-        return frozenset(n for n in re.split(r"[\s,]+", self.denied_tools or "") if n)
+        return frozenset(name_list(self.denied_tools))
 
     def clean(self):
         super().clean()

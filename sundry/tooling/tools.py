@@ -7,6 +7,8 @@ ledger harvests marked result fields — by schema, never by scanning prose.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -65,6 +67,13 @@ class Tool:
 
 
 REGISTRY: dict[str, Tool] = {}
+
+_NAME_LIST = re.compile(r"[\s,]+")
+
+
+def name_list(text: str) -> list[str]:
+    """Tool names from a comma- or space-separated list (an admin's allow or deny field), in order, each once."""
+    return list(dict.fromkeys(n for n in _NAME_LIST.split(text or "") if n))
 
 # Sundry's reply tool: a call to it is the agent's message to the customer (a domain may offer it).
 REPLY_TOOL = "reply_to_customer"

@@ -9,16 +9,10 @@ same name (the model could not say which it meant), naming both servers.
 
 from __future__ import annotations
 
-import re
-
+from sundry.tooling.tools import name_list
 from sundry.toolservers import declfile, limits
 
-_SPLIT = re.compile(r"[\s,]+")
-
-
-def names(text: str) -> list[str]:
-    """Tool names from a comma- or space-separated list, in order, each once."""
-    return list(dict.fromkeys(n for n in _SPLIT.split(text or "") if n))
+names = name_list  # the allow and deny fields' format, shared with the ticket class's deny list
 
 
 def offers(server, name: str) -> bool:
