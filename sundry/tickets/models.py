@@ -257,3 +257,58 @@ class Rating(models.Model):
 
     def __str__(self):
         return f"#{self.ticket_id} rated {self.score}"
+
+
+class BudgetProposal(models.Model):
+    """A budget an admin tried in the budget lab, and what it would have done (sundry.tickets.labrun).
+
+    Kept so proposals can be listed side by side and one applied; `figures` is the run's whole
+    result as plain JSON (the comparison, the fidelity checks, the charts' series)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="budget_proposals")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="budget_proposals")
+    created_at = models.DateTimeField(auto_now_add=True)
+    token_budget = models.PositiveIntegerField(validators=[MinValueValidator(1000), MaxValueValidator(2_000_000)])
+    trigger_fraction = models.FloatField(validators=[MinValueValidator(0.3), MaxValueValidator(0.95)])
+    recent_turns_kept = models.PositiveIntegerField(validators=[MinValueValidator(2), MaxValueValidator(200)])
+    ledger_share = models.FloatField(validators=[MinValueValidator(0.01), MaxValueValidator(0.5)])
+    tickets = models.PositiveIntegerField(help_text="The window: the class's latest tickets with recorded steps.")
+    price_as = models.CharField(max_length=120, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)  # tickets replayed so far (the page's progress)
+    total = models.PositiveIntegerField(default=0)
+    figures = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.ticket_class.name}: {self.token_budget:,} tokens ({self.get_status_display()})"
+
+
+class TicketClassChange(models.Model):
+    """Who changed a class's settings, from what to what, and when: the admin's form or an applied
+    proposal alike (sundry.tickets.classchanges). `changes`: {field: [before, after]}."""
+
+    ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="ticket_class_changes")
+    changed_at = models.DateTimeField(auto_now_add=True)
+    changes = models.JSONField()
+    proposal = models.ForeignKey(BudgetProposal, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="applied_as")
+
+    class Meta:
+        ordering = ["-changed_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.ticket_class.name} changed {self.changed_at:%Y-%m-%d %H:%M}"
