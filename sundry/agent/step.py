@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, claims, failures, remote, replycheck, replyclaims
+from sundry.agent import answer, calibration, claims, failures, remote, replycheck, replyclaims
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
@@ -36,6 +36,10 @@ from sundry.tooling.tools import REGISTRY
 # Called with a `Resolved` after a resolution step commits; the compaction
 # trigger subscribes here.
 resolution_listeners: list = []
+# Called as hook(ticket, snapshot, assembled) -> bool before a step sends its request: True if
+# the lanes changed (a compaction ran in place because the request was over the budget), so
+# the step reads them again. The compaction app registers its own.
+before_request_hooks: list = []
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,11 @@ def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
                     tools=tools, rules_cap_tokens=tclass.pinned_rules_cap, own_tools=served is not None)
 
 
+def _over_budget(assembled: Assembled, tclass) -> bool:
+    """Over the class's budget, which is in the model's own tokens (Sundry counts with its calibration)."""
+    return assembled.accounting.total_tokens > tclass.token_budget / calibration.applied_factor(tclass.working_model)
+
+
 def next_step_number(ticket_id: int) -> int:
     return (AgentStep.objects.filter(ticket_id=ticket_id).aggregate(n=Max("number"))["n"] or 0) + 1
 
@@ -131,6 +140,12 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
     assembled = assemble_request(ticket, snapshot)
+    if before_request_hooks and _over_budget(assembled, tclass):
+        with claims.heartbeat(held):  # the hook may wait on the summariser: keep the claim
+            changed = any([hook(ticket, snapshot, assembled) for hook in before_request_hooks])
+        if changed:
+            snapshot = lane_snapshot(ticket)
+            assembled = assemble_request(ticket, snapshot)
     if number is None:
         number = next_step_number(ticket.pk)
     read_through = _read_through(snapshot, ticket)

@@ -157,8 +157,16 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
             return None
     if assembled is None:  # the run records the request it shrinks
         assembled = _assemble(ticket, snapshot)
+    return _queue_run(ticket, state, covered, cut, assembled, step_id=step_id)
+
+
+def _queue_run(ticket, state: _TriggerState, covered: int, cut: int, assembled, *, step_id: int | None = None,
+               enqueue: bool = True) -> CompactionRun | None:
+    """The run for turns covered+1..cut, queued for the worker (or, `enqueue` off, left for the
+    caller to do in place). None if that range is done or in flight already."""
+    ticket_id = ticket.pk
     run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
-                        context_version=covered, model=tclass.summariser_model, trigger_step_id=step_id,
+                        context_version=covered, model=ticket.ticket_class.summariser_model, trigger_step_id=step_id,
                         tokens_before=assembled.accounting.total_tokens)
     run.request_before = assembled.request.model_dump(mode="json")
     try:
@@ -166,7 +174,8 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
             ticket_touch(ticket_id)  # the queued run shows in the desk; the ticket row first (lock order)
             # The range's unique constraint makes this the idempotency check.
             run.save(force_insert=True)
-            _enqueue(run.pk)
+            if enqueue:
+                _enqueue(run.pk)
         return run
     except IntegrityError:
         pass
@@ -177,8 +186,53 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
             return None  # done (or in flight): the same range is never compacted twice
         CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
         ticket_touch(ticket_id)
-        _enqueue(run.pk)
+        if enqueue:
+            _enqueue(run.pk)
     return run
+
+
+def compact_before_step(ticket, snapshot, assembled) -> bool:
+    """The request a step is about to send is over the class's budget: compact now, in the
+    step's own task, and say whether the lanes changed (the step then reads them again).
+
+    The trigger runs after resolution steps and its run is queued, so a run of lookups can
+    grow the request past the budget before any summary lands. Over the trigger the queued
+    way is right (the customer waits for nothing); over the budget the step would send a
+    request the class does not allow, so it waits for the summariser instead. A run already
+    queued is done here (the worker's copy then finds it done); one running elsewhere, a held
+    approval or a tripped breaker leave the request as it is, and the budget panel says why."""
+    tclass = ticket.ticket_class
+    factor = calibration.applied_factor(tclass.working_model)
+    budget = int(tclass.token_budget / factor)
+    total = assembled.accounting.total_tokens
+    if total <= budget:
+        return False
+    state = _trigger_state(ticket.pk)
+    if state.held_pending or has_reason(state.attention, BREAKER_PREFIX):
+        return False
+    if state.in_flight_id is not None:
+        if CompactionRun.objects.filter(pk=state.in_flight_id, status=Status.QUEUED).exists():
+            return _compacted(compaction_run(state.in_flight_id))
+        return False
+    covered = state.summary_covers
+    if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
+        return True  # a compaction landed since the snapshot: read the lanes again
+    kept = [t for t in snapshot.turns if t.number > covered]
+    cut = cut_within_budget(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept,
+                            room=budget - (total - sum(t.tokens for t in kept)),
+                            tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c))
+    if cut is None or not pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut)).compact:
+        return False
+    run = _queue_run(ticket, state, covered, cut, assembled, enqueue=False)
+    if run is None:
+        return False
+    log.info("ticket %s: request of %d tokens over the budget %d; compacting turns %d-%d before the step",
+             ticket.pk, total, budget, covered + 1, cut)
+    return _compacted(compaction_run(run.pk))
+
+
+def _compacted(run: CompactionRun) -> bool:
+    return run.status in (Status.SUCCEEDED, Status.FALLBACK)
 
 
 @dataclass(frozen=True)
@@ -264,6 +318,7 @@ def _inputs(run: CompactionRun):
     previous = SummaryData(base.covers_through_turn, base.text, base.fallback) if base else None
     snap = lane_snapshot(ticket, with_turns=False)
     request = sm.build_request(model=run.model, turns=turns, ledger=snap.ledger, rules=snap.rules, previous=previous)
+    quotes = sm.required_quotes(turns, rules=snap.rules, previous=previous, roles={e.value: e.role for e in snap.ledger})
     # Tokens met anywhere in the ticket: the base summary's record, plus the turns after it.
     seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
     seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through)
@@ -284,7 +339,7 @@ def _inputs(run: CompactionRun):
         replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
         model=working, ledger_roles={v: r for v, r, _ in ledger_all}, actions=sorted(actions), domain=snap.domain,
         capabilities=capabilities, tools=tools,
-        lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(),
+        lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(), quotes=quotes,
     )
     return turns, request, ctx, seen
 
@@ -391,8 +446,9 @@ def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens)
         if (current.pk if current else None) != run.base_summary_id:
             return _finish_stale(run)
         fallback = verdict is None
+        quotes = (run.validation_context or {}).get("quotes")  # what the summary had to quote
         fields = verdict.fields if verdict else sm.fallback_fields(
-            turns, from_turn=run.from_turn, through_turn=run.through_turn, failures=len(log_entries))
+            turns, from_turn=run.from_turn, through_turn=run.through_turn, failures=len(log_entries), quotes=quotes)
         text = verdict.text if verdict else sm.render_fields(fields)
         if fallback and current:
             text = f"{current.text.strip()}\n{text}"  # trimming never drops the earlier summary
@@ -402,7 +458,7 @@ def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens)
                                          fields=fields.model_dump(), text=text, is_current=True, fallback=fallback,
                                          seen_tokens=seen.as_json())
         if not fallback:
-            _rule_candidates(run, fields.constraints_not_pinned)
+            _rule_candidates(run, sm.rule_candidate_texts(fields.constraints_not_pinned, quotes))
         for key, value in figures.items():
             setattr(run, key, value)
         run.status = Status.FALLBACK if fallback else Status.SUCCEEDED

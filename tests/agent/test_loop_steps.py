@@ -161,7 +161,9 @@ def test_far_under_the_trigger_the_check_reads_no_lanes(ticket):
 
 def test_near_the_trigger_the_check_assembles_and_queues(ticket):
     tclass = ticket.ticket_class
-    tclass.token_budget, tclass.trigger_fraction = 2000, 0.5
+    # Over the trigger (1,000) but within the budget: a request over the budget is compacted in
+    # the step itself, before it is sent (tests/compaction/test_before_step.py).
+    tclass.token_budget, tclass.trigger_fraction = 20_000, 0.05
     tclass.save()
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     for i in range(30):

@@ -30,10 +30,12 @@ def total(ticket):
     return assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model, tools=tool_specs())
 
 
-def set_trigger(ticket, trigger_tokens):
-    """trigger_tokens = int(budget × 0.5) exactly."""
+def set_trigger(ticket, trigger_tokens, *, budget: int | None = None):
+    """trigger_tokens = int(budget × fraction) exactly (budget twice the trigger unless given: a
+    request over the budget is compacted in the step itself, before the trigger is asked)."""
     tc = ticket.ticket_class
-    tc.trigger_fraction, tc.token_budget = 0.5, trigger_tokens * 2
+    tc.token_budget = budget or trigger_tokens * 2
+    tc.trigger_fraction = trigger_tokens / tc.token_budget
     tc.save()
 
 
@@ -254,7 +256,7 @@ def test_agent_resolution_step_fires_the_trigger(monkeypatch, django_capture_on_
     queued = []
     monkeypatch.setattr(services, "_enqueue", queued.append)
     ticket = long_ticket()
-    set_trigger(ticket, 1000)
+    set_trigger(ticket, 1000, budget=50_000)
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Is the parcel here yet?")
     with django_capture_on_commit_callbacks(execute=True):
         agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Not yet; it is on its way.")])))
