@@ -50,6 +50,11 @@ LOCAL_IMPORTS_ALLOWED = {
 UPWARD_ALLOWED = {
     # The benchmark's worker entry point runs the project's own Celery app with timing signals.
     ("sundry.evals.benchworker", "sundry.celery"),
+    # The budget lab scores a proposal with the safety harness's own checks (one implementation,
+    # not a copy): the recorded tickets exported as the harness reads them, run by its runner.
+    ("sundry.tickets.labrun", "sundry.evals.domains"),
+    ("sundry.tickets.labrun", "sundry.evals.harness"),
+    ("sundry.tickets.labrun", "sundry.evals.records"),
 }
 # Django's documented place to import what needs the app registry (signal receivers, listeners).
 READY_HOOKS = "ready"

@@ -1,5 +1,5 @@
 from django import forms
-from django.db import models
+from django.db import models, transaction
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
@@ -8,6 +8,7 @@ from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
 from sundry.tickets import canned
 from sundry.tickets.budgetfit import fixed_part
+from sundry.tickets.classchanges import class_change_record
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.tooling.domain import domain_for, tools_for
@@ -19,6 +20,9 @@ from sundry.core.jsonform import BoundedJSONField
 
 # What a change to these can do to the room a request has left; the system prompt holds the description.
 BUDGET_FIELDS = ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "description")
+
+# The class's own settings an audit record names (not its relations).
+AUDITED = {f.name for f in TicketClass._meta.concrete_fields} - {"id", "created_at"}
 
 
 class TicketClassForm(forms.ModelForm):
@@ -138,8 +142,15 @@ class TicketClassAdmin(admin.ModelAdmin):
         return servers_of(obj)  # each server's own page has its settings and "test connection"
 
     def save_model(self, request, obj, form, change):
-        # Through the service: every ticket of the class re-renders its Budget panel.
-        ticket_class_save(ticket_class=obj)
+        # Through the service: every ticket of the class re-renders its Budget panel; the audit
+        # record keeps what the form changed, from what (the row as stored) to what.
+        with transaction.atomic():
+            stored = TicketClass.objects.select_for_update().filter(pk=obj.pk).first() if change else None
+            before = {name: getattr(stored, name) for name in form.changed_data
+                      if stored is not None and name in AUDITED}
+            ticket_class_save(ticket_class=obj)
+            if stored is not None:
+                class_change_record(ticket_class=obj, before=before, by=request.user)
         if form.budget_warning:  # kept on purpose, and said again where the admin reads the result
             messages.warning(request, f"Saved against the warning. {form.budget_warning}")
 

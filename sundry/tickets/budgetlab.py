@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 
 from django.db.models import Count, Q
@@ -67,6 +68,7 @@ class Lab:
     summary_measured: bool
     ledger_peak: int
     seconds: float
+    samples: list[dict] = field(default_factory=list)  # the charts' tickets, step by step
 
     def per_ticket(self, figures: Figures, attr: str) -> float:
         return round(getattr(figures, attr) / self.tickets, 2) if self.tickets else 0.0
@@ -133,15 +135,34 @@ def _summary_tokens(found: list[History]) -> tuple[int, bool]:
     return (int(statistics.median(sizes)), True) if sizes else (EXPECTED_SUMMARY_TOKENS, False)
 
 
-def _replayed(found: list[History], budget: Budget, summary: int, model: str) -> Figures:
-    runs: list[Replayed] = [replay(h, budget, summary_tokens=summary) for h in found]
+def _replayed(found: list[History], budget: Budget, summary: int, model: str,
+              runs: list[Replayed] | None = None) -> Figures:
+    runs = runs if runs is not None else [replay(h, budget, summary_tokens=summary) for h in found]
     return figures([n for r in runs for _, n in r.requests], budget,
                    compactions=sum(len(r.compacted_after) for r in runs),
                    output_tokens=sum(s.output_tokens for h in found for s in h.steps), model=model,
                    ledger_over=sum(r.ledger_over for r in runs))
 
 
-def run_lab(tclass: TicketClass, proposed: Budget, *, tickets: int = DEFAULT_TICKETS, price_as: str = "") -> Lab:
+# The charts follow this many tickets, the ones with the most steps (a short ticket shows little).
+SAMPLE_TICKETS = 3
+
+
+def _samples(found: list[History], current: list[Replayed], proposed: list[Replayed],
+             compacted: dict[int, list[int]]) -> list[dict]:
+    """Each sample ticket's requests step by step: recorded, replayed at the current and the proposed settings."""
+    chosen = sorted(range(len(found)), key=lambda i: (-len(found[i].steps), found[i].ticket_id))[:SAMPLE_TICKETS]
+    return [{"ticket": found[i].ticket_id, "steps": [s.number for s in found[i].steps],
+             "recorded": [s.request_tokens for s in found[i].steps],
+             "recorded_compactions": compacted.get(found[i].ticket_id, []),
+             "current": [n for _, n in current[i].requests], "current_compactions": current[i].compacted_after,
+             "proposed": [n for _, n in proposed[i].requests], "proposed_compactions": proposed[i].compacted_after}
+            for i in sorted(chosen)]
+
+
+def run_lab(tclass: TicketClass, proposed: Budget, *, tickets: int = DEFAULT_TICKETS, price_as: str = "",
+            progress: Callable[[int, int], None] | None = None) -> Lab:
+    """`progress(done, total)` is told after each ticket is replayed."""
     started = time.monotonic()
     tickets = max(1, min(tickets, MAX_TICKETS))
     model = price_as or tclass.working_model
@@ -149,16 +170,55 @@ def run_lab(tclass: TicketClass, proposed: Budget, *, tickets: int = DEFAULT_TIC
     found, total = histories(tclass, tickets)
     summary, measured = _summary_tokens(found)
     done = CompactionRun.objects.filter(Q(status__in=["succeeded", "fallback"]), ticket_id__in=[h.ticket_id for h in found])
+    runs_current: list[Replayed] = []
+    runs_proposed: list[Replayed] = []
+    for i, h in enumerate(found, 1):
+        runs_current.append(replay(h, current, summary_tokens=summary))
+        runs_proposed.append(replay(h, proposed, summary_tokens=summary))
+        if progress:
+            progress(i, len(found))
     recorded = figures([s.request_tokens for h in found for s in h.steps], current, compactions=done.count(),
                        output_tokens=sum(s.output_tokens for h in found for s in h.steps), model=model)
     return Lab(
         tclass=tclass, current=current, proposed=proposed, tickets=len(found), tickets_with_steps=total,
-        recorded=recorded, replayed_current=_replayed(found, current, summary, model),
-        replayed_proposed=_replayed(found, proposed, summary, model),
+        recorded=recorded, replayed_current=_replayed(found, current, summary, model, runs_current),
+        replayed_proposed=_replayed(found, proposed, summary, model, runs_proposed),
         fit_current=fixed_part(tclass),
         fit_proposed=fixed_part(tclass, budget=proposed.budget, trigger_fraction=proposed.trigger_fraction,
                                 recent_turns_kept=proposed.recent_turns_kept, ledger_share=proposed.ledger_share),
         price_model=model, summary_tokens=summary, summary_measured=measured,
         ledger_peak=max((s.ledger_tokens for h in found for s in h.steps), default=0),
         seconds=round(time.monotonic() - started, 2),
+        samples=_samples(found, runs_current, runs_proposed, _recorded_steps_compacted(found)),
     )
+
+
+def _recorded_steps_compacted(found: list[History]) -> dict[int, list[int]]:
+    """After which recorded step each ticket was compacted: the next step's request began at a later turn."""
+    return {h.ticket_id: [h.steps[i - 1].number for i in range(1, len(h.steps))
+                          if (h.steps[i].first_turn or 0) > (h.steps[i - 1].first_turn or 0)]
+            for h in found}
+
+
+def _figures_json(f: Figures) -> dict:
+    return {**asdict(f), "cost": None if f.cost is None else str(f.cost), "over_share": f.over_share}
+
+
+def _fit_json(fit: Fit) -> dict:
+    return {**asdict(fit), "fixed": fit.fixed, "fixed_share": fit.fixed_share, "left": fit.left,
+            "floor": fit.floor, "tight": fit.tight, "impossible": fit.impossible, "problem": fit.problem()}
+
+
+def _budget_json(b: Budget) -> dict:
+    return {**asdict(b), "trigger": b.trigger, "ledger_allowance": b.ledger_allowance}
+
+
+def lab_json(lab: Lab) -> dict:
+    """The lab's result as plain JSON, the same names the page reads (a proposal stores it)."""
+    return {"class": lab.tclass.pk, "current": _budget_json(lab.current), "proposed": _budget_json(lab.proposed),
+            "tickets": lab.tickets, "tickets_with_steps": lab.tickets_with_steps,
+            "recorded": _figures_json(lab.recorded), "replayed_current": _figures_json(lab.replayed_current),
+            "replayed_proposed": _figures_json(lab.replayed_proposed), "fit_current": _fit_json(lab.fit_current),
+            "fit_proposed": _fit_json(lab.fit_proposed), "price_model": lab.price_model,
+            "summary_tokens": lab.summary_tokens, "summary_measured": lab.summary_measured,
+            "ledger_peak": lab.ledger_peak, "seconds": lab.seconds, "samples": lab.samples}

@@ -1,0 +1,107 @@
+"""A budget lab run kept as a proposal: the replay's figures beside the harness's checks on the same tickets.
+
+The replay (`budgetlab`) says what a budget does to request sizes and cost; what it does to what
+the agent still knows is the safety harness's question, so its own checks answer it here (one
+implementation: `evals.harness.run_ticket` on the tickets exported as the harness reads them),
+at the class's current settings and at the proposal: IDs used later still accepted by the ID
+guard after compaction and ledger eviction, side effects still in the request, stated
+constraints still verbatim. Runs in a Celery worker (`tickets.tasks`), telling the proposal
+row how far it has got after each ticket so the page can show progress.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from sundry.evals.domains import DOMAINS
+from sundry.evals.harness import HarnessConfig, run_ticket
+from sundry.evals.records import export_ticket
+from sundry.tickets.budgetlab import MAX_TICKETS, class_budget, histories, lab_json, run_lab
+from sundry.tickets.budgetreplay import Budget
+from sundry.tickets.models import BudgetProposal, Ticket, TicketClass
+from sundry.tooling.domain import domain_for
+
+# (figure, numerator, denominator) of the harness's counters for Sundry's own request.
+FIDELITY = [("ids", "id_ok", "id_checks", "IDs used later still usable"),
+            ("actions", "action_ok", "action_checks", "Side effects still known"),
+            ("constraints", "constraint_ok", "constraint_checks", "Stated constraints verbatim")]
+
+
+def _config(budget: Budget, model: str) -> HarnessConfig:
+    return HarnessConfig(budget=budget.budget, trigger_fraction=budget.trigger_fraction,
+                         keep_recent=budget.recent_turns_kept, ledger_share=budget.ledger_share, model=model,
+                         plant=False)
+
+
+def _rates(counts: Counter) -> dict:
+    out = {}
+    for name, ok, checks, label in FIDELITY:
+        n = counts[checks]
+        out[name] = {"label": label, "ok": counts[ok], "checks": n,
+                     "rate": round(100 * counts[ok] / n, 1) if n else None}
+    return out
+
+
+def fidelity(tclass: TicketClass, ticket_ids: list[int], settings: dict[str, Budget],
+             progress: Callable[[int, int], None] | None = None) -> dict:
+    """The harness's checks on these tickets under each of `settings` (name → budget)."""
+    name = domain_for(tclass).name
+    try:
+        domain = DOMAINS[name]
+    except KeyError:
+        return {"domain": name, "checked": False}
+    counts = {key: Counter() for key in settings}
+    tickets = Ticket.objects.filter(pk__in=ticket_ids).select_related("customer", "ticket_class")
+    for i, ticket in enumerate(tickets, 1):
+        recorded = export_ticket(ticket).model_copy(update={"domain": name})
+        for key, budget in settings.items():
+            counts[key].update(run_ticket(recorded, _config(budget, tclass.working_model), domain=domain)
+                               .stats["sundry"])
+        if progress:
+            progress(i, len(ticket_ids))
+    return {"domain": name, "checked": True, **{key: _rates(c) for key, c in counts.items()}}
+
+
+def lab_figures(tclass: TicketClass, proposed: Budget, *, tickets: int, price_as: str,
+                progress: Callable[[int, int], None] | None = None) -> dict:
+    """The whole comparison as plain JSON: the replay's figures, then the harness's checks."""
+    lab = run_lab(tclass, proposed, tickets=tickets, price_as=price_as)
+    found, _ = histories(tclass, min(tickets, MAX_TICKETS))
+    result = lab_json(lab)
+    result["fidelity"] = fidelity(tclass, [h.ticket_id for h in found],
+                                  {"current": class_budget(tclass), "proposed": proposed}, progress)
+    return result
+
+
+def proposal_budget(p: BudgetProposal) -> Budget:
+    return Budget(p.token_budget, p.trigger_fraction, p.recent_turns_kept, p.ledger_share)
+
+
+def proposal_run(proposal_id: int) -> BudgetProposal:
+    """Run a queued proposal, saying how far it has got as it goes. A failure is kept on the row."""
+    proposal = BudgetProposal.objects.select_related("ticket_class").get(pk=proposal_id)
+    if proposal.status == BudgetProposal.Status.DONE:
+        return proposal  # a redelivered task: the figures are already kept
+
+    def progress(done: int, total: int) -> None:
+        BudgetProposal.objects.filter(pk=proposal_id).update(done=done, total=total)
+
+    BudgetProposal.objects.filter(pk=proposal_id).update(status=BudgetProposal.Status.RUNNING, done=0, error="")
+    try:
+        figures = lab_figures(proposal.ticket_class, proposal_budget(proposal), tickets=proposal.tickets,
+                              price_as=proposal.price_as, progress=progress)
+    except Exception as exc:
+        BudgetProposal.objects.filter(pk=proposal_id).update(status=BudgetProposal.Status.FAILED,
+                                                             error=f"{type(exc).__name__}: {exc}",
+                                                             finished_at=timezone.now())
+        raise
+    with transaction.atomic():
+        BudgetProposal.objects.filter(pk=proposal_id).update(
+            status=BudgetProposal.Status.DONE, figures=figures, total=figures["tickets"], done=figures["tickets"],
+            finished_at=timezone.now())
+    proposal.refresh_from_db()
+    return proposal
