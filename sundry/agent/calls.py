@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cards, cardstore, consent, guards, holds, remote, runlimits, spending_reads
+from sundry.agent import cards, cardstore, consent, guards, holds, proposals, remote, runlimits, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
@@ -144,6 +144,7 @@ def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: 
         confirmed=confirmation is not None,
         overridden_rules=frozenset(r["id"] for r in (confirmation.card.get("rules") or []) if isinstance(r.get("id"), int))
         if confirmation is not None else frozenset(),
+        proposals=proposals.read(ticket.pk) if tool.customer_text else (),
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
@@ -167,9 +168,14 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
     if tool is None:
         names = sorted(n for n in (served.tools if served is not None else (t.name for t in tools_for(domain)))
                        if n not in denied)
+        # A tool the class denies is named as such: staff reading the timeline (and the model)
+        # should see a configured refusal, not a tool that does not exist.
+        why = (f"The tool '{call.name}' is not allowed on tickets of this class" if call.name in denied
+               else f"Unknown tool '{call.name}'")
         turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"Unknown tool '{call.name}'. Available tools: {', '.join(names)}.",
-                    payload={"call_id": call.id, "name": call.name, "error": "unknown_tool",
+                    text=f"{why}. Available tools: {', '.join(names)}.",
+                    payload={"call_id": call.id, "name": call.name,
+                             "error": "denied_tool" if call.name in denied else "unknown_tool",
                              "arguments": call.arguments})
         return StepOutcome(stop=False)
     if remote.is_remote(tool):

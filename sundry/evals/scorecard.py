@@ -72,7 +72,7 @@ def collect(model: str, results) -> Scorecard:
         if kind == Turn.Kind.REJECTION:
             rejections[payload.get("guard") or "unknown"] += 1
             card.malformed += payload.get("guard") == "schema"
-        elif payload.get("error") == "unknown_tool":
+        elif payload.get("error") in ("unknown_tool", "denied_tool"):  # a tool it was never offered
             card.malformed += 1
     card.rejections = dict(sorted(rejections.items()))
     steps = list(AgentStep.objects.filter(ticket_id__in=tickets).values_list("latency_ms", "cost_usd", "outcome", "checks"))

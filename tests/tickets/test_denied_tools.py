@@ -39,7 +39,8 @@ def _run(denied: str):
 def test_a_denied_tool_is_not_offered_and_its_call_is_refused():
     offered, error, ran = _run("get_order, track_parcel")
     assert "get_order" not in offered and "track_parcel" not in offered and "search_orders" in offered
-    assert error is not None and error.payload["error"] == "unknown_tool" and not ran
+    assert error is not None and error.payload["error"] == "denied_tool" and not ran
+    assert error.text.startswith("The tool 'get_order' is not allowed on tickets of this class.")
     assert "get_order" not in error.text.split("Available tools:")[1]
 
 
