@@ -21,7 +21,7 @@ import time
 from sundry.compaction import summariser as s
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.render import format_money
-from sundry.context.rules import candidate_rules
+from sundry.context.constraints import constraint_sentences
 from sundry.tooling.messages import ModelRequest, ModelResponse, Usage
 
 DELAY_ENV = "SUNDRY_OFFLINE_SUMMARISER_DELAY"
@@ -58,7 +58,7 @@ def _moved(text: str) -> str:
 
 def _sections(body: str) -> dict[str, list[str]]:
     heads = {s.LEDGER_SECTION: "ledger", s.RULES_SECTION: "rules", s.PREVIOUS_SECTION: "previous",
-             s.TURNS_SECTION: "turns"}
+             s.TURNS_SECTION: "turns", s.QUOTES_SECTION: "quotes"}
     out: dict[str, list[str]] = {v: [] for v in heads.values()}
     current = None
     for line in body.splitlines():
@@ -72,8 +72,9 @@ def _sections(body: str) -> dict[str, list[str]]:
 
 class OfflineSummariser:
     name = "offline-summariser"
-    # The rule classifier that picks the constraints to carry (the harness's controls switch it off).
-    classifier = staticmethod(candidate_rules)
+    # The constraint classifier, for a request that lists no sentences to quote (the harness's controls
+    # switch it off); a request that lists them is quoted exactly as listed.
+    classifier = staticmethod(constraint_sentences)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         delay = float(os.environ.get(DELAY_ENV) or 0)
@@ -117,6 +118,8 @@ class OfflineSummariser:
             return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
 
         turns = [(int(m.group(1)), m.group(2)) for line in sec["turns"] if (m := _TURN.match(line))]
+        # The sentences the request lists to quote: word for word, none dropped, none shortened.
+        listed = sec["quotes"] if s.QUOTES_SECTION in body else None
         decisions, actions, constraints, questions, tools, held = [], [], [], [], [], []
         customer_msgs = 0
         pending_question = None
@@ -126,9 +129,10 @@ class OfflineSummariser:
             if rest.startswith("customer message: "):
                 text = rest.removeprefix("customer message: ")
                 customer_msgs += 1
-                for sentence in self.classifier(text):
-                    if sentence.lower() not in pinned and short(sentence) not in constraints:
-                        constraints.append(short(sentence))
+                if listed is None:
+                    for sentence in self.classifier(text):
+                        if sentence.lower() not in pinned and s.quote_text(sentence, roles) not in constraints:
+                            constraints.append(s.quote_text(sentence, roles))
                 pending_question = (number, text) if "?" in text else None
             elif rest.startswith(("agent message: ", "staff message: ")):
                 if decided := s.decision_text(rest.split(": ", 1)[1]):
@@ -163,10 +167,11 @@ class OfflineSummariser:
             narrative = f"Earlier: {short(_own_span(before['narrative']))} " + narrative
         replied = bool(decisions)
         carried = [c for c in before["constraints_not_pinned"] if c.lower() not in pinned]
+        quoted = list(dict.fromkeys(listed)) if listed is not None else list(dict.fromkeys([*carried, *constraints]))
         return {
             "decisions": [*before["decisions"], *decisions][-MAX_ITEMS:],
             "actions_taken": [*before["actions_taken"], *actions][-MAX_ITEMS * 2:],
-            "constraints_not_pinned": list(dict.fromkeys([*carried, *constraints]))[:MAX_ITEMS],
+            "constraints_not_pinned": quoted,
             # A reply in the new turns is taken to answer what was still open before.
             "open_questions": ([] if replied else before["open_questions"]) + questions,
             "narrative": narrative,

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sundry.compaction import faithful
+from sundry.context.constraints import constraint_sentences
 from sundry.context.idformats import find_id_shaped, find_ids
+from sundry.context.rules import candidate_rules
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
 from sundry.core.tokens import count_message_tokens, count_tokens
@@ -30,6 +32,8 @@ LEDGER_SECTION = "LEDGER ROLES (role | value | kind) — refer to each entity ON
 RULES_SECTION = "RULES ALREADY PINNED (do not repeat them as constraints)"
 PREVIOUS_SECTION = "PREVIOUS SUMMARY (fold it into yours)"
 TURNS_SECTION = "TURNS TO SUMMARISE"
+QUOTES_SECTION = ("CUSTOMER SENTENCES TO QUOTE — copy each line, word for word, as one item of "
+                  "constraints_not_pinned")
 NONE_LINE = "(none)"
 
 # Amounts ("40.00 USD", "2,899.00 INR", "$40", "11599.00") and dates ("2025-03-01") are facts a summary
@@ -57,7 +61,8 @@ Answer with ONE JSON object and nothing else, with exactly these keys, all requi
   "decisions": [strings] — decisions already made, so they are not re-litigated;
   "actions_taken": [strings] — actions already done (refunds, returns, messages …);
   "constraints_not_pinned": [strings] — things the customer asked for or ruled out
-      that are NOT already in the pinned rules, quoted as closely as possible;
+      that are NOT already in the pinned rules: first every line listed under
+      CUSTOMER SENTENCES TO QUOTE, copied exactly, then any other you find;
   "open_questions": [strings] — what the thread is still waiting on;
   "narrative": string — a short account of what happened.
 Use [] for an empty list. Name every order, customer, item, payment, refund,
@@ -96,15 +101,18 @@ def turn_line(t: TurnData) -> str:
 
 
 def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData], rules: list[RuleData],
-                  previous: SummaryData | None) -> ModelRequest:
+                  previous: SummaryData | None, classifier=constraint_sentences) -> ModelRequest:
     ledger_lines = [f"{e.role} | {e.value} | {e.kind}" for e in ledger] or [NONE_LINE]
+    quotes = required_quotes(turns, rules=rules, previous=previous, roles={e.value: e.role for e in ledger},
+                             classifier=classifier)
     rule_lines = [f"- {r.text}" for r in rules] or [NONE_LINE]
     prev = [previous.text.strip()] if previous else [NONE_LINE]
     span = f"{turns[0].number}–{turns[-1].number}" if turns else ""
     body = "\n".join(
         [LEDGER_SECTION, *ledger_lines, "", RULES_SECTION, *rule_lines, "",
          f"{PREVIOUS_SECTION}" + (f" covering turns 1–{previous.covers_through_turn}" if previous else ""), *prev, "",
-         f"{TURNS_SECTION} {span}", *[turn_line(t) for t in turns]]
+         f"{TURNS_SECTION} {span}", *[turn_line(t) for t in turns], "",
+         QUOTES_SECTION, *(quotes or [NONE_LINE])]
     )
     # Providers with structured output are asked for the fields through it; the template asks for the
     # same JSON in text, which is what a model without it (or the offline summariser) answers with.
@@ -112,6 +120,63 @@ def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData]
                                                Message(role="user", content=body)],
                         output=OutputSpec(name=OUTPUT_NAME, description="The compacted record of the turns.",
                                           schema=output_schema()))
+
+
+def quote_text(sentence: str, roles: dict[str, str]) -> str:
+    """A customer's sentence as a summary may hold it: word for word, except that a ledger value is
+    written as its [role] and any other identifier as [unlisted id] (validation refuses values)."""
+    text = " ".join((sentence or "").split())
+    for value in sorted(roles, key=len, reverse=True):  # longer first: one value may contain another
+        text = re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w])", f"[{roles[value]}]", text)
+    for _, value in find_ids(text):
+        text = text.replace(value, "[unlisted id]")
+    kept: list[str] = []
+
+    def keep(m: re.Match) -> str:  # amounts and dates are facts, not identifiers
+        kept.append(m.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+
+    text = AMOUNT_OR_DATE.sub(keep, text)
+    for token in find_id_shaped(re.sub(r"\[[^\]]*\]|\x00\d+\x00", " ", text)):
+        text = re.sub(rf"\b{re.escape(token)}\b", "[unlisted id]", text)
+    return re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
+
+
+def previous_constraints(previous: SummaryData | None) -> list[str]:
+    """The constraints a previous summary carried (its rendered "Customer constraints not yet pinned:")."""
+    out, inside = [], False
+    for line in (previous.text if previous else "").splitlines():
+        if line.startswith("Customer constraints not yet pinned:"):
+            inside = True
+        elif inside and line.startswith("- "):
+            if line[2:].strip() and line[2:].strip() != "none":
+                out.append(line[2:].strip())
+        elif inside:
+            inside = False
+    return out
+
+
+def required_quotes(turns: list[TurnData], *, rules: list[RuleData], previous: SummaryData | None,
+                    roles: dict[str, str], classifier=constraint_sentences) -> list[str]:
+    """What the summary's constraints must hold word for word: every customer sentence of the span
+    the constraint classifier flags (`context.constraints`, the low threshold), and every constraint
+    the previous summary carried, less those already in the rules lane."""
+    pinned = {" ".join(r.text.split()).lower() for r in rules}
+    out = list(previous_constraints(previous))
+    for t in turns:
+        if t.author == "customer" and t.kind == "message":
+            out += [quote_text(s, roles) for s in classifier(t.text or "")
+                    if " ".join(s.split()).lower() not in pinned]
+    return [q for q in dict.fromkeys(out) if q.lower() not in pinned]
+
+
+def rule_candidate_texts(constraints: list[str], quotes: list[str] | None) -> list[str]:
+    """The summary's constraints that become candidate rules (enforced at once). A required quote
+    does so only where the enforce threshold (`rules.candidate_rules`, the live path's) flags it: a
+    sentence quoted because the low threshold flagged it is kept word for word, never enforced on
+    that alone. Anything else the summariser wrote becomes a candidate as before."""
+    quoted = set(quotes or ())
+    return [c for c in constraints if c not in quoted or candidate_rules(c)]
 
 
 def output_schema() -> dict:
@@ -199,6 +264,8 @@ class ValidationContext:
     lanes: dict | None = None
     # Every tool the class offers → its capabilities: an "action taken" naming one must be in the lanes.
     tools: dict[str, list[str]] | None = None
+    # Customer sentences the constraints must quote word for word (`required_quotes`); None: not checked.
+    quotes: list[str] | None = None
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -211,7 +278,8 @@ class ValidationContext:
 @dataclass
 class Verdict:
     ok: bool
-    # codes: schema, id_value, invented_id, unsupported_claim, contradicts_customer, ungrounded_decision, not_shorter
+    # codes: schema, id_value, invented_id, unsupported_claim, contradicts_customer, ungrounded_decision,
+    # constraint_not_quoted, not_shorter
     reasons: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     fields: SummaryFields | None = None
@@ -301,8 +369,11 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
             details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
     if ctx.lanes is not None:
         lanes = faithful.Lanes.from_json(ctx.lanes)
+        # A required quote is the customer's own later word ("please cancel it now"), never the summary's.
+        own = set(ctx.quotes or ())
         refused = faithful.contradictions(decisions=fields.decisions, actions_taken=fields.actions_taken,
-                                          constraints=fields.constraints_not_pinned, lanes=lanes)
+                                          constraints=[c for c in fields.constraints_not_pinned if c not in own],
+                                          lanes=lanes)
         if refused:
             reasons.append("contradicts_customer")
             details.append("contradicts what the customer stated (rules in force): " + "; ".join(refused))
@@ -310,6 +381,13 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         if nowhere:
             reasons.append("ungrounded_decision")
             details.append("decisions no turn contains: " + "; ".join(nowhere))
+    if ctx.quotes:
+        held = {" ".join(c.split()) for c in fields.constraints_not_pinned}
+        missing = [q for q in ctx.quotes if " ".join(q.split()) not in held]
+        if missing:
+            reasons.append("constraint_not_quoted")
+            details.append("constraints_not_pinned must hold these customer sentences word for word: "
+                           + "; ".join(f'"{q}"' for q in missing))
     body = render_fields(fields)
     tokens = count_tokens(render_summary(SummaryData(ctx.covers_through_turn, body)), ctx.model)
     if tokens >= ctx.replaced_tokens:
@@ -381,8 +459,10 @@ def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain 
 # --- fallback --------------------------------------------------------------------------
 
 
-def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int, failures: int) -> SummaryFields:
-    """Deterministic trimming: say what was cut and which tools ran. No IDs, no model."""
+def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int, failures: int,
+                    quotes: list[str] | None = None) -> SummaryFields:
+    """Deterministic trimming: say what was cut and which tools ran, and quote the customer's
+    constraints (`required_quotes`) as a summary would. No IDs, no model."""
     counts: dict[str, int] = {}
     for t in turns:
         if t.kind == "tool_call":
@@ -394,4 +474,4 @@ def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int,
                  f"validation {failures} times. Tools called in them: {tools}. The rules, ledger and state "
                  f"above are intact and authoritative; look anything else up again.")
     return SummaryFields(decisions=[], actions_taken=[f"{name} called {n}×" for name, n in counts.items()],
-                         constraints_not_pinned=[], open_questions=[], narrative=narrative)
+                         constraints_not_pinned=list(quotes or []), open_questions=[], narrative=narrative)

@@ -34,6 +34,7 @@ from sundry.shop.offline import RequestView
 from sundry.compaction.trigger import TriggerInput, cut_point, cut_within_budget, decide, over_budget_cause
 from sundry.context.assembly import assemble
 from sundry.context.harvest import LEDGER_SHARE, fill, ledger_allowance, near_full
+from sundry.context.constraints import constraint_sentences
 from sundry.context.rules import candidate_rules
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.compaction.offline import OfflineSummariser
@@ -137,7 +138,8 @@ class TicketResult:
                                                              ("turn", "full", "sundry", "window", "prose", "triggered")})
     triggered_compactions: list[int] = field(default_factory=list)
     labelled: list[str] | None = None  # labelled constraints (None: unlabelled source)
-    flagged: list[str] = field(default_factory=list)  # what the rule classifier flagged
+    flagged: list[str] = field(default_factory=list)  # what the constraint classifier flagged (quote threshold)
+    enforced: list[str] = field(default_factory=list)  # what the rule classifier flagged (enforce threshold)
     chained: bool = False  # a long ticket chained from others (their labels are counted there)
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
@@ -155,6 +157,7 @@ class TicketResult:
                 "stats": {k: dict(v) for k, v in self.stats.items()}, "failures": [f.as_dict() for f in self.failures],
                 "config": self.config, "made_up_ids": self.made_up, "over_budget": self.over_budget, "series": self.series, "triggered_compactions": self.triggered_compactions,
                 "labelled_constraints": self.labelled, "flagged_constraints": self.flagged,
+                "enforced_constraints": self.enforced,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -182,18 +185,19 @@ class RecordedWrite:
 class _Run:
     """State carried through one ticket: the lanes, and each strategy's view of the history."""
 
-    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None, labelled=None):
+    def __init__(self, ticket: RecordedTicket, domain, cfg: HarnessConfig, agent=None, labelled=None, label_set=None):
         self.ticket, self.domain, self.cfg, self.agent = ticket, domain, cfg, agent
         self.result = TicketResult(ticket.id, ticket.domain, ticket.source, len(ticket.turns))
         self.result.config = cfg.describe()
         self.replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
                                  ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
                                  classifier=candidate_rules if cfg.classifier else _no_rules,
+                                 quoter=constraint_sentences if cfg.classifier else _no_rules,
                                  evict_by_need=cfg.evict_by_need)
-        self.compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
-        self.trig_compactor = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg))
+        self.compactor = compactor_for(cfg)
+        self.trig_compactor = compactor_for(cfg)
         # Constraint sentences, labelled apart from the classifier (None: nobody labelled this source).
-        self.labelled = labelled if labelled is not None else labels.for_ticket(ticket)
+        self.labelled = labelled if labelled is not None else (label_set or labels.dev_labels()).for_ticket(ticket)
         self.writes: list[RecordedWrite] = []
         self.recorded_calls: dict[str, dict] = {}
         self.returned_text = ""  # every tool result's text, for IDs a tool gave only in free text
@@ -233,6 +237,8 @@ class _Run:
         compacted = self.compactor.compact(snap, cut, history=self.replay.history,
                                            ledger_all=list(self.replay.ledger.values()))
         self.summary, self.raw = compacted.summary, compacted.turns
+        for text in self.compactor.last_candidates:  # as `compaction.services._rule_candidates` adds them
+            self.replay.pin(text, cut, "summariser", confirmed=False)
         self.result.compactions += 1
         self.result.fallbacks += int(self.compactor.last.fallback)
         self._prose_cut = cut
@@ -335,8 +341,9 @@ class _Run:
                 accounting.as_dict(), total=total, budget=cfg.budget, recent_kept=cfg.keep_recent)})
 
     def check_constraints(self, step, texts, sundry_req) -> None:
-        """Labelled constraints stated so far: verbatim (spacing aside) anywhere in each request.
-        Production does not pin a flagged sentence, so the rules block gets no special credit."""
+        """Labelled constraints stated so far: verbatim (spacing aside) anywhere in each request. The
+        rules block counts as production renders it: candidate rules (flagged at the enforce
+        threshold) stand there word for word, unconfirmed; nothing else is pinned for the harness."""
         if self.labelled is None:
             return
         stated = self.typed_text
@@ -547,7 +554,8 @@ class _Run:
                 self.resolved = True
         self.result.labelled = self.labelled
         self.result.chained = bool(self.ticket.meta.get("parts"))
-        self.result.flagged = [c.text for c in self.replay.candidates]
+        self.result.flagged = [c.text for c in self.replay.flagged]
+        self.result.enforced = [c.text for c in self.replay.candidates if c.source == "customer"]
         if self.cfg.plant:
             planted_check(self.ticket, self.domain, self.cfg, self.result, agent=self.agent)
         self.result.seconds = time.perf_counter() - started
@@ -555,9 +563,10 @@ class _Run:
 
 
 def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None,
-               labelled: list[str] | None = None) -> TicketResult:
+               labelled: list[str] | None = None, label_set=None) -> TicketResult:
+    """`labelled`: this ticket's constraint sentences; else `label_set` (a `labels.LabelSet`) or the dev labels."""
     domain = domain or DOMAINS[ticket.domain]
-    return _Run(ticket, domain, cfg or HarnessConfig(), agent, labelled).run()
+    return _Run(ticket, domain, cfg or HarnessConfig(), agent, labelled, label_set).run()
 
 
 def strip_lanes(snap, cfg: HarnessConfig):
@@ -574,6 +583,13 @@ def summariser_for(cfg: HarnessConfig) -> OfflineSummariser:
     if not cfg.classifier:
         summariser.classifier = _no_rules
     return summariser
+
+
+def compactor_for(cfg: HarnessConfig) -> SundryCompactor:
+    """The compaction app's steps with the run's summariser; the classifier control switches off
+    the sentences its request lists to quote too."""
+    return SundryCompactor(model=cfg.model, summariser=summariser_for(cfg),
+                           classifier=constraint_sentences if cfg.classifier else _no_rules)
 
 
 # --- the planted constraint --------------------------------------------------------------------
@@ -625,6 +641,7 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
         replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
                             ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
                             classifier=candidate_rules if cfg.classifier else _no_rules,
+                            quoter=constraint_sentences if cfg.classifier else _no_rules,
                             evict_by_need=cfg.evict_by_need)
         for t in body:
             replay.feed(t)
@@ -647,7 +664,7 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
         result.fail("sundry", "planted_setup", 0, "padding did not push the planted rule into the compacted range")
         return
     snap = strip_lanes(replay.snapshot(body), cfg)
-    compacted = SundryCompactor(model=cfg.model, summariser=summariser_for(cfg)).compact(snap, cut, history=body,
+    compacted = compactor_for(cfg).compact(snap, cut, history=body,
                                                         ledger_all=list(replay.ledger.values()))
     sundry = assemble(compacted, model=cfg.model, tools=tools)
     kept = compacted.turns
@@ -711,9 +728,10 @@ class HarnessReport:
     def failures(self, strategy: str | None = None) -> list[Failure]:
         return [f for t in self.tickets for f in t.failures if strategy is None or f.strategy == strategy]
 
-    def classifier_score(self) -> dict:
-        """The rule classifier against the labelled constraints, over the labelled tickets."""
-        return labels.score_classifier((t.labelled, t.flagged) for t in self.tickets
+    def classifier_score(self, *, enforced: bool = False) -> dict:
+        """The constraint classifier (quote threshold; `enforced`: the rule classifier's enforce
+        threshold, its control) against the labelled constraints, over the labelled tickets."""
+        return labels.score_classifier((t.labelled, t.enforced if enforced else t.flagged) for t in self.tickets
                                        if t.labelled is not None and not t.chained)
 
     def domains(self) -> list[str]:
@@ -721,13 +739,13 @@ class HarnessReport:
 
 
 def run_all(tickets: list[RecordedTicket], cfg: HarnessConfig | None = None, *, agent_for=None,
-            progress=None) -> HarnessReport:
+            progress=None, label_set=None) -> HarnessReport:
     """`agent_for(ticket)` → a model to diff next calls with, or None. `progress(i, n, ticket, result)`."""
     cfg = cfg or HarnessConfig()
     started = time.perf_counter()
     results = []
     for i, ticket in enumerate(tickets, 1):
-        result = run_ticket(ticket, cfg, agent=agent_for(ticket) if agent_for else None)
+        result = run_ticket(ticket, cfg, agent=agent_for(ticket) if agent_for else None, label_set=label_set)
         results.append(result)
         if progress:
             progress(i, len(tickets), ticket, result)

@@ -7,17 +7,19 @@ eviction past the cap by last use, side effects into `actions`, money into
 `money`; lane tools (pin, label, record_fact) into their lanes. No ORM: the
 harness runs recorded tickets without a database.
 
-Sentences the rule classifier flags become *candidates*, as in production:
-they wait for staff or the agent's `pin_constraint` and are not in the rules
-block until then. The replay keeps them (`candidates`) only so the harness can
-score the classifier against labelled constraints; no check trusts them.
+Sentences the rule classifier flags become *candidate rules*, as in production
+(`services.rule_flag_candidates`): in the rules block at once, unconfirmed,
+stated by the customer (or staff), with the check the product infers from their
+words, rendered by the same code. Separately, the constraint classifier's low
+threshold (`context.constraints`, what a summary quotes) is kept in `flagged`
+so the harness can score it against labelled constraints.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sundry.context import harvest
 from sundry.context.harvest import LedgerRow
@@ -30,6 +32,7 @@ from sundry.context.lanes import (
     StateFieldData,
     TurnData,
 )
+from sundry.context.constraints import constraint_sentences
 from sundry.context.rules import candidate_rules
 from sundry.tooling.domain import arguments_digest
 
@@ -56,6 +59,7 @@ class LaneReplay:
     customer_id: str = ""
     ledger_tokens: int = 2400  # the live ledger's allowance (`harvest.ledger_allowance`)
     classifier: object = candidate_rules  # production's rule classifier; a control may switch it off
+    quoter: object = constraint_sentences  # the low threshold a summary quotes (scored, never enforced)
     keep_recent: int = 8
     # Entries no write takes leave the window first (`harvest.evict`); False: by last use alone (a control).
     evict_by_need: bool = True
@@ -65,7 +69,8 @@ class LaneReplay:
     money: dict[str, MoneyData] = field(default_factory=dict)
     state: dict[str, StateFieldData] = field(default_factory=dict)
     calls: dict[str, dict] = field(default_factory=dict)  # call id → {"name", "arguments", "turn"}
-    candidates: list[StatedConstraint] = field(default_factory=list)  # flagged, not pinned
+    candidates: list[StatedConstraint] = field(default_factory=list)  # flagged: candidate rules
+    flagged: list[StatedConstraint] = field(default_factory=list)  # customer sentences the quoter flags
     action_calls: list[str] = field(default_factory=list)  # call id of each action, in order
     history: list[TurnData] = field(default_factory=list)
     owned: dict[str, str] = field(default_factory=dict)  # ID → the customer a result said owns it
@@ -92,11 +97,16 @@ class LaneReplay:
 
     # --- rules -------------------------------------------------------------------------
 
-    def pin(self, text: str, turn: int, source: str, enforcement: dict | None = None) -> None:
+    def pin(self, text: str, turn: int, source: str, enforcement: dict | None = None, *, confirmed: bool = True) -> None:
+        """A rule in force; pinning the text of a candidate confirms it, as staff do on the desk."""
         text = text.strip()
-        if text and text not in self.rules:
+        if text and text in self.rules:
+            if confirmed and not self.rules[text].confirmed:
+                self.rules[text] = replace(self.rules[text], confirmed=True)
+        elif text:
             self.rules[text] = RuleData(id=len(self.rules) + 1, text=text, turn=turn, source=source,
-                                        enforcement=enforcement if enforcement is not None else self.domain.enforcement(text))
+                                        enforcement=enforcement if enforcement is not None else self.domain.enforcement(text),
+                                        confirmed=confirmed)
 
     # --- feeding turns ---------------------------------------------------------------------
 
@@ -110,6 +120,9 @@ class LaneReplay:
                                       needed_kinds=self.needed_kinds)
             for sentence in self.classifier(t.text):
                 self.candidates.append(StatedConstraint(sentence, t.number, t.author))
+                self.pin(sentence, t.number, t.author, confirmed=False)  # a candidate rule, as production adds it
+            if t.author == "customer":
+                self.flagged += [StatedConstraint(s, t.number, t.author) for s in self.quoter(t.text)]
         elif t.kind == "tool_call":
             for c in p.get("calls") or []:
                 if isinstance(c, dict) and c.get("id"):

@@ -122,11 +122,23 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
         for tid, m in made_up:
             out.append(f"  {tid} turn {m['turn']} {m['tool']}.{m['arg']}={m['value']} — {REFUSED_LABELS[m['class']]}; "
                        f"{'refused after compaction' if m['caught'] else 'ACCEPTED after compaction'}")
-    score = report.classifier_score()
-    if score["labelled"]:
-        out.append(f"Rule classifier against the labelled constraints: recall {_pct(score['recall'])} "
-                   f"({score['labels_found']}/{score['labelled']}), precision {_pct(score['precision'])} "
-                   f"({score['flags_correct']}/{score['flagged']})")
+    out += constraint_lines(report)
+    return out
+
+
+def constraint_lines(report: HarnessReport) -> list[str]:
+    """The constraint classifier against the labels, or plainly that nothing was labelled."""
+    if not any(t.labelled is not None for t in report.tickets):
+        return ["Constraints: none of these tickets has labelled constraints, so constraints were not measured "
+                "(give --labels FILE; see sundry/evals/README.md for its format)."]
+    out = []
+    for what, enforced in (("Constraint classifier (quote threshold: what a summary quotes)", False),
+                           ("Rule classifier (enforce threshold: candidate rules; the control)", True)):
+        score = report.classifier_score(enforced=enforced)
+        if score["labelled"]:
+            out.append(f"{what} against the labelled constraints: recall {_pct(score['recall'])} "
+                       f"({score['labels_found']}/{score['labelled']}), precision {_pct(score['precision'])} "
+                       f"({score['flags_correct']}/{score['flagged']})")
     return out
 
 
@@ -146,6 +158,7 @@ def as_json(report: HarnessReport) -> dict:
         "rates": rates(report),
         "rates_by_domain": {d: rates(report, d) for d in report.domains()},
         "classifier": report.classifier_score(),
+        "classifier_enforce_threshold": report.classifier_score(enforced=True),
         "failures": [f.as_dict() for f in report.failures()],
         "tickets": [t.as_dict() for t in report.tickets],
     }

@@ -26,6 +26,7 @@ from typing import Protocol
 from sundry.compaction import summariser as sm
 from sundry.compaction.offline import OfflineSummariser
 from sundry.context import render
+from sundry.context.constraints import constraint_sentences
 from sundry.context.lanes import LaneSnapshot, LedgerData, SummaryData, TurnData
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens
 from sundry.tooling.messages import Message, ModelRequest, ToolSpec
@@ -60,6 +61,10 @@ class SundryCompactor:
     fallbacks: int = 0
     refusals: Counter = field(default_factory=Counter)
     seen: dict = field(default_factory=dict)  # per ticket: sm.SeenTokens
+    # The constraint classifier the request's sentences to quote come from (a control switches it off).
+    classifier: object = constraint_sentences
+    # The summary's constraints that became candidate rules in the last compaction, as the service adds them.
+    last_candidates: list[str] = field(default_factory=list)
 
     def _context(self, snap: LaneSnapshot, replaced: list[TurnData], history: list[TurnData], through: int,
                  ledger: list[LedgerData]):
@@ -70,7 +75,7 @@ class SundryCompactor:
             ledger_values=sorted({e.value for e in ledger}), roles=sorted({e.role for e in ledger}),
             history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
             replaced_tokens=sm.replaced_tokens(replaced, snap.summary, self.model), covers_through_turn=through,
-            model=self.model,
+            model=self.model, quotes=self._quotes,
         )
 
     def compact(self, snapshot: LaneSnapshot, through_turn: int, *, history: list[TurnData] = (),
@@ -79,7 +84,10 @@ class SundryCompactor:
         replaced = [t for t in snapshot.turns if t.number <= through_turn]
         kept = [t for t in snapshot.turns if t.number > through_turn]
         request = sm.build_request(model=self.model, turns=replaced, ledger=snapshot.ledger, rules=snapshot.rules,
-                                   previous=snapshot.summary)
+                                   previous=snapshot.summary, classifier=self.classifier)
+        self._quotes = sm.required_quotes(replaced, rules=snapshot.rules, previous=snapshot.summary,
+                                          roles={e.value: e.role for e in snapshot.ledger}, classifier=self.classifier)
+        self.last_candidates = []
         ctx = self._context(snapshot, replaced, list(history) or snapshot.turns, through_turn,
                             list(ledger_all) or snapshot.ledger)
         stats, verdict = CompactionStats(), None
@@ -94,10 +102,11 @@ class SundryCompactor:
             stats.reasons += [f"{r}: {d[:200]}" for r, d in zip(verdict.reasons, verdict.details)]
         if verdict is not None and verdict.ok:
             text = verdict.text
+            self.last_candidates = sm.rule_candidate_texts(verdict.fields.constraints_not_pinned, self._quotes)
         else:  # deterministic trim: every other lane stays intact, the earlier summary is kept
             stats.fallback = True
             fields = sm.fallback_fields(replaced, from_turn=replaced[0].number if replaced else through_turn,
-                                        through_turn=through_turn, failures=stats.attempts)
+                                        through_turn=through_turn, failures=stats.attempts, quotes=self._quotes)
             text = sm.render_fields(fields)
             if snapshot.summary:
                 text = f"{snapshot.summary.text.strip()}\n{text}"

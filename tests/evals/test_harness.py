@@ -51,13 +51,16 @@ def test_a_made_up_id_is_caught_and_not_counted_as_a_compaction_loss(retail_resu
 
 
 def test_labelled_constraints_are_scored_anywhere_in_the_request_not_in_a_pinned_block(retail):
-    # Production does not pin what the classifier flags; the labels, not the classifier, are the reference.
+    # The labels, not the classifier, are the reference; candidate rules count where production renders them.
     labelled = ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
     result = run_ticket(retail, TIGHT, labelled=labelled)
     s = result.stats["sundry"]
     assert s["constraint_checks"] > 0 and s["constraint_ok"] == s["constraint_checks"]
     assert result.stats["window"]["constraint_ok"] < result.stats["window"]["constraint_checks"]
-    assert result.flagged == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
+    # Enforce threshold (candidate rules) and the wider quote threshold a summary quotes.
+    assert result.enforced == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
+    assert result.flagged == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange.",
+                              "Just return both items please."]
     assert run_ticket(retail, TIGHT).stats["sundry"]["constraint_checks"] == 0  # an unlabelled source is not scored
 
 

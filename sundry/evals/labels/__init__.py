@@ -53,3 +53,98 @@ def score_classifier(pairs) -> dict:
     return {"labelled": n_labels, "flagged": n_flags, "labels_found": tp_labels, "flags_correct": tp_flags,
             "recall": tp_labels / n_labels if n_labels else None,
             "precision": tp_flags / n_flags if n_flags else None}
+
+
+# --- a team's own labels -------------------------------------------------------------------
+
+LABELS_FORMAT = "sundry-constraint-labels/1"
+
+
+class LabelsFileError(ValueError):
+    """A labels file the harness cannot use; the message names the file and the entry."""
+
+
+class LabelSet:
+    """Constraint labels a team wrote for its own traces (`--labels FILE`).
+
+    The file is JSON: {"format": "sundry-constraint-labels/1", "files": [...], "labels": [{"file",
+    "ticket", "turn", "sentence"}, ...]} — or just the list of labels. `file` is the trace file's name
+    (as the harness prints it), `ticket` the ticket's ID in it, `turn` the number of the customer
+    turn that states `sentence`. `files` (optional) names files read in full: their tickets without
+    a label have no constraints; any other file with a label counts as read in full too."""
+
+    def __init__(self, labels: list[dict], files: list[str] = (), path: str = ""):
+        self.labels, self.path = labels, path
+        self.files = set(files) | {lab["file"] for lab in labels}
+
+    @classmethod
+    def load(cls, path) -> "LabelSet":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LabelsFileError(f"{path}: no such labels file") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise LabelsFileError(f"{path}: not a JSON labels file ({exc})") from None
+        files: list = []
+        if isinstance(data, dict):
+            if data.get("format", LABELS_FORMAT) != LABELS_FORMAT:
+                raise LabelsFileError(f"{path}: format {data.get('format')!r}; expected {LABELS_FORMAT!r}")
+            files = data.get("files", [])
+            if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+                raise LabelsFileError(f"{path}: \"files\" must be a list of trace file names")
+            data = data.get("labels")
+        if not isinstance(data, list):
+            raise LabelsFileError(f"{path}: expected a list of labels, or an object with \"labels\" (a list)")
+        out = []
+        for i, lab in enumerate(data):
+            where = f"{path}: label {i + 1}"
+            if not isinstance(lab, dict):
+                raise LabelsFileError(f"{where}: expected an object with file, ticket, turn and sentence")
+            missing = [k for k in ("file", "ticket", "turn", "sentence") if k not in lab]
+            if missing:
+                raise LabelsFileError(f"{where}: missing {', '.join(missing)}")
+            for key in ("file", "ticket", "sentence"):
+                if not isinstance(lab[key], str) or not lab[key].strip():
+                    raise LabelsFileError(f"{where}: \"{key}\" must be a non-empty string")
+            if not isinstance(lab["turn"], int) or isinstance(lab["turn"], bool) or lab["turn"] < 1:
+                raise LabelsFileError(f"{where}: \"turn\" must be a turn number (1 or more), not {lab['turn']!r}")
+            out.append({"file": lab["file"], "ticket": lab["ticket"], "turn": lab["turn"], "sentence": lab["sentence"]})
+        return cls(out, files, str(path))
+
+    def for_ticket(self, ticket) -> list[str] | None:
+        """As `for_ticket`, from this set: None when the ticket's file is not labelled."""
+        parts = ticket.meta.get("parts") or [(ticket.meta.get("file"), ticket.meta.get("source_id", ticket.id))]
+        out: list[str] = []
+        for file, tid in parts:
+            if file not in self.files:
+                return None
+            out += [lab["sentence"] for lab in self.labels if lab["file"] == file and lab["ticket"] == str(tid)]
+        return out
+
+    def problems(self, tickets) -> list[str]:
+        """Labels the loaded tickets cannot score: a ticket not loaded, a sentence its turn does not hold."""
+        by_key = {(t.meta.get("file"), str(t.meta.get("source_id", t.id))): t for t in tickets
+                  if not t.meta.get("parts")}
+        out = []
+        for lab in self.labels:
+            ticket = by_key.get((lab["file"], lab["ticket"]))
+            if ticket is None:
+                out.append(f"{lab['file']} ticket {lab['ticket']}: not among the tickets run")
+                continue
+            said = {t.number: norm(t.text) for t in ticket.turn_data() if t.author == "customer"}
+            if norm(lab["sentence"]) not in said.get(lab["turn"], ""):
+                found = [n for n, text in said.items() if norm(lab["sentence"]) in text]
+                out.append(f"{lab['file']} ticket {lab['ticket']} turn {lab['turn']}: the customer's turn does not hold "
+                           f"\"{lab['sentence'][:80]}\"" + (f" (it is at turn {found[0]})" if found else ""))
+        return out
+
+
+def dev_labels():
+    """The dev traces' labels (`constraints.json`) behind the same interface as a team's `LabelSet`."""
+    return _DevLabels()
+
+
+class _DevLabels:
+    def for_ticket(self, ticket) -> list[str] | None:
+        return for_ticket(ticket)

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from sundry.evals import importers, long_tickets, records, report, sources
+from sundry.evals import importers, labels, long_tickets, records, report, sources
 from sundry.evals.harness import HarnessConfig, run_all
 
 
@@ -55,6 +55,9 @@ class Command(BaseCommand):
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
                                  "on demo-shop tickets only)")
+        parser.add_argument("--labels", default=None,
+                            help="Your constraint labels for your traces (JSON: file, ticket, turn, sentence; see "
+                                 "sundry/evals/README.md); replaces the dev traces' labels")
         parser.add_argument("--out", default=None, help="Report folder (default: var/reports)")
         parser.add_argument("--fail-on-loss", action="store_true", help="Exit 1 when Sundry's lanes have any failure")
 
@@ -66,6 +69,17 @@ class Command(BaseCommand):
             raise CommandError("Cannot import the tickets: " + " ".join(str(exc).splitlines()[:3])) from None
         if not tickets:
             raise CommandError("No tickets to run: give --traces/--tickets, or --demo fresh|db.")
+        label_set = None
+        if opts["labels"]:
+            try:
+                label_set = labels.LabelSet.load(opts["labels"])
+            except labels.LabelsFileError as exc:
+                raise CommandError(f"Cannot read the labels: {exc}") from None
+            problems = label_set.problems(tickets)
+            say(f"Labels: {len(label_set.labels) - len(problems)} of {len(label_set.labels)} constraint label(s) "
+                f"found in their tickets ({label_set.path})")
+            for line in problems:
+                say(self.style.WARNING(f"  {line}"))
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
         cfg.evict_by_need = not opts["no_evict_by_need"]
         cfg.fit_budget = not opts["no_fit_budget"]
@@ -82,7 +96,7 @@ class Command(BaseCommand):
                 f"{result.compactions:>3} compactions  Sundry: {verdict}  ({result.seconds:.2f} s)")
             sys.stdout.flush()
 
-        result = run_all(tickets, cfg, agent_for=agent_for, progress=progress)
+        result = run_all(tickets, cfg, agent_for=agent_for, progress=progress, label_set=label_set)
         say("")
         say(report.summary_table(result))
         say("")

@@ -1,0 +1,115 @@
+"""Which sentences of a customer's message state a constraint: the low threshold that decides what
+a summary quotes word for word.
+
+Two thresholds, two consequences. `rules.candidate_rules` (the *enforce* threshold) flags narrow
+directive phrasing ("never email me", "phone only"); a sentence it flags becomes a candidate
+rule, enforced at once. This module's `constraint_sentences` (the *quote* threshold) flags far
+more — every sentence where the speaker limits what they want ("I'd prefer white", "keep the
+leather strap", "only if it costs under $100") — and a sentence it flags is only quoted verbatim
+in the compaction summary's constraints; it is enforced only if the enforce threshold flags it
+too. A wide net here costs a quoted sentence, never a blocked request.
+
+The method is a small grammar, not a list of cases: a sentence is flagged when one of its clauses
+has both a *stance* (the speaker or their request: I/we, please, can you, an imperative, a verbless
+"no X"/"X only") and a *limit* (a negation of a wish or an action, only/just/except/instead/rather/
+prefer/keep/same/without/unless/as long as, a time window, a ceiling). Descriptions are not limits:
+a negated past ("it never arrived", "I didn't get it"), negated knowing or having ("I don't remember
+my email"), temporal "just" ("I just received it"), inference ("I must have mixed it up").
+"""
+
+from __future__ import annotations
+
+import re
+
+# A sentence ends at . ! ? or a line break; "40.00" and "7.30" stay whole.
+_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|\n|$)", re.S)
+# Clauses: punctuation, dashes and the conjunctions that start a new one.
+_CLAUSE = re.compile(r"\s*(?:[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|so|because|though|although|while|then)\b)\s*",
+                     re.I)
+
+# --- stance: a wish or a request the clause voices ------------------------------------
+# The speaker wanting, needing or choosing (not merely being or seeing: "I'm not connected" is a state).
+_WISH = (r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choose|stick|take|keep|leave|use|pay|"
+         r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)")
+_FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we)\b)"
+_REQUEST = r"\b(?:please|pls|can you|could you|would you|will you|can we|could we|make sure|be sure|kindly)\b"
+_IMPERATIVE = (r"(?:don't|do not|never|only|just|keep|leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
+               r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
+               r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade|no|not)")
+_STANCE = re.compile(rf"{_FIRST}|{_REQUEST}|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
+                     rf"(?:please\s+)?{_IMPERATIVE}\b", re.I)
+
+# --- limit: what narrows what may be done ---------------------------------------------
+_TIME = (r"(?:\d|noon|midnight|morning|afternoon|evening|tonight|tomorrow|today|monday|tuesday|wednesday|thursday|"
+         r"friday|saturday|sunday|weekend|weekday|next week|the end of)")
+_LIMIT = re.compile(
+    r"n't\b|\bnot\b|\bnever\b|\bno\b|\bnothing else\b|\bnone\b|\bneither\b|\bnor\b"
+    r"|\bonly\b|\bjust\b|\bexcept\b|\bother than\b|\bapart from\b|\banything but\b|\binstead\b|\brather\b"
+    r"|\bprefer\w*|\bkeep\b|\bleave (?:it|them|that|this|the|my|everything)\b|\bsame\b|\bwithout\b|\bunless\b"
+    r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
+    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b|\bexactly\b"
+    rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
+    re.I,
+)
+
+# --- descriptions: limiting words that narrow nothing ---------------------------------
+_PAST = r"(?:\w+ed|got|gotten|came|went|saw|sent|made|paid|bought|found|received|arrived|heard|told|took|gave|left|had|did|was|were|been|moved)"
+_KNOW = r"(?:know|remember|recall|recognise|recognize|understand|see|think|believe|have|own|get|find|mind|care|hear|use)"
+_DESCRIPTION = re.compile(
+    # a negated past or perfect: what happened, not what may happen
+    r"\b(?:didn't|did not|haven't|have not|hasn't|has not|hadn't|wasn't|was not|weren't|were not|isn't|aren't|"
+    r"doesn't|does not|couldn't|could not|can't|cannot|can not)\b"
+    rf"|\bnever\s+(?:\w+ly\s+)?{_PAST}\b"
+    # negated knowing or having: "I don't remember my email", "I don't have that"
+    rf"|\b(?:don't|do not)\s+(?:\w+ly\s+)?{_KNOW}\b"
+    # "just" as a time ("I just received it", "just now"), "must have" as an inference
+    rf"|\bjust\s+(?:{_PAST}|now|yesterday|today|a (?:minute|moment|second))\b|\bmust have\b|\bmust be\b"
+    # a state, not a wish: "I'm not connected", "there's no signal", "I only have one phone"
+    r"|\b(?:i'm|i am|it's|it is|that's|that is|there's|there is|there are|they're|we're|is|are|am)\s+(?:\w+ly\s+)?"
+    r"(?:still\s+)?(?:not|no|only|just)\b|\b(?:have|has|had|shows?|says?|see|seeing|showing)\s+(?:\w+\s+)?no\b"
+    r"|\b(?:only|just)\s+(?:have|has|had|is|are|was|were|bought|ordered|showing|shows|says|see)\b"
+    # an answer or a courtesy, not a limit
+    r"|^\s*no\s*[,.!]|\bno (?:problem|worries|idea|clue|thanks|thank you|way)\b|\bnot sure\b|\bnot yet\b",
+    re.I,
+)
+_QUOTED = re.compile(r'"[^"]{1,80}"|\u201c[^\u201d]{1,80}\u201d')
+# A condition makes an ability or a state a limit ("if I can't get it under $950, cancel it").
+_CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if|in case)\b", re.I)
+
+
+def _limits(clause: str, conditional: bool) -> bool:
+    """The clause holds a limit once its descriptions are taken out (kept whole under a condition)."""
+    text = clause if conditional else _DESCRIPTION.sub(" ", clause)
+    return bool(_LIMIT.search(text))
+
+
+def _verbless_directive(clause: str) -> bool:
+    """"no insurance", "phone only", "nothing else": a limit with no verb of its own."""
+    words = clause.split()
+    return 0 < len(words) <= 4 and bool(re.match(r"(?i)^(?:and\s+)?(?:no|not|nothing|only)\b|.*\bonly$", clause.strip()))
+
+
+def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> bool:
+    """Does the sentence state a constraint (the quote threshold)? `stance` / `limit` off: that feature
+    is taken as always present (the ablations the docs report as controls)."""
+    text = (sentence or "").replace("\u2019", "'").replace("\u2018", "'")
+    text = _QUOTED.sub(" ", text)  # what a screen or someone else said is not the speaker's limit
+    if len(text.strip()) < 4:
+        return False
+    conditional = bool(_CONDITION.search(text))
+    clauses = [c for c in _CLAUSE.split(text) if c and c.strip()]
+    limits = [_limits(c, conditional) if limit else True for c in clauses]
+    stances = [bool(_STANCE.search(c)) or _verbless_directive(c) if stance else True for c in clauses]
+    if conditional:  # "if it costs under $100, I'll take it": the condition and the wish are one limit
+        return any(limits) and any(stances)
+    return any(a and b for a, b in zip(limits, stances))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text`, verbatim, in order."""
+    return [m.group(0).strip() for m in _SENTENCE.finditer(text or "") if m.group(0).strip()]
+
+
+def constraint_sentences(text: str, **features) -> list[str]:
+    """Sentences of a customer's `text` that state a constraint, verbatim and in order."""
+    return [s for s in sentences(text) if is_constraint(s, **features)]

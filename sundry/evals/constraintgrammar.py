@@ -1,0 +1,137 @@
+"""Wordings of customer constraints, and of sentences that are not constraints, generated from a
+grammar: the test bed the constraint classifier (`context.constraints`) is designed and checked on,
+so no rule is tuned to one labelled sentence.
+
+Constraint shapes: prohibitions ("don't/never/do not/no … please"), exclusivity ("only/just …,
+nothing else"), preferences ("I'd prefer/rather … instead of …"), conditions ("only if/as long as/
+unless …", "if …, then …"), keeping things ("keep …", "the same …"), and restrictions of channel,
+time, place and person. Not constraints: descriptions of what happened (negated past, "never
+arrived"), of what someone knows or has ("I don't remember my email"), plain requests and questions
+without a limit, courtesies and answers. Every slot is filled with every one of its values in turn
+(a product over short lists), so the set is fixed and reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+CHANNELS = ("email", "phone", "text message", "post")
+CONTACT_VERBS = ("email me", "call me", "text me", "phone my work number")
+ACTIONS = ("cancel the order", "refund it to my gift card", "send a replacement", "ship it to my office",
+           "change my plan", "charge my Mastercard", "transfer me", "upgrade the seat")
+THINGS = ("insurance", "checked bags", "store credit", "a replacement", "gift wrapping", "the extended warranty")
+OBJECTS = ("the leather strap", "my return flight", "the blue one", "the hiking items", "my current plan",
+           "the same color")
+PLACES = ("my home address", "the New York address", "the pickup point", "my sister's house")
+OTHER_PLACES = ("my office", "the old address", "the Seattle address", "my neighbour")
+TIMES = ("after 6pm", "before noon", "between 9 and 5", "on weekends", "after Friday", "by Monday")
+PERSONS = ("my husband", "my assistant", "anyone but me", "my son")
+LIMITS = ("costs less than $100", "arrives before Friday", "keeps the total under $950", "keeps my seat")
+BARE_THINGS = ("insurance", "checked bags", "store credit", "replacements", "gift wrapping", "extended warranty")
+POLITE = ("", "Please, ", "Just so you know, ", "Also, ")
+
+POSITIVE = (
+    # prohibitions
+    ("{polite}don't {contact}.", dict(polite=POLITE, contact=CONTACT_VERBS)),
+    ("Never {action}, please.", dict(action=ACTIONS)),
+    ("Please do not {action}.", dict(action=ACTIONS)),
+    ("I don't want {thing}.", dict(thing=THINGS)),
+    ("I really don't want to {action}.", dict(action=ACTIONS)),
+    ("{polite}no {thing}, thanks.", dict(polite=POLITE, thing=BARE_THINGS)),
+    ("I'd rather you didn't {action}.", dict(action=ACTIONS)),
+    ("We don't need {thing}.", dict(thing=THINGS)),
+    ("Whatever happens, don't {action}.", dict(action=ACTIONS)),
+    # exclusivity
+    ("{channel} only, please.", dict(channel=CHANNELS)),
+    ("Only contact me by {channel}.", dict(channel=CHANNELS)),
+    ("I only want {obj}, nothing else.", dict(obj=OBJECTS)),
+    ("That's the only change I want to make.", {}),
+    ("Just {action}, nothing more.", dict(action=ACTIONS)),
+    ("I want to return everything except {obj}.", dict(obj=OBJECTS)),
+    # preferences
+    ("I'd prefer {obj}.", dict(obj=OBJECTS)),
+    ("I'd rather use {channel} than anything else.", dict(channel=CHANNELS)),
+    ("Please use {place} instead of {other}.", dict(place=PLACES, other=OTHER_PLACES)),
+    ("I'd prefer not to {action}.", dict(action=ACTIONS)),
+    # conditions
+    ("Only do it if it {limit}.", dict(limit=LIMITS)),
+    ("Go ahead as long as it {limit}.", dict(limit=LIMITS)),
+    ("If it {limit}, I'll take it; otherwise cancel.", dict(limit=LIMITS)),
+    ("Don't go ahead unless it {limit}.", dict(limit=LIMITS)),
+    ("If you can't do that, can you just {action}?", dict(action=ACTIONS)),
+    # keeping things
+    ("Please keep {obj}.", dict(obj=OBJECTS)),
+    ("I want the exact same {thing} as last time.", dict(thing=("flight", "model", "size", "colour"))),
+    ("Leave everything else as it is.", {}),
+    # channel, time, place and person
+    ("Please send it to {place}, not {other}.", dict(place=PLACES, other=OTHER_PLACES)),
+    ("Don't ship anything to {other}.", dict(other=OTHER_PLACES)),
+    ("Only deliver {time}.", dict(time=TIMES)),
+    ("I can only take calls {time}.", dict(time=TIMES)),
+    ("Please don't discuss this with {person}.", dict(person=PERSONS)),
+    ("Only talk to me about this, not {person}.", dict(person=PERSONS)),
+)
+
+NEGATIVE = (
+    # what happened
+    ("The {thing} never arrived.", dict(thing=("parcel", "refund", "replacement", "email", "confirmation"))),
+    ("I didn't get the {thing} you mentioned.", dict(thing=("email", "text message", "tracking link", "code"))),
+    ("It doesn't work any more.", {}),
+    ("My order hasn't shipped yet.", {}),
+    ("The {thing} was not in the box.", dict(thing=("charger", "manual", "strap", "cable"))),
+    ("I just received the {thing} today.", dict(thing=("parcel", "laptop", "watch", "lamp"))),
+    ("They never called me back.", {}),
+    # knowing and having
+    ("I don't remember which {thing} I used.", dict(thing=("email", "card", "address", "phone number"))),
+    ("I don't have the {thing} with me.", dict(thing=("receipt", "order number", "card", "box"))),
+    ("I can't find my {thing}.", dict(thing=("receipt", "order number", "tracking number", "password"))),
+    ("I must have typed the wrong {thing}.", dict(thing=("number", "address", "email", "date"))),
+    # plain requests and questions, no limit
+    ("Please {action}.", dict(action=("cancel order 4411", "check my refund", "send me the tracking link",
+                                      "look up my order", "update my address"))),
+    ("Can you tell me where my {thing} is?", dict(thing=("parcel", "refund", "replacement", "order"))),
+    ("I'd like a refund for the {thing}.", dict(thing=("lamp", "air fryer", "watch", "jacket"))),
+    ("What is the status of my {thing}?", dict(thing=("order", "return", "refund", "exchange"))),
+    ("My name is {name} and my zip code is 78260.", dict(name=("Sofia Li", "Ravi Patel", "Ana Gomez"))),
+    # courtesies and answers
+    ("{courtesy}", dict(courtesy=("Thanks so much!", "No problem.", "Yes, that's right.", "Okay, sounds good.",
+                                  "Great, thank you for your help.", "Hello, I need some help."))),
+)
+
+
+@dataclass(frozen=True)
+class Wording:
+    text: str
+    constraint: bool
+    shape: str
+
+
+def _expand(template: str, slots: dict) -> list[str]:
+    names = list(slots)
+    out = []
+    for values in product(*(slots[n] for n in names)) if names else [()]:
+        text = template.format(**dict(zip(names, values)))
+        out.append(text[0].upper() + text[1:])
+    return out
+
+
+def wordings() -> list[Wording]:
+    """Every wording the grammar generates, constraints and non-constraints."""
+    out = []
+    for positive, table in ((True, POSITIVE), (False, NEGATIVE)):
+        for template, slots in table:
+            out += [Wording(text, positive, template) for text in _expand(template, slots)]
+    return out
+
+
+def score(classify, items: list[Wording] | None = None) -> dict:
+    """Recall and precision of `classify(sentence) -> bool` on the grammar's wordings."""
+    items = wordings() if items is None else items
+    tp = sum(1 for w in items if w.constraint and classify(w.text))
+    fp = sum(1 for w in items if not w.constraint and classify(w.text))
+    pos = sum(1 for w in items if w.constraint)
+    return {"wordings": len(items), "constraints": pos, "flagged": tp + fp, "recall": tp / pos if pos else None,
+            "precision": tp / (tp + fp) if tp + fp else None,
+            "missed": [w.text for w in items if w.constraint and not classify(w.text)],
+            "false": [w.text for w in items if not w.constraint and classify(w.text)]}
