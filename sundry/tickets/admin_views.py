@@ -18,7 +18,7 @@ from sundry.agent.gateway import resolve_model
 from sundry.agent.models import AgentStep
 from sundry.compaction.models import CompactionRun
 from sundry.core.people import is_admin
-from sundry.tickets.budgetfigures import budget_rows
+from sundry.tickets.budgetfigures import budget_rows, budget_trends
 from sundry.tickets.cachefigures import cache_figures, token_counts
 from sundry.tickets.models import TicketClass, Turn
 from sundry.tickets.satisfaction import SATISFIED, csat_by_agent, csat_by_class
@@ -112,6 +112,7 @@ def figures(request):
     rows, csat_classes = class_figures(by_class), csat_by_class()
     return render(request, "tickets/figures.html", {"rows": rows, "models": model_figures(by_model),
                                                     "budget_rows": budget_rows(rows, csat_classes),
+                                                    "budget_trends": budget_trends(),
                                                     "token_counts": token_counts(), "token_window": calibration.WINDOW,
                                                     "token_min_steps": calibration.MIN_STEPS,
                                                     "csat_classes": csat_classes, "csat_agents": csat_by_agent(),

@@ -3,11 +3,22 @@ against its budget, what a ticket cost, and how its customers rated it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db.models import Avg, Count, F, Max, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from sundry.agent.models import AgentStep
 from sundry.tickets.budgetfit import fixed_part
+from sundry.tickets.labcharts import trend_chart
+from sundry.tickets.models import TicketClass, TicketClassChange
 from sundry.tickets.satisfaction import Csat
+
+# The time series cover this many days back from today.
+TREND_DAYS = 28
+# A change to these moves the series: the figures page marks it.
+BUDGET_SETTINGS = ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share")
 
 
 def budget_rows(class_rows: list[dict], csat: list[Csat]) -> list[dict]:
@@ -29,4 +40,34 @@ def budget_rows(class_rows: list[dict], csat: list[Csat]) -> list[dict]:
             "rejections_per_ticket": round(row["rejections_total"] / tickets, 2) if tickets else None,
             "csat": rated.get(tclass.name),
         })
+    return out
+
+
+def budget_trends(days: int = TREND_DAYS) -> list[dict]:
+    """Per class, request tokens per step day by day, with each budget change marked on its day."""
+    since = timezone.localdate() - timedelta(days=days - 1)
+    means: dict[int, list[tuple[str, int]]] = {}
+    for row in (AgentStep.objects.filter(created_at__date__gte=since)
+                .annotate(day=TruncDate("created_at")).values("ticket__ticket_class", "day")
+                .annotate(mean=Avg("request_tokens")).order_by("day")):
+        means.setdefault(row["ticket__ticket_class"], []).append((row["day"].isoformat(), int(row["mean"])))
+    changes: dict[int, list[tuple[str, str]]] = {}
+    for change in (TicketClassChange.objects.filter(changed_at__date__gte=since).select_related("changed_by")
+                   .order_by("changed_at")):
+        moved = [f"{name} {change.changes[name][0]} → {change.changes[name][1]}" for name in BUDGET_SETTINGS
+                 if name in change.changes]  # in the form's order: jsonb keeps its keys sorted its own way
+        if moved:
+            day = timezone.localtime(change.changed_at).date().isoformat()
+            changes.setdefault(change.ticket_class_id, []).append((day, "; ".join(moved)))
+    out = []
+    for tclass in TicketClass.objects.all():
+        found = dict(means.get(tclass.pk, []))
+        marks = changes.get(tclass.pk, [])
+        if not found and not marks:
+            continue
+        # Every day of the period on the axis, so a change sits on its own day; None: no steps that day.
+        days_ = [(d.isoformat(), found.get(d.isoformat())) for d in (since + timedelta(n) for n in range(days))]
+        out.append({"cls": tclass, "marks": marks, "days": days_,
+                    "chart": trend_chart(f"trend-{tclass.slug}", f"{tclass.name}: request tokens per step, by day",
+                                         days_, marks, "tokens per request")})
     return out

@@ -133,10 +133,12 @@ def fidelity_chart(fidelity: dict) -> SafeString | None:
     return _bars("fidelity", "What the agent still knows (the harness's checks)", rows, 100.0, desc)
 
 
-def trend_chart(key: str, title: str, days: list[tuple[str, int]], marks: list[tuple[str, str]],
+def trend_chart(key: str, title: str, days: list[tuple[str, int | None]], marks: list[tuple[str, str]],
                 unit: str) -> SafeString:
-    """A daily series with a vertical mark on each day a change was applied (`marks`: day, label)."""
-    top = max([v for _, v in days] + [1]) * 1.1
+    """A daily series (None: no data that day, the line breaks) with a vertical mark on each day a change
+    was applied (`marks`: day, label)."""
+    values = [v for _, v in days if v is not None]
+    top = max(values + [1]) * 1.1
     n = max(len(days) - 1, 1)
 
     def x(i):
@@ -148,19 +150,27 @@ def trend_chart(key: str, title: str, days: list[tuple[str, int]], marks: list[t
     labels = [d for d, _ in days]
     body = [f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{W - RIGHT}" y2="{y(0):.1f}" stroke="#999"/>',
             _text(LEFT - 6, y(top / 1.1) + 4, f"{int(top / 1.1):,}", anchor="end", size=10, fill="#555")]
-    if days:
-        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, (_, v) in enumerate(days))
-        body.append(f'<polyline points="{pts}" fill="none" stroke="{CURRENT}" stroke-width="2"/>')
-        body += [f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{CURRENT}"><title>{escape(d)}: {v:,} {escape(unit)}'
-                 f'</title></circle>' for i, (d, v) in enumerate(days)]
+    run: list[str] = []
+    for i, (d, v) in enumerate(days + [("", None)]):
+        if v is None:
+            if len(run) > 1:
+                body.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{CURRENT}" stroke-width="2"/>')
+            run = []
+            continue
+        run.append(f"{x(i):.1f},{y(v):.1f}")
+        body.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{CURRENT}"><title>{escape(d)}: {v:,} '
+                    f'{escape(unit)}</title></circle>')
+    if labels:
         body.append(_text(LEFT, H - 18, labels[0], size=10, fill="#555"))
         body.append(_text(W - RIGHT, H - 18, labels[-1], anchor="end", size=10, fill="#555"))
     for day, label in marks:
         i = labels.index(day) if day in labels else len(labels) - 1
-        body.append(f'<line class="change-mark" x1="{x(i):.1f}" y1="{TOP}" x2="{x(i):.1f}" y2="{y(0):.1f}" '
-                    f'stroke="{PROPOSED}" stroke-dasharray="4 3" stroke-width="2"><title>{escape(label)}</title></line>')
-        body.append(_text(x(i) + 4, TOP + 10, label, size=10, fill=PROPOSED))
-    desc = (f"{unit.capitalize()} per day: " + (", ".join(f"{d} {v:,}" for d, v in days) or "no steps yet") + ". "
-            + ("Settings changed: " + "; ".join(f"{d}: {label}" for d, label in marks) + "." if marks
-               else "No settings change in this period."))
+        body.append(f'<line class="change-mark" data-day="{escape(day)}" x1="{x(i):.1f}" y1="{TOP}" x2="{x(i):.1f}" '
+                    f'y2="{y(0):.1f}" stroke="{PROPOSED}" stroke-dasharray="4 3" stroke-width="2"><title>'
+                    f'{escape(day)}: {escape(label)}</title></line>')
+        body.append(_text(min(x(i) + 4, W - 200), TOP + 10, label, size=10, fill=PROPOSED))
+    shown = [(d, v) for d, v in days if v is not None]
+    desc = (f"{unit.capitalize()}, mean per day: " + (", ".join(f"{d} {v:,}" for d, v in shown) or "no steps")
+            + ". " + ("Settings changed: " + "; ".join(f"{d}: {label}" for d, label in marks) + "." if marks
+                      else "No settings change in this period."))
     return _svg(key, title, desc, "".join(body))
