@@ -143,6 +143,15 @@ class Stack:
         return self.rows("SELECT number, author, kind, text FROM tickets_turn WHERE ticket_id = %s ORDER BY number",
                          (ticket,))
 
+    def run_state(self, ticket: int) -> str:
+        """What a failure message needs to tell a lost answer from a late one: the ticket's claim
+        and outbox, and its agent steps (number, outcome, turns written, when)."""
+        claim = self.rows("SELECT agent_claimed_by, agent_claimed_at, agent_wake_turn, agent_wake_at, last_turn_number "
+                          "FROM tickets_ticket WHERE id = %s", (ticket,))
+        steps = self.rows("SELECT number, outcome, first_turn, last_turn, created_at FROM agent_agentstep "
+                          "WHERE ticket_id = %s ORDER BY number", (ticket,))
+        return f"claim/outbox/last turn {claim}; steps {steps}"
+
 
 @pytest.fixture
 def stack(pg, fault_db, model, redis_url, route, tmp_path):

@@ -103,7 +103,8 @@ def wait_answered(stack, ticket: int, number: int, what: str) -> list[tuple]:
     except AssertionError:
         busiest = list(busiest_threads(stack.worker.pid).items())[:3] if stack.worker.alive() else "exited"
         raise AssertionError(f"{what}: no answer after turn {number} within {ANSWER_WITHIN}s; turns "
-                             f"{stack.turns(ticket)}; the worker's busiest threads (share of a core): {busiest}"
+                             f"{stack.turns(ticket)}; {stack.run_state(ticket)}; "
+                             f"the worker's busiest threads (share of a core): {busiest}"
                              f"\nworker log:\n{stack.worker.text()[-3000:]}") from None
 
 
