@@ -82,6 +82,9 @@ NEGATIVE = (
     ("The {thing} was not in the box.", dict(thing=("charger", "manual", "strap", "cable"))),
     ("I just received the {thing} today.", dict(thing=("parcel", "laptop", "watch", "lamp"))),
     ("They never called me back.", {}),
+    ("Only the {thing} is scratched.", dict(thing=("screen", "lid", "left side", "handle"))),
+    ("The same problem happened with the {thing}.", dict(thing=("lamp", "kettle", "earbuds", "charger"))),
+    ("The courier keeps leaving parcels at {other}.", dict(other=OTHER_PLACES)),
     # knowing and having
     ("I don't remember which {thing} I used.", dict(thing=("email", "card", "address", "phone number"))),
     ("I don't have the {thing} with me.", dict(thing=("receipt", "order number", "card", "box"))),

@@ -12,7 +12,7 @@ from sundry.agent.gateway import Gateway
 from sundry.compaction import summariser as sm
 from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_run
-from sundry.context.lanes import LedgerData, RuleData, TurnData
+from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 
 LEDGER = [LedgerData("damaged_order", "SU-40118", "order", True, 1, 3),
           LedgerData("garden_table", "itm_7k2m9q4x", "item", True, 1, 3)]
@@ -280,3 +280,27 @@ def test_the_request_asks_for_the_fields_as_structured_output_and_the_retry_carr
     retry = sm.retry_request(request, '{"narrative": "x"}', verdict)
     assert [m.role for m in retry.messages] == ["system", "user", "assistant", "user"]
     assert "decisions: Field required" in retry.messages[-1].content and retry.output == request.output
+
+
+def test_flagged_customer_sentences_are_quoted_word_for_word_and_validation_demands_it():
+    long_one = ("I'd prefer a refund to my PayPal rather than store credit, and please keep the garden table "
+                "from SU-40118 until the courier has collected the chairs.")
+    turns = [*TURNS, TurnData(6, "customer", "message", f"Thanks. {long_one} When is pickup?"),
+             TurnData(7, "agent", "message", "Pickup is on Monday. " * 20)]
+    request = sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=None)
+    quotes = sm.required_quotes(turns, rules=[], previous=None, roles={e.value: e.role for e in LEDGER})
+    wanted = long_one.replace("SU-40118", "[damaged_order]")
+    assert quotes == ["I don't want a replacement.", wanted]  # "arrived scratched" and the question are not limits
+    fields = json.loads(OfflineSummariser().complete(request).text)
+    assert fields["constraints_not_pinned"] == quotes  # whole, not shortened to 160 characters
+    check = ctx(quotes=quotes, replaced_tokens=sm.replaced_tokens(turns, None, "offline"), covers_through_turn=7)
+    assert sm.validate(json.dumps(fields), check).ok
+    # Control: a paraphrase of the same constraint is refused with the sentence it lacks.
+    fields["constraints_not_pinned"] = ["no replacement", "refund to PayPal, keep the table for now"]
+    v = sm.validate(json.dumps(fields), check)
+    assert "constraint_not_quoted" in v.reasons and wanted in " ".join(v.details)
+    # The next compaction carries them forward; a rule already in the rules lane is not repeated.
+    later = sm.required_quotes(_later_turns(8, 2, reply=True), rules=[RuleData(1, "I don't want a replacement.", 1)],
+                               previous=SummaryData(7, sm.render_fields(sm.SummaryFields(**{**fields, "constraints_not_pinned": quotes}))),
+                               roles={})
+    assert later == [wanted]
