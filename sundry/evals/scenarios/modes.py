@@ -112,6 +112,11 @@ class BaselineGateway:
         self.tokens.append((budget, request_tokens(out, self.tokenizer)))
         return out
 
+    @property
+    def limits(self):
+        """The wrapped gateway's call limits: the step sizes a re-ask by what they leave."""
+        return self.inner.limits
+
     def call(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60, stream=None):
         return self.inner.call(self.rebuild(request), model=model, timeout=timeout, stream=stream)
 
