@@ -121,21 +121,29 @@ def held_if_internal(verdict: replycheck.ReplyVerdict,
 
 def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None,
                    retried: bool) -> replycheck.ReplyVerdict:
-    """A reply that would be posted but says an action was done that the records do not show is asked
-    for again, then held: the customer must never read that a refund or cancellation happened when
-    it did not."""
+    """A reply that would be posted but says of an action what the records do not show — done when no
+    tool did it, pending or promised with no card or hold open for it, declined when nothing was, not
+    done when it ran — is asked for again, then held: the customer must never read that a refund or
+    cancellation happened, or will, when it did not and will not."""
     if verdict.action != replycheck.POST or facts is None:
         return verdict
     false = facts.unsupported(verdict.text)
     if not false:
         return verdict
     said = replyclaims.describe(false)
+    if all(c.mode == replyclaims.DONE for c in false):
+        prompt = (f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
+                  "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
+                  "been done, say what happens next instead, or make the call.")
+    else:
+        prompt = (f"Your reply says something about an action that this ticket's records do not show ({said}). It "
+                  "was not sent. Say an action is done only as its tool call's result showed it; say one is under way "
+                  "or will happen only once you have made the call and its confirmation card or staff hold is open "
+                  "(make the call first); say one was declined only when it was; never say something was not done "
+                  "when it was. Amounts only as the records or the card show them.")
     return replycheck.ReplyVerdict(
         replycheck.HOLD if retried else replycheck.RETRY, verdict.text, ["unsupported_claim"], verdict.notes,
-        unsupported=said, prompt=(
-            f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
-            "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
-            "been done, say what happens next instead, or make the call."))
+        unsupported=said, prompt=prompt)
 
 
 def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None) -> bool:

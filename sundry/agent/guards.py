@@ -54,6 +54,9 @@ class GuardInput:
     confirmed: bool = False
     # Candidate rules of the customer's that the confirmed card quoted: they confirmed the call anyway.
     overridden_rules: frozenset[int] = frozenset()
+    # Open and declined cards and holds (`replyclaims.Proposal`), for a tool's customer text that says
+    # an action is pending, will happen or was declined; read only for a tool with customer text.
+    proposals: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -475,14 +478,17 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
     if not inp.tool.customer_text:
         return None
-    records = replyclaims.Records.of(_domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger)
+    records = replyclaims.Records.of(_domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger,
+                                     proposals=inp.proposals)
     false = [c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""))]
     if not false:
         return None
     said = replyclaims.describe(false)
     return _reject("unsupported_claim", f"The {inp.tool.name} text says something was done that no tool did on "
-                   f"this ticket ({said}). It was not sent. Say an action happened, and for how much, only as its "
-                   "tool call's result showed it; otherwise say what happens next.", args, unsupported=said)
+                   f"this ticket, or will be that no card or hold stands for ({said}). It was not sent. Say an action "
+                   "happened, and for how much, only as its tool call's result showed it, and that one will happen "
+                   "only once its card or staff hold is open; otherwise say what happens next.", args,
+                   unsupported=said)
 
 
 def check_call(inp: GuardInput) -> GuardVerdict:

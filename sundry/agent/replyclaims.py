@@ -14,10 +14,18 @@ the records show a refund of that amount — one refund, or all refunded on the
 order — in that currency: the right action with the wrong figure is still a
 false statement. Other amounts in the sentence may be what the order cost.
 
-Only past, plain statements are claims: a question, a negation, a future or a
-condition ("will be refunded once you confirm") promises nothing done. Which
-tools count for which kind comes from the domain's declaration (the consent
-action, the capabilities, a declared refund), never from a tool's name.
+A reply speaks of actions in four more ways (`claimmodes`): pending ("your
+refund is being processed"), promised ("I'll cancel it once you confirm"),
+refused ("staff declined the refund") and denied ("no, nothing was
+cancelled"). Those are judged against the same records plus the open and
+declined confirmation cards and staff holds (`Proposal`, read once per step by
+`proposals`): a promise stands on an open card or hold for that action and
+record, or on one that ran (a cancellation whose declaration says it refunds
+backs "the full amount will be refunded"); a refusal on a declined one; a
+denial falls when the action ran. A question or an offer ("I can …", "would you
+like me to …") claims nothing. Which tools count for which kind comes from the
+domain's declaration (the consent action, the capabilities, a declared
+refund), never from a tool's name.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
+from sundry.agent import claimmodes
 from sundry.agent.provisional import sentences
 from sundry.agent.replycheck import id_tokens
 from sundry.core.money import CODES, MoneyError, exponent
@@ -133,26 +142,47 @@ def amounts_in(sentence: str) -> list[Amount]:
     return out
 
 
+DONE = "done"
+PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
+
+
 @dataclass(frozen=True)
 class Claim:
     kind: str
     sentence: str
     ids: frozenset[str]
     amounts: tuple[Amount, ...] = ()
+    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED (`claimmodes`)
+
+
+def _states_done(s: str) -> bool:
+    return any(pattern.search(s) for pattern in _CLAIMS.values())
+
+
+def claims_of(text: str) -> list[Claim]:
+    """Each sentence that speaks of an action of a known kind as done, pending, refused, to come or not
+    done, with its mode."""
+    out = []
+    for sentence in sentences(text or "", final=True):
+        s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
+        if not s or s.endswith("?"):
+            continue
+        mode = claimmodes.mode_of(s, _states_done)
+        if mode is not None:
+            kinds = claimmodes.kinds_in(s, mode)
+        elif _NOT_DONE.search(s):
+            continue
+        else:
+            mode, kinds = DONE, [kind for kind, pattern in _CLAIMS.items() if pattern.search(s)]
+        for kind in kinds:
+            amounts = tuple(amounts_in(s)) if kind == REFUND else ()
+            out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts, mode))
+    return out
 
 
 def claims_in(text: str) -> list[Claim]:
     """Each sentence that states an action of a known kind as done."""
-    out = []
-    for sentence in sentences(text or "", final=True):
-        s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
-        if not s or s.endswith("?") or _NOT_DONE.search(s):
-            continue
-        for kind, pattern in _CLAIMS.items():
-            if pattern.search(s):
-                amounts = tuple(amounts_in(s)) if kind == REFUND else ()
-                out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts))
-    return out
+    return [c for c in claims_of(text) if c.mode == DONE]
 
 
 def kinds_of(decls: dict) -> dict[str, set[str]]:
@@ -170,25 +200,94 @@ def kinds_of(decls: dict) -> dict[str, set[str]]:
     return out
 
 
+OPEN, DECLINED = "open", "declined"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An action proposed but not run: a confirmation card, or a call held for staff (`proposals`)."""
+
+    tool: str
+    on: tuple[str, ...]  # every plain value its arguments name
+    status: str  # OPEN: awaiting the customer's confirmation or staff; DECLINED: declined, rejected or refused
+    amount_cents: int | None = None
+    currency: str = ""
+
+
+def later_kinds_of(decls: dict) -> dict[str, set[str]]:
+    """`kinds_of`, with what follows later from each tool's call (its declaration's `then`: a return
+    that refunds once the item arrives) — what a promise may stand on."""
+    out = {name: set(kinds) for name, kinds in kinds_of(decls).items()}
+    for name, decl in decls.items():
+        later = {_CAPABILITY_KIND[c] for c in getattr(decl, "then", []) or [] if c in _CAPABILITY_KIND}
+        if later:
+            out[name] = out.get(name, set()) | later
+    return out
+
+
 def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], money: Iterable = (),
-                ledger: Iterable = (), owner_kind: str = "order") -> list[Claim]:
-    """The claims in `text` nothing in the records backs. `actions`: `ActionData`; `money`: `MoneyData`;
-    `ledger`: `LedgerData`. Kinds the domain has no tool for are not judged: nothing could back them."""
-    declared = set().union(*kinds.values()) if kinds else set()
-    actions, money, ledger = list(actions), list(money), list(ledger)
+                ledger: Iterable = (), owner_kind: str = "order", proposals: Iterable = (),
+                later: dict[str, set[str]] | None = None) -> list[Claim]:
+    """The claims in `text` the records do not support. `actions`: `ActionData`; `money`: `MoneyData`;
+    `ledger`: `LedgerData`; `proposals`: `Proposal` (open and declined cards and holds). Kinds the domain
+    has no tool for are not judged: nothing could back them.
+
+    Done: an action of its kind ran (on the record it names), for the figure it names. Pending or future:
+    such an action ran, or a card or hold for it is open. Refused: a card or hold for it was declined.
+    Denied ("nothing was cancelled"): no such action ran. `later` (`later_kinds_of`): what a call's
+    action leads to afterwards, which a pending or promised claim may stand on (default: `kinds`)."""
+    later = later if later is not None else kinds
+    declared_now = set().union(*kinds.values()) if kinds else set()
+    declared = declared_now.union(*later.values())
+    actions, money, ledger, proposals = list(actions), list(money), list(ledger), list(proposals)
     owners = {e.value for e in ledger if e.kind == owner_kind} | {a.target for a in actions if a.target} | {
-        m.order for m in money}
+        m.order for m in money} | {v for p in proposals for v in p.on}
     out = []
-    for claim in claims_in(text):
-        if claim.kind not in declared:
+    for claim in claims_of(text):
+        if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
             continue
         # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
-        named = set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners
-        if not _backed(claim.kind, named or None, actions, kinds, money, ledger):
-            out.append(claim)
-        elif claim.amounts and not _amounts_backed(claim.amounts, named or None, actions, kinds, money):
-            out.append(claim)
+        named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners) or None
+        ran = _backed(claim.kind, named, actions, kinds, money, ledger)
+        if claim.mode == DENIED:
+            if ran:
+                out.append(claim)
+        elif claim.mode == REFUSED:
+            if not _proposed(claim.kind, named, proposals, kinds, DECLINED):
+                out.append(claim)
+        elif claim.mode == DONE:
+            if not ran or (claim.amounts and not _amounts_backed(claim.amounts, named, actions, kinds, money)):
+                out.append(claim)
+        else:  # PENDING, FUTURE
+            ran = ran or _backed(claim.kind, named, actions, later, money, ledger)
+            offered = _proposed(claim.kind, named, proposals, later, OPEN)
+            if not (ran or offered):
+                out.append(claim)
+            elif claim.amounts and not ((ran and _amounts_backed(claim.amounts, named, actions, later, money))
+                                        or _amounts_offered(claim.amounts, named, offered, money)):
+                out.append(claim)
     return out
+
+
+def _proposed(kind: str, named: set[str] | None, proposals, kinds, status: str) -> list[Proposal]:
+    """The proposals in `status` of an action of `kind` (on one of `named`, when the claim names any)."""
+    return [p for p in proposals if p.status == status and kind in kinds.get(p.tool, ())
+            and (named is None or named & set(p.on))]
+
+
+def _amounts_offered(amounts, named: set[str] | None, offered: list[Proposal], money) -> bool:
+    """A promised figure is an open card's or hold's amount; one that names none moves what its order
+    has left to refund (a cancellation's), or — where no record holds a figure — cannot be compared."""
+    figures = []
+    for p in offered:
+        if p.amount_cents is not None:
+            figures.append((p.amount_cents, p.currency))
+            continue
+        lane = [m for m in money if m.order in p.on]
+        if not lane:
+            return True
+        figures += [(m.refundable_cents, m.currency) for m in lane] + [(m.paid_cents, m.currency) for m in lane]
+    return any(any(a.minor(currency) == cents for cents, currency in figures) for a in amounts)
 
 
 def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> bool:
@@ -239,17 +338,22 @@ class Records:
     money: tuple = ()  # MoneyData
     ledger: tuple = ()  # LedgerData
     owner_kind: str = "order"
+    proposals: tuple = ()  # Proposal: open and declined cards and holds, read once per step
+    later: dict | None = None  # `later_kinds_of`
 
     @classmethod
-    def of(cls, domain, *, actions=(), money=(), ledger=()) -> "Records":
+    def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=()) -> "Records":
         return cls(actions=tuple(actions), kinds=kinds_of(domain.tools), money=tuple(money), ledger=tuple(ledger),
-                   owner_kind=domain.owner_kind)
+                   owner_kind=domain.owner_kind, proposals=tuple(proposals), later=later_kinds_of(domain.tools))
 
     def unsupported(self, text: str) -> list[Claim]:
         return unsupported(text, actions=self.actions, kinds=self.kinds, money=self.money, ledger=self.ledger,
-                           owner_kind=self.owner_kind)
+                           owner_kind=self.owner_kind, proposals=self.proposals, later=self.later)
+
+
+_SAID = {DONE: "", PENDING: " (pending)", FUTURE: " (promised)", REFUSED: " (refused)", DENIED: " (said not done)"}
 
 
 def describe(claims: list[Claim]) -> str:
-    return "; ".join(f"{c.kind}{' of ' + ', '.join(map(str, c.amounts)) if c.amounts else ''}: \"{c.sentence}\""
-                     for c in claims)
+    return "; ".join(f"{c.kind}{_SAID[c.mode]}{' of ' + ', '.join(map(str, c.amounts)) if c.amounts else ''}: "
+                     f"\"{c.sentence}\"" for c in claims)

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, calibration, claims, failures, remote, replycheck, replyclaims
+from sundry.agent import answer, calibration, claims, failures, proposals, remote, replycheck, replyclaims
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
@@ -221,7 +221,7 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             reasons = ", ".join(verdict.reasons)
             quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
             if verdict.unsupported:
-                quoted += f" It says done what no tool did on this ticket: {verdict.unsupported}."
+                quoted += f" It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): {verdict.unsupported}."
             turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
                         text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
                         payload={"reply_check": verdict.as_json(), "held_reply": response.text})
@@ -250,10 +250,11 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
 
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> replyclaims.Records:
-    """The records a reply's claims are judged against: the lanes as this step read them, and which
-    tools do what by the class's declarations (its servers', else its domain's)."""
+    """The records a reply's claims are judged against: the lanes as this step read them, the open and
+    declined cards and holds (read here, once: the stream's sentences and the reply share them), and
+    which tools do what by the class's declarations (its servers', else its domain's)."""
     return replyclaims.Records.of(remote.tools_domain(ticket), actions=snapshot.actions, money=snapshot.money,
-                                  ledger=snapshot.ledger)
+                                  ledger=snapshot.ledger, proposals=proposals.read(ticket.pk))
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:

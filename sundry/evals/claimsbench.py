@@ -2,13 +2,16 @@
 
 Benchmark, not a test: `python -m sundry.evals.claimsbench [results files…]` (default: the
 recordings beside the project). Each agent reply is judged as the reply check would judge it
-(`agent.replyclaims`) against the writes that had succeeded on that conversation before it,
-and the statuses its lookups reported, by the domain's production declarations. Prints how many replies state something done, how many
-of those the records back, and the unbacked ones for a person to read: each is either a false
-claim the check rightly stops, or a wording it misreads.
+(`agent.replyclaims`: done, pending, promised, refused and denied actions) against the writes
+that had succeeded on that conversation before it, the statuses its lookups reported, and — for
+the cards Sundry would have shown — the writes made after the customer's next answer (`_cards`),
+by the domain's production declarations. Prints how many replies speak of an action, in which
+mode, how many the records back, and the unbacked ones for a person to read: each is either a
+false claim the check rightly stops, or a wording it misreads.
 
-Control: the same replies judged against no records at all — every claim is then unbacked, so
-the figure is the check's, not an artefact of the recordings.
+Controls: the same replies judged without the cards (promises awaiting a yes are then unbacked),
+and against no records at all (every claim is then unbacked), so the figure is the check's, not
+an artefact of the recordings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ from pathlib import Path
 DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"
 
 
+def _write(c: dict, kinds) -> tuple[str, tuple[str, ...]] | None:
+    """(tool, the plain values its arguments name) of a call of a tool that performs an action."""
+    if not c or c.get("name") not in kinds:
+        return None
+    args = c.get("arguments") or {}
+    return c["name"], tuple(str(v) for v in (args.values() if isinstance(args, dict) else ()) if isinstance(v, (str, int)))
+
+
 def judge(ticket) -> list[dict]:
     from sundry.agent import replyclaims
     from sundry.context.lanes import ActionData, LedgerData
@@ -28,8 +39,10 @@ def judge(ticket) -> list[dict]:
 
     domain = DOMAINS[ticket.domain].domain
     kinds = replyclaims.kinds_of(domain.tools)
+    later = replyclaims.later_kinds_of(domain.tools)
+    turns = list(ticket.turns)
     calls, actions, ledger, out = {}, [], {}, []
-    for t in ticket.turns:
+    for i, t in enumerate(turns):
         p = t.payload or {}
         if t.kind == "tool_call":
             for c in p.get("calls") or []:
@@ -40,25 +53,49 @@ def judge(ticket) -> list[dict]:
             for value, text in (domain.descriptions(c.get("name", ""), t.text) if c else {}).items():
                 ledger[value] = LedgerData(role="", value=value, kind=domain.kind_of(value) or "id", verified=True,
                                            first_seen_turn=t.number, last_used_turn=t.number, description=text)
-            if c and c.get("name") in kinds:
-                args = c.get("arguments") or {}
-                values = tuple(str(v) for v in (args.values() if isinstance(args, dict) else ())
-                               if isinstance(v, (str, int)))
-                actions.append(ActionData(tool=c["name"], target=values[0] if values else "", turn=t.number,
-                                          idempotency_key=str(c.get("id")), reversible=True, on=values))
+            if (w := _write(c, later)) is not None:
+                actions.append(ActionData(tool=w[0], target=w[1][0] if w[1] else "", turn=t.number,
+                                          idempotency_key=str(c.get("id")), reversible=True, on=w[1]))
         elif t.author == "agent" and t.kind == "message" and t.text.strip():
-            claims = replyclaims.claims_in(t.text)
+            claims = replyclaims.claims_of(t.text)
             if not claims:
                 continue
-            records = {"records": (list(actions), list(ledger.values())), "control: no records": ([], [])}
+            cards = _cards(turns[i + 1:], later)
+            records = {"records": (list(actions), list(ledger.values()), cards),
+                       "control: cards until the next reply": (list(actions), list(ledger.values()),
+                                                               _cards(turns[i + 1:], later, strict=True)),
+                       "control: no cards": (list(actions), list(ledger.values()), ()),
+                       "control: no records": ([], [], ())}
             verdicts = {name: replyclaims.unsupported(t.text, actions=acts, ledger=entries, kinds=kinds,
-                                                      owner_kind=domain.owner_kind)
-                        for name, (acts, entries) in records.items()}
-            out.append({"ticket": ticket.id, "turn": t.number, "kinds": sorted({c.kind for c in claims}),
-                        "judged": any(c.kind in set().union(*kinds.values()) for c in claims),
-                        "unbacked": [c.sentence for c in verdicts["records"]],
+                                                      owner_kind=domain.owner_kind, proposals=props, later=later)
+                        for name, (acts, entries, props) in records.items()}
+            declared = set().union(*later.values())
+            out.append({"ticket": ticket.id, "turn": t.number, "modes": sorted({c.mode for c in claims}),
+                        "kinds": sorted({c.kind for c in claims}),
+                        "judged": any(c.kind in declared for c in claims),
+                        "judged_modes": sorted({c.mode for c in claims if c.kind in declared}),
+                        "unbacked": [(c.mode, c.sentence) for c in verdicts["records"]],
+                        "unbacked_no_cards": [(c.mode, c.sentence) for c in verdicts["control: no cards"]],
+                        "unbacked_strict": [(c.mode, c.sentence) for c in verdicts["control: cards until the next reply"]],
                         "unbacked_control": len(verdicts["control: no records"])})
     return out
+
+
+def _cards(after, kinds, *, strict: bool = False) -> tuple:
+    """The writes the recorded agent made after this reply (`strict`: before its next one). τ²-bench's
+    agents ask for a yes in words and make the call once they have it, often a message or two later;
+    Sundry's make the call first and the customer confirms its card. So a call that followed stands
+    for the card that would have been open while this reply was read: the promise was kept."""
+    from sundry.agent.replyclaims import OPEN, Proposal
+
+    out = []
+    for t in after:
+        if strict and t.author == "agent" and t.kind == "message":
+            break
+        if t.kind == "tool_call":
+            out += [Proposal(w[0], w[1], OPEN) for c in (t.payload or {}).get("calls") or []
+                    if (w := _write(c, kinds)) is not None]
+    return tuple(out)
 
 
 def main(argv: list[str]) -> int:
@@ -77,10 +114,16 @@ def main(argv: list[str]) -> int:
     rows = [r for t in tickets for r in judge(t)]
     judged = [r for r in rows if r["judged"]]
     unbacked = [r for r in judged if r["unbacked"]]
+    done_only = [r for r in judged if any(mode == "done" for mode, _s in r["unbacked"])]
+    modes = {m: sum(m in r["judged_modes"] for r in judged) for m in ("done", "pending", "future", "refused", "denied")}
     print(json.dumps({
-        "replies": replies, "replies_stating_something_done": len(rows),
-        "of_kinds_the_domain_declares": len(judged), "backed_by_the_records": len(judged) - len(unbacked),
-        "unbacked": len(unbacked), "control_unbacked_with_no_records": sum(bool(r["unbacked_control"]) for r in judged),
+        "replies": replies, "replies_speaking_of_an_action": len(rows),
+        "of_kinds_the_domain_declares": len(judged), "replies_per_mode": modes,
+        "backed_by_the_records": len(judged) - len(unbacked), "unbacked": len(unbacked),
+        "unbacked_by_done_claims_alone": len(done_only),
+        "control_unbacked_without_cards": sum(bool(r["unbacked_no_cards"]) for r in judged),
+        "control_unbacked_cards_until_the_next_reply": sum(bool(r["unbacked_strict"]) for r in judged),
+        "control_unbacked_with_no_records": sum(bool(r["unbacked_control"]) for r in judged),
         "unbacked_replies": [{"ticket": r["ticket"], "turn": r["turn"], "sentences": r["unbacked"]} for r in unbacked],
     }, indent=2, ensure_ascii=False))
     return 0

@@ -229,6 +229,9 @@ class ToolDecl(_Decl):
     repeat_key: list[str] = Field(default_factory=list)
     consent: Literal["refund", "cancel", "return", "replace"] | None = None  # the consent guard's actions
     capabilities: list[str] = Field(default_factory=list)
+    # Capabilities that follow later from a call that ran (a return refunds once the item arrives): a
+    # reply's promise of them stands on the call, a statement that they are done does not (replyclaims).
+    then: list[str] = Field(default_factory=list)
     refund: RefundDecl | None = None
     money: list[MoneyDecl] = Field(default_factory=list)
     totals: list[TotalsDecl] = Field(default_factory=list)
@@ -577,7 +580,7 @@ class Domain(_Decl):
             if tool.target and not {tool.target, tool.target + "[]"} & set(tool.args):
                 problems.append(f"{name}: target {tool.target!r} is not one of its ID arguments")
             problems += [f"{name}: unknown capability {c!r} (known: {', '.join(CAPABILITIES)})"
-                         for c in tool.capabilities if c not in CAPABILITIES]
+                         for c in [*tool.capabilities, *tool.then] if c not in CAPABILITIES]
             problems += [f"{name}: money and totals need a currency field or a currency_code"
                          for d in [*tool.money, *tool.totals] if not (d.currency or d.currency_code)]
             problems += [f"{name}: totals from a history need history_kind, paid and refunded"

@@ -262,7 +262,7 @@ def test_a_false_done_reply_said_twice_is_held_for_staff(case):
     ticket = Ticket.objects.get(pk=case["ticket"].pk)
     assert "unsupported_claim" in ticket.attention
     held = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.ERROR).last()
-    assert "no tool did on this ticket" in held.text and FALSE in held.text
+    assert "no record of this ticket shows" in held.text and FALSE in held.text
 
 
 @pytest.mark.django_db

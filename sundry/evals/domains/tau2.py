@@ -66,14 +66,16 @@ AIRLINE_DECLARATION = dict(
             args={"user_id": "user", "flights[].flight_number": "flight", "payment_methods[].payment_id": "payment"},
             results=_A_RES, write=True, repeat_key=("passengers", "flights")),
         "cancel_reservation": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, write=True,
-                                       target="reservation_id", reversible=False, capabilities=["cancels"]),
+                                       target="reservation_id", reversible=False, capabilities=["cancels"],
+                                       then=["refunds"]),  # to the payment methods it was paid with
         # A second change to a reservation asking for something else is a new request, not a repeat.
         "update_reservation_baggages": ToolDesc(args={"reservation_id": "reservation", "payment_id": "payment"},
                                                 results=_A_RES, write=True, target="reservation_id",
                                                 repeats="arguments"),
         "update_reservation_flights": ToolDesc(
             args={"reservation_id": "reservation", "flights[].flight_number": "flight", "payment_id": "payment"},
-            results=_A_RES, write=True, target="reservation_id", repeats="arguments"),
+            results=_A_RES, write=True, target="reservation_id", repeats="arguments",
+            then=["refunds"]),  # a cheaper itinerary's difference goes back to the payment method
         "update_reservation_passengers": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, write=True,
                                                   target="reservation_id", repeats="arguments"),
         "send_certificate": ToolDesc(args={"user_id": "user"}, write=True, target="user_id",

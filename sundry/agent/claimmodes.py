@@ -1,0 +1,181 @@
+"""What a sentence says of an action besides "it is done": pending, refused, to come, or not done. Pure.
+
+`replyclaims` reads "done" statements; this module reads the other four ways a
+reply speaks of an action, each of which the ticket's own state can contradict:
+
+- pending: "your refund is being processed", "I've put through a request for a
+  return", "I've sent you a card to confirm cancelling …" — something is under
+  way (a card awaiting the customer, a hold awaiting staff) or already ran;
+- future: "you will receive 15.00 USD on …", "I'll cancel it once you confirm",
+  "the full amount will be refunded to your card" — a promise, which stands on
+  an open card or hold for it, or on an action that ran (or whose declared
+  consequence it is: a cancellation that refunds);
+- refused: "staff declined the refund", "the cancellation was rejected" — stands
+  only on a card the customer declined or a hold staff rejected (or that was
+  refused on re-check);
+- denied: "No, nothing was cancelled", "no refund has been made on …" — a
+  "no" about a past action, contradicted when the actions lane shows it ran.
+
+An offer ("I can …", "would you like me to …", "if you'd like, I will …") and
+a question promise nothing; nor does a future about the customer's own doing
+("you will need to return the item").
+"""
+
+from __future__ import annotations
+
+import re
+
+PENDING, FUTURE, REFUSED, DENIED = "pending", "future", "refused", "denied"
+
+REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
+
+# Money going back to where it came from is a refund, whatever the verb ("returned to your card").
+_BACK_TO = (r"\b(?:returned|go(?:es)?\s+back|sent\s+back|credited(?:\s+back)?|back)\s+to\s+(?:your|the)\s+"
+            r"(?:original\s+)?(?:[\w-]+\s+){0,2}?(?:card|account|payment|method|wallet|bank|paypal|balance)\b")
+_KIND_WORDS = {
+    REFUND: re.compile(r"\brefund\w*|\bmoney\s+back\b|\breimburs\w*|\bcredited\b|" + _BACK_TO, re.I),
+    CANCEL: re.compile(r"\bcancel\w*", re.I),
+    RETURN: re.compile(r"\breturn(?:s|ed|ing)?\b(?!\s+to\s+(?:your|the)\b)", re.I),
+    REPLACE: re.compile(r"\breplace\w*|\bexchang\w*", re.I),
+}
+# A contact is promised only by us, in so many words: "I'll e-mail you", "we will call you".
+_WE_WILL = r"\b(?:i|we)(?:'ll|\s+will|\s+shall|\s+am\s+going\s+to|\s+are\s+going\s+to)\s+(?:\w+\s+){0,2}?"
+_CONTACT_FUTURE = {
+    EMAIL: re.compile(_WE_WILL + r"(?:e-?mail\b|send\s+you\s+(?:an?\s+|the\s+)?(?:\w+\s+)?e-?mail)", re.I),
+    PHONE: re.compile(_WE_WILL + r"(?:call|phone|ring)\s+you\b", re.I),
+}
+# "You will receive 15.00 USD", "you'll get your money back": money to the customer is a refund.
+_RECEIVE = re.compile(r"\byou(?:'ll|\s+will)\s+(?:\w+\s+){0,2}?(?:receive|get|see)\b", re.I)
+
+_QUESTION_OFFER = re.compile(
+    r"\b(?:would\s+you\s+like|do\s+you\s+want|shall\s+i|should\s+i|if\s+you(?:'d|\s+would)?\s+(?:like|want|wish|prefer)"
+    r"|if\s+you\s+(?:decide|choose)|if\s+(?:so|yes)|let\s+me\s+know\s+if)\b", re.I)
+# A future that counts: "will" not followed by what the customer must do, or a negation.
+_FUTURE = re.compile(r"\b(?:will|shall)\b|'ll\b|\bgoing\s+to\b", re.I)
+_NOT_A_PROMISE = re.compile(
+    r"\s*(?:not|never|need|needs|have\s+to|has\s+to|want|like|be\s+able|be\s+unable|require|also\s+need|only\s+be"
+    r"\s+able|first\s+need)\b", re.I)
+_PENDING = re.compile(
+    r"\b(?:refund|cancell?ation|return|exchange|replacement|request)s?\b(?:\s+request)?(?:[^.!?]|\.\d){0,40}?"
+    r"\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|currently\s+|still\s+)?"
+    r"(?:being\s+processed|being\s+reviewed|in\s+progress|pending|awaiting|waiting|under\s+review|submitted|requested"
+    r"|put\s+through|escalated|forwarded|sent\s+(?:to\s+\w+\s+)?for\s+(?:\w+\s+)?approval|on\s+hold)\b"
+    r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+|just\s+|already\s+)?(?:put\s+through|submitted|raised|requested|escalated"
+    r"|filed|logged|sent|forwarded|opened)\s+(?:you\s+)?(?:a|an|the|your)\s+(?:[\w-]+\s+){0,4}?"
+    r"(?:refund|cancell?ation|return|exchange|replacement)(?:\s+request|\s+for\s+approval)?\b"
+    r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+|just\s+)?(?:sent|shown|opened|put)\s+(?:you\s+)?(?:a|the)\s+"
+    r"(?:confirmation\s+)?card\b"
+    r"|\b(?:is|are)\s+(?:now\s+)?(?:awaiting|waiting\s+for|pending)\s+(?:your\s+confirmation|confirmation|approval"
+    r"|(?:staff|team|manager|supervisor)(?:'s)?\s+approval|a\s+(?:staff\s+)?decision)\b"
+    r"|\bpending\s+(?:staff\s+|your\s+|manager\s+)?(?:approval|confirmation|review)\b", re.I)
+_REFUSED = re.compile(
+    r"\b(?:was|were|has\s+been|have\s+been|had\s+been|got|been)\s+(?:\w+\s+)?(?:declined|rejected|refused|denied"
+    r"|turned\s+down|not\s+approved)\b"
+    r"|\b(?:staff|team|colleague|colleagues|manager|supervisor|approver|reviewer|you)\s+(?:\w+\s+)?(?:declined|rejected"
+    r"|refused|denied|turned\s+down|did\s+not\s+approve|didn't\s+approve)\b", re.I)
+# "Not" next to a done form: "has not been cancelled", "no refund has been made", "I haven't issued any refund".
+_NEGATION = re.compile(r"\b(?:not|never|nothing|none)\b|n't\b|\bno\b(?!\s+(?:longer|action|need|further|additional|extra"
+                       r"|problem|worries|charge|cost|fees?|price|difference|changes?)\b)", re.I)
+_CONDITIONAL = re.compile(r"\b(?:will|would|could|can|may|might|must|should|shall|if|unless|once|until|whether"
+                          r"|able|unable|eligible|cannot)\b|'ll\b", re.I)
+
+
+# A promise names its action in the future verb itself ("will be refunded", "I'll cancel"), as the
+# subject the future is said of ("the refund will go to your card"), or as what we will proceed with
+# ("I'll proceed with your return"); "I'll explain the return process" or "you will receive an e-mail
+# on how to return it" promise no return.
+_FUT = r"(?:will|shall|'ll|(?:am|is|are)\s+going\s+to)\s+(?:now\s+|then\s+|also\s+|immediately\s+|automatically\s+)?"
+_VERB = {
+    REFUND: r"refund(?:ed)?|credit(?:ed)?|reimburse[d]?",
+    CANCEL: r"cancel(?:l?ed)?",
+    RETURN: r"return(?:ed)?(?!\s+to\s+(?:your|the)\b)",
+    REPLACE: r"replace[d]?|exchange[d]?|swap(?:ped)?",
+}
+_NOUN = {
+    REFUND: r"refunds?|reimbursement|price\s+difference|difference|full\s+amount|amount|money|balance|\$[\d.,]+",
+    CANCEL: r"cancell?ations?|(?:order|reservation|booking|subscription)s?",
+    RETURN: r"returns?",
+    REPLACE: r"replacements?|exchanges?",
+}
+_KIND_NOUN = {REFUND: r"refunds?", CANCEL: r"cancell?ations?", RETURN: r"returns?", REPLACE: r"replacements?|exchanges?"}
+_PROCEED = (r"\b(?:i|we)\s*" + _FUT + r"(?:go\s+ahead(?:\s+and)?(?:\s+with)?|proceed(?:\s+with)?|process|submit|complete"
+            r"|place|issue|initiate|arrange|book|start|request|send|ship|put\s+through|finali[sz]e)\s+(?:the\s+|your\s+|a\s+|an\s+"
+            r"|this\s+|that\s+)?(?:[\w-]+\s+){0,3}?(?:")
+_SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (74.12) does not end it
+
+
+def _promised(kind: str, sentence: str) -> bool:
+    if re.search(_FUT + r"(?:" + _SPAN + r"{0,40}?\band\s+(?:then\s+)?)?(?:be\s+)?(?:fully\s+|partially\s+)?(?:"
+                 + _VERB[kind] + r")\b", sentence, re.I):
+        return not _NOT_OURS.search(sentence) or kind != RETURN
+    if re.search(_PROCEED + _KIND_NOUN[kind] + r")\b", sentence, re.I):
+        return True
+    subject = re.search(r"(?:^|\b)(?:" + _NOUN[kind] + r")\b" + _SPAN + r"{0,40}?\b(?:will|shall)\s+(?!not\b|never\b|need|have\b"
+                        r"|help|let|allow|depend|require|take\s+effect)|(?:" + _NOUN[kind] + r")'ll\b", sentence, re.I)
+    if subject is None:
+        return False
+    if kind == REFUND and not re.search(r"refund|credit(?!\s+card)|reimburs|" + _BACK_TO, sentence, re.I):
+        return False  # "the amount will be charged" is no refund
+    if kind == CANCEL and not re.search(r"cancel", sentence, re.I):
+        return False
+    return True
+
+
+# What the customer does is no promise of ours: "you'll need to return it", "once you return the item".
+_NOT_OURS = re.compile(r"\byou\s+(?:will\s+|'ll\s+)?(?:need\s+to\s+|have\s+to\s+|can\s+)?return\b", re.I)
+
+
+def kinds_in(sentence: str, mode: str) -> list[str]:
+    """The kinds of action the sentence speaks of, in `mode`."""
+    if mode == FUTURE:
+        out = [kind for kind in _VERB if _promised(kind, sentence)]
+        if REFUND not in out and _RECEIVE.search(sentence) and (_has_money(sentence) or _KIND_WORDS[REFUND].search(sentence)):
+            out.append(REFUND)
+        return out + [kind for kind, pattern in _CONTACT_FUTURE.items() if pattern.search(sentence)]
+    out = [kind for kind, pattern in _KIND_WORDS.items() if pattern.search(sentence)]
+    if REFUND not in out and mode == PENDING and _RECEIVE.search(sentence) and _has_money(sentence):
+        out.append(REFUND)
+    return out
+
+
+def _has_money(sentence: str) -> bool:
+    from sundry.agent.replyclaims import amounts_in
+    return bool(amounts_in(sentence)) or bool(re.search(r"\bmoney\b|\bfull\s+amount\b", sentence, re.I))
+
+
+def _promises(sentence: str) -> bool:
+    return any(not _NOT_A_PROMISE.match(sentence, m.end()) and not sentence[m.start():].lower().startswith("won")
+               for m in _FUTURE.finditer(sentence))
+
+
+_CLAUSE = re.compile(r"[,;:\u2014]|\b(?:and|but|so|because|as|while)\b", re.I)
+
+
+def _denies(sentence: str, done) -> bool:
+    """A clause with a negation that, the negation taken out, states the action done (`done`: reads a
+    done statement): "no refund has been made" → "refund has been made"."""
+    if _CONDITIONAL.search(sentence):
+        return False
+    for clause in _CLAUSE.split(sentence):
+        if _NEGATION.search(clause):
+            plain = re.sub(r"\s+", " ", _NEGATION.sub("", clause)).strip()
+            if plain and done(plain):
+                return True
+    return False
+
+
+def mode_of(sentence: str, done) -> str | None:
+    """PENDING, FUTURE, REFUSED or DENIED for a statement of one of those (None: a plain statement, or an
+    offer, a question, a condition of the customer's). `done` reads a done statement (`replyclaims`)."""
+    s = sentence.strip()
+    if not s or s.endswith("?") or _QUESTION_OFFER.search(s):
+        return None
+    if _REFUSED.search(s):
+        return REFUSED
+    if _PENDING.search(s):
+        return PENDING
+    if _promises(s):
+        return FUTURE
+    if _denies(s, done):
+        return DENIED
+    return None
