@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from sundry.shop.offline import RequestView
-from sundry.compaction.trigger import TriggerInput, cut_point, cut_within_budget, decide, over_budget_cause
+from sundry.compaction.trigger import TriggerInput, cut_point, cut_within_budget, decide, over_budget_cause, pays
 from sundry.context.assembly import assemble
 from sundry.context.harvest import LEDGER_SHARE, fill, ledger_allowance, near_full
 from sundry.context.constraints import constraint_sentences
@@ -93,6 +93,9 @@ class HarnessConfig:
     classifier: bool = True  # production's rule classifier (candidates, the summariser's constraints)
     evict_by_need: bool = True  # entries no write takes leave the ledger first (`harvest.evict`); off: last use alone
     fit_budget: bool = True  # compaction gives up recent turns where the request would stay over the budget
+    # A step whose request is over the budget compacts first, in place (`compaction.services.compact_before_step`);
+    # off: only the trigger after resolution steps compacts (the control)
+    compact_before_step: bool = True
 
     @property
     def trigger_tokens(self) -> int:
@@ -106,7 +109,8 @@ class HarnessConfig:
         return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
                 "ledger_share": self.ledger_share, "ledger_tokens": self.ledger_tokens, "model": self.model,
                 "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier,
-                "evict_by_need": self.evict_by_need, "fit_budget": self.fit_budget}
+                "evict_by_need": self.evict_by_need, "fit_budget": self.fit_budget,
+                "compact_before_step": self.compact_before_step}
 
 
 @dataclass
@@ -261,13 +265,19 @@ class _Run:
         self.prose_raw = [t for t in self.prose_raw if t.number > cut]
 
     def triggered_step(self) -> int:
-        """Compaction only when the trigger fires, checked after resolution steps: the ticket's real life."""
+        """Compaction as production does it, the ticket's real life: when the trigger fires, checked
+        after resolution steps; and before any step whose request is over the budget."""
         assembled = self.sundry_request(self.trig_raw, self.trig_summary)
         total = assembled.accounting.total_tokens
-        if self.resolved and decide(TriggerInput(total_tokens=total, trigger_tokens=self.cfg.trigger_tokens,
-                                                 budget=self.cfg.budget, last_tokens_after=self.trig_after)).compact:
+        over = self.cfg.compact_before_step and total > self.cfg.budget
+        if over or (self.resolved and decide(TriggerInput(
+                total_tokens=total, trigger_tokens=self.cfg.trigger_tokens, budget=self.cfg.budget,
+                last_tokens_after=self.trig_after)).compact):
             covered = self.trig_summary.covers_through_turn if self.trig_summary else 0
             cut = self.cut(self.trig_raw, covered, self.trig_summary)
+            if cut is not None and over and not self.resolved and not pays(
+                    self.cache.unit([t for t in self.trig_raw if covered < t.number <= cut])).compact:
+                cut = None  # as `compact_before_step`: not for a range too small to pay
             if cut is not None:
                 snap = self.lanes(self.trig_raw)
                 snap.summary = self.trig_summary

@@ -112,8 +112,11 @@ def failure_lines(report: HarnessReport, *, per_baseline: int = 5) -> list[str]:
                f"the fixed part alone over it on {s['over_budget_fixed']}")
     out += [f"  {tid} turn {o['turn']}: {o['tokens']:,} tokens, {o['cause']}" for tid, o in over]
     triggered = sum(1 for t in report.tickets for n in t.series["triggered"] if n > report.config.budget)
-    out.append(f"Compacted as production triggers it (after resolution steps only): over the budget on {triggered} "
-               f"of {steps} steps — lookups between two resolution steps grow the request before the trigger is asked")
+    how = ("the trigger after resolution steps, and in place before a step over the budget"
+           if report.config.compact_before_step else
+           "the trigger after resolution steps only (the control): lookups between two resolution steps grow the "
+           "request before the trigger is asked")
+    out.append(f"Compacted as production does it ({how}): over the budget on {triggered} of {steps} steps")
     made_up = [(t.id, m) for t in report.tickets for m in t.made_up]
     if made_up:
         by = Counter(m["class"] for _, m in made_up)

@@ -224,3 +224,35 @@ def test_control_with_the_product_id_guard_off_the_made_up_id_is_no_longer_refus
     result = run_ticket(retail, TIGHT)
     assert result.made_up == [] and result.stats["sundry"]["refused_made_up"] == 0
     assert result.stats["sundry"]["id_ok"] == result.stats["sundry"]["id_checks"]
+
+
+def _with_a_run_of_lookups(ticket, lookups: int = 8):
+    """The ticket with `lookups` product lookups in a row (no reply between) before its return
+    request: the request grows between two resolution steps, where the trigger is not asked."""
+    from sundry.evals.records import RecordedTurn
+
+    product = next(t for t in ticket.turns if (t.payload or {}).get("name") == "get_product_details")
+    at = next(i for i, t in enumerate(ticket.turns) if t.kind == "tool_call"
+              and t.payload["calls"][0]["name"] == "return_delivered_order_items")
+    extra = []
+    for i in range(lookups):
+        extra += [RecordedTurn(number=0, author="agent", kind="tool_call", text="", payload={"calls": [
+                      {"id": f"d{i}", "name": "get_product_details", "arguments": {"product_id": "5550001111"}}]}),
+                  RecordedTurn(number=0, author="tool", kind="tool_result", text=product.text,
+                               payload={"call_id": f"d{i}", "name": "get_product_details", "ok": True})]
+    turns = ticket.turns[:at] + extra + ticket.turns[at:]
+    return ticket.model_copy(update={"id": ticket.id + "-lookups",
+                                     "turns": [t.model_copy(update={"number": n}) for n, t in enumerate(turns, 1)]})
+
+
+def test_a_step_over_the_budget_compacts_first_as_production_does(retail):
+    """Production compacts in place before a step whose request is over the budget; the
+    harness's "as production does it" series does the same (control: the trigger alone)."""
+    ticket, budget = _with_a_run_of_lookups(retail), 4000
+    over = {}
+    for before_step in (True, False):
+        cfg = HarnessConfig(budget=budget, keep_recent=4, compact_before_step=before_step)
+        result = run_ticket(ticket, cfg)
+        over[before_step] = sum(n > budget for n in result.series["triggered"])
+        assert result.stats["sundry"]["id_ok"] == result.stats["sundry"]["id_checks"]
+    assert over == {True: 0, False: over[False]} and over[False] >= 3, over

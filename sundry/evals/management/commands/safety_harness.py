@@ -51,6 +51,9 @@ class Command(BaseCommand):
                             help="Evict ledger entries by last use alone (the control for the eviction-by-need rule)")
         parser.add_argument("--no-fit-budget", action="store_true",
                             help="Compaction always keeps every recent turn, even over the budget (the control)")
+        parser.add_argument("--no-compact-before-step", action="store_true",
+                            help="Compact only when the trigger fires after resolution steps, never before a step "
+                                 "over the budget (the control for compacting in place)")
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
         parser.add_argument("--model", default=None,
                             help="A configured model to diff next calls on every ticket (default: the offline model, "
@@ -83,6 +86,7 @@ class Command(BaseCommand):
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
         cfg.evict_by_need = not opts["no_evict_by_need"]
         cfg.fit_budget = not opts["no_fit_budget"]
+        cfg.compact_before_step = not opts["no_compact_before_step"]
         if opts["ledger_share"] is not None:
             cfg.ledger_share = opts["ledger_share"]
         agent_for = self._agents(opts["model"])
