@@ -33,9 +33,13 @@ _WISH = (r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choos
          r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)")
 _FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we)\b)"
 _REQUEST = r"\b(?:please|pls|can you|could you|would you|will you|can we|could we|make sure|be sure|kindly)\b"
-_IMPERATIVE = (r"(?:don't|do not|never|only|just|keep|leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
+# "only"/"just" open an imperative when a verb follows ("only deliver after 6pm"), not a noun phrase
+# ("only the screen is scratched"); a short verbless "no insurance" is `_verbless_directive`'s.
+_IMPERATIVE = (r"(?:don't|do not|never|(?:only|just)(?!\s+(?:the|a|an|my|this|that|these|those|one|two|some|any|"
+               r"something|anything|\w+ing)\b)|keep|"
+               r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
                r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
-               r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade|no|not)")
+               r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade)")
 _STANCE = re.compile(rf"{_FIRST}|{_REQUEST}|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
                      rf"(?:please\s+)?{_IMPERATIVE}\b", re.I)
 
@@ -47,7 +51,7 @@ _LIMIT = re.compile(
     r"|\bonly\b|\bjust\b|\bexcept\b|\bother than\b|\bapart from\b|\banything but\b|\binstead\b|\brather\b"
     r"|\bprefer\w*|\bkeep\b|\bleave (?:it|them|that|this|the|my|everything)\b|\bsame\b|\bwithout\b|\bunless\b"
     r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
-    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b|\bexactly\b"
+    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b"
     rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
     re.I,
 )
@@ -64,6 +68,10 @@ _DESCRIPTION = re.compile(
     rf"|\b(?:don't|do not)\s+(?:\w+ly\s+)?{_KNOW}\b"
     # "just" as a time ("I just received it", "just now"), "must have" as an inference
     rf"|\bjust\s+(?:{_PAST}|now|yesterday|today|a (?:minute|moment|second))\b|\bmust have\b|\bmust be\b"
+    # "just" as emphasis on a wish or a report ("I just want to be able to call", "just like you said"),
+    # and "keep doing" (carrying on), not a limit on what is done
+    r"|\bjust\s+(?:really\s+)?(?:want\w*|need\w*|like|as|can|can't|cannot|asking|trying|checking|wondering|to)\b"
+    r"|\bkeep\s+\w+ing\b"
     # a state, not a wish: "I'm not connected", "there's no signal", "I only have one phone"
     r"|\b(?:i'm|i am|it's|it is|that's|that is|there's|there is|there are|they're|we're|is|are|am)\s+(?:\w+ly\s+)?"
     r"(?:still\s+)?(?:not|no|only|just)\b|\b(?:have|has|had|shows?|says?|see|seeing|showing)\s+(?:\w+\s+)?no\b"
@@ -72,15 +80,25 @@ _DESCRIPTION = re.compile(
     r"|^\s*no\s*[,.!]|\bno (?:problem|worries|idea|clue|thanks|thank you|way)\b|\bnot sure\b|\bnot yet\b",
     re.I,
 )
+# "Instead, …", "Otherwise, …" open the clause they qualify: they are not a clause of their own.
+_OPENER = re.compile(r"^\s*(instead|otherwise|rather|preferably)\s*,", re.I)
+# "Also, …", "Okay, …": a discourse word says nothing of its own.
+_DISCOURSE = re.compile(r"^\s*(?:also|and|plus|oh|ok|okay|alright|actually|so|well|yes|yeah|sure|hi|hello|"
+                        r"just so you know|for the record|fyi|by the way|btw)\s*,\s*", re.I)
 _QUOTED = re.compile(r'"[^"]{1,80}"|\u201c[^\u201d]{1,80}\u201d')
 # A condition makes an ability or a state a limit ("if I can't get it under $950, cancel it").
 _CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if|in case)\b", re.I)
 
 
+_ABILITY = re.compile(r"\b(?:can't|cannot|can not|couldn't|could not|isn't|is not|doesn't|does not)\b", re.I)
+
+
 def _limits(clause: str, conditional: bool) -> bool:
-    """The clause holds a limit once its descriptions are taken out (kept whole under a condition)."""
-    text = clause if conditional else _DESCRIPTION.sub(" ", clause)
-    return bool(_LIMIT.search(text))
+    """The clause holds a limit once its descriptions are taken out; under a condition a state or an
+    ability it cannot reach is the limit ("if I can't get it under $950", "if that's not possible")."""
+    if conditional and _ABILITY.search(clause):
+        return True
+    return bool(_LIMIT.search(_DESCRIPTION.sub(" ", clause)))
 
 
 def _verbless_directive(clause: str) -> bool:
@@ -97,9 +115,17 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
     if len(text.strip()) < 4:
         return False
     conditional = bool(_CONDITION.search(text))
-    clauses = [c for c in _CLAUSE.split(text) if c and c.strip()]
+    clauses = [c for c in _CLAUSE.split(_OPENER.sub(r"\1", _DISCOURSE.sub("", text))) if c and c.strip()]
     limits = [_limits(c, conditional) if limit else True for c in clauses]
-    stances = [bool(_STANCE.search(c)) or _verbless_directive(c) if stance else True for c in clauses]
+    stances = []
+    for i, c in enumerate(clauses):
+        # A verbless "no insurance" / "not the Seattle one" speaks for the clause before it: a limit
+        # after a wish ("… included, and no insurance"), a report after a report ("I'm still seeing
+        # No Signal and no service"); opening the sentence, it is a directive of its own.
+        verbless = _verbless_directive(c) and (i == 0 or stances[i - 1])
+        # One word ("phone", "storage") names a thing; it does not command anything.
+        said = bool(_STANCE.search(c)) and (len(c.split()) > 1 or bool(re.fullmatch(rf"\s*{_REQUEST}\W*", c, re.I)))
+        stances.append(said or verbless if stance else True)
     if conditional:  # "if it costs under $100, I'll take it": the condition and the wish are one limit
         return any(limits) and any(stances)
     return any(a and b for a, b in zip(limits, stances))

@@ -54,6 +54,7 @@ POSITIVE = (
     ("I'd rather use {channel} than anything else.", dict(channel=CHANNELS)),
     ("Please use {place} instead of {other}.", dict(place=PLACES, other=OTHER_PLACES)),
     ("I'd prefer not to {action}.", dict(action=ACTIONS)),
+    ("Instead, I'd like {obj}.", dict(obj=OBJECTS)),
     # conditions
     ("Only do it if it {limit}.", dict(limit=LIMITS)),
     ("Go ahead as long as it {limit}.", dict(limit=LIMITS)),
@@ -82,6 +83,9 @@ NEGATIVE = (
     ("The {thing} was not in the box.", dict(thing=("charger", "manual", "strap", "cable"))),
     ("I just received the {thing} today.", dict(thing=("parcel", "laptop", "watch", "lamp"))),
     ("They never called me back.", {}),
+    ("I just want to be able to {verb} again.", dict(verb=("make calls", "send pictures", "log in", "use my card"))),
+    ("I restarted it, but I'm still seeing an error and no {thing}.", dict(thing=("signal", "data", "service"))),
+    ("I did it just like you said.", {}),
     ("Only the {thing} is scratched.", dict(thing=("screen", "lid", "left side", "handle"))),
     ("The same problem happened with the {thing}.", dict(thing=("lamp", "kettle", "earbuds", "charger"))),
     ("The courier keeps leaving parcels at {other}.", dict(other=OTHER_PLACES)),
