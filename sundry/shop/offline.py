@@ -27,8 +27,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sundry.agent import consent
-from sundry.agent import offline_asks as asks
-from sundry.agent import offline_words as words
+from sundry.shop import offline_asks as asks
+from sundry.shop import offline_words as words
 from sundry.agent.cards import plain_yes
 from sundry.context import render
 from sundry.context.rules import candidate_rules, infer_enforcement

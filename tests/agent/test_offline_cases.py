@@ -294,7 +294,7 @@ _NOT_ASKED = ["Please {verb} SU-25386.", "Can you {verb} my order?", "I want a {
 
 
 def test_every_generated_question_about_what_was_done_is_read_with_its_kind():
-    from sundry.agent import offline_words as words
+    from sundry.shop import offline_words as words
 
     asked = [(kind, t.format(plural=p, past=past, verb=verb)) for kind, (p, past, verb) in _NOUNS.items() for t in _ASKED]
     read = [(kind, text) for kind, text in asked if words.actions_question(text) == kind]

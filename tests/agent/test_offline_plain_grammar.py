@@ -16,7 +16,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from sundry.agent import offline_asks as asks
+from sundry.shop import offline_asks as asks
 from sundry.context import render
 from sundry.shop import offline
 from sundry.shop import tools as st

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from sundry.agent import offline_asks as asks
+from sundry.shop import offline_asks as asks
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.shop import offline
 from sundry.shop.models import Order, Refund

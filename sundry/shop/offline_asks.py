@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from sundry.agent.offline_words import product_phrase
+from sundry.shop.offline_words import product_phrase
 
 # An order named by number: "order #…", "my order number …", or the number alone. Any word with a digit qualifies here.
 _REF = (r"(?:(?:my|the|this|that|our)\s+)?(?:order\s+(?:(?:number|no\.?|num|#)\s*)?)?#?"
