@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from sundry.context.lanes import TurnData
-from sundry.evals import importers, strategies
+from sundry.evals import checks, importers, strategies
+from sundry.evals.domains import DOMAINS
+from sundry.context.assembly import assemble
 from sundry.evals.harness import HarnessConfig, run_all, run_ticket
+from sundry.evals.replay import LaneReplay
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Small enough that the fixture's early results leave a sliding window.
@@ -256,3 +259,16 @@ def test_a_step_over_the_budget_compacts_first_as_production_does(retail):
         over[before_step] = sum(n > budget for n in result.series["triggered"])
         assert result.stats["sundry"]["id_ok"] == result.stats["sundry"]["id_checks"]
     assert over == {True: 0, False: over[False]} and over[False] >= 3, over
+
+
+def test_flagged_sentences_are_replayed_as_candidate_rules_as_production_renders_them(retail):
+    def rules_block(**kw):
+        replay = LaneReplay(DOMAINS[retail.domain], **kw)
+        for t in retail.turn_data():
+            replay.feed(t)
+        return checks.block(assemble(replay.snapshot(), model="offline", tools=[]).request, "rules")
+
+    block = rules_block()
+    assert "\"OK, no exchange.\" — turn" in block and "stated by customer; unconfirmed" in block
+    assert "blocks tools: exchange_delivered_order_items" in block
+    assert "no exchange" not in rules_block(classifier=lambda text: [])  # control: classifier off
