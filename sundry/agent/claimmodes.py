@@ -56,8 +56,8 @@ _NOT_A_PROMISE = re.compile(
     r"\s*(?:not|never|need|needs|have\s+to|has\s+to|want|like|be\s+able|be\s+unable|require|also\s+need|only\s+be"
     r"\s+able|first\s+need)\b", re.I)
 _PENDING = re.compile(
-    r"\b(?:refund|cancell?ation|return|exchange|replacement|request)s?\b(?:\s+request)?(?:[^.!?]|\.\d){0,40}?"
-    r"\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|currently\s+|still\s+)?"
+    r"\b(?:refund|cancell?ation|return|exchange|replacement|request)s?\b(?:\s+request)?(?:[^.!?]|\.\d){0,80}?"
+    r"\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|currently\s+|still\s+|successfully\s+)?"
     r"(?:being\s+processed|being\s+reviewed|in\s+progress|pending|awaiting|waiting|under\s+review|submitted|requested"
     r"|put\s+through|escalated|forwarded|sent\s+(?:to\s+\w+\s+)?for\s+(?:\w+\s+)?approval|on\s+hold)\b"
     r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+|just\s+|already\s+)?(?:put\s+through|submitted|raised|requested|escalated"

@@ -2,25 +2,25 @@
 
 A confirmation card awaiting the customer and a call held for staff are open;
 a card the customer declined, a hold staff rejected, and either refused on its
-re-check are declined. Read in one query each, once per step (and once per
+re-check are declined. Read in one query, once per step (and once per
 guarded customer text), never per sentence: the stream's sentences and the
 stored reply are judged on the same `replyclaims.Records`.
 """
 
 from __future__ import annotations
 
+from django.db.models import DateTimeField, JSONField, Q, Value
 from django.utils import timezone
 
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
 from sundry.core import money
 
-_CARD = {Confirmation.Status.PENDING: OPEN, Confirmation.Status.DECLINED: DECLINED}
 _HOLD = {HeldAction.Status.PENDING: OPEN, HeldAction.Status.APPROVED: OPEN, HeldAction.Status.REJECTED: DECLINED,
          HeldAction.Status.REFUSED: DECLINED}
 
 
-def _values(arguments) -> tuple[str, ...]:
+def values_of(arguments) -> tuple[str, ...]:
     out = []
     for v in (arguments or {}).values() if isinstance(arguments, dict) else ():
         for item in v if isinstance(v, list) else [v]:
@@ -29,7 +29,7 @@ def _values(arguments) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _amount(card: dict, arguments: dict) -> tuple[int | None, str]:
+def amount_of(card: dict, arguments: dict) -> tuple[int | None, str]:
     """A card's figure as it shows it ("15.00 USD"); else the call's amount and currency arguments."""
     shown = str((card or {}).get("amount") or "").split()
     if len(shown) == 2:
@@ -48,22 +48,26 @@ def _amount(card: dict, arguments: dict) -> tuple[int | None, str]:
 
 
 def read(ticket_id: int) -> tuple[Proposal, ...]:
-    """The ticket's open and declined cards and holds. A card past its window is not open."""
+    """The ticket's open and declined cards and holds, in one query. A card past its window is not open."""
+    cards = Confirmation.objects.filter(
+        Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
+        | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"), ticket_id=ticket_id).annotate(
+        src=Value("card")).values_list("src", "tool", "arguments", "card", "status", "expires_at")
+    holds = HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD)).annotate(
+        src=Value("hold"), shown=Value({}, output_field=JSONField()),
+        until=Value(None, output_field=DateTimeField())).values_list("src", "tool", "arguments", "shown", "status",
+                                                                     "until")
     now = timezone.now()
     out = []
-    for tool, arguments, card, status, expires, outcome in Confirmation.objects.filter(
-            ticket_id=ticket_id, status__in=list(_CARD)).values_list(
-            "tool", "arguments", "card", "status", "expires_at", "outcome"):
-        if status == Confirmation.Status.PENDING and expires <= now:
-            continue
-        cents, currency = _amount(card, arguments)
-        out.append(Proposal(tool, _values(arguments), _CARD[status], cents, currency))
-    refused = Confirmation.objects.filter(ticket_id=ticket_id, status=Confirmation.Status.CONFIRMED, outcome="refused")
-    for tool, arguments, card in refused.values_list("tool", "arguments", "card"):
-        cents, currency = _amount(card, arguments)
-        out.append(Proposal(tool, _values(arguments), DECLINED, cents, currency))
-    for tool, arguments, status in HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD)).values_list(
-            "tool", "arguments", "status"):
-        cents, currency = _amount({}, arguments)
-        out.append(Proposal(tool, _values(arguments), _HOLD[status], cents, currency))
+    for src, tool, arguments, card, status, expires in cards.union(holds, all=True):
+        if src == "hold":
+            state = _HOLD[status]
+        elif status == Confirmation.Status.PENDING:
+            if expires <= now:
+                continue
+            state = OPEN
+        else:  # declined by the customer, or confirmed and refused on its re-check
+            state = DECLINED
+        cents, currency = amount_of(card, arguments)
+        out.append(Proposal(tool, values_of(arguments), state, cents, currency))
     return tuple(out)

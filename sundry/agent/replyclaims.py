@@ -82,7 +82,7 @@ _CLAIMS = {
 # A sentence that promises, asks, denies or sets a condition states nothing done.
 _NOT_DONE = re.compile(
     r"\b(?:not|never|no|none|nothing|neither|nor|cannot|unable|will|would|could|can|shall|should|may|might|must|once|if|unless"
-    r"|until|whether|going to|about to|to be|yet|want|wants|wish|need|needs|pending|awaiting|eligible|able"
+    r"|until|whether|going to|about to|to be|yet|want|wants|wish|need|needs|awaiting|eligible|able"
     r"|instead|rather)\b|n't\b|'ll\b|'d\b", re.I)
 # What a ledger entry's status words say was done to it (from a tool result, never from the model).
 _STATUS = {

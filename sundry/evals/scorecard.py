@@ -98,11 +98,31 @@ def collect(model: str, results) -> Scorecard:
     return card
 
 
+def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:
+    """(turn it was made, `replyclaims.Proposal`) for each card and hold of the ticket: one declined,
+    rejected or refused counts as declined, any other as open (it was, when a reply after it spoke)."""
+    from sundry.agent.models import Confirmation, HeldAction
+    from sundry.agent.proposals import amount_of, values_of
+    from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
+
+    out = []
+    for tool, arguments, card, status, outcome, turn in Confirmation.objects.filter(ticket_id=ticket_id).values_list(
+            "tool", "arguments", "card", "status", "outcome", "turn"):
+        declined = status == Confirmation.Status.DECLINED or outcome == "refused"
+        out.append((turn, Proposal(tool, values_of(arguments), DECLINED if declined else OPEN, *amount_of(card, arguments))))
+    for tool, arguments, status, turn in HeldAction.objects.filter(ticket_id=ticket_id).values_list(
+            "tool", "arguments", "status", "turn"):
+        declined = status in (HeldAction.Status.REJECTED, HeldAction.Status.REFUSED)
+        out.append((turn, Proposal(tool, values_of(arguments), DECLINED if declined else OPEN, *amount_of({}, arguments))))
+    return out
+
+
 def read_by_customers(ticket_id: int) -> dict:
     """What one ticket's customer read, judged from the stored turns and records — not from the
-    checks that let it through: each posted reply's "done" claims against the actions, money and
-    ledger as they stood before it (`agent.replyclaims`), its quotes of internal-only text
-    (`context.internaltext`), and the customer messages left without a reply after them."""
+    checks that let it through: each posted reply's claims (done, pending, promised, refused, denied)
+    against the actions, money, ledger, cards and holds as they stood before it (`agent.replyclaims`),
+    its quotes of internal-only text (`context.internaltext`), and the customer messages left without
+    a reply after them."""
     from sundry.agent import replyclaims
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
@@ -113,6 +133,7 @@ def read_by_customers(ticket_id: int) -> dict:
     ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
     domain = domain_for(ticket.ticket_class)
     kinds = replyclaims.kinds_of(domain.tools)
+    later = replyclaims.later_kinds_of(domain.tools)
     turns = list(Turn.objects.filter(ticket_id=ticket_id).order_by("number").values_list(
         "number", "author", "kind", "text"))
     actions = list(ActionTaken.objects.filter(ticket_id=ticket_id).values_list("tool", "target", "turn", "arguments"))
@@ -120,6 +141,7 @@ def read_by_customers(ticket_id: int) -> dict:
                                                                             "refunded_cents", "turn"))
     ledger = list(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("value", "kind", "first_seen_turn",
                                                                                "description", "note"))
+    proposed = _proposed_by_turn(ticket_id)
     internal = [("staff note", text) for _n, _a, kind, text in turns if kind in (Turn.Kind.NOTE, "internal")]
     internal += [("internal field", v) for v in StateValue.objects.filter(ticket_id=ticket_id, name="internal_note")
                  .values_list("value", flat=True)]
@@ -146,7 +168,8 @@ def read_by_customers(ticket_id: int) -> dict:
             text, actions=before, kinds=kinds, owner_kind=domain.owner_kind,
             money=[MoneyData(order=o, currency=c, paid_cents=p, refunded_cents=r) for o, c, p, r, n in money if n < number],
             ledger=[LedgerData(role="", value=v, kind=k, verified=True, first_seen_turn=f, last_used_turn=f,
-                               description=d, note=note) for v, k, f, d, note in ledger if f < number]))
+                               description=d, note=note) for v, k, f, d, note in ledger if f < number],
+            proposals=[p for turn, p in proposed if turn < number], later=later))
         out["internal_shown"] += bool(quotes(text, hidden))
     out["unanswered"] = int(waiting)
     return out
