@@ -183,12 +183,13 @@ def loop_run(*, messages: int = 150, block: int = 50, compaction: bool = True, s
     """
     from django.test.utils import override_settings
 
-    from sundry.agent import loop
+    from sundry.agent import loop, step
     from sundry.evals.sources import throwaway_database
 
-    saved = list(loop.resolution_listeners)
+    saved, hooks = list(loop.resolution_listeners), list(step.before_request_hooks)
     if not compaction:  # the same loop with no compaction checks, to separate the two costs
         loop.resolution_listeners[:] = []
+        step.before_request_hooks[:] = []
     try:
         # Deferred: the compactions a step queues run between messages, in this thread, timed
         # apart, as their own worker process would run them; never overlapping the loop's timing.
@@ -196,6 +197,7 @@ def loop_run(*, messages: int = 150, block: int = 50, compaction: bool = True, s
             return _loop(messages, block, say)
     finally:
         loop.resolution_listeners[:] = saved
+        step.before_request_hooks[:] = hooks
 
 
 def _loop(messages: int, block: int, say) -> dict:

@@ -125,19 +125,22 @@ def fresh_demo_tickets(*, customers: int = 120, orders: int = 1200, say=print) -
     """Seed a small demo shop in a throwaway database, work the demo tickets with the agent loop, export them.
 
     Background work stays in-process and is awaited, so nothing reaches a broker. Compaction
-    is not queued at resolution steps: the harness compacts the recorded turns itself, and a
+    is not queued at resolution steps nor done before a step over the budget: the harness
+    compacts the recorded turns itself, and a
     worker thread writing to an in-memory test database would only contend for its lock.
     """
     from django.test.utils import override_settings
 
-    from sundry.agent import loop
+    from sundry.agent import loop, step
 
     listeners, loop.resolution_listeners[:] = list(loop.resolution_listeners), []
+    hooks, step.before_request_hooks[:] = list(step.before_request_hooks), []
     try:
         with throwaway_database(), override_settings(BACKGROUND_MODE="in-process"):
             return _work_demo(customers, orders, say)
     finally:
         loop.resolution_listeners[:] = listeners
+        step.before_request_hooks[:] = hooks
 
 
 def _work_demo(customers: int, orders: int, say) -> list[RecordedTicket]:

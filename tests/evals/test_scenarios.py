@@ -283,3 +283,16 @@ def test_the_fast_slice(shop, tmp_path):
                 for mode, run in s["runs"].items() if run["forbidden"] or run["damage"]["lost"] or run["damage"]["extra"]]
     assert code == (1 if problems else 0)
     assert not problems, "\n".join(map(str, problems))
+
+
+def test_the_never_compacted_reference_turns_off_both_ways_production_compacts():
+    """The reference mode must not compact at all: neither the trigger after resolution steps nor
+    the compaction in place before a step over the budget; both come back afterwards."""
+    from sundry.agent import loop, step
+    from sundry.compaction.services import compact_before_step, resolution_listener
+    from sundry.evals.scenarios.modes import compaction_listener
+
+    with compaction_listener(False):
+        assert resolution_listener not in loop.resolution_listeners
+        assert compact_before_step not in step.before_request_hooks
+    assert resolution_listener in loop.resolution_listeners and compact_before_step in step.before_request_hooks

@@ -43,19 +43,23 @@ REFERENCE = "never"
 
 @contextmanager
 def compaction_listener(on: bool):
-    """Production's compaction trigger, registered or not, for the block's length."""
-    from sundry.agent import loop
-    from sundry.compaction.services import resolution_listener
+    """Production's compaction, registered or not, for the block's length: the trigger after
+    resolution steps and the compaction in place before a step over the budget."""
+    from sundry.agent import loop, step
+    from sundry.compaction.services import compact_before_step, resolution_listener
 
-    saved = list(loop.resolution_listeners)
-    if on and resolution_listener not in loop.resolution_listeners:
-        loop.resolution_listeners.append(resolution_listener)
-    if not on:
-        loop.resolution_listeners[:] = [x for x in saved if x is not resolution_listener]
+    hooks = ((loop.resolution_listeners, resolution_listener), (step.before_request_hooks, compact_before_step))
+    saved = [list(where) for where, _ in hooks]
+    for where, hook in hooks:
+        if on and hook not in where:
+            where.append(hook)
+        if not on:
+            where[:] = [x for x in where if x is not hook]
     try:
         yield
     finally:
-        loop.resolution_listeners[:] = saved
+        for (where, _), before in zip(hooks, saved):
+            where[:] = before
 
 
 def _turns(ticket_id: int) -> list[TurnData]:
