@@ -267,10 +267,97 @@
     flash.focus({ preventScroll: true });
     flash.scrollIntoView({ block: "center" });
   });
-  // A long conversation opens at its latest message on the customer's page too.
+  // A long conversation opens at its latest message on the customer's page too, and on the desk
+  // when it holds only the latest turns (a "Show earlier" link above them).
   document.addEventListener("DOMContentLoaded", () => {
-    const turns = document.querySelectorAll(".customer-page #panel-conversation .turn");
+    const turns = document.querySelectorAll(".customer-page #panel-conversation .turn, " +
+                                            "#panel-conversation:has(> [data-earlier-control]) .turn");
     if (turns.length) turns[turns.length - 1].scrollIntoView({ block: "end" });
+    watchEarlier();
+  });
+
+  // Earlier items of a conversation that opened at its latest ones (sundry.live.earlier): fetched
+  // when the "Show earlier" link comes into view or is pressed, put above the first item on the
+  // page without moving what the reader is looking at. Without JavaScript the link opens a page.
+  let loadingEarlier = false;
+  const watched = new WeakSet();
+  const sight = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+    entries.forEach((entry) => { if (entry.isIntersecting) loadEarlier(entry.target); });
+  }) : null;
+  function itemNumber(el) {
+    const m = el && /-(\d+)$/.exec(el.id || "");
+    return m ? +m[1] : null;
+  }
+  function firstItem(panel) {
+    return panel.querySelector(":scope > .turn-item");
+  }
+  function watchEarlier() {
+    document.querySelectorAll("#panel-conversation a[data-earlier]").forEach((link) => {
+      if (watched.has(link)) return;
+      watched.add(link);
+      if (sight) sight.observe(link);
+    });
+  }
+  function inView(el) {
+    const box = el.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight;
+  }
+  async function loadEarlier(link) {
+    const panel = link.closest("#panel-conversation");
+    const control = link.closest("[data-earlier-control]");
+    const before = panel && itemNumber(firstItem(panel));
+    if (loadingEarlier || !control || before === null) return;
+    loadingEarlier = true;
+    try {
+      const answer = await fetch(link.dataset.earlier + "?before=" + before,
+                                 { headers: { "X-Sundry-Fragment": "1" }, credentials: "same-origin" });
+      if (!answer.ok || !control.isConnected || itemNumber(firstItem(panel)) !== before) return;
+      const holder = document.createElement("template");
+      holder.innerHTML = await answer.text();
+      // An item the page already holds (a frame brought it meanwhile) is not added twice.
+      Array.from(holder.content.children).forEach((item) => {
+        if (item.id && document.getElementById(item.id)) item.remove();
+      });
+      const added = Array.from(holder.content.children);
+      const height = document.documentElement.scrollHeight;
+      control.after(holder.content);
+      window.scrollBy(0, document.documentElement.scrollHeight - height);  // the reader's place stays put
+      added.forEach((item) => { if (window.htmx) htmx.process(item); });
+      if (answer.headers.get("X-Sundry-Earlier") !== "1") control.remove();
+    } finally {
+      loadingEarlier = false;
+    }
+    if (link.isConnected && inView(link)) loadEarlier(link);  // still in sight: the screen is taller
+  }
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest("#panel-conversation a[data-earlier]");
+    if (!link) return;
+    e.preventDefault();
+    loadEarlier(link);
+  });
+  // A whole conversation panel swapped in (a snapshot after a reconnect or a gap) holds the latest
+  // items only: the earlier ones the reader fetched stay, above them.
+  let keptEarlier = null;
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    const target = e.detail.target;
+    const fragment = e.detail.fragment;
+    if (!target || target.id !== "panel-conversation" || !e.detail.shouldSwap || !fragment) return;
+    const incoming = fragment.id === target.id ? fragment
+      : (fragment.querySelector ? fragment.querySelector("#panel-conversation") : null);
+    if (!incoming) return;  // items appended or replaced, not the panel
+    const first = itemNumber(incoming.querySelector(".turn-item"));
+    if (first === null) return;
+    keptEarlier = Array.from(target.querySelectorAll(":scope > .turn-item"))
+      .filter((item) => itemNumber(item) !== null && itemNumber(item) < first);
+  });
+  document.addEventListener("htmx:oobAfterSwap", () => {
+    if (keptEarlier && keptEarlier.length) {
+      const panel = document.getElementById("panel-conversation");
+      const first = panel && firstItem(panel);
+      if (first) keptEarlier.forEach((item) => first.before(item));
+    }
+    keptEarlier = null;
+    watchEarlier();
   });
 
   // "Close" on a detail pane empties the pane it names (no inline handlers: the page's

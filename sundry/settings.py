@@ -442,6 +442,10 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "sundry.core.security.CredentialsHidingFilte
 # push to many watchers renders once; least recently used go first past this
 # many bytes (0: keep none, every watcher renders its own).
 LIVE_RENDER_CACHE_BYTES = int(float(os.environ.get("SUNDRY_LIVE_RENDER_CACHE_MB", "32")) * 1024 * 1024)
+# A conversation opens at its latest this many turns (the desk) or messages (the customer
+# page); earlier ones load as the reader scrolls up. A push reads and renders only what is new.
+# 0: the whole conversation, re-read on every push (as before; the benchmarks' control).
+LIVE_CONVERSATION_WINDOW = int(os.environ.get("SUNDRY_LIVE_CONVERSATION_WINDOW", "50"))
 # Open sockets one user may hold in one web process, and all sockets of a web
 # process; past either a new socket is closed with a code saying why (4429 / 1013).
 LIVE_MAX_SOCKETS_PER_USER = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_USER", "20"))

@@ -18,6 +18,10 @@ from just before its commit until every client watching that ticket holds a
 frame with the new version (50 ms apart, so each push is measured on its own;
 the clients run in this process, on the same two cores as the server they
 measure). A client that never receives a version it watched is a lost push.
+Each round also reports the web process's CPU (user + system, from /proc) per
+socket opened and per push, the bytes a watcher received per push, and how long
+opening every socket took; `--window 0` serves the conversation as it was
+rendered before (every turn re-read per push), the control for those figures.
 Everything is bounded: connects, waits and the server all
 time out; the server is stopped by its own pid. Prints one JSON object.
 """
@@ -56,6 +60,7 @@ class Client(asyncio.Protocol):
         self.port, self.path, self.cookie, self.expect = port, path, cookie, expect
         self.version = -1
         self.arrived: dict[int, float] = {}
+        self.received = 0  # payload bytes of every text frame
         self.transport = None
         self.buffer = b""
         self.message = b""
@@ -113,6 +118,7 @@ class Client(asyncio.Protocol):
                 self._send(0xA, payload)  # pong
             elif opcode in (0x1, 0x0):
                 self.message += payload
+                self.received += len(payload)
                 if b1 & 0x80:
                     for m in VERSION.finditer(self.message):
                         v = int(m.group(1))
@@ -170,6 +176,15 @@ def _wait_port(port: int, deadline: float) -> None:
     raise TimeoutError(f"server did not listen on {HOST}:{port}")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU the process (all its threads) has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _memory_kb(pid: int) -> dict:
     out = {}
     try:
@@ -190,7 +205,8 @@ def _setup(history: int = 0, tickets: int = 1):
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
     from sundry.tickets.demo import ensure_classes
-    from sundry.tickets.services import ticket_create, turn_append
+    from sundry.tickets.models import Ticket, Turn
+    from sundry.tickets.services import ticket_create
 
     call_command("migrate", verbosity=0)
     generate_shop(seed=1, customers=3, orders=6)
@@ -199,9 +215,13 @@ def _setup(history: int = 0, tickets: int = 1):
     for n in range(tickets):
         ticket = ticket_create(customer=Customer.objects.first(), ticket_class=ensure_classes()["standard"],
                                subject=f"push benchmark {n + 1}")
-        for i in range(history):  # a conversation of this length is on every watcher's page
-            turn_append(ticket=ticket, author="customer" if i % 2 == 0 else "agent",
-                        text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
+        # A conversation of this length is on every watcher's page (written in one go: 5,000 turns
+        # appended one by one would take longer than the benchmark).
+        Turn.objects.bulk_create(
+            Turn(ticket=ticket, number=i + 1, author="customer" if i % 2 == 0 else "agent",
+                 text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
+            for i in range(history))
+        Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=history, version=history)
         made.append(ticket.pk)
     http = HttpClient()
     http.force_login(staff)
@@ -229,7 +249,7 @@ def _commit(ticket_id: int) -> None:
 
 
 async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: list[int], cookie: str,
-                 timeout: float) -> dict:
+                 timeout: float, server_pid: int | None = None) -> dict:
     from asgiref.sync import sync_to_async
 
     from sundry.tickets.models import Ticket
@@ -239,6 +259,8 @@ async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: li
     expect = Expectation()
     clients = [Client(port, f"/ws/desk/tickets/{watched[i // per_ticket]}/", cookie, expect) for i in range(n)]
     by_ticket = {t: [c for i, c in enumerate(clients) if watched[i // per_ticket] == t] for t in watched}
+    cpu = (lambda: _cpu_seconds(server_pid)) if server_pid else (lambda: float("nan"))
+    cpu_before, open_started = cpu(), time.perf_counter()
     for i in range(0, n, 50):  # connect in batches so the accept backlog never overflows
         await asyncio.wait_for(asyncio.gather(*(c.connect() for c in clients[i:i + 50])), timeout)
     get_version = sync_to_async(lambda pk: Ticket.objects.values_list("version", flat=True).get(pk=pk))
@@ -246,6 +268,11 @@ async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: li
     for t in watched:  # every client holds its snapshot before we start
         expect.expect(current[t], by_ticket[t])
         await asyncio.wait_for(expect.done.wait(), timeout)
+    opened_s = time.perf_counter() - open_started
+    await asyncio.sleep(0.3)  # the joins' presence news settles before the pushes are counted
+    cpu_opened = cpu()
+    snapshot_bytes = statistics.median(c.received for c in clients)
+    received_before = sum(c.received for c in clients)
     latencies, lost, per_push = [], 0, []
     commit = sync_to_async(_commit)
     for p in range(pushes):
@@ -270,10 +297,15 @@ async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: li
             else:
                 latencies.append(at - started)
         await asyncio.sleep(0.05)  # let the server settle between pushes, as real changes are spaced
+    cpu_pushed = cpu()
+    push_bytes = (sum(c.received for c in clients) - received_before) / max(1, pushes * min(n, per_ticket))
     for c in clients:
         c.close()
     await asyncio.sleep(0.2)
     return {"clients": n, "per_ticket": per_ticket, "tickets": len(watched), "pushes": pushes,
+            "open_s": round(opened_s, 2), "cpu_ms_per_open": round(1000 * (cpu_opened - cpu_before) / n, 2),
+            "cpu_ms_per_push": round(1000 * (cpu_pushed - cpu_opened) / pushes, 2),
+            "bytes_per_push": round(push_bytes), "snapshot_bytes": round(snapshot_bytes),
             "deliveries": len(latencies), "lost": lost,
             "p50_ms": round(1000 * statistics.median(latencies), 2) if latencies else None,
             "p99_ms": round(1000 * sorted(latencies)[int(0.99 * (len(latencies) - 1))], 2) if latencies else None,
@@ -317,6 +349,9 @@ def main(argv=None) -> int:
     parser.add_argument("--history", type=int, default=0, help="turns each ticket already has before the pushes")
     parser.add_argument("--per-ticket", type=int, default=0,
                         help="clients per ticket, spread over clients/K tickets (0: all clients on one ticket)")
+    parser.add_argument("--window", type=int, default=None,
+                        help="the conversation's window (SUNDRY_LIVE_CONVERSATION_WINDOW); 0: the whole conversation, "
+                             "re-read on every push, as before (the control)")
     parser.add_argument("--server", choices=["sundry", "daphne"], default="sundry",
                         help="the web process as Sundry runs it (python -m sundry.web), or daphne to compare")
     args = parser.parse_args(argv)
@@ -360,7 +395,8 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
            "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
            "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0",  # as served in production: no per-query debug log
            # Every client here shares one staff login: lift the per-user socket cap (not the process's).
-           "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000"}
+           "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000",
+           **({"SUNDRY_LIVE_CONVERSATION_WINDOW": str(args.window)} if args.window is not None else {})}
     os.environ.update(env)
     import django
 
@@ -379,7 +415,8 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
         _wait_port(port, time.monotonic() + 90)  # a busy machine starts a server slowly
         idle = _memory_kb(server.pid)
         for n in [int(x) for x in args.clients.split(",") if x]:
-            rounds.append(asyncio.run(_round(n, args.per_ticket, args.pushes, port, tickets, cookie, args.timeout)))
+            rounds.append(asyncio.run(_round(n, args.per_ticket, args.pushes, port, tickets, cookie, args.timeout,
+                                             server.pid)))
             memory[n] = _memory_kb(server.pid)
     finally:
         server.terminate()
@@ -391,7 +428,9 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
         errors = (workdir / "server.log").read_text(errors="replace")[-4000:]
         if errors.strip():  # the server should say nothing at this log level; if it did, show it
             print(errors, file=sys.stderr)
-    return {"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server}
+    return {"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server,
+            "history": args.history, "change": args.change, "window": args.window,
+            "loadavg": os.getloadavg()}
 
 
 if __name__ == "__main__":

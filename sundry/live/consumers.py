@@ -75,13 +75,16 @@ def session_user(scope):
 
 
 @database_sync_to_async
-def _check(scope, audience: str, ticket_id: int):
-    """(None, (ticket, viewer)) if the socket may watch; else (close code, None)."""
+def _check(scope, audience: str, ticket_id: int, *, fresh: bool = True):
+    """(None, (ticket, viewer)) if the socket may watch; else (close code, None).
+
+    `fresh=False` (the handshake): the user Channels' auth middleware read from the session
+    for this very connection is current, so the session is not read a second time."""
     connected_as = scope.get("user")
-    user = session_user(scope)
-    if user is None or user.pk != getattr(connected_as, "pk", None):
+    user = session_user(scope) if fresh else connected_as
+    if user is None or not getattr(user, "is_authenticated", False) or user.pk != getattr(connected_as, "pk", None):
         signed_in = getattr(connected_as, "is_authenticated", False)
-        return (CLOSE_SIGNED_OUT if signed_in else CLOSE_FORBIDDEN), None
+        return (CLOSE_SIGNED_OUT if signed_in and fresh else CLOSE_FORBIDDEN), None
     ticket, viewer = panels.viewer_for(user, audience, ticket_id)
     return (None, (ticket, viewer)) if ticket is not None else (CLOSE_FORBIDDEN, None)
 
@@ -165,7 +168,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         self.sending = asyncio.Lock()  # one frame at a time: each is diffed against the one before
         await self.accept()
         # Check before joining anything: a refused watcher never receives a group message.
-        refusal, access = await _check(self.scope, self.audience, self.ticket_id)
+        refusal, access = await _check(self.scope, self.audience, self.ticket_id, fresh=False)
         if refusal is None:
             refusal = limits.admit(self.scope["user"].pk)
         if refusal is not None:

@@ -28,14 +28,15 @@ from sundry.context.selectors import current_summary, lane_snapshot
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
-from sundry.portal.selectors import (completed_actions, confirmed_details, customer_conversation, order_choices,
-                                     staff_decisions)
+from sundry.portal.selectors import (completed_actions, confirmed_details, customer_conversation, customer_messages,
+                                     order_choices, staff_decisions, staff_names)
 from sundry.shop.people import customer_of
 from sundry.tickets import selectors
 from sundry.tickets.desk import approval_cards, customer_context, head_context
 from sundry.tickets.selectors import pretty
-from sundry.tickets.models import Ticket
+from sundry.tickets.models import Ticket, Turn
 from sundry.tickets import satisfaction
+from sundry.live.fingerprint import fingerprint
 from sundry.live.rendercache import ByteBoundedCache
 
 STAFF = "staff"
@@ -61,6 +62,9 @@ class Panel:
     # the list, and an unchanged item is never rendered twice.
     item_template: str | None = None
     item_key: Callable[[object, dict], tuple[str, object]] | None = None
+    # A list panel's `build(ticket, viewer, previous)` may extend the context of the rendering
+    # before (`previous`, None when there is none) with what is new instead of reading it all.
+    # It shows the latest `window()` items; older ones are fetched by the page (`earlier_html`).
 
     @property
     def dom_id(self) -> str:
@@ -90,10 +94,39 @@ def _staff_head(ticket, viewer):
     return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
 
 
-def _staff_conversation(ticket, viewer):
+def window() -> int:
+    """How many items a list panel shows at first (the latest); 0: every item, re-read on every push
+    (the way the conversation was rendered before, kept as the benchmarks' control)."""
+    return settings.LIVE_CONVERSATION_WINDOW
+
+
+def _marks_basis(marks: dict) -> tuple:
+    """What the staff conversation's items show beside their turns, as plain data to compare."""
+    runs = tuple((through, r.pk, r.status, r.tokens_before, r.tokens_after, r.from_turn)
+                 for through, rs in sorted(marks["runs"].items()) for r in rs)
+    return marks["covered"], runs, tuple(marks["ledger"].items())
+
+
+def _staff_conversation(ticket, viewer, previous=None):
     _staff(viewer)
 
-    return selectors.conversation(ticket)
+    n = window()
+    if not n:
+        return selectors.conversation(ticket)
+    marks = selectors.conversation_marks(ticket)
+    basis = _marks_basis(marks)
+    if previous is not None and previous.get("basis") == basis and previous["items"]:
+        # Nothing the shown turns depend on changed: read only the turns after the last one shown.
+        new = selectors.turns_after(Turn.objects.filter(ticket=ticket), previous["items"][-1].turn.number, n)
+        if not new:
+            return previous  # nothing new: the panel as it was
+        if len(new) <= n:
+            items = previous["items"] + selectors.conversation_items(new, previous["marks"])
+            return {"items": items[-n:], "covered": marks["covered"], "earlier": previous["earlier"] or len(items) > n,
+                    "marks": previous["marks"], "basis": basis}
+    items, earlier = selectors.latest_turns(Turn.objects.filter(ticket=ticket), n)
+    return {"items": selectors.conversation_items(items, marks), "covered": marks["covered"], "earlier": earlier,
+            "marks": marks, "basis": basis}
 
 
 def _staff_turn_key(item, context):
@@ -186,10 +219,22 @@ STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
 # --- customer builders -----------------------------------------------------------------------
 
 
-def _customer_conversation(ticket, viewer):
+def _customer_conversation(ticket, viewer, previous=None):
     _owner(ticket, viewer)
 
-    return customer_conversation(ticket)
+    n = window()
+    if not n:
+        return customer_conversation(ticket)
+    if previous is not None and previous["items"]:
+        # A message never changes: read only the ones after the last one shown.
+        new = selectors.turns_after(customer_messages(ticket), previous["items"][-1].number, n)
+        if not new:
+            return previous  # a message never changes: the panel as it was
+        if len(new) <= n:
+            items = previous["items"] + new
+            return {"items": items[-n:], "names": staff_names(new, previous["names"]),
+                    "earlier": previous["earlier"] or len(items) > n}
+    return customer_conversation(ticket, last=n)
 
 
 def _customer_turn_key(turn, context):
@@ -268,14 +313,27 @@ def viewer_for(user, audience: str, ticket_id: int):
 # --- rendering -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Parts:
     """A rendered panel: its HTML and, for a list panel, its shell (the panel with no
-    items) and each item's (DOM id, HTML) in order."""
+    items) and each item's (DOM id, HTML) in order. `basis`, kept for the next rendering:
+    the context's fingerprint (a panel), or the context itself (a list panel, to extend)."""
 
     html: str
     shell: str = ""
     items: tuple[tuple[str, str], ...] | None = None
+    basis: object = None
+    item_digests: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def digests(self) -> dict:
+        """The panel's digest, and for a list panel its shell's and items': computed once, so a
+        panel carried over unchanged into the next rendering is not digested again."""
+        out = {"": digest(self.html)}
+        if self.items is not None:
+            out["#shell"] = digest(self.shell)
+            out["#items"] = tuple((dom_id, d) for (dom_id, _), d in zip(self.items, self.item_digests))
+        return out
 
 
 class Rendering(dict):
@@ -300,11 +358,10 @@ class Rendering(dict):
         (read-only): watchers at the same frame then hold the same object, which
         is what lets `compose` build each distinct diff only once.
         """
-        hashes = {name: digest(html) for name, html in self.items()}
+        hashes = {}
         for name, parts in self.parts.items():
-            if parts.items is not None:
-                hashes[f"{name}#shell"] = digest(parts.shell)
-                hashes[f"{name}#items"] = tuple((dom_id, digest(html)) for dom_id, html in parts.items)
+            for suffix, value in parts.digests.items():
+                hashes[name + suffix] = value
         return hashes
 
     def nbytes(self) -> int:
@@ -320,39 +377,80 @@ class Rendering(dict):
 CACHE = ByteBoundedCache(lambda: settings.LIVE_RENDER_CACHE_BYTES)
 
 
-def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> tuple[str, str]:
+def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> tuple[str, str, str]:
+    """(DOM id, HTML, digest): rendered and digested once per way the item shows."""
     dom_id, depends_on = panel.item_key(item, context)
     key = ("item", panel.item_template, viewer.audience, ticket.pk, ticket.created_at, dom_id, depends_on)
-    html = CACHE.get(key)
-    if html is None:
+    hit = CACHE.get(key)
+    if hit is None:
         html = render_to_string(panel.item_template, {**context, "item": item, "item_id": dom_id}).strip()
-        CACHE.put(key, html, sys.getsizeof(html))
-    return dom_id, html
+        hit = (html, digest(html))
+        CACHE.put(key, hit, sys.getsizeof(html) + 80)
+    return dom_id, hit[0], hit[1]
 
 
-def render_panel_parts(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> Parts:
-    context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, **panel.build(ticket, viewer)}
+def render_panel_parts(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None,
+                       previous: Parts | None = None, keep: bool = False) -> Parts:
+    """Render one panel. `keep`: note what the next rendering needs to skip or extend it, and
+    reuse `previous` (this panel's parts in the rendering before) where its data is the same."""
+    if panel.item_template is not None:
+        built = panel.build(ticket, viewer, previous.basis if previous is not None else None)
+        if keep and previous is not None and built is previous.basis and not extra:
+            return previous
+    else:
+        built = panel.build(ticket, viewer)
+    context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, "window": window(), **built}
     if extra:
         context.update(extra)
     if panel.item_template is None:
-        return Parts(render_to_string(panel.template, context))
-    items = tuple(_render_item(panel, ticket, viewer, context, item) for item in context["items"])
+        if not keep:
+            return Parts(render_to_string(panel.template, context))
+        basis = fingerprint(context)
+        if basis is not None and previous is not None and previous.basis == basis:
+            return previous  # the same data: the same HTML
+        return Parts(render_to_string(panel.template, context), basis=basis)
+    rendered = [_render_item(panel, ticket, viewer, context, item) for item in context["items"]]
+    items = tuple((dom_id, html) for dom_id, html, _ in rendered)
     shell = render_to_string(panel.template, {**context, "items_html": ""})
     html = render_to_string(panel.template, {**context, "items_html": mark_safe("\n".join(h for _, h in items))})
-    return Parts(html, shell, items)
+    return Parts(html, shell, items, basis=built if keep else None, item_digests=tuple(d for _, _, d in rendered))
 
 
 def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> str:
     return render_panel_parts(panel, ticket, viewer, extra).html
 
 
-def render_all(ticket, viewer: Viewer) -> Rendering:
-    return Rendering({name: render_panel_parts(panel, ticket, viewer)
+def render_all(ticket, viewer: Viewer, previous: "Rendering | None" = None, keep: bool = False) -> Rendering:
+    prior = previous.parts if previous is not None else {}
+    return Rendering({name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
                       for name, panel in REGISTRIES[viewer.audience].items()})
 
 
-def _rendering_key(audience: str, ticket, version: int) -> tuple:
-    return ("rendering", audience, ticket.pk, ticket.created_at, version)  # created_at: a reused pk is another ticket
+def earlier_items(ticket, viewer: Viewer, before: int | None) -> dict:
+    """The conversation's items before turn `before` (a window of them, oldest first; with no
+    `before`, the window before the one the page opens at), rendered as the panel renders them:
+    `items_html`, `first` (the first one's turn number), `earlier` (whether there are more)."""
+    panel = REGISTRIES[viewer.audience]["conversation"]
+    n = window() or 50
+    if viewer.audience == STAFF:
+        _staff(viewer)
+        read, number = (lambda b: selectors.conversation(ticket, last=n, before=b)), (lambda item: item.turn.number)
+        turns_of = Turn.objects.filter(ticket=ticket)
+    else:
+        _owner(ticket, viewer)
+        read, number = (lambda b: customer_conversation(ticket, last=n, before=b)), (lambda item: item.number)
+        turns_of = customer_messages(ticket)
+    if before is None:
+        latest, _ = selectors.latest_turns(turns_of, n)
+        before = latest[0].number if latest else 0
+    context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, "window": n, **read(before)}
+    items = [_render_item(panel, ticket, viewer, context, item)[1] for item in context["items"]]
+    return {"items_html": mark_safe("\n".join(items)), "earlier": context["earlier"],
+            "first": number(context["items"][0]) if context["items"] else before}
+
+
+def _rendering_key(audience: str, ticket) -> tuple:
+    return ("rendering", audience, ticket.pk, ticket.created_at)  # created_at: a reused pk is another ticket
 
 
 def render_current(access: tuple) -> Rendering | None:
@@ -372,19 +470,28 @@ def render_current(access: tuple) -> Rendering | None:
     ticket = tickets.first()
     if ticket is None or ticket.created_at != checked.created_at:
         return None
-    rendering = render_all(ticket, viewer)
-    rendering.version = ticket.version
     # Staff panels do not vary by staff member and only the owning customer may
-    # watch the customer's: one rendering serves every watcher of the version.
-    rendering.cache_key = _rendering_key(viewer.audience, ticket, ticket.version)
-    CACHE.put(rendering.cache_key, rendering, rendering.nbytes())
+    # watch the customer's: one rendering serves every watcher of the version. The
+    # latest one is kept per ticket and audience; the next is made from it: panels
+    # whose data is unchanged keep their HTML, the conversation reads only new turns.
+    key = _rendering_key(viewer.audience, ticket)
+    previous = CACHE.get(key)
+    if previous is not None and previous.version > ticket.version:
+        previous = None  # a rendering newer than this read (made meanwhile): never build on it
+    rendering = render_all(ticket, viewer, previous=previous, keep=True)
+    rendering.version = ticket.version
+    rendering.cache_key = key
+    latest = CACHE.get(key)
+    if latest is None or latest.version <= rendering.version:
+        CACHE.put(key, rendering, rendering.nbytes())
     return rendering
 
 
 def cached_rendering(access: tuple, version: int) -> Rendering | None:
-    """The rendering of this version made earlier in this process, if it is still kept."""
+    """The latest rendering made in this process, if it is still kept and shows `version` or later."""
     ticket, viewer = access
-    return CACHE.get(_rendering_key(viewer.audience, ticket, version))
+    rendering = CACHE.get(_rendering_key(viewer.audience, ticket))
+    return rendering if rendering is not None and rendering.version >= version else None
 
 
 def digest(html: str) -> str:
@@ -415,13 +522,21 @@ def _list_update(rendered: Rendering, name: str, hashes: dict, sent: dict) -> st
     (its shell differs, an item went away or moved, or the watcher holds no items yet)."""
     parts = rendered.parts.get(name)
     before, now = sent.get(f"{name}#items"), hashes.get(f"{name}#items")
-    if (parts is None or parts.items is None or not before or len(now) < len(before)
-            or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell")
-            or any(old[0] != new[0] for old, new in zip(before, now))):
+    if (parts is None or parts.items is None or not before
+            or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell")):
+        return rendered[name]
+    # The panel shows a window of the latest items: the ones that left it at the front stay on the
+    # page as they are (with any older ones the page fetched); the rest must begin the new window.
+    shown = {dom_id for dom_id, _ in now}
+    drop = 0
+    while drop < len(before) and before[drop][0] not in shown:
+        drop += 1
+    kept = before[drop:]
+    if not kept or len(now) < len(kept) or any(old[0] != new[0] for old, new in zip(kept, now)):
         return rendered[name]
     replaced = [_FIRST_TAG.sub(r'\1 hx-swap-oob="true"', parts.items[i][1], count=1)
-                for i, (old, new) in enumerate(zip(before, now)) if old[1] != new[1]]
-    added = [html for _, html in parts.items[len(before):]]
+                for i, (old, new) in enumerate(zip(kept, now)) if old[1] != new[1]]
+    added = [html for _, html in parts.items[len(kept):]]
     out = "".join(replaced)
     if added:
         out += f'<div hx-swap-oob="beforeend:#panel-{name}">{"".join(added)}</div>'

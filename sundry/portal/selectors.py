@@ -13,14 +13,21 @@ from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
-from sundry.tickets.selectors import turns
+from sundry.tickets.selectors import latest_turns, turns
 from sundry.context.idformats import find_ids
+
+
+SHOWN_AUTHORS = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
 
 
 def customer_turns(ticket):
     """Only messages between the customer and the desk: no tool calls, notes, events or rejections."""
-    shown = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
-    return [t for t in turns(ticket) if t.kind == Turn.Kind.MESSAGE and t.author in shown]
+    return [t for t in turns(ticket) if t.kind == Turn.Kind.MESSAGE and t.author in SHOWN_AUTHORS]
+
+
+def customer_messages(ticket):
+    """The same messages as a queryset (for a window of them: sundry.tickets.selectors.latest_turns)."""
+    return Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author__in=SHOWN_AUTHORS)
 
 
 def reported_value_ids(ticket) -> set[int]:
@@ -179,7 +186,8 @@ def order_choices(ticket) -> dict:
 
 def _named_in_first_message(ticket) -> str | None:
     """An order of theirs the customer's first message names: then there is nothing to ask."""
-    first = next((t for t in customer_turns(ticket) if t.author == Turn.Author.CUSTOMER), None)
+    # One row, not the conversation: this panel renders on every push.
+    first = customer_messages(ticket).filter(author=Turn.Author.CUSTOMER).order_by("number").first()
     numbers = [v for kind, v in find_ids(first.text if first else "") if kind == "order"]
     if not numbers:
         return None
@@ -187,11 +195,22 @@ def _named_in_first_message(ticket) -> str | None:
         "number", flat=True).first()
 
 
-def customer_conversation(ticket) -> dict:
-    """The customer's conversation and who on the desk wrote each human reply (first names only)."""
+def customer_conversation(ticket, *, last: int | None = None, before: int | None = None) -> dict:
+    """The customer's conversation (every message, or the `last` n before turn `before`), whether
+    earlier messages exist, and who on the desk wrote each human reply (first names only)."""
+    if last is None:
+        items, earlier = customer_turns(ticket), False
+    else:
+        items, earlier = latest_turns(customer_messages(ticket), last, before)
+    return {"items": items, "names": staff_names(items), "earlier": earlier}
+
+
+def staff_names(items, known: dict | None = None) -> dict:
+    """username → first name for the staff replies among `items` (those in `known` are not read again)."""
     from django.contrib.auth import get_user_model
 
-    items = customer_turns(ticket)
-    by = {t.payload.get("by") for t in items if t.author == Turn.Author.STAFF and t.payload.get("by")}
+    known = dict(known or {})
+    by = {t.payload.get("by") for t in items if t.author == Turn.Author.STAFF and t.payload.get("by")} - set(known)
     users = get_user_model().objects.filter(username__in=by).values_list("username", "first_name") if by else []
-    return {"items": items, "names": {u: (first or "Support team") for u, first in users}}
+    known.update({u: (first or "Support team") for u, first in users})
+    return known

@@ -21,6 +21,7 @@ from sundry.context.models import PinnedRule
 from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
+from sundry.live.earlier import earlier_response
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
 from sundry.portal import notices, services
 from sundry.portal.selectors import confirmed_value
@@ -112,6 +113,14 @@ def ticket_detail(request, ticket_id):
         "ticket": ticket, "panels": render_all(ticket, _viewer(request, ticket)),
         "error": request.GET.get("error", ""),
     })
+
+
+@login_required
+@require_GET
+def ticket_messages(request, ticket_id):
+    """Earlier messages of a conversation whose page opened at the latest ones (sundry.live.earlier)."""
+    ticket = own_ticket(request, ticket_id)
+    return earlier_response(request, ticket, _viewer(request, ticket), reverse("portal-ticket", args=[ticket.pk]))
 
 
 def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True):

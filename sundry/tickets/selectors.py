@@ -109,8 +109,24 @@ class ConversationItem:
         return readable(self.turn.text)
 
 
-def conversation(ticket) -> dict:
-    """Every turn, with compaction markers placed after the last turn each run replaced."""
+def latest_turns(turns_of, n: int, before: int | None = None) -> tuple[list, bool]:
+    """The last `n` of a queryset of turns (before turn number `before`, if given) in number
+    order, and whether earlier ones exist: a long conversation opens at its end."""
+    if before is not None:
+        turns_of = turns_of.filter(number__lt=before)
+    got = list(turns_of.order_by("-number")[:n + 1])
+    return got[:n][::-1], len(got) > n
+
+
+def turns_after(turns_of, number: int, n: int) -> list:
+    """Up to `n + 1` of a queryset of turns after turn `number`, in number order (more than `n`
+    tells the caller that a window of `n` cannot be extended, only re-read)."""
+    return list(turns_of.filter(number__gt=number).order_by("number")[:n + 1])
+
+
+def conversation_marks(ticket) -> dict:
+    """What a conversation item shows beside its turn: the summary's cut, the compaction runs by
+    the turn each ends at, and the ledger's descriptions (a result's card borrows them)."""
     summary = current_summary(ticket)
     runs = {}
     for run in compaction_runs(ticket):
@@ -118,9 +134,24 @@ def conversation(ticket) -> dict:
     # The ledger's descriptions name the IDs a result holds but does not describe itself.
     ledger = {v: (k, d) for v, k, d in LedgerEntry.objects.filter(ticket=ticket).order_by("id")
               .values_list("value", "kind", "description")}
-    tool_cards = ToolCards(ticket, ledger)
-    items = [ConversationItem(turn, runs.get(turn.number, []), tool_cards) for turn in turns(ticket)]
-    return {"items": items, "covered": summary.covers_through_turn if summary else 0}
+    return {"covered": summary.covers_through_turn if summary else 0, "runs": runs, "ledger": ledger,
+            "tool_cards": ToolCards(ticket, ledger)}
+
+
+def conversation_items(turn_list, marks: dict) -> list:
+    return [ConversationItem(turn, marks["runs"].get(turn.number, []), marks["tool_cards"]) for turn in turn_list]
+
+
+def conversation(ticket, *, last: int | None = None, before: int | None = None) -> dict:
+    """The turns (every one, or the `last` n before turn `before`), with compaction markers
+    placed after the last turn each run replaced; `earlier`: whether turns before them exist."""
+    marks = conversation_marks(ticket)
+    if last is None:
+        turn_list, earlier = turns(ticket), False
+    else:
+        turn_list, earlier = latest_turns(Turn.objects.filter(ticket=ticket), last, before)
+    return {"items": conversation_items(turn_list, marks), "covered": marks["covered"], "earlier": earlier,
+            "marks": marks}
 
 
 def _calls(turn) -> list[dict]:

@@ -21,6 +21,7 @@ from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
+from sundry.live.earlier import earlier_response
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
 from sundry.agent import claims
 from sundry.portal.services import flags_resolve
@@ -78,6 +79,14 @@ def ticket_detail(request, ticket_id):
         # Read at each request, not from the panels' cache: a claim lapses without a new version.
         "recovering": claims.stale(ticket.agent_claimed_at),
     })
+
+
+@login_required
+@require_GET
+def ticket_turns(request, ticket_id):
+    """Earlier turns of a ticket whose page opened at its latest ones (sundry.live.earlier)."""
+    ticket = _ticket_or_404(request, ticket_id)
+    return earlier_response(request, ticket, Viewer(request.user, STAFF), reverse("desk-ticket", args=[ticket.pk]))
 
 
 # --- answering an edit -----------------------------------------------------------------------

@@ -266,7 +266,7 @@ async def test_watchers_of_a_ticket_share_one_group_member_and_one_rendering(wor
     ticket = world["ticket"]
     renders = []
     real_render_all = panels.render_all
-    monkeypatch.setattr(panels, "render_all", lambda t, v: renders.append(v.audience) or real_render_all(t, v))
+    monkeypatch.setattr(panels, "render_all", lambda t, v, **kw: renders.append(v.audience) or real_render_all(t, v, **kw))
     watchers = [desk(ticket.pk, world["staff"][1]) for _ in range(12)]
     for w in watchers:
         await _open(w)

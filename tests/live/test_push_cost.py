@@ -1,0 +1,142 @@
+"""A push costs the same on a 2,000-turn ticket as on a short one, and opening a socket is cheap.
+
+Work is counted, not timed: turns read from the database (every Turn row built), conversation
+items rendered, session reads, renders. The control is the way the conversation was rendered
+before (LIVE_CONVERSATION_WINDOW=0: every turn read and the whole conversation in the snapshot).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import import_module
+
+import pytest
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from sundry.live import fanout, panels
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.services import ticket_create, turn_append
+from tests.factories import CustomerFactory, TicketClassFactory
+from tests.live.test_consumers import _login, _open, desk, help_
+
+LONG = 2000
+ITEM = re.compile(r'class="turn-item" id="(?:turn|msg)-(\d+)"')
+
+
+@pytest.fixture
+def long_ticket(transactional_db):
+    users = get_user_model().objects
+    staff, owner = users.create_user("sam", password="x", is_staff=True), users.create_user("alice", password="x")
+    ticket = ticket_create(customer=CustomerFactory(user=owner), ticket_class=TicketClassFactory(),
+                           subject="A long one")
+    Turn.objects.bulk_create(
+        Turn(ticket=ticket, number=n, author="customer" if n % 2 else "agent",
+             text=f"Message {n}: where is my parcel, and when will the refund land?") for n in range(1, LONG + 1))
+    Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=LONG)
+    return {"ticket": Ticket.objects.get(pk=ticket.pk), "staff": _login(staff)[1], "alice": _login(owner)[1]}
+
+
+class Counts:
+    """Turn rows built from the database and conversation items rendered, in every thread."""
+
+    def __init__(self, monkeypatch):
+        self.turns = self.items = 0
+        from_db, render = Turn.from_db.__func__, panels.render_to_string
+
+        def counted_from_db(cls, *args, **kwargs):
+            self.turns += 1
+            return from_db(cls, *args, **kwargs)
+
+        def counted_render(template, *args, **kwargs):
+            self.items += template in ("tickets/panels/turn.html", "portal/panels/message.html")
+            return render(template, *args, **kwargs)
+
+        monkeypatch.setattr(Turn, "from_db", classmethod(counted_from_db))
+        monkeypatch.setattr(panels, "render_to_string", counted_render)
+
+    def reset(self):
+        self.turns = self.items = 0
+
+
+async def _push_one(long_ticket, counts, socket_of, cookie):
+    socket = socket_of(long_ticket["ticket"].pk, cookie)
+    snapshot = await _open(socket)
+    counts.reset()
+    turn = await database_sync_to_async(turn_append)(ticket=long_ticket["ticket"], author="agent",
+                                                     text="Your refund landed this morning.")
+    frame = await socket.receive_from(timeout=10)
+    await socket.disconnect()
+    return snapshot, frame, turn, (counts.turns, counts.items)
+
+
+@pytest.mark.parametrize("audience", ["staff", "customer"])
+async def test_a_push_on_a_2000_turn_ticket_reads_renders_and_sends_one_turn(long_ticket, monkeypatch, audience):
+    counts = Counts(monkeypatch)
+    socket_of, cookie = (desk, long_ticket["staff"]) if audience == "staff" else (help_, long_ticket["alice"])
+    snapshot, frame, turn, (read, rendered) = await _push_one(long_ticket, counts, socket_of, cookie)
+
+    shown = [int(n) for n in ITEM.findall(snapshot)]
+    assert shown == list(range(LONG - panels.window() + 1, LONG + 1))  # the page opens at the latest turns
+    assert "data-earlier" in snapshot
+    assert ITEM.findall(frame) == [str(turn.number)]  # the push: the new turn, appended, and nothing else of it
+    assert 'beforeend:#panel-conversation' in frame and 'id="panel-conversation"' not in frame
+    item = re.search(r'<div class="turn-item".*?</div>\s*</div>|<div class="turn-item".*?</article></div>',
+                     frame, re.S).group(0)
+    assert len(frame.encode()) < len(item.encode()) + 1500, (len(frame), len(item))  # one turn's worth of bytes
+    assert read <= 2 and rendered == 1, (read, rendered)  # the new turn read and rendered, no other
+
+
+async def test_control_the_whole_conversation_rendered_on_every_push(long_ticket, monkeypatch, settings):
+    settings.LIVE_CONVERSATION_WINDOW = 0  # as before: every turn read on every push, all of them in the snapshot
+    counts = Counts(monkeypatch)
+    snapshot, frame, turn, (read, rendered) = await _push_one(long_ticket, counts, desk, long_ticket["staff"])
+
+    assert len(ITEM.findall(snapshot)) == LONG
+    assert ITEM.findall(frame) == [str(turn.number)]  # the diff was already one turn...
+    assert read >= LONG + 1  # ...but every turn was read to make it
+    assert len(snapshot) > 100 * len(frame)
+
+
+async def test_a_socket_opens_with_one_session_read_and_one_render(long_ticket, monkeypatch):
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    loads, renders = [], []
+    load, render_current = store.load, panels.render_current
+    monkeypatch.setattr(store, "load", lambda self: loads.append(1) or load(self))
+    monkeypatch.setattr(panels, "render_current", lambda access: renders.append(1) or render_current(access))
+    ticket = long_ticket["ticket"]
+
+    socket = desk(ticket.pk, long_ticket["staff"])
+    await _open(socket)
+    assert (len(loads), len(renders)) == (1, 1)
+
+    # Control: a socket whose access is due for its re-check reads the session again.
+    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
+    (watcher,) = hub.watchers
+    watcher.access_deadline = 0.0
+    await socket.send_to(text_data='{"type": "sync", "version": -5}')
+    await socket.receive_from(timeout=10)  # behind: a snapshot
+    assert (len(loads), len(renders)) == (2, 2)
+    await socket.disconnect()
+
+
+async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, monkeypatch):
+    from sundry.context import services as lanes
+
+    templates = []
+    render = panels.render_to_string
+    monkeypatch.setattr(panels, "render_to_string", lambda t, *a, **k: templates.append(t) or render(t, *a, **k))
+    ticket = long_ticket["ticket"]
+    socket = desk(ticket.pk, long_ticket["staff"])
+    await _open(socket)
+    every = {p.template for p in panels.STAFF_PANELS.values()}
+    assert every <= set(templates)  # control: the first rendering renders every panel
+
+    templates.clear()
+    await database_sync_to_async(lanes.state_set)(ticket=ticket, name="refund_method", value="store credit",
+                                                  turn=3, source="staff", confirmed=True)
+    frame = await socket.receive_from(timeout=10)
+    assert 'id="panel-state"' in frame
+    assert [t for t in templates if t != "live/marker.html"] == ["tickets/panels/state.html"]  # that panel alone
+    await socket.disconnect()
