@@ -120,14 +120,15 @@ def held_if_internal(verdict: replycheck.ReplyVerdict,
 
 
 def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None,
-                   retried: bool) -> replycheck.ReplyVerdict:
+                   retried: bool, question: str = "") -> replycheck.ReplyVerdict:
     """A reply that would be posted but says of an action what the records do not show — done when no
     tool did it, pending or promised with no card or hold open for it, declined when nothing was, not
     done when it ran — is asked for again, then held: the customer must never read that a refund or
-    cancellation happened, or will, when it did not and will not."""
+    cancellation happened, or will, when it did not and will not. `question`: the customer's latest
+    message, which a bare "Yes, that's done" answers."""
     if verdict.action != replycheck.POST or facts is None:
         return verdict
-    false = facts.unsupported(verdict.text)
+    false = facts.unsupported(verdict.text, question)
     if not false:
         return verdict
     said = replyclaims.describe(false)
@@ -146,12 +147,13 @@ def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records 
         unsupported=said, prompt=prompt)
 
 
-def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None) -> bool:
+def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None,
+                    question: str = "") -> bool:
     """Whether one sentence may be shown before the whole reply is checked: it claims nothing the
     records do not show and quotes no internal-only text (`provisional`)."""
     if internal and internaltext.quotes(sentence, internal):
         return False
-    return facts is None or not facts.unsupported(sentence)
+    return facts is None or not facts.unsupported(sentence, question)
 
 
 def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
@@ -164,7 +166,8 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
     known = known_identifiers(request)
     if stream is not None:
         stream.known = frozenset(known)
-        stream.sentence_ok = lambda sentence: sentence_passes(sentence, facts, internal)
+        question = _latest_customer_text(turns)
+        stream.sentence_ok = lambda sentence: sentence_passes(sentence, facts, internal, question)
     calls: list[GatewayCall] = []
     failed_ms = 0
     answer = Answer(call=None)
@@ -201,7 +204,7 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
                                          truncated=response.truncated, after_rejection=after_rejection(turns),
                                          retried=retried, customer_said=_latest_customer_text(turns))
         verdict = held_if_internal(verdict, internal)
-        verdict = checked_claims(verdict, facts, retried)
+        verdict = checked_claims(verdict, facts, retried, _latest_customer_text(turns))
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
         if verdict.action != replycheck.RETRY:

@@ -159,11 +159,18 @@ def _states_done(s: str) -> bool:
     return any(pattern.search(s) for pattern in _CLAIMS.values())
 
 
-def claims_of(text: str) -> list[Claim]:
+def claims_of(text: str, question: str = "") -> list[Claim]:
     """Each sentence that speaks of an action of a known kind as done, pending, refused, to come or not
-    done, with its mode."""
+    done, with its mode. `question`: the customer's latest message; a reply that opens with a bare yes
+    or no to "did you refund SU-…?" claims (or denies) that refund, on the records the question names."""
     out = []
-    for sentence in sentences(text or "", final=True):
+    said = sentences(text or "", final=True)
+    answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
+    if answer is not None:
+        mode, kinds, asked = answer
+        out += [Claim(kind, f"{said[0].strip()} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode)
+                for kind in kinds]
+    for sentence in said:
         s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
         if not s or s.endswith("?"):
             continue
@@ -227,7 +234,7 @@ def later_kinds_of(decls: dict) -> dict[str, set[str]]:
 
 def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], money: Iterable = (),
                 ledger: Iterable = (), owner_kind: str = "order", proposals: Iterable = (),
-                later: dict[str, set[str]] | None = None) -> list[Claim]:
+                later: dict[str, set[str]] | None = None, question: str = "") -> list[Claim]:
     """The claims in `text` the records do not support. `actions`: `ActionData`; `money`: `MoneyData`;
     `ledger`: `LedgerData`; `proposals`: `Proposal` (open and declined cards and holds). Kinds the domain
     has no tool for are not judged: nothing could back them.
@@ -235,7 +242,8 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
     Done: an action of its kind ran (on the record it names), for the figure it names. Pending or future:
     such an action ran, or a card or hold for it is open. Refused: a card or hold for it was declined.
     Denied ("nothing was cancelled"): no such action ran. `later` (`later_kinds_of`): what a call's
-    action leads to afterwards, which a pending or promised claim may stand on (default: `kinds`)."""
+    action leads to afterwards, which a pending or promised claim may stand on (default: `kinds`).
+    `question`: the customer's latest message, which a bare yes or no answers (`claims_of`)."""
     later = later if later is not None else kinds
     declared_now = set().union(*kinds.values()) if kinds else set()
     declared = declared_now.union(*later.values())
@@ -243,7 +251,7 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
     owners = {e.value for e in ledger if e.kind == owner_kind} | {a.target for a in actions if a.target} | {
         m.order for m in money} | {v for p in proposals for v in p.on}
     out = []
-    for claim in claims_of(text):
+    for claim in claims_of(text, question):
         if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
             continue
         # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
@@ -346,9 +354,9 @@ class Records:
         return cls(actions=tuple(actions), kinds=kinds_of(domain.tools), money=tuple(money), ledger=tuple(ledger),
                    owner_kind=domain.owner_kind, proposals=tuple(proposals), later=later_kinds_of(domain.tools))
 
-    def unsupported(self, text: str) -> list[Claim]:
+    def unsupported(self, text: str, question: str = "") -> list[Claim]:
         return unsupported(text, actions=self.actions, kinds=self.kinds, money=self.money, ledger=self.ledger,
-                           owner_kind=self.owner_kind, proposals=self.proposals, later=self.later)
+                           owner_kind=self.owner_kind, proposals=self.proposals, later=self.later, question=question)
 
 
 _SAID = {DONE: "", PENDING: " (pending)", FUTURE: " (promised)", REFUSED: " (refused)", DENIED: " (said not done)"}

@@ -41,7 +41,7 @@ def judge(ticket) -> list[dict]:
     kinds = replyclaims.kinds_of(domain.tools)
     later = replyclaims.later_kinds_of(domain.tools)
     turns = list(ticket.turns)
-    calls, actions, ledger, out = {}, [], {}, []
+    calls, actions, ledger, out, question = {}, [], {}, [], ""
     for i, t in enumerate(turns):
         p = t.payload or {}
         if t.kind == "tool_call":
@@ -56,8 +56,10 @@ def judge(ticket) -> list[dict]:
             if (w := _write(c, later)) is not None:
                 actions.append(ActionData(tool=w[0], target=w[1][0] if w[1] else "", turn=t.number,
                                           idempotency_key=str(c.get("id")), reversible=True, on=w[1]))
+        elif t.author == "customer" and t.kind == "message":
+            question = t.text  # what a bare yes or no in the next reply answers
         elif t.author == "agent" and t.kind == "message" and t.text.strip():
-            claims = replyclaims.claims_of(t.text)
+            claims = replyclaims.claims_of(t.text, question)
             if not claims:
                 continue
             cards = _cards(turns[i + 1:], later)
@@ -67,7 +69,8 @@ def judge(ticket) -> list[dict]:
                        "control: no cards": (list(actions), list(ledger.values()), ()),
                        "control: no records": ([], [], ())}
             verdicts = {name: replyclaims.unsupported(t.text, actions=acts, ledger=entries, kinds=kinds,
-                                                      owner_kind=domain.owner_kind, proposals=props, later=later)
+                                                      owner_kind=domain.owner_kind, proposals=props, later=later,
+                                                      question=question)
                         for name, (acts, entries, props) in records.items()}
             declared = set().union(*later.values())
             out.append({"ticket": ticket.id, "turn": t.number, "modes": sorted({c.mode for c in claims}),

@@ -234,3 +234,32 @@ def test_the_state_is_read_from_cards_and_holds(case):
     HeldAction.objects.create(ticket=ticket, tool="cancel_order", arguments={"order_number": ORDER}, call_id="c1",
                               reason="threshold", idempotency_key="hold-c1", turn=2, status=HeldAction.Status.REJECTED)
     assert [(p.tool, p.status) for p in read(ticket.pk)] == [("cancel_order", DECLINED)]
+
+
+# --- a bare yes or no answers the customer's question ---------------------------------------------
+
+QUESTIONS = {"refund": [f"Did you refund {ORDER}?", f"Has {ORDER} been refunded yet?"],
+             "cancel": [f"Was my order {ORDER} cancelled?", f"Did you cancel {ORDER} like I asked?"],
+             "return": [f"Have you booked the return for {ORDER}?"]}
+YES = ["Yes, that's done.", "Yes — all sorted.", "Yes. Anything else?"]
+NO = ["No, it hasn't.", "No — not yet.", "No. I can do it now if you like."]
+
+
+def test_a_bare_yes_or_no_is_judged_as_an_answer_about_the_action_asked():
+    figures = Counter()
+    for kind, questions in QUESTIONS.items():
+        ran, other = _action(TOOL[kind]), _action(TOOL[kind], OTHER)
+        for question in questions:
+            for reply in YES:
+                assert _held(reply, question=question), (question, reply, "nothing ran")
+                assert _held(reply, question=question, actions=[other]), (question, reply, "ran on another order")
+                assert not _held(reply, question=question, actions=[ran]), (question, reply)
+                assert not _held(reply, actions=[]), "control: with no question, a bare yes claims nothing"
+                figures["yes: held when it did not run, passed when it did"] += 1
+            for reply in NO:
+                assert _held(reply, question=question, actions=[ran]), (question, reply, "it ran")
+                assert not _held(reply, question=question, actions=[other]), (question, reply)
+                figures["no: held when it ran, passed when it did not"] += 1
+    not_asked = [f"Is {ORDER} delivered?", f"Can you cancel {ORDER}?", "Thanks!"]
+    assert not any(_held(reply, question=q) for q in not_asked for reply in YES + NO + ["No problem, happy to help."])
+    print(dict(figures))
