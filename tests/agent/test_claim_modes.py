@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from django.test import Client
 
-from sundry.agent import replyclaims
+from sundry.agent import answer, provisional, replyclaims
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
@@ -26,6 +26,7 @@ from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
+from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
@@ -216,11 +217,36 @@ def test_a_promised_refund_with_no_card_is_asked_again_then_held(case):
 
 @pytest.mark.django_db
 def test_a_promised_refund_with_its_card_open_reaches_the_page(case):
-    """The control: the same words pass once the call was made and its card is open."""
+    """The control: the same words pass once the call was made and its card is open. model_check's
+    reading of what the customer read agrees, and counts the promise false without the card."""
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=PROMISE)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     assert Confirmation.objects.get(ticket=case["ticket"]).status == Confirmation.Status.PENDING
     assert PROMISE in _reads(case) and len(model.requests) == 3  # posted at once, never asked again
+    assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
+    Confirmation.objects.filter(ticket=case["ticket"]).delete()
+    assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 1
+
+
+@pytest.mark.django_db
+def test_a_promise_through_reply_to_customer_is_refused_without_its_card(case):
+    say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": PROMISE})])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
+        LOOKUP, say, ModelResponse(text="A colleague will look at your refund.")])))
+    assert "refund 15.00 USD" not in _reads(case)
+    assert Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last().payload["guard"] == \
+        "unsupported_claim"
+
+
+def test_a_streamed_promise_with_no_card_is_never_shown():
+    """The stream releases sentence by sentence on the same state: the promise is cut without its card."""
+    records = replyclaims.Records(kinds=KINDS, ledger=tuple(_ledger()))
+    carded = replyclaims.Records(kinds=KINDS, ledger=tuple(_ledger()), proposals=(
+        Proposal("issue_refund", (ORDER, "15.00", "USD"), OPEN, 1500, "USD"),))
+    text = f"Thanks for the photos. {PROMISE} Anything else?"
+    for facts, shown in ((records, "Thanks for the photos."), (carded, text)):
+        assert provisional.shown(text, known={ORDER}, final=True,
+                                 sentence_ok=lambda s, f=facts: answer.sentence_passes(s, f, None)) == shown
 
 
 @pytest.mark.django_db
