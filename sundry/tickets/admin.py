@@ -7,6 +7,7 @@ from django.utils.html import format_html
 from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
 from sundry.tickets import canned
+from sundry.tickets.approvaltable import ANY_CURRENCY, ApprovalTableField, rows_from_rules, rules_from_rows
 from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.classchanges import class_change_record
 from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
@@ -26,6 +27,12 @@ AUDITED = {f.name for f in TicketClass._meta.concrete_fields} - {"id", "created_
 
 
 class TicketClassForm(forms.ModelForm):
+    approval_table = ApprovalTableField(
+        label="Approval rules",
+        help_text="One row per rule. Tool alone: every call waits for staff. Tool, currency and amount: calls "
+                  "above that amount (in the currency's major units, e.g. 200.00 USD) wait, and a currency not "
+                  f"listed is always held unless a row with currency {ANY_CURRENCY} gives a threshold for the "
+                  "rest, in minor units (cents). Clear a row's cells to remove it.")
     accept_tight_budget = forms.BooleanField(
         required=False, label="Save this budget anyway",
         help_text="Only asked when the budget leaves compaction too little room: tick it to keep the budget "
@@ -46,6 +53,19 @@ class TicketClassForm(forms.ModelForm):
 
     budget_warning = ""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["approval_table"].initial = rows_from_rules(self.instance.approval_rules)
+        if "approval_rules" in self.fields:  # what the guard reads, written from the table
+            self.fields["approval_rules"].widget.attrs["readonly"] = True
+            self.fields["approval_rules"].help_text = ("What the approval guard reads (minor units), written from the "
+                                                       "table above when you save.")
+
+    def _remote_tools(self) -> set[str]:
+        # The tools the class's servers last listed are the class's tools too.
+        return {t.get("name") for s in (self.instance.tool_servers.all() if self.instance.pk else [])
+                for t in s.listed_tools or []}
+
     def _model(self, field):
         name = (self.cleaned_data.get(field) or "").strip()
         try:
@@ -62,10 +82,7 @@ class TicketClassForm(forms.ModelForm):
 
     def clean_approval_rules(self):
         rules = self.cleaned_data.get("approval_rules")
-        # The tools the class's servers last listed are the class's tools too.
-        remote = {t.get("name") for s in (self.instance.tool_servers.all() if self.instance.pk else [])
-                  for t in s.listed_tools or []}
-        problems = approvals.problems(rules if rules is not None else {}, known=remote)
+        problems = approvals.problems(rules if rules is not None else {}, known=self._remote_tools())
         if problems:
             raise forms.ValidationError(problems)
         return rules or {}
@@ -82,8 +99,22 @@ class TicketClassForm(forms.ModelForm):
                 f"Not a tool of this class: {', '.join(unknown)}. Its tools: {', '.join(sorted(known))}.")
         return ", ".join(names)
 
+    def _clean_table(self, data) -> None:
+        """The table, when sent, writes the rules the guard reads (the JSON field's own value is replaced)."""
+        rows = data.get("approval_table")
+        if rows is None:
+            return
+        rules, problems = rules_from_rows(rows)
+        problems = problems or approvals.problems(rules, known=self._remote_tools())
+        if problems:
+            self.add_error("approval_table", problems)
+            return
+        self.errors.pop("approval_rules", None)
+        data["approval_rules"] = rules
+
     def clean(self):
         data = super().clean()
+        self._clean_table(data)
         budget, kept = data.get("token_budget"), data.get("recent_turns_kept")
         fraction = data.get("trigger_fraction")
         if budget and fraction and kept and int(budget * fraction) < kept * 50:
@@ -122,7 +153,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap",
                                "request_room", "accept_tight_budget")}),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls", "denied_tools")}),
-        ("Approvals", {"fields": ("approval_rules", "approval_window_hours")}),
+        ("Approvals", {"fields": ("approval_table", "approval_rules", "approval_window_hours")}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
         ("Tool servers", {"fields": ("tool_servers",)}),
     )
@@ -146,8 +177,7 @@ class TicketClassAdmin(admin.ModelAdmin):
         # record keeps what the form changed, from what (the row as stored) to what.
         with transaction.atomic():
             stored = TicketClass.objects.select_for_update().filter(pk=obj.pk).first() if change else None
-            before = {name: getattr(stored, name) for name in form.changed_data
-                      if stored is not None and name in AUDITED}
+            before = {name: getattr(stored, name) for name in AUDITED} if stored is not None else {}
             ticket_class_save(ticket_class=obj)
             if stored is not None:
                 class_change_record(ticket_class=obj, before=before, by=request.user)
