@@ -50,7 +50,8 @@ class ProposalForm(forms.Form):
         return name
 
 
-def _initial(tclass: TicketClass) -> dict:
+def initial_values(tclass: TicketClass) -> dict:
+    """The form as the class stands: its settings, the default window, the model its cost is priced as."""
     return {"budget": tclass.token_budget, "trigger": tclass.trigger_fraction, "kept": tclass.recent_turns_kept,
             "ledger": tclass.ledger_share, "tickets": DEFAULT_TICKETS,
             "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model}
@@ -95,14 +96,14 @@ def budget_lab(request, class_id: int):
         return away
     tclass = get_object_or_404(TicketClass, pk=class_id)
     asked = bool(request.GET)
-    form = ProposalForm({**_initial(tclass), **request.GET.dict()} if asked else _initial(tclass))
+    form = ProposalForm({**initial_values(tclass), **request.GET.dict()} if asked else initial_values(tclass))
     lab = None
     status = 200
     if form.is_valid():
         data = form.cleaned_data
         proposed = Budget(data["budget"], data["trigger"], data["kept"], data["ledger"])
         lab = lab_json(run_lab(tclass, proposed, tickets=data["tickets"] or DEFAULT_TICKETS,
-                               price_as=data["price_as"] or _initial(tclass)["price_as"]))
+                               price_as=data["price_as"] or initial_values(tclass)["price_as"]))
     elif asked:
         status = 400  # the form comes back with its errors and the admin's values
     return _page(request, tclass, form, lab, status)
@@ -116,7 +117,7 @@ def budget_lab_run(request, class_id: int):
         return away
     tclass = get_object_or_404(TicketClass, pk=class_id)
     values = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
-    form = ProposalForm({**_initial(tclass), **values})
+    form = ProposalForm({**initial_values(tclass), **values})
     if not form.is_valid():
         if request.htmx:  # the lab's own page shows the same form's errors, with the admin's values
             return _hx_redirect(f"{reverse('desk-budget-lab', args=[tclass.pk])}?{urlencode(values)}")
@@ -125,7 +126,7 @@ def budget_lab_run(request, class_id: int):
     proposal = BudgetProposal.objects.create(
         ticket_class=tclass, created_by=request.user, token_budget=data["budget"], trigger_fraction=data["trigger"],
         recent_turns_kept=data["kept"], ledger_share=data["ledger"], tickets=data["tickets"] or DEFAULT_TICKETS,
-        price_as=data["price_as"] or _initial(tclass)["price_as"])
+        price_as=data["price_as"] or initial_values(tclass)["price_as"])
     _enqueue(proposal.pk)
     url = reverse("desk-budget-proposal", args=[tclass.pk, proposal.pk])
     return _hx_redirect(url) if request.htmx else redirect(url)
