@@ -41,3 +41,39 @@ def test_a_sent_message_shows_once_on_both_pages(browser, live_server_url, peopl
         page.reload()
         page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
         assert page.locator("#panel-conversation .turn .text").all_inner_texts() == before
+
+
+ORDER = """(sel) => Array.from(document.querySelectorAll(sel)).map((el) => +el.id.split("-").pop())"""
+
+
+def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones_on_scroll(
+        browser, live_server_url, people):
+    from playwright.sync_api import expect
+
+    from sundry.live.panels import window
+
+    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Long")
+    total, n = 120, window()
+    Turn.objects.bulk_create(Turn(ticket=ticket, number=i, author="customer" if i % 2 else "agent",
+                                  text=f"Line {i} of a long conversation.") for i in range(1, total + 1))
+    type(ticket).objects.filter(pk=ticket.pk).update(last_turn_number=total, handler="staff",
+                                                     assigned_to=people["ann"])
+    staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
+    customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    for page, item in ((staff, "turn"), (customer, "msg")):
+        selector = "#panel-conversation > .turn-item"
+        assert page.evaluate(ORDER, selector) == list(range(total - n + 1, total + 1))  # the latest only
+        expect(page.locator(f"#{item}-{total} article")).to_be_in_viewport()  # opened at the end
+        for first in (total - 2 * n + 1, 1):  # scrolling up brings the earlier ones, a window at a time
+            page.locator("#panel-conversation a[data-earlier]").scroll_into_view_if_needed()
+            expect(page.locator(f"#{item}-{first}")).to_be_attached(timeout=LIVE)
+        expect(page.locator("#panel-conversation a[data-earlier]")).to_have_count(0)  # nothing earlier is left
+        assert page.evaluate(ORDER, selector) == list(range(1, total + 1))
+
+    customer.fill("#message-text", "And one more thing: the lid is cracked too.")
+    customer.locator("button", has_text="Send").click()
+    for page, item in ((staff, "turn"), (customer, "msg")):
+        expect(page.locator(f"#{item}-{total + 1}")).to_contain_text("the lid is cracked", timeout=LIVE)
+        page.wait_for_timeout(400)  # the HTTP answer and the push have both landed
+        assert page.evaluate(ORDER, "#panel-conversation > .turn-item") == list(range(1, total + 2))  # once, in order
+        assert page.evaluate(DUPLICATE_IDS, "#panel-conversation [id]") == []

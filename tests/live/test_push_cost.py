@@ -140,3 +140,30 @@ async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, mo
     assert 'id="panel-state"' in frame
     assert [t for t in templates if t != "live/marker.html"] == ["tickets/panels/state.html"]  # that panel alone
     await socket.disconnect()
+
+
+def test_earlier_turns_page_by_page_without_javascript_and_only_for_who_may_see_them(long_ticket):
+    from django.test import Client
+
+    ticket, n = long_ticket["ticket"], panels.window()
+    staff, owner, other = Client(), Client(), Client()
+    users = get_user_model().objects
+    staff.force_login(users.get(username="sam"))
+    owner.force_login(users.get(username="alice"))
+    other.force_login(users.create_user("mallory", password="x"))
+    CustomerFactory(user=users.get(username="mallory"))
+
+    page = staff.get(f"/desk/tickets/{ticket.pk}/").content.decode()
+    assert f'href="/desk/tickets/{ticket.pk}/turns/"' in page  # the link a page without JavaScript follows
+    first = staff.get(f"/desk/tickets/{ticket.pk}/turns/").content.decode()  # the window before the page's
+    assert [int(x) for x in ITEM.findall(first)] == list(range(LONG - 2 * n + 1, LONG - n + 1))
+    assert f'href="?before={LONG - 2 * n + 1}"' in first
+    fragment = staff.get(f"/desk/tickets/{ticket.pk}/turns/?before=11", HTTP_X_SUNDRY_FRAGMENT="1")
+    assert [int(x) for x in ITEM.findall(fragment.content.decode())] == list(range(1, 11))
+    assert fragment["X-Sundry-Earlier"] == "0" and "<html" not in fragment.content.decode()
+    mine = owner.get(f"/help/tickets/{ticket.pk}/messages/?before=3", HTTP_X_SUNDRY_FRAGMENT="1")
+    assert [int(x) for x in ITEM.findall(mine.content.decode())] == [1, 2]
+
+    assert staff.get(f"/desk/tickets/{ticket.pk}/turns/?before=x").status_code == 400
+    assert other.get(f"/help/tickets/{ticket.pk}/messages/").status_code == 404  # another customer's ticket
+    assert owner.get(f"/desk/tickets/{ticket.pk}/turns/").status_code in (302, 403, 404)  # not staff
