@@ -14,6 +14,7 @@ sorted set per ticket and kind, scored by when they lapse.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -171,10 +172,16 @@ def customer_viewing(ticket_id: int) -> bool | None:
 
 def staff_html(everyone: list[dict], me: int) -> str:
     """The desk's presence line for staff member `me`: colleagues viewing and typing, never oneself."""
-    others = [p for p in everyone if p["user"] != me]
+    return _staff_line(tuple((p["name"], bool(p["typing"])) for p in everyone if p["user"] != me))
+
+
+@functools.lru_cache(maxsize=512)
+def _staff_line(others: tuple) -> str:
+    # Every desk socket of a ticket renders the line when anyone comes or goes: with hundreds of
+    # sockets on one ticket, the same few lines were rendered once per socket per arrival.
     return render_to_string("live/presence.html", {
-        "typing": _names([p["name"] for p in others if p["typing"]]),
-        "viewing": _names([p["name"] for p in others if not p["typing"]]),
+        "typing": _names([name for name, typing in others if typing]),
+        "viewing": _names([name for name, typing in others if not typing]),
     }).strip()
 
 
