@@ -68,3 +68,23 @@ def test_a_team_scores_its_own_ticket_and_misplaced_labels_are_named(tmp_path, r
     assert lines == [line for line in lines if "not measured" in line] and len(lines) == 1
     scored = report.constraint_lines(HarnessReport(TIGHT, [result]))
     assert "recall" in scored[0] and "enforce threshold" in scored[1]
+
+
+def test_the_command_measures_a_teams_own_export_by_its_labels_and_says_when_there_are_none(tmp_path, retail):
+    from io import StringIO
+
+    from sundry.evals import records
+
+    export = records.dump([retail], tmp_path / "our_export.json")
+    label = {**_label(retail), "file": export.name, "ticket": retail.meta["source_id"]}
+    out = StringIO()
+    call_command("safety_harness", "--tickets", str(export), "--no-plant", "--labels",
+                 str(_write(tmp_path, {"files": [export.name], "labels": [label]})), "--out", str(tmp_path), stdout=out)
+    said = out.getvalue()
+    assert "Labels: 1 of 1 constraint label(s) found in their tickets" in said
+    assert "Constraint classifier (quote threshold: what a summary quotes) against the labelled constraints: " \
+           "recall 100.0% (1/1)" in said
+    # Control: the same export without labels is not measured, and the report says so.
+    bare = StringIO()
+    call_command("safety_harness", "--tickets", str(export), "--no-plant", "--out", str(tmp_path), stdout=bare)
+    assert "constraints were not measured (give --labels FILE" in bare.getvalue()

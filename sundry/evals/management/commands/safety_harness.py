@@ -12,6 +12,14 @@ from sundry.evals import importers, labels, long_tickets, records, report, sourc
 from sundry.evals.harness import HarnessConfig, run_all
 
 
+def _named(tickets: list[records.RecordedTicket], path: Path) -> list[records.RecordedTicket]:
+    """Each ticket names the file it was read from (our own export records none, or the file it was
+    first imported from), so a labels file can name it (`--labels`: file, ticket, turn, sentence)."""
+    for ticket in tickets:
+        ticket.meta["file"] = path.name
+    return tickets
+
+
 class _GatewayAgent:
     """A configured model behind the gateway, for diffing next calls on any ticket."""
 
@@ -129,11 +137,11 @@ class Command(BaseCommand):
         if files:
             say(f"Importing {len(files)} trace file(s) …")
             for path in files:
-                loaded = sources.load_files([path], limit=opts["limit"], domain=opts["domain"])
+                loaded = _named(sources.load_files([path], limit=opts["limit"], domain=opts["domain"]), path)
                 say(f"  {path.name}: {len(loaded)} ticket(s)")
                 tickets += loaded
-        if opts["tickets"]:
-            tickets += sources.load_files(sources.trace_files(opts["tickets"]), domain=opts["domain"])
+        for path in sources.trace_files(opts["tickets"]):
+            tickets += _named(sources.load_files([path], domain=opts["domain"]), path)
         if opts["long"]:
             chained = long_tickets.chain(tickets)
             say(f"Long tickets: {len(chained)} (each τ² user's tasks chained)")
