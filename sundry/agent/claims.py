@@ -43,6 +43,8 @@ class Claim:
     took_over: bool = False  # the claim had lapsed unreleased and another run held it
     owner: str = ""  # the run's identity (`agent_claimed_by`)
     previous: str = ""  # on a take-over: the run whose claim lapsed
+    # Once let go: the ticket's turn counter as the release found it (None: not let go by it).
+    released_at_turn: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -120,25 +122,53 @@ def _touch(held: Claim) -> bool:
         return True
 
 
+def _db(moment: datetime):
+    """A claim's stamp as the database stores it (for a raw statement)."""
+    return Ticket._meta.get_field("agent_claimed_at").get_db_prep_value(moment, connection)
+
+
 def renew(held: Claim) -> tuple[str, str, int, int] | None:
     """Renew the lease; the ticket's (handler, status, last_turn_number, version) then,
     or None if the claim was lost (lapsed and taken, or the ticket is gone)."""
-    if not _touch(held):
-        return None
-    return Ticket.objects.filter(pk=held.ticket_id).values_list(
-        "handler", "status", "last_turn_number", "version").first()
+    with held.lock:  # `_touch` and the ticket's fields in one UPDATE … RETURNING
+        now = timezone.now()
+        table = connection.ops.quote_name(Ticket._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f'UPDATE {table} SET "agent_claimed_at" = %s WHERE "id" = %s AND "agent_claimed_at" = %s '
+                           'RETURNING "handler", "status", "last_turn_number", "version"',
+                           [_db(now), held.ticket_id, _db(held.stamp)])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        held.stamp = now
+        return tuple(row)
 
 
-def release(held: Claim) -> bool:
+def release(held: Claim, *, settle_through: int | None = None) -> bool:
     """Let go of the claim if it is still this run's. Returns whether it was.
+
+    `settle_through`: the run read through that turn, so the outbox's mark for it is cleared in
+    the same UPDATE (`outbox.settle`'s rule: only a mark asking for nothing newer).
 
     A run often lets go because the database failed under it, on the connection that failed:
     then it tries once more on a fresh connection. If that fails too, the claim stays and the
     run's retry takes it back (same owner) rather than waiting for it to lapse."""
     def once() -> bool:
-        with held.lock:
-            return bool(Ticket.objects.filter(pk=held.ticket_id, agent_claimed_at=held.stamp).update(
-                agent_claimed_at=None, agent_claimed_by=""))
+        # The ticket row is where a writer's turn and this release meet: a turn committed before
+        # this UPDATE took the row shows in the counter it returns; one committed after finds
+        # the claim gone and wakes a run of its own (`services._wake_agent`).
+        settle, params = "", []
+        if settle_through is not None:  # `outbox.settle`: a mark asking for nothing after the turn read
+            settle = (', "agent_wake_turn" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_turn" END'
+                      ', "agent_wake_at" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_at" END')
+            params = [settle_through, settle_through]
+        with held.lock, connection.cursor() as cursor:
+            cursor.execute(f'UPDATE {connection.ops.quote_name(Ticket._meta.db_table)} SET "agent_claimed_at" = NULL, '
+                           f'"agent_claimed_by" = \'\'{settle} WHERE "id" = %s AND "agent_claimed_at" = %s '
+                           'RETURNING "last_turn_number"', [*params, held.ticket_id, _db(held.stamp)])
+            row = cursor.fetchone()
+        held.released_at_turn = row[0] if row else None
+        return row is not None
 
     try:
         return once()

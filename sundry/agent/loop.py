@@ -9,27 +9,30 @@ tool result, guard rejection, model failure — is a turn staff can see.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, Max, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
-from sundry.agent import claims, failures, outbox
+from sundry.agent import claims, failures, remote
+from sundry.agent.models import AgentStep
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
 from sundry.agent.gateway import Gateway
 from sundry.agent.step import (
     Resolved,
     agent_step,
-    next_step_number,
     resolution_listeners,
     tool_specs,
 )
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import turn_append
+from sundry.tickets.services import APPENDED, turn_append
+from sundry.toolservers.models import ToolServer
 
 log = logging.getLogger("sundry.agent")
 
@@ -40,29 +43,56 @@ __all__ = ["agent_run", "run_slice", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved
 MAX_STEPS_PER_RUN = settings.AGENT_MAX_STEPS_PER_RUN
 
 # Input a run must answer: a customer message, a staff note, or an event (a staff
-# decision) whose payload says to resume; the payload test is made in Python.
-_MAYBE_INPUT = Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE) | Q(kind__in=(Turn.Kind.NOTE, Turn.Kind.EVENT))
+# decision) whose payload says to resume.
+_INPUT = (Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE) | Q(kind=Turn.Kind.NOTE)
+          | Q(kind=Turn.Kind.EVENT, payload__resume=True))
+# Input before the last reply is answered; input before a stopped run's error turn is
+# staff's until they hand the ticket back (an event that resumes) or new input comes.
+_ANSWERED = Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF)) | failures.STOPS
 
 
 def _inputs_after(ticket_id: int, after: int) -> bool:
     """Input arrived after turn `after`."""
-    rows = Turn.objects.filter(_MAYBE_INPUT, ticket_id=ticket_id, number__gt=after).values_list("kind", "payload")
-    return any(kind != Turn.Kind.EVENT or (payload or {}).get("resume") is True for kind, payload in rows)
+    return Turn.objects.filter(_INPUT, ticket_id=ticket_id, number__gt=after).exists()
 
 
-def _start(ticket_id: int) -> tuple[bool, bool, int]:
-    """(input after the last reply, the last turn asks the model to go on, the next step's number)."""
-    turns = Turn.objects.filter(ticket_id=ticket_id)
-    # Input before the last reply is answered; input before a stopped run's error turn is
-    # staff's until they hand the ticket back (an event that resumes) or new input comes.
-    last_reply = turns.filter(Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF))
-                              | failures.STOPS).order_by("-number").values_list("number", flat=True).first() or 0
-    last = turns.order_by("-number").values_list("kind", "payload").first()
+def _others_wrote(held: Claim, ticket: Ticket, through: int) -> bool:
+    """A turn after `through` that this run did not append, by the turn counter its release
+    returned (turn numbers are dense, given under the row lock). Unknown (the claim was not
+    let go by that release): True, and the turns are read."""
+    last = held.released_at_turn
+    if last is None:
+        return True
+    own = ticket.__dict__.get(APPENDED, ())
+    return any(n not in own for n in range(through + 1, last + 1))
+
+
+def _load(ticket_id: int) -> Ticket | None:
+    """The ticket with its class and customer, and what awaits it (`_start`), in one read."""
+    turns = Turn.objects.filter(ticket_id=OuterRef("pk"))
+    last = turns.order_by("-number")
+    last_reply = Coalesce(Subquery(Turn.objects.filter(_ANSWERED, ticket_id=OuterRef(OuterRef("pk")))
+                                   .order_by("-number").values("number")[:1]), 0)
+    return Ticket.objects.select_related("ticket_class", "customer").annotate(
+        run_waiting=Exists(turns.filter(_INPUT, number__gt=last_reply)),
+        run_last_kind=Subquery(last.values("kind")[:1]), run_last_payload=Subquery(last.values("payload")[:1]),
+        run_next_step=Coalesce(Subquery(AgentStep.objects.filter(ticket_id=OuterRef("pk")).order_by()
+                                        .values("ticket_id").annotate(n=Max("number")).values("n")), 0) + 1,
+        run_has_servers=Exists(ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True)),
+    ).filter(pk=ticket_id).first()
+
+
+def _start(ticket: Ticket) -> tuple[bool, bool, int]:
+    """(input after the last reply, the last turn asks the model to go on, the next step's number),
+    as `_load` read them."""
     # The last turn is a tool result, rejection or error: the model must read it before replying
     # (not the stop of a run: that run's work is left to staff).
-    mid_task = (last is not None and last[0] in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
-                and not failures.is_stop(*last))
-    return _inputs_after(ticket_id, last_reply), mid_task, next_step_number(ticket_id)
+    kind, payload = ticket.run_last_kind, ticket.run_last_payload
+    if isinstance(payload, str):  # a JSON column read through a subquery comes back as its text
+        payload = json.loads(payload)
+    mid_task = (kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
+                and not failures.is_stop(kind, payload))
+    return ticket.run_waiting, mid_task, ticket.run_next_step
 
 
 def _open(ticket_id: int, owner: str = "",
@@ -71,8 +101,10 @@ def _open(ticket_id: int, owner: str = "",
     held = claims.claim(ticket_id, owner, earlier)
     if held is None:
         return None
-    ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
-    start = _start(ticket_id)
+    ticket = _load(ticket_id)
+    if not ticket.run_has_servers:
+        remote.known_without_servers(ticket)  # no query per step for servers the class has none of
+    start = _start(ticket)
     waiting, mid_task, _ = start
     if held.took_over and _may_act(ticket) and (waiting or mid_task):
         # The run before died holding the ticket with work left: say so where staff look.
@@ -110,15 +142,20 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
             return steps, False  # another run holds the ticket and will look for this input before it stops
         ticket, start, held = opened
         opened_through = ticket.last_turn_number
+        settle_through = None
         try:
             taken, read_through, cut = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread,
                                                     deadline=deadline)
+            # The outbox's mark is settled as the claim is let go, in the same UPDATE: a mark
+            # asks for input through some turn, and input the run never read marks a later one,
+            # which stays. Cut short, the mark stays until a run finishes the work.
+            settle_through = None if cut else read_through
         except SoftTimeLimitExceeded:
             log.error("agent run on ticket %s passed the soft time limit mid-step; letting go of it", ticket_id)
             failures.discard_connection()  # it may have landed mid-statement: let go on a fresh one
             raise
         finally:
-            claims.release(held)
+            claims.release(held, settle_through=settle_through)
         steps += taken
         if cut:
             return steps, True  # the outbox mark stays until a run finishes the work
@@ -127,12 +164,12 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
         # wakes its own. Input the last step never saw may sit before that step's own reply, so the
         # next pass goes by this rather than by "input after the last reply". A step that found the
         # run stopped or its claim taken wrote nothing: what arrived after the run opened is looked for.
-        unread = _inputs_after(ticket_id, read_through if read_through is not None else opened_through)
+        through = read_through if read_through is not None else opened_through
+        unread = _others_wrote(held, ticket, through) and _inputs_after(ticket_id, through)
         if read_through is None and not unread:
             return steps, False
         if not unread:
-            outbox.settle(ticket_id, read_through)
-            break
+            break  # the mark was settled with the release
         if deadline is not None and time.monotonic() >= deadline:
             return steps, True
     return steps, False

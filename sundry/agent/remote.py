@@ -52,6 +52,12 @@ def class_tools(ticket: Ticket) -> ClassTools | None:
     return tools
 
 
+def known_without_servers(ticket: Ticket) -> None:
+    """The loader read that the ticket's class has no enabled tool server (`loop._load`): no
+    read per run for servers that are not there."""
+    ticket.__dict__["_sundry_class_tools"] = None
+
+
 def tool_specs(ticket: Ticket) -> list[dict] | None:
     """The tools a class with servers offers the model; None for a class without (the registry's)."""
     tools = class_tools(ticket)

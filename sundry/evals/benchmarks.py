@@ -6,6 +6,7 @@ The push-latency benchmark needs a server and many sockets, so it lives in
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -254,3 +255,214 @@ def _loop(messages: int, block: int, say) -> dict:
             "compaction_ms_each": round(1000 * compaction_seconds / compactions, 1) if compactions else None,
             "overall_steps_per_second": round(steps / seconds, 1), "seconds": round(seconds, 2),
             "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]}
+
+
+# --- where a step's time goes, by stage, at several ticket lengths ------------------------------
+
+PROFILE_STAGES = ("open", "lanes", "assembly", "gateway", "model", "checks", "tool", "harvest", "commit", "push",
+                  "let_go", "render")
+# Before the model call: the run's claim and load (`open`), the lane read, assembly. After it:
+# the reply's checks, the tool call (its own reads), harvest and effects, the step's commit (turns,
+# step record, the push queued), the push itself, letting go of the claim; and the desk's render
+# of the panels the push announces (the web process's work, timed here in the same process).
+BEFORE_MODEL = ("open", "lanes", "assembly")
+AFTER_MODEL = ("checks", "tool", "harvest", "commit", "push", "let_go", "render")
+
+
+class _Stages:
+    """Wall time per stage of the current step, by wrapping the functions each stage calls."""
+
+    def __init__(self):
+        self.now: dict[str, float] = {}
+        self.depth: list[str] = []
+
+    def wrap(self, owner, name: str, stage: str) -> None:
+        real = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            self.depth.append(stage)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.depth.pop()
+                spent = time.perf_counter() - t0
+                self.now[stage] = self.now.get(stage, 0.0) + spent
+                if self.depth:  # a stage inside another counts once: taken out of the outer one
+                    outer = self.depth[-1]
+                    self.now[outer] = self.now.get(outer, 0.0) - spent
+
+        timed.__wrapped__ = real
+        setattr(owner, name, timed)
+
+    def take(self) -> dict[str, float]:
+        got, self.now = self.now, {}
+        return got
+
+
+def _profile_ticket(length: int, tclass, customer, order: str):
+    """A ticket of `length` turns, compacted as the trigger would leave it: a current summary
+    through all but the class's recent turns."""
+    from sundry.context.models import Summary
+    from sundry.tickets.models import Ticket, Turn
+    from sundry.tickets.services import ticket_create
+
+    ticket = ticket_create(customer=customer, ticket_class=tclass, subject=f"Profile {length}")
+    rows = []
+    for n in range(1, length + 1):
+        author = "customer" if n % 2 else "agent"
+        text = (f"Where is my order {order}? I asked before." if author == "customer"
+                else f"Your order {order} is on its way; it should arrive this week.")
+        rows.append(Turn(ticket=ticket, number=n, author=author, kind="message", text=text, payload={}, tokens=16))
+    Turn.objects.bulk_create(rows)
+    Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=length, version=length)
+    kept = tclass.recent_turns_kept
+    if length > kept:
+        Summary.objects.create(ticket=ticket, covers_through_turn=length - kept, is_current=True, fields={},
+                               text=f"The customer asked about {order} several times; it was shipped.")
+    return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
+
+
+def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str = "close", say=print) -> dict:
+    """Milliseconds per step by stage, with the loopback model server answering at once.
+
+    Each customer message runs `agent_run` through the real gateway (pydantic-ai, the SDK, HTTP)
+    to `sundry.evals.modelserver` with no added latency: a lookup step, then a reply step. The
+    server logs its own time per call, so `gateway` is the call as the gateway timed it minus
+    `model`. `reconnect="close"`: each run starts on a fresh database connection, as a Celery
+    task does with `CONN_MAX_AGE=0` (`connect` then times opening it; with Django's connection
+    pool, `OPTIONS["pool"]`, it is taken from the pool); `"close_pool"`: the pool is closed
+    too, as Celery's Django fixup does around every task in a prefork worker; `""`: one
+    connection throughout. Statements per step are counted too.
+    """
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from django.test.utils import override_settings
+
+    from sundry.agent import answer, calls, claims, loop, outbox, step
+    from sundry.agent.gateway import Gateway
+    from sundry.evals import realbench
+    from sundry.evals.sources import throwaway_database
+    from sundry.live import events
+
+    port = realbench._free_port()
+    log = Path(tempfile.mkdtemp(prefix="sundry-profile-")) / "model.jsonl"
+    env = {**os.environ, "SUNDRY_LOG_LEVEL": "ERROR"}
+    server = subprocess.Popen([sys.executable, "-m", "sundry.evals.modelserver", "--port", str(port), "--min", "0",
+                               "--max", "0", "--seed", "1", "--log", str(log)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    saved_env = {k: os.environ.get(k) for k in ("SUNDRY_OPENAI_COMPAT_BASE_URL", "SUNDRY_OPENAI_COMPAT_API_KEY")}
+    os.environ.update({"SUNDRY_OPENAI_COMPAT_BASE_URL": f"http://{realbench.HOST}:{port}/v1",
+                       "SUNDRY_OPENAI_COMPAT_API_KEY": "loopback"})
+    stages, restore = _Stages(), []
+    saved_listeners = list(loop.resolution_listeners)
+    try:
+        realbench._wait_for(lambda: realbench._listening(port), time.monotonic() + 30, "model server", server)
+        for owner, name, stage in ((loop, "_open", "open"), (step, "lane_snapshot", "lanes"),
+                                   (step, "assemble_request", "assembly"), (Gateway, "call", "gateway"),
+                                   (answer, "obtain", "checks"), (calls, "execute", "tool"),
+                                   (calls.lanes, "ledger_harvest", "harvest"), (calls, "apply_effects", "harvest"),
+                                   (step, "_step", "commit"), (events, "_push", "push"),
+                                   (events, "reply_stream", "push"), (claims, "release", "let_go"),
+                                   (loop, "_inputs_after", "let_go"), (outbox, "settle", "let_go")):
+            restore.append((owner, name, getattr(owner, name)))
+            stages.wrap(owner, name, stage)
+        loop.resolution_listeners[:] = []  # the compaction check is measured apart (`loop_run`)
+        with throwaway_database(), override_settings(DEBUG=False, BACKGROUND_MODE="deferred"):
+            return _profile(lengths, messages, reconnect, stages, log, say)
+    finally:
+        loop.resolution_listeners[:] = saved_listeners
+        for owner, name, real in reversed(restore):
+            setattr(owner, name, real)
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        realbench._stop(server)
+
+
+def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) -> dict:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from sundry.agent.gateway import Gateway
+    from sundry.agent.loop import agent_run
+    from sundry.agent.services import customer_message_post
+    from sundry.evals import realbench
+    from sundry.live import panels
+    from sundry.shop.models import Order
+    from sundry.shop.seed import generate_shop
+    from sundry.tickets.models import TicketClass
+
+    generate_shop(seed=1, customers=5, orders=40)
+    tclass = TicketClass.objects.create(name="Profile", slug="profile", token_budget=8000, trigger_fraction=0.8,
+                                        recent_turns_kept=8, working_model=realbench.MODEL_NAME, approval_rules={})
+    order = Order.objects.select_related("customer").filter(status="delivered").order_by("number").first()
+    staff = panels.Viewer(get_user_model().objects.create_user("profile-staff", is_staff=True), panels.STAFF)
+    gateway = Gateway()
+    counted: list[int] = []
+    rows = []
+    with connection.execute_wrapper(lambda execute, sql, params, many, context: (
+            counted.append(1), execute(sql, params, many, context))[1]):
+        for length in lengths:
+            ticket = _profile_ticket(length, tclass, order.customer, order.number)
+            per_step: list[dict] = []
+            connect: list[float] = []
+            seen = len(_log_lines(log))
+            for i in range(messages + 1):  # the first message warms the process and is not counted
+                customer_message_post(ticket=ticket, text=f"Where is my order {order.number}?", wake=False)
+                if reconnect:
+                    connection.close()
+                    if reconnect == "close_pool" and hasattr(connection, "close_pool"):
+                        connection.close_pool()
+                    t0 = time.perf_counter()
+                    connection.ensure_connection()
+                    took = time.perf_counter() - t0
+                stages.take()
+                counted.clear()
+                agent_run(ticket.pk, gateway=gateway)
+                statements = len(counted)
+                got = stages.take()
+                t0 = time.perf_counter()
+                panels.render_all(ticket, staff)
+                got["render"] = time.perf_counter() - t0
+                model = [line["seconds"] for line in _log_lines(log)[seen:]]
+                seen += len(model)
+                if i == 0:
+                    continue
+                if reconnect:
+                    connect.append(took)
+                steps = len(model) or 1
+                got["render"] *= steps  # the desk renders once per push, and each step pushes once
+                got["model"] = sum(model)
+                got["gateway"] = got.get("gateway", 0.0) - got["model"]
+                per_step.append({stage: got.get(stage, 0.0) / steps for stage in PROFILE_STAGES}
+                                | {"steps": steps, "statements": statements / steps})
+            row = {"turns": length, "messages": messages,
+                   "steps_per_message": statistics.mean(s["steps"] for s in per_step),
+                   "statements_per_step": statistics.mean(s["statements"] for s in per_step),
+                   "connect_ms": ms(statistics.median(connect)) if connect else None,
+                   "stages_ms": {stage: ms(statistics.median(s[stage] for s in per_step)) for stage in PROFILE_STAGES}}
+            st = row["stages_ms"]
+            row["before_model_ms"] = round(sum(st[s] for s in BEFORE_MODEL), 3)
+            row["after_model_ms"] = round(sum(st[s] for s in AFTER_MODEL), 3)
+            rows.append(row)
+            say(f"  {length:>5} turns: before the model {row['before_model_ms']:.1f} ms, gateway {st['gateway']:.1f} ms, "
+                f"after {row['after_model_ms']:.1f} ms a step; {row['statements_per_step']:.1f} statements a step; "
+                + ", ".join(f"{s} {st[s]:.1f}" for s in PROFILE_STAGES)
+                + (f"; connect {row['connect_ms']:.1f} ms a run" if row["connect_ms"] is not None else ""))
+    return {"rows": rows, "load": os.getloadavg(), "database": connection.vendor,
+            "pool": bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))}
+
+
+def _log_lines(path) -> list[dict]:
+    import json
+
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []

@@ -76,23 +76,36 @@ def _push(ticket_id: int, version: int | None = None) -> None:
                {"type": "ticket.changed", "ticket": ticket_id, "version": version})
 
 
-def ticket_changed(ticket_id: int) -> None:
+def ticket_changed(ticket_id: int, version: int | None = None) -> None:
     """Push the ticket's version once the current transaction commits.
 
     A transaction that changes a ticket many times (an agent step: call turn,
-    result turn, ledger, money) pushes it once: the push reads the version
-    after the commit. If the savepoint that queued the push rolls back, the push
-    goes with it; the page's periodic version check repairs that rare case.
+    result turn, ledger, money) pushes it once. `version`: the version the
+    caller's write left (its UPDATE returned it); the push then sends the
+    transaction's last such version rather than reading it again after the
+    commit. A write that does not know it makes the push read it. If the
+    savepoint that queued the push rolls back, the push goes with it; the
+    page's periodic version check repairs that rare case.
     """
-    conn = transaction.get_connection()
-    if conn.in_atomic_block and any(getattr(f, "pushes_ticket", None) == ticket_id for _, f, _ in conn.run_on_commit):
+    queued = queued_push(ticket_id)
+    if queued is not None:
+        queued.version = version  # under the transaction's row lock, the latest write's (None: read it)
         return
 
     def push() -> None:
-        _push(ticket_id)
+        _push(ticket_id, push.version)
 
-    push.pushes_ticket = ticket_id
+    push.pushes_ticket, push.version = ticket_id, version
     transaction.on_commit(push)
+
+
+def queued_push(ticket_id: int):
+    """The push this transaction has queued for the ticket (so its writes already moved the
+    version and hold the row lock), or None."""
+    conn = transaction.get_connection()
+    if not conn.in_atomic_block:
+        return None
+    return next((f for _, f, _ in conn.run_on_commit if getattr(f, "pushes_ticket", None) == ticket_id), None)
 
 
 # --- a reply as it is written ------------------------------------------------------------------

@@ -18,20 +18,27 @@ from sundry.tickets.models import Ticket, Turn
 REPLY_AUTHORS = (Turn.Author.AGENT, Turn.Author.STAFF)
 
 
-def _queue(ticket_id: int) -> None:
-    customer_id = Ticket.objects.filter(pk=ticket_id).values_list("customer_id", flat=True).first()
+def _queue(ticket_id: int, customer_id: int | None = None) -> None:
+    if customer_id is None:
+        customer_id = Ticket.objects.filter(pk=ticket_id).values_list("customer_id", flat=True).first()
     if customer_id is not None and opted_in(customer_id):
         enqueue_on_commit(customer_notify_task, ticket_id)
 
 
+def _customer_of(instance) -> int | None:
+    """The customer of the saved row's ticket, if the row was made with its ticket in hand
+    (a ticket's customer never changes): no read for what the writer already had."""
+    return instance.ticket.customer_id if type(instance).ticket.is_cached(instance) else None
+
+
 def _turn_saved(sender, instance, created, **kwargs):
     if created and instance.kind == Turn.Kind.MESSAGE and instance.author in REPLY_AUTHORS:
-        _queue(instance.ticket_id)
+        _queue(instance.ticket_id, _customer_of(instance))
 
 
 def _card_saved(sender, instance, created, **kwargs):
     if created and instance.status == Confirmation.Status.PENDING:
-        _queue(instance.ticket_id)
+        _queue(instance.ticket_id, _customer_of(instance))
 
 
 def connect() -> None:

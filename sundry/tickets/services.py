@@ -16,6 +16,9 @@ from sundry.core.people import is_desk_staff
 from sundry.tickets.models import Tag
 
 
+APPENDED = "_sundry_appended_turns"
+
+
 class MessageRefused(ValueError):
     """A message that cannot be accepted; the text says why and names the limit."""
 
@@ -106,6 +109,9 @@ def turn_append(
                                    payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model),
                                    client_key=client_key)
     ticket.last_turn_number, ticket.version = number, version
+    # The numbers this loaded ticket appended: a run tells its own turns from others' by them
+    # (`agent.loop`), with no read of the turns.
+    ticket.__dict__.setdefault(APPENDED, set()).add(number)
     return turn
 
 

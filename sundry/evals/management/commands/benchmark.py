@@ -54,6 +54,11 @@ class Command(BaseCommand):
         parser.add_argument("--soak-rotate", type=int, default=0, metavar="POSTS",
                             help="With --soak: replace each ticket by a new one after this many posts, so "
                                  "conversations stop growing (tells a leak from longer renderings)")
+        parser.add_argument("--profile", default=None, metavar="TURNS",
+                            help="Only the per-step profile by stage, at these ticket lengths (e.g. 10,100,1000)")
+        parser.add_argument("--profile-messages", type=int, default=12, help="Customer messages per length")
+        parser.add_argument("--profile-reconnect", choices=["close", "close_pool", ""], default="close",
+                            help="A fresh connection per run (close), with the pool closed too (close_pool), or none")
         parser.add_argument("--out", default=None, help="Also write the figures as JSON here (default: var/reports/benchmark.json)")
         real = parser.add_argument_group("realistic mode")
         real.add_argument("--realistic", action="store_true",
@@ -73,6 +78,12 @@ class Command(BaseCommand):
         if opts["soak"] is not None:
             return self._soak(opts["soak"], say, rotate=opts["soak_rotate"])
         figures: dict = {"machine": {"cpus": os.cpu_count()}}
+        if opts["profile"]:
+            say("Per-step profile by stage (loopback model server answering at once; ms a step, medians) …")
+            figures["profile"] = benchmarks.step_profile(
+                lengths=[int(x) for x in opts["profile"].split(",")], messages=opts["profile_messages"],
+                reconnect=opts["profile_reconnect"], say=say)
+            return self._write(figures, opts, say)
         skip = set(opts["skip"])
         if opts["realistic"]:
             return self._realistic(opts, skip, figures, say)
