@@ -92,13 +92,13 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
 
 def _bars(key: str, title: str, rows: list[tuple[str, float | None, str, str]], unit_max: float, desc: str) -> SafeString:
     """Horizontal bars, one per row (label, value or None, its text, colour), the value written beside each."""
-    row_h, label_w = 26, 210
+    row_h, label_w = 26, 290
     height = TOP + row_h * len(rows) + 8
     body = []
     for i, (label, value, shown, colour) in enumerate(rows):
         y0 = TOP + i * row_h
         body.append(_text(label_w - 8, y0 + 16, label, anchor="end"))
-        width = 0 if value is None or unit_max <= 0 else (W - label_w - 90) * value / unit_max
+        width = 0 if value is None or unit_max <= 0 else (W - label_w - 120) * value / unit_max
         body.append(f'<rect x="{label_w}" y="{y0 + 4}" width="{width:.1f}" height="16" fill="{colour}"/>')
         body.append(_text(label_w + width + 6, y0 + 16, shown))
     return _svg(key, title, desc, "".join(body), height)

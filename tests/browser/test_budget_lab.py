@@ -19,7 +19,7 @@ from sundry.agent.services import customer_message_post
 from sundry.tickets.demo import ensure_classes
 from sundry.tickets.services import ticket_create
 from tests.browser.test_desk_pages import axe_violations
-from tests.browser.test_live_desk import open_as
+from tests.browser.test_live_desk import LIVE, open_as
 from tests.browser.test_toolserver_admin import _to_docs
 from tests.factories import CustomerFactory, paid_order
 
@@ -27,7 +27,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, screenshots):
+    from playwright.sync_api import expect
+
     standard = ensure_classes()["standard"]
+
+    opened = []
 
     def work():  # off Playwright's loop: the after-commit pushes need a thread without one
         try:
@@ -38,6 +42,7 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
                 for text in (f"Where is {order.number}?", "It was meant to arrive on Monday.", "What did I order?"):
                     customer_message_post(ticket=ticket, text=text, wake=False)
                     agent_run(ticket.pk)
+                opened.append(ticket.pk)
         finally:
             connection.close()
 
@@ -56,3 +61,20 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
     assert [v["id"] for v in axe_violations(page)] == []
     page.screenshot(path=str(screenshots / "budget-lab.png"), full_page=True)
     _to_docs(screenshots / "budget-lab.png")
+
+    # Kept: the server's worker runs it with the harness's checks; the page shows progress, then the figures.
+    page.click("#lab-keep")
+    page.wait_for_url("**/proposals/*/")
+    expect(page.locator("#lab-fidelity")).to_be_visible(timeout=LIVE)
+    assert page.locator("svg[role=img] title").count() == 2 + 3  # cost, fidelity, three tickets' lives
+    assert [v["id"] for v in axe_violations(page)] == []
+    page.screenshot(path=str(screenshots / "budget-proposal.png"), full_page=True)
+    _to_docs(screenshots / "budget-proposal.png")
+
+    # Applied: an open ticket's Budget panel, on another admin's desk page, changes without a reload.
+    desk = open_as(browser, live_server_url, admin, f"/desk/tickets/{opened[0]}/")
+    expect(desk.locator("#panel-budget")).to_contain_text("of 8000 tokens")
+    page.check("input[name=accept_tight_budget]")
+    page.click("#lab-apply button[type=submit]")
+    expect(page.locator("#lab-applied")).to_be_visible()
+    expect(desk.locator("#panel-budget")).to_contain_text("of 6000 tokens · compaction at 4800", timeout=LIVE)
