@@ -213,12 +213,21 @@ def _budget_json(b: Budget) -> dict:
     return {**asdict(b), "trigger": b.trigger, "ledger_allowance": b.ledger_allowance}
 
 
+def _per_ticket(figures: dict, tickets: int) -> dict:
+    cost = figures["cost"]
+    return {**figures, "cost_per_ticket": None if cost is None or not tickets
+            else str((Decimal(cost) / tickets).quantize(Decimal("0.000001")))}
+
+
 def lab_json(lab: Lab) -> dict:
     """The lab's result as plain JSON, the same names the page reads (a proposal stores it)."""
-    return {"class": lab.tclass.pk, "current": _budget_json(lab.current), "proposed": _budget_json(lab.proposed),
+    out = {"class": lab.tclass.pk, "current": _budget_json(lab.current), "proposed": _budget_json(lab.proposed),
             "tickets": lab.tickets, "tickets_with_steps": lab.tickets_with_steps,
             "recorded": _figures_json(lab.recorded), "replayed_current": _figures_json(lab.replayed_current),
             "replayed_proposed": _figures_json(lab.replayed_proposed), "fit_current": _fit_json(lab.fit_current),
             "fit_proposed": _fit_json(lab.fit_proposed), "price_model": lab.price_model,
             "summary_tokens": lab.summary_tokens, "summary_measured": lab.summary_measured,
             "ledger_peak": lab.ledger_peak, "seconds": lab.seconds, "samples": lab.samples}
+    for key in ("recorded", "replayed_current", "replayed_proposed"):
+        out[key] = _per_ticket(out[key], lab.tickets)
+    return out

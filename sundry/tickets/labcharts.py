@@ -106,12 +106,11 @@ def _bars(key: str, title: str, rows: list[tuple[str, float | None, str, str]], 
 
 def cost_chart(lab: dict) -> SafeString:
     """Cost per ticket: recorded, replayed at the current settings, replayed at the proposal."""
-    n = lab["tickets"] or 1
     rows = []
     for name, key, colour in (("Recorded", "recorded", RECORDED), ("Current, replayed", "replayed_current", CURRENT),
                               ("Proposed, replayed", "replayed_proposed", PROPOSED)):
-        cost = lab[key]["cost"]
-        per = None if cost is None else float(cost) / n
+        per = lab[key].get("cost_per_ticket")
+        per = None if per is None else float(per)
         rows.append((name, per, "no known price" if per is None else f"${per:.4f}", colour))
     known = [r[1] for r in rows if r[1] is not None]
     desc = (f"Input and output tokens per ticket over {lab['tickets']} tickets at {lab['price_model']}'s prices: "

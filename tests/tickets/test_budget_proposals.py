@@ -7,6 +7,7 @@ checks on what the agent still knows are the harness's own, each with a control 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from channels.db import database_sync_to_async
@@ -136,6 +137,10 @@ def test_applying_a_proposal_writes_the_class_and_the_audit_record_and_marks_the
     versions = dict(Ticket.objects.filter(ticket_class=small_class).values_list("pk", "version"))
     proposal = _proposal(small_class, root, token_budget=12000, ledger_share=0.25)
     assert proposal.status == "done"
+    current = proposal.figures["replayed_current"]  # two tickets: the cost per ticket is half the total
+    assert Decimal(current["cost_per_ticket"]) * 2 == Decimal(current["cost"]) > 0
+    listed = admin.get(f"/desk/figures/lab/{small_class.pk}/").content.decode()
+    assert f"${Decimal(current['cost_per_ticket']):.4f} → " in listed
     url = f"/desk/figures/lab/{small_class.pk}/proposals/{proposal.pk}/"
     assert admin.post(url + "apply").status_code == 302
     small_class.refresh_from_db()
@@ -207,6 +212,9 @@ def test_only_admins_reach_the_lab_customers_are_sent_home(small_class):
     assert BudgetProposal.objects.count() == 1
     # Control: the admin reaches each; a proposal of another class is not found under this one.
     admin = client_for(user("root", admin=True))
+    bad = admin.post(base + "run", {**PROPOSE, "budget": "6e999"})
+    assert bad.status_code == 400 and 'id="budget-error"' in bad.content.decode()
+    assert BudgetProposal.objects.count() == 1  # nothing kept from bad input
     assert admin.get(f"{base}proposals/{proposal.pk}/").status_code == 200
     assert admin.get(f"/desk/figures/lab/{small_class.pk + 999}/proposals/{proposal.pk}/").status_code == 404
 
