@@ -53,7 +53,7 @@ def collect(model: str, results) -> Scorecard:
     from sundry.tickets.models import Turn
 
     card = Scorecard(model=model)
-    tickets = []
+    judged = []  # (ticket, what its customer read, if the runner judged it before undoing the run)
     for result in results:
         if result.error:
             card.errors += 1
@@ -63,7 +63,8 @@ def collect(model: str, results) -> Scorecard:
             card.correct += run_correct(run)
             card.forbidden += run.forbidden
             card.errors += bool(run.error)
-            tickets.append(run.ticket_id)
+            judged.append((run.ticket_id, run.read))
+    tickets = [t for t, _ in judged]
     card.tickets = len(tickets)
     rejections: Counter = Counter()
     for kind, payload in Turn.objects.filter(ticket_id__in=tickets, kind__in=[Turn.Kind.REJECTION, Turn.Kind.ERROR]).values_list(
@@ -89,8 +90,8 @@ def collect(model: str, results) -> Scorecard:
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
     card.streamed_then_held = sum(outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed"))
                                   for _, _, outcome, checks in steps)
-    for ticket_id in tickets:
-        read = read_by_customers(ticket_id)
+    for ticket_id, read in judged:
+        read = read if read is not None else read_by_customers(ticket_id)
         card.false_claims += read["false_claims"]
         card.internal_shown += read["internal_shown"]
         card.unanswered += read["unanswered"]
@@ -136,7 +137,8 @@ def read_by_customers(ticket_id: int) -> dict:
     later = replyclaims.later_kinds_of(domain.tools)
     turns = list(Turn.objects.filter(ticket_id=ticket_id).order_by("number").values_list(
         "number", "author", "kind", "text"))
-    actions = list(ActionTaken.objects.filter(ticket_id=ticket_id).values_list("tool", "target", "turn", "arguments"))
+    actions = list(ActionTaken.objects.filter(ticket_id=ticket_id).values_list(
+        "tool", "target", "turn", "arguments", "amount_cents", "currency"))
     money = list(MoneyTotal.objects.filter(ticket_id=ticket_id).values_list("order", "currency", "paid_cents",
                                                                             "refunded_cents", "turn"))
     ledger = list(LedgerEntry.objects.filter(ticket_id=ticket_id).values_list("value", "kind", "first_seen_turn",
@@ -161,9 +163,12 @@ def read_by_customers(ticket_id: int) -> dict:
         waiting = False
         if author != "agent":
             continue
-        before = [ActionData(tool=t, target=g, turn=n, idempotency_key="", reversible=True,
+        # Each action with its own amount: "I've refunded 7.00" after refunds of 4.00 and 7.00 stands
+        # on the second, which the order's money total (11.00) cannot show.
+        before = [ActionData(tool=t, target=g, turn=n, idempotency_key="", reversible=True, amount_cents=cents,
+                             currency=currency or "",
                              on=tuple(str(v) for v in (a or {}).values() if isinstance(v, (str, int))))
-                  for t, g, n, a in actions if n < number]
+                  for t, g, n, a, cents, currency in actions if n < number]
         out["false_claims"] += bool(replyclaims.unsupported(
             text, actions=before, kinds=kinds, owner_kind=domain.owner_kind,
             money=[MoneyData(order=o, currency=c, paid_cents=p, refunded_cents=r) for o, c, p, r, n in money if n < number],

@@ -83,3 +83,40 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
     assert scorecard.read_by_customers(ticket.pk)["internal_shown"] == 1
     say(Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, "Hello?")
     assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
+
+
+def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
+    """Two partial refunds on one order, each told to the customer with its own amount: both true.
+    The runner judges them before it removes the run's actions for the next run (control: judged
+    afterwards, as the scorecard once did, the same replies count as false)."""
+    from sundry.evals.scenarios.runner import Runner
+    from sundry.tickets.models import TicketClass
+
+    scenario = [s for s in schema.load() if s.id == "second-partial-refund"]
+    run_check("offline", scenario, ["triggered"])  # makes the class the check runs under
+    result = Runner(TicketClass.objects.get(slug="model-check")).run(scenario[0], ["triggered"])
+    run = result.runs["triggered"]
+    assert run.judgement.correct and run.read == {"false_claims": 0, "internal_shown": 0, "unanswered": 0}
+    assert scorecard.collect("offline", [result]).false_claims == 0
+    assert scorecard.read_by_customers(run.ticket_id)["false_claims"] >= 1  # the control: records undone
+
+
+@pytest.mark.django_db
+def test_a_claimed_amount_stands_on_its_own_refund_not_the_order_total():
+    from sundry.context import services as lanes
+    from sundry.tickets.models import Turn
+    from sundry.tickets.services import ticket_create, turn_append
+    from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-77002", prices=(5000,))
+    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Refunds")
+    turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Refund 4.00 USD, then 7.00 USD on SU-77002.")
+    for i, cents in enumerate((400, 700)):
+        lanes.action_record(ticket=ticket, tool="issue_refund", target="SU-77002", arguments={"order_number": "SU-77002"},
+                            result={"refund_id": f"rfd_{i}"}, turn=1, idempotency_key=f"k{i}", reversible=False,
+                            amount_cents=cents, currency="USD")
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I've refunded 7.00 USD on order SU-77002.")
+    assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 0
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I've refunded 9.00 USD on order SU-77002.")
+    assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 1  # no refund of 9.00 ran

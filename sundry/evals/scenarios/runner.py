@@ -25,6 +25,7 @@ from django.test.utils import override_settings
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
 from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
+from sundry.evals.scorecard import read_by_customers
 from sundry.evals.scenarios.schema import Also, CustomerStep, During, Fact, Message, Scenario, Staff, message_text
 
 STAFF_USERNAME = "scenario-staff"
@@ -61,6 +62,9 @@ class RunResult:
     damage_lost: list[fx.ShopEffect] = field(default_factory=list)
     damage_extra: list[fx.ShopEffect] = field(default_factory=list)
     error: str = ""
+    # What the customer read (`scorecard.read_by_customers`), judged before the run's actions and
+    # holds are undone for the next run: afterwards the records its replies stood on are gone.
+    read: dict | None = None
 
     @property
     def forbidden(self) -> int:
@@ -270,6 +274,7 @@ class Runner:
             facts=judge_facts(scenario, c, replies_after), compactions=done, steps=len(steps),
             request_tokens=seen, sundry_tokens=sundry, held=held, seconds=time.perf_counter() - started,
             ticket_id=ticket.pk, transcript=[(a, t) for _, a, t in turns], cards=cards, presses=presses,
+            read=read_by_customers(ticket.pk),
         )
 
     def _customer(self, step: CustomerStep, fresh, c: Cast, presses: list[str]) -> bool:
