@@ -10,7 +10,7 @@ from sundry.tickets import canned
 from sundry.tickets.approvaltable import ANY_CURRENCY, ApprovalTableField, rows_from_rules, rules_from_rows
 from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.classchanges import class_change_record
-from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, Turn
+from sundry.tickets.models import CannedReply, Tag, Ticket, TicketClass, TicketClassChange, Turn
 from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.tooling.domain import domain_for, tools_for
 from sundry.tooling.tools import name_list
@@ -263,3 +263,21 @@ class CannedReplyAdmin(admin.ModelAdmin):
 @admin.register(Tag)
 class TagAdmin(admin.ModelAdmin):
     search_fields = ("name",)
+
+
+@admin.register(TicketClassChange)
+class TicketClassChangeAdmin(admin.ModelAdmin):
+    """The audit trail of class settings: read only, as a record should be."""
+
+    list_display = ("changed_at", "ticket_class", "changed_by", "proposal", "changes")
+    list_filter = ("ticket_class",)
+    readonly_fields = ("ticket_class", "changed_by", "changed_at", "changes", "proposal")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

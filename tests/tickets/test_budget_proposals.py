@@ -192,6 +192,10 @@ def test_the_class_form_records_who_changed_what():
     change = TicketClassChange.objects.get()
     assert change.changes == {"token_budget": [8000, 9000], "first_response_minutes": [60, 30]}
     assert change.changed_by.username == "root" and change.proposal is None
+    # The trail is read only in the admin: listed, never edited or deleted there.
+    assert admin.get("/admin/tickets/ticketclasschange/").status_code == 200
+    assert admin.post(f"/admin/tickets/ticketclasschange/{change.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert TicketClassChange.objects.filter(pk=change.pk).exists()
 
 
 def test_only_admins_reach_the_lab_customers_are_sent_home(small_class):
