@@ -178,7 +178,7 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     model = run(
         ticket,
         call("send_email", _id="e1", customer_id=shop["customer"].customer_id, subject="Confirmation", body="..."),
-        reply("I'll call you instead."),
+        reply("We can call you instead, if that suits you."),
     )
     rules_block = next(m.content for m in model.requests[0].messages if m.lane == "rules")
     assert stated in rules_block
@@ -194,7 +194,7 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
     run(
         ticket,
         call("send_email", _id="e2", customer_id=shop["customer"].customer_id, subject="Confirmation", body="..."),
-        reply("I'll call you instead."),
+        reply("We can call you instead, if that suits you."),
     )
     rejection = turns(ticket, kind=Turn.Kind.REJECTION)[-1]
     assert rejection.number >= 30

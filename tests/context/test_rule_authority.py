@@ -83,7 +83,7 @@ def test_a_flagged_candidate_nobody_pinned_blocks_send_email_and_is_in_the_rules
     rule = PinnedRule.objects.get(ticket=ticket)
     assert rule.status == "candidate" and rule.enforcement == {"block_tools": ["send_email"]}
     model = _run(ticket, _call("send_email", customer_id=customer_id, subject="Summary", body="..."),
-                 ModelResponse(text="I'll call you instead."))
+                 ModelResponse(text="We can call you instead, if that suits you."))
     rules_block = next(m.content for m in model.requests[0].messages if m.lane == "rules")
     assert "Please never email me, phone only." in rules_block and "unconfirmed" in rules_block
     # Not sent: a card for the customer, quoting the rule the e-mail goes against.
