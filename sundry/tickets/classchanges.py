@@ -39,6 +39,8 @@ def class_change_record(*, ticket_class: TicketClass, before: dict, by, proposal
 def proposal_apply(*, proposal: BudgetProposal, by, accept_tight: bool = False) -> TicketClassChange | None:
     """Write the proposal's settings to its class, with the audit record. The same room check the
     class's form makes: a budget compaction cannot work under is refused, a tight one needs `accept_tight`."""
+    if proposal.status != BudgetProposal.Status.DONE:
+        raise ApplyRefused("This proposal has not finished its run: apply it once its figures are shown.")
     with transaction.atomic():
         tclass = TicketClass.objects.select_for_update().get(pk=proposal.ticket_class_id)
         fit = fixed_part(tclass, budget=proposal.token_budget, trigger_fraction=proposal.trigger_fraction,

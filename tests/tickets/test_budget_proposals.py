@@ -175,6 +175,10 @@ def test_a_tight_proposal_is_applied_only_when_the_admin_accepts_and_an_impossib
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 8000 and not TicketClassChange.objects.exists()
     admin.post(url, {"accept_tight_budget": "on"})
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 6000
+    queued = BudgetProposal.objects.create(ticket_class=small_class, created_by=root, token_budget=12000,
+                                           trigger_fraction=0.8, recent_turns_kept=8, ledger_share=0.3, tickets=10)
+    admin.post(f"/desk/figures/lab/{small_class.pk}/proposals/{queued.pk}/apply")
+    assert TicketClass.objects.get(pk=small_class.pk).token_budget == 6000  # not run yet: not applied
     impossible = _proposal(small_class, root, token_budget=4000)
     admin.post(f"/desk/figures/lab/{small_class.pk}/proposals/{impossible.pk}/apply", {"accept_tight_budget": "on"})
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 6000
