@@ -247,3 +247,20 @@ async def test_an_applied_proposal_changes_an_open_tickets_budget_panel_live(tra
     assert await database_sync_to_async(apply)() == 302
     assert 'id="panel-budget"' in await _until(socket, "of 10000 tokens · compaction at 7000")
     await socket.disconnect()
+
+
+def test_the_tokens_chart_says_in_words_what_it_draws():
+    from sundry.tickets.labcharts import tokens_chart
+    from tests.tickets.test_budget_lab import PROPOSED_REQUESTS, RECORDED
+
+    sample = {"ticket": 7, "steps": list(range(1, 7)), "recorded": RECORDED, "recorded_compactions": [],
+              "current": RECORDED, "current_compactions": [], "proposed": PROPOSED_REQUESTS, "proposed_compactions": [4]}
+    svg = str(tokens_chart(sample, current_trigger=6400, proposed_trigger=1600))
+    assert svg.startswith('<svg class="lab-chart" id="chart-tokens-7" role="img"')
+    assert "<title id=\"chart-tokens-7-title\">Ticket #7: tokens per request, current vs proposed</title>" in svg
+    assert ("Current settings: peak 2,188 tokens, 0 of 6 steps over its trigger of 6,400, compacted after no step. "
+            "Proposed: peak 1,756 tokens, 2 of 6 steps over its trigger of 1,600, compacted after step 4.") in svg
+    assert svg.count("<polygon") == 1 and "<title>compaction after step 4</title>" in svg  # the proposal's ◆
+    # Control: with no compaction in the proposal, no mark and the words say so.
+    quiet = str(tokens_chart({**sample, "proposed_compactions": []}, current_trigger=6400, proposed_trigger=1600))
+    assert "<polygon" not in quiet and "1,600, compacted after no step" in quiet
