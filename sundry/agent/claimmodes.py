@@ -125,22 +125,22 @@ def _promised(kind: str, sentence: str) -> bool:
 _NOT_OURS = re.compile(r"\byou\s+(?:will\s+|'ll\s+)?(?:need\s+to\s+|have\s+to\s+|can\s+)?return\b", re.I)
 
 
-def kinds_in(sentence: str, mode: str) -> list[str]:
-    """The kinds of action the sentence speaks of, in `mode`."""
+def kinds_in(sentence: str, mode: str, *, has_amount) -> list[str]:
+    """The kinds of action the sentence speaks of, in `mode`. `has_amount`: whether the sentence
+    names a sum of money (the caller's reading of amounts, which builds on this module)."""
     if mode == FUTURE:
         out = [kind for kind in _VERB if _promised(kind, sentence)]
-        if REFUND not in out and _RECEIVE.search(sentence) and (_has_money(sentence) or _KIND_WORDS[REFUND].search(sentence)):
+        if REFUND not in out and _RECEIVE.search(sentence) and (_has_money(sentence, has_amount) or _KIND_WORDS[REFUND].search(sentence)):
             out.append(REFUND)
         return out + [kind for kind, pattern in _CONTACT_FUTURE.items() if pattern.search(sentence)]
     out = [kind for kind, pattern in _KIND_WORDS.items() if pattern.search(sentence)]
-    if REFUND not in out and mode == PENDING and _RECEIVE.search(sentence) and _has_money(sentence):
+    if REFUND not in out and mode == PENDING and _RECEIVE.search(sentence) and _has_money(sentence, has_amount):
         out.append(REFUND)
     return out
 
 
-def _has_money(sentence: str) -> bool:
-    from sundry.agent.replyclaims import amounts_in
-    return bool(amounts_in(sentence)) or bool(re.search(r"\bmoney\b|\bfull\s+amount\b", sentence, re.I))
+def _has_money(sentence: str, has_amount) -> bool:
+    return has_amount(sentence) or bool(re.search(r"\bmoney\b|\bfull\s+amount\b", sentence, re.I))
 
 
 def _promises(sentence: str) -> bool:
@@ -182,7 +182,7 @@ def mode_of(sentence: str, done) -> str | None:
 
 
 # A yes or no that names no action answers the customer's question about one: "Did you refund
-# SU-41001?" — "Yes, that's done." is a done-claim of a refund on SU-41001; "No, it hasn't." denies it.
+# <order>?" — "Yes, that's done." is a done-claim of a refund on that order; "No, it hasn't." denies it.
 _BARE_ANSWER = re.compile(r"^\s*(?P<word>yes|yep|yeah|no|nope)(?=\s*(?:[,.!;:\u2014\u2013-]|$))[^.!?]*", re.I)
 _ASKED_DONE = re.compile(r"\b(?:did|has|have|had|was|were|is|are)\b[^?]*\?", re.I)
 _ASKED_VERB = {

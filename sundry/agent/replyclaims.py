@@ -162,7 +162,7 @@ def _states_done(s: str) -> bool:
 def claims_of(text: str, question: str = "") -> list[Claim]:
     """Each sentence that speaks of an action of a known kind as done, pending, refused, to come or not
     done, with its mode. `question`: the customer's latest message; a reply that opens with a bare yes
-    or no to "did you refund SU-…?" claims (or denies) that refund, on the records the question names."""
+    or no to "did you refund <order>?" claims (or denies) that refund, on the records the question names."""
     out = []
     said = sentences(text or "", final=True)
     answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
@@ -176,7 +176,7 @@ def claims_of(text: str, question: str = "") -> list[Claim]:
             continue
         mode = claimmodes.mode_of(s, _states_done)
         if mode is not None:
-            kinds = claimmodes.kinds_in(s, mode)
+            kinds = claimmodes.kinds_in(s, mode, has_amount=lambda sentence: bool(amounts_in(sentence)))
         elif _NOT_DONE.search(s):
             continue
         else:
