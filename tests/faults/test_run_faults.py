@@ -256,7 +256,8 @@ def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_t
     log = s.worker.text()
     received = len(re.findall(r"Task sundry\.agent\.run\[[^\]]+\] received", log))
     idle = len(re.findall(r"Task sundry\.agent\.run\[[^\]]+\] succeeded in [0-9.]+s: 0\b", log))
-    print(f"\n{received} agent tasks for {BURST * ROUNDS} messages in {ROUNDS} bursts; {idle} did nothing")
+    print(f"\n{received} agent tasks for {BURST * ROUNDS} messages in {ROUNDS} bursts; {idle} did nothing; "
+          f"{len(resent)} posts sent again after the server closed a kept-alive connection")
     assert 0 < received <= BURST * ROUNDS // 2, f"{received} tasks for {BURST * ROUNDS} messages"
 
 
