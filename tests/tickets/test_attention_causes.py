@@ -23,6 +23,7 @@ from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse
 from tests.compaction.helpers import long_ticket
+from tests.factories import TicketClassFactory
 from tests.compaction.test_service import queued_run
 from tests.portal.test_portal import HX, page  # noqa: F401  (page is a fixture)
 
@@ -45,7 +46,9 @@ def trip_breaker(ticket) -> None:
 
 
 def test_model_unavailable_then_the_breaker_then_an_answer_clears_only_the_models_flag():
-    ticket = long_ticket()
+    # A budget the long ticket's request is within: over it, the first step would compact in place
+    # and leave the breaker's runs nothing to compact.
+    ticket = long_ticket(tclass=TicketClassFactory(approval_rules={}, token_budget=50_000))
     customer_message_post(ticket=ticket, text="Hello?", wake=False)
     run(ticket, ModelCallError("HTTP 503 from provider", retryable=True))
     assert attention(ticket).startswith(MODEL_UNAVAILABLE)
