@@ -69,6 +69,13 @@ def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones_on
             expect(page.locator(f"#{item}-{first}")).to_be_attached(timeout=LIVE)
         expect(page.locator("#panel-conversation a[data-earlier]")).to_have_count(0)  # nothing earlier is left
         assert page.evaluate(ORDER, selector) == list(range(1, total + 1))
+        # A page that finds itself behind gets a snapshot of the latest turns; the earlier ones stay.
+        page.evaluate("""() => { const m = document.getElementById("live-version");
+            m.dataset.version = "-5"; m.dataset.kind = "diff";
+            document.dispatchEvent(new Event("visibilitychange")); }""")
+        expect(page.locator('#live-version[data-kind="snapshot"]')).to_be_attached(timeout=LIVE)
+        assert page.evaluate(ORDER, selector) == list(range(1, total + 1))
+        assert page.evaluate(DUPLICATE_IDS, "#panel-conversation [id]") == []
 
     customer.fill("#message-text", "And one more thing: the lid is cracked too.")
     customer.locator("button", has_text="Send").click()

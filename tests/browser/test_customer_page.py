@@ -99,7 +99,8 @@ def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, peo
     for user, path in ((people["ann"], "/desk/tickets/"), (people["alice_user"], "/help/tickets/")):
         page = open_as(browser, live_server_url, user, f"{path}{ticket.pk}/")
         turns = page.locator("#panel-conversation .turn")
-        assert turns.count() == 60
+        assert turns.count() == 50  # the latest (live.panels.window); earlier ones load on scroll
+        assert page.locator("#panel-conversation .turn-item").first.get_attribute("id").endswith("-11")
         assert turns.last.evaluate(IN_VIEW), path
         assert not turns.first.evaluate(IN_VIEW), path
 
