@@ -52,13 +52,14 @@ def read(ticket_id: int) -> tuple[Proposal, ...]:
     cards = Confirmation.objects.filter(
         Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
         | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"), ticket_id=ticket_id).annotate(
-        src=Value("card")).values_list("src", "tool", "arguments", "card", "status", "expires_at")
+        src=Value("card")).values_list("src", "tool", "arguments", "card", "status", "expires_at").order_by()
     holds = HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD)).annotate(
         src=Value("hold"), shown=Value({}, output_field=JSONField()),
         until=Value(None, output_field=DateTimeField())).values_list("src", "tool", "arguments", "shown", "status",
-                                                                     "until")
+                                                                     "until").order_by()
     now = timezone.now()
     out = []
+    # Neither side keeps its model's default ordering: SQLite refuses ORDER BY inside a UNION.
     for src, tool, arguments, card, status, expires in cards.union(holds, all=True):
         if src == "hold":
             state = _HOLD[status]
