@@ -4,7 +4,7 @@ uvicorn on uvloop, with httptools for HTTP and the websockets library's
 sans-I/O protocol for sockets. A push to hundreds of watchers is one write per socket; here each
 write goes straight to the socket, where daphne (still used by `manage.py
 runserver`) registered every socket with the event loop for every write.
-Measured with `python -m sundry.evals.pushbench --server daphne|uvicorn`.
+Measured with `python -m bench.pushbench --server daphne|uvicorn`.
 
 Every way Sundry is served (bin/serve, the Docker image, docker-compose, the
 browser tests) starts it through here, so they all run the same server.

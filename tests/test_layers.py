@@ -34,7 +34,7 @@ LAYERS = [
     ("compaction", ["sundry.compaction"]),
     ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live",
                                                   "sundry.attachments.views", "sundry.attachments.urls"]),
-    ("the harness and benchmarks", ["sundry.evals"]),
+    ("the harness", ["sundry.evals"]),
     ("the project", ["sundry"]),
 ]
 
@@ -48,8 +48,6 @@ LOCAL_IMPORTS_ALLOWED = {
 }
 # Imports that climb on purpose.
 UPWARD_ALLOWED = {
-    # The benchmark's worker entry point runs the project's own Celery app with timing signals.
-    ("sundry.evals.benchworker", "sundry.celery"),
     # The budget lab scores a proposal with the safety harness's own checks (one implementation,
     # not a copy): the recorded tickets exported as the harness reads them, run by its runner.
     ("sundry.tickets.labrun", "sundry.evals.domains"),
@@ -153,3 +151,17 @@ def test_the_checks_see_what_they_look_for(tmp_path):
     assert ("sundry.shop.models", 4, "f") in found
     assert layer_of("sundry.live.panels") > layer_of("sundry.core.probe")
     assert layer_of("sundry.tickets.versions") < layer_of("sundry.context.services") < layer_of("sundry.tickets.views")
+
+
+def test_the_benchmarks_are_a_development_package_the_product_does_not_ship():
+    """`bench/` sits beside `sundry/`; pyproject's package list (what `pip install .` ships) leaves it out."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    include = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"][
+        "include"]
+    shipped = find_packages(where=ROOT.parent, include=include)
+    assert "sundry.evals" in shipped and (ROOT.parent / "bench" / "__init__.py").exists()
+    assert not [p for p in shipped if p == "bench" or p.startswith("bench.")], shipped
+    assert not [m for m in MODULES if m.startswith("sundry.") and "bench" in m.rsplit(".", 1)[-1]]

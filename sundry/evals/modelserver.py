@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions server on loopback, answering with Sundry's offline model.
 
-For the realistic benchmark (`sundry.evals.realbench`): the ticket class names
+For the realistic benchmark (`bench.realbench`): the ticket class names
 `openai-compatible:<name>` and `SUNDRY_OPENAI_COMPAT_BASE_URL` points here, so
 every step goes through the gateway, the provider SDK and HTTP as it would to
 a hosted model. Each request is converted back into a `ModelRequest` (system

@@ -31,7 +31,7 @@ DESKTOP = {"width": 1440, "height": 960}
 PHONE = {"width": 390, "height": 844}
 # ms: how long a page waits for a push to land. Generous, because the suite runs in parallel on a
 # busy machine and a wait ends as soon as the push is there; push latency itself is measured by
-# the push benchmark (`manage.py benchmark`), not asserted here.
+# the push benchmark (`python -m bench`), not asserted here.
 LIVE = 20000  # a wait for a push, generous for a busy machine; speed is the push benchmark's
 
 

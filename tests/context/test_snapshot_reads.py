@@ -10,7 +10,7 @@ from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, Summary
 from sundry.context.selectors import lane_snapshot
-from sundry.evals.benchmarks import InstantModel
+from bench.benchmarks import InstantModel
 from sundry.tickets.models import Ticket
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order

@@ -1,4 +1,4 @@
-"""Benchmark helpers (figures are printed by `manage.py benchmark`; nothing here is timed)."""
+"""Benchmark helpers (figures are printed by `python -m bench`; nothing here is timed)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sundry.context import render
-from sundry.evals import benchmarks, importers
+from bench import benchmarks
+from sundry.evals import importers
 from sundry.tooling.messages import Message, ModelRequest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -49,7 +50,7 @@ def test_instant_model_looks_up_then_replies():
 def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change):
     # The real thing at a small size: the web process, the Redis layer, raw websocket clients.
     bench = subprocess.Popen(
-        [sys.executable, "-m", "sundry.evals.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20",
+        [sys.executable, "-m", "bench.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20",
          "--change", change, "--history", "6"],
         cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

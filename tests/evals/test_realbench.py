@@ -1,4 +1,4 @@
-"""The realistic benchmark and its model server (figures are printed by `manage.py benchmark --realistic`).
+"""The realistic benchmark and its model server (figures are printed by `python -m bench --realistic`).
 
 Nothing here is timed: the checks are that the figures come from what the run
 measured (counts agree with the database, the model's latency shows up where it
@@ -19,7 +19,8 @@ from sundry.agent.gateway import Gateway
 from sundry.shop.offline import OfflineModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.loop import agent_run
-from sundry.evals import modelserver, realbench
+from bench import realbench
+from sundry.evals import modelserver
 from sundry.evals.modelserver import latency_for, to_completion, to_model_request
 from sundry.shop.models import Order
 from sundry.tickets.services import ticket_create
@@ -97,7 +98,7 @@ def test_through_the_server_the_gateway_gets_what_the_offline_model_answers(monk
 
 def _realbench(latency: float) -> dict:
     done = subprocess.Popen(
-        [sys.executable, "-m", "sundry.evals.realbench", "--slots", "2", "--tickets", "2", "--messages", "2",
+        [sys.executable, "-m", "bench.realbench", "--slots", "2", "--tickets", "2", "--messages", "2",
          "--model-min", str(latency), "--model-max", str(latency), "--think-median", "0.3", "--think-min", "0.1",
          "--think-max", "0.5", "--duration", "60", "--reply-timeout", "60"],
         cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},

@@ -3,7 +3,7 @@ steady state, and whether RSS levelled off — shown failing where memory keeps 
 
 from __future__ import annotations
 
-from sundry.evals.soakbench import levelling
+from bench.soakbench import levelling
 
 
 def _samples(rss_at) -> list[dict]:

@@ -1,5 +1,5 @@
 """The web process as the soak benchmark runs it when asked to look inside: `python -m
-sundry.evals.soakserver --trace DIR [--every S] [--leak] -- <sundry.web's options>`.
+bench.soakserver --trace DIR [--every S] [--leak] -- <sundry.web's options>`.
 
 `--trace` starts tracemalloc before anything is imported and writes a snapshot of the
 Python heap to DIR every `--every` seconds (plus what tracemalloc counts, beside the

@@ -1,6 +1,6 @@
 """Sundry's Celery app, with each task's start and end written down, for the realistic benchmark.
 
-    SUNDRY_REALBENCH_TASKLOG=tasks.jsonl celery -A sundry.evals.benchworker worker --pool prefork -c 4
+    SUNDRY_REALBENCH_TASKLOG=tasks.jsonl celery -A bench.benchworker worker --pool prefork -c 4
 
 The app is `sundry.celery.app` unchanged; this module only connects Celery's
 documented signals. Each finished task appends one JSON line (name, first argument,

@@ -1,6 +1,6 @@
 """How much later a streamed reply's first words show when text is released a sentence at a time.
 
-Benchmark, not a test: `python -m sundry.evals.streamdelay [τ²-bench results files…]`
+Benchmark, not a test: `python -m bench.streamdelay [τ²-bench results files…]`
 (default: the recorded conversations beside the project). For every agent
 reply in the recordings, the characters the model must write before anything
 shows — up to the first complete word (release word by word) and up to the

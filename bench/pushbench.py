@@ -1,9 +1,9 @@
 """Push latency from a committed change to N websocket clients, over the Redis channel layer.
 
-Run as a subprocess by `manage.py benchmark` (it needs its own settings: a
+Run as a subprocess by `python -m bench` (it needs its own settings: a
 database the server shares, and a channel prefix of its own):
 
-    python -m sundry.evals.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
+    python -m bench.pushbench --clients 50,200,500 --pushes 20 [--change turn --history 200]
                                      [--per-ticket 20] [--server daphne]
 
 It migrates a throwaway database (on the configured PostgreSQL server when

@@ -1,4 +1,4 @@
-"""`manage.py benchmark`: figures, printed (never timed tests).
+"""`python -m bench`: figures, printed (never timed tests).
 
 - request assembly time per step at 40, 200 and 1,000-turn tickets, with
   compaction when the trigger fires, against assembling the full history;
@@ -11,7 +11,7 @@
   the same 500 clients spread over tickets: all on one, 20 on each of 25, 2 on
   each of 250 (a fresh web process per spread, so its peak memory is its own).
 
-`--realistic` instead runs `sundry.evals.realbench` once per `--slots` value:
+`--realistic` instead runs `bench.realbench` once per `--slots` value:
 the web process, prefork Celery workers and a loopback OpenAI-compatible model
 that takes 1–3 s a call, with `--tickets` customers posting over HTTP and a desk
 socket per ticket; it prints message → reply push latency, model time per step
@@ -31,7 +31,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from sundry.evals import benchmarks, sources
+from bench import benchmarks
+from sundry.evals import sources
 
 
 class Command(BaseCommand):
@@ -50,7 +51,7 @@ class Command(BaseCommand):
                             choices=["assembly", "tokens", "loop", "push", "spread"])
         parser.add_argument("--soak", type=float, default=None, metavar="MINUTES",
                             help="Only the soak: web-process memory and PostgreSQL connections over this many "
-                                 "minutes of posts with 60 staff sockets on 6 tickets (sundry.evals.soakbench)")
+                                 "minutes of posts with 60 staff sockets on 6 tickets (bench.soakbench)")
         parser.add_argument("--soak-rotate", type=int, default=0, metavar="POSTS",
                             help="With --soak: replace each ticket by a new one after this many posts, so "
                                  "conversations stop growing (tells a leak from longer renderings)")
@@ -162,7 +163,7 @@ class Command(BaseCommand):
         say(f"Soak: {minutes:g} minutes of posts (3 a second over 6 tickets), 60 staff sockets"
             + (f", each ticket replaced by a new one after {rotate} posts" if rotate else "")
             + "; web-process RSS and PostgreSQL backends every 30 s …")
-        result = subprocess.run([sys.executable, "-m", "sundry.evals.soakbench", "--minutes", str(minutes),
+        result = subprocess.run([sys.executable, "-m", "bench.soakbench", "--minutes", str(minutes),
                                  "--rate", "3", "--rotate", str(rotate)], capture_output=True, text=True,
                                 timeout=minutes * 60 + 600)
         if result.returncode != 0:
@@ -199,7 +200,7 @@ class Command(BaseCommand):
                 "postgresql") else "a throwaway SQLite file"
             say(f"Push latency over the Redis layer, {label}: clients {opts['clients']}, {opts['pushes']} "
                 f"committed changes each (python -m sundry.web on 127.0.0.1, {where}) …")
-            proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", opts["clients"],
+            proc = subprocess.run([sys.executable, "-m", "bench.pushbench", "--clients", opts["clients"],
                                    "--pushes", str(opts["pushes"]), "--timeout", "60", "--change", change,
                                    "--history", str(history)],
                                   capture_output=True, text=True, timeout=1800, cwd=settings.BASE_DIR)
@@ -229,7 +230,7 @@ class Command(BaseCommand):
                 f"{opts['model_min']}–{opts['model_max']} s a call, customers thinking ~{opts['think_median']} s "
                 f"(web process, prefork Celery, loopback model server, {opts['postgres']} PostgreSQL) …")
             proc = subprocess.run(
-                [sys.executable, "-m", "sundry.evals.realbench", "--slots", str(slots), "--tickets", str(opts["tickets"]),
+                [sys.executable, "-m", "bench.realbench", "--slots", str(slots), "--tickets", str(opts["tickets"]),
                  "--duration", str(opts["duration"]), "--model-min", str(opts["model_min"]),
                  "--model-max", str(opts["model_max"]), "--think-median", str(opts["think_median"]),
                  "--seed", str(opts["seed"]), "--postgres", opts["postgres"]],
@@ -289,7 +290,7 @@ class Command(BaseCommand):
             f"tickets of 20 turns, {opts['spread_pushes']} pushes, a fresh web process per spread) …")
         for per in [int(x) for x in opts["spreads"].split(",") if x.strip()]:
             label = f"{n} on one ticket" if not per else f"{per} per ticket over {-(-n // per)} tickets"
-            proc = subprocess.run([sys.executable, "-m", "sundry.evals.pushbench", "--clients", str(n),
+            proc = subprocess.run([sys.executable, "-m", "bench.pushbench", "--clients", str(n),
                                    "--per-ticket", str(per), "--pushes", str(opts["spread_pushes"]),
                                    "--timeout", "60", "--change", "turn", "--history", "20"],
                                   capture_output=True, text=True, timeout=3600, cwd=settings.BASE_DIR)

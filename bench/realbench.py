@@ -1,8 +1,8 @@
 """The realistic benchmark: what a customer waits for, with a model that takes seconds.
 
-Run by `manage.py benchmark --realistic` (or directly, printing one JSON object):
+Run by `python -m bench --realistic` (or directly, printing one JSON object):
 
-    python -m sundry.evals.realbench --slots 4 --tickets 50 --duration 150 [--model-min 1 --model-max 3]
+    python -m bench.realbench --slots 4 --tickets 50 --duration 150 [--model-min 1 --model-max 3]
 
 Everything runs as Sundry is deployed, on loopback (needs REDIS_URL), on a
 PostgreSQL server of the run's own (`--postgres private`, the default: initdb on
@@ -15,7 +15,7 @@ server (`--postgres configured`):
   class names `openai-compatible:offline` and SUNDRY_OPENAI_COMPAT_BASE_URL
   points at it, so every step goes through the gateway, the SDK and HTTP;
 - the web process (`python -m sundry.web`) and Celery workers (prefork,
-  `--slots` processes) started through `sundry.evals.benchworker`, which only
+  `--slots` processes) started through `bench.benchworker`, which only
   writes down when each task starts and ends;
 - `--tickets` customers, each logged in to their own ticket, posting messages
   over HTTP as the page does (htmx headers, CSRF token) and thinking between
@@ -457,7 +457,7 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
             [sys.executable, "-m", "sundry.web", "--host", HOST, "--port", str(web_port), "--log-level", "warning"],
             env=env, stdout=subprocess.DEVNULL, stderr=logs["web"], start_new_session=True)
         procs["worker"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "sundry.evals.benchworker", "worker", "--pool", "prefork",
+            [sys.executable, "-m", "celery", "-A", "bench.benchworker", "worker", "--pool", "prefork",
              "--concurrency", str(cfg.slots), "-Q", tag, "-n", f"{tag}@%h", "--loglevel", "WARNING",
              "--without-gossip", "--without-mingle", "--without-heartbeat"],
             env=env, stdout=subprocess.DEVNULL, stderr=logs["worker"], start_new_session=True)

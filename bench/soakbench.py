@@ -1,8 +1,8 @@
 """Memory and connections of the web process under a long stream of posts.
 
-Run as a subprocess by `manage.py benchmark --soak MINUTES` (it needs settings of its own):
+Run as a subprocess by `python -m bench --soak MINUTES` (it needs settings of its own):
 
-    python -m sundry.evals.soakbench --minutes 10 --tickets 6 --watchers 60 --rate 2
+    python -m bench.soakbench --minutes 10 --tickets 6 --watchers 60 --rate 2
 
 A throwaway database (on the configured PostgreSQL server), `--tickets` tickets each with a
 customer login, one staff login, and the web process as Sundry runs it (`python -m
@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sundry.evals.pushbench import HOST, Client, Expectation, _database, _free_port, _memory_kb, _wait_port
+from bench.pushbench import HOST, Client, Expectation, _database, _free_port, _memory_kb, _wait_port
 
 PASSWORD = "soak-bench-password-1"
 
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
             command = [sys.executable, "-m", "sundry.web"]
             if args.trace or args.leak:
                 (workdir / "heap").mkdir()
-                command = [sys.executable, "-m", "sundry.evals.soakserver", "--every", str(args.every),
+                command = [sys.executable, "-m", "bench.soakserver", "--every", str(args.every),
                            *(["--trace", str(workdir / "heap")] if args.trace else []),
                            *(["--leak"] if args.leak else []), "--"]
             server = subprocess.Popen([*command, "--host", HOST, "--port", str(port), "--log-level", "warning"],

@@ -1,6 +1,6 @@
 """The done-claims check on replies nobody here wrote: τ²-bench's recorded agent replies.
 
-Benchmark, not a test: `python -m sundry.evals.claimsbench [results files…]` (default: the
+Benchmark, not a test: `python -m bench.claimsbench [results files…]` (default: the
 recordings beside the project). Each agent reply is judged as the reply check would judge it
 (`agent.replyclaims`: done, pending, promised, refused and denied actions) against the writes
 that had succeeded on that conversation before it, the statuses its lookups reported, and — for

@@ -344,7 +344,7 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
 
     from sundry.agent import answer, calls, claims, loop, outbox, step
     from sundry.agent.gateway import Gateway
-    from sundry.evals import realbench
+    from bench import realbench
     from sundry.evals.sources import throwaway_database
     from sundry.live import events
 
@@ -392,7 +392,7 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
     from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
-    from sundry.evals import realbench
+    from bench import realbench
     from sundry.live import panels
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
