@@ -82,7 +82,9 @@ REPEATS = 300
 def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> AssemblyFigures:
     domain = DOMAINS[ticket.domain]
     cfg = cfg or HarnessConfig()
-    replay = LaneReplay(domain, customer_id=ticket.customer_id, ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent)
+    replay = LaneReplay(
+        domain, customer_id=ticket.customer_id, ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent
+    )
     compactor = SundryCompactor(model=cfg.model)
     tools = domain.tool_specs()
     summary: SummaryData | None = None
@@ -103,8 +105,17 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
             # between two timed steps would leave them measuring its wake, not their own cost.
             full_snaps.append(replay.snapshot())
             total = assembled.accounting.total_tokens
-            if resolved and decide(TriggerInput(total_tokens=total, trigger_tokens=cfg.trigger_tokens, budget=cfg.budget,
-                                                last_tokens_after=after)).compact:
+            if (
+                resolved
+                and decide(
+                    TriggerInput(
+                        total_tokens=total,
+                        trigger_tokens=cfg.trigger_tokens,
+                        budget=cfg.budget,
+                        last_tokens_after=after,
+                    )
+                ).compact
+            ):
                 cut = cut_point(raw, covered=summary.covers_through_turn if summary else 0, keep_recent=cfg.keep_recent)
                 if cut is not None:
                     t0 = time.perf_counter()
@@ -118,8 +129,9 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
             resolved = False
         replay.feed(t)
         raw.append(t)
-        if (t.author == "agent" and t.kind == "message") or (t.kind == "tool_result" and domain.side_effect(
-                (t.payload or {}).get("name") or "")):
+        if (t.author == "agent" and t.kind == "message") or (
+            t.kind == "tool_result" and domain.side_effect((t.payload or {}).get("name") or "")
+        ):
             resolved = True
     late = max(1, len(times) // 5)
     for full_snap in full_snaps[-late:]:  # the comparison is made over the last fifth
@@ -133,12 +145,18 @@ def assembly_run(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> As
         final = assemble(last, model=cfg.model, tools=tools)
         repeats.append(time.perf_counter() - t0)
     return AssemblyFigures(
-        turns=len(ticket.turns), steps=len(times), compactions=compactor.runs,
-        median_ms=ms(statistics.median(times)), p95_ms=ms(pct(times, 0.95)),
-        late_median_ms=ms(statistics.median(times[-late:])), full_late_median_ms=ms(statistics.median(full_times[-late:])),
-        late_tokens=statistics.median(tokens[-late:]), full_late_tokens=statistics.median(full_tokens[-late:]),
+        turns=len(ticket.turns),
+        steps=len(times),
+        compactions=compactor.runs,
+        median_ms=ms(statistics.median(times)),
+        p95_ms=ms(pct(times, 0.95)),
+        late_median_ms=ms(statistics.median(times[-late:])),
+        full_late_median_ms=ms(statistics.median(full_times[-late:])),
+        late_tokens=statistics.median(tokens[-late:]),
+        full_late_tokens=statistics.median(full_tokens[-late:]),
         overhead_ms=[ms(x) for x in overhead],
-        final_repeat_ms=ms(statistics.median(repeats)), final_tokens=final.accounting.total_tokens,
+        final_repeat_ms=ms(statistics.median(repeats)),
+        final_tokens=final.accounting.total_tokens,
     )
 
 
@@ -149,10 +167,14 @@ def token_life(ticket: RecordedTicket, cfg: HarnessConfig | None = None) -> dict
     run.cfg.plant = False
     result = run.run()
     s = result.series
-    return {name: {"median": statistics.median(s[name]), "max": max(s[name]), "last": s[name][-1]}
-            for name in ("full", "triggered", "sundry", "window", "prose")} | {
-        "steps": len(s["turn"]), "triggered_compactions": len(result.triggered_compactions),
-        "forced_compaction_overhead_ms": None}
+    return {
+        name: {"median": statistics.median(s[name]), "max": max(s[name]), "last": s[name][-1]}
+        for name in ("full", "triggered", "sundry", "window", "prose")
+    } | {
+        "steps": len(s["turn"]),
+        "triggered_compactions": len(result.triggered_compactions),
+        "forced_compaction_overhead_ms": None,
+    }
 
 
 # --- steps per second through the whole loop -------------------------------------------------
@@ -232,8 +254,11 @@ def _loop(messages: int, block: int, say) -> dict:
         t2 = time.perf_counter()
         wait_idle()  # a queued compaction runs (its own task in production) before the next message
         t3 = time.perf_counter()
-        post_seconds, loop_seconds, compaction_seconds = (post_seconds + t1 - t0, loop_seconds + t2 - t1,
-                                                          compaction_seconds + t3 - t2)
+        post_seconds, loop_seconds, compaction_seconds = (
+            post_seconds + t1 - t0,
+            loop_seconds + t2 - t1,
+            compaction_seconds + t3 - t2,
+        )
         steps += n
         block_steps, block_seconds = block_steps + n, block_seconds + t2 - t1
         if (i + 1) % block == 0:
@@ -243,24 +268,42 @@ def _loop(messages: int, block: int, say) -> dict:
     seconds = time.perf_counter() - started
     ticket.refresh_from_db()
     compactions = CompactionRun.objects.filter(ticket=ticket).count()
-    return {"messages": messages, "steps": steps, "turns": ticket.last_turn_number,
-            # The agent worker's own throughput: time inside agent_run (model, guards, tools,
-            # harvest, commits, pushes and the compaction trigger check).
-            "steps_per_second": round(steps / loop_seconds, 1), "per_block": blocks,
-            "loop_ms_per_step": round(1000 * loop_seconds / steps, 2),
-            # Everything else one message costs, timed apart: posting it (the web process) and
-            # running the compactions it queued (their own task).
-            "post_ms_per_message": round(1000 * post_seconds / messages, 2),
-            "compactions": compactions,
-            "compaction_ms_each": round(1000 * compaction_seconds / compactions, 1) if compactions else None,
-            "overall_steps_per_second": round(steps / seconds, 1), "seconds": round(seconds, 2),
-            "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]}
+    return {
+        "messages": messages,
+        "steps": steps,
+        "turns": ticket.last_turn_number,
+        # The agent worker's own throughput: time inside agent_run (model, guards, tools,
+        # harvest, commits, pushes and the compaction trigger check).
+        "steps_per_second": round(steps / loop_seconds, 1),
+        "per_block": blocks,
+        "loop_ms_per_step": round(1000 * loop_seconds / steps, 2),
+        # Everything else one message costs, timed apart: posting it (the web process) and
+        # running the compactions it queued (their own task).
+        "post_ms_per_message": round(1000 * post_seconds / messages, 2),
+        "compactions": compactions,
+        "compaction_ms_each": round(1000 * compaction_seconds / compactions, 1) if compactions else None,
+        "overall_steps_per_second": round(steps / seconds, 1),
+        "seconds": round(seconds, 2),
+        "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+    }
 
 
 # --- where a step's time goes, by stage, at several ticket lengths ------------------------------
 
-PROFILE_STAGES = ("open", "lanes", "assembly", "gateway", "model", "checks", "tool", "harvest", "commit", "push",
-                  "let_go", "render")
+PROFILE_STAGES = (
+    "open",
+    "lanes",
+    "assembly",
+    "gateway",
+    "model",
+    "checks",
+    "tool",
+    "harvest",
+    "commit",
+    "push",
+    "let_go",
+    "render",
+)
 # Before the model call: the run's claim and load (`open`), the lane read, assembly. After it:
 # the reply's checks, the tool call (its own reads), harvest and effects, the step's commit (turns,
 # step record, the push queued), the push itself, letting go of the claim; and the desk's render
@@ -311,15 +354,23 @@ def _profile_ticket(length: int, tclass, customer, order: str):
     rows = []
     for n in range(1, length + 1):
         author = "customer" if n % 2 else "agent"
-        text = (f"Where is my order {order}? I asked before." if author == "customer"
-                else f"Your order {order} is on its way; it should arrive this week.")
+        text = (
+            f"Where is my order {order}? I asked before."
+            if author == "customer"
+            else f"Your order {order} is on its way; it should arrive this week."
+        )
         rows.append(Turn(ticket=ticket, number=n, author=author, kind="message", text=text, payload={}, tokens=16))
     Turn.objects.bulk_create(rows)
     Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=length, version=length)
     kept = tclass.recent_turns_kept
     if length > kept:
-        Summary.objects.create(ticket=ticket, covers_through_turn=length - kept, is_current=True, fields={},
-                               text=f"The customer asked about {order} several times; it was shipped.")
+        Summary.objects.create(
+            ticket=ticket,
+            covers_through_turn=length - kept,
+            is_current=True,
+            fields={},
+            text=f"The customer asked about {order} several times; it was shipped.",
+        )
     return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
 
 
@@ -342,32 +393,63 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
 
     from django.test.utils import override_settings
 
+    from bench import realbench
     from sundry.agent import answer, calls, claims, loop, outbox, step
     from sundry.agent.gateway import Gateway
-    from bench import realbench
     from sundry.evals.sources import throwaway_database
     from sundry.live import events
 
     port = realbench._free_port()
     log = Path(tempfile.mkdtemp(prefix="sundry-profile-")) / "model.jsonl"
     env = {**os.environ, "SUNDRY_LOG_LEVEL": "ERROR"}
-    server = subprocess.Popen([sys.executable, "-m", "sundry.evals.modelserver", "--port", str(port), "--min", "0",
-                               "--max", "0", "--seed", "1", "--log", str(log)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sundry.evals.modelserver",
+            "--port",
+            str(port),
+            "--min",
+            "0",
+            "--max",
+            "0",
+            "--seed",
+            "1",
+            "--log",
+            str(log),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     saved_env = {k: os.environ.get(k) for k in ("SUNDRY_OPENAI_COMPAT_BASE_URL", "SUNDRY_OPENAI_COMPAT_API_KEY")}
-    os.environ.update({"SUNDRY_OPENAI_COMPAT_BASE_URL": f"http://{realbench.HOST}:{port}/v1",
-                       "SUNDRY_OPENAI_COMPAT_API_KEY": "loopback"})
+    os.environ.update(
+        {
+            "SUNDRY_OPENAI_COMPAT_BASE_URL": f"http://{realbench.HOST}:{port}/v1",
+            "SUNDRY_OPENAI_COMPAT_API_KEY": "loopback",
+        }
+    )
     stages, restore = _Stages(), []
     saved_listeners = list(loop.resolution_listeners)
     try:
         realbench._wait_for(lambda: realbench._listening(port), time.monotonic() + 30, "model server", server)
-        for owner, name, stage in ((loop, "_open", "open"), (step, "lane_snapshot", "lanes"),
-                                   (step, "assemble_request", "assembly"), (Gateway, "call", "gateway"),
-                                   (answer, "obtain", "checks"), (calls, "execute", "tool"),
-                                   (calls.lanes, "ledger_harvest", "harvest"), (calls, "apply_effects", "harvest"),
-                                   (step, "_step", "commit"), (events, "_push", "push"),
-                                   (events, "reply_stream", "push"), (claims, "release", "let_go"),
-                                   (loop, "_inputs_after", "let_go"), (outbox, "settle", "let_go")):
+        for owner, name, stage in (
+            (loop, "_open", "open"),
+            (step, "lane_snapshot", "lanes"),
+            (step, "assemble_request", "assembly"),
+            (Gateway, "call", "gateway"),
+            (answer, "obtain", "checks"),
+            (calls, "execute", "tool"),
+            (calls.lanes, "ledger_harvest", "harvest"),
+            (calls, "apply_effects", "harvest"),
+            (step, "_step", "commit"),
+            (events, "_push", "push"),
+            (events, "reply_stream", "push"),
+            (claims, "release", "let_go"),
+            (loop, "_inputs_after", "let_go"),
+            (outbox, "settle", "let_go"),
+        ):
             restore.append((owner, name, getattr(owner, name)))
             stages.wrap(owner, name, stage)
         loop.resolution_listeners[:] = []  # the compaction check is measured apart (`loop_run`)
@@ -389,25 +471,33 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from bench import realbench
     from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
-    from bench import realbench
     from sundry.live import panels
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
     from sundry.tickets.models import TicketClass
 
     generate_shop(seed=1, customers=5, orders=40)
-    tclass = TicketClass.objects.create(name="Profile", slug="profile", token_budget=8000, trigger_fraction=0.8,
-                                        recent_turns_kept=8, working_model=realbench.MODEL_NAME, approval_rules={})
+    tclass = TicketClass.objects.create(
+        name="Profile",
+        slug="profile",
+        token_budget=8000,
+        trigger_fraction=0.8,
+        recent_turns_kept=8,
+        working_model=realbench.MODEL_NAME,
+        approval_rules={},
+    )
     order = Order.objects.select_related("customer").filter(status="delivered").order_by("number").first()
     staff = panels.Viewer(get_user_model().objects.create_user("profile-staff", is_staff=True), panels.STAFF)
     gateway = Gateway()
     counted: list[int] = []
     rows = []
-    with connection.execute_wrapper(lambda execute, sql, params, many, context: (
-            counted.append(1), execute(sql, params, many, context))[1]):
+    with connection.execute_wrapper(
+        lambda execute, sql, params, many, context: (counted.append(1), execute(sql, params, many, context))[1]
+    ):
         for length in lengths:
             ticket = _profile_ticket(length, tclass, order.customer, order.number)
             per_step: list[dict] = []
@@ -440,23 +530,34 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                 got["render"] *= steps  # the desk renders once per push, and each step pushes once
                 got["model"] = sum(model)
                 got["gateway"] = got.get("gateway", 0.0) - got["model"]
-                per_step.append({stage: got.get(stage, 0.0) / steps for stage in PROFILE_STAGES}
-                                | {"steps": steps, "statements": statements / steps})
-            row = {"turns": length, "messages": messages,
-                   "steps_per_message": statistics.mean(s["steps"] for s in per_step),
-                   "statements_per_step": statistics.mean(s["statements"] for s in per_step),
-                   "connect_ms": ms(statistics.median(connect)) if connect else None,
-                   "stages_ms": {stage: ms(statistics.median(s[stage] for s in per_step)) for stage in PROFILE_STAGES}}
+                per_step.append(
+                    {stage: got.get(stage, 0.0) / steps for stage in PROFILE_STAGES}
+                    | {"steps": steps, "statements": statements / steps}
+                )
+            row = {
+                "turns": length,
+                "messages": messages,
+                "steps_per_message": statistics.mean(s["steps"] for s in per_step),
+                "statements_per_step": statistics.mean(s["statements"] for s in per_step),
+                "connect_ms": ms(statistics.median(connect)) if connect else None,
+                "stages_ms": {stage: ms(statistics.median(s[stage] for s in per_step)) for stage in PROFILE_STAGES},
+            }
             st = row["stages_ms"]
             row["before_model_ms"] = round(sum(st[s] for s in BEFORE_MODEL), 3)
             row["after_model_ms"] = round(sum(st[s] for s in AFTER_MODEL), 3)
             rows.append(row)
-            say(f"  {length:>5} turns: before the model {row['before_model_ms']:.1f} ms, gateway {st['gateway']:.1f} ms, "
+            say(
+                f"  {length:>5} turns: before the model {row['before_model_ms']:.1f} ms, gateway {st['gateway']:.1f} ms, "
                 f"after {row['after_model_ms']:.1f} ms a step; {row['statements_per_step']:.1f} statements a step; "
                 + ", ".join(f"{s} {st[s]:.1f}" for s in PROFILE_STAGES)
-                + (f"; connect {row['connect_ms']:.1f} ms a run" if row["connect_ms"] is not None else ""))
-    return {"rows": rows, "load": os.getloadavg(), "database": connection.vendor,
-            "pool": bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))}
+                + (f"; connect {row['connect_ms']:.1f} ms a run" if row["connect_ms"] is not None else "")
+            )
+    return {
+        "rows": rows,
+        "load": os.getloadavg(),
+        "database": connection.vendor,
+        "pool": bool(connection.settings_dict.get("OPTIONS", {}).get("pool")),
+    }
 
 
 def _log_lines(path) -> list[dict]:

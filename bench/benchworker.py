@@ -37,6 +37,7 @@ def _warm(**kwargs) -> None:
     import pydantic_ai.direct  # noqa: F401
     import pydantic_ai.models.openai  # noqa: F401
     import pydantic_ai.providers.openai_compatible  # noqa: F401
+
     import sundry.agent.loop  # noqa: F401  (the task imports it on its first run)
 
     try:
@@ -68,7 +69,16 @@ def _task_end(task_id=None, task=None, args=None, kwargs=None, state=None, **ext
     if not path:
         return
     arg = args[0] if args else next(iter((kwargs or {}).values()), None)  # the ticket (agent) or run (compaction)
-    line = json.dumps({"task": getattr(task, "name", ""), "arg": arg, "state": state, "pid": os.getpid(),
-                       "start": began, "end": ended, "seconds": ended_mono - began_mono})
+    line = json.dumps(
+        {
+            "task": getattr(task, "name", ""),
+            "arg": arg,
+            "state": state,
+            "pid": os.getpid(),
+            "start": began,
+            "end": ended,
+            "seconds": ended_mono - began_mono,
+        }
+    )
     with open(path, "a") as f:
         f.write(line + "\n")

@@ -29,7 +29,9 @@ def _write(c: dict, kinds) -> tuple[str, tuple[str, ...]] | None:
     if not c or c.get("name") not in kinds:
         return None
     args = c.get("arguments") or {}
-    return c["name"], tuple(str(v) for v in (args.values() if isinstance(args, dict) else ()) if isinstance(v, (str, int)))
+    return c["name"], tuple(
+        str(v) for v in (args.values() if isinstance(args, dict) else ()) if isinstance(v, (str, int))
+    )
 
 
 def judge(ticket) -> list[dict]:
@@ -51,36 +53,71 @@ def judge(ticket) -> list[dict]:
             c = calls.get(str(p.get("call_id")))
             # What the result says each record is ("… · cancelled"), as the live ledger keeps it.
             for value, text in (domain.descriptions(c.get("name", ""), t.text) if c else {}).items():
-                ledger[value] = LedgerData(role="", value=value, kind=domain.kind_of(value) or "id", verified=True,
-                                           first_seen_turn=t.number, last_used_turn=t.number, description=text)
+                ledger[value] = LedgerData(
+                    role="",
+                    value=value,
+                    kind=domain.kind_of(value) or "id",
+                    verified=True,
+                    first_seen_turn=t.number,
+                    last_used_turn=t.number,
+                    description=text,
+                )
             if (w := _write(c, later)) is not None:
-                actions.append(ActionData(tool=w[0], target=w[1][0] if w[1] else "", turn=t.number,
-                                          idempotency_key=str(c.get("id")), reversible=True, on=w[1]))
+                actions.append(
+                    ActionData(
+                        tool=w[0],
+                        target=w[1][0] if w[1] else "",
+                        turn=t.number,
+                        idempotency_key=str(c.get("id")),
+                        reversible=True,
+                        on=w[1],
+                    )
+                )
         elif t.author == "customer" and t.kind == "message":
             question = t.text  # what a bare yes or no in the next reply answers
         elif t.author == "agent" and t.kind == "message" and t.text.strip():
             claims = replyclaims.claims_of(t.text, question)
             if not claims:
                 continue
-            cards = _cards(turns[i + 1:], later)
-            records = {"records": (list(actions), list(ledger.values()), cards),
-                       "control: cards until the next reply": (list(actions), list(ledger.values()),
-                                                               _cards(turns[i + 1:], later, strict=True)),
-                       "control: no cards": (list(actions), list(ledger.values()), ()),
-                       "control: no records": ([], [], ())}
-            verdicts = {name: replyclaims.unsupported(t.text, actions=acts, ledger=entries, kinds=kinds,
-                                                      owner_kind=domain.owner_kind, proposals=props, later=later,
-                                                      question=question)
-                        for name, (acts, entries, props) in records.items()}
+            cards = _cards(turns[i + 1 :], later)
+            records = {
+                "records": (list(actions), list(ledger.values()), cards),
+                "control: cards until the next reply": (
+                    list(actions),
+                    list(ledger.values()),
+                    _cards(turns[i + 1 :], later, strict=True),
+                ),
+                "control: no cards": (list(actions), list(ledger.values()), ()),
+                "control: no records": ([], [], ()),
+            }
+            verdicts = {
+                name: replyclaims.unsupported(
+                    t.text,
+                    actions=acts,
+                    ledger=entries,
+                    kinds=kinds,
+                    owner_kind=domain.owner_kind,
+                    proposals=props,
+                    later=later,
+                    question=question,
+                )
+                for name, (acts, entries, props) in records.items()
+            }
             declared = set().union(*later.values())
-            out.append({"ticket": ticket.id, "turn": t.number, "modes": sorted({c.mode for c in claims}),
-                        "kinds": sorted({c.kind for c in claims}),
-                        "judged": any(c.kind in declared for c in claims),
-                        "judged_modes": sorted({c.mode for c in claims if c.kind in declared}),
-                        "unbacked": [(c.mode, c.sentence) for c in verdicts["records"]],
-                        "unbacked_no_cards": [(c.mode, c.sentence) for c in verdicts["control: no cards"]],
-                        "unbacked_strict": [(c.mode, c.sentence) for c in verdicts["control: cards until the next reply"]],
-                        "unbacked_control": len(verdicts["control: no records"])})
+            out.append(
+                {
+                    "ticket": ticket.id,
+                    "turn": t.number,
+                    "modes": sorted({c.mode for c in claims}),
+                    "kinds": sorted({c.kind for c in claims}),
+                    "judged": any(c.kind in declared for c in claims),
+                    "judged_modes": sorted({c.mode for c in claims if c.kind in declared}),
+                    "unbacked": [(c.mode, c.sentence) for c in verdicts["records"]],
+                    "unbacked_no_cards": [(c.mode, c.sentence) for c in verdicts["control: no cards"]],
+                    "unbacked_strict": [(c.mode, c.sentence) for c in verdicts["control: cards until the next reply"]],
+                    "unbacked_control": len(verdicts["control: no records"]),
+                }
+            )
     return out
 
 
@@ -96,8 +133,11 @@ def _cards(after, kinds, *, strict: bool = False) -> tuple:
         if strict and t.author == "agent" and t.kind == "message":
             break
         if t.kind == "tool_call":
-            out += [Proposal(w[0], w[1], OPEN) for c in (t.payload or {}).get("calls") or []
-                    if (w := _write(c, kinds)) is not None]
+            out += [
+                Proposal(w[0], w[1], OPEN)
+                for c in (t.payload or {}).get("calls") or []
+                if (w := _write(c, kinds)) is not None
+            ]
     return tuple(out)
 
 
@@ -119,16 +159,27 @@ def main(argv: list[str]) -> int:
     unbacked = [r for r in judged if r["unbacked"]]
     done_only = [r for r in judged if any(mode == "done" for mode, _s in r["unbacked"])]
     modes = {m: sum(m in r["judged_modes"] for r in judged) for m in ("done", "pending", "future", "refused", "denied")}
-    print(json.dumps({
-        "replies": replies, "replies_speaking_of_an_action": len(rows),
-        "of_kinds_the_domain_declares": len(judged), "replies_per_mode": modes,
-        "backed_by_the_records": len(judged) - len(unbacked), "unbacked": len(unbacked),
-        "unbacked_by_done_claims_alone": len(done_only),
-        "control_unbacked_without_cards": sum(bool(r["unbacked_no_cards"]) for r in judged),
-        "control_unbacked_cards_until_the_next_reply": sum(bool(r["unbacked_strict"]) for r in judged),
-        "control_unbacked_with_no_records": sum(bool(r["unbacked_control"]) for r in judged),
-        "unbacked_replies": [{"ticket": r["ticket"], "turn": r["turn"], "sentences": r["unbacked"]} for r in unbacked],
-    }, indent=2, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "replies": replies,
+                "replies_speaking_of_an_action": len(rows),
+                "of_kinds_the_domain_declares": len(judged),
+                "replies_per_mode": modes,
+                "backed_by_the_records": len(judged) - len(unbacked),
+                "unbacked": len(unbacked),
+                "unbacked_by_done_claims_alone": len(done_only),
+                "control_unbacked_without_cards": sum(bool(r["unbacked_no_cards"]) for r in judged),
+                "control_unbacked_cards_until_the_next_reply": sum(bool(r["unbacked_strict"]) for r in judged),
+                "control_unbacked_with_no_records": sum(bool(r["unbacked_control"]) for r in judged),
+                "unbacked_replies": [
+                    {"ticket": r["ticket"], "turn": r["turn"], "sentences": r["unbacked"]} for r in unbacked
+                ],
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
     return 0
 
 

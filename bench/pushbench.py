@@ -70,9 +70,13 @@ class Client(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         await loop.create_connection(lambda: self, HOST, self.port)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.transport.write((f"GET {self.path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\nUpgrade: websocket\r\n"
-                              f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                              f"Origin: http://{HOST}:{self.port}\r\nCookie: sessionid={self.cookie}\r\n\r\n").encode())
+        self.transport.write(
+            (
+                f"GET {self.path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                f"Origin: http://{HOST}:{self.port}\r\nCookie: sessionid={self.cookie}\r\n\r\n"
+            ).encode()
+        )
         await self.upgraded
 
     def connection_made(self, transport) -> None:
@@ -112,7 +116,7 @@ class Client(asyncio.Protocol):
                 n, at = int.from_bytes(buf[2:10], "big"), 10
             if len(buf) < at + n:
                 break
-            payload, buf = buf[at:at + n], buf[at + n:]
+            payload, buf = buf[at : at + n], buf[at + n :]
             opcode = b1 & 0x0F
             if opcode == 0x9:
                 self._send(0xA, payload)  # pong
@@ -198,10 +202,10 @@ def _memory_kb(pid: int) -> dict:
 
 
 def _setup(history: int = 0, tickets: int = 1):
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
-    from django.contrib.auth import get_user_model
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
     from sundry.tickets.demo import ensure_classes
@@ -213,14 +217,22 @@ def _setup(history: int = 0, tickets: int = 1):
     staff = get_user_model().objects.create_user("bench-staff", password="x", is_staff=True)
     made = []
     for n in range(tickets):
-        ticket = ticket_create(customer=Customer.objects.first(), ticket_class=ensure_classes()["standard"],
-                               subject=f"push benchmark {n + 1}")
+        ticket = ticket_create(
+            customer=Customer.objects.first(),
+            ticket_class=ensure_classes()["standard"],
+            subject=f"push benchmark {n + 1}",
+        )
         # A conversation of this length is on every watcher's page (written in one go: 5,000 turns
         # appended one by one would take longer than the benchmark).
         Turn.objects.bulk_create(
-            Turn(ticket=ticket, number=i + 1, author="customer" if i % 2 == 0 else "agent",
-                 text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3)
-            for i in range(history))
+            Turn(
+                ticket=ticket,
+                number=i + 1,
+                author="customer" if i % 2 == 0 else "agent",
+                text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3,
+            )
+            for i in range(history)
+        )
         Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=history, version=history)
         made.append(ticket.pk)
     http = HttpClient()
@@ -248,21 +260,29 @@ def _commit(ticket_id: int) -> None:
             ticket_touch(ticket_id)  # bumps and pushes after commit
 
 
-async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: list[int], cookie: str,
-                 timeout: float, server_pid: int | None = None) -> dict:
+async def _round(
+    n: int,
+    per_ticket: int,
+    pushes: int,
+    port: int,
+    ticket_ids: list[int],
+    cookie: str,
+    timeout: float,
+    server_pid: int | None = None,
+) -> dict:
     from asgiref.sync import sync_to_async
 
     from sundry.tickets.models import Ticket
 
     per_ticket = per_ticket or n  # 0: every client on one ticket
-    watched = ticket_ids[:-(-n // per_ticket)]
+    watched = ticket_ids[: -(-n // per_ticket)]
     expect = Expectation()
     clients = [Client(port, f"/ws/desk/tickets/{watched[i // per_ticket]}/", cookie, expect) for i in range(n)]
     by_ticket = {t: [c for i, c in enumerate(clients) if watched[i // per_ticket] == t] for t in watched}
     cpu = (lambda: _cpu_seconds(server_pid)) if server_pid else (lambda: float("nan"))
     cpu_before, open_started = cpu(), time.perf_counter()
     for i in range(0, n, 50):  # connect in batches so the accept backlog never overflows
-        await asyncio.wait_for(asyncio.gather(*(c.connect() for c in clients[i:i + 50])), timeout)
+        await asyncio.wait_for(asyncio.gather(*(c.connect() for c in clients[i : i + 50])), timeout)
     get_version = sync_to_async(lambda pk: Ticket.objects.values_list("version", flat=True).get(pk=pk))
     current = {t: await get_version(t) for t in watched}
     for t in watched:  # every client holds its snapshot before we start
@@ -302,20 +322,30 @@ async def _round(n: int, per_ticket: int, pushes: int, port: int, ticket_ids: li
     for c in clients:
         c.close()
     await asyncio.sleep(0.2)
-    return {"clients": n, "per_ticket": per_ticket, "tickets": len(watched), "pushes": pushes,
-            "open_s": round(opened_s, 2), "cpu_ms_per_open": round(1000 * (cpu_opened - cpu_before) / n, 2),
-            "cpu_ms_per_push": round(1000 * (cpu_pushed - cpu_opened) / pushes, 2),
-            "bytes_per_push": round(push_bytes), "snapshot_bytes": round(snapshot_bytes),
-            "deliveries": len(latencies), "lost": lost,
-            "p50_ms": round(1000 * statistics.median(latencies), 2) if latencies else None,
-            "p99_ms": round(1000 * sorted(latencies)[int(0.99 * (len(latencies) - 1))], 2) if latencies else None,
-            "max_ms": round(1000 * max(latencies), 2) if latencies else None, "slowest_client_ms": per_push}
+    return {
+        "clients": n,
+        "per_ticket": per_ticket,
+        "tickets": len(watched),
+        "pushes": pushes,
+        "open_s": round(opened_s, 2),
+        "cpu_ms_per_open": round(1000 * (cpu_opened - cpu_before) / n, 2),
+        "cpu_ms_per_push": round(1000 * (cpu_pushed - cpu_opened) / pushes, 2),
+        "bytes_per_push": round(push_bytes),
+        "snapshot_bytes": round(snapshot_bytes),
+        "deliveries": len(latencies),
+        "lost": lost,
+        "p50_ms": round(1000 * statistics.median(latencies), 2) if latencies else None,
+        "p99_ms": round(1000 * sorted(latencies)[int(0.99 * (len(latencies) - 1))], 2) if latencies else None,
+        "max_ms": round(1000 * max(latencies), 2) if latencies else None,
+        "slowest_client_ms": per_push,
+    }
 
 
 def _throwaway_postgres(url: str) -> str:
     """A new, empty database on the server `url` names; returns its URL."""
-    import psycopg
     from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
 
     name = f"sundry_pushbench_{os.getpid()}"
     # Through the server's maintenance database: the one `url` names need not exist.
@@ -326,8 +356,9 @@ def _throwaway_postgres(url: str) -> str:
 
 
 def _drop_postgres(url: str, throwaway: str) -> None:
-    import psycopg
     from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
 
     with psycopg.connect(urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(throwaway).path.lstrip("/")}" WITH (FORCE)')
@@ -344,16 +375,32 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", default="50,200,500")
     parser.add_argument("--pushes", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=20.0)
-    parser.add_argument("--change", choices=["touch", "turn"], default="touch",
-                        help="what each commit changes: the version only, or a new customer message")
+    parser.add_argument(
+        "--change",
+        choices=["touch", "turn"],
+        default="touch",
+        help="what each commit changes: the version only, or a new customer message",
+    )
     parser.add_argument("--history", type=int, default=0, help="turns each ticket already has before the pushes")
-    parser.add_argument("--per-ticket", type=int, default=0,
-                        help="clients per ticket, spread over clients/K tickets (0: all clients on one ticket)")
-    parser.add_argument("--window", type=int, default=None,
-                        help="the conversation's window (SUNDRY_LIVE_CONVERSATION_WINDOW); 0: the whole conversation, "
-                             "re-read on every push, as before (the control)")
-    parser.add_argument("--server", choices=["sundry", "daphne"], default="sundry",
-                        help="the web process as Sundry runs it (python -m sundry.web), or daphne to compare")
+    parser.add_argument(
+        "--per-ticket",
+        type=int,
+        default=0,
+        help="clients per ticket, spread over clients/K tickets (0: all clients on one ticket)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="the conversation's window (SUNDRY_LIVE_CONVERSATION_WINDOW); 0: the whole conversation, "
+        "re-read on every push, as before (the control)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=["sundry", "daphne"],
+        default="sundry",
+        help="the web process as Sundry runs it (python -m sundry.web), or daphne to compare",
+    )
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
@@ -366,8 +413,16 @@ def main(argv=None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     from urllib.parse import urlsplit
 
-    print(json.dumps({**figures, "database": database, "database_name": urlsplit(database_url).path.lstrip("/"),
-                      "layer": settings_layer()}))
+    print(
+        json.dumps(
+            {
+                **figures,
+                "database": database,
+                "database_name": urlsplit(database_url).path.lstrip("/"),
+                "layer": settings_layer(),
+            }
+        )
+    )
     return 0
 
 
@@ -391,12 +446,17 @@ def _database(workdir: Path):
 
 
 def _measure(args, workdir: Path, database_url: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": database_url,
-           "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
-           "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0",  # as served in production: no per-query debug log
-           # Every client here shares one staff login: lift the per-user socket cap (not the process's).
-           "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000",
-           **({"SUNDRY_LIVE_CONVERSATION_WINDOW": str(args.window)} if args.window is not None else {})}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SUNDRY_CHANNEL_PREFIX": f"sundry-bench-{os.getpid()}",
+        "DJANGO_SETTINGS_MODULE": "sundry.settings",
+        "SUNDRY_LOG_LEVEL": "ERROR",
+        "SUNDRY_DEBUG": "0",  # as served in production: no per-query debug log
+        # Every client here shares one staff login: lift the per-user socket cap (not the process's).
+        "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000",
+        **({"SUNDRY_LIVE_CONVERSATION_WINDOW": str(args.window)} if args.window is not None else {}),
+    }
     os.environ.update(env)
     import django
 
@@ -406,17 +466,20 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
     tickets, cookie = _setup(history=args.history, tickets=-(-most // args.per_ticket) if args.per_ticket else 1)
     port = _free_port()
     server_log = open(workdir / "server.log", "wb")
-    command = {"sundry": ["-m", "sundry.web", "--host", HOST, "--port", str(port), "--log-level", "warning"],
-               # For comparison: the server Sundry used before (and `manage.py runserver` still uses).
-               "daphne": ["-m", "daphne", "-b", HOST, "-p", str(port), "sundry.asgi:application"]}[args.server]
+    command = {
+        "sundry": ["-m", "sundry.web", "--host", HOST, "--port", str(port), "--log-level", "warning"],
+        # For comparison: the server Sundry used before (and `manage.py runserver` still uses).
+        "daphne": ["-m", "daphne", "-b", HOST, "-p", str(port), "sundry.asgi:application"],
+    }[args.server]
     server = subprocess.Popen([sys.executable, *command], env=env, stdout=subprocess.DEVNULL, stderr=server_log)
     rounds, memory = [], {}
     try:
         _wait_port(port, time.monotonic() + 90)  # a busy machine starts a server slowly
         idle = _memory_kb(server.pid)
         for n in [int(x) for x in args.clients.split(",") if x]:
-            rounds.append(asyncio.run(_round(n, args.per_ticket, args.pushes, port, tickets, cookie, args.timeout,
-                                             server.pid)))
+            rounds.append(
+                asyncio.run(_round(n, args.per_ticket, args.pushes, port, tickets, cookie, args.timeout, server.pid))
+            )
             memory[n] = _memory_kb(server.pid)
     finally:
         server.terminate()
@@ -428,9 +491,16 @@ def _measure(args, workdir: Path, database_url: str) -> dict:
         errors = (workdir / "server.log").read_text(errors="replace")[-4000:]
         if errors.strip():  # the server should say nothing at this log level; if it did, show it
             print(errors, file=sys.stderr)
-    return {"rounds": rounds, "server_memory_kb": memory, "server_idle_kb": idle, "server": args.server,
-            "history": args.history, "change": args.change, "window": args.window,
-            "loadavg": os.getloadavg()}
+    return {
+        "rounds": rounds,
+        "server_memory_kb": memory,
+        "server_idle_kb": idle,
+        "server": args.server,
+        "history": args.history,
+        "change": args.change,
+        "window": args.window,
+        "loadavg": os.getloadavg(),
+    }
 
 
 if __name__ == "__main__":

@@ -158,9 +158,15 @@ def _new_replies(watch: Watch, frame: bytes, now: float) -> None:
 async def _desk(port: int, ticket: int, cookie: str, watch: Watch, stop: asyncio.Event) -> None:
     from websockets.asyncio.client import connect
 
-    async with connect(f"ws://{HOST}:{port}/ws/desk/tickets/{ticket}/", origin=f"http://{HOST}:{port}",
-                       additional_headers={"Cookie": f"sessionid={cookie}"}, compression=None, max_size=None,
-                       open_timeout=30, ping_interval=None) as ws:
+    async with connect(
+        f"ws://{HOST}:{port}/ws/desk/tickets/{ticket}/",
+        origin=f"http://{HOST}:{port}",
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+        compression=None,
+        max_size=None,
+        open_timeout=30,
+        ping_interval=None,
+    ) as ws:
         reader = asyncio.ensure_future(_read(ws, watch))
         await stop.wait()
         reader.cancel()
@@ -172,22 +178,39 @@ async def _read(ws, watch: Watch) -> None:
         _new_replies(watch, frame.encode() if isinstance(frame, str) else frame, now)
 
 
-async def _customer(port: int, ticket: int, cookie: str, texts: list[str], watch: Watch, cfg: Config,
-                    rng: random.Random, deadline: float, out: list[Exchange], *, first_delay: float,
-                    messages: int) -> None:
+async def _customer(
+    port: int,
+    ticket: int,
+    cookie: str,
+    texts: list[str],
+    watch: Watch,
+    cfg: Config,
+    rng: random.Random,
+    deadline: float,
+    out: list[Exchange],
+    *,
+    first_delay: float,
+    messages: int,
+) -> None:
     import httpx2 as httpx
 
     base = f"http://{HOST}:{port}"
     # The client drops an idle connection well before uvicorn's 5 s keep-alive timeout; at equal
     # timeouts a post after a ~5 s think can go out on a connection the server is closing (ReadError).
     limits = httpx.Limits(keepalive_expiry=2.0)
-    async with httpx.AsyncClient(base_url=base, cookies={"sessionid": cookie}, timeout=cfg.reply_timeout,
-                                 limits=limits) as http:
+    async with httpx.AsyncClient(
+        base_url=base, cookies={"sessionid": cookie}, timeout=cfg.reply_timeout, limits=limits
+    ) as http:
         page = await http.get(f"/help/tickets/{ticket}/")
         page.raise_for_status()
         found = CSRF_IN_PAGE.search(page.text)
         token = found.group(1) if found else http.cookies.get("csrftoken", "")
-        headers = {"X-CSRFToken": token, "HX-Request": "true", "Origin": base, "Referer": f"{base}/help/tickets/{ticket}/"}
+        headers = {
+            "X-CSRFToken": token,
+            "HX-Request": "true",
+            "Origin": base,
+            "Referer": f"{base}/help/tickets/{ticket}/",
+        }
         await asyncio.wait_for(watch.ready.wait(), 30)
         await asyncio.sleep(first_delay)
         index = 0
@@ -216,8 +239,9 @@ async def _customer(port: int, ticket: int, cookie: str, texts: list[str], watch
                 await asyncio.sleep(think_time(rng, cfg))
 
 
-async def drive(port: int, tickets: list[dict], staff_cookies: list[str], cfg: Config,
-                warm: dict | None = None) -> tuple[list[Exchange], float]:
+async def drive(
+    port: int, tickets: list[dict], staff_cookies: list[str], cfg: Config, warm: dict | None = None
+) -> tuple[list[Exchange], float]:
     """Every customer and desk socket at once; first, unmeasured, one exchange on the `warm` ticket
     (the web process's first post and push load what a process loads once). Returns the exchanges
     and the wall-clock time the measured part began."""
@@ -225,21 +249,42 @@ async def drive(port: int, tickets: list[dict], staff_cookies: list[str], cfg: C
     exchanges: list[Exchange] = []
     watched = tickets + ([warm] if warm else [])
     watches = {t["id"]: Watch() for t in watched}
-    desks = [asyncio.ensure_future(_desk(port, t["id"], staff_cookies[i % len(staff_cookies)], watches[t["id"]], stop))
-             for i, t in enumerate(watched)]
+    desks = [
+        asyncio.ensure_future(_desk(port, t["id"], staff_cookies[i % len(staff_cookies)], watches[t["id"]], stop))
+        for i, t in enumerate(watched)
+    ]
     try:
         if warm:
-            await _customer(port, warm["id"], warm["cookie"], warm["texts"], watches[warm["id"]], cfg,
-                            random.Random(cfg.seed), time.monotonic() + cfg.reply_timeout, [],
-                            first_delay=0, messages=1)
+            await _customer(
+                port,
+                warm["id"],
+                warm["cookie"],
+                warm["texts"],
+                watches[warm["id"]],
+                cfg,
+                random.Random(cfg.seed),
+                time.monotonic() + cfg.reply_timeout,
+                [],
+                first_delay=0,
+                messages=1,
+            )
         measured_from = time.time()
         deadline = time.monotonic() + cfg.duration
         customers = [
-            _customer(port, t["id"], t["cookie"], t["texts"], watches[t["id"]], cfg,
-                      random.Random(cfg.seed * 1000 + i), deadline, exchanges,
-                      # customers do not all start at once
-                      first_delay=random.Random(cfg.seed * 1000 + i).uniform(0, cfg.think_median),
-                      messages=cfg.messages)
+            _customer(
+                port,
+                t["id"],
+                t["cookie"],
+                t["texts"],
+                watches[t["id"]],
+                cfg,
+                random.Random(cfg.seed * 1000 + i),
+                deadline,
+                exchanges,
+                # customers do not all start at once
+                first_delay=random.Random(cfg.seed * 1000 + i).uniform(0, cfg.think_median),
+                messages=cfg.messages,
+            )
             for i, t in enumerate(tickets)
         ]
         results = await asyncio.gather(*customers, return_exceptions=True)
@@ -323,11 +368,14 @@ def _facts(customer) -> dict:
     delivered = by.get("delivered") or orders
     first = delivered[0]
     item = first.items.first()
-    return {"shipped": (by.get("shipped") or delivered)[0].number, "delivered": first.number,
-            "delivered2": delivered[1 if len(delivered) > 1 else 0].number,
-            "placed": (by.get("placed") or orders)[0].number,
-            "item": item.product.name.lower() if item else "item",
-            "partial": f"{max(1, first.total_cents // 400)}.00 {first.currency}"}
+    return {
+        "shipped": (by.get("shipped") or delivered)[0].number,
+        "delivered": first.number,
+        "delivered2": delivered[1 if len(delivered) > 1 else 0].number,
+        "placed": (by.get("placed") or orders)[0].number,
+        "item": item.product.name.lower() if item else "item",
+        "partial": f"{max(1, first.total_cents // 400)}.00 {first.currency}",
+    }
 
 
 def setup(cfg: Config) -> tuple[list[dict], list[str]]:
@@ -346,9 +394,14 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
     call_command("migrate", verbosity=0)
     generate_shop(seed=cfg.seed, customers=cfg.tickets + 21, orders=(cfg.tickets + 21) * 10)
     tclass = TicketClass.objects.create(
-        name="Benchmark", slug="benchmark", token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8,
+        name="Benchmark",
+        slug="benchmark",
+        token_budget=8000,
+        trigger_fraction=0.8,
+        recent_turns_kept=8,
         working_model=MODEL_NAME,
-        approval_rules={"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}})
+        approval_rules={"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}},
+    )
     users = get_user_model()
     staff_cookies = []
     for i in range(max(1, cfg.tickets // 10)):  # a desk of staff, each watching about ten tickets
@@ -356,10 +409,11 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
         client.force_login(users.objects.create_user(f"bench-staff{i}", is_staff=True))
         staff_cookies.append(client.cookies["sessionid"].value)
     with_orders = Order.objects.filter(status="delivered").values_list("customer", flat=True).distinct()
-    customers = list(Customer.objects.filter(pk__in=with_orders).order_by("customer_id")[:cfg.tickets + 1])
+    customers = list(Customer.objects.filter(pk__in=with_orders).order_by("customer_id")[: cfg.tickets + 1])
     if len(customers) < cfg.tickets + 1:
-        raise RuntimeError(f"the seeded shop has {len(customers)} customers with delivered orders, "
-                           f"not {cfg.tickets + 1}")
+        raise RuntimeError(
+            f"the seeded shop has {len(customers)} customers with delivered orders, not {cfg.tickets + 1}"
+        )
     tickets = []
     for i, customer in enumerate(customers):
         user = users.objects.create_user(f"bench-customer{i}")
@@ -371,8 +425,14 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
         client.force_login(user)
         rotate = i % len(SCRIPT)  # tickets start at different points of the script
         texts = [t.format(**facts) for t in SCRIPT[rotate:] + SCRIPT[:rotate]]
-        tickets.append({"id": ticket.pk, "cookie": client.cookies["sessionid"].value, "texts": texts,
-                        "customer": customer.customer_id})
+        tickets.append(
+            {
+                "id": ticket.pk,
+                "cookie": client.cookies["sessionid"].value,
+                "texts": texts,
+                "customer": customer.customer_id,
+            }
+        )
     return tickets, staff_cookies
 
 
@@ -398,16 +458,51 @@ def _private_postgres(workdir: Path, bindir: Path):
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root: as the postgres user, in a directory it owns
         shutil.chown(workdir, "postgres", "postgres")
         as_owner = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_owner, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                    "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            *as_owner,
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     options = f"-p {port} -c listen_addresses={HOST} -c unix_socket_directories={workdir} -c max_connections=300"
-    subprocess.run([*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(workdir / "pg.log"),
-                    "-w", "-t", "60", "start"], check=True, capture_output=True, timeout=90)
+    subprocess.run(
+        [
+            *as_owner,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(workdir / "pg.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=90,
+    )
     try:
         yield f"postgres://postgres@{HOST}:{port}/postgres"
     finally:
-        subprocess.run([*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"],
-                       capture_output=True, timeout=90)
+        subprocess.run(
+            [*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"],
+            capture_output=True,
+            timeout=90,
+        )
 
 
 def run(cfg: Config, *, say=lambda *_: None) -> dict:
@@ -434,11 +529,19 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     tag = f"realbench-{os.getpid()}"
     model_port, web_port = _free_port(), _free_port()
     tasklog, modellog, ready = workdir / "tasks.jsonl", workdir / "model.jsonl", workdir / "worker.ready"
-    env = {**os.environ, "DATABASE_URL": database_url, "SUNDRY_CHANNEL_PREFIX": tag, "SUNDRY_TASK_QUEUE": tag,
-           "SUNDRY_OPENAI_COMPAT_BASE_URL": f"http://{HOST}:{model_port}/v1",
-           "SUNDRY_OPENAI_COMPAT_API_KEY": "loopback", "DJANGO_SETTINGS_MODULE": "sundry.settings",
-           "SUNDRY_DEBUG": "0", "SUNDRY_LOG_LEVEL": "ERROR",
-           "SUNDRY_REALBENCH_TASKLOG": str(tasklog), "SUNDRY_REALBENCH_READY": str(ready)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SUNDRY_CHANNEL_PREFIX": tag,
+        "SUNDRY_TASK_QUEUE": tag,
+        "SUNDRY_OPENAI_COMPAT_BASE_URL": f"http://{HOST}:{model_port}/v1",
+        "SUNDRY_OPENAI_COMPAT_API_KEY": "loopback",
+        "DJANGO_SETTINGS_MODULE": "sundry.settings",
+        "SUNDRY_DEBUG": "0",
+        "SUNDRY_LOG_LEVEL": "ERROR",
+        "SUNDRY_REALBENCH_TASKLOG": str(tasklog),
+        "SUNDRY_REALBENCH_READY": str(ready),
+    }
     os.environ.update(env)
     import django
 
@@ -450,23 +553,68 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     procs: dict[str, subprocess.Popen] = {}
     try:
         procs["model"] = subprocess.Popen(
-            [sys.executable, "-m", "sundry.evals.modelserver", "--port", str(model_port), "--min", str(cfg.model_min),
-             "--max", str(cfg.model_max), "--seed", str(cfg.seed), "--log", str(modellog)],
-            env=env, stdout=subprocess.DEVNULL, stderr=logs["model"], start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "sundry.evals.modelserver",
+                "--port",
+                str(model_port),
+                "--min",
+                str(cfg.model_min),
+                "--max",
+                str(cfg.model_max),
+                "--seed",
+                str(cfg.seed),
+                "--log",
+                str(modellog),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=logs["model"],
+            start_new_session=True,
+        )
         procs["web"] = subprocess.Popen(
             [sys.executable, "-m", "sundry.web", "--host", HOST, "--port", str(web_port), "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=logs["web"], start_new_session=True)
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=logs["web"],
+            start_new_session=True,
+        )
         procs["worker"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "bench.benchworker", "worker", "--pool", "prefork",
-             "--concurrency", str(cfg.slots), "-Q", tag, "-n", f"{tag}@%h", "--loglevel", "WARNING",
-             "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            env=env, stdout=subprocess.DEVNULL, stderr=logs["worker"], start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "bench.benchworker",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                str(cfg.slots),
+                "-Q",
+                tag,
+                "-n",
+                f"{tag}@%h",
+                "--loglevel",
+                "WARNING",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=logs["worker"],
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 90
         _wait_for(lambda: _listening(model_port), deadline, "model server", procs["model"])
         _wait_for(lambda: _listening(web_port), deadline, "web process", procs["web"])
         _wait_for(ready.exists, deadline, "Celery worker", procs["worker"])
-        say(f"  {cfg.tickets} customers posting for {cfg.duration:.0f} s to {cfg.slots} worker slots "
-            f"(model {cfg.model_min}–{cfg.model_max} s a call) …")
+        say(
+            f"  {cfg.tickets} customers posting for {cfg.duration:.0f} s to {cfg.slots} worker slots "
+            f"(model {cfg.model_min}–{cfg.model_max} s a call) …"
+        )
         with _connection_count(database_url) as connections:
             exchanges, started = asyncio.run(drive(web_port, tickets, staff_cookies, cfg, warm))
             ended = time.time()
@@ -488,7 +636,9 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     errors = {name: (workdir / f"{name}.log").read_text(errors="replace")[-3000:] for name in logs}
     # Only the measured part: the warm-up's calls and task came before it.
     ids = {t["id"] for t in tickets}
-    tasks = [t for t in _lines(tasklog) if t["start"] >= started and (t["task"] != "sundry.agent.run" or t["arg"] in ids)]
+    tasks = [
+        t for t in _lines(tasklog) if t["start"] >= started and (t["task"] != "sundry.agent.run" or t["arg"] in ids)
+    ]
     ticket_of = {t["customer"]: t["id"] for t in tickets}
     calls = [{**c, "ticket": ticket_of.get(c.get("customer"))} for c in _lines(modellog) if c["arrived"] >= started]
     figures = measure(cfg, exchanges, tasks, calls, _steps(sorted(ids)))
@@ -512,8 +662,10 @@ def _connection_count(url: str):
     def sample():
         with psycopg.connect(url, autocommit=True) as conn:
             while not stop.wait(0.5):
-                (n,), = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                                     " AND pid <> pg_backend_pid()").fetchall()
+                ((n,),) = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid()"
+                ).fetchall()
                 seen["peak"] = max(seen["peak"], n)
 
     thread = threading.Thread(target=sample, name="connection-count", daemon=True)
@@ -534,10 +686,18 @@ def _lines(path: Path) -> list[dict]:
 def _steps(ticket_ids: list[int]) -> list[dict]:
     from sundry.agent.models import AgentStep
 
-    return [{"ticket": s["ticket_id"], "latency_ms": s["latency_ms"], "at": s["created_at"].timestamp(),
-             "offline": s["offline"], "outcome": s["outcome"]}
-            for s in AgentStep.objects.filter(ticket_id__in=ticket_ids).values(
-                "ticket_id", "latency_ms", "created_at", "offline", "outcome")]
+    return [
+        {
+            "ticket": s["ticket_id"],
+            "latency_ms": s["latency_ms"],
+            "at": s["created_at"].timestamp(),
+            "offline": s["offline"],
+            "outcome": s["outcome"],
+        }
+        for s in AgentStep.objects.filter(ticket_id__in=ticket_ids).values(
+            "ticket_id", "latency_ms", "created_at", "offline", "outcome"
+        )
+    ]
 
 
 def _forget_queue(queue: str) -> None:
@@ -558,8 +718,11 @@ def measure(cfg: Config, exchanges: list[Exchange], tasks: list[dict], calls: li
     other_tasks = [t for t in tasks if t["task"] != "sundry.agent.run"]
     model_seconds = [c["seconds"] for c in calls]
     gateway_seconds = [s["latency_ms"] / 1000 for s in steps]
-    task_total, model_total, gateway_total = (sum(t["seconds"] for t in agent_tasks), sum(model_seconds),
-                                              sum(gateway_seconds))
+    task_total, model_total, gateway_total = (
+        sum(t["seconds"] for t in agent_tasks),
+        sum(model_seconds),
+        sum(gateway_seconds),
+    )
     # Steps and task starts belong to the exchange of their ticket that was posted last before them.
     by_ticket: dict[int, list[Exchange]] = {}
     for ex in sorted(exchanges, key=lambda e: e.posted_wall):
@@ -604,27 +767,45 @@ def measure(cfg: Config, exchanges: list[Exchange], tasks: list[dict], calls: li
     beyond_p99 = pct(beyond, 0.99)
     return {
         "config": asdict(cfg),
-        "messages": {"posted": len(exchanges), "replied": len(replied),
-                     "unanswered": sum(1 for ex in exchanges if ex.status == 200 and ex.replied is None),
-                     "http_errors": sum(1 for ex in exchanges if ex.status != 200),
-                     "http_statuses": {str(k): sum(1 for ex in exchanges if ex.status == k)
-                                       for k in sorted({ex.status for ex in exchanges})},
-                     "steps_per_message": round(sum(steps_of.values()) / len(steps_of), 2) if steps_of else None},
-        "reply_push_ms": {"p50": _ms(pct(latency, 0.5)), "p99": _ms(pct(latency, 0.99)), "max": _ms(max(latency, default=None))},
-        "post_http_ms": {"p50": _ms(pct([ex.answered_http - ex.posted for ex in exchanges], 0.5)),
-                         "p99": _ms(pct([ex.answered_http - ex.posted for ex in exchanges], 0.99))},
+        "messages": {
+            "posted": len(exchanges),
+            "replied": len(replied),
+            "unanswered": sum(1 for ex in exchanges if ex.status == 200 and ex.replied is None),
+            "http_errors": sum(1 for ex in exchanges if ex.status != 200),
+            "http_statuses": {
+                str(k): sum(1 for ex in exchanges if ex.status == k) for k in sorted({ex.status for ex in exchanges})
+            },
+            "steps_per_message": round(sum(steps_of.values()) / len(steps_of), 2) if steps_of else None,
+        },
+        "reply_push_ms": {
+            "p50": _ms(pct(latency, 0.5)),
+            "p99": _ms(pct(latency, 0.99)),
+            "max": _ms(max(latency, default=None)),
+        },
+        "post_http_ms": {
+            "p50": _ms(pct([ex.answered_http - ex.posted for ex in exchanges], 0.5)),
+            "p99": _ms(pct([ex.answered_http - ex.posted for ex in exchanges], 0.99)),
+        },
         # Per message: what the customer waited beyond the model's own time for that message's steps.
         "beyond_model_ms": {"p50": _ms(pct(beyond, 0.5)), "p99": _ms(beyond_p99)},
         "slot_wait_ms": {"p50": _ms(pct(waits, 0.5)), "p99": _ms(pct(waits, 0.99))},
-        "beyond_model_without_slot_wait_ms": {"p50": _ms(pct(beyond_no_wait, 0.5)),
-                                              "p99": _ms(pct(beyond_no_wait, 0.99))},
-        "model_ms_per_step": {"server_p50": _ms(pct(model_seconds, 0.5)),
-                              "server_mean": _ms(statistics.fmean(model_seconds)) if model_seconds else None,
-                              "gateway_p50": _ms(pct(gateway_seconds, 0.5)),
-                              "gateway_mean": _ms(statistics.fmean(gateway_seconds)) if gateway_seconds else None},
-        "steps": {"recorded": len(steps), "model_calls": len(calls), "offline": sum(1 for s in steps if s["offline"]),
-                  "calls_unattributed": sum(1 for c in calls if c.get("ticket") is None),
-                  "model_errors": sum(1 for s in steps if s["outcome"] == "model_error")},
+        "beyond_model_without_slot_wait_ms": {
+            "p50": _ms(pct(beyond_no_wait, 0.5)),
+            "p99": _ms(pct(beyond_no_wait, 0.99)),
+        },
+        "model_ms_per_step": {
+            "server_p50": _ms(pct(model_seconds, 0.5)),
+            "server_mean": _ms(statistics.fmean(model_seconds)) if model_seconds else None,
+            "gateway_p50": _ms(pct(gateway_seconds, 0.5)),
+            "gateway_mean": _ms(statistics.fmean(gateway_seconds)) if gateway_seconds else None,
+        },
+        "steps": {
+            "recorded": len(steps),
+            "model_calls": len(calls),
+            "offline": sum(1 for s in steps if s["offline"]),
+            "calls_unattributed": sum(1 for c in calls if c.get("ticket") is None),
+            "model_errors": sum(1 for s in steps if s["outcome"] == "model_error"),
+        },
         "agent_tasks": {"count": len(agent_tasks), "seconds": round(task_total, 2)},
         "other_tasks": {"count": len(other_tasks), "seconds": round(sum(t["seconds"] for t in other_tasks), 2)},
         # Sundry's own time in the agent's tasks (everything but the model server's time), against the model's.
@@ -632,10 +813,14 @@ def measure(cfg: Config, exchanges: list[Exchange], tasks: list[dict], calls: li
         "sundry_ms_per_step": round(1000 * (task_total - model_total) / len(calls), 1) if calls else None,
         "sundry_share_split_pct": {
             "sdk_and_http": round(100 * (gateway_total - model_total) / model_total, 2) if model_total else None,
-            "worker_rest": round(100 * (task_total - gateway_total) / model_total, 2) if model_total else None},
-        "targets": {"sundry_share_pct_max": 1.0, "beyond_model_p99_ms_max": 150.0,
-                    "sundry_share_met": share is not None and share <= 1.0,
-                    "reply_push_met": beyond_p99 is not None and beyond_p99 <= 0.150},
+            "worker_rest": round(100 * (task_total - gateway_total) / model_total, 2) if model_total else None,
+        },
+        "targets": {
+            "sundry_share_pct_max": 1.0,
+            "beyond_model_p99_ms_max": 150.0,
+            "sundry_share_met": share is not None and share <= 1.0,
+            "reply_push_met": beyond_p99 is not None and beyond_p99 <= 0.150,
+        },
     }
 
 

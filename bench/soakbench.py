@@ -80,8 +80,12 @@ def _login(base: str, username: str):
 
     session = requests.Session()
     session.get(f"{base}/login/", timeout=30)
-    response = session.post(f"{base}/login/", timeout=30, allow_redirects=False, data={
-        "username": username, "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]})
+    response = session.post(
+        f"{base}/login/",
+        timeout=30,
+        allow_redirects=False,
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+    )
     if response.status_code != 302:
         raise RuntimeError(f"login as {username} failed: {response.status_code}")
     session.headers.update({"X-CSRFToken": session.cookies["csrftoken"], "HX-Request": "true"})
@@ -93,9 +97,10 @@ class Backends:
     since the last `take()` (this counter's own connection and the driver's are left out)."""
 
     def __init__(self, database_url: str):
+        from urllib.parse import urlsplit
+
         import psycopg
         from django.db import connection
-        from urllib.parse import urlsplit
 
         self.name = urlsplit(database_url).path.lstrip("/")
         self.conn = psycopg.connect(database_url, autocommit=True)
@@ -128,12 +133,13 @@ async def _soak(args, port: int, tickets: list[int], customers: list[str], datab
     cookie = staff.cookies["sessionid"]
     sessions = [await asyncio.to_thread(_login, base, name) for name in customers]
     expect = Expectation()
+
     def watch(slot: int) -> Client:
         return Client(port, f"/ws/desk/tickets/{tickets[slot]}/", cookie, expect)
 
     watchers = [watch(i % len(tickets)) for i in range(args.watchers)]
     for i in range(0, len(watchers), 20):
-        await asyncio.wait_for(asyncio.gather(*(w.connect() for w in watchers[i:i + 20])), 60)
+        await asyncio.wait_for(asyncio.gather(*(w.connect() for w in watchers[i : i + 20])), 60)
     on_slot = [0] * len(tickets)  # posts on each slot's current ticket
     rotated = 0
 
@@ -165,20 +171,28 @@ async def _soak(args, port: int, tickets: list[int], customers: list[str], datab
         ticket = tickets[n % len(tickets)]
         text = f"Message {n}: where is my parcel, and when will the refund land? " * 3
         if n % 3 == 2:
-            r = staff.post(f"{base}/desk/tickets/{ticket}/post", timeout=60,
-                           data={"action": "reply", "text": f"Reply {n}: it is with the carrier.",
-                                 "client_key": f"soak-{n}"})
+            r = staff.post(
+                f"{base}/desk/tickets/{ticket}/post",
+                timeout=60,
+                data={"action": "reply", "text": f"Reply {n}: it is with the carrier.", "client_key": f"soak-{n}"},
+            )
         else:
-            r = sessions[n % len(sessions)].post(f"{base}/help/tickets/{ticket}/message", timeout=60,
-                                                 data={"text": text, "client_key": f"soak-{n}"})
+            r = sessions[n % len(sessions)].post(
+                f"{base}/help/tickets/{ticket}/message", timeout=60, data={"text": text, "client_key": f"soak-{n}"}
+            )
         return r.status_code
 
     def sample() -> dict:
         memory = _memory_kb(server_pid)
-        return {"t_s": round(time.monotonic() - started), "rss_mb": round(memory.get("VmRSS", 0) / 1024, 1),
-                "peak_mb": round(memory.get("VmHWM", 0) / 1024, 1), "pg_backends_max": backends.take(),
-                "turns": _turns(), "posted": posted, "sockets_open": sum(1 for w in watchers if
-                                                                         w.transport and not w.transport.is_closing())}
+        return {
+            "t_s": round(time.monotonic() - started),
+            "rss_mb": round(memory.get("VmRSS", 0) / 1024, 1),
+            "peak_mb": round(memory.get("VmHWM", 0) / 1024, 1),
+            "pg_backends_max": backends.take(),
+            "turns": _turns(),
+            "posted": posted,
+            "sockets_open": sum(1 for w in watchers if w.transport and not w.transport.is_closing()),
+        }
 
     while time.monotonic() < end:
         now = time.monotonic()
@@ -196,9 +210,12 @@ async def _soak(args, port: int, tickets: list[int], customers: list[str], datab
         future = loop.run_in_executor(pool, post, posted)
         pending.add(future)
         future.add_done_callback(pending.discard)
-        future.add_done_callback(lambda f: statuses.__setitem__(
-            str(f.result()) if not f.exception() else repr(f.exception())[:60],
-            statuses.get(str(f.result()) if not f.exception() else repr(f.exception())[:60], 0) + 1))
+        future.add_done_callback(
+            lambda f: statuses.__setitem__(
+                str(f.result()) if not f.exception() else repr(f.exception())[:60],
+                statuses.get(str(f.result()) if not f.exception() else repr(f.exception())[:60], 0) + 1,
+            )
+        )
         posted += 1
         await asyncio.sleep(1 / args.rate)
     if pending:
@@ -233,9 +250,12 @@ def levelling(samples: list[dict]) -> dict:
     first = [x for x in samples if x["t_s"] <= span / 3]
     last = [x for x in samples if x["t_s"] >= 2 * span / 3]
     late = _slope(last)
-    return {"rss_slope_first_third_mb_per_min": _slope(first), "rss_slope_last_third_mb_per_min": late,
-            "rss_steady_mb": round(sum(x["rss_mb"] for x in last) / len(last), 1) if last else None,
-            "levelled_off": late is not None and late < LEVEL_MB_PER_MIN}
+    return {
+        "rss_slope_first_third_mb_per_min": _slope(first),
+        "rss_slope_last_third_mb_per_min": late,
+        "rss_steady_mb": round(sum(x["rss_mb"] for x in last) / len(last), 1) if last else None,
+        "levelled_off": late is not None and late < LEVEL_MB_PER_MIN,
+    }
 
 
 def heap_growth(directory: Path, top: int = 15) -> dict:
@@ -245,15 +265,21 @@ def heap_growth(directory: Path, top: int = 15) -> dict:
 
     snaps = sorted(directory.glob("heap-*.pickle"))
     marks = [json.loads(p.read_text()) for p in sorted(directory.glob("heap-*.json"))]
-    out = {"heap": [{"traced_mb": round(m["traced_kb"] / 1024, 1), "rss_mb": round(m["rss_kb"] / 1024, 1)}
-                    for m in marks]}
+    out = {
+        "heap": [{"traced_mb": round(m["traced_kb"] / 1024, 1), "rss_mb": round(m["rss_kb"] / 1024, 1)} for m in marks]
+    }
     if len(snaps) >= 2:
         keep = [tracemalloc.Filter(False, tracemalloc.__file__)]
         before = tracemalloc.Snapshot.load(str(snaps[len(snaps) // 3])).filter_traces(keep)
         after = tracemalloc.Snapshot.load(str(snaps[-1])).filter_traces(keep)
-        out["grew"] = [{"kb": round(d.size_diff / 1024), "count": d.count_diff,
-                        "where": [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}" for f in d.traceback[:4]]}
-                       for d in after.compare_to(before, "traceback")[:top]]
+        out["grew"] = [
+            {
+                "kb": round(d.size_diff / 1024),
+                "count": d.count_diff,
+                "where": [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}" for f in d.traceback[:4]],
+            }
+            for d in after.compare_to(before, "traceback")[:top]
+        ]
     return out
 
 
@@ -264,13 +290,20 @@ def main(argv=None) -> int:
     parser.add_argument("--watchers", type=int, default=60)
     parser.add_argument("--rate", type=float, default=2.0, help="posts per second, all tickets together")
     parser.add_argument("--every", type=float, default=30.0, help="seconds between samples")
-    parser.add_argument("--rotate", type=int, default=0, metavar="POSTS",
-                        help="after this many posts a ticket is replaced by a new one and its watchers move "
-                             "to it, so conversations stop growing (0: they grow all the run)")
-    parser.add_argument("--trace", action="store_true",
-                        help="tracemalloc in the web process: what the Python heap gained, by line")
-    parser.add_argument("--leak", action="store_true",
-                        help="negative control: the web process keeps every rendering it makes")
+    parser.add_argument(
+        "--rotate",
+        type=int,
+        default=0,
+        metavar="POSTS",
+        help="after this many posts a ticket is replaced by a new one and its watchers move "
+        "to it, so conversations stop growing (0: they grow all the run)",
+    )
+    parser.add_argument(
+        "--trace", action="store_true", help="tracemalloc in the web process: what the Python heap gained, by line"
+    )
+    parser.add_argument(
+        "--leak", action="store_true", help="negative control: the web process keeps every rendering it makes"
+    )
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         print(json.dumps({"skipped": "REDIS_URL is not set"}))
@@ -278,12 +311,19 @@ def main(argv=None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="sundry-soak-"))
     try:
         with _database(workdir) as (database_url, database):
-            env = {**os.environ, "DATABASE_URL": database_url, "SUNDRY_CHANNEL_PREFIX": f"sundry-soak-{os.getpid()}",
-                   "SUNDRY_TASK_QUEUE": f"sundry-soak-{os.getpid()}", "DJANGO_SETTINGS_MODULE": "sundry.settings",
-                   "SUNDRY_LOG_LEVEL": "ERROR", "SUNDRY_DEBUG": "0",
-                   # The limits are not under test here: a customer writes faster than anyone would,
-                   # and every watcher shares one staff login.
-                   "SUNDRY_RATE_CUSTOMER_MESSAGES": "100000/m", "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000"}
+            env = {
+                **os.environ,
+                "DATABASE_URL": database_url,
+                "SUNDRY_CHANNEL_PREFIX": f"sundry-soak-{os.getpid()}",
+                "SUNDRY_TASK_QUEUE": f"sundry-soak-{os.getpid()}",
+                "DJANGO_SETTINGS_MODULE": "sundry.settings",
+                "SUNDRY_LOG_LEVEL": "ERROR",
+                "SUNDRY_DEBUG": "0",
+                # The limits are not under test here: a customer writes faster than anyone would,
+                # and every watcher shares one staff login.
+                "SUNDRY_RATE_CUSTOMER_MESSAGES": "100000/m",
+                "SUNDRY_LIVE_MAX_SOCKETS_PER_USER": "100000",
+            }
             os.environ.update(env)
             import django
 
@@ -294,11 +334,22 @@ def main(argv=None) -> int:
             command = [sys.executable, "-m", "sundry.web"]
             if args.trace or args.leak:
                 (workdir / "heap").mkdir()
-                command = [sys.executable, "-m", "bench.soakserver", "--every", str(args.every),
-                           *(["--trace", str(workdir / "heap")] if args.trace else []),
-                           *(["--leak"] if args.leak else []), "--"]
-            server = subprocess.Popen([*command, "--host", HOST, "--port", str(port), "--log-level", "warning"],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=log)
+                command = [
+                    sys.executable,
+                    "-m",
+                    "bench.soakserver",
+                    "--every",
+                    str(args.every),
+                    *(["--trace", str(workdir / "heap")] if args.trace else []),
+                    *(["--leak"] if args.leak else []),
+                    "--",
+                ]
+            server = subprocess.Popen(
+                [*command, "--host", HOST, "--port", str(port), "--log-level", "warning"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
             try:
                 _wait_port(port, time.monotonic() + 180)
                 figures = asyncio.run(_soak(args, port, tickets, customers, database_url, server.pid))
@@ -318,11 +369,21 @@ def main(argv=None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     samples = figures["samples"]
     rss = [s["rss_mb"] for s in samples]
-    figures.update(database=database, minutes=args.minutes, tickets=args.tickets, watchers=args.watchers,
-                   rate_per_s=args.rate, rotate_after_posts=args.rotate, leak=args.leak,
-                   rss_first_mb=rss[0], rss_last_mb=rss[-1], rss_max_mb=max(rss),
-                   pg_backends_max=max(s["pg_backends_max"] for s in samples),
-                   sockets_open_min=min(s["sockets_open"] for s in samples), **levelling(samples))
+    figures.update(
+        database=database,
+        minutes=args.minutes,
+        tickets=args.tickets,
+        watchers=args.watchers,
+        rate_per_s=args.rate,
+        rotate_after_posts=args.rotate,
+        leak=args.leak,
+        rss_first_mb=rss[0],
+        rss_last_mb=rss[-1],
+        rss_max_mb=max(rss),
+        pg_backends_max=max(s["pg_backends_max"] for s in samples),
+        sockets_open_min=min(s["sockets_open"] for s in samples),
+        **levelling(samples),
+    )
     print(json.dumps(figures))
     return 0
 

@@ -36,8 +36,11 @@ def _snapshots(directory: Path, every: float) -> None:
         snapshot = tracemalloc.take_snapshot()
         snapshot.dump(str(directory / f"heap-{n:03d}.pickle"))
         traced, peak = tracemalloc.get_traced_memory()
-        (directory / f"heap-{n:03d}.json").write_text(json.dumps(
-            {"t": time.time(), "traced_kb": traced // 1024, "traced_peak_kb": peak // 1024, "rss_kb": _rss_kb()}))
+        (directory / f"heap-{n:03d}.json").write_text(
+            json.dumps(
+                {"t": time.time(), "traced_kb": traced // 1024, "traced_peak_kb": peak // 1024, "rss_kb": _rss_kb()}
+            )
+        )
         n += 1
 
 

@@ -35,8 +35,13 @@ def first_sentence(text: str) -> int:
 
 
 def measure(paths: list[Path]) -> dict:
-    replies = [t.text for p in paths for ticket in tau2_results(p) for t in ticket.turns
-               if t.author == "agent" and t.kind == "message" and t.text.strip()]
+    replies = [
+        t.text
+        for p in paths
+        for ticket in tau2_results(p)
+        for t in ticket.turns
+        if t.author == "agent" and t.kind == "message" and t.text.strip()
+    ]
     words = [first_word(r) for r in replies]
     sentences = [first_sentence(r) for r in replies]
     extra = [s - w for s, w in zip(sentences, words)]
@@ -45,14 +50,20 @@ def measure(paths: list[Path]) -> dict:
     def q(values, p):
         return round(statistics.quantiles(values, n=100)[p - 1], 1) if len(values) > 1 else float(values[0])
 
-    out = {"replies": len(replies), "files": [p.name for p in paths],
-           "chars_before_first_visible": {
-               "word_by_word": {"median": statistics.median(words), "p90": q(words, 90)},
-               "sentence_by_sentence": {"median": statistics.median(sentences), "p90": q(sentences, 90)}},
-           "added_chars": {"median": statistics.median(extra), "p90": q(extra, 90)},
-           "replies_whose_first_sentence_is_the_whole_reply": whole,
-           "added_delay_seconds": {name: {"median": round(statistics.median(extra) / rate, 2),
-                                          "p90": round(q(extra, 90) / rate, 2)} for name, rate in RATES.items()}}
+    out = {
+        "replies": len(replies),
+        "files": [p.name for p in paths],
+        "chars_before_first_visible": {
+            "word_by_word": {"median": statistics.median(words), "p90": q(words, 90)},
+            "sentence_by_sentence": {"median": statistics.median(sentences), "p90": q(sentences, 90)},
+        },
+        "added_chars": {"median": statistics.median(extra), "p90": q(extra, 90)},
+        "replies_whose_first_sentence_is_the_whole_reply": whole,
+        "added_delay_seconds": {
+            name: {"median": round(statistics.median(extra) / rate, 2), "p90": round(q(extra, 90) / rate, 2)}
+            for name, rate in RATES.items()
+        },
+    }
     return out
 
 

@@ -32,15 +32,26 @@ PRODUCTION = os.environ.get("SUNDRY_ENV", "development") == "production"
 DEBUG = env_bool("SUNDRY_DEBUG", default=not PRODUCTION)
 
 
-
 def weak_secret_key(key: str) -> str:
     """Why a secret key is too weak to sign production sessions ("" when it is not): Django's own
     deploy-check measure (50 characters, 5 distinct), or a placeholder left in."""
     lowered = key.lower()
     if len(key) < 50 or len(set(key)) < 5:
         return "it is shorter than 50 characters or has fewer than 5 distinct ones"
-    if any(word in lowered for word in ("changeme", "change-me", "change_me", "insecure", "dev-only", "example",
-                                        "placeholder", "your-secret", "secret-key")):
+    if any(
+        word in lowered
+        for word in (
+            "changeme",
+            "change-me",
+            "change_me",
+            "insecure",
+            "dev-only",
+            "example",
+            "placeholder",
+            "your-secret",
+            "secret-key",
+        )
+    ):
         return "it is a placeholder"
     return ""
 
@@ -52,7 +63,8 @@ if PRODUCTION:
 
         raise ImproperlyConfigured(
             f"SUNDRY_SECRET_KEY is refused in production: {_weak}. Make one with "
-            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
 else:
     SECRET_KEY = os.environ.get("SUNDRY_SECRET_KEY", "dev-only-insecure-key-change-me-for-anything-real")
 
@@ -168,8 +180,13 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT,
-                           "socket_connect_timeout": 2.0}],  # a push never hangs its request for long
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT,
+                        "socket_connect_timeout": 2.0,
+                    }
+                ],  # a push never hangs its request for long
                 "prefix": CHANNEL_PREFIX,
             },
         }
@@ -179,8 +196,13 @@ else:
 
 # Django's cache: Redis when configured, so rate limits hold across web processes.
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": REDIS_URL, "KEY_PREFIX": CHANNEL_PREFIX}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": CHANNEL_PREFIX,
+        }
+    }
 
 # Time limits are sized for one agent step, not a whole run (see "Recovery" in the README):
 # a task starts no step after AGENT_SLICE_SECONDS and queues the rest of the run as a new
@@ -220,8 +242,7 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Queuing from a request tries briefly, then gives up: the outbox mark on the ticket keeps
 # the wake-up, and the sweep queues it once Redis is back.
-CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
-                                    "interval_max": 0.5}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 # One model call (sundry.agent.gateway.CallLimits): per-attempt connect and read
 # timeouts, a deadline for the whole call with the provider SDK's retries (which
 # honour Retry-After), and the longest answer asked for.
@@ -243,8 +264,10 @@ MODEL_PROVIDER_TOKEN_COUNT = env_bool("SUNDRY_MODEL_PROVIDER_TOKEN_COUNT", False
 # MODEL_CALL_TIMEOUT with its retries).
 AGENT_CLAIM_TTL_SECONDS = int(os.environ.get("SUNDRY_AGENT_CLAIM_TTL", str(int(MODEL_CALL_TIMEOUT) + 60)))
 if MODEL_CALL_TIMEOUT >= AGENT_CLAIM_TTL_SECONDS:
-    raise ImproperlyConfigured("SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL, "
-                               "or a slow step's ticket is taken by another run.")
+    raise ImproperlyConfigured(
+        "SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL, "
+        "or a slow step's ticket is taken by another run."
+    )
 # One agent run (sundry.agent.loop): at most this many steps (model calls that lead to tool calls or a reply),
 # and no new step after this many seconds; either way a run that stops mid-task flags the ticket for staff.
 AGENT_MAX_STEPS_PER_RUN = int(os.environ.get("SUNDRY_AGENT_MAX_STEPS", "10"))
@@ -257,17 +280,22 @@ AGENT_STEP_SECONDS = int(AGENT_STEP_MODEL_SECONDS) + 30
 # A task starts steps until this much time has passed, then queues the rest of the run.
 AGENT_SLICE_SECONDS = max(0, CELERY_TASK_SOFT_TIME_LIMIT - AGENT_STEP_SECONDS)
 if AGENT_STEP_SECONDS > CELERY_TASK_SOFT_TIME_LIMIT:
-    raise ImproperlyConfigured("SUNDRY_TASK_HARD_LIMIT must leave room for one agent step "
-                               f"({AGENT_STEP_SECONDS} s with SUNDRY_MODEL_CALL_TIMEOUT) before the soft limit.")
+    raise ImproperlyConfigured(
+        "SUNDRY_TASK_HARD_LIMIT must leave room for one agent step "
+        f"({AGENT_STEP_SECONDS} s with SUNDRY_MODEL_CALL_TIMEOUT) before the soft limit."
+    )
 # An agent run the database failed under (a restart, a dropped connection, a serialization
 # failure) is retried this many times, after these many seconds (the last repeats), then
 # stopped with an error turn and an attention flag (sundry.agent.tasks).
 AGENT_DB_RETRIES = int(os.environ.get("SUNDRY_AGENT_DB_RETRIES", "8"))
 AGENT_DB_RETRY_COUNTDOWNS = tuple(
-    float(s) for s in os.environ.get("SUNDRY_AGENT_DB_RETRY_COUNTDOWNS", "2,5,15,30,60").split(",") if s.strip())
+    float(s) for s in os.environ.get("SUNDRY_AGENT_DB_RETRY_COUNTDOWNS", "2,5,15,30,60").split(",") if s.strip()
+)
 if AGENT_DB_RETRIES < 0 or not AGENT_DB_RETRY_COUNTDOWNS:
-    raise ImproperlyConfigured("SUNDRY_AGENT_DB_RETRIES must be 0 or more, and SUNDRY_AGENT_DB_RETRY_COUNTDOWNS "
-                               "a comma-separated list of seconds.")
+    raise ImproperlyConfigured(
+        "SUNDRY_AGENT_DB_RETRIES must be 0 or more, and SUNDRY_AGENT_DB_RETRY_COUNTDOWNS "
+        "a comma-separated list of seconds."
+    )
 # The outbox sweep (Celery beat, `sundry.agent.sweep`): every AGENT_SWEEP_SECONDS, tickets
 # whose wake-up is older than AGENT_SWEEP_GRACE_SECONDS and no live claim holds are queued
 # again. Recovery from a lost worker is bounded by the claim TTL plus one sweep interval.
@@ -336,23 +364,37 @@ ATTACHMENT_MAX_PIXELS = int(float(os.environ.get("SUNDRY_ATTACHMENT_MAX_MEGAPIXE
 # Of image/jpeg, image/png, image/webp and application/pdf: the kinds accepted (by content, not name).
 ATTACHMENT_TYPES = env_list("SUNDRY_ATTACHMENT_TYPES", "image/jpeg,image/png,image/webp,application/pdf")
 # A file past the limit is counted, not spooled to disk (sundry/attachments/uploads.py).
-FILE_UPLOAD_HANDLERS = ["sundry.attachments.uploads.CappedUploadHandler",
-                        "django.core.files.uploadhandler.MemoryFileUploadHandler",
-                        "django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+FILE_UPLOAD_HANDLERS = [
+    "sundry.attachments.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 _attachment_storage = os.environ.get("SUNDRY_ATTACHMENT_STORAGE", "local")
 if _attachment_storage == "local":
-    STORAGES["attachments"] = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {
-        "location": str(Path(os.environ.get("SUNDRY_ATTACHMENT_DIR", VAR_DIR / "attachments"))),
-        "base_url": "/no-public-url/", "file_permissions_mode": 0o640, "directory_permissions_mode": 0o750}}
+    STORAGES["attachments"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {
+            "location": str(Path(os.environ.get("SUNDRY_ATTACHMENT_DIR", VAR_DIR / "attachments"))),
+            "base_url": "/no-public-url/",
+            "file_permissions_mode": 0o640,
+            "directory_permissions_mode": 0o750,
+        },
+    }
 elif _attachment_storage == "s3":
     # django-storages' S3 backend (the optional extra `pip install sundry[s3]`); credentials come the
     # way boto3 finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a profile or an instance role).
-    STORAGES["attachments"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
-        "bucket_name": os.environ.get("SUNDRY_S3_BUCKET", ""),
-        "endpoint_url": os.environ.get("SUNDRY_S3_ENDPOINT_URL") or None,
-        "region_name": os.environ.get("SUNDRY_S3_REGION") or None,
-        "location": os.environ.get("SUNDRY_S3_PREFIX", "attachments"),
-        "default_acl": None, "querystring_auth": True, "file_overwrite": False}}
+    STORAGES["attachments"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": os.environ.get("SUNDRY_S3_BUCKET", ""),
+            "endpoint_url": os.environ.get("SUNDRY_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("SUNDRY_S3_REGION") or None,
+            "location": os.environ.get("SUNDRY_S3_PREFIX", "attachments"),
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
     if not STORAGES["attachments"]["OPTIONS"]["bucket_name"]:
         raise ImproperlyConfigured("SUNDRY_ATTACHMENT_STORAGE=s3 needs SUNDRY_S3_BUCKET.")
 else:
@@ -370,14 +412,17 @@ DEMO_SEED = int(os.environ.get("SUNDRY_DEMO_SEED", "20261129"))
 # --- E-mail: customers' notices that a reply or a card waits (sundry.portal.notices) ----------
 # Development prints mail on the worker's console; production sends over SMTP unless told
 # otherwise. The notice links to the page, so it needs the site's public address.
-_EMAIL_BACKENDS = {"console": "django.core.mail.backends.console.EmailBackend",
-                   "smtp": "django.core.mail.backends.smtp.EmailBackend",
-                   "file": "django.core.mail.backends.filebased.EmailBackend",
-                   "locmem": "django.core.mail.backends.locmem.EmailBackend"}
+_EMAIL_BACKENDS = {
+    "console": "django.core.mail.backends.console.EmailBackend",
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+    "file": "django.core.mail.backends.filebased.EmailBackend",
+    "locmem": "django.core.mail.backends.locmem.EmailBackend",
+}
 _email_backend = os.environ.get("SUNDRY_EMAIL_BACKEND", "smtp" if PRODUCTION else "console")
 if _email_backend not in _EMAIL_BACKENDS:
-    raise ImproperlyConfigured(f"SUNDRY_EMAIL_BACKEND must be one of {', '.join(_EMAIL_BACKENDS)}, "
-                               f"not {_email_backend!r}.")
+    raise ImproperlyConfigured(
+        f"SUNDRY_EMAIL_BACKEND must be one of {', '.join(_EMAIL_BACKENDS)}, not {_email_backend!r}."
+    )
 EMAIL_BACKEND = _EMAIL_BACKENDS[_email_backend]
 EMAIL_HOST = os.environ.get("SUNDRY_EMAIL_HOST", "localhost")
 EMAIL_PORT = int(os.environ.get("SUNDRY_EMAIL_PORT", "25"))
@@ -398,17 +443,23 @@ TOOL_ENV_PREFIX = os.environ.get("SUNDRY_TOOL_ENV_PREFIX", "SUNDRY_TOOL_").strip
 # stdio command lines allowed (a server's command must start with one), comma- or newline-separated
 # (newlines when a command holds a comma). None: stdio servers are off. Production lists none unless
 # told; development allows the repository's own example server, so the demo and its README work.
-_tool_commands = os.environ.get("SUNDRY_TOOL_COMMANDS",
-                                "" if PRODUCTION else "python examples/tau2_retail_mcp/server.py")
-TOOL_COMMANDS = [c.strip() for c in (_tool_commands.splitlines() if "\n" in _tool_commands
-                                     else _tool_commands.split(",")) if c.strip()]
+_tool_commands = os.environ.get(
+    "SUNDRY_TOOL_COMMANDS", "" if PRODUCTION else "python examples/tau2_retail_mcp/server.py"
+)
+TOOL_COMMANDS = [
+    c.strip()
+    for c in (_tool_commands.splitlines() if "\n" in _tool_commands else _tool_commands.split(","))
+    if c.strip()
+]
 # Hosts (host or host:port; *.domain, * for any) HTTP tool servers may be reached at.
 TOOL_HOSTS = env_list("SUNDRY_TOOL_HOSTS", "127.0.0.1,localhost,::1")
 # The folder(s) declaration files must lie in (several separated by os.pathsep, as in PATH);
 # relative to Sundry's directory.
 TOOL_DECLARATIONS_DIRS = [
     BASE_DIR / d.strip()
-    for d in os.environ.get("SUNDRY_TOOL_DECLARATIONS_DIR", "examples").split(os.pathsep) if d.strip()]
+    for d in os.environ.get("SUNDRY_TOOL_DECLARATIONS_DIR", "examples").split(os.pathsep)
+    if d.strip()
+]
 
 # The most of one tool-server result kept (bytes of its text): past it the result is cut, the model
 # and staff are told, and nothing in it is harvested (a runaway listing costs neither memory nor a

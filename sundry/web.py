@@ -90,8 +90,14 @@ def main(argv=None) -> None:
     if settings.WEB_GC_TUNING:
         cap_malloc_arenas()  # before uvicorn and the request threads start
         tune_gc()
-    uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level, **SERVER_OPTIONS,
-                **proxy_options(settings.TRUSTED_PROXIES))
+    uvicorn.run(
+        application,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        **SERVER_OPTIONS,
+        **proxy_options(settings.TRUSTED_PROXIES),
+    )
 
 
 if __name__ == "__main__":

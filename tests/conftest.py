@@ -40,8 +40,12 @@ def pytest_report_header(config):
 # once — one line for the agent-run faults, one for the server outages — because one line alone
 # (about 14 minutes summed) was the whole suite's critical path.
 SERIAL_GROUPS = {
-    "faults": {"test_run_faults.py": "faults-runs", "test_step_retries.py": "faults-runs",
-               "test_database_faults.py": "faults-servers", "test_redis_faults.py": "faults-servers"},
+    "faults": {
+        "test_run_faults.py": "faults-runs",
+        "test_step_retries.py": "faults-runs",
+        "test_database_faults.py": "faults-servers",
+        "test_redis_faults.py": "faults-servers",
+    },
 }
 
 
@@ -170,8 +174,14 @@ def redis_url() -> str:
 
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "testserver"}
-_PROVIDER_KEYS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SUNDRY_OPENAI_COMPAT_API_KEY",
-                  "SUNDRY_OPENAI_COMPAT_BASE_URL", "OLLAMA_BASE_URL", "OLLAMA_API_KEY"]
+_PROVIDER_KEYS = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "SUNDRY_OPENAI_COMPAT_API_KEY",
+    "SUNDRY_OPENAI_COMPAT_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_API_KEY",
+]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -88,8 +88,9 @@ def pick_customer() -> Cast:
     """The first customer (by ID) whose orders fit the conversation."""
     from sundry.shop.models import Customer, Order
 
-    for customer in Customer.objects.order_by("customer_id").prefetch_related("orders__items__product",
-                                                                             "orders__parcels"):
+    for customer in Customer.objects.order_by("customer_id").prefetch_related(
+        "orders__items__product", "orders__parcels"
+    ):
         orders = sorted(customer.orders.all(), key=lambda o: o.number)
         if len(orders) < 6:
             continue
@@ -105,16 +106,38 @@ def pick_customer() -> Cast:
         fryers = [o for o in orders if any("Air Fryer" in n for n in names(o))]
         fryer = fryers[0] if len(fryers) == 1 and fryers[0] in delivered and "Air Fryer" in first(fryers[0]) else None
         lamp = next((o for o in delivered if o is not fryer and len(names(o)) == 1 and "Lamp" in first(o)), None)
-        transit = [o for o in orders if o.status == Order.Status.SHIPPED
-                   and any(p.status == "in_transit" for p in o.parcels.all())]
+        transit = [
+            o
+            for o in orders
+            if o.status == Order.Status.SHIPPED and any(p.status == "in_transit" for p in o.parcels.all())
+        ]
         placed = next((o for o in orders if o.status == Order.Status.PLACED), None)
-        fourth = next((o for o in delivered if o not in (fryer, lamp) and o.total_cents >= 5000
-                       and not any("Lamp" in n or "Air Fryer" in n for n in names(o))), None)
+        fourth = next(
+            (
+                o
+                for o in delivered
+                if o not in (fryer, lamp)
+                and o.total_cents >= 5000
+                and not any("Lamp" in n or "Air Fryer" in n for n in names(o))
+            ),
+            None,
+        )
         if not (fryer and lamp and placed and fourth and len(transit) >= 2):
             continue
-        return Cast(customer.customer_id, fryer.number, first(fryer), fryer.currency, transit[0].number,
-                    transit[1].number, lamp.number, first(lamp), fourth.number, first(fourth), fourth.currency,
-                    placed.number)
+        return Cast(
+            customer.customer_id,
+            fryer.number,
+            first(fryer),
+            fryer.currency,
+            transit[0].number,
+            transit[1].number,
+            lamp.number,
+            first(lamp),
+            fourth.number,
+            first(fourth),
+            fourth.currency,
+            placed.number,
+        )
     raise LookupError("no customer of the seeded shop has the orders the conversation needs")
 
 
@@ -141,12 +164,25 @@ def replay(ticket, cast: Cast, *, start: int = 0, stop: int | None = None, gatew
             agent_run(ticket.pk, gateway=gateway)
             wait_idle()  # what the run queued: the compaction production's trigger asked for
             for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).order_by("pk"):
-                staff, _ = get_user_model().objects.get_or_create(username="staff-approver", defaults={"is_staff": True})
-                held_action_decide(held_id=held.pk, ticket=Ticket.objects.select_related("ticket_class", "customer")
-                                   .get(pk=ticket.pk), approve=True, user=staff, wake=False)
+                staff, _ = get_user_model().objects.get_or_create(
+                    username="staff-approver", defaults={"is_staff": True}
+                )
+                held_action_decide(
+                    held_id=held.pk,
+                    ticket=Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
+                    approve=True,
+                    user=staff,
+                    wake=False,
+                )
                 agent_run(ticket.pk, gateway=gateway)
                 wait_idle()
-            replies.append(list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT,
-                                                    number__gt=turn.number).order_by("number")
-                                .values_list("text", flat=True)))
+            replies.append(
+                list(
+                    Turn.objects.filter(
+                        ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT, number__gt=turn.number
+                    )
+                    .order_by("number")
+                    .values_list("text", flat=True)
+                )
+            )
     return replies

@@ -155,8 +155,15 @@ class ContactFactory(factory.django.DjangoModelFactory):
     created_at = factory.LazyFunction(timezone.now)
 
 
-def paid_order(*, customer=None, status=shop.Order.Status.DELIVERED, prices=(6000, 4000), currency="USD",
-               payment_status=shop.Payment.Status.CAPTURED, **kwargs) -> shop.Order:
+def paid_order(
+    *,
+    customer=None,
+    status=shop.Order.Status.DELIVERED,
+    prices=(6000, 4000),
+    currency="USD",
+    payment_status=shop.Payment.Status.CAPTURED,
+    **kwargs,
+) -> shop.Order:
     """An order with one item per price and one payment of its total."""
     extra = {"customer": customer} if customer is not None else {}
     order = OrderFactory(status=status, currency=currency, total_cents=sum(prices), **extra, **kwargs)
@@ -194,6 +201,14 @@ def customer_confirms(ticket, *, decline: bool = False) -> list:
     decided = []
     for card in open_cards(tickets.Ticket.objects.get(pk=ticket.pk)):
         fresh = tickets.Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
-        decided.append(confirmation_decide(card_id=card.pk, ticket=fresh, confirm=not decline, digest=card.digest,
-                                           via=Confirmation.Via.BUTTON, wake=False))
+        decided.append(
+            confirmation_decide(
+                card_id=card.pk,
+                ticket=fresh,
+                confirm=not decline,
+                digest=card.digest,
+                via=Confirmation.Via.BUTTON,
+                wake=False,
+            )
+        )
     return decided

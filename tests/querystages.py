@@ -31,7 +31,7 @@ class Counted:
 
     def slice(self, start: tuple[int, int], end: tuple[int, int]) -> Counted:
         """What was counted between two (statements, commits) marks."""
-        return Counted(self.statements[start[0]:end[0]], end[1] - start[1])
+        return Counted(self.statements[start[0] : end[0]], end[1] - start[1])
 
     def by_module(self) -> Counter:
         return Counter(module for module, _ in self.statements)

@@ -16,7 +16,11 @@ def deploy_check(tmp_path, **env) -> subprocess.CompletedProcess:
     clean.update(SUNDRY_VAR_DIR=str(tmp_path / "var"), **env)
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -48,8 +52,9 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
 
 def test_production_refuses_a_weak_secret_key(tmp_path):
     for weak in ("changeme", "x" * 64, "changeme-" + secrets.token_urlsafe(48), "abcd" * 20):
-        done = deploy_check(tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY=weak,
-                            SUNDRY_ALLOWED_HOSTS="sundry.example.com")
+        done = deploy_check(
+            tmp_path, SUNDRY_ENV="production", SUNDRY_SECRET_KEY=weak, SUNDRY_ALLOWED_HOSTS="sundry.example.com"
+        )
         assert done.returncode != 0 and "SUNDRY_SECRET_KEY is refused in production" in done.stderr, weak
         assert weak not in done.stderr  # the key itself is never printed
 
@@ -67,8 +72,12 @@ def test_the_check_warns_of_tool_server_limits_left_wide_open(tmp_path):
     )
     assert done.returncode != 0
     report = done.stdout + done.stderr
-    for warning in ("sundry.toolservers.W001", "sundry.toolservers.W002", "sundry.toolservers.W003",
-                    "sundry.toolservers.W004"):
+    for warning in (
+        "sundry.toolservers.W001",
+        "sundry.toolservers.W002",
+        "sundry.toolservers.W003",
+        "sundry.toolservers.W004",
+    ):
         assert warning in report, report
     # Named hosts, a whole command line, a folder of its own: nothing to warn of (the clean run above
     # has the defaults; these are a deployment's own).

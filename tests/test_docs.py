@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-READ = re.compile(r"""(?:environ(?:\.get)?\(\s*|environ\[|getenv\(|env_(?:bool|list|float|int)\(|_env\()\s*["']([A-Z][A-Z0-9_]{2,})["']""")
+READ = re.compile(
+    r"""(?:environ(?:\.get)?\(\s*|environ\[|getenv\(|env_(?:bool|list|float|int)\(|_env\()\s*["']([A-Z][A-Z0-9_]{2,})["']"""
+)
 
 
 def variables_read() -> set[str]:

@@ -74,9 +74,16 @@ def test_generic_layers_do_not_import_the_shop():
         if path.relative_to(ROOT).parts[0] == "live":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            imports += [f"{path.relative_to(ROOT)}: {n}" for n in names if n == "sundry.shop" or n.startswith("sundry.shop.")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            imports += [
+                f"{path.relative_to(ROOT)}: {n}" for n in names if n == "sundry.shop" or n.startswith("sundry.shop.")
+            ]
     assert imports == []
 
 
@@ -84,11 +91,13 @@ def test_the_grep_finds_what_it_looks_for(tmp_path):
     # Negative control: planted shop knowledge in a generic-looking module is found, line by line.
     module = tmp_path / "sundry" / "agent" / "planted.py"
     module.parent.mkdir(parents=True)
-    module.write_text('"""Refunds go through issue_refund."""\n'
-                      'ORDER = r"SU-\\d{5}"\n'
-                      "# e.g. cancel SU-20481 for cus_ab12cd34\n"
-                      "HINT = 'look it up (rfd_…)'\n"
-                      "fine = 'get_order_details and reply_to_customer are not shop tools'\n")
+    module.write_text(
+        '"""Refunds go through issue_refund."""\n'
+        'ORDER = r"SU-\\d{5}"\n'
+        "# e.g. cancel SU-20481 for cus_ab12cd34\n"
+        "HINT = 'look it up (rfd_…)'\n"
+        "fine = 'get_order_details and reply_to_customer are not shop tools'\n"
+    )
     found = offences([module])
     assert [f.split(":")[1] for f in found] == ["1", "2", "3", "3", "4"], found
     assert any("tool issue_refund" in f for f in found)

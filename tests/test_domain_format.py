@@ -24,36 +24,92 @@ from sundry.tooling.domain import Domain, get_domain, select, tool_named, tools_
 from sundry.tooling.tools import REGISTRY
 
 ORDER = st.OrderResult(
-    order_number="SU-20481", customer_id="cus_4k2m9x1p", status="delivered", placed_on="2026-01-02", currency="INR",
+    order_number="SU-20481",
+    customer_id="cus_4k2m9x1p",
+    status="delivered",
+    placed_on="2026-01-02",
+    currency="INR",
     total_cents=405000,
-    items=[st.ItemOut(item_id="itm_aaaa1111", sku="SKU-AB123", product="Air Fryer 5.5L", quantity=1,
-                      unit_price_cents=405000)],
-    payments=[st.PaymentOut(payment_id="pay_12345678", payment_method_id="pm_abcd1234", method="Visa ··42",
-                            status="captured", amount_cents=405000)],
+    items=[
+        st.ItemOut(
+            item_id="itm_aaaa1111", sku="SKU-AB123", product="Air Fryer 5.5L", quantity=1, unit_price_cents=405000
+        )
+    ],
+    payments=[
+        st.PaymentOut(
+            payment_id="pay_12345678",
+            payment_method_id="pm_abcd1234",
+            method="Visa ··42",
+            status="captured",
+            amount_cents=405000,
+        )
+    ],
     parcels=[st.ParcelOut(tracking_number="1Z999AA10123456784", carrier="UPS", status="delivered")],
-    refunds=[st.RefundOut(refund_id="rfd_00000001", payment_id="pay_12345678", amount_cents=10000, amount="100.00",
-                          status="issued", reason="late", created_on="2026-01-03")],
+    refunds=[
+        st.RefundOut(
+            refund_id="rfd_00000001",
+            payment_id="pay_12345678",
+            amount_cents=10000,
+            amount="100.00",
+            status="issued",
+            reason="late",
+            created_on="2026-01-03",
+        )
+    ],
     returns=[st.ReturnOut(return_id="ret_00000001", item_ids=["itm_aaaa1111"], status="booked", reason="broken")],
-    paid_cents=405000, refunded_cents=10000, refundable_cents=395000, refundable="3950.00",
+    paid_cents=405000,
+    refunded_cents=10000,
+    refundable_cents=395000,
+    refundable="3950.00",
 )
 CANCEL = st.CancelResult(
-    order_number="SU-31377", status="cancelled", items=["Lamp"], currency="USD",
-    refund=st.CancelRefundOut(refund_id="rfd_00000002", payment_id="pay_87654321", amount_cents=2899, amount="28.99",
-                              currency="USD"),
-    refunded_cents=2899, refundable_cents=0,
+    order_number="SU-31377",
+    status="cancelled",
+    items=["Lamp"],
+    currency="USD",
+    refund=st.CancelRefundOut(
+        refund_id="rfd_00000002", payment_id="pay_87654321", amount_cents=2899, amount="28.99", currency="USD"
+    ),
+    refunded_cents=2899,
+    refundable_cents=0,
 )
-REFUND = st.RefundResult(refund_id="rfd_00000003", order_number="SU-20481", payment_id="pay_12345678", amount="40.00",
-                         amount_cents=4000, currency="INR", status="issued", refunded_cents=14000,
-                         refundable_cents=391000)
-SEARCH = st.SearchOrdersResult(customer_id="cus_4k2m9x1p", query=None, total_matches=1, orders=[
-    st.OrderSummary(order_number="SU-20481", status="delivered", placed_on="2026-01-02", total_cents=405000,
-                    currency="INR", items=["Air Fryer 5.5L"])])
+REFUND = st.RefundResult(
+    refund_id="rfd_00000003",
+    order_number="SU-20481",
+    payment_id="pay_12345678",
+    amount="40.00",
+    amount_cents=4000,
+    currency="INR",
+    status="issued",
+    refunded_cents=14000,
+    refundable_cents=391000,
+)
+SEARCH = st.SearchOrdersResult(
+    customer_id="cus_4k2m9x1p",
+    query=None,
+    total_matches=1,
+    orders=[
+        st.OrderSummary(
+            order_number="SU-20481",
+            status="delivered",
+            placed_on="2026-01-02",
+            total_cents=405000,
+            currency="INR",
+            items=["Air Fryer 5.5L"],
+        )
+    ],
+)
 SAMPLES = [("get_order", ORDER), ("cancel_order", CANCEL), ("issue_refund", REFUND), ("search_orders", SEARCH)]
 
 
 def _facts(domain: Domain, tool: str, result):
-    return (sorted((k, v) for _, k, v in domain.ids(tool, result)), domain.owners(tool, result),
-            domain.descriptions(tool, result), domain.money_moved(tool, result), domain.order_totals(tool, result))
+    return (
+        sorted((k, v) for _, k, v in domain.ids(tool, result)),
+        domain.owners(tool, result),
+        domain.descriptions(tool, result),
+        domain.money_moved(tool, result),
+        domain.order_totals(tool, result),
+    )
 
 
 @pytest.mark.parametrize("tool, result", SAMPLES)
@@ -86,17 +142,28 @@ def test_a_declaration_file_is_validated_with_clear_errors():
         Domain.from_data({"name": "x", "id_patterns": {"order": "(unclosed"}})
     with pytest.raises(ValueError, match="names 'get_thing', not a tool"):
         Domain.from_data({"name": "x", "lookup_hints": {"order": ["get_thing"]}})
-    text = json.dumps({"name": "crm", "id_patterns": {"ticket": r"T-\d{4}"},
-                       "tools": [{"name": "get_ticket", "lookup": True, "args": {"ticket_id": "ticket"}}]})
+    text = json.dumps(
+        {
+            "name": "crm",
+            "id_patterns": {"ticket": r"T-\d{4}"},
+            "tools": [{"name": "get_ticket", "lookup": True, "args": {"ticket_id": "ticket"}}],
+        }
+    )
     crm = Domain.from_data(text)  # JSON text, tools as a list
     assert crm.lookup_tools == {"get_ticket"} and crm.find_ids("see T-1234 and T-12") == [("ticket", "T-1234")]
 
 
 def test_rules_block_tools_by_capability_not_by_name():
-    crm = Domain.from_data({"name": "crm", "tools": {
-        "notify_by_mail": {"write": True, "capabilities": ["contacts_customer:email"]},
-        "ring_customer": {"write": True, "capabilities": ["contacts_customer:phone"]},
-        "mail_merge": {"write": True}}})
+    crm = Domain.from_data(
+        {
+            "name": "crm",
+            "tools": {
+                "notify_by_mail": {"write": True, "capabilities": ["contacts_customer:email"]},
+                "ring_customer": {"write": True, "capabilities": ["contacts_customer:phone"]},
+                "mail_merge": {"write": True},
+            },
+        }
+    )
     assert infer_enforcement("Phone only, never email please.", crm) == {"block_tools": ["notify_by_mail"]}
     assert infer_enforcement("Only email me, no calls", crm) == {"block_tools": ["ring_customer"]}
     # Control: the same rule over a domain that declares no e-mail capability blocks nothing.
@@ -113,8 +180,9 @@ def test_the_refund_guard_applies_where_the_declaration_says_so():
     verdict = check_call(GuardInput(tool=tool, arguments=args, ledger=ledger, money=money, domain=SHOP))
     assert (verdict.decision, verdict.guard) == ("reject", "refund_limit")
     # Control: the same tool in a domain whose declaration has no refund limit passes that guard.
-    undeclared = SHOP.model_copy(update={"tools": {**SHOP.tools, "issue_refund": SHOP.tools["issue_refund"].model_copy(
-        update={"refund": None})}})
+    undeclared = SHOP.model_copy(
+        update={"tools": {**SHOP.tools, "issue_refund": SHOP.tools["issue_refund"].model_copy(update={"refund": None})}}
+    )
     verdict = check_call(GuardInput(tool=tool, arguments=args, ledger=ledger, money=money, domain=undeclared))
     assert verdict.decision == "allow"
 
@@ -123,16 +191,22 @@ def test_lookups_come_from_the_declaration():
     tool = REGISTRY["get_order"]
     typed = [LedgerData("order", "SU-55510", "order", False, 1, 1)]
     assert check_call(GuardInput(tool=tool, arguments={"order_number": "SU-55510"}, ledger=typed, domain=SHOP)).allowed
-    not_lookup = SHOP.model_copy(update={"tools": {**SHOP.tools, "get_order": SHOP.tools["get_order"].model_copy(
-        update={"lookup": False})}})
+    not_lookup = SHOP.model_copy(
+        update={"tools": {**SHOP.tools, "get_order": SHOP.tools["get_order"].model_copy(update={"lookup": False})}}
+    )
     not_lookup.__dict__.pop("lookup_tools", None)
     verdict = check_call(GuardInput(tool=tool, arguments={"order_number": "SU-55510"}, ledger=typed, domain=not_lookup))
     assert verdict.guard == "unverified_id"
 
 
 def test_summary_claims_are_checked_against_capabilities():
-    fields = SummaryFields(decisions=[], actions_taken=["Refunded the order in full."], constraints_not_pinned=[],
-                           open_questions=[], narrative="The customer wrote in about an order.")
+    fields = SummaryFields(
+        decisions=[],
+        actions_taken=["Refunded the order in full."],
+        constraints_not_pinned=[],
+        open_questions=[],
+        narrative="The customer wrote in about an order.",
+    )
     assert unsupported_claims(fields, {"issue_refund"}, SHOP) == []
     assert unsupported_claims(fields, {"book_return"}, SHOP)  # a return is not a refund
     crm = Domain.from_data({"name": "crm", "tools": {"credit_back": {"write": True, "capabilities": ["refunds"]}}})
@@ -166,18 +240,50 @@ def test_the_harness_domains_are_production_declarations():
 def test_order_figures_summed_from_a_payment_history_and_refund_rows_picked_by_kind():
     """A store whose records name no currency and keep dollars (τ² retail): `totals` with a history
     and `money` with `where` read what moved; a declaration giving no currency is refused."""
-    data = {"tools": {"cancel": {
-        "totals": [{"order": "order_id", "currency_code": "USD", "amount_unit": "major", "history": "payment_history[]",
-                    "history_kind": "transaction_type", "paid": "payment", "refunded": "refund"}],
-        "money": [{"at": "payment_history[]", "where": {"transaction_type": "refund"}, "amount": "amount",
-                   "amount_unit": "major", "currency_code": "USD"}],
-        "results": {"order_id": "order"}, "owner": "order_id"}}, "name": "store"}
+    data = {
+        "tools": {
+            "cancel": {
+                "totals": [
+                    {
+                        "order": "order_id",
+                        "currency_code": "USD",
+                        "amount_unit": "major",
+                        "history": "payment_history[]",
+                        "history_kind": "transaction_type",
+                        "paid": "payment",
+                        "refunded": "refund",
+                    }
+                ],
+                "money": [
+                    {
+                        "at": "payment_history[]",
+                        "where": {"transaction_type": "refund"},
+                        "amount": "amount",
+                        "amount_unit": "major",
+                        "currency_code": "USD",
+                    }
+                ],
+                "results": {"order_id": "order"},
+                "owner": "order_id",
+            }
+        },
+        "name": "store",
+    }
     store = Domain.from_data(data)
-    cancelled = {"order_id": "#W8770097", "payment_history": [
-        {"transaction_type": "payment", "amount": 544.29, "payment_method_id": "paypal_6151711"},
-        {"transaction_type": "refund", "amount": 544.29, "payment_method_id": "paypal_6151711"}]}
+    cancelled = {
+        "order_id": "#W8770097",
+        "payment_history": [
+            {"transaction_type": "payment", "amount": 544.29, "payment_method_id": "paypal_6151711"},
+            {"transaction_type": "refund", "amount": 544.29, "payment_method_id": "paypal_6151711"},
+        ],
+    }
     [totals] = store.order_totals("cancel", cancelled)
-    assert (totals.order, totals.currency, totals.paid_cents, totals.refunded_cents) == ("#W8770097", "USD", 54429, 54429)
+    assert (totals.order, totals.currency, totals.paid_cents, totals.refunded_cents) == (
+        "#W8770097",
+        "USD",
+        54429,
+        54429,
+    )
     [moved] = store.money_moved("cancel", cancelled)
     assert (moved.order, moved.amount_cents, moved.currency) == ("#W8770097", 54429, "USD")
     assert store.money_moved("cancel", {**cancelled, "payment_history": cancelled["payment_history"][:1]}) == []

@@ -32,8 +32,10 @@ LAYERS = [
     # imports it (a domain names it by a dotted path, `Domain.offline_model`).
     ("the demo shop's offline agent", ["sundry.shop.offline"]),
     ("compaction", ["sundry.compaction"]),
-    ("the desk, the customer page, live panels", ["sundry.tickets", "sundry.portal", "sundry.live",
-                                                  "sundry.attachments.views", "sundry.attachments.urls"]),
+    (
+        "the desk, the customer page, live panels",
+        ["sundry.tickets", "sundry.portal", "sundry.live", "sundry.attachments.views", "sundry.attachments.urls"],
+    ),
     ("the harness", ["sundry.evals"]),
     ("the project", ["sundry"]),
 ]
@@ -123,8 +125,7 @@ def test_no_module_imports_from_a_layer_above_its_own():
         own = layer_of(module)
         for target, line, _ in _imports(module, path):
             if layer_of(target) > own and (module, target) not in UPWARD_ALLOWED:
-                upward.append(f"{module}:{line} imports {target} "
-                              f"({LAYERS[own][0]} → {LAYERS[layer_of(target)][0]})")
+                upward.append(f"{module}:{line} imports {target} ({LAYERS[own][0]} → {LAYERS[layer_of(target)][0]})")
     assert upward == []
 
 
@@ -160,7 +161,8 @@ def test_the_benchmarks_are_a_development_package_the_product_does_not_ship():
     from setuptools import find_packages
 
     include = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"][
-        "include"]
+        "include"
+    ]
     shipped = find_packages(where=ROOT.parent, include=include)
     assert "sundry.evals" in shipped and (ROOT.parent / "bench" / "__init__.py").exists()
     assert not [p for p in shipped if p == "bench" or p.startswith("bench.")], shipped

@@ -105,10 +105,18 @@ def test_visibility_timeout_follows_a_raised_time_limit(tmp_path):
 
 def test_a_model_call_longer_than_a_claim_is_refused(tmp_path):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SUNDRY_", "CELERY_", "DATABASE_", "REDIS_"))}
-    clean.update(DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_VAR_DIR=str(tmp_path / "var"),
-                 SUNDRY_AGENT_CLAIM_TTL="60", SUNDRY_MODEL_CALL_TIMEOUT="90")
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0 and "SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL" in done.stderr
+    clean.update(
+        DJANGO_SETTINGS_MODULE="sundry.settings",
+        SUNDRY_VAR_DIR=str(tmp_path / "var"),
+        SUNDRY_AGENT_CLAIM_TTL="60",
+        SUNDRY_MODEL_CALL_TIMEOUT="90",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
+    assert (
+        done.returncode != 0 and "SUNDRY_MODEL_CALL_TIMEOUT must be shorter than SUNDRY_AGENT_CLAIM_TTL" in done.stderr
+    )
 
 
 TOOL_PROBE = r"""
@@ -130,8 +138,9 @@ print(json.dumps({
 def tool_limits(tmp_path, **env) -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SUNDRY_", "CELERY_", "DATABASE_", "REDIS_"))}
     clean.update(DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_VAR_DIR=str(tmp_path / "var"), **env)
-    done = subprocess.run([sys.executable, "-c", TOOL_PROBE], cwd=ROOT, env=clean, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", TOOL_PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -149,10 +158,13 @@ def test_tool_server_limits_default_to_the_example_in_development_and_no_stdio_i
 
 
 def test_tool_server_limits_are_read_from_the_environment(tmp_path):
-    got = tool_limits(tmp_path, SUNDRY_TOOL_ENV_PREFIX="ACME_TOOLS_",
-                      SUNDRY_TOOL_COMMANDS="python -m acme.crm_mcp --tags a,b\n/usr/local/bin/billing-mcp",
-                      SUNDRY_TOOL_HOSTS="tools.acme.example:8443, [::1]:9000",
-                      SUNDRY_TOOL_DECLARATIONS_DIR=f"/srv/declarations{os.pathsep}declarations")
+    got = tool_limits(
+        tmp_path,
+        SUNDRY_TOOL_ENV_PREFIX="ACME_TOOLS_",
+        SUNDRY_TOOL_COMMANDS="python -m acme.crm_mcp --tags a,b\n/usr/local/bin/billing-mcp",
+        SUNDRY_TOOL_HOSTS="tools.acme.example:8443, [::1]:9000",
+        SUNDRY_TOOL_DECLARATIONS_DIR=f"/srv/declarations{os.pathsep}declarations",
+    )
     assert got["prefix"] == "ACME_TOOLS_"
     assert got["commands"] == ["python -m acme.crm_mcp --tags a,b", "/usr/local/bin/billing-mcp"]
     assert got["hosts"] == ["tools.acme.example:8443", "[::1]:9000"]

@@ -70,11 +70,17 @@ def desk(transactional_db):
     staff = users.create_user("sam", password="x", is_staff=True)
     customer_user = users.create_user("cora", password="x")
     customer = Customer.objects.create(
-        customer_id="cus_smoke01", name="Cora Lee", email="cora@example.com", phone="+44 20 0000 0000",
-        user=customer_user, created_at=timezone.now(),
+        customer_id="cus_smoke01",
+        name="Cora Lee",
+        email="cora@example.com",
+        phone="+44 20 0000 0000",
+        user=customer_user,
+        created_at=timezone.now(),
     )
     ticket_class = TicketClass.objects.create(name="Smoke", slug="smoke")
-    ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject="Where is my parcel?", version=7)
+    ticket = Ticket.objects.create(
+        customer=customer, ticket_class=ticket_class, subject="Where is my parcel?", version=7
+    )
     return {
         "ticket": ticket,
         "staff_cookie": _session_cookie(staff),
@@ -111,7 +117,9 @@ async def test_staff_socket_gets_snapshot_then_group_updates(desk):
     # rendered for it from the database: only the panels that changed.
     await Turn.objects.acreate(ticket=ticket, number=1, author="customer", text="Hello from the smoke test")
     await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, last_turn_number=1)
-    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    await get_channel_layer().group_send(
+        f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8}
+    )
     update = await communicator.receive_from(timeout=5)
     assert 'data-version="8"' in update and 'data-base="7"' in update and 'data-kind="diff"' in update
     assert "Hello from the smoke test" in update and 'id="panel-budget"' not in update
@@ -137,7 +145,9 @@ async def test_customer_socket_is_refused_on_the_staff_channel(desk):
     # A push to the staff group while the refused instance still runs: staff get it,
     # the refused socket, which never joined, gets nothing.
     await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, subject="For staff only")
-    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    await get_channel_layer().group_send(
+        f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8}
+    )
     assert "For staff only" in await staff.receive_from(timeout=5)
     assert not customer.future.done()  # alive, so it could have received the push had it joined
     assert await customer.receive_nothing(timeout=0.5)
@@ -191,7 +201,9 @@ async def test_idle_staff_socket_survives_on_the_redis_layer(redis_url, desk):
     from sundry.tickets.models import Ticket
 
     await Ticket.objects.filter(pk=ticket.pk).aupdate(version=8, subject="Late news")
-    await get_channel_layer().group_send(f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8})
+    await get_channel_layer().group_send(
+        f"ticket-{ticket.pk}-staff", {"type": "ticket.changed", "ticket": ticket.pk, "version": 8}
+    )
     late = await communicator.receive_from(timeout=5)
     assert 'data-version="8"' in late and "Late news" in late
     await communicator.disconnect()
@@ -216,8 +228,13 @@ async def test_redis_layer_carries_a_group_message_across_processes(redis_url):
     env = dict(os.environ, SUNDRY_CHANNEL_PREFIX=receiver.prefix, DJANGO_SETTINGS_MODULE="sundry.settings")
     try:
         done = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-c", SEND_FROM_ANOTHER_PROCESS, group],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+            subprocess.run,
+            [sys.executable, "-c", SEND_FROM_ANOTHER_PROCESS, group],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert done.returncode == 0, done.stderr
         message = await asyncio.wait_for(receiver.receive(channel), timeout=5)

@@ -14,14 +14,22 @@ PROBE = "import gc; t = gc.get_threshold(); import sundry.asgi; print(gc.get_thr
 
 
 def test_importing_the_asgi_application_leaves_the_collector_alone():
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "0"]
 
 
 def test_the_web_process_tuning_freezes_the_startup_heap_and_spaces_young_collections():
-    probe = "import gc; from sundry.web import tune_gc; tune_gc(); print(gc.get_threshold()[0], gc.get_freeze_count() > 0)"
+    probe = (
+        "import gc; from sundry.web import tune_gc; tune_gc(); print(gc.get_threshold()[0], gc.get_freeze_count() > 0)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["20000", "True"]
@@ -46,8 +54,9 @@ ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena N:" block per heap, on std
 
 
 def _arenas(mode: str) -> int:
-    done = subprocess.run([sys.executable, "-c", ARENAS_PROBE, mode], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS_PROBE, mode], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stderr.count("Arena ")
 
@@ -68,10 +77,12 @@ async def _client_seen(options: dict, xff: str, peer: str = "127.0.0.1") -> str:
     async def app(scope, receive, send):
         seen["client"] = scope["client"][0]
 
-    wrapped = ProxyHeadersMiddleware(app, trusted_hosts=options["forwarded_allow_ips"]) \
-        if options.get("proxy_headers") else app
-    scope = {"type": "http", "client": (peer, 5000), "scheme": "http",
-             "headers": [(b"x-forwarded-for", xff.encode())]}
+    wrapped = (
+        ProxyHeadersMiddleware(app, trusted_hosts=options["forwarded_allow_ips"])
+        if options.get("proxy_headers")
+        else app
+    )
+    scope = {"type": "http", "client": (peer, 5000), "scheme": "http", "headers": [(b"x-forwarded-for", xff.encode())]}
     await wrapped(scope, None, None)
     return seen["client"]
 
@@ -86,8 +97,9 @@ async def test_forwarded_addresses_are_believed_only_from_the_proxies_a_deployme
     assert {await _client_seen(none, f"203.0.113.{n}") for n in range(5)} == {"127.0.0.1"}
     named = proxy_options(["10.0.0.2"])
     # The proxy appends the address it saw; whatever the client wrote before it is ignored.
-    assert {await _client_seen(named, f"203.0.113.{n}, 198.51.100.7", peer="10.0.0.2") for n in range(5)} \
-        == {"198.51.100.7"}
+    assert {await _client_seen(named, f"203.0.113.{n}, 198.51.100.7", peer="10.0.0.2") for n in range(5)} == {
+        "198.51.100.7"
+    }
     # Behind the named proxy, two clients are two addresses (no shared lockout).
     assert await _client_seen(named, "198.51.100.8", peer="10.0.0.2") == "198.51.100.8"
     # A connection that is not from the named proxy is itself the client.

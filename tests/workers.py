@@ -20,14 +20,17 @@ from django.db import connection
 
 # Small, so Redis redelivers a killed worker's unacked task within seconds (production: hard limit + 60 s).
 VISIBILITY_TIMEOUT = 3
-WORKER = """
+WORKER = (
+    """
 import sys
 from sundry.celery import app
 app.conf.broker_transport_options = {"visibility_timeout": %d, "unacked_restore_interval": 1,
                                      "unacked_restore_throttle": 1}
 app.worker_main(["worker", "-Q", sys.argv[1], "--pool", "solo", "--concurrency", "1", "-l", "info",
                  "--without-gossip", "--without-mingle", "--without-heartbeat"])
-""" % VISIBILITY_TIMEOUT
+"""
+    % VISIBILITY_TIMEOUT
+)
 
 
 @pytest.fixture
@@ -37,7 +40,9 @@ def worker_env(redis_url):
         pytest.skip("needs PostgreSQL: a worker process cannot share the SQLite test database (set DATABASE_URL)")
     db = connection.settings_dict
     queue = f"sundry-test-worker-{uuid.uuid4().hex[:10]}"
-    url = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = (
+        f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    )
     env = dict(os.environ, DATABASE_URL=url, REDIS_URL=redis_url, SUNDRY_TASK_QUEUE=queue, PYTHONUNBUFFERED="1")
     yield env
     import redis
@@ -51,9 +56,14 @@ class Worker:
 
         env = dict(env, **({DELAY_ENV: str(delay)} if delay else {}), **extra_env)
         self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, env["SUNDRY_TASK_QUEUE"]], env=env,
-                                     cwd=settings.BASE_DIR, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", WORKER, env["SUNDRY_TASK_QUEUE"]],
+            env=env,
+            cwd=settings.BASE_DIR,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_ready(self, timeout: float = 60) -> None:
         """Until the worker consumes its queue (it logs "ready"), for tests whose timing starts then."""

@@ -15,14 +15,14 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent import replyclaims, replycheck, textcalls
-from sundry.context import render
+from sundry.agent import replycheck, replyclaims, textcalls
 from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
-from sundry.context import internaltext
+from sundry.context import internaltext, render
 from sundry.context.lanes import TurnData
 from sundry.context.render import SYSTEM_NOTICE_PREFIX
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, Usage
+
 
 @dataclass
 class Answer:
@@ -44,8 +44,9 @@ class Answer:
 MIN_REASK_SECONDS = 1.0
 
 
-def _call(gateway: Gateway, request: ModelRequest, model: str, stream: ReplyStream | None = None,
-          timeout: float | None = None) -> tuple[GatewayCall | None, ModelCallError | None, int]:
+def _call(
+    gateway: Gateway, request: ModelRequest, model: str, stream: ReplyStream | None = None, timeout: float | None = None
+) -> tuple[GatewayCall | None, ModelCallError | None, int]:
     """(call, error, latency of a failed call, every attempt in it). `timeout`: the call's whole
     deadline, when the step has less left than the gateway's own limits allow."""
     try:
@@ -63,13 +64,19 @@ def _left(deadline: float | None) -> float | None:
 
 def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
     last = calls[-1]
-    usage = Usage(input_tokens=sum(c.response.usage.input_tokens for c in calls),
-                  output_tokens=sum(c.response.usage.output_tokens for c in calls),
-                  cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls),
-                  cache_write_tokens=sum(c.response.usage.cache_write_tokens for c in calls))
-    return GatewayCall(response=last.response.model_copy(update={"usage": usage}), resolved=last.resolved,
-                       cost_usd=sum((c.cost_usd for c in calls), Decimal(0)), priced=all(c.priced for c in calls),
-                       latency_ms=sum(c.latency_ms for c in calls) + extra_ms)
+    usage = Usage(
+        input_tokens=sum(c.response.usage.input_tokens for c in calls),
+        output_tokens=sum(c.response.usage.output_tokens for c in calls),
+        cached_input_tokens=sum(c.response.usage.cached_input_tokens for c in calls),
+        cache_write_tokens=sum(c.response.usage.cache_write_tokens for c in calls),
+    )
+    return GatewayCall(
+        response=last.response.model_copy(update={"usage": usage}),
+        resolved=last.resolved,
+        cost_usd=sum((c.cost_usd for c in calls), Decimal(0)),
+        priced=all(c.priced for c in calls),
+        latency_ms=sum(c.latency_ms for c in calls) + extra_ms,
+    )
 
 
 LATER_RESULT = SYSTEM_NOTICE_PREFIX + "later result of "
@@ -106,8 +113,9 @@ def after_rejection(turns: list[TurnData]) -> bool:
     return False
 
 
-def held_if_internal(verdict: replycheck.ReplyVerdict,
-                     internal: internaltext.InternalText | None) -> replycheck.ReplyVerdict:
+def held_if_internal(
+    verdict: replycheck.ReplyVerdict, internal: internaltext.InternalText | None
+) -> replycheck.ReplyVerdict:
     """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
     the model has shown it will repeat what it should not)."""
     if verdict.action != replycheck.POST or not internal:
@@ -115,12 +123,14 @@ def held_if_internal(verdict: replycheck.ReplyVerdict,
     found = internaltext.quotes(verdict.text, internal)
     if not found:
         return verdict
-    return replycheck.ReplyVerdict(replycheck.HOLD, verdict.text, ["internal_text"], verdict.notes,
-                                   quoted=internaltext.describe(found))
+    return replycheck.ReplyVerdict(
+        replycheck.HOLD, verdict.text, ["internal_text"], verdict.notes, quoted=internaltext.describe(found)
+    )
 
 
-def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None,
-                   retried: bool, question: str = "") -> replycheck.ReplyVerdict:
+def checked_claims(
+    verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None, retried: bool, question: str = ""
+) -> replycheck.ReplyVerdict:
     """A reply that would be posted but says of an action what the records do not show — done when no
     tool did it, pending or promised with no card or hold open for it, declined when nothing was, not
     done when it ran — is asked for again, then held: the customer must never read that a refund or
@@ -133,22 +143,32 @@ def checked_claims(verdict: replycheck.ReplyVerdict, facts: replyclaims.Records 
         return verdict
     said = replyclaims.describe(false)
     if all(c.mode == replyclaims.DONE for c in false):
-        prompt = (f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
-                  "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
-                  "been done, say what happens next instead, or make the call.")
+        prompt = (
+            f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
+            "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
+            "been done, say what happens next instead, or make the call."
+        )
     else:
-        prompt = (f"Your reply says something about an action that this ticket's records do not show ({said}). It "
-                  "was not sent. Say an action is done only as its tool call's result showed it; say one is under way "
-                  "or will happen only once you have made the call and its confirmation card or staff hold is open "
-                  "(make the call first); say one was declined only when it was; never say something was not done "
-                  "when it was. Amounts only as the records or the card show them.")
+        prompt = (
+            f"Your reply says something about an action that this ticket's records do not show ({said}). It "
+            "was not sent. Say an action is done only as its tool call's result showed it; say one is under way "
+            "or will happen only once you have made the call and its confirmation card or staff hold is open "
+            "(make the call first); say one was declined only when it was; never say something was not done "
+            "when it was. Amounts only as the records or the card show them."
+        )
     return replycheck.ReplyVerdict(
-        replycheck.HOLD if retried else replycheck.RETRY, verdict.text, ["unsupported_claim"], verdict.notes,
-        unsupported=said, prompt=prompt)
+        replycheck.HOLD if retried else replycheck.RETRY,
+        verdict.text,
+        ["unsupported_claim"],
+        verdict.notes,
+        unsupported=said,
+        prompt=prompt,
+    )
 
 
-def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None,
-                    question: str = "") -> bool:
+def sentence_passes(
+    sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None, question: str = ""
+) -> bool:
     """Whether one sentence may be shown before the whole reply is checked: it claims nothing the
     records do not show and quotes no internal-only text (`provisional`)."""
     if internal and internaltext.quotes(sentence, internal):
@@ -156,10 +176,18 @@ def sentence_passes(sentence: str, facts: replyclaims.Records | None, internal: 
     return facts is None or not facts.unsupported(sentence, question)
 
 
-def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[TurnData],
-           text_tool_calls: bool = False, stream: ReplyStream | None = None,
-           internal: internaltext.InternalText | None = None, facts: replyclaims.Records | None = None,
-           deadline: float | None = None) -> Answer:
+def obtain(
+    gateway: Gateway,
+    request: ModelRequest,
+    *,
+    model: str,
+    turns: list[TurnData],
+    text_tool_calls: bool = False,
+    stream: ReplyStream | None = None,
+    internal: internaltext.InternalText | None = None,
+    facts: replyclaims.Records | None = None,
+    deadline: float | None = None,
+) -> Answer:
     """`deadline` (a `time.monotonic()` value): when the step's model time ends. The answer and its
     re-ask share it: a re-ask gets only what the first answer left, and none if under a second."""
     tools = {t.name for t in request.tools}
@@ -192,17 +220,28 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
         if text_tool_calls:
             response, shape = textcalls.apply(response, tools)
             answer.text_calls = shape or answer.text_calls
-            call = GatewayCall(response=response, resolved=call.resolved, cost_usd=call.cost_usd, priced=call.priced,
-                               latency_ms=call.latency_ms)
+            call = GatewayCall(
+                response=response,
+                resolved=call.resolved,
+                cost_usd=call.cost_usd,
+                priced=call.priced,
+                latency_ms=call.latency_ms,
+            )
         calls.append(call)
         if len(calls) == 1:
             answer.request_input_tokens = call.response.usage.input_tokens
         if response.tool_calls:
             answer.verdict = None
             break
-        verdict = replycheck.check_reply(response.text, known=known, tools=tools,
-                                         truncated=response.truncated, after_rejection=after_rejection(turns),
-                                         retried=retried, customer_said=_latest_customer_text(turns))
+        verdict = replycheck.check_reply(
+            response.text,
+            known=known,
+            tools=tools,
+            truncated=response.truncated,
+            after_rejection=after_rejection(turns),
+            retried=retried,
+            customer_said=_latest_customer_text(turns),
+        )
         verdict = held_if_internal(verdict, internal)
         verdict = checked_claims(verdict, facts, retried, _latest_customer_text(turns))
         answer.verdict = verdict
@@ -210,9 +249,15 @@ def obtain(gateway: Gateway, request: ModelRequest, *, model: str, turns: list[T
         if verdict.action != replycheck.RETRY:
             break
         # Ask once more in the same step, showing the model its reply and why it was not sent.
-        request = request.model_copy(update={"messages": [
-            *request.messages, Message(role="assistant", content=response.text or "(no reply)"),
-            Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt)]})
+        request = request.model_copy(
+            update={
+                "messages": [
+                    *request.messages,
+                    Message(role="assistant", content=response.text or "(no reply)"),
+                    Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt),
+                ]
+            }
+        )
     if answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
         # The re-ask failed: what was asked for again is not sent either.
         answer.verdict.action = replycheck.HOLD

@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 
-from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.declarations import model_declares
+from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.tools import REGISTRY
 
 _CODE = re.compile(r"[A-Z]{3}")
@@ -52,7 +52,7 @@ class ToolApproval(BaseModel):
         if per is None:
             return None
         if not per:
-            raise ValueError("must name at least one currency, e.g. {\"USD\": 20000, \"INR\": 1500000}")
+            raise ValueError('must name at least one currency, e.g. {"USD": 20000, "INR": 1500000}')
         for code in per:
             if not _CODE.fullmatch(code):
                 raise ValueError(f"'{code}' is not a currency code (three capital letters, e.g. USD)")
@@ -96,8 +96,10 @@ class ApprovalRules(RootModel[dict[str, ToolApproval]]):
         known = set(domain.approvable_tools()) | set((info.context or {}).get("known", ()))  # and a class's servers'
         unknown = sorted(set(rules) - known)
         if unknown:
-            raise ValueError(f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}"
-                             f" a class can hold for approval. Known tools: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"{', '.join(repr(t) for t in unknown)} {'is not a tool' if len(unknown) == 1 else 'are not tools'}"
+                f" a class can hold for approval. Known tools: {', '.join(sorted(known))}"
+            )
         return rules
 
 
@@ -159,6 +161,10 @@ def money_rules(data: Any, moving: Iterable[str] | None = None) -> list[ToolAppr
     if moving is not None:
         known = set(moving)
         return [rule for name in names if name in known and (rule := rule_for(data, name)) is not None]
-    return [rule for name in names
-            if name in REGISTRY and model_declares(REGISTRY[name].result_model, "moves_money")
-            and (rule := rule_for(data, name)) is not None]
+    return [
+        rule
+        for name in names
+        if name in REGISTRY
+        and model_declares(REGISTRY[name].result_model, "moves_money")
+        and (rule := rule_for(data, name)) is not None
+    ]

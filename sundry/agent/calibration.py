@@ -51,16 +51,23 @@ def calibrate(model: str, pairs: list[tuple[int, int]]) -> Calibration:
     if not pairs:
         return Calibration(model, 0, exact)
     return Calibration(
-        model, len(pairs), exact,
+        model,
+        len(pairs),
+        exact,
         factor=statistics.median(r / e for e, r in pairs),
         mean_abs_error=statistics.fmean(abs(e - r) / r for e, r in pairs),
         bias=statistics.fmean((e - r) / r for e, r in pairs),
-        estimated=sum(e for e, _ in pairs), reported=sum(r for _, r in pairs))
+        estimated=sum(e for e, _ in pairs),
+        reported=sum(r for _, r in pairs),
+    )
 
 
 def _pairs(model: str, window: int = WINDOW) -> list[tuple[int, int]]:
-    return list(AgentStep.objects.filter(model=model, offline=False, reported_request_tokens__gt=0, request_tokens__gt=0)
-                .order_by("-id").values_list("request_tokens", "reported_request_tokens")[:window])
+    return list(
+        AgentStep.objects.filter(model=model, offline=False, reported_request_tokens__gt=0, request_tokens__gt=0)
+        .order_by("-id")
+        .values_list("request_tokens", "reported_request_tokens")[:window]
+    )
 
 
 _cache: dict[str, tuple[float, Calibration]] = {}

@@ -26,8 +26,8 @@ from sundry.context.selectors import lane_snapshot
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
-from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from sundry.tooling.domain import Domain, domain_for, tool_named, tools_for
+from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from sundry.tooling.tools import REPLY_TOOL, Tool, ToolContext, ToolError
 
 log = logging.getLogger("sundry.agent")
@@ -75,8 +75,13 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
     with transaction.atomic(savepoint=False):
-        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text=response.text or "",
-                    payload={"calls": calls, "model": response.model, "offline": response.offline})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.AGENT,
+            kind=Turn.Kind.TOOL_CALL,
+            text=response.text or "",
+            payload={"calls": calls, "model": response.model, "offline": response.offline},
+        )
     outcome = StepOutcome(stop=False)
     turns = snapshot.turns if snapshot is not None else []
     first: dict[str, str] = {}  # a call's tool and arguments → the first such call's ID in this response
@@ -106,20 +111,46 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
 
 def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
     """The same call failed before and would again: the run ends here and staff look."""
-    reason = (f"The same {call.name} call failed {failures} times before with these arguments; "
-              "the run stopped so staff can look.")
-    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
-                payload={"call_id": call.id, "name": call.name, "guard": "repeat_failure", "reason": reason,
-                         "arguments": call.arguments, "details": {"earlier": failures}})
+    reason = (
+        f"The same {call.name} call failed {failures} times before with these arguments; "
+        "the run stopped so staff can look."
+    )
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.REJECTION,
+        text=reason,
+        payload={
+            "call_id": call.id,
+            "name": call.name,
+            "guard": "repeat_failure",
+            "reason": reason,
+            "arguments": call.arguments,
+            "details": {"earlier": failures},
+        },
+    )
     attention_flag(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
 
 
 def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
-    reason = (f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
-              f"it was not run again. Call {original}'s result answers it.")
-    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
-                payload={"call_id": call.id, "name": call.name, "guard": "duplicate", "reason": reason,
-                         "arguments": call.arguments, "details": {"duplicate_of": original}})
+    reason = (
+        f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
+        f"it was not run again. Call {original}'s result answers it."
+    )
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.REJECTION,
+        text=reason,
+        payload={
+            "call_id": call.id,
+            "name": call.name,
+            "guard": "duplicate",
+            "reason": reason,
+            "arguments": call.arguments,
+            "details": {"duplicate_of": original},
+        },
+    )
 
 
 def _window(ticket):
@@ -127,56 +158,100 @@ def _window(ticket):
     return spending_reads.window_for(ticket, served.tools if served is not None else None)
 
 
-def _guard_input(ticket, tool: Tool, arguments, assembled: Assembled, approved: bool,
-                 snapshot=None, domain: Domain | None = None,
-                 confirmation: Confirmation | None = None) -> guards.GuardInput:
+def _guard_input(
+    ticket,
+    tool: Tool,
+    arguments,
+    assembled: Assembled,
+    approved: bool,
+    snapshot=None,
+    domain: Domain | None = None,
+    confirmation: Confirmation | None = None,
+) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
     # structured truths in state (actions, money) which are always in it. The
     # step's own snapshot serves until a call in the step changes state.
     snap = snapshot if snapshot is not None else lane_snapshot(ticket, with_turns=False)
     inp = guards.GuardInput(
-        tool=tool, arguments=arguments, ledger=snap.ledger, recent_ids=assembled.recent_result_ids,
-        recent_text_ids=assembled.recent_text_ids, rules=snap.rules, actions=snap.actions, money=snap.money,
-        approval_rules=ticket.ticket_class.approval_rules or {}, approved=approved,
-        said=consent.said_from(assembled.said), state=consent.state_from(snap.state), domain=domain,
+        tool=tool,
+        arguments=arguments,
+        ledger=snap.ledger,
+        recent_ids=assembled.recent_result_ids,
+        recent_text_ids=assembled.recent_text_ids,
+        rules=snap.rules,
+        actions=snap.actions,
+        money=snap.money,
+        approval_rules=ticket.ticket_class.approval_rules or {},
+        approved=approved,
+        said=consent.said_from(assembled.said),
+        state=consent.state_from(snap.state),
+        domain=domain,
         internal=assembled.internal,
         window=_window(ticket) if tool.side_effect and not tool.local and not approved else None,
         confirmed=confirmation is not None,
-        overridden_rules=frozenset(r["id"] for r in (confirmation.card.get("rules") or []) if isinstance(r.get("id"), int))
-        if confirmation is not None else frozenset(),
+        overridden_rules=frozenset(
+            r["id"] for r in (confirmation.card.get("rules") or []) if isinstance(r.get("id"), int)
+        )
+        if confirmation is not None
+        else frozenset(),
         proposals=proposals.read(ticket.pk) if tool.customer_text else (),
     )
     extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
     if extras is not None:
         # Its tools are the servers' (and Sundry's own): what a tool is, done ones included, is read there.
         inp = dataclasses.replace(
-            inp, lookup_tools=(inp.lookup_tools or frozenset()) | extras.lookup_tools, recent_ids=inp.recent_ids | extras.recent_ids,
-            recent_text_ids=inp.recent_text_ids | extras.typed_ids, approval_rules=extras.approval_rules,
-            domain=extras.domain)
+            inp,
+            lookup_tools=(inp.lookup_tools or frozenset()) | extras.lookup_tools,
+            recent_ids=inp.recent_ids | extras.recent_ids,
+            recent_text_ids=inp.recent_text_ids | extras.typed_ids,
+            approval_rules=extras.approval_rules,
+            domain=extras.domain,
+        )
     return inp
 
 
-def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approved_hold: HeldAction | None = None,
-                 snapshot=None, confirmation: Confirmation | None = None) -> StepOutcome:
+def process_call(
+    ticket: Ticket,
+    call: ToolCall,
+    assembled: Assembled,
+    *,
+    approved_hold: HeldAction | None = None,
+    snapshot=None,
+    confirmation: Confirmation | None = None,
+) -> StepOutcome:
     """Guard one call, then hold it, ask the customer to confirm it, refuse it or run it.
     `approved_hold`: staff approved it; `confirmation`: the customer confirmed its card."""
     domain = domain_for(ticket.ticket_class)
     served = remote.class_tools(ticket)  # a class with tool servers offers their tools, not the domain's
     denied = ticket.ticket_class.denied
-    tool = None if call.name in denied else (
-        served.tools.get(call.name) if served is not None else tool_named(domain, call.name))
+    tool = (
+        None
+        if call.name in denied
+        else (served.tools.get(call.name) if served is not None else tool_named(domain, call.name))
+    )
     if tool is None:
-        names = sorted(n for n in (served.tools if served is not None else (t.name for t in tools_for(domain)))
-                       if n not in denied)
+        names = sorted(
+            n for n in (served.tools if served is not None else (t.name for t in tools_for(domain))) if n not in denied
+        )
         # A tool the class denies is named as such: staff reading the timeline (and the model)
         # should see a configured refusal, not a tool that does not exist.
-        why = (f"The tool '{call.name}' is not allowed on tickets of this class" if call.name in denied
-               else f"Unknown tool '{call.name}'")
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"{why}. Available tools: {', '.join(names)}.",
-                    payload={"call_id": call.id, "name": call.name,
-                             "error": "denied_tool" if call.name in denied else "unknown_tool",
-                             "arguments": call.arguments})
+        why = (
+            f"The tool '{call.name}' is not allowed on tickets of this class"
+            if call.name in denied
+            else f"Unknown tool '{call.name}'"
+        )
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.ERROR,
+            text=f"{why}. Available tools: {', '.join(names)}.",
+            payload={
+                "call_id": call.id,
+                "name": call.name,
+                "error": "denied_tool" if call.name in denied else "unknown_tool",
+                "arguments": call.arguments,
+            },
+        )
         return StepOutcome(stop=False)
     if remote.is_remote(tool):
         # Guards and a hold or refusal commit first; the server is called outside any transaction.
@@ -184,53 +259,115 @@ def process_call(ticket: Ticket, call: ToolCall, assembled: Assembled, *, approv
             verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
         if isinstance(verdict, StepOutcome):
             return verdict
-        key = approved_hold.idempotency_key if approved_hold else idempotency_key(
-            ticket.pk, tool.name, verdict.args.model_dump(mode="json"))
+        key = (
+            approved_hold.idempotency_key
+            if approved_hold
+            else idempotency_key(ticket.pk, tool.name, verdict.args.model_dump(mode="json"))
+        )
         return StepOutcome(stop=False, resolution=remote.run_remote(ticket, tool, call.id, verdict.args, key))
     verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
     if isinstance(verdict, StepOutcome):
         return verdict
     args = verdict.args
-    key = approved_hold.idempotency_key if approved_hold else idempotency_key(ticket.pk, tool.name,
-                                                                              args.model_dump(mode="json"))
+    key = (
+        approved_hold.idempotency_key
+        if approved_hold
+        else idempotency_key(ticket.pk, tool.name, args.model_dump(mode="json"))
+    )
     return execute(ticket, tool, call.id, args, key, domain=domain)
 
 
-def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, approved_hold: HeldAction | None,
-           snapshot, domain: Domain, confirmation: Confirmation | None = None) -> guards.GuardVerdict | StepOutcome:
+def _judge(
+    ticket: Ticket,
+    tool: Tool,
+    call: ToolCall,
+    assembled: Assembled,
+    approved_hold: HeldAction | None,
+    snapshot,
+    domain: Domain,
+    confirmation: Confirmation | None = None,
+) -> guards.GuardVerdict | StepOutcome:
     """The guards' verdict on a call; a refusal, a hold or a card is stored here and answered with its outcome."""
     if tool.side_effect and not tool.local:
         # One customer's writes one at a time across tickets: running totals and equal holds
         # are read and acted on before another ticket of theirs can move money.
         spending_reads.customer_lock(ticket.customer_id)
-    inp = _guard_input(ticket, tool, call.arguments, assembled, approved=approved_hold is not None,
-                       snapshot=snapshot, domain=domain, confirmation=confirmation)
+    inp = _guard_input(
+        ticket,
+        tool,
+        call.arguments,
+        assembled,
+        approved=approved_hold is not None,
+        snapshot=snapshot,
+        domain=domain,
+        confirmation=confirmation,
+    )
     verdict = guards.check_call(inp)
-    if (confirmation is not None and verdict.args is not None
-            and cards.digest(tool.name, verdict.args.model_dump(mode="json")) != confirmation.digest):
+    if (
+        confirmation is not None
+        and verdict.args is not None
+        and cards.digest(tool.name, verdict.args.model_dump(mode="json")) != confirmation.digest
+    ):
         # A confirmation stands for one exact call; what the guards parsed must be that call.
-        verdict = guards.GuardVerdict("reject", "confirmation", f"This {tool.name} call is not the one the customer "
-                                      "confirmed; it was not run.", verdict.args)
+        verdict = guards.GuardVerdict(
+            "reject",
+            "confirmation",
+            f"This {tool.name} call is not the one the customer confirmed; it was not run.",
+            verdict.args,
+        )
     if verdict.decision == "confirm":
         # A card never stands for a call staff already approved and ran (on any of the customer's tickets).
         same = holds.equal_hold(ticket.customer_id, tool, verdict.args, statuses=(HeldAction.Status.EXECUTED,))
         if same is not None:
-            reason = (f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
-                      f"#{same.ticket_id}); it is not proposed again. Tell the customer it was done.")
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
-                        payload={"call_id": call.id, "name": call.name, "guard": "repeat", "reason": reason,
-                                 "arguments": call.arguments, "details": {"held": same.pk, "ticket": same.ticket_id}})
+            reason = (
+                f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
+                f"#{same.ticket_id}); it is not proposed again. Tell the customer it was done."
+            )
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.REJECTION,
+                text=reason,
+                payload={
+                    "call_id": call.id,
+                    "name": call.name,
+                    "guard": "repeat",
+                    "reason": reason,
+                    "arguments": call.arguments,
+                    "details": {"held": same.pk, "ticket": same.ticket_id},
+                },
+            )
             return StepOutcome(stop=False)
         card = cardstore.propose(ticket, tool, call.id, verdict, inp)
-        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                    text=json.dumps(cardstore.model_result(card), ensure_ascii=False),
-                    payload={"call_id": call.id, "name": tool.name, "ok": False, "confirmation": card.pk,
-                             "guard": verdict.guard})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.TOOL,
+            kind=Turn.Kind.TOOL_RESULT,
+            text=json.dumps(cardstore.model_result(card), ensure_ascii=False),
+            payload={
+                "call_id": call.id,
+                "name": tool.name,
+                "ok": False,
+                "confirmation": card.pk,
+                "guard": verdict.guard,
+            },
+        )
         return StepOutcome(stop=False)
     if verdict.decision == "reject":
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=verdict.reason,
-                    payload={"call_id": call.id, "name": call.name, "guard": verdict.guard, "reason": verdict.reason,
-                             "arguments": call.arguments, "details": verdict.details})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.REJECTION,
+            text=verdict.reason,
+            payload={
+                "call_id": call.id,
+                "name": call.name,
+                "guard": verdict.guard,
+                "reason": verdict.reason,
+                "arguments": call.arguments,
+                "details": verdict.details,
+            },
+        )
         return StepOutcome(stop=False)
     args = verdict.args
     arguments = args.model_dump(mode="json")
@@ -239,30 +376,54 @@ def _judge(ticket: Ticket, tool: Tool, call: ToolCall, assembled: Assembled, app
         # already run is refused, one still waiting is the hold this call joins.
         same = holds.equal_hold(ticket.customer_id, tool, args, statuses=holds.LIVE)
         if same is not None and same.status == HeldAction.Status.EXECUTED:
-            reason = (f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
-                      f"#{same.ticket_id}); it is not held or run again. Tell the customer it was done.")
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.REJECTION, text=reason,
-                        payload={"call_id": call.id, "name": call.name, "guard": "repeat", "reason": reason,
-                                 "arguments": call.arguments, "details": {"held": same.pk, "ticket": same.ticket_id}})
+            reason = (
+                f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
+                f"#{same.ticket_id}); it is not held or run again. Tell the customer it was done."
+            )
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.REJECTION,
+                text=reason,
+                payload={
+                    "call_id": call.id,
+                    "name": call.name,
+                    "guard": "repeat",
+                    "reason": reason,
+                    "arguments": call.arguments,
+                    "details": {"held": same.pk, "ticket": same.ticket_id},
+                },
+            )
             return StepOutcome(stop=False)
         reason = verdict.reason
         if same is not None:
             held = same
-            reason = (f"The same {tool.name} call is already awaiting staff approval (hold #{same.pk}"
-                      f"{'' if same.ticket_id == ticket.pk else f' on ticket #{same.ticket_id}'}); "
-                      "it was not held a second time. Do not retry it; tell the customer it is with staff.")
+            reason = (
+                f"The same {tool.name} call is already awaiting staff approval (hold #{same.pk}"
+                f"{'' if same.ticket_id == ticket.pk else f' on ticket #{same.ticket_id}'}); "
+                "it was not held a second time. Do not retry it; tell the customer it is with staff."
+            )
         else:
             # The same held call proposed again maps to the same held row.
             key = idempotency_key(ticket.pk, tool.name, arguments, salt="held")
             held, _ = HeldAction.objects.get_or_create(
                 idempotency_key=key,
-                defaults=dict(ticket=ticket, tool=tool.name, arguments=arguments, call_id=call.id,
-                              reason=_fit(verdict.reason, HeldAction._meta.get_field("reason").max_length),
-                              turn=ticket.last_turn_number),
+                defaults=dict(
+                    ticket=ticket,
+                    tool=tool.name,
+                    arguments=arguments,
+                    call_id=call.id,
+                    reason=_fit(verdict.reason, HeldAction._meta.get_field("reason").max_length),
+                    turn=ticket.last_turn_number,
+                ),
             )
-        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                    text=json.dumps({"held_for_staff_approval": True, "reason": reason}),
-                    payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.TOOL,
+            kind=Turn.Kind.TOOL_RESULT,
+            text=json.dumps({"held_for_staff_approval": True, "reason": reason}),
+            payload={"call_id": call.id, "name": tool.name, "ok": False, "held": held.pk, "guard": verdict.guard},
+        )
         if verdict.guard == "internal_text":
             attention_flag(ticket.pk, f"Reply held for staff: internal_text ({tool.name})")
         # The agent goes on (it tells the customer); staff decide in the desk.
@@ -288,32 +449,61 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
             raw = tool.run(ctx, args)
             result = tool.result_model.model_validate(raw.model_dump() if hasattr(raw, "model_dump") else raw)
     except ToolError as exc:
-        turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=f"ERROR: {exc}",
-                    payload={"call_id": call_id, "name": tool.name, "ok": False, "error": str(exc)})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.TOOL,
+            kind=Turn.Kind.TOOL_RESULT,
+            text=f"ERROR: {exc}",
+            payload={"call_id": call_id, "name": tool.name, "ok": False, "error": str(exc)},
+        )
         return StepOutcome(stop=False)
     except SoftTimeLimitExceeded:
         raise  # the task's time is up: the run ends and the task records it, not the tool
     except Exception as exc:  # a result that fails its schema, or a tool bug: quarantined, never harvested
         log.exception("tool %s failed", tool.name)
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"The {tool.name} tool failed ({type(exc).__name__}); its result was not used.",
-                    payload={"call_id": call_id, "name": tool.name, "error": str(exc)[:500], "quarantined": True})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.ERROR,
+            text=f"The {tool.name} tool failed ({type(exc).__name__}); its result was not used.",
+            payload={"call_id": call_id, "name": tool.name, "error": str(exc)[:500], "quarantined": True},
+        )
         return StepOutcome(stop=False)
 
     payload_result = result.model_dump(mode="json")
     with transaction.atomic(savepoint=False):  # the step's transaction, when there is one
-        turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                           text=json.dumps(payload_result, ensure_ascii=False),
-                           payload={"call_id": call_id, "name": tool.name, "ok": True, "result": payload_result,
-                                    "idempotency_key": key if tool.side_effect else ""})
+        turn = turn_append(
+            ticket=ticket,
+            author=Turn.Author.TOOL,
+            kind=Turn.Kind.TOOL_RESULT,
+            text=json.dumps(payload_result, ensure_ascii=False),
+            payload={
+                "call_id": call_id,
+                "name": tool.name,
+                "ok": True,
+                "result": payload_result,
+                "idempotency_key": key if tool.side_effect else "",
+            },
+        )
         # The IDs this call used count as used when the harvest's eviction picks what
         # leaves the window (the harness replays the same order).
-        lanes.ledger_harvest(ticket=ticket, turn=turn.number, tool_name=tool.name, result=result,
-                             used=[v for _, _, v in guards.ids_in_arguments(tool, args)], domain=domain,
-                             arguments=args.model_dump(mode="json"))
+        lanes.ledger_harvest(
+            ticket=ticket,
+            turn=turn.number,
+            tool_name=tool.name,
+            result=result,
+            used=[v for _, _, v in guards.ids_in_arguments(tool, args)],
+            domain=domain,
+            arguments=args.model_dump(mode="json"),
+        )
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key, domain=domain)
     if tool.name == REPLY_TOOL:
-        turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=args.message,
-                    payload={"via": REPLY_TOOL})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.AGENT,
+            kind=Turn.Kind.MESSAGE,
+            text=args.message,
+            payload={"via": REPLY_TOOL},
+        )
         return StepOutcome(stop=True, resolution=True)
     return StepOutcome(stop=False, resolution=tool.resolves)

@@ -99,14 +99,29 @@ def _what(description: str) -> str:
     return (description or "").split(" · ")[0].strip()
 
 
-def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] = (), money: list[MoneyData] = (),
-          rules: list[dict] = (), why: str = "", corrections: list[dict] = ()) -> Card:
+def build(
+    tool: Tool,
+    decl: ToolDecl | None,
+    args,
+    *,
+    ledger: list[LedgerData] = (),
+    money: list[MoneyData] = (),
+    rules: list[dict] = (),
+    why: str = "",
+    corrections: list[dict] = (),
+) -> Card:
     """The card for `tool(args)`, from the arguments, the ledger's descriptions and the money lane."""
     by_value = {e.value: e for e in ledger if not e.archived}
     ids = _ids(tool, args)
-    entities = [{"label": _KIND_NAMES.get(kind, kind.replace("_", " ").capitalize()), "id": value,
-                 "description": _what(by_value[value].description) if value in by_value else ""}
-                for kind, value in ids if kind != "customer"]
+    entities = [
+        {
+            "label": _KIND_NAMES.get(kind, kind.replace("_", " ").capitalize()),
+            "id": value,
+            "description": _what(by_value[value].description) if value in by_value else "",
+        }
+        for kind, value in ids
+        if kind != "customer"
+    ]
     moved = spending.call_money(tool, args, money) if isinstance(args, BaseModel) else None
     amount = ""
     if moved is not None and moved.cents is not None:
@@ -137,33 +152,95 @@ def build(tool: Tool, decl: ToolDecl | None, args, *, ledger: list[LedgerData] =
     destination = ""
     if moved is not None and moved.order:
         order = moved.order
-        method = next((e for e in ledger if e.kind in ("payment_method", "payment") and e.note == f"of {order}"
-                       and e.description), None)
-        destination = (f"Back to {_what(method.description)}" if method is not None
-                       else "Back to the way the order was paid")
-    message = [{"label": name.replace("_", " ").capitalize(), "text": str(_arg(args, name) or "")}
-               for name in tool.customer_text if _arg(args, name)] if contact else []
+        method = next(
+            (
+                e
+                for e in ledger
+                if e.kind in ("payment_method", "payment") and e.note == f"of {order}" and e.description
+            ),
+            None,
+        )
+        destination = (
+            f"Back to {_what(method.description)}" if method is not None else "Back to the way the order was paid"
+        )
+    message = (
+        [
+            {"label": name.replace("_", " ").capitalize(), "text": str(_arg(args, name) or "")}
+            for name in tool.customer_text
+            if _arg(args, name)
+        ]
+        if contact
+        else []
+    )
     if contact and not message:  # a contact tool whose text fields are not declared: show every text argument
-        message = [{"label": name.replace("_", " ").capitalize(), "text": str(v)}
-                   for name, v in ((n, _arg(args, n)) for n in tool.args_model.model_fields)
-                   if isinstance(v, str) and v and name not in tool.id_args]
+        message = [
+            {"label": name.replace("_", " ").capitalize(), "text": str(v)}
+            for name, v in ((n, _arg(args, n)) for n in tool.args_model.model_fields)
+            if isinstance(v, str) and v and name not in tool.id_args
+        ]
     reversible = tool.reversible and (decl is None or decl.reversible)
-    final = ("Money that is refunded cannot be taken back." if moved is not None
-             else "This cannot be undone." if action or not reversible
-             else "Once sent, it cannot be unsent." if contact else "")
-    return Card(title=title, why=why or needs_confirmation(tool, decl), entities=entities, amount=amount,
-                destination=destination, message=message, final=final, rules=list(rules),
-                corrections=[{**c, "by_description": _what(by_value[c["by"]].description) if c.get("by") in by_value
-                              else ""} for c in corrections])
+    final = (
+        "Money that is refunded cannot be taken back."
+        if moved is not None
+        else "This cannot be undone."
+        if action or not reversible
+        else "Once sent, it cannot be unsent."
+        if contact
+        else ""
+    )
+    return Card(
+        title=title,
+        why=why or needs_confirmation(tool, decl),
+        entities=entities,
+        amount=amount,
+        destination=destination,
+        message=message,
+        final=final,
+        rules=list(rules),
+        corrections=[
+            {**c, "by_description": _what(by_value[c["by"]].description) if c.get("by") in by_value else ""}
+            for c in corrections
+        ],
+    )
 
 
 # --- a typed answer ----------------------------------------------------------------------------
 
-_YES = ("yes", "yeah", "yep", "yup", "yea", "y", "sure", "absolutely", "definitely", "correct", "confirm",
-        "confirmed", "affirmative")
-_GO = ("go ahead", "please go ahead", "go ahead please", "do it", "please do", "please do it", "do it please",
-       "confirm", "i confirm", "confirmed", "that's right", "that is right", "that's correct", "that is correct",
-       "proceed", "please proceed", "yes please", "please")
+_YES = (
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "yea",
+    "y",
+    "sure",
+    "absolutely",
+    "definitely",
+    "correct",
+    "confirm",
+    "confirmed",
+    "affirmative",
+)
+_GO = (
+    "go ahead",
+    "please go ahead",
+    "go ahead please",
+    "do it",
+    "please do",
+    "please do it",
+    "do it please",
+    "confirm",
+    "i confirm",
+    "confirmed",
+    "that's right",
+    "that is right",
+    "that's correct",
+    "that is correct",
+    "proceed",
+    "please proceed",
+    "yes please",
+    "please",
+)
 _THANKS = ("thanks", "thank you", "thx", "cheers")
 _PUNCT = re.compile(r"[\s!.,;:\-–—…👍🙂😊]+")
 

@@ -20,13 +20,18 @@ from sundry.tooling.tools import Tool
 
 def model_result(card: Confirmation) -> dict:
     """What the model reads as the call's result: not run, not refused, waiting for the customer."""
-    return {"ok": False, "awaiting_customer_confirmation": True, "card": card.card.get("title", ""),
-            "note": "Not run yet. The customer sees a card with exactly this action and the buttons Confirm and "
-                    "Not now; it runs only if they confirm. Tell them to check the card. Do not call it again."}
+    return {
+        "ok": False,
+        "awaiting_customer_confirmation": True,
+        "card": card.card.get("title", ""),
+        "note": "Not run yet. The customer sees a card with exactly this action and the buttons Confirm and "
+        "Not now; it runs only if they confirm. Tell them to check the card. Do not call it again.",
+    }
 
 
-def propose(ticket: Ticket, tool: Tool, call_id: str, verdict: guards.GuardVerdict,
-            inp: guards.GuardInput) -> Confirmation:
+def propose(
+    ticket: Ticket, tool: Tool, call_id: str, verdict: guards.GuardVerdict, inp: guards.GuardInput
+) -> Confirmation:
     """The pending card for this exact call: the one already open for it, or a new one that retires
     the open cards for the same entity (the model changed its mind: the old card is not the call)."""
     arguments = verdict.args.model_dump(mode="json")
@@ -36,14 +41,27 @@ def propose(ticket: Ticket, tool: Tool, call_id: str, verdict: guards.GuardVerdi
     if same is not None:
         return same
     decl = (inp.domain or get_domain()).tool(tool.name)
-    card = cards.build(tool, decl, verdict.args, ledger=inp.ledger, money=inp.money,
-                       rules=verdict.details.get("rules", []), why=verdict.details.get("why", ""),
-                       corrections=verdict.details.get("corrections", []))
+    card = cards.build(
+        tool,
+        decl,
+        verdict.args,
+        ledger=inp.ledger,
+        money=inp.money,
+        rules=verdict.details.get("rules", []),
+        why=verdict.details.get("why", ""),
+        corrections=verdict.details.get("corrections", []),
+    )
     entities = cards.entity_ids_of(card.as_dict())
     created = Confirmation.objects.create(
-        ticket=ticket, tool=tool.name, arguments=arguments, digest=digest, call_id=call_id, card=card.as_dict(),
+        ticket=ticket,
+        tool=tool.name,
+        arguments=arguments,
+        digest=digest,
+        call_id=call_id,
+        card=card.as_dict(),
         turn=ticket.last_turn_number,
-        expires_at=timezone.now() + timedelta(minutes=ticket.ticket_class.confirmation_minutes))
+        expires_at=timezone.now() + timedelta(minutes=ticket.ticket_class.confirmation_minutes),
+    )
     for older in open_now:
         if (entities & cards.entity_ids_of(older.card)) or (not entities and older.tool == tool.name):
             older.status, older.note = Confirmation.Status.SUPERSEDED, f"Replaced by card #{created.pk}."
@@ -82,5 +100,8 @@ def pending(ticket: Ticket) -> list[Confirmation]:
 
 def open_cards(ticket: Ticket) -> list[Confirmation]:
     """The open cards, for a page (read only: an expired one is simply not shown)."""
-    return list(Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING,
-                                            expires_at__gt=timezone.now()).order_by("pk"))
+    return list(
+        Confirmation.objects.filter(
+            ticket=ticket, status=Confirmation.Status.PENDING, expires_at__gt=timezone.now()
+        ).order_by("pk")
+    )

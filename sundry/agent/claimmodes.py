@@ -30,8 +30,10 @@ PENDING, FUTURE, REFUSED, DENIED = "pending", "future", "refused", "denied"
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
 
 # Money going back to where it came from is a refund, whatever the verb ("returned to your card").
-_BACK_TO = (r"\b(?:returned|go(?:es)?\s+back|sent\s+back|credited(?:\s+back)?|back)\s+to\s+(?:your|the)\s+"
-            r"(?:original\s+)?(?:[\w-]+\s+){0,2}?(?:card|account|payment|method|wallet|bank|paypal|balance)\b")
+_BACK_TO = (
+    r"\b(?:returned|go(?:es)?\s+back|sent\s+back|credited(?:\s+back)?|back)\s+to\s+(?:your|the)\s+"
+    r"(?:original\s+)?(?:[\w-]+\s+){0,2}?(?:card|account|payment|method|wallet|bank|paypal|balance)\b"
+)
 _KIND_WORDS = {
     REFUND: re.compile(r"\brefund\w*|\bmoney\s+back\b|\breimburs\w*|\bcredited\b|" + _BACK_TO, re.I),
     CANCEL: re.compile(r"\bcancel\w*", re.I),
@@ -49,12 +51,16 @@ _RECEIVE = re.compile(r"\byou(?:'ll|\s+will)\s+(?:\w+\s+){0,2}?(?:receive|get|se
 
 _QUESTION_OFFER = re.compile(
     r"\b(?:would\s+you\s+like|do\s+you\s+want|shall\s+i|should\s+i|if\s+you(?:'d|\s+would)?\s+(?:like|want|wish|prefer)"
-    r"|if\s+you\s+(?:decide|choose)|if\s+(?:so|yes)|let\s+me\s+know\s+if)\b", re.I)
+    r"|if\s+you\s+(?:decide|choose)|if\s+(?:so|yes)|let\s+me\s+know\s+if)\b",
+    re.I,
+)
 # A future that counts: "will" not followed by what the customer must do, or a negation.
 _FUTURE = re.compile(r"\b(?:will|shall)\b|'ll\b|\bgoing\s+to\b", re.I)
 _NOT_A_PROMISE = re.compile(
     r"\s*(?:not|never|need|needs|have\s+to|has\s+to|want|like|be\s+able|be\s+unable|require|also\s+need|only\s+be"
-    r"\s+able|first\s+need)\b", re.I)
+    r"\s+able|first\s+need)\b",
+    re.I,
+)
 _PENDING = re.compile(
     r"\b(?:refund|cancell?ation|return|exchange|replacement|request)s?\b(?:\s+request)?(?:[^.!?]|\.\d){0,80}?"
     r"\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|currently\s+|still\s+|successfully\s+)?"
@@ -67,17 +73,27 @@ _PENDING = re.compile(
     r"(?:confirmation\s+)?card\b"
     r"|\b(?:is|are)\s+(?:now\s+)?(?:awaiting|waiting\s+for|pending)\s+(?:your\s+confirmation|confirmation|approval"
     r"|(?:staff|team|manager|supervisor)(?:'s)?\s+approval|a\s+(?:staff\s+)?decision)\b"
-    r"|\bpending\s+(?:staff\s+|your\s+|manager\s+)?(?:approval|confirmation|review)\b", re.I)
+    r"|\bpending\s+(?:staff\s+|your\s+|manager\s+)?(?:approval|confirmation|review)\b",
+    re.I,
+)
 _REFUSED = re.compile(
     r"\b(?:was|were|has\s+been|have\s+been|had\s+been|got|been)\s+(?:\w+\s+)?(?:declined|rejected|refused|denied"
     r"|turned\s+down|not\s+approved)\b"
     r"|\b(?:staff|team|colleague|colleagues|manager|supervisor|approver|reviewer|you)\s+(?:\w+\s+)?(?:declined|rejected"
-    r"|refused|denied|turned\s+down|did\s+not\s+approve|didn't\s+approve)\b", re.I)
+    r"|refused|denied|turned\s+down|did\s+not\s+approve|didn't\s+approve)\b",
+    re.I,
+)
 # "Not" next to a done form: "has not been cancelled", "no refund has been made", "I haven't issued any refund".
-_NEGATION = re.compile(r"\b(?:not|never|nothing|none)\b|n't\b|\bno\b(?!\s+(?:longer|action|need|further|additional|extra"
-                       r"|problem|worries|charge|cost|fees?|price|difference|changes?)\b)", re.I)
-_CONDITIONAL = re.compile(r"\b(?:will|would|could|can|may|might|must|should|shall|if|unless|once|until|whether"
-                          r"|able|unable|eligible|cannot)\b|'ll\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:not|never|nothing|none)\b|n't\b|\bno\b(?!\s+(?:longer|action|need|further|additional|extra"
+    r"|problem|worries|charge|cost|fees?|price|difference|changes?)\b)",
+    re.I,
+)
+_CONDITIONAL = re.compile(
+    r"\b(?:will|would|could|can|may|might|must|should|shall|if|unless|once|until|whether"
+    r"|able|unable|eligible|cannot)\b|'ll\b",
+    re.I,
+)
 
 
 # A promise names its action in the future verb itself ("will be refunded", "I'll cancel"), as the
@@ -97,21 +113,40 @@ _NOUN = {
     RETURN: r"returns?",
     REPLACE: r"replacements?|exchanges?",
 }
-_KIND_NOUN = {REFUND: r"refunds?", CANCEL: r"cancell?ations?", RETURN: r"returns?", REPLACE: r"replacements?|exchanges?"}
-_PROCEED = (r"\b(?:i|we)\s*" + _FUT + r"(?:go\s+ahead(?:\s+and)?(?:\s+with)?|proceed(?:\s+with)?|process|submit|complete"
-            r"|place|issue|initiate|arrange|book|start|request|send|ship|put\s+through|finali[sz]e)\s+(?:the\s+|your\s+|a\s+|an\s+"
-            r"|this\s+|that\s+)?(?:[\w-]+\s+){0,3}?(?:")
+_KIND_NOUN = {
+    REFUND: r"refunds?",
+    CANCEL: r"cancell?ations?",
+    RETURN: r"returns?",
+    REPLACE: r"replacements?|exchanges?",
+}
+_PROCEED = (
+    r"\b(?:i|we)\s*" + _FUT + r"(?:go\s+ahead(?:\s+and)?(?:\s+with)?|proceed(?:\s+with)?|process|submit|complete"
+    r"|place|issue|initiate|arrange|book|start|request|send|ship|put\s+through|finali[sz]e)\s+(?:the\s+|your\s+|a\s+|an\s+"
+    r"|this\s+|that\s+)?(?:[\w-]+\s+){0,3}?(?:"
+)
 _SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (74.12) does not end it
 
 
 def _promised(kind: str, sentence: str) -> bool:
-    if re.search(_FUT + r"(?:" + _SPAN + r"{0,40}?\band\s+(?:then\s+)?)?(?:be\s+)?(?:fully\s+|partially\s+)?(?:"
-                 + _VERB[kind] + r")\b", sentence, re.I):
+    if re.search(
+        _FUT
+        + r"(?:"
+        + _SPAN
+        + r"{0,40}?\band\s+(?:then\s+)?)?(?:be\s+)?(?:fully\s+|partially\s+)?(?:"
+        + _VERB[kind]
+        + r")\b",
+        sentence,
+        re.I,
+    ):
         return not _NOT_OURS.search(sentence) or kind != RETURN
     if re.search(_PROCEED + _KIND_NOUN[kind] + r")\b", sentence, re.I):
         return True
-    subject = re.search(r"(?:^|\b)(?:" + _NOUN[kind] + r")\b" + _SPAN + r"{0,40}?\b(?:will|shall)\s+(?!not\b|never\b|need|have\b"
-                        r"|help|let|allow|depend|require|take\s+effect)|(?:" + _NOUN[kind] + r")'ll\b", sentence, re.I)
+    subject = re.search(
+        r"(?:^|\b)(?:" + _NOUN[kind] + r")\b" + _SPAN + r"{0,40}?\b(?:will|shall)\s+(?!not\b|never\b|need|have\b"
+        r"|help|let|allow|depend|require|take\s+effect)|(?:" + _NOUN[kind] + r")'ll\b",
+        sentence,
+        re.I,
+    )
     if subject is None:
         return False
     if kind == REFUND and not re.search(r"refund|credit(?!\s+card)|reimburs|" + _BACK_TO, sentence, re.I):
@@ -130,7 +165,11 @@ def kinds_in(sentence: str, mode: str, *, has_amount) -> list[str]:
     names a sum of money (the caller's reading of amounts, which builds on this module)."""
     if mode == FUTURE:
         out = [kind for kind in _VERB if _promised(kind, sentence)]
-        if REFUND not in out and _RECEIVE.search(sentence) and (_has_money(sentence, has_amount) or _KIND_WORDS[REFUND].search(sentence)):
+        if (
+            REFUND not in out
+            and _RECEIVE.search(sentence)
+            and (_has_money(sentence, has_amount) or _KIND_WORDS[REFUND].search(sentence))
+        ):
             out.append(REFUND)
         return out + [kind for kind, pattern in _CONTACT_FUTURE.items() if pattern.search(sentence)]
     out = [kind for kind, pattern in _KIND_WORDS.items() if pattern.search(sentence)]
@@ -144,8 +183,10 @@ def _has_money(sentence: str, has_amount) -> bool:
 
 
 def _promises(sentence: str) -> bool:
-    return any(not _NOT_A_PROMISE.match(sentence, m.end()) and not sentence[m.start():].lower().startswith("won")
-               for m in _FUTURE.finditer(sentence))
+    return any(
+        not _NOT_A_PROMISE.match(sentence, m.end()) and not sentence[m.start() :].lower().startswith("won")
+        for m in _FUTURE.finditer(sentence)
+    )
 
 
 _CLAUSE = re.compile(r"[,;:\u2014]|\b(?:and|but|so|because|as|while)\b", re.I)

@@ -63,12 +63,14 @@ def claim(ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()) -> Cla
     now = timezone.now()
     tickets = Ticket.objects.filter(pk=ticket_id)
     if tickets.filter(Q(agent_claimed_at__isnull=True) | Q(agent_claimed_by__in=[e for e in earlier if e])).update(
-            agent_claimed_at=now, agent_claimed_by=owner):
+        agent_claimed_at=now, agent_claimed_by=owner
+    ):
         return Claim(ticket_id, now, owner=owner)
     lapsed = tickets.filter(agent_claimed_at__lt=now - CLAIM_TTL)
     previous = lapsed.values_list("agent_claimed_by", flat=True).first()
-    if previous is not None and lapsed.filter(agent_claimed_by=previous).update(agent_claimed_at=now,
-                                                                                 agent_claimed_by=owner):
+    if previous is not None and lapsed.filter(agent_claimed_by=previous).update(
+        agent_claimed_at=now, agent_claimed_by=owner
+    ):
         return Claim(ticket_id, now, took_over=True, owner=owner, previous=previous)
     return None
 
@@ -103,8 +105,11 @@ def release_owned(ticket_id: int, owners: tuple[str, ...]) -> bool:
     """Let go of a claim one of `owners` (a task's attempts) still holds: a run that gives up after
     the database failed under it must not leave its claim to lapse and be taken for a dead worker's."""
     mine = [o for o in owners if o]
-    return bool(mine) and bool(Ticket.objects.filter(pk=ticket_id, agent_claimed_by__in=mine).update(
-        agent_claimed_at=None, agent_claimed_by=""))
+    return bool(mine) and bool(
+        Ticket.objects.filter(pk=ticket_id, agent_claimed_by__in=mine).update(
+            agent_claimed_at=None, agent_claimed_by=""
+        )
+    )
 
 
 def stale(claimed_at: datetime | None) -> bool:
@@ -134,9 +139,11 @@ def renew(held: Claim) -> tuple[str, str, int, int] | None:
         now = timezone.now()
         table = connection.ops.quote_name(Ticket._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(f'UPDATE {table} SET "agent_claimed_at" = %s WHERE "id" = %s AND "agent_claimed_at" = %s '
-                           'RETURNING "handler", "status", "last_turn_number", "version"',
-                           [_db(now), held.ticket_id, _db(held.stamp)])
+            cursor.execute(
+                f'UPDATE {table} SET "agent_claimed_at" = %s WHERE "id" = %s AND "agent_claimed_at" = %s '
+                'RETURNING "handler", "status", "last_turn_number", "version"',
+                [_db(now), held.ticket_id, _db(held.stamp)],
+            )
             row = cursor.fetchone()
         if row is None:
             return None
@@ -153,19 +160,25 @@ def release(held: Claim, *, settle_through: int | None = None) -> bool:
     A run often lets go because the database failed under it, on the connection that failed:
     then it tries once more on a fresh connection. If that fails too, the claim stays and the
     run's retry takes it back (same owner) rather than waiting for it to lapse."""
+
     def once() -> bool:
         # The ticket row is where a writer's turn and this release meet: a turn committed before
         # this UPDATE took the row shows in the counter it returns; one committed after finds
         # the claim gone and wakes a run of its own (`services._wake_agent`).
         settle, params = "", []
         if settle_through is not None:  # `outbox.settle`: a mark asking for nothing after the turn read
-            settle = (', "agent_wake_turn" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_turn" END'
-                      ', "agent_wake_at" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_at" END')
+            settle = (
+                ', "agent_wake_turn" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_turn" END'
+                ', "agent_wake_at" = CASE WHEN "agent_wake_turn" <= %s THEN NULL ELSE "agent_wake_at" END'
+            )
             params = [settle_through, settle_through]
         with held.lock, connection.cursor() as cursor:
-            cursor.execute(f'UPDATE {connection.ops.quote_name(Ticket._meta.db_table)} SET "agent_claimed_at" = NULL, '
-                           f'"agent_claimed_by" = \'\'{settle} WHERE "id" = %s AND "agent_claimed_at" = %s '
-                           'RETURNING "last_turn_number"', [*params, held.ticket_id, _db(held.stamp)])
+            cursor.execute(
+                f'UPDATE {connection.ops.quote_name(Ticket._meta.db_table)} SET "agent_claimed_at" = NULL, '
+                f'"agent_claimed_by" = \'\'{settle} WHERE "id" = %s AND "agent_claimed_at" = %s '
+                'RETURNING "last_turn_number"',
+                [*params, held.ticket_id, _db(held.stamp)],
+            )
             row = cursor.fetchone()
         held.released_at_turn = row[0] if row else None
         return row is not None

@@ -37,14 +37,19 @@ _PHRASES = {
 }
 
 # An amount asked for back or off ("I'd like 40 USD back", "I'll keep it for 40 off"): a refund asked for.
-_AMOUNT_ASK = re.compile(r"(?:[$€£₹]\s*)?\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur|gbp|dollars?|euros?|pounds?|rupees?|bucks)?"
-                         r"\s+(?:back|off)\b", re.I)
+_AMOUNT_ASK = re.compile(
+    r"(?:[$€£₹]\s*)?\b\d+(?:[.,]\d+)?\s*(?:usd|inr|eur|gbp|dollars?|euros?|pounds?|rupees?|bucks)?"
+    r"\s+(?:back|off)\b",
+    re.I,
+)
 # A full stop between digits ("40.00") or inside an ID ends no sentence.
 _SENTENCES = re.compile(r"(?:[^.!?\n]|\.(?=\w))+[.!?]*")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 _NEGATION = re.compile(
     r"\b(?:don'?t|dont|do\s+not|never|no|not|no\s+longer|without|rather\s+than|than|instead\s+of|stop|hold\s+off(?:\s+on)?|"
-    r"forget(?:\s+about)?)\s+(?:\w+\s+){0,2}?$", re.I)
+    r"forget(?:\s+about)?)\s+(?:\w+\s+){0,2}?$",
+    re.I,
+)
 _NEVER_MIND = re.compile(r"\bnever\s*mind\b|\bchanged?\s+my\s+mind\b|\bforget\s+(?:it|about)\b", re.I)
 # "I'd also like", "I really need", "I do want": an adverb between the person and the wish.
 _ADVERB = r"(?:(?:also|really|just|still|now|actually|then|do|honestly|simply|additionally|further|definitely)\s+)?"
@@ -54,31 +59,47 @@ _REQUEST_CUE = re.compile(
     r"i'?m\s+asking|i\s+ask|i\s+request|"
     r"i'?m\s+requesting|i\s+wish|i'?d\s+prefer|i\s+prefer|i'?d\s+rather|i\s+would\s+rather|want\s+to|like\s+to|"
     r"go\s+ahead|let'?s|i'?ll\s+take|"
-    r"is\s+it\s+possible|would\s+it\s+be\s+possible|make\s+sure|just|another)\b", re.I)
-_STATUS_OPEN = re.compile(r"^\s*(?:and\s+|so\s+|but\s+|also\s+|hi,?\s+|hello,?\s+)?(?:is|was|has|have|had|did|does|do|were|are|when|where|what|what'?s|how|any|why)\b", re.I)
+    r"is\s+it\s+possible|would\s+it\s+be\s+possible|make\s+sure|just|another)\b",
+    re.I,
+)
+_STATUS_OPEN = re.compile(
+    r"^\s*(?:and\s+|so\s+|but\s+|also\s+|hi,?\s+|hello,?\s+)?(?:is|was|has|have|had|did|does|do|were|are|when|where|what|what'?s|how|any|why)\b",
+    re.I,
+)
 _STATUS_WORDS = re.compile(
     r"\b(?:done|through|processed|issued|approved|complete[d]?|finished|gone|went|arrived|received|sent|started|"
-    r"happened|yet|already|status|update|progress|news|showing|show\s+up|pending|been|where|when)\b", re.I)
+    r"happened|yet|already|status|update|progress|news|showing|show\s+up|pending|been|where|when)\b",
+    re.I,
+)
 _PAST_STATEMENT = re.compile(
     r"\b(?:got|received|saw|see|seen|noticed|thanks?\s+for)\b[^.?!]*\b(?:refund|cancell?ation|return|replacement)\b"
     r"|\b(?:was|were|been|already|got)\s+(?:\w+\s+){0,2}(?:refunded|cancell?ed|returned|replaced|issued|processed|done)\b",
-    re.I)
-_BLANKET = re.compile(r"\b(?:all|every|each|both)\s+(?:of\s+)?(?:my|the|these|those|our)?\s*(?:orders?|items?|purchases?|things?)\b"
-                      r"|\beverything\b", re.I)
-_CORRECTION = re.compile(r"\bi\s+meant\b|\bmeant\s+to\s+(?:say|write|type)\b|\bsorry,?\s+(?:it'?s|it\s+is|that'?s|that\s+should\s+be)\b"
-                         r"|\b(?:it|that)\s+should\s+(?:be|have\s+been)\b|\bwrong\s+(?:order\s+)?number\b", re.I)
+    re.I,
+)
+_BLANKET = re.compile(
+    r"\b(?:all|every|each|both)\s+(?:of\s+)?(?:my|the|these|those|our)?\s*(?:orders?|items?|purchases?|things?)\b"
+    r"|\beverything\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"\bi\s+meant\b|\bmeant\s+to\s+(?:say|write|type)\b|\bsorry,?\s+(?:it'?s|it\s+is|that'?s|that\s+should\s+be)\b"
+    r"|\b(?:it|that)\s+should\s+(?:be|have\s+been)\b|\bwrong\s+(?:order\s+)?number\b",
+    re.I,
+)
 # "Yes, a replacement of the pan.": an answer to "would you like a replacement?" asks for it.
 _AFFIRM = frozenset({"yes", "yeah", "yep", "yup", "sure", "ok", "okay", "alright"})
 _FILLER = frozenset({"a", "an", "the", "please", "pls", "then", "just"})
 _ID_TOKEN = re.compile(r"\b[A-Za-z]{1,5}[-_]?[A-Za-z0-9]*\d[A-Za-z0-9\-_]*\b")
 # Words of a description that say nothing about which thing it is (currency codes included: a
 # refund's description names its amount).
-_GENERIC = frozenset("""
+_GENERIC = frozenset(
+    """
     a an and the of for with in on to by set pack pair pairs pc pcs piece pieces panels panel large small medium mini
     pro plus max black white grey gray blue red green double single new order item items parcel payment refund return
     issued delivered placed shipped cancelled canceled in_transit processing pending requested captured lost delayed
     replacement offered cm mm m l w kg usd eur gbp inr
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -139,12 +160,13 @@ def _close(a: str, b: str) -> bool:
         return False
     if la == lb:
         diff = [i for i in range(la) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                                  and a[diff[1]] == b[diff[0]])
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
     if la < lb:
         a, b = b, a
     i = next((k for k in range(len(b)) if a[k] != b[k]), len(b))
-    return a[i + 1:] == b[i:]
+    return a[i + 1 :] == b[i:]
 
 
 def _stem(word: str) -> str:
@@ -179,15 +201,23 @@ def _mentions(sentence: str, action: str) -> int | None:
 def _distinctive(description: str) -> set[str]:
     """The words that pick a thing out: product words, not statuses, sizes or filler."""
     what = (description or "").split(" · ")[0]
-    return {_stem(w) for w in _words(what)
-            if len(w) >= 3 and w not in _GENERIC and not re.fullmatch(r"[\d.,x×\-\"']+[a-z]{0,3}", w)
-            and not re.fullmatch(r"[a-z]+[-_]\d{3,}", w)}  # an ID ("su-25386") is matched as an ID, not as a word
+    return {
+        _stem(w)
+        for w in _words(what)
+        if len(w) >= 3
+        and w not in _GENERIC
+        and not re.fullmatch(r"[\d.,x×\-\"']+[a-z]{0,3}", w)
+        and not re.fullmatch(r"[a-z]+[-_]\d{3,}", w)
+    }  # an ID ("su-25386") is matched as an ID, not as a word
 
 
 def _matched(words: list[str], entity: Entity) -> set[str]:
     """The entity's product words the words name."""
-    return {w for w in _distinctive(entity.description)
-            if any(_stem(x) == w or (len(w) >= 5 and _close(_stem(x), w)) for x in words)}
+    return {
+        w
+        for w in _distinctive(entity.description)
+        if any(_stem(x) == w or (len(w) >= 5 and _close(_stem(x), w)) for x in words)
+    }
 
 
 def _score(words: list[str], entity: Entity) -> float:
@@ -219,15 +249,24 @@ def sentence_kind(sentence: str, action: str) -> str | None:
         return "request"
     # An imperative: the sentence opens with the action ("Refund the air fryer order.", "cancel AB-1").
     first = _words(low)[:2]
-    if first and (_action_word(first[0], action) or (first[0] in ("pls", "please", "just", "now", "ok", "okay")
-                                                     and len(first) > 1 and _action_word(first[1], action))):
+    if first and (
+        _action_word(first[0], action)
+        or (
+            first[0] in ("pls", "please", "just", "now", "ok", "okay")
+            and len(first) > 1
+            and _action_word(first[1], action)
+        )
+    ):
         return "request"
     said = _words(low)
     if said and said[0] in _AFFIRM and not _STATUS_WORDS.search(low):
         lead = next((i for i, w in enumerate(said[1:4], 1) if _action_word(w, action)), None)
         if lead is not None and all(w in _FILLER for w in said[1:lead]):
             return "request"
-    if re.search(r"\b(?:i'?m|i\s+am)\s+(?:returning|cancell?ing)\b|\b(?:refund|replace|cancel|return)\s+(?:me|it|them|this|that)\b", low):
+    if re.search(
+        r"\b(?:i'?m|i\s+am)\s+(?:returning|cancell?ing)\b|\b(?:refund|replace|cancel|return)\s+(?:me|it|them|this|that)\b",
+        low,
+    ):
         return "request"
     return "mention"
 
@@ -249,8 +288,11 @@ def _ids(sentence: str, patterns: tuple[str, ...]) -> tuple[set[str], set[str]]:
         for m in re.finditer(rf"(?<![0-9A-Za-z_-])(?:{pattern})(?![0-9A-Za-z_])", sentence):
             declared.add(m.group(0).upper())
             spans.append(m.span())
-    loose = {m.group(0).upper().rstrip(".,") for m in _ID_TOKEN.finditer(sentence)
-             if not any(a <= m.start() < b for a, b in spans)}
+    loose = {
+        m.group(0).upper().rstrip(".,")
+        for m in _ID_TOKEN.finditer(sentence)
+        if not any(a <= m.start() < b for a, b in spans)
+    }
     return declared, loose
 
 
@@ -304,9 +346,16 @@ def _describe(target: list[str], entities: list[Entity]) -> str:
     return ", ".join(parts)
 
 
-def check_consent(*, action: str, target: list[str], said: list[Said], entities: list[Entity],
-                  done: list[Done] = (), state: dict[str, tuple[str, bool]] | None = None,
-                  id_patterns: tuple[str, ...] = ()) -> ConsentVerdict:
+def check_consent(
+    *,
+    action: str,
+    target: list[str],
+    said: list[Said],
+    entities: list[Entity],
+    done: list[Done] = (),
+    state: dict[str, tuple[str, bool]] | None = None,
+    id_patterns: tuple[str, ...] = (),
+) -> ConsentVerdict:
     """Whether the `action` on `target` (the call's entity IDs) was asked for and not yet carried out.
 
     `said`: the messages in the request, oldest first. `done`: actions already
@@ -320,8 +369,13 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
     state = state or {}
     resolution, resolution_ok = state.get("resolution", ("", False))
     order, order_ok = state.get("order_number", ("", False))
-    if (resolution_ok and order_ok and order in targets and resolution.strip().lower().startswith(NOUN[action][:6])
-            and not consumed_at):
+    if (
+        resolution_ok
+        and order_ok
+        and order in targets
+        and resolution.strip().lower().startswith(NOUN[action][:6])
+        and not consumed_at
+    ):
         return ConsentVerdict(True, evidence="confirmed state: resolution and order_number")
 
     last: tuple[str, Said, str] | None = None  # (kind, message, which entity) of the newest sentence that counts
@@ -334,8 +388,14 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
         message_names = {_names(s, targets, entities, id_patterns) for s in parts} - {"none"}
         for s in parts:
             kind = sentence_kind(s, action)
-            if kind is None and last is not None and last[0] == "request" and last[1].author == message.author \
-                    and _CORRECTION.search(s) and (names := _names(s, targets, entities, id_patterns)) in ("target", "other"):
+            if (
+                kind is None
+                and last is not None
+                and last[0] == "request"
+                and last[1].author == message.author
+                and _CORRECTION.search(s)
+                and (names := _names(s, targets, entities, id_patterns)) in ("target", "other")
+            ):
                 # "Sorry, I meant AB-20240." right after a request: the same request, on the entity meant.
                 last = ("request", message, names)
                 continue
@@ -355,32 +415,53 @@ def check_consent(*, action: str, target: list[str], said: list[Said], entities:
                 previous_names = names_here.pop() if len(names_here) == 1 else "several"
 
     if last is None:
-        return ConsentVerdict(False, f"Nothing in the recent conversation asks for a {noun} on {on}. "
-                              f"The call is held for staff.", details={"why": "not_asked"})
+        return ConsentVerdict(
+            False,
+            f"Nothing in the recent conversation asks for a {noun} on {on}. The call is held for staff.",
+            details={"why": "not_asked"},
+        )
     kind, message, names = last
     who = "staff" if message.author == "staff" else "the customer"
     if kind == "status":
-        return ConsentVerdict(False, f"{who.capitalize()} asked whether a {noun} was done (turn {message.turn}); "
-                              f"nothing asked for a new one. The call is held for staff; answer from STATE.",
-                              details={"why": "status_question", "turn": message.turn})
+        return ConsentVerdict(
+            False,
+            f"{who.capitalize()} asked whether a {noun} was done (turn {message.turn}); "
+            f"nothing asked for a new one. The call is held for staff; answer from STATE.",
+            details={"why": "status_question", "turn": message.turn},
+        )
     if kind == "negated":
-        return ConsentVerdict(False, f"{who.capitalize()} said not to go ahead with a {noun} (turn {message.turn}). "
-                              f"The call is held for staff.", details={"why": "withdrawn", "turn": message.turn})
+        return ConsentVerdict(
+            False,
+            f"{who.capitalize()} said not to go ahead with a {noun} (turn {message.turn}). The call is held for staff.",
+            details={"why": "withdrawn", "turn": message.turn},
+        )
     if names == "all":
-        return ConsentVerdict(False, f"{who.capitalize()} asked for a {noun} on all their orders (turn "
-                              f"{message.turn}); staff decide each one. The call is held.",
-                              details={"why": "blanket", "turn": message.turn})
+        return ConsentVerdict(
+            False,
+            f"{who.capitalize()} asked for a {noun} on all their orders (turn "
+            f"{message.turn}); staff decide each one. The call is held.",
+            details={"why": "blanket", "turn": message.turn},
+        )
     if names == "several":
-        return ConsentVerdict(False, f"{who.capitalize()} asked for a {noun} (turn {message.turn}) in words that fit "
-                              f"more than one order. The call is held for staff; ask which order they mean.",
-                              details={"why": "ambiguous", "turn": message.turn})
+        return ConsentVerdict(
+            False,
+            f"{who.capitalize()} asked for a {noun} (turn {message.turn}) in words that fit "
+            f"more than one order. The call is held for staff; ask which order they mean.",
+            details={"why": "ambiguous", "turn": message.turn},
+        )
     if names != "target":
-        return ConsentVerdict(False, f"{who.capitalize()} asked for a {noun} (turn {message.turn}), but not on {on}. "
-                              f"The call is held for staff; check which order they mean.",
-                              details={"why": "other_entity", "turn": message.turn})
+        return ConsentVerdict(
+            False,
+            f"{who.capitalize()} asked for a {noun} (turn {message.turn}), but not on {on}. "
+            f"The call is held for staff; check which order they mean.",
+            details={"why": "other_entity", "turn": message.turn},
+        )
     if message.turn <= consumed_at:
-        return ConsentVerdict(False, f"The {noun} {who} asked for at turn {message.turn} was already carried out at "
-                              f"turn {consumed_at}; nothing asked for another. The call is held for staff.",
-                              details={"why": "already_done", "turn": message.turn, "done_turn": consumed_at})
+        return ConsentVerdict(
+            False,
+            f"The {noun} {who} asked for at turn {message.turn} was already carried out at "
+            f"turn {consumed_at}; nothing asked for another. The call is held for staff.",
+            details={"why": "already_done", "turn": message.turn, "done_turn": consumed_at},
+        )
     evidence = f"{'staff note' if message.author == 'staff' else 'customer message'} turn {message.turn}"
     return ConsentVerdict(True, evidence=evidence, details={"turn": message.turn})

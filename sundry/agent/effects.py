@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from sundry.context import services as lanes
-
 from sundry.agent.guards import write_targets
+from sundry.context import services as lanes
 from sundry.tooling.declarations import Movement, Totals
 from sundry.tooling.domain import Domain, get_domain
 
@@ -63,17 +62,35 @@ def apply_effects(*, ticket, tool, args, result, turn: int, key: str, domain: Do
     read by `domain` (its declaration file)."""
     plan = plan_effects(tool, args, result, domain)
     for t in plan.totals:
-        lanes.money_observe(ticket=ticket, order=t.order, currency=t.currency, paid_cents=t.paid_cents,
-                            refunded_cents=t.refunded_cents, turn=turn)
+        lanes.money_observe(
+            ticket=ticket,
+            order=t.order,
+            currency=t.currency,
+            paid_cents=t.paid_cents,
+            refunded_cents=t.refunded_cents,
+            turn=turn,
+        )
     for m in plan.unreported:
         lanes.money_add_refund(ticket=ticket, order=m.order, amount_cents=m.amount_cents, turn=turn)
     if plan.action is not None:
         # A tool server's result is plain JSON already (a bare string is kept under "result").
-        stored = result.model_dump(mode="json") if isinstance(result, BaseModel) else \
-            result if isinstance(result, dict) else {"result": result}
+        stored = (
+            result.model_dump(mode="json")
+            if isinstance(result, BaseModel)
+            else result
+            if isinstance(result, dict)
+            else {"result": result}
+        )
         lanes.action_record(
-            ticket=ticket, tool=tool.name, target=plan.action.target, arguments=args.model_dump(mode="json"),
-            result=stored, turn=turn, idempotency_key=key, reversible=tool.reversible,
-            amount_cents=plan.action.amount_cents, currency=plan.action.currency,
+            ticket=ticket,
+            tool=tool.name,
+            target=plan.action.target,
+            arguments=args.model_dump(mode="json"),
+            result=stored,
+            turn=turn,
+            idempotency_key=key,
+            reversible=tool.reversible,
+            amount_cents=plan.action.amount_cents,
+            currency=plan.action.currency,
         )
     return plan

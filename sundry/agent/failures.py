@@ -67,13 +67,18 @@ def run_failed(ticket_id: int, reason: str) -> bool:
         ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket_id)
         last = Turn.objects.filter(ticket_id=ticket_id).order_by("-number").values_list("kind", "author").first()
         if last is None or (last[0] == Turn.Kind.MESSAGE and last[1] in (Turn.Author.AGENT, Turn.Author.STAFF)):
-            log.warning("agent run on ticket %s stopped (%s) after its reply; nothing left unanswered",
-                        ticket_id, reason)
+            log.warning(
+                "agent run on ticket %s stopped (%s) after its reply; nothing left unanswered", ticket_id, reason
+            )
             return False
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"The agent's run stopped before it answered ({reason}). "
-                         "Staff: please reply by hand, or hand the ticket back to the agent to try again.",
-                    payload={"run_failed": reason})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.ERROR,
+            text=f"The agent's run stopped before it answered ({reason}). "
+            "Staff: please reply by hand, or hand the ticket back to the agent to try again.",
+            payload={"run_failed": reason},
+        )
         flag(ticket_id, f"Agent run stopped: {reason}"[:120])
         # Staff have it now: the sweep must not start the same run over and over.
         outbox.settle(ticket_id, ticket.last_turn_number)
@@ -92,8 +97,11 @@ def run_recovered(ticket: Ticket, cause: str = "") -> None:
     unless it noted another cause (`claims.note_cause`: the database failed under it)."""
     said, short = RECOVERED.get(cause, RECOVERED[""])
     with transaction.atomic():
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                    text=f"The previous agent run stopped unexpectedly ({said}); "
-                         "a new run has taken the ticket over.",
-                    payload={"recovered": True, "cause": cause or "worker_lost"})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.ERROR,
+            text=f"The previous agent run stopped unexpectedly ({said}); a new run has taken the ticket over.",
+            payload={"recovered": True, "cause": cause or "worker_lost"},
+        )
         flag(ticket.pk, f"Agent run recovered after {short}")

@@ -73,8 +73,16 @@ class ModelCallError(Exception):
     how long the call took, every attempt included.
     """
 
-    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None, model: str = "",
-                 latency_ms: int = 0, unresolved: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status_code: int | None = None,
+        model: str = "",
+        latency_ms: int = 0,
+        unresolved: bool = False,
+    ):
         super().__init__(message)
         self.message = message
         self.retryable = retryable
@@ -164,7 +172,9 @@ def validate_model_name(name: str) -> None:
         return
     provider, sep, model = name.partition(":")
     if not sep or provider not in PROVIDERS or not model.strip():
-        raise ValueError(f"unknown model {name!r}: use 'offline' or '<provider>:<model>' with provider one of {', '.join(PROVIDERS)}")
+        raise ValueError(
+            f"unknown model {name!r}: use 'offline' or '<provider>:<model>' with provider one of {', '.join(PROVIDERS)}"
+        )
 
 
 def resolve_model(name: str) -> ResolvedModel:
@@ -185,12 +195,16 @@ def resolve_model(name: str) -> ResolvedModel:
         key = _env("ANTHROPIC_API_KEY")
         if not key:
             return _offline(name, "ANTHROPIC_API_KEY not set")
-        return ResolvedModel(name, provider=provider, model_name=model, api_key=key, base_url=_env("ANTHROPIC_BASE_URL"))
+        return ResolvedModel(
+            name, provider=provider, model_name=model, api_key=key, base_url=_env("ANTHROPIC_BASE_URL")
+        )
     if provider == "openai-compatible":
         url = _env("SUNDRY_OPENAI_COMPAT_BASE_URL")
         if not url:
             return _offline(name, "SUNDRY_OPENAI_COMPAT_BASE_URL not set")
-        return ResolvedModel(name, provider=provider, model_name=model, base_url=url, api_key=_env("SUNDRY_OPENAI_COMPAT_API_KEY"))
+        return ResolvedModel(
+            name, provider=provider, model_name=model, base_url=url, api_key=_env("SUNDRY_OPENAI_COMPAT_API_KEY")
+        )
     # ollama: local and keyless, so it is always "configured".
     url = _env("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_BASE_URL
     return ResolvedModel(name, provider=provider, model_name=model, base_url=url, api_key=_env("OLLAMA_API_KEY"))
@@ -215,17 +229,26 @@ class Gateway:
     both unset: only the gateway picks a model.
     """
 
-    def __init__(self, *, override: ChatModel | None = None, offline: ChatModel | None = None,
-                 limits: CallLimits | None = None):
+    def __init__(
+        self, *, override: ChatModel | None = None, offline: ChatModel | None = None, limits: CallLimits | None = None
+    ):
         self.override = override
         self._offline_model = offline
         self.limits = limits or CallLimits.from_settings()
 
-    def complete(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None) -> ModelResponse:
+    def complete(
+        self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None
+    ) -> ModelResponse:
         return self.call(request, model=model, timeout=timeout).response
 
-    def call(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None,
-             stream: ReplySink | None = None) -> GatewayCall:
+    def call(
+        self,
+        request: ModelRequest,
+        *,
+        model: str | None = None,
+        timeout: float | None = None,
+        stream: ReplySink | None = None,
+    ) -> GatewayCall:
         """Like `complete`, plus the cost and latency a step stores. Synchronous: run it off the event loop.
 
         `timeout`, if given, replaces the limits' deadline for the whole call (attempts included);
@@ -244,21 +267,35 @@ class Gateway:
             return self._local(request, name, resolved)  # no network: no event loop to start
         return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout, stream=stream))
 
-    async def acomplete(self, request: ModelRequest, *, model: str | None = None,
-                        timeout: float | None = None) -> ModelResponse:
+    async def acomplete(
+        self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None
+    ) -> ModelResponse:
         return (await self.acall(request, model=model, timeout=timeout)).response
 
-    async def acall(self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None,
-                    stream: ReplySink | None = None) -> GatewayCall:
+    async def acall(
+        self,
+        request: ModelRequest,
+        *,
+        model: str | None = None,
+        timeout: float | None = None,
+        stream: ReplySink | None = None,
+    ) -> GatewayCall:
         name = model or request.model
         resolved = self._resolve(name)
         _refuse_unavailable(resolved)
         if self.override is not None or resolved.offline:
             return self._local(request, name, resolved)
         _import_client(resolved.provider)  # not the model's latency
-        limits = self.limits if timeout is None else dataclasses.replace(
-            self.limits, call_timeout=timeout, read_timeout=min(self.limits.read_timeout, timeout),
-            connect_timeout=min(self.limits.connect_timeout, timeout))
+        limits = (
+            self.limits
+            if timeout is None
+            else dataclasses.replace(
+                self.limits,
+                call_timeout=timeout,
+                read_timeout=min(self.limits.read_timeout, timeout),
+                connect_timeout=min(self.limits.connect_timeout, timeout),
+            )
+        )
         started = time.monotonic()
         try:
             response = await _provider_request(resolved, request, limits, stream=stream)
@@ -335,8 +372,14 @@ def _elapsed_ms(started: float) -> int:
 def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started: float) -> GatewayCall:
     latency_ms = _elapsed_ms(started)
     u = response.usage
-    c = pricing.cost(response.model or name, u.input_tokens, u.output_tokens, base_url=resolved.base_url,
-                     cached_input_tokens=u.cached_input_tokens, cache_write_tokens=u.cache_write_tokens)
+    c = pricing.cost(
+        response.model or name,
+        u.input_tokens,
+        u.output_tokens,
+        base_url=resolved.base_url,
+        cached_input_tokens=u.cached_input_tokens,
+        cache_write_tokens=u.cache_write_tokens,
+    )
     return GatewayCall(response=response, resolved=resolved, cost_usd=c.usd, priced=c.priced, latency_ms=latency_ms)
 
 
@@ -372,8 +415,10 @@ def _build_model(resolved: ResolvedModel, http_client):
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(resolved.model_name, provider=AnthropicProvider(
-            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client))
+        return AnthropicModel(
+            resolved.model_name,
+            provider=AnthropicProvider(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client),
+        )
     from pydantic_ai.models.openai import OpenAIChatModel
 
     if resolved.provider == "openai":
@@ -384,13 +429,16 @@ def _build_model(resolved: ResolvedModel, http_client):
         from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        return OllamaModel(resolved.model_name, provider=OllamaProvider(
-            base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client))
+        return OllamaModel(
+            resolved.model_name,
+            provider=OllamaProvider(base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client),
+        )
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-        provider = OpenAICompatibleProvider("openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key,
-                                            http_client=http_client)
+        provider = OpenAICompatibleProvider(
+            "openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client
+        )
     return OpenAIChatModel(resolved.model_name, provider=provider)
 
 
@@ -415,8 +463,14 @@ def _model_for(resolved: ResolvedModel, limits: CallLimits):
     models = getattr(_per_thread, "models", None)
     if models is None:
         models = _per_thread.models = {}
-    key = (resolved.provider, resolved.model_name, resolved.base_url, resolved.api_key,
-           limits.connect_timeout, limits.read_timeout)
+    key = (
+        resolved.provider,
+        resolved.model_name,
+        resolved.base_url,
+        resolved.api_key,
+        limits.connect_timeout,
+        limits.read_timeout,
+    )
     model = models.get(key)
     if model is None:
         model = models[key] = _build_model(resolved, _http_client(limits))
@@ -429,12 +483,14 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
     from pydantic_ai.direct import model_request, model_request_stream
 
     if stream is None:
-        return await model_request(model, messages, model_settings=settings, model_request_parameters=parameters,
-                                   instrument=False)
+        return await model_request(
+            model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
+        )
     await stream.typing()
     texts: dict[int, str] = {}  # text parts by index, as the model writes them
-    async with model_request_stream(model, messages, model_settings=settings, model_request_parameters=parameters,
-                                    instrument=False) as streamed:
+    async with model_request_stream(
+        model, messages, model_settings=settings, model_request_parameters=parameters, instrument=False
+    ) as streamed:
         async for event in streamed:
             if isinstance(event, m.PartStartEvent) and isinstance(event.part, m.TextPart):
                 texts[event.index] = event.part.content
@@ -452,8 +508,11 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
 def _request_settings(resolved: ResolvedModel, limits: CallLimits) -> dict[str, Any]:
     # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
     # call, the SDK's retries and their Retry-After waits included.
-    settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_retries": limits.max_retries,
-                                "max_tokens": limits.max_tokens}
+    settings: dict[str, Any] = {
+        "request_timeout": limits.call_timeout,
+        "max_retries": limits.max_retries,
+        "max_tokens": limits.max_tokens,
+    }
     if resolved.provider == "anthropic":
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
@@ -465,13 +524,20 @@ async def _provider_count(resolved: ResolvedModel, request: ModelRequest, limits
     _import_client(resolved.provider)
     settings = {**_request_settings(resolved, limits), "max_retries": 0, "timeout": COUNT_TIMEOUT}
     parameters = to_pai_parameters(request, output_mode=structured_mode(resolved.provider))
-    usage = await asyncio.wait_for(_model_for(resolved, limits).count_tokens(to_pai_messages(request), settings,
-                                                                             parameters), COUNT_TIMEOUT)
+    usage = await asyncio.wait_for(
+        _model_for(resolved, limits).count_tokens(to_pai_messages(request), settings, parameters), COUNT_TIMEOUT
+    )
     return usage.input_tokens
 
 
-async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limits: CallLimits, *,
-                            original_output: bool = False, stream: ReplySink | None = None) -> ModelResponse:
+async def _provider_request(
+    resolved: ResolvedModel,
+    request: ModelRequest,
+    limits: CallLimits,
+    *,
+    original_output: bool = False,
+    stream: ReplySink | None = None,
+) -> ModelResponse:
     messages = to_pai_messages(request)
     mode = structured_mode(resolved.provider)
     parameters = to_pai_parameters(request, output_mode=mode)
@@ -494,8 +560,9 @@ async def _provider_request(resolved: ResolvedModel, request: ModelRequest, limi
         if request.output is not None and not error.retryable and error.status_code in (400, 404, 422):
             # The server refuses structured output: ask again for JSON in text (the prompt asks for it too).
             log.info("%s: structured output refused (%s); asking for JSON in text", resolved.name, error)
-            return await _provider_request(resolved, request.model_copy(update={"output": None}), limits,
-                                           original_output=True)
+            return await _provider_request(
+                resolved, request.model_copy(update={"output": None}), limits, original_output=True
+            )
         raise error from exc
     response = from_pai_response(result, resolved.name, output=request.output, output_mode=mode)
     if request.output is None and original_output:
@@ -560,19 +627,29 @@ def to_pai_parameters(request: ModelRequest, *, output_mode: str = "tool"):
     from pydantic_ai.output import OutputObjectDefinition
     from pydantic_ai.tools import ToolDefinition
 
-    tools = [ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters, strict=False) for t in request.tools]
+    tools = [
+        ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters, strict=False)
+        for t in request.tools
+    ]
     out: OutputSpec | None = request.output
     if out is None:
         return ModelRequestParameters(function_tools=tools, allow_text_output=True)
     if output_mode == "native":
-        return ModelRequestParameters(function_tools=tools, output_mode="native", allow_text_output=False,
-                                      output_object=OutputObjectDefinition(json_schema=out.schema_, name=out.name,
-                                                                           description=out.description, strict=True))
-    output_tool = ToolDefinition(name=out.name, description=out.description, parameters_json_schema=out.schema_,
-                                 kind="output")
+        return ModelRequestParameters(
+            function_tools=tools,
+            output_mode="native",
+            allow_text_output=False,
+            output_object=OutputObjectDefinition(
+                json_schema=out.schema_, name=out.name, description=out.description, strict=True
+            ),
+        )
+    output_tool = ToolDefinition(
+        name=out.name, description=out.description, parameters_json_schema=out.schema_, kind="output"
+    )
     # Text stays allowed: a model that ignores the tool and writes JSON in text is read that way.
-    return ModelRequestParameters(function_tools=tools, output_mode="tool", output_tools=[output_tool],
-                                  allow_text_output=True)
+    return ModelRequestParameters(
+        function_tools=tools, output_mode="tool", output_tools=[output_tool], allow_text_output=True
+    )
 
 
 def _arguments(args: Any) -> dict[str, Any] | str:
@@ -591,7 +668,9 @@ def _arguments(args: Any) -> dict[str, Any] | str:
     return parsed if isinstance(parsed, dict) else str(args)
 
 
-def from_pai_response(result, name: str, *, output: OutputSpec | None = None, output_mode: str = "tool") -> ModelResponse:
+def from_pai_response(
+    result, name: str, *, output: OutputSpec | None = None, output_mode: str = "tool"
+) -> ModelResponse:
     from pydantic_ai import messages as m
 
     texts: list[str] = []
@@ -615,12 +694,16 @@ def from_pai_response(result, name: str, *, output: OutputSpec | None = None, ou
         else:
             path = "native" if output_mode == "native" else "text"
     u = result.usage
-    usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
-                  cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0,
-                  cache_write_tokens=getattr(u, "cache_write_tokens", 0) or 0)
+    usage = Usage(
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cached_input_tokens=getattr(u, "cache_read_tokens", 0) or 0,
+        cache_write_tokens=getattr(u, "cache_write_tokens", 0) or 0,
+    )
     finish = getattr(result, "finish_reason", None)
-    return ModelResponse(text=text or None, tool_calls=calls, usage=usage, model=name, finish_reason=finish,
-                         output_path=path)
+    return ModelResponse(
+        text=text or None, tool_calls=calls, usage=usage, model=name, finish_reason=finish, output_path=path
+    )
 
 
 # --- errors -------------------------------------------------------------------
@@ -640,7 +723,16 @@ def map_error(exc: BaseException, name: str) -> ModelCallError | None:
         if isinstance(exc, x.ModelQuotaExceededError):
             retryable = False  # waiting does not top up an account
         return ModelCallError(f"{name}: {exc.message}", retryable=retryable, status_code=exc.status_code, model=name)
-    if isinstance(exc, (x.ModelRequestTimeout, x.ModelConnectionError, x.ModelRateLimitError, x.ModelUnavailableError, x.ModelServerError)):
+    if isinstance(
+        exc,
+        (
+            x.ModelRequestTimeout,
+            x.ModelConnectionError,
+            x.ModelRateLimitError,
+            x.ModelUnavailableError,
+            x.ModelServerError,
+        ),
+    ):
         return ModelCallError(f"{name}: {exc.message}", retryable=True, status_code=status, model=name)
     if isinstance(exc, x.ModelAPIError):
         return ModelCallError(f"{name}: {exc.message}", retryable=False, status_code=status, model=name)

@@ -126,9 +126,11 @@ def amount_minor(args: BaseModel, refund: RefundDecl | None = None) -> int | Non
     if amount is None:
         return None
     try:
-        return money.parse_major(amount if isinstance(amount, str) else str(amount),
-                                 str(getattr(args, refund.currency if refund else "currency", "")),
-                                 allow_negative=True)
+        return money.parse_major(
+            amount if isinstance(amount, str) else str(amount),
+            str(getattr(args, refund.currency if refund else "currency", "")),
+            allow_negative=True,
+        )
     except money.MoneyError:
         return None
 
@@ -146,16 +148,26 @@ def _parse(inp: GuardInput) -> GuardVerdict | BaseModel:
         try:
             raw = strictjson.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
-            return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object matching the tool's schema.")
+            return _reject(
+                "schema",
+                f"Arguments for {inp.tool.name} are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object matching the tool's schema.",
+            )
         except strictjson.NonStandardJSON as exc:
-            return _reject("schema", f"Arguments for {inp.tool.name} are not valid JSON: {exc}. Send a JSON object matching the tool's schema.")
+            return _reject(
+                "schema",
+                f"Arguments for {inp.tool.name} are not valid JSON: {exc}. Send a JSON object matching the tool's schema.",
+            )
     if not isinstance(raw, dict):
         return _reject("schema", f"Arguments for {inp.tool.name} must be a JSON object, not {type(raw).__name__}.")
     try:
         return inp.tool.args_model.model_validate(raw)
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()[:5]]
-        return _reject("schema", f"Invalid arguments for {inp.tool.name}: " + "; ".join(problems) + ". Fix these fields and call again.", problems=problems)
+        return _reject(
+            "schema",
+            f"Invalid arguments for {inp.tool.name}: " + "; ".join(problems) + ". Fix these fields and call again.",
+            problems=problems,
+        )
 
 
 def _rule_covers(enforcement: dict, tool: Tool, args) -> bool:
@@ -179,9 +191,15 @@ def _rule_checks(rule: RuleData, domain: Domain) -> list[dict]:
 
 def _blocking_rules(inp: GuardInput, args) -> list[RuleData]:
     domain = _domain(inp)
-    return [rule for rule in inp.rules if rule.id not in inp.overridden_rules
-            and any(inp.tool.name in e.get("block_tools", ()) and _rule_covers(e, inp.tool, args)
-                    for e in _rule_checks(rule, domain))]
+    return [
+        rule
+        for rule in inp.rules
+        if rule.id not in inp.overridden_rules
+        and any(
+            inp.tool.name in e.get("block_tools", ()) and _rule_covers(e, inp.tool, args)
+            for e in _rule_checks(rule, domain)
+        )
+    ]
 
 
 def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
@@ -192,15 +210,22 @@ def _check_rules(inp: GuardInput, args) -> GuardVerdict | None:
     blocking = _blocking_rules(inp, args)
     if not blocking:
         return None
-    askable = (inp.tool.side_effect and not inp.tool.local and not inp.approved and inp.said is not None
-               and all(not r.confirmed and r.source == "customer" for r in blocking))
+    askable = (
+        inp.tool.side_effect
+        and not inp.tool.local
+        and not inp.approved
+        and inp.said is not None
+        and all(not r.confirmed and r.source == "customer" for r in blocking)
+    )
     if askable:
         quoted = [{"id": r.id, "text": r.text, "turn": r.turn} for r in blocking]
         return GuardVerdict("confirm", "rule", "", args, {"rules": quoted})
     rule = blocking[0]
     what = "Pinned rule" if rule.confirmed else "Rule flagged (unconfirmed, in force until staff decide)"
-    reason = (f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
-              f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer.")
+    reason = (
+        f'{what} from turn {rule.turn} (scope: {rule.scope}) forbids {inp.tool.name}: "{rule.text}". '
+        f"Do not call {inp.tool.name}; do what the rule allows instead, or explain to the customer."
+    )
     return _reject("rule", reason, args, rule_id=rule.id, rule_text=rule.text, rule_turn=rule.turn)
 
 
@@ -231,18 +256,43 @@ def _check_ids(inp: GuardInput, args) -> GuardVerdict | None:
         # Ledger entries first (they carry a role), verified before unverified.
         known = [(e.value, f"ledger entry [{e.role}]", e.role) for e in sorted(ledger, key=lambda e: not e.verified)]
         known += [(v, "a recent tool result", "") for v in sorted(inp.recent_ids)]
-        near = next(((v, where, role) for v, where, role in known
-                     if v != value and (levenshtein_at_most_one(value, v) or _swapped_pair(value, v))), None)
+        near = next(
+            (
+                (v, where, role)
+                for v, where, role in known
+                if v != value and (levenshtein_at_most_one(value, v) or _swapped_pair(value, v))
+            ),
+            None,
+        )
         if near:
             v, where, role = near
-            return _reject("mutation", f"{arg} '{value}' is one edit away from {where} {v} — a probable mutation. "
-                           f"Copy the value verbatim from the ID ledger; if you meant a different {kind}, look it up with {hint} first.",
-                           args, arg=arg, value=value, mutation_of=v, role=role)
+            return _reject(
+                "mutation",
+                f"{arg} '{value}' is one edit away from {where} {v} — a probable mutation. "
+                f"Copy the value verbatim from the ID ledger; if you meant a different {kind}, look it up with {hint} first.",
+                args,
+                arg=arg,
+                value=value,
+                mutation_of=v,
+                role=role,
+            )
         if value in unverified:
-            return _reject("unverified_id", f"{arg} '{value}' was typed by the customer and is not verified. "
-                           f"Verify it with {hint} first, then act on the value the tool returns.", args, arg=arg, value=value)
-        return _reject("id", f"{arg} '{value}' is not in the ID ledger or in a recent tool result. "
-                       f"Look it up again with {hint}; never type an ID from memory.", args, arg=arg, value=value)
+            return _reject(
+                "unverified_id",
+                f"{arg} '{value}' was typed by the customer and is not verified. "
+                f"Verify it with {hint} first, then act on the value the tool returns.",
+                args,
+                arg=arg,
+                value=value,
+            )
+        return _reject(
+            "id",
+            f"{arg} '{value}' is not in the ID ledger or in a recent tool result. "
+            f"Look it up again with {hint}; never type an ID from memory.",
+            args,
+            arg=arg,
+            value=value,
+        )
     return None
 
 
@@ -275,7 +325,12 @@ def repeat_key(arguments: dict | str, key_args: tuple[str, ...] = ()) -> str:
 
     picked = {k: arguments.get(k) for k in key_args} if key_args else arguments
     canonical = json.dumps(norm(picked), sort_keys=True, default=str)
-    return "same " + ("+".join(key_args) if key_args else "arguments") + " #" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    return (
+        "same "
+        + ("+".join(key_args) if key_args else "arguments")
+        + " #"
+        + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    )
 
 
 def write_targets(tool: Tool, args, raw: dict | str) -> set[str]:
@@ -306,19 +361,39 @@ def _check_refund(inp: GuardInput, args, refund: RefundDecl) -> GuardVerdict | N
     domain = _domain(inp)
     cents, order = amount_minor(args, refund), _order_arg(inp.tool, args, refund, domain.owner_kind)
     if cents is None or cents <= 0:
-        return _reject("refund_limit", "The refund amount must be a positive amount in the order's currency, exact to its smallest unit.", args)
+        return _reject(
+            "refund_limit",
+            "The refund amount must be a positive amount in the order's currency, exact to its smallest unit.",
+            args,
+        )
     money = next((m for m in inp.money if m.order == order), None)
     if money is None:
-        return _reject("refund_limit", f"No payment record for order '{order}' in state. {_refetch_hint(domain)}, then retry.", args, order=order)
+        return _reject(
+            "refund_limit",
+            f"No payment record for order '{order}' in state. {_refetch_hint(domain)}, then retry.",
+            args,
+            order=order,
+        )
     currency = str(getattr(args, refund.currency, "") or money.currency).upper()
     if currency != money.currency.upper():
-        return _reject("refund_limit", f"Order {order} was paid in {money.currency}, not {currency}. Refund in {money.currency}.",
-                       args, order=order, currency=money.currency)
+        return _reject(
+            "refund_limit",
+            f"Order {order} was paid in {money.currency}, not {currency}. Refund in {money.currency}.",
+            args,
+            order=order,
+            currency=money.currency,
+        )
     if cents > money.refundable_cents:
-        return _reject("refund_limit", f"Refund of {_fmt(cents, money.currency)} exceeds what is still refundable on {order}: "
-                       f"{_fmt(money.refundable_cents, money.currency)} (paid {_fmt(money.paid_cents, money.currency)}, "
-                       f"already refunded {_fmt(money.refunded_cents, money.currency)}). Refund at most the refundable amount.",
-                       args, order=order, refundable_cents=money.refundable_cents, requested_cents=cents)
+        return _reject(
+            "refund_limit",
+            f"Refund of {_fmt(cents, money.currency)} exceeds what is still refundable on {order}: "
+            f"{_fmt(money.refundable_cents, money.currency)} (paid {_fmt(money.paid_cents, money.currency)}, "
+            f"already refunded {_fmt(money.refunded_cents, money.currency)}). Refund at most the refundable amount.",
+            args,
+            order=order,
+            refundable_cents=money.refundable_cents,
+            requested_cents=cents,
+        )
     return None
 
 
@@ -341,14 +416,20 @@ def _check_held(inp: GuardInput, args) -> GuardVerdict | None:
             why = "" if limit is None else f"above {_fmt(limit, currency) if currency else f'{limit} minor units'} "
             if limit is None and rule.per_currency_only:
                 why = f"in {currency or 'an unstated currency'} (no threshold set for it) "
-            return GuardVerdict("hold", "approval", f"{tool.name} {why}needs staff approval; the call is held. "
-                                "Do not retry it; tell the customer it is awaiting approval.", args,
-                                {"above_cents": limit, "amount_cents": cents, "currency": currency})
+            return GuardVerdict(
+                "hold",
+                "approval",
+                f"{tool.name} {why}needs staff approval; the call is held. "
+                "Do not retry it; tell the customer it is awaiting approval.",
+                args,
+                {"above_cents": limit, "amount_cents": cents, "currency": currency},
+            )
     return None
 
 
-def _check_running_total(inp: GuardInput, args, moved: spending.CallMoney,
-                         rule: approvals.ToolApproval | None) -> GuardVerdict | None:
+def _check_running_total(
+    inp: GuardInput, args, moved: spending.CallMoney, rule: approvals.ToolApproval | None
+) -> GuardVerdict | None:
     """Money: the call plus what moved (or is held) on its order and for its customer over the window.
 
     A tool without a rule of its own that moves money (a cancellation that refunds) is judged
@@ -360,20 +441,39 @@ def _check_running_total(inp: GuardInput, args, moved: spending.CallMoney,
     limits = [r.limit(moved.currency) for r in rules]
     limit = None if any(x is None for x in limits) else min(limits)
     name = inp.tool.name
-    details = {"above_cents": limit, "amount_cents": moved.cents, "currency": moved.currency, "order": moved.order,
-               "window_hours": inp.window.hours}
+    details = {
+        "above_cents": limit,
+        "amount_cents": moved.cents,
+        "currency": moved.currency,
+        "order": moved.order,
+        "window_hours": inp.window.hours,
+    }
     if limit is None or moved.cents is None:
-        why = ("its amount is not known before it runs (no figures for the order yet)" if moved.cents is None
-               else f"{moved.currency or 'an unstated currency'} has no threshold set")
-        return GuardVerdict("hold", "approval", f"{name} needs staff approval: {why}; the call is held. "
-                            "Do not retry it; tell the customer it is awaiting approval.", args, details)
+        why = (
+            "its amount is not known before it runs (no figures for the order yet)"
+            if moved.cents is None
+            else f"{moved.currency or 'an unstated currency'} has no threshold set"
+        )
+        return GuardVerdict(
+            "hold",
+            "approval",
+            f"{name} needs staff approval: {why}; the call is held. "
+            "Do not retry it; tell the customer it is awaiting approval.",
+            args,
+            details,
+        )
     why = spending.over_limit(inp.window, moved, limit)
     if not why:
         return None
     on_order, for_customer, _ = inp.window.before(moved.order, moved.currency)
-    return GuardVerdict("hold", "approval", f"{name} needs staff approval: {why}. The call is held. "
-                        "Do not retry it or split it; tell the customer it is awaiting approval.", args,
-                        {**details, "order_before_cents": on_order, "customer_before_cents": for_customer})
+    return GuardVerdict(
+        "hold",
+        "approval",
+        f"{name} needs staff approval: {why}. The call is held. "
+        "Do not retry it or split it; tell the customer it is awaiting approval.",
+        args,
+        {**details, "order_before_cents": on_order, "customer_before_cents": for_customer},
+    )
 
 
 def needs_card(inp: GuardInput) -> str:
@@ -390,14 +490,25 @@ def _check_repeat(inp: GuardInput, args) -> GuardVerdict | None:
     decl = _domain(inp).tool(tool.name)
     # A change tool repeats only with the same arguments; anything else repeats by its target.
     digest = arguments_digest(inp.arguments) if decl is not None and decl.repeats == "arguments" else None
-    prior = next((a for a in inp.actions if a.tool == tool.name and a.target in targets
-                  and (digest is None or a.arguments_digest == digest)), None)
+    prior = next(
+        (
+            a
+            for a in inp.actions
+            if a.tool == tool.name and a.target in targets and (digest is None or a.arguments_digest == digest)
+        ),
+        None,
+    )
     if prior is None:
         return None
-    return GuardVerdict("hold", "repeat", f"{tool.name} was already done for {prior.target} at turn {prior.turn} "
-                        f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
-                        "Do not retry it; tell the customer it is with staff.", args,
-                        {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key})
+    return GuardVerdict(
+        "hold",
+        "repeat",
+        f"{tool.name} was already done for {prior.target} at turn {prior.turn} "
+        f"(idempotency key {prior.idempotency_key}). Repeating it needs staff approval; the call is held. "
+        "Do not retry it; tell the customer it is with staff.",
+        args,
+        {"target": prior.target, "previous_turn": prior.turn, "idempotency_key": prior.idempotency_key},
+    )
 
 
 def corrected_ids(inp: GuardInput, args) -> list[dict]:
@@ -406,20 +517,35 @@ def corrected_ids(inp: GuardInput, args) -> list[dict]:
     if inp.said is None or inp.approved or inp.confirmed:
         return []
     superseded = {e.value: e for e in inp.ledger if e.superseded_by}
-    return [{"id": v, "by": superseded[v].superseded_by, "turn": superseded[v].superseded_turn,
-             "source": superseded[v].superseded_source}
-            for _, _, v in ids_in_arguments(inp.tool, args) if v in superseded]
+    return [
+        {
+            "id": v,
+            "by": superseded[v].superseded_by,
+            "turn": superseded[v].superseded_turn,
+            "source": superseded[v].superseded_source,
+        }
+        for _, _, v in ids_in_arguments(inp.tool, args)
+        if v in superseded
+    ]
 
 
-def _confirm(inp: GuardInput, args, why: str, rule_verdict: GuardVerdict | None,
-             corrected: list[dict] = ()) -> GuardVerdict:
+def _confirm(
+    inp: GuardInput, args, why: str, rule_verdict: GuardVerdict | None, corrected: list[dict] = ()
+) -> GuardVerdict:
     rules = rule_verdict.details.get("rules", []) if rule_verdict is not None else []
     why = why or ("" if corrected and not rules else "it goes against what you told us")
     if corrected:
         fixed = "; ".join(f"{c['id']} was corrected to {c['by']}" for c in corrected)
-        why = f"{why}, and it acts on a corrected number ({fixed})" if why else f"it acts on a corrected number ({fixed})"
-    return GuardVerdict("confirm", "confirmation", f"{inp.tool.name} waits for the customer's confirmation ({why}).",
-                        args, {"why": why, "rules": rules, "corrections": list(corrected)})
+        why = (
+            f"{why}, and it acts on a corrected number ({fixed})" if why else f"it acts on a corrected number ({fixed})"
+        )
+    return GuardVerdict(
+        "confirm",
+        "confirmation",
+        f"{inp.tool.name} waits for the customer's confirmation ({why}).",
+        args,
+        {"why": why, "rules": rules, "corrections": list(corrected)},
+    )
 
 
 def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
@@ -430,9 +556,15 @@ def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
     if not found:
         return None
     labels = ", ".join(dict.fromkeys(f"the {q.label}" for q in found))
-    return GuardVerdict("hold", "internal_text", f"The {inp.tool.name} text quotes internal-only text ({labels}); "
-                        "it goes to staff instead of the customer. Do not retry it; never quote internal notes or "
-                        "staff notes to the customer.", args, {"quoted": describe(found)})
+    return GuardVerdict(
+        "hold",
+        "internal_text",
+        f"The {inp.tool.name} text quotes internal-only text ({labels}); "
+        "it goes to staff instead of the customer. Do not retry it; never quote internal notes or "
+        "staff notes to the customer.",
+        args,
+        {"quoted": describe(found)},
+    )
 
 
 def _check_opaque(inp: GuardInput, args) -> GuardVerdict | None:
@@ -441,9 +573,14 @@ def _check_opaque(inp: GuardInput, args) -> GuardVerdict | None:
     decl = _domain(inp).tool(inp.tool.name)
     if decl is None or not decl.opaque:
         return None
-    return GuardVerdict("hold", "opaque", f"{inp.tool.name} takes a free-form query the guards cannot check; each "
-                        "call waits for staff approval. Do not retry it; tell the customer it is being checked.",
-                        args, {})
+    return GuardVerdict(
+        "hold",
+        "opaque",
+        f"{inp.tool.name} takes a free-form query the guards cannot check; each "
+        "call waits for staff approval. Do not retry it; tell the customer it is being checked.",
+        args,
+        {},
+    )
 
 
 def _check_customer(inp: GuardInput, args) -> GuardVerdict | None:
@@ -462,13 +599,17 @@ def _check_customer(inp: GuardInput, args) -> GuardVerdict | None:
         if not owner or owner in ours:
             continue
         if ours:
-            why = (f"{value} belongs to customer {owner}, not to this ticket's customer ({', '.join(sorted(ours))}). "
-                   "Never act on another customer's records; tell the customer you can only help with their own.")
+            why = (
+                f"{value} belongs to customer {owner}, not to this ticket's customer ({', '.join(sorted(ours))}). "
+                "Never act on another customer's records; tell the customer you can only help with their own."
+            )
         else:
             finders = [n for n, d in domain.tools.items() if d.identifies]
-            why = (f"{value} belongs to customer {owner}, and this ticket's customer has not been identified yet. "
-                   f"Identify them first ({', '.join(finders) or 'a lookup that identifies the customer'}), "
-                   "then act only on their own records.")
+            why = (
+                f"{value} belongs to customer {owner}, and this ticket's customer has not been identified yet. "
+                f"Identify them first ({', '.join(finders) or 'a lookup that identifies the customer'}), "
+                "then act only on their own records."
+            )
         return _reject("customer", why, args, id=value, owner=owner, ours=sorted(ours))
     return None
 
@@ -478,17 +619,22 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
     if not inp.tool.customer_text:
         return None
-    records = replyclaims.Records.of(_domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger,
-                                     proposals=inp.proposals)
+    records = replyclaims.Records.of(
+        _domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger, proposals=inp.proposals
+    )
     false = [c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""))]
     if not false:
         return None
     said = replyclaims.describe(false)
-    return _reject("unsupported_claim", f"The {inp.tool.name} text says something was done that no tool did on "
-                   f"this ticket, or will be that no card or hold stands for ({said}). It was not sent. Say an action "
-                   "happened, and for how much, only as its tool call's result showed it, and that one will happen "
-                   "only once its card or staff hold is open; otherwise say what happens next.", args,
-                   unsupported=said)
+    return _reject(
+        "unsupported_claim",
+        f"The {inp.tool.name} text says something was done that no tool did on "
+        f"this ticket, or will be that no card or hold stands for ({said}). It was not sent. Say an action "
+        "happened, and for how much, only as its tool call's result showed it, and that one will happen "
+        "only once its card or staff hold is open; otherwise say what happens next.",
+        args,
+        unsupported=said,
+    )
 
 
 def check_call(inp: GuardInput) -> GuardVerdict:

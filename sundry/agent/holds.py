@@ -77,13 +77,30 @@ def already_done(held: HeldAction, customer_pk: int, lookup: Lookup = REGISTRY.g
     if tool is None:
         return ""
     key = call_key(tool, held.arguments or {})
-    twin = next((h for h in HeldAction.objects.filter(ticket__customer_id=customer_pk, tool=held.tool,
-                                                      status=HeldAction.Status.EXECUTED).exclude(pk=held.pk)
-                 .order_by("pk") if call_key(tool, h.arguments or {}) == key), None)
+    twin = next(
+        (
+            h
+            for h in HeldAction.objects.filter(
+                ticket__customer_id=customer_pk, tool=held.tool, status=HeldAction.Status.EXECUTED
+            )
+            .exclude(pk=held.pk)
+            .order_by("pk")
+            if call_key(tool, h.arguments or {}) == key
+        ),
+        None,
+    )
     if twin is not None:
-        return f"The same {held.tool} call was already approved and executed (hold #{twin.pk} on ticket #{twin.ticket_id})"
-    action = next((a for a in ActionTaken.objects.filter(ticket__customer_id=customer_pk, tool=held.tool)
-                   .order_by("pk") if call_key(tool, a.arguments or {}) == key), None)
+        return (
+            f"The same {held.tool} call was already approved and executed (hold #{twin.pk} on ticket #{twin.ticket_id})"
+        )
+    action = next(
+        (
+            a
+            for a in ActionTaken.objects.filter(ticket__customer_id=customer_pk, tool=held.tool).order_by("pk")
+            if call_key(tool, a.arguments or {}) == key
+        ),
+        None,
+    )
     if action is not None:
         return f"The same {held.tool} call already ran (turn {action.turn} on ticket #{action.ticket_id})"
     return ""

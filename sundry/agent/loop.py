@@ -20,9 +20,9 @@ from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from sundry.agent import claims, failures, remote
-from sundry.agent.models import AgentStep
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
 from sundry.agent.gateway import Gateway
+from sundry.agent.models import AgentStep
 from sundry.agent.step import (
     Resolved,
     agent_step,
@@ -37,15 +37,27 @@ from sundry.toolservers.models import ToolServer
 log = logging.getLogger("sundry.agent")
 
 # What other modules reach through here: the task entry point and the compaction trigger's hook.
-__all__ = ["agent_run", "run_slice", "MAX_STEPS_PER_RUN", "CLAIM_TTL", "Resolved", "agent_step",
-           "claimed_elsewhere", "resolution_listeners", "tool_specs"]
+__all__ = [
+    "agent_run",
+    "run_slice",
+    "MAX_STEPS_PER_RUN",
+    "CLAIM_TTL",
+    "Resolved",
+    "agent_step",
+    "claimed_elsewhere",
+    "resolution_listeners",
+    "tool_specs",
+]
 
 MAX_STEPS_PER_RUN = settings.AGENT_MAX_STEPS_PER_RUN
 
 # Input a run must answer: a customer message, a staff note, or an event (a staff
 # decision) whose payload says to resume.
-_INPUT = (Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE) | Q(kind=Turn.Kind.NOTE)
-          | Q(kind=Turn.Kind.EVENT, payload__resume=True))
+_INPUT = (
+    Q(author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE)
+    | Q(kind=Turn.Kind.NOTE)
+    | Q(kind=Turn.Kind.EVENT, payload__resume=True)
+)
 # Input before the last reply is answered; input before a stopped run's error turn is
 # staff's until they hand the ticket back (an event that resumes) or new input comes.
 _ANSWERED = Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF)) | failures.STOPS
@@ -71,15 +83,36 @@ def _load(ticket_id: int) -> Ticket | None:
     """The ticket with its class and customer, and what awaits it (`_start`), in one read."""
     turns = Turn.objects.filter(ticket_id=OuterRef("pk"))
     last = turns.order_by("-number")
-    last_reply = Coalesce(Subquery(Turn.objects.filter(_ANSWERED, ticket_id=OuterRef(OuterRef("pk")))
-                                   .order_by("-number").values("number")[:1]), 0)
-    return Ticket.objects.select_related("ticket_class", "customer").annotate(
-        run_waiting=Exists(turns.filter(_INPUT, number__gt=last_reply)),
-        run_last_kind=Subquery(last.values("kind")[:1]), run_last_payload=Subquery(last.values("payload")[:1]),
-        run_next_step=Coalesce(Subquery(AgentStep.objects.filter(ticket_id=OuterRef("pk")).order_by()
-                                        .values("ticket_id").annotate(n=Max("number")).values("n")), 0) + 1,
-        run_has_servers=Exists(ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True)),
-    ).filter(pk=ticket_id).first()
+    last_reply = Coalesce(
+        Subquery(
+            Turn.objects.filter(_ANSWERED, ticket_id=OuterRef(OuterRef("pk"))).order_by("-number").values("number")[:1]
+        ),
+        0,
+    )
+    return (
+        Ticket.objects.select_related("ticket_class", "customer")
+        .annotate(
+            run_waiting=Exists(turns.filter(_INPUT, number__gt=last_reply)),
+            run_last_kind=Subquery(last.values("kind")[:1]),
+            run_last_payload=Subquery(last.values("payload")[:1]),
+            run_next_step=Coalesce(
+                Subquery(
+                    AgentStep.objects.filter(ticket_id=OuterRef("pk"))
+                    .order_by()
+                    .values("ticket_id")
+                    .annotate(n=Max("number"))
+                    .values("n")
+                ),
+                0,
+            )
+            + 1,
+            run_has_servers=Exists(
+                ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True)
+            ),
+        )
+        .filter(pk=ticket_id)
+        .first()
+    )
 
 
 def _start(ticket: Ticket) -> tuple[bool, bool, int]:
@@ -90,13 +123,15 @@ def _start(ticket: Ticket) -> tuple[bool, bool, int]:
     kind, payload = ticket.run_last_kind, ticket.run_last_payload
     if isinstance(payload, str):  # a JSON column read through a subquery comes back as its text
         payload = json.loads(payload)
-    mid_task = (kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
-                and not failures.is_stop(kind, payload))
+    mid_task = kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR) and not failures.is_stop(
+        kind, payload
+    )
     return ticket.run_waiting, mid_task, ticket.run_next_step
 
 
-def _open(ticket_id: int, owner: str = "",
-          earlier: tuple[str, ...] = ()) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None:
+def _open(
+    ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()
+) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None:
     """Claim the ticket for run `owner`, load it and read what awaits it. None if claimed elsewhere (or gone)."""
     held = claims.claim(ticket_id, owner, earlier)
     if held is None:
@@ -121,8 +156,15 @@ def agent_run(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     return run_slice(ticket_id, gateway=gateway, max_steps=max_steps)[0]
 
 
-def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int = MAX_STEPS_PER_RUN,
-              deadline: float | None = None, owner: str = "", earlier: tuple[str, ...] = ()) -> tuple[int, bool]:
+def run_slice(
+    ticket_id: int,
+    *,
+    gateway: Gateway | None = None,
+    max_steps: int = MAX_STEPS_PER_RUN,
+    deadline: float | None = None,
+    owner: str = "",
+    earlier: tuple[str, ...] = (),
+) -> tuple[int, bool]:
     """`agent_run` that starts no step after `deadline` (a `time.monotonic()` value), so a
     task's time limits bound a step, not a whole run. Returns (steps taken, cut short):
     cut short, the ticket still has work and the caller queues the rest. `owner`: the run's
@@ -144,8 +186,9 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
         opened_through = ticket.last_turn_number
         settle_through = None
         try:
-            taken, read_through, cut = _run_claimed(ticket, start, held, gateway, max_steps - steps, unread=unread,
-                                                    deadline=deadline)
+            taken, read_through, cut = _run_claimed(
+                ticket, start, held, gateway, max_steps - steps, unread=unread, deadline=deadline
+            )
             # The outbox's mark is settled as the claim is let go, in the same UPDATE: a mark
             # asks for input through some turn, and input the run never read marks a later one,
             # which stays. Cut short, the mark stays until a run finishes the work.
@@ -175,8 +218,16 @@ def run_slice(ticket_id: int, *, gateway: Gateway | None = None, max_steps: int 
     return steps, False
 
 
-def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gateway: Gateway, budget: int, *,
-                 unread: bool = False, deadline: float | None = None) -> tuple[int, int, bool]:
+def _run_claimed(
+    ticket: Ticket,
+    start: tuple[bool, bool, int],
+    held: Claim,
+    gateway: Gateway,
+    budget: int,
+    *,
+    unread: bool = False,
+    deadline: float | None = None,
+) -> tuple[int, int, bool]:
     """Steps while the claim is held; returns (steps, last turn the final step could read —
     None if it wrote nothing because the run was stopped or lost its claim meanwhile —, cut
     short by the deadline with the task unfinished)."""
@@ -196,10 +247,12 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gat
             return steps, outcome.read_through, False
         if steps >= budget or time.monotonic() >= run_deadline:
             # Mid-task with nothing for the customer: staff must know.
-            why = (f"the run's {budget}-step cap" if steps >= budget
-                   else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline")
-            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.",
-                      f"Run stopped at {why}")
+            why = (
+                f"the run's {budget}-step cap"
+                if steps >= budget
+                else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline"
+            )
+            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.", f"Run stopped at {why}")
             return steps, outcome.read_through, False
         # Renewing the lease also reads whether staff took over or closed the ticket meanwhile.
         renewed = claims.renew(held)
@@ -214,6 +267,7 @@ def _run_claimed(ticket: Ticket, start: tuple[bool, bool, int], held: Claim, gat
 
 def _stop_run(ticket: Ticket, text: str, attention: str) -> None:
     with transaction.atomic():
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
-                    payload={"run_stopped": True})
+        turn_append(
+            ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text, payload={"run_stopped": True}
+        )
         attention_flag(ticket.pk, attention)

@@ -116,5 +116,8 @@ class Confirmation(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["ticket", "digest"], condition=models.Q(status="pending"),
-                                               name="one_pending_card_per_call")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["ticket", "digest"], condition=models.Q(status="pending"), name="one_pending_card_per_call"
+            )
+        ]

@@ -35,8 +35,11 @@ def pending(ticket_id: int) -> bool:
 
 def settle(ticket_id: int, read_through: int) -> bool:
     """A run read through `read_through`: clear the mark if it asks for nothing newer."""
-    return bool(Ticket.objects.filter(pk=ticket_id, agent_wake_turn__lte=read_through).update(
-        agent_wake_turn=None, agent_wake_at=None))
+    return bool(
+        Ticket.objects.filter(pk=ticket_id, agent_wake_turn__lte=read_through).update(
+            agent_wake_turn=None, agent_wake_at=None
+        )
+    )
 
 
 def forgotten(limit: int = 200) -> list[int]:
@@ -44,11 +47,15 @@ def forgotten(limit: int = 200) -> list[int]:
     still the agent's to work. Each is stamped as queued now, so the next sweep leaves it
     a grace period; marks on tickets the agent may no longer work are cleared."""
     now = timezone.now()
-    marked = Ticket.objects.filter(
-        Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL),
-        agent_wake_turn__isnull=False,
-        agent_wake_at__lt=now - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS),
-    ).order_by("agent_wake_at").values_list("pk", "handler", "status", "agent_wake_turn")[:limit]
+    marked = (
+        Ticket.objects.filter(
+            Q(agent_claimed_at__isnull=True) | Q(agent_claimed_at__lt=now - CLAIM_TTL),
+            agent_wake_turn__isnull=False,
+            agent_wake_at__lt=now - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS),
+        )
+        .order_by("agent_wake_at")
+        .values_list("pk", "handler", "status", "agent_wake_turn")[:limit]
+    )
     due = []
     for pk, handler, status, turn in marked:
         still = Ticket.objects.filter(pk=pk, agent_wake_turn=turn)

@@ -33,8 +33,15 @@ class Cost:
     priced: bool
 
 
-def cost(model: str, input_tokens: int, output_tokens: int, *, base_url: str | None = None,
-         cached_input_tokens: int = 0, cache_write_tokens: int = 0) -> Cost:
+def cost(
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    base_url: str | None = None,
+    cached_input_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> Cost:
     """USD for one call of `model` ("<provider>:<name>" or "offline").
 
     `base_url` is where an openai-compatible or ollama model was served from; it
@@ -47,9 +54,12 @@ def cost(model: str, input_tokens: int, output_tokens: int, *, base_url: str | N
     provider, sep, name = model.partition(":")
     if not sep:
         provider, name = "", model
-    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens,
-                               cache_read_tokens=cached_input_tokens or None,
-                               cache_write_tokens=cache_write_tokens or None)
+    usage = genai_prices.Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cached_input_tokens or None,
+        cache_write_tokens=cache_write_tokens or None,
+    )
     try:
         if provider in _PROVIDER_IDS:
             price = genai_prices.calc_price(usage, name, provider_id=_PROVIDER_IDS[provider])
@@ -66,15 +76,27 @@ def cost(model: str, input_tokens: int, output_tokens: int, *, base_url: str | N
     return Cost(price.total_price.quantize(Decimal("0.000001")), priced=True)
 
 
-
-def cache_saving(model: str, input_tokens: int, output_tokens: int, *, cached_input_tokens: int,
-                 cache_write_tokens: int = 0, base_url: str | None = None) -> Decimal | None:
+def cache_saving(
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    cached_input_tokens: int,
+    cache_write_tokens: int = 0,
+    base_url: str | None = None,
+) -> Decimal | None:
     """What the prompt cache saved on these calls: their cost had every input token been read afresh,
     less their cost as billed (cache reads cheaper, cache writes dearer where the provider says so).
     None when the model has no known price."""
     without = cost(model, input_tokens, output_tokens, base_url=base_url)
-    billed = cost(model, input_tokens, output_tokens, base_url=base_url, cached_input_tokens=cached_input_tokens,
-                  cache_write_tokens=cache_write_tokens)
+    billed = cost(
+        model,
+        input_tokens,
+        output_tokens,
+        base_url=base_url,
+        cached_input_tokens=cached_input_tokens,
+        cache_write_tokens=cache_write_tokens,
+    )
     if not (without.priced and billed.priced):
         return None
     return without.usd - billed.usd

@@ -16,8 +16,12 @@ from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
 from sundry.core import money
 
-_HOLD = {HeldAction.Status.PENDING: OPEN, HeldAction.Status.APPROVED: OPEN, HeldAction.Status.REJECTED: DECLINED,
-         HeldAction.Status.REFUSED: DECLINED}
+_HOLD = {
+    HeldAction.Status.PENDING: OPEN,
+    HeldAction.Status.APPROVED: OPEN,
+    HeldAction.Status.REJECTED: DECLINED,
+    HeldAction.Status.REFUSED: DECLINED,
+}
 
 
 def values_of(arguments) -> tuple[str, ...]:
@@ -49,14 +53,26 @@ def amount_of(card: dict, arguments: dict) -> tuple[int | None, str]:
 
 def read(ticket_id: int) -> tuple[Proposal, ...]:
     """The ticket's open and declined cards and holds, in one query. A card past its window is not open."""
-    cards = Confirmation.objects.filter(
-        Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
-        | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"), ticket_id=ticket_id).annotate(
-        src=Value("card")).values_list("src", "tool", "arguments", "card", "status", "expires_at").order_by()
-    holds = HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD)).annotate(
-        src=Value("hold"), shown=Value({}, output_field=JSONField()),
-        until=Value(None, output_field=DateTimeField())).values_list("src", "tool", "arguments", "shown", "status",
-                                                                     "until").order_by()
+    cards = (
+        Confirmation.objects.filter(
+            Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
+            | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"),
+            ticket_id=ticket_id,
+        )
+        .annotate(src=Value("card"))
+        .values_list("src", "tool", "arguments", "card", "status", "expires_at")
+        .order_by()
+    )
+    holds = (
+        HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD))
+        .annotate(
+            src=Value("hold"),
+            shown=Value({}, output_field=JSONField()),
+            until=Value(None, output_field=DateTimeField()),
+        )
+        .values_list("src", "tool", "arguments", "shown", "status", "until")
+        .order_by()
+    )
     now = timezone.now()
     out = []
     # Neither side keeps its model's default ordering: SQLite refuses ORDER BY inside a UNION.

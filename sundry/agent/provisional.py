@@ -38,20 +38,25 @@ def sentences(text: str, *, final: bool) -> list[str]:
     remainder too when `final`."""
     out, start = [], 0
     for m in _END.finditer(text):
-        out.append(text[start:m.end()])
+        out.append(text[start : m.end()])
         start = m.end()
     if final and text[start:].strip():
         out.append(text[start:])
     return out
 
 
-def shown(text: str, *, known: set[str] | frozenset[str] = frozenset(), final: bool = False,
-          sentence_ok: Callable[[str], bool] | None = None) -> str:
+def shown(
+    text: str,
+    *,
+    known: set[str] | frozenset[str] = frozenset(),
+    final: bool = False,
+    sentence_ok: Callable[[str], bool] | None = None,
+) -> str:
     """The prefix of `text` that may be shown now (possibly empty)."""
     text = text or ""
     cut = _PROTOCOL.search(text)
     if cut is not None:
-        text, final = text[:cut.start()], True  # nothing after the cut counts, complete or not
+        text, final = text[: cut.start()], True  # nothing after the cut counts, complete or not
     out = ""
     for sentence in sentences(text, final=final):
         if id_tokens(sentence) - set(known):

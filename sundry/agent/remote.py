@@ -121,11 +121,20 @@ def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
                 data = m.content
             results.update(v for _k, v in tools.result_ids(m.tool_name, data))
     typed = {v for _author, _turn, text in assembled.said for _k, v in tools.typed_ids(text)}
-    holds = tools.approval_holds({s.pk: s.hold_undeclared_writes for s in
-                                  ToolServer.objects.filter(pk__in={t.server_id for t in tools.remote.values()})})
+    holds = tools.approval_holds(
+        {
+            s.pk: s.hold_undeclared_writes
+            for s in ToolServer.objects.filter(pk__in={t.server_id for t in tools.remote.values()})
+        }
+    )
     rules = {**holds, **(ticket.ticket_class.approval_rules or {})}
-    return GuardExtras(lookup_tools=tools.lookup_tools, recent_ids=frozenset(results), typed_ids=frozenset(typed),
-                       approval_rules=rules, domain=tools.domain)
+    return GuardExtras(
+        lookup_tools=tools.lookup_tools,
+        recent_ids=frozenset(results),
+        typed_ids=frozenset(typed),
+        approval_rules=rules,
+        domain=tools.domain,
+    )
 
 
 def typed_ids(ticket: Ticket, text: str) -> list[tuple[str, str]]:
@@ -156,9 +165,11 @@ def bounded(result: mcp_client.CallResult, limit: int) -> tuple[mcp_client.CallR
     if len(raw) <= limit:
         return result, None
     shown = raw[:limit].decode("utf-8", "ignore")
-    text = (f"{shown}\n[Sundry: this result was cut at {limit:,} of {len(raw):,} bytes (about {len(raw) // 4:,} "
-            "tokens). The rest was not shown, and nothing in this result counts as looked up: ask for less — "
-            "a narrower lookup, one record at a time.]")
+    text = (
+        f"{shown}\n[Sundry: this result was cut at {limit:,} of {len(raw):,} bytes (about {len(raw) // 4:,} "
+        "tokens). The rest was not shown, and nothing in this result counts as looked up: ask for less — "
+        "a narrower lookup, one record at a time.]"
+    )
     return mcp_client.CallResult(ok=result.ok, text=text, data=text), {"shown_bytes": limit, "total_bytes": len(raw)}
 
 
@@ -176,10 +187,14 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
     except mcp_client.ToolServerError as exc:
         log.warning("tool server %s: %s failed: %s", tool.server_name, tool.name, exc)
         with transaction.atomic():
-            turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                        text=f"ERROR: the {tool.server_name} tool server failed ({exc}). The call may not have run; "
-                             "do not assume it did. Tell the customer it is being looked into.",
-                        payload={**base, "ok": False, "error": str(exc), "server_failed": True})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.TOOL,
+                kind=Turn.Kind.TOOL_RESULT,
+                text=f"ERROR: the {tool.server_name} tool server failed ({exc}). The call may not have run; "
+                "do not assume it did. Tell the customer it is being looked into.",
+                payload={**base, "ok": False, "error": str(exc), "server_failed": True},
+            )
             attention_flag(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} failed on {tool.name}: {exc}")
         return False
     result, cut = bounded(result, settings.TOOL_RESULT_MAX_BYTES)
@@ -187,33 +202,55 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
         base["truncated"] = cut
     with transaction.atomic():
         if not result.ok:  # the tool refused (an order that is not pending …): the model reads why
-            turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT,
-                        text=f"ERROR: {result.text}", payload={**base, "ok": False, "error": result.text})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.TOOL,
+                kind=Turn.Kind.TOOL_RESULT,
+                text=f"ERROR: {result.text}",
+                payload={**base, "ok": False, "error": result.text},
+            )
             return False
-        turn = turn_append(ticket=ticket, author=Turn.Author.TOOL, kind=Turn.Kind.TOOL_RESULT, text=result.text,
-                           payload={**base, "ok": True, "idempotency_key": key if tool.side_effect else ""})
+        turn = turn_append(
+            ticket=ticket,
+            author=Turn.Author.TOOL,
+            kind=Turn.Kind.TOOL_RESULT,
+            text=result.text,
+            payload={**base, "ok": True, "idempotency_key": key if tool.side_effect else ""},
+        )
         used = [v for _, _, v in ids_in_arguments(tool, args)]
         if tool.declared and not cut:  # an undeclared tool's result, or a cut one, is shown, never harvested
             decls, decl = tool.declarations, tool.decl
             found = [(v, k) for _p, k, v in decl.ids(result.data, kind_of=decls.kind_of)]
             found += decls.looked_up(tool.name, arguments, result.data)  # what it answered about
-            lanes.ledger_harvest_found(ticket=ticket, turn=turn.number, tool_name=tool.name,
-                                       found=list(dict.fromkeys(found)), used=used,
-                                       owners=decl.owners(result.data, owner_kind=decls.owner_kind),
-                                       descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind))
+            lanes.ledger_harvest_found(
+                ticket=ticket,
+                turn=turn.number,
+                tool_name=tool.name,
+                found=list(dict.fromkeys(found)),
+                used=used,
+                owners=decl.owners(result.data, owner_kind=decls.owner_kind),
+                descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind),
+            )
             owner, owned, identified = decls.ownership(tool.name, result.data, found)  # whose records these are
             if owned or identified:
                 lanes.ledger_mark_customer(ticket=ticket, values=owned, customer=owner, identifies=identified)
             # The order figures it reports go to the money lane; a write's action carries the money it
             # moved (a cancellation's refund), read by the declaration file as for in-process tools.
-            apply_effects(ticket=ticket, tool=tool, args=args, result=result.data, turn=turn.number, key=key,
-                          domain=decls)
+            apply_effects(
+                ticket=ticket, tool=tool, args=args, result=result.data, turn=turn.number, key=key, domain=decls
+            )
         else:
             lanes.ledger_touch(ticket=ticket, values=used, turn=turn.number)
             if tool.side_effect:
                 lanes.action_record(
-                    ticket=ticket, tool=tool.name, target=",".join(sorted(write_targets(tool, args, arguments))),
-                    arguments=arguments, result=result.data if isinstance(result.data, dict) else {"result": result.data},
-                    turn=turn.number, idempotency_key=key, reversible=tool.reversible)
+                    ticket=ticket,
+                    tool=tool.name,
+                    target=",".join(sorted(write_targets(tool, args, arguments))),
+                    arguments=arguments,
+                    result=result.data if isinstance(result.data, dict) else {"result": result.data},
+                    turn=turn.number,
+                    idempotency_key=key,
+                    reversible=tool.reversible,
+                )
         attention_clear(ticket.pk, f"{FLAG_PREFIX} {tool.server_name} ")  # the server answers again
     return bool(tool.resolves)

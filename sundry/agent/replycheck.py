@@ -28,31 +28,43 @@ POST, RETRY, HOLD = "post", "retry", "hold"
 # Tool-protocol markup that must never reach a customer.
 _MARKUP_BLOCK = re.compile(
     r"<(tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>.*?(?:</\1>|$)",
-    re.S | re.I)
-_MARKUP_TAG = re.compile(r"</?(?:tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>"
-                         r"|<\|[a-z_]+\|>|\[/?TOOL_CALLS\]|\[/?TOOL_RESULTS\]", re.I)
+    re.S | re.I,
+)
+_MARKUP_TAG = re.compile(
+    r"</?(?:tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>"
+    r"|<\|[a-z_]+\|>|\[/?TOOL_CALLS\]|\[/?TOOL_RESULTS\]",
+    re.I,
+)
 # Sundry's own notices and guard text, which are for the model only.
-_INTERNAL = re.compile(r"^.*(?:ERROR \(guard:|\[system notice\]|\[system event\]|\[staff note to the agent\]).*$",
-                       re.M | re.I)
+_INTERNAL = re.compile(
+    r"^.*(?:ERROR \(guard:|\[system notice\]|\[system event\]|\[staff note to the agent\]).*$", re.M | re.I
+)
 _FENCE = re.compile(r"```[a-z_]*\s*(.*?)```", re.S)
 # Identifier-like: letters and digits mixed, optionally joined by - or _, five characters or more.
 _TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?(?![\w-])")
 # Amounts, dates, times, ordinals and sizes are facts, not identifiers.
-_NOT_ID = re.compile(r"^(?:\d+(?:st|nd|rd|th|am|pm|h|m|s|min|kg|g|cm|mm|x|gb|tb|mb|k)"
-                     r"|\d{4}-\d{2}-\d{2}(?:T[\d:]+Z?)?|[A-Z]{3}\d[\d.,]*|\d[\d.,]*[A-Z]{3})$", re.I)
+_NOT_ID = re.compile(
+    r"^(?:\d+(?:st|nd|rd|th|am|pm|h|m|s|min|kg|g|cm|mm|x|gb|tb|mb|k)"
+    r"|\d{4}-\d{2}-\d{2}(?:T[\d:]+Z?)?|[A-Z]{3}\d[\d.,]*|\d[\d.,]*[A-Z]{3})$",
+    re.I,
+)
 # A reply written to the guards or the tools rather than to the customer.
 _TO_AGENT = re.compile(
     r"\b(?:the guard|guard (?:rejected|rejection|error)|rejected (?:my|the) (?:call|tool)|tool call|the tool (?:returned|failed)"
     r"|i (?:will|'ll|should) (?:now )?(?:call|retry|use) (?:the )?(?:\w+_\w+|tool)|schema error|invalid arguments"
-    r"|function call|as an ai\b|system notice)", re.I)
+    r"|function call|as an ai\b|system notice)",
+    re.I,
+)
 MIN_TOKEN = 5
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 _WORDS_ONLY = re.compile(r"[\W_]+")
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 CALL_AS_TEXT = "a tool call written as text"
-_CALL_PROMPT = ("You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
-                "Make the call through the tools interface, or write only the reply to the customer.")
+_CALL_PROMPT = (
+    "You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
+    "Make the call through the tools interface, or write only the reply to the customer."
+)
 
 
 @dataclass
@@ -94,9 +106,13 @@ def _is_call_json(chunk: str, tools: frozenset[str]) -> bool:
         except ValueError:
             return False
     items = data if isinstance(data, list) else [data]
+
     def named(d):
         d = d.get("function", d) if isinstance(d, dict) else d
-        return isinstance(d, dict) and (d.get("name") in tools or ("name" in d and ("arguments" in d or "parameters" in d)))
+        return isinstance(d, dict) and (
+            d.get("name") in tools or ("name" in d and ("arguments" in d or "parameters" in d))
+        )
+
     return bool(items) and all(named(d) for d in items)
 
 
@@ -133,47 +149,92 @@ def echoes(reply: str, message: str) -> bool:
     return len(said) >= 20 and said in back and len(back.replace(said, " ").split()) < 4
 
 
-def check_reply(text: str | None, *, known: set[str] | frozenset[str], tools: set[str] | frozenset[str] = frozenset(),
-                truncated: bool = False, after_rejection: bool = False, retried: bool = False,
-                customer_said: str = "") -> ReplyVerdict:
+def check_reply(
+    text: str | None,
+    *,
+    known: set[str] | frozenset[str],
+    tools: set[str] | frozenset[str] = frozenset(),
+    truncated: bool = False,
+    after_rejection: bool = False,
+    retried: bool = False,
+    customer_said: str = "",
+) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
     `customer_said`: the customer's latest message, which a reply must answer, not repeat."""
     raw = text or ""
     if truncated:
-        return _again(raw, "truncated", "Your last reply was cut off at the length limit before it ended. Write a "
-                      "shorter complete reply to the customer.", retried)
+        return _again(
+            raw,
+            "truncated",
+            "Your last reply was cut off at the length limit before it ended. Write a "
+            "shorter complete reply to the customer.",
+            retried,
+        )
     cleaned, notes = strip_protocol(raw, frozenset(tools))
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
     if not cleaned:
         reason = "markup" if raw.strip() else "empty"
-        return _again(raw, reason, "Your last answer had no message for the customer. Either call a tool (as a tool "
-                      "call, not as text) or write the reply to the customer in plain words.", retried)
+        return _again(
+            raw,
+            reason,
+            "Your last answer had no message for the customer. Either call a tool (as a tool "
+            "call, not as text) or write the reply to the customer in plain words.",
+            retried,
+        )
     if CALL_AS_TEXT in notes and not retried:
         return ReplyVerdict(RETRY, raw, ["call_as_text"], notes, prompt=_CALL_PROMPT)
     if json_spans(cleaned):  # a tool result written out, an invented record: data, never words for a customer
-        return _again(raw, "structured", "Your reply contained raw data (JSON, or a tool result written out). It "
-                      "was not sent. Write to the customer in plain words, using only what tools returned; to make a "
-                      "call, use the tools interface.", retried, notes=notes)
+        return _again(
+            raw,
+            "structured",
+            "Your reply contained raw data (JSON, or a tool result written out). It "
+            "was not sent. Write to the customer in plain words, using only what tools returned; to make a "
+            "call, use the tools interface.",
+            retried,
+            notes=notes,
+        )
     if _ANY_TAG.search(cleaned):
-        return _again(raw, "markup", "Your reply contained markup tags. It was not sent. Write only plain words "
-                      "to the customer; never write tags, notes to yourself or text meant for staff.", retried,
-                      notes=notes)
+        return _again(
+            raw,
+            "markup",
+            "Your reply contained markup tags. It was not sent. Write only plain words "
+            "to the customer; never write tags, notes to yourself or text meant for staff.",
+            retried,
+            notes=notes,
+        )
     if customer_said and echoes(cleaned, customer_said):
-        return _again(raw, "echo", "Your reply repeated the customer's message back to them. It was not sent. "
-                      "Answer what they asked.", retried, notes=notes)
+        return _again(
+            raw,
+            "echo",
+            "Your reply repeated the customer's message back to them. It was not sent. Answer what they asked.",
+            retried,
+            notes=notes,
+        )
     invented = sorted(t for t in id_tokens(cleaned) if t not in known)
     if invented:
-        return _again(raw, "invented_id",
-                      f"Your reply names {', '.join(invented)}, which is in no tool result, ledger entry or customer "
-                      "message. Never write a reference that a tool did not return. Rewrite the reply using only "
-                      "identifiers from the ledger or tool results; if an action did not happen, do not say it did.",
-                      retried, invented=invented, notes=notes)
+        return _again(
+            raw,
+            "invented_id",
+            f"Your reply names {', '.join(invented)}, which is in no tool result, ledger entry or customer "
+            "message. Never write a reference that a tool did not return. Rewrite the reply using only "
+            "identifiers from the ledger or tool results; if an action did not happen, do not say it did.",
+            retried,
+            invented=invented,
+            notes=notes,
+        )
     if after_rejection and not retried and _TO_AGENT.search(cleaned):
-        return ReplyVerdict(RETRY, raw, ["to_agent"], notes, prompt=(
-            "Your last reply spoke about tools or guard errors. The customer never sees those. Either fix the call, "
-            "or write to the customer about their request in plain words."))
+        return ReplyVerdict(
+            RETRY,
+            raw,
+            ["to_agent"],
+            notes,
+            prompt=(
+                "Your last reply spoke about tools or guard errors. The customer never sees those. Either fix the call, "
+                "or write to the customer about their request in plain words."
+            ),
+        )
     return ReplyVerdict(POST, cleaned, [], notes)
 
 

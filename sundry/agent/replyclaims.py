@@ -42,48 +42,85 @@ from sundry.core.money import CODES, MoneyError, exponent
 
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
 KINDS = (REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE)
-_CAPABILITY_KIND = {"refunds": REFUND, "cancels": CANCEL, "returns": RETURN, "replaces": REPLACE,
-                    "contacts_customer:email": EMAIL, "contacts_customer:phone": PHONE}
+_CAPABILITY_KIND = {
+    "refunds": REFUND,
+    "cancels": CANCEL,
+    "returns": RETURN,
+    "replaces": REPLACE,
+    "contacts_customer:email": EMAIL,
+    "contacts_customer:phone": PHONE,
+}
 
 _DONE = r"(?:has|have|had|was|were|is|are|'s)\s+(?:now\s+|already\s+|just\s+|successfully\s+|been\s+|fully\s+)*"
 _SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (129.99) does not end it
 _WE = r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|just\s+|already\s+|successfully\s+|gone ahead and\s+)*"
 _CLAIMS = {
     REFUND: re.compile(
-        r"\brefunds?\b" + _SPAN + r"{0,60}?\b" + _DONE + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
+        r"\brefunds?\b"
+        + _SPAN
+        + r"{0,60}?\b"
+        + _DONE
+        + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
         r"|refunded|initiated|released)\b"
-        r"|" + _WE + r"(?:(?:issued|processed|sent|made|initiated|completed|released)\s+(?:you\s+)?(?:a|an|the|your)?\s*"
+        r"|"
+        + _WE
+        + r"(?:(?:issued|processed|sent|made|initiated|completed|released)\s+(?:you\s+)?(?:a|an|the|your)?\s*"
         r"(?:[\w.]+\s+){0,3}?refund|refunded)\b"
-        r"|\b(?:been|was|were)\s+(?:fully\s+|partially\s+)?refunded\b|\bcredited back\b", re.I),
+        r"|\b(?:been|was|were)\s+(?:fully\s+|partially\s+)?refunded\b|\bcredited back\b",
+        re.I,
+    ),
     CANCEL: re.compile(
-        r"\bcancell?ed\b|\bcancellation\b" + _SPAN + r"{0,40}?\b" + _DONE + r"(?:complete|completed|confirmed|processed|done)\b",
-        re.I),
+        r"\bcancell?ed\b|\bcancellation\b"
+        + _SPAN
+        + r"{0,40}?\b"
+        + _DONE
+        + r"(?:complete|completed|confirmed|processed|done)\b",
+        re.I,
+    ),
     RETURN: re.compile(
         r"\breturn\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:booked|created|started|opened|initiated|arranged|set up"
         r"|registered|processed|logged|approved|scheduled)\b"
         r"|" + _WE + r"(?:booked|created|started|opened|initiated|arranged|set up|registered|processed|logged"
-        r"|scheduled)\s+(?:a|the|your|an)\s+(?:\w+\s+)?return\b", re.I),
+        r"|scheduled)\s+(?:a|the|your|an)\s+(?:\w+\s+)?return\b",
+        re.I,
+    ),
     REPLACE: re.compile(
-        r"\b(?:replacement|exchange)\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:sent|shipped|arranged|placed|booked|created"
+        r"\b(?:replacement|exchange)\b"
+        + _SPAN
+        + r"{0,50}?\b"
+        + _DONE
+        + r"(?:sent|shipped|arranged|placed|booked|created"
         r"|dispatched|processed|issued|ordered|on its way)\b"
-        r"|" + _WE + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
-        r"(?:\w+\s+)?(?:replacement|exchange)\b|\b(?:been|was|were)\s+(?:replaced|exchanged)\b", re.I),
+        r"|"
+        + _WE
+        + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
+        r"(?:\w+\s+)?(?:replacement|exchange)\b|\b(?:been|was|were)\s+(?:replaced|exchanged)\b",
+        re.I,
+    ),
     EMAIL: re.compile(
         r"" + _WE + r"(?:sent|e-?mailed|emailed|forwarded|written)\s+(?:it\s+to\s+)?(?:you\s+)?(?:an?\s+|the\s+)?"
         r"(?:\w+\s+)?(?:e-?mail|email)\b"
         r"|" + _WE + r"e-?mailed\s+(?:you|it|the)\b"
-        r"|\b(?:an?|the|your)\s+(?:\w+\s+)?e-?mail\b" + _SPAN + r"{0,30}?\b" + _DONE + r"(?:sent|delivered|on its way)\b",
-        re.I),
+        r"|\b(?:an?|the|your)\s+(?:\w+\s+)?e-?mail\b"
+        + _SPAN
+        + r"{0,30}?\b"
+        + _DONE
+        + r"(?:sent|delivered|on its way)\b",
+        re.I,
+    ),
     PHONE: re.compile(
         r"" + _WE + r"(?:called|phoned|rang|telephoned)\s+you\b"
         r"|\b(?:a|the|your)\s+(?:phone\s+)?call\b" + _SPAN + r"{0,30}?\b" + _DONE + r"(?:logged|made|placed|noted)\b",
-        re.I),
+        re.I,
+    ),
 }
 # A sentence that promises, asks, denies or sets a condition states nothing done.
 _NOT_DONE = re.compile(
     r"\b(?:not|never|no|none|nothing|neither|nor|cannot|unable|will|would|could|can|shall|should|may|might|must|once|if|unless"
     r"|until|whether|going to|about to|to be|yet|want|wants|wish|need|needs|awaiting|eligible|able"
-    r"|instead|rather)\b|n't\b|'ll\b|'d\b", re.I)
+    r"|instead|rather)\b|n't\b|'ll\b|'d\b",
+    re.I,
+)
 # What a ledger entry's status words say was done to it (from a tool result, never from the model).
 _STATUS = {
     REFUND: re.compile(r"\brefund", re.I),
@@ -99,13 +136,23 @@ _STATUS = {
 # or a bare "48.99" (two decimals: a price, not a count or a date). A symbol or a word stands for its
 # currency; "$", "dollars" and a bare figure for any, so only the figure is compared.
 _SYMBOL = {"$": "", "€": "EUR", "£": "GBP", "₹": "INR", "¥": "JPY"}
-_WORD = {"dollar": "", "dollars": "", "euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP",
-         "rupee": "INR", "rupees": "INR", "yen": "JPY"}
+_WORD = {
+    "dollar": "",
+    "dollars": "",
+    "euro": "EUR",
+    "euros": "EUR",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "rupee": "INR",
+    "rupees": "INR",
+    "yen": "JPY",
+}
 _FIGURE = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 _AMOUNT = re.compile(
     r"(?:\b([A-Z]{3})\s?|([$€£₹¥])\s?)" + _FIGURE + r"(?![\d.,]*\d)"
     r"|(?<![\w.,])" + _FIGURE + r"\s?(?:([A-Z]{3})\b|(" + "|".join(_WORD) + r")\b)"
-    r"|(?<![\w.,$€£₹¥])(\d{1,3}(?:,\d{3})*\.\d{2}|\d+\.\d{2})(?![\d.,]*\d)")
+    r"|(?<![\w.,$€£₹¥])(\d{1,3}(?:,\d{3})*\.\d{2}|\d+\.\d{2})(?![\d.,]*\d)"
+)
 
 
 @dataclass(frozen=True)
@@ -168,8 +215,10 @@ def claims_of(text: str, question: str = "") -> list[Claim]:
     answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
     if answer is not None:
         mode, kinds, asked = answer
-        out += [Claim(kind, f"{said[0].strip()} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode)
-                for kind in kinds]
+        out += [
+            Claim(kind, f"{said[0].strip()} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode)
+            for kind in kinds
+        ]
     for sentence in said:
         s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
         if not s or s.endswith("?"):
@@ -200,7 +249,8 @@ def kinds_of(decls: dict) -> dict[str, set[str]]:
         if getattr(decl, "consent", None):
             kinds.add(decl.consent)
         if getattr(decl, "refund", None) is not None or any(
-                getattr(m, "kind", "") == "refund" for m in getattr(decl, "money", []) or []):
+            getattr(m, "kind", "") == "refund" for m in getattr(decl, "money", []) or []
+        ):
             kinds.add(REFUND)
         if kinds:
             out[name] = kinds
@@ -232,9 +282,18 @@ def later_kinds_of(decls: dict) -> dict[str, set[str]]:
     return out
 
 
-def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], money: Iterable = (),
-                ledger: Iterable = (), owner_kind: str = "order", proposals: Iterable = (),
-                later: dict[str, set[str]] | None = None, question: str = "") -> list[Claim]:
+def unsupported(
+    text: str,
+    *,
+    actions: Iterable,
+    kinds: dict[str, set[str]],
+    money: Iterable = (),
+    ledger: Iterable = (),
+    owner_kind: str = "order",
+    proposals: Iterable = (),
+    later: dict[str, set[str]] | None = None,
+    question: str = "",
+) -> list[Claim]:
     """The claims in `text` the records do not support. `actions`: `ActionData`; `money`: `MoneyData`;
     `ledger`: `LedgerData`; `proposals`: `Proposal` (open and declined cards and holds). Kinds the domain
     has no tool for are not judged: nothing could back them.
@@ -248,8 +307,12 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
     declared_now = set().union(*kinds.values()) if kinds else set()
     declared = declared_now.union(*later.values())
     actions, money, ledger, proposals = list(actions), list(money), list(ledger), list(proposals)
-    owners = {e.value for e in ledger if e.kind == owner_kind} | {a.target for a in actions if a.target} | {
-        m.order for m in money} | {v for p in proposals for v in p.on}
+    owners = (
+        {e.value for e in ledger if e.kind == owner_kind}
+        | {a.target for a in actions if a.target}
+        | {m.order for m in money}
+        | {v for p in proposals for v in p.on}
+    )
     out = []
     for claim in claims_of(text, question):
         if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
@@ -271,16 +334,21 @@ def unsupported(text: str, *, actions: Iterable, kinds: dict[str, set[str]], mon
             offered = _proposed(claim.kind, named, proposals, later, OPEN)
             if not (ran or offered):
                 out.append(claim)
-            elif claim.amounts and not ((ran and _amounts_backed(claim.amounts, named, actions, later, money))
-                                        or _amounts_offered(claim.amounts, named, offered, money)):
+            elif claim.amounts and not (
+                (ran and _amounts_backed(claim.amounts, named, actions, later, money))
+                or _amounts_offered(claim.amounts, named, offered, money)
+            ):
                 out.append(claim)
     return out
 
 
 def _proposed(kind: str, named: set[str] | None, proposals, kinds, status: str) -> list[Proposal]:
     """The proposals in `status` of an action of `kind` (on one of `named`, when the claim names any)."""
-    return [p for p in proposals if p.status == status and kind in kinds.get(p.tool, ())
-            and (named is None or named & set(p.on))]
+    return [
+        p
+        for p in proposals
+        if p.status == status and kind in kinds.get(p.tool, ()) and (named is None or named & set(p.on))
+    ]
 
 
 def _amounts_offered(amounts, named: set[str] | None, offered: list[Proposal], money) -> bool:
@@ -302,8 +370,10 @@ def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> b
     """A refund's figure is one the records show refunded: one refund action's amount, all refund actions
     on an order together, or what the money lane shows refunded on it. At least one of the sentence's
     amounts must be such a figure; any other may be what the order was paid ("20.00 of the 129.99")."""
+
     def on(values) -> bool:
         return named is None or any(v in named for v in values)
+
     refunded: list[tuple[int, str]] = []
     per_order: dict[tuple[str, str], int] = {}
     lane = {m.order for m in money if m.refunded_cents > 0}
@@ -322,14 +392,17 @@ def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> b
 
     def shown(amount: Amount, figures) -> bool:
         return any(amount.minor(currency) == cents for cents, currency in figures)
+
     return any(shown(a, refunded) for a in amounts) and all(shown(a, refunded + paid) for a in amounts)
 
 
 def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) -> bool:
     """Whether the records show an action of `kind` — on one of `named`, or anywhere on the ticket when
     the claim names no record (a claim that names an order is judged on that order)."""
+
     def on(value: str) -> bool:
         return named is None or value in named
+
     if any(kind in kinds.get(a.tool, ()) and (on(a.target) or any(on(v) for v in a.on)) for a in actions):
         return True
     if kind == REFUND and any(m.refunded_cents > 0 and on(m.order) for m in money):
@@ -351,17 +424,35 @@ class Records:
 
     @classmethod
     def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=()) -> "Records":
-        return cls(actions=tuple(actions), kinds=kinds_of(domain.tools), money=tuple(money), ledger=tuple(ledger),
-                   owner_kind=domain.owner_kind, proposals=tuple(proposals), later=later_kinds_of(domain.tools))
+        return cls(
+            actions=tuple(actions),
+            kinds=kinds_of(domain.tools),
+            money=tuple(money),
+            ledger=tuple(ledger),
+            owner_kind=domain.owner_kind,
+            proposals=tuple(proposals),
+            later=later_kinds_of(domain.tools),
+        )
 
     def unsupported(self, text: str, question: str = "") -> list[Claim]:
-        return unsupported(text, actions=self.actions, kinds=self.kinds, money=self.money, ledger=self.ledger,
-                           owner_kind=self.owner_kind, proposals=self.proposals, later=self.later, question=question)
+        return unsupported(
+            text,
+            actions=self.actions,
+            kinds=self.kinds,
+            money=self.money,
+            ledger=self.ledger,
+            owner_kind=self.owner_kind,
+            proposals=self.proposals,
+            later=self.later,
+            question=question,
+        )
 
 
 _SAID = {DONE: "", PENDING: " (pending)", FUTURE: " (promised)", REFUSED: " (refused)", DENIED: " (said not done)"}
 
 
 def describe(claims: list[Claim]) -> str:
-    return "; ".join(f"{c.kind}{_SAID[c.mode]}{' of ' + ', '.join(map(str, c.amounts)) if c.amounts else ''}: "
-                     f"\"{c.sentence}\"" for c in claims)
+    return "; ".join(
+        f'{c.kind}{_SAID[c.mode]}{" of " + ", ".join(map(str, c.amounts)) if c.amounts else ""}: "{c.sentence}"'
+        for c in claims
+    )

@@ -70,8 +70,7 @@ def _text_and_files(text: str, uploads) -> tuple[str, list]:
     return validate_message_text(text), prepared
 
 
-def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, client_key: str = "",
-                          uploads=()) -> Turn:
+def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, client_key: str = "", uploads=()) -> Turn:
     """Store a customer's message (with the files in `uploads`, if any) and queue the agent (`wake=False`
     when the caller runs it itself).
 
@@ -93,8 +92,9 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         found = lanes.customer_typed_ids(ticket, text) + remote.typed_ids(ticket, text)
         corrected = lanes.ledger_note_customer_message(ticket=ticket, turn=turn.number, text=text, found=found)
         cardstore.retire_for(ticket, {c.old for c in corrected}, "The customer corrected this number.")
-        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer",
-                                   domain=remote.rules_domain(ticket))
+        lanes.rule_flag_candidates(
+            ticket=ticket, turn=turn.number, text=text, source="customer", domain=remote.rules_domain(ticket)
+        )
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
         after = _typed_confirmation(ticket, turn, text)
@@ -103,8 +103,14 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
     if after is not None:
         # A tool server's call runs outside any transaction: confirmed once the message is stored.
         try:
-            confirmation_decide(card_id=after.pk, ticket=ticket, confirm=True, digest=after.digest,
-                                via=Confirmation.Via.TYPED, wake=wake)
+            confirmation_decide(
+                card_id=after.pk,
+                ticket=ticket,
+                confirm=True,
+                digest=after.digest,
+                via=Confirmation.Via.TYPED,
+                wake=wake,
+            )
         except ConfirmationError:
             pass  # answered, replaced or expired meanwhile: the card says so, and the message stands
     return turn
@@ -116,8 +122,7 @@ def ledger_correct(*, ticket: Ticket, old: str, new: str, user):
     with transaction.atomic():
         ticket_lock(ticket.pk)
         turn = Ticket.objects.values_list("last_turn_number", flat=True).get(pk=ticket.pk)
-        entry = lanes.ledger_supersede(ticket=ticket, old=old, new=new, turn=turn,
-                                       source="staff", user=user)
+        entry = lanes.ledger_supersede(ticket=ticket, old=old, new=new, turn=turn, source="staff", user=user)
         cardstore.retire_for(ticket, {entry.value}, f"Staff corrected this number to {entry.superseded_by}.")
     return entry
 
@@ -135,8 +140,9 @@ def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> Confirmation |
     card = open_now[0]
     if remote.is_remote(remote.tool_named(ticket, card.tool)):
         return card
-    confirmation_decide(card_id=card.pk, ticket=ticket, confirm=True, digest=card.digest,
-                        via=Confirmation.Via.TYPED, wake=False)
+    confirmation_decide(
+        card_id=card.pk, ticket=ticket, confirm=True, digest=card.digest, via=Confirmation.Via.TYPED, wake=False
+    )
     return None
 
 
@@ -146,19 +152,27 @@ def _staff_turn(*, ticket: Ticket, text: str, user, client_key: str, kind: str) 
     earlier = _already_posted(ticket, client_key)
     if earlier is not None:
         return earlier, False
-    return turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=kind, text=text,
-                       payload={"by": user.get_username()}, client_key=client_key), True
+    return turn_append(
+        ticket=ticket,
+        author=Turn.Author.STAFF,
+        kind=kind,
+        text=text,
+        payload={"by": user.get_username()},
+        client_key=client_key,
+    ), True
 
 
 def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A note to the agent (and colleagues); never shown to the customer."""
     text = validate_message_text(text)
     with transaction.atomic():
-        turn, new = _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
-                                kind=Turn.Kind.NOTE)
+        turn, new = _staff_turn(
+            ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key), kind=Turn.Kind.NOTE
+        )
         if new:
-            lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="staff",
-                                       domain=remote.rules_domain(ticket))
+            lanes.rule_flag_candidates(
+                ticket=ticket, turn=turn.number, text=text, source="staff", domain=remote.rules_domain(ticket)
+            )
             _wake_agent(ticket)
     return turn
 
@@ -168,16 +182,18 @@ def staff_internal_note_post(*, ticket: Ticket, text: str, user, client_key: str
     from it — so nothing the model writes can leak it, in any encoding. It does not wake the agent."""
     text = validate_message_text(text)
     with transaction.atomic():
-        return _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
-                           kind=Turn.Kind.INTERNAL)[0]
+        return _staff_turn(
+            ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key), kind=Turn.Kind.INTERNAL
+        )[0]
 
 
 def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "", uploads=()) -> Turn:
     """A reply to the customer written by hand, with the files in `uploads`, if any."""
     text, prepared = _text_and_files(text, uploads)
     with attachments.stored(ticket, prepared) as files, transaction.atomic():
-        turn, new = _staff_turn(ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key),
-                                kind=Turn.Kind.MESSAGE)
+        turn, new = _staff_turn(
+            ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key), kind=Turn.Kind.MESSAGE
+        )
         if new:
             attachments.attach(ticket=ticket, turn=turn, files=files, user_id=user.pk)
         return turn
@@ -190,8 +206,13 @@ def ticket_set_handler(*, ticket: Ticket, handler: str, user) -> Ticket:
         ticket_update(ticket.pk, handler=handler, assigned_to=user if handler == Ticket.Handler.STAFF else None)
         ticket.handler = handler
         verb = "took over the ticket" if handler == Ticket.Handler.STAFF else "handed the ticket back to the agent"
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                    text=f"{user.get_username()} {verb}.", payload={"handler": handler, "resume": handler == "agent"})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.EVENT,
+            text=f"{user.get_username()} {verb}.",
+            payload={"handler": handler, "resume": handler == "agent"},
+        )
         _wake_agent(ticket)
     return ticket
 
@@ -223,15 +244,23 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
         held.save(update_fields=["status", "decided_by", "decided_at"])
         who = user.get_username()
         if not approve:
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                        text=f"{who} rejected the held {held.tool} call; do not repeat it.",
-                        payload={"held": held.pk, "decision": "rejected", "resume": True})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{who} rejected the held {held.tool} call; do not repeat it.",
+                payload={"held": held.pk, "decision": "rejected", "resume": True},
+            )
         elif ran := _ran_already(held, ticket):
             # Approving a call that already ran runs nothing.
             reason = f"{ran}; this one was not run."
-            turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                               text=f"{who} approved the held {held.tool} call. {reason}",
-                               payload={"held": held.pk, "decision": "refused", "same_as": ran})
+            turn = turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{who} approved the held {held.tool} call. {reason}",
+                payload={"held": held.pk, "decision": "refused", "same_as": ran},
+            )
             held.status, held.result_turn, held.outcome = HeldAction.Status.REFUSED, turn.number, reason
             held.save(update_fields=["status", "result_turn"])
         else:
@@ -241,13 +270,22 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             assembled.recent_result_ids = assembled.recent_result_ids | frozenset(
                 str(v) for v in held.arguments.values() if isinstance(v, str)
             )
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                        text=f"{who} approved the held {held.tool} call.",
-                        payload={"held": held.pk, "decision": "approved", "resume": True})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{who} approved the held {held.tool} call.",
+                payload={"held": held.pk, "decision": "approved", "resume": True},
+            )
             call = ToolCall(id=held.call_id + "-approved", name=held.tool, arguments=held.arguments)
             # Record the tool call the approval executes, so its result is never orphaned.
-            turn_append(ticket=ticket, author=Turn.Author.STAFF, kind=Turn.Kind.TOOL_CALL, text="",
-                        payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.STAFF,
+                kind=Turn.Kind.TOOL_CALL,
+                text="",
+                payload={"calls": [call.model_dump()], "approved_by": who, "held": held.pk},
+            )
             ticket.refresh_from_db()
             call_turn = ticket.last_turn_number
             if remote.is_remote(remote.tool_named(ticket, held.tool)):
@@ -308,8 +346,17 @@ def _card_ids(arguments: dict) -> frozenset[str]:
     return frozenset(out)
 
 
-def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: str | None, via: str,
-                        user=None, reason: str = "", wake: bool = True) -> Confirmation:
+def confirmation_decide(
+    *,
+    card_id: int,
+    ticket: Ticket,
+    confirm: bool,
+    digest: str | None,
+    via: str,
+    user=None,
+    reason: str = "",
+    wake: bool = True,
+) -> Confirmation:
     """Confirm (run exactly once) or decline a card.
 
     `digest` is the exact call the person saw (the page sends the one it rendered); a card whose
@@ -329,8 +376,9 @@ def confirmation_decide(*, card_id: int, ticket: Ticket, confirm: bool, digest: 
         if card.status != Confirmation.Status.PENDING:
             raise ConfirmationError(_NOT_OPEN.get(card.status, "This card is no longer open."))
         if digest is None or not hmac.compare_digest(str(digest).encode("utf-8", "replace"), card.digest.encode()):
-            raise ConfirmationError("This card is not the one on your screen any more; nothing was done. "
-                                    "Reload the page and read it again.")
+            raise ConfirmationError(
+                "This card is not the one on your screen any more; nothing was done. Reload the page and read it again."
+            )
         if card.expires_at <= timezone.now():
             card.status, card.note = Confirmation.Status.EXPIRED, "Not answered within the class's window."
             card.save(update_fields=["status", "note"])
@@ -352,27 +400,43 @@ def _decide_open(card: Confirmation, ticket: Ticket, confirm: bool, via: str, us
     card.decided_by = user if user is not None and getattr(user, "is_authenticated", False) else None
     card.save(update_fields=["status", "decided_at", "via", "staff_reason", "decided_by"])
     title = card.card.get("title") or card.tool
-    who = ("The customer" if via != Confirmation.Via.STAFF
-           else f"{user.get_username()}, on the customer's behalf ({reason})")
+    who = (
+        "The customer"
+        if via != Confirmation.Via.STAFF
+        else f"{user.get_username()}, on the customer's behalf ({reason})"
+    )
     if not confirm:
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                    text=f"{who} declined the {card.tool} call ({title}); nothing was done. "
-                         "Do not propose it again unless they ask for it.",
-                    payload={"confirmation": card.pk, "decision": "declined", "via": via, "resume": True})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.EVENT,
+            text=f"{who} declined the {card.tool} call ({title}); nothing was done. "
+            "Do not propose it again unless they ask for it.",
+            payload={"confirmation": card.pk, "decision": "declined", "via": via, "resume": True},
+        )
         ticket_touch(ticket.pk)
         if wake:
             _wake_agent(ticket)
         return None
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
-    turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                text=f"{who} confirmed the {card.tool} call ({title}).",
-                payload={"confirmation": card.pk, "decision": "confirmed", "via": via, "resume": True})
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.EVENT,
+        text=f"{who} confirmed the {card.tool} call ({title}).",
+        payload={"confirmation": card.pk, "decision": "confirmed", "via": via, "resume": True},
+    )
     # The call's IDs were checked when it was proposed, and the customer read them on the card.
     assembled = assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model)
     assembled.recent_result_ids = assembled.recent_result_ids | _card_ids(card.arguments)
     call = ToolCall(id=card.call_id + "-confirmed", name=card.tool, arguments=card.arguments)
-    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL, text="",
-                payload={"calls": [call.model_dump()], "confirmation": card.pk, "via": via})
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.AGENT,
+        kind=Turn.Kind.TOOL_CALL,
+        text="",
+        payload={"calls": [call.model_dump()], "confirmation": card.pk, "via": via},
+    )
     ticket.refresh_from_db()
     call_turn = ticket.last_turn_number
     if remote.is_remote(remote.tool_named(ticket, card.tool)):

@@ -123,16 +123,24 @@ def over_limit(window: Window, call: CallMoney, limit: int) -> str:
     on_order, for_customer, counted = window.before(call.order, call.currency)
     if call.cents + on_order <= limit and call.cents + for_customer <= limit:
         return ""
-    total, scope = ((call.cents + on_order, f"on {call.order}") if call.cents + on_order > limit
-                    else (call.cents + for_customer, "for this customer"))
+    total, scope = (
+        (call.cents + on_order, f"on {call.order}")
+        if call.cents + on_order > limit
+        else (call.cents + for_customer, "for this customer")
+    )
     tickets = sorted({s.ticket for s in counted if scope == "for this customer" or s.order == call.order})
-    pending = sum(s.cents for s in counted if s.state == PENDING and (scope == "for this customer" or s.order == call.order))
+    pending = sum(
+        s.cents for s in counted if s.state == PENDING and (scope == "for this customer" or s.order == call.order)
+    )
     already = total - call.cents
     if not already:
-        return (f"{fmt(call.cents, call.currency)} is above the {fmt(limit, call.currency)} allowed without staff "
-                "approval")
+        return (
+            f"{fmt(call.cents, call.currency)} is above the {fmt(limit, call.currency)} allowed without staff approval"
+        )
     parts = [f"{fmt(already - pending, call.currency)} refunded"] if already > pending else []
     parts += [f"{fmt(pending, call.currency)} held"] if pending else []
-    return (f"{fmt(call.cents, call.currency)} more makes {fmt(total, call.currency)} {scope} in "
-            f"{window.hours} h ({' and '.join(parts)} already, ticket{'s' if len(tickets) != 1 else ''} "
-            f"{', '.join(f'#{t}' for t in tickets)}), above the {fmt(limit, call.currency)} allowed without staff approval")
+    return (
+        f"{fmt(call.cents, call.currency)} more makes {fmt(total, call.currency)} {scope} in "
+        f"{window.hours} h ({' and '.join(parts)} already, ticket{'s' if len(tickets) != 1 else ''} "
+        f"{', '.join(f'#{t}' for t in tickets)}), above the {fmt(limit, call.currency)} allowed without staff approval"
+    )

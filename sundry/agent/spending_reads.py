@@ -48,7 +48,9 @@ def window_for(ticket, tools: dict[str, Tool] | None = None) -> Window:
     names = _money_tools(tools)
     spent: list[Spent] = []
     actions = ActionTaken.objects.filter(
-        Q(tool__in=names) | Q(amount_cents__gt=0), ticket__customer_id=ticket.customer_id, created_at__gte=since,
+        Q(tool__in=names) | Q(amount_cents__gt=0),
+        ticket__customer_id=ticket.customer_id,
+        created_at__gte=since,
     ).values_list("ticket_id", "tool", "result", "turn", "target", "amount_cents", "currency")
     for ticket_id, name, result, turn, target, amount, currency in actions:
         moved = None
@@ -62,8 +64,11 @@ def window_for(ticket, tools: dict[str, Tool] | None = None) -> Window:
                 spent.append(Spent(target, currency, amount, EXECUTED, ticket_id, f"turn {turn}"))
             continue
         spent += [Spent(m.order, m.currency, m.amount_cents, EXECUTED, ticket_id, f"turn {turn}") for m in moved]
-    held = HeldAction.objects.filter(ticket__customer_id=ticket.customer_id, tool__in=names,
-                                     status__in=(HeldAction.Status.PENDING, HeldAction.Status.APPROVED))
+    held = HeldAction.objects.filter(
+        ticket__customer_id=ticket.customer_id,
+        tool__in=names,
+        status__in=(HeldAction.Status.PENDING, HeldAction.Status.APPROVED),
+    )
     lanes: dict[int, list[MoneyData]] = {}
     for pk, ticket_id, name, arguments in held.values_list("pk", "ticket_id", "tool", "arguments"):
         try:
@@ -71,8 +76,12 @@ def window_for(ticket, tools: dict[str, Tool] | None = None) -> Window:
         except ValidationError:
             continue
         if ticket_id not in lanes:
-            lanes[ticket_id] = [MoneyData(*row) for row in MoneyTotal.objects.filter(ticket_id=ticket_id).values_list(
-                "order", "currency", "paid_cents", "refunded_cents")]
+            lanes[ticket_id] = [
+                MoneyData(*row)
+                for row in MoneyTotal.objects.filter(ticket_id=ticket_id).values_list(
+                    "order", "currency", "paid_cents", "refunded_cents"
+                )
+            ]
         money = call_money(tools[name], args, lanes[ticket_id])
         if money is not None and money.cents:
             spent.append(Spent(money.order, money.currency, money.cents, PENDING, ticket_id, f"hold #{pk}"))

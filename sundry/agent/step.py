@@ -17,11 +17,11 @@ from django.db import transaction
 from django.db.models import Max
 
 from sundry.agent import answer, calibration, claims, failures, proposals, remote, replycheck, replyclaims
-from sundry.agent.streaming import ReplyStream
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
+from sundry.agent.streaming import ReplyStream
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
@@ -85,8 +85,13 @@ def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
     tools = served or tool_specs(domain_for(tclass))
     if tclass.denied:  # the class's own deny list: never offered (and refused if called: calls.process_call)
         tools = [t for t in tools if t["name"] not in tclass.denied]
-    return assemble(remote.with_server_prompts(snapshot, ticket), model=tclass.working_model,
-                    tools=tools, rules_cap_tokens=tclass.pinned_rules_cap, own_tools=served is not None)
+    return assemble(
+        remote.with_server_prompts(snapshot, ticket),
+        model=tclass.working_model,
+        tools=tools,
+        rules_cap_tokens=tclass.pinned_rules_cap,
+        own_tools=served is not None,
+    )
 
 
 def _over_budget(assembled: Assembled, tclass) -> bool:
@@ -110,15 +115,25 @@ def _still_ours(ticket: Ticket, held: Claim, seen_through: int) -> bool:
     still holds its claim, and no run was stopped after turn `seen_through`. A step runs
     for seconds outside any transaction; a run stopped meanwhile (its error turn written by
     a time limit landing late, or the claim lapsed and taken over) must not post."""
-    row = Ticket.objects.select_for_update().filter(pk=ticket.pk).values_list(
-        "agent_claimed_at", "last_turn_number").first()
+    row = (
+        Ticket.objects.select_for_update()
+        .filter(pk=ticket.pk)
+        .values_list("agent_claimed_at", "last_turn_number")
+        .first()
+    )
     if row is None or row[0] != held.stamp:
         return False
     return row[1] <= seen_through or not failures.stopped_after(ticket.pk, seen_through)
 
 
-def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
-               snapshot: LaneSnapshot | None = None, held: Claim | None = None) -> StepOutcome:
+def agent_step(
+    ticket: Ticket,
+    *,
+    gateway: Gateway,
+    number: int | None = None,
+    snapshot: LaneSnapshot | None = None,
+    held: Claim | None = None,
+) -> StepOutcome:
     """One model call and what follows from it (`ticket` with its class and customer loaded).
 
     With the run's claim `held`, the step writes only while the claim is still the run's and
@@ -134,8 +149,15 @@ def agent_step(ticket: Ticket, *, gateway: Gateway, number: int | None = None,
             transaction.on_commit(stream.finish)
 
 
-def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: LaneSnapshot | None,
-          stream: ReplyStream | None, held: Claim | None) -> StepOutcome:
+def _step(
+    ticket: Ticket,
+    *,
+    gateway: Gateway,
+    number: int | None,
+    snapshot: LaneSnapshot | None,
+    stream: ReplyStream | None,
+    held: Claim | None,
+) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
@@ -156,15 +178,25 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
     # fails its check is asked for once more, with the reason.
     # While it waits on the model (and on tool servers) the run keeps its claim alive.
     with claims.heartbeat(held):
-        got = answer.obtain(gateway, assembled.request, model=tclass.working_model, turns=snapshot.turns,
-                            text_tool_calls=tclass.text_tool_calls, stream=stream, internal=assembled.internal,
-                            facts=_claim_facts(ticket, snapshot),
-                            deadline=time.monotonic() + settings.AGENT_STEP_MODEL_SECONDS)
+        got = answer.obtain(
+            gateway,
+            assembled.request,
+            model=tclass.working_model,
+            turns=snapshot.turns,
+            text_tool_calls=tclass.text_tool_calls,
+            stream=stream,
+            internal=assembled.internal,
+            facts=_claim_facts(ticket, snapshot),
+            deadline=time.monotonic() + settings.AGENT_STEP_MODEL_SECONDS,
+        )
         call, error = got.call, got.error
         # Calls to a class's tool servers run outside any transaction: such a step's calls commit one
         # by one (each guarded on the lanes the previous left), then the step's record.
-        stepwise = call is not None and bool(call.response.tool_calls) and remote.has_remote_calls(
-            ticket, call.response.tool_calls)
+        stepwise = (
+            call is not None
+            and bool(call.response.tool_calls)
+            and remote.has_remote_calls(ticket, call.response.tool_calls)
+        )
         if stepwise:
             outcome = run_calls(ticket, call.response, assembled, snapshot)
     checks = {"reply": got.checks} if got.checks else {}
@@ -180,17 +212,34 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             if error.unresolved:
                 # No silent toy in production: staff take the ticket, with the reason.
                 text = f"The agent cannot work this ticket: {error}. It was handed to staff."
-                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text,
-                            payload={"model_error": str(error), "unresolved": True})
+                turn_append(
+                    ticket=ticket,
+                    author=Turn.Author.SYSTEM,
+                    kind=Turn.Kind.ERROR,
+                    text=text,
+                    payload={"model_error": str(error), "unresolved": True},
+                )
                 ticket_update(ticket.pk, handler=Ticket.Handler.STAFF)
                 attention_flag(ticket.pk, f"Model not configured: {error}")
             else:
-                turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                            text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
-                            payload={"model_error": str(error)})
+                turn_append(
+                    ticket=ticket,
+                    author=Turn.Author.SYSTEM,
+                    kind=Turn.Kind.ERROR,
+                    text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
+                    payload={"model_error": str(error)},
+                )
                 attention_flag(ticket.pk, f"{MODEL_UNAVAILABLE}: {error}")
-            _record_step(ticket, number, assembled, None, AgentStep.Outcome.MODEL_ERROR, first_turn, error=str(error),
-                         latency_ms=error.latency_ms)
+            _record_step(
+                ticket,
+                number,
+                assembled,
+                None,
+                AgentStep.Outcome.MODEL_ERROR,
+                first_turn,
+                error=str(error),
+                latency_ms=error.latency_ms,
+            )
             return StepOutcome(stop=True, read_through=read_through)
 
         # The model answered: a flag its earlier failure raised no longer holds. (That failure ended
@@ -209,8 +258,9 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             payload = {"model": response.model, "offline": response.offline}
             if verdict.notes:
                 payload["reply_check"] = verdict.as_json()
-            reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE,
-                                text=verdict.text, payload=payload)
+            reply = turn_append(
+                ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=verdict.text, payload=payload
+            )
             if stream is not None:
                 stream.posted_turn = reply.number
             next_lanes = _after_reply(snapshot, reply, ticket.version)
@@ -222,28 +272,57 @@ def _step(ticket: Ticket, *, gateway: Gateway, number: int | None, snapshot: Lan
             quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
             if verdict.unsupported:
                 quoted += f" It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): {verdict.unsupported}."
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
-                        payload={"reply_check": verdict.as_json(), "held_reply": response.text})
-            attention_flag(ticket.pk, f"Reply held for staff: {reasons}"
-                           + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""))
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.ERROR,
+                text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
+                payload={"reply_check": verdict.as_json(), "held_reply": response.text},
+            )
+            attention_flag(
+                ticket.pk,
+                f"Reply held for staff: {reasons}" + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""),
+            )
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.HELD_REPLY
         else:
             # Asked once more already (`answer.obtain`): looping would only burn the run's steps.
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR,
-                        text="The model returned neither a reply nor a tool call, twice.", payload={})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.ERROR,
+                text="The model returned neither a reply nor a tool call, twice.",
+                payload={},
+            )
             attention_flag(ticket.pk, "The model gave no answer")
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through
-        step = _record_step(ticket, number, assembled, call, kind, first_turn, resolution=outcome.resolution,
-                            checks=checks, reported=got.request_input_tokens)
+        step = _record_step(
+            ticket,
+            number,
+            assembled,
+            call,
+            kind,
+            first_turn,
+            resolution=outcome.resolution,
+            checks=checks,
+            reported=got.request_input_tokens,
+        )
         if outcome.resolution:
-            resolved = Resolved(ticket_id=ticket.pk, step_id=step.pk, outcome=kind, first_turn=first_turn,
-                                last_turn=ticket.last_turn_number, version=ticket.version,
-                                request_tokens=assembled.accounting.total_tokens, next_lanes=next_lanes,
-                                trigger_tokens=tclass.trigger_tokens, ticket=ticket, model=tclass.working_model)
+            resolved = Resolved(
+                ticket_id=ticket.pk,
+                step_id=step.pk,
+                outcome=kind,
+                first_turn=first_turn,
+                last_turn=ticket.last_turn_number,
+                version=ticket.version,
+                request_tokens=assembled.accounting.total_tokens,
+                next_lanes=next_lanes,
+                trigger_tokens=tclass.trigger_tokens,
+                ticket=ticket,
+                model=tclass.working_model,
+            )
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
@@ -253,31 +332,64 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, the open and
     declined cards and holds (read here, once: the stream's sentences and the reply share them), and
     which tools do what by the class's declarations (its servers', else its domain's)."""
-    return replyclaims.Records.of(remote.tools_domain(ticket), actions=snapshot.actions, money=snapshot.money,
-                                  ledger=snapshot.ledger, proposals=proposals.read(ticket.pk))
+    return replyclaims.Records.of(
+        remote.tools_domain(ticket),
+        actions=snapshot.actions,
+        money=snapshot.money,
+        ledger=snapshot.ledger,
+        proposals=proposals.read(ticket.pk),
+    )
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:
     """The step's lanes plus its reply, if the reply's version bump is the only change since they were read."""
     if snapshot.version is None or version != snapshot.version + 1:
         return None  # someone else wrote meanwhile: the next reader must look afresh
-    turn = TurnData(number=reply.number, author=reply.author, kind=reply.kind, text=reply.text,
-                    payload=reply.payload, tokens=reply.tokens)
+    turn = TurnData(
+        number=reply.number,
+        author=reply.author,
+        kind=reply.kind,
+        text=reply.text,
+        payload=reply.payload,
+        tokens=reply.tokens,
+    )
     return dataclasses.replace(snapshot, turns=[*snapshot.turns, turn], version=version)
 
 
-def _record_step(ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, *,
-                 error: str = "", resolution: bool = False, latency_ms: int = 0,
-                 checks: dict | None = None, reported: int = 0) -> AgentStep:
+def _record_step(
+    ticket: Ticket,
+    number: int,
+    assembled: Assembled,
+    call,
+    outcome: str,
+    first_turn: int,
+    *,
+    error: str = "",
+    resolution: bool = False,
+    latency_ms: int = 0,
+    checks: dict | None = None,
+    reported: int = 0,
+) -> AgentStep:
     """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
     usage = call.response.usage if call else None
     return AgentStep.objects.create(
-        ticket=ticket, number=number, model=(call.response.model if call else ticket.ticket_class.working_model),
-        offline=bool(call and call.response.offline), request_tokens=assembled.accounting.total_tokens,
-        lane_tokens=assembled.accounting.as_dict(), input_tokens=usage.input_tokens if usage else 0,
-        output_tokens=usage.output_tokens if usage else 0, cost_usd=call.cost_usd if call else 0,
-        cached_input_tokens=usage.cached_input_tokens if usage else 0, checks=checks or {},
-        cache_write_tokens=usage.cache_write_tokens if usage else 0, reported_request_tokens=reported,
-        latency_ms=call.latency_ms if call else latency_ms, outcome=outcome, is_resolution=resolution,
-        first_turn=first_turn, last_turn=ticket.last_turn_number, error=error,
+        ticket=ticket,
+        number=number,
+        model=(call.response.model if call else ticket.ticket_class.working_model),
+        offline=bool(call and call.response.offline),
+        request_tokens=assembled.accounting.total_tokens,
+        lane_tokens=assembled.accounting.as_dict(),
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        cost_usd=call.cost_usd if call else 0,
+        cached_input_tokens=usage.cached_input_tokens if usage else 0,
+        checks=checks or {},
+        cache_write_tokens=usage.cache_write_tokens if usage else 0,
+        reported_request_tokens=reported,
+        latency_ms=call.latency_ms if call else latency_ms,
+        outcome=outcome,
+        is_resolution=resolution,
+        first_turn=first_turn,
+        last_turn=ticket.last_turn_number,
+        error=error,
     )

@@ -38,8 +38,7 @@ def _give_up(ticket_id: int, reason: str, owners: tuple[str, ...] = ()) -> None:
         log.exception("could not record the failed run of ticket %s; the sweep will queue it again", ticket_id)
 
 
-@shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True,
-             max_retries=DB_MAX_RETRIES)
+@shared_task(bind=True, name="sundry.agent.run", acks_late=True, reject_on_worker_lost=True, max_retries=DB_MAX_RETRIES)
 def agent_run_task(self, ticket_id: int, resume: list[str] | tuple[str, ...] = ()) -> int:
     # The slice is sized by the limits this worker applies (its own settings, or the ones the caller
     # passed), not by the settings of whoever queued the task.
@@ -59,8 +58,11 @@ def agent_run_task(self, ticket_id: int, resume: list[str] | tuple[str, ...] = (
         claims.note_cause(owner, claims.DATABASE_CAUSE)  # for a run that takes over a claim this one kept
         if self.request.retries >= DB_MAX_RETRIES:
             tries = DB_MAX_RETRIES + 1
-            _give_up(ticket_id, f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150],
-                     owners=(*resume, owner))
+            _give_up(
+                ticket_id,
+                f"the database failed {tries} time{'s' if tries > 1 else ''}: {exc}"[:150],
+                owners=(*resume, owner),
+            )
             return 0
         countdown = DB_RETRY_COUNTDOWNS[min(self.request.retries, len(DB_RETRY_COUNTDOWNS) - 1)]
         raise self.retry(exc=exc, countdown=countdown, args=[ticket_id], kwargs={"resume": [*resume, owner]})

@@ -79,8 +79,14 @@ def completion_as_events(body: dict[str, Any]) -> bytes:
         for n, call in enumerate(message.get("tool_calls") or []):
             delta = {"tool_calls": [{"index": n, **call}]}
             out.append(_event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}))
-        out.append(_event({**head, "choices": [{"index": index, "delta": {},
-                                                "finish_reason": choice.get("finish_reason") or "stop"}]}))
+        out.append(
+            _event(
+                {
+                    **head,
+                    "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}],
+                }
+            )
+        )
     if body.get("usage"):
         out.append(_event({**head, "choices": [], "usage": body["usage"]}))
     out.append(b"data: [DONE]\n\n")
@@ -95,9 +101,12 @@ def _asked_to_stream(request: httpx2.Request) -> bool:
 
 
 def _is_completion(request: httpx2.Request, response: httpx2.Response) -> bool:
-    return (request.method == "POST" and request.url.path.endswith("/chat/completions")
-            and response.status_code == 200
-            and response.headers.get("content-type", "").split(";")[0].strip() == "application/json")
+    return (
+        request.method == "POST"
+        and request.url.path.endswith("/chat/completions")
+        and response.status_code == 200
+        and response.headers.get("content-type", "").split(";")[0].strip() == "application/json"
+    )
 
 
 class NormalisingTransport(httpx2.AsyncBaseTransport):
@@ -112,7 +121,9 @@ class NormalisingTransport(httpx2.AsyncBaseTransport):
             return response
         raw = await response.aread()
         await response.aclose()
-        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")]
+        headers = [
+            (k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")
+        ]
         try:
             body = json.loads(raw)
         except ValueError:
@@ -121,12 +132,16 @@ class NormalisingTransport(httpx2.AsyncBaseTransport):
             body, changes = normalise_completion(body) if isinstance(body, dict) else (body, [])
         except EmptyChoices as exc:
             error = {"error": {"message": str(exc), "type": "server_error"}}
-            return httpx2.Response(502, headers=[("content-type", "application/json")],
-                                   content=json.dumps(error).encode(), request=request)
+            return httpx2.Response(
+                502, headers=[("content-type", "application/json")], content=json.dumps(error).encode(), request=request
+            )
         if isinstance(body, dict) and _asked_to_stream(request):
-            headers = [(k, v) for k, v in headers if k.lower() != "content-type"] + [("content-type", "text/event-stream")]
-            return httpx2.Response(response.status_code, headers=headers, content=completion_as_events(body),
-                                   request=request)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-type"] + [
+                ("content-type", "text/event-stream")
+            ]
+            return httpx2.Response(
+                response.status_code, headers=headers, content=completion_as_events(body), request=request
+            )
         content = json.dumps(body).encode() if changes else raw
         return httpx2.Response(response.status_code, headers=headers, content=content, request=request)
 

@@ -49,8 +49,9 @@ def reencode(data: bytes, kind: str, *, max_pixels: int) -> Encoded:
             if width < 1 or height < 1:
                 raise ImageRefused("the image has no pixels")
             if width * height > max_pixels:
-                raise ImageRefused(f"the image is {width}×{height} pixels; the limit is "
-                                   f"{max_pixels / 1_000_000:g} megapixels")
+                raise ImageRefused(
+                    f"the image is {width}×{height} pixels; the limit is {max_pixels / 1_000_000:g} megapixels"
+                )
             im.seek(0)  # an animation keeps its first frame only
             im.load()
             upright = ImageOps.exif_transpose(im)  # as the camera meant it, before its EXIF is dropped
@@ -58,8 +59,9 @@ def reencode(data: bytes, kind: str, *, max_pixels: int) -> Encoded:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             # Pillow's own check, at open, for sizes far past ours: the same refusal.
-            raise ImageRefused(f"the image declares more than the limit of {max_pixels / 1_000_000:g} "
-                               f"megapixels") from exc
+            raise ImageRefused(
+                f"the image declares more than the limit of {max_pixels / 1_000_000:g} megapixels"
+            ) from exc
         except UnidentifiedImageError as exc:
             raise ImageRefused(f"it could not be read as a {fmt} image") from exc
         except (OSError, SyntaxError, ValueError, EOFError, MemoryError) as exc:

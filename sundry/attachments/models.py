@@ -15,8 +15,9 @@ class Attachment(models.Model):
     ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="attachments")
     # The message it came with: a customer's message or a staff reply (both shown to the customer).
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="attachments")
-    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The sender's file name, cleaned, its extension the sniffed type's: shown and offered on download.
     name = models.CharField(max_length=120)
     content_type = models.CharField(max_length=40)

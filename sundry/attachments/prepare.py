@@ -77,8 +77,9 @@ def prepare(upload) -> Prepared:
         raise AttachmentRefused(f"{shown} is over the limit of {human_size(limit)} a file.{KEPT}")
     kind = sniff(data[:16])
     if kind not in allowed_types():
-        raise AttachmentRefused(f"{shown} is not a {_what_is_allowed()} — Sundry goes by what a file contains, "
-                                f"not its name.{KEPT}")
+        raise AttachmentRefused(
+            f"{shown} is not a {_what_is_allowed()} — Sundry goes by what a file contains, not its name.{KEPT}"
+        )
     name = f"{stem}.{EXTENSIONS[kind]}"
     if kind == PDF:
         if problem := pdf_problem(data):
@@ -88,8 +89,17 @@ def prepare(upload) -> Prepared:
         enc = reencode(data, kind, max_pixels=settings.ATTACHMENT_MAX_PIXELS)
     except ImageRefused as exc:
         raise AttachmentRefused(f"{shown} cannot be attached: {exc}.{KEPT}") from exc
-    return Prepared(name, kind, enc.data, len(data), hashlib.sha256(enc.data).hexdigest(), enc.width, enc.height,
-                    enc.thumb, enc.thumb_type)
+    return Prepared(
+        name,
+        kind,
+        enc.data,
+        len(data),
+        hashlib.sha256(enc.data).hexdigest(),
+        enc.width,
+        enc.height,
+        enc.thumb,
+        enc.thumb_type,
+    )
 
 
 def prepare_all(uploads: list) -> list[Prepared]:

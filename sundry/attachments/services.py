@@ -56,10 +56,12 @@ def agent_notice(turn: Turn, rows: list[Attachment]) -> str:
     files = "; ".join(describe(a) for a in rows)
     count = "a file" if len(rows) == 1 else f"{len(rows)} files"
     if turn.author == Turn.Author.CUSTOMER:
-        return (f"The customer attached {count} to their message (turn {turn.number}): {files}. You cannot see "
-                f"what a file shows; do not guess or describe it. If it matters to the case (a photo of damage, "
-                f"a receipt, a label), tell the customer a member of staff will look at it and call "
-                f"{FOLLOW_UP_TOOL} naming the file.")
+        return (
+            f"The customer attached {count} to their message (turn {turn.number}): {files}. You cannot see "
+            f"what a file shows; do not guess or describe it. If it matters to the case (a photo of damage, "
+            f"a receipt, a label), tell the customer a member of staff will look at it and call "
+            f"{FOLLOW_UP_TOOL} naming the file."
+        )
     return f"Staff attached {count} to their reply (turn {turn.number}): {files}. The customer can open it."
 
 
@@ -70,14 +72,30 @@ def attach(*, ticket: Ticket, turn: Turn, files: list[Stored], user_id: int | No
     rows = []
     for s in files:
         p = s.prepared
-        rows.append(Attachment.objects.create(
-            ticket=ticket, turn=turn, uploaded_by_id=user_id, name=p.name,
-            content_type=p.content_type, size=len(p.data), original_size=p.original_size, width=p.width,
-            height=p.height, key=s.key, thumb_key=s.thumb_key, sha256=p.sha256))
+        rows.append(
+            Attachment.objects.create(
+                ticket=ticket,
+                turn=turn,
+                uploaded_by_id=user_id,
+                name=p.name,
+                content_type=p.content_type,
+                size=len(p.data),
+                original_size=p.original_size,
+                width=p.width,
+                height=p.height,
+                key=s.key,
+                thumb_key=s.thumb_key,
+                sha256=p.sha256,
+            )
+        )
     # The turn lists its files, so the conversation renders them without another query.
-    turn.payload = {**(turn.payload or {}), "attachments": [
-        {"id": a.pk, "name": a.name, "type": a.content_type, "size": human_size(a.size), "thumb": bool(a.thumb_key)}
-        for a in rows]}
+    turn.payload = {
+        **(turn.payload or {}),
+        "attachments": [
+            {"id": a.pk, "name": a.name, "type": a.content_type, "size": human_size(a.size), "thumb": bool(a.thumb_key)}
+            for a in rows
+        ],
+    }
     Turn.objects.filter(pk=turn.pk).update(payload=turn.payload)
     event = {"attachments_of": turn.number}
     if turn.payload.get("by"):

@@ -32,8 +32,7 @@ def sniff(head: bytes) -> str | None:
 # read as a page if it ever sniffed the file. Names may hide letters as #xx escapes; those are decoded.
 # Names inside compressed object streams are not seen by this check.
 _PDF_NAME = re.compile(rb"/[A-Za-z0-9#]{2,40}")
-_PDF_REFUSED_NAMES = {b"/JavaScript", b"/JS", b"/Launch", b"/EmbeddedFile", b"/EmbeddedFiles", b"/RichMedia",
-                      b"/XFA"}
+_PDF_REFUSED_NAMES = {b"/JavaScript", b"/JS", b"/Launch", b"/EmbeddedFile", b"/EmbeddedFiles", b"/RichMedia", b"/XFA"}
 _MARKUP = re.compile(rb"<\s*(?:script|html|body|iframe|svg|object|embed)\b", re.IGNORECASE)
 
 

@@ -33,8 +33,9 @@ def _serve(attachment: Attachment, variant: str) -> FileResponse:
     except (FileNotFoundError, OSError) as exc:
         raise Http404("The file is missing from storage.") from exc
     content_type = (PNG if key.endswith(".png") else JPEG) if thumb else attachment.content_type
-    response = FileResponse(handle, content_type=content_type, as_attachment=not attachment.is_image,
-                            filename=attachment.name)
+    response = FileResponse(
+        handle, content_type=content_type, as_attachment=not attachment.is_image, filename=attachment.name
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; sandbox"
     response["Cross-Origin-Resource-Policy"] = "same-origin"
@@ -48,8 +49,9 @@ def customer_file(request, ticket_id: int, attachment_id: int, variant: str = "f
     customer = customer_of(request.user)
     if customer is None:
         raise PermissionDenied("This page is for customers.")
-    attachment = Attachment.objects.filter(pk=attachment_id, ticket_id=ticket_id, ticket__customer=customer,
-                                           turn__kind=Turn.Kind.MESSAGE).first()
+    attachment = Attachment.objects.filter(
+        pk=attachment_id, ticket_id=ticket_id, ticket__customer=customer, turn__kind=Turn.Kind.MESSAGE
+    ).first()
     if attachment is None:
         raise Http404("No such file on this conversation.")
     return _serve(attachment, variant)

@@ -20,19 +20,31 @@ MENTIONS: dict[str, re.Pattern] = {
     "cancels": re.compile(r"\bcancel\w*", re.I),
     "returns": re.compile(r"\breturn(?:s|ed|ing)?\b|\bsend (?:it|them) back\b", re.I),
     "contacts_customer:email": re.compile(r"\be-?mail\w*", re.I),
-    "contacts_customer:phone": re.compile(r"\bphone (?:call|them|him|her|the customer)\b|\bphoned\b|\bring (?:them|him|her)\b",
-                                          re.I),
+    "contacts_customer:phone": re.compile(
+        r"\bphone (?:call|them|him|her|the customer)\b|\bphoned\b|\bring (?:them|him|her)\b", re.I
+    ),
 }
-WHAT = {"replaces": "a replacement", "refunds": "a refund", "cancels": "a cancellation", "returns": "a return",
-        "contacts_customer:email": "an e-mail", "contacts_customer:phone": "a phone call"}
+WHAT = {
+    "replaces": "a replacement",
+    "refunds": "a refund",
+    "cancels": "a cancellation",
+    "returns": "a return",
+    "contacts_customer:email": "an e-mail",
+    "contacts_customer:phone": "a phone call",
+}
 
 # A clause against its action: refused, ruled out, not wanted. ("n't" has no word boundary before it.)
 _AGAINST = re.compile(
     r"\b(?:no|not|never|none|nor|without|refus\w*|declin\w*|reject\w*|den(?:y|ied|ies)|turned down|turns down|"
-    r"ruled? out|rules out|against|except|cannot|unable|instead of|rather than|other than|apart from)\b|n't\b", re.I)
+    r"ruled? out|rules out|against|except|cannot|unable|instead of|rather than|other than|apart from)\b|n't\b",
+    re.I,
+)
 # A clause that only asks or waits: for a list of things *done*, it claims nothing.
-_NOT_DONE = re.compile(r"\b(?:pending|requested|asks?|asked|awaiting|await|held|hold|if|whether|would|will|could|"
-                       r"should|may|might|yet|unless|before|offered|proposed|suggested)\b", re.I)
+_NOT_DONE = re.compile(
+    r"\b(?:pending|requested|asks?|asked|awaiting|await|held|hold|if|whether|would|will|could|"
+    r"should|may|might|yet|unless|before|offered|proposed|suggested)\b",
+    re.I,
+)
 _CLAUSES = re.compile(r"[;!?\n]+|[.,](?=\s|$)|\b(?:and|but|while|whereas|although|though)\b", re.I)
 _CONTRAST = re.compile(r"\b(?:instead of|rather than|other than|apart from|except)\b", re.I)
 _ROLE = re.compile(r"\[([A-Za-z0-9_ .-]+)\]")
@@ -84,13 +96,21 @@ class Lanes:
     roles_of_kind: dict[str, str] = field(default_factory=dict)  # role → ledger kind
 
     def as_json(self) -> dict:
-        return {"refusals": [r.__dict__ for r in self.refusals], "raised": sorted(self.raised),
-                "done": {c: sorted(t) for c, t in self.done.items()}, "roles_of_kind": self.roles_of_kind}
+        return {
+            "refusals": [r.__dict__ for r in self.refusals],
+            "raised": sorted(self.raised),
+            "done": {c: sorted(t) for c, t in self.done.items()},
+            "roles_of_kind": self.roles_of_kind,
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> "Lanes":
-        return cls([Refusal(**r) for r in d.get("refusals", ())], set(d.get("raised", ())),
-                   {c: set(t) for c, t in d.get("done", {}).items()}, dict(d.get("roles_of_kind", {})))
+        return cls(
+            [Refusal(**r) for r in d.get("refusals", ())],
+            set(d.get("raised", ())),
+            {c: set(t) for c, t in d.get("done", {}).items()},
+            dict(d.get("roles_of_kind", {})),
+        )
 
 
 def raised_in(texts: list[str], called: set[str]) -> set[str]:
@@ -105,8 +125,9 @@ def _roles(text: str) -> set[str]:
     return {m.group(1) for m in _ROLE.finditer(text or "")}
 
 
-def contradictions(*, decisions: list[str], actions_taken: list[str], constraints: list[str],
-                   lanes: Lanes) -> list[str]:
+def contradictions(
+    *, decisions: list[str], actions_taken: list[str], constraints: list[str], lanes: Lanes
+) -> list[str]:
     """Clauses for an action a rule of the customer's forbids."""
     found = []
     for label, items in (("decision", decisions), ("action taken", actions_taken), ("constraint", constraints)):
@@ -115,11 +136,15 @@ def contradictions(*, decisions: list[str], actions_taken: list[str], constraint
             named = _roles(item)
             for r in lanes.refusals:
                 # Done all the same (staff's call): the record is true, whatever the rule says.
-                hit = sorted(c for c in (wanted & set(r.capabilities)) - set(lanes.done)
-                             if not r.only_on or not named or named & set(r.only_on))
+                hit = sorted(
+                    c
+                    for c in (wanted & set(r.capabilities)) - set(lanes.done)
+                    if not r.only_on or not named or named & set(r.only_on)
+                )
                 if hit:
-                    found.append(f'{label} "{item[:120]}" is for {WHAT[hit[0]]}, which the customer refused: '
-                                 f'"{r.rule[:120]}"')
+                    found.append(
+                        f'{label} "{item[:120]}" is for {WHAT[hit[0]]}, which the customer refused: "{r.rule[:120]}"'
+                    )
     return found
 
 
@@ -158,6 +183,8 @@ def actions_not_done(actions_taken: list[str], lanes: Lanes, tools: dict[str, li
             kinds = {lanes.roles_of_kind.get(t) for t in targets if t}
             on = {n for n in named if lanes.roles_of_kind.get(n) in kinds}
             if on and not on & targets:
-                found.append(f'action taken "{item[:120]}": {WHAT[c]} was done on '
-                             f'{", ".join(f"[{t}]" for t in sorted(targets) if t)}, not {", ".join(f"[{n}]" for n in sorted(on))}')
+                found.append(
+                    f'action taken "{item[:120]}": {WHAT[c]} was done on '
+                    f"{', '.join(f'[{t}]' for t in sorted(targets) if t)}, not {', '.join(f'[{n}]' for n in sorted(on))}"
+                )
     return found

@@ -27,7 +27,9 @@ class CompactionRun(models.Model):
     context_version = models.PositiveIntegerField(help_text="covers_through_turn of the base summary (0 if none)")
     from_turn = models.PositiveIntegerField()
     through_turn = models.PositiveIntegerField(help_text="Last turn replaced; the recent turns after it stay raw")
-    trigger_step = models.ForeignKey("agent.AgentStep", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    trigger_step = models.ForeignKey(
+        "agent.AgentStep", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     model = models.CharField(max_length=120, help_text="Summariser model the class named")
     model_used = models.CharField(max_length=120, blank=True, help_text="What answered (e.g. offline)")

@@ -19,9 +19,9 @@ import re
 import time
 
 from sundry.compaction import summariser as s
+from sundry.context.constraints import constraint_sentences
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.render import format_money
-from sundry.context.constraints import constraint_sentences
 from sundry.tooling.messages import ModelRequest, ModelResponse, Usage
 
 DELAY_ENV = "SUNDRY_OFFLINE_SUMMARISER_DELAY"
@@ -57,8 +57,13 @@ def _moved(text: str) -> str:
 
 
 def _sections(body: str) -> dict[str, list[str]]:
-    heads = {s.LEDGER_SECTION: "ledger", s.RULES_SECTION: "rules", s.PREVIOUS_SECTION: "previous",
-             s.TURNS_SECTION: "turns", s.QUOTES_SECTION: "quotes"}
+    heads = {
+        s.LEDGER_SECTION: "ledger",
+        s.RULES_SECTION: "rules",
+        s.PREVIOUS_SECTION: "previous",
+        s.TURNS_SECTION: "turns",
+        s.QUOTES_SECTION: "quotes",
+    }
     out: dict[str, list[str]] = {v: [] for v in heads.values()}
     current = None
     for line in body.splitlines():
@@ -83,8 +88,12 @@ class OfflineSummariser:
         body = next((m.content for m in request.messages if m.role == "user"), "")
         fields = self.summarise(body)
         text = json.dumps(fields, ensure_ascii=False)
-        return ModelResponse(text=text, model=self.name, offline=True,
-                             usage=Usage(input_tokens=len(body) // 4, output_tokens=len(text) // 4))
+        return ModelResponse(
+            text=text,
+            model=self.name,
+            offline=True,
+            usage=Usage(input_tokens=len(body) // 4, output_tokens=len(text) // 4),
+        )
 
     def summarise(self, body: str) -> dict:
         sec = _sections(body)
@@ -145,8 +154,9 @@ class OfflineSummariser:
                     if not name.startswith(_LOOKUPS):
                         target = ", ".join(f"[{roles[v]}]" for v in roles if v in call.group(2)) or "no listed target"
                         waiting.append((number, name, target))
-            elif (result := _RESULT.match(rest)) and (i := next(
-                    (k for k, w in enumerate(waiting) if w[1] == result.group(1)), None)) is not None:
+            elif (result := _RESULT.match(rest)) and (
+                i := next((k for k, w in enumerate(waiting) if w[1] == result.group(1)), None)
+            ) is not None:
                 called_at, name, target = waiting.pop(i)
                 if _result_ok(result.group(2)):
                     actions.append(f"turn {called_at}: {name} on {target}{_moved(result.group(2))}")
@@ -157,8 +167,10 @@ class OfflineSummariser:
             questions.append(f"customer asked at turn {pending_question[0]}: {short(pending_question[1])}")
         span = f"{turns[0][0]}–{turns[-1][0]}" if turns else "none"
         used = sorted(set(tools))
-        narrative = (f"Turns {span}: the customer wrote {customer_msgs} message(s); the agent made {len(tools)} "
-                     f"tool call(s) ({', '.join(used) or 'none'}) and replied {len(decisions)} time(s).")
+        narrative = (
+            f"Turns {span}: the customer wrote {customer_msgs} message(s); the agent made {len(tools)} "
+            f"tool call(s) ({', '.join(used) or 'none'}) and replied {len(decisions)} time(s)."
+        )
         # Fold the previous summary in, as the request asks: its lists carry forward
         # (oldest dropped first past the caps), and its narrative is kept without
         # its own "Earlier: …" prefix so chained compactions do not nest prefixes.
@@ -170,7 +182,7 @@ class OfflineSummariser:
         quoted = list(dict.fromkeys(listed)) if listed is not None else list(dict.fromkeys([*carried, *constraints]))
         return {
             "decisions": [*before["decisions"], *decisions][-MAX_ITEMS:],
-            "actions_taken": [*before["actions_taken"], *actions][-MAX_ITEMS * 2:],
+            "actions_taken": [*before["actions_taken"], *actions][-MAX_ITEMS * 2 :],
             "constraints_not_pinned": quoted,
             # A reply in the new turns is taken to answer what was still open before.
             "open_questions": ([] if replied else before["open_questions"]) + questions,
@@ -178,8 +190,12 @@ class OfflineSummariser:
         }
 
 
-_HEADS = {"Decisions made:": "decisions", "Actions taken": "actions_taken",
-          "Customer constraints not yet pinned:": "constraints_not_pinned", "Open questions:": "open_questions"}
+_HEADS = {
+    "Decisions made:": "decisions",
+    "Actions taken": "actions_taken",
+    "Customer constraints not yet pinned:": "constraints_not_pinned",
+    "Open questions:": "open_questions",
+}
 _SPAN_START = re.compile(r"Turns \d+–\d+: ")
 
 
@@ -206,4 +222,4 @@ def _previous_fields(lines: list[str]) -> dict:
 def _own_span(narrative: str) -> str:
     """A narrative without the "Earlier: …" it carried from the summary before it."""
     starts = list(_SPAN_START.finditer(narrative))
-    return narrative[starts[-1].start():] if starts else narrative
+    return narrative[starts[-1].start() :] if starts else narrative

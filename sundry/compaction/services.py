@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from sundry.agent import calibration, remote
 from sundry.agent.gateway import Gateway, ModelCallError, provider_counting
-from sundry.agent.step import Resolved, assemble_request
 from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.step import Resolved, assemble_request
 from sundry.compaction import faithful
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
@@ -43,8 +43,8 @@ from sundry.context.assembly import total_after_reply
 from sundry.context.lanes import SummaryData, TurnData
 from sundry.context.models import ActionTaken, LedgerEntry, Source, Summary
 from sundry.context.rules import forbidden_capabilities
-from sundry.context.services import rule_add_candidate
 from sundry.context.selectors import lane_snapshot
+from sundry.context.services import rule_add_candidate
 from sundry.core.background import enqueue_on_commit
 from sundry.tickets.attention import attention_flag, has_reason
 from sundry.tickets.models import Ticket, Turn
@@ -80,8 +80,9 @@ def _enqueue(run_id: int) -> None:
 # --- the trigger ---------------------------------------------------------------------------
 
 
-def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=None,
-                        force: bool = False) -> CompactionRun | None:
+def compaction_consider(
+    *, ticket_id: int, step_id: int | None = None, resolved=None, force: bool = False
+) -> CompactionRun | None:
     """After a resolution step: queue a compaction if the latest request is over the trigger.
 
     `resolved` (the loop's `Resolved`) carries what the step knows, so the common
@@ -127,15 +128,25 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
         total = assembled.accounting.total_tokens
         counted = Gateway().count_tokens(assembled.request, model=tclass.working_model)
         if counted and total:
-            log.info("ticket %s: the provider counts %d tokens, Sundry %d (calibrated factor %.3f)",
-                     ticket_id, counted, total, factor)
+            log.info(
+                "ticket %s: the provider counts %d tokens, Sundry %d (calibrated factor %.3f)",
+                ticket_id,
+                counted,
+                total,
+                factor,
+            )
             factor = counted / total
-    decision = decide(TriggerInput(
-        total_tokens=total, trigger_tokens=-1 if force else int(tclass.trigger_tokens / factor),
-        budget=int(tclass.token_budget / factor), held_pending=state.held_pending,
-        breaker_tripped=has_reason(state.attention, BREAKER_PREFIX), run_in_flight=state.in_flight_id is not None,
-        last_tokens_after=None if force else state.last_tokens_after,
-    ))
+    decision = decide(
+        TriggerInput(
+            total_tokens=total,
+            trigger_tokens=-1 if force else int(tclass.trigger_tokens / factor),
+            budget=int(tclass.token_budget / factor),
+            held_pending=state.held_pending,
+            breaker_tripped=has_reason(state.attention, BREAKER_PREFIX),
+            run_in_flight=state.in_flight_id is not None,
+            last_tokens_after=None if force else state.last_tokens_after,
+        )
+    )
     log.debug("ticket %s compaction check: %s", ticket_id, decision.reason)
     if not decision.compact:
         return None
@@ -145,9 +156,13 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     # The class's recent turns stay word for word unless the request would stay over the budget
     # with them: then fewer (`cut_within_budget`), as far as the parts compaction keeps allow.
     kept = [t for t in snapshot.turns if t.number > covered]
-    cut = cut_within_budget(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept,
-                            room=int(tclass.token_budget / factor) - (total - sum(t.tokens for t in kept)),
-                            tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c))
+    cut = cut_within_budget(
+        snapshot.turns,
+        covered=covered,
+        keep_recent=tclass.recent_turns_kept,
+        room=int(tclass.token_budget / factor) - (total - sum(t.tokens for t in kept)),
+        tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c),
+    )
     if cut is None:
         return None
     if not force:
@@ -160,14 +175,22 @@ def compaction_consider(*, ticket_id: int, step_id: int | None = None, resolved=
     return _queue_run(ticket, state, covered, cut, assembled, step_id=step_id)
 
 
-def _queue_run(ticket, state: _TriggerState, covered: int, cut: int, assembled, *, step_id: int | None = None,
-               enqueue: bool = True) -> CompactionRun | None:
+def _queue_run(
+    ticket, state: _TriggerState, covered: int, cut: int, assembled, *, step_id: int | None = None, enqueue: bool = True
+) -> CompactionRun | None:
     """The run for turns covered+1..cut, queued for the worker (or, `enqueue` off, left for the
     caller to do in place). None if that range is done or in flight already."""
     ticket_id = ticket.pk
-    run = CompactionRun(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut, base_summary_id=state.summary_id,
-                        context_version=covered, model=ticket.ticket_class.summariser_model, trigger_step_id=step_id,
-                        tokens_before=assembled.accounting.total_tokens)
+    run = CompactionRun(
+        ticket_id=ticket_id,
+        from_turn=covered + 1,
+        through_turn=cut,
+        base_summary_id=state.summary_id,
+        context_version=covered,
+        model=ticket.ticket_class.summariser_model,
+        trigger_step_id=step_id,
+        tokens_before=assembled.accounting.total_tokens,
+    )
     run.request_before = assembled.request.model_dump(mode="json")
     try:
         with transaction.atomic():
@@ -181,7 +204,9 @@ def _queue_run(ticket, state: _TriggerState, covered: int, cut: int, assembled, 
         pass
     with transaction.atomic():
         ticket_lock(ticket_id)
-        run = CompactionRun.objects.select_for_update().get(ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut)
+        run = CompactionRun.objects.select_for_update().get(
+            ticket_id=ticket_id, from_turn=covered + 1, through_turn=cut
+        )
         if run.status != Status.FAILED:
             return None  # done (or in flight): the same range is never compacted twice
         CompactionRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
@@ -218,16 +243,26 @@ def compact_before_step(ticket, snapshot, assembled) -> bool:
     if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
         return True  # a compaction landed since the snapshot: read the lanes again
     kept = [t for t in snapshot.turns if t.number > covered]
-    cut = cut_within_budget(snapshot.turns, covered=covered, keep_recent=tclass.recent_turns_kept,
-                            room=budget - (total - sum(t.tokens for t in kept)),
-                            tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c))
+    cut = cut_within_budget(
+        snapshot.turns,
+        covered=covered,
+        keep_recent=tclass.recent_turns_kept,
+        room=budget - (total - sum(t.tokens for t in kept)),
+        tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c),
+    )
     if cut is None or not pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut)).compact:
         return False
     run = _queue_run(ticket, state, covered, cut, assembled, enqueue=False)
     if run is None:
         return False
-    log.info("ticket %s: request of %d tokens over the budget %d; compacting turns %d-%d before the step",
-             ticket.pk, total, budget, covered + 1, cut)
+    log.info(
+        "ticket %s: request of %d tokens over the budget %d; compacting turns %d-%d before the step",
+        ticket.pk,
+        total,
+        budget,
+        covered + 1,
+        cut,
+    )
     return _compacted(compaction_run(run.pk))
 
 
@@ -254,15 +289,20 @@ def _trigger_state(ticket_id: int) -> _TriggerState:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
     runs = CompactionRun.objects.filter(ticket_id=ticket_id).order_by("-id")
     in_flight = runs.filter(status__in=IN_FLIGHT).values_list("id", "created_at").first()
-    summary = Summary.objects.filter(ticket_id=ticket_id, is_current=True).values_list("id", "covers_through_turn").first()
+    summary = (
+        Summary.objects.filter(ticket_id=ticket_id, is_current=True).values_list("id", "covers_through_turn").first()
+    )
     return _TriggerState(
-        version=ticket[0], attention=ticket[1],
+        version=ticket[0],
+        attention=ticket[1],
         in_flight_id=in_flight[0] if in_flight else None,
         in_flight_created=in_flight[1] if in_flight else None,
-        last_tokens_after=runs.filter(status__in=(Status.SUCCEEDED, Status.FALLBACK)).values_list(
-            "tokens_after", flat=True).first(),
+        last_tokens_after=runs.filter(status__in=(Status.SUCCEEDED, Status.FALLBACK))
+        .values_list("tokens_after", flat=True)
+        .first(),
         held_pending=HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).exists(),
-        summary_id=summary[0] if summary else None, summary_covers=summary[1] if summary else 0,
+        summary_id=summary[0] if summary else None,
+        summary_covers=summary[1] if summary else 0,
     )
 
 
@@ -271,10 +311,17 @@ def _resolved_from_row(step_id: int) -> Resolved | None:
     step = AgentStep.objects.select_related("ticket__ticket_class").filter(pk=step_id, is_resolution=True).first()
     if step is None:
         return None
-    return Resolved(ticket_id=step.ticket_id, step_id=step.pk, outcome=step.outcome, request_tokens=step.request_tokens,
-                    trigger_tokens=step.ticket.ticket_class.trigger_tokens, first_turn=step.first_turn,
-                    last_turn=step.last_turn, version=step.ticket.version,
-                    model=step.ticket.ticket_class.working_model)
+    return Resolved(
+        ticket_id=step.ticket_id,
+        step_id=step.pk,
+        outcome=step.outcome,
+        request_tokens=step.request_tokens,
+        trigger_tokens=step.ticket.ticket_class.trigger_tokens,
+        first_turn=step.first_turn,
+        last_turn=step.last_turn,
+        version=step.ticket.version,
+        model=step.ticket.ticket_class.working_model,
+    )
 
 
 def _clearly_under(resolved: Resolved) -> bool:
@@ -282,13 +329,20 @@ def _clearly_under(resolved: Resolved) -> bool:
     if resolved.next_lanes is not None:
         appended = sum(t.tokens for t in resolved.next_lanes.turns if t.number >= resolved.first_turn)
     else:
-        appended = Turn.objects.filter(ticket_id=resolved.ticket_id, number__gte=resolved.first_turn,
-                                       number__lte=resolved.last_turn).aggregate(t=Sum("tokens"))["t"] or 0
+        appended = (
+            Turn.objects.filter(
+                ticket_id=resolved.ticket_id, number__gte=resolved.first_turn, number__lte=resolved.last_turn
+            ).aggregate(t=Sum("tokens"))["t"]
+            or 0
+        )
     factor = calibration.applied_factor(resolved.model) if resolved.model else 1.0
-    return clearly_under(request_tokens=resolved.request_tokens, appended_tokens=appended,
-                         appended_turns=max(0, resolved.last_turn - resolved.first_turn + 1),
-                         trigger_tokens=int(resolved.trigger_tokens / factor),
-                         lanes_may_grow=resolved.outcome != AgentStep.Outcome.REPLY)
+    return clearly_under(
+        request_tokens=resolved.request_tokens,
+        appended_tokens=appended,
+        appended_turns=max(0, resolved.last_turn - resolved.first_turn + 1),
+        trigger_tokens=int(resolved.trigger_tokens / factor),
+        lanes_may_grow=resolved.outcome != AgentStep.Outcome.REPLY,
+    )
 
 
 def resolution_listener(resolved) -> None:
@@ -311,35 +365,59 @@ def _inputs(run: CompactionRun):
     ticket = run.ticket
     working = ticket.ticket_class.working_model
     # Internal notes are staff-only: no summary is written from one.
-    turns = [_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gte=run.from_turn,
-                                                       number__lte=run.through_turn)
-             .exclude(kind=Turn.Kind.INTERNAL).order_by("number")]
+    turns = [
+        _turn_data(t)
+        for t in Turn.objects.filter(ticket=ticket, number__gte=run.from_turn, number__lte=run.through_turn)
+        .exclude(kind=Turn.Kind.INTERNAL)
+        .order_by("number")
+    ]
     base = run.base_summary
     previous = SummaryData(base.covers_through_turn, base.text, base.fallback) if base else None
     snap = lane_snapshot(ticket, with_turns=False)
     request = sm.build_request(model=run.model, turns=turns, ledger=snap.ledger, rules=snap.rules, previous=previous)
-    quotes = sm.required_quotes(turns, rules=snap.rules, previous=previous, roles={e.value: e.role for e in snap.ledger})
+    quotes = sm.required_quotes(
+        turns, rules=snap.rules, previous=previous, roles={e.value: e.role for e in snap.ledger}
+    )
     # Tokens met anywhere in the ticket: the base summary's record, plus the turns after it.
     seen = sm.SeenTokens.from_json(base.seen_tokens if base else None)
-    seen.add(_turn_data(t) for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through)
-             .exclude(kind=Turn.Kind.INTERNAL).order_by("number"))
+    seen.add(
+        _turn_data(t)
+        for t in Turn.objects.filter(ticket=ticket, number__gt=seen.through)
+        .exclude(kind=Turn.Kind.INTERNAL)
+        .order_by("number")
+    )
     ledger_all = list(LedgerEntry.objects.filter(ticket=ticket).values_list("value", "role", "kind"))
     done_on = list(ActionTaken.objects.filter(ticket=ticket).values_list("tool", "target"))
     actions = {tool for tool, _ in done_on}
-    if HeldAction.objects.filter(ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)).exists():
+    if HeldAction.objects.filter(
+        ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)
+    ).exists():
         actions.add("*approval")
     served = remote.class_tools(ticket)  # a class with tool servers: its done actions are declared there
-    capabilities = None if served is None else {
-        name: list(decl.capabilities) for name in sorted(actions) if (decl := served.domain.tool(name)) is not None}
+    capabilities = (
+        None
+        if served is None
+        else {
+            name: list(decl.capabilities) for name in sorted(actions) if (decl := served.domain.tool(name)) is not None
+        }
+    )
     domain = served.domain if served is not None else get_domain(snap.domain or None)
     tools = {name: list(decl.capabilities) for name, decl in domain.tools.items()}
     ctx = sm.ValidationContext(
-        ledger_values=sorted({v for v, _, _ in ledger_all}), roles=sorted({r for _, r, _ in ledger_all}),
-        history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
-        replaced_tokens=sm.replaced_tokens(turns, previous, working), covers_through_turn=run.through_turn,
-        model=working, ledger_roles={v: r for v, r, _ in ledger_all}, actions=sorted(actions), domain=snap.domain,
-        capabilities=capabilities, tools=tools,
-        lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(), quotes=quotes,
+        ledger_values=sorted({v for v, _, _ in ledger_all}),
+        roles=sorted({r for _, r, _ in ledger_all}),
+        history_ids=sorted(seen.ids),
+        history_shaped=sorted(seen.shaped),
+        replaced_tokens=sm.replaced_tokens(turns, previous, working),
+        covers_through_turn=run.through_turn,
+        model=working,
+        ledger_roles={v: r for v, r, _ in ledger_all},
+        actions=sorted(actions),
+        domain=snap.domain,
+        capabilities=capabilities,
+        tools=tools,
+        lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(),
+        quotes=quotes,
     )
     return turns, request, ctx, seen
 
@@ -356,9 +434,14 @@ def _faithful_lanes(rules, turns, previous, done_on, ledger_all, tools) -> faith
             refusals.append(faithful.Refusal(rule.text, sorted(caps), only))
     # Raised by a call the model made (whatever became of it) or by someone's words; results say what
     # exists, not what anyone offered, and are left out.
-    called = {c for t in turns if t.kind == Turn.Kind.TOOL_CALL
-              for call in (t.payload or {}).get("calls") or [] if isinstance(call, dict)
-              for c in tools.get(str(call.get("name")), ())}
+    called = {
+        c
+        for t in turns
+        if t.kind == Turn.Kind.TOOL_CALL
+        for call in (t.payload or {}).get("calls") or []
+        if isinstance(call, dict)
+        for c in tools.get(str(call.get("name")), ())
+    }
     texts = [t.text for t in turns if t.kind in (Turn.Kind.MESSAGE, Turn.Kind.NOTE)]
     raised = faithful.raised_in(texts + ([previous.text] if previous else []), called)
     done: dict[str, set[str]] = {}
@@ -395,8 +478,10 @@ def _base_is_current(run: CompactionRun) -> bool:
 def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
     turns, request, ctx, seen = _inputs(run)
     CompactionRun.objects.filter(pk=run.pk).update(
-        summariser_input=request.model_dump(mode="json"), validation_context=ctx.as_dict(),
-        replaced_tokens=ctx.replaced_tokens)
+        summariser_input=request.model_dump(mode="json"),
+        validation_context=ctx.as_dict(),
+        replaced_tokens=ctx.replaced_tokens,
+    )
     log_entries, accepted, raw_accepted, model_used, path = [], None, "", "", ""
     cost, latency, tin, tout = Decimal(0), 0, 0, 0
     asked = request
@@ -415,9 +500,17 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
             tout += call.response.usage.output_tokens
             model_used = call.response.model or run.model
             path = call.response.output_path or "text"
-            entry.update(ok=verdict.ok, reasons=verdict.reasons, details=verdict.details, output=raw,
-                         latency_ms=call.latency_ms, cost_usd=str(call.cost_usd), tokens=verdict.tokens,
-                         output_path=path, substituted=verdict.substituted)
+            entry.update(
+                ok=verdict.ok,
+                reasons=verdict.reasons,
+                details=verdict.details,
+                output=raw,
+                latency_ms=call.latency_ms,
+                cost_usd=str(call.cost_usd),
+                tokens=verdict.tokens,
+                output_path=path,
+                substituted=verdict.substituted,
+            )
             if verdict.ok:
                 accepted, raw_accepted = verdict, raw
             else:
@@ -429,10 +522,22 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
             CompactionRun.objects.filter(pk=run.pk).update(attempt_log=log_entries, attempts=attempt)
         if accepted:
             break
-    return _accept(run, turns, accepted, raw_accepted, log_entries,
-                   dict(model_used=model_used, cost_usd=cost, latency_ms=latency, input_tokens=tin, output_tokens=tout,
-                        output_path=path),
-                   seen)
+    return _accept(
+        run,
+        turns,
+        accepted,
+        raw_accepted,
+        log_entries,
+        dict(
+            model_used=model_used,
+            cost_usd=cost,
+            latency_ms=latency,
+            input_tokens=tin,
+            output_tokens=tout,
+            output_path=path,
+        ),
+        seen,
+    )
 
 
 def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens) -> CompactionRun:
@@ -447,16 +552,27 @@ def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens)
             return _finish_stale(run)
         fallback = verdict is None
         quotes = (run.validation_context or {}).get("quotes")  # what the summary had to quote
-        fields = verdict.fields if verdict else sm.fallback_fields(
-            turns, from_turn=run.from_turn, through_turn=run.through_turn, failures=len(log_entries), quotes=quotes)
+        fields = (
+            verdict.fields
+            if verdict
+            else sm.fallback_fields(
+                turns, from_turn=run.from_turn, through_turn=run.through_turn, failures=len(log_entries), quotes=quotes
+            )
+        )
         text = verdict.text if verdict else sm.render_fields(fields)
         if fallback and current:
             text = f"{current.text.strip()}\n{text}"  # trimming never drops the earlier summary
         if current:
             Summary.objects.filter(pk=current.pk).update(is_current=False)
-        summary = Summary.objects.create(ticket_id=run.ticket_id, covers_through_turn=run.through_turn,
-                                         fields=fields.model_dump(), text=text, is_current=True, fallback=fallback,
-                                         seen_tokens=seen.as_json())
+        summary = Summary.objects.create(
+            ticket_id=run.ticket_id,
+            covers_through_turn=run.through_turn,
+            fields=fields.model_dump(),
+            text=text,
+            is_current=True,
+            fallback=fallback,
+            seen_tokens=seen.as_json(),
+        )
         if not fallback:
             _rule_candidates(run, sm.rule_candidate_texts(fields.constraints_not_pinned, quotes))
         for key, value in figures.items():
@@ -484,7 +600,8 @@ def _rule_candidates(run: CompactionRun, constraints: list[str]) -> None:
 def _finish_stale(run: CompactionRun) -> CompactionRun:
     """In the caller's transaction, which holds the ticket row's lock."""
     CompactionRun.objects.filter(pk=run.pk).update(
-        status=Status.STALE, finished_at=timezone.now(), error="the ticket's summary changed under this run")
+        status=Status.STALE, finished_at=timezone.now(), error="the ticket's summary changed under this run"
+    )
     ticket_touch(run.ticket_id)
     run.refresh_from_db()
     return run
@@ -505,12 +622,19 @@ def _finish_failed(run_id: int, error: str) -> CompactionRun:
 
 
 def _breaker_check(ticket_id: int) -> None:
-    outcomes = list(CompactionRun.objects.filter(ticket_id=ticket_id, status__in=(
-        Status.SUCCEEDED, Status.FALLBACK, Status.FAILED)).order_by("-id").values_list("status", flat=True)[:BREAKER_FAILURES])
+    outcomes = list(
+        CompactionRun.objects.filter(ticket_id=ticket_id, status__in=(Status.SUCCEEDED, Status.FALLBACK, Status.FAILED))
+        .order_by("-id")
+        .values_list("status", flat=True)[:BREAKER_FAILURES]
+    )
     if breaker_should_trip(outcomes):
         # Beside any other reason (a model out of reach, a customer's report), never over it.
-        attention_flag(ticket_id, f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or "
-                                  "fell back; compaction is paused until staff clear this.", cause=BREAKER_PREFIX)
+        attention_flag(
+            ticket_id,
+            f"{BREAKER_PREFIX}: {BREAKER_FAILURES} compactions in a row failed or "
+            "fell back; compaction is paused until staff clear this.",
+            cause=BREAKER_PREFIX,
+        )
 
 
 # --- replay --------------------------------------------------------------------------------
@@ -538,8 +662,9 @@ def compaction_blocked_reason(ticket, total_tokens: int, *, accounting: dict | N
     reason = _blocked_reason(ticket, total_tokens)
     tclass = ticket.ticket_class
     if accounting and total_tokens > tclass.token_budget:
-        cause = over_budget_cause(accounting, total=total_tokens, budget=tclass.token_budget,
-                                  recent_kept=tclass.recent_turns_kept)
+        cause = over_budget_cause(
+            accounting, total=total_tokens, budget=tclass.token_budget, recent_kept=tclass.recent_turns_kept
+        )
         return f"{cause}; {reason}"
     return reason
 
@@ -547,10 +672,17 @@ def compaction_blocked_reason(ticket, total_tokens: int, *, accounting: dict | N
 def _blocked_reason(ticket, total_tokens: int) -> str:
     tclass = ticket.ticket_class
     state = _trigger_state(ticket.pk)
-    decision = decide(TriggerInput(
-        total_tokens=total_tokens, trigger_tokens=tclass.trigger_tokens, budget=tclass.token_budget,
-        held_pending=state.held_pending, breaker_tripped=has_reason(state.attention, BREAKER_PREFIX),
-        run_in_flight=state.in_flight_id is not None, last_tokens_after=state.last_tokens_after))
+    decision = decide(
+        TriggerInput(
+            total_tokens=total_tokens,
+            trigger_tokens=tclass.trigger_tokens,
+            budget=tclass.token_budget,
+            held_pending=state.held_pending,
+            breaker_tripped=has_reason(state.attention, BREAKER_PREFIX),
+            run_in_flight=state.in_flight_id is not None,
+            last_tokens_after=state.last_tokens_after,
+        )
+    )
     if state.held_pending:
         return "a held approval blocks compaction: decide it and the next step may compact"
     if has_reason(state.attention, BREAKER_PREFIX):
@@ -560,14 +692,18 @@ def _blocked_reason(ticket, total_tokens: int) -> str:
     if not decision.compact:
         if state.last_tokens_after is not None and total_tokens > tclass.trigger_tokens:
             needed = state.last_tokens_after + int(tclass.token_budget * GROWTH_FRACTION)
-            return (f"too little growth since the last compaction (it left {state.last_tokens_after:,} tokens; "
-                    f"the next waits for {needed:,})")
+            return (
+                f"too little growth since the last compaction (it left {state.last_tokens_after:,} tokens; "
+                f"the next waits for {needed:,})"
+            )
         return decision.reason
     turns = lane_snapshot(ticket).turns
     cut = cut_point(turns, covered=state.summary_covers, keep_recent=tclass.recent_turns_kept)
     if cut is None:
-        return (f"not enough compactable history: every turn is among the {tclass.recent_turns_kept} "
-                "most recent, which are kept word for word")
+        return (
+            f"not enough compactable history: every turn is among the {tclass.recent_turns_kept} "
+            "most recent, which are kept word for word"
+        )
     worth = pays(sum(t.tokens for t in turns if state.summary_covers < t.number <= cut))
     if not worth.compact:
         return f"not enough compactable history: {worth.reason}"

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sundry.compaction import faithful
 from sundry.context.constraints import constraint_sentences
 from sundry.context.idformats import find_id_shaped, find_ids
-from sundry.context.rules import candidate_rules
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 from sundry.context.render import render_summary, turns_to_messages
+from sundry.context.rules import candidate_rules
 from sundry.core.tokens import count_message_tokens, count_tokens
 from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.messages import Message, ModelRequest, OutputSpec
@@ -32,8 +32,7 @@ LEDGER_SECTION = "LEDGER ROLES (role | value | kind) — refer to each entity ON
 RULES_SECTION = "RULES ALREADY PINNED (do not repeat them as constraints)"
 PREVIOUS_SECTION = "PREVIOUS SUMMARY (fold it into yours)"
 TURNS_SECTION = "TURNS TO SUMMARISE"
-QUOTES_SECTION = ("CUSTOMER SENTENCES TO QUOTE — copy each line, word for word, as one item of "
-                  "constraints_not_pinned")
+QUOTES_SECTION = "CUSTOMER SENTENCES TO QUOTE — copy each line, word for word, as one item of constraints_not_pinned"
 NONE_LINE = "(none)"
 
 # Amounts ("40.00 USD", "2,899.00 INR", "$40", "11599.00") and dates ("2025-03-01") are facts a summary
@@ -49,7 +48,9 @@ AMOUNT_OR_DATE = re.compile(
 _PLEASANTRY = re.compile(
     r"^(?:you'?re (?:very )?welcome|thanks?\b|thank you|hello|hi\b|hey\b|good (?:morning|afternoon|evening)|"
     r"is there anything else|anything else|happy to help|glad to help|have a (?:nice|good|great)|"
-    r"how can i help|sorry to hear|i'?m sorry|no problem|of course)", re.I)
+    r"how can i help|sorry to hear|i'?m sorry|no problem|of course)",
+    re.I,
+)
 # A sentence ends at . ! or ? followed by a space or the end, so "40.00 USD" stays whole.
 _SENTENCES = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)")
 
@@ -92,34 +93,57 @@ def turn_line(t: TurnData) -> str:
     text = " ".join((t.text or "").split())  # one line per turn
     if t.kind == "tool_call":
         calls = [c for c in p.get("calls") or [] if isinstance(c, dict)]
-        body = "; ".join(f"{c.get('name')}({json.dumps(c.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
-                         for c in calls)
+        body = "; ".join(
+            f"{c.get('name')}({json.dumps(c.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
+            for c in calls
+        )
         return f"[turn {t.number}] agent called {body}" + (f" — {text}" if text else "")
     if t.kind == "tool_result":
         return f"[turn {t.number}] result of {p.get('name') or 'tool'}: {text}"
     return f"[turn {t.number}] {t.author} {t.kind}: {text}"
 
 
-def build_request(*, model: str, turns: list[TurnData], ledger: list[LedgerData], rules: list[RuleData],
-                  previous: SummaryData | None, classifier=constraint_sentences) -> ModelRequest:
+def build_request(
+    *,
+    model: str,
+    turns: list[TurnData],
+    ledger: list[LedgerData],
+    rules: list[RuleData],
+    previous: SummaryData | None,
+    classifier=constraint_sentences,
+) -> ModelRequest:
     ledger_lines = [f"{e.role} | {e.value} | {e.kind}" for e in ledger] or [NONE_LINE]
-    quotes = required_quotes(turns, rules=rules, previous=previous, roles={e.value: e.role for e in ledger},
-                             classifier=classifier)
+    quotes = required_quotes(
+        turns, rules=rules, previous=previous, roles={e.value: e.role for e in ledger}, classifier=classifier
+    )
     rule_lines = [f"- {r.text}" for r in rules] or [NONE_LINE]
     prev = [previous.text.strip()] if previous else [NONE_LINE]
     span = f"{turns[0].number}–{turns[-1].number}" if turns else ""
     body = "\n".join(
-        [LEDGER_SECTION, *ledger_lines, "", RULES_SECTION, *rule_lines, "",
-         f"{PREVIOUS_SECTION}" + (f" covering turns 1–{previous.covers_through_turn}" if previous else ""), *prev, "",
-         f"{TURNS_SECTION} {span}", *[turn_line(t) for t in turns], "",
-         QUOTES_SECTION, *(quotes or [NONE_LINE])]
+        [
+            LEDGER_SECTION,
+            *ledger_lines,
+            "",
+            RULES_SECTION,
+            *rule_lines,
+            "",
+            f"{PREVIOUS_SECTION}" + (f" covering turns 1–{previous.covers_through_turn}" if previous else ""),
+            *prev,
+            "",
+            f"{TURNS_SECTION} {span}",
+            *[turn_line(t) for t in turns],
+            "",
+            QUOTES_SECTION,
+            *(quotes or [NONE_LINE]),
+        ]
     )
     # Providers with structured output are asked for the fields through it; the template asks for the
     # same JSON in text, which is what a model without it (or the offline summariser) answers with.
-    return ModelRequest(model=model, messages=[Message(role="system", content=TEMPLATE),
-                                               Message(role="user", content=body)],
-                        output=OutputSpec(name=OUTPUT_NAME, description="The compacted record of the turns.",
-                                          schema=output_schema()))
+    return ModelRequest(
+        model=model,
+        messages=[Message(role="system", content=TEMPLATE), Message(role="user", content=body)],
+        output=OutputSpec(name=OUTPUT_NAME, description="The compacted record of the turns.", schema=output_schema()),
+    )
 
 
 def quote_text(sentence: str, roles: dict[str, str]) -> str:
@@ -156,8 +180,14 @@ def previous_constraints(previous: SummaryData | None) -> list[str]:
     return out
 
 
-def required_quotes(turns: list[TurnData], *, rules: list[RuleData], previous: SummaryData | None,
-                    roles: dict[str, str], classifier=constraint_sentences) -> list[str]:
+def required_quotes(
+    turns: list[TurnData],
+    *,
+    rules: list[RuleData],
+    previous: SummaryData | None,
+    roles: dict[str, str],
+    classifier=constraint_sentences,
+) -> list[str]:
     """What the summary's constraints must hold word for word: every customer sentence of the span
     the constraint classifier flags (`context.constraints`, the low threshold), and every constraint
     the previous summary carried, less those already in the rules lane."""
@@ -165,8 +195,7 @@ def required_quotes(turns: list[TurnData], *, rules: list[RuleData], previous: S
     out = list(previous_constraints(previous))
     for t in turns:
         if t.author == "customer" and t.kind == "message":
-            out += [quote_text(s, roles) for s in classifier(t.text or "")
-                    if " ".join(s.split()).lower() not in pinned]
+            out += [quote_text(s, roles) for s in classifier(t.text or "") if " ".join(s.split()).lower() not in pinned]
     return [q for q in dict.fromkeys(out) if q.lower() not in pinned]
 
 
@@ -190,11 +219,20 @@ def output_schema() -> dict:
 def retry_request(request: ModelRequest, raw: str, verdict: "Verdict") -> ModelRequest:
     """The request again, with the rejected answer and the exact validation errors after it."""
     problems = "\n".join(f"- {d}" for d in verdict.details) or "- " + ", ".join(verdict.reasons)
-    note = ("Your summary was rejected for these reasons:\n" + problems +
-            "\nAnswer again with the corrected JSON object only, keeping every required key.")
-    return request.model_copy(update={"messages": [
-        *request.messages[:2], Message(role="assistant", content=raw or "(no answer)"),
-        Message(role="user", content=note)]})
+    note = (
+        "Your summary was rejected for these reasons:\n"
+        + problems
+        + "\nAnswer again with the corrected JSON object only, keeping every required key."
+    )
+    return request.model_copy(
+        update={
+            "messages": [
+                *request.messages[:2],
+                Message(role="assistant", content=raw or "(no answer)"),
+                Message(role="user", content=note),
+            ]
+        }
+    )
 
 
 def replaced_tokens(turns: list[TurnData], previous: SummaryData | None, model: str) -> int:
@@ -236,7 +274,9 @@ class SeenTokens:
     @classmethod
     def from_json(cls, data: dict | None) -> "SeenTokens":
         data = data or {}
-        return cls(through=int(data.get("through", 0)), ids=set(data.get("ids", ())), shaped=set(data.get("shaped", ())))
+        return cls(
+            through=int(data.get("through", 0)), ids=set(data.get("ids", ())), shaped=set(data.get("shaped", ()))
+        )
 
 
 @dataclass
@@ -306,7 +346,7 @@ def decision_text(text: str) -> str:
 def parse_output(raw: str) -> SummaryFields:
     text = _FENCE.sub("", (raw or "").strip())
     start, end = text.find("{"), text.rfind("}")
-    data = json.loads(text[start:end + 1] if start >= 0 and end > start else text)
+    data = json.loads(text[start : end + 1] if start >= 0 and end > start else text)
     return SummaryFields.model_validate(data)
 
 
@@ -316,6 +356,7 @@ def _strings(f: SummaryFields) -> list[str]:
 
 def render_fields(f: SummaryFields) -> str:
     """The Summary.text body: narrative first, then the four required lists."""
+
     def section(title: str, items: list[str]) -> list[str]:
         return [title] + ([f"- {i.strip()}" for i in items] if items else ["- none"])
 
@@ -336,8 +377,11 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         fields = parse_output(raw)
     except ValidationError as exc:
         # Every error, field by field: the retry shows the model exactly what to fix.
-        return Verdict(False, ["schema"], [f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}"
-                                           for e in exc.errors()[:10]])
+        return Verdict(
+            False,
+            ["schema"],
+            [f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}" for e in exc.errors()[:10]],
+        )
     except ValueError as exc:
         return Verdict(False, ["schema"], [f"not a JSON object: {str(exc).splitlines()[0][:300]}"])
     # Pleasantries are not decisions, whoever wrote them: dropped, not a reason to reject.
@@ -363,7 +407,9 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
     if ctx.actions is not None:
         claims = unsupported_claims(fields, set(ctx.actions), get_domain(ctx.domain or None), ctx.capabilities)
         if ctx.lanes is not None:
-            claims += faithful.actions_not_done(fields.actions_taken, faithful.Lanes.from_json(ctx.lanes), ctx.tools or {})
+            claims += faithful.actions_not_done(
+                fields.actions_taken, faithful.Lanes.from_json(ctx.lanes), ctx.tools or {}
+            )
         if claims:
             reasons.append("unsupported_claim")
             details.append("claims of actions the actions lane does not hold: " + "; ".join(claims))
@@ -371,9 +417,12 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         lanes = faithful.Lanes.from_json(ctx.lanes)
         # A required quote is the customer's own later word ("please cancel it now"), never the summary's.
         own = set(ctx.quotes or ())
-        refused = faithful.contradictions(decisions=fields.decisions, actions_taken=fields.actions_taken,
-                                          constraints=[c for c in fields.constraints_not_pinned if c not in own],
-                                          lanes=lanes)
+        refused = faithful.contradictions(
+            decisions=fields.decisions,
+            actions_taken=fields.actions_taken,
+            constraints=[c for c in fields.constraints_not_pinned if c not in own],
+            lanes=lanes,
+        )
         if refused:
             reasons.append("contradicts_customer")
             details.append("contradicts what the customer stated (rules in force): " + "; ".join(refused))
@@ -386,8 +435,10 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         missing = [q for q in ctx.quotes if " ".join(q.split()) not in held]
         if missing:
             reasons.append("constraint_not_quoted")
-            details.append("constraints_not_pinned must hold these customer sentences word for word: "
-                           + "; ".join(f'"{q}"' for q in missing))
+            details.append(
+                "constraints_not_pinned must hold these customer sentences word for word: "
+                + "; ".join(f'"{q}"' for q in missing)
+            )
     body = render_fields(fields)
     tokens = count_tokens(render_summary(SummaryData(ctx.covers_through_turn, body)), ctx.model)
     if tokens >= ctx.replaced_tokens:
@@ -417,23 +468,50 @@ def substitute_roles(fields: SummaryFields, roles: dict[str, str]) -> list[str]:
 # (`tooling.domain.CAPABILITIES`). A sentence that negates or defers ("no refund yet", "refund
 # requested", "held for approval") claims nothing.
 CLAIMS = (
-    (re.compile(r"\b(?:refunded|refund(?:ed)? (?:was |has been |is )?(?:issued|processed|made|completed|sent|given|provided)"
-                r"|(?:issued|processed|made|gave|provided|completed|sent) (?:a |the |an? \w+ |their )?(?:partial |full )?refund)\b", re.I),
-     "refunds", "a refund"),
-    (re.compile(r"\b(?:cancell?ed (?:the |their |his |her )?order|order (?:was |has been |is )?cancell?ed)\b", re.I),
-     "cancels", "a cancellation"),
-    (re.compile(r"\b(?:booked (?:a |the )?return|return (?:was |has been |is )?(?:booked|created|arranged))\b", re.I),
-     "returns", "a return"),
-    (re.compile(r"\b(?:(?:sent|shipped|issued|arranged) (?:a |the )?replacement|replacement (?:was |has been )?(?:sent|shipped|arranged))\b", re.I),
-     "replaces", "a replacement"),
+    (
+        re.compile(
+            r"\b(?:refunded|refund(?:ed)? (?:was |has been |is )?(?:issued|processed|made|completed|sent|given|provided)"
+            r"|(?:issued|processed|made|gave|provided|completed|sent) (?:a |the |an? \w+ |their )?(?:partial |full )?refund)\b",
+            re.I,
+        ),
+        "refunds",
+        "a refund",
+    ),
+    (
+        re.compile(r"\b(?:cancell?ed (?:the |their |his |her )?order|order (?:was |has been |is )?cancell?ed)\b", re.I),
+        "cancels",
+        "a cancellation",
+    ),
+    (
+        re.compile(
+            r"\b(?:booked (?:a |the )?return|return (?:was |has been |is )?(?:booked|created|arranged))\b", re.I
+        ),
+        "returns",
+        "a return",
+    ),
+    (
+        re.compile(
+            r"\b(?:(?:sent|shipped|issued|arranged) (?:a |the )?replacement|replacement (?:was |has been )?(?:sent|shipped|arranged))\b",
+            re.I,
+        ),
+        "replaces",
+        "a replacement",
+    ),
     (re.compile(r"\b(?:approved|approval (?:was |has been )?granted)\b", re.I), "*approval", "an approval"),
 )
-_NEGATED = re.compile(r"\b(?:no|not|never|without|n't|pending|requested|asks?|asked|wants?|wanted|awaiting|await|held|hold|"
-                      r"refused|declined|denied|if|whether|would|will|could|should|may|might|yet|unless|before)\b", re.I)
+_NEGATED = re.compile(
+    r"\b(?:no|not|never|without|n't|pending|requested|asks?|asked|wants?|wanted|awaiting|await|held|hold|"
+    r"refused|declined|denied|if|whether|would|will|could|should|may|might|yet|unless|before)\b",
+    re.I,
+)
 
 
-def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain | None = None,
-                       capabilities: dict[str, list[str]] | None = None) -> list[str]:
+def unsupported_claims(
+    fields: SummaryFields,
+    actions: set[str],
+    domain: Domain | None = None,
+    capabilities: dict[str, list[str]] | None = None,
+) -> list[str]:
     """Sentences claiming an action (refund, cancellation, return, replacement, approval) the actions lane lacks.
 
     `actions` holds the tools that ran; "*approval" is present when staff approved a held action.
@@ -459,8 +537,9 @@ def unsupported_claims(fields: SummaryFields, actions: set[str], domain: Domain 
 # --- fallback --------------------------------------------------------------------------
 
 
-def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int, failures: int,
-                    quotes: list[str] | None = None) -> SummaryFields:
+def fallback_fields(
+    turns: list[TurnData], *, from_turn: int, through_turn: int, failures: int, quotes: list[str] | None = None
+) -> SummaryFields:
     """Deterministic trimming: say what was cut and which tools ran, and quote the customer's
     constraints (`required_quotes`) as a summary would. No IDs, no model."""
     counts: dict[str, int] = {}
@@ -470,8 +549,15 @@ def fallback_fields(turns: list[TurnData], *, from_turn: int, through_turn: int,
                 if isinstance(c, dict) and c.get("name"):
                     counts[str(c["name"])] = counts.get(str(c["name"]), 0) + 1
     tools = ", ".join(f"{name} ×{n}" for name, n in counts.items()) or "none"
-    narrative = (f"Turns {from_turn}–{through_turn} were trimmed without a summary: the summariser failed "
-                 f"validation {failures} times. Tools called in them: {tools}. The rules, ledger and state "
-                 f"above are intact and authoritative; look anything else up again.")
-    return SummaryFields(decisions=[], actions_taken=[f"{name} called {n}×" for name, n in counts.items()],
-                         constraints_not_pinned=list(quotes or []), open_questions=[], narrative=narrative)
+    narrative = (
+        f"Turns {from_turn}–{through_turn} were trimmed without a summary: the summariser failed "
+        f"validation {failures} times. Tools called in them: {tools}. The rules, ledger and state "
+        f"above are intact and authoritative; look anything else up again."
+    )
+    return SummaryFields(
+        decisions=[],
+        actions_taken=[f"{name} called {n}×" for name, n in counts.items()],
+        constraints_not_pinned=list(quotes or []),
+        open_questions=[],
+        narrative=narrative,
+    )

@@ -62,11 +62,15 @@ def pays(compactable_tokens: int, *, expected_summary_tokens: int = EXPECTED_SUM
     """Whether replacing `compactable_tokens` of history (the turns before the cut) is worth a compaction."""
     floor = compaction_floor(expected_summary_tokens)
     if compactable_tokens - expected_summary_tokens <= 0:
-        return Decision(False, f"{compactable_tokens} compactable tokens: a summary of ~{expected_summary_tokens} "
-                               "cannot shrink the request")
+        return Decision(
+            False,
+            f"{compactable_tokens} compactable tokens: a summary of ~{expected_summary_tokens} "
+            "cannot shrink the request",
+        )
     if compactable_tokens < floor:
-        return Decision(False, f"{compactable_tokens} compactable tokens < floor {floor} "
-                               f"({PAYS_FACTOR}× the expected summary)")
+        return Decision(
+            False, f"{compactable_tokens} compactable tokens < floor {floor} ({PAYS_FACTOR}× the expected summary)"
+        )
     return Decision(True, f"{compactable_tokens} compactable tokens ≥ floor {floor}")
 
 
@@ -79,8 +83,9 @@ LANE_GROWTH_ALLOWANCE = 256  # tokens
 MESSAGE_OVERHEAD_TOKENS = 8  # per appended turn: role and framing in the request
 
 
-def clearly_under(*, request_tokens: int, appended_tokens: int, appended_turns: int, trigger_tokens: int,
-                  lanes_may_grow: bool = True) -> bool:
+def clearly_under(
+    *, request_tokens: int, appended_tokens: int, appended_turns: int, trigger_tokens: int, lanes_may_grow: bool = True
+) -> bool:
     """`lanes_may_grow=False` for a step that only replied: it wrote no lane, only its turn."""
     estimate = request_tokens + appended_tokens + MESSAGE_OVERHEAD_TOKENS * appended_turns
     return estimate + (LANE_GROWTH_ALLOWANCE if lanes_may_grow else 0) < trigger_tokens
@@ -107,7 +112,9 @@ def cut_point(turns: list[TurnData], *, covered: int, keep_recent: int) -> int |
     cut = turns[-keep_recent - 1].number if keep_recent else turns[-1].number
     while cut > covered:
         # A call at or before the cut whose result comes after it pulls the cut back before the call.
-        late = {str((t.payload or {}).get("call_id")) for t in turns if t.number > cut and (t.payload or {}).get("call_id")}
+        late = {
+            str((t.payload or {}).get("call_id")) for t in turns if t.number > cut and (t.payload or {}).get("call_id")
+        }
         split = [t.number for t in turns if t.number <= cut and t.kind == "tool_call" and _call_ids(t) & late]
         if not split:
             break
@@ -126,14 +133,20 @@ def over_budget_cause(accounting: dict, *, total: int, budget: int, recent_kept:
     pinned = rules + ledger + state
     fixed = system + tools + pinned
     framing = max(0, total - fixed - summary - recent)
-    head = (f"over by {total - budget:,} tokens: system prompt {system:,} + tool schemas {tools:,} + pinned lanes "
-            f"{pinned:,} (rules {rules:,}, ledger {ledger:,}, state {state:,})")
+    head = (
+        f"over by {total - budget:,} tokens: system prompt {system:,} + tool schemas {tools:,} + pinned lanes "
+        f"{pinned:,} (rules {rules:,}, ledger {ledger:,}, state {state:,})"
+    )
     if fixed >= budget:
-        return (f"{head} = {fixed:,}, over the budget of {budget:,} by themselves: compaction cannot help "
-                "(a larger budget, fewer tools or a smaller ledger share can)")
-    return (f"{head} = {fixed:,} leave only {budget - fixed:,} of {budget:,} for the summary ({summary:,}), "
-            f"the recent turns ({recent:,}; the {recent_kept} most recent are kept word for word) "
-            f"and message framing ({framing:,})")
+        return (
+            f"{head} = {fixed:,}, over the budget of {budget:,} by themselves: compaction cannot help "
+            "(a larger budget, fewer tools or a smaller ledger share can)"
+        )
+    return (
+        f"{head} = {fixed:,} leave only {budget - fixed:,} of {budget:,} for the summary ({summary:,}), "
+        f"the recent turns ({recent:,}; the {recent_kept} most recent are kept word for word) "
+        f"and message framing ({framing:,})"
+    )
 
 
 def cut_within_budget(turns: list[TurnData], *, covered: int, keep_recent: int, room: int, tokens_after) -> int | None:

@@ -37,9 +37,14 @@ class Accounting:
 
     def as_dict(self) -> dict:
         return {
-            "lanes": self.lane_tokens, "tools": self.tools_tokens, "total": self.total_tokens,
-            "encoding": self.encoding, "exact": self.exact, "rules_over_cap": self.rules_over_cap,
-            "first_turn": self.first_turn, "last_turn": self.last_turn,
+            "lanes": self.lane_tokens,
+            "tools": self.tools_tokens,
+            "total": self.total_tokens,
+            "encoding": self.encoding,
+            "exact": self.exact,
+            "rules_over_cap": self.rules_over_cap,
+            "first_turn": self.first_turn,
+            "last_turn": self.last_turn,
         }
 
 
@@ -71,8 +76,11 @@ def whole_units(turns: list[TurnData]) -> list[TurnData]:
 
 def said_in(turns: list[TurnData]) -> tuple[tuple[str, int, str], ...]:
     """Customer messages and staff notes among these turns: what the consent guard reads."""
-    return tuple((t.author, t.number, t.text) for t in turns
-                 if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note"))
+    return tuple(
+        (t.author, t.number, t.text)
+        for t in turns
+        if (t.author == "customer" and t.kind == "message") or (t.author == "staff" and t.kind == "note")
+    )
 
 
 def declared_result_ids(turn: TurnData) -> set[str]:
@@ -97,15 +105,25 @@ def declared_result_ids(turn: TurnData) -> set[str]:
 
 def internal_in(state: list[StateFieldData], turns: list[TurnData]) -> InternalText:
     """What the request showed that the customer must not read, and what it showed that they may."""
-    internal = [(FIELDS[f.name].label.lower(), f.value) for f in state
-                if f.name in FIELDS and not FIELDS[f.name].customer_visible]
-    internal += [(f"staff note of turn {t.number}", for_staff_only(t.text)) for t in turns
-                 if t.author == "staff" and t.kind == "note"]
+    internal = [
+        (FIELDS[f.name].label.lower(), f.value)
+        for f in state
+        if f.name in FIELDS and not FIELDS[f.name].customer_visible
+    ]
+    internal += [
+        (f"staff note of turn {t.number}", for_staff_only(t.text))
+        for t in turns
+        if t.author == "staff" and t.kind == "note"
+    ]
     if not internal:
         return InternalText()
     public = [f.value for f in state if f.name not in FIELDS or FIELDS[f.name].customer_visible]
-    public += [t.text for t in turns if (t.kind == "message" and t.author in ("customer", "staff"))
-               or (t.kind == "tool_result" and (t.payload or {}).get("ok", True))]
+    public += [
+        t.text
+        for t in turns
+        if (t.kind == "message" and t.author in ("customer", "staff"))
+        or (t.kind == "tool_result" and (t.payload or {}).get("ok", True))
+    ]
     return gather(internal=internal, public=public)
 
 
@@ -140,7 +158,11 @@ def _tools_tokens(names: tuple[str, ...], specs_json: str, model: str) -> int:
 
 
 def assemble(
-    snapshot: LaneSnapshot, *, model: str, tools: list[dict] | None = None, rules_cap_tokens: int | None = None,
+    snapshot: LaneSnapshot,
+    *,
+    model: str,
+    tools: list[dict] | None = None,
+    rules_cap_tokens: int | None = None,
     own_tools: bool = False,
 ) -> Assembled:
     """`own_tools`: the tools are the class's own (its tool servers'), so the system prompt is the generic
@@ -148,13 +170,15 @@ def assemble(
     turns = whole_units(snapshot.turns)
     domain = get_domain(snapshot.domain or None)
     blocks = {
-        "system": render.render_system_prompt(snapshot.class_policy, None if own_tools else domain,
-                                              generic=own_tools),
+        "system": render.render_system_prompt(snapshot.class_policy, None if own_tools else domain, generic=own_tools),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
         # Internal-only fields (an internal note) are for staff: the model never reads them.
-        "state": render.render_state([f for f in snapshot.state if f.name not in FIELDS or FIELDS[f.name].customer_visible],
-                                     snapshot.actions, snapshot.money),
+        "state": render.render_state(
+            [f for f in snapshot.state if f.name not in FIELDS or FIELDS[f.name].customer_visible],
+            snapshot.actions,
+            snapshot.money,
+        ),
         "summary": render.render_summary(snapshot.summary),
     }
     messages: list[Message] = [render.lane_message(lane, text) for lane, text in blocks.items() if text]
@@ -175,13 +199,23 @@ def assemble(
     total = count_message_tokens(messages, model) + tools_tokens
     result_ids, text_ids = ids_seen(turns, domain)
     accounting = Accounting(
-        lane_tokens=lane_tokens, tools_tokens=tools_tokens, total_tokens=total,
-        encoding=encoding_name_for(model), exact=is_exact(model),
+        lane_tokens=lane_tokens,
+        tools_tokens=tools_tokens,
+        total_tokens=total,
+        encoding=encoding_name_for(model),
+        exact=is_exact(model),
         rules_over_cap=bool(rules_cap_tokens and lane_tokens["rules"] > rules_cap_tokens),
-        first_turn=turns[0].number if turns else None, last_turn=turns[-1].number if turns else None,
+        first_turn=turns[0].number if turns else None,
+        last_turn=turns[-1].number if turns else None,
     )
-    return Assembled(request=request, accounting=accounting, recent_result_ids=result_ids, recent_text_ids=text_ids,
-                     said=said_in(turns), internal=internal_in(snapshot.state, turns))
+    return Assembled(
+        request=request,
+        accounting=accounting,
+        recent_result_ids=result_ids,
+        recent_text_ids=text_ids,
+        said=said_in(turns),
+        internal=internal_in(snapshot.state, turns),
+    )
 
 
 def total_after_reply(total_tokens: int, reply: TurnData, model: str) -> int:

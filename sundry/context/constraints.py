@@ -24,28 +24,36 @@ import re
 # A sentence ends at . ! ? or a line break; "40.00" and "7.30" stay whole.
 _SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|\n|$)", re.S)
 # Clauses: punctuation, dashes and the conjunctions that start a new one.
-_CLAUSE = re.compile(r"\s*(?:[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|so|because|though|although|while|then)\b)\s*",
-                     re.I)
+_CLAUSE = re.compile(r"\s*(?:[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|so|because|though|although|while|then)\b)\s*", re.I)
 
 # --- stance: a wish or a request the clause voices ------------------------------------
 # The speaker wanting, needing or choosing (not merely being or seeing: "I'm not connected" is a state).
-_WISH = (r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choose|stick|take|keep|leave|use|pay|"
-         r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)")
+_WISH = (
+    r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choose|stick|take|keep|leave|use|pay|"
+    r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)"
+)
 _FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we)\b)"
 _REQUEST = r"\b(?:please|pls|can you|could you|would you|will you|can we|could we|make sure|be sure|kindly)\b"
 # "only"/"just" open an imperative when a verb follows ("only deliver after 6pm"), not a noun phrase
 # ("only the screen is scratched"); a short verbless "no insurance" is `_verbless_directive`'s.
-_IMPERATIVE = (r"(?:don't|do not|never|(?:only|just)(?!\s+(?:the|a|an|my|this|that|these|those|one|two|some|any|"
-               r"something|anything|\w+ing)\b)|keep|"
-               r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
-               r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
-               r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade)")
-_STANCE = re.compile(rf"{_FIRST}|{_REQUEST}|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
-                     rf"(?:please\s+)?{_IMPERATIVE}\b", re.I)
+_IMPERATIVE = (
+    r"(?:don't|do not|never|(?:only|just)(?!\s+(?:the|a|an|my|this|that|these|those|one|two|some|any|"
+    r"something|anything|\w+ing)\b)|keep|"
+    r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
+    r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
+    r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade)"
+)
+_STANCE = re.compile(
+    rf"{_FIRST}|{_REQUEST}|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
+    rf"(?:please\s+)?{_IMPERATIVE}\b",
+    re.I,
+)
 
 # --- limit: what narrows what may be done ---------------------------------------------
-_TIME = (r"(?:\d|noon|midnight|morning|afternoon|evening|tonight|tomorrow|today|monday|tuesday|wednesday|thursday|"
-         r"friday|saturday|sunday|weekend|weekday|next week|the end of)")
+_TIME = (
+    r"(?:\d|noon|midnight|morning|afternoon|evening|tonight|tomorrow|today|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday|weekend|weekday|next week|the end of)"
+)
 _LIMIT = re.compile(
     r"n't\b|\bnot\b|\bnever\b|\bno\b|\bnothing else\b|\bnone\b|\bneither\b|\bnor\b"
     r"|\bonly\b|\bjust\b|\bexcept\b|\bother than\b|\bapart from\b|\banything but\b|\binstead\b|\brather\b"
@@ -58,7 +66,9 @@ _LIMIT = re.compile(
 
 # --- descriptions: limiting words that narrow nothing ---------------------------------
 _PAST = r"(?:\w+ed|got|gotten|came|went|saw|sent|made|paid|bought|found|received|arrived|heard|told|took|gave|left|had|did|was|were|been|moved)"
-_KNOW = r"(?:know|remember|recall|recognise|recognize|understand|see|think|believe|have|own|get|find|mind|care|hear|use)"
+_KNOW = (
+    r"(?:know|remember|recall|recognise|recognize|understand|see|think|believe|have|own|get|find|mind|care|hear|use)"
+)
 _DESCRIPTION = re.compile(
     # a negated past or perfect: what happened, not what may happen
     r"\b(?:didn't|did not|haven't|have not|hasn't|has not|hadn't|wasn't|was not|weren't|were not|isn't|aren't|"
@@ -83,8 +93,11 @@ _DESCRIPTION = re.compile(
 # "Instead, …", "Otherwise, …" open the clause they qualify: they are not a clause of their own.
 _OPENER = re.compile(r"^\s*(instead|otherwise|rather|preferably)\s*,", re.I)
 # "Also, …", "Okay, …": a discourse word says nothing of its own.
-_DISCOURSE = re.compile(r"^\s*(?:also|and|plus|oh|ok|okay|alright|actually|so|well|yes|yeah|sure|hi|hello|"
-                        r"just so you know|for the record|fyi|by the way|btw)\s*,\s*", re.I)
+_DISCOURSE = re.compile(
+    r"^\s*(?:also|and|plus|oh|ok|okay|alright|actually|so|well|yes|yeah|sure|hi|hello|"
+    r"just so you know|for the record|fyi|by the way|btw)\s*,\s*",
+    re.I,
+)
 _QUOTED = re.compile(r'"[^"]{1,80}"|\u201c[^\u201d]{1,80}\u201d')
 # A condition makes an ability or a state a limit ("if I can't get it under $950, cancel it").
 _CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if|in case)\b", re.I)
@@ -102,9 +115,11 @@ def _limits(clause: str, conditional: bool) -> bool:
 
 
 def _verbless_directive(clause: str) -> bool:
-    """"no insurance", "phone only", "nothing else": a limit with no verb of its own."""
+    """ "no insurance", "phone only", "nothing else": a limit with no verb of its own."""
     words = clause.split()
-    return 0 < len(words) <= 4 and bool(re.match(r"(?i)^(?:and\s+)?(?:no|not|nothing|only)\b|.*\bonly$", clause.strip()))
+    return 0 < len(words) <= 4 and bool(
+        re.match(r"(?i)^(?:and\s+)?(?:no|not|nothing|only)\b|.*\bonly$", clause.strip())
+    )
 
 
 def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> bool:

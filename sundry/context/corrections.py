@@ -64,8 +64,11 @@ def _new_ids(found: list[tuple[str, str]], known: dict[str, Known]) -> list[tupl
 def plan(text: str, found: list[tuple[str, str]], known: list[Known]) -> list[Correction]:
     """The corrections `text` makes. `found`: (value, kind) of the IDs in it; `known`: the ledger before it."""
     by_value = {k.value: k for k in known}
-    negated = any(re.search(rf"\bnot\s+(?:\S+\s+)?#?{re.escape(v)}(?![\w-])", text or "", re.IGNORECASE)
-                  for v, _ in found if v in by_value)  # "it's SU-1010, not SU-1001"
+    negated = any(
+        re.search(rf"\bnot\s+(?:\S+\s+)?#?{re.escape(v)}(?![\w-])", text or "", re.IGNORECASE)
+        for v, _ in found
+        if v in by_value
+    )  # "it's SU-1010, not SU-1001"
     if not (negated or _CUES.search(text or "")):
         return []
     new = _new_ids(found, by_value)
@@ -85,8 +88,9 @@ def plan(text: str, found: list[tuple[str, str]], known: list[Known]) -> list[Co
             continue
         if named:
             continue
-        in_play = sorted((k for k in known if k.kind == kind and not k.superseded),
-                         key=lambda k: k.last_used_turn, reverse=True)
+        in_play = sorted(
+            (k for k in known if k.kind == kind and not k.superseded), key=lambda k: k.last_used_turn, reverse=True
+        )
         if in_play and (len(in_play) == 1 or in_play[0].last_used_turn > in_play[1].last_used_turn):
             out.append(Correction(in_play[0].value, value, kind))
     return out

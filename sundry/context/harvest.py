@@ -84,9 +84,16 @@ def _next_order(rows: dict[str, LedgerRow]) -> int:
     return max((r.order for r in rows.values()), default=0) + 1
 
 
-def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
-                 notes: dict[str, str] | None = None, descriptions: dict[str, str] | None = None,
-                 needed_kinds: frozenset[str] | None = None) -> HarvestPlan:
+def plan_harvest(
+    rows: dict[str, LedgerRow],
+    found: list[tuple[str, str]],
+    *,
+    turn: int,
+    cap: int,
+    notes: dict[str, str] | None = None,
+    descriptions: dict[str, str] | None = None,
+    needed_kinds: frozenset[str] | None = None,
+) -> HarvestPlan:
     """IDs a successful tool result returned (`found`: (value, kind)) enter the ledger verified.
 
     `rows` (value → row, every status) is updated in place. A new ID takes its
@@ -102,8 +109,17 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
     for value, kind in found:
         row = rows.get(value)
         if row is None:
-            row = rows[value] = LedgerRow(value, roles.new(kind), kind, True, turn, turn, order=order,
-                                          note=notes.get(value, ""), description=descriptions.get(value, ""))
+            row = rows[value] = LedgerRow(
+                value,
+                roles.new(kind),
+                kind,
+                True,
+                turn,
+                turn,
+                order=order,
+                note=notes.get(value, ""),
+                description=descriptions.get(value, ""),
+            )
             order += 1
             plan.new.append(row)
         else:
@@ -128,8 +144,14 @@ def plan_harvest(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, tu
     return plan
 
 
-def plan_mentions(rows: dict[str, LedgerRow], found: list[tuple[str, str]], *, turn: int, cap: int,
-                  needed_kinds: frozenset[str] | None = None) -> HarvestPlan:
+def plan_mentions(
+    rows: dict[str, LedgerRow],
+    found: list[tuple[str, str]],
+    *,
+    turn: int,
+    cap: int,
+    needed_kinds: frozenset[str] | None = None,
+) -> HarvestPlan:
     """IDs a customer typed. New ones enter UNVERIFIED as `<kind>_mentioned`. One a tool returned
     before counts as used now and, if archived, comes back, with the archived IDs noted as its own."""
     plan, roles = HarvestPlan(), _Roles(rows.values())
@@ -181,9 +203,10 @@ def class_allowance(ticket_class) -> int:
 def entry_tokens(row: LedgerRow) -> int:
     """What one entry costs in the ledger block: its rendered line and the line break."""
     # With its description at the most it may show: eviction must not undercount what a line costs.
-    line = ledger_line(LedgerData(row.role, row.value, row.kind, row.verified, row.first_seen_turn,
-                                  row.last_used_turn, note=row.note),
-                       cell(row.description, DESCRIPTION_CHARS))
+    line = ledger_line(
+        LedgerData(row.role, row.value, row.kind, row.verified, row.first_seen_turn, row.last_used_turn, note=row.note),
+        cell(row.description, DESCRIPTION_CHARS),
+    )
     return count_tokens(line) + 1
 
 
@@ -203,8 +226,10 @@ def evict(rows: dict[str, LedgerRow], cap: int, needed_kinds: frozenset[str] | N
     before any that one may: a catalogue listing's product IDs (a lookup can list them again)
     and superseded entries go before the payment method read at the start. The share then holds
     what calls need instead of what was seen last."""
-    active = sorted((r for r in rows.values() if r.active),
-                    key=lambda r: (eviction_key(r)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order))
+    active = sorted(
+        (r for r in rows.values() if r.active),
+        key=lambda r: (eviction_key(r)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order),
+    )
     costs = [entry_tokens(r) for r in active]  # once each: counting tokens is most of a large harvest's work
     total = sum(costs)
     victims = []

@@ -31,14 +31,21 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 # A staff note sentence that hands the agent words for the customer; negated, it is a warning instead.
 _FOR_CUSTOMER = re.compile(
     r"\b(?:tell|let|inform|assure|promise|reply|answer|explain|say|write|offer)\b[^.!?\n]{0,40}?"
-    r"\b(?:customer|them|him|her|they|client)\b|\b(?:tell|say|reply|answer|write)\b\s+(?:that|with)\b", re.I)
-_NEGATED = re.compile(r"\b(?:don'?t|do\s+not|never|not|no|without|avoid|nor)\b[^.!?\n]{0,20}?"
-                      r"\b(?:tell|let|inform|say|mention|reveal|share|reply|answer|write|offer)\b", re.I)
-_COMMON = frozenset("""
+    r"\b(?:customer|them|him|her|they|client)\b|\b(?:tell|say|reply|answer|write)\b\s+(?:that|with)\b",
+    re.I,
+)
+_NEGATED = re.compile(
+    r"\b(?:don'?t|do\s+not|never|not|no|without|avoid|nor)\b[^.!?\n]{0,20}?"
+    r"\b(?:tell|let|inform|say|mention|reveal|share|reply|answer|write|offer)\b",
+    re.I,
+)
+_COMMON = frozenset(
+    """
     a an and are as at be been but by can could did do does for from had has have he her him his i if in into is it
     its me my no not of on or our she so that the their them they this to up us was we were what when which who will
     with would you your yes all any also just only than then there these those very
-""".split())
+""".split()
+)
 
 
 def words(text: str) -> list[str]:
@@ -46,7 +53,7 @@ def words(text: str) -> list[str]:
 
 
 def _grams(ws: list[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(ws[i:i + n]) for i in range(len(ws) - n + 1)} if n > 0 else set()
+    return {tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)} if n > 0 else set()
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,11 @@ def quotes(text: str, internal: InternalText) -> list[Quote]:
         if long_runs:
             found = sorted(long_runs)[0]
         else:
-            short = {g for g in _grams(list(source.words), SHORT_RUN)
-                     if sum(_distinctive(w, internal) for w in g) >= DISTINCTIVE}
+            short = {
+                g
+                for g in _grams(list(source.words), SHORT_RUN)
+                if sum(_distinctive(w, internal) for w in g) >= DISTINCTIVE
+            }
             hits = short & _grams(reply, SHORT_RUN)
             found = sorted(hits)[0] if hits else None
         if found:

@@ -52,7 +52,8 @@ class LedgerData:
         if not self.superseded_by:
             return ""
         who = {"customer": "the customer's correction", "staff": "a staff correction"}.get(
-            self.superseded_source, self.superseded_source or "a correction")
+            self.superseded_source, self.superseded_source or "a correction"
+        )
         return f"superseded by {self.superseded_by} at turn {self.superseded_turn} ({who})"
 
 

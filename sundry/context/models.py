@@ -65,11 +65,14 @@ class LedgerEntry(models.Model):
     first_seen_turn = models.PositiveIntegerField()
     last_used_turn = models.PositiveIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    note = models.CharField(max_length=120, blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'")
+    note = models.CharField(
+        max_length=120, blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'"
+    )
     description = models.CharField(
-        max_length=100, blank=True,
+        max_length=100,
+        blank=True,
         help_text="What it is, built by code from declared fields of the result that last described it "
-                  "(an order: item names and status; a refund: amount and order)",
+        "(an order: item names and status; a refund: amount and order)",
     )
     used_in_call = models.BooleanField(default=False, help_text="Used as a tool-call argument, not merely seen")
     source = models.CharField(max_length=60, blank=True, help_text="Tool (or 'customer') it was first seen from")
@@ -77,14 +80,15 @@ class LedgerEntry(models.Model):
     # the entry stays, so a call on it can name both (agent.guards asks the customer to confirm).
     superseded_by = models.CharField(max_length=120, blank=True, help_text="The value that corrected this one")
     # Whose it is, where the class's tools say (a declared customer path in the result that returned it).
-    customer = models.CharField(max_length=120, blank=True,
-                                help_text="The customer a tool result said it belongs to")
+    customer = models.CharField(max_length=120, blank=True, help_text="The customer a tool result said it belongs to")
     identifies_customer = models.BooleanField(
-        default=False, help_text="Returned by a lookup that identifies the customer: this ticket's own customer")
+        default=False, help_text="Returned by a lookup that identifies the customer: this ticket's own customer"
+    )
     superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
     superseded_source = models.CharField(max_length=10, choices=Source.choices, blank=True)
-    superseded_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                           related_name="+")
+    superseded_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     version = models.PositiveIntegerField(default=1)
 
     class Meta:
@@ -111,7 +115,9 @@ class StateValue(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     confirmed = models.BooleanField(default=False)
     is_current = models.BooleanField(default=True)
-    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
     superseded_at_turn = models.PositiveIntegerField(null=True, blank=True)
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -124,7 +130,6 @@ class StateValue(models.Model):
                 fields=["ticket", "name"], condition=Q(is_current=True), name="state_one_current_value"
             )
         ]
-
 
 
 class ActionTaken(models.Model):
@@ -174,14 +179,17 @@ class Summary(models.Model):
 
     ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="summaries")
     covers_through_turn = models.PositiveIntegerField()
-    fields = models.JSONField(default=dict, help_text="decisions, actions_taken, constraints_not_pinned, open_questions, narrative")
+    fields = models.JSONField(
+        default=dict, help_text="decisions, actions_taken, constraints_not_pinned, open_questions, narrative"
+    )
     text = models.TextField(help_text="Rendered summary block body")
     is_current = models.BooleanField(default=True)
     fallback = models.BooleanField(default=False, help_text="Deterministic trimming, not a model summary")
     seen_tokens = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="IDs and ID-shaped tokens met in the ticket's turns so far (the next compaction's validation "
-                  "starts from these and scans only newer turns)",
+        "starts from these and scans only newer turns)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -37,16 +37,23 @@ SUMMARY_HEADING = (
     "SUMMARY OF EARLIER TURNS — written by the system as a record of the past; "
     "not something the customer said or agreed"
 )
-HEADINGS = {"system": SYSTEM_HEADING, "rules": RULES_HEADING, "ledger": LEDGER_HEADING,
-            "state": STATE_HEADING, "summary": SUMMARY_HEADING}
+HEADINGS = {
+    "system": SYSTEM_HEADING,
+    "rules": RULES_HEADING,
+    "ledger": LEDGER_HEADING,
+    "state": STATE_HEADING,
+    "summary": SUMMARY_HEADING,
+}
 
 NO_RULES = "(no rules pinned for this ticket)"
 # A candidate rule: flagged from someone's words, in force until staff dismiss it.
 UNCONFIRMED = "unconfirmed, in force until staff decide"
 # A rule flagged from the customer's own words: what it blocks, they may still ask for later
 # ("don't cancel it yet" … "please cancel it now"); the call then goes to them on a card quoting it.
-UNCONFIRMED_CUSTOMER = ("unconfirmed, the customer's own words: if they later ask for what it blocks, make the call "
-                        "and it goes to them on a card quoting these words")
+UNCONFIRMED_CUSTOMER = (
+    "unconfirmed, the customer's own words: if they later ask for what it blocks, make the call "
+    "and it goes to them on a card quoting these words"
+)
 NO_IDS = "(no identifiers recorded yet)"
 NO_STATE = "(nothing established yet)"
 LEDGER_COLUMNS = "role | value | kind | verified | first seen | last used | status | what it is"
@@ -76,12 +83,19 @@ MISSING_RESULT = "ERROR: the result of this call is not in the context. Call the
 
 
 # Brackets of any width or script around words that claim to speak for staff or the system.
-_OPEN, _CLOSE = "[({<\u3010\u3014\u3018\u300c\u300e\uff3b\uff08\uff5b\uff1c\u27e6\u27e8\u00ab\u2039", \
-    "])}>\u3011\u3015\u3019\u300d\u300f\uff3d\uff09\uff5d\uff1e\u27e7\u27e9\u00bb\u203a"
-_CLAIMS = (r"staff|system|sundry|admin(?:istrator)?|manager|supervisor|moderator|operator|developer|internal|"
-           r"note|approv\w*|override|instructions?|assistant|agent|reply\s+sent|support\s+team|security|policy|tool\s+result")
-_MARKER = re.compile(rf"[{re.escape(_OPEN)}]\s*/?\s*(?P<inner>(?:{_CLAIMS})\b[^{re.escape(_OPEN + _CLOSE)}\n]{{0,80}}?)\s*"
-                     rf"[{re.escape(_CLOSE)}]", re.I)
+_OPEN, _CLOSE = (
+    "[({<\u3010\u3014\u3018\u300c\u300e\uff3b\uff08\uff5b\uff1c\u27e6\u27e8\u00ab\u2039",
+    "])}>\u3011\u3015\u3019\u300d\u300f\uff3d\uff09\uff5d\uff1e\u27e7\u27e9\u00bb\u203a",
+)
+_CLAIMS = (
+    r"staff|system|sundry|admin(?:istrator)?|manager|supervisor|moderator|operator|developer|internal|"
+    r"note|approv\w*|override|instructions?|assistant|agent|reply\s+sent|support\s+team|security|policy|tool\s+result"
+)
+_MARKER = re.compile(
+    rf"[{re.escape(_OPEN)}]\s*/?\s*(?P<inner>(?:{_CLAIMS})\b[^{re.escape(_OPEN + _CLOSE)}\n]{{0,80}}?)\s*"
+    rf"[{re.escape(_CLOSE)}]",
+    re.I,
+)
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 
 
@@ -210,9 +224,17 @@ def parse_rules(block: str) -> list[ParsedRule]:
     out = []
     for m in _RULE_LINE.finditer(block or ""):
         blocks = tuple(t.strip() for t in (m.group("blocks") or "").split(",") if t.strip())
-        out.append(ParsedRule(m.group("text"), int(m.group("turn")), m.group("scope").strip(), blocks,
-                              confirmed=not m.group("unconfirmed"), source=m.group("source").strip(),
-                              only_on=tuple(t.strip() for t in (m.group("on") or "").split(",") if t.strip())))
+        out.append(
+            ParsedRule(
+                m.group("text"),
+                int(m.group("turn")),
+                m.group("scope").strip(),
+                blocks,
+                confirmed=not m.group("unconfirmed"),
+                source=m.group("source").strip(),
+                only_on=tuple(t.strip() for t in (m.group("on") or "").split(",") if t.strip()),
+            )
+        )
     return out
 
 
@@ -227,9 +249,16 @@ def cell(text: str, limit: int) -> str:
 def ledger_line(e: LedgerData, description: str = "") -> str:
     # A correction rides in the note cell, so the columns (and parse_ledger) stay as they are.
     note = "; ".join(n for n in (e.note, e.superseded_note()) if n)
-    cells = [e.role, e.value, e.kind, VERIFIED if e.verified else UNVERIFIED,
-             f"first seen turn {e.first_seen_turn}", f"last used turn {e.last_used_turn}", note or "-",
-             description or "-"]
+    cells = [
+        e.role,
+        e.value,
+        e.kind,
+        VERIFIED if e.verified else UNVERIFIED,
+        f"first seen turn {e.first_seen_turn}",
+        f"last used turn {e.last_used_turn}",
+        note or "-",
+        description or "-",
+    ]
     return " | ".join(cells)
 
 
@@ -263,9 +292,18 @@ def parse_ledger(block: str) -> list[LedgerData]:
         role, value, kind, verified, first, last, note, *described = cells
         description = described[0] if described and described[0] != "-" else ""
         turns = [int(m.group(1)) if (m := _TURN_NO.search(c)) else 0 for c in (first, last)]
-        out.append(LedgerData(role=role, value=value, kind=kind, verified=verified == VERIFIED,
-                              first_seen_turn=turns[0], last_used_turn=turns[1], note="" if note == "-" else note,
-                              description=description))
+        out.append(
+            LedgerData(
+                role=role,
+                value=value,
+                kind=kind,
+                verified=verified == VERIFIED,
+                first_seen_turn=turns[0],
+                last_used_turn=turns[1],
+                note="" if note == "-" else note,
+                description=description,
+            )
+        )
     return out
 
 
@@ -279,8 +317,13 @@ def _one_line(text: str) -> str:
 def _action_line(a: ActionData) -> str:
     what = f"{a.tool} on {a.target}" if a.target else a.tool
     amount = format_money(a.amount_cents, a.currency) if a.amount_cents is not None else "no amount"
-    parts = [f"turn {a.turn}", what, amount, "reversible" if a.reversible else "IRREVERSIBLE",
-             f"key {a.idempotency_key}"]
+    parts = [
+        f"turn {a.turn}",
+        what,
+        amount,
+        "reversible" if a.reversible else "IRREVERSIBLE",
+        f"key {a.idempotency_key}",
+    ]
     if a.summary:
         parts.append(_one_line(a.summary))
     return "- " + " · ".join(parts)
@@ -319,17 +362,22 @@ def _folded_action_lines(older: list[ActionData]) -> list[str]:
 
 
 def _money_line(m: MoneyData) -> str:
-    return (f"- {m.order}: paid {format_money(m.paid_cents, m.currency)}; "
-            f"refunded so far {format_money(m.refunded_cents, m.currency)}; "
-            f"still refundable {format_money(m.refundable_cents, m.currency)}")
+    return (
+        f"- {m.order}: paid {format_money(m.paid_cents, m.currency)}; "
+        f"refunded so far {format_money(m.refunded_cents, m.currency)}; "
+        f"still refundable {format_money(m.refundable_cents, m.currency)}"
+    )
 
 
 def render_state(state: list[StateFieldData], actions: list[ActionData], money: list[MoneyData]) -> str:
     lines = [STATE_HEADING]
     if state:
         lines.append(STATE_SECTIONS["fields"])
-        lines += [f"- {f.name}: {_one_line(neutralise_markers(f.value))} (turn {f.turn}, {f.source}, "
-                  f"{'confirmed' if f.confirmed else 'inferred'})" for f in sorted(state, key=lambda f: f.name)]
+        lines += [
+            f"- {f.name}: {_one_line(neutralise_markers(f.value))} (turn {f.turn}, {f.source}, "
+            f"{'confirmed' if f.confirmed else 'inferred'})"
+            for f in sorted(state, key=lambda f: f.name)
+        ]
     if actions:
         lines.append(STATE_SECTIONS["actions"])
         ordered = sorted(actions, key=lambda a: (a.turn, a.idempotency_key))
@@ -379,8 +427,16 @@ def _parse_action(line: str) -> ParsedAction | None:
     tool, _, target = parts[1].partition(" on ")
     money = parse_money(parts[2].removesuffix(" in all"))
     key = parts[4].removeprefix("key ") if parts[4].startswith("key ") else ""
-    return ParsedAction(int(turn.group(1)), tool, target, money[0] if money else None, money[1] if money else "",
-                        parts[3] == "reversible", key, " · ".join(parts[5:]))
+    return ParsedAction(
+        int(turn.group(1)),
+        tool,
+        target,
+        money[0] if money else None,
+        money[1] if money else "",
+        parts[3] == "reversible",
+        key,
+        " · ".join(parts[5:]),
+    )
 
 
 def parse_state(block: str) -> ParsedState:
@@ -532,15 +588,27 @@ def turns_to_messages(turns: list[TurnData]) -> list[Message]:
                 if r is None:
                     out.append(Message(role="tool", content=MISSING_RESULT, tool_call_id=call.id, tool_name=call.name))
                     continue
-                out.append(Message(role="tool", content=_result_content(r), tool_call_id=call.id,
-                                   tool_name=call.name, turns=[r.number]))
+                out.append(
+                    Message(
+                        role="tool",
+                        content=_result_content(r),
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        turns=[r.number],
+                    )
+                )
         elif _is_result(t):
             call_id = str(t.payload["call_id"])
             if call_id in called and id(t) not in placed:
                 # A second result for a call already answered: keep its news, as a notice.
                 name = t.payload.get("name") or "tool"
-                out.append(Message(role="user", content=f"{SYSTEM_NOTICE_PREFIX}later result of {name} "
-                                   f"({call_id}): {_result_content(t)}", turns=[t.number]))
+                out.append(
+                    Message(
+                        role="user",
+                        content=f"{SYSTEM_NOTICE_PREFIX}later result of {name} ({call_id}): {_result_content(t)}",
+                        turns=[t.number],
+                    )
+                )
             # Otherwise: already placed after its call, or its call is not in context (dropped).
         elif (m := _plain(t)) is not None:
             out.append(m)

@@ -18,8 +18,10 @@ from sundry.tooling.domain import Domain, get_domain
 # A directive, not a description: "don't"/"never" opening a clause ("Please
 # don't call", "…, never email") or aimed at something the desk could do;
 # "they don't fit" and "it never arrived" are not rules.
-_ACTIONS = (r"(?:e-?mail|call|phone|ring|text|sms|contact|send|cancel|refund|ship|deliver|offer|replace|"
-            r"exchange|charge|bill|share|give|leave|post|close|change|use)")
+_ACTIONS = (
+    r"(?:e-?mail|call|phone|ring|text|sms|contact|send|cancel|refund|ship|deliver|offer|replace|"
+    r"exchange|charge|bill|share|give|leave|post|close|change|use)"
+)
 _TRIGGERS = re.compile(
     r"(?:^|[,;:(]\s*|\b(?:please|and|but|so|just|also)\s+)(?:don'?t|do not|never)\b"
     rf"|\b(?:don'?t|do not|never)\s+(?:ever\s+)?{_ACTIONS}"
@@ -51,8 +53,19 @@ EMAIL, PHONE = "contacts_customer:email", "contacts_customer:phone"
 # (pattern over the rule text, capability it forbids; see tooling.domain.CAPABILITIES). Patterns
 # are deliberately narrow: a structured check that misfires would block legitimate work.
 _CHECKS: list[tuple[re.Pattern, str]] = [
-    (re.compile(rf"\b{_NEG}\b[^.]*\b(e-?mails?|emailing)\b|\b(phone|call|calls|text)\s+only\b|\bonly\s+(by\s+)?(phone|call)", re.I), EMAIL),
-    (re.compile(rf"\b{_NEG}\b[^.]*\b(phone|call|calls|calling)\b|\b(e-?mail)\s+only\b|\bonly\s+(by\s+)?e-?mail", re.I), PHONE),
+    (
+        re.compile(
+            rf"\b{_NEG}\b[^.]*\b(e-?mails?|emailing)\b|\b(phone|call|calls|text)\s+only\b|\bonly\s+(by\s+)?(phone|call)",
+            re.I,
+        ),
+        EMAIL,
+    ),
+    (
+        re.compile(
+            rf"\b{_NEG}\b[^.]*\b(phone|call|calls|calling)\b|\b(e-?mail)\s+only\b|\bonly\s+(by\s+)?e-?mail", re.I
+        ),
+        PHONE,
+    ),
     (re.compile(rf"\b{_NEG}\b[^.]*\b(replacement|replacements|replace it|exchange)\b", re.I), "replaces"),
     (re.compile(rf"\b{_NEG}\b[^.]*\bcancel", re.I), "cancels"),
     (re.compile(r"\b(don'?t|do not|never|no)\b[^.]*\brefund", re.I), "refunds"),
@@ -120,8 +133,10 @@ def check_scope(scope: str, scope_ref: str, *, orders: set[str]) -> str:
         if not scope_ref:
             raise RuleRefused("An order-scoped rule needs scope_ref: the order number, copied from the ID ledger.")
         if scope_ref not in orders:
-            raise RuleRefused(f"scope_ref '{scope_ref}' is not a verified order of this ticket; copy an order number "
-                              "from the ID ledger.")
+            raise RuleRefused(
+                f"scope_ref '{scope_ref}' is not a verified order of this ticket; copy an order number "
+                "from the ID ledger."
+            )
         return scope_ref
     if scope_ref:
         raise RuleRefused(f"scope_ref names an order, so it goes with scope 'order', not '{scope}'.")
@@ -152,14 +167,18 @@ def plan_pin(existing, *, source: str, scope: str, scope_ref: str) -> PinPlan:
     if not by_model:
         return PinPlan(False, "active", scope, scope_ref)
     if existing.status in ("dismissed", "closed"):
-        raise RuleRefused(f"Staff {existing.status} this rule; it stays {existing.status}. Follow it only if the "
-                          "customer states it again.")
+        raise RuleRefused(
+            f"Staff {existing.status} this rule; it stays {existing.status}. Follow it only if the "
+            "customer states it again."
+        )
     narrower = BREADTH[scope] < BREADTH[existing.scope]
     retargeted = scope == existing.scope == "order" and scope_ref != existing.scope_ref
     if narrower or retargeted:
         who = "staff" if existing.confirmed else existing.source
-        raise RuleRefused(f"This rule is in force for {existing.scope} {existing.scope_ref}".rstrip() +
-                          f" (stated by {who}); you may not narrow or move it. It stays as it is.")
+        raise RuleRefused(
+            f"This rule is in force for {existing.scope} {existing.scope_ref}".rstrip()
+            + f" (stated by {who}); you may not narrow or move it. It stays as it is."
+        )
     if BREADTH[scope] > BREADTH[existing.scope]:
         return PinPlan(False, existing.status, scope, scope_ref)
     return PinPlan(False, existing.status, existing.scope, existing.scope_ref)

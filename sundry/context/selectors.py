@@ -35,8 +35,22 @@ def current_summary(ticket) -> Summary | None:
 
 
 RULE = ("id", "text", "turn", "scope", "scope_ref", "source", "enforcement", "status")
-LEDGER = ("role", "value", "kind", "verified", "first_seen_turn", "last_used_turn", "note", "used_in_call", "description",
-          "superseded_by", "superseded_at_turn", "superseded_source", "customer", "identifies_customer")
+LEDGER = (
+    "role",
+    "value",
+    "kind",
+    "verified",
+    "first_seen_turn",
+    "last_used_turn",
+    "note",
+    "used_in_call",
+    "description",
+    "superseded_by",
+    "superseded_at_turn",
+    "superseded_source",
+    "customer",
+    "identifies_customer",
+)
 STATE = ("name", "value", "turn", "source", "confirmed")
 ACTION = ("tool", "target", "turn", "idempotency_key", "reversible", "amount_cents", "currency", "arguments")
 MONEY = ("order", "currency", "paid_cents", "refunded_cents")
@@ -67,37 +81,71 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         domain=domain_for(tclass).name,
     )
     snap.rules = [
-        RuleData(id=i, text=text, turn=turn, scope=scope, scope_ref=ref, source=source, enforcement=enf or {},
-                 confirmed=status == PinnedRule.Status.ACTIVE)
+        RuleData(
+            id=i,
+            text=text,
+            turn=turn,
+            scope=scope,
+            scope_ref=ref,
+            source=source,
+            enforcement=enf or {},
+            confirmed=status == PinnedRule.Status.ACTIVE,
+        )
         for i, text, turn, scope, ref, source, enf, status in rows["rules"]
     ]
     snap.ledger = [
-        LedgerData(role=role, value=value, kind=kind, verified=verified, first_seen_turn=first,
-                   last_used_turn=last, note=note, used=used, description=description,
-                   superseded_by=by, superseded_turn=by_turn or 0, superseded_source=by_source,
-                   customer=customer, identifies=identifies)
-        for role, value, kind, verified, first, last, note, used, description, by, by_turn, by_source, customer, identifies
-        in rows["ledger"]
+        LedgerData(
+            role=role,
+            value=value,
+            kind=kind,
+            verified=verified,
+            first_seen_turn=first,
+            last_used_turn=last,
+            note=note,
+            used=used,
+            description=description,
+            superseded_by=by,
+            superseded_turn=by_turn or 0,
+            superseded_source=by_source,
+            customer=customer,
+            identifies=identifies,
+        )
+        for role, value, kind, verified, first, last, note, used, description, by, by_turn, by_source, customer, identifies in rows[
+            "ledger"
+        ]
     ]
     snap.state = [
         StateFieldData(name=name, value=value, turn=turn, source=source, confirmed=confirmed)
         for name, value, turn, source, confirmed in rows["state"]
     ]
     snap.actions = [
-        ActionData(tool=tool, target=target, turn=turn, idempotency_key=idem, reversible=reversible,
-                   amount_cents=amount, currency=currency,
-                   summary=(format_money(amount, currency) if amount else ""), on=_argument_values(arguments),
-                   arguments_digest=arguments_digest(arguments or {}))
+        ActionData(
+            tool=tool,
+            target=target,
+            turn=turn,
+            idempotency_key=idem,
+            reversible=reversible,
+            amount_cents=amount,
+            currency=currency,
+            summary=(format_money(amount, currency) if amount else ""),
+            on=_argument_values(arguments),
+            arguments_digest=arguments_digest(arguments or {}),
+        )
         for tool, target, turn, idem, reversible, amount, currency, arguments in rows["actions"]
     ]
-    snap.money = [MoneyData(order=order, currency=currency, paid_cents=paid, refunded_cents=refunded)
-                  for order, currency, paid, refunded in rows["money"]]
+    snap.money = [
+        MoneyData(order=order, currency=currency, paid_cents=paid, refunded_cents=refunded)
+        for order, currency, paid, refunded in rows["money"]
+    ]
     covered = 0
     if rows["summary"]:
         covered, text, fallback = rows["summary"][0]
         snap.summary = SummaryData(covers_through_turn=covered, text=text, fallback=fallback)
-    snap.turns = [TurnData(number=n, author=author, kind=kind, text=text, payload=payload or {}, tokens=tokens)
-                  for n, author, kind, text, payload, tokens in rows["turns"] if n > covered]
+    snap.turns = [
+        TurnData(number=n, author=author, kind=kind, text=text, payload=payload or {}, tokens=tokens)
+        for n, author, kind, text, payload, tokens in rows["turns"]
+        if n > covered
+    ]
     return snap
 
 
@@ -105,23 +153,40 @@ def _lanes(pk):
     """Each lane's rows as the snapshot reads them, in its order (a query per lane, not yet run)."""
     return {
         # Candidates too: a flagged rule is enforced until staff dismiss it (fail-safe).
-        "rules": (PinnedRule.objects.filter(ticket_id=pk, status__in=(PinnedRule.Status.ACTIVE, PinnedRule.Status.CANDIDATE))
-                  .order_by("turn", "id"), RULE),
-        "ledger": (LedgerEntry.objects.filter(ticket_id=pk, status=LedgerEntry.Status.ACTIVE)
-                   .order_by("first_seen_turn", "id"), LEDGER),
+        "rules": (
+            PinnedRule.objects.filter(
+                ticket_id=pk, status__in=(PinnedRule.Status.ACTIVE, PinnedRule.Status.CANDIDATE)
+            ).order_by("turn", "id"),
+            RULE,
+        ),
+        "ledger": (
+            LedgerEntry.objects.filter(ticket_id=pk, status=LedgerEntry.Status.ACTIVE).order_by(
+                "first_seen_turn", "id"
+            ),
+            LEDGER,
+        ),
         "state": (StateValue.objects.filter(ticket_id=pk, is_current=True).order_by("name", "id"), STATE),
         "actions": (ActionTaken.objects.filter(ticket_id=pk).order_by("turn", "id"), ACTION),
         "money": (MoneyTotal.objects.filter(ticket_id=pk).order_by("order"), MONEY),
-        "summary": (Summary.objects.filter(ticket_id=pk, is_current=True).order_by("-covers_through_turn")[:1], SUMMARY),
+        "summary": (
+            Summary.objects.filter(ticket_id=pk, is_current=True).order_by("-covers_through_turn")[:1],
+            SUMMARY,
+        ),
     }
 
 
 def _turns(pk):
     """The turns after the current summary, in order. Internal notes are staff-only: they never
     enter a request (or anything built from one)."""
-    covered = Coalesce(Subquery(Summary.objects.filter(ticket_id=pk, is_current=True)
-                                .order_by("-covers_through_turn").values("covers_through_turn")[:1]), 0,
-                       output_field=IntegerField())
+    covered = Coalesce(
+        Subquery(
+            Summary.objects.filter(ticket_id=pk, is_current=True)
+            .order_by("-covers_through_turn")
+            .values("covers_through_turn")[:1]
+        ),
+        0,
+        output_field=IntegerField(),
+    )
     return Turn.objects.filter(ticket_id=pk, number__gt=covered).exclude(kind=Turn.Kind.INTERNAL).order_by("number")
 
 
@@ -136,8 +201,10 @@ def _rows_at_once(pk: int, with_turns: bool) -> dict:
     lanes = _lanes(_ANY_TICKET) | ({"turns": (_turns(_ANY_TICKET), TURN)} if with_turns else {})
     compiled = _COMPILED.get(with_turns)
     if compiled is None:
-        arrays = {f"lane_{name}": ArraySubquery(qs.values(row=JSONObject(**{f: f for f in fields})))
-                  for name, (qs, fields) in lanes.items()}
+        arrays = {
+            f"lane_{name}": ArraySubquery(qs.values(row=JSONObject(**{f: f for f in fields})))
+            for name, (qs, fields) in lanes.items()
+        }
         query = Ticket.objects.filter(pk=_ANY_TICKET).order_by().annotate(**arrays).values("version", *arrays)
         sql, params = query.query.sql_with_params()
         compiled = _COMPILED[with_turns] = (sql, list(params))
@@ -149,8 +216,10 @@ def _rows_at_once(pk: int, with_turns: bool) -> dict:
     if row is None:  # no such ticket (deleted meanwhile): no version, empty lanes
         return {"version": None} | {name: [] for name in (*lanes, "turns")}
     got = dict(zip(names, row))
-    rows = {name: [tuple(o[f] for f in fields) for o in map(_json, got[f"lane_{name}"] or ())]
-            for name, (_, fields) in lanes.items()}
+    rows = {
+        name: [tuple(o[f] for f in fields) for o in map(_json, got[f"lane_{name}"] or ())]
+        for name, (_, fields) in lanes.items()
+    }
     return rows | {"version": got["version"], "turns": rows.get("turns", [])}
 
 
@@ -167,4 +236,5 @@ def _rows_each(pk: int, with_turns: bool) -> dict:
     version = Ticket.objects.filter(pk=pk).values_list("version", flat=True).first()
     turns = list(_turns(pk).values_list(*TURN)) if with_turns else []
     return {"version": version, "turns": turns} | {
-        name: list(qs.values_list(*fields)) for name, (qs, fields) in _lanes(pk).items()}
+        name: list(qs.values_list(*fields)) for name, (qs, fields) in _lanes(pk).items()
+    }

@@ -38,14 +38,33 @@ def ledger_record_system_id(*, ticket, kind: str, value: str, role: str, turn: i
     entry, _ = LedgerEntry.objects.get_or_create(
         ticket=ticket,
         value=value,
-        defaults=dict(role=role, kind=kind, verified=True, first_seen_turn=turn, last_used_turn=turn, source="desk",
-                      used_in_call=True),
+        defaults=dict(
+            role=role,
+            kind=kind,
+            verified=True,
+            first_seen_turn=turn,
+            last_used_turn=turn,
+            source="desk",
+            used_in_call=True,
+        ),
     )
     return entry
 
 
-_LEDGER_ROW = ("id", "value", "role", "kind", "status", "verified", "used_in_call", "first_seen_turn", "last_used_turn",
-               "note", "description", "superseded_by")
+_LEDGER_ROW = (
+    "id",
+    "value",
+    "role",
+    "kind",
+    "status",
+    "verified",
+    "used_in_call",
+    "first_seen_turn",
+    "last_used_turn",
+    "note",
+    "description",
+    "superseded_by",
+)
 
 
 def _later(turn: int) -> Greatest:
@@ -53,8 +72,17 @@ def _later(turn: int) -> Greatest:
     return Greatest("last_used_turn", Value(turn), output_field=PositiveIntegerField())
 
 
-def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None = None,
-                   used: list[str] = (), domain: Domain | None = None, arguments=None) -> list[str]:
+def ledger_harvest(
+    *,
+    ticket,
+    turn: int,
+    tool_name: str,
+    result,
+    cap: int | None = None,
+    used: list[str] = (),
+    domain: Domain | None = None,
+    arguments=None,
+) -> list[str]:
     """Record every identifier a structured tool result marks, as verified. Returns their roles.
 
     `used`: the IDs the call itself took as arguments. They are marked used
@@ -70,14 +98,29 @@ def ledger_harvest(*, ticket, turn: int, tool_name: str, result, cap: int | None
         data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
         found += domain.looked_up(tool_name, arguments, data)
     found = list(dict.fromkeys(found))
-    return ledger_harvest_found(ticket=ticket, turn=turn, tool_name=tool_name, found=found, cap=cap, used=used,
-                                owners=domain.owners(tool_name, result) if found else {},
-                                descriptions=domain.descriptions(tool_name, result) if found else {})
+    return ledger_harvest_found(
+        ticket=ticket,
+        turn=turn,
+        tool_name=tool_name,
+        found=found,
+        cap=cap,
+        used=used,
+        owners=domain.owners(tool_name, result) if found else {},
+        descriptions=domain.descriptions(tool_name, result) if found else {},
+    )
 
 
-def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple[str, str]], cap: int | None = None,
-                         used: list[str] = (), owners: dict[str, str] | None = None,
-                         descriptions: dict[str, str] | None = None) -> list[str]:
+def ledger_harvest_found(
+    *,
+    ticket,
+    turn: int,
+    tool_name: str,
+    found: list[tuple[str, str]],
+    cap: int | None = None,
+    used: list[str] = (),
+    owners: dict[str, str] | None = None,
+    descriptions: dict[str, str] | None = None,
+) -> list[str]:
     """`ledger_harvest` for IDs already read from a result: (value, kind) pairs, the owner each nested
     one belongs to, and what each is (a tool server's result, read by its declaration file)."""
     if not found:
@@ -87,10 +130,17 @@ def ledger_harvest_found(*, ticket, turn: int, tool_name: str, found: list[tuple
         ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
         ledger_touch(ticket=ticket, values=used, turn=turn)
         rows = _ledger_rows(ticket)
-        plan = harvest.plan_harvest(rows, found, turn=turn, cap=cap or harvest.class_allowance(ticket.ticket_class),
-                                    notes={v: f"of {o}" for v, o in (owners or {}).items()},
-                                    descriptions=descriptions or {},
-                                    needed_kinds=_needed_kinds(ticket, {**rows, **{v: harvest.LedgerRow(v, "", k, True, 0, 0) for v, k in found}}))
+        plan = harvest.plan_harvest(
+            rows,
+            found,
+            turn=turn,
+            cap=cap or harvest.class_allowance(ticket.ticket_class),
+            notes={v: f"of {o}" for v, o in (owners or {}).items()},
+            descriptions=descriptions or {},
+            needed_kinds=_needed_kinds(
+                ticket, {**rows, **{v: harvest.LedgerRow(v, "", k, True, 0, 0) for v, k in found}}
+            ),
+        )
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
 
@@ -100,10 +150,12 @@ def ledger_mark_customer(*, ticket, values: list[str], customer: str, identifies
     `identifies` values were returned by a lookup that identifies this ticket's own customer."""
     if customer and values:
         LedgerEntry.objects.filter(ticket=ticket, value__in=values).exclude(customer=customer).update(
-            customer=customer, version=F("version") + 1)
+            customer=customer, version=F("version") + 1
+        )
     if identifies:
         LedgerEntry.objects.filter(ticket=ticket, value__in=list(identifies), identifies_customer=False).update(
-            identifies_customer=True, customer=F("value"), version=F("version") + 1)
+            identifies_customer=True, customer=F("value"), version=F("version") + 1
+        )
 
 
 def customer_typed_ids(ticket, text: str) -> list[tuple[str, str]]:
@@ -119,13 +171,18 @@ def ledger_note_customer_ids(*, ticket, turn: int, text: str) -> list[str]:
     return ledger_note_typed(ticket=ticket, turn=turn, found=customer_typed_ids(ticket, text))
 
 
-def ledger_note_customer_message(*, ticket, turn: int, text: str,
-                                 found: list[tuple[str, str]]) -> list[corrections.Correction]:
+def ledger_note_customer_message(
+    *, ticket, turn: int, text: str, found: list[tuple[str, str]]
+) -> list[corrections.Correction]:
     """A customer's message's IDs (`found`, every format the class reads) into the ledger, and the
     corrections it makes (`corrections.plan`) onto it. In the message's transaction. Returns the corrections."""
     found = list(dict.fromkeys(found))
-    known = [corrections.Known(v, kind, last, superseded=bool(by)) for v, kind, last, by in
-             LedgerEntry.objects.filter(ticket=ticket).values_list("value", "kind", "last_used_turn", "superseded_by")]
+    known = [
+        corrections.Known(v, kind, last, superseded=bool(by))
+        for v, kind, last, by in LedgerEntry.objects.filter(ticket=ticket).values_list(
+            "value", "kind", "last_used_turn", "superseded_by"
+        )
+    ]
     ledger_note_typed(ticket=ticket, turn=turn, found=found)
     made = corrections.plan(text, found, known)
     for c in made:
@@ -152,8 +209,9 @@ def ledger_supersede(*, ticket, old: str, new: str, turn: int, source: str, user
         entry.superseded_by, entry.superseded_at_turn = new, turn
         entry.superseded_source, entry.superseded_by_user = source, user
         entry.version += 1
-        entry.save(update_fields=["superseded_by", "superseded_at_turn", "superseded_source", "superseded_by_user",
-                                  "version"])
+        entry.save(
+            update_fields=["superseded_by", "superseded_at_turn", "superseded_source", "superseded_by_user", "version"]
+        )
         ticket_touch(ticket.pk)
     return entry
 
@@ -163,8 +221,13 @@ def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source
     if not found:
         return []
     rows = _ledger_rows(ticket)
-    plan = harvest.plan_mentions(rows, found, turn=turn, cap=harvest.class_allowance(ticket.ticket_class),
-                                 needed_kinds=_needed_kinds(ticket, rows))
+    plan = harvest.plan_mentions(
+        rows,
+        found,
+        turn=turn,
+        cap=harvest.class_allowance(ticket.ticket_class),
+        needed_kinds=_needed_kinds(ticket, rows),
+    )
     _apply_plan(ticket.pk, plan, turn=turn, source=source)
     return [r.role for r in plan.new]
 
@@ -173,22 +236,39 @@ def _apply_plan(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source:
     """Write a plan: one statement per kind of change, in the order the role rules assume."""
     Status = LedgerEntry.Status
     if plan.new:  # a new row that leaves at once is inserted archived
-        LedgerEntry.objects.bulk_create([
-            LedgerEntry(ticket_id=ticket_id, value=r.value, role=r.role, kind=r.kind,
-                        status=Status.ACTIVE if r.active else Status.ARCHIVED, verified=r.verified,
-                        used_in_call=False, first_seen_turn=turn, last_used_turn=turn, source=source, note=r.note,
-                        version=1 if r.active else 2, description=r.description)
-            for r in plan.new])
+        LedgerEntry.objects.bulk_create(
+            [
+                LedgerEntry(
+                    ticket_id=ticket_id,
+                    value=r.value,
+                    role=r.role,
+                    kind=r.kind,
+                    status=Status.ACTIVE if r.active else Status.ARCHIVED,
+                    verified=r.verified,
+                    used_in_call=False,
+                    first_seen_turn=turn,
+                    last_used_turn=turn,
+                    source=source,
+                    note=r.note,
+                    version=1 if r.active else 2,
+                    description=r.description,
+                )
+                for r in plan.new
+            ]
+        )
     entries = LedgerEntry.objects.filter
     if plan.seen_again:
         entries(pk__in=[r.id for r in plan.seen_again]).update(
-            verified=True, last_used_turn=_later(turn), version=F("version") + 1)
+            verified=True, last_used_turn=_later(turn), version=F("version") + 1
+        )
     if plan.restored:
         entries(pk__in=[r.id for r in plan.restored]).update(
-            status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1)
+            status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1
+        )
     for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
-        entries(pk=r.id).update(role=r.role, status=Status.ACTIVE, verified=True, last_used_turn=_later(turn),
-                                version=F("version") + 1)
+        entries(pk=r.id).update(
+            role=r.role, status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1
+        )
     for r in plan.described:  # a later result says what the ID is now (an order cancelled)
         entries(pk=r.id).update(description=r.description)
     _archive([r.id for r in plan.evicted if r.id is not None])
@@ -198,7 +278,8 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
     """Mark entries used by a tool call; eviction goes by last use."""
     if values:
         LedgerEntry.objects.filter(ticket=ticket, value__in=list(values)).update(
-            last_used_turn=_later(turn), used_in_call=True)
+            last_used_turn=_later(turn), used_in_call=True
+        )
 
 
 def ledger_evict(*, ticket, cap: int) -> list[str]:
@@ -216,18 +297,35 @@ def _needed_kinds(ticket, rows: dict[str, harvest.LedgerRow]) -> frozenset[str] 
     if not harvest.EVICT_BY_NEED:
         return None
     domain = domain_for(ticket.ticket_class)
-    known = set(domain.id_patterns) | {k for t in domain.tools.values() for k in (*t.args.values(), *t.results.values())}
+    known = set(domain.id_patterns) | {
+        k for t in domain.tools.values() for k in (*t.args.values(), *t.results.values())
+    }
     return domain.write_kinds if all(r.kind in known for r in rows.values()) else None
 
 
 def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
     active = LedgerEntry.Status.ACTIVE
-    return {value: harvest.LedgerRow(value, role, kind, verified, first, last, active=status == active,
-                                     used=used_in_call, order=pk, note=note, id=pk, description=description,
-                                     superseded=bool(superseded_by))
-            for pk, value, role, kind, status, verified, used_in_call, first, last, note, description, superseded_by
-            in LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW)}
+    return {
+        value: harvest.LedgerRow(
+            value,
+            role,
+            kind,
+            verified,
+            first,
+            last,
+            active=status == active,
+            used=used_in_call,
+            order=pk,
+            note=note,
+            id=pk,
+            description=description,
+            superseded=bool(superseded_by),
+        )
+        for pk, value, role, kind, status, verified, used_in_call, first, last, note, description, superseded_by in LedgerEntry.objects.filter(
+            ticket=ticket
+        ).values_list(*_LEDGER_ROW)
+    }
 
 
 def _archive(ids: list[int]) -> None:
@@ -273,8 +371,16 @@ def _order_exists_for(ticket):
 
 
 def state_set(
-    *, ticket, name: str, value: str, turn: int, source: str, confirmed: bool = False, user=None,
-    expected_current_id: int | None = None, check_conflict: bool = False,
+    *,
+    ticket,
+    name: str,
+    value: str,
+    turn: int,
+    source: str,
+    confirmed: bool = False,
+    user=None,
+    expected_current_id: int | None = None,
+    check_conflict: bool = False,
 ) -> StateValue:
     """Set a state field. Validates first; a changed value supersedes the old one, never overwrites it.
 
@@ -330,15 +436,32 @@ class ActionOutcome:
 
 
 def action_record(
-    *, ticket, tool: str, target: str, arguments: dict, result: dict, turn: int, idempotency_key: str,
-    reversible: bool, amount_cents: int | None = None, currency: str = "",
+    *,
+    ticket,
+    tool: str,
+    target: str,
+    arguments: dict,
+    result: dict,
+    turn: int,
+    idempotency_key: str,
+    reversible: bool,
+    amount_cents: int | None = None,
+    currency: str = "",
 ) -> ActionOutcome:
     """Record a side effect at tool success. The same key records once."""
     try:
         with transaction.atomic():
             action = ActionTaken.objects.create(
-                ticket=ticket, tool=tool, target=target, arguments=arguments, result=result, turn=turn,
-                idempotency_key=idempotency_key, reversible=reversible, amount_cents=amount_cents, currency=currency,
+                ticket=ticket,
+                tool=tool,
+                target=target,
+                arguments=arguments,
+                result=result,
+                turn=turn,
+                idempotency_key=idempotency_key,
+                reversible=reversible,
+                amount_cents=amount_cents,
+                currency=currency,
             )
     except IntegrityError:
         return ActionOutcome(ActionTaken.objects.get(ticket=ticket, idempotency_key=idempotency_key), False)
@@ -353,18 +476,29 @@ def money_observe(*, ticket, order: str, currency: str, paid_cents: int, refunde
     are as true as ours. Runs in the step whose turn already moved the version.
     """
     MoneyTotal.objects.bulk_create(
-        [MoneyTotal(ticket_id=ticket.pk, order=order, currency=currency, paid_cents=paid_cents,
-                    refunded_cents=refunded_cents, turn=turn)],
-        update_conflicts=True, unique_fields=["ticket", "order"],
-        update_fields=["currency", "paid_cents", "refunded_cents", "turn"])
-
+        [
+            MoneyTotal(
+                ticket_id=ticket.pk,
+                order=order,
+                currency=currency,
+                paid_cents=paid_cents,
+                refunded_cents=refunded_cents,
+                turn=turn,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["ticket", "order"],
+        update_fields=["currency", "paid_cents", "refunded_cents", "turn"],
+    )
 
 
 def money_add_refund(*, ticket, order: str, amount_cents: int, turn: int) -> None:
     """Money moved on an order whose result reported no figures: it adds to what the lane holds.
     An order the lane has no figures for stays unknown here; the action still records the amount."""
     MoneyTotal.objects.filter(ticket=ticket, order=order).update(
-        refunded_cents=F("refunded_cents") + amount_cents, turn=turn)
+        refunded_cents=F("refunded_cents") + amount_cents, turn=turn
+    )
+
 
 # --- Pinned rules ----------------------------------------------------------------------
 
@@ -379,22 +513,39 @@ def rule_add_candidate(*, ticket, text: str, turn: int, source: str, domain: Dom
     if not text or PinnedRule.objects.filter(ticket=ticket, text=text).exists():
         return None
     return PinnedRule.objects.create(
-        ticket=ticket, text=text, turn=turn, source=source, status=PinnedRule.Status.CANDIDATE,
-        enforcement=infer_enforcement(text, domain or domain_for(ticket.ticket_class)), changed_at_turn=turn,
+        ticket=ticket,
+        text=text,
+        turn=turn,
+        source=source,
+        status=PinnedRule.Status.CANDIDATE,
+        enforcement=infer_enforcement(text, domain or domain_for(ticket.ticket_class)),
+        changed_at_turn=turn,
     )
 
 
-def rule_flag_candidates(*, ticket, turn: int, text: str, source: str, domain: Domain | None = None) -> list[PinnedRule]:
+def rule_flag_candidates(
+    *, ticket, turn: int, text: str, source: str, domain: Domain | None = None
+) -> list[PinnedRule]:
     """The classifier pass over a customer or staff message."""
-    made = [r for s in candidate_rules(text)
-            if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source, domain=domain))]
+    made = [
+        r
+        for s in candidate_rules(text)
+        if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source, domain=domain))
+    ]
     if made:
         ticket_touch(ticket.pk)
     return made
 
 
 def rule_pin(
-    *, ticket, text: str, turn: int, source: str, scope: str = "ticket", scope_ref: str = "", user=None,
+    *,
+    ticket,
+    text: str,
+    turn: int,
+    source: str,
+    scope: str = "ticket",
+    scope_ref: str = "",
+    user=None,
     stated_turn: int | None = None,
 ) -> PinnedRule:
     """Pin a rule. Staff (or a customer's own statement) put it in force, activating the candidate
@@ -426,8 +577,15 @@ def rule_pin(
 
 
 def rule_decide(
-    *, ticket, rule_id: int, decision: str, user, turn: int, expected_version: int | None = None,
-    scope: str | None = None, scope_ref: str | None = None,
+    *,
+    ticket,
+    rule_id: int,
+    decision: str,
+    user,
+    turn: int,
+    expected_version: int | None = None,
+    scope: str | None = None,
+    scope_ref: str | None = None,
 ) -> PinnedRule:
     """Staff confirm, dismiss or re-scope a rule or candidate."""
     statuses = {"confirm": PinnedRule.Status.ACTIVE, "dismiss": PinnedRule.Status.DISMISSED, "scope": None}
@@ -442,7 +600,9 @@ def rule_decide(
             rule.status = statuses[decision]
         if scope:
             try:
-                ref = check_scope(scope, scope_ref or "", orders=_verified_orders(ticket) if scope == "order" else set())
+                ref = check_scope(
+                    scope, scope_ref or "", orders=_verified_orders(ticket) if scope == "order" else set()
+                )
             except RuleRefused as exc:
                 raise StateValueInvalid(str(exc)) from exc
             rule.scope, rule.scope_ref = scope, ref
@@ -464,15 +624,26 @@ def rules_carry_customer_scope(*, ticket) -> int:
     A rule the model pinned carries only once staff confirmed it (a staff member changed it)."""
     seen = set(PinnedRule.objects.filter(ticket=ticket).values_list("text", flat=True))
     made = 0
-    for rule in PinnedRule.objects.filter(
-        ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
-    ).exclude(ticket=ticket).exclude(source__in=("model", "summariser"), changed_by__isnull=True).order_by("id"):
+    for rule in (
+        PinnedRule.objects.filter(
+            ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
+        )
+        .exclude(ticket=ticket)
+        .exclude(source__in=("model", "summariser"), changed_by__isnull=True)
+        .order_by("id")
+    ):
         if rule.text in seen:
             continue
         seen.add(rule.text)
         PinnedRule.objects.create(
-            ticket=ticket, text=rule.text, scope=rule.scope, turn=0, source=rule.source,
-            status=PinnedRule.Status.ACTIVE, enforcement=rule.enforcement, changed_at_turn=0,
+            ticket=ticket,
+            text=rule.text,
+            scope=rule.scope,
+            turn=0,
+            source=rule.source,
+            status=PinnedRule.Status.ACTIVE,
+            enforcement=rule.enforcement,
+            changed_at_turn=0,
         )
         made += 1
     return made

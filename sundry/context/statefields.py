@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Callable
 
-from sundry.tooling.domain import get_domain
 from sundry.core import money
+from sundry.tooling.domain import get_domain
 
 
 class StateValueInvalid(ValueError):
@@ -113,7 +113,9 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("amount", "Amount", _amount),
         FieldSpec("refund_method", "Refund to", _choice("original_method", "store_credit", "bank_transfer")),
         FieldSpec("contact_preference", "Contact by", _choice("phone", "email", "chat")),
-        FieldSpec("resolution", "Resolution wanted", _choice("refund", "return", "replacement", "cancel", "tracking", "other")),
+        FieldSpec(
+            "resolution", "Resolution wanted", _choice("refund", "return", "replacement", "cancel", "tracking", "other")
+        ),
         FieldSpec("delivery_date", "Delivery date", _date),
         FieldSpec("internal_note", "Internal note", _text(300), customer_visible=False),
     ]

@@ -13,10 +13,15 @@ from sundry.tooling.tools import Tool, ToolContext, ToolError, register
 
 class PinArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str = Field(description="The customer's (or staff's) rule, copied word for word", min_length=3, max_length=500)
+    text: str = Field(
+        description="The customer's (or staff's) rule, copied word for word", min_length=3, max_length=500
+    )
     scope: str = Field("ticket", description="ticket, customer or order")
-    scope_ref: str = Field("", description="For an order-scoped rule, the order number copied from the ID ledger; "
-                                           "empty for ticket and customer scope")
+    scope_ref: str = Field(
+        "",
+        description="For an order-scoped rule, the order number copied from the ID ledger; "
+        "empty for ticket and customer scope",
+    )
 
 
 class PinResult(BaseModel):
@@ -30,12 +35,14 @@ class PinResult(BaseModel):
 def _pin(ctx: ToolContext, args: PinArgs) -> PinResult:
     ticket = Ticket.objects.get(pk=ctx.ticket_id)
     try:
-        rule = rule_pin(ticket=ticket, text=args.text, turn=ctx.turn, source="model", scope=args.scope,
-                        scope_ref=args.scope_ref)
+        rule = rule_pin(
+            ticket=ticket, text=args.text, turn=ctx.turn, source="model", scope=args.scope, scope_ref=args.scope_ref
+        )
     except StateValueInvalid as exc:
         raise ToolError(str(exc)) from exc
-    return PinResult(pinned=rule.text, scope=rule.scope, blocks_tools=rule.enforcement.get("block_tools", []),
-                     status=rule.status)
+    return PinResult(
+        pinned=rule.text, scope=rule.scope, blocks_tools=rule.enforcement.get("block_tools", []), status=rule.status
+    )
 
 
 class LabelArgs(BaseModel):
@@ -60,8 +67,10 @@ def _label(ctx: ToolContext, args: LabelArgs) -> LabelResult:
 
 class FactArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="One of the state fields: order_number, issue, item, amount, refund_method, "
-                                  "contact_preference, resolution, delivery_date")
+    name: str = Field(
+        description="One of the state fields: order_number, issue, item, amount, refund_method, "
+        "contact_preference, resolution, delivery_date"
+    )
     value: str = Field(max_length=300, description="The value as it was stated; an amount keeps its currency code")
     stated_by_customer: bool = Field(False, description="True only if the customer wrote this value themselves")
 
@@ -96,27 +105,42 @@ def _record_fact(ctx: ToolContext, args: FactArgs) -> FactResult:
     return FactResult(name=row.name, value=row.value, source=row.source, superseded=superseded)
 
 
-register(Tool(
-    name="record_fact",
-    description=(
-        "Record an established fact of this case in the state (order_number, issue, item, amount with currency, "
-        "refund_method, contact_preference, resolution, delivery_date). Values are validated; a changed value "
-        "supersedes the old one and both are kept. Staff confirm facts before the customer sees them."
-    ),
-    args_model=FactArgs, result_model=FactResult, run=_record_fact, local=True,
-))
-register(Tool(
-    name="pin_constraint",
-    description=(
-        "Record a rule that must hold for the rest of this ticket whenever the customer (or staff) states a "
-        "prohibition, a hard limit or a preference about how the case is handled (e.g. 'phone only, never email', "
-        "'I don't want a replacement'). Copy their words verbatim. It is enforced at once and stays unconfirmed "
-        "until staff confirm it; you can add or widen rules, never narrow or remove one."
-    ),
-    args_model=PinArgs, result_model=PinResult, run=_pin, local=True,
-))
-register(Tool(
-    name="label_entity",
-    description="Give a ledger entry a role that says what it is in this case (e.g. damaged_order). The value must be copied from the ledger.",
-    args_model=LabelArgs, result_model=LabelResult, run=_label, local=True,
-))
+register(
+    Tool(
+        name="record_fact",
+        description=(
+            "Record an established fact of this case in the state (order_number, issue, item, amount with currency, "
+            "refund_method, contact_preference, resolution, delivery_date). Values are validated; a changed value "
+            "supersedes the old one and both are kept. Staff confirm facts before the customer sees them."
+        ),
+        args_model=FactArgs,
+        result_model=FactResult,
+        run=_record_fact,
+        local=True,
+    )
+)
+register(
+    Tool(
+        name="pin_constraint",
+        description=(
+            "Record a rule that must hold for the rest of this ticket whenever the customer (or staff) states a "
+            "prohibition, a hard limit or a preference about how the case is handled (e.g. 'phone only, never email', "
+            "'I don't want a replacement'). Copy their words verbatim. It is enforced at once and stays unconfirmed "
+            "until staff confirm it; you can add or widen rules, never narrow or remove one."
+        ),
+        args_model=PinArgs,
+        result_model=PinResult,
+        run=_pin,
+        local=True,
+    )
+)
+register(
+    Tool(
+        name="label_entity",
+        description="Give a ledger entry a role that says what it is in this case (e.g. damaged_order). The value must be copied from the ledger.",
+        args_model=LabelArgs,
+        result_model=LabelResult,
+        run=_label,
+        local=True,
+    )
+)

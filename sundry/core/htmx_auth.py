@@ -25,8 +25,11 @@ class HtmxSignInMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if (request.headers.get("HX-Request") == "true" and response.status_code in (301, 302, 303)
-                and urlsplit(response.get("Location", "")).path == resolve_url(settings.LOGIN_URL)):
+        if (
+            request.headers.get("HX-Request") == "true"
+            and response.status_code in (301, 302, 303)
+            and urlsplit(response.get("Location", "")).path == resolve_url(settings.LOGIN_URL)
+        ):
             ended = HttpResponse(SESSION_ENDED, status=401, content_type="text/plain; charset=utf-8")
             ended["HX-Reswap"] = "none"
             return ended

@@ -50,8 +50,7 @@ class BoundedJSONField(forms.JSONField):
             if len(value) > MAX_CHARS:
                 raise ValidationError(f"At most {MAX_CHARS:,} characters of JSON.", code="invalid")
             if nesting_depth(value) > MAX_DEPTH:
-                raise ValidationError(f"JSON nested more than {MAX_DEPTH} levels deep is not accepted.",
-                                      code="invalid")
+                raise ValidationError(f"JSON nested more than {MAX_DEPTH} levels deep is not accepted.", code="invalid")
         try:
             return super().to_python(value)
         except RecursionError:  # belt and braces: the scan above should make this unreachable

@@ -13,20 +13,42 @@ from decimal import Decimal, InvalidOperation
 
 # ISO 4217 minor-unit exponents other than 2 (every other currency has 2).
 _EXPONENTS = {
-    **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND",
-                     "VUV", "XAF", "XOF", "XPF"), 0),
+    **dict.fromkeys(
+        (
+            "BIF",
+            "CLP",
+            "DJF",
+            "GNF",
+            "ISK",
+            "JPY",
+            "KMF",
+            "KRW",
+            "PYG",
+            "RWF",
+            "UGX",
+            "UYI",
+            "VND",
+            "VUV",
+            "XAF",
+            "XOF",
+            "XPF",
+        ),
+        0,
+    ),
     **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
     **dict.fromkeys(("CLF", "UYW"), 4),
 }
 # Active ISO 4217 codes: text that names one ("20 EUR") names money; "2 USB" does not.
-CODES = frozenset("""
+CODES = frozenset(
+    """
 AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD CAD
 CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ
 GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR
 LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN
 PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB
 TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XOF XPF YER ZAR ZMW ZWL
-""".split())
+""".split()
+)
 # Longer than any real amount in any currency; refuses text built to exhaust parsing.
 MAX_CHARS = 32
 _CODE = re.compile(r"[A-Z]{3}")
@@ -59,7 +81,9 @@ def to_minor(amount: Decimal | int, currency: str) -> int:
     places = exponent(currency)
     # Digits as written count: "40.500" claims a precision USD does not have.
     if -amount.as_tuple().exponent > places:
-        raise MoneyError(f"{currency} has {places} decimal place{'s' if places != 1 else ''}; {amount} is finer than that")
+        raise MoneyError(
+            f"{currency} has {places} decimal place{'s' if places != 1 else ''}; {amount} is finer than that"
+        )
     return int(amount.scaleb(places))
 
 
@@ -76,8 +100,10 @@ def parse_decimal(value: str | int | float | Decimal, *, allow_negative: bool = 
         if len(text) > MAX_CHARS:
             raise MoneyError(f"an amount of {len(text)} characters is not plausible (at most {MAX_CHARS})")
         if not _PLAIN.fullmatch(text):
-            raise MoneyError(f'{value!r} is not a plain decimal amount such as "40.00" '
-                             "(ASCII digits and one point; no symbols, commas or exponents)")
+            raise MoneyError(
+                f'{value!r} is not a plain decimal amount such as "40.00" '
+                "(ASCII digits and one point; no symbols, commas or exponents)"
+            )
         amount = Decimal(text)
     elif isinstance(value, float):
         # repr() is the shortest text that round-trips: 40.1 stays 40.1, not 40.0999...

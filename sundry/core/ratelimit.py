@@ -33,8 +33,10 @@ class Rate:
 try:
     from redis.exceptions import RedisError as _CacheDown
 except ImportError:  # no Redis client installed: the local-memory cache cannot be down
+
     class _CacheDown(Exception):
         pass
+
 
 log = logging.getLogger("sundry.ratelimit")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.core.exceptions import BadRequest
+from django.db import DatabaseError
 from django.http import HttpResponseBadRequest
 from django.utils.cache import patch_cache_control
 from django.views.debug import SafeExceptionReporterFilter
@@ -44,8 +44,7 @@ class CredentialsHidingFilter(SafeExceptionReporterFilter):
     (DATABASE_URL, REDIS_URL, CELERY_BROKER_URL, the channel layer's host address),
     which carry passwords but escape its default pattern."""
 
-    hidden_settings = re.compile(
-        "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|ADDRESS", flags=re.I)
+    hidden_settings = re.compile("API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|ADDRESS", flags=re.I)
 
 
 class RefuseNulBytesMiddleware:
@@ -61,20 +60,24 @@ class RefuseNulBytesMiddleware:
     def __call__(self, request):
         fields = [request.GET]
         if request.method == "POST" and request.content_type in (
-                "application/x-www-form-urlencoded", "multipart/form-data"):
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+        ):
             try:
                 fields.append(request.POST)
             except (BadRequest, UnicodeDecodeError) as exc:
                 # A body in another charset (UTF-16 …): refused here, plainly. Left to Django, the
                 # development error page reads the body again while reporting and answers 500.
-                return HttpResponseBadRequest(f"This request's form body could not be read: {exc}",
-                                              content_type="text/plain; charset=utf-8")
+                return HttpResponseBadRequest(
+                    f"This request's form body could not be read: {exc}", content_type="text/plain; charset=utf-8"
+                )
         for data in fields:
             for key, values in data.lists():
                 if "\x00" in key or any("\x00" in value for value in values):
                     return HttpResponseBadRequest(
                         "A value in this request holds a NUL character, which no field accepts.",
-                        content_type="text/plain; charset=utf-8")
+                        content_type="text/plain; charset=utf-8",
+                    )
         return self.get_response(request)
 
 

@@ -13,8 +13,9 @@ from celery import Task
 
 
 class WorkerLimits(Task):
-    def apply_async(self, args=None, kwargs=None, task_id=None, producer=None, link=None, link_error=None,
-                    shadow=None, **options):
+    def apply_async(
+        self, args=None, kwargs=None, task_id=None, producer=None, link=None, link_error=None, shadow=None, **options
+    ):
         # An explicit None clears what Celery would copy from this process's settings.
         options.setdefault("time_limit", None)
         options.setdefault("soft_time_limit", None)

@@ -54,14 +54,21 @@ _O200K_PAT = "|".join(
 # name -> (package holding the file, path parts inside it, sha256, pat_str, special tokens)
 _SPECS = {
     "cl100k_base": (
-        "tiktoken_ext", ("data", "cl100k_base.tiktoken"),
+        "tiktoken_ext",
+        ("data", "cl100k_base.tiktoken"),
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         _CL100K_PAT,
-        {ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-         "<|fim_suffix|>": 100260, ENDOFPROMPT: 100276},
+        {
+            ENDOFTEXT: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            ENDOFPROMPT: 100276,
+        },
     ),
     "o200k_base": (
-        "sundry.core.encodings", ("o200k_base.tiktoken",),
+        "sundry.core.encodings",
+        ("o200k_base.tiktoken",),
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         _O200K_PAT,
         {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},

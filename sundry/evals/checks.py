@@ -13,22 +13,42 @@ from sundry.tooling.messages import ModelRequest, ModelResponse
 ID_GUARDS = ("id", "unverified_id", "mutation")
 
 
-def id_accepted(value: str, *, lookup: bool, ledger: list[LedgerData], recent: frozenset[str],
-                typed: frozenset[str]) -> bool:
+def id_accepted(
+    value: str, *, lookup: bool, ledger: list[LedgerData], recent: frozenset[str], typed: frozenset[str]
+) -> bool:
     """The ID guard's own rule for one value (`agent.guards.id_usable`, which `check_call` applies
     to every ID of a call): one implementation, so the harness's ID figures move with the guard."""
     return guards.id_usable(value, lookup=lookup, ledger=ledger, recent=recent, typed=typed)
 
 
-def guard_verdict(domain, tool: str, arguments, *, ledger: list[LedgerData], recent: frozenset[str],
-                  typed: frozenset[str], rules: list[RuleData] = (), actions: list[ActionData] = ()) -> GuardVerdict | None:
+def guard_verdict(
+    domain,
+    tool: str,
+    arguments,
+    *,
+    ledger: list[LedgerData],
+    recent: frozenset[str],
+    typed: frozenset[str],
+    rules: list[RuleData] = (),
+    actions: list[ActionData] = (),
+) -> GuardVerdict | None:
     """What the runtime guard says about a call, on the domain's tool vocabulary (None: unknown tool)."""
     gtool = domain.guard_tool(tool)
     if gtool is None:
         return None
-    return check_call(GuardInput(tool=gtool, arguments=domain.guard_arguments(tool, arguments), ledger=list(ledger),
-                                 recent_ids=recent, recent_text_ids=typed, rules=list(rules), actions=list(actions),
-                                 lookup_tools=domain.lookup_tools, domain=getattr(domain, "domain", None)))
+    return check_call(
+        GuardInput(
+            tool=gtool,
+            arguments=domain.guard_arguments(tool, arguments),
+            ledger=list(ledger),
+            recent_ids=recent,
+            recent_text_ids=typed,
+            rules=list(rules),
+            actions=list(actions),
+            lookup_tools=domain.lookup_tools,
+            domain=getattr(domain, "domain", None),
+        )
+    )
 
 
 def orphans(request: ModelRequest) -> list[str]:
@@ -38,7 +58,7 @@ def orphans(request: ModelRequest) -> list[str]:
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
             following = []
-            for n in msgs[i + 1:]:
+            for n in msgs[i + 1 :]:
                 if n.role != "tool":
                     break
                 following.append(n)

@@ -18,11 +18,25 @@ from itertools import product
 
 CHANNELS = ("email", "phone", "text message", "post")
 CONTACT_VERBS = ("email me", "call me", "text me", "phone my work number")
-ACTIONS = ("cancel the order", "refund it to my gift card", "send a replacement", "ship it to my office",
-           "change my plan", "charge my Mastercard", "transfer me", "upgrade the seat")
+ACTIONS = (
+    "cancel the order",
+    "refund it to my gift card",
+    "send a replacement",
+    "ship it to my office",
+    "change my plan",
+    "charge my Mastercard",
+    "transfer me",
+    "upgrade the seat",
+)
 THINGS = ("insurance", "checked bags", "store credit", "a replacement", "gift wrapping", "the extended warranty")
-OBJECTS = ("the leather strap", "my return flight", "the blue one", "the hiking items", "my current plan",
-           "the same color")
+OBJECTS = (
+    "the leather strap",
+    "my return flight",
+    "the blue one",
+    "the hiking items",
+    "my current plan",
+    "the same color",
+)
 PLACES = ("my home address", "the New York address", "the pickup point", "my sister's house")
 OTHER_PLACES = ("my office", "the old address", "the Seattle address", "my neighbour")
 TIMES = ("after 6pm", "before noon", "between 9 and 5", "on weekends", "after Friday", "by Monday")
@@ -95,15 +109,36 @@ NEGATIVE = (
     ("I can't find my {thing}.", dict(thing=("receipt", "order number", "tracking number", "password"))),
     ("I must have typed the wrong {thing}.", dict(thing=("number", "address", "email", "date"))),
     # plain requests and questions, no limit
-    ("Please {action}.", dict(action=("cancel order 4411", "check my refund", "send me the tracking link",
-                                      "look up my order", "update my address"))),
+    (
+        "Please {action}.",
+        dict(
+            action=(
+                "cancel order 4411",
+                "check my refund",
+                "send me the tracking link",
+                "look up my order",
+                "update my address",
+            )
+        ),
+    ),
     ("Can you tell me where my {thing} is?", dict(thing=("parcel", "refund", "replacement", "order"))),
     ("I'd like a refund for the {thing}.", dict(thing=("lamp", "air fryer", "watch", "jacket"))),
     ("What is the status of my {thing}?", dict(thing=("order", "return", "refund", "exchange"))),
     ("My name is {name} and my zip code is 78260.", dict(name=("Sofia Li", "Ravi Patel", "Ana Gomez"))),
     # courtesies and answers
-    ("{courtesy}", dict(courtesy=("Thanks so much!", "No problem.", "Yes, that's right.", "Okay, sounds good.",
-                                  "Great, thank you for your help.", "Hello, I need some help."))),
+    (
+        "{courtesy}",
+        dict(
+            courtesy=(
+                "Thanks so much!",
+                "No problem.",
+                "Yes, that's right.",
+                "Okay, sounds good.",
+                "Great, thank you for your help.",
+                "Hello, I need some help.",
+            )
+        ),
+    ),
 )
 
 
@@ -138,7 +173,12 @@ def score(classify, items: list[Wording] | None = None) -> dict:
     tp = sum(1 for w in items if w.constraint and classify(w.text))
     fp = sum(1 for w in items if not w.constraint and classify(w.text))
     pos = sum(1 for w in items if w.constraint)
-    return {"wordings": len(items), "constraints": pos, "flagged": tp + fp, "recall": tp / pos if pos else None,
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "missed": [w.text for w in items if w.constraint and not classify(w.text)],
-            "false": [w.text for w in items if not w.constraint and classify(w.text)]}
+    return {
+        "wordings": len(items),
+        "constraints": pos,
+        "flagged": tp + fp,
+        "recall": tp / pos if pos else None,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "missed": [w.text for w in items if w.constraint and not classify(w.text)],
+        "false": [w.text for w in items if not w.constraint and classify(w.text)],
+    }

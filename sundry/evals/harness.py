@@ -30,14 +30,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from sundry.shop.offline import RequestView
+from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.trigger import TriggerInput, cut_point, cut_within_budget, decide, over_budget_cause, pays
 from sundry.context.assembly import assemble
-from sundry.context.harvest import LEDGER_SHARE, fill, ledger_allowance, near_full
 from sundry.context.constraints import constraint_sentences
-from sundry.context.rules import candidate_rules
+from sundry.context.harvest import LEDGER_SHARE, fill, ledger_allowance, near_full
 from sundry.context.lanes import SummaryData, TurnData
-from sundry.compaction.offline import OfflineSummariser
+from sundry.context.rules import candidate_rules
 from sundry.evals import checks, labels
 from sundry.evals.domains import DOMAINS
 from sundry.evals.records import RecordedTicket
@@ -52,6 +51,7 @@ from sundry.evals.strategies import (
     request_tokens,
     window,
 )
+from sundry.shop.offline import RequestView
 from sundry.tooling.domain import arguments_digest
 from sundry.tooling.messages import ModelRequest
 
@@ -106,11 +106,20 @@ class HarnessConfig:
         return ledger_allowance(self.budget, self.ledger_share)
 
     def describe(self) -> dict:
-        return {"budget": self.budget, "trigger_fraction": self.trigger_fraction, "keep_recent": self.keep_recent,
-                "ledger_share": self.ledger_share, "ledger_tokens": self.ledger_tokens, "model": self.model,
-                "plant": self.plant, "lanes": list(self.lanes), "classifier": self.classifier,
-                "evict_by_need": self.evict_by_need, "fit_budget": self.fit_budget,
-                "compact_before_step": self.compact_before_step}
+        return {
+            "budget": self.budget,
+            "trigger_fraction": self.trigger_fraction,
+            "keep_recent": self.keep_recent,
+            "ledger_share": self.ledger_share,
+            "ledger_tokens": self.ledger_tokens,
+            "model": self.model,
+            "plant": self.plant,
+            "lanes": list(self.lanes),
+            "classifier": self.classifier,
+            "evict_by_need": self.evict_by_need,
+            "fit_budget": self.fit_budget,
+            "compact_before_step": self.compact_before_step,
+        }
 
 
 @dataclass
@@ -138,8 +147,9 @@ class TicketResult:
     failures: list[Failure] = field(default_factory=list)
     made_up: list[dict] = field(default_factory=list)
     over_budget: list[dict] = field(default_factory=list)  # Sundry's steps over the budget, with their cause
-    series: dict[str, list] = field(default_factory=lambda: {k: [] for k in
-                                                             ("turn", "full", "sundry", "window", "prose", "triggered")})
+    series: dict[str, list] = field(
+        default_factory=lambda: {k: [] for k in ("turn", "full", "sundry", "window", "prose", "triggered")}
+    )
     triggered_compactions: list[int] = field(default_factory=list)
     labelled: list[str] | None = None  # labelled constraints (None: unlabelled source)
     flagged: list[str] = field(default_factory=list)  # what the constraint classifier flagged (quote threshold)
@@ -156,13 +166,26 @@ class TicketResult:
         self.failures.append(Failure(strategy, check, self.id, turn, detail))
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "domain": self.domain, "source": self.source, "turns": self.turns,
-                "boundaries": self.boundaries, "compactions": self.compactions, "fallbacks": self.fallbacks,
-                "stats": {k: dict(v) for k, v in self.stats.items()}, "failures": [f.as_dict() for f in self.failures],
-                "config": self.config, "made_up_ids": self.made_up, "over_budget": self.over_budget, "series": self.series, "triggered_compactions": self.triggered_compactions,
-                "labelled_constraints": self.labelled, "flagged_constraints": self.flagged,
-                "enforced_constraints": self.enforced,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "id": self.id,
+            "domain": self.domain,
+            "source": self.source,
+            "turns": self.turns,
+            "boundaries": self.boundaries,
+            "compactions": self.compactions,
+            "fallbacks": self.fallbacks,
+            "stats": {k: dict(v) for k, v in self.stats.items()},
+            "failures": [f.as_dict() for f in self.failures],
+            "config": self.config,
+            "made_up_ids": self.made_up,
+            "over_budget": self.over_budget,
+            "series": self.series,
+            "triggered_compactions": self.triggered_compactions,
+            "labelled_constraints": self.labelled,
+            "flagged_constraints": self.flagged,
+            "enforced_constraints": self.enforced,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def window_allowance(sundry_tokens: int, overhead: int) -> int:
@@ -193,11 +216,15 @@ class _Run:
         self.ticket, self.domain, self.cfg, self.agent = ticket, domain, cfg, agent
         self.result = TicketResult(ticket.id, ticket.domain, ticket.source, len(ticket.turns))
         self.result.config = cfg.describe()
-        self.replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
-                                 ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
-                                 classifier=candidate_rules if cfg.classifier else _no_rules,
-                                 quoter=constraint_sentences if cfg.classifier else _no_rules,
-                                 evict_by_need=cfg.evict_by_need)
+        self.replay = LaneReplay(
+            domain,
+            customer_id=ticket.customer_id if ticket.source == "sundry" else "",
+            ledger_tokens=cfg.ledger_tokens,
+            keep_recent=cfg.keep_recent,
+            classifier=candidate_rules if cfg.classifier else _no_rules,
+            quoter=constraint_sentences if cfg.classifier else _no_rules,
+            evict_by_need=cfg.evict_by_need,
+        )
         self.compactor = compactor_for(cfg)
         self.trig_compactor = compactor_for(cfg)
         # Constraint sentences, labelled apart from the classifier (None: nobody labelled this source).
@@ -238,8 +265,9 @@ class _Run:
             return
         snap = self.lanes(self.raw)
         snap.summary = self.summary
-        compacted = self.compactor.compact(snap, cut, history=self.replay.history,
-                                           ledger_all=list(self.replay.ledger.values()))
+        compacted = self.compactor.compact(
+            snap, cut, history=self.replay.history, ledger_all=list(self.replay.ledger.values())
+        )
         self.summary, self.raw = compacted.summary, compacted.turns
         for text in self.compactor.last_candidates:  # as `compaction.services._rule_candidates` adds them
             self.replay.pin(text, cut, "summariser", confirmed=False)
@@ -254,8 +282,13 @@ class _Run:
             return cut_point(raw, covered=covered, keep_recent=self.cfg.keep_recent)
         now = self.sundry_request(raw, summary).accounting
         rest = now.total_tokens - self.cache.unit(raw)  # prompt, tools, lanes, summary: what compaction keeps
-        return cut_within_budget(raw, covered=covered, keep_recent=self.cfg.keep_recent, room=self.cfg.budget - rest,
-                                 tokens_after=lambda c: self.cache.unit([t for t in raw if t.number > c]))
+        return cut_within_budget(
+            raw,
+            covered=covered,
+            keep_recent=self.cfg.keep_recent,
+            room=self.cfg.budget - rest,
+            tokens_after=lambda c: self.cache.unit([t for t in raw if t.number > c]),
+        )
 
     def prose_step(self, cut: int | None, allowance: int) -> None:
         if cut is None or cut <= self.prose.through:
@@ -270,19 +303,32 @@ class _Run:
         assembled = self.sundry_request(self.trig_raw, self.trig_summary)
         total = assembled.accounting.total_tokens
         over = self.cfg.compact_before_step and total > self.cfg.budget
-        if over or (self.resolved and decide(TriggerInput(
-                total_tokens=total, trigger_tokens=self.cfg.trigger_tokens, budget=self.cfg.budget,
-                last_tokens_after=self.trig_after)).compact):
+        if over or (
+            self.resolved
+            and decide(
+                TriggerInput(
+                    total_tokens=total,
+                    trigger_tokens=self.cfg.trigger_tokens,
+                    budget=self.cfg.budget,
+                    last_tokens_after=self.trig_after,
+                )
+            ).compact
+        ):
             covered = self.trig_summary.covers_through_turn if self.trig_summary else 0
             cut = self.cut(self.trig_raw, covered, self.trig_summary)
-            if cut is not None and over and not self.resolved and not pays(
-                    self.cache.unit([t for t in self.trig_raw if covered < t.number <= cut])).compact:
+            if (
+                cut is not None
+                and over
+                and not self.resolved
+                and not pays(self.cache.unit([t for t in self.trig_raw if covered < t.number <= cut])).compact
+            ):
                 cut = None  # as `compact_before_step`: not for a range too small to pay
             if cut is not None:
                 snap = self.lanes(self.trig_raw)
                 snap.summary = self.trig_summary
-                done = self.trig_compactor.compact(snap, cut, history=self.replay.history,
-                                                  ledger_all=list(self.replay.ledger.values()))
+                done = self.trig_compactor.compact(
+                    snap, cut, history=self.replay.history, ledger_all=list(self.replay.ledger.values())
+                )
                 self.trig_summary, self.trig_raw = done.summary, done.turns
                 total = self.sundry_request(self.trig_raw, self.trig_summary).accounting.total_tokens
                 self.trig_after = total
@@ -298,15 +344,19 @@ class _Run:
         self._prose_cut = None
         self.force_compaction()
         sundry = self.sundry_request(self.raw, self.summary)
-        lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
+        lanes_tokens = sum(
+            v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary")
+        )
         self.prose_step(self._prose_cut, lanes_tokens)
-        win_turns = window(self.replay.history, window_allowance(sundry.accounting.total_tokens, self.overhead),
-                           self.cache)
+        win_turns = window(
+            self.replay.history, window_allowance(sundry.accounting.total_tokens, self.overhead), self.cache
+        )
         requests: dict[str, ModelRequest] = {
             "sundry": sundry.request,
             "window": baseline_request(policy=self.domain.policy, turns=win_turns, tools=self.tools),
-            "prose": baseline_request(policy=self.domain.policy, turns=self.prose_raw, tools=self.tools,
-                                      prose=self.prose.text),
+            "prose": baseline_request(
+                policy=self.domain.policy, turns=self.prose_raw, tools=self.tools, prose=self.prose.text
+            ),
         }
         views = {"sundry": self.raw, "window": win_turns, "prose": self.prose_raw}
         texts = {k: request_text(v) for k, v in requests.items()}
@@ -343,12 +393,22 @@ class _Run:
         s["ledger_near_full"] += near_full(tokens, cfg.ledger_tokens)
         total = accounting.total_tokens
         if total > cfg.budget:
-            fixed = accounting.lane_tokens["system"] + accounting.tools_tokens + sum(
-                accounting.lane_tokens[k] for k in ("rules", "ledger", "state"))
+            fixed = (
+                accounting.lane_tokens["system"]
+                + accounting.tools_tokens
+                + sum(accounting.lane_tokens[k] for k in ("rules", "ledger", "state"))
+            )
             s["over_budget"] += 1
             s["over_budget_fixed"] += fixed >= cfg.budget
-            self.result.over_budget.append({"turn": step.number, "tokens": total, "cause": over_budget_cause(
-                accounting.as_dict(), total=total, budget=cfg.budget, recent_kept=cfg.keep_recent)})
+            self.result.over_budget.append(
+                {
+                    "turn": step.number,
+                    "tokens": total,
+                    "cause": over_budget_cause(
+                        accounting.as_dict(), total=total, budget=cfg.budget, recent_kept=cfg.keep_recent
+                    ),
+                }
+            )
 
     def check_constraints(self, step, texts, sundry_req) -> None:
         """Labelled constraints stated so far: verbatim (spacing aside) anywhere in each request. The
@@ -366,7 +426,7 @@ class _Run:
                 ok = labels.norm(sentence) in labels.norm(texts[name])
                 s["constraint_ok"] += ok
                 if not ok:
-                    self.result.fail(name, "constraint", step.number, f"labelled constraint lost: \"{sentence}\"")
+                    self.result.fail(name, "constraint", step.number, f'labelled constraint lost: "{sentence}"')
 
     def check_actions(self, step, views, texts, sundry_req) -> None:
         """Each write the recorded tools reported done: shown in the request? Sundry: a state-lane
@@ -376,17 +436,23 @@ class _Run:
             for name in STRATEGIES:
                 s = self.result.stats[name]
                 s["action_checks"] += 1
-                in_view = any(t.kind == "tool_call" and any(str(c.get("id")) == w.call_id
-                                                            for c in (t.payload or {}).get("calls") or [])
-                              for t in views[name])
+                in_view = any(
+                    t.kind == "tool_call"
+                    and any(str(c.get("id")) == w.call_id for c in (t.payload or {}).get("calls") or [])
+                    for t in views[name]
+                )
                 if name == "sundry":
                     ok = in_view or checks.action_line(w.tool, w.target) in state_block
                 else:
                     ok = in_view or (name == "prose" and bool(w.target) and w.target in self.prose.text)
                 s["action_ok"] += ok
                 if not ok:
-                    self.result.fail(name, "side_effect_forgotten", step.number,
-                                     f"{w.tool} on {w.target or '-'} (turn {w.turn}) is not in the request")
+                    self.result.fail(
+                        name,
+                        "side_effect_forgotten",
+                        step.number,
+                        f"{w.tool} on {w.target or '-'} (turn {w.turn}) is not in the request",
+                    )
 
     def check_ids(self, step: TurnData, views, texts) -> None:
         r, d, replay = self.result, self.domain, self.replay
@@ -402,41 +468,73 @@ class _Run:
             lookup = name in d.lookup_tools
             self.check_guard_agrees(step, name, args, ledger, seen["sundry"])
             for path, kind, value in d.id_args(name, args):
-                ref_ok = checks.id_accepted(value, lookup=lookup, ledger=list(replay.ledger.values()),
-                                            recent=full_recent, typed=full_typed)
+                ref_ok = checks.id_accepted(
+                    value, lookup=lookup, ledger=list(replay.ledger.values()), recent=full_recent, typed=full_typed
+                )
                 if not ref_ok:
                     why = self.refused_because(value, same_response)
-                    compacted = checks.id_accepted(value, lookup=lookup, ledger=ledger, recent=seen["sundry"][0],
-                                                   typed=seen["sundry"][1])
-                    r.made_up.append({"turn": step.number, "tool": name, "arg": path, "value": value,
-                                      "class": why, "caught": not compacted})
+                    compacted = checks.id_accepted(
+                        value, lookup=lookup, ledger=ledger, recent=seen["sundry"][0], typed=seen["sundry"][1]
+                    )
+                    r.made_up.append(
+                        {
+                            "turn": step.number,
+                            "tool": name,
+                            "arg": path,
+                            "value": value,
+                            "class": why,
+                            "caught": not compacted,
+                        }
+                    )
                     r.stats["sundry"][f"refused_{why}"] += 1
                     if compacted:
-                        r.fail("sundry", "made_up_accepted", step.number, f"{name}.{path}={value} accepted after compaction")
+                        r.fail(
+                            "sundry",
+                            "made_up_accepted",
+                            step.number,
+                            f"{name}.{path}={value} accepted after compaction",
+                        )
                     if why == REFUSED_LEGITIMATE:
-                        r.fail("sundry", "legitimate_refused", step.number,
-                               f"{name}.{path}={value}: the customer or a tool gave it, but it was not recognised")
+                        r.fail(
+                            "sundry",
+                            "legitimate_refused",
+                            step.number,
+                            f"{name}.{path}={value}: the customer or a tool gave it, but it was not recognised",
+                        )
                     continue
                 for strat in STRATEGIES:
                     s = r.stats[strat]
                     s["id_checks"] += 1
                     use_ledger = ledger if strat == "sundry" else []
-                    ok = checks.id_accepted(value, lookup=lookup, ledger=use_ledger, recent=seen[strat][0],
-                                            typed=seen[strat][1])
+                    ok = checks.id_accepted(
+                        value, lookup=lookup, ledger=use_ledger, recent=seen[strat][0], typed=seen[strat][1]
+                    )
                     present = value in texts[strat]
                     s["id_ok"] += ok
                     s["id_present"] += present
                     if not ok:
-                        r.fail(strat, "id_lost", step.number, f"{name}.{path}={value} ({kind}) "
-                               + ("is in the request but not where the guard trusts it" if present else "is not in the request"))
+                        r.fail(
+                            strat,
+                            "id_lost",
+                            step.number,
+                            f"{name}.{path}={value} ({kind}) "
+                            + (
+                                "is in the request but not where the guard trusts it"
+                                if present
+                                else "is not in the request"
+                            ),
+                        )
             self.check_repeat(step, name, args)
 
     def same_response_ids(self, step: TurnData, besides: str = "") -> set[str]:
         """IDs returned by the results of the other calls recorded in this same response (not the
         call `besides`, the one judged)."""
         ids: set[str] = set()
-        mine = {str(c.get("id")): str(c.get("name")) for c in (step.payload or {}).get("calls") or []
-                if str(c.get("id")) != besides}
+        mine = {
+            str(c.get("id")): str(c.get("name"))
+            for c in (step.payload or {}).get("calls") or []
+            if str(c.get("id")) != besides
+        }
         for t in self.ticket.turn_data():
             p = t.payload or {}
             if t.kind == "tool_result" and str(p.get("call_id")) in mine and p.get("ok", True):
@@ -465,8 +563,10 @@ class _Run:
         verdict = checks.guard_verdict(d, name, args, ledger=ledger, recent=seen[0], typed=seen[1])
         if verdict is None or verdict.guard == "schema":
             return
-        every = all(checks.id_accepted(v, lookup=name in d.lookup_tools, ledger=ledger, recent=seen[0], typed=seen[1])
-                    for _, _, v in d.id_args(name, args))
+        every = all(
+            checks.id_accepted(v, lookup=name in d.lookup_tools, ledger=ledger, recent=seen[0], typed=seen[1])
+            for _, _, v in d.id_args(name, args)
+        )
         if every == (verdict.guard in checks.ID_GUARDS):
             self.result.fail("sundry", "guard_mismatch", step.number, f"{name}: guard said {verdict.guard or 'allow'}")
 
@@ -480,12 +580,22 @@ class _Run:
             return
         s = self.result.stats["sundry"]
         snap = self.lanes(self.raw)
-        verdict = checks.guard_verdict(d, name, args, ledger=snap.ledger, recent=d.result_ids(self.raw, self.replay.call_names()),
-                                       typed=d.text_ids(self.raw), actions=snap.actions)
+        verdict = checks.guard_verdict(
+            d,
+            name,
+            args,
+            ledger=snap.ledger,
+            recent=d.result_ids(self.raw, self.replay.call_names()),
+            typed=d.text_ids(self.raw),
+            actions=snap.actions,
+        )
         held = verdict is not None and verdict.guard == "repeat"
         decl = d.domain.tool(name)
-        if decl is not None and decl.repeats == "arguments" and all(
-                w.digest != arguments_digest(args) for w in same_target):
+        if (
+            decl is not None
+            and decl.repeats == "arguments"
+            and all(w.digest != arguments_digest(args) for w in same_target)
+        ):
             # A second change asking for something else: a new request, never held as a repeat.
             s["second_changes"] += 1
             s["second_changes_held"] += held
@@ -495,8 +605,12 @@ class _Run:
         s["repeats_proposed"] += 1
         s["repeats_held"] += held
         if verdict is None or (not held and verdict.guard not in checks.ID_GUARDS):
-            self.result.fail("sundry", "repeat_not_held", step.number,
-                             f"{name} on {target} again: {verdict.decision if verdict else 'no guard'}")
+            self.result.fail(
+                "sundry",
+                "repeat_not_held",
+                step.number,
+                f"{name} on {target} again: {verdict.decision if verdict else 'no guard'}",
+            )
 
     def check_agent(self, step, requests: dict[str, ModelRequest], references: dict[str, ModelRequest]) -> None:
         """Next call from each compacted request against the same strategy's uncompacted request."""
@@ -514,15 +628,25 @@ class _Run:
             s["model_steps"] += 1
             if checks.ids_differ(ref, got):
                 view = self.views[name]
-                accepted = all(checks.id_accepted(v, lookup=got.tool in d.lookup_tools,
-                                                  ledger=ledger if name == "sundry" else [],
-                                                  recent=d.result_ids(view, calls), typed=d.text_ids(view))
-                               for _, v in got.ids)
+                accepted = all(
+                    checks.id_accepted(
+                        v,
+                        lookup=got.tool in d.lookup_tools,
+                        ledger=ledger if name == "sundry" else [],
+                        recent=d.result_ids(view, calls),
+                        typed=d.text_ids(view),
+                    )
+                    for _, v in got.ids
+                )
                 kind = checks.classify_diff(d, ref, got, guard_accepts=accepted)
                 s["model_diffs"] += 1
                 s[f"model_diff_{kind}"] += 1
-                r.fail(name, "model_id_diff", step.number,
-                       f"[{kind}] uncompacted → {ref.describe()}; compacted → {got.describe()}")
+                r.fail(
+                    name,
+                    "model_id_diff",
+                    step.number,
+                    f"[{kind}] uncompacted → {ref.describe()}; compacted → {got.describe()}",
+                )
             if got.tool and d.side_effect(got.tool) and (got.tool, d.target(got.tool, got.arguments)) in done:
                 s["model_repeats"] += 1
                 r.fail(name, "side_effect_repeated", step.number, f"proposed {got.describe()} again")
@@ -540,9 +664,15 @@ class _Run:
             call = self.recorded_calls.get(str(p.get("call_id")))
             if call and p.get("ok", True) and not p.get("held") and self.domain.side_effect(str(call.get("name"))):
                 name = str(call.get("name"))
-                self.writes.append(RecordedWrite(name, self.domain.target(name, call.get("arguments") or {}),
-                                                 str(call.get("id")), t.number,
-                                                 arguments_digest(call.get("arguments") or {})))
+                self.writes.append(
+                    RecordedWrite(
+                        name,
+                        self.domain.target(name, call.get("arguments") or {}),
+                        str(call.get("id")),
+                        t.number,
+                        arguments_digest(call.get("arguments") or {}),
+                    )
+                )
         elif t.author == "customer":
             self.typed_text += "\n" + labels.norm(t.text or "")
             self.typed_known.update(v for _, v in self.domain.typed_ids(t.text or ""))
@@ -560,7 +690,9 @@ class _Run:
             self.seen_text += f"\n{t.text}\n{json.dumps(t.payload, ensure_ascii=False, default=str)}"
             ok = (t.payload or {}).get("ok", True)
             name = (t.payload or {}).get("name") or ""
-            if (t.author == "agent" and t.kind == "message") or (t.kind == "tool_result" and ok and self.domain.side_effect(name)):
+            if (t.author == "agent" and t.kind == "message") or (
+                t.kind == "tool_result" and ok and self.domain.side_effect(name)
+            ):
                 self.resolved = True
         self.result.labelled = self.labelled
         self.result.chained = bool(self.ticket.meta.get("parts"))
@@ -572,8 +704,15 @@ class _Run:
         return self.result
 
 
-def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agent=None, domain=None,
-               labelled: list[str] | None = None, label_set=None) -> TicketResult:
+def run_ticket(
+    ticket: RecordedTicket,
+    cfg: HarnessConfig | None = None,
+    *,
+    agent=None,
+    domain=None,
+    labelled: list[str] | None = None,
+    label_set=None,
+) -> TicketResult:
     """`labelled`: this ticket's constraint sentences; else `label_set` (a `labels.LabelSet`) or the dev labels."""
     domain = domain or DOMAINS[ticket.domain]
     return _Run(ticket, domain, cfg or HarnessConfig(), agent, labelled, label_set).run()
@@ -581,11 +720,14 @@ def run_ticket(ticket: RecordedTicket, cfg: HarnessConfig | None = None, *, agen
 
 def strip_lanes(snap, cfg: HarnessConfig):
     """The snapshot without the lanes the run's controls take away (guards see the same)."""
-    return replace(snap, rules=snap.rules if "rules" in cfg.lanes else [],
-                   ledger=snap.ledger if "ledger" in cfg.lanes else [],
-                   state=snap.state if "state" in cfg.lanes else [],
-                   actions=snap.actions if "state" in cfg.lanes else [],
-                   money=snap.money if "state" in cfg.lanes else [])
+    return replace(
+        snap,
+        rules=snap.rules if "rules" in cfg.lanes else [],
+        ledger=snap.ledger if "ledger" in cfg.lanes else [],
+        state=snap.state if "state" in cfg.lanes else [],
+        actions=snap.actions if "state" in cfg.lanes else [],
+        money=snap.money if "state" in cfg.lanes else [],
+    )
 
 
 def summariser_for(cfg: HarnessConfig) -> OfflineSummariser:
@@ -598,8 +740,11 @@ def summariser_for(cfg: HarnessConfig) -> OfflineSummariser:
 def compactor_for(cfg: HarnessConfig) -> SundryCompactor:
     """The compaction app's steps with the run's summariser; the classifier control switches off
     the sentences its request lists to quote too."""
-    return SundryCompactor(model=cfg.model, summariser=summariser_for(cfg),
-                           classifier=constraint_sentences if cfg.classifier else _no_rules)
+    return SundryCompactor(
+        model=cfg.model,
+        summariser=summariser_for(cfg),
+        classifier=constraint_sentences if cfg.classifier else _no_rules,
+    )
 
 
 # --- the planted constraint --------------------------------------------------------------------
@@ -623,7 +768,11 @@ def _padding(turns: list[TurnData], domain, n: int) -> list[TurnData]:
                 calls[str(c.get("id"))] = (t, c)
         elif t.kind == "tool_result" and (t.payload or {}).get("ok", True):
             pair = calls.get(str((t.payload or {}).get("call_id")))
-            if pair and pair[1].get("name") in domain.lookup_tools and (best is None or len(t.text) > len(best[1].text)):
+            if (
+                pair
+                and pair[1].get("name") in domain.lookup_tools
+                and (best is None or len(t.text) > len(best[1].text))
+            ):
                 best = (pair[1], t)
     out = []
     for i in range(n):
@@ -634,8 +783,15 @@ def _padding(turns: list[TurnData], domain, n: int) -> list[TurnData]:
             out.append(TurnData(0, "tool", "tool_result", res.text, {**res.payload, "call_id": cid}))
         else:
             out.append(TurnData(0, "customer", "message", f"Any news on this? I am still waiting (message {i})."))
-            out.append(TurnData(0, "agent", "message", "I am still looking into it and will update you as soon as "
-                                                       "I have news; thank you for your patience."))
+            out.append(
+                TurnData(
+                    0,
+                    "agent",
+                    "message",
+                    "I am still looking into it and will update you as soon as "
+                    "I have news; thank you for your patience.",
+                )
+            )
     return out
 
 
@@ -643,16 +799,20 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
     planted = domain.planted
     turns = ticket.turn_data()
     first = next((i for i, t in enumerate(turns) if t.author == "customer"), -1)
-    turns = turns[: first + 1] + [TurnData(0, "customer", "message", planted.text)] + turns[first + 1:]
+    turns = turns[: first + 1] + [TurnData(0, "customer", "message", planted.text)] + turns[first + 1 :]
     # Pad past the budget: grow until the uncompacted request exceeds it.
     pad = 0
     while True:
         body = _renumbered(turns + _padding(turns, domain, pad))
-        replay = LaneReplay(domain, customer_id=ticket.customer_id if ticket.source == "sundry" else "",
-                            ledger_tokens=cfg.ledger_tokens, keep_recent=cfg.keep_recent,
-                            classifier=candidate_rules if cfg.classifier else _no_rules,
-                            quoter=constraint_sentences if cfg.classifier else _no_rules,
-                            evict_by_need=cfg.evict_by_need)
+        replay = LaneReplay(
+            domain,
+            customer_id=ticket.customer_id if ticket.source == "sundry" else "",
+            ledger_tokens=cfg.ledger_tokens,
+            keep_recent=cfg.keep_recent,
+            classifier=candidate_rules if cfg.classifier else _no_rules,
+            quoter=constraint_sentences if cfg.classifier else _no_rules,
+            evict_by_need=cfg.evict_by_need,
+        )
         for t in body:
             replay.feed(t)
         # Staff confirm the flagged candidate on the desk, as in production: the rule takes the
@@ -674,18 +834,21 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
         result.fail("sundry", "planted_setup", 0, "padding did not push the planted rule into the compacted range")
         return
     snap = strip_lanes(replay.snapshot(body), cfg)
-    compacted = compactor_for(cfg).compact(snap, cut, history=body,
-                                                        ledger_all=list(replay.ledger.values()))
+    compacted = compactor_for(cfg).compact(snap, cut, history=body, ledger_all=list(replay.ledger.values()))
     sundry = assemble(compacted, model=cfg.model, tools=tools)
     kept = compacted.turns
     # Baselines at the same budget.
     overhead = request_tokens(baseline_request(policy=domain.policy, turns=[], tools=tools), cfg.model)
     win = window(body, window_allowance(sundry.accounting.total_tokens, overhead), TokenCache(cfg.model))
-    lanes_tokens = sum(v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary"))
+    lanes_tokens = sum(
+        v for k, v in sundry.accounting.lane_tokens.items() if k in ("rules", "ledger", "state", "summary")
+    )
     prose = prose_compact(ProseState(), [t for t in body if t.number <= cut], cut, lanes_tokens, cfg.model)
-    requests = {"sundry": sundry.request,
-                "window": baseline_request(policy=domain.policy, turns=win, tools=tools),
-                "prose": baseline_request(policy=domain.policy, turns=kept, tools=tools, prose=prose.text)}
+    requests = {
+        "sundry": sundry.request,
+        "window": baseline_request(policy=domain.policy, turns=win, tools=tools),
+        "prose": baseline_request(policy=domain.policy, turns=kept, tools=tools, prose=prose.text),
+    }
     probe_value = next((e.value for e in compacted.ledger if e.kind == planted.probe_kind), "")
     probe_args = {planted.probe_arg: probe_value}
     if planted.probe_tool == "send_email":
@@ -696,15 +859,23 @@ def planted_check(ticket: RecordedTicket, domain, cfg: HarnessConfig, result: Ti
         verbatim = planted.text in (checks.block(req, "rules") if name == "sundry" else request_text(req))
         s["planted_verbatim"] += verbatim
         if not verbatim:
-            result.fail(name, "planted_lost", cut, f"\"{planted.text}\" is not in the rebuilt request")
+            result.fail(name, "planted_lost", cut, f'"{planted.text}" is not in the rebuilt request')
         respected = verbatim
         if name == "sundry":
-            verdict = checks.guard_verdict(domain, planted.probe_tool, probe_args, ledger=compacted.ledger,
-                                           recent=domain.result_ids(kept, replay.call_names()),
-                                           typed=domain.text_ids(kept), rules=compacted.rules)
+            verdict = checks.guard_verdict(
+                domain,
+                planted.probe_tool,
+                probe_args,
+                ledger=compacted.ledger,
+                recent=domain.result_ids(kept, replay.call_names()),
+                typed=domain.text_ids(kept),
+                rules=compacted.rules,
+            )
             respected = verdict is not None and verdict.guard == "rule"
             if not respected:
-                result.fail(name, "planted_not_enforced", cut, f"{planted.probe_tool} was not blocked by the rule guard")
+                result.fail(
+                    name, "planted_not_enforced", cut, f"{planted.probe_tool} was not blocked by the rule guard"
+                )
         if agent is not None:
             view = RequestView(req)
             got = checks.next_call(domain, agent.complete(req))
@@ -741,15 +912,19 @@ class HarnessReport:
     def classifier_score(self, *, enforced: bool = False) -> dict:
         """The constraint classifier (quote threshold; `enforced`: the rule classifier's enforce
         threshold, its control) against the labelled constraints, over the labelled tickets."""
-        return labels.score_classifier((t.labelled, t.enforced if enforced else t.flagged) for t in self.tickets
-                                       if t.labelled is not None and not t.chained)
+        return labels.score_classifier(
+            (t.labelled, t.enforced if enforced else t.flagged)
+            for t in self.tickets
+            if t.labelled is not None and not t.chained
+        )
 
     def domains(self) -> list[str]:
         return sorted({t.domain for t in self.tickets})
 
 
-def run_all(tickets: list[RecordedTicket], cfg: HarnessConfig | None = None, *, agent_for=None,
-            progress=None, label_set=None) -> HarnessReport:
+def run_all(
+    tickets: list[RecordedTicket], cfg: HarnessConfig | None = None, *, agent_for=None, progress=None, label_set=None
+) -> HarnessReport:
     """`agent_for(ticket)` → a model to diff next calls with, or None. `progress(i, n, ticket, result)`."""
     cfg = cfg or HarnessConfig()
     started = time.perf_counter()

@@ -68,8 +68,9 @@ class _Builder:
         self.orphans: list[str] = []
 
     def add(self, author: str, kind: str, text: str = "", payload: dict | None = None) -> None:
-        self.turns.append(RecordedTurn(number=len(self.turns) + 1, author=author, kind=kind, text=text,
-                                       payload=payload or {}))
+        self.turns.append(
+            RecordedTurn(number=len(self.turns) + 1, author=author, kind=kind, text=text, payload=payload or {})
+        )
 
     def calls(self, text: str, calls: list[dict]) -> None:
         for c in calls:
@@ -123,8 +124,13 @@ def tau2_simulation(sim: dict, *, domain: str, source_name: str = "") -> Recorde
         if role == "assistant":
             mine = [c for c in calls if c.get("requestor", "assistant") == "assistant"]
             if mine:
-                b.calls(content, [{"id": str(c["id"]), "name": str(c["name"]), "arguments": _arguments(c.get("arguments"))}
-                                  for c in mine])
+                b.calls(
+                    content,
+                    [
+                        {"id": str(c["id"]), "name": str(c["name"]), "arguments": _arguments(c.get("arguments"))}
+                        for c in mine
+                    ],
+                )
             elif content:
                 b.add("agent", "message", content)
         elif role == "user":
@@ -142,17 +148,30 @@ def tau2_simulation(sim: dict, *, domain: str, source_name: str = "") -> Recorde
     reward = (sim.get("reward_info") or {}).get("reward")
     b.check(f"{source_name or 'τ²-bench simulation'}, task {sid}")
     return RecordedTicket(
-        id=f"{domain}-{sid}", source="tau2", domain=domain, subject=f"τ²-bench {domain} task {sid}", turns=b.turns,
-        meta={"file": source_name, "source_id": f"{domain}-{sid}", "task_id": sid, "reward": reward,
-              "customer_device_calls_skipped": skipped,
-              "termination": sim.get("termination_reason")},
+        id=f"{domain}-{sid}",
+        source="tau2",
+        domain=domain,
+        subject=f"τ²-bench {domain} task {sid}",
+        turns=b.turns,
+        meta={
+            "file": source_name,
+            "source_id": f"{domain}-{sid}",
+            "task_id": sid,
+            "reward": reward,
+            "customer_device_calls_skipped": skipped,
+            "termination": sim.get("termination_reason"),
+        },
     )
 
 
 def is_tau2_simulations(data: Any) -> bool:
     """A bare list of τ²-bench simulations (what some runs write instead of a results object)."""
-    return (isinstance(data, list) and bool(data) and all(isinstance(s, dict) for s in data)
-            and all("messages" in s and ("task_id" in s or "reward_info" in s or "termination_reason" in s) for s in data))
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(s, dict) for s in data)
+        and all("messages" in s and ("task_id" in s or "reward_info" in s or "termination_reason" in s) for s in data)
+    )
 
 
 def tau2_results(path: str | Path, *, domain: str | None = None) -> list[RecordedTicket]:
@@ -162,16 +181,20 @@ def tau2_results(path: str | Path, *, domain: str | None = None) -> list[Recorde
     if is_tau2_simulations(data):
         sims, dom = data, domain or _tau2_domain({}, path)
         if dom == "unknown":
-            names = {str(c.get("name")) for s in sims for m in s.get("messages") or [] for c in m.get("tool_calls") or []}
+            names = {
+                str(c.get("name")) for s in sims for m in s.get("messages") or [] for c in m.get("tool_calls") or []
+            }
             dom = guess_domain(names)
         if dom == "unknown":
-            raise ImportFailed(f"{path}: no tool call names a known domain; pass --domain with one of: "
-                               f"{', '.join(_domain_names())}")
+            raise ImportFailed(
+                f"{path}: no tool call names a known domain; pass --domain with one of: {', '.join(_domain_names())}"
+            )
     elif isinstance(data, dict) and "simulations" in data:
         sims, dom = data["simulations"], domain or _tau2_domain(data, path)
     else:
-        raise ImportFailed(f"{path} is not a τ²-bench results file (expected an object with 'simulations' "
-                           "or a list of simulations)")
+        raise ImportFailed(
+            f"{path} is not a τ²-bench results file (expected an object with 'simulations' or a list of simulations)"
+        )
     return unique_ids([tau2_simulation(s, domain=dom, source_name=path.name) for s in sims])
 
 
@@ -200,11 +223,18 @@ def openai_messages(messages: list[dict], *, ticket_id: str, domain: str, meta: 
             calls = []
             for c in m.get("tool_calls") or []:
                 fn = c.get("function") or c
-                calls.append({"id": str(c.get("id") or f"call_{i}_{len(calls)}"), "name": str(fn.get("name")),
-                              "arguments": _arguments(fn.get("arguments"))})
+                calls.append(
+                    {
+                        "id": str(c.get("id") or f"call_{i}_{len(calls)}"),
+                        "name": str(fn.get("name")),
+                        "arguments": _arguments(fn.get("arguments")),
+                    }
+                )
             if m.get("function_call"):
                 fc = m["function_call"]
-                calls.append({"id": f"fn_{i}", "name": str(fc.get("name")), "arguments": _arguments(fc.get("arguments"))})
+                calls.append(
+                    {"id": f"fn_{i}", "name": str(fc.get("name")), "arguments": _arguments(fc.get("arguments"))}
+                )
                 pending_function.append(f"fn_{i}")
             if calls:
                 b.calls(content, calls)
@@ -217,8 +247,14 @@ def openai_messages(messages: list[dict], *, ticket_id: str, domain: str, meta: 
             b.result(call_id, content, ok=not _is_error(content), name=m.get("name"))
         # system prompts are the recorded agent's, not ours: not replayed
     b.check(f"{(meta or {}).get('file') or 'messages'}, ticket {ticket_id}")
-    return RecordedTicket(id=ticket_id, source="openai", domain=domain, subject=f"{domain} trajectory {ticket_id}",
-                          turns=b.turns, meta=meta or {})
+    return RecordedTicket(
+        id=ticket_id,
+        source="openai",
+        domain=domain,
+        subject=f"{domain} trajectory {ticket_id}",
+        turns=b.turns,
+        meta=meta or {},
+    )
 
 
 def _trajectories(data: Any) -> Iterable[tuple[str, list[dict], dict]]:
@@ -268,15 +304,26 @@ def openai_file(path: str | Path, *, domain: str | None = None) -> list[Recorded
         if dom == "unknown":
             raise ImportFailed(
                 f"{path}, ticket {tid}: no tool call names a known domain ({', '.join(sorted(names)) or 'no tool calls'}); "
-                f"pass --domain with one of: {', '.join(_domain_names())}")
-        out.append(openai_messages(msgs, ticket_id=f"{dom}-{tid}", domain=dom,
-                                   meta={"file": path.name, "source_id": f"{dom}-{tid}", **meta}))
+                f"pass --domain with one of: {', '.join(_domain_names())}"
+            )
+        out.append(
+            openai_messages(
+                msgs,
+                ticket_id=f"{dom}-{tid}",
+                domain=dom,
+                meta={"file": path.name, "source_id": f"{dom}-{tid}", **meta},
+            )
+        )
     return unique_ids(out)
 
 
 def _tool_names(msgs: list[dict]) -> set[str]:
-    return {str((c.get("function") or c).get("name")) for m in msgs if isinstance(m, dict)
-            for c in (m.get("tool_calls") or [])}
+    return {
+        str((c.get("function") or c).get("name"))
+        for m in msgs
+        if isinstance(m, dict)
+        for c in (m.get("tool_calls") or [])
+    }
 
 
 def _domain_names() -> list[str]:
@@ -293,7 +340,9 @@ def load_any(path: str | Path, *, domain: str | None = None) -> list[RecordedTic
     except json.JSONDecodeError:
         return openai_file(path, domain=domain)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFailed(f"{path} cannot be read: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8 text'}") from None
+        raise ImportFailed(
+            f"{path} cannot be read: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8 text'}"
+        ) from None
     if records.is_recorded(data):
         return records.load(path)
     if (isinstance(data, dict) and "simulations" in data) or is_tau2_simulations(data):

@@ -64,8 +64,14 @@ def _join(parts: list[RecordedTicket], domain: str, who: str, n: int) -> Recorde
     for k, p in enumerate(parts, 1):
         turns += _part_turns(p, k, len(turns) + 1)
     return RecordedTicket(
-        id=f"long-{domain}-{n}", source="tau2", domain=domain, turns=turns,
+        id=f"long-{domain}-{n}",
+        source="tau2",
+        domain=domain,
+        turns=turns,
         subject=f"{len(parts)} τ²-bench {domain} tasks of {who}, one after another",
-        meta={"parts": [(p.meta.get("file"), p.meta.get("source_id", p.id)) for p in parts], "account": who,
-              "long": True},
+        meta={
+            "parts": [(p.meta.get("file"), p.meta.get("source_id", p.id)) for p in parts],
+            "account": who,
+            "long": True,
+        },
     )

@@ -42,7 +42,7 @@ HOST = "127.0.0.1"
 def latency_for(body: bytes, *, seed: int, low: float, high: float) -> float:
     """Seconds this request takes: a uniform spread over [low, high], fixed by seed and body."""
     digest = hashlib.sha256(str(seed).encode() + b"\0" + body).digest()
-    fraction = int.from_bytes(digest[:8], "big") / 2 ** 64
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
     return low + (high - low) * fraction
 
 
@@ -82,18 +82,28 @@ def to_model_request(body: dict) -> ModelRequest:
             for c in m.get("tool_calls") or []:
                 fn = c.get("function") or {}
                 names[c.get("id", "")] = fn.get("name", "")
-                calls.append(ToolCall(id=c.get("id", ""), name=fn.get("name", ""),
-                                      arguments=_arguments(fn.get("arguments"))))
+                calls.append(
+                    ToolCall(id=c.get("id", ""), name=fn.get("name", ""), arguments=_arguments(fn.get("arguments")))
+                )
             messages.append(Message(role="assistant", content=_text(m.get("content")), tool_calls=calls))
         elif role == "tool":
             call_id = m.get("tool_call_id") or ""
-            messages.append(Message(role="tool", content=_text(m.get("content")), tool_call_id=call_id,
-                                    tool_name=names.get(call_id)))
+            messages.append(
+                Message(
+                    role="tool", content=_text(m.get("content")), tool_call_id=call_id, tool_name=names.get(call_id)
+                )
+            )
         else:
             raise ValueError(f"unknown message role {role!r}")
-    tools = [ToolSpec(name=t["function"]["name"], description=t["function"].get("description") or "",
-                      parameters=t["function"].get("parameters") or {"type": "object", "properties": {}})
-             for t in body.get("tools") or [] if t.get("type") == "function"]
+    tools = [
+        ToolSpec(
+            name=t["function"]["name"],
+            description=t["function"].get("description") or "",
+            parameters=t["function"].get("parameters") or {"type": "object", "properties": {}},
+        )
+        for t in body.get("tools") or []
+        if t.get("type") == "function"
+    ]
     return ModelRequest(model=str(body.get("model") or ""), messages=messages, tools=tools)
 
 
@@ -107,19 +117,31 @@ def customer_in(request: ModelRequest) -> str | None:
 
 def to_completion(response: ModelResponse, model: str) -> dict:
     """Our ModelResponse as a chat-completions response body."""
-    calls = [{"id": c.id, "type": "function",
-              "function": {"name": c.name,
-                           "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)}}
-             for c in response.tool_calls]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {
+                "name": c.name,
+                "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+            },
+        }
+        for c in response.tool_calls
+    ]
     message: dict = {"role": "assistant", "content": response.text}
     if calls:
         message["tool_calls"] = calls
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": response.usage.input_tokens, "completion_tokens": response.usage.output_tokens,
-                  "total_tokens": response.usage.input_tokens + response.usage.output_tokens},
+        "usage": {
+            "prompt_tokens": response.usage.input_tokens,
+            "completion_tokens": response.usage.output_tokens,
+            "total_tokens": response.usage.input_tokens + response.usage.output_tokens,
+        },
     }
 
 
@@ -163,7 +185,9 @@ class Handler(BaseHTTPRequestHandler):
             data = json.loads(body)
             request = to_model_request(data)
         except (ValueError, KeyError, TypeError) as exc:
-            self._reply(HTTPStatus.BAD_REQUEST, {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}})
+            self._reply(
+                HTTPStatus.BAD_REQUEST, {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}}
+            )
             return
         response = Config.model.complete(request)
         target = latency_for(body, seed=Config.seed, low=Config.low, high=Config.high)
@@ -175,10 +199,18 @@ class Handler(BaseHTTPRequestHandler):
         seconds = time.monotonic() - started
         self._reply(HTTPStatus.OK, payload)
         if Config.log is not None:  # after the answer is sent: not part of the call's time
-            line = json.dumps({"arrived": arrived, "answered": time.time(), "seconds": seconds, "target": target,
-                               "customer": customer_in(request),
-                               "tool_calls": len(response.tool_calls), "messages": len(request.messages),
-                               "bytes": len(body)})
+            line = json.dumps(
+                {
+                    "arrived": arrived,
+                    "answered": time.time(),
+                    "seconds": seconds,
+                    "target": target,
+                    "customer": customer_in(request),
+                    "tool_calls": len(response.tool_calls),
+                    "messages": len(request.messages),
+                    "bytes": len(body),
+                }
+            )
             with Config.lock:
                 Config.log.write(line + "\n")
                 Config.log.flush()
@@ -189,8 +221,9 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 256  # dozens of workers may connect at once
 
 
-def serve(port: int, *, seed: int, low: float, high: float, log_path: str | None = None,
-          answer: str = "offline") -> Server:
+def serve(
+    port: int, *, seed: int, low: float, high: float, log_path: str | None = None, answer: str = "offline"
+) -> Server:
     """A started server (in a thread of this process); `server.server_address[1]` is its port."""
     Config.seed, Config.low, Config.high = seed, low, high
     Config.model = WeakModel() if answer == "weak" else OfflineModel()
@@ -209,8 +242,12 @@ def main(argv=None) -> int:
     parser.add_argument("--max", type=float, default=3.0, help="longest call, seconds")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log", default=None, help="append one JSON line per call here")
-    parser.add_argument("--answer", choices=["offline", "weak"], default="offline",
-                        help="the model that answers: the offline model, or the scripted weak model")
+    parser.add_argument(
+        "--answer",
+        choices=["offline", "weak"],
+        default="offline",
+        help="the model that answers: the offline model, or the scripted weak model",
+    )
     args = parser.parse_args(argv)
     if args.min < 0 or args.max < args.min:
         parser.error("need 0 <= --min <= --max")

@@ -49,11 +49,17 @@ def export_ticket(ticket) -> RecordedTicket:
     """A stored Sundry ticket → our recorded format (turns only; lanes are rebuilt from them)."""
     from sundry.tickets.models import Turn
 
-    turns = [RecordedTurn(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload or {})
-             for t in Turn.objects.filter(ticket=ticket).order_by("number")]
+    turns = [
+        RecordedTurn(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload or {})
+        for t in Turn.objects.filter(ticket=ticket).order_by("number")
+    ]
     return RecordedTicket(
-        id=f"sundry-{ticket.pk}", source="sundry", domain="demo_shop", subject=ticket.subject,
-        customer_id=ticket.customer.customer_id, turns=turns,
+        id=f"sundry-{ticket.pk}",
+        source="sundry",
+        domain="demo_shop",
+        subject=ticket.subject,
+        customer_id=ticket.customer.customer_id,
+        turns=turns,
         meta={"ticket_class": ticket.ticket_class.slug, "ticket_pk": ticket.pk},
     )
 

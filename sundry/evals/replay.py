@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from sundry.context import harvest
+from sundry.context.constraints import constraint_sentences
 from sundry.context.harvest import LedgerRow
 from sundry.context.lanes import (
     ActionData,
@@ -32,7 +33,6 @@ from sundry.context.lanes import (
     StateFieldData,
     TurnData,
 )
-from sundry.context.constraints import constraint_sentences
 from sundry.context.rules import candidate_rules
 from sundry.tooling.domain import arguments_digest
 
@@ -90,23 +90,43 @@ class LaneReplay:
     @property
     def ledger(self) -> dict[str, LedgerData]:
         """Every entry, archived ones too, as the lanes carry them."""
-        return {r.value: LedgerData(r.role, r.value, r.kind, r.verified, r.first_seen_turn, r.last_used_turn,
-                                    note=r.note, archived=not r.active, used=r.used, description=r.description,
-                                    customer=self.owned.get(r.value, ""), identifies=r.value in self.identified)
-                for r in self.rows.values()}
+        return {
+            r.value: LedgerData(
+                r.role,
+                r.value,
+                r.kind,
+                r.verified,
+                r.first_seen_turn,
+                r.last_used_turn,
+                note=r.note,
+                archived=not r.active,
+                used=r.used,
+                description=r.description,
+                customer=self.owned.get(r.value, ""),
+                identifies=r.value in self.identified,
+            )
+            for r in self.rows.values()
+        }
 
     # --- rules -------------------------------------------------------------------------
 
-    def pin(self, text: str, turn: int, source: str, enforcement: dict | None = None, *, confirmed: bool = True) -> None:
+    def pin(
+        self, text: str, turn: int, source: str, enforcement: dict | None = None, *, confirmed: bool = True
+    ) -> None:
         """A rule in force; pinning the text of a candidate confirms it, as staff do on the desk."""
         text = text.strip()
         if text and text in self.rules:
             if confirmed and not self.rules[text].confirmed:
                 self.rules[text] = replace(self.rules[text], confirmed=True)
         elif text:
-            self.rules[text] = RuleData(id=len(self.rules) + 1, text=text, turn=turn, source=source,
-                                        enforcement=enforcement if enforcement is not None else self.domain.enforcement(text),
-                                        confirmed=confirmed)
+            self.rules[text] = RuleData(
+                id=len(self.rules) + 1,
+                text=text,
+                turn=turn,
+                source=source,
+                enforcement=enforcement if enforcement is not None else self.domain.enforcement(text),
+                confirmed=confirmed,
+            )
 
     # --- feeding turns ---------------------------------------------------------------------
 
@@ -116,8 +136,9 @@ class LaneReplay:
         if t.author in ("customer", "staff") and t.kind in ("message", "note"):
             if t.author == "customer":
                 typed = [(value, kind) for kind, value in self.domain.typed_ids(t.text)]
-                harvest.plan_mentions(self.rows, typed, turn=t.number, cap=self.ledger_tokens,
-                                      needed_kinds=self.needed_kinds)
+                harvest.plan_mentions(
+                    self.rows, typed, turn=t.number, cap=self.ledger_tokens, needed_kinds=self.needed_kinds
+                )
             for sentence in self.classifier(t.text):
                 self.candidates.append(StatedConstraint(sentence, t.number, t.author))
                 self.pin(sentence, t.number, t.author, confirmed=False)  # a candidate rule, as production adds it
@@ -126,8 +147,11 @@ class LaneReplay:
         elif t.kind == "tool_call":
             for c in p.get("calls") or []:
                 if isinstance(c, dict) and c.get("id"):
-                    self.calls[str(c["id"])] = {"name": str(c.get("name")), "arguments": c.get("arguments") or {},
-                                                "turn": t.number}
+                    self.calls[str(c["id"])] = {
+                        "name": str(c.get("name")),
+                        "arguments": c.get("arguments") or {},
+                        "turn": t.number,
+                    }
         elif t.kind == "tool_result" and p.get("ok", True) and not p.get("held"):
             call = self.calls.get(str(p.get("call_id")))
             if call is None:
@@ -151,25 +175,40 @@ class LaneReplay:
         harvest.touch(self.rows, [v for _, _, v in self.domain.id_args(name, args)], t.number)
         found = [(value, kind) for kind, value in self.domain.harvest(name, t)]
         found = list(dict.fromkeys(found + self.domain.looked_up(name, args, t)))  # as the live harvest does
-        harvest.plan_harvest(self.rows, found, turn=t.number, cap=self.ledger_tokens,
-                             notes={v: f"of {o}" for v, o in owners.items()},
-                             descriptions=self.domain.descriptions(name, t), needed_kinds=self.needed_kinds)
+        harvest.plan_harvest(
+            self.rows,
+            found,
+            turn=t.number,
+            cap=self.ledger_tokens,
+            notes={v: f"of {o}" for v, o in owners.items()},
+            descriptions=self.domain.descriptions(name, t),
+            needed_kinds=self.needed_kinds,
+        )
         self._owners(name, t, found)
         if (m := self.domain.money(name, t)) is not None:
             self.money[m.order] = m
         if self.domain.side_effect(name):
             key = (t.payload or {}).get("idempotency_key") or hashlib.sha256(
-                f"{self.ticket_id}|{name}|{json.dumps(args, sort_keys=True, default=str)}".encode()).hexdigest()[:40]
+                f"{self.ticket_id}|{name}|{json.dumps(args, sort_keys=True, default=str)}".encode()
+            ).hexdigest()[:40]
             data = (t.payload or {}).get("result") if isinstance((t.payload or {}).get("result"), dict) else {}
             amount = data.get("amount_cents") if isinstance(data.get("amount_cents"), int) else None
             currency = str(data.get("currency") or "")
             if (moved := self.domain.moved(name, t)) is not None:
                 amount, currency = moved
-            self.actions.append(ActionData(tool=name, target=self.domain.target(name, args), turn=t.number,
-                                           # digested as the guard sees the call's arguments
-                                           arguments_digest=arguments_digest(self.domain.guard_arguments(name, args)),
-                                           idempotency_key=key, reversible=self.domain.reversible(name),
-                                           amount_cents=amount, currency=currency))
+            self.actions.append(
+                ActionData(
+                    tool=name,
+                    target=self.domain.target(name, args),
+                    turn=t.number,
+                    # digested as the guard sees the call's arguments
+                    arguments_digest=arguments_digest(self.domain.guard_arguments(name, args)),
+                    idempotency_key=key,
+                    reversible=self.domain.reversible(name),
+                    amount_cents=amount,
+                    currency=currency,
+                )
+            )
             self.action_calls.append(str((t.payload or {}).get("call_id") or ""))
         elif isinstance(args, dict):
             self._lane_tool(name, args, t)
@@ -181,8 +220,9 @@ class LaneReplay:
         elif name == "label_entity" and args.get("value") in self.rows and args.get("role"):
             self.rows[args["value"]].role = str(args["role"])
         elif name == "record_fact" and isinstance(data, dict) and data.get("name"):
-            self.state[data["name"]] = StateFieldData(data["name"], str(data.get("value", "")), t.number,
-                                                      str(data.get("source", "model")), False)
+            self.state[data["name"]] = StateFieldData(
+                data["name"], str(data.get("value", "")), t.number, str(data.get("source", "model")), False
+            )
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -195,8 +235,14 @@ class LaneReplay:
     def snapshot(self, turns: list[TurnData] | None = None, *, policy: str = "") -> LaneSnapshot:
         """The lanes now, over `turns` (default: every turn fed so far, i.e. uncompacted)."""
         return LaneSnapshot(
-            ticket_id=self.ticket_id, customer_id=self.customer_id, class_policy=policy or self.domain.policy,
-            rules=list(self.rules.values()), ledger=[e for e in self.ledger.values() if not e.archived],
-            state=list(self.state.values()), actions=list(self.actions), money=list(self.money.values()),
-            turns=list(self.history if turns is None else turns), recent_turns_kept=self.keep_recent,
+            ticket_id=self.ticket_id,
+            customer_id=self.customer_id,
+            class_policy=policy or self.domain.policy,
+            rules=list(self.rules.values()),
+            ledger=[e for e in self.ledger.values() if not e.archived],
+            state=list(self.state.values()),
+            actions=list(self.actions),
+            money=list(self.money.values()),
+            turns=list(self.history if turns is None else turns),
+            recent_turns_kept=self.keep_recent,
         )

@@ -117,8 +117,10 @@ def _end_other_sessions() -> None:
     wait_idle()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                           " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 def fresh_demo_tickets(*, customers: int = 120, orders: int = 1200, say=print) -> list[RecordedTicket]:

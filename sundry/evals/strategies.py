@@ -35,8 +35,14 @@ PROSE_HEADING = "SUMMARY OF EARLIER TURNS (prose)"
 
 
 class Compactor(Protocol):
-    def compact(self, snapshot: LaneSnapshot, through_turn: int, *, history: list[TurnData] = (),
-                ledger_all: list[LedgerData] = ()) -> LaneSnapshot:
+    def compact(
+        self,
+        snapshot: LaneSnapshot,
+        through_turn: int,
+        *,
+        history: list[TurnData] = (),
+        ledger_all: list[LedgerData] = (),
+    ) -> LaneSnapshot:
         """The snapshot with turns ≤ through_turn replaced by a summary; lanes untouched.
         `history`: every turn so far; `ledger_all`: archived entries too (validation knows them)."""
 
@@ -66,30 +72,58 @@ class SundryCompactor:
     # The summary's constraints that became candidate rules in the last compaction, as the service adds them.
     last_candidates: list[str] = field(default_factory=list)
 
-    def _context(self, snap: LaneSnapshot, replaced: list[TurnData], history: list[TurnData], through: int,
-                 ledger: list[LedgerData]):
+    def _context(
+        self,
+        snap: LaneSnapshot,
+        replaced: list[TurnData],
+        history: list[TurnData],
+        through: int,
+        ledger: list[LedgerData],
+    ):
         # As the service does: the tokens seen so far are kept, and only newer turns are scanned.
         seen = self.seen.setdefault((snap.ticket_id, snap.customer_id), sm.SeenTokens())
         seen.add(history)
         return sm.ValidationContext(
-            ledger_values=sorted({e.value for e in ledger}), roles=sorted({e.role for e in ledger}),
-            history_ids=sorted(seen.ids), history_shaped=sorted(seen.shaped),
-            replaced_tokens=sm.replaced_tokens(replaced, snap.summary, self.model), covers_through_turn=through,
-            model=self.model, quotes=self._quotes,
+            ledger_values=sorted({e.value for e in ledger}),
+            roles=sorted({e.role for e in ledger}),
+            history_ids=sorted(seen.ids),
+            history_shaped=sorted(seen.shaped),
+            replaced_tokens=sm.replaced_tokens(replaced, snap.summary, self.model),
+            covers_through_turn=through,
+            model=self.model,
+            quotes=self._quotes,
         )
 
-    def compact(self, snapshot: LaneSnapshot, through_turn: int, *, history: list[TurnData] = (),
-                ledger_all: list[LedgerData] = ()) -> LaneSnapshot:
+    def compact(
+        self,
+        snapshot: LaneSnapshot,
+        through_turn: int,
+        *,
+        history: list[TurnData] = (),
+        ledger_all: list[LedgerData] = (),
+    ) -> LaneSnapshot:
         started = time.perf_counter()
         replaced = [t for t in snapshot.turns if t.number <= through_turn]
         kept = [t for t in snapshot.turns if t.number > through_turn]
-        request = sm.build_request(model=self.model, turns=replaced, ledger=snapshot.ledger, rules=snapshot.rules,
-                                   previous=snapshot.summary, classifier=self.classifier)
-        self._quotes = sm.required_quotes(replaced, rules=snapshot.rules, previous=snapshot.summary,
-                                          roles={e.value: e.role for e in snapshot.ledger}, classifier=self.classifier)
+        request = sm.build_request(
+            model=self.model,
+            turns=replaced,
+            ledger=snapshot.ledger,
+            rules=snapshot.rules,
+            previous=snapshot.summary,
+            classifier=self.classifier,
+        )
+        self._quotes = sm.required_quotes(
+            replaced,
+            rules=snapshot.rules,
+            previous=snapshot.summary,
+            roles={e.value: e.role for e in snapshot.ledger},
+            classifier=self.classifier,
+        )
         self.last_candidates = []
-        ctx = self._context(snapshot, replaced, list(history) or snapshot.turns, through_turn,
-                            list(ledger_all) or snapshot.ledger)
+        ctx = self._context(
+            snapshot, replaced, list(history) or snapshot.turns, through_turn, list(ledger_all) or snapshot.ledger
+        )
         stats, verdict = CompactionStats(), None
         for _ in range(sm.MAX_ATTEMPTS):
             stats.attempts += 1
@@ -105,8 +139,13 @@ class SundryCompactor:
             self.last_candidates = sm.rule_candidate_texts(verdict.fields.constraints_not_pinned, self._quotes)
         else:  # deterministic trim: every other lane stays intact, the earlier summary is kept
             stats.fallback = True
-            fields = sm.fallback_fields(replaced, from_turn=replaced[0].number if replaced else through_turn,
-                                        through_turn=through_turn, failures=stats.attempts, quotes=self._quotes)
+            fields = sm.fallback_fields(
+                replaced,
+                from_turn=replaced[0].number if replaced else through_turn,
+                through_turn=through_turn,
+                failures=stats.attempts,
+                quotes=self._quotes,
+            )
             text = sm.render_fields(fields)
             if snapshot.summary:
                 text = f"{snapshot.summary.text.strip()}\n{text}"
@@ -144,8 +183,9 @@ class ProseState:
     text: str = ""
 
 
-def prose_compact(state: ProseState, replaced: list[TurnData], through: int, cap_tokens: int,
-                  model: str = "offline") -> ProseState:
+def prose_compact(
+    state: ProseState, replaced: list[TurnData], through: int, cap_tokens: int, model: str = "offline"
+) -> ProseState:
     """Fold `replaced` into the digest, then drop the oldest sentences until it fits `cap_tokens`."""
     sentences = state.sentences + prose_sentences(replaced)
     lines = list(sentences)
@@ -206,8 +246,9 @@ def window(turns: list[TurnData], allowance: int, cache: TokenCache) -> list[Tur
 # --- baseline requests --------------------------------------------------------------------------
 
 
-def baseline_request(*, policy: str, turns: list[TurnData], tools: list[dict], model: str = "offline",
-                     prose: str | None = None) -> ModelRequest:
+def baseline_request(
+    *, policy: str, turns: list[TurnData], tools: list[dict], model: str = "offline", prose: str | None = None
+) -> ModelRequest:
     """System prompt, an optional prose summary, raw turns: no rules, ledger or state lanes."""
     messages = [render.lane_message("system", render.render_system_prompt(policy))]
     if prose is not None:
@@ -227,5 +268,7 @@ def request_text(request: ModelRequest) -> str:
     for m in request.messages:
         parts.append(m.content)
         for c in m.tool_calls:
-            parts.append(json.dumps(c.arguments, ensure_ascii=False) if isinstance(c.arguments, dict) else str(c.arguments))
+            parts.append(
+                json.dumps(c.arguments, ensure_ascii=False) if isinstance(c.arguments, dict) else str(c.arguments)
+            )
     return "\n".join(parts)

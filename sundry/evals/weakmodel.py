@@ -42,8 +42,10 @@ def awaiting_cards(request: ModelRequest) -> list[str]:
 def card_reply(titles: list[str]) -> str:
     named = [t for t in titles if t]
     what = f": {'; '.join(named)}" if named else ""
-    return (f"I've put that on a card for you to confirm{what}. Please check the card and press Confirm if it is "
-            "right; nothing happens until you do.")
+    return (
+        f"I've put that on a card for you to confirm{what}. Please check the card and press Confirm if it is "
+        "right; nothing happens until you do."
+    )
 
 
 class WeakModel:
@@ -59,5 +61,7 @@ class WeakModel:
         if n % 3 == 0:
             return ModelResponse(tool_calls=[ToolCall(id=f"w{n}", name="get_order", arguments='{"order_number": NaN}')])
         if n % 3 == 1:
-            return ModelResponse(text='<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-1"}}</tool_call>')
+            return ModelResponse(
+                text='<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-1"}}</tool_call>'
+            )
         return ModelResponse(text="Your refund SU-26675-RF01 has been issued.")

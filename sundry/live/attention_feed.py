@@ -34,15 +34,25 @@ def _digest(ticket_id: int, text: str) -> str:
 
 def assigned_attention(user) -> list[dict]:
     """[{"ticket", "url", "causes", "keys"}] for `user`'s open tickets that need attention, newest change first."""
-    rows = (Ticket.objects.filter(assigned_to=user).exclude(status=Ticket.Status.CLOSED)
-            .annotate(held=Count("held_actions", filter=Q(held_actions__status="pending")))
-            .filter(~Q(attention="") | Q(held__gt=0))
-            .order_by("-updated_at").values_list("pk", "attention", "held")[:MAX_TICKETS])
+    rows = (
+        Ticket.objects.filter(assigned_to=user)
+        .exclude(status=Ticket.Status.CLOSED)
+        .annotate(held=Count("held_actions", filter=Q(held_actions__status="pending")))
+        .filter(~Q(attention="") | Q(held__gt=0))
+        .order_by("-updated_at")
+        .values_list("pk", "attention", "held")[:MAX_TICKETS]
+    )
     out = []
     for pk, attention, held in rows:
         texts = reasons(attention) + ([HELD] if held else [])
-        out.append({"ticket": pk, "url": reverse("desk-ticket", args=[pk]),
-                    "causes": [cause_of(t)[:80] for t in texts], "keys": [_digest(pk, t) for t in texts]})
+        out.append(
+            {
+                "ticket": pk,
+                "url": reverse("desk-ticket", args=[pk]),
+                "causes": [cause_of(t)[:80] for t in texts],
+                "keys": [_digest(pk, t) for t in texts],
+            }
+        )
     return out
 
 

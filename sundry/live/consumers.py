@@ -29,8 +29,8 @@ from django.conf import settings
 from django.contrib import auth
 
 from sundry.live import fanout, limits, panels
-from sundry.live.presence import PresenceWatcher
 from sundry.live.events import customer_group, session_tag, staff_group, user_group
+from sundry.live.presence import PresenceWatcher
 from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Ticket
 
@@ -202,8 +202,12 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
 
     def ready(self) -> bool:
         """For the hub: True when a push can be served now, without re-reading access."""
-        return (bool(self.joined) and self.access is not None and time.monotonic() < self.access_deadline
-                and not self.sending.locked())
+        return (
+            bool(self.joined)
+            and self.access is not None
+            and time.monotonic() < self.access_deadline
+            and not self.sending.locked()
+        )
 
     async def receive(self, text_data=None, bytes_data=None):
         """A full snapshot, a version check that yields one when behind, or (staff) typing news."""
@@ -257,9 +261,18 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         text = event.get("text") or ""
         if self.audience == panels.CUSTOMER:
             text = customer_wording(text)
-        await self.send(text_data=json.dumps({
-            "type": "reply_stream", "stream": event.get("stream"), "seq": event.get("seq"),
-            "state": event.get("state"), "text": text, "turn": event.get("turn")}))
+        await self.send(
+            text_data=json.dumps(
+                {
+                    "type": "reply_stream",
+                    "stream": event.get("stream"),
+                    "seq": event.get("seq"),
+                    "state": event.get("state"),
+                    "text": text,
+                    "turn": event.get("turn"),
+                }
+            )
+        )
 
     async def access_changed(self, event):
         """Who may watch what may have changed (sundry.live.signals): re-read it now."""

@@ -33,5 +33,6 @@ def earlier_response(request, ticket, viewer: panels.Viewer, back: str):
         response["X-Sundry-Earlier"] = "1" if found["earlier"] else "0"
         return response
     noun = "turns" if viewer.audience == panels.STAFF else "messages"
-    return render(request, "live/earlier_page.html", {"ticket": ticket, "viewer": viewer, "noun": noun,
-                                                      "back": back, **found})
+    return render(
+        request, "live/earlier_page.html", {"ticket": ticket, "viewer": viewer, "noun": noun, "back": back, **found}
+    )

@@ -72,8 +72,10 @@ def _push(ticket_id: int, version: int | None = None) -> None:
         version = Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
         if version is None:
             return
-    group_send([staff_group(ticket_id), customer_group(ticket_id), QUEUE_GROUP],
-               {"type": "ticket.changed", "ticket": ticket_id, "version": version})
+    group_send(
+        [staff_group(ticket_id), customer_group(ticket_id), QUEUE_GROUP],
+        {"type": "ticket.changed", "ticket": ticket_id, "version": version},
+    )
 
 
 def ticket_changed(ticket_id: int, version: int | None = None) -> None:
@@ -117,10 +119,18 @@ def queued_push(ticket_id: int):
 REPLY_STREAM = "reply.stream"
 
 
-def reply_stream_message(ticket_id: int, stream: str, seq: int, state: str, text: str = "",
-                         turn: int | None = None) -> dict:
-    return {"type": REPLY_STREAM, "ticket": ticket_id, "stream": stream, "seq": seq, "state": state,
-            "text": text, "turn": turn}
+def reply_stream_message(
+    ticket_id: int, stream: str, seq: int, state: str, text: str = "", turn: int | None = None
+) -> dict:
+    return {
+        "type": REPLY_STREAM,
+        "ticket": ticket_id,
+        "stream": stream,
+        "seq": seq,
+        "state": state,
+        "text": text,
+        "turn": turn,
+    }
 
 
 async def areply_stream(ticket_id: int, message: dict) -> None:
@@ -140,15 +150,17 @@ def reply_stream(ticket_id: int, message: dict) -> None:
 
 def ticket_created(ticket_id: int) -> None:
     """Tell the desk's open queues of a new ticket once it commits (nobody watches its own groups yet)."""
-    transaction.on_commit(lambda: group_send([QUEUE_GROUP], {"type": "ticket.changed", "ticket": ticket_id,
-                                                             "version": 0}))
+    transaction.on_commit(
+        lambda: group_send([QUEUE_GROUP], {"type": "ticket.changed", "ticket": ticket_id, "version": 0})
+    )
 
 
 def user_sockets_close(user_id: int, session_key: str | None) -> None:
     """Close the sockets this user opened with this session (called at logout); the
     user's other sockets re-read their access (sessions elsewhere may still be valid)."""
-    group_send([user_group(user_id)], {"type": "session.ended",
-                                       "session": session_tag(session_key) if session_key else None})
+    group_send(
+        [user_group(user_id)], {"type": "session.ended", "session": session_tag(session_key) if session_key else None}
+    )
 
 
 def access_changed(*, user_ids=(), customer_tickets=(), tickets=()) -> None:

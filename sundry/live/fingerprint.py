@@ -23,8 +23,20 @@ from django.db import models
 # Written on every bump or step, shown by no panel (the page's version marker is sent apart).
 VOLATILE = {"tickets.ticket": {"version", "last_turn_number", "updated_at", "agent_claimed_at", "agent_claimed_by"}}
 
-_PLAIN = (type(None), bool, int, float, str, bytes, decimal.Decimal, datetime.date, datetime.time,
-          datetime.timedelta, uuid.UUID, enum.Enum)
+_PLAIN = (
+    type(None),
+    bool,
+    int,
+    float,
+    str,
+    bytes,
+    decimal.Decimal,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    enum.Enum,
+)
 
 
 class Unreadable(Exception):

@@ -28,16 +28,22 @@ from sundry.context.selectors import current_summary, lane_snapshot
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
-from sundry.portal.selectors import (completed_actions, confirmed_details, customer_conversation, customer_messages,
-                                     order_choices, staff_decisions, staff_names)
-from sundry.shop.people import customer_of
-from sundry.tickets import selectors
-from sundry.tickets.desk import approval_cards, customer_context, head_context
-from sundry.tickets.selectors import pretty
-from sundry.tickets.models import Ticket, Turn
-from sundry.tickets import satisfaction
 from sundry.live.fingerprint import fingerprint
 from sundry.live.rendercache import ByteBoundedCache
+from sundry.portal.selectors import (
+    completed_actions,
+    confirmed_details,
+    customer_conversation,
+    customer_messages,
+    order_choices,
+    staff_decisions,
+    staff_names,
+)
+from sundry.shop.people import customer_of
+from sundry.tickets import satisfaction, selectors
+from sundry.tickets.desk import approval_cards, customer_context, head_context
+from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.selectors import pretty
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -102,8 +108,11 @@ def window() -> int:
 
 def _marks_basis(marks: dict) -> tuple:
     """What the staff conversation's items show beside their turns, as plain data to compare."""
-    runs = tuple((through, r.pk, r.status, r.tokens_before, r.tokens_after, r.from_turn)
-                 for through, rs in sorted(marks["runs"].items()) for r in rs)
+    runs = tuple(
+        (through, r.pk, r.status, r.tokens_before, r.tokens_after, r.from_turn)
+        for through, rs in sorted(marks["runs"].items())
+        for r in rs
+    )
     return marks["covered"], runs, tuple(marks["ledger"].items())
 
 
@@ -122,11 +131,21 @@ def _staff_conversation(ticket, viewer, previous=None):
             return previous  # nothing new: the panel as it was
         if len(new) <= n:
             items = previous["items"] + selectors.conversation_items(new, previous["marks"])
-            return {"items": items[-n:], "covered": marks["covered"], "earlier": previous["earlier"] or len(items) > n,
-                    "marks": previous["marks"], "basis": basis}
+            return {
+                "items": items[-n:],
+                "covered": marks["covered"],
+                "earlier": previous["earlier"] or len(items) > n,
+                "marks": previous["marks"],
+                "basis": basis,
+            }
     items, earlier = selectors.latest_turns(Turn.objects.filter(ticket=ticket), n)
-    return {"items": selectors.conversation_items(items, marks), "covered": marks["covered"], "earlier": earlier,
-            "marks": marks, "basis": basis}
+    return {
+        "items": selectors.conversation_items(items, marks),
+        "covered": marks["covered"],
+        "earlier": earlier,
+        "marks": marks,
+        "basis": basis,
+    }
 
 
 def _staff_turn_key(item, context):
@@ -154,21 +173,26 @@ def _staff_held(ticket, viewer):
 def _staff_rules(ticket, viewer):
     _staff(viewer)
 
-
     rules = list(PinnedRule.objects.filter(ticket=ticket, status__in=["active", "candidate"]).order_by("turn", "id"))
     active = [r for r in rules if r.status == "active"]
     # The cap is a warning, never a reason to drop a rule.
     tokens = count_tokens("\n".join(r.text for r in active), ticket.ticket_class.working_model) if active else 0
-    return {"active": active, "candidates": [r for r in rules if r.status == "candidate"],
-            "scopes": PinnedRule.Scope.choices, "rules_tokens": tokens,
-            "over_cap": tokens > ticket.ticket_class.pinned_rules_cap}
+    return {
+        "active": active,
+        "candidates": [r for r in rules if r.status == "candidate"],
+        "scopes": PinnedRule.Scope.choices,
+        "rules_tokens": tokens,
+        "over_cap": tokens > ticket.ticket_class.pinned_rules_cap,
+    }
 
 
 def _staff_ledger(ticket, viewer):
     _staff(viewer)
 
     entries = LedgerEntry.objects.filter(ticket=ticket)
-    active = list(entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id"))
+    active = list(
+        entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id")
+    )
     # Whose each record is, where a tool server's declaration says: another customer's is marked.
     ours = {e.value for e in active if e.identifies_customer}
     for e in active:
@@ -180,8 +204,12 @@ def _staff_state(ticket, viewer):
     _staff(viewer)
 
     snap = lane_snapshot(ticket, with_turns=False)
-    return {"fields": selectors.state_fields(ticket), "all_fields": [(f.name, f.label) for f in FIELDS.values()],
-            "actions": snap.actions, "money": snap.money}
+    return {
+        "fields": selectors.state_fields(ticket),
+        "all_fields": [(f.name, f.label) for f in FIELDS.values()],
+        "actions": snap.actions,
+        "money": snap.money,
+    }
 
 
 def _staff_summary(ticket, viewer):
@@ -202,18 +230,26 @@ def _staff_customer(ticket, viewer):
     return customer_context(ticket)
 
 
-STAFF_PANELS: dict[str, Panel] = {p.name: p for p in [
-    Panel("head", "tickets/panels/head.html", _staff_head),
-    Panel("conversation", "tickets/panels/conversation.html", _staff_conversation,
-          item_template="tickets/panels/turn.html", item_key=_staff_turn_key),
-    Panel("held", "tickets/panels/held.html", _staff_held),
-    Panel("customer", "tickets/panels/customer.html", _staff_customer),
-    Panel("rules", "tickets/panels/rules.html", _staff_rules),
-    Panel("state", "tickets/panels/state.html", _staff_state),
-    Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),
-    Panel("summary", "tickets/panels/summary.html", _staff_summary),
-    Panel("budget", "tickets/panels/budget.html", _staff_budget),
-]}
+STAFF_PANELS: dict[str, Panel] = {
+    p.name: p
+    for p in [
+        Panel("head", "tickets/panels/head.html", _staff_head),
+        Panel(
+            "conversation",
+            "tickets/panels/conversation.html",
+            _staff_conversation,
+            item_template="tickets/panels/turn.html",
+            item_key=_staff_turn_key,
+        ),
+        Panel("held", "tickets/panels/held.html", _staff_held),
+        Panel("customer", "tickets/panels/customer.html", _staff_customer),
+        Panel("rules", "tickets/panels/rules.html", _staff_rules),
+        Panel("state", "tickets/panels/state.html", _staff_state),
+        Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),
+        Panel("summary", "tickets/panels/summary.html", _staff_summary),
+        Panel("budget", "tickets/panels/budget.html", _staff_budget),
+    ]
+}
 
 
 # --- customer builders -----------------------------------------------------------------------
@@ -232,8 +268,11 @@ def _customer_conversation(ticket, viewer, previous=None):
             return previous  # a message never changes: the panel as it was
         if len(new) <= n:
             items = previous["items"] + new
-            return {"items": items[-n:], "names": staff_names(new, previous["names"]),
-                    "earlier": previous["earlier"] or len(items) > n}
+            return {
+                "items": items[-n:],
+                "names": staff_names(new, previous["names"]),
+                "earlier": previous["earlier"] or len(items) > n,
+            }
     return customer_conversation(ticket, last=n)
 
 
@@ -244,8 +283,11 @@ def _customer_turn_key(turn, context):
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
 
-    return {"details": confirmed_details(ticket), "done": completed_actions(ticket),
-            "decisions": staff_decisions(ticket)}
+    return {
+        "details": confirmed_details(ticket),
+        "done": completed_actions(ticket),
+        "decisions": staff_decisions(ticket),
+    }
 
 
 def _customer_cards(ticket, viewer):
@@ -258,8 +300,13 @@ def _customer_instructions(ticket, viewer):
     _owner(ticket, viewer)
 
     # Their own words only: a rule staff or the model wrote is the desk's, not the customer's.
-    return {"rules": list(PinnedRule.objects.filter(ticket=ticket, source="customer",
-                                                    status__in=["active", "candidate"]).order_by("turn", "id"))}
+    return {
+        "rules": list(
+            PinnedRule.objects.filter(ticket=ticket, source="customer", status__in=["active", "candidate"]).order_by(
+                "turn", "id"
+            )
+        )
+    }
 
 
 def _customer_orders(ticket, viewer):
@@ -272,20 +319,32 @@ def _customer_rating(ticket, viewer):
     _owner(ticket, viewer)
 
     rating = satisfaction.rating_of(ticket)
-    return {"rating": rating, "rating_label": satisfaction.SCORES.get(rating.score) if rating else "",
-            "ratable": ticket.status == Ticket.Status.RESOLVED, "scores": list(satisfaction.SCORES.items()),
-            "comment_limit": satisfaction.COMMENT_LIMIT}
+    return {
+        "rating": rating,
+        "rating_label": satisfaction.SCORES.get(rating.score) if rating else "",
+        "ratable": ticket.status == Ticket.Status.RESOLVED,
+        "scores": list(satisfaction.SCORES.items()),
+        "comment_limit": satisfaction.COMMENT_LIMIT,
+    }
 
 
-CUSTOMER_PANELS: dict[str, Panel] = {p.name: p for p in [
-    Panel("details", "portal/panels/details.html", _customer_details),
-    Panel("orders", "portal/panels/orders.html", _customer_orders),
-    Panel("cards", "portal/panels/cards.html", _customer_cards),
-    Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
-    Panel("rating", "portal/panels/rating.html", _customer_rating),
-    Panel("conversation", "portal/panels/conversation.html", _customer_conversation,
-          item_template="portal/panels/message.html", item_key=_customer_turn_key),
-]}
+CUSTOMER_PANELS: dict[str, Panel] = {
+    p.name: p
+    for p in [
+        Panel("details", "portal/panels/details.html", _customer_details),
+        Panel("orders", "portal/panels/orders.html", _customer_orders),
+        Panel("cards", "portal/panels/cards.html", _customer_cards),
+        Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
+        Panel("rating", "portal/panels/rating.html", _customer_rating),
+        Panel(
+            "conversation",
+            "portal/panels/conversation.html",
+            _customer_conversation,
+            item_template="portal/panels/message.html",
+            item_key=_customer_turn_key,
+        ),
+    ]
+}
 
 REGISTRIES = {STAFF: STAFF_PANELS, CUSTOMER: CUSTOMER_PANELS}
 
@@ -389,8 +448,9 @@ def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> t
     return dom_id, hit[0], hit[1]
 
 
-def render_panel_parts(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None,
-                       previous: Parts | None = None, keep: bool = False) -> Parts:
+def render_panel_parts(
+    panel: Panel, ticket, viewer: Viewer, extra: dict | None = None, previous: Parts | None = None, keep: bool = False
+) -> Parts:
     """Render one panel. `keep`: note what the next rendering needs to skip or extend it, and
     reuse `previous` (this panel's parts in the rendering before) where its data is the same."""
     if panel.item_template is not None:
@@ -422,8 +482,12 @@ def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None
 
 def render_all(ticket, viewer: Viewer, previous: "Rendering | None" = None, keep: bool = False) -> Rendering:
     prior = previous.parts if previous is not None else {}
-    return Rendering({name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
-                      for name, panel in REGISTRIES[viewer.audience].items()})
+    return Rendering(
+        {
+            name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
+            for name, panel in REGISTRIES[viewer.audience].items()
+        }
+    )
 
 
 def earlier_items(ticket, viewer: Viewer, before: int | None) -> dict:
@@ -445,8 +509,11 @@ def earlier_items(ticket, viewer: Viewer, before: int | None) -> dict:
         before = latest[0].number if latest else 0
     context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, "window": n, **read(before)}
     items = [_render_item(panel, ticket, viewer, context, item)[1] for item in context["items"]]
-    return {"items_html": mark_safe("\n".join(items)), "earlier": context["earlier"],
-            "first": number(context["items"][0]) if context["items"] else before}
+    return {
+        "items_html": mark_safe("\n".join(items)),
+        "earlier": context["earlier"],
+        "first": number(context["items"][0]) if context["items"] else before,
+    }
 
 
 def _rendering_key(audience: str, ticket) -> tuple:
@@ -522,8 +589,7 @@ def _list_update(rendered: Rendering, name: str, hashes: dict, sent: dict) -> st
     (its shell differs, an item went away or moved, or the watcher holds no items yet)."""
     parts = rendered.parts.get(name)
     before, now = sent.get(f"{name}#items"), hashes.get(f"{name}#items")
-    if (parts is None or parts.items is None or not before
-            or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell")):
+    if parts is None or parts.items is None or not before or sent.get(f"{name}#shell") != hashes.get(f"{name}#shell"):
         return rendered[name]
     # The panel shows a window of the latest items: the ones that left it at the front stay on the
     # page as they are (with any older ones the page fetched); the rest must begin the new window.
@@ -534,9 +600,12 @@ def _list_update(rendered: Rendering, name: str, hashes: dict, sent: dict) -> st
     kept = before[drop:]
     if not kept or len(now) < len(kept) or any(old[0] != new[0] for old, new in zip(kept, now)):
         return rendered[name]
-    replaced = [_FIRST_TAG.sub(r'\1 hx-swap-oob="true"', parts.items[i][1], count=1)
-                for i, (old, new) in enumerate(zip(kept, now)) if old[1] != new[1]]
-    added = [html for _, html in parts.items[len(kept):]]
+    replaced = [
+        _FIRST_TAG.sub(r'\1 hx-swap-oob="true"', parts.items[i][1], count=1)
+        for i, (old, new) in enumerate(zip(kept, now))
+        if old[1] != new[1]
+    ]
+    added = [html for _, html in parts.items[len(kept) :]]
     out = "".join(replaced)
     if added:
         out += f'<div hx-swap-oob="beforeend:#panel-{name}">{"".join(added)}</div>'

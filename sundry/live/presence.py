@@ -179,10 +179,13 @@ def staff_html(everyone: list[dict], me: int) -> str:
 def _staff_line(others: tuple) -> str:
     # Every desk socket of a ticket renders the line when anyone comes or goes: with hundreds of
     # sockets on one ticket, the same few lines were rendered once per socket per arrival.
-    return render_to_string("live/presence.html", {
-        "typing": _names([name for name, typing in others if typing]),
-        "viewing": _names([name for name, typing in others if not typing]),
-    }).strip()
+    return render_to_string(
+        "live/presence.html",
+        {
+            "typing": _names([name for name, typing in others if typing]),
+            "viewing": _names([name for name, typing in others if not typing]),
+        },
+    ).strip()
 
 
 NAMES_SHOWN = 3
@@ -290,10 +293,13 @@ class PresenceWatcher:
 
     async def presence_broadcast(self) -> None:
         everyone = await people(self.ticket_id)
-        await self.channel_layer.group_send(staff_group(self.ticket_id),
-                                            {"type": "presence.changed", "people": everyone})
-        await self.channel_layer.group_send(customer_group(self.ticket_id), {
-            "type": "presence.changed", "staff_typing": await holder_typing(self.ticket_id, everyone)})
+        await self.channel_layer.group_send(
+            staff_group(self.ticket_id), {"type": "presence.changed", "people": everyone}
+        )
+        await self.channel_layer.group_send(
+            customer_group(self.ticket_id),
+            {"type": "presence.changed", "staff_typing": await holder_typing(self.ticket_id, everyone)},
+        )
 
     async def presence_changed(self, event) -> None:
         """Someone came, went, started or stopped typing (sent by the socket that changed it)."""

@@ -45,6 +45,7 @@ LEADS = {
 
 # --- the customer's choice -----------------------------------------------------------------------
 
+
 def opted_in(customer_id: int) -> bool:
     return NoticePreference.objects.filter(customer_id=customer_id, email=True).exists()
 
@@ -64,6 +65,7 @@ def seen(ticket_id: int) -> None:
 
 # --- what the rules say ------------------------------------------------------------------------
 
+
 def email_forbidden(ticket: Ticket) -> bool:
     """Whether a rule in force on this case forbids e-mailing the customer.
 
@@ -74,7 +76,8 @@ def email_forbidden(ticket: Ticket) -> bool:
     (a flagged rule is enforced until staff dismiss it), and so do the customer's
     customer-wide rules on their other tickets."""
     rules = PinnedRule.objects.filter(status__in=(PinnedRule.Status.ACTIVE, PinnedRule.Status.CANDIDATE)).filter(
-        Q(ticket_id=ticket.pk) | Q(ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER))
+        Q(ticket_id=ticket.pk) | Q(ticket__customer_id=ticket.customer_id, scope=PinnedRule.Scope.CUSTOMER)
+    )
     try:
         email_tools = set(domain_for(ticket.ticket_class).tools_with(EMAIL))
     except LookupError:  # a class naming a domain not loaded here: the rule's text still speaks
@@ -87,17 +90,28 @@ def email_forbidden(ticket: Ticket) -> bool:
 
 # --- what waits -----------------------------------------------------------------------------------
 
+
 def waiting(ticket: Ticket) -> tuple[str, object] | None:
     """(what waits, since when) for the customer, or None: an open card, else a reply that is the
     last message of the conversation (a customer's message after it answered it)."""
-    card = (Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING,
-                                        expires_at__gt=timezone.now())
-            .order_by("-created_at").values_list("created_at", flat=True).first())
+    card = (
+        Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING, expires_at__gt=timezone.now())
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
     if card is not None:
         return CARD, card
-    last = (Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE,
-                                author__in=(Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF))
-            .order_by("-number").values_list("author", "created_at").first())
+    last = (
+        Turn.objects.filter(
+            ticket=ticket,
+            kind=Turn.Kind.MESSAGE,
+            author__in=(Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF),
+        )
+        .order_by("-number")
+        .values_list("author", "created_at")
+        .first()
+    )
     if last is not None and last[0] != Turn.Author.CUSTOMER:
         return REPLY, last[1]
     return None
@@ -109,14 +123,17 @@ def page_url(ticket_id: int) -> str:
 
 def message(kind: str, ticket: Ticket) -> EmailMessage:
     """The e-mail: what waits in general words, and the link. Nothing of the case itself."""
-    body = (f"Hello,\n\n{LEADS[kind]}\n\nRead it on your support page (you may be asked to sign in):\n"
-            f"{page_url(ticket.pk)}\n\n"
-            "We send one notice until you have looked, however many replies follow.\n"
-            f"You asked for these e-mails; you can turn them off at {settings.PUBLIC_URL}{reverse('portal-home')}\n")
+    body = (
+        f"Hello,\n\n{LEADS[kind]}\n\nRead it on your support page (you may be asked to sign in):\n"
+        f"{page_url(ticket.pk)}\n\n"
+        "We send one notice until you have looked, however many replies follow.\n"
+        f"You asked for these e-mails; you can turn them off at {settings.PUBLIC_URL}{reverse('portal-home')}\n"
+    )
     return EmailMessage(subject=SUBJECTS[kind], body=body, to=[ticket.customer.email])
 
 
 # --- the notice --------------------------------------------------------------------------------
+
 
 def notify(ticket_id: int) -> str:
     """Send the customer the e-mail if everything above allows it; returns what was decided."""

@@ -16,10 +16,18 @@ def ticket_rate(request, ticket_id):
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
         return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429, fresh=False)
     try:
-        _, created = rating_save(ticket=ticket, customer=ticket.customer, score=request.POST.get("score"),
-                                 comment=request.POST.get("comment", ""))
+        _, created = rating_save(
+            ticket=ticket,
+            customer=ticket.customer,
+            score=request.POST.get("score"),
+            comment=request.POST.get("comment", ""),
+        )
     except RatingRefused as exc:
         # Only the status line: the form keeps what the customer chose and wrote.
         return panels_answer(request, ticket, message=str(exc), level="bad", status=exc.status, fresh=False)
-    return panels_answer(request, ticket, panels=("rating",),
-                   message="Thank you for rating us." if created else "Your rating is updated.")
+    return panels_answer(
+        request,
+        ticket,
+        panels=("rating",),
+        message="Thank you for rating us." if created else "Your rating is updated.",
+    )

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from sundry.agent import cards, remote
 from sundry.agent.models import HeldAction
+from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
 from sundry.context.statefields import FIELDS
@@ -14,8 +15,6 @@ from sundry.core.money import format_money
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import latest_turns, turns
-from sundry.context.idformats import find_ids
-
 
 SHOWN_AUTHORS = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
 
@@ -38,8 +37,11 @@ def reported_value_ids(ticket) -> set[int]:
     before it); a corrected value is a new value, which nobody has flagged.
     """
     reported: dict[int, int] = {}  # the report's turn → the value it flagged
-    events = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT).filter(
-        Q(payload__has_key="flag") | Q(payload__has_key="flag_resolved")).order_by("number")
+    events = (
+        Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT)
+        .filter(Q(payload__has_key="flag") | Q(payload__has_key="flag_resolved"))
+        .order_by("number")
+    )
     for number, payload in events.values_list("number", "payload"):
         resolved = payload.get("flag_resolved")
         if isinstance(resolved, dict):
@@ -59,8 +61,9 @@ def confirmed_details(ticket) -> list[dict]:
     for v in StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"):
         spec = FIELDS.get(v.name)
         if spec and spec.customer_visible:
-            out.append({"id": v.pk, "name": v.name, "label": spec.label, "value": v.value,
-                        "reported": v.pk in reported})
+            out.append(
+                {"id": v.pk, "name": v.name, "label": spec.label, "value": v.value, "reported": v.pk in reported}
+            )
     order = list(FIELDS)
     return sorted(out, key=lambda d: order.index(d["name"]))
 
@@ -75,8 +78,11 @@ def _done_text(tool: str, result: dict, amount_cents, currency: str) -> str | No
         return f"Return booked for order {order}" + (f" ({items} item{'s' if items != 1 else ''})" if items else "")
     if tool == "cancel_order":
         refund = result.get("refund") or {}
-        refunded = (f"; {format_money(refund['amount_cents'], refund['currency'])} refunded"
-                    if refund.get("amount_cents") else "")
+        refunded = (
+            f"; {format_money(refund['amount_cents'], refund['currency'])} refunded"
+            if refund.get("amount_cents")
+            else ""
+        )
         return f"Order {order} cancelled{refunded}"
     if tool == "offer_replacement" and result.get("product"):
         return f"Replacement offered for the {result['product']} on order {order}"
@@ -90,8 +96,11 @@ def completed_actions(ticket) -> list[dict]:
     inferred, so they are shown beside the confirmed details; no internal IDs.
     """
     out = []
-    rows = ActionTaken.objects.filter(ticket=ticket).order_by("turn", "id").values_list(
-        "tool", "result", "amount_cents", "currency", "created_at")
+    rows = (
+        ActionTaken.objects.filter(ticket=ticket)
+        .order_by("turn", "id")
+        .values_list("tool", "result", "amount_cents", "currency", "created_at")
+    )
     for tool, result, amount_cents, currency, created_at in rows:
         text = _done_text(tool, result or {}, amount_cents, currency)
         if text:
@@ -135,8 +144,7 @@ def _decision_title(ticket, held: HeldAction, snapshot, domain) -> str:
         except ValidationError:
             args = None
         if args is not None:
-            return cards.build(tool, domain.tool(held.tool), args, ledger=snapshot.ledger,
-                               money=snapshot.money).title
+            return cards.build(tool, domain.tool(held.tool), args, ledger=snapshot.ledger, money=snapshot.money).title
     return held.tool.replace("_", " ").capitalize()
 
 
@@ -160,9 +168,18 @@ def staff_decisions(ticket) -> list[dict]:
         elif status == HeldAction.Status.REJECTED:
             outcome, state = "Our team decided not to do this; nothing was done.", "declined"
         else:
-            outcome, state = f"Approved, but not carried out: {_why_not_run(ticket, held)}. Nothing was done.", "declined"
-        out.append({"title": _decision_title(ticket, held, snapshot, domain), "outcome": outcome, "state": state,
-                    "at": held.decided_at or held.created_at})
+            outcome, state = (
+                f"Approved, but not carried out: {_why_not_run(ticket, held)}. Nothing was done.",
+                "declined",
+            )
+        out.append(
+            {
+                "title": _decision_title(ticket, held, snapshot, domain),
+                "outcome": outcome,
+                "state": state,
+                "at": held.decided_at or held.created_at,
+            }
+        )
     return out
 
 
@@ -179,9 +196,19 @@ def order_choices(ticket) -> dict:
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
     orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
-    return {"orders": [{"number": o.number, "placed_at": o.placed_at, "status": o.get_status_display(),
-                        "total": format_money(o.total_cents, o.currency)} for o in orders],
-            "chosen": chosen, "named": None if chosen else _named_in_first_message(ticket)}
+    return {
+        "orders": [
+            {
+                "number": o.number,
+                "placed_at": o.placed_at,
+                "status": o.get_status_display(),
+                "total": format_money(o.total_cents, o.currency),
+            }
+            for o in orders
+        ],
+        "chosen": chosen,
+        "named": None if chosen else _named_in_first_message(ticket),
+    }
 
 
 def _named_in_first_message(ticket) -> str | None:
@@ -191,8 +218,11 @@ def _named_in_first_message(ticket) -> str | None:
     numbers = [v for kind, v in find_ids(first.text if first else "") if kind == "order"]
     if not numbers:
         return None
-    return Order.objects.filter(customer_id=ticket.customer_id, number__in=numbers).values_list(
-        "number", flat=True).first()
+    return (
+        Order.objects.filter(customer_id=ticket.customer_id, number__in=numbers)
+        .values_list("number", flat=True)
+        .first()
+    )
 
 
 def customer_conversation(ticket, *, last: int | None = None, before: int | None = None) -> dict:

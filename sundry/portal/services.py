@@ -12,8 +12,8 @@ from sundry.context import services as lanes
 from sundry.context.models import PinnedRule, Source
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.shop.models import Order
-from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.attention import attention_flag, reason_remove, reason_text, reasons
+from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.selectors import FLAG_PREFIX
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_lock
@@ -27,11 +27,16 @@ def order_pick(*, ticket: Ticket, order_number: str):
     if not Order.objects.filter(number=number, customer_id=ticket.customer_id).exists():
         raise StateValueInvalid("Pick one of your own orders.")
     with transaction.atomic():
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.EVENT,
-                           text=f"The customer picked order {number} from their orders on the page.",
-                           payload={"picked": {"order_number": number}})
-        value = lanes.state_set(ticket=ticket, name="order_number", value=number, turn=turn.number,
-                                source="customer", confirmed=True)
+        turn = turn_append(
+            ticket=ticket,
+            author=Turn.Author.CUSTOMER,
+            kind=Turn.Kind.EVENT,
+            text=f"The customer picked order {number} from their orders on the page.",
+            payload={"picked": {"order_number": number}},
+        )
+        value = lanes.state_set(
+            ticket=ticket, name="order_number", value=number, turn=turn.number, source="customer", confirmed=True
+        )
     return value
 
 
@@ -40,17 +45,28 @@ def rule_withdraw(*, ticket: Ticket, rule_id: int) -> PinnedRule:
     force. The conversation records it for staff and the agent."""
     with transaction.atomic():
         ticket_lock(ticket.pk)
-        rule = PinnedRule.objects.select_for_update().filter(
-            pk=rule_id, ticket=ticket, source=Source.CUSTOMER,
-            status__in=(PinnedRule.Status.CANDIDATE, PinnedRule.Status.ACTIVE)).first()
+        rule = (
+            PinnedRule.objects.select_for_update()
+            .filter(
+                pk=rule_id,
+                ticket=ticket,
+                source=Source.CUSTOMER,
+                status__in=(PinnedRule.Status.CANDIDATE, PinnedRule.Status.ACTIVE),
+            )
+            .first()
+        )
         if rule is None:
             raise StateValueInvalid("That instruction is not one of yours in force on this conversation.")
         rule.status, rule.version = PinnedRule.Status.DISMISSED, rule.version + 1
         rule.changed_at_turn = ticket.last_turn_number
         rule.save(update_fields=["status", "version", "changed_at_turn"])
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                    text=f'The customer withdrew their instruction "{rule.text}"; it no longer holds.',
-                    payload={"rule": rule.pk, "withdrawn_by": "customer"})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.EVENT,
+            text=f'The customer withdrew their instruction "{rule.text}"; it no longer holds.',
+            payload={"rule": rule.pk, "withdrawn_by": "customer"},
+        )
     return rule
 
 
@@ -60,9 +76,13 @@ def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
     label = FIELDS[value.name].label
     text = f"The customer says {label} “{value.value}” is wrong." + (f" They wrote: {note}" if note else "")
     with transaction.atomic():
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.EVENT, text=text,
-                           payload={"flag": {"name": value.name, "value_id": value.pk, "value": value.value,
-                                             "note": note}})
+        turn = turn_append(
+            ticket=ticket,
+            author=Turn.Author.CUSTOMER,
+            kind=Turn.Kind.EVENT,
+            text=text,
+            payload={"flag": {"name": value.name, "value_id": value.pk, "value": value.value, "note": note}},
+        )
         # Its own reason, beside any other (a breaker alert, another report): the turn in it keeps
         # each report apart, so staff mark handled exactly the one they read.
         reason = reason_text(f"{FLAG_PREFIX} {label} as wrong (turn {turn.number})")
@@ -87,7 +107,11 @@ def flags_resolve(*, ticket: Ticket, user, reason: str | None = None) -> bool:
             flagged = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT, payload__flag__reason=r).first()
             # A report from before reasons were kept apart names no turn: handling it ends every report.
             resolved = {"turn": flagged.number} if flagged is not None else True
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                        text=f"{user.get_username()} handled the customer's flag: {r}",
-                        payload={"flag_resolved": resolved})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{user.get_username()} handled the customer's flag: {r}",
+                payload={"flag_resolved": resolved},
+            )
     return True

@@ -11,8 +11,9 @@ urlpatterns = [
     path("tickets/<int:ticket_id>/messages/", views.ticket_messages, name="portal-messages"),
     path("tickets/<int:ticket_id>/order", views.order_pick, name="portal-order-pick"),
     path("tickets/<int:ticket_id>/cards/<int:card_id>", views.card_decide, name="portal-card-decide"),
-    path("tickets/<int:ticket_id>/instructions/<int:rule_id>/withdraw", views.rule_withdraw,
-         name="portal-rule-withdraw"),
+    path(
+        "tickets/<int:ticket_id>/instructions/<int:rule_id>/withdraw", views.rule_withdraw, name="portal-rule-withdraw"
+    ),
     path("tickets/<int:ticket_id>/flag", views.detail_flag, name="portal-detail-flag"),
     path("tickets/<int:ticket_id>/rating", rating.ticket_rate, name="portal-ticket-rate"),
 ]

@@ -17,8 +17,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.models import Confirmation
-from sundry.context.models import PinnedRule
 from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
+from sundry.context.models import PinnedRule
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.earlier import earlier_response
@@ -27,14 +27,21 @@ from sundry.portal import notices, services
 from sundry.portal.selectors import confirmed_value
 from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import (MessageRefused, ticket_accepts_customer_messages, ticket_create,
-                                     validate_message_text)
-
+from sundry.tickets.services import (
+    MessageRefused,
+    ticket_accepts_customer_messages,
+    ticket_create,
+    validate_message_text,
+)
 
 log = logging.getLogger("sundry.portal")
 
-TOO_MANY_MESSAGES = "You're sending messages faster than we can read them. Wait a minute, then send again — your text is kept."
-TOO_MANY_TICKETS = "You've opened many conversations in a short time. Please continue in one of them, or try again later."
+TOO_MANY_MESSAGES = (
+    "You're sending messages faster than we can read them. Wait a minute, then send again — your text is kept."
+)
+TOO_MANY_TICKETS = (
+    "You've opened many conversations in a short time. Please continue in one of them, or try again later."
+)
 
 
 def _customer(request):
@@ -57,10 +64,17 @@ def own_ticket(request, ticket_id):
 def home(request):
     customer = _customer(request)
     tickets = Ticket.objects.filter(customer=customer).order_by("-updated_at")
-    return render(request, "portal/home.html", {"customer": customer, "tickets": tickets,
-                                                "error": request.GET.get("error", ""),
-                                                "notice_saved": request.GET.get("notices", ""),
-                                                "email_notices": notices.opted_in(customer.pk)})
+    return render(
+        request,
+        "portal/home.html",
+        {
+            "customer": customer,
+            "tickets": tickets,
+            "error": request.GET.get("error", ""),
+            "notice_saved": request.GET.get("notices", ""),
+            "email_notices": notices.opted_in(customer.pk),
+        },
+    )
 
 
 NOTICE_CHOICES = {"on": True, "off": False}
@@ -75,8 +89,9 @@ def notice_setting(request):
     if choice not in NOTICE_CHOICES:
         message = "Choose on or off for e-mail notices."
         if request.htmx:
-            return HttpResponse(render_to_string("tickets/_flash.html", {"message": message, "level": "bad"}),
-                                status=422)
+            return HttpResponse(
+                render_to_string("tickets/_flash.html", {"message": message, "level": "bad"}), status=422
+            )
         return redirect(reverse("portal-home") + "?" + urlencode({"error": message}))
     notices.preference_set(customer=customer, email=NOTICE_CHOICES[choice])
     return redirect(reverse("portal-home") + "?" + urlencode({"notices": choice}))
@@ -93,8 +108,10 @@ def ticket_new(request):
     if not allow("tickets", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_TICKETS)):
         return redirect(reverse("portal-home") + "?" + urlencode({"error": TOO_MANY_TICKETS}))
     # The deployment's entry class; the oldest class when none has its slug (a fresh install).
-    tclass = (TicketClass.objects.filter(slug=settings.DEFAULT_TICKET_CLASS).first()
-              or TicketClass.objects.order_by("pk").first())
+    tclass = (
+        TicketClass.objects.filter(slug=settings.DEFAULT_TICKET_CLASS).first()
+        or TicketClass.objects.order_by("pk").first()
+    )
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject=text[:80])
     customer_message_post(ticket=ticket, text=text)
     return redirect("portal-ticket", ticket_id=ticket.pk)
@@ -109,10 +126,15 @@ def _viewer(request, ticket):
 def ticket_detail(request, ticket_id):
     ticket = own_ticket(request, ticket_id)
     notices.seen(ticket.pk)
-    return render(request, "portal/ticket.html", {
-        "ticket": ticket, "panels": render_all(ticket, _viewer(request, ticket)),
-        "error": request.GET.get("error", ""),
-    })
+    return render(
+        request,
+        "portal/ticket.html",
+        {
+            "ticket": ticket,
+            "panels": render_all(ticket, _viewer(request, ticket)),
+            "error": request.GET.get("error", ""),
+        },
+    )
 
 
 @login_required
@@ -146,8 +168,12 @@ def ticket_message(request, ticket_id):
         return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
         ticket_accepts_customer_messages(ticket)
-        customer_message_post(ticket=ticket, text=request.POST.get("text", ""),
-                              client_key=request.POST.get("client_key", ""), uploads=request.FILES.getlist("file"))
+        customer_message_post(
+            ticket=ticket,
+            text=request.POST.get("text", ""),
+            client_key=request.POST.get("client_key", ""),
+            uploads=request.FILES.getlist("file"),
+        )
         notices.seen(ticket.pk)  # they answered: what waited was read
     except MessageRefused as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
@@ -170,12 +196,20 @@ def card_decide(request, ticket_id, card_id):
         raise Http404("No such card on this conversation.")
     decision = request.POST.get("decision")
     if decision not in ("confirm", "decline"):
-        return panels_answer(request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False)
+        return panels_answer(
+            request, ticket, message="Choose Confirm or Not now.", level="bad", status=422, fresh=False
+        )
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
         return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429, fresh=False)
     try:
-        card = confirmation_decide(card_id=card_id, ticket=ticket, confirm=decision == "confirm",
-                                   digest=request.POST.get("digest"), via=Confirmation.Via.BUTTON, user=request.user)
+        card = confirmation_decide(
+            card_id=card_id,
+            ticket=ticket,
+            confirm=decision == "confirm",
+            digest=request.POST.get("digest"),
+            via=Confirmation.Via.BUTTON,
+            user=request.user,
+        )
     except ConfirmationError as exc:
         return panels_answer(request, ticket, panels=("cards",), message=str(exc), level="bad", status=409)
     notices.seen(ticket.pk)
@@ -200,7 +234,9 @@ def rule_withdraw(request, ticket_id, rule_id):
         services.rule_withdraw(ticket=ticket, rule_id=rule_id)
     except StateValueInvalid as exc:
         return panels_answer(request, ticket, panels=("instructions",), message=str(exc), level="bad", status=409)
-    return panels_answer(request, ticket, panels=("instructions",), message="Withdrawn — that instruction no longer holds.")
+    return panels_answer(
+        request, ticket, panels=("instructions",), message="Withdrawn — that instruction no longer holds."
+    )
 
 
 @login_required
@@ -211,7 +247,9 @@ def order_pick(request, ticket_id):
         services.order_pick(ticket=ticket, order_number=request.POST.get("order_number", ""))
     except StateValueInvalid as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
-    return panels_answer(request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about.")
+    return panels_answer(
+        request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about."
+    )
 
 
 @login_required
@@ -221,8 +259,18 @@ def detail_flag(request, ticket_id):
     raw = request.POST.get("value_id", "")
     value = confirmed_value(ticket, int(raw)) if raw.isascii() and raw.isdigit() else None
     if value is None:
-        return panels_answer(request, ticket, panels=("details",), level="bad", status=422,
-                       message="That detail has changed since you saw it; have another look.")
+        return panels_answer(
+            request,
+            ticket,
+            panels=("details",),
+            level="bad",
+            status=422,
+            message="That detail has changed since you saw it; have another look.",
+        )
     services.detail_flag(ticket=ticket, value=value, note=request.POST.get("note", ""))
-    return panels_answer(request, ticket, panels=("details",),
-                   message="Thanks — we've told the team that this detail looks wrong. Someone will check it.")
+    return panels_answer(
+        request,
+        ticket,
+        panels=("details",),
+        message="Thanks — we've told the team that this detail looks wrong. Someone will check it.",
+    )

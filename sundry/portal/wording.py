@@ -19,11 +19,11 @@ def _internal(name: str) -> tuple[re.Pattern, re.Pattern]:
     payments, refunds and the like), as (an aside naming one, a bare one)."""
     domain = get_domain(name)
     kinds = [domain.id_patterns[k] for k in domain.internal_kinds if k in domain.id_patterns]
-    bounded = (rf"(?<![0-9A-Za-z_-])(?:{'|'.join(f'(?:{p})' for p in kinds)})(?![0-9A-Za-z_])" if kinds
-               else r"(?!x)x")
+    bounded = rf"(?<![0-9A-Za-z_-])(?:{'|'.join(f'(?:{p})' for p in kinds)})(?![0-9A-Za-z_])" if kinds else r"(?!x)x"
     # "(<refund id>)", "(refund <id>)", "(turn 12)", "(idempotency key …)": asides meant for the desk.
-    return (re.compile(rf"\s*\((?:[a-z ]*{bounded}|turn \d+|idempotency key [^)]*)\)"),
-            re.compile(rf"[ \t]*{bounded}"))
+    return (re.compile(rf"\s*\((?:[a-z ]*{bounded}|turn \d+|idempotency key [^)]*)\)"), re.compile(rf"[ \t]*{bounded}"))
+
+
 # 1234.5 USD, 1,234.50 USD, USD 1234.50: one format, format_money's. Only real currency codes
 # (never "SKU 5" or "ABC 2021").
 CURRENCIES = ("USD", "EUR", "GBP", "INR", "JPY", "CAD", "AUD", "CHF", "SEK", "NOK", "DKK", "PLN", "NZD", "SGD")

@@ -190,7 +190,14 @@ class CancellationAdmin(admin.ModelAdmin):
 @admin.register(Contact)
 class ContactAdmin(admin.ModelAdmin):
     list_display = ("contact_id", "customer", "kind", "order", "subject", "created_at")
-    search_fields = ("contact_id", "idempotency_key", "customer__customer_id", "customer__name", "order__number", "subject")
+    search_fields = (
+        "contact_id",
+        "idempotency_key",
+        "customer__customer_id",
+        "customer__name",
+        "order__number",
+        "subject",
+    )
     list_filter = ("kind",)
     raw_id_fields = ("customer", "order", "item")
     list_select_related = ("customer", "order")

@@ -45,18 +45,40 @@ def exists(kind: str, value: str, customer_id: str) -> bool | None:
     return Order.objects.filter(number=value, customer__customer_id=customer_id).exists()
 
 
-TOOL_NAMES = ("lookup_customer", "search_orders", "get_order", "track_parcel", "issue_refund", "book_return",
-              "cancel_order", "offer_replacement", "send_email", "log_phone_call", "reply_to_customer")
+TOOL_NAMES = (
+    "lookup_customer",
+    "search_orders",
+    "get_order",
+    "track_parcel",
+    "issue_refund",
+    "book_return",
+    "cancel_order",
+    "offer_replacement",
+    "send_email",
+    "log_phone_call",
+    "reply_to_customer",
+)
 
-DOMAIN = register_domain(Domain.from_tools(
-    "demo_shop", [REGISTRY[name] for name in TOOL_NAMES], declarations=DECLARATIONS,
-    prompt=PROMPT, policy="Everyday orders: tracking, refunds, returns, cancellations.",
-    id_patterns=ID_PATTERNS, id_examples={"order": "SU-12345"}, owner_kind="order",
-    # The shop's own records of payments, refunds, returns, addresses and items; order numbers,
-    # tracking numbers and SKUs mean something to a customer and stay.
-    internal_kinds=["customer", "address", "payment_method", "payment", "refund", "return", "item"],
-    # Which lookup fetches an ID of each kind again, for the guard's "look it up again" hint.
-    lookup_hints={"order": ["search_orders", "get_order"], "customer": ["lookup_customer"],
-                  "tracking": ["track_parcel", "get_order"]},
-    offline_model="sundry.shop.offline:OfflineModel", exists=exists,
-))
+DOMAIN = register_domain(
+    Domain.from_tools(
+        "demo_shop",
+        [REGISTRY[name] for name in TOOL_NAMES],
+        declarations=DECLARATIONS,
+        prompt=PROMPT,
+        policy="Everyday orders: tracking, refunds, returns, cancellations.",
+        id_patterns=ID_PATTERNS,
+        id_examples={"order": "SU-12345"},
+        owner_kind="order",
+        # The shop's own records of payments, refunds, returns, addresses and items; order numbers,
+        # tracking numbers and SKUs mean something to a customer and stay.
+        internal_kinds=["customer", "address", "payment_method", "payment", "refund", "return", "item"],
+        # Which lookup fetches an ID of each kind again, for the guard's "look it up again" hint.
+        lookup_hints={
+            "order": ["search_orders", "get_order"],
+            "customer": ["lookup_customer"],
+            "tracking": ["track_parcel", "get_order"],
+        },
+        offline_model="sundry.shop.offline:OfflineModel",
+        exists=exists,
+    )
+)

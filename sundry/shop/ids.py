@@ -33,7 +33,12 @@ CAPABILITIES: dict[str, list[str]] = {
 }
 
 # The shop's IDs and capabilities without its tools' models: enough to read text and rules.
-WORDS = Domain.from_data({"name": "demo_shop", "id_patterns": ID_PATTERNS,
-                          "tools": {name: {"capabilities": caps} for name, caps in CAPABILITIES.items()}})
+WORDS = Domain.from_data(
+    {
+        "name": "demo_shop",
+        "id_patterns": ID_PATTERNS,
+        "tools": {name: {"capabilities": caps} for name, caps in CAPABILITIES.items()},
+    }
+)
 find_ids = WORDS.find_ids
 kind_of = WORDS.kind_of

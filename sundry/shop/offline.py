@@ -27,12 +27,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sundry.agent import consent
-from sundry.shop import offline_asks as asks
-from sundry.shop import offline_words as words
 from sundry.agent.cards import plain_yes
 from sundry.context import render
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.core.tokens import count_message_tokens, count_tokens
+from sundry.shop import offline_asks as asks
+from sundry.shop import offline_words as words
 from sundry.shop.ids import WORDS, find_ids, kind_of
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -44,21 +44,50 @@ FOLLOW_UP_TOOL = "request_staff_follow_up"
 FOLLOW_UP_REASON_MAX = 160
 # Tools that only write Sundry's own lanes: they do not count towards the calls a step may make.
 LANE_TOOLS = frozenset({"record_fact", "pin_constraint", "label_entity", FOLLOW_UP_TOOL})
-STAFF_FOLLOW_UP = ("I wasn't able to complete this automatically. A member of our support staff will "
-                   "follow up with you shortly.")
-CLARIFY = ("Thanks for getting in touch. Could you tell me what you need — tracking a delivery, a refund, a "
-           "return or a cancellation — and the order number if you have it?")
+STAFF_FOLLOW_UP = (
+    "I wasn't able to complete this automatically. A member of our support staff will follow up with you shortly."
+)
+CLARIFY = (
+    "Thanks for getting in touch. Could you tell me what you need — tracking a delivery, a refund, a "
+    "return or a cancellation — and the order number if you have it?"
+)
 # Mid-case, a message the model cannot place gets a question about it, never the opener again.
-MID_CASE_CLARIFY = ("Sorry, I'm not sure what you'd like me to do with that. Is it about tracking, a refund, a "
-                    "return or a cancellation — and which order?")
+MID_CASE_CLARIFY = (
+    "Sorry, I'm not sure what you'd like me to do with that. Is it about tracking, a refund, a "
+    "return or a cancellation — and which order?"
+)
 HELD_REPLY = "Your request needs a quick check by our staff; it is with them now and I'll update you once they decide."
-_STATUS_TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return",
-                "replace": "offer_replacement"}
-_RESOLUTION = {"refund": "refund", "return": "return", "replace": "replacement", "cancel": "cancel",
-               "track": "tracking"}
+_STATUS_TOOL = {
+    "refund": "issue_refund",
+    "cancel": "cancel_order",
+    "return": "book_return",
+    "replace": "offer_replacement",
+}
+_RESOLUTION = {
+    "refund": "refund",
+    "return": "return",
+    "replace": "replacement",
+    "cancel": "cancel",
+    "track": "tracking",
+}
 # Words of a ledger description that say where an order stands, not what it holds.
-_STATUS_WORDS = {"delivered", "shipped", "placed", "cancelled", "canceled", "returned", "transit", "processing",
-                 "lost", "refunded", "issued", "pending", "partially", "booked", "received"}
+_STATUS_WORDS = {
+    "delivered",
+    "shipped",
+    "placed",
+    "cancelled",
+    "canceled",
+    "returned",
+    "transit",
+    "processing",
+    "lost",
+    "refunded",
+    "issued",
+    "pending",
+    "partially",
+    "booked",
+    "received",
+}
 
 # Narrower than the staff-facing classifier: only a constraint on how the case is handled is pinned.
 _CONSTRAINT = re.compile(
@@ -81,20 +110,40 @@ _INTENTS = [
     ("replace", re.compile(r"\b(?:replacement|replace|exchange)\b", re.I)),
     ("damaged", re.compile(r"\b(?:damaged|broken|defective|scratched|cracked|faulty)\b", re.I)),
     # "It never arrived" states a missing parcel: the negation is the news, not a denial.
-    ("track", re.compile(r"\blost\b|\bnever (?:arrived|came|turned up|got here)|\b(?:hasn't|has not|didn't|did not|"
-                         r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
-                         re.I)),
-    ("track", re.compile(r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
-                         r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
-                         r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b"
-                         r"|\bcheck (?:on )?(?:su-\d|order\b|my order|that order|the order)|\bship\b|\bstill active\b", re.I)),
-    ("list", re.compile(r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
-                        r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b", re.I)),
+    (
+        "track",
+        re.compile(
+            r"\blost\b|\bnever (?:arrived|came|turned up|got here)|\b(?:hasn't|has not|didn't|did not|"
+            r"haven't|have not) (?:arrived|come|turned up|got (?:it|here)|received)|\bnot received\b",
+            re.I,
+        ),
+    ),
+    (
+        "track",
+        re.compile(
+            r"\btrack|where(?: is|'s| was)\b|\bdeliver|\barriv|\bshipp|\bparcel|\bpackage\b|"
+            r"\bin transit\b|\bon (?:its|the) way\b|\bany news\b|\bstill coming\b|\bcarrier\b|"
+            r"\bcourier\b|\bstatus of (?:my |the )?order\b|\blook (?:it |them )?up\b"
+            r"|\bcheck (?:on )?(?:su-\d|order\b|my order|that order|the order)|\bship\b|\bstill active\b",
+            re.I,
+        ),
+    ),
+    (
+        "list",
+        re.compile(
+            r"\bmy orders\b|\blist\b|\bwhat orders\b|\border history\b|\borders do i have\b|"
+            r"\bwhat (?:else )?(?:did |have )?i (?:ordered|order|bought|buy)\b|\bmy other orders\b",
+            re.I,
+        ),
+    ),
 ]
 _READ_FROM_TEXT = {"send_email", "log_phone_call", "offer_replacement"}
 # The customer asks to be told by e-mail or phone once it is done (and not that they want none).
-_CONTACT_ASK = re.compile(r"\be-?mail me\b|\bcall me\b|\blet me know\b|\bsend me a confirmation\b"
-                          r"|\bconfirm\w*\b[^.!?]{0,30}\b(?:by|via|over|on the)\s+(?:e-?mail|phone|call)", re.I)
+_CONTACT_ASK = re.compile(
+    r"\be-?mail me\b|\bcall me\b|\blet me know\b|\bsend me a confirmation\b"
+    r"|\bconfirm\w*\b[^.!?]{0,30}\b(?:by|via|over|on the)\s+(?:e-?mail|phone|call)",
+    re.I,
+)
 _CONTACT_REFUSED = re.compile(r"\b(?:never|don'?t|do not|no|not)\b[^.!?]{0,20}\b(?:e-?mail|call|phone|contact)", re.I)
 # Tools whose call carries a message for the customer (a summary, a body) sent outside the conversation.
 _CONTACT_TOOLS = {"send_email", "log_phone_call"}
@@ -112,19 +161,58 @@ _AMOUNT = re.compile(
     rf"|\b(?P<code2>USD|EUR|GBP|INR)\s?(?P<n3>{_NUM})",
     re.I,
 )
-_CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "₹": "INR", "dollar": "USD", "euro": "EUR", "pound": "GBP",
-             "rupee": "INR"}
+_CURRENCY = {
+    "$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "₹": "INR",
+    "dollar": "USD",
+    "euro": "EUR",
+    "pound": "GBP",
+    "rupee": "INR",
+}
 _REASONS = [
     (re.compile(r"charged twice|double[- ]charged|duplicate", re.I), "duplicate charge"),
     (re.compile(r"damag|broken|scratch|crack|dent|defect|faulty", re.I), "item arrived damaged"),
     (re.compile(r"never arrived|not arrived|hasn't arrived|lost|missing", re.I), "parcel not delivered"),
     (re.compile(r"\bwrong\b", re.I), "wrong item received"),
 ]
-_STOP = {"with", "from", "this", "that", "your", "order", "item", "items", "pack", "have", "what", "where", "when",
-         "want", "please", "thanks", "about", "still", "just", "back", "them", "they", "return", "refund", "mine"}
+_STOP = {
+    "with",
+    "from",
+    "this",
+    "that",
+    "your",
+    "order",
+    "item",
+    "items",
+    "pack",
+    "have",
+    "what",
+    "where",
+    "when",
+    "want",
+    "please",
+    "thanks",
+    "about",
+    "still",
+    "just",
+    "back",
+    "them",
+    "they",
+    "return",
+    "refund",
+    "mine",
+}
 # Argument names the tools may use instead of the ones this model prefers.
-_ALIASES = {"order_number": ("order", "number", "order_id"), "customer_id": ("customer",),
-            "item_ids": ("items",), "message": ("text", "body"), "text": ("rule",), "tracking_number": ("tracking",)}
+_ALIASES = {
+    "order_number": ("order", "number", "order_id"),
+    "customer_id": ("customer",),
+    "item_ids": ("items",),
+    "message": ("text", "body"),
+    "text": ("rule",),
+    "tracking_number": ("tracking",),
+}
 
 
 def _norm(text: str) -> str:
@@ -209,8 +297,14 @@ def _orders_in(data: Any, found: list[tuple[str, dict]] | None = None) -> list[t
     """(order number, the dict describing it) for every order object in a tool result."""
     found = [] if found is None else found
     if isinstance(data, dict):
-        number = next((data[k] for k in ("order_number", "number", "order")
-                       if isinstance(data.get(k), str) and kind_of(data[k]) == "order"), None)
+        number = next(
+            (
+                data[k]
+                for k in ("order_number", "number", "order")
+                if isinstance(data.get(k), str) and kind_of(data[k]) == "order"
+            ),
+            None,
+        )
         if number:
             found.append((number, data))
         for v in data.values():
@@ -289,8 +383,11 @@ class RequestView:
                     data = json.loads(render.result_data(m.content))
                 except ValueError:
                     data = None
-                failed = (m.content.startswith(render.ERROR_PREFIX) or bool(_HELD.search(m.content))
-                          or (isinstance(data, dict) and data.get("ok") is False))
+                failed = (
+                    m.content.startswith(render.ERROR_PREFIX)
+                    or bool(_HELD.search(m.content))
+                    or (isinstance(data, dict) and data.get("ok") is False)
+                )
                 out.append(Seen(i, call.name, args, not failed, m.content, data))
         return out
 
@@ -381,8 +478,9 @@ class RequestView:
         return failed[-1][:200] if failed else ""
 
     def tail_ok(self, name: str, order: str | None = None) -> Seen | None:
-        return next((s for s in reversed(self.tail) if s.ok and s.name == name
-                     and (order is None or s.targets(order))), None)
+        return next(
+            (s for s in reversed(self.tail) if s.ok and s.name == name and (order is None or s.targets(order))), None
+        )
 
 
 # --- decisions -------------------------------------------------------------------------
@@ -418,8 +516,10 @@ def _short(reason: str, limit: int = FOLLOW_UP_REASON_MAX) -> str:
 
 def emit(v: RequestView, name: str, **wanted) -> Decision:
     if rule := v.blocking_rule(name, wanted.get("order_number"), asked=True):
-        return reply(f'I can\'t do that here: a rule in force for this ticket says "{rule.text}". '
-                     "A member of staff can help if something else is needed.")
+        return reply(
+            f'I can\'t do that here: a rule in force for this ticket says "{rule.text}". '
+            "A member of staff can help if something else is needed."
+        )
     args = v.args_for(name, wanted)
     key = Seen(0, name, args, True, "").key()
     if not v.has_tool(name):
@@ -575,8 +675,11 @@ def _candidate_order(v: RequestView) -> str | None:
     return None
 
 
-_ID_TROUBLE = re.compile(r"\(guard: (?:id|unverified_id|mutation)\)|\bno order\b|does not belong|get_order|"
-                         r"\blook (?:it|them|the \w+) up\b|verbatim", re.I)
+_ID_TROUBLE = re.compile(
+    r"\(guard: (?:id|unverified_id|mutation)\)|\bno order\b|does not belong|get_order|"
+    r"\blook (?:it|them|the \w+) up\b|verbatim",
+    re.I,
+)
 
 
 def _needs_lookup(v: RequestView, order: str) -> bool:
@@ -588,8 +691,11 @@ def _needs_lookup(v: RequestView, order: str) -> bool:
     # shop refusing on the order's state ("only placed orders can be cancelled"), is no reason
     # to look the order up again.
     errors = [s.index for s in v.tail if not s.ok and s.targets(order) and _ID_TROUBLE.search(s.content)]
-    fine = [s.index for s in v.tail if s.ok and (s.targets(order) or (
-        s.name in ("get_order", "search_orders") and order in s.content))]
+    fine = [
+        s.index
+        for s in v.tail
+        if s.ok and (s.targets(order) or (s.name in ("get_order", "search_orders") and order in s.content))
+    ]
     return bool(errors) and (not fine or max(fine) < max(errors))
 
 
@@ -647,8 +753,11 @@ def _on_order(v: RequestView, a: render.ParsedAction, order: str) -> bool:
     if a.target == order:
         return True
     info = v.orders.get(order)
-    return bool(info and any(a.target == item for item, _ in info.items)) or any(
-        e.value == a.target and e.note == f"of {order}" for e in v.ledger) or order in (a.summary or "")
+    return (
+        bool(info and any(a.target == item for item, _ in info.items))
+        or any(e.value == a.target and e.note == f"of {order}" for e in v.ledger)
+        or order in (a.summary or "")
+    )
 
 
 def _done_before(v: RequestView, tool: str, order: str) -> render.ParsedAction | None:
@@ -748,8 +857,10 @@ def lost_parcel(v: RequestView, order: str, parcel: str) -> Decision:
     if not offers:
         return follow_up(v, f"parcel for order {order} is lost; the rules leave no remedy the agent may offer")
     choice = " or ".join(offers)
-    return reply(f"I'm sorry — the carrier reports your parcel for order {order} ({parcel}) as lost. I can arrange "
-                 f"{choice} — which would you prefer?")
+    return reply(
+        f"I'm sorry — the carrier reports your parcel for order {order} ({parcel}) as lost. I can arrange "
+        f"{choice} — which would you prefer?"
+    )
 
 
 def do_refund(v: RequestView, order: str) -> Decision:
@@ -759,17 +870,22 @@ def do_refund(v: RequestView, order: str) -> Decision:
     latest_amount = _explicit_amount(v, latest_only=True)
     earlier = [a for a in v.state.actions if a.tool == "issue_refund" and a.target == order]
     # "Refund another 10.00 USD": a new partial refund (run, or held by policy), not the earlier one again.
-    more = latest_amount is not None and (words.asks_for_more(v.latest or "") or all(
-        a.amount_cents != latest_amount[0] for a in earlier))
+    more = latest_amount is not None and (
+        words.asks_for_more(v.latest or "") or all(a.amount_cents != latest_amount[0] for a in earlier)
+    )
     if earlier and not more:
         prior = earlier[-1]
         amount = render.format_money(prior.amount_cents, prior.currency) if prior.amount_cents else "a refund"
-        return reply(f"A refund of {amount} was already issued on order {order} (turn {prior.turn}), so I won't "
-                     "issue it again. If you'd like a further partial refund, tell me the amount.")
+        return reply(
+            f"A refund of {amount} was already issued on order {order} (turn {prior.turn}), so I won't "
+            "issue it again. If you'd like a further partial refund, tell me the amount."
+        )
     if (cancelled := _done_before(v, "cancel_order", order)) and cancelled.amount_cents:
         amount = render.format_money(cancelled.amount_cents, cancelled.currency)
-        return reply(f"Order {order} was cancelled (turn {cancelled.turn}) and {amount} was refunded with the "
-                     "cancellation, so there is nothing more to refund on it.")
+        return reply(
+            f"Order {order} was cancelled (turn {cancelled.turn}) and {amount} was refunded with the "
+            "cancellation, so there is nothing more to refund on it."
+        )
     money, info = v.state.money.get(order), v.orders.get(order)
     refundable = money.refundable_cents if money else (info.still_refundable() if info else None)
     currency = money.currency if money else (info.currency if info else "")
@@ -777,20 +893,34 @@ def do_refund(v: RequestView, order: str) -> Decision:
     # refund guard refuses the call, so the order is looked up first.
     if refundable is None or not currency or (money is None and not (info and info.detailed)):
         details = _details(v, order)
-        return details if isinstance(details, Decision) else follow_up(
-            v, f"the refundable amount on order {order} could not be read")
+        return (
+            details
+            if isinstance(details, Decision)
+            else follow_up(v, f"the refundable amount on order {order} could not be read")
+        )
     if refundable <= 0:
         return reply(f"Order {order} has already been refunded in full; there is nothing left to refund.")
     explicit = latest_amount if more else _explicit_amount(v)
     cents, cur = explicit if explicit else (refundable, currency)
     if cur and currency and cur != currency:
         # The shop refunds in the order's currency: ask for the figure in it, never convert one.
-        return reply(f"Order {order} was paid in {currency}, and the shop can only refund it in {currency}. "
-                     f"How much in {currency} would you like back?")
-    reason = "further partial refund requested by the customer" if more and earlier else _reason(
-        v, "customer requested a refund")
-    return emit(v, "issue_refund", order_number=order, amount=f"{Decimal(cents) / 100:.2f}", currency=cur or currency,
-                reason=reason)
+        return reply(
+            f"Order {order} was paid in {currency}, and the shop can only refund it in {currency}. "
+            f"How much in {currency} would you like back?"
+        )
+    reason = (
+        "further partial refund requested by the customer"
+        if more and earlier
+        else _reason(v, "customer requested a refund")
+    )
+    return emit(
+        v,
+        "issue_refund",
+        order_number=order,
+        amount=f"{Decimal(cents) / 100:.2f}",
+        currency=cur or currency,
+        reason=reason,
+    )
 
 
 def do_return(v: RequestView, order: str) -> Decision:
@@ -816,8 +946,10 @@ def do_cancel(v: RequestView, order: str) -> Decision:
     if prior := _done_before(v, "cancel_order", order):
         return reply(f"Order {order} was already cancelled (turn {prior.turn}).")
     if why := _shop_refusal(v, "cancel_order", order):
-        return reply(f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
-                     "I can book a return instead — shall I?")
+        return reply(
+            f"I couldn't cancel order {order}: the shop says {why}. If you no longer want it, "
+            "I can book a return instead — shall I?"
+        )
     if v.blocking_rule("cancel_order", order, asked=True):  # a rule forbids it: say so, look nothing up
         return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
     info = v.orders.get(order)
@@ -831,23 +963,37 @@ def do_cancel(v: RequestView, order: str) -> Decision:
     if info.status == "cancelled":
         return reply(f"Order {order} is already cancelled.")
     if info.status and info.status != "placed":  # the shop cancels only orders not yet shipped
-        return reply(f"Order {order} is {info.status} already, so it can't be cancelled — only orders that "
-                     "haven't shipped can. If you no longer want it, I can book a return instead — shall I?")
+        return reply(
+            f"Order {order} is {info.status} already, so it can't be cancelled — only orders that "
+            "haven't shipped can. If you no longer want it, I can book a return instead — shall I?"
+        )
     return emit(v, "cancel_order", order_number=order, reason="customer asked to cancel")
 
 
 def _shop_refusal(v: RequestView, tool: str, order: str) -> str | None:
     """The shop's own reason for refusing `tool` on `order` in this step (not a guard's, not a hold)."""
     prefix = f"{render.ERROR_PREFIX}: "
-    failed = next((s for s in reversed(v.tail) if not s.ok and s.name == tool and s.targets(order)
-                   and s.content.startswith(prefix) and not _HELD.search(s.content)), None)
+    failed = next(
+        (
+            s
+            for s in reversed(v.tail)
+            if not s.ok
+            and s.name == tool
+            and s.targets(order)
+            and s.content.startswith(prefix)
+            and not _HELD.search(s.content)
+        ),
+        None,
+    )
     return failed.content.removeprefix(prefix).strip().rstrip(".") if failed else None
 
 
 def do_replace(v: RequestView, order: str) -> Decision:
     if v.blocked("offer_replacement"):
-        return reply("You asked us not to offer a replacement, so I won't. I can refund or return the item instead "
-                     "— which would you prefer?")
+        return reply(
+            "You asked us not to offer a replacement, so I won't. I can refund or return the item instead "
+            "— which would you prefer?"
+        )
     if v.tail_ok("offer_replacement", order):
         return _notify_or_reply(v, f"I've arranged a replacement for order {order}.")
     if prior := _done_before(v, "offer_replacement", order):
@@ -883,18 +1029,27 @@ def do_list(v: RequestView) -> Decision:
 
 def do_damaged(v: RequestView, order: str) -> Decision:
     # Damage alone does not say what the customer wants: ask rather than guess.
-    return reply(f"I'm sorry the item from order {order} arrived damaged. Would you like a refund "
-                 "(full or partial, keeping the item), a return, or a replacement?")
+    return reply(
+        f"I'm sorry the item from order {order} arrived damaged. Would you like a refund "
+        "(full or partial, keeping the item), a return, or a replacement?"
+    )
 
 
-HANDLERS = {"damaged": do_damaged, "track": do_track, "refund": do_refund, "return": do_return, "cancel": do_cancel, "replace": do_replace}
+HANDLERS = {
+    "damaged": do_damaged,
+    "track": do_track,
+    "refund": do_refund,
+    "return": do_return,
+    "cancel": do_cancel,
+    "replace": do_replace,
+}
 
 
 # --- questions about an order: its status, what it holds, which order held a product -------
 
 
 def _order_fact_question(v: RequestView) -> Decision | None:
-    """"What's the status of <order>?", "what's in <order>?", "what was the order number of the lamp?":
+    """ "What's the status of <order>?", "what's in <order>?", "what was the order number of the lamp?":
     answered from the shop's own results, looked up first. A message asking for an action is not one."""
     latest = v.latest or ""
     if intent_of(latest) not in (None, "track", "list"):
@@ -921,7 +1076,9 @@ def do_order_info(v: RequestView, order: str, kind: str) -> Decision:
     """The order's status, or what it holds, from its get_order result; a parcel still on its way is
     tracked (the carrier's word is its status), a lost one gets the remedies."""
     failed = [s.index for s in v.tail if s.name == "get_order" and not s.ok and s.targets(order)]
-    if failed and not any(s.index > max(failed) and s.ok and s.name == "get_order" and s.targets(order) for s in v.tail):
+    if failed and not any(
+        s.index > max(failed) and s.ok and s.name == "get_order" and s.targets(order) for s in v.tail
+    ):
         return reply(f"I couldn't find order {order} on your account. Could you check the number?")
     info = _details(v, order)
     if isinstance(info, Decision):
@@ -930,16 +1087,24 @@ def do_order_info(v: RequestView, order: str, kind: str) -> Decision:
     parcels = [p for p in data.get("parcels") or [] if isinstance(p, dict)]
     if kind == "status" and info.tracking and any(p.get("status") != "delivered" for p in parcels):
         return do_track(v, order)
-    items = [f"{d.get('product') or _item_name(d)} ×{d.get('quantity', 1)}" for d in data.get("items") or []
-             if isinstance(d, dict)]
+    items = [
+        f"{d.get('product') or _item_name(d)} ×{d.get('quantity', 1)}"
+        for d in data.get("items") or []
+        if isinstance(d, dict)
+    ]
     currency = data.get("currency") or info.currency
-    total = f", {render.format_money(data['total_cents'], currency)} in all" \
-        if isinstance(data.get("total_cents"), int) and currency else ""
+    total = (
+        f", {render.format_money(data['total_cents'], currency)} in all"
+        if isinstance(data.get("total_cents"), int) and currency
+        else ""
+    )
     holds = f"It holds {_and(items)}{total}." if items else "I can't see any items on it."
     status = str(data.get("status") or info.status or "").replace("_", " ")
     placed = f" (placed on {data['placed_on']})" if data.get("placed_on") else ""
     refunded = data.get("refunded_cents") if isinstance(data.get("refunded_cents"), int) else 0
-    extra = f" {render.format_money(refunded, currency)} has been refunded on it so far." if refunded and currency else ""
+    extra = (
+        f" {render.format_money(refunded, currency)} has been refunded on it so far." if refunded and currency else ""
+    )
     returns = [str(r.get("status", "")).replace("_", " ") for r in data.get("returns") or [] if isinstance(r, dict)]
     extra += f" A return on it is {returns[-1]}." if returns and returns[-1] else ""
     if kind == "contents":
@@ -956,7 +1121,7 @@ def _found_orders(search: Seen) -> list[dict]:
 
 
 def do_which_order(v: RequestView, phrase: str) -> Decision:
-    """"What was the order number of the air fryer?": the customer's orders holding it, from a search by
+    """ "What was the order number of the air fryer?": the customer's orders holding it, from a search by
     its name (then by its last word, "desk lamp" → "lamp"), each with what it holds, never a guess."""
     head = phrase.split()[-1]
     searches = [s for s in v.tail if s.name == "search_orders" and s.args.get("query") in (phrase, head)]
@@ -969,8 +1134,10 @@ def do_which_order(v: RequestView, phrase: str) -> Decision:
     if not found and searches[-1].args.get("query") != head:
         return emit(v, "search_orders", customer_id=customer, query=head, limit=RECENT_ORDERS)
     if not found:
-        return reply(f'I couldn\'t find an order with "{phrase}" on your account. Could you tell me a little more '
-                     "about it, or the order number if you have it?")
+        return reply(
+            f'I couldn\'t find an order with "{phrase}" on your account. Could you tell me a little more '
+            "about it, or the order number if you have it?"
+        )
     said = _words(phrase)
 
     def line(node: dict) -> str:
@@ -997,10 +1164,11 @@ def _held_pending(v: RequestView, tool: str, order: str | None) -> list[Seen]:
     for s in v.calls:
         if s.ok or not _HELD.search(s.content) or s.name != tool or (order and not s.targets(order)):
             continue
-        later = v.conv[s.index + 1:]
+        later = v.conv[s.index + 1 :]
         ran = any(t.ok and t.name == tool and t.index > s.index and t.args == s.args for t in v.calls)
-        rejected = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"rejected the held {tool}" in m.content
-                       for m in later)
+        rejected = any(
+            m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"rejected the held {tool}" in m.content for m in later
+        )
         if not ran and not rejected:
             out.append(s)
     return out
@@ -1021,26 +1189,34 @@ def _order_of(v: RequestView, a: render.ParsedAction) -> str:
 
 
 def do_latest(v: RequestView) -> Decision:
-    """"Is it approved?", "Did that work?": the case's latest action, or what is still with staff."""
+    """ "Is it approved?", "Did that work?": the case's latest action, or what is still with staff."""
     held = [s for tool in _STATUS_TOOL.values() for s in _held_pending(v, tool, None)]
     last = _latest_action(v)
-    if held and (last is None or max(s.index for s in held) > max(
-            (s.index for s in v.calls if s.ok and s.name == last.tool), default=-1)):
-        return reply(_held_reply(max(held, key=lambda s: s.index)).replace("needs a quick check", "is still waiting "
-                                                                           "for a quick check"))
+    if held and (
+        last is None
+        or max(s.index for s in held) > max((s.index for s in v.calls if s.ok and s.name == last.tool), default=-1)
+    ):
+        return reply(
+            _held_reply(max(held, key=lambda s: s.index)).replace(
+                "needs a quick check", "is still waiting for a quick check"
+            )
+        )
     if last is None:
         return reply("Nothing has been done on this case yet. What would you like me to do, and for which order?")
     return reply(f"Yes — that's done: {_action_phrase(last, v)}.")
 
 
 def do_amount(v: RequestView) -> Decision:
-    """"How much was it?": the money moved on the order the conversation was just about, else the latest."""
+    """ "How much was it?": the money moved on the order the conversation was just about, else the latest."""
     last = _latest_action(v, ("issue_refund", "cancel_order"))
     for text in v.customer_texts()[1:]:
         typed = [val for k, val in find_ids(text) if k == "order"]
         order = typed[0] if typed else (_role_match(v, text) or _product_match(v, text))
-        on = [a for a in v.state.actions if a.tool in ("issue_refund", "cancel_order") and a.amount_cents
-              and order and _on_order(v, a, order)]
+        on = [
+            a
+            for a in v.state.actions
+            if a.tool in ("issue_refund", "cancel_order") and a.amount_cents and order and _on_order(v, a, order)
+        ]
         if on:
             last = max(on, key=lambda a: a.turn)
             break
@@ -1048,20 +1224,33 @@ def do_amount(v: RequestView) -> Decision:
         return reply("No money has been moved on this case yet. Which order would you like me to look at?")
     order = _order_of(v, last)
     what = "refunded with the cancellation of" if last.tool == "cancel_order" else "refunded on"
-    return reply(f"{render.format_money(last.amount_cents, last.currency)} was {what} order {order} (turn {last.turn}).")
+    return reply(
+        f"{render.format_money(last.amount_cents, last.currency)} was {what} order {order} (turn {last.turn})."
+    )
 
 
-_KIND_TOOLS = {"refund": ("issue_refund", "cancel_order"), "cancel": ("cancel_order",), "return": ("book_return",),
-               "replace": ("offer_replacement",)}
-_KIND_NOUNS = {"refund": ("refund", "refunds"), "cancel": ("cancellation", "cancellations"),
-               "return": ("return", "returns"), "replace": ("replacement", "replacements")}
+_KIND_TOOLS = {
+    "refund": ("issue_refund", "cancel_order"),
+    "cancel": ("cancel_order",),
+    "return": ("book_return",),
+    "replace": ("offer_replacement",),
+}
+_KIND_NOUNS = {
+    "refund": ("refund", "refunds"),
+    "cancel": ("cancellation", "cancellations"),
+    "return": ("return", "returns"),
+    "replace": ("replacement", "replacements"),
+}
 
 
 def do_actions(v: RequestView, kind: str) -> Decision:
-    """"How many refunds …?": every action of that kind on this case, from the actions lane (what the
+    """ "How many refunds …?": every action of that kind on this case, from the actions lane (what the
     shop's tools reported), with the money each moved and the total per currency."""
-    done = [a for a in v.state.actions if a.tool in _KIND_TOOLS[kind]
-            and (kind != "refund" or a.tool == "issue_refund" or a.amount_cents)]
+    done = [
+        a
+        for a in v.state.actions
+        if a.tool in _KIND_TOOLS[kind] and (kind != "refund" or a.tool == "issue_refund" or a.amount_cents)
+    ]
     one, many = _KIND_NOUNS[kind]
     if not done:
         return reply(f"No {one} has been made on this case so far.")
@@ -1088,13 +1277,15 @@ def do_money_goes(v: RequestView, *, when: bool = False) -> Decision:
     money, order = render.format_money(last.amount_cents, last.currency), _order_of(v, last)
     if when:
         # The shop knows when it paid, not when a bank shows it: say which, and promise no date.
-        return reply(f"The refund of {money} on order {order} has been issued to the original payment method; "
-                     "how soon it shows depends on your bank or card issuer.")
+        return reply(
+            f"The refund of {money} on order {order} has been issued to the original payment method; "
+            "how soon it shows depends on your bank or card issuer."
+        )
     return reply(f"Yes — the {money} refunded on order {order} goes back to the original payment method.")
 
 
 def do_options(v: RequestView) -> Decision | None:
-    """"What are my options?", "what happened?": the issue on record again — the carrier's word on a
+    """ "What are my options?", "what happened?": the issue on record again — the carrier's word on a
     lost parcel, a damaged item — with the remedies the shop allows."""
     issue = v.state.fields.get("issue", "")
     typed = [value for kind, value in find_ids(issue) if kind == "order"]
@@ -1114,10 +1305,12 @@ def _approved_result(v: RequestView) -> Decision | None:
         return None
     last = v.tail[-1]
     kind = next((k for k, tool in _STATUS_TOOL.items() if tool == last.name), None)
-    since = v.conv[(v.customer_idx[-1] if v.customer_idx else 0):last.index]
-    approved = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX)
-                   and (f"approved the held {last.name}" in m.content or f"confirmed the {last.name} call" in m.content)
-                   for m in since)
+    since = v.conv[(v.customer_idx[-1] if v.customer_idx else 0) : last.index]
+    approved = any(
+        m.content.startswith(render.SYSTEM_EVENT_PREFIX)
+        and (f"approved the held {last.name}" in m.content or f"confirmed the {last.name} call" in m.content)
+        for m in since
+    )
     order = last.args.get("order_number") or last.args.get("order")
     if kind is None or not approved or not isinstance(order, str):
         return None
@@ -1126,9 +1319,12 @@ def _approved_result(v: RequestView) -> Decision | None:
 
 def _action_phrase(a: render.ParsedAction, v: RequestView | None = None) -> str:
     amount = f" of {render.format_money(a.amount_cents, a.currency)}" if a.amount_cents else ""
-    what = {"issue_refund": f"a refund{amount}", "cancel_order": "a cancellation" + (
-        f" (refunding{amount.removeprefix(' of')})" if amount else ""), "book_return": "a return booked",
-            "offer_replacement": "a replacement arranged"}.get(a.tool, a.tool)
+    what = {
+        "issue_refund": f"a refund{amount}",
+        "cancel_order": "a cancellation" + (f" (refunding{amount.removeprefix(' of')})" if amount else ""),
+        "book_return": "a return booked",
+        "offer_replacement": "a replacement arranged",
+    }.get(a.tool, a.tool)
     on = _order_of(v, a) if v else a.target
     return f"{what} on {on} (turn {a.turn})"
 
@@ -1165,9 +1361,14 @@ def do_status(v: RequestView, kind: str) -> Decision:
     if isinstance(order, Decision):
         return order
     relevant = [tool] + (["cancel_order"] if kind == "refund" else [])
-    done = [a for a in v.state.actions if a.tool in relevant and (order is None or _on_order(v, a, order))
-            and (tool != "cancel_order" or a.tool == tool) and (a.tool != "cancel_order" or kind == "cancel"
-                                                                 or a.amount_cents)]
+    done = [
+        a
+        for a in v.state.actions
+        if a.tool in relevant
+        and (order is None or _on_order(v, a, order))
+        and (tool != "cancel_order" or a.tool == tool)
+        and (a.tool != "cancel_order" or kind == "cancel" or a.amount_cents)
+    ]
     if order is None and (named := _product_candidates(v, v.latest or "")):
         # "The air fryer" fits two orders, and only one of them had a refund: that is the one asked about.
         narrowed = [a for a in done if any(_on_order(v, a, o) for o in named)]
@@ -1185,15 +1386,19 @@ def do_status(v: RequestView, kind: str) -> Decision:
         listed = "; ".join(_action_phrase(a, v) for a in done)
         extra = ""
         if kind == "refund" and (money := v.state.money.get(order)):
-            extra = (f" In all {render.format_money(money.refunded_cents, money.currency)} has been refunded on "
-                     f"{order}; it goes back to the original payment method.")
+            extra = (
+                f" In all {render.format_money(money.refunded_cents, money.currency)} has been refunded on "
+                f"{order}; it goes back to the original payment method."
+            )
         return reply(f"Yes — that's done: {listed}.{extra}")
     if held:
         return reply(f"The {noun} on order {order} is waiting for staff approval; I'll update you once they decide.")
     info, money = v.orders.get(order), v.state.money.get(order)
     if kind == "refund" and money and money.refunded_cents:
-        return reply(f"Order {order} shows {render.format_money(money.refunded_cents, money.currency)} refunded so "
-                     f"far; {render.format_money(money.refundable_cents, money.currency)} is still refundable.")
+        return reply(
+            f"Order {order} shows {render.format_money(money.refunded_cents, money.currency)} refunded so "
+            f"far; {render.format_money(money.refundable_cents, money.currency)} is still refundable."
+        )
     if kind == "cancel" and info and info.status == "cancelled":
         return reply(f"Yes — order {order} is cancelled.")
     if info is None or not (info.detailed or money):
@@ -1202,8 +1407,12 @@ def do_status(v: RequestView, kind: str) -> Decision:
     if kind == "refund" and info and info.refunded:
         return reply(f"Order {order} shows {render.format_money(info.refunded, info.currency)} refunded so far.")
     status = f" (it is {info.status.replace('_', ' ')})" if info and info.status else ""
-    offer = {"refund": "Would you like me to request one?", "cancel": "Would you like me to cancel it?",
-             "return": "Would you like me to book one?", "replace": "Would you like me to arrange one?"}[kind]
+    offer = {
+        "refund": "Would you like me to request one?",
+        "cancel": "Would you like me to cancel it?",
+        "return": "Would you like me to book one?",
+        "replace": "Would you like me to arrange one?",
+    }[kind]
     return reply(f"No — I can't see a {noun} on order {order}{status}. {offer}")
 
 
@@ -1233,12 +1442,14 @@ def _case_facts(v: RequestView, intent: str, order: str) -> Decision | None:
 
 def _stated_constraint(v: RequestView) -> bool:
     latest = v.latest or ""
-    return bool(words.contact_preference(latest) or any(
-        _CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest)))
+    return bool(
+        words.contact_preference(latest)
+        or any(_CONSTRAINT.search(_norm(sentence)) for sentence in candidate_rules(latest))
+    )
 
 
 def _constraint_only(v: RequestView, intent: str) -> bool:
-    """"I don't want replacements, ever. Refunds only.": a preference stated, nothing asked for yet."""
+    """ "I don't want replacements, ever. Refunds only.": a preference stated, nothing asked for yet."""
     latest = v.latest or ""
     if find_ids(latest) or not _stated_constraint(v):
         return False
@@ -1253,8 +1464,10 @@ def _held_reply(held: Seen) -> str:
     if not noun or not isinstance(order, str):
         return HELD_REPLY
     amount = f" of {args['amount']} {args.get('currency', '')}".rstrip() if args.get("amount") else ""
-    return (f"Your {noun}{amount} on order {order} needs a quick check by our staff; it is with them now and "
-            "I'll update you once they decide.")
+    return (
+        f"Your {noun}{amount} on order {order} needs a quick check by our staff; it is with them now and "
+        "I'll update you once they decide."
+    )
 
 
 def _card_answer(v: RequestView) -> Decision | None:
@@ -1264,21 +1477,29 @@ def _card_answer(v: RequestView) -> Decision | None:
     if not awaiting:
         return None
     last = awaiting[-1]
-    later = v.conv[last.index + 1:]
-    if any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"declined the {last.name} call" in m.content
-           for m in later):
-        return reply("Understood — I haven't done it, and nothing has changed. Let me know if you'd like "
-                     "something else instead.")
+    later = v.conv[last.index + 1 :]
+    if any(
+        m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"declined the {last.name} call" in m.content
+        for m in later
+    ):
+        return reply(
+            "Understood — I haven't done it, and nothing has changed. Let me know if you'd like something else instead."
+        )
     if any(s.index > last.index for s in v.tail):
         return None  # a later call answers it (the card was confirmed and ran)
     title = (last.data or {}).get("card") if isinstance(last.data, dict) else ""
     what = f" — {title[:1].lower() + title[1:]}" if title else ""
     # A message to send the customer elsewhere (its own call's text: what was just done) is said here too.
-    said = next((str(last.args[k]).strip() for k in ("summary", "body") if last.args.get(k)), "") \
-        if last.name in _CONTACT_TOOLS else ""
+    said = (
+        next((str(last.args[k]).strip() for k in ("summary", "body") if last.args.get(k)), "")
+        if last.name in _CONTACT_TOOLS
+        else ""
+    )
     lead = f"{said} " if said else ""
-    return reply(f"{lead}I've put this on a card for you to confirm{what}. Please check the details on the card and "
-                 "press Confirm if they are right; nothing happens until you do.")
+    return reply(
+        f"{lead}I've put this on a card for you to confirm{what}. Please check the details on the card and "
+        "press Confirm if they are right; nothing happens until you do."
+    )
 
 
 # The system event a customer's (or staff's) answer to a card leaves in the conversation.
@@ -1293,8 +1514,10 @@ def _waiting_cards(v: RequestView) -> list[str]:
         if not _AWAITING.search(s.content) or not isinstance(s.data, dict) or not s.data.get("card"):
             continue
         title = str(s.data["card"])
-        answered = any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"the {s.name} call ({title})" in m.content
-                       for m in v.conv[s.index + 1:])
+        answered = any(
+            m.content.startswith(render.SYSTEM_EVENT_PREFIX) and f"the {s.name} call ({title})" in m.content
+            for m in v.conv[s.index + 1 :]
+        )
         if not answered and title not in out:
             out.append(title)
     return out
@@ -1305,7 +1528,7 @@ def _yes_to_no_card(v: RequestView) -> Decision | None:
     cards wait and ask for the button, rather than guess which one it meant."""
     if not v.customer_idx or not plain_yes(v.latest or ""):
         return None
-    since = v.conv[v.customer_idx[-1] + 1:]
+    since = v.conv[v.customer_idx[-1] + 1 :]
     if any(m.content.startswith(render.SYSTEM_EVENT_PREFIX) and _CARD_DECIDED.search(m.content) for m in since):
         return None
     waiting = _waiting_cards(v)
@@ -1313,10 +1536,14 @@ def _yes_to_no_card(v: RequestView) -> Decision | None:
         return None
     listed = "; ".join(t[:1].lower() + t[1:] for t in waiting)
     if len(waiting) == 1:
-        return reply(f"The card is still waiting for you — {listed}. Please press Confirm on it if it is right; "
-                     "nothing happens until you do.")
-    return reply(f"There are {len(waiting)} cards waiting for you — {listed}. A plain yes doesn't tell me which one "
-                 "you mean: please press Confirm on each card you want; nothing happens until you do.")
+        return reply(
+            f"The card is still waiting for you — {listed}. Please press Confirm on it if it is right; "
+            "nothing happens until you do."
+        )
+    return reply(
+        f"There are {len(waiting)} cards waiting for you — {listed}. A plain yes doesn't tell me which one "
+        "you mean: please press Confirm on each card you want; nothing happens until you do."
+    )
 
 
 def _card_decided(v: RequestView) -> Decision | None:
@@ -1326,23 +1553,30 @@ def _card_decided(v: RequestView) -> Decision | None:
     if not events or not _CARD_DECIDED.search(events[-1].content):
         return None
     if "declined the " in events[-1].content:
-        return reply("Understood — I haven't done it, and nothing has changed. Let me know if you'd like "
-                     "something else instead.")
+        return reply(
+            "Understood — I haven't done it, and nothing has changed. Let me know if you'd like something else instead."
+        )
     if v.tail and _HELD.search(v.tail[-1].content):
         return reply(_held_reply(v.tail[-1]))
     return _card_answer(v) or _approved_result(v)
 
 
 # The notice a customer's files leave for the agent: what they are, never what they show.
-_ATTACHED = re.compile(r"The customer attached (?:a file|\d+ files) to their message \(turn \d+\): (.+?)\. You cannot see",
-                       re.S)
+_ATTACHED = re.compile(
+    r"The customer attached (?:a file|\d+ files) to their message \(turn \d+\): (.+?)\. You cannot see", re.S
+)
 
 
 def _attached(v: RequestView) -> list[str]:
     """The names of the files the customer sent since the last reply (their notices are system events)."""
     last_reply = max((i for i, m in enumerate(v.conv) if _is_reply(m)), default=-1)
-    return [name for m in v.conv[last_reply + 1:] if m.content.startswith(render.SYSTEM_EVENT_PREFIX)
-            for found in _ATTACHED.findall(m.content) for name in re.findall(r"“([^”]+)”", found)]
+    return [
+        name
+        for m in v.conv[last_reply + 1 :]
+        if m.content.startswith(render.SYSTEM_EVENT_PREFIX)
+        for found in _ATTACHED.findall(m.content)
+        for name in re.findall(r"“([^”]+)”", found)
+    ]
 
 
 def _files_for_staff(v: RequestView) -> Decision | None:
@@ -1350,8 +1584,12 @@ def _files_for_staff(v: RequestView) -> Decision | None:
     names = _attached(v)
     if not names or not v.offers(FOLLOW_UP_TOOL) or any(s.name == FOLLOW_UP_TOOL for s in v.tail):
         return None
-    return Decision(call=(FOLLOW_UP_TOOL, v.args_for(FOLLOW_UP_TOOL, {
-        "reason": _short(f"the customer sent {', '.join(names)}: please look at it")})))
+    return Decision(
+        call=(
+            FOLLOW_UP_TOOL,
+            v.args_for(FOLLOW_UP_TOOL, {"reason": _short(f"the customer sent {', '.join(names)}: please look at it")}),
+        )
+    )
 
 
 def _files_acknowledged(v: RequestView, text: str) -> str:
@@ -1360,8 +1598,10 @@ def _files_acknowledged(v: RequestView, text: str) -> str:
     if not names or not any(s.name == FOLLOW_UP_TOOL and s.ok for s in v.tail):
         return text
     it = "it" if len(names) == 1 else "them"
-    ack = (f"Thank you for {', '.join(names)}. I can't open files myself, so I've asked a member of our staff "
-           f"to look at {it}; they'll follow up with you here.")
+    ack = (
+        f"Thank you for {', '.join(names)}. I can't open files myself, so I've asked a member of our staff "
+        f"to look at {it}; they'll follow up with you here."
+    )
     return ack if text in (CLARIFY, MID_CASE_CLARIFY, STAFF_FOLLOW_UP) else f"{ack} {text}"
 
 
@@ -1400,20 +1640,25 @@ def decide(v: RequestView) -> Decision:
         return do_money_goes(v, when=True)
     if words.options_question(v.latest) and intent_of(v.latest) is None and (options := do_options(v)):
         return options
-    if words.approval_timing(v.latest) and (held := [h for tool in _STATUS_TOOL.values()
-                                                      for h in _held_pending(v, tool, None)]):
-        return reply(f"{_held_reply(held[-1])} I can't promise a time, but staff decide held requests as soon "
-                     "as they can.")
+    if words.approval_timing(v.latest) and (
+        held := [h for tool in _STATUS_TOOL.values() for h in _held_pending(v, tool, None)]
+    ):
+        return reply(
+            f"{_held_reply(held[-1])} I can't promise a time, but staff decide held requests as soon as they can."
+        )
     if talk := words.small_talk(v.latest):
-        return reply("Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?")
+        return reply(
+            "Goodbye — take care!" if talk == "goodbye" else "Alright. Is there anything else I can help with?"
+        )
     if asked := _order_fact_question(v):
         return asked
     intent = _intent(v)
     if intent in consent.ACTIONS and intent_of(v.latest) == intent and not asks_for(v.latest, intent):
         kinds = {consent.sentence_kind(s, intent) for s in consent.sentences(v.latest)}
         # "And the return for the lamp?": a question naming an action, asking for none, asks how it stands.
-        if words.status_question(v.latest) is None and ("status" in kinds or (
-                "mention" in kinds and v.latest.rstrip().endswith("?") and "negated" not in kinds)):
+        if words.status_question(v.latest) is None and (
+            "status" in kinds or ("mention" in kinds and v.latest.rstrip().endswith("?") and "negated" not in kinds)
+        ):
             return do_status(v, intent)
         return _not_asked(v, intent)
     if intent is None or _constraint_only(v, intent):
@@ -1531,6 +1776,7 @@ class OfflineModel:
             digest = hashlib.sha256(f"{len(request.messages)}:{n}:{name}:{json.dumps(args, sort_keys=True)}".encode())
             calls.append(ToolCall(id=f"off_{int(digest.hexdigest()[:8], 16)}", name=name, arguments=args))
         out = decision.text or json.dumps([c.model_dump() for c in calls], ensure_ascii=False)
-        usage = Usage(input_tokens=count_message_tokens(request.messages, "offline"),
-                      output_tokens=count_tokens(out, "offline"))
+        usage = Usage(
+            input_tokens=count_message_tokens(request.messages, "offline"), output_tokens=count_tokens(out, "offline")
+        )
         return ModelResponse(text=decision.text, tool_calls=calls, usage=usage, model="offline", offline=True)

@@ -55,8 +55,11 @@ def status_question(text: str) -> str | None:
     return None
 
 
-_PHONE = re.compile(r"\b(?:phone|calls?)\s+only\b|\bonly\s+(?:by\s+|via\s+|over the\s+)?(?:phone|call)|"
-                    r"\b(?:call|phone|ring) me (?:instead|only)\b", re.I)
+_PHONE = re.compile(
+    r"\b(?:phone|calls?)\s+only\b|\bonly\s+(?:by\s+|via\s+|over the\s+)?(?:phone|call)|"
+    r"\b(?:call|phone|ring) me (?:instead|only)\b",
+    re.I,
+)
 _EMAIL = re.compile(r"\be-?mail\s+only\b|\bonly\s+(?:by\s+|via\s+)?e-?mail", re.I)
 _CHAT = re.compile(r"\bchat\s+only\b|\bonly\s+(?:here|in (?:this|the) chat|by chat|via chat)\b", re.I)
 _NO_EMAIL = re.compile(r"\b(?:never|don'?t|do not|no)\b[^.]{0,20}\be-?mail", re.I)
@@ -96,7 +99,8 @@ def acknowledgement(text: str) -> str:
 
 
 # Words after "the"/"my" that name no product: parts of the case, not things bought.
-_NOT_PRODUCTS = frozenset("""
+_NOT_PRODUCTS = frozenset(
+    """
 order orders item items thing things stuff one ones other others rest same first second third fourth fifth last
 latest previous recent whole money amount refund refunds return returns cancellation replacement exchange parcel
 parcels package packages delivery deliveries tracking box packaging courier driver account card payment payments
@@ -104,14 +108,17 @@ email phone number address details status update news problem issue case ticket 
 lot bit rest time way case damage order's help support agent staff team shop store website app price charge
 week weeks day days month months year morning evening today yesterday tomorrow
 original method way name mind wife husband son daughter friend mum mom dad partner kids family neighbour door
-""".split())
+""".split()
+)
 _DETERMINER = re.compile(r"\b(?:the|my|that|this|those|these|our)\s+", re.I)
-_STOP_AFTER = frozenset("""
+_STOP_AFTER = frozenset(
+    """
 is was are were has have had be been for from to on of in at with and or but that which who done yet already
 arrived came come gone went please thanks thank you i you it its it's me we they order orders item items
 approved processed issued complete completed through refunded cancelled returned replaced delivered shipped
 lost broken damaged cracked missing late still again now too also only just back full entire whole total
-""".split())
+""".split()
+)
 
 
 def product_phrase(text: str) -> str | None:
@@ -119,7 +126,7 @@ def product_phrase(text: str) -> str | None:
     t = (text or "").replace("’", "'")
     for m in _DETERMINER.finditer(t):
         words = []
-        clause = re.split(r"[,;:!?]|\.(?:\s|$)", t[m.end():], maxsplit=1)[0]
+        clause = re.split(r"[,;:!?]|\.(?:\s|$)", t[m.end() :], maxsplit=1)[0]
         for w in re.findall(r"[a-z0-9][a-z0-9.'-]*", clause.lower())[:3]:
             w = w.strip(".,'-")
             if not w or w in _STOP_AFTER:
@@ -135,7 +142,7 @@ _ANOTHER = re.compile(r"\b(?:another|additional|further|more|extra|second|also)\
 
 
 def asks_for_more(text: str) -> bool:
-    """"refund another 10.00 USD": a new partial refund, not the earlier one again."""
+    """ "refund another 10.00 USD": a new partial refund, not the earlier one again."""
     return bool(_ANOTHER.search(text or ""))
 
 
@@ -147,11 +154,15 @@ _VAGUE_STATUS = re.compile(
 )
 _HOW_MUCH = re.compile(r"\bhow much\b", re.I)
 _WHERE_MONEY_GOES = re.compile(
-    r"\b(?:original|same|my)\s+(?:card|payment(?: method)?|account)\b|\bback to (?:my|the) (?:card|bank)\b", re.I)
+    r"\b(?:original|same|my)\s+(?:card|payment(?: method)?|account)\b|\bback to (?:my|the) (?:card|bank)\b", re.I
+)
 # "OK.", "Alright", "Bye.": nothing to do, nothing to ask about.
-_ACK = re.compile(r"^(?:ok(?:ay)?|k|alright|all right|fine|got it|i see|cool|sure|noted|understood|right|"
-                  r"bye|goodbye|bye bye|see you|that's it|that is it|that's all|no,? that's all|nothing else)"
-                  r"(?:[,!.\s]+(?:then|thanks|bye|now))*[\s.!]*$", re.I)
+_ACK = re.compile(
+    r"^(?:ok(?:ay)?|k|alright|all right|fine|got it|i see|cool|sure|noted|understood|right|"
+    r"bye|goodbye|bye bye|see you|that's it|that is it|that's all|no,? that's all|nothing else)"
+    r"(?:[,!.\s]+(?:then|thanks|bye|now))*[\s.!]*$",
+    re.I,
+)
 
 
 def vague_status(text: str) -> bool:
@@ -162,8 +173,12 @@ def vague_status(text: str) -> bool:
 
 # "How many refunds have you made?", "list my cancellations", "what has been refunded so far?",
 # "how much have you refunded in total?": the actions of one kind on this case, counted and listed.
-_ACTION_NOUN = {"refund": r"refunds|refunded", "cancel": r"cancell?ations|cancell?ed", "return": r"returns|returned",
-                "replace": r"replacements|replaced"}
+_ACTION_NOUN = {
+    "refund": r"refunds|refunded",
+    "cancel": r"cancell?ations|cancell?ed",
+    "return": r"returns|returned",
+    "replace": r"replacements|replaced",
+}
 _ACTIONS_ASKED = {
     kind: re.compile(
         rf"\bhow many (?:\w+ ){{0,3}}?(?:{noun})\b"
@@ -171,10 +186,16 @@ _ACTIONS_ASKED = {
         rf"|\b(?:list|show me|tell me) (?:all )?(?:of )?(?:the |my |your )?(?:{noun})\b"
         rf"|\bwhat (?:{noun}) (?:have|did|were|has)\b"
         rf"|\bwhat (?:all )?(?:has|have) (?:you |been |we )?(?:{noun})\b"
-        + (r"|\bhow much (?:have you |has been |did you |was |were you )?(?:refunded|refund(?:ed)? me|given back)"
-           r"\b[^.?!]{0,20}\b(?:in total|so far|altogether|in all|overall)\b" if kind == "refund" else ""),
-        re.I)
-    for kind, noun in _ACTION_NOUN.items()}
+        + (
+            r"|\bhow much (?:have you |has been |did you |was |were you )?(?:refunded|refund(?:ed)? me|given back)"
+            r"\b[^.?!]{0,20}\b(?:in total|so far|altogether|in all|overall)\b"
+            if kind == "refund"
+            else ""
+        ),
+        re.I,
+    )
+    for kind, noun in _ACTION_NOUN.items()
+}
 
 
 def actions_question(text: str) -> str | None:
@@ -184,7 +205,7 @@ def actions_question(text: str) -> str | None:
 
 
 def amount_question(text: str) -> bool:
-    """"How much was it?": the amount of what was done."""
+    """ "How much was it?": the amount of what was done."""
     return bool(_HOW_MUCH.search(text or ""))
 
 
@@ -192,33 +213,39 @@ def amount_question(text: str) -> bool:
 _WHEN_MONEY = re.compile(
     r"\bwhen (?:will|do|would|should|can|does) (?:i|we|it) (?:see|get|receive|have|show|arrive)\b[^.?!]{0,20}"
     r"\b(?:money|refund|funds)\b|\bwhen (?:will|does) (?:the|my) (?:money|refund|funds)\b"
-    r"|\bhow long (?:will|does|do|would) (?:the |a |my |it )?(?:refunds? )?(?:take|to arrive)\b", re.I)
+    r"|\bhow long (?:will|does|do|would) (?:the |a |my |it )?(?:refunds? )?(?:take|to arrive)\b",
+    re.I,
+)
 # "What are my options?", "what can you do?": what the shop allows for the case at hand.
-_OPTIONS = re.compile(r"\bwhat (?:are )?(?:my|the) options\b|\bwhat options\b|\bwhich options\b"
-                      r"|\bwhat (?:can|could) (?:you|i|we) (?:do|offer)\b|\bwhat (?:do|would) you (?:suggest|offer)\b"
-                      r"|^\s*what happened(?: to (?:it|them|my (?:parcel|package|order)))?\s*\??\s*$", re.I)
+_OPTIONS = re.compile(
+    r"\bwhat (?:are )?(?:my|the) options\b|\bwhat options\b|\bwhich options\b"
+    r"|\bwhat (?:can|could) (?:you|i|we) (?:do|offer)\b|\bwhat (?:do|would) you (?:suggest|offer)\b"
+    r"|^\s*what happened(?: to (?:it|them|my (?:parcel|package|order)))?\s*\??\s*$",
+    re.I,
+)
 # "How long does approval take?": when staff decide a held request.
-_APPROVAL_TIMING = re.compile(r"\bhow long\b[^.?!]{0,30}\bapprov|\bwhen will\b[^.?!]{0,30}\b(?:approve|decide|hear)\b",
-                              re.I)
+_APPROVAL_TIMING = re.compile(
+    r"\bhow long\b[^.?!]{0,30}\bapprov|\bwhen will\b[^.?!]{0,30}\b(?:approve|decide|hear)\b", re.I
+)
 
 
 def money_timing(text: str) -> bool:
-    """"When will I see the money?": when a refund reaches the customer."""
+    """ "When will I see the money?": when a refund reaches the customer."""
     return bool(_WHEN_MONEY.search(text or ""))
 
 
 def approval_timing(text: str) -> bool:
-    """"How long does approval take?": when a held request is decided."""
+    """ "How long does approval take?": when a held request is decided."""
     return bool(_APPROVAL_TIMING.search(text or ""))
 
 
 def options_question(text: str) -> bool:
-    """"What are my options?": the remedies open for the case, naming no action."""
+    """ "What are my options?": the remedies open for the case, naming no action."""
     return bool(_OPTIONS.search(text or ""))
 
 
 def where_money_goes(text: str) -> bool:
-    """"Does it go to my original card?": where a refund is paid."""
+    """ "Does it go to my original card?": where a refund is paid."""
     return bool(_WHERE_MONEY_GOES.search(text or ""))
 
 

@@ -107,81 +107,371 @@ class Country:
 
 COUNTRIES: tuple[Country, ...] = (
     Country(
-        "US", "USD", 0.30,
-        ("James", "Mary", "Robert", "Patricia", "Michael", "Jennifer", "David", "Linda", "Daniel", "Emily",
-         "Chris", "Ashley", "Marcus", "Keisha", "Tyler", "Megan", "Carlos", "Sofia", "Kevin", "Hannah",
-         "Brandon", "Olivia", "Jamal", "Grace", "Ethan", "Madison", "Luis", "Chloe"),
-        ("Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez", "Martinez",
-         "Wilson", "Anderson", "Taylor", "Thomas", "Moore", "Jackson", "Lee", "Harris", "Clark", "Lewis",
-         "Walker", "Young", "Nguyen", "Hill", "Carter", "Mitchell"),
-        (("Austin, TX", "787"), ("Seattle, WA", "981"), ("Denver, CO", "802"), ("Chicago, IL", "606"),
-         ("Brooklyn, NY", "112"), ("Portland, OR", "972"), ("Atlanta, GA", "303"), ("San Diego, CA", "921"),
-         ("Columbus, OH", "432"), ("Raleigh, NC", "276"), ("Minneapolis, MN", "554"), ("Phoenix, AZ", "850")),
-        ("Maple Avenue", "Oak Street", "Cedar Lane", "Pine Street", "Elm Drive", "Washington Boulevard",
-         "Lakeview Road", "Sunset Drive", "Highland Avenue", "Park Place", "Willow Court", "Ridge Road"),
+        "US",
+        "USD",
+        0.30,
+        (
+            "James",
+            "Mary",
+            "Robert",
+            "Patricia",
+            "Michael",
+            "Jennifer",
+            "David",
+            "Linda",
+            "Daniel",
+            "Emily",
+            "Chris",
+            "Ashley",
+            "Marcus",
+            "Keisha",
+            "Tyler",
+            "Megan",
+            "Carlos",
+            "Sofia",
+            "Kevin",
+            "Hannah",
+            "Brandon",
+            "Olivia",
+            "Jamal",
+            "Grace",
+            "Ethan",
+            "Madison",
+            "Luis",
+            "Chloe",
+        ),
+        (
+            "Smith",
+            "Johnson",
+            "Williams",
+            "Brown",
+            "Jones",
+            "Garcia",
+            "Miller",
+            "Davis",
+            "Rodriguez",
+            "Martinez",
+            "Wilson",
+            "Anderson",
+            "Taylor",
+            "Thomas",
+            "Moore",
+            "Jackson",
+            "Lee",
+            "Harris",
+            "Clark",
+            "Lewis",
+            "Walker",
+            "Young",
+            "Nguyen",
+            "Hill",
+            "Carter",
+            "Mitchell",
+        ),
+        (
+            ("Austin, TX", "787"),
+            ("Seattle, WA", "981"),
+            ("Denver, CO", "802"),
+            ("Chicago, IL", "606"),
+            ("Brooklyn, NY", "112"),
+            ("Portland, OR", "972"),
+            ("Atlanta, GA", "303"),
+            ("San Diego, CA", "921"),
+            ("Columbus, OH", "432"),
+            ("Raleigh, NC", "276"),
+            ("Minneapolis, MN", "554"),
+            ("Phoenix, AZ", "850"),
+        ),
+        (
+            "Maple Avenue",
+            "Oak Street",
+            "Cedar Lane",
+            "Pine Street",
+            "Elm Drive",
+            "Washington Boulevard",
+            "Lakeview Road",
+            "Sunset Drive",
+            "Highland Avenue",
+            "Park Place",
+            "Willow Court",
+            "Ridge Road",
+        ),
         ("UPS", "FedEx", "USPS"),
         "Reno, NV, US",
         ("Louisville, KY, US", "Memphis, TN, US", "Indianapolis, IN, US", "Ontario, CA, US"),
     ),
     Country(
-        "GB", "GBP", 0.20,
-        ("Oliver", "Amelia", "George", "Isla", "Harry", "Ava", "Jack", "Mia", "Noah", "Poppy", "Alfie",
-         "Freya", "Oscar", "Evie", "Arjun", "Priya", "Callum", "Niamh", "Rhys", "Zoë", "Tom", "Lucy"),
-        ("Smith", "Jones", "Taylor", "Brown", "Williams", "Wilson", "Davies", "Evans", "Thomas", "Roberts",
-         "Walker", "Wright", "Robinson", "Thompson", "Hughes", "Patel", "Khan", "O'Brien", "MacLeod", "Green"),
-        (("London", "N1|SE15|E8|SW11|NW5|W12"), ("Manchester", "M4|M14|M20"), ("Leeds", "LS6|LS8"),
-         ("Bristol", "BS6|BS8"), ("Edinburgh", "EH3|EH6|EH9"), ("Glasgow", "G12|G41"), ("Cardiff", "CF10|CF24"),
-         ("Birmingham", "B13|B15"), ("Brighton", "BN1|BN2"), ("Norwich", "NR2|NR3")),
-        ("Elm Road", "Church Street", "Victoria Road", "Station Road", "Park Lane", "Mill Lane", "Queens Road",
-         "The Crescent", "Albert Street", "Kingsway", "Windsor Close", "Manor Gardens"),
+        "GB",
+        "GBP",
+        0.20,
+        (
+            "Oliver",
+            "Amelia",
+            "George",
+            "Isla",
+            "Harry",
+            "Ava",
+            "Jack",
+            "Mia",
+            "Noah",
+            "Poppy",
+            "Alfie",
+            "Freya",
+            "Oscar",
+            "Evie",
+            "Arjun",
+            "Priya",
+            "Callum",
+            "Niamh",
+            "Rhys",
+            "Zoë",
+            "Tom",
+            "Lucy",
+        ),
+        (
+            "Smith",
+            "Jones",
+            "Taylor",
+            "Brown",
+            "Williams",
+            "Wilson",
+            "Davies",
+            "Evans",
+            "Thomas",
+            "Roberts",
+            "Walker",
+            "Wright",
+            "Robinson",
+            "Thompson",
+            "Hughes",
+            "Patel",
+            "Khan",
+            "O'Brien",
+            "MacLeod",
+            "Green",
+        ),
+        (
+            ("London", "N1|SE15|E8|SW11|NW5|W12"),
+            ("Manchester", "M4|M14|M20"),
+            ("Leeds", "LS6|LS8"),
+            ("Bristol", "BS6|BS8"),
+            ("Edinburgh", "EH3|EH6|EH9"),
+            ("Glasgow", "G12|G41"),
+            ("Cardiff", "CF10|CF24"),
+            ("Birmingham", "B13|B15"),
+            ("Brighton", "BN1|BN2"),
+            ("Norwich", "NR2|NR3"),
+        ),
+        (
+            "Elm Road",
+            "Church Street",
+            "Victoria Road",
+            "Station Road",
+            "Park Lane",
+            "Mill Lane",
+            "Queens Road",
+            "The Crescent",
+            "Albert Street",
+            "Kingsway",
+            "Windsor Close",
+            "Manor Gardens",
+        ),
         ("Royal Mail", "DPD", "Evri"),
         "Daventry, GB",
         ("Birmingham, GB", "Coventry, GB", "Warrington, GB"),
     ),
     Country(
-        "IN", "INR", 0.20,
-        ("Aarav", "Ananya", "Vihaan", "Diya", "Arjun", "Isha", "Rohan", "Kavya", "Aditya", "Priya", "Rahul",
-         "Sneha", "Karthik", "Meera", "Vikram", "Asha", "Siddharth", "Pooja", "Nikhil", "Lakshmi"),
-        ("Sharma", "Patel", "Iyer", "Reddy", "Nair", "Gupta", "Singh", "Kumar", "Menon", "Das", "Rao",
-         "Chatterjee", "Mehta", "Joshi", "Pillai", "Verma", "Bose", "Kulkarni"),
-        (("Mumbai", "4000"), ("Bengaluru", "5600"), ("New Delhi", "1100"), ("Chennai", "6000"), ("Pune", "4110"),
-         ("Hyderabad", "5000"), ("Kolkata", "7000"), ("Ahmedabad", "3800")),
-        ("MG Road", "Linking Road", "Residency Road", "Anna Salai", "Park Street", "FC Road", "Banjara Hills Road",
-         "Lajpat Nagar Main Road", "100 Feet Road", "SV Road"),
+        "IN",
+        "INR",
+        0.20,
+        (
+            "Aarav",
+            "Ananya",
+            "Vihaan",
+            "Diya",
+            "Arjun",
+            "Isha",
+            "Rohan",
+            "Kavya",
+            "Aditya",
+            "Priya",
+            "Rahul",
+            "Sneha",
+            "Karthik",
+            "Meera",
+            "Vikram",
+            "Asha",
+            "Siddharth",
+            "Pooja",
+            "Nikhil",
+            "Lakshmi",
+        ),
+        (
+            "Sharma",
+            "Patel",
+            "Iyer",
+            "Reddy",
+            "Nair",
+            "Gupta",
+            "Singh",
+            "Kumar",
+            "Menon",
+            "Das",
+            "Rao",
+            "Chatterjee",
+            "Mehta",
+            "Joshi",
+            "Pillai",
+            "Verma",
+            "Bose",
+            "Kulkarni",
+        ),
+        (
+            ("Mumbai", "4000"),
+            ("Bengaluru", "5600"),
+            ("New Delhi", "1100"),
+            ("Chennai", "6000"),
+            ("Pune", "4110"),
+            ("Hyderabad", "5000"),
+            ("Kolkata", "7000"),
+            ("Ahmedabad", "3800"),
+        ),
+        (
+            "MG Road",
+            "Linking Road",
+            "Residency Road",
+            "Anna Salai",
+            "Park Street",
+            "FC Road",
+            "Banjara Hills Road",
+            "Lajpat Nagar Main Road",
+            "100 Feet Road",
+            "SV Road",
+        ),
         ("Delhivery", "Blue Dart", "Ekart"),
         "Bhiwandi, IN",
         ("Nagpur, IN", "Gurugram, IN", "Bengaluru, IN"),
     ),
     Country(
-        "DE", "EUR", 0.10,
-        ("Lukas", "Anna", "Leon", "Marie", "Felix", "Sophie", "Jonas", "Lena", "Paul", "Hannah", "Jürgen",
-         "Katrin", "Max", "Laura", "Tobias", "Julia"),
-        ("Müller", "Schmidt", "Schneider", "Fischer", "Weber", "Meyer", "Wagner", "Becker", "Hoffmann", "Schulz",
-         "Koch", "Richter", "Klein", "Wolf"),
-        (("Berlin", "10"), ("München", "80"), ("Hamburg", "20"), ("Köln", "50"), ("Frankfurt am Main", "60"),
-         ("Leipzig", "04")),
-        ("Lindenstraße", "Hauptstraße", "Bahnhofstraße", "Gartenweg", "Schillerstraße", "Goethestraße",
-         "Bergstraße", "Kirchgasse"),
+        "DE",
+        "EUR",
+        0.10,
+        (
+            "Lukas",
+            "Anna",
+            "Leon",
+            "Marie",
+            "Felix",
+            "Sophie",
+            "Jonas",
+            "Lena",
+            "Paul",
+            "Hannah",
+            "Jürgen",
+            "Katrin",
+            "Max",
+            "Laura",
+            "Tobias",
+            "Julia",
+        ),
+        (
+            "Müller",
+            "Schmidt",
+            "Schneider",
+            "Fischer",
+            "Weber",
+            "Meyer",
+            "Wagner",
+            "Becker",
+            "Hoffmann",
+            "Schulz",
+            "Koch",
+            "Richter",
+            "Klein",
+            "Wolf",
+        ),
+        (
+            ("Berlin", "10"),
+            ("München", "80"),
+            ("Hamburg", "20"),
+            ("Köln", "50"),
+            ("Frankfurt am Main", "60"),
+            ("Leipzig", "04"),
+        ),
+        (
+            "Lindenstraße",
+            "Hauptstraße",
+            "Bahnhofstraße",
+            "Gartenweg",
+            "Schillerstraße",
+            "Goethestraße",
+            "Bergstraße",
+            "Kirchgasse",
+        ),
         ("DHL", "DPD", "Hermes"),
         "Venlo, NL",
         ("Kassel, DE", "Hannover, DE", "Nürnberg, DE"),
     ),
     Country(
-        "FR", "EUR", 0.08,
-        ("Louis", "Emma", "Gabriel", "Chloé", "Hugo", "Léa", "Arthur", "Manon", "Jules", "Camille", "Théo",
-         "Inès", "Lucas", "Juliette"),
-        ("Martin", "Bernard", "Dubois", "Thomas", "Robert", "Richard", "Petit", "Durand", "Leroy", "Moreau",
-         "Lefèvre", "Girard", "Fournier"),
-        (("Paris", "750"), ("Lyon", "6900"), ("Marseille", "130"), ("Toulouse", "310"), ("Bordeaux", "330"),
-         ("Lille", "590")),
-        ("rue des Lilas", "avenue Victor Hugo", "rue de la République", "boulevard Voltaire", "rue Pasteur",
-         "rue du Moulin", "place de la Mairie"),
+        "FR",
+        "EUR",
+        0.08,
+        (
+            "Louis",
+            "Emma",
+            "Gabriel",
+            "Chloé",
+            "Hugo",
+            "Léa",
+            "Arthur",
+            "Manon",
+            "Jules",
+            "Camille",
+            "Théo",
+            "Inès",
+            "Lucas",
+            "Juliette",
+        ),
+        (
+            "Martin",
+            "Bernard",
+            "Dubois",
+            "Thomas",
+            "Robert",
+            "Richard",
+            "Petit",
+            "Durand",
+            "Leroy",
+            "Moreau",
+            "Lefèvre",
+            "Girard",
+            "Fournier",
+        ),
+        (
+            ("Paris", "750"),
+            ("Lyon", "6900"),
+            ("Marseille", "130"),
+            ("Toulouse", "310"),
+            ("Bordeaux", "330"),
+            ("Lille", "590"),
+        ),
+        (
+            "rue des Lilas",
+            "avenue Victor Hugo",
+            "rue de la République",
+            "boulevard Voltaire",
+            "rue Pasteur",
+            "rue du Moulin",
+            "place de la Mairie",
+        ),
         ("Colissimo", "Chronopost", "DPD"),
         "Venlo, NL",
         ("Roissy, FR", "Lyon-Saint-Exupéry, FR"),
     ),
     Country(
-        "IE", "EUR", 0.04,
+        "IE",
+        "EUR",
+        0.04,
         ("Seán", "Aoife", "Conor", "Ciara", "Darragh", "Saoirse", "Cian", "Róisín", "Liam", "Niamh"),
         ("Murphy", "Kelly", "O'Sullivan", "Walsh", "Byrne", "Ryan", "O'Connor", "Doyle", "McCarthy", "Gallagher"),
         (("Dublin", "D02|D04|D06|D08|D07"), ("Cork", "T12|T23"), ("Galway", "H91"), ("Limerick", "V94")),
@@ -191,7 +481,9 @@ COUNTRIES: tuple[Country, ...] = (
         ("Dublin, IE", "Athlone, IE"),
     ),
     Country(
-        "NL", "EUR", 0.04,
+        "NL",
+        "EUR",
+        0.04,
         ("Daan", "Emma", "Sem", "Julia", "Lucas", "Tess", "Finn", "Sara", "Bram", "Fenna"),
         ("de Jong", "Jansen", "de Vries", "van den Berg", "Bakker", "Visser", "Smit", "Meijer", "de Boer", "Mulder"),
         (("Amsterdam", "10"), ("Rotterdam", "30"), ("Utrecht", "35"), ("Den Haag", "25"), ("Eindhoven", "56")),
@@ -201,12 +493,20 @@ COUNTRIES: tuple[Country, ...] = (
         ("Nieuwegein, NL", "Amsterdam, NL"),
     ),
     Country(
-        "ES", "EUR", 0.04,
+        "ES",
+        "EUR",
+        0.04,
         ("Hugo", "Lucía", "Martín", "Sofía", "Pablo", "María", "Alejandro", "Paula", "Daniel", "Carmen"),
         ("García", "Fernández", "González", "Rodríguez", "López", "Martínez", "Sánchez", "Pérez", "Gómez", "Ruiz"),
         (("Madrid", "280"), ("Barcelona", "080"), ("Valencia", "460"), ("Sevilla", "410"), ("Bilbao", "480")),
-        ("Calle Mayor", "Calle de Alcalá", "Avenida de la Constitución", "Calle del Sol", "Paseo de Gracia",
-         "Calle Real"),
+        (
+            "Calle Mayor",
+            "Calle de Alcalá",
+            "Avenida de la Constitución",
+            "Calle del Sol",
+            "Paseo de Gracia",
+            "Calle Real",
+        ),
         ("Correos", "SEUR"),
         "Venlo, NL",
         ("Madrid, ES", "Zaragoza, ES"),
@@ -226,7 +526,7 @@ PRODUCTS: tuple[tuple[str, float, float], ...] = (
     ("Electric Kettle 1.7L", 39.99, 4.0),
     ("Stand Mixer", 279.00, 1.2),
     ('Cast Iron Skillet 10"', 34.50, 2.5),
-    ('Chef\'s Knife 8"', 59.00, 2.0),
+    ("Chef's Knife 8\"", 59.00, 2.0),
     ("Burr Coffee Grinder", 119.00, 1.8),
     ("Pour-Over Coffee Set", 42.00, 1.5),
     ("2-Slice Toaster", 44.99, 2.5),
@@ -400,9 +700,11 @@ def _line1(rng: random.Random, country: str, street: str) -> str:
             return f"Flat {rng.randint(1, 30)}, {n} {street}"
         return f"{n} {street}"
     if country == "IN":
-        return (f"Flat {rng.randint(1, 18)}{rng.randint(0, 9):02d}, "
-                f"{rng.choice(['Lotus', 'Sai', 'Green', 'Royal', 'Shanti', 'Prestige'])} "
-                f"{rng.choice(['Residency', 'Apartments', 'Heights', 'Enclave'])}, {street}")
+        return (
+            f"Flat {rng.randint(1, 18)}{rng.randint(0, 9):02d}, "
+            f"{rng.choice(['Lotus', 'Sai', 'Green', 'Royal', 'Shanti', 'Prestige'])} "
+            f"{rng.choice(['Residency', 'Apartments', 'Heights', 'Enclave'])}, {street}"
+        )
     if country in ("DE", "NL"):
         return f"{street} {n}"
     if country == "FR":
@@ -509,7 +811,7 @@ def one_char_mutations(number: str) -> list[str]:
         if ch in string.digits:
             for d in string.digits:
                 if d != ch:
-                    out.append(number[:i] + d + number[i + 1:])
+                    out.append(number[:i] + d + number[i + 1 :])
     return out
 
 
@@ -527,10 +829,20 @@ def fingerprint() -> str:
     """SHA-256 of every shop row (all columns, primary keys included) in a canonical order."""
     through = Return.items.through
     keyed = [
-        (Customer, "customer_id"), (Address, "address_id"), (PaymentMethod, "payment_method_id"),
-        (Product, "sku"), (Order, "number"), (OrderItem, "item_id"), (Payment, "payment_id"),
-        (Parcel, "tracking_number"), (TrackingEvent, None), (Refund, "refund_id"), (Return, "return_id"),
-        (through, None), (Cancellation, "idempotency_key"), (Contact, "contact_id"),
+        (Customer, "customer_id"),
+        (Address, "address_id"),
+        (PaymentMethod, "payment_method_id"),
+        (Product, "sku"),
+        (Order, "number"),
+        (OrderItem, "item_id"),
+        (Payment, "payment_id"),
+        (Parcel, "tracking_number"),
+        (TrackingEvent, None),
+        (Refund, "refund_id"),
+        (Return, "return_id"),
+        (through, None),
+        (Cancellation, "idempotency_key"),
+        (Contact, "contact_id"),
     ]
     h = hashlib.sha256()
     for model, key in keyed:
@@ -566,9 +878,21 @@ class _Builder:
         self.n_orders = n_orders
         self.block = block
         self.rows: dict[str, list] = {
-            k: [] for k in (
-                "products", "customers", "addresses", "payment_methods", "orders", "order_items",
-                "payments", "parcels", "tracking_events", "refunds", "returns", "return_items", "cancellations",
+            k: []
+            for k in (
+                "products",
+                "customers",
+                "addresses",
+                "payment_methods",
+                "orders",
+                "order_items",
+                "payments",
+                "parcels",
+                "tracking_events",
+                "refunds",
+                "returns",
+                "return_items",
+                "cancellations",
             )
         }
         self.pk = {k: 0 for k in self.rows}
@@ -582,12 +906,14 @@ class _Builder:
     def products(self):
         self.product_weights = []
         for name, usd, weight in PRODUCTS:
-            self.rows["products"].append(Product(
-                id=self.next_pk("products"),
-                sku=self.ids.make("SKU-", _UPPER_ALNUM, 5),
-                name=name,
-                price_cents=int(round(usd * 100)),
-            ))
+            self.rows["products"].append(
+                Product(
+                    id=self.next_pk("products"),
+                    sku=self.ids.make("SKU-", _UPPER_ALNUM, 5),
+                    name=name,
+                    price_cents=int(round(usd * 100)),
+                )
+            )
             self.product_weights.append(weight)
 
     def customers(self):
@@ -661,8 +987,13 @@ class _Builder:
             last4 = "4242" if rng.random() < 0.03 else _digits(rng, 4)
             return "card", f"{brand} ending {last4}"
         if kind == "upi":
-            handle = rng.choice([f"{_slug(first)}.{_slug(last)[:1]}", f"{_slug(first)}{_slug(last)}",
-                                 f"{_slug(first)}{_digits(rng, 2)}"])
+            handle = rng.choice(
+                [
+                    f"{_slug(first)}.{_slug(last)[:1]}",
+                    f"{_slug(first)}{_slug(last)}",
+                    f"{_slug(first)}{_digits(rng, 2)}",
+                ]
+            )
             return "upi", f"UPI {handle}@{rng.choice(UPI_BANKS)}"
         if kind == "paypal":
             return "paypal", f"PayPal {email}"
@@ -702,8 +1033,15 @@ class _Builder:
         age = AS_OF_S - placed_s
 
         order = Order(
-            id=self.next_pk("orders"), number=number, customer_id=customer.id, address_id=address.id,
-            payment_method_id=method.id, status="", currency=currency, total_cents=0, placed_at=_at(placed_s),
+            id=self.next_pk("orders"),
+            number=number,
+            customer_id=customer.id,
+            address_id=address.id,
+            payment_method_id=method.id,
+            status="",
+            currency=currency,
+            total_cents=0,
+            placed_at=_at(placed_s),
         )
         n_items = rng.choices((1, 2, 3, 4), weights=(45, 30, 17, 8))[0]
         products = []
@@ -716,16 +1054,25 @@ class _Builder:
             cheap = product.price_cents < 4000
             qty = rng.choices((1, 2, 3), weights=(70, 20, 10) if cheap else (92, 8, 0))[0]
             item = OrderItem(
-                id=self.next_pk("order_items"), item_id=self.ids.lower("itm_"), order_id=order.id,
-                product_id=product.id, quantity=qty, unit_price_cents=_local_price(product.price_cents, currency),
+                id=self.next_pk("order_items"),
+                item_id=self.ids.lower("itm_"),
+                order_id=order.id,
+                product_id=product.id,
+                quantity=qty,
+                unit_price_cents=_local_price(product.price_cents, currency),
             )
             items.append(item)
         order.total_cents = sum(i.quantity * i.unit_price_cents for i in items)
         self.rows["order_items"].extend(items)
 
         payment = Payment(
-            id=self.next_pk("payments"), payment_id=self.ids.lower("pay_"), order_id=order.id, method_id=method.id,
-            amount_cents=order.total_cents, currency=currency, status=Payment.Status.CAPTURED,
+            id=self.next_pk("payments"),
+            payment_id=self.ids.lower("pay_"),
+            order_id=order.id,
+            method_id=method.id,
+            amount_cents=order.total_cents,
+            currency=currency,
+            status=Payment.Status.CAPTURED,
             created_at=_at(placed_s + rng.randint(2, 40)),
         )
         self.rows["payments"].append(payment)
@@ -759,10 +1106,16 @@ class _Builder:
             # As shop.services.order_cancel does it: a full refund and a Cancellation pointing at it.
             reason = rng.choice(CANCEL_REASONS)
             refund = self.refund(order, payment, order.total_cents, f"Order cancelled: {reason}", at)
-            self.rows["cancellations"].append(Cancellation(
-                id=self.next_pk("cancellations"), order_id=order.id, reason=reason, refund_id=refund.id,
-                idempotency_key=f"seed-cancel-{order.number}", created_at=_at(at),
-            ))
+            self.rows["cancellations"].append(
+                Cancellation(
+                    id=self.next_pk("cancellations"),
+                    order_id=order.id,
+                    reason=reason,
+                    refund_id=refund.id,
+                    idempotency_key=f"seed-cancel-{order.number}",
+                    created_at=_at(at),
+                )
+            )
             return
 
         old = AS_OF_S - placed_s >= 8 * DAY
@@ -821,13 +1174,15 @@ class _Builder:
                     ("Delivery attempted: no one available, card left", home, (1 * HOUR, 9 * HOUR)),
                     ("Out for delivery", home, (14 * HOUR, 24 * HOUR)),
                 ]
-            final = rng.choice((
-                "Delivered: left at front door",
-                "Delivered: handed to resident",
-                "Delivered: left with neighbour",
-                "Delivered to parcel locker",
-                "Delivered: signed for",
-            ))
+            final = rng.choice(
+                (
+                    "Delivered: left at front door",
+                    "Delivered: handed to resident",
+                    "Delivered: left with neighbour",
+                    "Delivered to parcel locker",
+                    "Delivered: signed for",
+                )
+            )
             chain.append((final, home, (1 * HOUR, 9 * HOUR)))
         times = _spread(rng, start, [gap for _, _, gap in chain], AS_OF_S - 30 * 60)
         parcel = Parcel(
@@ -839,18 +1194,30 @@ class _Builder:
         )
         self.rows["parcels"].append(parcel)
         for (description, location, _), t in zip(chain, times):
-            self.rows["tracking_events"].append(TrackingEvent(
-                id=self.next_pk("tracking_events"), parcel_id=parcel.id, at=_at(t),
-                location=location, description=description,
-            ))
+            self.rows["tracking_events"].append(
+                TrackingEvent(
+                    id=self.next_pk("tracking_events"),
+                    parcel_id=parcel.id,
+                    at=_at(t),
+                    location=location,
+                    description=description,
+                )
+            )
         return times[-1]
 
     def refund(self, order, payment, amount: int, reason: str, at: int, status: str = "issued"):
         rid = self.ids.lower("rfd_")
         refund = Refund(
-            id=self.next_pk("refunds"), refund_id=rid, order_id=order.id, payment_id=payment.id,
-            amount_cents=amount, currency=order.currency, reason=reason, status=status,
-            idempotency_key=f"seed-{rid}", created_at=_at(min(at, AS_OF_S)),
+            id=self.next_pk("refunds"),
+            refund_id=rid,
+            order_id=order.id,
+            payment_id=payment.id,
+            amount_cents=amount,
+            currency=order.currency,
+            reason=reason,
+            status=status,
+            idempotency_key=f"seed-{rid}",
+            created_at=_at(min(at, AS_OF_S)),
         )
         self.rows["refunds"].append(refund)
         return refund
@@ -858,8 +1225,13 @@ class _Builder:
     def return_row(self, order, items, reason: str, status: str, at: int):
         rid = self.ids.lower("ret_")
         ret = Return(
-            id=self.next_pk("returns"), return_id=rid, order_id=order.id, reason=reason, status=status,
-            idempotency_key=f"seed-{rid}", created_at=_at(min(at, AS_OF_S)),
+            id=self.next_pk("returns"),
+            return_id=rid,
+            order_id=order.id,
+            reason=reason,
+            status=status,
+            idempotency_key=f"seed-{rid}",
+            created_at=_at(min(at, AS_OF_S)),
         )
         self.rows["returns"].append(ret)
         for item in items:
@@ -917,15 +1289,26 @@ class _Builder:
         self.customers()
         self.orders()
         for kind, model in (
-            ("products", Product), ("customers", Customer), ("addresses", Address),
-            ("payment_methods", PaymentMethod), ("orders", Order), ("order_items", OrderItem),
-            ("payments", Payment), ("parcels", Parcel), ("tracking_events", TrackingEvent),
-            ("refunds", Refund), ("returns", Return), ("cancellations", Cancellation),
+            ("products", Product),
+            ("customers", Customer),
+            ("addresses", Address),
+            ("payment_methods", PaymentMethod),
+            ("orders", Order),
+            ("order_items", OrderItem),
+            ("payments", Payment),
+            ("parcels", Parcel),
+            ("tracking_events", TrackingEvent),
+            ("refunds", Refund),
+            ("returns", Return),
+            ("cancellations", Cancellation),
         ):
             model.objects.bulk_create(self.rows[kind], batch_size=BATCH_SIZE)
         through = Return.items.through
         through.objects.bulk_create(
-            [through(id=pk, return_id=ret_id, orderitem_id=item_id) for pk, ret_id, item_id in self.rows["return_items"]],
+            [
+                through(id=pk, return_id=ret_id, orderitem_id=item_id)
+                for pk, ret_id, item_id in self.rows["return_items"]
+            ],
             batch_size=BATCH_SIZE,
         )
         return {kind: len(rows) for kind, rows in self.rows.items()}

@@ -87,27 +87,48 @@ def order_view(number: str) -> OrderView | None:
     """
     if not number:
         return None
-    order = Order.objects.filter(number=number).values_list(
-        "id", "number", "customer__customer_id", "status", "currency", "total_cents", "placed_at").first()
+    order = (
+        Order.objects.filter(number=number)
+        .values_list("id", "number", "customer__customer_id", "status", "currency", "total_cents", "placed_at")
+        .first()
+    )
     if order is None:
         return None
     pk, *head = order
-    items = OrderItem.objects.filter(order_id=pk).order_by("pk").values_list(
-        "item_id", "product__sku", "product__name", "quantity", "unit_price_cents")
-    payments = Payment.objects.filter(order_id=pk).order_by("created_at", "pk").values_list(
-        "payment_id", "method__payment_method_id", "method__label", "status", "amount_cents")
+    items = (
+        OrderItem.objects.filter(order_id=pk)
+        .order_by("pk")
+        .values_list("item_id", "product__sku", "product__name", "quantity", "unit_price_cents")
+    )
+    payments = (
+        Payment.objects.filter(order_id=pk)
+        .order_by("created_at", "pk")
+        .values_list("payment_id", "method__payment_method_id", "method__label", "status", "amount_cents")
+    )
     parcels = Parcel.objects.filter(order_id=pk).order_by("pk").values_list("tracking_number", "carrier", "status")
-    refunds = Refund.objects.filter(order_id=pk).order_by("created_at", "pk").values_list(
-        "refund_id", "payment__payment_id", "amount_cents", "status", "reason", "created_at")
+    refunds = (
+        Refund.objects.filter(order_id=pk)
+        .order_by("created_at", "pk")
+        .values_list("refund_id", "payment__payment_id", "amount_cents", "status", "reason", "created_at")
+    )
     returns: dict[int, list] = {}
     # One row per returned item (or one with no item): grouped here.
-    for rid, return_id, status, reason, item_id in Return.objects.filter(order_id=pk).order_by(
-            "created_at", "pk", "items__pk").values_list("pk", "return_id", "status", "reason", "items__item_id"):
+    for rid, return_id, status, reason, item_id in (
+        Return.objects.filter(order_id=pk)
+        .order_by("created_at", "pk", "items__pk")
+        .values_list("pk", "return_id", "status", "reason", "items__item_id")
+    ):
         entry = returns.setdefault(rid, [return_id, [], status, reason])
         if item_id is not None:
             entry[1].append(item_id)
-    return OrderView(*head, items=list(items), payments=list(payments), parcels=list(parcels), refunds=list(refunds),
-                     returns=[(rid, sorted(ids), status, reason) for rid, ids, status, reason in returns.values()])
+    return OrderView(
+        *head,
+        items=list(items),
+        payments=list(payments),
+        parcels=list(parcels),
+        refunds=list(refunds),
+        returns=[(rid, sorted(ids), status, reason) for rid, ids, status, reason in returns.values()],
+    )
 
 
 # The money helpers always ask the database, never a prefetched cache: an order
@@ -122,7 +143,9 @@ def refunded_cents(order: Order) -> int:
 
 def captured_cents(order: Order) -> int:
     """Sum of the order's CAPTURED payments."""
-    total = Payment.objects.filter(order_id=order.pk, status=Payment.Status.CAPTURED).aggregate(t=Sum("amount_cents"))["t"]
+    total = Payment.objects.filter(order_id=order.pk, status=Payment.Status.CAPTURED).aggregate(t=Sum("amount_cents"))[
+        "t"
+    ]
     return int(total or 0)
 
 

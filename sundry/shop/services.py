@@ -134,8 +134,14 @@ def refund_issue(*, order_number: str, amount_cents: int, currency: str, reason:
                     f"(what is left on payment {payment.payment_id}); split the refund"
                 )
             return Refund.objects.create(
-                refund_id=_new_id("rfd_"), order=order, payment=payment, amount_cents=amount_cents,
-                currency=order.currency, reason=(reason or "")[:200], idempotency_key=key, created_at=timezone.now(),
+                refund_id=_new_id("rfd_"),
+                order=order,
+                payment=payment,
+                amount_cents=amount_cents,
+                currency=order.currency,
+                reason=(reason or "")[:200],
+                idempotency_key=key,
+                created_at=timezone.now(),
             )
     except IntegrityError:
         # Two calls with one key raced past the lookups (the lock does not cover
@@ -150,7 +156,9 @@ def _check_refundable(order: Order, amount_cents: int, currency: str) -> None:
     if order.status == Order.Status.CANCELLED:
         raise OrderStateError(f"order {order.number} is cancelled; its captured payment was refunded on cancellation")
     if currency != order.currency:
-        raise CurrencyMismatch(f"order {order.number} was paid in {order.currency}, not {currency}; refund in {order.currency}")
+        raise CurrencyMismatch(
+            f"order {order.number} was paid in {order.currency}, not {currency}; refund in {order.currency}"
+        )
     remaining = _payment_remaining(order)
     if not remaining:
         raise OrderStateError(f"order {order.number} has no captured payment to refund")
@@ -174,7 +182,9 @@ def _return_by_key(key: str) -> Return | None:
 def _return_replay(ret: Return, *, order_number: str, item_ids: set[str]) -> Return:
     booked = set(ret.items.values_list("item_id", flat=True))
     if ret.order.number != order_number or booked != item_ids:
-        raise IdempotencyConflict(f"idempotency key already used for return {ret.return_id} on order {ret.order.number}")
+        raise IdempotencyConflict(
+            f"idempotency key already used for return {ret.return_id} on order {ret.order.number}"
+        )
     return ret
 
 
@@ -197,16 +207,18 @@ def return_book(*, order_number: str, item_ids: list[str], reason: str, idempote
             foreign = sorted(wanted - {i.item_id for i in items})
             if foreign:
                 raise InvalidRequest(f"item(s) {', '.join(foreign)} are not part of order {order.number}")
-            taken = (
-                Return.items.through.objects.filter(orderitem__in=items)
-                .values_list("orderitem__item_id", "return__return_id")
+            taken = Return.items.through.objects.filter(orderitem__in=items).values_list(
+                "orderitem__item_id", "return__return_id"
             )
             if taken:
                 listed = ", ".join(f"{item} (return {ret})" for item, ret in sorted(taken))
                 raise InvalidRequest(f"already booked for return: {listed}")
             ret = Return.objects.create(
-                return_id=_new_id("ret_"), order=order, reason=(reason or "")[:200],
-                idempotency_key=key, created_at=timezone.now(),
+                return_id=_new_id("ret_"),
+                order=order,
+                reason=(reason or "")[:200],
+                idempotency_key=key,
+                created_at=timezone.now(),
             )
             ret.items.set(items)
             return ret
@@ -249,8 +261,11 @@ def order_cancel(*, order_number: str, reason: str, idempotency_key: str) -> Can
             if refundable > 0:
                 # Nested in this transaction: the refund and the cancellation commit together.
                 refund = refund_issue(
-                    order_number=order.number, amount_cents=refundable, currency=order.currency,
-                    reason=f"Order cancelled: {reason}"[:200], idempotency_key=derive_key(key, "cancel-refund"),
+                    order_number=order.number,
+                    amount_cents=refundable,
+                    currency=order.currency,
+                    reason=f"Order cancelled: {reason}"[:200],
+                    idempotency_key=derive_key(key, "cancel-refund"),
                 )
             order.status = Order.Status.CANCELLED
             order.save(update_fields=["status"])
@@ -267,11 +282,21 @@ def order_cancel(*, order_number: str, reason: str, idempotency_key: str) -> Can
 # --- contacts ------------------------------------------------------------------
 
 
-def _contact_record(*, kind: str, customer: Customer, key: str, body: str, subject: str = "",
-                    order: Order | None = None, item: OrderItem | None = None) -> Contact:
+def _contact_record(
+    *,
+    kind: str,
+    customer: Customer,
+    key: str,
+    body: str,
+    subject: str = "",
+    order: Order | None = None,
+    item: OrderItem | None = None,
+) -> Contact:
     def replay(contact: Contact) -> Contact:
         if contact.kind != kind or contact.customer_id != customer.pk:
-            raise IdempotencyConflict(f"idempotency key already used for a {contact.get_kind_display()} to another request")
+            raise IdempotencyConflict(
+                f"idempotency key already used for a {contact.get_kind_display()} to another request"
+            )
         return contact
 
     if (existing := Contact.objects.filter(idempotency_key=key).first()) is not None:
@@ -279,8 +304,15 @@ def _contact_record(*, kind: str, customer: Customer, key: str, body: str, subje
     try:
         with transaction.atomic():
             return Contact.objects.create(
-                contact_id=_new_id("ctc_"), customer=customer, kind=kind, order=order, item=item,
-                subject=subject[:200], body=body, idempotency_key=key, created_at=timezone.now(),
+                contact_id=_new_id("ctc_"),
+                customer=customer,
+                kind=kind,
+                order=order,
+                item=item,
+                subject=subject[:200],
+                body=body,
+                idempotency_key=key,
+                created_at=timezone.now(),
             )
     except IntegrityError:
         existing = Contact.objects.filter(idempotency_key=key).first()
@@ -301,7 +333,9 @@ def email_send(*, customer_id: str, subject: str, body: str, idempotency_key: st
     key = _check_key(idempotency_key)
     if not (subject or "").strip() or not (body or "").strip():
         raise InvalidRequest("an email needs a subject and a body")
-    return _contact_record(kind=Contact.Kind.EMAIL, customer=_customer(customer_id), key=key, subject=subject, body=body)
+    return _contact_record(
+        kind=Contact.Kind.EMAIL, customer=_customer(customer_id), key=key, subject=subject, body=body
+    )
 
 
 def phone_call_log(*, customer_id: str, summary: str, idempotency_key: str) -> Contact:
@@ -324,6 +358,11 @@ def replacement_offer(*, order_number: str, item_id: str, note: str, idempotency
     if order.status == Order.Status.CANCELLED:
         raise OrderStateError(f"order {order.number} is cancelled; nothing to replace")
     return _contact_record(
-        kind=Contact.Kind.REPLACEMENT_OFFER, customer=order.customer, key=key, order=order, item=item,
-        subject=f"Replacement offer: {item.product.name}", body=note or "",
+        kind=Contact.Kind.REPLACEMENT_OFFER,
+        customer=order.customer,
+        key=key,
+        order=order,
+        item=item,
+        subject=f"Replacement offer: {item.product.name}",
+        body=note or "",
     )

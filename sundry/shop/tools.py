@@ -26,8 +26,8 @@ from sundry.core import money
 from sundry.shop import selectors, services
 from sundry.shop.models import Customer, Order, OrderItem, Parcel, Payment, Refund
 from sundry.shop.services import ShopError
-from sundry.tooling.tools import IdField, Tool, ToolContext, ToolError, register
 from sundry.tooling.declarations import Describe, MoneyMoved, OrderTotals
+from sundry.tooling.tools import IdField, Tool, ToolContext, ToolError, register
 
 VERBATIM = "Copy every ID verbatim from a tool result; never retype one from memory or from the customer's words."
 
@@ -63,12 +63,14 @@ MoneyAmount = Annotated[
     Decimal,
     BeforeValidator(parse_amount),
     PlainSerializer(lambda d: format(d, "f"), return_type=str),
-    WithJsonSchema({
-        "anyOf": [{"type": "string", "pattern": r"^\d+(\.\d{1,2})?$"}, {"type": "number", "exclusiveMinimum": 0}],
-        # Placeholders, not sample values: a small model copies an example into a real call.
-        "description": "Amount in major units in the form N.NN (not cents, no currency symbol), taken from the "
-                       "order's figures in a tool result.",
-    }),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string", "pattern": r"^\d+(\.\d{1,2})?$"}, {"type": "number", "exclusiveMinimum": 0}],
+            # Placeholders, not sample values: a small model copies an example into a real call.
+            "description": "Amount in major units in the form N.NN (not cents, no currency symbol), taken from the "
+            "order's figures in a tool result.",
+        }
+    ),
 ]
 CurrencyCode = Annotated[
     str,
@@ -95,7 +97,9 @@ def _id(kind: str, description: str = "", **kw) -> Any:
 def _refuse_unless_owned(ctx: ToolContext, order_number: str, owner_id: str | None) -> None:
     """`owner_id`: the order's customer ID, None when there is no such order."""
     if owner_id is None:
-        raise ToolError(f"no order {order_number} exists; copy the order number verbatim from search_orders or get_order")
+        raise ToolError(
+            f"no order {order_number} exists; copy the order number verbatim from search_orders or get_order"
+        )
     if owner_id != ctx.customer_id:
         raise ToolError(f"order {order_number} does not belong to this ticket's customer")
 
@@ -109,7 +113,9 @@ def _own_order(ctx: ToolContext, order_number: str):
 
 def _own_customer(ctx: ToolContext, customer_id: str):
     if customer_id != ctx.customer_id:
-        raise ToolError(f"customer {customer_id} is not this ticket's customer; use lookup_customer to get this ticket's customer_id")
+        raise ToolError(
+            f"customer {customer_id} is not this ticket's customer; use lookup_customer to get this ticket's customer_id"
+        )
     customer = selectors.customer_by_id(customer_id)
     if customer is None:
         raise ToolError(f"no customer {customer_id} exists")
@@ -172,9 +178,14 @@ def lookup_customer(ctx: ToolContext, args: LookupCustomerArgs) -> CustomerResul
     else:
         customer = Customer.objects.filter(email__iexact=args.email, customer_id=ctx.customer_id).first()
         if customer is None:
-            raise ToolError(f"no customer of this ticket has email {args.email}; ask the customer to confirm their email")
+            raise ToolError(
+                f"no customer of this ticket has email {args.email}; ask the customer to confirm their email"
+            )
     return CustomerResult(
-        customer_id=customer.customer_id, name=customer.name, email=customer.email, phone=customer.phone,
+        customer_id=customer.customer_id,
+        name=customer.name,
+        email=customer.email,
+        phone=customer.phone,
         addresses=[
             AddressOut(address_id=a.address_id, line1=a.line1, city=a.city, postcode=a.postcode, country=a.country)
             for a in customer.addresses.order_by("pk")
@@ -195,7 +206,8 @@ _STOPWORDS = frozenset("a an and the my of for with from to in on order orders i
 class SearchOrdersArgs(Args):
     customer_id: str = _id("customer", min_length=1)
     query: str | None = Field(
-        None, max_length=200,
+        None,
+        max_length=200,
         description="Optional words matched against product names or SKUs, e.g. 'kettle'. Omit to list recent orders.",
     )
     limit: int = Field(20, ge=1, le=50, description="Most orders to return, newest first.")
@@ -221,25 +233,32 @@ class SearchOrdersResult(Result):
 def search_orders(ctx: ToolContext, args: SearchOrdersArgs) -> SearchOrdersResult:
     from django.db.models import Prefetch, Q
 
-
     customer = _own_customer(ctx, args.customer_id)
     orders = Order.objects.filter(customer=customer)
     words = [w for w in re.findall(r"[\w-]+", (args.query or "").lower()) if len(w) > 1 and w not in _STOPWORDS]
     # Every word must name some product (or SKU) in the order.
     for word in words:
         orders = orders.filter(
-            pk__in=OrderItem.objects.filter(Q(product__name__icontains=word) | Q(product__sku__iexact=word)).values("order_id")
+            pk__in=OrderItem.objects.filter(Q(product__name__icontains=word) | Q(product__sku__iexact=word)).values(
+                "order_id"
+            )
         )
     total = orders.count()
     rows = orders.order_by("-placed_at", "-pk").prefetch_related(
         Prefetch("items", queryset=OrderItem.objects.select_related("product").order_by("pk"))
     )[: args.limit]
     return SearchOrdersResult(
-        customer_id=customer.customer_id, query=args.query, total_matches=total,
+        customer_id=customer.customer_id,
+        query=args.query,
+        total_matches=total,
         orders=[
             OrderSummary(
-                order_number=o.number, status=o.status, placed_on=o.placed_at.date(), total_cents=o.total_cents,
-                currency=o.currency, items=[i.product.name for i in o.items.all()],
+                order_number=o.number,
+                status=o.status,
+                placed_on=o.placed_at.date(),
+                total_cents=o.total_cents,
+                currency=o.currency,
+                items=[i.product.name for i in o.items.all()],
             )
             for o in rows
         ],
@@ -250,7 +269,9 @@ def search_orders(ctx: ToolContext, args: SearchOrdersArgs) -> SearchOrdersResul
 
 
 class OrderArgs(Args):
-    order_number: str = _id("order", "Order number (form SU-NNNNN), copied verbatim from the ledger or a tool result", min_length=1)
+    order_number: str = _id(
+        "order", "Order number (form SU-NNNNN), copied verbatim from the ledger or a tool result", min_length=1
+    )
 
 
 class ItemOut(Result):
@@ -299,8 +320,9 @@ class ReturnOut(Result):
 
 class OrderResult(Result):
     describe: ClassVar = Describe("order_number", "{items.product} · {status}")
-    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
-                                           paid_field="paid_cents")
+    reports_totals: ClassVar = OrderTotals(
+        "order_number", "currency", refunded_field="refunded_cents", paid_field="paid_cents"
+    )
     order_number: str = _id("order")
     customer_id: str = _id("customer")
     status: str
@@ -324,21 +346,43 @@ def _order_result(order) -> OrderResult:
     refunded = sum(r[2] for r in order.refunds if r[3] == Refund.Status.ISSUED)
     refundable = max(0, paid - refunded)
     return OrderResult(
-        order_number=order.number, customer_id=order.customer_id, status=order.status,
-        placed_on=order.placed_at.date(), currency=order.currency, total_cents=order.total_cents,
-        items=[ItemOut(item_id=item_id, sku=sku, product=name, quantity=quantity, unit_price_cents=price)
-               for item_id, sku, name, quantity, price in order.items],
-        payments=[PaymentOut(payment_id=pid, payment_method_id=mid, method=label, status=status, amount_cents=amount)
-                  for pid, mid, label, status, amount in order.payments],
-        parcels=[ParcelOut(tracking_number=number, carrier=carrier, status=status)
-                 for number, carrier, status in order.parcels],
-        refunds=[RefundOut(refund_id=rid, payment_id=pid, amount_cents=amount,
-                           amount=money.major_str(amount, order.currency), status=status, reason=reason,
-                           created_on=created.date())
-                 for rid, pid, amount, status, reason, created in order.refunds],
-        returns=[ReturnOut(return_id=rid, item_ids=ids, status=status, reason=reason)
-                 for rid, ids, status, reason in order.returns],
-        paid_cents=paid, refunded_cents=refunded, refundable_cents=refundable,
+        order_number=order.number,
+        customer_id=order.customer_id,
+        status=order.status,
+        placed_on=order.placed_at.date(),
+        currency=order.currency,
+        total_cents=order.total_cents,
+        items=[
+            ItemOut(item_id=item_id, sku=sku, product=name, quantity=quantity, unit_price_cents=price)
+            for item_id, sku, name, quantity, price in order.items
+        ],
+        payments=[
+            PaymentOut(payment_id=pid, payment_method_id=mid, method=label, status=status, amount_cents=amount)
+            for pid, mid, label, status, amount in order.payments
+        ],
+        parcels=[
+            ParcelOut(tracking_number=number, carrier=carrier, status=status)
+            for number, carrier, status in order.parcels
+        ],
+        refunds=[
+            RefundOut(
+                refund_id=rid,
+                payment_id=pid,
+                amount_cents=amount,
+                amount=money.major_str(amount, order.currency),
+                status=status,
+                reason=reason,
+                created_on=created.date(),
+            )
+            for rid, pid, amount, status, reason, created in order.refunds
+        ],
+        returns=[
+            ReturnOut(return_id=rid, item_ids=ids, status=status, reason=reason)
+            for rid, ids, status, reason in order.returns
+        ],
+        paid_cents=paid,
+        refunded_cents=refunded,
+        refundable_cents=refundable,
         refundable=money.major_str(refundable, order.currency),
     )
 
@@ -378,7 +422,9 @@ def track_parcel(ctx: ToolContext, args: TrackParcelArgs) -> TrackParcelResult:
     if parcel.order.customer.customer_id != ctx.customer_id:
         raise ToolError(f"parcel {args.tracking_number} does not belong to this ticket's customer")
     return TrackParcelResult(
-        tracking_number=parcel.tracking_number, order_number=parcel.order.number, carrier=parcel.carrier,
+        tracking_number=parcel.tracking_number,
+        order_number=parcel.order.number,
+        carrier=parcel.carrier,
         status=parcel.status,
         events=[TrackingEventOut(at=e.at, location=e.location, description=e.description) for e in parcel.events.all()],
     )
@@ -409,8 +455,9 @@ class IssueRefundArgs(Args):
 class RefundResult(Result):
     describe: ClassVar = Describe("refund_id", "refund {amount} {currency} on {order_number} · {status}")
     moves_money: ClassVar = MoneyMoved("refund", "amount_cents", "currency", "order_number", "refund_id")
-    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
-                                           refundable_field="refundable_cents")
+    reports_totals: ClassVar = OrderTotals(
+        "order_number", "currency", refunded_field="refunded_cents", refundable_field="refundable_cents"
+    )
     refund_id: str = _id("refund")
     order_number: str = _id("order")
     payment_id: str = _id("payment")
@@ -425,14 +472,23 @@ class RefundResult(Result):
 def issue_refund(ctx: ToolContext, args: IssueRefundArgs) -> RefundResult:
     order = _own_order(ctx, args.order_number)
     refund = _shop_call(
-        services.refund_issue, order_number=order.number, amount_cents=args.amount_cents, currency=args.currency,
-        reason=args.reason, idempotency_key=ctx.idempotency_key,
+        services.refund_issue,
+        order_number=order.number,
+        amount_cents=args.amount_cents,
+        currency=args.currency,
+        reason=args.reason,
+        idempotency_key=ctx.idempotency_key,
     )
     return RefundResult(
-        refund_id=refund.refund_id, order_number=order.number, payment_id=refund.payment.payment_id,
-        amount=money.major_str(refund.amount_cents, refund.currency), amount_cents=refund.amount_cents,
-        currency=refund.currency, status=refund.status,
-        refunded_cents=selectors.refunded_cents(order), refundable_cents=selectors.refundable_cents(order),
+        refund_id=refund.refund_id,
+        order_number=order.number,
+        payment_id=refund.payment.payment_id,
+        amount=money.major_str(refund.amount_cents, refund.currency),
+        amount_cents=refund.amount_cents,
+        currency=refund.currency,
+        status=refund.status,
+        refunded_cents=selectors.refunded_cents(order),
+        refundable_cents=selectors.refundable_cents(order),
     )
 
 
@@ -457,13 +513,19 @@ class ReturnResult(Result):
 def book_return(ctx: ToolContext, args: BookReturnArgs) -> ReturnResult:
     order = _own_order(ctx, args.order_number)
     ret = _shop_call(
-        services.return_book, order_number=order.number, item_ids=args.item_ids, reason=args.reason,
+        services.return_book,
+        order_number=order.number,
+        item_ids=args.item_ids,
+        reason=args.reason,
         idempotency_key=ctx.idempotency_key,
     )
     items = sorted(ret.items.values_list("item_id", "product__name"))
     return ReturnResult(
-        return_id=ret.return_id, order_number=order.number,
-        item_ids=[item_id for item_id, _ in items], items=[name for _, name in items], status=ret.status,
+        return_id=ret.return_id,
+        order_number=order.number,
+        item_ids=[item_id for item_id, _ in items],
+        items=[name for _, name in items],
+        status=ret.status,
     )
 
 
@@ -487,12 +549,15 @@ class CancelRefundOut(Result):
 
 class CancelResult(Result):
     describe: ClassVar = Describe("order_number", "{items} · {status}")
-    reports_totals: ClassVar = OrderTotals("order_number", "currency", refunded_field="refunded_cents",
-                                           refundable_field="refundable_cents")
+    reports_totals: ClassVar = OrderTotals(
+        "order_number", "currency", refunded_field="refunded_cents", refundable_field="refundable_cents"
+    )
     order_number: str = _id("order")
     status: str
     items: list[str] = Field(default_factory=list, description="Product names in the order.")
-    refund: CancelRefundOut | None = Field(description="The full refund of the captured payment, if anything was captured.")
+    refund: CancelRefundOut | None = Field(
+        description="The full refund of the captured payment, if anything was captured."
+    )
     currency: str
     refunded_cents: int = Field(description="All issued refunds on the order now, minor units.")
     refundable_cents: int = Field(description="Still refundable on the order now, minor units.")
@@ -501,17 +566,27 @@ class CancelResult(Result):
 def cancel_order(ctx: ToolContext, args: CancelOrderArgs) -> CancelResult:
     order = _own_order(ctx, args.order_number)
     cancellation = _shop_call(
-        services.order_cancel, order_number=order.number, reason=args.reason, idempotency_key=ctx.idempotency_key,
+        services.order_cancel,
+        order_number=order.number,
+        reason=args.reason,
+        idempotency_key=ctx.idempotency_key,
     )
     refund = cancellation.refund
     return CancelResult(
-        order_number=order.number, status="cancelled", currency=order.currency,
+        order_number=order.number,
+        status="cancelled",
+        currency=order.currency,
         items=list(order.items.order_by("pk").values_list("product__name", flat=True)),
-        refund=refund and CancelRefundOut(
-            refund_id=refund.refund_id, payment_id=refund.payment.payment_id, amount_cents=refund.amount_cents,
-            amount=money.major_str(refund.amount_cents, refund.currency), currency=refund.currency,
+        refund=refund
+        and CancelRefundOut(
+            refund_id=refund.refund_id,
+            payment_id=refund.payment.payment_id,
+            amount_cents=refund.amount_cents,
+            amount=money.major_str(refund.amount_cents, refund.currency),
+            currency=refund.currency,
         ),
-        refunded_cents=selectors.refunded_cents(order), refundable_cents=selectors.refundable_cents(order),
+        refunded_cents=selectors.refunded_cents(order),
+        refundable_cents=selectors.refundable_cents(order),
     )
 
 
@@ -535,10 +610,15 @@ class ReplacementResult(Result):
 def offer_replacement(ctx: ToolContext, args: OfferReplacementArgs) -> ReplacementResult:
     order = _own_order(ctx, args.order_number)
     contact = _shop_call(
-        services.replacement_offer, order_number=order.number, item_id=args.item_id, note=args.note,
+        services.replacement_offer,
+        order_number=order.number,
+        item_id=args.item_id,
+        note=args.note,
         idempotency_key=ctx.idempotency_key,
     )
-    return ReplacementResult(offered=True, order_number=order.number, item_id=args.item_id, product=contact.item.product.name)
+    return ReplacementResult(
+        offered=True, order_number=order.number, item_id=args.item_id, product=contact.item.product.name
+    )
 
 
 # --- send_email / log_phone_call ---------------------------------------------------------------------
@@ -558,8 +638,13 @@ class EmailResult(Result):
 
 def send_email(ctx: ToolContext, args: SendEmailArgs) -> EmailResult:
     customer = _own_customer(ctx, args.customer_id)
-    _shop_call(services.email_send, customer_id=customer.customer_id, subject=args.subject, body=args.body,
-               idempotency_key=ctx.idempotency_key)
+    _shop_call(
+        services.email_send,
+        customer_id=customer.customer_id,
+        subject=args.subject,
+        body=args.body,
+        idempotency_key=ctx.idempotency_key,
+    )
     return EmailResult(sent=True, customer_id=customer.customer_id, to=customer.email)
 
 
@@ -575,8 +660,12 @@ class PhoneCallResult(Result):
 
 def log_phone_call(ctx: ToolContext, args: LogPhoneCallArgs) -> PhoneCallResult:
     customer = _own_customer(ctx, args.customer_id)
-    _shop_call(services.phone_call_log, customer_id=customer.customer_id, summary=args.summary,
-               idempotency_key=ctx.idempotency_key)
+    _shop_call(
+        services.phone_call_log,
+        customer_id=customer.customer_id,
+        summary=args.summary,
+        idempotency_key=ctx.idempotency_key,
+    )
     return PhoneCallResult(logged=True, customer_id=customer.customer_id)
 
 
@@ -598,73 +687,139 @@ def reply_to_customer(ctx: ToolContext, args: ReplyArgs) -> ReplyResult:
 
 # --- registration ----------------------------------------------------------------------------------------
 
-register(Tool(
-    name="lookup_customer",
-    description="Look up this ticket's customer by email or customer_id: name, contact details, addresses, "
-                "payment methods. Use it to get the customer_id other tools need. " + VERBATIM,
-    args_model=LookupCustomerArgs, result_model=CustomerResult, run=lookup_customer,
-))
-register(Tool(
-    name="search_orders",
-    description="List the customer's orders, newest first, optionally only those whose products match the query "
-                "words. Returns order numbers, status, date, total and product names; call get_order for details. " + VERBATIM,
-    args_model=SearchOrdersArgs, result_model=SearchOrdersResult, run=search_orders,
-))
-register(Tool(
-    name="get_order",
-    description="Full detail of one of the customer's orders: status, items with item_id, payments, parcels with "
-                "tracking numbers, refunds, returns, and how much is still refundable. Call it before any refund, "
-                "return, cancellation or replacement. " + VERBATIM,
-    args_model=OrderArgs, result_model=OrderResult, run=get_order,
-))
-register(Tool(
-    name="track_parcel",
-    description="Where a parcel is: carrier status and tracking events, for a tracking number from get_order. " + VERBATIM,
-    args_model=TrackParcelArgs, result_model=TrackParcelResult, run=track_parcel,
-))
-register(Tool(
-    name="issue_refund",
-    description="Refund money on an order to its original payment method. Irreversible. The amount is a decimal in "
-                'major units ("40.00"), in the order\'s currency, at most the refundable amount get_order reports. '
-                "A retried call with the same idempotency key never refunds twice. " + VERBATIM,
-    args_model=IssueRefundArgs, result_model=RefundResult, run=issue_refund,
-    side_effect=True, resolves=True, target_arg="order_number", reversible=False, consent_action="refund",
-))
-register(Tool(
-    name="book_return",
-    description="Book a return for items of a delivered order (item_ids from get_order). " + VERBATIM,
-    args_model=BookReturnArgs, result_model=ReturnResult, run=book_return,
-    side_effect=True, resolves=True, target_arg="order_number", consent_action="return",
-))
-register(Tool(
-    name="cancel_order",
-    description="Cancel an order that is placed but not yet shipped; whatever was captured is refunded in full. "
-                "Irreversible. " + VERBATIM,
-    args_model=CancelOrderArgs, result_model=CancelResult, run=cancel_order,
-    side_effect=True, resolves=True, target_arg="order_number", reversible=False, consent_action="cancel",
-))
-register(Tool(
-    name="offer_replacement",
-    description="Record an offer to replace one item of an order (e.g. arrived damaged). " + VERBATIM,
-    args_model=OfferReplacementArgs, result_model=ReplacementResult, run=offer_replacement,
-    side_effect=True, resolves=True, target_arg="item_id", consent_action="replace", customer_text=("note",),
-))
-register(Tool(
-    name="send_email",
-    description="Email the customer at the address on file. Do not use it if the customer asked not to be emailed. "
-                + VERBATIM,
-    args_model=SendEmailArgs, result_model=EmailResult, run=send_email,
-    side_effect=True, resolves=True, target_arg="customer_id", customer_text=("subject", "body"),
-))
-register(Tool(
-    name="log_phone_call",
-    description="Record a phone call with the customer and what was said. " + VERBATIM,
-    args_model=LogPhoneCallArgs, result_model=PhoneCallResult, run=log_phone_call,
-    side_effect=True, resolves=True, target_arg="customer_id",
-))
-register(Tool(
-    name="reply_to_customer",
-    description="Send your reply to the customer in the ticket's chat. Refer to orders by their exact order number.",
-    args_model=ReplyArgs, result_model=ReplyResult, run=reply_to_customer, resolves=True,
-    customer_text=("message",),
-))
+register(
+    Tool(
+        name="lookup_customer",
+        description="Look up this ticket's customer by email or customer_id: name, contact details, addresses, "
+        "payment methods. Use it to get the customer_id other tools need. " + VERBATIM,
+        args_model=LookupCustomerArgs,
+        result_model=CustomerResult,
+        run=lookup_customer,
+    )
+)
+register(
+    Tool(
+        name="search_orders",
+        description="List the customer's orders, newest first, optionally only those whose products match the query "
+        "words. Returns order numbers, status, date, total and product names; call get_order for details. " + VERBATIM,
+        args_model=SearchOrdersArgs,
+        result_model=SearchOrdersResult,
+        run=search_orders,
+    )
+)
+register(
+    Tool(
+        name="get_order",
+        description="Full detail of one of the customer's orders: status, items with item_id, payments, parcels with "
+        "tracking numbers, refunds, returns, and how much is still refundable. Call it before any refund, "
+        "return, cancellation or replacement. " + VERBATIM,
+        args_model=OrderArgs,
+        result_model=OrderResult,
+        run=get_order,
+    )
+)
+register(
+    Tool(
+        name="track_parcel",
+        description="Where a parcel is: carrier status and tracking events, for a tracking number from get_order. "
+        + VERBATIM,
+        args_model=TrackParcelArgs,
+        result_model=TrackParcelResult,
+        run=track_parcel,
+    )
+)
+register(
+    Tool(
+        name="issue_refund",
+        description="Refund money on an order to its original payment method. Irreversible. The amount is a decimal in "
+        'major units ("40.00"), in the order\'s currency, at most the refundable amount get_order reports. '
+        "A retried call with the same idempotency key never refunds twice. " + VERBATIM,
+        args_model=IssueRefundArgs,
+        result_model=RefundResult,
+        run=issue_refund,
+        side_effect=True,
+        resolves=True,
+        target_arg="order_number",
+        reversible=False,
+        consent_action="refund",
+    )
+)
+register(
+    Tool(
+        name="book_return",
+        description="Book a return for items of a delivered order (item_ids from get_order). " + VERBATIM,
+        args_model=BookReturnArgs,
+        result_model=ReturnResult,
+        run=book_return,
+        side_effect=True,
+        resolves=True,
+        target_arg="order_number",
+        consent_action="return",
+    )
+)
+register(
+    Tool(
+        name="cancel_order",
+        description="Cancel an order that is placed but not yet shipped; whatever was captured is refunded in full. "
+        "Irreversible. " + VERBATIM,
+        args_model=CancelOrderArgs,
+        result_model=CancelResult,
+        run=cancel_order,
+        side_effect=True,
+        resolves=True,
+        target_arg="order_number",
+        reversible=False,
+        consent_action="cancel",
+    )
+)
+register(
+    Tool(
+        name="offer_replacement",
+        description="Record an offer to replace one item of an order (e.g. arrived damaged). " + VERBATIM,
+        args_model=OfferReplacementArgs,
+        result_model=ReplacementResult,
+        run=offer_replacement,
+        side_effect=True,
+        resolves=True,
+        target_arg="item_id",
+        consent_action="replace",
+        customer_text=("note",),
+    )
+)
+register(
+    Tool(
+        name="send_email",
+        description="Email the customer at the address on file. Do not use it if the customer asked not to be emailed. "
+        + VERBATIM,
+        args_model=SendEmailArgs,
+        result_model=EmailResult,
+        run=send_email,
+        side_effect=True,
+        resolves=True,
+        target_arg="customer_id",
+        customer_text=("subject", "body"),
+    )
+)
+register(
+    Tool(
+        name="log_phone_call",
+        description="Record a phone call with the customer and what was said. " + VERBATIM,
+        args_model=LogPhoneCallArgs,
+        result_model=PhoneCallResult,
+        run=log_phone_call,
+        side_effect=True,
+        resolves=True,
+        target_arg="customer_id",
+    )
+)
+register(
+    Tool(
+        name="reply_to_customer",
+        description="Send your reply to the customer in the ticket's chat. Refer to orders by their exact order number.",
+        args_model=ReplyArgs,
+        result_model=ReplyResult,
+        run=reply_to_customer,
+        resolves=True,
+        customer_text=("message",),
+    )
+)

@@ -1,11 +1,12 @@
 from django import forms
-from django.db import models, transaction
 from django.contrib import admin, messages
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
 from sundry.agent import approvals
 from sundry.agent.gateway import validate_model_name
+from sundry.core.jsonform import BoundedJSONField
 from sundry.tickets import canned
 from sundry.tickets.approvaltable import ANY_CURRENCY, ApprovalTableField, rows_from_rules, rules_from_rows
 from sundry.tickets.budgetfit import fixed_part
@@ -16,8 +17,6 @@ from sundry.tooling.domain import domain_for, tools_for
 from sundry.tooling.tools import name_list
 from sundry.toolservers import offered
 from sundry.toolservers.admin import servers_of
-from sundry.core.jsonform import BoundedJSONField
-
 
 # What a change to these can do to the room a request has left; the system prompt holds the description.
 BUDGET_FIELDS = ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "description")
@@ -30,25 +29,28 @@ class TicketClassForm(forms.ModelForm):
     approval_table = ApprovalTableField(
         label="Approval rules",
         help_text="One row per rule. Tool alone: every call waits for staff. Tool, currency and amount: calls "
-                  "above that amount (in the currency's major units, e.g. 200.00 USD) wait, and a currency not "
-                  f"listed is always held unless a row with currency {ANY_CURRENCY} gives a threshold for the "
-                  "rest, in minor units (cents). Clear a row's cells to remove it.")
+        "above that amount (in the currency's major units, e.g. 200.00 USD) wait, and a currency not "
+        f"listed is always held unless a row with currency {ANY_CURRENCY} gives a threshold for the "
+        "rest, in minor units (cents). Clear a row's cells to remove it.",
+    )
     accept_tight_budget = forms.BooleanField(
-        required=False, label="Save this budget anyway",
+        required=False,
+        label="Save this budget anyway",
         help_text="Only asked when the budget leaves compaction too little room: tick it to keep the budget "
-                  "after reading the warning.")
+        "after reading the warning.",
+    )
 
     class Meta:
         model = TicketClass
         fields = "__all__"
         help_texts = {
             "token_budget": "Most tokens one model request of a ticket in this class should take: the system prompt "
-                            "and tool schemas (the same in every request), then pinned rules, the ID ledger, state, "
-                            "the summary and the recent turns. Compaction keeps requests under it by summarising "
-                            "older turns; it cannot shrink the fixed part (shown below, once saved).",
+            "and tool schemas (the same in every request), then pinned rules, the ID ledger, state, "
+            "the summary and the recent turns. Compaction keeps requests under it by summarising "
+            "older turns; it cannot shrink the fixed part (shown below, once saved).",
             "trigger_fraction": "Compact when the request a step would send exceeds this share of the budget "
-                                "(0.8 of 8,000 = 6,400 tokens). Lower compacts earlier and more often; higher lets "
-                                "requests come closer to the budget before a summary replaces older turns.",
+            "(0.8 of 8,000 = 6,400 tokens). Lower compacts earlier and more often; higher lets "
+            "requests come closer to the budget before a summary replaces older turns.",
         }
 
     budget_warning = ""
@@ -58,13 +60,17 @@ class TicketClassForm(forms.ModelForm):
         self.fields["approval_table"].initial = rows_from_rules(self.instance.approval_rules)
         if "approval_rules" in self.fields:  # what the guard reads, written from the table
             self.fields["approval_rules"].widget.attrs["readonly"] = True
-            self.fields["approval_rules"].help_text = ("What the approval guard reads (minor units), written from the "
-                                                       "table above when you save.")
+            self.fields["approval_rules"].help_text = (
+                "What the approval guard reads (minor units), written from the table above when you save."
+            )
 
     def _remote_tools(self) -> set[str]:
         # The tools the class's servers last listed are the class's tools too.
-        return {t.get("name") for s in (self.instance.tool_servers.all() if self.instance.pk else [])
-                for t in s.listed_tools or []}
+        return {
+            t.get("name")
+            for s in (self.instance.tool_servers.all() if self.instance.pk else [])
+            for t in s.listed_tools or []
+        }
 
     def _model(self, field):
         name = (self.cleaned_data.get(field) or "").strip()
@@ -92,11 +98,13 @@ class TicketClassForm(forms.ModelForm):
         text = (self.cleaned_data.get("denied_tools") or "").strip()
         names = name_list(text)
         known = {t.name for t in tools_for(domain_for(self.instance))} | {
-            n for s in (self.instance.tool_servers.all() if self.instance.pk else []) for n in offered.known(s)}
+            n for s in (self.instance.tool_servers.all() if self.instance.pk else []) for n in offered.known(s)
+        }
         unknown = [n for n in names if n not in known]
         if unknown:
             raise forms.ValidationError(
-                f"Not a tool of this class: {', '.join(unknown)}. Its tools: {', '.join(sorted(known))}.")
+                f"Not a tool of this class: {', '.join(unknown)}. Its tools: {', '.join(sorted(known))}."
+            )
         return ", ".join(names)
 
     def _clean_table(self, data) -> None:
@@ -118,8 +126,11 @@ class TicketClassForm(forms.ModelForm):
         budget, kept = data.get("token_budget"), data.get("recent_turns_kept")
         fraction = data.get("trigger_fraction")
         if budget and fraction and kept and int(budget * fraction) < kept * 50:
-            self.add_error("recent_turns_kept", "The recent turns kept cannot fit under the trigger: "
-                           "lower it or raise the budget (about 50 tokens a turn at the least).")
+            self.add_error(
+                "recent_turns_kept",
+                "The recent turns kept cannot fit under the trigger: "
+                "lower it or raise the budget (about 50 tokens a turn at the least).",
+            )
         elif budget and fraction and kept and not self.errors:
             self._check_room(data)
         return data
@@ -128,13 +139,21 @@ class TicketClassForm(forms.ModelForm):
         """Refuse a budget whose fixed part leaves no room; ask before keeping one compaction cannot reach."""
         if self.instance.pk and not set(self.changed_data) & set(BUDGET_FIELDS):
             return  # the budget is as it was: an edit elsewhere is not asked about it again
-        fit = fixed_part(self.instance, budget=data["token_budget"], trigger_fraction=data["trigger_fraction"],
-                         recent_turns_kept=data["recent_turns_kept"], ledger_share=data.get("ledger_share"),
-                         description=data.get("description", ""))
+        fit = fixed_part(
+            self.instance,
+            budget=data["token_budget"],
+            trigger_fraction=data["trigger_fraction"],
+            recent_turns_kept=data["recent_turns_kept"],
+            ledger_share=data.get("ledger_share"),
+            description=data.get("description", ""),
+        )
         if fit.impossible:
-            self.add_error("token_budget", f"{fit.explain()} Even with {fit.kept_turns} recent turns at "
-                           f"50 tokens each and a summary, a request needs {fit.hard_floor:,}: raise the budget "
-                           f"or the trigger, or keep fewer recent turns.")
+            self.add_error(
+                "token_budget",
+                f"{fit.explain()} Even with {fit.kept_turns} recent turns at "
+                f"50 tokens each and a summary, a request needs {fit.hard_floor:,}: raise the budget "
+                f"or the trigger, or keep fewer recent turns.",
+            )
         elif fit.tight and not data.get("accept_tight_budget"):
             self.add_error("token_budget", fit.problem() + " To keep it anyway, tick “Save this budget anyway”.")
         elif fit.tight:
@@ -145,13 +164,33 @@ class TicketClassForm(forms.ModelForm):
 class TicketClassAdmin(admin.ModelAdmin):
     form = TicketClassForm
     formfield_overrides = {models.JSONField: {"form_class": BoundedJSONField}}
-    list_display = ("name", "token_budget", "trigger_fraction", "recent_turns_kept", "working_model",
-                    "summariser_model", "ledger_share", "pinned_rules_cap")
+    list_display = (
+        "name",
+        "token_budget",
+        "trigger_fraction",
+        "recent_turns_kept",
+        "working_model",
+        "summariser_model",
+        "ledger_share",
+        "pinned_rules_cap",
+    )
     prepopulated_fields = {"slug": ("name",)}
     fieldsets = (
         (None, {"fields": ("name", "slug", "description")}),
-        ("Budget", {"fields": ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share", "pinned_rules_cap",
-                               "request_room", "accept_tight_budget")}),
+        (
+            "Budget",
+            {
+                "fields": (
+                    "token_budget",
+                    "trigger_fraction",
+                    "recent_turns_kept",
+                    "ledger_share",
+                    "pinned_rules_cap",
+                    "request_room",
+                    "accept_tight_budget",
+                )
+            },
+        ),
         ("Models", {"fields": ("working_model", "summariser_model", "text_tool_calls", "denied_tools")}),
         ("Approvals", {"fields": ("approval_table", "approval_rules", "approval_window_hours")}),
         ("Response targets", {"fields": ("first_response_minutes", "next_response_minutes")}),
@@ -164,9 +203,12 @@ class TicketClassAdmin(admin.ModelAdmin):
         if obj is None or obj.pk is None:
             return "Shown once the class is saved: the fixed part of each request and what it leaves."
         fit = fixed_part(obj)
-        return format_html('{}{} <a href="{}">What would another budget do?</a>', fit.explain(),
-                           format_html(' <strong class="errornote">{}</strong>', fit.problem()) if fit.tight else "",
-                           reverse("desk-budget-lab", args=[obj.pk]))
+        return format_html(
+            '{}{} <a href="{}">What would another budget do?</a>',
+            fit.explain(),
+            format_html(' <strong class="errornote">{}</strong>', fit.problem()) if fit.tight else "",
+            reverse("desk-budget-lab", args=[obj.pk]),
+        )
 
     @admin.display(description="MCP tool servers")
     def tool_servers(self, obj):
@@ -238,8 +280,11 @@ class CannedReplyForm(forms.ModelForm):
     class Meta:
         model = CannedReply
         fields = "__all__"
-        help_texts = {"body": "Placeholders: " + ", ".join("{%s}" % name for name in canned.PLACEHOLDERS)
-                              + ". Staff edit the text before it is sent."}
+        help_texts = {
+            "body": "Placeholders: "
+            + ", ".join("{%s}" % name for name in canned.PLACEHOLDERS)
+            + ". Staff edit the text before it is sent."
+        }
 
     def clean_body(self):
         body = self.cleaned_data["body"]

@@ -73,18 +73,23 @@ def rules_from_rows(rows: list[Row]) -> tuple[dict, list[str]]:
             always.add(tool)
             continue
         if not threshold:
-            problems.append(f"{where}: give a threshold for {currency}, or leave the currency empty to hold every call.")
+            problems.append(
+                f"{where}: give a threshold for {currency}, or leave the currency empty to hold every call."
+            )
             continue
         if not currency:
-            problems.append(f"{where}: name the currency of the threshold {threshold} (e.g. USD), or {ANY_CURRENCY} "
-                            "for any currency not listed, in minor units.")
+            problems.append(
+                f"{where}: name the currency of the threshold {threshold} (e.g. USD), or {ANY_CURRENCY} "
+                "for any currency not listed, in minor units."
+            )
             continue
         try:
             if currency == ANY_CURRENCY:
                 amount = parse_decimal(threshold)
                 if amount != amount.to_integral_value():
-                    raise MoneyError(f"for {ANY_CURRENCY} the threshold is in minor units (cents): a whole number, "
-                                     f"not {threshold}")
+                    raise MoneyError(
+                        f"for {ANY_CURRENCY} the threshold is in minor units (cents): a whole number, not {threshold}"
+                    )
                 if "above_cents" in options:
                     raise MoneyError(f"{ANY_CURRENCY} is given twice for this tool")
                 options["above_cents"] = int(amount)
@@ -101,8 +106,10 @@ def rules_from_rows(rows: list[Row]) -> tuple[dict, list[str]]:
         per[code] = minor
     for tool in sorted(always):
         if rules[tool]:
-            problems.append(f"{tool}: a row without a currency holds every call, so it cannot also have "
-                            "thresholds; keep one or the other.")
+            problems.append(
+                f"{tool}: a row without a currency holds every call, so it cannot also have "
+                "thresholds; keep one or the other."
+            )
     return rules, problems
 
 
@@ -112,26 +119,37 @@ class ApprovalTableWidget(forms.Widget):
     def value_from_datadict(self, data, files, name):
         if f"{name}-present" not in data:
             return None  # not sent (a client posting the JSON alone): the JSON field decides
-        tools, currencies, thresholds = (data.getlist(f"{name}-{k}") if hasattr(data, "getlist") else data.get(f"{name}-{k}", [])
-                                         for k in ("tool", "currency", "threshold"))
+        tools, currencies, thresholds = (
+            data.getlist(f"{name}-{k}") if hasattr(data, "getlist") else data.get(f"{name}-{k}", [])
+            for k in ("tool", "currency", "threshold")
+        )
         width = max(len(tools), len(currencies), len(thresholds))
         pad = [""] * width
-        return [Row(*(str(v)[:200] for v in cells)) for cells in zip((tools + pad)[:width], (currencies + pad)[:width],
-                                                                   (thresholds + pad)[:width])]
+        return [
+            Row(*(str(v)[:200] for v in cells))
+            for cells in zip((tools + pad)[:width], (currencies + pad)[:width], (thresholds + pad)[:width])
+        ]
 
     def render(self, name, value, attrs=None, renderer=None):
         rows = [r for r in (value or []) if not r.blank] + [Row("")] * BLANK_ROWS
-        cells = format_html_join("", (
-            '<tr><td><input type="text" name="{0}-tool" value="{1}" aria-label="Tool, row {4}"></td>'
-            '<td><input type="text" name="{0}-currency" value="{2}" size="4" aria-label="Currency, row {4}"></td>'
-            '<td><input type="text" name="{0}-threshold" value="{3}" size="12" inputmode="decimal" '
-            'aria-label="Threshold, row {4}"></td></tr>'),
-            ((name, r.tool, r.currency, r.threshold, n) for n, r in enumerate(rows, 1)))
+        cells = format_html_join(
+            "",
+            (
+                '<tr><td><input type="text" name="{0}-tool" value="{1}" aria-label="Tool, row {4}"></td>'
+                '<td><input type="text" name="{0}-currency" value="{2}" size="4" aria-label="Currency, row {4}"></td>'
+                '<td><input type="text" name="{0}-threshold" value="{3}" size="12" inputmode="decimal" '
+                'aria-label="Threshold, row {4}"></td></tr>'
+            ),
+            ((name, r.tool, r.currency, r.threshold, n) for n, r in enumerate(rows, 1)),
+        )
         return format_html(
             '<input type="hidden" name="{}-present" value="1"><table class="approval-table" id="{}">'
             '<thead><tr><th scope="col">Tool</th><th scope="col">Currency</th>'
             '<th scope="col">Hold above (major units)</th></tr></thead><tbody>{}</tbody></table>',
-            name, (attrs or {}).get("id", f"id_{name}"), cells)
+            name,
+            (attrs or {}).get("id", f"id_{name}"),
+            cells,
+        )
 
 
 class ApprovalTableField(forms.Field):

@@ -14,8 +14,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.versions import ticket_update
 from sundry.tickets.services import turn_append
+from sundry.tickets.versions import ticket_update
 
 FOLLOW_UP_PREFIX = "Follow-up promised"
 SEPARATOR = " · "
@@ -78,8 +78,13 @@ def follow_up_resolve(*, ticket: Ticket, user) -> bool:
             return False
         Ticket.objects.filter(pk=ticket.pk).update(attention=kept)
         # The event turn bumps the version and pushes after commit (tickets.versions).
-        turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                    text=f"{user.get_username()} handled the promised follow-up.", payload={"follow_up_resolved": True})
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.EVENT,
+            text=f"{user.get_username()} handled the promised follow-up.",
+            payload={"follow_up_resolved": True},
+        )
     return True
 
 
@@ -135,6 +140,11 @@ def attention_dismiss(*, ticket: Ticket, user, shown: str) -> bool:
     with transaction.atomic():
         cleared = reason_remove(ticket.pk, shown)
         if cleared:
-            turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                        text=f"{user.get_username()} cleared the flag: {shown}", payload={"attention_cleared": shown})
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{user.get_username()} cleared the flag: {shown}",
+                payload={"attention_cleared": shown},
+            )
     return cleared

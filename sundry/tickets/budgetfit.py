@@ -68,25 +68,36 @@ class Fit:
         return self.floor > self.trigger
 
     def explain(self) -> str:
-        return (f"Every request carries a fixed part of {self.fixed:,} tokens (system prompt {self.system:,} + "
-                f"tool schemas {self.tools:,}" + (f" + {self.framing:,} for the lanes' headings and the chat framing" if self.framing else "") +
-                f"): {self.fixed_share}% of the {self.budget:,}-token budget. Under the trigger "
-                f"({self.trigger:,}) that leaves {self.left:,} tokens for the rules, ledger (allowed "
-                f"{self.ledger_allowance:,}), state, summary and recent turns.")
+        return (
+            f"Every request carries a fixed part of {self.fixed:,} tokens (system prompt {self.system:,} + "
+            f"tool schemas {self.tools:,}"
+            + (f" + {self.framing:,} for the lanes' headings and the chat framing" if self.framing else "")
+            + f"): {self.fixed_share}% of the {self.budget:,}-token budget. Under the trigger "
+            f"({self.trigger:,}) that leaves {self.left:,} tokens for the rules, ledger (allowed "
+            f"{self.ledger_allowance:,}), state, summary and recent turns."
+        )
 
     def problem(self) -> str:
         """Why compaction cannot bring requests under this budget, or "" when it can."""
         if not self.tight:
             return ""
-        return (f"{self.explain()} A compacted request still holds the fixed part, a summary (about "
-                f"{self.summary:,}) and the {self.kept_turns} recent turns kept (about {TYPICAL_TURN_TOKENS} "
-                f"each): about {self.floor:,} tokens, over the trigger of {self.trigger:,}, so compaction "
-                f"cannot bring requests under it. Raise the budget or the trigger, or keep fewer recent turns.")
+        return (
+            f"{self.explain()} A compacted request still holds the fixed part, a summary (about "
+            f"{self.summary:,}) and the {self.kept_turns} recent turns kept (about {TYPICAL_TURN_TOKENS} "
+            f"each): about {self.floor:,} tokens, over the trigger of {self.trigger:,}, so compaction "
+            f"cannot bring requests under it. Raise the budget or the trigger, or keep fewer recent turns."
+        )
 
 
-def fixed_part(tclass: TicketClass, *, budget: int | None = None, trigger_fraction: float | None = None,
-               recent_turns_kept: int | None = None, ledger_share: float | None = None,
-               description: str | None = None) -> Fit:
+def fixed_part(
+    tclass: TicketClass,
+    *,
+    budget: int | None = None,
+    trigger_fraction: float | None = None,
+    recent_turns_kept: int | None = None,
+    ledger_share: float | None = None,
+    description: str | None = None,
+) -> Fit:
     """The class's fixed part, with the budget figures as given (default: the class's own).
 
     A request with empty lanes and no turns, assembled as the class's steps are (its tool
@@ -98,10 +109,18 @@ def fixed_part(tclass: TicketClass, *, budget: int | None = None, trigger_fracti
     kept = recent_turns_kept if recent_turns_kept is not None else tclass.recent_turns_kept
     share = ledger_share if ledger_share is not None else tclass.ledger_share
     policy = description if description is not None else tclass.description  # the class's policy is in the prompt
-    empty = LaneSnapshot(ticket_id=0, customer_id="", class_policy=policy,
-                         recent_turns_kept=kept, domain=domain_for(tclass).name)
+    empty = LaneSnapshot(
+        ticket_id=0, customer_id="", class_policy=policy, recent_turns_kept=kept, domain=domain_for(tclass).name
+    )
     accounting = assemble_request(Ticket(ticket_class=tclass), empty).accounting
     system, tools = accounting.lane_tokens.get("system", 0), accounting.tools_tokens
-    return Fit(budget=budget, trigger=int(budget * fraction), system=system, tools=tools,
-               framing=accounting.total_tokens - system - tools, summary=EXPECTED_SUMMARY_TOKENS,
-               kept_turns=kept, ledger_allowance=ledger_allowance(budget, share))
+    return Fit(
+        budget=budget,
+        trigger=int(budget * fraction),
+        system=system,
+        tools=tools,
+        framing=accounting.total_tokens - system - tools,
+        summary=EXPECTED_SUMMARY_TOKENS,
+        kept_turns=kept,
+        ledger_allowance=ledger_allowance(budget, share),
+    )

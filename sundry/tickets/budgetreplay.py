@@ -99,23 +99,39 @@ def replay(history: History, settings: Budget, *, summary_tokens: int = EXPECTED
         if settings.ledger_allowance < history.ledger_allowance and step.ledger_tokens > settings.ledger_allowance:
             trimmed = step.ledger_tokens - settings.ledger_allowance
             out.ledger_over += 1
-        tokens = (step.request_tokens - _cost(turns, step.first_turn, step.last_turn) + _cost(turns, cover + 1, last)
-                  - step.summary_tokens + shown_summary - trimmed)
+        tokens = (
+            step.request_tokens
+            - _cost(turns, step.first_turn, step.last_turn)
+            + _cost(turns, cover + 1, last)
+            - step.summary_tokens
+            + shown_summary
+            - trimmed
+        )
         out.requests.append((step.number, tokens))
         summary = shown_summary
         if not step.resolution:
             continue
         # As production decides after a resolution step: the next request, with the step's own turns.
         total = tokens + _cost(turns, last + 1, step.appended_through)
-        decision = decide(TriggerInput(total_tokens=total, trigger_tokens=settings.trigger, budget=settings.budget,
-                                       last_tokens_after=last_after))
+        decision = decide(
+            TriggerInput(
+                total_tokens=total,
+                trigger_tokens=settings.trigger,
+                budget=settings.budget,
+                last_tokens_after=last_after,
+            )
+        )
         if not decision.compact:
             continue
         after = [t for t in turns if cover < t.number <= step.appended_through]
         # As `compaction_consider` sizes the cut: the room the budget leaves beside what compaction keeps.
-        cut = cut_within_budget(after, covered=cover, keep_recent=settings.recent_turns_kept,
-                                room=settings.budget - (total - sum(t.tokens for t in after)),
-                                tokens_after=lambda c: sum(t.tokens for t in after if t.number > c))
+        cut = cut_within_budget(
+            after,
+            covered=cover,
+            keep_recent=settings.recent_turns_kept,
+            room=settings.budget - (total - sum(t.tokens for t in after)),
+            tokens_after=lambda c: sum(t.tokens for t in after if t.number > c),
+        )
         if cut is None or not pays(sum(t.tokens for t in after if t.number <= cut)).compact:
             continue
         last_after = total - _cost(turns, cover + 1, cut) - summary + summary_tokens

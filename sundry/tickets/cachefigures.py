@@ -30,8 +30,18 @@ _DONE = ("succeeded", "fallback")
 
 
 def _row() -> dict:
-    return {"input_tokens": 0, "cached_tokens": 0, "write_tokens": 0, "saved_usd": Decimal(0), "unpriced": set(),
-            "after_steps": 0, "after_input": 0, "after_cached": 0, "lost_tokens": 0, "lost_usd": Decimal(0)}
+    return {
+        "input_tokens": 0,
+        "cached_tokens": 0,
+        "write_tokens": 0,
+        "saved_usd": Decimal(0),
+        "unpriced": set(),
+        "after_steps": 0,
+        "after_input": 0,
+        "after_cached": 0,
+        "lost_tokens": 0,
+        "lost_usd": Decimal(0),
+    }
 
 
 def _base_url(model: str, memo: dict) -> str | None:
@@ -42,15 +52,19 @@ def _base_url(model: str, memo: dict) -> str | None:
 
 def _after_compactions() -> list[tuple[dict, dict | None]]:
     """(the first step after each finished compaction, the step before it), as value rows."""
-    runs = list(CompactionRun.objects.filter(status__in=_DONE, finished_at__isnull=False)
-                .values_list("ticket_id", "finished_at"))
+    runs = list(
+        CompactionRun.objects.filter(status__in=_DONE, finished_at__isnull=False).values_list(
+            "ticket_id", "finished_at"
+        )
+    )
     if not runs:
         return []
     steps: dict[int, list[dict]] = defaultdict(list)
-    for s in (AgentStep.objects.filter(ticket_id__in={t for t, _ in runs}, offline=False)
-              .order_by("ticket_id", "number")
-              .values("id", "ticket_id", "ticket__ticket_class", "model", "created_at", "input_tokens",
-                      "cached_input_tokens")):
+    for s in (
+        AgentStep.objects.filter(ticket_id__in={t for t, _ in runs}, offline=False)
+        .order_by("ticket_id", "number")
+        .values("id", "ticket_id", "ticket__ticket_class", "model", "created_at", "input_tokens", "cached_input_tokens")
+    ):
         steps[s["ticket_id"]].append(s)
     out, seen = [], set()
     for ticket_id, finished in runs:
@@ -67,12 +81,25 @@ def cache_figures() -> tuple[dict[int, dict], dict[str, dict]]:
     by_class: dict[int, dict] = defaultdict(_row)
     by_model: dict[str, dict] = defaultdict(_row)
     urls: dict = {}
-    for r in (AgentStep.objects.filter(offline=False).values("ticket__ticket_class", "model")
-              .annotate(tin=Sum("input_tokens"), tout=Sum("output_tokens"), cached=Sum("cached_input_tokens"),
-                        writes=Sum("cache_write_tokens"))):
+    for r in (
+        AgentStep.objects.filter(offline=False)
+        .values("ticket__ticket_class", "model")
+        .annotate(
+            tin=Sum("input_tokens"),
+            tout=Sum("output_tokens"),
+            cached=Sum("cached_input_tokens"),
+            writes=Sum("cache_write_tokens"),
+        )
+    ):
         model = r["model"]
-        saved = pricing.cache_saving(model, r["tin"] or 0, r["tout"] or 0, cached_input_tokens=r["cached"] or 0,
-                                     cache_write_tokens=r["writes"] or 0, base_url=_base_url(model, urls))
+        saved = pricing.cache_saving(
+            model,
+            r["tin"] or 0,
+            r["tout"] or 0,
+            cached_input_tokens=r["cached"] or 0,
+            cache_write_tokens=r["writes"] or 0,
+            base_url=_base_url(model, urls),
+        )
         for row in (by_class[r["ticket__ticket_class"]], by_model[model]):
             row["input_tokens"] += r["tin"] or 0
             row["cached_tokens"] += r["cached"] or 0
@@ -84,7 +111,11 @@ def cache_figures() -> tuple[dict[int, dict], dict[str, dict]]:
     for after, before in _after_compactions():
         model = after["model"]
         lost = max(0, (before["cached_input_tokens"] if before else 0) - after["cached_input_tokens"])
-        worth = pricing.cache_saving(model, lost, 0, cached_input_tokens=lost, base_url=_base_url(model, urls)) if lost else 0
+        worth = (
+            pricing.cache_saving(model, lost, 0, cached_input_tokens=lost, base_url=_base_url(model, urls))
+            if lost
+            else 0
+        )
         for row in (by_class[after["ticket__ticket_class"]], by_model[model]):
             row["after_steps"] += 1
             row["after_input"] += after["input_tokens"]
@@ -109,12 +140,25 @@ def _shares(row: dict) -> None:
 
 def token_counts() -> list[dict]:
     """Per model that reported input tokens: Sundry's estimate against the provider's count."""
-    models = (AgentStep.objects.filter(~Q(model=""), offline=False, reported_request_tokens__gt=0)
-              .values_list("model", flat=True).distinct())
+    models = (
+        AgentStep.objects.filter(~Q(model=""), offline=False, reported_request_tokens__gt=0)
+        .values_list("model", flat=True)
+        .distinct()
+    )
     out = []
     for model in sorted(set(models)):
         c = calibration.calibration_for(model, fresh=True)
-        out.append({"model": model, "steps": c.steps, "exact": c.exact, "factor": round(c.factor, 3),
-                    "applied": round(c.applied, 3), "error_pct": round(100 * c.mean_abs_error, 1),
-                    "bias_pct": round(100 * c.bias, 1), "estimated": c.estimated, "reported": c.reported})
+        out.append(
+            {
+                "model": model,
+                "steps": c.steps,
+                "exact": c.exact,
+                "factor": round(c.factor, 3),
+                "applied": round(c.applied, 3),
+                "error_pct": round(100 * c.mean_abs_error, 1),
+                "bias_pct": round(100 * c.bias, 1),
+                "estimated": c.estimated,
+                "reported": c.reported,
+            }
+        )
     return out

@@ -25,15 +25,20 @@ def _plain(value):
     return value if value is None or isinstance(value, (bool, int, float, str, list, dict)) else str(value)
 
 
-def class_change_record(*, ticket_class: TicketClass, before: dict, by, proposal: BudgetProposal | None = None
-                        ) -> TicketClassChange | None:
+def class_change_record(
+    *, ticket_class: TicketClass, before: dict, by, proposal: BudgetProposal | None = None
+) -> TicketClassChange | None:
     """Record what differs between `before` ({field: value}) and the class as it is now; None when nothing does."""
-    changes = {name: [_plain(old), _plain(getattr(ticket_class, name))] for name, old in before.items()
-               if old != getattr(ticket_class, name)}
+    changes = {
+        name: [_plain(old), _plain(getattr(ticket_class, name))]
+        for name, old in before.items()
+        if old != getattr(ticket_class, name)
+    }
     if not changes:
         return None
-    return TicketClassChange.objects.create(ticket_class=ticket_class, changed_by=by if by and by.pk else None,
-                                            changes=changes, proposal=proposal)
+    return TicketClassChange.objects.create(
+        ticket_class=ticket_class, changed_by=by if by and by.pk else None, changes=changes, proposal=proposal
+    )
 
 
 def proposal_apply(*, proposal: BudgetProposal, by, accept_tight: bool = False) -> TicketClassChange | None:
@@ -43,11 +48,18 @@ def proposal_apply(*, proposal: BudgetProposal, by, accept_tight: bool = False) 
         raise ApplyRefused("This proposal has not finished its run: apply it once its figures are shown.")
     with transaction.atomic():
         tclass = TicketClass.objects.select_for_update().get(pk=proposal.ticket_class_id)
-        fit = fixed_part(tclass, budget=proposal.token_budget, trigger_fraction=proposal.trigger_fraction,
-                         recent_turns_kept=proposal.recent_turns_kept, ledger_share=proposal.ledger_share)
+        fit = fixed_part(
+            tclass,
+            budget=proposal.token_budget,
+            trigger_fraction=proposal.trigger_fraction,
+            recent_turns_kept=proposal.recent_turns_kept,
+            ledger_share=proposal.ledger_share,
+        )
         if fit.impossible:
-            raise ApplyRefused(f"{fit.explain()} Even with {fit.kept_turns} recent turns at 50 tokens each and a "
-                               f"summary, a request needs {fit.hard_floor:,}: this budget cannot work.")
+            raise ApplyRefused(
+                f"{fit.explain()} Even with {fit.kept_turns} recent turns at 50 tokens each and a "
+                f"summary, a request needs {fit.hard_floor:,}: this budget cannot work."
+            )
         if fit.tight and not accept_tight:
             raise ApplyRefused(fit.problem() + " To apply it anyway, tick “Apply this budget anyway”.")
         before = {name: getattr(tclass, name) for name in PROPOSAL_FIELDS}

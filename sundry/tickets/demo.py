@@ -33,26 +33,40 @@ class Login:
 def ensure_classes() -> dict[str, TicketClass]:
     standard, _ = TicketClass.objects.get_or_create(
         slug="standard",
-        defaults=dict(name="Standard", token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8,
-                      description="Everyday orders: tracking, refunds, returns, cancellations.",
-                      approval_rules={"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}}),
+        defaults=dict(
+            name="Standard",
+            token_budget=8000,
+            trigger_fraction=0.8,
+            recent_turns_kept=8,
+            description="Everyday orders: tracking, refunds, returns, cancellations.",
+            approval_rules={"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}},
+        ),
     )
     extended, _ = TicketClass.objects.get_or_create(
         slug="extended",
-        defaults=dict(name="Extended", token_budget=32000, trigger_fraction=0.8, recent_turns_kept=16,
-                      pinned_rules_cap=1500,
-                      description="Complex or escalated cases with long histories.",
-                      approval_rules={"issue_refund": {"above": {"USD": 20000, "EUR": 20000, "GBP": 16000, "INR": 1600000}},
-                                      "cancel_order": {}}),
+        defaults=dict(
+            name="Extended",
+            token_budget=32000,
+            trigger_fraction=0.8,
+            recent_turns_kept=16,
+            pinned_rules_cap=1500,
+            description="Complex or escalated cases with long histories.",
+            approval_rules={
+                "issue_refund": {"above": {"USD": 20000, "EUR": 20000, "GBP": 16000, "INR": 1600000}},
+                "cancel_order": {},
+            },
+        ),
     )
     return {"standard": standard, "extended": extended}
 
 
 # Staff logins: (username, role, first name, what they do). First names: staff sign their replies with
 # them (and canned replies fill in {my_first_name}).
-STAFF_LOGINS = (("admin", "admin", "Alex", "tunes ticket classes; also works the desk"),
-                ("staff", "staff", "Sam", "works the desk"),
-                ("staff2", "staff", "Robin", "works the desk"))
+STAFF_LOGINS = (
+    ("admin", "admin", "Alex", "tunes ticket classes; also works the desk"),
+    ("staff", "staff", "Sam", "works the desk"),
+    ("staff2", "staff", "Robin", "works the desk"),
+)
 CUSTOMER_LOGINS = ("customer1", "customer2", "customer3")
 
 
@@ -92,32 +106,49 @@ def seeded_logins() -> list[Login]:
     production settings or with DEBUG off: the password is published, and a real desk never shows it."""
     if not settings.DEBUG or settings.PRODUCTION:
         return []
-    staff = set(get_user_model().objects.filter(username__in=[name for name, *_ in STAFF_LOGINS], is_staff=True,
-                                                is_active=True).values_list("username", flat=True))
-    customers = dict(Customer.objects.filter(user__username__in=CUSTOMER_LOGINS, user__is_active=True)
-                     .values_list("user__username", "name"))
-    return ([Login(name, role, note) for name, role, _, note in STAFF_LOGINS if name in staff]
-            + [Login(name, "customer", customers[name]) for name in CUSTOMER_LOGINS if name in customers])
+    staff = set(
+        get_user_model()
+        .objects.filter(username__in=[name for name, *_ in STAFF_LOGINS], is_staff=True, is_active=True)
+        .values_list("username", flat=True)
+    )
+    customers = dict(
+        Customer.objects.filter(user__username__in=CUSTOMER_LOGINS, user__is_active=True).values_list(
+            "user__username", "name"
+        )
+    )
+    return [Login(name, role, note) for name, role, _, note in STAFF_LOGINS if name in staff] + [
+        Login(name, "customer", customers[name]) for name in CUSTOMER_LOGINS if name in customers
+    ]
 
 
 # Replies staff insert on the desk (Canned reply → Insert…) and edit before sending. Placeholders are
 # filled from the ticket (sundry.tickets.canned); one the ticket has no value for stays as a note.
 CANNED_REPLIES = [
-    ("Taking over from the assistant",
-     "Hi {customer_first_name}, I'm {my_first_name} from the support team. I've taken over from our "
-     "assistant and I'm looking at order {order_number} now; I'll reply here shortly."),
-    ("Refund on its way",
-     "Hi {customer_first_name}, the refund on order {order_number} has been issued. It reaches your original "
-     "payment method within 5 to 10 working days, depending on your bank."),
-    ("Parcel delayed",
-     "Hi {customer_first_name}, I've checked with the carrier: order {order_number} is delayed in transit. "
-     "If it hasn't arrived within 5 working days, reply here and we'll send a replacement or refund it."),
-    ("Which order?",
-     "Hi {customer_first_name}, could you tell me the order number? It starts with SU- and is in your "
-     "order confirmation email."),
-    ("Resolving the ticket",
-     "Thanks, {customer_first_name}. I'm marking ticket #{ticket_number} as resolved; if anything else comes "
-     "up, just reply here and it reopens. — {my_first_name}"),
+    (
+        "Taking over from the assistant",
+        "Hi {customer_first_name}, I'm {my_first_name} from the support team. I've taken over from our "
+        "assistant and I'm looking at order {order_number} now; I'll reply here shortly.",
+    ),
+    (
+        "Refund on its way",
+        "Hi {customer_first_name}, the refund on order {order_number} has been issued. It reaches your original "
+        "payment method within 5 to 10 working days, depending on your bank.",
+    ),
+    (
+        "Parcel delayed",
+        "Hi {customer_first_name}, I've checked with the carrier: order {order_number} is delayed in transit. "
+        "If it hasn't arrived within 5 working days, reply here and we'll send a replacement or refund it.",
+    ),
+    (
+        "Which order?",
+        "Hi {customer_first_name}, could you tell me the order number? It starts with SU- and is in your "
+        "order confirmation email.",
+    ),
+    (
+        "Resolving the ticket",
+        "Thanks, {customer_first_name}. I'm marking ticket #{ticket_number} as resolved; if anything else comes "
+        "up, just reply here and it reopens. — {my_first_name}",
+    ),
 ]
 
 
@@ -139,17 +170,25 @@ def _demo_customers() -> list[Customer]:
     def having(status: str):
         return Count("orders", filter=Q(orders__status=status))
 
-    ranked = Customer.objects.annotate(delivered=having("delivered"), shipped=having("shipped"),
-                                       placed=having("placed")).filter(delivered__gte=2).order_by("customer_id")
+    ranked = (
+        Customer.objects.annotate(delivered=having("delivered"), shipped=having("shipped"), placed=having("placed"))
+        .filter(delivered__gte=2)
+        .order_by("customer_id")
+    )
     complete = list(ranked.filter(shipped__gte=1, placed__gte=1)[:3])
-    rest = [c for c in ranked[:3 + len(complete)] if c not in complete]
+    rest = [c for c in ranked[: 3 + len(complete)] if c not in complete]
     return (complete + rest)[:3]
 
 
 SHORT_SCRIPTS = [
     ("Where is my parcel?", ["Hi, where is my order {shipped}? It has been a while."]),
-    ("Refund for a damaged item", ["Hello, the {delivered_item} from order {delivered} arrived broken. "
-                                   "Phone only, never email please. I would like my money back."]),
+    (
+        "Refund for a damaged item",
+        [
+            "Hello, the {delivered_item} from order {delivered} arrived broken. "
+            "Phone only, never email please. I would like my money back."
+        ],
+    ),
     ("Cancel an order", ["Please cancel order {placed}, I ordered it by mistake."]),
 ]
 
@@ -181,7 +220,9 @@ def _facts(customer: Customer) -> dict:
     d2 = delivered[1] if len(delivered) > 1 else d1
     item = d1.items.first()
     return {
-        "delivered": d1.number, "delivered2": d2.number, "shipped": shipped[0].number if shipped else d1.number,
+        "delivered": d1.number,
+        "delivered2": d2.number,
+        "shipped": shipped[0].number if shipped else d1.number,
         "placed": placed[0].number if placed else d1.number,
         "delivered_item": item.product.name.lower() if item else "item",
         "partial": f"{max(1, d1.total_cents // 400)}.00 {d1.currency}",
@@ -212,8 +253,9 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
     if customers:
         customer = customers[0]
         facts = _facts(customer)
-        ticket = ticket_create(customer=customer, ticket_class=classes["standard"],
-                               subject="Several problems with recent orders")
+        ticket = ticket_create(
+            customer=customer, ticket_class=classes["standard"], subject="Several problems with recent orders"
+        )
         for text in LONG_SCRIPT:
             customer_message_post(ticket=ticket, text=text.format(**facts), wake=not work)
             if work:

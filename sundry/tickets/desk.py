@@ -4,33 +4,32 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
-from sundry.tickets.models import Ticket
-from sundry.tickets.attention import FOLLOW_UP_PREFIX, reasons
-from sundry.tickets.selectors import FLAG_PREFIX, ticket_timer
-from sundry.context.models import PinnedRule
-from sundry.core.money import format_money
-from sundry.shop.models import Order
-from sundry.context.models import StateValue
-from sundry.tickets.models import CannedReply
-from sundry.tickets import canned
 from sundry.agent import heldreason
 from sundry.agent.models import HeldAction
-from sundry.tooling.tools import REGISTRY
-from sundry.context.models import ActionTaken
+from sundry.context.models import ActionTaken, PinnedRule, StateValue
 from sundry.core import money
+from sundry.core.money import format_money
 from sundry.shop import selectors as shop
-from sundry.tickets.models import Turn
-from sundry.tickets.selectors import pretty
-from sundry.tickets import satisfaction
+from sundry.shop.models import Order
+from sundry.tickets import canned, satisfaction
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, reasons
+from sundry.tickets.models import CannedReply, Ticket, Turn
+from sundry.tickets.selectors import FLAG_PREFIX, pretty, ticket_timer
+from sundry.tooling.tools import REGISTRY
 
 
 def head_context(ticket) -> dict:
     return {
         # Each reason on its own line with its own button: handling one never clears another.
-        "attention_reasons": [{"text": r, "handled": r.startswith((FLAG_PREFIX, FOLLOW_UP_PREFIX))}
-                              for r in reasons(ticket.attention)],
-        "colleagues": list(get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
-                           .only("pk", "username", "first_name")),
+        "attention_reasons": [
+            {"text": r, "handled": r.startswith((FLAG_PREFIX, FOLLOW_UP_PREFIX))} for r in reasons(ticket.attention)
+        ],
+        "colleagues": list(
+            get_user_model()
+            .objects.filter(is_staff=True, is_active=True)
+            .order_by("username")
+            .only("pk", "username", "first_name")
+        ),
         "tag_names": list(ticket.tags.values_list("name", flat=True)),
         "timer": ticket_timer(ticket),
         **_rating(ticket),
@@ -50,14 +49,30 @@ def customer_context(ticket) -> dict:
     orders = Order.objects.filter(customer=customer).order_by("-placed_at")[:5]
     return {
         "customer": customer,
-        "orders": [{"number": o.number, "placed_at": o.placed_at, "status": o.get_status_display(),
-                    "total": format_money(o.total_cents, o.currency)} for o in orders],
+        "orders": [
+            {
+                "number": o.number,
+                "placed_at": o.placed_at,
+                "status": o.get_status_display(),
+                "total": format_money(o.total_cents, o.currency),
+            }
+            for o in orders
+        ],
         "order_count": Order.objects.filter(customer=customer).count(),
-        "past_tickets": list(Ticket.objects.filter(customer=customer).exclude(pk=ticket.pk)
-                             .order_by("-updated_at").only("pk", "subject", "status", "updated_at")[:5]),
-        "carried_rules": list(PinnedRule.objects.filter(ticket__customer=customer, scope=PinnedRule.Scope.CUSTOMER,
-                                                        status=PinnedRule.Status.ACTIVE)
-                              .exclude(ticket=ticket).values_list("text", flat=True).distinct()[:10]),
+        "past_tickets": list(
+            Ticket.objects.filter(customer=customer)
+            .exclude(pk=ticket.pk)
+            .order_by("-updated_at")
+            .only("pk", "subject", "status", "updated_at")[:5]
+        ),
+        "carried_rules": list(
+            PinnedRule.objects.filter(
+                ticket__customer=customer, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
+            )
+            .exclude(ticket=ticket)
+            .values_list("text", flat=True)
+            .distinct()[:10]
+        ),
     }
 
 
@@ -66,14 +81,24 @@ def canned_replies(ticket, user) -> list[dict]:
     (sundry.tickets.canned: one without a value is left as a note to fill in, never dropped)."""
     from django.db.models import Q
 
-    order = (StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
-             .values_list("value", flat=True).first() or "")
+    order = (
+        StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
+        .values_list("value", flat=True)
+        .first()
+        or ""
+    )
     name = ticket.customer.name or ""
-    values = dict(customer_name=name, customer_first_name=name.split(" ")[0] if name else "",
-                  order_number=order, ticket_number=str(ticket.pk),
-                  my_first_name=user.first_name or user.get_username())
-    return [{"title": reply.title, "text": canned.fill(reply.body, values)}
-            for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class))]
+    values = dict(
+        customer_name=name,
+        customer_first_name=name.split(" ")[0] if name else "",
+        order_number=order,
+        ticket_number=str(ticket.pk),
+        my_first_name=user.first_name or user.get_username(),
+    )
+    return [
+        {"title": reply.title, "text": canned.fill(reply.body, values)}
+        for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class))
+    ]
 
 
 def approval_cards(ticket, held_actions) -> list[dict]:
@@ -88,9 +113,16 @@ def approval_cards(ticket, held_actions) -> list[dict]:
         if order is not None:
             cur = order.currency
             facts = {
-                "number": order.number, "status": order.get_status_display(),
-                "items": [{"product": i.product.name, "quantity": i.quantity,
-                           "price": money.format_money(i.unit_price_cents * i.quantity, cur)} for i in order.items.all()],
+                "number": order.number,
+                "status": order.get_status_display(),
+                "items": [
+                    {
+                        "product": i.product.name,
+                        "quantity": i.quantity,
+                        "price": money.format_money(i.unit_price_cents * i.quantity, cur),
+                    }
+                    for i in order.items.all()
+                ],
                 "paid": money.format_money(shop.captured_cents(order), cur),
                 "refunded": money.format_money(shop.refunded_cents(order), cur),
                 "refundable": money.format_money(shop.refundable_cents(order), cur),
@@ -98,24 +130,48 @@ def approval_cards(ticket, held_actions) -> list[dict]:
         amount = None
         if args.get("amount") not in (None, "") and args.get("currency"):
             try:
-                amount = money.format_money(money.parse_major(str(args["amount"]), str(args["currency"])),
-                                            str(args["currency"]))
+                amount = money.format_money(
+                    money.parse_major(str(args["amount"]), str(args["currency"])), str(args["currency"])
+                )
             except money.MoneyError:
                 amount = f"{args['amount']} {args['currency']}"
-        words = (Turn.objects.filter(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE,
-                                     number__lte=h.turn).order_by("-number").values_list("text", flat=True).first())
-        same = [{"what": f"{o.tool} {o.get_status_display().lower()}", "turn": o.turn}
-                for o in HeldAction.objects.filter(ticket=ticket, tool=h.tool).exclude(pk=h.pk)
-                .exclude(status=HeldAction.Status.REJECTED) if (o.arguments or {}).get("order_number") == number]
-        same += [{"what": f"{a.tool} done", "turn": a.turn}
-                 for a in ActionTaken.objects.filter(ticket=ticket, tool=h.tool, target=number)] if number else []
+        words = (
+            Turn.objects.filter(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE, number__lte=h.turn)
+            .order_by("-number")
+            .values_list("text", flat=True)
+            .first()
+        )
+        same = [
+            {"what": f"{o.tool} {o.get_status_display().lower()}", "turn": o.turn}
+            for o in HeldAction.objects.filter(ticket=ticket, tool=h.tool)
+            .exclude(pk=h.pk)
+            .exclude(status=HeldAction.Status.REJECTED)
+            if (o.arguments or {}).get("order_number") == number
+        ]
+        same += (
+            [
+                {"what": f"{a.tool} done", "turn": a.turn}
+                for a in ActionTaken.objects.filter(ticket=ticket, tool=h.tool, target=number)
+            ]
+            if number
+            else []
+        )
         tool = REGISTRY.get(h.tool)
         moves_money = h.tool in ("issue_refund", "cancel_order")
-        cards.append({"h": h, "args": pretty(h.arguments), "order": facts, "amount": amount, "words": words,
-                      "reason": heldreason.for_people(h.reason),
-                      "same": same, "confirm": moves_money or (tool is not None and not tool.reversible),
-                      "title": _card_title(h.tool, amount, number),
-                      "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False)})
+        cards.append(
+            {
+                "h": h,
+                "args": pretty(h.arguments),
+                "order": facts,
+                "amount": amount,
+                "words": words,
+                "reason": heldreason.for_people(h.reason),
+                "same": same,
+                "confirm": moves_money or (tool is not None and not tool.reversible),
+                "title": _card_title(h.tool, amount, number),
+                "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False),
+            }
+        )
     return cards
 
 

@@ -36,8 +36,13 @@ class ProposalForm(forms.Form):
     trigger = forms.FloatField(min_value=0.3, max_value=0.95, label="Trigger fraction")
     kept = forms.IntegerField(min_value=2, max_value=200, label="Recent turns kept")
     ledger = forms.FloatField(min_value=0.01, max_value=0.5, label="Ledger share")
-    tickets = forms.IntegerField(min_value=1, max_value=MAX_TICKETS, required=False, label="Tickets to replay",
-                                 help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.")
+    tickets = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_TICKETS,
+        required=False,
+        label="Tickets to replay",
+        help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.",
+    )
     price_as = forms.CharField(max_length=120, required=False, label="Price as model")
 
     def clean_price_as(self):
@@ -52,9 +57,14 @@ class ProposalForm(forms.Form):
 
 def initial_values(tclass: TicketClass) -> dict:
     """The form as the class stands: its settings, the default window, the model its cost is priced as."""
-    return {"budget": tclass.token_budget, "trigger": tclass.trigger_fraction, "kept": tclass.recent_turns_kept,
-            "ledger": tclass.ledger_share, "tickets": DEFAULT_TICKETS,
-            "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model}
+    return {
+        "budget": tclass.token_budget,
+        "trigger": tclass.trigger_fraction,
+        "kept": tclass.recent_turns_kept,
+        "ledger": tclass.ledger_share,
+        "tickets": DEFAULT_TICKETS,
+        "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model,
+    }
 
 
 def _enqueue(proposal_id: int) -> None:
@@ -72,21 +82,31 @@ def _admins_only(request):
 
 def _charts(lab: dict) -> dict:
     trig = (lab["current"]["trigger"], lab["proposed"]["trigger"])
-    samples = [{**s, "rows": list(zip(s["steps"], s["recorded"], s["current"], s["proposed"]))}
-               for s in lab.get("samples", [])]
-    return {"tokens": [(s, labcharts.tokens_chart(s, current_trigger=trig[0], proposed_trigger=trig[1]))
-                       for s in samples],
-            "cost": labcharts.cost_chart(lab),
-            "fidelity": labcharts.fidelity_chart(lab["fidelity"]) if "fidelity" in lab else None}
+    samples = [
+        {**s, "rows": list(zip(s["steps"], s["recorded"], s["current"], s["proposed"]))} for s in lab.get("samples", [])
+    ]
+    return {
+        "tokens": [(s, labcharts.tokens_chart(s, current_trigger=trig[0], proposed_trigger=trig[1])) for s in samples],
+        "cost": labcharts.cost_chart(lab),
+        "fidelity": labcharts.fidelity_chart(lab["fidelity"]) if "fidelity" in lab else None,
+    }
 
 
 def _page(request, tclass, form, lab, status=200):
-    return render(request, "tickets/budget_lab.html", {
-        "tclass": tclass, "form": form, "lab": lab, "charts": _charts(lab) if lab else None,
-        "current": class_budget(tclass),
-        "proposals": BudgetProposal.objects.filter(ticket_class=tclass).select_related("created_by")[:LISTED],
-        "changes": TicketClassChange.objects.filter(ticket_class=tclass).select_related("changed_by")[:LISTED],
-    }, status=status)
+    return render(
+        request,
+        "tickets/budget_lab.html",
+        {
+            "tclass": tclass,
+            "form": form,
+            "lab": lab,
+            "charts": _charts(lab) if lab else None,
+            "current": class_budget(tclass),
+            "proposals": BudgetProposal.objects.filter(ticket_class=tclass).select_related("created_by")[:LISTED],
+            "changes": TicketClassChange.objects.filter(ticket_class=tclass).select_related("changed_by")[:LISTED],
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -102,8 +122,14 @@ def budget_lab(request, class_id: int):
     if form.is_valid():
         data = form.cleaned_data
         proposed = Budget(data["budget"], data["trigger"], data["kept"], data["ledger"])
-        lab = lab_json(run_lab(tclass, proposed, tickets=data["tickets"] or DEFAULT_TICKETS,
-                               price_as=data["price_as"] or initial_values(tclass)["price_as"]))
+        lab = lab_json(
+            run_lab(
+                tclass,
+                proposed,
+                tickets=data["tickets"] or DEFAULT_TICKETS,
+                price_as=data["price_as"] or initial_values(tclass)["price_as"],
+            )
+        )
     elif asked:
         status = 400  # the form comes back with its errors and the admin's values
     return _page(request, tclass, form, lab, status)
@@ -124,9 +150,15 @@ def budget_lab_run(request, class_id: int):
         return _page(request, tclass, form, None, 400)
     data = form.cleaned_data
     proposal = BudgetProposal.objects.create(
-        ticket_class=tclass, created_by=request.user, token_budget=data["budget"], trigger_fraction=data["trigger"],
-        recent_turns_kept=data["kept"], ledger_share=data["ledger"], tickets=data["tickets"] or DEFAULT_TICKETS,
-        price_as=data["price_as"] or initial_values(tclass)["price_as"])
+        ticket_class=tclass,
+        created_by=request.user,
+        token_budget=data["budget"],
+        trigger_fraction=data["trigger"],
+        recent_turns_kept=data["kept"],
+        ledger_share=data["ledger"],
+        tickets=data["tickets"] or DEFAULT_TICKETS,
+        price_as=data["price_as"] or initial_values(tclass)["price_as"],
+    )
     _enqueue(proposal.pk)
     url = reverse("desk-budget-proposal", args=[tclass.pk, proposal.pk])
     return _hx_redirect(url) if request.htmx else redirect(url)
@@ -139,8 +171,9 @@ def _hx_redirect(url: str) -> HttpResponse:
 
 
 def _proposal(request, class_id: int, proposal_id: int) -> BudgetProposal:
-    return get_object_or_404(BudgetProposal.objects.select_related("ticket_class", "created_by"),
-                             pk=proposal_id, ticket_class_id=class_id)
+    return get_object_or_404(
+        BudgetProposal.objects.select_related("ticket_class", "created_by"), pk=proposal_id, ticket_class_id=class_id
+    )
 
 
 @login_required
@@ -152,9 +185,15 @@ def budget_proposal(request, class_id: int, proposal_id: int):
     proposal = _proposal(request, class_id, proposal_id)
     running = proposal.status in (BudgetProposal.Status.QUEUED, BudgetProposal.Status.RUNNING)
     lab = proposal.figures if proposal.status == BudgetProposal.Status.DONE else None
-    context = {"proposal": proposal, "tclass": proposal.ticket_class, "running": running, "lab": lab,
-               "charts": _charts(lab) if lab else None, "current": class_budget(proposal.ticket_class),
-               "applied": proposal.applied_as.select_related("changed_by").first()}
+    context = {
+        "proposal": proposal,
+        "tclass": proposal.ticket_class,
+        "running": running,
+        "lab": lab,
+        "charts": _charts(lab) if lab else None,
+        "current": class_budget(proposal.ticket_class),
+        "applied": proposal.applied_as.select_related("changed_by").first(),
+    }
     if request.htmx and running:
         return render(request, "tickets/_lab_progress.html", context)
     if request.htmx:  # finished since the last ask: the whole page once more
@@ -172,8 +211,9 @@ def budget_proposal_apply(request, class_id: int, proposal_id: int):
         return away
     proposal = _proposal(request, class_id, proposal_id)
     try:
-        change = proposal_apply(proposal=proposal, by=request.user,
-                                accept_tight=request.POST.get("accept_tight_budget") == "on")
+        change = proposal_apply(
+            proposal=proposal, by=request.user, accept_tight=request.POST.get("accept_tight_budget") == "on"
+        )
     except ApplyRefused as exc:
         messages.error(request, str(exc))
     else:

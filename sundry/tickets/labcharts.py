@@ -20,12 +20,14 @@ def _svg(key: str, title: str, desc: str, body: str, height: int = H) -> SafeStr
         f'<svg class="lab-chart" id="chart-{escape(key)}" role="img" viewBox="0 0 {W} {height}" width="100%" '
         f'aria-labelledby="chart-{escape(key)}-title chart-{escape(key)}-desc" xmlns="http://www.w3.org/2000/svg">'
         f'<title id="chart-{escape(key)}-title">{escape(title)}</title>'
-        f'<desc id="chart-{escape(key)}-desc">{escape(desc)}</desc>{body}</svg>')
+        f'<desc id="chart-{escape(key)}-desc">{escape(desc)}</desc>{body}</svg>'
+    )
 
 
 def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 11, fill: str = "#222") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}">'
-            f'{escape(text)}</text>')
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}">{escape(text)}</text>'
+    )
 
 
 def _marks(steps: list[int], after: list[int], values: list[int], x, y, shape: str, colour: str) -> str:
@@ -40,8 +42,10 @@ def _marks(steps: list[int], after: list[int], values: list[int], x, y, shape: s
             pts = f"{cx:.1f},{cy - 7:.1f} {cx - 6:.1f},{cy + 4:.1f} {cx + 6:.1f},{cy + 4:.1f}"
         else:
             pts = f"{cx:.1f},{cy - 7:.1f} {cx - 6:.1f},{cy:.1f} {cx:.1f},{cy + 7:.1f} {cx + 6:.1f},{cy:.1f}"
-        out.append(f'<polygon points="{pts}" fill="{colour}" stroke="#fff" stroke-width="1">'
-                   f'<title>compaction after step {step}</title></polygon>')
+        out.append(
+            f'<polygon points="{pts}" fill="{colour}" stroke="#fff" stroke-width="1">'
+            f"<title>compaction after step {step}</title></polygon>"
+        )
     return "".join(out)
 
 
@@ -63,10 +67,14 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
         v = int(top / 1.08 * frac)
         body.append(_text(LEFT - 6, y(v) + 4, f"{v:,}", anchor="end", size=10, fill="#555"))
         body.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{W - RIGHT}" y2="{y(v):.1f}" stroke="#e4e4e4"/>')
-    for trigger, colour, dash, label in ((current_trigger, CURRENT, "2 3", "current trigger"),
-                                         (proposed_trigger, PROPOSED, "8 4", "proposed trigger")):
-        body.append(f'<line x1="{LEFT}" y1="{y(trigger):.1f}" x2="{W - RIGHT}" y2="{y(trigger):.1f}" '
-                    f'stroke="{colour}" stroke-dasharray="{dash}" stroke-width="1"/>')
+    for trigger, colour, dash, label in (
+        (current_trigger, CURRENT, "2 3", "current trigger"),
+        (proposed_trigger, PROPOSED, "8 4", "proposed trigger"),
+    ):
+        body.append(
+            f'<line x1="{LEFT}" y1="{y(trigger):.1f}" x2="{W - RIGHT}" y2="{y(trigger):.1f}" '
+            f'stroke="{colour}" stroke-dasharray="{dash}" stroke-width="1"/>'
+        )
         body.append(_text(W - RIGHT - 2, y(trigger) - 3, f"{label} {trigger:,}", anchor="end", size=10, fill=colour))
     for values, colour, dash in ((cur, CURRENT, ""), (prop, PROPOSED, ' stroke-dasharray="6 3"')):
         pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
@@ -80,17 +88,29 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
 
     def said(name, values, after, trigger):
         over = sum(1 for v in values if v > trigger)
-        return (f"{name}: peak {max(values, default=0):,} tokens, {over} of {len(values)} steps over its trigger "
-                f"of {trigger:,}, compacted after " + (", ".join(f"step {s}" for s in after) if after else "no step"))
+        return (
+            f"{name}: peak {max(values, default=0):,} tokens, {over} of {len(values)} steps over its trigger "
+            f"of {trigger:,}, compacted after " + (", ".join(f"step {s}" for s in after) if after else "no step")
+        )
 
-    desc = (f"Request tokens for each of ticket #{sample['ticket']}'s {len(steps)} steps. "
-            + said("Current settings", cur, sample["current_compactions"], current_trigger) + ". "
-            + said("Proposed", prop, sample["proposed_compactions"], proposed_trigger) + ".")
-    return _svg(f"tokens-{sample['ticket']}", f"Ticket #{sample['ticket']}: tokens per request, current vs proposed",
-                desc, "".join(body))
+    desc = (
+        f"Request tokens for each of ticket #{sample['ticket']}'s {len(steps)} steps. "
+        + said("Current settings", cur, sample["current_compactions"], current_trigger)
+        + ". "
+        + said("Proposed", prop, sample["proposed_compactions"], proposed_trigger)
+        + "."
+    )
+    return _svg(
+        f"tokens-{sample['ticket']}",
+        f"Ticket #{sample['ticket']}: tokens per request, current vs proposed",
+        desc,
+        "".join(body),
+    )
 
 
-def _bars(key: str, title: str, rows: list[tuple[str, float | None, str, str]], unit_max: float, desc: str) -> SafeString:
+def _bars(
+    key: str, title: str, rows: list[tuple[str, float | None, str, str]], unit_max: float, desc: str
+) -> SafeString:
     """Horizontal bars, one per row (label, value or None, its text, colour), the value written beside each."""
     row_h, label_w = 26, 290
     height = TOP + row_h * len(rows) + 8
@@ -107,14 +127,20 @@ def _bars(key: str, title: str, rows: list[tuple[str, float | None, str, str]], 
 def cost_chart(lab: dict) -> SafeString:
     """Cost per ticket: recorded, replayed at the current settings, replayed at the proposal."""
     rows = []
-    for name, key, colour in (("Recorded", "recorded", RECORDED), ("Current, replayed", "replayed_current", CURRENT),
-                              ("Proposed, replayed", "replayed_proposed", PROPOSED)):
+    for name, key, colour in (
+        ("Recorded", "recorded", RECORDED),
+        ("Current, replayed", "replayed_current", CURRENT),
+        ("Proposed, replayed", "replayed_proposed", PROPOSED),
+    ):
         per = lab[key].get("cost_per_ticket")
         per = None if per is None else float(per)
         rows.append((name, per, "no known price" if per is None else f"${per:.4f}", colour))
     known = [r[1] for r in rows if r[1] is not None]
-    desc = (f"Input and output tokens per ticket over {lab['tickets']} tickets at {lab['price_model']}'s prices: "
-            + "; ".join(f"{r[0]} {r[2]}" for r in rows) + ".")
+    desc = (
+        f"Input and output tokens per ticket over {lab['tickets']} tickets at {lab['price_model']}'s prices: "
+        + "; ".join(f"{r[0]} {r[2]}" for r in rows)
+        + "."
+    )
     return _bars("cost", "Cost per ticket", rows, max(known, default=0), desc)
 
 
@@ -132,8 +158,9 @@ def fidelity_chart(fidelity: dict) -> SafeString | None:
     return _bars("fidelity", "What the agent still knows (the harness's checks)", rows, 100.0, desc)
 
 
-def trend_chart(key: str, title: str, days: list[tuple[str, int | None]], marks: list[tuple[str, str]],
-                unit: str) -> SafeString:
+def trend_chart(
+    key: str, title: str, days: list[tuple[str, int | None]], marks: list[tuple[str, str]], unit: str
+) -> SafeString:
     """A daily series (None: no data that day, the line breaks) with a vertical mark on each day a change
     was applied (`marks`: day, label)."""
     values = [v for _, v in days if v is not None]
@@ -147,8 +174,10 @@ def trend_chart(key: str, title: str, days: list[tuple[str, int | None]], marks:
         return TOP + (H - TOP - BOTTOM) * (1 - v / top)
 
     labels = [d for d, _ in days]
-    body = [f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{W - RIGHT}" y2="{y(0):.1f}" stroke="#999"/>',
-            _text(LEFT - 6, y(top / 1.1) + 4, f"{int(top / 1.1):,}", anchor="end", size=10, fill="#555")]
+    body = [
+        f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{W - RIGHT}" y2="{y(0):.1f}" stroke="#999"/>',
+        _text(LEFT - 6, y(top / 1.1) + 4, f"{int(top / 1.1):,}", anchor="end", size=10, fill="#555"),
+    ]
     run: list[str] = []
     for i, (d, v) in enumerate(days + [("", None)]):
         if v is None:
@@ -157,19 +186,30 @@ def trend_chart(key: str, title: str, days: list[tuple[str, int | None]], marks:
             run = []
             continue
         run.append(f"{x(i):.1f},{y(v):.1f}")
-        body.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{CURRENT}"><title>{escape(d)}: {v:,} '
-                    f'{escape(unit)}</title></circle>')
+        body.append(
+            f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{CURRENT}"><title>{escape(d)}: {v:,} '
+            f"{escape(unit)}</title></circle>"
+        )
     if labels:
         body.append(_text(LEFT, H - 18, labels[0], size=10, fill="#555"))
         body.append(_text(W - RIGHT, H - 18, labels[-1], anchor="end", size=10, fill="#555"))
     for day, label in marks:
         i = labels.index(day) if day in labels else len(labels) - 1
-        body.append(f'<line class="change-mark" data-day="{escape(day)}" x1="{x(i):.1f}" y1="{TOP}" x2="{x(i):.1f}" '
-                    f'y2="{y(0):.1f}" stroke="{PROPOSED}" stroke-dasharray="4 3" stroke-width="2"><title>'
-                    f'{escape(day)}: {escape(label)}</title></line>')
+        body.append(
+            f'<line class="change-mark" data-day="{escape(day)}" x1="{x(i):.1f}" y1="{TOP}" x2="{x(i):.1f}" '
+            f'y2="{y(0):.1f}" stroke="{PROPOSED}" stroke-dasharray="4 3" stroke-width="2"><title>'
+            f"{escape(day)}: {escape(label)}</title></line>"
+        )
         body.append(_text(min(x(i) + 4, W - 200), TOP + 10, label, size=10, fill=PROPOSED))
     shown = [(d, v) for d, v in days if v is not None]
-    desc = (f"{unit.capitalize()}, mean per day: " + (", ".join(f"{d} {v:,}" for d, v in shown) or "no steps")
-            + ". " + ("Settings changed: " + "; ".join(f"{d}: {label}" for d, label in marks) + "." if marks
-                      else "No settings change in this period."))
+    desc = (
+        f"{unit.capitalize()}, mean per day: "
+        + (", ".join(f"{d} {v:,}" for d, v in shown) or "no steps")
+        + ". "
+        + (
+            "Settings changed: " + "; ".join(f"{d}: {label}" for d, label in marks) + "."
+            if marks
+            else "No settings change in this period."
+        )
+    )
     return _svg(key, title, desc, "".join(body))

@@ -26,28 +26,43 @@ from sundry.tickets.models import BudgetProposal, Ticket, TicketClass
 from sundry.tooling.domain import domain_for
 
 # (figure, numerator, denominator) of the harness's counters for Sundry's own request.
-FIDELITY = [("ids", "id_ok", "id_checks", "IDs used later still usable"),
-            ("actions", "action_ok", "action_checks", "Side effects still known"),
-            ("constraints", "constraint_ok", "constraint_checks", "Stated constraints verbatim")]
+FIDELITY = [
+    ("ids", "id_ok", "id_checks", "IDs used later still usable"),
+    ("actions", "action_ok", "action_checks", "Side effects still known"),
+    ("constraints", "constraint_ok", "constraint_checks", "Stated constraints verbatim"),
+]
 
 
 def _config(budget: Budget, model: str) -> HarnessConfig:
-    return HarnessConfig(budget=budget.budget, trigger_fraction=budget.trigger_fraction,
-                         keep_recent=budget.recent_turns_kept, ledger_share=budget.ledger_share, model=model,
-                         plant=False)
+    return HarnessConfig(
+        budget=budget.budget,
+        trigger_fraction=budget.trigger_fraction,
+        keep_recent=budget.recent_turns_kept,
+        ledger_share=budget.ledger_share,
+        model=model,
+        plant=False,
+    )
 
 
 def _rates(counts: Counter) -> dict:
     out = {}
     for name, ok, checks, label in FIDELITY:
         n = counts[checks]
-        out[name] = {"label": label, "ok": counts[ok], "checks": n,
-                     "rate": round(100 * counts[ok] / n, 1) if n else None}
+        out[name] = {
+            "label": label,
+            "ok": counts[ok],
+            "checks": n,
+            "rate": round(100 * counts[ok] / n, 1) if n else None,
+        }
     return out
 
 
-def fidelity(tclass: TicketClass, ticket_ids: list[int], settings: dict[str, Budget],
-             progress: Callable[[int, int], None] | None = None) -> dict:
+def fidelity(
+    tclass: TicketClass,
+    ticket_ids: list[int],
+    settings: dict[str, Budget],
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """The harness's checks on these tickets under each of `settings` (name → budget)."""
     name = domain_for(tclass).name
     try:
@@ -59,21 +74,29 @@ def fidelity(tclass: TicketClass, ticket_ids: list[int], settings: dict[str, Bud
     for i, ticket in enumerate(tickets, 1):
         recorded = export_ticket(ticket).model_copy(update={"domain": name})
         for key, budget in settings.items():
-            counts[key].update(run_ticket(recorded, _config(budget, tclass.working_model), domain=domain)
-                               .stats["sundry"])
+            counts[key].update(
+                run_ticket(recorded, _config(budget, tclass.working_model), domain=domain).stats["sundry"]
+            )
         if progress:
             progress(i, len(ticket_ids))
     return {"domain": name, "checked": True, **{key: _rates(c) for key, c in counts.items()}}
 
 
-def lab_figures(tclass: TicketClass, proposed: Budget, *, tickets: int, price_as: str,
-                progress: Callable[[int, int], None] | None = None) -> dict:
+def lab_figures(
+    tclass: TicketClass,
+    proposed: Budget,
+    *,
+    tickets: int,
+    price_as: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """The whole comparison as plain JSON: the replay's figures, then the harness's checks."""
     lab = run_lab(tclass, proposed, tickets=tickets, price_as=price_as)
     found, _ = histories(tclass, min(tickets, MAX_TICKETS))
     result = lab_json(lab)
-    result["fidelity"] = fidelity(tclass, [h.ticket_id for h in found],
-                                  {"current": class_budget(tclass), "proposed": proposed}, progress)
+    result["fidelity"] = fidelity(
+        tclass, [h.ticket_id for h in found], {"current": class_budget(tclass), "proposed": proposed}, progress
+    )
     return result
 
 
@@ -92,16 +115,25 @@ def proposal_run(proposal_id: int) -> BudgetProposal:
 
     BudgetProposal.objects.filter(pk=proposal_id).update(status=BudgetProposal.Status.RUNNING, done=0, error="")
     try:
-        figures = lab_figures(proposal.ticket_class, proposal_budget(proposal), tickets=proposal.tickets,
-                              price_as=proposal.price_as, progress=progress)
+        figures = lab_figures(
+            proposal.ticket_class,
+            proposal_budget(proposal),
+            tickets=proposal.tickets,
+            price_as=proposal.price_as,
+            progress=progress,
+        )
     except Exception as exc:
-        BudgetProposal.objects.filter(pk=proposal_id).update(status=BudgetProposal.Status.FAILED,
-                                                             error=f"{type(exc).__name__}: {exc}",
-                                                             finished_at=timezone.now())
+        BudgetProposal.objects.filter(pk=proposal_id).update(
+            status=BudgetProposal.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
         raise
     with transaction.atomic():
         BudgetProposal.objects.filter(pk=proposal_id).update(
-            status=BudgetProposal.Status.DONE, figures=figures, total=figures["tickets"], done=figures["tickets"],
-            finished_at=timezone.now())
+            status=BudgetProposal.Status.DONE,
+            figures=figures,
+            total=figures["tickets"],
+            done=figures["tickets"],
+            finished_at=timezone.now(),
+        )
     proposal.refresh_from_db()
     return proposal

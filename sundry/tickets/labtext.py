@@ -26,36 +26,76 @@ def lab_text(lab: dict, class_name: str) -> str:
     cur, prop = lab["current"], lab["proposed"]
     fc, fp = lab["fit_current"], lab["fit_proposed"]
     r, c, p = lab["recorded"], lab["replayed_current"], lab["replayed_proposed"]
-    lines = [f"Budget lab: {class_name}. Replayed the latest {lab['tickets']} of {lab['tickets_with_steps']} tickets "
-             f"with recorded steps; costs at {lab['price_model']}'s prices (genai-prices).", ""]
-    lines += _table("Settings", ["current", "proposed"], [
-        ("token budget", _n(cur["budget"]), _n(prop["budget"])),
-        ("trigger", f"{cur['trigger_fraction']} ({_n(cur['trigger'])})", f"{prop['trigger_fraction']} ({_n(prop['trigger'])})"),
-        ("recent turns kept", cur["recent_turns_kept"], prop["recent_turns_kept"]),
-        ("ledger share", f"{cur['ledger_share']} ({_n(cur['ledger_allowance'])})",
-         f"{prop['ledger_share']} ({_n(prop['ledger_allowance'])})")])
-    lines += _table("Room in each request", ["current", "proposed"], [
-        ("fixed part", f"{_n(fc['fixed'])} ({fc['fixed_share']}%)", f"{_n(fp['fixed'])} ({fp['fixed_share']}%)"),
-        ("left under the trigger", _n(fc["left"]), _n(fp["left"])),
-        ("ledger allowance", f"{_n(cur['ledger_allowance'])} (peak {_n(lab['ledger_peak'])})", _n(prop["ledger_allowance"]))])
-    lines += _table("Replayed", ["recorded", "current", "proposed"], [
-        ("steps", _n(r["steps"]), _n(c["steps"]), _n(p["steps"])),
-        ("request tokens, median", _n(r["median"]), _n(c["median"]), _n(p["median"])),
-        ("request tokens, p95", _n(r["p95"]), _n(c["p95"]), _n(p["p95"])),
-        ("request tokens, peak", _n(r["peak"]), _n(c["peak"]), _n(p["peak"])),
-        ("steps over the budget", f"{r['over_budget']} ({r['over_share']}%)", f"{c['over_budget']} ({c['over_share']}%)",
-         f"{p['over_budget']} ({p['over_share']}%)"),
-        ("compactions", r["compactions"], c["compactions"], p["compactions"]),
-        ("input tokens", _n(r["input_tokens"]), _n(c["input_tokens"]), _n(p["input_tokens"])),
-        ("cost", _cost(r["cost"]), _cost(c["cost"]), _cost(p["cost"])),
-        ("steps whose ledger the share would trim", "-", c["ledger_over"], p["ledger_over"])])
+    lines = [
+        f"Budget lab: {class_name}. Replayed the latest {lab['tickets']} of {lab['tickets_with_steps']} tickets "
+        f"with recorded steps; costs at {lab['price_model']}'s prices (genai-prices).",
+        "",
+    ]
+    lines += _table(
+        "Settings",
+        ["current", "proposed"],
+        [
+            ("token budget", _n(cur["budget"]), _n(prop["budget"])),
+            (
+                "trigger",
+                f"{cur['trigger_fraction']} ({_n(cur['trigger'])})",
+                f"{prop['trigger_fraction']} ({_n(prop['trigger'])})",
+            ),
+            ("recent turns kept", cur["recent_turns_kept"], prop["recent_turns_kept"]),
+            (
+                "ledger share",
+                f"{cur['ledger_share']} ({_n(cur['ledger_allowance'])})",
+                f"{prop['ledger_share']} ({_n(prop['ledger_allowance'])})",
+            ),
+        ],
+    )
+    lines += _table(
+        "Room in each request",
+        ["current", "proposed"],
+        [
+            ("fixed part", f"{_n(fc['fixed'])} ({fc['fixed_share']}%)", f"{_n(fp['fixed'])} ({fp['fixed_share']}%)"),
+            ("left under the trigger", _n(fc["left"]), _n(fp["left"])),
+            (
+                "ledger allowance",
+                f"{_n(cur['ledger_allowance'])} (peak {_n(lab['ledger_peak'])})",
+                _n(prop["ledger_allowance"]),
+            ),
+        ],
+    )
+    lines += _table(
+        "Replayed",
+        ["recorded", "current", "proposed"],
+        [
+            ("steps", _n(r["steps"]), _n(c["steps"]), _n(p["steps"])),
+            ("request tokens, median", _n(r["median"]), _n(c["median"]), _n(p["median"])),
+            ("request tokens, p95", _n(r["p95"]), _n(c["p95"]), _n(p["p95"])),
+            ("request tokens, peak", _n(r["peak"]), _n(c["peak"]), _n(p["peak"])),
+            (
+                "steps over the budget",
+                f"{r['over_budget']} ({r['over_share']}%)",
+                f"{c['over_budget']} ({c['over_share']}%)",
+                f"{p['over_budget']} ({p['over_share']}%)",
+            ),
+            ("compactions", r["compactions"], c["compactions"], p["compactions"]),
+            ("input tokens", _n(r["input_tokens"]), _n(c["input_tokens"]), _n(p["input_tokens"])),
+            ("cost", _cost(r["cost"]), _cost(c["cost"]), _cost(p["cost"])),
+            ("steps whose ledger the share would trim", "-", c["ledger_over"], p["ledger_over"]),
+        ],
+    )
     fid = lab.get("fidelity") or {}
     if fid.get("checked"):
+
         def rate(f):
             return "no checks" if f["rate"] is None else f"{f['rate']}% ({f['ok']} of {f['checks']})"
-        lines += _table("What the agent still knows (the harness's checks)", ["current", "proposed"],
-                        [(fid["current"][k]["label"], rate(fid["current"][k]), rate(fid["proposed"][k]))
-                         for k in ("ids", "actions", "constraints")])
+
+        lines += _table(
+            "What the agent still knows (the harness's checks)",
+            ["current", "proposed"],
+            [
+                (fid["current"][k]["label"], rate(fid["current"][k]), rate(fid["proposed"][k]))
+                for k in ("ids", "actions", "constraints")
+            ],
+        )
     elif fid:
         lines += [f"What the agent still knows: not checked (the harness has no declaration for {fid['domain']}).", ""]
     if fp["tight"]:

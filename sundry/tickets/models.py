@@ -23,57 +23,68 @@ class TicketClass(models.Model):
         help_text="Compact when the assembled request would exceed this share of the budget.",
     )
     recent_turns_kept = models.PositiveIntegerField(
-        default=8, validators=[MinValueValidator(2), MaxValueValidator(200)],
+        default=8,
+        validators=[MinValueValidator(2), MaxValueValidator(200)],
         help_text="The last K turns are kept word for word when older ones are compacted; fewer (at least one) "
-                  "only when keeping them all would leave the request over the budget.",
+        "only when keeping them all would leave the request over the budget.",
     )
     working_model = models.CharField(
-        max_length=120, default="offline",
+        max_length=120,
+        default="offline",
         help_text="'offline', or provider:model such as 'openai:gpt-4.1-mini' or 'anthropic:claude-3-5-haiku-latest'.",
     )
     summariser_model = models.CharField(max_length=120, default="offline")
     ledger_share = models.FloatField(
-        default=0.3, validators=[MinValueValidator(0.01), MaxValueValidator(0.5)],
+        default=0.3,
+        validators=[MinValueValidator(0.01), MaxValueValidator(0.5)],
         help_text="Share of the budget the live ledger may fill; past it, entries no write takes go first, then "
-                  "superseded ones, then the least recently used (archived, never lost).",
+        "superseded ones, then the least recently used (archived, never lost).",
     )
     denied_tools = models.CharField(
-        max_length=1000, blank=True, default="",
+        max_length=1000,
+        blank=True,
+        default="",
         help_text="Tools this class never offers the model, comma- or space-separated: the shop's, Sundry's own "
-                  "and its tool servers' alike. A call naming one is refused as a tool the class does not have.",
+        "and its tool servers' alike. A call naming one is refused as a tool the class does not have.",
     )
     pinned_rules_cap = models.PositiveIntegerField(
-        default=600, validators=[MinValueValidator(50)],
+        default=600,
+        validators=[MinValueValidator(50)],
         help_text="Token cap for the pinned-rules block; going over is shown as a warning, never by dropping a rule.",
     )
     approval_rules = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text='Tools needing staff approval: {"cancel_order": {}} always; {"issue_refund": {"above_cents": 10000}} '
-                  'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
-                  'per currency (above_cents, if given, covers the currencies not listed; others are always held)',
+        'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
+        "per currency (above_cents, if given, covers the currencies not listed; others are always held)",
     )
     approval_window_hours = models.PositiveIntegerField(
-        default=24, validators=[MinValueValidator(1), MaxValueValidator(24 * 90)],
+        default=24,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 90)],
         help_text="Approval thresholds on money apply to what was refunded (or awaits approval) over this many "
-                  "hours, per order and per customer, across tickets, in each currency.",
+        "hours, per order and per customer, across tickets, in each currency.",
     )
     confirmation_minutes = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(1), MaxValueValidator(60 * 24 * 7)],
+        default=60,
+        validators=[MinValueValidator(1), MaxValueValidator(60 * 24 * 7)],
         help_text="How long a confirmation card the customer has not answered stays open. A refund, cancellation, "
-                  "return, replacement or message outside the conversation runs only when the customer confirms "
-                  "its card (or staff do, on their behalf).",
+        "return, replacement or message outside the conversation runs only when the customer confirms "
+        "its card (or staff do, on their behalf).",
     )
     text_tool_calls = models.BooleanField(
         default=False,
         help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a "
-                  "tool) as calls. For servers without a tool-call parser for their model; off by default.",
+        "tool) as calls. For servers without a tool-call parser for their model; off by default.",
     )
     first_response_minutes = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(1)],
-        help_text="Target for the first reply to a new ticket; the desk colours a ticket near and past it.")
+        default=60,
+        validators=[MinValueValidator(1)],
+        help_text="Target for the first reply to a new ticket; the desk colours a ticket near and past it.",
+    )
     next_response_minutes = models.PositiveIntegerField(
-        default=240, validators=[MinValueValidator(1)],
-        help_text="Target for answering a customer who wrote again.")
+        default=240, validators=[MinValueValidator(1)], help_text="Target for answering a customer who wrote again."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -206,8 +217,11 @@ class Turn(models.Model):
         ordering = ["ticket", "number"]
         constraints = [
             models.UniqueConstraint(fields=["ticket", "number"], name="turn_number_unique_per_ticket"),
-            models.UniqueConstraint(fields=["ticket", "client_key"], condition=~models.Q(client_key=""),
-                                    name="turn_client_key_unique_per_ticket"),
+            models.UniqueConstraint(
+                fields=["ticket", "client_key"],
+                condition=~models.Q(client_key=""),
+                name="turn_client_key_unique_per_ticket",
+            ),
         ]
 
     def __str__(self):
@@ -220,8 +234,13 @@ class CannedReply(models.Model):
 
     title = models.CharField(max_length=80, unique=True)
     body = models.TextField()
-    ticket_class = models.ForeignKey(TicketClass, null=True, blank=True, on_delete=models.CASCADE,
-                                     help_text="Offered only on this class's tickets; empty for every class.")
+    ticket_class = models.ForeignKey(
+        TicketClass,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        help_text="Offered only on this class's tickets; empty for every class.",
+    )
 
     class Meta:
         ordering = ["title"]
@@ -246,14 +265,16 @@ class Rating(models.Model):
     # Whom the rating counts for: the author of the last reply the customer read before rating,
     # fixed when they rate (a later reassignment does not move it).
     credited = models.CharField(max_length=8, choices=Credit.choices)
-    credited_staff = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="ratings")
+    credited_staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="ratings"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=models.Q(score__gte=1, score__lte=5),
-                                              name="rating_score_1_to_5")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(score__gte=1, score__lte=5), name="rating_score_1_to_5")
+        ]
 
     def __str__(self):
         return f"#{self.ticket_id} rated {self.score}"
@@ -272,8 +293,9 @@ class BudgetProposal(models.Model):
         FAILED = "failed"
 
     ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="budget_proposals")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                                   related_name="budget_proposals")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="budget_proposals"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     token_budget = models.PositiveIntegerField(validators=[MinValueValidator(1000), MaxValueValidator(2_000_000)])
     trigger_fraction = models.FloatField(validators=[MinValueValidator(0.3), MaxValueValidator(0.95)])
@@ -300,12 +322,14 @@ class TicketClassChange(models.Model):
     proposal alike (sundry.tickets.classchanges). `changes`: {field: [before, after]}."""
 
     ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="changes")
-    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                                   related_name="ticket_class_changes")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="ticket_class_changes"
+    )
     changed_at = models.DateTimeField(auto_now_add=True)
     changes = models.JSONField()
-    proposal = models.ForeignKey(BudgetProposal, null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="applied_as")
+    proposal = models.ForeignKey(
+        BudgetProposal, null=True, blank=True, on_delete=models.SET_NULL, related_name="applied_as"
+    )
 
     class Meta:
         ordering = ["-changed_at", "-pk"]

@@ -35,14 +35,21 @@ def _without(query: QueryDict, *names) -> str:
 
 def queue_context(user, query: QueryDict) -> dict:
     params = queue_params(query)
-    page = selectors.queue_page(user, view=params["view"], sort=params["sort"], page=params["page"],
-                                **params["filters"])
+    page = selectors.queue_page(
+        user, view=params["view"], sort=params["sort"], page=params["page"], **params["filters"]
+    )
     for t in page.object_list:
         t.recovering = claims.stale(t.agent_claimed_at)  # a claim lapses without a new version
     return {
-        "tickets": page.object_list, "page": page, "filters": params["filters"], "view": params["view"],
-        "sort": params["sort"], "counts": selectors.queue_counts(user), "classes": TicketClass.objects.all(),
-        "query_without_page": _without(query, "page"), "query": query.urlencode(),
+        "tickets": page.object_list,
+        "page": page,
+        "filters": params["filters"],
+        "view": params["view"],
+        "sort": params["sort"],
+        "counts": selectors.queue_counts(user),
+        "classes": TicketClass.objects.all(),
+        "query_without_page": _without(query, "page"),
+        "query": query.urlencode(),
     }
 
 
@@ -50,4 +57,6 @@ def queue_update(user, query_string: str) -> str:
     """The parts of the queue page a push replaces: its counts and badges, and its table."""
     query = QueryDict(query_string[:MAX_QUERY_CHARS])
     context = queue_context(user, query)
-    return render_to_string("tickets/_queue_counts.html", context) + render_to_string("tickets/_queue_table.html", context)
+    return render_to_string("tickets/_queue_counts.html", context) + render_to_string(
+        "tickets/_queue_table.html", context
+    )

@@ -139,8 +139,11 @@ class ToolCards:
         out: dict[str, str] = {}
         if self._served is None:
             return out
-        for listed in ToolServer.objects.filter(ticket_class_id=self.ticket.ticket_class_id, enabled=True) \
-                .order_by("pk").values_list("listed_tools", flat=True):
+        for listed in (
+            ToolServer.objects.filter(ticket_class_id=self.ticket.ticket_class_id, enabled=True)
+            .order_by("pk")
+            .values_list("listed_tools", flat=True)
+        ):
             for t in listed or []:
                 if isinstance(t, dict) and t.get("name"):
                     out.setdefault(str(t["name"]), str(t.get("description") or ""))
@@ -169,8 +172,14 @@ class ToolCards:
         described = decl.descriptions(result, owner_kind=owner_kind)
         # A plain field holding an ID the ledger knows (a lane tool's value) is that ID too.
         if isinstance(result, dict):
-            found = [*found, *(("", self.ledger[str(v)][0], str(v)) for v in result.values()
-                               if _scalar(v) and not isinstance(v, bool) and str(v) in self.ledger)]
+            found = [
+                *found,
+                *(
+                    ("", self.ledger[str(v)][0], str(v))
+                    for v in result.values()
+                    if _scalar(v) and not isinstance(v, bool) and str(v) in self.ledger
+                ),
+            ]
         ids, seen, used = [], set(), []
         for _path, kind, value in found:
             if value in seen:
@@ -180,19 +189,27 @@ class ToolCards:
             if value not in described:
                 used.append((value, description))
             ids.append({"kind": _words(kind), "id": value, "description": description})
-        moved = [f"{_words(m.kind)} {text} on {m.order}" if m.order else f"{_words(m.kind)} {text}"
-                 for m in decl.money_moved(result, owner_kind=owner_kind)
-                 if (text := _money(m.amount_cents, m.currency))]
+        moved = [
+            f"{_words(m.kind)} {text} on {m.order}" if m.order else f"{_words(m.kind)} {text}"
+            for m in decl.money_moved(result, owner_kind=owner_kind)
+            if (text := _money(m.amount_cents, m.currency))
+        ]
         figures = []
         for t in decl.order_totals(result):
             paid, refunded = _money(t.paid_cents, t.currency), _money(t.refunded_cents, t.currency)
             left = _money(t.paid_cents - t.refunded_cents, t.currency)
             if paid and refunded and left:
                 figures.append(f"{t.order}: paid {paid} · refunded {refunded} · refundable {left}")
-        return ResultCard(tool=name, title=_words(name), about=self.about(name, decl),
-                          fields=tuple(_fields(result, seen, bool(figures or moved))),
-                          ids=tuple(ids[:MAX_IDS]), more_ids=max(0, len(ids) - MAX_IDS),
-                          money=tuple(moved + figures), depends_on=tuple(used))
+        return ResultCard(
+            tool=name,
+            title=_words(name),
+            about=self.about(name, decl),
+            fields=tuple(_fields(result, seen, bool(figures or moved))),
+            ids=tuple(ids[:MAX_IDS]),
+            more_ids=max(0, len(ids) - MAX_IDS),
+            money=tuple(moved + figures),
+            depends_on=tuple(used),
+        )
 
 
 def stored_result(turn) -> Any:

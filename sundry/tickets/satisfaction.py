@@ -47,16 +47,23 @@ def parse_score(raw) -> int:
 def clean_comment(raw) -> str:
     text = str(raw or "").strip()
     if len(text) > COMMENT_LIMIT:
-        raise RatingRefused(f"The comment is {len(text):,} characters; the limit is {COMMENT_LIMIT:,}. "
-                            "Shorten it and send again — your text is kept.")
+        raise RatingRefused(
+            f"The comment is {len(text):,} characters; the limit is {COMMENT_LIMIT:,}. "
+            "Shorten it and send again — your text is kept."
+        )
     return text
 
 
 def credit(ticket_id: int) -> tuple[str, object]:
     """(Rating.Credit, the staff user or None) for the last reply on the ticket."""
-    last = (Turn.objects.filter(ticket_id=ticket_id, kind=Turn.Kind.MESSAGE,
-                                author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
-            .order_by("-number").values_list("author", "payload").first())
+    last = (
+        Turn.objects.filter(
+            ticket_id=ticket_id, kind=Turn.Kind.MESSAGE, author__in=[Turn.Author.AGENT, Turn.Author.STAFF]
+        )
+        .order_by("-number")
+        .values_list("author", "payload")
+        .first()
+    )
     if last is None:
         return Rating.Credit.NOBODY, None
     author, payload = last
@@ -80,8 +87,9 @@ def rating_save(*, ticket: Ticket, customer, score, comment) -> tuple[Rating, bo
             raise NotRatable("You can rate this conversation once it is resolved.")
         credited, staff = credit(ticket.pk)
         rating, created = Rating.objects.update_or_create(
-            ticket_id=ticket.pk, defaults={"score": score, "comment": comment, "credited": credited,
-                                           "credited_staff": staff})
+            ticket_id=ticket.pk,
+            defaults={"score": score, "comment": comment, "credited": credited, "credited_staff": staff},
+        )
         ticket_touch(ticket.pk)  # the desk's head and the customer's panel show it: push
     return rating, created
 
@@ -126,8 +134,14 @@ def csat_by_agent() -> list[Csat]:
     """The AI agent first, then each member of staff credited with a rating, then ratings no reply earned."""
     out = []
     rows = Rating.objects.values("credited", "credited_staff__username").annotate(**_counts())
-    for r in sorted(rows, key=lambda r: (r["credited"] != Rating.Credit.AGENT, r["credited"] == Rating.Credit.NOBODY,
-                                         r["credited_staff__username"] or "")):
+    for r in sorted(
+        rows,
+        key=lambda r: (
+            r["credited"] != Rating.Credit.AGENT,
+            r["credited"] == Rating.Credit.NOBODY,
+            r["credited_staff__username"] or "",
+        ),
+    ):
         if r["credited"] == Rating.Credit.STAFF:
             label = r["credited_staff__username"] or "a former member of staff"
         else:

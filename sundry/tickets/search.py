@@ -14,8 +14,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils.html import escape
 
-from sundry.tickets.models import Ticket, Turn
 from sundry.shop.models import Order
+from sundry.tickets.models import Ticket, Turn
 
 MAX_QUERY = 200
 LIMIT = 50
@@ -31,9 +31,9 @@ class Hit:
 def _excerpt_plain(text: str, q: str, width: int = 80) -> str:
     at = text.lower().find(q.lower())
     if at < 0:
-        return escape(text[:2 * width])
+        return escape(text[: 2 * width])
     start = max(0, at - width)
-    before, found, after = text[start:at], text[at:at + len(q)], text[at + len(q):at + len(q) + width]
+    before, found, after = text[start:at], text[at : at + len(q)], text[at + len(q) : at + len(q) + width]
     return f"{'…' if start else ''}{escape(before)}<mark>{escape(found)}</mark>{escape(after)}…"
 
 
@@ -44,22 +44,31 @@ def _message_matches(q: str) -> dict[int, str]:
         from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchVector
 
         query = SearchQuery(q, config="english", search_type="websearch")
-        rows = (turns.annotate(search=SearchVector("text", config="english")).filter(search=query)
-                .annotate(excerpt=SearchHeadline("text", query, config="english", start_sel="\x02", stop_sel="\x03",
-                                                 max_words=24, min_words=8))
-                .order_by("ticket_id", "-number").values_list("ticket_id", "excerpt")[:500])
+        rows = (
+            turns.annotate(search=SearchVector("text", config="english"))
+            .filter(search=query)
+            .annotate(
+                excerpt=SearchHeadline(
+                    "text", query, config="english", start_sel="\x02", stop_sel="\x03", max_words=24, min_words=8
+                )
+            )
+            .order_by("ticket_id", "-number")
+            .values_list("ticket_id", "excerpt")[:500]
+        )
         out = {}
         for ticket_id, excerpt in rows:
             # The headline is built from raw text: escape it, then turn the markers into <mark>.
             out.setdefault(ticket_id, escape(excerpt).replace("\x02", "<mark>").replace("\x03", "</mark>"))
         # Substrings the stemmer cannot see (IDs, parts of words) still count.
-        for ticket_id, text in turns.filter(text__icontains=q).order_by("ticket_id", "-number").values_list(
-                "ticket_id", "text")[:500]:
+        for ticket_id, text in (
+            turns.filter(text__icontains=q).order_by("ticket_id", "-number").values_list("ticket_id", "text")[:500]
+        ):
             out.setdefault(ticket_id, _excerpt_plain(text, q))
         return out
     out = {}
-    for ticket_id, text in turns.filter(text__icontains=q).order_by("ticket_id", "-number").values_list(
-            "ticket_id", "text")[:500]:
+    for ticket_id, text in (
+        turns.filter(text__icontains=q).order_by("ticket_id", "-number").values_list("ticket_id", "text")[:500]
+    ):
         out.setdefault(ticket_id, _excerpt_plain(text, q))
     return out
 
@@ -70,23 +79,33 @@ def search(q: str) -> list[Hit]:
         return []
 
     by_ticket = Q(subject__icontains=q)
-    by_customer = (Q(customer__name__icontains=q) | Q(customer__email__icontains=q)
-                   | Q(customer__customer_id__iexact=q) | Q(customer__phone__icontains=q))
+    by_customer = (
+        Q(customer__name__icontains=q)
+        | Q(customer__email__icontains=q)
+        | Q(customer__customer_id__iexact=q)
+        | Q(customer__phone__icontains=q)
+    )
     order_owners = set(Order.objects.filter(number__iexact=q).values_list("customer_id", flat=True))
     messages = _message_matches(q)
     number = q.isascii() and q.isdigit()  # "²" is a digit to str.isdigit, not to int()
     if number:
         by_ticket |= Q(pk=int(q))
-    tickets = (Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
-               .filter(by_ticket | by_customer | Q(customer__in=order_owners) | Q(pk__in=list(messages)))
-               .order_by("-updated_at")[:LIMIT])
+    tickets = (
+        Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
+        .filter(by_ticket | by_customer | Q(customer__in=order_owners) | Q(pk__in=list(messages)))
+        .order_by("-updated_at")[:LIMIT]
+    )
     hits = []
     needle = q.lower()
     for t in tickets:
         why = []
         if needle in t.subject.lower() or (number and t.pk == int(q)):
             why.append("ticket")
-        if needle in t.customer.name.lower() or needle in t.customer.email.lower() or needle == t.customer.customer_id.lower():
+        if (
+            needle in t.customer.name.lower()
+            or needle in t.customer.email.lower()
+            or needle == t.customer.customer_id.lower()
+        ):
             why.append("customer")
         if t.customer_id in order_owners:
             why.append("order")

@@ -9,7 +9,7 @@ from functools import cached_property
 from django.db.models import Count, Exists, OuterRef, Q
 
 from sundry.agent import calibration
-from sundry.agent.models import AgentStep
+from sundry.agent.models import AgentStep, HeldAction
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compaction_blocked_reason
 from sundry.context import harvest
@@ -21,7 +21,6 @@ from sundry.tickets.attention import has_reason
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.resultcards import ResultCard, ToolCards, readable, stored_result
 from sundry.tickets.timers import response_timer
-from sundry.agent.models import HeldAction
 
 # Ticket.attention reason prefixes: who raised one decides which queue filter finds it (a
 # reason may stand anywhere on the line, sundry.tickets.attention).
@@ -55,8 +54,9 @@ def queue_for(user, *, status: str = "", ticket_class: str = "", needs: str = ""
 
 def new_tickets(qs):
     """Open tickets nobody has answered yet: no reply from the agent or a person."""
-    replied = Turn.objects.filter(ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE,
-                                  author__in=[Turn.Author.AGENT, Turn.Author.STAFF])
+    replied = Turn.objects.filter(
+        ticket=OuterRef("pk"), kind=Turn.Kind.MESSAGE, author__in=[Turn.Author.AGENT, Turn.Author.STAFF]
+    )
     return qs.filter(status=Ticket.Status.OPEN).exclude(Exists(replied))
 
 
@@ -90,6 +90,7 @@ def turns(ticket) -> list[Turn]:
 class ConversationItem:
     """A turn and the compaction marks after it; its calls are pretty-printed, and its result's card
     built, only if it is rendered (or its card's ledger descriptions are asked for its cache key)."""
+
     def __init__(self, turn: Turn, runs: list, tool_cards: ToolCards | None = None):
         self.turn, self.runs, self.tool_cards = turn, runs, tool_cards
 
@@ -114,14 +115,14 @@ def latest_turns(turns_of, n: int, before: int | None = None) -> tuple[list, boo
     order, and whether earlier ones exist: a long conversation opens at its end."""
     if before is not None:
         turns_of = turns_of.filter(number__lt=before)
-    got = list(turns_of.order_by("-number")[:n + 1])
+    got = list(turns_of.order_by("-number")[: n + 1])
     return got[:n][::-1], len(got) > n
 
 
 def turns_after(turns_of, number: int, n: int) -> list:
     """Up to `n + 1` of a queryset of turns after turn `number`, in number order (more than `n`
     tells the caller that a window of `n` cannot be extended, only re-read)."""
-    return list(turns_of.filter(number__gt=number).order_by("number")[:n + 1])
+    return list(turns_of.filter(number__gt=number).order_by("number")[: n + 1])
 
 
 def conversation_marks(ticket) -> dict:
@@ -132,10 +133,18 @@ def conversation_marks(ticket) -> dict:
     for run in compaction_runs(ticket):
         runs.setdefault(run.through_turn, []).append(run)
     # The ledger's descriptions name the IDs a result holds but does not describe itself.
-    ledger = {v: (k, d) for v, k, d in LedgerEntry.objects.filter(ticket=ticket).order_by("id")
-              .values_list("value", "kind", "description")}
-    return {"covered": summary.covers_through_turn if summary else 0, "runs": runs, "ledger": ledger,
-            "tool_cards": ToolCards(ticket, ledger)}
+    ledger = {
+        v: (k, d)
+        for v, k, d in LedgerEntry.objects.filter(ticket=ticket)
+        .order_by("id")
+        .values_list("value", "kind", "description")
+    }
+    return {
+        "covered": summary.covers_through_turn if summary else 0,
+        "runs": runs,
+        "ledger": ledger,
+        "tool_cards": ToolCards(ticket, ledger),
+    }
 
 
 def conversation_items(turn_list, marks: dict) -> list:
@@ -150,8 +159,12 @@ def conversation(ticket, *, last: int | None = None, before: int | None = None) 
         turn_list, earlier = turns(ticket), False
     else:
         turn_list, earlier = latest_turns(Turn.objects.filter(ticket=ticket), last, before)
-    return {"items": conversation_items(turn_list, marks), "covered": marks["covered"], "earlier": earlier,
-            "marks": marks}
+    return {
+        "items": conversation_items(turn_list, marks),
+        "covered": marks["covered"],
+        "earlier": earlier,
+        "marks": marks,
+    }
 
 
 def _calls(turn) -> list[dict]:
@@ -201,8 +214,16 @@ class ChartPoint:
     tokens: int
 
 
-def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compacted_after: list[int],
-                 width: int = 380, height: int = 150, pad: int = 28) -> dict:
+def budget_chart(
+    points: list[ChartPoint],
+    *,
+    budget: int,
+    trigger: int,
+    compacted_after: list[int],
+    width: int = 380,
+    height: int = 150,
+    pad: int = 28,
+) -> dict:
     """Plot coordinates for request tokens per step. Pure: numbers in, numbers out.
 
     `compacted_after` holds the step numbers after which a compaction ran; they
@@ -220,18 +241,34 @@ def budget_chart(points: list[ChartPoint], *, budget: int, trigger: int, compact
         return round(height - pad + 8 - tokens / top * (height - pad), 1)
 
     return {
-        "width": width, "height": height, "n": n,
+        "width": width,
+        "height": height,
+        "n": n,
         "line": " ".join(f"{x(p.step)},{y(p.tokens)}" for p in points),
         "dots": [{"x": x(p.step), "y": y(p.tokens), "step": p.step, "tokens": p.tokens} for p in points],
-        "trigger_y": y(trigger), "budget_y": y(budget), "trigger": trigger, "budget": budget,
+        "trigger_y": y(trigger),
+        "budget_y": y(budget),
+        "trigger": trigger,
+        "budget": budget,
         "marks": [x(s + 0.5) for s in compacted_after if first <= s <= last],
-        "x0": pad, "x1": width - 8, "y0": y(0), "first": first, "last": last,
+        "x0": pad,
+        "x1": width - 8,
+        "y0": y(0),
+        "first": first,
+        "last": last,
     }
 
 
 # What a request is made of, in the order the request holds it, with the panel's words.
-REQUEST_PARTS = (("system", "System prompt"), ("tools", "Tool schemas"), ("rules", "Pinned rules"),
-                 ("ledger", "ID ledger"), ("state", "State"), ("summary", "Summary"), ("recent", "Recent turns"))
+REQUEST_PARTS = (
+    ("system", "System prompt"),
+    ("tools", "Tool schemas"),
+    ("rules", "Pinned rules"),
+    ("ledger", "ID ledger"),
+    ("state", "State"),
+    ("summary", "Summary"),
+    ("recent", "Recent turns"),
+)
 FIXED_PARTS = ("system", "tools")  # the same every step: compaction cannot shrink them
 
 
@@ -243,8 +280,10 @@ def request_breakdown(accounting: dict, total: int) -> list[tuple[str, str, int]
     """(key, label, tokens) for every part of a request, summing to `total`: the lanes and tool
     schemas as the step counted them, and the chat format's per-message framing as the rest."""
     lanes = accounting.get("lanes") or {}
-    lines = [(key, label, int(accounting.get("tools") or 0) if key == "tools" else int(lanes.get(key) or 0))
-             for key, label in REQUEST_PARTS]
+    lines = [
+        (key, label, int(accounting.get("tools") or 0) if key == "tools" else int(lanes.get(key) or 0))
+        for key, label in REQUEST_PARTS
+    ]
     lines.append(("framing", "Message framing", total - sum(n for _, _, n in lines)))
     return lines
 
@@ -253,10 +292,19 @@ def budget(ticket) -> dict:
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
     # plain rows (totals summed here) and only the last step as a model, for its lanes.
-    steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number").values_list(
-        "number", "request_tokens", "cost_usd", "latency_ms", "input_tokens", "output_tokens"))
-    last_step = (AgentStep.objects.filter(ticket=ticket).order_by("-number")
-                 .only("number", "request_tokens", "lane_tokens").first() if steps else None)
+    steps = list(
+        AgentStep.objects.filter(ticket=ticket)
+        .order_by("number")
+        .values_list("number", "request_tokens", "cost_usd", "latency_ms", "input_tokens", "output_tokens")
+    )
+    last_step = (
+        AgentStep.objects.filter(ticket=ticket)
+        .order_by("-number")
+        .only("number", "request_tokens", "lane_tokens")
+        .first()
+        if steps
+        else None
+    )
     runs = compaction_runs(ticket)
     done = [r for r in runs if r.status in ("succeeded", "fallback")]
     step_cost = sum((s[2] for s in steps), start=0)
@@ -265,7 +313,8 @@ def budget(ticket) -> dict:
     comp_latency = sum(r.latency_ms for r in runs)
     chart = budget_chart(
         [ChartPoint(number, tokens) for number, tokens, *_ in steps],
-        budget=tclass.token_budget, trigger=tclass.trigger_tokens,
+        budget=tclass.token_budget,
+        trigger=tclass.trigger_tokens,
         compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
     )
     lines = request_breakdown(last_step.lane_tokens or {}, last_step.request_tokens) if last_step else []
@@ -273,16 +322,26 @@ def budget(ticket) -> dict:
     ledger_tokens = next((n for key, _, n in lines if key == "ledger"), 0)
     allowance = harvest.class_allowance(tclass)
     return {
-        "ledger_tokens": ledger_tokens, "ledger_allowance": allowance,
+        "ledger_tokens": ledger_tokens,
+        "ledger_allowance": allowance,
         "ledger_near_full": harvest.near_full(ledger_tokens, allowance),
-        "breakdown": lines, "over_trigger": over, "over_budget": bool(last_step and last_step.request_tokens > tclass.token_budget),
-        "blocked_reason": compaction_blocked_reason(ticket, last_step.request_tokens,
-                                                    accounting=last_step.lane_tokens or {}) if over else "",
+        "breakdown": lines,
+        "over_trigger": over,
+        "over_budget": bool(last_step and last_step.request_tokens > tclass.token_budget),
+        "blocked_reason": compaction_blocked_reason(
+            ticket, last_step.request_tokens, accounting=last_step.lane_tokens or {}
+        )
+        if over
+        else "",
         "fixed_share": _share(sum(n for key, _, n in lines if key in FIXED_PARTS), tclass.token_budget),
-        "step_count": len(steps), "last_step": last_step, "chart": chart,
+        "step_count": len(steps),
+        "last_step": last_step,
+        "chart": chart,
         "compactions": len(done),
-        "tokens_in": sum(s[4] for s in steps), "tokens_out": sum(s[5] for s in steps),
-        "cost": step_cost + comp_cost, "compaction_cost": comp_cost,
+        "tokens_in": sum(s[4] for s in steps),
+        "tokens_out": sum(s[5] for s in steps),
+        "cost": step_cost + comp_cost,
+        "compaction_cost": comp_cost,
         "latency_ms": step_latency + comp_latency,
         "avg_latency_ms": int(step_latency / len(steps)) if steps else 0,
         # Provider tokens per counted token where the count is approximate: the trigger applies it.
@@ -324,8 +383,13 @@ def compaction_detail(ticket, run_id: int) -> dict | None:
 
 def _message(m: dict) -> dict:
     calls = [{"name": c.get("name"), "args": pretty(c.get("arguments"))} for c in m.get("tool_calls", [])]
-    return {"role": m.get("role", ""), "lane": m.get("lane") or "", "content": m.get("content", ""),
-            "turns": m.get("turns", []), "calls": calls}
+    return {
+        "role": m.get("role", ""),
+        "lane": m.get("lane") or "",
+        "content": m.get("content", ""),
+        "turns": m.get("turns", []),
+        "calls": calls,
+    }
 
 
 # --- the queue with views, timers, sorting and pages ------------------------------------------
@@ -357,8 +421,11 @@ def with_timers(qs):
         last_reply_number=last(messages.filter(author__in=[Turn.Author.AGENT, Turn.Author.STAFF])),
         last_staff_reply_number=last(messages.filter(author=Turn.Author.STAFF)),
         waiting_on_staff=ExpressionWrapper(~Q(attention="") | Q(Exists(held)), output_field=BooleanField()),
-    ).annotate(timer_reply_number=Case(When(waiting_on_staff=True, then=F("last_staff_reply_number")),
-                                       default=F("last_reply_number")))
+    ).annotate(
+        timer_reply_number=Case(
+            When(waiting_on_staff=True, then=F("last_staff_reply_number")), default=F("last_reply_number")
+        )
+    )
     unanswered = messages.filter(author=Turn.Author.CUSTOMER, number__gt=OuterRef("timer_reply_number"))
     return qs.annotate(waiting_since=Subquery(unanswered.order_by("number").values("created_at")[:1]))
 
@@ -366,18 +433,30 @@ def with_timers(qs):
 def _timer(ticket, *, now, waiting_since, timer_reply_number, waiting_on_staff):
     if ticket.status != Ticket.Status.OPEN:
         return None
-    return response_timer(now=now, waiting_since=waiting_since, answered_before=timer_reply_number > 0,
-                          first_minutes=ticket.ticket_class.first_response_minutes,
-                          next_minutes=ticket.ticket_class.next_response_minutes, staff=waiting_on_staff)
+    return response_timer(
+        now=now,
+        waiting_since=waiting_since,
+        answered_before=timer_reply_number > 0,
+        first_minutes=ticket.ticket_class.first_response_minutes,
+        next_minutes=ticket.ticket_class.next_response_minutes,
+        staff=waiting_on_staff,
+    )
 
 
-def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str = "", needs: str = "",
-               sort: str = "updated", page: int = 1):
+def queue_page(
+    user,
+    *,
+    view: str = "all",
+    status: str = "",
+    ticket_class: str = "",
+    needs: str = "",
+    sort: str = "updated",
+    page: int = 1,
+):
     """One page of the queue: (tickets, Paginator page), timers attached to each ticket."""
     from django.core.paginator import Paginator
     from django.db.models import F
     from django.utils import timezone
-
 
     qs = with_timers(queue_for(user, status=status, ticket_class=ticket_class, needs=needs))
     if view == "mine":
@@ -391,8 +470,13 @@ def queue_page(user, *, view: str = "all", status: str = "", ticket_class: str =
     now = timezone.now()
     for t in current.object_list:
         t.attention_kind = attention_kind(t.attention)
-        t.timer = _timer(t, now=now, waiting_since=t.waiting_since, timer_reply_number=t.timer_reply_number,
-                         waiting_on_staff=t.waiting_on_staff)
+        t.timer = _timer(
+            t,
+            now=now,
+            waiting_since=t.waiting_since,
+            timer_reply_number=t.timer_reply_number,
+            waiting_on_staff=t.waiting_on_staff,
+        )
     return current
 
 
@@ -415,9 +499,11 @@ def ticket_timer(ticket):
     """The response timer of one ticket, for its head on the desk."""
     from django.utils import timezone
 
-
     if ticket.status != Ticket.Status.OPEN:
         return None
-    row = with_timers(Ticket.objects.filter(pk=ticket.pk)).values(
-        "waiting_since", "timer_reply_number", "waiting_on_staff").first()
+    row = (
+        with_timers(Ticket.objects.filter(pk=ticket.pk))
+        .values("waiting_since", "timer_reply_number", "waiting_on_staff")
+        .first()
+    )
     return _timer(ticket, now=timezone.now(), **row) if row else None

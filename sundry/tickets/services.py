@@ -7,14 +7,12 @@ import json
 from django.conf import settings
 from django.db import transaction
 
+from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
+from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.live.events import ticket_created
-from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
-from sundry.tickets.models import Ticket, TicketClass, Turn
+from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
 from sundry.tickets.versions import bump, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
-from sundry.core.people import is_desk_staff
-from sundry.tickets.models import Tag
-
 
 APPENDED = "_sundry_appended_turns"
 
@@ -54,8 +52,13 @@ def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
         ticket_update(ticket.pk, status=status)
         ticket.status = status
         who = user.get_username() if user else "the system"
-        turn = turn_append(ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.EVENT,
-                           text=f"{who} set the ticket to {status}.", payload={"status": status})
+        turn = turn_append(
+            ticket=ticket,
+            author=Turn.Author.SYSTEM,
+            kind=Turn.Kind.EVENT,
+            text=f"{who} set the ticket to {status}.",
+            payload={"status": status},
+        )
         if status in (Ticket.Status.RESOLVED, Ticket.Status.CLOSED):
             for scope in ("ticket", "order"):
                 rule_close_scope(ticket=ticket, scope=scope, turn=turn.number)
@@ -91,7 +94,12 @@ def _calls_tokens(payload: dict | None, model: str) -> int:
 
 
 def turn_append(
-    *, ticket: Ticket, author: str, kind: str = Turn.Kind.MESSAGE, text: str = "", payload: dict | None = None,
+    *,
+    ticket: Ticket,
+    author: str,
+    kind: str = Turn.Kind.MESSAGE,
+    text: str = "",
+    payload: dict | None = None,
     client_key: str = "",
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
@@ -105,9 +113,17 @@ def turn_append(
     # No savepoint of its own: a failure here fails the caller's whole transaction.
     with transaction.atomic(savepoint=False):
         number, version = bump(ticket.pk, turn=True)
-        turn = Turn.objects.create(ticket=ticket, number=number, author=author, kind=kind, text=text,
-                                   payload=payload or {}, tokens=tokens, encoding=encoding_name_for(model),
-                                   client_key=client_key)
+        turn = Turn.objects.create(
+            ticket=ticket,
+            number=number,
+            author=author,
+            kind=kind,
+            text=text,
+            payload=payload or {},
+            tokens=tokens,
+            encoding=encoding_name_for(model),
+            client_key=client_key,
+        )
     ticket.last_turn_number, ticket.version = number, version
     # The numbers this loaded ticket appended: a run tells its own turns from others' by them
     # (`agent.loop`), with no read of the turns.
@@ -130,8 +146,11 @@ def ticket_assign(*, ticket: Ticket, assignee, user) -> Ticket:
         Ticket.objects.filter(pk=ticket.pk).update(assigned_to=assignee)
         ticket.assigned_to = assignee
         whom = "themselves" if assignee == user else (assignee.get_username() if assignee else "nobody")
-        _desk_event(ticket, f"{user.get_username()} assigned the ticket to {whom}.",
-                    {"assigned_to": assignee.get_username() if assignee else None})
+        _desk_event(
+            ticket,
+            f"{user.get_username()} assigned the ticket to {whom}.",
+            {"assigned_to": assignee.get_username() if assignee else None},
+        )
     return ticket
 
 
@@ -153,7 +172,6 @@ def ticket_set_tags(*, ticket: Ticket, text: str, user) -> list[str]:
     import re
 
     from django.utils.text import slugify
-
 
     names = list(dict.fromkeys(slugify(part)[:40] for part in re.split(r"[,\s]+", text or "") if slugify(part)))
     if len(names) > MAX_TAGS:
@@ -177,5 +195,7 @@ def ticket_require_holder(*, ticket: Ticket, user) -> None:
 
 def ticket_accepts_customer_messages(ticket: Ticket) -> None:
     if ticket.status == Ticket.Status.CLOSED:
-        raise MessageRefused("This conversation is closed. Start a new one from your conversations page; "
-                             "your text is kept here so you can copy it.")
+        raise MessageRefused(
+            "This conversation is closed. Start a new one from your conversations page; "
+            "your text is kept here so you can copy it."
+        )

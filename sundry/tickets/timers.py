@@ -50,8 +50,15 @@ def level(waited: timedelta, target: timedelta) -> str:
     return "near" if waited >= target * NEAR else "ok"
 
 
-def response_timer(*, now: datetime, waiting_since: datetime | None, answered_before: bool,
-                   first_minutes: int, next_minutes: int, staff: bool = False) -> Timer | None:
+def response_timer(
+    *,
+    now: datetime,
+    waiting_since: datetime | None,
+    answered_before: bool,
+    first_minutes: int,
+    next_minutes: int,
+    staff: bool = False,
+) -> Timer | None:
     """The timer running now, or None when nobody is waiting for a reply.
 
     `waiting_since`: the customer's oldest message that no reply counted here has followed;

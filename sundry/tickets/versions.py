@@ -43,8 +43,11 @@ def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
     table = connection.ops.quote_name(Ticket._meta.db_table)
     counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
     with connection.cursor() as cursor:
-        cursor.execute(f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s '
-                       'RETURNING "last_turn_number", "version"', [ticket_id])
+        cursor.execute(
+            f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s '
+            'RETURNING "last_turn_number", "version"',
+            [ticket_id],
+        )
         row = cursor.fetchone()
     if row is None:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")

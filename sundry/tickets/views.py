@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from sundry.agent import claims
 from sundry.agent import services as agent_services
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
@@ -23,16 +24,16 @@ from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.earlier import earlier_response
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
-from sundry.agent import claims
 from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
-from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, follow_up_resolve, reasons
-from sundry.tickets.models import Ticket
 from sundry.tickets import services as ticket_services
-from sundry.tickets.services import MessageRefused
-from sundry.tickets.search import MAX_QUERY, search as run_search
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, follow_up_resolve, reasons
 from sundry.tickets.desk import canned_replies
+from sundry.tickets.models import Ticket
 from sundry.tickets.queue import queue_context
+from sundry.tickets.search import MAX_QUERY
+from sundry.tickets.search import search as run_search
+from sundry.tickets.services import MessageRefused
 
 
 def _staff_only(user):
@@ -54,10 +55,15 @@ def search(request):
     _staff_only(request.user)
     q = request.GET.get("q", "")
     too_long = len(q) > MAX_QUERY
-    return render(request, "tickets/search.html", {
-        "q": q, "hits": [] if too_long else run_search(q),
-        "error": f"Search for at most {MAX_QUERY} characters." if too_long else "",
-    })
+    return render(
+        request,
+        "tickets/search.html",
+        {
+            "q": q,
+            "hits": [] if too_long else run_search(q),
+            "error": f"Search for at most {MAX_QUERY} characters." if too_long else "",
+        },
+    )
 
 
 def _ticket_or_404(request, ticket_id):
@@ -73,12 +79,18 @@ def _ticket_or_404(request, ticket_id):
 def ticket_detail(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
 
-    return render(request, "tickets/ticket.html", {
-        "ticket": ticket, "panels": render_all(ticket, Viewer(request.user, STAFF)),
-        "error": request.GET.get("error", ""), "macros": canned_replies(ticket, request.user),
-        # Read at each request, not from the panels' cache: a claim lapses without a new version.
-        "recovering": claims.stale(ticket.agent_claimed_at),
-    })
+    return render(
+        request,
+        "tickets/ticket.html",
+        {
+            "ticket": ticket,
+            "panels": render_all(ticket, Viewer(request.user, STAFF)),
+            "error": request.GET.get("error", ""),
+            "macros": canned_replies(ticket, request.user),
+            # Read at each request, not from the panels' cache: a claim lapses without a new version.
+            "recovering": claims.stale(ticket.agent_claimed_at),
+        },
+    )
 
 
 @login_required
@@ -122,19 +134,26 @@ def ticket_post(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
     action = request.POST.get("action", "")
     text = request.POST.get("text", "")
-    done = {"reply": "Reply sent.", "note": "Note for the agent added.", "internal": "Internal note added.",
-            "take_over": "You have the ticket.",
-            "hand_back": "Handed back to the agent."}
+    done = {
+        "reply": "Reply sent.",
+        "note": "Note for the agent added.",
+        "internal": "Internal note added.",
+        "take_over": "You have the ticket.",
+        "hand_back": "Handed back to the agent.",
+    }
     try:
         key = request.POST.get("client_key", "")
         uploads = request.FILES.getlist("file")
         if uploads and action != "reply":
-            raise MessageRefused("Files go with a reply to the customer; notes carry text only. Nothing was "
-                                 "added; your text is still in the box.")
+            raise MessageRefused(
+                "Files go with a reply to the customer; notes carry text only. Nothing was "
+                "added; your text is still in the box."
+            )
         if action == "reply":
             ticket_services.ticket_require_holder(ticket=ticket, user=request.user)
-            agent_services.staff_reply_post(ticket=ticket, text=text, user=request.user, client_key=key,
-                                            uploads=uploads)
+            agent_services.staff_reply_post(
+                ticket=ticket, text=text, user=request.user, client_key=key, uploads=uploads
+            )
         elif action == "note":
             agent_services.staff_note_post(ticket=ticket, text=text, user=request.user, client_key=key)
         elif action == "internal":
@@ -176,7 +195,11 @@ def ticket_update(request, ticket_id):
             elif value == "":
                 assignee = None
             else:
-                assignee = get_user_model().objects.filter(pk=int(value)).first() if value.isascii() and value.isdigit() else None
+                assignee = (
+                    get_user_model().objects.filter(pk=int(value)).first()
+                    if value.isascii() and value.isdigit()
+                    else None
+                )
                 if assignee is None:
                     raise MessageRefused("No such colleague.")
             ticket_services.ticket_assign(ticket=ticket, assignee=assignee, user=user)
@@ -198,8 +221,13 @@ def attention_clear(request, ticket_id):
     named = reasons(request.POST.get("shown", ticket.attention))
     current = reasons(ticket.attention)
     if not named or any(r not in current for r in named):
-        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
-                         current=ticket.attention or "(no flag)")
+        return _conflict(
+            request,
+            ticket,
+            "The flag changed since you looked; read it again.",
+            ("head",),
+            current=ticket.attention or "(no flag)",
+        )
     flagged = followed = cleared = False
     for reason in named:
         if reason.startswith(selectors.FLAG_PREFIX):
@@ -210,10 +238,16 @@ def attention_clear(request, ticket_id):
             cleared |= attention_dismiss(ticket=ticket, user=request.user, shown=reason)
     if not (followed or flagged or cleared):
         rest = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
-        return _conflict(request, ticket, "The flag changed since you looked; read it again.", ("head",),
-                         current=rest or "(no flag)")
-    message = ("Flag marked as handled." if flagged else "Follow-up marked as handled." if followed and not cleared
-               else "Flag cleared.")
+        return _conflict(
+            request, ticket, "The flag changed since you looked; read it again.", ("head",), current=rest or "(no flag)"
+        )
+    message = (
+        "Flag marked as handled."
+        if flagged
+        else "Follow-up marked as handled."
+        if followed and not cleared
+        else "Flag cleared."
+    )
     return _answer(request, ticket, panels=("head",), message=message)
 
 
@@ -228,16 +262,22 @@ def held_decide(request, ticket_id, held_id):
     if decision not in ("approve", "reject"):
         return _refused(request, ticket, "Decision must be approve or reject.", ("held",))
     try:
-        held = agent_services.held_action_decide(held_id=held_id, ticket=ticket, approve=decision == "approve",
-                                                 user=request.user)
+        held = agent_services.held_action_decide(
+            held_id=held_id, ticket=ticket, approve=decision == "approve", user=request.user
+        )
     except HeldAction.DoesNotExist:
         raise Http404("No such held action on this ticket.")
     except agent_services.HeldActionError as exc:
         return _conflict(request, ticket, str(exc), ("held",))
     if held.status == HeldAction.Status.REFUSED:
         why = getattr(held, "outcome", "") or "the tool reported no result"
-        return _answer(request, ticket, panels=("held", "head"), level="bad",
-                       message=f"{held.tool} was approved but did not run: {why}")
+        return _answer(
+            request,
+            ticket,
+            panels=("held", "head"),
+            level="bad",
+            message=f"{held.tool} was approved but did not run: {why}",
+        )
     verb = "approved and executed" if held.status == HeldAction.Status.EXECUTED else held.status
     return _answer(request, ticket, panels=("held", "head"), message=f"{held.tool} {verb}.")
 
@@ -255,17 +295,31 @@ def card_decide(request, ticket_id, card_id):
         return _refused(request, ticket, "Decision must be confirm or decline.", ("held",))
     try:
         card = agent_services.confirmation_decide(
-            card_id=card_id, ticket=ticket, confirm=decision == "confirm", digest=request.POST.get("digest"),
-            via=Confirmation.Via.STAFF, user=request.user, reason=request.POST.get("reason", ""))
+            card_id=card_id,
+            ticket=ticket,
+            confirm=decision == "confirm",
+            digest=request.POST.get("digest"),
+            via=Confirmation.Via.STAFF,
+            user=request.user,
+            reason=request.POST.get("reason", ""),
+        )
     except agent_services.ConfirmationError as exc:
         return _conflict(request, ticket, str(exc), ("held",))
     title = card.card.get("title") or card.tool
     if decision == "decline":
         return _answer(request, ticket, panels=("held", "head"), message=f"Withdrawn: {title}.")
-    outcome = {"executed": "confirmed and done", "held": "confirmed; now held for approval",
-               "refused": "confirmed, but a guard refused it — see the conversation"}.get(card.outcome, "confirmed")
-    return _answer(request, ticket, panels=("held", "head"), level="bad" if card.outcome == "refused" else "ok",
-                   message=f"{title}: {outcome}.")
+    outcome = {
+        "executed": "confirmed and done",
+        "held": "confirmed; now held for approval",
+        "refused": "confirmed, but a guard refused it — see the conversation",
+    }.get(card.outcome, "confirmed")
+    return _answer(
+        request,
+        ticket,
+        panels=("held", "head"),
+        level="bad" if card.outcome == "refused" else "ok",
+        message=f"{title}: {outcome}.",
+    )
 
 
 # --- state -------------------------------------------------------------------------------------
@@ -278,8 +332,13 @@ def _seen_id(raw: str) -> int | None:
 
 def _state_conflict(request, ticket, name, current):
     label = FIELDS[name].label if name in FIELDS else name
-    return _conflict(request, ticket, f"{label} changed while you were editing; your change was not saved.",
-                     ("state",), current=current)
+    return _conflict(
+        request,
+        ticket,
+        f"{label} changed while you were editing; your change was not saved.",
+        ("state",),
+        current=current,
+    )
 
 
 @login_required
@@ -299,15 +358,27 @@ def state_edit(request, ticket_id):
             lanes.state_confirm(ticket=ticket, value_id=seen, user=request.user)
             message = f"{FIELDS[name].label} confirmed."
         elif action == "correct":
-            lanes.state_set(ticket=ticket, name=name, value=request.POST.get("value", ""),
-                            turn=ticket.last_turn_number, source="staff", confirmed=True, user=request.user,
-                            expected_current_id=seen, check_conflict=True)
+            lanes.state_set(
+                ticket=ticket,
+                name=name,
+                value=request.POST.get("value", ""),
+                turn=ticket.last_turn_number,
+                source="staff",
+                confirmed=True,
+                user=request.user,
+                expected_current_id=seen,
+                check_conflict=True,
+            )
             message = f"{FIELDS[name].label} set; any earlier value is kept as history."
         else:
             return _refused(request, ticket, "Action must be confirm or correct.", ("state",))
     except lanes.LaneConflict as exc:
-        return _state_conflict(request, ticket, name, exc.current or
-                               StateValue.objects.filter(ticket=ticket, name=name, is_current=True).first())
+        return _state_conflict(
+            request,
+            ticket,
+            name,
+            exc.current or StateValue.objects.filter(ticket=ticket, name=name, is_current=True).first(),
+        )
     except StateValueInvalid as exc:
         return _refused(request, ticket, exc, ("state",))
     return _answer(request, ticket, panels=("state",), message=message)
@@ -325,13 +396,23 @@ def rule_decide(request, ticket_id, rule_id):
     decision = request.POST.get("decision", "")
     try:
         rule = lanes.rule_decide(
-            ticket=ticket, rule_id=rule_id, decision=decision, user=request.user, turn=ticket.last_turn_number,
+            ticket=ticket,
+            rule_id=rule_id,
+            decision=decision,
+            user=request.user,
+            turn=ticket.last_turn_number,
             expected_version=_seen_id(request.POST.get("version", "")),
-            scope=request.POST.get("scope") or None, scope_ref=request.POST.get("scope_ref", "").strip()[:40],
+            scope=request.POST.get("scope") or None,
+            scope_ref=request.POST.get("scope_ref", "").strip()[:40],
         )
     except lanes.LaneConflict as exc:
-        return _conflict(request, ticket, "This rule changed while you were looking at it; nothing was saved.",
-                         ("rules",), current=exc.current)
+        return _conflict(
+            request,
+            ticket,
+            "This rule changed while you were looking at it; nothing was saved.",
+            ("rules",),
+            current=exc.current,
+        )
     except StateValueInvalid as exc:
         return _refused(request, ticket, exc, ("rules",))
     said = {"confirm": "Rule pinned.", "dismiss": "Candidate dismissed.", "scope": "Scope changed."}
@@ -347,12 +428,21 @@ def ledger_rename(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
     value = request.POST.get("value", "")
     try:
-        entry = lanes.ledger_rename(ticket=ticket, value=value, role=request.POST.get("role", ""),
-                                    turn=ticket.last_turn_number,
-                                    expected_version=_seen_id(request.POST.get("version", "")))
+        entry = lanes.ledger_rename(
+            ticket=ticket,
+            value=value,
+            role=request.POST.get("role", ""),
+            turn=ticket.last_turn_number,
+            expected_version=_seen_id(request.POST.get("version", "")),
+        )
     except lanes.LaneConflict as exc:
-        return _conflict(request, ticket, "Someone renamed this entry first; your name was not saved.",
-                         ("ledger",), current=exc.current)
+        return _conflict(
+            request,
+            ticket,
+            "Someone renamed this entry first; your name was not saved.",
+            ("ledger",),
+            current=exc.current,
+        )
     except StateValueInvalid as exc:
         return _refused(request, ticket, exc, ("ledger",))
     return _answer(request, ticket, panels=("ledger",), message=f"Renamed to {entry.role}.")
@@ -368,8 +458,12 @@ def ledger_correct(request, ticket_id):
         entry = agent_services.ledger_correct(ticket=ticket, old=value, new=new, user=request.user)
     except StateValueInvalid as exc:
         return _refused(request, ticket, exc, ("ledger",))
-    return _answer(request, ticket, panels=("ledger", "held"),
-                   message=f"{entry.value} is marked as corrected to {entry.superseded_by}.")
+    return _answer(
+        request,
+        ticket,
+        panels=("ledger", "held"),
+        message=f"{entry.value} is marked as corrected to {entry.superseded_by}.",
+    )
 
 
 @login_required

@@ -137,8 +137,11 @@ def check_declarations(model_cls: type[BaseModel], root_cls: type[BaseModel] | N
     for d in _describes(model_cls):
         if d.id_field not in model_cls.model_fields:
             problems.append(f"describe names id field {d.id_field!r}")
-        problems += [f"describe template names {p!r}" for p in _PLACEHOLDER.findall(d.template)
-                     if not _path_exists(model_cls, p, root_cls)]
+        problems += [
+            f"describe template names {p!r}"
+            for p in _PLACEHOLDER.findall(d.template)
+            if not _path_exists(model_cls, p, root_cls)
+        ]
     money = getattr(model_cls, "moves_money", None)
     if isinstance(money, MoneyMoved):
         for name in (money.amount_field, money.currency_field, money.order_field, money.id_field):
@@ -148,8 +151,13 @@ def check_declarations(model_cls: type[BaseModel], root_cls: type[BaseModel] | N
     if isinstance(totals, OrderTotals):
         if not (totals.paid_field or totals.refundable_field):
             problems.append("reports_totals needs paid_field or refundable_field")
-        for name in (totals.order_field, totals.currency_field, totals.refunded_field, totals.paid_field,
-                     totals.refundable_field):
+        for name in (
+            totals.order_field,
+            totals.currency_field,
+            totals.refunded_field,
+            totals.paid_field,
+            totals.refundable_field,
+        ):
             if name and name not in model_cls.model_fields:
                 problems.append(f"reports_totals names {name!r}")
     if problems:
@@ -174,8 +182,14 @@ def _walk(instance: BaseModel):
 
 
 def _owner(result: BaseModel, owner_kind: str = "order") -> str:
-    return next((str(getattr(result, n)) for n, kind in id_fields(type(result)).items()
-                 if kind == owner_kind and getattr(result, n, None)), "")
+    return next(
+        (
+            str(getattr(result, n))
+            for n, kind in id_fields(type(result)).items()
+            if kind == owner_kind and getattr(result, n, None)
+        ),
+        "",
+    )
 
 
 def _value(instance: BaseModel, path: str, root: BaseModel, owner: str):
@@ -231,8 +245,15 @@ def money_moved(result: BaseModel, owner_kind: str = "order") -> list[Movement]:
         if not isinstance(amount, int) or amount <= 0:
             continue
         order = owner if m.order_field == OWNER else str(getattr(instance, m.order_field, "") or "")
-        out.append(Movement(m.kind, order, amount, str(getattr(instance, m.currency_field, "") or ""),
-                            str(getattr(instance, m.id_field, "") or "") if m.id_field else ""))
+        out.append(
+            Movement(
+                m.kind,
+                order,
+                amount,
+                str(getattr(instance, m.currency_field, "") or ""),
+                str(getattr(instance, m.id_field, "") or "") if m.id_field else "",
+            )
+        )
     return out
 
 
@@ -244,10 +265,14 @@ def order_totals(result: BaseModel) -> list[Totals]:
         if not isinstance(t, OrderTotals):
             continue
         refunded = int(getattr(instance, t.refunded_field))
-        paid = (int(getattr(instance, t.paid_field)) if t.paid_field
-                else refunded + int(getattr(instance, t.refundable_field)))
-        out.append(Totals(str(getattr(instance, t.order_field)), str(getattr(instance, t.currency_field)),
-                          paid, refunded))
+        paid = (
+            int(getattr(instance, t.paid_field))
+            if t.paid_field
+            else refunded + int(getattr(instance, t.refundable_field))
+        )
+        out.append(
+            Totals(str(getattr(instance, t.order_field)), str(getattr(instance, t.currency_field)), paid, refunded)
+        )
     return out
 
 
@@ -255,11 +280,27 @@ def model_declares(model_cls: type[BaseModel], attr: str) -> bool:
     """Whether `model_cls` or a model nested in it declares `attr` (e.g. moves_money)."""
     if getattr(model_cls, attr, None) is not None:
         return True
-    return any(model_declares(n, attr) for info in model_cls.model_fields.values()
-               for n in _nested_models(info.annotation) if n is not model_cls)
+    return any(
+        model_declares(n, attr)
+        for info in model_cls.model_fields.values()
+        for n in _nested_models(info.annotation)
+        if n is not model_cls
+    )
 
 
 __all__ = [
-    "Describe", "MoneyMoved", "OrderTotals", "Movement", "Totals", "OWNER", "ROOT", "DESCRIPTION_MAX",
-    "check_declarations", "descriptions", "money_moved", "order_totals", "clean_description", "model_declares",
+    "Describe",
+    "MoneyMoved",
+    "OrderTotals",
+    "Movement",
+    "Totals",
+    "OWNER",
+    "ROOT",
+    "DESCRIPTION_MAX",
+    "check_declarations",
+    "descriptions",
+    "money_moved",
+    "order_totals",
+    "clean_description",
+    "model_declares",
 ]

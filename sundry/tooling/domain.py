@@ -183,7 +183,6 @@ def _kind_of_none(value: str) -> str | None:
     return None
 
 
-
 def arguments_digest(arguments) -> str:
     """A short digest of a call's arguments, key order and unset (null) fields aside: two writes
     with the same digest asked for the same thing (`ToolDecl.repeats`). The guard digests the
@@ -199,6 +198,7 @@ def arguments_digest(arguments) -> str:
     if isinstance(arguments, dict):
         arguments = {k: v for k, v in arguments.items() if v is not None}
     return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
 
 class ToolDecl(_Decl):
     """One tool, as generic code sees it. See DECL of the module for the path language."""
@@ -318,8 +318,13 @@ class ToolDecl(_Decl):
         owner = self._owner_value(data, owner_kind)
         if not owner:
             return {}
-        return {v: owner for path, kind in self.results.items() if not _top_level(path)
-                for v in scalar_ids(select(data, path)) if v != owner}
+        return {
+            v: owner
+            for path, kind in self.results.items()
+            if not _top_level(path)
+            for v in scalar_ids(select(data, path))
+            if v != owner
+        }
 
     def descriptions(self, result, *, owner_kind: str = "order") -> dict[str, str]:
         """{ID: what it is}, filled from the result's own fields by the describe templates."""
@@ -334,8 +339,9 @@ class ToolDecl(_Decl):
                 value = obj.get(d.id)
                 if not value:
                     continue
-                text = clean_description(_PLACEHOLDER.sub(lambda m: _template_value(obj, m.group(1), data, owner),
-                                                          d.template))
+                text = clean_description(
+                    _PLACEHOLDER.sub(lambda m: _template_value(obj, m.group(1), data, owner), d.template)
+                )
                 for v in value if isinstance(value, list) else [value]:
                     if text:
                         out[str(v)] = text
@@ -391,8 +397,11 @@ class ToolDecl(_Decl):
             arguments = arguments.model_dump(mode="json")
         if not isinstance(arguments, dict):
             return []
-        return [(path, (kind_of(v) or "id") if kind == INFER else kind, v) for path, kind in self.args.items()
-                for v in scalar_ids(select(arguments, path))]
+        return [
+            (path, (kind_of(v) or "id") if kind == INFER else kind, v)
+            for path, kind in self.args.items()
+            for v in scalar_ids(select(arguments, path))
+        ]
 
     # --- from pydantic models --------------------------------------------------------------
 
@@ -404,12 +413,22 @@ class ToolDecl(_Decl):
         results, describe, money, totals = {}, [], [], []
         _walk_model(tool.result_model, "", results, describe, money, totals)
         base = dict(
-            name=tool.name, description=tool.description, parameters=tool.args_model.model_json_schema(),
+            name=tool.name,
+            description=tool.description,
+            parameters=tool.args_model.model_json_schema(),
             result_schema=tool.result_model.model_json_schema(),
             args={(f"{n}[]" if _is_list(tool.args_model, n) else n): k for n, k in id_fields(tool.args_model).items()},
-            results=results, describe=describe, money=money, totals=totals,
-            write=tool.side_effect and not tool.local, resolves=tool.resolves, reversible=tool.reversible,
-            local=tool.local, target=tool.target_arg, repeat_key=list(tool.repeat_key), consent=tool.consent_action,
+            results=results,
+            describe=describe,
+            money=money,
+            totals=totals,
+            write=tool.side_effect and not tool.local,
+            resolves=tool.resolves,
+            reversible=tool.reversible,
+            local=tool.local,
+            target=tool.target_arg,
+            repeat_key=list(tool.repeat_key),
+            consent=tool.consent_action,
         )
         made = cls.model_validate({**base, **fields})
         made._result_model = tool.result_model
@@ -418,7 +437,7 @@ class ToolDecl(_Decl):
 
 def _field(obj: dict, name: str, root: Any) -> str:
     if name.startswith(decl_models.ROOT + "."):
-        found = select(root, name[len(decl_models.ROOT) + 1:])
+        found = select(root, name[len(decl_models.ROOT) + 1 :])
         return str(found[0]) if found and found[0] is not None else ""
     return str(obj.get(name) or "")
 
@@ -451,8 +470,9 @@ def _is_list(model: type[BaseModel], name: str) -> bool:
     return typing.get_origin(ann) is list or any(typing.get_origin(a) is list for a in typing.get_args(ann))
 
 
-def _walk_model(model: type[BaseModel], at: str, results: dict, describe: list, money: list, totals: list,
-                seen: tuple = ()) -> None:
+def _walk_model(
+    model: type[BaseModel], at: str, results: dict, describe: list, money: list, totals: list, seen: tuple = ()
+) -> None:
     """Declarations of `model` and the models nested in it, as paths from the result's root."""
     if model in seen:
         return
@@ -461,12 +481,28 @@ def _walk_model(model: type[BaseModel], at: str, results: dict, describe: list, 
         describe.append(DescribeDecl(at=at, id=d.id_field, template=d.template))
     m = getattr(model, "moves_money", None)
     if isinstance(m, decl_models.MoneyMoved):
-        money.append(MoneyDecl(at=at, kind=m.kind, amount=m.amount_field, currency=m.currency_field,
-                               target=OWNER if m.order_field == decl_models.OWNER else m.order_field, id=m.id_field))
+        money.append(
+            MoneyDecl(
+                at=at,
+                kind=m.kind,
+                amount=m.amount_field,
+                currency=m.currency_field,
+                target=OWNER if m.order_field == decl_models.OWNER else m.order_field,
+                id=m.id_field,
+            )
+        )
     t = getattr(model, "reports_totals", None)
     if isinstance(t, decl_models.OrderTotals):
-        totals.append(TotalsDecl(at=at, order=t.order_field, currency=t.currency_field, refunded=t.refunded_field,
-                                 paid=t.paid_field, refundable=t.refundable_field))
+        totals.append(
+            TotalsDecl(
+                at=at,
+                order=t.order_field,
+                currency=t.currency_field,
+                refunded=t.refunded_field,
+                paid=t.paid_field,
+                refundable=t.refundable_field,
+            )
+        )
     marked = id_fields(model)
     for name, info in model.model_fields.items():
         listed = _is_list(model, name)
@@ -532,16 +568,18 @@ class Domain(_Decl):
         return cls.model_validate(data)
 
     @classmethod
-    def from_tools(cls, name: str, tools: list, *, declarations: dict[str, dict] | None = None, exists=None,
-                   **fields) -> Domain:
+    def from_tools(
+        cls, name: str, tools: list, *, declarations: dict[str, dict] | None = None, exists=None, **fields
+    ) -> Domain:
         """A domain of in-process tools: each `Tool` with what its models declare plus `declarations[name]`;
         `exists(kind, value, customer_id)` checks an ID against the system of record."""
         declarations = declarations or {}
         unknown = set(declarations) - {t.name for t in tools}
         if unknown:
             raise ValueError(f"declarations for tools the domain does not have: {', '.join(sorted(unknown))}")
-        made = cls(name=name, tools={t.name: ToolDecl.from_tool(t, **declarations.get(t.name, {})) for t in tools},
-                   **fields)
+        made = cls(
+            name=name, tools={t.name: ToolDecl.from_tool(t, **declarations.get(t.name, {})) for t in tools}, **fields
+        )
         made._runtime = {t.name: t for t in tools}
         made._exists = exists
         return made
@@ -579,19 +617,32 @@ class Domain(_Decl):
                 problems.append(f"tool {name!r} declares name {tool.name!r}")
             if tool.target and not {tool.target, tool.target + "[]"} & set(tool.args):
                 problems.append(f"{name}: target {tool.target!r} is not one of its ID arguments")
-            problems += [f"{name}: unknown capability {c!r} (known: {', '.join(CAPABILITIES)})"
-                         for c in [*tool.capabilities, *tool.then] if c not in CAPABILITIES]
-            problems += [f"{name}: money and totals need a currency field or a currency_code"
-                         for d in [*tool.money, *tool.totals] if not (d.currency or d.currency_code)]
-            problems += [f"{name}: totals from a history need history_kind, paid and refunded"
-                         for t in tool.totals if t.history and not (t.history_kind and t.paid and t.refunded)]
+            problems += [
+                f"{name}: unknown capability {c!r} (known: {', '.join(CAPABILITIES)})"
+                for c in [*tool.capabilities, *tool.then]
+                if c not in CAPABILITIES
+            ]
+            problems += [
+                f"{name}: money and totals need a currency field or a currency_code"
+                for d in [*tool.money, *tool.totals]
+                if not (d.currency or d.currency_code)
+            ]
+            problems += [
+                f"{name}: totals from a history need history_kind, paid and refunded"
+                for t in tool.totals
+                if t.history and not (t.history_kind and t.paid and t.refunded)
+            ]
             for pattern in tool.bare:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
                     problems.append(f"{name}: bare pattern: {exc}")
-        problems += [f"lookup hint for {kind!r} names {t!r}, not a tool of the domain"
-                     for kind, names in self.lookup_hints.items() for t in names if t not in self.tools]
+        problems += [
+            f"lookup hint for {kind!r} names {t!r}, not a tool of the domain"
+            for kind, names in self.lookup_hints.items()
+            for t in names
+            if t not in self.tools
+        ]
         if problems:
             raise ValueError(f"domain {self.name}: " + "; ".join(problems))
 
@@ -629,8 +680,11 @@ class Domain(_Decl):
     def _compiled(self) -> tuple[re.Pattern | None, list[tuple[str, re.Pattern]]]:
         if not self.id_patterns:
             return None, []
-        combined = re.compile(r"(?<![0-9A-Za-z_-])(?:" + "|".join(
-            f"(?P<{k}>{p})" for k, p in self.id_patterns.items()) + r")(?![0-9A-Za-z_])")
+        combined = re.compile(
+            r"(?<![0-9A-Za-z_-])(?:"
+            + "|".join(f"(?P<{k}>{p})" for k, p in self.id_patterns.items())
+            + r")(?![0-9A-Za-z_])"
+        )
         return combined, [(k, re.compile(p)) for k, p in self.id_patterns.items()]
 
     def find_ids(self, text: str) -> list[tuple[str, str]]:
@@ -678,8 +732,11 @@ class Domain(_Decl):
         if d is None or not self.customer_kind:
             return "", [], []
         owns = self.customer_owns or [self.owner_kind]
-        return (d.customer_of(result), [v for v, k in found if k in owns],
-                [v for v, k in found if k == self.customer_kind] if d.identifies else [])
+        return (
+            d.customer_of(result),
+            [v for v, k in found if k in owns],
+            [v for v, k in found if k == self.customer_kind] if d.identifies else [],
+        )
 
     def owners(self, tool: str, result) -> dict[str, str]:
         d = self.tools.get(tool)
@@ -748,8 +805,10 @@ def get_domain(name: str | None = None) -> Domain:
     try:
         return _DOMAINS[name]
     except KeyError:
-        raise LookupError(f"unknown domain {name!r}; known: {', '.join(_DOMAINS) or 'none'} "
-                          "(settings.SUNDRY_DOMAINS names the modules that register them)") from None
+        raise LookupError(
+            f"unknown domain {name!r}; known: {', '.join(_DOMAINS) or 'none'} "
+            "(settings.SUNDRY_DOMAINS names the modules that register them)"
+        ) from None
 
 
 def domains() -> dict[str, Domain]:
@@ -788,7 +847,24 @@ def domain_for(ticket_class) -> Domain:
 
 
 __all__ = [
-    "CAPABILITIES", "GENERIC_PROMPT", "INFER", "DescribeDecl", "Domain", "MoneyDecl", "RefundDecl", "ToolDecl",
-    "TotalsDecl", "domain_for", "domains", "offline_model", "tool_named", "tools_for", "get_domain", "load_domains", "register_domain", "scalar_ids", "select",
+    "CAPABILITIES",
+    "GENERIC_PROMPT",
+    "INFER",
+    "DescribeDecl",
+    "Domain",
+    "MoneyDecl",
+    "RefundDecl",
+    "ToolDecl",
+    "TotalsDecl",
+    "domain_for",
+    "domains",
+    "offline_model",
+    "tool_named",
+    "tools_for",
+    "get_domain",
+    "load_domains",
+    "register_domain",
+    "scalar_ids",
+    "select",
     "ID_KIND_KEY",
 ]

@@ -16,7 +16,11 @@ ID_KIND_KEY = "x-id-kind"
 
 def IdField(kind: str, description: str = "", **kwargs) -> Any:
     """A pydantic field that holds an identifier of `kind` (the domain's `id_patterns` name the kinds)."""
-    return Field(description=description or f"{kind} identifier, copied verbatim", json_schema_extra={ID_KIND_KEY: kind}, **kwargs)
+    return Field(
+        description=description or f"{kind} identifier, copied verbatim",
+        json_schema_extra={ID_KIND_KEY: kind},
+        **kwargs,
+    )
 
 
 def id_fields(model: type[BaseModel]) -> dict[str, str]:
@@ -89,5 +93,6 @@ def id_owners(instance: BaseModel, owner_kind: str = "order") -> dict[str, str]:
     owner = top.get(owner_kind)
     if not owner:
         return {}
-    return {value: owner for path, _kind, value in iter_ids(instance)
-            if ("." in path or "[" in path) and value != owner}
+    return {
+        value: owner for path, _kind, value in iter_ids(instance) if ("." in path or "[" in path) and value != owner
+    }

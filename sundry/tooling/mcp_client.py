@@ -30,9 +30,9 @@ from typing import Any, Awaitable, Callable
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 log = logging.getLogger("sundry.toolservers")
 
@@ -60,8 +60,14 @@ class ServerSpec:
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.command, self.url, self.cwd, tuple(k for k, _ in self.env),
-                tuple(k for k, _ in self.headers))
+        return (
+            self.name,
+            self.command,
+            self.url,
+            self.cwd,
+            tuple(k for k, _ in self.env),
+            tuple(k for k, _ in self.headers),
+        )
 
     def argv(self) -> list[str]:
         parts = shlex.split(self.command)
@@ -73,15 +79,17 @@ class ServerSpec:
         """`on_response`: an async hook each HTTP response passes (the connection notes a refusal);
         `errlog`: a file a stdio server's stderr goes to (default: Sundry's own stderr)."""
         if self.url:
-            client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0),
-                                        follow_redirects=False,  # the SDK follows same-origin ones itself
-                                        event_hooks={"response": [on_response]} if on_response else None)
+            client = httpx2.AsyncClient(
+                headers=dict(self.headers),
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                follow_redirects=False,  # the SDK follows same-origin ones itself
+                event_hooks={"response": [on_response]} if on_response else None,
+            )
             return streamable_http_client(self.url, http_client=client)
         argv = self.argv()
         if not argv:
             raise ToolServerError(f"{self.name}: neither a command nor a URL to reach the server")
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(self.env) or None,
-                                       cwd=self.cwd or None)
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(self.env) or None, cwd=self.cwd or None)
         return stdio_client(params, errlog=errlog) if errlog is not None else params
 
 
@@ -96,14 +104,23 @@ class ListedTool:
     read_only: bool = False  # the server's readOnlyHint
 
     def as_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema,
-                "output_schema": self.output_schema, "read_only": self.read_only}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+            "read_only": self.read_only,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "ListedTool":
-        return cls(name=data["name"], description=data.get("description") or "",
-                   input_schema=data.get("input_schema") or {"type": "object", "properties": {}},
-                   output_schema=data.get("output_schema"), read_only=bool(data.get("read_only")))
+        return cls(
+            name=data["name"],
+            description=data.get("description") or "",
+            input_schema=data.get("input_schema") or {"type": "object", "properties": {}},
+            output_schema=data.get("output_schema"),
+            read_only=bool(data.get("read_only")),
+        )
 
 
 @dataclass(frozen=True)
@@ -174,8 +191,9 @@ class Connection:
         self._task = asyncio.current_task()
         pending: concurrent.futures.Future | None = None
         try:
-            async with Client(self.spec.transport(self._saw, self._errlog),
-                              read_timeout_seconds=self.spec.connect_timeout) as client:
+            async with Client(
+                self.spec.transport(self._saw, self._errlog), read_timeout_seconds=self.spec.connect_timeout
+            ) as client:
                 self._ready.set()
                 while True:
                     item = await self._queue.get()
@@ -209,9 +227,11 @@ class Connection:
 
     def _why(self, exc: BaseException | None) -> str:
         if self._refused:
-            return (f"the server refused our credentials (HTTP {self._refused} "
-                    f"{'Unauthorized' if self._refused == 401 else 'Forbidden'}); check the environment variables "
-                    "its headers are read from")
+            return (
+                f"the server refused our credentials (HTTP {self._refused} "
+                f"{'Unauthorized' if self._refused == 401 else 'Forbidden'}); check the environment variables "
+                "its headers are read from"
+            )
         return _reason(exc)
 
     # --- the caller's side --------------------------------------------------------------
@@ -256,7 +276,9 @@ class Connection:
                 if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                     self.close()  # the server went away: the next request starts it again
                 if not self.alive:
-                    raise ToolServerError(f"{self.spec.name}: the server failed ({self._why(self._error or exc)})") from exc
+                    raise ToolServerError(
+                        f"{self.spec.name}: the server failed ({self._why(self._error or exc)})"
+                    ) from exc
                 raise ToolServerError(f"{self.spec.name}: {self._why(exc)}") from exc
 
     def list_tools(self, timeout: float) -> list[ListedTool]:
@@ -266,10 +288,15 @@ class Connection:
                 page = await client.list_tools(cursor=cursor)
                 for t in page.tools:
                     hints = t.annotations
-                    out.append(ListedTool(name=t.name, description=t.description or "",
-                                          input_schema=t.input_schema or {"type": "object", "properties": {}},
-                                          output_schema=t.output_schema,
-                                          read_only=bool(hints and hints.read_only_hint)))
+                    out.append(
+                        ListedTool(
+                            name=t.name,
+                            description=t.description or "",
+                            input_schema=t.input_schema or {"type": "object", "properties": {}},
+                            output_schema=t.output_schema,
+                            read_only=bool(hints and hints.read_only_hint),
+                        )
+                    )
                 cursor = page.next_cursor
                 if not cursor:
                     break
@@ -348,9 +375,14 @@ def close_all() -> None:
         c.close()
 
 
-def probe(spec: ServerSpec, *, timeout: float, samples: list[tuple[str, dict]] | None = None,
-          may_call: Callable[[ListedTool], bool] = lambda tool: tool.read_only, errlog=None,
-          ) -> tuple[list[ListedTool], list[CallResult | str | None]]:
+def probe(
+    spec: ServerSpec,
+    *,
+    timeout: float,
+    samples: list[tuple[str, dict]] | None = None,
+    may_call: Callable[[ListedTool], bool] = lambda tool: tool.read_only,
+    errlog=None,
+) -> tuple[list[ListedTool], list[CallResult | str | None]]:
     """Connect afresh, list the tools and make the sample calls in the order given; close.
 
     One outcome per sample, in its place: a `CallResult`, a failure (a string), or None when the
@@ -390,5 +422,5 @@ def stderr_tail(errlog, limit: int = STDERR_TAIL) -> str:
     text = text.strip()
     if len(text) > limit:
         text = text[-limit:]
-        text = text[text.find("\n") + 1:] if "\n" in text[:200] else text
+        text = text[text.find("\n") + 1 :] if "\n" in text[:200] else text
     return text

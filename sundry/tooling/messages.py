@@ -85,4 +85,3 @@ class ModelResponse(BaseModel):
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
-

@@ -8,7 +8,6 @@ ledger harvests marked result fields — by schema, never by scanning prose.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel
 
 from sundry.tooling.declarations import check_declarations
 from sundry.tooling.ids import ID_KIND_KEY, IdField, id_fields, id_owners, iter_ids  # noqa: F401  (the tool interface)
+
 
 class ToolError(Exception):
     """A tool refused or failed; the message is shown to the model as the tool result."""
@@ -74,6 +74,7 @@ _NAME_LIST = re.compile(r"[\s,]+")
 def name_list(text: str) -> list[str]:
     """Tool names from a comma- or space-separated list (an admin's allow or deny field), in order, each once."""
     return list(dict.fromkeys(n for n in _NAME_LIST.split(text or "") if n))
+
 
 # Sundry's reply tool: a call to it is the agent's message to the customer (a domain may offer it).
 REPLY_TOOL = "reply_to_customer"

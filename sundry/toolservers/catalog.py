@@ -61,8 +61,9 @@ class RemoteArgs(BaseModel):
             except SchemaError:
                 errors = []  # the server's schema is its own business; the server checks again
             if errors:
-                raise ValueError("; ".join(
-                    f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:5]))
+                raise ValueError(
+                    "; ".join(f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:5])
+                )
         return data
 
     @model_serializer(mode="wrap")
@@ -104,10 +105,12 @@ def _arg_field(path: str) -> str | None:
     return name if name and "." not in name and "[" not in name else None
 
 
-def remote_tool(server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_client.ListedTool,
-                decls: Domain) -> RemoteTool:
-    decl = decls.tools.get(listed.name) or declfile.undeclared(listed.name, listed.input_schema,
-                                                                read_only=listed.read_only)
+def remote_tool(
+    server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_client.ListedTool, decls: Domain
+) -> RemoteTool:
+    decl = decls.tools.get(listed.name) or declfile.undeclared(
+        listed.name, listed.input_schema, read_only=listed.read_only
+    )
     fields = {}
     for path, kind in decl.args.items():
         name = _arg_field(path)
@@ -117,12 +120,25 @@ def remote_tool(server: ToolServer, spec: mcp_client.ServerSpec, listed: mcp_cli
     args_model.json_schema = listed.input_schema or {}
     write = decl.write
     return RemoteTool(
-        name=listed.name, description=listed.description or decl.description or listed.name.replace("_", " "),
-        args_model=args_model, result_model=BaseModel, run=_unavailable, side_effect=write,
-        resolves=decl.completes, target_arg=_arg_field(decl.target) if decl.target else None,
-        repeat_key=tuple(decl.repeat_key), reversible=decl.reversible, consent_action=decl.consent,
-        server_id=server.pk, server_name=server.name, connect=spec, decl=decl, declarations=decls,
-        input_schema=listed.input_schema, output_schema=listed.output_schema, timeout=server.timeout_seconds,
+        name=listed.name,
+        description=listed.description or decl.description or listed.name.replace("_", " "),
+        args_model=args_model,
+        result_model=BaseModel,
+        run=_unavailable,
+        side_effect=write,
+        resolves=decl.completes,
+        target_arg=_arg_field(decl.target) if decl.target else None,
+        repeat_key=tuple(decl.repeat_key),
+        reversible=decl.reversible,
+        consent_action=decl.consent,
+        server_id=server.pk,
+        server_name=server.name,
+        connect=spec,
+        decl=decl,
+        declarations=decls,
+        input_schema=listed.input_schema,
+        output_schema=listed.output_schema,
+        timeout=server.timeout_seconds,
         read_only=listed.read_only,
     )
 
@@ -138,19 +154,24 @@ def server_spec(server: ToolServer) -> mcp_client.ServerSpec:
     to it raises `ToolServerError` with the reason, and nothing is started or contacted."""
     refused = limits.server_refusal(server)
     if refused:
-        return mcp_client.ServerSpec(name=server.name, refused=refused,
-                                     **({"url": server.url} if server.transport == ToolServer.Transport.HTTP
-                                        else {"command": server.command}))
+        return mcp_client.ServerSpec(
+            name=server.name,
+            refused=refused,
+            **({"url": server.url} if server.transport == ToolServer.Transport.HTTP else {"command": server.command}),
+        )
     cwd = limits.working_dir(server.working_dir)
     if server.transport == ToolServer.Transport.HTTP:
         # A header whose variable is unset is left out, never sent empty ("Authorization: ").
-        headers = tuple((h, os.environ[var]) for h, var in sorted((server.header_env or {}).items())
-                        if os.environ.get(var))
-        return mcp_client.ServerSpec(name=server.name, url=server.url, headers=headers,
-                                     connect_timeout=server.connect_timeout)
+        headers = tuple(
+            (h, os.environ[var]) for h, var in sorted((server.header_env or {}).items()) if os.environ.get(var)
+        )
+        return mcp_client.ServerSpec(
+            name=server.name, url=server.url, headers=headers, connect_timeout=server.connect_timeout
+        )
     env = tuple((n, os.environ[n]) for n in server.env_name_list() if n in os.environ)
-    return mcp_client.ServerSpec(name=server.name, command=server.command, cwd=cwd, env=env,
-                                 connect_timeout=server.connect_timeout)
+    return mcp_client.ServerSpec(
+        name=server.name, command=server.command, cwd=cwd, env=env, connect_timeout=server.connect_timeout
+    )
 
 
 def declarations(server: ToolServer) -> Domain:
@@ -204,8 +225,11 @@ class ClassTools:
 
     def approval_holds(self, hold_undeclared: dict[int, bool]) -> dict[str, dict]:
         """Approval rules the class's undeclared writes add: every call held."""
-        return {n: {} for n, t in self.remote.items()
-                if not t.declared and t.side_effect and hold_undeclared.get(t.server_id, True)}
+        return {
+            n: {}
+            for n, t in self.remote.items()
+            if not t.declared and t.side_effect and hold_undeclared.get(t.server_id, True)
+        }
 
     def typed_ids(self, text: str) -> list[tuple[str, str]]:
         return _typed(self.declarations, text)
@@ -231,10 +255,18 @@ def _merged(decls: list[Domain], tools: dict[str, ToolDecl]) -> Domain:
             patterns.setdefault(kind, pattern)
     first = decls[0] if decls else None
     customer_kind = next((d.customer_kind for d in decls if d.customer_kind), "")
-    owns = list(dict.fromkeys(k for d in decls for k in (d.customer_owns or ([d.owner_kind] if d.customer_kind else []))))
-    return Domain(name=first.name if first else "tool servers", owner_kind=first.owner_kind if first else "order",
-                  customer_kind=customer_kind, customer_owns=owns,
-                  id_patterns=patterns, lookup_hints={k: v for k, v in hints.items() if v}, tools=tools)
+    owns = list(
+        dict.fromkeys(k for d in decls for k in (d.customer_owns or ([d.owner_kind] if d.customer_kind else [])))
+    )
+    return Domain(
+        name=first.name if first else "tool servers",
+        owner_kind=first.owner_kind if first else "order",
+        customer_kind=customer_kind,
+        customer_owns=owns,
+        id_patterns=patterns,
+        lookup_hints={k: v for k, v in hints.items() if v},
+        tools=tools,
+    )
 
 
 def _typed(decls: list[Domain], text: str) -> list[tuple[str, str]]:

@@ -22,10 +22,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from sundry.tooling import mcp_client
-from sundry.tooling.domain import Domain, ToolDecl
 from django.utils import timezone
 
+from sundry.tooling import mcp_client
+from sundry.tooling.domain import Domain, ToolDecl
 from sundry.toolservers import catalog, declfile, offered
 from sundry.toolservers.models import ToolServer
 
@@ -85,8 +85,9 @@ def _locate(data: Any, path: str) -> list[tuple]:
             elif isinstance(node, dict) and segment in node:
                 step.append(((*loc, ("k", segment)), node[segment]))
         for _ in range(lists):
-            step = [((*loc, ("i", i)), item) for loc, node in step if isinstance(node, list)
-                    for i, item in enumerate(node)]
+            step = [
+                ((*loc, ("i", i)), item) for loc, node in step if isinstance(node, list) for i, item in enumerate(node)
+            ]
         nodes = step
     return [loc for loc, _ in nodes]
 
@@ -139,8 +140,11 @@ def result_warnings(name: str, decl: ToolDecl, data: Any, decls: Domain) -> list
     if isinstance(data, str):
         declared = {v for _p, _k, v in decl.ids(data, kind_of=decls.kind_of)}
         shaped = [t for t in re.findall(r"[^\s,;:()\"']+", data) if _looks_like_id("", t, decls)]
-        return [f"{name}: its result '{t}' looks like an identifier but no pattern in 'bare' reads it."
-                for t in shaped if t not in declared][:3]
+        return [
+            f"{name}: its result '{t}' looks like an identifier but no pattern in 'bare' reads it."
+            for t in shaped
+            if t not in declared
+        ][:3]
     covered = {loc for path in decl.results for loc in _locate(data, path)}
     out, seen = [], set()
     for loc, value in _leaves(data, decls):
@@ -149,8 +153,10 @@ def result_warnings(name: str, decl: ToolDecl, data: Any, decls: Domain) -> list
         path = _general(loc, data)
         if path not in seen:
             seen.add(path)
-            out.append(f"{name}: result field {path} holds values that look like identifiers (e.g. '{value}') "
-                       "but is not declared, so the ledger will not hold them.")
+            out.append(
+                f"{name}: result field {path} holds values that look like identifiers (e.g. '{value}') "
+                "but is not declared, so the ledger will not hold them."
+            )
     for path in decl.results:
         # A field the result has, null in this sample (an order's exchange before any exchange), occurs.
         if not _locate(data, path) and not _locate(data, path.replace("[]", "")):
@@ -169,8 +175,14 @@ _QUERY_ARG = re.compile(r"^(?:sql|query|statement|stmt|expression|expr|filter|wh
 def free_form_query(input_schema: dict | None) -> str:
     """The name of a string argument that carries a free-form query ("" when none)."""
     props = (input_schema or {}).get("properties") or {}
-    return next((name for name, p in props.items()
-                 if _QUERY_ARG.match(name) and isinstance(p, dict) and p.get("type", "string") == "string"), "")
+    return next(
+        (
+            name
+            for name, p in props.items()
+            if _QUERY_ARG.match(name) and isinstance(p, dict) and p.get("type", "string") == "string"
+        ),
+        "",
+    )
 
 
 def test_connection(server: ToolServer) -> Report:
@@ -179,8 +191,9 @@ def test_connection(server: ToolServer) -> Report:
     try:
         decls = catalog.declarations(server)
     except declfile.DeclarationError as exc:
-        report.warnings.append(f"Declaration file: {str(exc).rstrip('.')}. Every tool counts as undeclared "
-                               "until it is fixed.")
+        report.warnings.append(
+            f"Declaration file: {str(exc).rstrip('.')}. Every tool counts as undeclared until it is fixed."
+        )
         decls = Domain(name=server.name)
     spec = catalog.server_spec(server)
     if spec.refused:  # outside the deployment's limits: nothing is started or contacted
@@ -193,8 +206,13 @@ def test_connection(server: ToolServer) -> Report:
     samples = server.sample_list()
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
-            listed, results = mcp_client.probe(spec, timeout=server.timeout_seconds, samples=samples,
-                                               may_call=lambda t: _may_sample(t, decls), errlog=errlog)
+            listed, results = mcp_client.probe(
+                spec,
+                timeout=server.timeout_seconds,
+                samples=samples,
+                may_call=lambda t: _may_sample(t, decls),
+                errlog=errlog,
+            )
         except mcp_client.ToolServerError as exc:
             report.error = str(exc)
             report.stderr = mcp_client.stderr_tail(errlog)
@@ -210,16 +228,23 @@ def test_connection(server: ToolServer) -> Report:
         decl = decls.tools.get(t.name)
         kind = "write" if (decl.write if decl else not t.read_only) else ("lookup" if decl and decl.lookup else "other")
         first = " ".join((t.description or "").strip().split("\n\n")[0].split())
-        row = ToolRow(name=t.name, description=first if len(first) <= 160 else first[:159] + "…",
-                      declared=decl is not None, kind=kind, read_only=t.read_only)
+        row = ToolRow(
+            name=t.name,
+            description=first if len(first) <= 160 else first[:159] + "…",
+            declared=decl is not None,
+            kind=kind,
+            read_only=t.read_only,
+        )
         row.sampled = "; ".join(s.outcome for s in report.samples if s.tool == t.name)
         if not offered.offers(server, t.name):
             row.sampled = (row.sampled + "; " if row.sampled else "") + "not offered to the model (allow/deny list)"
         report.tools.append(row)
         # A write taking a free-form query: which records it changes is inside the query.
         if kind == "write" and (query := free_form_query(t.input_schema)) and not (decl is not None and decl.opaque):
-            report.warnings.append(f"{t.name}: takes a free-form query ({query}); the guards cannot see which "
-                                   "records it touches. Declare it \"opaque\": true so each call waits for staff.")
+            report.warnings.append(
+                f"{t.name}: takes a free-form query ({query}); the guards cannot see which "
+                'records it touches. Declare it "opaque": true so each call waits for staff.'
+            )
         if decl is None:
             held = " and its calls are held for staff" if (not t.read_only and server.hold_undeclared_writes) else ""
             report.warnings.append(f"{t.name}: undeclared — usable, but its results are not harvested{held}.")
@@ -229,8 +254,9 @@ def test_connection(server: ToolServer) -> Report:
     server.refresh_from_db(fields=["listed_tools"])
     found = offered.clashes(server, ToolServer.objects.filter(ticket_class_id=server.ticket_class_id))
     if found:
-        report.warnings.append(offered.clash_message(server, found) + " Until then the class skips the later "
-                               "server's copies.")
+        report.warnings.append(
+            offered.clash_message(server, found) + " Until then the class skips the later server's copies."
+        )
     return report
 
 

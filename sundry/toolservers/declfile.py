@@ -19,7 +19,6 @@ from pydantic import ValidationError
 
 from sundry.tooling.domain import Domain, ToolDecl
 
-
 _WHOLE = re.compile(r"^(?:\^|\\A).*(?:(?<!\\)\$|\\Z)$", re.S)
 
 
@@ -30,8 +29,13 @@ class DeclarationError(ValueError):
 def undeclared(name: str, parameters: dict, *, read_only: bool) -> ToolDecl:
     """A listed tool the file does not declare: usable, nothing harvested; a write unless the
     server says it only reads, and then held for staff by default."""
-    return ToolDecl(name=name, parameters=parameters or {"type": "object", "properties": {}}, write=not read_only,
-                    approvable=not read_only, declared=False)
+    return ToolDecl(
+        name=name,
+        parameters=parameters or {"type": "object", "properties": {}},
+        write=not read_only,
+        approvable=not read_only,
+        declared=False,
+    )
 
 
 def parse(text: str, *, where: str = "declaration file") -> Domain:
@@ -50,9 +54,11 @@ def parse(text: str, *, where: str = "declaration file") -> Domain:
         # alone), never an ID found inside free text, which may quote what anyone wrote.
         loose = [p for p in tool.bare if not _WHOLE.match(p)]
         if loose:
-            raise DeclarationError(f"{where}: tools.{name}.bare: '{loose[0]}' must match the whole result "
-                                   "(begin with ^ and end with $). IDs inside free text are never counted as "
-                                   "looked up; leave such a result without 'bare'.")
+            raise DeclarationError(
+                f"{where}: tools.{name}.bare: '{loose[0]}' must match the whole result "
+                "(begin with ^ and end with $). IDs inside free text are never counted as "
+                "looked up; leave such a result without 'bare'."
+            )
     return domain
 
 

@@ -40,32 +40,53 @@ from sundry.toolservers.declfile import DeclarationError
 
 # Variables Sundry reads itself (tests/toolservers/test_limits.py holds this to every name the code
 # reads); tool servers never get them, whatever the prefix.
-OWN_VARIABLES = frozenset({
-    "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE",
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-    "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
-    "SUNDRY_TOOL_ENV_PREFIX", "SUNDRY_TOOL_COMMANDS", "SUNDRY_TOOL_HOSTS", "SUNDRY_TOOL_DECLARATIONS_DIR",
-    "SUNDRY_TOOL_RESULT_MAX_BYTES",
-})
+OWN_VARIABLES = frozenset(
+    {
+        "DATABASE_URL",
+        "REDIS_URL",
+        "DJANGO_SETTINGS_MODULE",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OLLAMA_API_KEY",
+        "OLLAMA_BASE_URL",
+        "SUNDRY_TOOL_ENV_PREFIX",
+        "SUNDRY_TOOL_COMMANDS",
+        "SUNDRY_TOOL_HOSTS",
+        "SUNDRY_TOOL_DECLARATIONS_DIR",
+        "SUNDRY_TOOL_RESULT_MAX_BYTES",
+    }
+)
 # Namespaces of Sundry's settings and of the libraries it runs (Django, Celery, the provider SDKs,
 # libpq's PG* variables), present and future. `SUNDRY_TOOL_` is the tool servers' own.
 OWN_NAMESPACES = ("SUNDRY_", "DJANGO_", "CELERY_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "PG", "REDIS_", "DATABASE_")
 TOOL_NAMESPACE = "SUNDRY_TOOL_"
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
-HOST_REFUSED = ("This URL is not one this deployment lets tool servers reach: an HTTP tool server must be an "
-                "http(s) URL on a host (and port) listed in SUNDRY_TOOL_HOSTS, which whoever deploys Sundry sets.")
-COMMAND_REFUSED = ("This command is not one this deployment lets tool servers run: a stdio command must start "
-                   "with one of the command lines listed in SUNDRY_TOOL_COMMANDS, which whoever deploys Sundry sets.")
-STDIO_OFF = ("stdio tool servers are off in this deployment: SUNDRY_TOOL_COMMANDS lists no command. Reach the "
-             "server over HTTP, or ask whoever deploys Sundry to list its command there.")
-DECLARATION_REFUSED = ("A declaration file must lie inside the declarations folder ({folders}, set by "
-                       "SUNDRY_TOOL_DECLARATIONS_DIR); this path does not.")
+HOST_REFUSED = (
+    "This URL is not one this deployment lets tool servers reach: an HTTP tool server must be an "
+    "http(s) URL on a host (and port) listed in SUNDRY_TOOL_HOSTS, which whoever deploys Sundry sets."
+)
+COMMAND_REFUSED = (
+    "This command is not one this deployment lets tool servers run: a stdio command must start "
+    "with one of the command lines listed in SUNDRY_TOOL_COMMANDS, which whoever deploys Sundry sets."
+)
+STDIO_OFF = (
+    "stdio tool servers are off in this deployment: SUNDRY_TOOL_COMMANDS lists no command. Reach the "
+    "server over HTTP, or ask whoever deploys Sundry to list its command there."
+)
+DECLARATION_REFUSED = (
+    "A declaration file must lie inside the declarations folder ({folders}, set by "
+    "SUNDRY_TOOL_DECLARATIONS_DIR); this path does not."
+)
 
 PYTHON_NAMES = ("python", "python3")  # as `mcp_client.ServerSpec.argv`: Sundry's own interpreter
 # Entries that allow a general-purpose program with any arguments: any code at all.
-_OPEN_PROGRAMS = re.compile(r"(python[0-9.]*|pypy[0-9.]*|sh|bash|dash|zsh|ksh|fish|env|node|nodejs|deno|bun|npx|"
-                            r"npm|pnpm|yarn|uv|uvx|pipx|perl|ruby|php|java|docker|podman|sudo)")
+_OPEN_PROGRAMS = re.compile(
+    r"(python[0-9.]*|pypy[0-9.]*|sh|bash|dash|zsh|ksh|fish|env|node|nodejs|deno|bun|npx|"
+    r"npm|pnpm|yarn|uv|uvx|pipx|perl|ruby|php|java|docker|podman|sudo)"
+)
 _CODE_FLAGS = frozenset({"-c", "-e", "--eval", "-m", "-p", "--print", "exec", "run", "dlx"})
 
 
@@ -83,12 +104,15 @@ def env_refusal(names) -> str:
     unprefixed = sorted({n for n in names if not n.startswith(prefix) and n not in own})
     problems = []
     if own:
-        problems.append(f"{', '.join(own)}: Sundry's own settings; a tool server never receives "
-                        f"{'them' if len(own) > 1 else 'it'}.")
+        problems.append(
+            f"{', '.join(own)}: Sundry's own settings; a tool server never receives {'them' if len(own) > 1 else 'it'}."
+        )
     if unprefixed:
-        problems.append(f"{', '.join(unprefixed)}: a tool server may only read environment variables whose names "
-                        f"start with {prefix} (SUNDRY_TOOL_ENV_PREFIX); put the value in one, e.g. "
-                        f"{prefix}{unprefixed[0]}.")
+        problems.append(
+            f"{', '.join(unprefixed)}: a tool server may only read environment variables whose names "
+            f"start with {prefix} (SUNDRY_TOOL_ENV_PREFIX); put the value in one, e.g. "
+            f"{prefix}{unprefixed[0]}."
+        )
     return " ".join(problems)
 
 
@@ -129,7 +153,7 @@ def command_refusal(command: str, cwd: str | os.PathLike) -> str:
     if not allowed:
         return STDIO_OFF
     words = command_words(command, cwd)
-    if words and any(words[:len(entry)] == entry for entry in allowed):
+    if words and any(words[: len(entry)] == entry for entry in allowed):
         return ""
     return COMMAND_REFUSED
 
@@ -190,8 +214,11 @@ def declaration_file(path: str | os.PathLike) -> Path:
     """The file `path` names (relative to Sundry's directory), resolved, when it lies inside a declarations
     folder; otherwise `DeclarationError` with one text whatever is or is not at that path."""
     folders = declaration_folders()
-    refused = DeclarationError(DECLARATION_REFUSED.format(
-        folders=", ".join(str(f) for f in folders) or "none: no declaration file may be read"))
+    refused = DeclarationError(
+        DECLARATION_REFUSED.format(
+            folders=", ".join(str(f) for f in folders) or "none: no declaration file may be read"
+        )
+    )
     try:
         resolved = (Path(settings.BASE_DIR) / Path(path)).resolve()
         roots = [folder.resolve() for folder in folders]
@@ -276,30 +303,45 @@ def _command_wide(words: list[str]) -> bool:
 def deploy_checks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     out = []
     if _prefix_wide(settings.TOOL_ENV_PREFIX):
-        out.append(checks.Warning(
-            f"SUNDRY_TOOL_ENV_PREFIX is {settings.TOOL_ENV_PREFIX!r}: an admin may send almost any environment "
-            "variable of Sundry's to a tool server.",
-            hint="Leave it at SUNDRY_TOOL_ (the default), or a prefix of your own ending in _.",
-            id="sundry.toolservers.W001"))
+        out.append(
+            checks.Warning(
+                f"SUNDRY_TOOL_ENV_PREFIX is {settings.TOOL_ENV_PREFIX!r}: an admin may send almost any environment "
+                "variable of Sundry's to a tool server.",
+                hint="Leave it at SUNDRY_TOOL_ (the default), or a prefix of your own ending in _.",
+                id="sundry.toolservers.W001",
+            )
+        )
     wild = [h for h in settings.TOOL_HOSTS if "*" in h]
     if wild:
-        out.append(checks.Warning(
-            f"SUNDRY_TOOL_HOSTS has a wildcard ({', '.join(wild)}): an admin may point an HTTP tool server, and the "
-            "secrets in its headers, at hosts nobody listed.",
-            hint="Name each host (host or host:port) your tool servers run on.", id="sundry.toolservers.W002"))
+        out.append(
+            checks.Warning(
+                f"SUNDRY_TOOL_HOSTS has a wildcard ({', '.join(wild)}): an admin may point an HTTP tool server, and the "
+                "secrets in its headers, at hosts nobody listed.",
+                hint="Name each host (host or host:port) your tool servers run on.",
+                id="sundry.toolservers.W002",
+            )
+        )
     wide = [c for c in settings.TOOL_COMMANDS if (w := command_words(c, settings.BASE_DIR)) and _command_wide(w)]
     if wide:
-        out.append(checks.Warning(
-            f"SUNDRY_TOOL_COMMANDS allows a general-purpose program with any arguments ({'; '.join(wide)}): an "
-            "admin may run any code as Sundry.",
-            hint="List each server's whole command (e.g. python -m mycompany.crm_mcp), not the interpreter.",
-            id="sundry.toolservers.W003"))
+        out.append(
+            checks.Warning(
+                f"SUNDRY_TOOL_COMMANDS allows a general-purpose program with any arguments ({'; '.join(wide)}): an "
+                "admin may run any code as Sundry.",
+                hint="List each server's whole command (e.g. python -m mycompany.crm_mcp), not the interpreter.",
+                id="sundry.toolservers.W003",
+            )
+        )
     base = Path(settings.BASE_DIR).resolve()
-    broad = [f for f in declaration_folders() if f.resolve() == Path(f.resolve().anchor) or
-             base.is_relative_to(f.resolve())]
+    broad = [
+        f for f in declaration_folders() if f.resolve() == Path(f.resolve().anchor) or base.is_relative_to(f.resolve())
+    ]
     if broad:
-        out.append(checks.Warning(
-            f"SUNDRY_TOOL_DECLARATIONS_DIR includes {', '.join(str(f) for f in broad)}, which holds Sundry's own "
-            "files (or the whole disk): an admin may have Sundry open any of them as a declaration file.",
-            hint="Keep declaration files in a folder of their own.", id="sundry.toolservers.W004"))
+        out.append(
+            checks.Warning(
+                f"SUNDRY_TOOL_DECLARATIONS_DIR includes {', '.join(str(f) for f in broad)}, which holds Sundry's own "
+                "files (or the whole disk): an admin may have Sundry open any of them as a declaration file.",
+                hint="Keep declaration files in a folder of their own.",
+                id="sundry.toolservers.W004",
+            )
+        )
     return out

@@ -31,56 +31,81 @@ class ToolServer(models.Model):
     name = models.SlugField(max_length=60, help_text="Short name, shown to staff beside the server's tools.")
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.STDIO)
     command = models.CharField(
-        max_length=500, blank=True,
+        max_length=500,
+        blank=True,
         help_text="stdio: the command line that starts the server, one the deployment allows (SUNDRY_TOOL_COMMANDS; "
-                  "a leading 'python' runs with Sundry's own interpreter), e.g. "
-                  "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail")
-    url = models.URLField(max_length=500, blank=True,
-                          help_text="Streamable HTTP: the server's MCP endpoint, on a host the deployment allows "
-                                    "(SUNDRY_TOOL_HOSTS).")
-    working_dir = models.CharField(max_length=500, blank=True,
-                                   help_text="stdio: where the command runs (default: Sundry's directory).")
+        "a leading 'python' runs with Sundry's own interpreter), e.g. "
+        "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+    )
+    url = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text="Streamable HTTP: the server's MCP endpoint, on a host the deployment allows (SUNDRY_TOOL_HOSTS).",
+    )
+    working_dir = models.CharField(
+        max_length=500, blank=True, help_text="stdio: where the command runs (default: Sundry's directory)."
+    )
     env_names = models.CharField(
-        max_length=500, blank=True,
+        max_length=500,
+        blank=True,
         help_text="stdio: names of environment variables passed to the server, comma-separated, each starting "
-                  "with the deployment's prefix (SUNDRY_TOOL_ unless SUNDRY_TOOL_ENV_PREFIX says otherwise); their "
-                  "values are read from Sundry's environment when it starts, never stored.")
+        "with the deployment's prefix (SUNDRY_TOOL_ unless SUNDRY_TOOL_ENV_PREFIX says otherwise); their "
+        "values are read from Sundry's environment when it starts, never stored.",
+    )
     header_env = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": '
-                  '"SUNDRY_TOOL_RETAIL_API_TOKEN"} (names start with the deployment\'s prefix; the value is read '
-                  "when connecting, never stored).")
+        '"SUNDRY_TOOL_RETAIL_API_TOKEN"} (names start with the deployment\'s prefix; the value is read '
+        "when connecting, never stored).",
+    )
     declaration_path = models.CharField(
-        max_length=500, blank=True,
+        max_length=500,
+        blank=True,
         help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. It must be in "
-                  "the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from "
-                  "Sundry's directory. Tools it does not declare are usable but undeclared.")
-    timeout_seconds = models.FloatField(default=15.0, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
-                                        help_text="Longest one call may take (and connecting, unless the connect "
-                                                  "timeout says otherwise); past it the model gets an error result "
-                                                  "and the ticket a flag.")
+        "the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from "
+        "Sundry's directory. Tools it does not declare are usable but undeclared.",
+    )
+    timeout_seconds = models.FloatField(
+        default=15.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(120)],
+        help_text="Longest one call may take (and connecting, unless the connect "
+        "timeout says otherwise); past it the model gets an error result "
+        "and the ticket a flag.",
+    )
     connect_timeout_seconds = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.5), MaxValueValidator(120)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.5), MaxValueValidator(120)],
         help_text="Longest Sundry waits to start or reach the server and finish the handshake (empty: the "
-                  "per-call timeout). A stdio server's interpreter may need longer to start than a call takes.")
+        "per-call timeout). A stdio server's interpreter may need longer to start than a call takes.",
+    )
     hold_undeclared_writes = models.BooleanField(
-        default=True, help_text="Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval.")
+        default=True, help_text="Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval."
+    )
     allowed_tools = models.CharField(
-        max_length=2000, blank=True,
+        max_length=2000,
+        blank=True,
         help_text="Tools of this server the class offers, comma-separated (empty: every tool it lists). "
-                  "A tool left out is never offered to the model, and a call to it is refused.")
+        "A tool left out is never offered to the model, and a call to it is refused.",
+    )
     denied_tools = models.CharField(
-        max_length=2000, blank=True,
+        max_length=2000,
+        blank=True,
         help_text="Tools of this server the class never offers, comma-separated; a call to one is refused. "
-                  "Also how two servers of a class that list the same tool name are told apart.")
+        "Also how two servers of a class that list the same tool name are told apart.",
+    )
     sample_calls = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text='For "test connection": read-only calls to make, in order, tool → arguments, e.g. '
-                  '{"get_order_details": {"order_id": "#W2611340"}} (kept as a list of {"tool", "arguments"}, '
-                  "which may name a tool twice). Writes are never sample-called.")
+        '{"get_order_details": {"order_id": "#W2611340"}} (kept as a list of {"tool", "arguments"}, '
+        "which may name a tool twice). Writes are never sample-called.",
+    )
     enabled = models.BooleanField(default=True)
-    listed_tools = models.JSONField(default=list, blank=True, editable=False,
-                                    help_text="The tools as the server last listed them.")
+    listed_tools = models.JSONField(
+        default=list, blank=True, editable=False, help_text="The tools as the server last listed them."
+    )
     listed_at = models.DateTimeField(null=True, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -119,22 +144,33 @@ class ToolServer(models.Model):
             errors["url"] = "An HTTP server needs its URL."
         bad = [n for n in self.env_name_list() if not ENV_NAME.fullmatch(n)]
         if bad:
-            errors["env_names"] = (f"Not environment variable names: {', '.join(bad)}. Give the names "
-                                   "(e.g. SUNDRY_TOOL_RETAIL_API_TOKEN), never the values.")
+            errors["env_names"] = (
+                f"Not environment variable names: {', '.join(bad)}. Give the names "
+                "(e.g. SUNDRY_TOOL_RETAIL_API_TOKEN), never the values."
+            )
         if not isinstance(self.header_env, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) and ENV_NAME.fullmatch(v) for k, v in self.header_env.items()):
-            errors["header_env"] = ('Must be an object of header → environment variable name, e.g. '
-                                    '{"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"}; never the secret itself.')
+            isinstance(k, str) and isinstance(v, str) and ENV_NAME.fullmatch(v) for k, v in self.header_env.items()
+        ):
+            errors["header_env"] = (
+                "Must be an object of header → environment variable name, e.g. "
+                '{"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"}; never the secret itself.'
+            )
         for name, why in limits.field_refusals(self, well_formed_only=True).items():
             # The deployment's limits: what the admin may not widen, said with the setting that would.
             if name == "command" and name in errors:
                 continue  # a command line that cannot be read: that is the message
             errors[name] = [errors[name], why] if name in errors else why
         samples = self.sample_calls
-        if not (isinstance(samples, dict) and all(isinstance(v, dict) for v in samples.values())
-                or isinstance(samples, list) and all(_is_sample(s) for s in samples)):
-            errors["sample_calls"] = ('Must be an object of tool → arguments, e.g. {"get_order_details": '
-                                      '{"order_id": "#W2611340"}}, or a list of {"tool": …, "arguments": {…}}.')
+        if not (
+            isinstance(samples, dict)
+            and all(isinstance(v, dict) for v in samples.values())
+            or isinstance(samples, list)
+            and all(_is_sample(s) for s in samples)
+        ):
+            errors["sample_calls"] = (
+                'Must be an object of tool → arguments, e.g. {"get_order_details": '
+                '{"order_id": "#W2611340"}}, or a list of {"tool": …, "arguments": {…}}.'
+            )
         if errors:
             raise ValidationError(errors)
         if self.ticket_class_id:
@@ -144,5 +180,9 @@ class ToolServer(models.Model):
 
 
 def _is_sample(item) -> bool:
-    return (isinstance(item, dict) and set(item) == {"tool", "arguments"} and isinstance(item["tool"], str)
-            and isinstance(item["arguments"], dict))
+    return (
+        isinstance(item, dict)
+        and set(item) == {"tool", "arguments"}
+        and isinstance(item["tool"], str)
+        and isinstance(item["arguments"], dict)
+    )

@@ -48,6 +48,10 @@ def clashes(server, others) -> dict[str, list[str]]:
 
 
 def clash_message(server, found: dict[str, list[str]]) -> str:
-    parts = "; ".join(f"'{server.name}' and '{other}' both offer {', '.join(shared)}" for other, shared in found.items())
-    return (f"Tool names clash in this class: {parts}. A tool name may come from one server only — list it "
-            "under Denied tools on one of the two servers, or give the other's tools other names.")
+    parts = "; ".join(
+        f"'{server.name}' and '{other}' both offer {', '.join(shared)}" for other, shared in found.items()
+    )
+    return (
+        f"Tool names clash in this class: {parts}. A tool name may come from one server only — list it "
+        "under Denied tools on one of the two servers, or give the other's tools other names."
+    )

@@ -55,8 +55,12 @@ def _stop(answer: Answer) -> str:
 
 
 def _usage(answer: Answer, *, output: int) -> dict:
-    return {"input_tokens": answer.input_tokens, "output_tokens": output,
-            "cache_read_input_tokens": answer.cache_read, "cache_creation_input_tokens": answer.cache_write}
+    return {
+        "input_tokens": answer.input_tokens,
+        "output_tokens": output,
+        "cache_read_input_tokens": answer.cache_read,
+        "cache_creation_input_tokens": answer.cache_write,
+    }
 
 
 def message(answer: Answer) -> dict:
@@ -66,13 +70,21 @@ def message(answer: Answer) -> dict:
             content.append({"type": "tool_use", "id": block.call_id, "name": block.name, "input": block.arguments})
         else:
             content.append({"type": "text", "text": "".join(block)})
-    return {"id": "msg_01", "type": "message", "role": "assistant", "model": MODEL, "content": content,
-            "stop_reason": _stop(answer), "stop_sequence": None, "usage": _usage(answer, output=answer.output_tokens)}
+    return {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": _stop(answer),
+        "stop_sequence": None,
+        "usage": _usage(answer, output=answer.output_tokens),
+    }
 
 
 def _split(text: str, n: int) -> list[str]:
     size = max(1, -(-len(text) // max(1, n)))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def events(answer: Answer):
@@ -83,8 +95,10 @@ def events(answer: Answer):
     for index, block in enumerate(_grouped(answer.blocks)):
         if isinstance(block, ToolUse):
             head = {"type": "tool_use", "id": block.call_id, "name": block.name, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": p}
-                      for p in _split(block.raw if block.raw is not None else json.dumps(block.arguments), block.pieces)]
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _split(block.raw if block.raw is not None else json.dumps(block.arguments), block.pieces)
+            ]
         else:
             head = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in block]
@@ -94,8 +108,14 @@ def events(answer: Answer):
             yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     # The final usage is cumulative: the output tokens and, again, the input and cache counts.
-    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": _stop(answer), "stop_sequence": None},
-                            "usage": _usage(answer, output=answer.output_tokens)}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": _stop(answer), "stop_sequence": None},
+            "usage": _usage(answer, output=answer.output_tokens),
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -113,11 +133,26 @@ class AnthropicServer(LoopbackServer):
             def do_POST(self):
                 body = self.read_json()
                 path = self.path.split("?")[0]
-                server.requests.append({"path": path, "body": body, "at": time.monotonic(),
-                                        "headers": {k.lower(): v for k, v in self.headers.items()}})
+                server.requests.append(
+                    {
+                        "path": path,
+                        "body": body,
+                        "at": time.monotonic(),
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                    }
+                )
                 if path.endswith("/messages/count_tokens"):
-                    answer = server.count(body) if server.count else (404, {"type": "error", "error": {
-                        "type": "not_found_error", "message": "count_tokens is not served here"}})
+                    answer = (
+                        server.count(body)
+                        if server.count
+                        else (
+                            404,
+                            {
+                                "type": "error",
+                                "error": {"type": "not_found_error", "message": "count_tokens is not served here"},
+                            },
+                        )
+                    )
                     if isinstance(answer, tuple):
                         self.send_json(*answer)
                     else:

@@ -33,8 +33,13 @@ class Streamed:
 
 
 def _chunk(delta: dict, *, finish=None, usage=None) -> bytes:
-    body = {"id": "chatcmpl-s1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "streamer",
-            "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-s1",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "streamer",
+        "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage:
         body["usage"] = usage
     return b"data: " + json.dumps(body).encode() + b"\n\n"
@@ -50,15 +55,24 @@ def _usage(answer: Streamed) -> dict:
 
 def _whole(answer: Streamed) -> dict:
     text = "".join(c for c in answer.chunks if isinstance(c, str)) or None
-    calls = [{"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-             for c in answer.chunks if isinstance(c, ToolChunk)]
+    calls = [
+        {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in answer.chunks
+        if isinstance(c, ToolChunk)
+    ]
     message = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = calls
-    return {"id": "chatcmpl-s1", "object": "chat.completion", "created": 1_700_000_000, "model": "streamer",
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": answer.finish or ("tool_calls" if calls else "stop")}],
-            "usage": _usage(answer)}
+    return {
+        "id": "chatcmpl-s1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "streamer",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": answer.finish or ("tool_calls" if calls else "stop")}
+        ],
+        "usage": _usage(answer),
+    }
 
 
 class StreamingServer(LoopbackServer):
@@ -91,8 +105,16 @@ class StreamingServer(LoopbackServer):
                 for piece in answer.chunks:
                     time.sleep(server.pause)
                     if isinstance(piece, ToolChunk):
-                        delta = {"tool_calls": [{"index": n_calls, "id": piece.call_id, "type": "function",
-                                                 "function": {"name": piece.name, "arguments": piece.arguments}}]}
+                        delta = {
+                            "tool_calls": [
+                                {
+                                    "index": n_calls,
+                                    "id": piece.call_id,
+                                    "type": "function",
+                                    "function": {"name": piece.name, "arguments": piece.arguments},
+                                }
+                            ]
+                        }
                         n_calls += 1
                     else:
                         delta = {"content": piece}

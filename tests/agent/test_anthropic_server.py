@@ -51,8 +51,9 @@ def anthropic(no_internet, monkeypatch):  # noqa: F811
 
 def test_a_streamed_reply_reaches_the_sink_as_it_is_written_and_the_call_returns_the_whole(anthropic):
     pieces = ["Your order ", "SU-20481 ", "has ", "shipped ", "today."]
-    server = anthropic(lambda p, b: Answer(blocks=pieces, input_tokens=200, cache_read=1000, output_tokens=9),
-                       pause=0.2)
+    server = anthropic(
+        lambda p, b: Answer(blocks=pieces, input_tokens=200, cache_read=1000, output_tokens=9), pause=0.2
+    )
     sink = Sink()
     call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
 
@@ -76,11 +77,13 @@ def test_a_tool_use_streamed_as_input_json_deltas_is_one_whole_call(anthropic):
     use = ToolUse("toolu_1", "get_order", {"order_number": "SU-20481"}, pieces=4)
     anthropic(lambda p, b: Answer(blocks=[use]))
     assert [e["delta"]["type"] for n, e in events(Answer(blocks=[use])) if n == "content_block_delta"] == [
-        "input_json_delta"] * 4  # the arguments really arrive in pieces
+        "input_json_delta"
+    ] * 4  # the arguments really arrive in pieces
     sink = Sink()
     call = Gateway(limits=NO_RETRIES).call(lane_request(MODEL), stream=sink)
     assert [(c.id, c.name, c.arguments) for c in call.response.tool_calls] == [
-        ("toolu_1", "get_order", {"order_number": "SU-20481"})]
+        ("toolu_1", "get_order", {"order_number": "SU-20481"})
+    ]
     assert call.response.finish_reason == "tool_call"
     assert [k for k, _, _ in sink.events] == ["typing"]  # a call shows nothing but typing
 
@@ -95,8 +98,11 @@ def test_negative_control_malformed_streamed_arguments_stay_raw_text_for_the_gua
 
 # --- 429 with Retry-After ---------------------------------------------------------------------
 
-RATE_LIMITED = (429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
-                {"retry-after": "1"})
+RATE_LIMITED = (
+    429,
+    {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+    {"retry-after": "1"},
+)
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -124,8 +130,7 @@ def test_negative_control_without_retries_the_429_is_a_retryable_error_after_one
 def desk(anthropic):
     """A ticket whose class runs an `anthropic:` model behind the local server, answering from `answers`."""
     answers: list = []
-    server = anthropic(lambda path, body: answers.pop(0)(body) if callable(answers[0]) else answers.pop(0),
-                       pause=0.15)
+    server = anthropic(lambda path, body: answers.pop(0)(body) if callable(answers[0]) else answers.pop(0), pause=0.15)
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-26675", prices=(4000,))
     tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
@@ -145,10 +150,19 @@ def agent_messages(ticket):
 @pytest.mark.django_db
 def test_a_streamed_tool_use_runs_as_a_tool_call_and_cached_tokens_are_recorded(desk):
     desk["answers"] += [
-        Answer(blocks=["Let me look.", ToolUse("toolu_1", "get_order", {"order_number": "SU-26675"})],
-               input_tokens=300, cache_read=2500, cache_write=0, output_tokens=30),
-        Answer(blocks=["Order SU-26675 ", "was paid; ", "no refund has been made."],
-               input_tokens=500, cache_read=2500, output_tokens=12),
+        Answer(
+            blocks=["Let me look.", ToolUse("toolu_1", "get_order", {"order_number": "SU-26675"})],
+            input_tokens=300,
+            cache_read=2500,
+            cache_write=0,
+            output_tokens=30,
+        ),
+        Answer(
+            blocks=["Order SU-26675 ", "was paid; ", "no refund has been made."],
+            input_tokens=500,
+            cache_read=2500,
+            output_tokens=12,
+        ),
     ]
     assert settings.MODEL_STREAM
     run(desk)
@@ -158,22 +172,31 @@ def test_a_streamed_tool_use_runs_as_a_tool_call_and_cached_tokens_are_recorded(
     # The next request answered that call by its id, as Anthropic requires.
     second = desk["server"].bodies[1]
     assert second["stream"] is True
-    results = [c for m in second["messages"] if isinstance(m["content"], list) for c in m["content"]
-               if c.get("type") == "tool_result"]
+    results = [
+        c
+        for m in second["messages"]
+        if isinstance(m["content"], list)
+        for c in m["content"]
+        if c.get("type") == "tool_result"
+    ]
     assert [r["tool_use_id"] for r in results] == ["toolu_1"]
     assert agent_messages(ticket) == ["Order SU-26675 was paid; no refund has been made."]
     steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
     assert [s.outcome for s in steps] == ["tool_calls", "reply"]
     assert [(s.input_tokens, s.cached_input_tokens, s.reported_request_tokens) for s in steps] == [
-        (2800, 2500, 2800), (3000, 2500, 3000)]
+        (2800, 2500, 2800),
+        (3000, 2500, 3000),
+    ]
     assert all(s.checks.get("streamed") for s in steps)
 
 
 @pytest.mark.django_db
 def test_an_invented_refund_reference_in_an_unstreamed_reply_is_asked_again_then_held(desk, settings):
     settings.MODEL_STREAM = False
-    desk["answers"] += [Answer(blocks=["Your refund SU-26675-RF01 for 40.00 USD has been issued."]),
-                        Answer(blocks=["Refund reference SU-26675-refund-1 is on its way."])]
+    desk["answers"] += [
+        Answer(blocks=["Your refund SU-26675-RF01 for 40.00 USD has been issued."]),
+        Answer(blocks=["Refund reference SU-26675-refund-1 is on its way."]),
+    ]
     run(desk)
     ticket = Ticket.objects.get(pk=desk["ticket"].pk)
     assert "stream" not in desk["server"].bodies[0] or desk["server"].bodies[0]["stream"] is False
@@ -199,8 +222,14 @@ def test_negative_control_a_reply_naming_only_known_identifiers_is_posted(desk, 
 
 @pytest.mark.django_db
 def test_a_hallucinated_tool_response_in_an_anthropic_reply_is_stripped(desk):
-    desk["answers"] += [Answer(blocks=['<tool_response>{"status": "paid"}</tool_response>\n',
-                                       "Order SU-26675 was paid; no refund has been made."])]
+    desk["answers"] += [
+        Answer(
+            blocks=[
+                '<tool_response>{"status": "paid"}</tool_response>\n',
+                "Order SU-26675 was paid; no refund has been made.",
+            ]
+        )
+    ]
     run(desk)
     [message] = Turn.objects.filter(ticket=desk["ticket"], author="agent", kind="message")
     assert message.text == "Order SU-26675 was paid; no refund has been made."
@@ -221,6 +250,7 @@ def _slow(seconds):
     def answer(body):
         time.sleep(seconds)
         return Answer(blocks=["Too late."])
+
     return answer
 
 
@@ -254,8 +284,9 @@ def watched(transactional_db, anthropic):
 
 async def test_customer_and_desk_see_the_anthropic_stream_then_the_stored_turn(watched):
     pieces = ["I checked ", "order ", "SU-26675. ", "No refund ", "of 40 USD ", "has been made ", "yet."]
-    server = watched["start"](lambda p, b: Answer(blocks=pieces, input_tokens=120, cache_read=800, output_tokens=12),
-                              pause=0.15)
+    server = watched["start"](
+        lambda p, b: Answer(blocks=pieces, input_tokens=120, cache_read=800, output_tokens=12), pause=0.15
+    )
     ticket = watched["ticket"]
     customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
     staff = await _watch(f"/ws/desk/tickets/{ticket.pk}/", watched["staff"])
@@ -269,7 +300,10 @@ async def test_customer_and_desk_see_the_anthropic_stream_then_the_stored_turn(w
     stored = await Turn.objects.filter(ticket=ticket, author="agent", kind="message").aget()
     assert stored.text == "".join(pieces)
     step = await AgentStep.objects.aget(ticket=ticket)
-    assert step.checks.get("streamed") is True and (step.cached_input_tokens, step.reported_request_tokens) == (800, 920)
+    assert step.checks.get("streamed") is True and (step.cached_input_tokens, step.reported_request_tokens) == (
+        800,
+        920,
+    )
     for got, whole in ((seen[0], customer_wording(stored.text)), (seen[1], stored.text)):
         stream = _streamed(got)
         assert stream[0]["state"] == "typing" and stream[0]["text"] == ""
@@ -307,7 +341,8 @@ def test_with_counting_on_the_request_is_counted_by_the_providers_endpoint_as_it
     sent = server.bodies[0]
     # The same system blocks, tool schemas and messages as the request itself: the count is of what goes out.
     assert {k: count["body"][k] for k in ("model", "system", "tools", "messages")} == {
-        k: sent[k] for k in ("model", "system", "tools", "messages")}
+        k: sent[k] for k in ("model", "system", "tools", "messages")
+    }
 
 
 def test_negative_control_counting_off_or_a_provider_without_the_endpoint_asks_nothing(anthropic, settings):
@@ -319,10 +354,13 @@ def test_negative_control_counting_off_or_a_provider_without_the_endpoint_asks_n
     assert server.requests == []
 
 
-@pytest.mark.parametrize("failure", [
-    (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}),
-    None,  # a server without the endpoint: 404
-])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}),
+        None,  # a server without the endpoint: 404
+    ],
+)
 def test_a_failed_count_is_none_after_one_attempt(anthropic, settings, failure):
     settings.MODEL_PROVIDER_TOKEN_COUNT = True
     server = anthropic(lambda p, b: Answer(blocks=["Hello."]), count=(lambda body: failure) if failure else None)
@@ -348,9 +386,16 @@ def test_the_compaction_trigger_weighs_the_request_by_the_providers_count_or_els
         # but near enough that the exact check runs (not "clearly under" by the step's own figures).
         tclass.token_budget = int((total + 8) / 0.8)
         tclass.save()
-        step = AgentStep.objects.create(ticket=ticket, number=1, model=MODEL, request_tokens=total, outcome="reply",
-                                        is_resolution=True, first_turn=ticket.last_turn_number,
-                                        last_turn=ticket.last_turn_number)
+        step = AgentStep.objects.create(
+            ticket=ticket,
+            number=1,
+            model=MODEL,
+            request_tokens=total,
+            outcome="reply",
+            is_resolution=True,
+            first_turn=ticket.last_turn_number,
+            last_turn=ticket.last_turn_number,
+        )
         return ticket, step, total
 
     calibration.clear()
@@ -377,8 +422,9 @@ def test_the_compaction_trigger_weighs_the_request_by_the_providers_count_or_els
     assert len(server.requests) == 2
     # ... and with evidence that the provider counts 25% more, the calibration alone queues it.
     for n in range(2, 6):
-        AgentStep.objects.create(ticket=ticket, number=n, model=MODEL, request_tokens=1000,
-                                 reported_request_tokens=1250, outcome="reply")
+        AgentStep.objects.create(
+            ticket=ticket, number=n, model=MODEL, request_tokens=1000, reported_request_tokens=1250, outcome="reply"
+        )
     calibration.clear()
     assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is not None
     calibration.clear()

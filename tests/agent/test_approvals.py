@@ -8,7 +8,8 @@ from sundry.agent.approvals import ApprovalRules, ToolApproval
 
 def test_valid_rules_parse_and_give_per_currency_limits():
     rules = ApprovalRules.model_validate(
-        {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 5000}, "cancel_order": {}})
+        {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 5000}, "cancel_order": {}}
+    )
     refund, cancel = rules.root["issue_refund"], rules.root["cancel_order"]
     assert (refund.limit("USD"), refund.limit("inr"), refund.limit("GBP")) == (20000, 1500000, 5000)
     assert cancel.limit("USD") is None  # always held
@@ -17,19 +18,22 @@ def test_valid_rules_parse_and_give_per_currency_limits():
     assert approvals.problems({"issue_refund": {"above_cents": 0}}) == []
 
 
-@pytest.mark.parametrize("rules, fragment", [
-    (["issue_refund"], "must be an object of tool name"),
-    ({"launch_rockets": {}}, "'launch_rockets' is not a tool"),
-    ({"issue_refund": {"over_cents": 5000}}, "unknown option 'over_cents'"),
-    ({"issue_refund": {"above_cents": -1}}, "above_cents: must be a whole number of minor units"),
-    ({"issue_refund": {"above_cents": 100.5}}, "above_cents: must be a whole number"),
-    ({"issue_refund": {"above_cents": True}}, "above_cents: must be a whole number"),
-    ({"issue_refund": {"above": {"usd": 100}}}, "'usd' is not a currency code"),
-    ({"issue_refund": {"above": {"USD": "100"}}}, "above.USD: must be a whole number"),
-    ({"issue_refund": {"above": {}}}, "must name at least one currency"),
-    ({"issue_refund": {"above": [20000]}}, "above must be an object of currency"),
-    ({"issue_refund": 10000}, "options must be an object"),
-])
+@pytest.mark.parametrize(
+    "rules, fragment",
+    [
+        (["issue_refund"], "must be an object of tool name"),
+        ({"launch_rockets": {}}, "'launch_rockets' is not a tool"),
+        ({"issue_refund": {"over_cents": 5000}}, "unknown option 'over_cents'"),
+        ({"issue_refund": {"above_cents": -1}}, "above_cents: must be a whole number of minor units"),
+        ({"issue_refund": {"above_cents": 100.5}}, "above_cents: must be a whole number"),
+        ({"issue_refund": {"above_cents": True}}, "above_cents: must be a whole number"),
+        ({"issue_refund": {"above": {"usd": 100}}}, "'usd' is not a currency code"),
+        ({"issue_refund": {"above": {"USD": "100"}}}, "above.USD: must be a whole number"),
+        ({"issue_refund": {"above": {}}}, "must name at least one currency"),
+        ({"issue_refund": {"above": [20000]}}, "above must be an object of currency"),
+        ({"issue_refund": 10000}, "options must be an object"),
+    ],
+)
 def test_bad_rules_get_one_plain_sentence_each(rules, fragment):
     found = approvals.problems(rules)
     assert len(found) == 1 and fragment in found[0], found

@@ -27,15 +27,20 @@ def test_a_killed_runs_claim_lapses_and_the_retried_task_answers(worker_env, tmp
     customer_message_post(ticket=ticket, text="Where is my order SU-10480?", wake=False)
     log = tmp_path / "worker.log"
     # A model call must end within a claim's life (settings refuse otherwise); this one is offline.
-    worker = Worker(worker_env, log, SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL), SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL / 2))
+    worker = Worker(
+        worker_env, log, SUNDRY_AGENT_CLAIM_TTL=str(CLAIM_TTL), SUNDRY_MODEL_CALL_TIMEOUT=str(CLAIM_TTL / 2)
+    )
     try:
         # The run that held this ticket was killed mid-step: its claim is still fresh. Set
         # once the worker is up: a slow start would otherwise outlast the short test TTL.
         worker.wait_ready()
         Ticket.objects.filter(pk=ticket.pk).update(agent_claimed_at=timezone.now())
         agent_run_task.apply_async(args=[ticket.pk], queue=worker_env["SUNDRY_TASK_QUEUE"])
-        wait_for(lambda: Turn.objects.filter(ticket=ticket, author="agent", kind="message").exists(), 60,
-                 "the retried task to answer once the dead claim lapsed")
+        wait_for(
+            lambda: Turn.objects.filter(ticket=ticket, author="agent", kind="message").exists(),
+            60,
+            "the retried task to answer once the dead claim lapsed",
+        )
     finally:
         worker.stop()
     text = log.read_text()

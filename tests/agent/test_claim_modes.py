@@ -36,24 +36,43 @@ from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 KINDS = replyclaims.kinds_of(get_domain().tools)
-TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return", "replace": "offer_replacement",
-        "email": "send_email", "phone": "log_phone_call"}
+TOOL = {
+    "refund": "issue_refund",
+    "cancel": "cancel_order",
+    "return": "book_return",
+    "replace": "offer_replacement",
+    "email": "send_email",
+    "phone": "log_phone_call",
+}
 
 # {on}: " for SU-41001" or "" (no record named); {amt}: " of 15.00 USD" or "" (refunds only).
 SAID = {
     "pending": {
-        "refund": ["Your refund{amt}{on} is being processed.", "I've put through a request for a refund{amt}{on}.",
-                   "The refund{amt}{on} is pending approval."],
-        "cancel": ["I've sent you a card to confirm cancelling your order{on}.",
-                   "The cancellation{on} is awaiting your confirmation.", "I've submitted a cancellation request{on}."],
+        "refund": [
+            "Your refund{amt}{on} is being processed.",
+            "I've put through a request for a refund{amt}{on}.",
+            "The refund{amt}{on} is pending approval.",
+        ],
+        "cancel": [
+            "I've sent you a card to confirm cancelling your order{on}.",
+            "The cancellation{on} is awaiting your confirmation.",
+            "I've submitted a cancellation request{on}.",
+        ],
         "return": ["Your return{on} is being processed.", "I've put through a return request{on}."],
         "replace": ["The replacement{on} is pending approval.", "I've submitted an exchange request{on}."],
     },
     "future": {
-        "refund": ["You will receive a refund{amt}{on}.", "I'll refund your order{on}{amt} once you confirm.",
-                   "The refund{amt}{on} will be issued to your card.", "Your money{on} will be refunded{amt} in 5 days."],
-        "cancel": ["I'll cancel your order{on} once you confirm.", "Your order{on} will be cancelled after you press Confirm.",
-                   "Once you confirm, I will proceed with the cancellation{on}."],
+        "refund": [
+            "You will receive a refund{amt}{on}.",
+            "I'll refund your order{on}{amt} once you confirm.",
+            "The refund{amt}{on} will be issued to your card.",
+            "Your money{on} will be refunded{amt} in 5 days.",
+        ],
+        "cancel": [
+            "I'll cancel your order{on} once you confirm.",
+            "Your order{on} will be cancelled after you press Confirm.",
+            "Once you confirm, I will proceed with the cancellation{on}.",
+        ],
         "return": ["I'll book a return{on} once you confirm.", "The return{on} will be booked today."],
         "replace": ["I'll send a replacement{on}.", "A replacement{on} will be shipped tomorrow."],
         "email": ["I'll email you the label{on}.", "We will send you an e-mail{on} shortly."],
@@ -79,8 +98,9 @@ CLOSERS = ["", " Anything else?"]
 def _cases():
     for mode, by_kind in SAID.items():
         for kind, templates in by_kind.items():
-            for t, named, amount, opener, closer in itertools.product(templates, (True, False), (True, False),
-                                                                      OPENERS, CLOSERS):
+            for t, named, amount, opener, closer in itertools.product(
+                templates, (True, False), (True, False), OPENERS, CLOSERS
+            ):
                 if amount and (kind != "refund" or "{amt}" not in t):
                     continue
                 on = f" for {ORDER}" if named else ""
@@ -90,23 +110,46 @@ def _cases():
 
 CASES = list(_cases())
 # Offers, questions, the customer's own doing, and the desk's plans claim nothing.
-PLAIN = [f"Would you like me to cancel {ORDER}?", f"If you'd like, I can refund {ORDER}.",
-         f"You will need to return the item on {ORDER} first.",
-         "You'll receive an email with instructions on how to return the item.",
-         f"I'll explain the return process for {ORDER}.", f"I will need your confirmation to cancel {ORDER}.",
-         f"If so, I'll proceed with the exchange on {ORDER}.", f"Your order {ORDER} is pending.",
-         "This will help me find the order for the exchange.", f"I'm unable to cancel {ORDER} because it has shipped.",
-         f"Your order {ORDER} has been cancelled for the reason \"no longer needed\"."]
+PLAIN = [
+    f"Would you like me to cancel {ORDER}?",
+    f"If you'd like, I can refund {ORDER}.",
+    f"You will need to return the item on {ORDER} first.",
+    "You'll receive an email with instructions on how to return the item.",
+    f"I'll explain the return process for {ORDER}.",
+    f"I will need your confirmation to cancel {ORDER}.",
+    f"If so, I'll proceed with the exchange on {ORDER}.",
+    f"Your order {ORDER} is pending.",
+    "This will help me find the order for the exchange.",
+    f"I'm unable to cancel {ORDER} because it has shipped.",
+    f'Your order {ORDER} has been cancelled for the reason "no longer needed".',
+]
 
 
 def _action(tool, target=ORDER, cents=None):
-    return ActionData(tool=tool, target=target, turn=3, idempotency_key=f"{tool}-{target}", reversible=False,
-                      amount_cents=cents, currency="USD" if cents else "")
+    return ActionData(
+        tool=tool,
+        target=target,
+        turn=3,
+        idempotency_key=f"{tool}-{target}",
+        reversible=False,
+        amount_cents=cents,
+        currency="USD" if cents else "",
+    )
 
 
 def _ledger():
-    return [LedgerData(role=f"order:{v}", value=v, kind="order", verified=True, first_seen_turn=1, last_used_turn=1,
-                       description="Desk lamp · delivered") for v in (ORDER, OTHER)]
+    return [
+        LedgerData(
+            role=f"order:{v}",
+            value=v,
+            kind="order",
+            verified=True,
+            first_seen_turn=1,
+            last_used_turn=1,
+            description="Desk lamp · delivered",
+        )
+        for v in (ORDER, OTHER)
+    ]
 
 
 def _other_kind(kind):
@@ -118,10 +161,15 @@ def _held(text, **state) -> bool:
 
 
 def test_every_generated_sentence_is_read_in_its_mode_and_kind():
-    read_as = [(mode, kind, text) for mode, kind, _n, _a, text in CASES
-               if (mode, kind) in {(c.mode, c.kind) for c in replyclaims.claims_of(text)}]
-    print(f"sentences read in their mode and kind: {len(read_as)}/{len(CASES)}; by mode: "
-          f"{dict(Counter(m for m, *_ in CASES))}")
+    read_as = [
+        (mode, kind, text)
+        for mode, kind, _n, _a, text in CASES
+        if (mode, kind) in {(c.mode, c.kind) for c in replyclaims.claims_of(text)}
+    ]
+    print(
+        f"sentences read in their mode and kind: {len(read_as)}/{len(CASES)}; by mode: "
+        f"{dict(Counter(m for m, *_ in CASES))}"
+    )
     assert len(read_as) == len(CASES), [t for m, k, _n, _a, t in CASES if (m, k, t) not in read_as]
     claimed = [t for t in PLAIN if replyclaims.claims_of(t) and replyclaims.claims_of(t)[0].mode != "done"]
     assert claimed == [], claimed
@@ -137,8 +185,11 @@ def test_each_mode_is_held_when_the_state_does_not_support_it_and_passes_when_it
         contact = kind in ("email", "phone")  # a contact is with the customer, on no order
         if mode in ("pending", "future"):
             passes = {"its open card": dict(proposals=[card]), "the action ran": dict(actions=[ran])}
-            held = {"nothing": {}, "a declined card": dict(proposals=[declined]),
-                    "a card of another kind": dict(proposals=[Proposal(other, (ORDER,), OPEN)])}
+            held = {
+                "nothing": {},
+                "a declined card": dict(proposals=[declined]),
+                "a card of another kind": dict(proposals=[Proposal(other, (ORDER,), OPEN)]),
+            }
             if named and not contact:
                 held["a card on another order"] = dict(proposals=[Proposal(tool, (OTHER,), OPEN, 1500, "USD")])
             if amount:
@@ -149,7 +200,11 @@ def test_each_mode_is_held_when_the_state_does_not_support_it_and_passes_when_it
             if named:
                 held["a declined card on another order"] = dict(proposals=[Proposal(tool, (OTHER,), DECLINED)])
         else:  # denied
-            passes = {"nothing": {}, "an open card": dict(proposals=[card]), "another kind ran": dict(actions=[_action(other)])}
+            passes = {
+                "nothing": {},
+                "an open card": dict(proposals=[card]),
+                "another kind ran": dict(actions=[_action(other)]),
+            }
             held = {"the action ran": dict(actions=[ran])}
             if named:
                 passes["it ran on another order"] = dict(actions=[_action(tool, OTHER)])
@@ -200,8 +255,15 @@ def _reads(case) -> str:
 
 PROMISE = f"I'll refund 15.00 USD on {ORDER} once you confirm."
 LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-REFUND = ModelResponse(tool_calls=[ToolCall(id="r1", name="issue_refund", arguments={
-    "order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"})])
+REFUND = ModelResponse(
+    tool_calls=[
+        ToolCall(
+            id="r1",
+            name="issue_refund",
+            arguments={"order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
+        )
+    ]
+)
 
 
 @pytest.mark.django_db
@@ -231,42 +293,69 @@ def test_a_promised_refund_with_its_card_open_reaches_the_page(case):
 @pytest.mark.django_db
 def test_a_promise_through_reply_to_customer_is_refused_without_its_card(case):
     say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": PROMISE})])
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
-        LOOKUP, say, ModelResponse(text="A colleague will look at your refund.")])))
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(
+            override=ScriptedModel([LOOKUP, say, ModelResponse(text="A colleague will look at your refund.")])
+        ),
+    )
     assert "refund 15.00 USD" not in _reads(case)
-    assert Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last().payload["guard"] == \
-        "unsupported_claim"
+    assert (
+        Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last().payload["guard"]
+        == "unsupported_claim"
+    )
 
 
 def test_a_streamed_promise_with_no_card_is_never_shown():
     """The stream releases sentence by sentence on the same state: the promise is cut without its card."""
     records = replyclaims.Records(kinds=KINDS, ledger=tuple(_ledger()))
-    carded = replyclaims.Records(kinds=KINDS, ledger=tuple(_ledger()), proposals=(
-        Proposal("issue_refund", (ORDER, "15.00", "USD"), OPEN, 1500, "USD"),))
+    carded = replyclaims.Records(
+        kinds=KINDS,
+        ledger=tuple(_ledger()),
+        proposals=(Proposal("issue_refund", (ORDER, "15.00", "USD"), OPEN, 1500, "USD"),),
+    )
     text = f"Thanks for the photos. {PROMISE} Anything else?"
     for facts, shown in ((records, "Thanks for the photos."), (carded, text)):
-        assert provisional.shown(text, known={ORDER}, final=True,
-                                 sentence_ok=lambda s, f=facts: answer.sentence_passes(s, f, None)) == shown
+        assert (
+            provisional.shown(
+                text, known={ORDER}, final=True, sentence_ok=lambda s, f=facts: answer.sentence_passes(s, f, None)
+            )
+            == shown
+        )
 
 
 @pytest.mark.django_db
 def test_the_state_is_read_from_cards_and_holds(case):
     ticket = case["ticket"]
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([LOOKUP, REFUND, ModelResponse(text="Please check the card.")])))
+    agent_run(
+        ticket.pk,
+        gateway=Gateway(override=ScriptedModel([LOOKUP, REFUND, ModelResponse(text="Please check the card.")])),
+    )
     assert [(p.tool, p.status, p.amount_cents, p.currency, ORDER in p.on) for p in read(ticket.pk)] == [
-        ("issue_refund", OPEN, 1500, "USD", True)]
+        ("issue_refund", OPEN, 1500, "USD", True)
+    ]
     Confirmation.objects.filter(ticket=ticket).update(status=Confirmation.Status.EXPIRED)
     assert read(ticket.pk) == (), "an expired card is no longer open"
-    HeldAction.objects.create(ticket=ticket, tool="cancel_order", arguments={"order_number": ORDER}, call_id="c1",
-                              reason="threshold", idempotency_key="hold-c1", turn=2, status=HeldAction.Status.REJECTED)
+    HeldAction.objects.create(
+        ticket=ticket,
+        tool="cancel_order",
+        arguments={"order_number": ORDER},
+        call_id="c1",
+        reason="threshold",
+        idempotency_key="hold-c1",
+        turn=2,
+        status=HeldAction.Status.REJECTED,
+    )
     assert [(p.tool, p.status) for p in read(ticket.pk)] == [("cancel_order", DECLINED)]
 
 
 # --- a bare yes or no answers the customer's question ---------------------------------------------
 
-QUESTIONS = {"refund": [f"Did you refund {ORDER}?", f"Has {ORDER} been refunded yet?"],
-             "cancel": [f"Was my order {ORDER} cancelled?", f"Did you cancel {ORDER} like I asked?"],
-             "return": [f"Have you booked the return for {ORDER}?"]}
+QUESTIONS = {
+    "refund": [f"Did you refund {ORDER}?", f"Has {ORDER} been refunded yet?"],
+    "cancel": [f"Was my order {ORDER} cancelled?", f"Did you cancel {ORDER} like I asked?"],
+    "return": [f"Have you booked the return for {ORDER}?"],
+}
 YES = ["Yes, that's done.", "Yes — all sorted.", "Yes. Anything else?"]
 NO = ["No, it hasn't.", "No — not yet.", "No. I can do it now if you like."]
 

@@ -27,8 +27,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def ticket():
-    return ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}),
-                         subject="Help")
+    return ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
 
 
 def recovered(ticket):
@@ -47,21 +46,28 @@ def left_unreleased(ticket, owner, *, ago=timedelta(0)):
 def test_a_retry_of_the_same_run_takes_its_claim_back_at_once_and_reports_no_lost_worker(ticket):
     customer_message_post(ticket=ticket, text="Hello?", wake=False)
     left_unreleased(ticket, "task-1#0")
-    steps, _ = loop.run_slice(ticket.pk, owner="task-1#1", earlier=("task-1#0",),
-                              gateway=Gateway(override=ScriptedModel([ModelResponse(text="Hi! How can I help?")])))
+    steps, _ = loop.run_slice(
+        ticket.pk,
+        owner="task-1#1",
+        earlier=("task-1#0",),
+        gateway=Gateway(override=ScriptedModel([ModelResponse(text="Hi! How can I help?")])),
+    )
     assert steps == 1 and replies(ticket) == 1 and recovered(ticket) == 0
     row = Ticket.objects.get(pk=ticket.pk)
     assert (row.agent_claimed_at, row.agent_claimed_by) == (None, "")
 
 
-@pytest.mark.parametrize("owner, earlier", [("task-2#0", ()), ("task-1#0", ())],
-                         ids=["another-run", "the-same-attempt-delivered-again"])
+@pytest.mark.parametrize(
+    "owner, earlier", [("task-2#0", ()), ("task-1#0", ())], ids=["another-run", "the-same-attempt-delivered-again"]
+)
 def test_control_another_run_waits_for_a_live_claim(ticket, owner, earlier):
     """Another task, or the same attempt redelivered after its worker died, waits for the claim."""
     customer_message_post(ticket=ticket, text="Hello?", wake=False)
     left_unreleased(ticket, "task-1#0")
-    assert loop.run_slice(ticket.pk, owner=owner, earlier=earlier,
-                          gateway=Gateway(override=ScriptedModel([]))) == (0, False)
+    assert loop.run_slice(ticket.pk, owner=owner, earlier=earlier, gateway=Gateway(override=ScriptedModel([]))) == (
+        0,
+        False,
+    )
     assert claims.claimed_elsewhere(ticket.pk, ("task-2#0",))
     assert not claims.claimed_elsewhere(ticket.pk, ("task-1#1", "task-1#0"))
     assert replies(ticket) == 0
@@ -71,8 +77,11 @@ def test_a_lapsed_claim_of_a_dead_worker_is_a_lost_worker(ticket):
     """The same attempt delivered again after its worker died (acks_late) takes over the lapsed claim."""
     customer_message_post(ticket=ticket, text="Hello?", wake=False)
     left_unreleased(ticket, "task-1#0", ago=claims.CLAIM_TTL * 2)
-    steps, _ = loop.run_slice(ticket.pk, owner="task-1#0",
-                              gateway=Gateway(override=ScriptedModel([ModelResponse(text="Hi! How can I help?")])))
+    steps, _ = loop.run_slice(
+        ticket.pk,
+        owner="task-1#0",
+        gateway=Gateway(override=ScriptedModel([ModelResponse(text="Hi! How can I help?")])),
+    )
     assert steps == 1 and recovered(ticket) == 1
 
 
@@ -143,10 +152,12 @@ class PostsWhileAnswering:
     def complete(self, request):
         self.calls += 1
         if self.calls == 1:
+
             def post():
                 for text in self.texts:
-                    customer_message_post(ticket=Ticket.objects.select_related("ticket_class").get(pk=self.ticket_id),
-                                          text=text)
+                    customer_message_post(
+                        ticket=Ticket.objects.select_related("ticket_class").get(pk=self.ticket_id), text=text
+                    )
                 connection.close()
 
             thread = threading.Thread(target=post)
@@ -157,8 +168,7 @@ class PostsWhileAnswering:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("one_wake", [True, False], ids=["one-wake-up-in-flight", "control-a-task-per-message"])
-def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_answered(ticket, monkeypatch,
-                                                                                     one_wake):
+def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_answered(ticket, monkeypatch, one_wake):
     from sundry.agent import services
 
     queued = []
@@ -171,8 +181,9 @@ def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_an
     model = PostsWhileAnswering(ticket.pk, ["Are you there?", "Where is my parcel?", "Hello??"])
     loop.run_slice(ticket.pk, owner="task-1#0", gateway=Gateway(override=model))
     assert len(queued) == (1 if one_wake else 4)
-    turns = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number")
-                 .values_list("author", flat=True))
+    turns = list(
+        Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number").values_list("author", flat=True)
+    )
     assert turns[-1] == Turn.Author.AGENT, turns  # the last message was answered by the same run
     assert model.calls == 2
     assert Ticket.objects.get(pk=ticket.pk).agent_wake_turn is None  # the outbox settled
@@ -180,8 +191,7 @@ def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_an
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("one_wake", [True, False], ids=["one-task-per-burst", "control-a-task-per-message"])
-def test_a_burst_posted_before_any_run_starts_queues_one_task_and_one_run_answers_it_all(ticket, monkeypatch,
-                                                                                         one_wake):
+def test_a_burst_posted_before_any_run_starts_queues_one_task_and_one_run_answers_it_all(ticket, monkeypatch, one_wake):
     from sundry.agent import services
 
     queued = []
@@ -191,10 +201,14 @@ def test_a_burst_posted_before_any_run_starts_queues_one_task_and_one_run_answer
     for text in ("Hello?", "Are you there?", "Where is my parcel?"):
         customer_message_post(ticket=ticket, text=text)  # the first task has not started: no claim yet
     assert len(queued) == (1 if one_wake else 3)
-    loop.run_slice(ticket.pk, owner="task-1#0", gateway=Gateway(override=ScriptedModel([
-        ModelResponse(text="Here I am: let me look into your parcel.")])))
-    authors = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number")
-                   .values_list("author", flat=True))
+    loop.run_slice(
+        ticket.pk,
+        owner="task-1#0",
+        gateway=Gateway(override=ScriptedModel([ModelResponse(text="Here I am: let me look into your parcel.")])),
+    )
+    authors = list(
+        Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number").values_list("author", flat=True)
+    )
     assert authors[-1] == Turn.Author.AGENT and authors.count(Turn.Author.AGENT) == 1, authors
     assert Ticket.objects.get(pk=ticket.pk).agent_wake_turn is None  # the outbox settled
 
@@ -208,6 +222,7 @@ def test_a_wake_up_older_than_the_grace_queues_afresh(ticket, monkeypatch, setti
     monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
     customer_message_post(ticket=ticket, text="Hello?")
     Ticket.objects.filter(pk=ticket.pk).update(
-        agent_wake_at=timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS + 1))
+        agent_wake_at=timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS + 1)
+    )
     customer_message_post(ticket=ticket, text="Anyone?")
     assert len(queued) == 2

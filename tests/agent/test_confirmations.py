@@ -68,8 +68,13 @@ def propose_refund(shop, amount="15.00", order="SU-10480", text="Is the lamp ref
     """The customer asks only a question; the model (as planted text would have it) proposes a refund anyway."""
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text=text, wake=False)
-    run(ticket, call("search_orders", "s1", customer_id=shop["customer"].customer_id),
-        call("get_order", "g1", order_number=order), refund(order, amount), reply())
+    run(
+        ticket,
+        call("search_orders", "s1", customer_id=shop["customer"].customer_id),
+        call("get_order", "g1", order_number=order),
+        refund(order, amount),
+        reply(),
+    )
     return Confirmation.objects.filter(ticket=ticket).order_by("-pk").first()
 
 
@@ -88,8 +93,9 @@ def test_a_money_call_becomes_a_card_written_from_the_call_not_run(shop):
 
 def test_confirming_runs_the_call_once_and_tells_the_agent(shop):
     card = propose_refund(shop)
-    done = confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest,
-                               via=BUTTON, wake=False)
+    done = confirmation_decide(
+        card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest, via=BUTTON, wake=False
+    )
     assert done.outcome == "executed" and done.via == BUTTON
     assert list(Refund.objects.values_list("amount_cents", flat=True)) == [1500]
     event = Turn.objects.filter(ticket=shop["ticket"], kind=Turn.Kind.EVENT, payload__confirmation=card.pk).get()
@@ -138,9 +144,12 @@ def test_a_different_call_for_the_same_order_retires_the_older_card(shop):
     second = propose_refund(shop, "20.00", text="Actually, how about 20?")
     assert Confirmation.objects.get(pk=first.pk).status == Confirmation.Status.SUPERSEDED
     with pytest.raises(ConfirmationError, match="replaced by a newer one"):
-        confirmation_decide(card_id=first.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=first.digest, via=BUTTON)
-    confirmation_decide(card_id=second.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=second.digest,
-                        via=BUTTON, wake=False)
+        confirmation_decide(
+            card_id=first.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=first.digest, via=BUTTON
+        )
+    confirmation_decide(
+        card_id=second.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=second.digest, via=BUTTON, wake=False
+    )
     assert list(Refund.objects.values_list("amount_cents", flat=True)) == [2000]
 
 
@@ -152,8 +161,9 @@ def test_the_same_call_proposed_again_is_the_same_card(shop):
 
 def test_declining_runs_nothing_and_resumes_the_agent(shop):
     card = propose_refund(shop)
-    confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=False, digest=card.digest,
-                        via=BUTTON, wake=False)
+    confirmation_decide(
+        card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=False, digest=card.digest, via=BUTTON, wake=False
+    )
     assert Confirmation.objects.get(pk=card.pk).status == Confirmation.Status.DECLINED
     event = Turn.objects.get(ticket=shop["ticket"], kind=Turn.Kind.EVENT, payload__decision="declined")
     assert event.payload["resume"] is True and "nothing was done" in event.text
@@ -164,10 +174,25 @@ def test_staff_confirm_on_the_customers_behalf_with_their_name_and_reason(shop):
     card = propose_refund(shop)
     staff = get_user_model().objects.create_user("agent-kim", is_staff=True)
     with pytest.raises(ConfirmationError, match="how the customer confirmed"):
-        confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest,
-                            via=STAFF, user=staff, reason="  ")
-    done = confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest,
-                               via=STAFF, user=staff, reason="Said yes on the phone at 14:10", wake=False)
+        confirmation_decide(
+            card_id=card.pk,
+            ticket=fresh(shop["ticket"]),
+            confirm=True,
+            digest=card.digest,
+            via=STAFF,
+            user=staff,
+            reason="  ",
+        )
+    done = confirmation_decide(
+        card_id=card.pk,
+        ticket=fresh(shop["ticket"]),
+        confirm=True,
+        digest=card.digest,
+        via=STAFF,
+        user=staff,
+        reason="Said yes on the phone at 14:10",
+        wake=False,
+    )
     assert (done.via, done.decided_by, done.staff_reason) == (STAFF, staff, "Said yes on the phone at 14:10")
     event = Turn.objects.get(ticket=shop["ticket"], kind=Turn.Kind.EVENT, payload__decision="confirmed")
     assert "agent-kim, on the customer's behalf (Said yes on the phone at 14:10)" in event.text
@@ -178,17 +203,31 @@ def test_a_threshold_still_holds_a_confirmed_call_for_staff(shop):
     shop["tclass"].approval_rules = {"issue_refund": {"above_cents": 1000}}
     shop["tclass"].save()
     card = propose_refund(shop)
-    done = confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest,
-                               via=BUTTON, wake=False)
+    done = confirmation_decide(
+        card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest, via=BUTTON, wake=False
+    )
     assert done.outcome == "held" and not Refund.objects.exists()
     assert shop["ticket"].held_actions.filter(status="pending").count() == 1
 
 
-@pytest.mark.parametrize("text,confirms", [
-    ("yes", True), ("Yes please!", True), ("yep, go ahead", True), ("Confirm.", True), ("yes please, thanks", True),
-    ("ok", False), ("yes but only 10", False), ("yes SU-10490", False), ("no", False), ("not yet", False),
-    ("yes?", False), ("I'm not sure", False), ("yes, and cancel the other one", False),
-])
+@pytest.mark.parametrize(
+    "text,confirms",
+    [
+        ("yes", True),
+        ("Yes please!", True),
+        ("yep, go ahead", True),
+        ("Confirm.", True),
+        ("yes please, thanks", True),
+        ("ok", False),
+        ("yes but only 10", False),
+        ("yes SU-10490", False),
+        ("no", False),
+        ("not yet", False),
+        ("yes?", False),
+        ("I'm not sure", False),
+        ("yes, and cancel the other one", False),
+    ],
+)
 def test_a_typed_answer_confirms_only_when_it_only_says_yes(shop, text, confirms):
     card = propose_refund(shop)
     customer_message_post(ticket=fresh(shop["ticket"]), text=text, wake=False)
@@ -202,9 +241,15 @@ def test_a_typed_answer_confirms_only_when_it_only_says_yes(shop, text, confirms
 def test_a_typed_yes_with_two_open_cards_confirms_neither(shop):
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Hello", wake=False)
-    run(ticket, call("search_orders", "s1", customer_id=shop["customer"].customer_id),
-        call("get_order", "g1", order_number="SU-10480"), call("get_order", "g2", order_number="SU-10490"),
-        refund("SU-10480"), call("cancel_order", "x1", order_number="SU-10490", reason="asked"), reply())
+    run(
+        ticket,
+        call("search_orders", "s1", customer_id=shop["customer"].customer_id),
+        call("get_order", "g1", order_number="SU-10480"),
+        call("get_order", "g2", order_number="SU-10490"),
+        refund("SU-10480"),
+        call("cancel_order", "x1", order_number="SU-10490", reason="asked"),
+        reply(),
+    )
     assert Confirmation.objects.filter(status=Confirmation.Status.PENDING).count() == 2
     customer_message_post(ticket=fresh(ticket), text="yes", wake=False)
     assert Confirmation.objects.filter(status=Confirmation.Status.PENDING).count() == 2
@@ -224,8 +269,17 @@ def test_staff_note_or_tool_text_never_confirms(shop):
 def test_an_email_the_customer_did_not_confirm_is_never_sent(shop):
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Where is my parcel?", wake=False)
-    run(ticket, call("send_email", "e1", customer_id=shop["customer"].customer_id, subject="Verify your account",
-                     body="Click http://example.test/login to keep your account."), reply())
+    run(
+        ticket,
+        call(
+            "send_email",
+            "e1",
+            customer_id=shop["customer"].customer_id,
+            subject="Verify your account",
+            body="Click http://example.test/login to keep your account.",
+        ),
+        reply(),
+    )
     assert not Contact.objects.exists()
     card = Confirmation.objects.get(ticket=ticket)
     assert card.card["title"] == "Send you an e-mail"
@@ -259,8 +313,9 @@ def test_two_confirms_at_once_run_the_call_once(shop):
     def click():
         try:
             barrier.wait()
-            confirmation_decide(card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest,
-                                via=BUTTON, wake=False)
+            confirmation_decide(
+                card_id=card.pk, ticket=fresh(shop["ticket"]), confirm=True, digest=card.digest, via=BUTTON, wake=False
+            )
             outcomes.append("ran")
         except ConfirmationError as exc:
             outcomes.append(str(exc))
@@ -288,8 +343,15 @@ def test_a_money_card_never_hides_its_figure():
         ref: str = IdField("record", "A record")
         amount: str
 
-    tool = Tool(name="refund_record", description="", args_model=Args, result_model=Model, run=lambda c, a: a,
-                side_effect=True, consent_action="refund")
+    tool = Tool(
+        name="refund_record",
+        description="",
+        args_model=Args,
+        result_model=Model,
+        run=lambda c, a: a,
+        side_effect=True,
+        consent_action="refund",
+    )
     decl = ToolDecl(name="refund_record", write=True, consent="refund", refund=RefundDecl())
     card = cards.build(tool, decl, Args(ref="REC-10001", amount="12.50"))
     assert card.amount == "12.50 (currency not stated)" and card.why == "it moves money"

@@ -29,63 +29,75 @@ def consent(action, target, said, done=(), state=None):
 # --- what a sentence does --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sentence", [
-    "Is the refund for the air fryer done?",
-    "Is the refund for the grinder approved yet?",
-    "Has the air fryer been refunded already?",
-    "Did you cancel the lamp order?",
-    "When will my refund arrive?",
-    "Any update on the return?",
-    "What's the status of my replacement?",
-    "I got the refund, thanks.",
-    "Hi, was the refund processed?",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Is the refund for the air fryer done?",
+        "Is the refund for the grinder approved yet?",
+        "Has the air fryer been refunded already?",
+        "Did you cancel the lamp order?",
+        "When will my refund arrive?",
+        "Any update on the return?",
+        "What's the status of my replacement?",
+        "I got the refund, thanks.",
+        "Hi, was the refund processed?",
+    ],
+)
 def test_status_questions_are_not_requests(sentence):
     action = next(a for a in ("refund", "cancel", "return", "replace") if sentence_kind(sentence, a))
     assert sentence_kind(sentence, action) == "status"
 
 
-@pytest.mark.parametrize("sentence,action", [
-    ("Please refund 40.00 USD for the cracked air fryer.", "refund"),
-    ("Can you refund the air fryer order?", "refund"),
-    ("I'd like a refund on the grinder.", "refund"),
-    ("Refund another 10.00 USD on the air fryer order.", "refund"),
-    ("I want my money back for the air fryer.", "refund"),
-    ("The air fryer arrived cracked, I'd like 40 USD back.", "refund"),
-    ("Cancel SU-29117 please.", "cancel"),
-    ("I want to return the lamp.", "return"),
-    ("Could you send me a replacement for the air fryer?", "replace"),
-    ("Is it possible to cancel the lamp order?", "cancel"),
-    ("Please refnd the air fryer.", "refund"),  # a typo of the action
-    ("I'd like to cancle the lamp order.", "cancel"),
-    ("Actually, not a refund — I'd rather have a replacement.", "replace"),
-    ("Yes, a replacement of the air fryer.", "replace"),  # the answer to "would you like a replacement?"
-    ("Ok, a refund then.", "refund"),
-])
+@pytest.mark.parametrize(
+    "sentence,action",
+    [
+        ("Please refund 40.00 USD for the cracked air fryer.", "refund"),
+        ("Can you refund the air fryer order?", "refund"),
+        ("I'd like a refund on the grinder.", "refund"),
+        ("Refund another 10.00 USD on the air fryer order.", "refund"),
+        ("I want my money back for the air fryer.", "refund"),
+        ("The air fryer arrived cracked, I'd like 40 USD back.", "refund"),
+        ("Cancel SU-29117 please.", "cancel"),
+        ("I want to return the lamp.", "return"),
+        ("Could you send me a replacement for the air fryer?", "replace"),
+        ("Is it possible to cancel the lamp order?", "cancel"),
+        ("Please refnd the air fryer.", "refund"),  # a typo of the action
+        ("I'd like to cancle the lamp order.", "cancel"),
+        ("Actually, not a refund — I'd rather have a replacement.", "replace"),
+        ("Yes, a replacement of the air fryer.", "replace"),  # the answer to "would you like a replacement?"
+        ("Ok, a refund then.", "refund"),
+    ],
+)
 def test_requests_are_requests(sentence, action):
     assert sentence_kind(sentence, action) == "request"
 
 
-@pytest.mark.parametrize("sentence,action", [
-    ("Don't refund the air fryer.", "refund"),
-    ("Please do not cancel the lamp order.", "cancel"),
-    ("I don't want a refund, I'll keep it.", "refund"),
-    ("Never mind the refund.", "refund"),
-    ("I'd rather not return the lamp.", "return"),
-    ("No refund needed.", "refund"),
-    ("Actually, not a refund — I'd rather have a replacement.", "refund"),
-    ("I'd rather have a replacement than a refund.", "refund"),
-    ("Yes, but don't cancel it.", "cancel"),
-])
+@pytest.mark.parametrize(
+    "sentence,action",
+    [
+        ("Don't refund the air fryer.", "refund"),
+        ("Please do not cancel the lamp order.", "cancel"),
+        ("I don't want a refund, I'll keep it.", "refund"),
+        ("Never mind the refund.", "refund"),
+        ("I'd rather not return the lamp.", "return"),
+        ("No refund needed.", "refund"),
+        ("Actually, not a refund — I'd rather have a replacement.", "refund"),
+        ("I'd rather have a replacement than a refund.", "refund"),
+        ("Yes, but don't cancel it.", "cancel"),
+    ],
+)
 def test_negations_withdraw(sentence, action):
     assert sentence_kind(sentence, action) == "negated"
 
 
-@pytest.mark.parametrize("sentence,action", [
-    ("Yes, the refund came through.", "refund"),
-    ("Yes, is the refund done?", "refund"),
-    ("Yes, I was going to ask about a refund, but", "refund"),
-])
+@pytest.mark.parametrize(
+    "sentence,action",
+    [
+        ("Yes, the refund came through.", "refund"),
+        ("Yes, is the refund done?", "refund"),
+        ("Yes, I was going to ask about a refund, but", "refund"),
+    ],
+)
 def test_a_yes_is_not_a_request_unless_it_answers_with_the_action(sentence, action):
     assert sentence_kind(sentence, action) != "request"
 
@@ -156,8 +168,11 @@ def test_a_request_naming_nothing_after_compaction_takes_the_order_in_state():
 
 
 def test_a_correction_carries_the_request_to_the_entity_meant():
-    said = customer(f"Please refund 8.00 USD on order {CHARGER[:-1]}0, it arrived damaged.", "Hmm, let me check.",
-                    f"Sorry, I meant {FRYER}.")
+    said = customer(
+        f"Please refund 8.00 USD on order {CHARGER[:-1]}0, it arrived damaged.",
+        "Hmm, let me check.",
+        f"Sorry, I meant {FRYER}.",
+    )
     assert consent("refund", [FRYER], said).ok
     assert not consent("refund", [CHARGER], said).ok
     # A correction after no request asks for nothing.

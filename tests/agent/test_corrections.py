@@ -29,22 +29,53 @@ from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 OLD, NEW = "SU-10480", "SU-10490"
 _OPENERS = ["", "Sorry, ", "Oops, ", "Ah, ", "Hi again. ", "Apologies — "]
-_SAYS_WRONG = ["wrong number", "I gave you the wrong order number", "that was a typo", "I mistyped it",
-               "my mistake", "my bad", "I misread the receipt", "scratch that", "that number is incorrect",
-               "I mixed up the numbers"]
-_GIVES_NEW = ["it's {new}", "the right one is {new}", "it should be {new}", "the correct number is {new}",
-              "I meant {new}", "actually it is {new}", "use {new}"]
-_NAMES_BOTH = ["It's {new}, not {old}.", "Not {old} — I meant {new}.", "Please use {new} instead of {old}.",
-               "{old} was a typo, it should be {new}.", "The order is {new}; I wrote {old} by mistake.",
-               "Correction: {new} rather than {old}."]
+_SAYS_WRONG = [
+    "wrong number",
+    "I gave you the wrong order number",
+    "that was a typo",
+    "I mistyped it",
+    "my mistake",
+    "my bad",
+    "I misread the receipt",
+    "scratch that",
+    "that number is incorrect",
+    "I mixed up the numbers",
+]
+_GIVES_NEW = [
+    "it's {new}",
+    "the right one is {new}",
+    "it should be {new}",
+    "the correct number is {new}",
+    "I meant {new}",
+    "actually it is {new}",
+    "use {new}",
+]
+_NAMES_BOTH = [
+    "It's {new}, not {old}.",
+    "Not {old} — I meant {new}.",
+    "Please use {new} instead of {old}.",
+    "{old} was a typo, it should be {new}.",
+    "The order is {new}; I wrote {old} by mistake.",
+    "Correction: {new} rather than {old}.",
+]
 # Messages that bring a second order beside the first: never a correction.
-_ADDS = ["Also, {new} is late too.", "I have another order, {new}, with the same problem.",
-         "Sorry, one more thing: {new} also arrived broken.", "And my second order {new} hasn't shipped.",
-         "Could you check {new} as well?", "Both {old} and {new} are missing.",
-         "Actually I have two orders: {old} and {new}."]
+_ADDS = [
+    "Also, {new} is late too.",
+    "I have another order, {new}, with the same problem.",
+    "Sorry, one more thing: {new} also arrived broken.",
+    "And my second order {new} hasn't shipped.",
+    "Could you check {new} as well?",
+    "Both {old} and {new} are missing.",
+    "Actually I have two orders: {old} and {new}.",
+]
 # Plain messages with a new order and no word of a mistake: no correction (the card still shows what it acts on).
-_PLAIN = ["What about {new}?", "{new} is the one with the lamp.", "Can you look at {new}?",
-          "My order {new} never came.", "Where is {new}?"]
+_PLAIN = [
+    "What about {new}?",
+    "{new} is the one with the lamp.",
+    "Can you look at {new}?",
+    "My order {new} never came.",
+    "Where is {new}?",
+]
 
 
 def _wordings():
@@ -64,8 +95,10 @@ def test_corrections_are_read_from_a_grammar_of_wordings_and_additions_are_not()
     assert len(corrects) >= 400
     hits = sum(_plan(t) == [corrections.Correction(OLD, NEW, "order")] for t in corrects)
     false = [t for t in others if _plan(t)]
-    print(f"\ncorrections read: {hits}/{len(corrects)}; additions or plain taken as corrections: "
-          f"{len(false)}/{len(others)} {false}")
+    print(
+        f"\ncorrections read: {hits}/{len(corrects)}; additions or plain taken as corrections: "
+        f"{len(false)}/{len(others)} {false}"
+    )
     assert hits / len(corrects) >= 0.95
     assert not false
     # Negative control: the same correcting wordings with the old number unknown to the ledger correct nothing.
@@ -75,11 +108,18 @@ def test_corrections_are_read_from_a_grammar_of_wordings_and_additions_are_not()
 def test_two_new_numbers_or_two_orders_in_play_correct_nothing_by_guess():
     known = [corrections.Known("SU-1", "order", 3), corrections.Known("SU-2", "order", 3)]
     assert corrections.plan("Wrong number, it's SU-3.", [("SU-3", "order")], known) == []  # which one? tie
-    assert corrections.plan("Sorry, typo: SU-3 or SU-4.", [("SU-3", "order"), ("SU-4", "order")],
-                            [corrections.Known("SU-1", "order", 3)]) == []
+    assert (
+        corrections.plan(
+            "Sorry, typo: SU-3 or SU-4.",
+            [("SU-3", "order"), ("SU-4", "order")],
+            [corrections.Known("SU-1", "order", 3)],
+        )
+        == []
+    )
     newer = [corrections.Known("SU-1", "order", 3), corrections.Known("SU-2", "order", 5)]
     assert corrections.plan("Wrong number, it's SU-3.", [("SU-3", "order")], newer) == [
-        corrections.Correction("SU-2", "SU-3", "order")]
+        corrections.Correction("SU-2", "SU-3", "order")
+    ]
 
 
 # --- end to end: the ledger, the card, the desk ----------------------------------------------------
@@ -90,7 +130,9 @@ def call(name, _id, **arguments):
 
 
 def run(ticket, *steps):
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([*steps, ModelResponse(text="Please check the card.")])))
+    agent_run(
+        ticket.pk, gateway=Gateway(override=ScriptedModel([*steps, ModelResponse(text="Please check the card.")]))
+    )
 
 
 @pytest.fixture
@@ -123,18 +165,20 @@ def test_a_customer_correction_supersedes_and_a_write_on_the_old_number_names_bo
 
     run(ticket, refund_on(OLD))  # an obedient model acts on the old number anyway
     card = Confirmation.objects.get(ticket=ticket, status=Confirmation.Status.PENDING)
-    assert card.card["corrections"] == [{"id": OLD, "by": NEW, "turn": turn.number, "source": "customer",
-                                         "by_description": ""}]
+    assert card.card["corrections"] == [
+        {"id": OLD, "by": NEW, "turn": turn.number, "source": "customer", "by_description": ""}
+    ]
     assert f"acts on a corrected number ({OLD} was corrected to {NEW})" in card.card["why"]
     assert not Refund.objects.exists()
     # The customer's page names both numbers on the card.
     page = Client()
     page.force_login(shop["customer"].user)
     html = page.get(f"/help/tickets/{ticket.pk}/").content.decode()
-    assert f"gave <code class=\"id\">{NEW}</code>" in html and f"This acts on <code class=\"id\">{OLD}</code>" in html
+    assert f'gave <code class="id">{NEW}</code>' in html and f'This acts on <code class="id">{OLD}</code>' in html
     # Confirming it is the customer's choice, and runs it once.
-    confirmation_decide(card_id=card.pk, ticket=fresh(ticket), confirm=True, digest=card.digest,
-                        via=Confirmation.Via.BUTTON, wake=False)
+    confirmation_decide(
+        card_id=card.pk, ticket=fresh(ticket), confirm=True, digest=card.digest, via=Confirmation.Via.BUTTON, wake=False
+    )
     assert list(Refund.objects.values_list("order__number", flat=True)) == [OLD]
 
 
@@ -173,9 +217,11 @@ def test_staff_correct_an_entry_from_the_desk_with_their_name_and_bad_input_chan
     desk = Client()
     desk.force_login(staff)
     url = f"/desk/tickets/{ticket.pk}/ledger/correct"
-    for bad, says in (({"value": OLD, "correct_to": ""}, "Give the value"),
-                      ({"value": OLD, "correct_to": OLD}, "cannot replace itself"),
-                      ({"value": "SU-00000", "correct_to": NEW}, "is not in this ticket")):
+    for bad, says in (
+        ({"value": OLD, "correct_to": ""}, "Give the value"),
+        ({"value": OLD, "correct_to": OLD}, "cannot replace itself"),
+        ({"value": "SU-00000", "correct_to": NEW}, "is not in this ticket"),
+    ):
         r = desk.post(url, bad, HTTP_HX_REQUEST="true")
         assert r.status_code == 422 and says in r.content.decode(), bad
     assert not LedgerEntry.objects.filter(ticket=ticket).exclude(superseded_by="").exists()

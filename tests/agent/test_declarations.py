@@ -8,7 +8,6 @@ import pytest
 from pydantic import BaseModel
 
 import sundry.shop.tools  # noqa: F401  (registers the shop tools)
-from sundry.tooling.tools import REGISTRY, IdField
 from sundry.tooling.declarations import (
     Describe,
     MoneyMoved,
@@ -17,6 +16,7 @@ from sundry.tooling.declarations import (
     model_declares,
     money_moved,
 )
+from sundry.tooling.tools import REGISTRY, IdField
 
 
 def test_a_declaration_naming_a_missing_field_fails_when_checked():
@@ -43,16 +43,30 @@ def test_every_registered_tool_that_moves_money_declares_it():
     movers = {name for name, tool in REGISTRY.items() if model_declares(tool.result_model, "moves_money")}
     assert movers == {"issue_refund", "cancel_order"}
     assert {name for name, tool in REGISTRY.items() if model_declares(tool.result_model, "reports_totals")} == {
-        "get_order", "issue_refund", "cancel_order"}
+        "get_order",
+        "issue_refund",
+        "cancel_order",
+    }
 
 
 def test_a_nested_movement_takes_its_order_from_the_result_and_descriptions_are_bounded():
-    cancel = REGISTRY["cancel_order"].result_model.model_validate({
-        "order_number": "SU-1", "status": "cancelled", "items": ["Lamp " * 40], "currency": "INR",
-        "refund": {"refund_id": "rfd_1", "payment_id": "pay_1", "amount_cents": 500, "amount": "5.00",
-                   "currency": "INR"},
-        "refunded_cents": 500, "refundable_cents": 0,
-    })
+    cancel = REGISTRY["cancel_order"].result_model.model_validate(
+        {
+            "order_number": "SU-1",
+            "status": "cancelled",
+            "items": ["Lamp " * 40],
+            "currency": "INR",
+            "refund": {
+                "refund_id": "rfd_1",
+                "payment_id": "pay_1",
+                "amount_cents": 500,
+                "amount": "5.00",
+                "currency": "INR",
+            },
+            "refunded_cents": 500,
+            "refundable_cents": 0,
+        }
+    )
     [moved] = money_moved(cancel)
     assert (moved.order, moved.amount_cents, moved.currency, moved.id) == ("SU-1", 500, "INR", "rfd_1")
     described = descriptions(cancel)

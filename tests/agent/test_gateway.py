@@ -32,9 +32,20 @@ from tests.agent.loopback import JsonHandler, LoopbackServer
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 NO_RETRIES = CallLimits(max_retries=0)
 ENV_KEYS = [
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_BASE_URL", "OLLAMA_API_KEY",
-    "SUNDRY_OPENAI_COMPAT_BASE_URL", "SUNDRY_OPENAI_COMPAT_API_KEY",
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_API_KEY",
+    "SUNDRY_OPENAI_COMPAT_BASE_URL",
+    "SUNDRY_OPENAI_COMPAT_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
 ]
 
 
@@ -79,8 +90,15 @@ class FakeServer(LoopbackServer):
         class Handler(JsonHandler):
             def do_POST(self):
                 body = self.read_json()
-                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                        "body": body, "at": time.monotonic(), "client": self.client_address})
+                server.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                        "at": time.monotonic(),
+                        "client": self.client_address,
+                    }
+                )
                 status, payload, *extra = server.respond(self.path, body)
                 self.send_json(status, payload, extra[0] if extra else None)
 
@@ -109,7 +127,10 @@ def completion(*, content=None, tool_calls=None, usage=(10, 5), model="test-mode
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": model,
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
         "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message}],
         "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
     }
@@ -127,7 +148,9 @@ LANES = [
 ]
 GET_ORDER_SCHEMA = {
     "type": "object",
-    "properties": {"order_number": {"type": "string", "description": "order identifier, copied verbatim", "x-id-kind": "order"}},
+    "properties": {
+        "order_number": {"type": "string", "description": "order identifier, copied verbatim", "x-id-kind": "order"}
+    },
     "required": ["order_number"],
 }
 FIND_ORDERS_SCHEMA = {
@@ -157,7 +180,9 @@ def openai_round_trip(path, body):
     assert path == "/v1/chat/completions"
     tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
     if not tool_messages:
-        return 200, completion(tool_calls=[fn_call("call_SU1", "get_order", '{"order_number": "SU-20481"}')], usage=(812, 23))
+        return 200, completion(
+            tool_calls=[fn_call("call_SU1", "get_order", '{"order_number": "SU-20481"}')], usage=(812, 23)
+        )
     if tool_messages[-1]["tool_call_id"] != "call_SU1":
         return 400, {"error": {"message": "tool message does not answer call_SU1", "type": "invalid_request_error"}}
     return 200, completion(content="Your order SU-20481 has shipped.", usage=(950, 12))
@@ -170,12 +195,21 @@ def openai_round_trip(path, body):
     "model, wire_model, env, auth, costs",
     [
         # An OPENAI_API_KEY is present but must never be sent to another service.
-        ("openai-compatible:test-model", "test-model",
-         {"SUNDRY_OPENAI_COMPAT_API_KEY": "compat-key", "OPENAI_API_KEY": "sk-openai-must-not-leak"},
-         "Bearer compat-key", (Decimal("0"), Decimal("0"))),
-        ("openai:gpt-4.1-mini", "gpt-4.1-mini", {"OPENAI_API_KEY": "sk-test"}, "Bearer sk-test",
-         # (812*0.40 + 23*1.60)/1e6 and (950*0.40 + 12*1.60)/1e6, to six places
-         (Decimal("0.000362"), Decimal("0.000399"))),
+        (
+            "openai-compatible:test-model",
+            "test-model",
+            {"SUNDRY_OPENAI_COMPAT_API_KEY": "compat-key", "OPENAI_API_KEY": "sk-openai-must-not-leak"},
+            "Bearer compat-key",
+            (Decimal("0"), Decimal("0")),
+        ),
+        (
+            "openai:gpt-4.1-mini",
+            "gpt-4.1-mini",
+            {"OPENAI_API_KEY": "sk-test"},
+            "Bearer sk-test",
+            # (812*0.40 + 23*1.60)/1e6 and (950*0.40 + 12*1.60)/1e6, to six places
+            (Decimal("0.000362"), Decimal("0.000399")),
+        ),
     ],
 )
 def test_tool_call_round_trip_through_real_client(serve, monkeypatch, model, wire_model, env, auth, costs):
@@ -194,14 +228,21 @@ def test_tool_call_round_trip_through_real_client(serve, monkeypatch, model, wir
     body = sent["body"]
     assert body["model"] == wire_model
     # Lane blocks go out as system content, one message each, in lane order, before the conversation.
-    assert body["messages"] == [{"role": "system", "content": text} for _, text in LANES] + [{"role": "user", "content": USER_TEXT}]
+    assert body["messages"] == [{"role": "system", "content": text} for _, text in LANES] + [
+        {"role": "user", "content": USER_TEXT}
+    ]
     # Tools go out with their schemas as written (identifier annotations included), not rewritten for strict mode.
     assert body["tools"] == [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}} for t in TOOLS
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in TOOLS
     ]
     assert first.response == ModelResponse(
-        text=None, tool_calls=[ToolCall(id="call_SU1", name="get_order", arguments={"order_number": "SU-20481"})],
-        usage=Usage(input_tokens=812, output_tokens=23), model=model, offline=False, finish_reason="tool_call",
+        text=None,
+        tool_calls=[ToolCall(id="call_SU1", name="get_order", arguments={"order_number": "SU-20481"})],
+        usage=Usage(input_tokens=812, output_tokens=23),
+        model=model,
+        offline=False,
+        finish_reason="tool_call",
     )
     assert (first.cost_usd, first.priced) == (costs[0], costs[0] > 0)
     assert first.resolved.offline is False and first.latency_ms >= 0
@@ -216,8 +257,11 @@ def test_tool_call_round_trip_through_real_client(serve, monkeypatch, model, wir
     second = gateway.call(followup)
 
     assert server.bodies[1]["messages"][-2:] == [
-        {"role": "assistant", "content": None,
-         "tool_calls": [fn_call("call_SU1", "get_order", '{"order_number":"SU-20481"}')]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [fn_call("call_SU1", "get_order", '{"order_number":"SU-20481"}')],
+        },
         {"role": "tool", "tool_call_id": "call_SU1", "content": TOOL_RESULT},
     ]
     assert second.response.text == "Your order SU-20481 has shipped."
@@ -230,17 +274,31 @@ def test_tool_call_round_trip_through_real_client(serve, monkeypatch, model, wir
 def test_anthropic_round_trip_through_real_client(serve, monkeypatch):
     def respond(path, body):
         assert path.startswith("/v1/messages")
-        results = [c for m in body["messages"] for c in (m["content"] if isinstance(m["content"], list) else []) if c.get("type") == "tool_result"]
+        results = [
+            c
+            for m in body["messages"]
+            for c in (m["content"] if isinstance(m["content"], list) else [])
+            if c.get("type") == "tool_result"
+        ]
         if not results:
-            content = [{"type": "text", "text": "Let me check."},
-                       {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_number": "SU-20481"}}]
+            content = [
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_number": "SU-20481"}},
+            ]
             stop = "tool_use"
         else:
             assert results[-1]["tool_use_id"] == "toolu_1"
             content, stop = [{"type": "text", "text": "It has shipped."}], "end_turn"
-        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-                     "content": content, "stop_reason": stop, "stop_sequence": None,
-                     "usage": {"input_tokens": 1000, "output_tokens": 100}}
+        return 200, {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-20250514",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1000, "output_tokens": 100},
+        }
 
     server = serve(respond)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
@@ -253,23 +311,37 @@ def test_anthropic_round_trip_through_real_client(serve, monkeypatch):
     body = server.bodies[0]
     # Anthropic has one system field: the lanes, in order, with a cache breakpoint after them,
     # and another after the tool schemas (the stable prefix is read from cache).
-    assert body["system"] == [{"type": "text", "text": "\n\n".join(text for _, text in LANES),
-                               "cache_control": {"type": "ephemeral", "ttl": "5m"}}]
+    assert body["system"] == [
+        {
+            "type": "text",
+            "text": "\n\n".join(text for _, text in LANES),
+            "cache_control": {"type": "ephemeral", "ttl": "5m"},
+        }
+    ]
     assert [t["input_schema"] for t in body["tools"]] == [GET_ORDER_SCHEMA, FIND_ORDERS_SCHEMA]
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
     assert first.response.text == "Let me check."
-    assert first.response.tool_calls == [ToolCall(id="toolu_1", name="get_order", arguments={"order_number": "SU-20481"})]
+    assert first.response.tool_calls == [
+        ToolCall(id="toolu_1", name="get_order", arguments={"order_number": "SU-20481"})
+    ]
     assert first.cost_usd == Decimal("0.004500")  # (1000*3 + 100*15)/1e6
 
     call = first.response.tool_calls[0]
     followup = request.model_copy(deep=True)
-    followup.messages += [Message(role="assistant", content="Let me check.", tool_calls=[call]),
-                          Message(role="tool", tool_call_id=call.id, tool_name=call.name, content=TOOL_RESULT)]
+    followup.messages += [
+        Message(role="assistant", content="Let me check.", tool_calls=[call]),
+        Message(role="tool", tool_call_id=call.id, tool_name=call.name, content=TOOL_RESULT),
+    ]
     second = gateway.call(followup)
 
     tool_use, tool_result = server.bodies[1]["messages"][-2:]
     assert tool_use["role"] == "assistant"
-    assert {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_number": "SU-20481"}} in tool_use["content"]
+    assert {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "get_order",
+        "input": {"order_number": "SU-20481"},
+    } in tool_use["content"]
     assert tool_result["role"] == "user" and tool_result["content"][0]["tool_use_id"] == "toolu_1"
     assert second.response.text == "It has shipped."
 
@@ -327,8 +399,9 @@ def test_http_errors_are_typed_and_marked_retryable(serve, monkeypatch, status, 
 
 def test_the_call_retries_honouring_retry_after_and_its_latency_spans_every_attempt(serve, monkeypatch):
     # The SDK's own first backoff is at most 0.5 s: a gap of a second is the server's Retry-After.
-    answers = iter([(429, {"error": {"message": "slow down"}}, {"Retry-After": "1"}),
-                    (200, completion(content="recovered"))])
+    answers = iter(
+        [(429, {"error": {"message": "slow down"}}, {"Retry-After": "1"}), (200, completion(content="recovered"))]
+    )
     server = serve(lambda path, body: next(answers))
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
 
@@ -457,7 +530,11 @@ def test_configured_providers_resolve(monkeypatch):
     assert resolve_model("openai:gpt-4.1").offline is False
     assert resolve_model("anthropic:claude-sonnet-4-0").model_name == "claude-sonnet-4-0"
     compat = resolve_model("openai-compatible:Qwen/Qwen3-8B")
-    assert (compat.provider, compat.model_name, compat.base_url) == ("openai-compatible", "Qwen/Qwen3-8B", "http://127.0.0.1:8000/v1")
+    assert (compat.provider, compat.model_name, compat.base_url) == (
+        "openai-compatible",
+        "Qwen/Qwen3-8B",
+        "http://127.0.0.1:8000/v1",
+    )
     ollama = resolve_model("ollama:llama3.2")
     assert (ollama.offline, ollama.base_url) == (False, "http://127.0.0.1:11434/v1")
     assert "sk-a" not in repr(resolve_model("openai:gpt-4.1"))
@@ -496,11 +573,16 @@ def test_builtin_offline_model_is_loaded_lazily():
 
 def test_override_receives_every_request_whatever_the_name(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # would otherwise reach the network
-    scripted = ScriptedModel([
-        ModelResponse(tool_calls=[ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-20481"})],
-                      usage=Usage(input_tokens=1_000_000, output_tokens=0), model="openai:gpt-4.1-mini"),
-        ModelResponse(text="done"),
-    ])
+    scripted = ScriptedModel(
+        [
+            ModelResponse(
+                tool_calls=[ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-20481"})],
+                usage=Usage(input_tokens=1_000_000, output_tokens=0),
+                model="openai:gpt-4.1-mini",
+            ),
+            ModelResponse(text="done"),
+        ]
+    )
     gateway = Gateway(override=scripted)
 
     first = gateway.call(lane_request("openai:gpt-4.1-mini"))
@@ -536,14 +618,23 @@ def test_scripted_model_records_copies_and_runs_callables_and_errors():
 def test_conversion_hoists_system_lanes_and_pairs_tool_results():
     from pydantic_ai import messages as m
 
-    request = ModelRequest(model="x", messages=[
-        Message(role="system", lane="rules", content="R"),
-        Message(role="user", content="hi"),
-        Message(role="assistant", content="checking", tool_calls=[ToolCall(id="c1", name="get_order", arguments='{"bad'), ]),
-        Message(role="tool", tool_call_id="c1", content="error: arguments are not JSON"),  # no tool_name given
-        Message(role="system", lane="summary", content="S"),  # a late system block still goes first
-        Message(role="user", content="thanks"),
-    ])
+    request = ModelRequest(
+        model="x",
+        messages=[
+            Message(role="system", lane="rules", content="R"),
+            Message(role="user", content="hi"),
+            Message(
+                role="assistant",
+                content="checking",
+                tool_calls=[
+                    ToolCall(id="c1", name="get_order", arguments='{"bad'),
+                ],
+            ),
+            Message(role="tool", tool_call_id="c1", content="error: arguments are not JSON"),  # no tool_name given
+            Message(role="system", lane="summary", content="S"),  # a late system block still goes first
+            Message(role="user", content="thanks"),
+        ],
+    )
 
     out = to_pai_messages(request)
 
@@ -563,14 +654,20 @@ def test_response_conversion_keeps_text_and_calls_and_drops_thinking():
     from pydantic_ai.usage import RequestUsage
 
     result = m.ModelResponse(
-        parts=[m.ThinkingPart("hmm"), m.TextPart("a"), m.TextPart("b"),
-               m.ToolCallPart(tool_name="get_order", args={"order_number": "SU-20481"}, tool_call_id="c9")],
+        parts=[
+            m.ThinkingPart("hmm"),
+            m.TextPart("a"),
+            m.TextPart("b"),
+            m.ToolCallPart(tool_name="get_order", args={"order_number": "SU-20481"}, tool_call_id="c9"),
+        ],
         usage=RequestUsage(input_tokens=7, output_tokens=3),
     )
 
     assert from_pai_response(result, "openai:gpt-4o") == ModelResponse(
-        text="ab", tool_calls=[ToolCall(id="c9", name="get_order", arguments={"order_number": "SU-20481"})],
-        usage=Usage(input_tokens=7, output_tokens=3), model="openai:gpt-4o",
+        text="ab",
+        tool_calls=[ToolCall(id="c9", name="get_order", arguments={"order_number": "SU-20481"})],
+        usage=Usage(input_tokens=7, output_tokens=3),
+        model="openai:gpt-4o",
     )
 
 
@@ -587,7 +684,9 @@ def test_pricing_comes_from_genai_prices():
     # Self-hosted servers bill nobody per token: unpriced unless the URL is a provider genai-prices knows.
     assert pricing.cost("openai-compatible:llama3", 10_000, 10_000, base_url="http://127.0.0.1:8000/v1").priced is False
     assert pricing.cost("ollama:llama3", 10_000, 10_000).priced is False
-    hosted = pricing.cost("openai-compatible:llama-3.3-70b-versatile", 1000, 1000, base_url="https://api.groq.com/openai/v1")
+    hosted = pricing.cost(
+        "openai-compatible:llama-3.3-70b-versatile", 1000, 1000, base_url="https://api.groq.com/openai/v1"
+    )
     assert hosted.priced and hosted.usd > 0
     assert pricing.cost("offline", 10_000, 10_000) == pricing.Cost(Decimal("0"), priced=True)
 

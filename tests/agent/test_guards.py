@@ -55,7 +55,9 @@ class LabelArgs(BaseModel):
 
 
 def _tool(name, args_model, **kw):
-    return Tool(name=name, description=name, args_model=args_model, result_model=Empty, run=lambda ctx, a: Empty(), **kw)
+    return Tool(
+        name=name, description=name, args_model=args_model, result_model=Empty, run=lambda ctx, a: Empty(), **kw
+    )
 
 
 GET_ORDER = _tool("get_order", OrderArgs)
@@ -68,15 +70,27 @@ CANCEL = _tool("cancel_order", OrderArgs, side_effect=True, target_arg="order_nu
 LABEL = _tool("label_entity", LabelArgs, side_effect=True, local=True, target_arg="value")
 
 LEDGER = [
-    LedgerData(role="customer", value="cus_4k2m9x1p", kind="customer", verified=True, first_seen_turn=1, last_used_turn=3),
-    LedgerData(role="damaged_order", value="SU-20481", kind="order", verified=True, first_seen_turn=3, last_used_turn=12),
+    LedgerData(
+        role="customer", value="cus_4k2m9x1p", kind="customer", verified=True, first_seen_turn=1, last_used_turn=3
+    ),
+    LedgerData(
+        role="damaged_order", value="SU-20481", kind="order", verified=True, first_seen_turn=3, last_used_turn=12
+    ),
     LedgerData(role="order_2", value="SU-31377", kind="order", verified=True, first_seen_turn=3, last_used_turn=3),
-    LedgerData(role="typed_order", value="SU-55510", kind="order", verified=False, first_seen_turn=14, last_used_turn=14),
+    LedgerData(
+        role="typed_order", value="SU-55510", kind="order", verified=False, first_seen_turn=14, last_used_turn=14
+    ),
 ]
 MONEY = [MoneyData(order="SU-20481", currency="INR", paid_cents=405000, refunded_cents=10000)]  # 3,950.00 refundable
-PHONE_ONLY = RuleData(id=7, text="phone only, never email me again", turn=4, enforcement={"block_tools": ["send_email"]})
-NO_REPLACEMENT = RuleData(id=8, text="I don't want a replacement, just my money back", turn=6,
-                          enforcement={"block_tools": ["offer_replacement"]})
+PHONE_ONLY = RuleData(
+    id=7, text="phone only, never email me again", turn=4, enforcement={"block_tools": ["send_email"]}
+)
+NO_REPLACEMENT = RuleData(
+    id=8,
+    text="I don't want a replacement, just my money back",
+    turn=6,
+    enforcement={"block_tools": ["offer_replacement"]},
+)
 
 
 def run(tool, arguments, **kw):
@@ -91,23 +105,28 @@ def refund(amount=1000, order="SU-20481", **kw):
 
 # --- edit distance -------------------------------------------------------------
 
-@pytest.mark.parametrize("a,b,expected", [
-    ("SU-20481", "SU-20481", True),
-    ("SU-20481", "SU-20482", True),   # substitution
-    ("SU-20481", "SU-2481", True),    # deletion
-    ("SU-20481", "SU-204811", True),  # insertion at the end
-    ("SU-20481", "XSU-20481", True),  # insertion at the start
-    ("SU-20481", "SU-20418", False),  # adjacent swap is two Levenshtein edits
-    ("SU-20481", "SU-20499", False),
-    ("SU-20481", "SU-204", False),
-    ("", "a", True),
-])
+
+@pytest.mark.parametrize(
+    "a,b,expected",
+    [
+        ("SU-20481", "SU-20481", True),
+        ("SU-20481", "SU-20482", True),  # substitution
+        ("SU-20481", "SU-2481", True),  # deletion
+        ("SU-20481", "SU-204811", True),  # insertion at the end
+        ("SU-20481", "XSU-20481", True),  # insertion at the start
+        ("SU-20481", "SU-20418", False),  # adjacent swap is two Levenshtein edits
+        ("SU-20481", "SU-20499", False),
+        ("SU-20481", "SU-204", False),
+        ("", "a", True),
+    ],
+)
 def test_levenshtein_at_most_one(a, b, expected):
     assert levenshtein_at_most_one(a, b) is expected
     assert levenshtein_at_most_one(b, a) is expected
 
 
 # --- schema ---------------------------------------------------------------------
+
 
 def test_malformed_json_string_is_rejected_with_reason():
     v = run(GET_ORDER, '{"order_number": "SU-20481"')
@@ -136,6 +155,7 @@ def test_valid_json_string_arguments_parse_and_pass():
 
 
 # --- ID guard -------------------------------------------------------------------
+
 
 def test_verified_ledger_id_passes():
     assert refund().decision == "allow"
@@ -181,8 +201,11 @@ def test_invented_id_rejected_with_lookup_hint():
 
 
 def test_id_only_in_recent_tool_results_passes():
-    v = refund(order="SU-61000", recent_ids=frozenset({"SU-61000"}),
-               money=[MoneyData(order="SU-61000", currency="INR", paid_cents=9000, refunded_cents=0)])
+    v = refund(
+        order="SU-61000",
+        recent_ids=frozenset({"SU-61000"}),
+        money=[MoneyData(order="SU-61000", currency="INR", paid_cents=9000, refunded_cents=0)],
+    )
     assert v.decision == "allow"
     assert refund(order="SU-61000").guard == "id"  # and without it, rejected
 
@@ -194,8 +217,17 @@ def test_mutation_of_a_recent_tool_result_is_named():
 
 
 def test_archived_ledger_entries_do_not_count():
-    archived = [LedgerData(role="old", value="SU-20481", kind="order", verified=True,
-                           first_seen_turn=1, last_used_turn=1, archived=True)]
+    archived = [
+        LedgerData(
+            role="old",
+            value="SU-20481",
+            kind="order",
+            verified=True,
+            first_seen_turn=1,
+            last_used_turn=1,
+            archived=True,
+        )
+    ]
     assert refund(ledger=archived).guard == "id"
 
 
@@ -211,7 +243,10 @@ def test_list_valued_ids_are_each_checked():
 def test_ids_in_arguments_flattens_lists():
     args = ReturnArgs(order_number="SU-20481", item_ids=["itm_a", "itm_b"])
     assert ids_in_arguments(RETURN, args) == [
-        ("order_number", "order", "SU-20481"), ("item_ids", "item", "itm_a"), ("item_ids", "item", "itm_b")]
+        ("order_number", "order", "SU-20481"),
+        ("item_ids", "item", "itm_a"),
+        ("item_ids", "item", "itm_b"),
+    ]
 
 
 def test_local_tools_are_id_checked_but_never_held():
@@ -226,8 +261,11 @@ def test_prompt_injection_in_arguments_cannot_pass_the_id_guard():
     v = run(REFUND, {"order_number": "SU-99999", "amount_cents": 100, "currency": "INR", "reason": injected})
     assert (v.decision, v.guard) == ("reject", "id")
     # Even when the customer typed it (so it sits in recent text), it cannot be acted on.
-    v = run(REFUND, {"order_number": "SU-99999", "amount_cents": 100, "currency": "INR", "reason": injected},
-            recent_text_ids=frozenset({"SU-99999"}))
+    v = run(
+        REFUND,
+        {"order_number": "SU-99999", "amount_cents": 100, "currency": "INR", "reason": injected},
+        recent_text_ids=frozenset({"SU-99999"}),
+    )
     assert (v.decision, v.guard) == ("reject", "unverified_id")
     # The whole sentence in the ID field is not an ID anyone showed.
     v = run(REFUND, {"order_number": injected, "amount_cents": 100, "currency": "INR"})
@@ -237,6 +275,7 @@ def test_prompt_injection_in_arguments_cannot_pass_the_id_guard():
 
 
 # --- rule guards ----------------------------------------------------------------
+
 
 def test_phone_only_rule_blocks_send_email_quoting_it_verbatim():
     v = run(EMAIL, {"customer_id": "cus_4k2m9x1p", "body": "Your refund is on its way"}, rules=[PHONE_ONLY])
@@ -253,13 +292,20 @@ def test_rule_fires_before_ids_and_blocks_only_its_tool():
     assert refund(rules=[PHONE_ONLY, NO_REPLACEMENT]).decision == "allow"
 
 
-KEEP_THIS_ONE = RuleData(id=9, text="Whatever you do, don't cancel SU-20481, I need it for a birthday.", turn=2,
-                         enforcement=infer_enforcement("Whatever you do, don't cancel SU-20481, I need it for a birthday."))
+KEEP_THIS_ONE = RuleData(
+    id=9,
+    text="Whatever you do, don't cancel SU-20481, I need it for a birthday.",
+    turn=2,
+    enforcement=infer_enforcement("Whatever you do, don't cancel SU-20481, I need it for a birthday."),
+)
 
 
 def test_a_rule_naming_its_order_blocks_the_action_on_that_order_only():
-    assert KEEP_THIS_ONE.enforcement == {"block_tools": ["cancel_order"], "only_on": ["SU-20481"],
-                                     "narrowed_tools": ["cancel_order"]}
+    assert KEEP_THIS_ONE.enforcement == {
+        "block_tools": ["cancel_order"],
+        "only_on": ["SU-20481"],
+        "narrowed_tools": ["cancel_order"],
+    }
     v = run(CANCEL, {"order_number": "SU-20481"}, rules=[KEEP_THIS_ONE])
     assert (v.decision, v.guard) == ("reject", "rule") and "birthday" in v.reason
     # Another order of the case: the rule says nothing about it.
@@ -269,17 +315,26 @@ def test_a_rule_naming_its_order_blocks_the_action_on_that_order_only():
 
 
 def test_a_rule_naming_an_order_still_blocks_a_contact_tool_whole():
-    rule = RuleData(id=10, text="Never email me about SU-20481.", turn=2,
-                    enforcement=infer_enforcement("Never email me about SU-20481."))
+    rule = RuleData(
+        id=10,
+        text="Never email me about SU-20481.",
+        turn=2,
+        enforcement=infer_enforcement("Never email me about SU-20481."),
+    )
     assert "only_on" not in rule.enforcement
-    mixed = RuleData(id=11, text="Don't cancel SU-20481 and never email me.", turn=2,
-                     enforcement=infer_enforcement("Don't cancel SU-20481 and never email me."))
+    mixed = RuleData(
+        id=11,
+        text="Don't cancel SU-20481 and never email me.",
+        turn=2,
+        enforcement=infer_enforcement("Don't cancel SU-20481 and never email me."),
+    )
     assert mixed.enforcement["only_on"] == ["SU-20481"]
     for r in (rule, mixed):
         assert run(EMAIL, {"customer_id": "cus_4k2m9x1p", "body": "hi"}, rules=[r]).guard == "rule"
 
 
 # --- refund limit ---------------------------------------------------------------
+
 
 def test_refund_above_refundable_rejected_equal_allowed():
     v = refund(amount=395001)
@@ -306,8 +361,15 @@ def test_decimal_amounts_are_normalised_to_minor_units():
 
 # --- repeats and approval -------------------------------------------------------
 
-FIRST_REFUND = ActionData(tool="issue_refund", target="SU-20481", turn=20, idempotency_key="t1-20-refund",
-                          reversible=False, amount_cents=5000, currency="INR")
+FIRST_REFUND = ActionData(
+    tool="issue_refund",
+    target="SU-20481",
+    turn=20,
+    idempotency_key="t1-20-refund",
+    reversible=False,
+    amount_cents=5000,
+    currency="INR",
+)
 
 
 def test_second_refund_on_same_order_is_held_not_rejected():
@@ -346,8 +408,11 @@ def test_approval_thresholds_per_currency():
     rules = {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}}
     assert refund(amount=20000, approval_rules=rules).decision == "allow"  # 200.00 INR
     assert refund(amount=300000, approval_rules=rules).decision == "allow"  # 3,000.00 INR
-    v = run(REFUND, {"order_number": "SU-20481", "amount_cents": 300000, "currency": "INR"},
-            approval_rules={"issue_refund": {"above": {"INR": 200000}}})
+    v = run(
+        REFUND,
+        {"order_number": "SU-20481", "amount_cents": 300000, "currency": "INR"},
+        approval_rules={"issue_refund": {"above": {"INR": 200000}}},
+    )
     assert (v.decision, v.guard) == ("hold", "approval") and "2,000.00 INR" in v.reason
     money = [MoneyData(order="SU-20481", currency="USD", paid_cents=90000, refunded_cents=0)]
     call = {"order_number": "SU-20481", "amount_cents": 30000, "currency": "USD"}
@@ -374,8 +439,10 @@ def test_approval_never_lifts_the_refund_limit():
 
 def test_read_only_tools_skip_consequence_guards():
     prior = ActionData(tool="get_order", target="SU-20481", turn=2, idempotency_key="", reversible=True)
-    assert run(GET_ORDER, {"order_number": "SU-20481"}, actions=[prior],
-               approval_rules={"get_order": {}}).decision == "allow"
+    assert (
+        run(GET_ORDER, {"order_number": "SU-20481"}, actions=[prior], approval_rules={"get_order": {}}).decision
+        == "allow"
+    )
 
 
 def test_an_unreadable_stored_rule_holds_instead_of_allowing():

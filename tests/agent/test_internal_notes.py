@@ -12,8 +12,8 @@ from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, staff_internal_note_post, staff_note_post
-from sundry.compaction.services import _inputs
 from sundry.compaction.models import CompactionRun
+from sundry.compaction.services import _inputs
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
@@ -28,8 +28,9 @@ FIELD_SECRET = "Account under fraud review"
 
 
 def _everything_the_model_read(model: ScriptedModel) -> str:
-    return "\n".join(m.content + " ".join(str(c.arguments) for c in m.tool_calls)
-                     for r in model.requests for m in r.messages)
+    return "\n".join(
+        m.content + " ".join(str(c.arguments) for c in m.tool_calls) for r in model.requests for m in r.messages
+    )
 
 
 @pytest.fixture
@@ -43,8 +44,9 @@ def ticket():
 def test_an_internal_note_and_an_internal_field_never_reach_a_request(ticket):
     ticket, staff = ticket
     staff_internal_note_post(ticket=ticket, text=f"Internal: {SECRET}.", user=staff)
-    lanes.state_set(ticket=ticket, name="internal_note", value=FIELD_SECRET, turn=1, source="staff", confirmed=True,
-                    user=staff)
+    lanes.state_set(
+        ticket=ticket, name="internal_note", value=FIELD_SECRET, turn=1, source="staff", confirmed=True, user=staff
+    )
     staff_note_post(ticket=ticket, text="Please tell them it is on its way.", user=staff)  # for the agent
     model = ScriptedModel([ModelResponse(text="It is on its way.")])
     agent_run(ticket.pk, gateway=Gateway(override=model))
@@ -68,8 +70,9 @@ def test_an_internal_note_does_not_wake_the_agent_nor_reach_the_summariser(ticke
     snap = lane_snapshot(ticket)
     assert all(t.kind != "internal" for t in snap.turns)
     assert SECRET not in str(assemble(snap, model="offline").request.model_dump())
-    run = CompactionRun.objects.create(ticket=ticket, context_version=0, from_turn=1,
-                                       through_turn=ticket.last_turn_number, model="offline")
+    run = CompactionRun.objects.create(
+        ticket=ticket, context_version=0, from_turn=1, through_turn=ticket.last_turn_number, model="offline"
+    )
     turns, request, _, _ = _inputs(run)
     assert turns and all(t.kind != "internal" for t in turns)
     assert SECRET not in request.model_dump_json()
@@ -79,8 +82,11 @@ def test_the_desk_adds_an_internal_note_the_customer_never_sees(ticket):
     ticket, staff = ticket
     desk = Client()
     desk.force_login(staff)
-    r = desk.post(f"/desk/tickets/{ticket.pk}/post", {"action": "internal", "text": f"Internal: {SECRET}."},
-                  HTTP_HX_REQUEST="true")
+    r = desk.post(
+        f"/desk/tickets/{ticket.pk}/post",
+        {"action": "internal", "text": f"Internal: {SECRET}."},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200 and "Internal note added" in r.content.decode()
     page = desk.get(f"/desk/tickets/{ticket.pk}/").content.decode()
     assert SECRET in page and "internal note (staff only)" in page

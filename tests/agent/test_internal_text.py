@@ -15,7 +15,8 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide, staff_note_post
-from sundry.context import internaltext, services as lanes
+from sundry.context import internaltext
+from sundry.context import services as lanes
 from sundry.context.internaltext import gather, quotes
 from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Contact
@@ -101,7 +102,10 @@ LEAKS = [
 @pytest.mark.django_db
 @pytest.mark.parametrize("leak", LEAKS, ids=["plain-reply", "reply_to_customer", "staff-note"])
 def test_a_reply_quoting_internal_text_is_held_and_the_ticket_flagged(case, leak):
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([leak, ModelResponse(text="A colleague will reply.")])))
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(override=ScriptedModel([leak, ModelResponse(text="A colleague will reply.")])),
+    )
     reads = _customer_reads(case)
     assert "fraud review" not in reads and "chargeback history" not in reads
     ticket = Ticket.objects.get(pk=case["ticket"].pk)
@@ -116,11 +120,23 @@ def test_a_reply_quoting_internal_text_is_held_and_the_ticket_flagged(case, leak
 
 @pytest.mark.django_db
 def test_an_email_quoting_the_internal_note_is_held(case):
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
-        _call("send_email", "e1", customer_id=case["customer"].customer_id, subject="Your refund",
-              body=f"Status: {NOTE}."),
-        ModelResponse(text="We will be in touch."),
-    ])))
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    _call(
+                        "send_email",
+                        "e1",
+                        customer_id=case["customer"].customer_id,
+                        subject="Your refund",
+                        body=f"Status: {NOTE}.",
+                    ),
+                    ModelResponse(text="We will be in touch."),
+                ]
+            )
+        ),
+    )
     assert not Contact.objects.filter(customer=case["customer"]).exists()
     assert HeldAction.objects.get(ticket=case["ticket"], tool="send_email").status == HeldAction.Status.PENDING
 
@@ -135,10 +151,18 @@ def test_staff_may_approve_the_held_reply_and_then_it_is_sent(case):
 
 @pytest.mark.django_db
 def test_an_ordinary_reply_is_posted(case):
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
-        # (No claim about the refund itself: "your refund is being looked at" with nothing held or
-        # proposed would be an unsupported pending claim, which the reply check asks again.)
-        ModelResponse(text="Sorry for the wait; a colleague will get back to you about it soon.")])))
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    # (No claim about the refund itself: "your refund is being looked at" with nothing held or
+                    # proposed would be an unsupported pending claim, which the reply check asks again.)
+                    ModelResponse(text="Sorry for the wait; a colleague will get back to you about it soon.")
+                ]
+            )
+        ),
+    )
     assert "a colleague will get back to you" in _customer_reads(case)
     assert "internal_text" not in Ticket.objects.get(pk=case["ticket"].pk).attention
 

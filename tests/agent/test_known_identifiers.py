@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sundry.agent.answer import known_identifiers
 from sundry.agent import replycheck
+from sundry.agent.answer import known_identifiers
 from sundry.tooling.messages import Message, ModelRequest, ToolCall
 
 INVENTED = "1Z999AA10123456784"
@@ -11,14 +11,20 @@ INVENTED = "1Z999AA10123456784"
 
 def _request(*, rejected: bool) -> ModelRequest:
     call = ToolCall(id="t1", name="track_parcel", arguments={"tracking_number": INVENTED})
-    result = (f"ERROR (guard: id): tracking_number '{INVENTED}' is not in the ID ledger or in a recent tool result."
-              if rejected else f'{{"tracking_number": "{INVENTED}", "status": "in_transit"}}')
-    return ModelRequest(model="offline", messages=[
-        Message(role="system", content="ID LEDGER\norder: SU-10480"),
-        Message(role="user", content="Where is my parcel for SU-10480?"),
-        Message(role="assistant", tool_calls=[call]),
-        Message(role="tool", tool_call_id="t1", tool_name="track_parcel", content=result),
-    ])
+    result = (
+        f"ERROR (guard: id): tracking_number '{INVENTED}' is not in the ID ledger or in a recent tool result."
+        if rejected
+        else f'{{"tracking_number": "{INVENTED}", "status": "in_transit"}}'
+    )
+    return ModelRequest(
+        model="offline",
+        messages=[
+            Message(role="system", content="ID LEDGER\norder: SU-10480"),
+            Message(role="user", content="Where is my parcel for SU-10480?"),
+            Message(role="assistant", tool_calls=[call]),
+            Message(role="tool", tool_call_id="t1", tool_name="track_parcel", content=result),
+        ],
+    )
 
 
 def test_an_id_a_guard_refused_stays_unknown_to_the_reply_check():
@@ -37,11 +43,16 @@ def test_negative_control_the_same_id_returned_by_the_tool_is_known():
 
 def test_a_held_replys_quote_in_a_notice_is_not_a_source_but_a_later_result_is():
     invented = "SU-26675-RF01"
-    request = ModelRequest(model="offline", messages=[
-        Message(role="user", content="Did the refund go through?"),
-        Message(role="user", content=f"[system notice] Reply held for staff: it names {invented}, found nowhere."),
-        Message(role="user", content="[system notice] later result of track_parcel (t9): {\"tracking_number\": "
-                                     "\"1Z999AA10123456799\"}"),
-    ])
+    request = ModelRequest(
+        model="offline",
+        messages=[
+            Message(role="user", content="Did the refund go through?"),
+            Message(role="user", content=f"[system notice] Reply held for staff: it names {invented}, found nowhere."),
+            Message(
+                role="user",
+                content='[system notice] later result of track_parcel (t9): {"tracking_number": "1Z999AA10123456799"}',
+            ),
+        ],
+    )
     known = known_identifiers(request)
     assert invented not in known and "1Z999AA10123456799" in known

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from sundry.agent.gateway import Gateway, ModelCallError
@@ -117,8 +116,12 @@ def _refund_40(shop):
 
 def _compact_everything(ticket):
     """What compaction does to the request: the old turns are replaced by a summary."""
-    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.turns.count(),
-                           fields={}, text="The customer reported a scratched [order].")
+    Summary.objects.create(
+        ticket=ticket,
+        covers_through_turn=ticket.turns.count(),
+        fields={},
+        text="The customer reported a scratched [order].",
+    )
 
 
 def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
@@ -265,8 +268,12 @@ def test_tool_result_failing_its_schema_is_quarantined_not_harvested(shop, monke
     monkeypatch.setattr(tool, "run", lambda ctx, args: {"order_number": "SU-99999", "unexpected": True})
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Check my order please.")
-    run(ticket, call("search_orders", customer_id=shop["customer"].customer_id),
-        call("get_order", _id="g1", order_number="SU-10480"), reply("Checking."))
+    run(
+        ticket,
+        call("search_orders", customer_id=shop["customer"].customer_id),
+        call("get_order", _id="g1", order_number="SU-10480"),
+        reply("Checking."),
+    )
     quarantined = turns(ticket, kind=Turn.Kind.ERROR)[-1]
     assert quarantined.payload["quarantined"] is True
     assert not LedgerEntry.objects.filter(ticket=ticket, value="SU-99999").exists()
@@ -312,8 +319,12 @@ def test_one_call_emitted_twice_in_a_response_runs_once_and_is_not_held(shop):
     model = run(
         ticket,
         call("get_order", order_number="SU-10480"),
-        ModelResponse(tool_calls=[ToolCall(id="a", name="issue_refund", arguments=refund),
-                                  ToolCall(id="b", name="issue_refund", arguments=dict(reversed(refund.items())))]),
+        ModelResponse(
+            tool_calls=[
+                ToolCall(id="a", name="issue_refund", arguments=refund),
+                ToolCall(id="b", name="issue_refund", arguments=dict(reversed(refund.items()))),
+            ]
+        ),
         reply("Please confirm the refund on the card."),
     )
     # One card for the one call: the duplicate is answered, not proposed a second time.
@@ -336,9 +347,16 @@ def test_the_same_tool_with_other_arguments_in_one_response_runs_each(shop):
     ticket = shop["ticket"]
     paid_order(customer=shop["customer"], number="SU-10490", prices=(2500,))
     customer_message_post(ticket=ticket, text="Where are SU-10480 and SU-10490?")
-    run(ticket, ModelResponse(tool_calls=[ToolCall(id="a", name="get_order", arguments={"order_number": "SU-10480"}),
-                                          ToolCall(id="b", name="get_order", arguments={"order_number": "SU-10490"})]),
-        reply("Found both."))
+    run(
+        ticket,
+        ModelResponse(
+            tool_calls=[
+                ToolCall(id="a", name="get_order", arguments={"order_number": "SU-10480"}),
+                ToolCall(id="b", name="get_order", arguments={"order_number": "SU-10490"}),
+            ]
+        ),
+        reply("Found both."),
+    )
     results = turns(ticket, kind=Turn.Kind.TOOL_RESULT)
     assert [(t.payload["call_id"], t.payload["ok"]) for t in results] == [("a", True), ("b", True)]
     assert not turns(ticket, kind=Turn.Kind.REJECTION)

@@ -65,7 +65,10 @@ def test_an_invented_refund_reference_is_asked_again_then_held_never_sent(desk):
 
 
 def test_a_corrected_reply_after_the_re_ask_is_posted(desk):
-    desk["answers"] += [say("Refund SU-26675-RF01 done."), say("I can see order SU-26675; no refund has been made yet.")]
+    desk["answers"] += [
+        say("Refund SU-26675-RF01 done."),
+        say("I can see order SU-26675; no refund has been made yet."),
+    ]
     run(desk)
     assert agent_messages(desk["ticket"]) == ["I can see order SU-26675; no refund has been made yet."]
 
@@ -87,7 +90,9 @@ def test_a_truncated_reply_is_asked_again(desk):
 
 
 def hermes(body):
-    return 200, completion(content='<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>')
+    return 200, completion(
+        content='<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>'
+    )
 
 
 def test_with_the_class_opted_in_a_hermes_call_written_as_text_is_made(desk):
@@ -115,7 +120,9 @@ def test_without_the_opt_in_a_call_written_as_text_never_reaches_the_customer(de
 
 
 def test_the_same_malformed_call_three_times_ends_the_run_with_a_flag(desk):
-    bad = lambda body: (200, completion(tool_calls=[fn_call(f"c{len(body['messages'])}", "get_order", '{"order_number": NaN}')]))  # noqa: E731
+    def bad(body):
+        return 200, completion(tool_calls=[fn_call(f"c{len(body['messages'])}", "get_order", '{"order_number": NaN}')])
+
     desk["answers"] += [bad] * 6
     steps = run(desk)
     ticket = desk["ticket"]
@@ -140,9 +147,26 @@ def test_in_production_an_unresolvable_model_hands_the_ticket_to_staff(desk, set
 
 
 def test_the_step_cap_flags_a_run_that_stops_mid_task(desk, settings):
-    lookups = [lambda body, n=n: (200, completion(tool_calls=[fn_call(f"g{n}", "search_orders",
-                                                                         json.dumps({"customer_id": desk["ticket"].customer.customer_id, "status": ["open", "shipped", "delivered"][n % 3]}))]))
-               for n in range(3)]
+    lookups = [
+        lambda body, n=n: (
+            200,
+            completion(
+                tool_calls=[
+                    fn_call(
+                        f"g{n}",
+                        "search_orders",
+                        json.dumps(
+                            {
+                                "customer_id": desk["ticket"].customer.customer_id,
+                                "status": ["open", "shipped", "delivered"][n % 3],
+                            }
+                        ),
+                    )
+                ]
+            ),
+        )
+        for n in range(3)
+    ]
     desk["answers"] += lookups
     assert agent_run(desk["ticket"].pk, gateway=Gateway(limits=CallLimits(max_retries=0)), max_steps=3) == 3
     ticket = Ticket.objects.get(pk=desk["ticket"].pk)

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 from django.db import connection, transaction
-from django.utils import timezone
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from sundry.agent import calls, claims, loop, step
 from sundry.agent.gateway import Gateway
@@ -47,8 +47,11 @@ def test_a_message_that_arrives_mid_run_is_answered_before_the_run_ends(ticket):
     def second_message():
         # The customer writes again while the model is thinking; that message's own
         # wake-up would find the ticket claimed by this run.
-        customer_message_post(ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk),
-                              text="Also, can I change the address?", wake=False)
+        customer_message_post(
+            ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk),
+            text="Also, can I change the address?",
+            wake=False,
+        )
         claimed_meanwhile.append(claims.claim(ticket.pk) is not None)
         connection.close()
 
@@ -98,11 +101,14 @@ def test_a_step_that_fails_midway_leaves_nothing_half_applied(ticket, monkeypatc
 def test_a_tool_step_commits_once_and_pushes_once(ticket, monkeypatch):
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     pushed, real_push = [], events._push
-    monkeypatch.setattr(events, "_push", lambda ticket_id, version=None: pushed.append(ticket_id) or real_push(
-        ticket_id, version))
+    monkeypatch.setattr(
+        events, "_push", lambda ticket_id, version=None: pushed.append(ticket_id) or real_push(ticket_id, version)
+    )
     version = Ticket.objects.get(pk=ticket.pk).version
-    step.agent_step(Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
-                    gateway=Gateway(override=ScriptedModel([get_order()])))
+    step.agent_step(
+        Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
+        gateway=Gateway(override=ScriptedModel([get_order()])),
+    )
     # Call turn, result turn, ledger harvest: three version bumps, one commit, one push.
     assert Ticket.objects.get(pk=ticket.pk).version >= version + 3
     assert pushed == [ticket.pk]
@@ -180,8 +186,9 @@ def test_the_id_a_call_used_is_not_evicted_by_the_ids_its_own_result_brings():
     # the agent just looked up counts as used by then, a live entity that leaves last.
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000, 2500))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.01),
-                           subject="Where is it")
+    ticket = ticket_create(
+        customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.01), subject="Where is it"
+    )
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     assert agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([get_order(), ModelResponse(text="Found it.")])))
     order = LedgerEntry.objects.get(ticket=ticket, value="SU-10480")

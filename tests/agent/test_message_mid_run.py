@@ -17,8 +17,14 @@ from sundry.shop import offline
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket
 from sundry.tickets.services import ticket_create
-from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory,
-                             customer_confirms, paid_order)
+from tests.factories import (
+    CustomerFactory,
+    ParcelFactory,
+    TicketClassFactory,
+    TrackingEventFactory,
+    customer_confirms,
+    paid_order,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -48,8 +54,9 @@ def shop():
     placed = paid_order(customer=customer, number="SU-40112", status=Order.Status.PLACED, prices=(1500,))
     delivered = paid_order(customer=customer, number="SU-40110", prices=(3000, 2000))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500,))
-    TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds hub",
-                         description="In transit")
+    TrackingEventFactory(
+        parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds hub", description="In transit"
+    )
     ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
     return {"ticket": ticket, "placed": placed, "delivered": delivered}
 
@@ -68,8 +75,9 @@ def cards(ticket):
 
 def test_a_request_sent_while_the_agent_works_on_another_leaves_both_answered(shop):
     ticket = shop["ticket"]
-    reply = run_with(ticket, "Please cancel order SU-40112.",
-                     "I'd also like a refund of 10.00 USD on SU-40110, the box was dented.")
+    reply = run_with(
+        ticket, "Please cancel order SU-40112.", "I'd also like a refund of 10.00 USD on SU-40110, the box was dented."
+    )
     assert ticket.turns.filter(author="customer", kind="message").count() == 2
     assert cards(ticket) == [("cancel_order", "pending"), ("issue_refund", "pending")]
     assert "SU-40112" in reply and "SU-40110" in reply, reply
@@ -88,8 +96,12 @@ def test_a_question_sent_mid_run_is_answered_with_the_request(shop):
 
 def test_three_messages_each_answered_once(shop):
     ticket = shop["ticket"]
-    reply = run_with(ticket, "Please cancel order SU-40112.", "Where is SU-40111?",
-                     "I'd also like a refund of 10.00 USD on SU-40110, the box was dented.")
+    reply = run_with(
+        ticket,
+        "Please cancel order SU-40112.",
+        "Where is SU-40111?",
+        "I'd also like a refund of 10.00 USD on SU-40110, the box was dented.",
+    )
     assert cards(ticket) == [("cancel_order", "pending"), ("issue_refund", "pending")]
     for said in ("SU-40112", "SU-40111", "SU-40110"):
         assert said in reply, (said, reply)
@@ -100,7 +112,8 @@ def test_control_reading_only_the_newest_message_drops_the_first_request(shop, m
     """Negative control: the offline model as it was, answering the newest message alone."""
     monkeypatch.setattr(offline, "answer_request", lambda request: offline.answer(offline.RequestView(request)))
     ticket = shop["ticket"]
-    reply = run_with(ticket, "Please cancel order SU-40112.",
-                     "I'd also like a refund of 10.00 USD on SU-40110, the box was dented.")
+    reply = run_with(
+        ticket, "Please cancel order SU-40112.", "I'd also like a refund of 10.00 USD on SU-40110, the box was dented."
+    )
     assert ("cancel_order", "pending") not in cards(ticket)
     assert "SU-40112" not in reply

@@ -31,8 +31,10 @@ def named(order, name):
 def shop():
     customer = CustomerFactory()
     fryer = named(paid_order(customer=customer, number="SU-25386", prices=(12999,)), "Air Fryer 5.5L")
-    grinder = named(paid_order(customer=customer, number="SU-27531", status=Order.Status.SHIPPED, prices=(4499,)),
-                    "Burr Coffee Grinder")
+    grinder = named(
+        paid_order(customer=customer, number="SU-27531", status=Order.Status.SHIPPED, prices=(4499,)),
+        "Burr Coffee Grinder",
+    )
     parcel = ParcelFactory(order=grinder, status="in_transit")
     TrackingEventFactory(parcel=parcel, location="Leeds hub", description="In transit")
     tclass = TicketClassFactory(approval_rules={})
@@ -59,8 +61,11 @@ def test_status_questions_never_create_a_refund(shop):
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
     confirm(ticket)
     assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
-    for question in ("Is the refund for the air fryer done?", "Is the refund for the grinder approved yet?",
-                     "has my cancellation gone through?"):
+    for question in (
+        "Is the refund for the air fryer done?",
+        "Is the refund for the grinder approved yet?",
+        "has my cancellation gone through?",
+    ):
         say(ticket, question)
         assert no_open_card(ticket), question  # a question proposes nothing to confirm
     assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
@@ -78,8 +83,12 @@ def test_after_compaction_a_status_question_still_moves_no_money(shop):
     say(ticket, "Where is SU-27531?")
     ticket.refresh_from_db()
     # Everything so far leaves the request behind a summary that names no order.
-    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
-                           text="The customer reported damage and asked about a parcel.")
+    Summary.objects.create(
+        ticket=ticket,
+        covers_through_turn=ticket.last_turn_number,
+        fields={},
+        text="The customer reported damage and asked about a parcel.",
+    )
     reply = say(ticket, "Is the refund for the air fryer done?")
     assert Refund.objects.count() == 1 and not HeldAction.objects.filter(ticket=ticket).exists()
     assert no_open_card(ticket)
@@ -140,7 +149,7 @@ def test_a_lost_parcel_is_met_with_the_remedies_the_shop_allows(shop):
 
 
 def test_the_follow_up_questions_of_a_lost_parcel_case_are_answered_not_met_with_a_clarifying_question(shop):
-    """"What are my options?", "When will I see the money?", "Could you check … too?" each get their answer."""
+    """ "What are my options?", "When will I see the money?", "Could you check … too?" each get their answer."""
     parcel = shop["grinder"].parcels.get()
     parcel.status = "lost"
     parcel.save(update_fields=["status"])
@@ -169,8 +178,10 @@ def test_what_happened_what_can_you_offer_keep_and_ship_questions_get_answers(sh
     say(ticket, "What else did I order?")  # the orders, with what is in them, are in the request now
     kept = say(ticket, "Keep the Air Fryer 5.5L order, I still want it.")
     assert kept == "Understood — I'll leave order SU-25386 as it is."
-    placed = named(paid_order(customer=shop["customer"], number="SU-27990", status=Order.Status.PLACED,
-                              prices=(2500,)), "Ceramic Planter")
+    placed = named(
+        paid_order(customer=shop["customer"], number="SU-27990", status=Order.Status.PLACED, prices=(2500,)),
+        "Ceramic Planter",
+    )
     assert placed.status == Order.Status.PLACED
     shipping = say(ticket, "When will the Ceramic Planter ship?")
     assert "SU-27990" in shipping and "placed" in shipping, shipping
@@ -218,10 +229,13 @@ def test_a_replacement_asked_for_instead_of_a_refund_is_arranged_once(shop):
 
 def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
     customer = shop["customer"]
-    keep = named(paid_order(customer=customer, number="SU-27849", status=Order.Status.PLACED, prices=(3000,)),
-                 "Ceramic Planter")
-    drop = named(paid_order(customer=customer, number="SU-27887", status=Order.Status.PLACED, prices=(2500,)),
-                 "Insulated Travel Mug")
+    keep = named(
+        paid_order(customer=customer, number="SU-27849", status=Order.Status.PLACED, prices=(3000,)), "Ceramic Planter"
+    )
+    drop = named(
+        paid_order(customer=customer, number="SU-27887", status=Order.Status.PLACED, prices=(2500,)),
+        "Insulated Travel Mug",
+    )
     ticket = open_ticket(shop, "Whatever you do, don't cancel SU-27849, I need it for a birthday.")
     say(ticket, "What else did I order recently?")
     say(ticket, "Please cancel the order with the Insulated Travel Mug.")
@@ -239,14 +253,18 @@ def test_dont_cancel_one_order_leaves_the_other_cancellable(shop):
     # Asked for in spite of their own flagged rule: the call waits on a card quoting the rule, for them to decide.
     [asked] = Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING)
     assert asked.arguments["order_number"] == "SU-27849"
-    assert [r["text"] for r in asked.card["rules"]] == ["Whatever you do, don't cancel SU-27849, I need it for a birthday."]
+    assert [r["text"] for r in asked.card["rules"]] == [
+        "Whatever you do, don't cancel SU-27849, I need it for a birthday."
+    ]
 
 
 def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop):
     from sundry.agent.services import held_action_decide
 
-    lost = named(paid_order(customer=shop["customer"], number="SU-25847", status=Order.Status.SHIPPED,
-                            prices=(40196,)), "True Wireless Earbuds")
+    lost = named(
+        paid_order(customer=shop["customer"], number="SU-25847", status=Order.Status.SHIPPED, prices=(40196,)),
+        "True Wireless Earbuds",
+    )
     ParcelFactory(order=lost, status="lost")
     shop["tclass"].approval_rules = {"issue_refund": {"above": {"USD": 10000}}}
     shop["tclass"].save(update_fields=["approval_rules"])
@@ -270,8 +288,10 @@ def test_an_approved_lost_parcel_refund_is_reported_and_its_amount_answered(shop
 
 
 def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(shop):
-    named(paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
-          "Air Fryer 5.5L")
+    named(
+        paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
+        "Air Fryer 5.5L",
+    )
     ticket = open_ticket(shop, "My air fryer from SU-25386 arrived cracked. Please refund 40.00 USD.")
     confirm(ticket)
     say(ticket, "Please refund 5.00 USD on SU-27531, the grinder box was torn.")
@@ -284,19 +304,40 @@ def test_a_product_bought_twice_is_answered_from_the_order_that_had_the_refund(s
 
 # --- questions about what was done, answered from the actions lane -------------------------------
 
-_NOUNS = {"refund": ("refunds", "refunded", "refund"), "cancel": ("cancellations", "cancelled", "cancel"),
-          "return": ("returns", "returned", "return"), "replace": ("replacements", "replaced", "replace")}
-_ASKED = ["How many {plural} have you made?", "How many {plural} are there on my case?", "List my {plural}, please.",
-          "Can you list all the {plural}?", "What has been {past} so far?", "What have you {past}?",
-          "How many orders did you {verb}?", "Tell me the {plural} you did.", "what {plural} have I had?"]
-_NOT_ASKED = ["Please {verb} SU-25386.", "Can you {verb} my order?", "I want a {verb} for the lamp.",
-              "Is the {verb} done?", "How much was it?", "Where is my parcel?", "Thanks, that's all."]
+_NOUNS = {
+    "refund": ("refunds", "refunded", "refund"),
+    "cancel": ("cancellations", "cancelled", "cancel"),
+    "return": ("returns", "returned", "return"),
+    "replace": ("replacements", "replaced", "replace"),
+}
+_ASKED = [
+    "How many {plural} have you made?",
+    "How many {plural} are there on my case?",
+    "List my {plural}, please.",
+    "Can you list all the {plural}?",
+    "What has been {past} so far?",
+    "What have you {past}?",
+    "How many orders did you {verb}?",
+    "Tell me the {plural} you did.",
+    "what {plural} have I had?",
+]
+_NOT_ASKED = [
+    "Please {verb} SU-25386.",
+    "Can you {verb} my order?",
+    "I want a {verb} for the lamp.",
+    "Is the {verb} done?",
+    "How much was it?",
+    "Where is my parcel?",
+    "Thanks, that's all.",
+]
 
 
 def test_every_generated_question_about_what_was_done_is_read_with_its_kind():
     from sundry.shop import offline_words as words
 
-    asked = [(kind, t.format(plural=p, past=past, verb=verb)) for kind, (p, past, verb) in _NOUNS.items() for t in _ASKED]
+    asked = [
+        (kind, t.format(plural=p, past=past, verb=verb)) for kind, (p, past, verb) in _NOUNS.items() for t in _ASKED
+    ]
     read = [(kind, text) for kind, text in asked if words.actions_question(text) == kind]
     print(f"questions read: {len(read)}/{len(asked)}")
     assert read == asked
@@ -311,8 +352,9 @@ def test_how_many_refunds_is_answered_from_the_actions_lane_with_the_total(shop)
     from sundry.agent.services import held_action_decide
 
     staff = get_user_model().objects.create_user("sam", is_staff=True)
-    held_action_decide(held_id=HeldAction.objects.get(ticket=ticket).pk, ticket=ticket, approve=True, user=staff,
-                       wake=False)
+    held_action_decide(
+        held_id=HeldAction.objects.get(ticket=ticket).pk, ticket=ticket, approve=True, user=staff, wake=False
+    )
     assert sorted(Refund.objects.filter(order=shop["fryer"]).values_list("amount_cents", flat=True)) == [1000, 4000]
     answer = say(ticket, "How many refunds have you made so far?")
     assert answer.startswith("2 refunds on this case") and "40.00 USD on order SU-25386" in answer

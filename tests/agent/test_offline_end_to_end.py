@@ -8,15 +8,21 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent.loop import agent_run
-from sundry.shop.offline import LANE_TOOLS
+from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context.models import LedgerEntry, Summary
-from sundry.agent.models import Confirmation, HeldAction
 from sundry.shop.models import Order, Refund, Return
+from sundry.shop.offline import LANE_TOOLS
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory,
-                             customer_confirms, paid_order)
+from tests.factories import (
+    CustomerFactory,
+    ParcelFactory,
+    TicketClassFactory,
+    TrackingEventFactory,
+    customer_confirms,
+    paid_order,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -107,13 +113,19 @@ def test_when_the_order_id_leaves_the_request_it_looks_it_up_again(setup):
     ticket.refresh_from_db()
     # Take the order out of the request, as a lossy compaction would: its turns
     # go behind a summary that names no ID, and its ledger entries are archived.
-    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
-                           text="The customer asked about a parcel; it was in transit.")
+    Summary.objects.create(
+        ticket=ticket,
+        covers_through_turn=ticket.last_turn_number,
+        fields={},
+        text="The customer asked about a parcel; it was in transit.",
+    )
     LedgerEntry.objects.filter(ticket=ticket).exclude(kind="customer").update(status="archived")
     customer_message_post(ticket=ticket, text="Is my parcel still on its way?")
     before = ticket.turns.filter(kind="tool_call").count()
     agent_run(ticket.pk)
-    new_calls = [c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]]
+    new_calls = [
+        c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]
+    ]
     assert new_calls[0]["name"] == "search_orders"
     # It never typed an order number that the request did not contain.
     assert not Turn.objects.filter(ticket=ticket, kind="rejection").exists()
@@ -125,12 +137,18 @@ def test_after_compaction_the_ledger_links_a_parcel_to_its_order(setup):
     tracking = LedgerEntry.objects.get(ticket=ticket, kind="tracking")
     assert tracking.note == "of SU-40111"
     # The get_order and track_parcel results leave the request; the ledger stays.
-    Summary.objects.create(ticket=ticket, covers_through_turn=ticket.last_turn_number, fields={},
-                           text="The customer asked where [order] is; it was in transit.")
+    Summary.objects.create(
+        ticket=ticket,
+        covers_through_turn=ticket.last_turn_number,
+        fields={},
+        text="The customer asked where [order] is; it was in transit.",
+    )
     before = ticket.turns.filter(kind="tool_call").count()
     customer_message_post(ticket=ticket, text="Where is SU-40111 now?")
     agent_run(ticket.pk)
-    new_calls = [c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]]
+    new_calls = [
+        c for t in ticket.turns.filter(kind="tool_call").order_by("number")[before:] for c in t.payload["calls"]
+    ]
     assert new_calls[0] == {**new_calls[0], "name": "track_parcel", "arguments": {"tracking_number": tracking.value}}
 
 

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from sundry.shop import offline_asks as asks
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.shop import offline
+from sundry.shop import offline_asks as asks
 from sundry.shop.models import Order, Refund
 from tests.agent.test_offline_cases import named, no_open_card, open_ticket, say, shop  # noqa: F401  (fixture)
 from tests.agent.test_offline_end_to_end import confirm, last_reply, shop_calls
@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 
 
 def nothing_moved(ticket):
-    return (not Refund.objects.exists() and no_open_card(ticket)
-            and not HeldAction.objects.filter(ticket=ticket).exists())
+    return (
+        not Refund.objects.exists() and no_open_card(ticket) and not HeldAction.objects.filter(ticket=ticket).exists()
+    )
 
 
 def refund_card_problems(ticket, order: str, amount: str, currency: str) -> list[str]:
@@ -33,7 +34,12 @@ def refund_card_problems(ticket, order: str, amount: str, currency: str) -> list
     cards = list(Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING))
     problems = [] if len(cards) == 1 else [f"{len(cards)} open cards"]
     for card in cards:
-        got = (card.tool, card.arguments.get("order_number"), card.arguments.get("amount"), card.arguments.get("currency"))
+        got = (
+            card.tool,
+            card.arguments.get("order_number"),
+            card.arguments.get("amount"),
+            card.arguments.get("currency"),
+        )
         if got != ("issue_refund", order, amount, currency):
             problems.append(f"card proposes {got}")
     if Refund.objects.exists():
@@ -88,8 +94,9 @@ def test_an_amount_back_for_an_item_named_by_description_is_that_refund_on_its_o
 
 
 def test_an_amount_in_euros_back_for_a_dented_item_mid_case_is_a_refund_not_tracking(shop):
-    fryer = named(paid_order(customer=shop["customer"], number="SU-29002", currency="EUR", prices=(8999,)),
-                  "Air Fryer 5.5L")
+    fryer = named(
+        paid_order(customer=shop["customer"], number="SU-29002", currency="EUR", prices=(8999,)), "Air Fryer 5.5L"
+    )
     ticket = open_ticket(shop, "Where is SU-27531?")
     assert "in transit" in last_reply(ticket)
     say(ticket, "The Air Fryer from SU-29002 has a dent. I'd like 20.00 EUR back.")
@@ -115,8 +122,10 @@ def test_the_order_number_of_a_product_is_found_in_the_customers_orders(shop):
     reply = last_reply(ticket)
     assert shop_calls(ticket) == ["search_orders"]
     assert "SU-25386" in reply and "Air Fryer 5.5L" in reply and "SU-27531" not in reply, reply
-    named(paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
-          "Air Fryer 5.5L")
+    named(
+        paid_order(customer=shop["customer"], number="SU-27932", status=Order.Status.PLACED, prices=(9999,)),
+        "Air Fryer 5.5L",
+    )
     both = say(ticket, "Which order had my air fryer?")  # bought twice: both, never one picked
     assert "SU-25386" in both and "SU-27932" in both, both
     none = say(ticket, "What's the order number for the toaster?")

@@ -15,11 +15,11 @@ from sundry.agent import failures, outbox
 from sundry.agent.claims import CLAIM_TTL
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run, run_slice
-from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,6 @@ from sundry.agent import guards
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
-from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.compaction.models import CompactionRun
@@ -24,6 +23,7 @@ from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, Summary
 from sundry.shop.models import Order, Product, Refund
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -67,10 +67,14 @@ def compact(ticket) -> None:
 def shop():
     customer = CustomerFactory()
     fryer = named(paid_order(customer=customer, number="SU-25386", prices=(12999,)), "Air Fryer 5.5L")
-    charger = named(paid_order(customer=customer, number="SU-27531", prices=(4499,), status=Order.Status.SHIPPED),
-                    "USB-C Charger 65W")
-    lamp = named(paid_order(customer=customer, number="SU-29117", prices=(289900,), currency="INR",
-                            status=Order.Status.PLACED), "LED Desk Lamp")
+    charger = named(
+        paid_order(customer=customer, number="SU-27531", prices=(4499,), status=Order.Status.SHIPPED),
+        "USB-C Charger 65W",
+    )
+    lamp = named(
+        paid_order(customer=customer, number="SU-29117", prices=(289900,), currency="INR", status=Order.Status.PLACED),
+        "LED Desk Lamp",
+    )
     tclass = TicketClassFactory(approval_rules={}, token_budget=1000, trigger_fraction=0.3, recent_turns_kept=2)
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cracked air fryer")
     return {"customer": customer, "fryer": fryer, "charger": charger, "lamp": lamp, "ticket": ticket}
@@ -78,30 +82,39 @@ def shop():
 
 def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_not_ask_for(shop):
     ticket, customer_id = shop["ticket"], shop["customer"].customer_id
-    customer_message_post(ticket=ticket, text="My air fryer arrived cracked. Please refund 40.00 USD for the damage.",
-                          wake=False)
-    run(ticket,
+    customer_message_post(
+        ticket=ticket, text="My air fryer arrived cracked. Please refund 40.00 USD for the damage.", wake=False
+    )
+    run(
+        ticket,
         call("search_orders", "s1", customer_id=customer_id),
         call("get_order", "g1", order_number="SU-25386"),
         call("issue_refund", "r1", order_number="SU-25386", amount="40.00", currency="USD", reason="cracked"),
-        reply("Please confirm the refund of 40.00 USD on the card."))
+        reply("Please confirm the refund of 40.00 USD on the card."),
+    )
     customer_confirms(ticket)  # the customer asked for it and presses Confirm
     run(ticket, reply("I've refunded 40.00 USD on order SU-25386."))
     assert Refund.objects.filter(order=shop["fryer"], amount_cents=4000).count() == 1
     compact(ticket)
     for i, question in enumerate(("Where is my charger?", "Thanks. What else did I order?")):
         customer_message_post(ticket=ticket, text=question, wake=False)
-        run(ticket, call("search_orders", f"s{i + 2}", customer_id=customer_id),
-            call("get_order", f"g{i + 2}", order_number="SU-27531"), reply(f"Answer {i}."))
+        run(
+            ticket,
+            call("search_orders", f"s{i + 2}", customer_id=customer_id),
+            call("get_order", f"g{i + 2}", order_number="SU-27531"),
+            reply(f"Answer {i}."),
+        )
         compact(ticket)
     assert Summary.objects.filter(ticket=ticket).count() >= 3
 
     customer_message_post(ticket=ticket, text="Is the refund for the air fryer done?", wake=False)
     # The obedient model refunds the wrong order, then tries the right one again.
-    model = run(ticket,
-                call("issue_refund", "r2", order_number="SU-27531", amount="44.99", currency="USD", reason="air fryer"),
-                call("issue_refund", "r3", order_number="SU-25386", amount="40.00", currency="USD", reason="cracked"),
-                reply("A colleague will check."))
+    model = run(
+        ticket,
+        call("issue_refund", "r2", order_number="SU-27531", amount="44.99", currency="USD", reason="air fryer"),
+        call("issue_refund", "r3", order_number="SU-25386", amount="40.00", currency="USD", reason="cracked"),
+        reply("A colleague will check."),
+    )
     first = model.requests[0]
     conversation = " ".join(m.content for m in first.messages if m.lane is None)
     assert "please refund" not in conversation.lower()  # the request itself is compacted away …
@@ -121,8 +134,9 @@ def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_no
     # The air fryer refund again is a repeat of the one done: held for staff, not put on a card.
     held = HeldAction.objects.get(ticket=ticket)
     assert (held.arguments["order_number"], held.status) == ("SU-25386", HeldAction.Status.PENDING)
-    assert Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__held=held.pk,
-                               payload__guard="repeat").exists()
+    assert Turn.objects.filter(
+        ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__held=held.pk, payload__guard="repeat"
+    ).exists()
     # The customer, who only asked a question, presses Not now: still nothing moves.
     customer_confirms(ticket, decline=True)
     assert not Refund.objects.filter(order=shop["charger"]).exists()
@@ -132,26 +146,35 @@ def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_no
 def test_a_cancellation_that_refunds_counts_in_money_and_actions_and_a_later_refund_is_refused(shop):
     ticket = shop["ticket"]
     customer_message_post(ticket=ticket, text="Please cancel order SU-29117, I ordered the wrong lamp.", wake=False)
-    run(ticket,
+    run(
+        ticket,
         call("get_order", "g1", order_number="SU-29117"),
         call("cancel_order", "x1", order_number="SU-29117", reason="wrong item"),
-        reply("Please confirm the cancellation on the card."))
+        reply("Please confirm the cancellation on the card."),
+    )
     [card] = customer_confirms(ticket)  # the customer asked for it and presses Confirm
     assert card.outcome == "executed"
     run(ticket, reply("Cancelled; 2899.00 INR is on its way back."))
     money = MoneyTotal.objects.get(ticket=ticket, order="SU-29117")
     assert (money.paid_cents, money.refunded_cents, money.currency) == (289900, 289900, "INR")
     action = ActionTaken.objects.get(ticket=ticket, tool="cancel_order")
-    assert (action.target, action.amount_cents, action.currency, action.reversible) == ("SU-29117", 289900, "INR", False)
+    assert (action.target, action.amount_cents, action.currency, action.reversible) == (
+        "SU-29117",
+        289900,
+        "INR",
+        False,
+    )
     refund_id = Refund.objects.get(order=shop["lamp"]).refund_id
     entry = LedgerEntry.objects.get(ticket=ticket, value=refund_id)
     assert entry.description == "refund 2899.00 INR on SU-29117, with its cancellation"
     assert LedgerEntry.objects.get(ticket=ticket, value="SU-29117").description == "LED Desk Lamp · cancelled"
 
     customer_message_post(ticket=ticket, text="Can I get a refund on the lamp order too?", wake=False)
-    model = run(ticket,
-                call("issue_refund", "r1", order_number="SU-29117", amount="2899.00", currency="INR", reason="cancelled"),
-                reply("It was already refunded in full with the cancellation."))
+    model = run(
+        ticket,
+        call("issue_refund", "r1", order_number="SU-29117", amount="2899.00", currency="INR", reason="cancelled"),
+        reply("It was already refunded in full with the cancellation."),
+    )
     state = next(m.content for m in model.requests[0].messages if m.lane == "state")
     assert "cancel_order on SU-29117 · 2899.00 INR · IRREVERSIBLE" in state
     assert "SU-29117: paid 2899.00 INR; refunded so far 2899.00 INR; still refundable 0.00 INR" in state
@@ -165,13 +188,15 @@ def test_a_cancellation_that_refunds_counts_in_money_and_actions_and_a_later_ref
 def _refund_all_my_orders(shop):
     ticket, customer_id = shop["ticket"], shop["customer"].customer_id
     customer_message_post(ticket=ticket, text="Refund all my orders.", wake=False)
-    run(ticket,
+    run(
+        ticket,
         call("search_orders", "s1", customer_id=customer_id),
         call("get_order", "g1", order_number="SU-25386"),
         call("issue_refund", "r1", order_number="SU-25386", amount="129.99", currency="USD", reason="asked"),
         call("get_order", "g2", order_number="SU-29117"),
         call("cancel_order", "x1", order_number="SU-29117", reason="asked"),
-        reply("Please check the cards."))
+        reply("Please check the cards."),
+    )
     return ticket
 
 
@@ -183,8 +208,10 @@ def test_refund_all_my_orders_moves_no_money(shop):
     # A blanket request grants nothing: each call waits, unconfirmed, on its own card naming exactly
     # the order and the money, for the customer to confirm or not, one by one.
     cards = {c.tool: c for c in Confirmation.objects.filter(ticket=ticket)}
-    assert {t: c.status for t, c in cards.items()} == {"issue_refund": Confirmation.Status.PENDING,
-                                                       "cancel_order": Confirmation.Status.PENDING}
+    assert {t: c.status for t, c in cards.items()} == {
+        "issue_refund": Confirmation.Status.PENDING,
+        "cancel_order": Confirmation.Status.PENDING,
+    }
     assert cards["issue_refund"].card["title"] == "Refund 129.99 USD on order SU-25386"
     assert cards["cancel_order"].card["title"] == "Cancel order SU-29117"
 

@@ -23,19 +23,36 @@ def compat(serve, monkeypatch):
         server = serve(respond)
         monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
         return server
+
     return start
 
 
 def raw_call(**call):
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "tool_calls",
-                         "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def test_arguments_sent_as_a_json_object_are_read(compat):
-    compat(lambda p, b: (200, raw_call(id="c1", type="function",
-                                       function={"name": "get_order", "arguments": {"order_number": "SU-20481"}})))
+    compat(
+        lambda p, b: (
+            200,
+            raw_call(
+                id="c1", type="function", function={"name": "get_order", "arguments": {"order_number": "SU-20481"}}
+            ),
+        )
+    )
     response = Gateway(limits=NO_RETRIES).complete(lane_request(MODEL))
     assert response.tool_calls == [ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-20481"})]
 
@@ -91,9 +108,11 @@ SCHEMA = {"type": "object", "properties": {"narrative": {"type": "string"}}, "re
 
 
 def structured_request(model):
-    return ModelRequest(model=model, messages=[Message(role="system", content="Answer with JSON."),
-                                               Message(role="user", content="Summarise.")],
-                        output=OutputSpec(name="summary", description="The summary fields.", schema=SCHEMA))
+    return ModelRequest(
+        model=model,
+        messages=[Message(role="system", content="Answer with JSON."), Message(role="user", content="Summarise.")],
+        output=OutputSpec(name="summary", description="The summary fields.", schema=SCHEMA),
+    )
 
 
 def test_structured_output_through_an_output_tool_on_a_compatible_server(compat):
@@ -128,10 +147,16 @@ def test_a_server_that_refuses_structured_output_is_asked_for_json_in_text(compa
 
 def test_structured_output_through_a_tool_on_anthropic(serve, monkeypatch):
     def respond(path, body):
-        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                     "content": [{"type": "tool_use", "id": "toolu_1", "name": "summary", "input": {"narrative": "Asked."}}],
-                     "stop_reason": "tool_use", "stop_sequence": None,
-                     "usage": {"input_tokens": 900, "output_tokens": 20, "cache_read_input_tokens": 700}}
+        return 200, {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-haiku-4-5",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "summary", "input": {"narrative": "Asked."}}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 900, "output_tokens": 20, "cache_read_input_tokens": 700},
+        }
 
     server = serve(respond)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -30,32 +30,67 @@ from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 ORDER, OTHER = "SU-41001", "SU-41002"
 
 DONE = {
-    "refund": ["Your refund of 129.99 USD for {id} has been issued.", "I've issued a full refund for {id}.",
-               "We have processed your refund on {id}.", "You have been refunded 129.99 USD for {id}.",
-               "The refund for {id} was processed successfully.", "I've gone ahead and refunded {id}.",
-               "129.99 USD for {id} was refunded to your card."],
-    "cancel": ["Your order {id} has been cancelled.", "I cancelled {id} for you.", "{id} is now canceled.",
-               "The cancellation of {id} is complete.", "Done: order {id} was cancelled."],
-    "return": ["I've booked a return for {id}.", "Your return for {id} has been created.",
-               "The return on {id} is now set up.", "We have started the return for {id}."],
-    "replace": ["A replacement for {id} has been shipped.", "I've arranged an exchange for {id}.",
-                "The item on {id} has been replaced.", "The exchange on {id} was placed."],
-    "email": ["I've sent you an email about {id}.", "We have e-mailed you the details of {id}.",
-              "A confirmation email for {id} has been sent.", "I've emailed you the label for {id}."],
-    "phone": ["We called you about {id} this morning.", "I've phoned you about {id}.",
-              "A phone call about {id} has been logged."],
+    "refund": [
+        "Your refund of 129.99 USD for {id} has been issued.",
+        "I've issued a full refund for {id}.",
+        "We have processed your refund on {id}.",
+        "You have been refunded 129.99 USD for {id}.",
+        "The refund for {id} was processed successfully.",
+        "I've gone ahead and refunded {id}.",
+        "129.99 USD for {id} was refunded to your card.",
+    ],
+    "cancel": [
+        "Your order {id} has been cancelled.",
+        "I cancelled {id} for you.",
+        "{id} is now canceled.",
+        "The cancellation of {id} is complete.",
+        "Done: order {id} was cancelled.",
+    ],
+    "return": [
+        "I've booked a return for {id}.",
+        "Your return for {id} has been created.",
+        "The return on {id} is now set up.",
+        "We have started the return for {id}.",
+    ],
+    "replace": [
+        "A replacement for {id} has been shipped.",
+        "I've arranged an exchange for {id}.",
+        "The item on {id} has been replaced.",
+        "The exchange on {id} was placed.",
+    ],
+    "email": [
+        "I've sent you an email about {id}.",
+        "We have e-mailed you the details of {id}.",
+        "A confirmation email for {id} has been sent.",
+        "I've emailed you the label for {id}.",
+    ],
+    "phone": [
+        "We called you about {id} this morning.",
+        "I've phoned you about {id}.",
+        "A phone call about {id} has been logged.",
+    ],
 }
 NOT_DONE = [
-    "Once you confirm on the card, {id} will be cancelled.", "Would you like me to cancel {id}?",
-    "Your order {id} has not been cancelled.", "I can refund {id} if you confirm.",
-    "The refund for {id} will be issued after you press Confirm.", "Should I book a return for {id}?",
-    "I haven't issued any refund on {id} yet.", "A replacement for {id} can be sent once stock arrives.",
-    "I'm unable to cancel {id} because it has shipped.", "I've sent you a card to confirm cancelling {id}.",
-    "Your order {id} is on its way.", "I looked up {id}: it was delivered on 3 May.",
-    "Press Confirm and I'll refund {id}.", "Was {id} cancelled by mistake?",
-    "Order {id} was paid; no refund has been made.", "Nothing on {id} has been cancelled.",
-    "I can email you the details of {id} if you like.", "Should we call you about {id}?",
-    "We won't email you about {id}, as you asked.", "You will get an email about {id} once it ships.",
+    "Once you confirm on the card, {id} will be cancelled.",
+    "Would you like me to cancel {id}?",
+    "Your order {id} has not been cancelled.",
+    "I can refund {id} if you confirm.",
+    "The refund for {id} will be issued after you press Confirm.",
+    "Should I book a return for {id}?",
+    "I haven't issued any refund on {id} yet.",
+    "A replacement for {id} can be sent once stock arrives.",
+    "I'm unable to cancel {id} because it has shipped.",
+    "I've sent you a card to confirm cancelling {id}.",
+    "Your order {id} is on its way.",
+    "I looked up {id}: it was delivered on 3 May.",
+    "Press Confirm and I'll refund {id}.",
+    "Was {id} cancelled by mistake?",
+    "Order {id} was paid; no refund has been made.",
+    "Nothing on {id} has been cancelled.",
+    "I can email you the details of {id} if you like.",
+    "Should we call you about {id}?",
+    "We won't email you about {id}, as you asked.",
+    "You will get an email about {id} once it ships.",
 ]
 OPENERS = ["", "Thanks for waiting. ", "Good news! "]
 CLOSERS = ["", " Anything else I can help with?", " Have a nice day!"]
@@ -93,8 +128,14 @@ def _action(tool, target=ORDER):
     return ActionData(tool=tool, target=target, turn=3, idempotency_key=f"{tool}-{target}", reversible=False)
 
 
-TOOL = {"refund": "issue_refund", "cancel": "cancel_order", "return": "book_return", "replace": "offer_replacement",
-        "email": "send_email", "phone": "log_phone_call"}
+TOOL = {
+    "refund": "issue_refund",
+    "cancel": "cancel_order",
+    "return": "book_return",
+    "replace": "offer_replacement",
+    "email": "send_email",
+    "phone": "log_phone_call",
+}
 
 
 @pytest.mark.parametrize("kind,text", CLAIMS[::3])
@@ -102,61 +143,100 @@ def test_a_claim_stands_only_on_an_action_of_its_kind_on_the_order_it_names(kind
     assert replyclaims.unsupported(text, actions=[], kinds=KINDS), "no records: every claim is false"
     assert not replyclaims.unsupported(text, actions=[_action(TOOL[kind])], kinds=KINDS)
     if kind not in ("email", "phone"):  # a contact is with the customer, on no order
-        assert replyclaims.unsupported(text, actions=[_action(TOOL[kind], OTHER)], kinds=KINDS,
-                                       ledger=[_entry(ORDER), _entry(OTHER)]), "done on another order"
+        assert replyclaims.unsupported(
+            text, actions=[_action(TOOL[kind], OTHER)], kinds=KINDS, ledger=[_entry(ORDER), _entry(OTHER)]
+        ), "done on another order"
     other = next(t for t in TOOL.values() if kind not in KINDS[t])
     assert replyclaims.unsupported(text, actions=[_action(other)], kinds=KINDS), "another kind of action"
 
 
 def _entry(value, description="Desk lamp · delivered", note="", kind="order"):
-    return LedgerData(role=f"order:{value}", value=value, kind=kind, verified=True, first_seen_turn=1,
-                      last_used_turn=1, description=description, note=note)
+    return LedgerData(
+        role=f"order:{value}",
+        value=value,
+        kind=kind,
+        verified=True,
+        first_seen_turn=1,
+        last_used_turn=1,
+        description=description,
+        note=note,
+    )
 
 
 def test_a_status_a_tool_reported_or_money_already_refunded_backs_a_claim():
     cancelled = "Your order SU-41001 has been cancelled."
-    assert not replyclaims.unsupported(cancelled, actions=[], kinds=KINDS,
-                                       ledger=[_entry(ORDER, "Desk lamp · cancelled")])
+    assert not replyclaims.unsupported(
+        cancelled, actions=[], kinds=KINDS, ledger=[_entry(ORDER, "Desk lamp · cancelled")]
+    )
     assert replyclaims.unsupported(cancelled, actions=[], kinds=KINDS, ledger=[_entry(ORDER)])
     refunded = "You have been refunded 129.99 USD for SU-41001."
     paid = MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=12999)
     assert not replyclaims.unsupported(refunded, actions=[], kinds=KINDS, money=[paid])
-    assert replyclaims.unsupported(refunded, actions=[], kinds=KINDS,
-                                   money=[MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=0)])
+    assert replyclaims.unsupported(
+        refunded,
+        actions=[],
+        kinds=KINDS,
+        money=[MoneyData(order=ORDER, currency="USD", paid_cents=12999, refunded_cents=0)],
+    )
 
 
 def test_an_action_on_an_item_backs_a_claim_about_its_order():
     claim = f"I've arranged a replacement for order {ORDER}."
-    on_item = ActionData(tool="offer_replacement", target="itm_0000abcd", turn=5, idempotency_key="k",
-                         reversible=True, on=(ORDER, "itm_0000abcd"))
+    on_item = ActionData(
+        tool="offer_replacement",
+        target="itm_0000abcd",
+        turn=5,
+        idempotency_key="k",
+        reversible=True,
+        on=(ORDER, "itm_0000abcd"),
+    )
     assert not replyclaims.unsupported(claim, actions=[on_item], kinds=KINDS, ledger=[_entry(ORDER)])
-    elsewhere = ActionData(tool="offer_replacement", target="itm_0000abcd", turn=5, idempotency_key="k",
-                           reversible=True, on=(OTHER, "itm_0000abcd"))
+    elsewhere = ActionData(
+        tool="offer_replacement",
+        target="itm_0000abcd",
+        turn=5,
+        idempotency_key="k",
+        reversible=True,
+        on=(OTHER, "itm_0000abcd"),
+    )
     assert replyclaims.unsupported(claim, actions=[elsewhere], kinds=KINDS, ledger=[_entry(ORDER)])
 
 
 def test_an_email_to_the_customer_backs_i_have_emailed_you_whatever_order_it_names():
     claim = f"I've sent you an email about {ORDER}."
-    sent = ActionData(tool="send_email", target="cus_0000abcd", turn=4, idempotency_key="e", reversible=False,
-                      on=("cus_0000abcd", "Your order", f"About {ORDER}: it ships tomorrow."))
+    sent = ActionData(
+        tool="send_email",
+        target="cus_0000abcd",
+        turn=4,
+        idempotency_key="e",
+        reversible=False,
+        on=("cus_0000abcd", "Your order", f"About {ORDER}: it ships tomorrow."),
+    )
     assert not replyclaims.unsupported(claim, actions=[sent], kinds=KINDS, ledger=[_entry(ORDER)])
     assert replyclaims.unsupported(claim, actions=[], kinds=KINDS, ledger=[_entry(ORDER)])  # control: none sent
 
 
 def test_a_domain_that_declares_no_tool_of_a_kind_is_not_judged_on_it():
-    assert not replyclaims.unsupported("Your order SU-41001 has been cancelled.", actions=[],
-                                       kinds={"issue_refund": {"refund"}})
+    assert not replyclaims.unsupported(
+        "Your order SU-41001 has been cancelled.", actions=[], kinds={"issue_refund": {"refund"}}
+    )
 
 
 # --- the amount a refund claim names -------------------------------------------------------------
 
 # (figure, currency, how a reply may write its currency): written every way replies write money.
-MONEY = [("48.99", "USD", ["{f} USD", "USD {f}", "${f}", "{f} dollars", "{f}"]),
-         ("20.00", "EUR", ["{f} EUR", "EUR {f}", "€{f}", "{f} euros", "{f}"]),
-         ("7,999.00", "INR", ["{f} INR", "INR {f}", "₹{f}", "{f} rupees", "{f}"])]
-AMOUNT_CLAIMS = ["Your refund of {m} for {id} has been issued.", "I've refunded {m} to your card for {id}.",
-                 "We have processed a refund of {m} on {id}.", "{m} for {id} was refunded to your card.",
-                 "A refund of {m} on {id} has been processed."]
+MONEY = [
+    ("48.99", "USD", ["{f} USD", "USD {f}", "${f}", "{f} dollars", "{f}"]),
+    ("20.00", "EUR", ["{f} EUR", "EUR {f}", "€{f}", "{f} euros", "{f}"]),
+    ("7,999.00", "INR", ["{f} INR", "INR {f}", "₹{f}", "{f} rupees", "{f}"]),
+]
+AMOUNT_CLAIMS = [
+    "Your refund of {m} for {id} has been issued.",
+    "I've refunded {m} to your card for {id}.",
+    "We have processed a refund of {m} on {id}.",
+    "{m} for {id} was refunded to your card.",
+    "A refund of {m} on {id} has been processed.",
+]
 
 
 def _amount_claims():
@@ -168,34 +248,58 @@ def _amount_claims():
 
 
 def _refund(cents, currency, target=ORDER):
-    return ActionData(tool="issue_refund", target=target, turn=3, idempotency_key=f"r{cents}", reversible=False,
-                      amount_cents=cents, currency=currency)
+    return ActionData(
+        tool="issue_refund",
+        target=target,
+        turn=3,
+        idempotency_key=f"r{cents}",
+        reversible=False,
+        amount_cents=cents,
+        currency=currency,
+    )
 
 
 def test_a_refund_claim_stands_only_on_a_refund_of_the_amount_it_names():
     cases = list(_amount_claims())
-    judged = {"read": 0, "backed by its refund": 0, "held at one cent off": 0, "held in another currency": 0,
-              "held on another order": 0}
+    judged = {
+        "read": 0,
+        "backed by its refund": 0,
+        "held at one cent off": 0,
+        "held in another currency": 0,
+        "held on another order": 0,
+    }
     for text, cents, currency in cases:
         claim = [c for c in replyclaims.claims_in(text) if c.kind == "refund"]
         judged["read"] += bool(claim and claim[0].amounts)
         judged["backed by its refund"] += not replyclaims.unsupported(
-            text, actions=[_refund(cents, currency)], kinds=KINDS)
-        judged["held at one cent off"] += bool(replyclaims.unsupported(
-            text, actions=[_refund(cents + 1, currency)], kinds=KINDS))
+            text, actions=[_refund(cents, currency)], kinds=KINDS
+        )
+        judged["held at one cent off"] += bool(
+            replyclaims.unsupported(text, actions=[_refund(cents + 1, currency)], kinds=KINDS)
+        )
         other = "GBP"  # two decimals like the three above: only the currency differs
-        judged["held in another currency"] += bool(replyclaims.unsupported(
-            text, actions=[_refund(cents, other)], kinds=KINDS))
-        judged["held on another order"] += bool(replyclaims.unsupported(
-            text, actions=[_refund(cents, currency, OTHER)], kinds=KINDS, ledger=[_entry(ORDER), _entry(OTHER)]))
+        judged["held in another currency"] += bool(
+            replyclaims.unsupported(text, actions=[_refund(cents, other)], kinds=KINDS)
+        )
+        judged["held on another order"] += bool(
+            replyclaims.unsupported(
+                text, actions=[_refund(cents, currency, OTHER)], kinds=KINDS, ledger=[_entry(ORDER), _entry(OTHER)]
+            )
+        )
     print(f"amount claims: {judged} of {len(cases)}")
     # A bare figure, "$" or "dollars" names no currency, so only its figure is compared: those are
     # the ones another currency cannot catch.
-    unnamed = sum(1 for text, *_ in cases if not any(c in text for c in ("USD", "EUR", "INR", "€", "₹", "euros",
-                                                                            "rupees")))
+    unnamed = sum(
+        1 for text, *_ in cases if not any(c in text for c in ("USD", "EUR", "INR", "€", "₹", "euros", "rupees"))
+    )
     assert unnamed == len(cases) // 3  # "$", "dollars" and the bare figure for USD; the bare one for EUR, INR
-    assert judged == {"read": len(cases), "backed by its refund": len(cases), "held at one cent off": len(cases),
-                      "held in another currency": len(cases) - unnamed, "held on another order": len(cases)}
+    assert judged == {
+        "read": len(cases),
+        "backed by its refund": len(cases),
+        "held at one cent off": len(cases),
+        "held in another currency": len(cases) - unnamed,
+        "held on another order": len(cases),
+    }
 
 
 def test_what_the_money_lane_shows_refunded_or_several_refunds_together_back_the_figure():
@@ -216,8 +320,11 @@ def test_the_order_total_may_be_named_beside_the_refund_but_not_instead_of_it():
 
 
 def test_counts_codes_that_are_no_currency_and_dates_are_not_amounts():
-    for text in [f"2 USB cables on {ORDER} were refunded.", f"The refund for {ORDER} was issued on 3.05.2026.",
-                 f"Your refund for {ORDER} (ticket v2.10) has been processed."]:
+    for text in [
+        f"2 USB cables on {ORDER} were refunded.",
+        f"The refund for {ORDER} was issued on 3.05.2026.",
+        f"Your refund for {ORDER} (ticket v2.10) has been processed.",
+    ]:
         claim = replyclaims.claims_in(text)
         assert claim and claim[0].amounts == (), text
         assert not replyclaims.unsupported(text, actions=[_refund(500, "USD")], kinds=KINDS)
@@ -268,8 +375,17 @@ def test_a_false_done_reply_said_twice_is_held_for_staff(case):
 @pytest.mark.django_db
 def test_a_false_done_message_through_reply_to_customer_is_refused(case):
     call = ToolCall(id="r1", name="reply_to_customer", arguments={"message": FALSE})
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([
-        ModelResponse(tool_calls=[call]), ModelResponse(text="A colleague will confirm the cancellation with you.")])))
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    ModelResponse(tool_calls=[call]),
+                    ModelResponse(text="A colleague will confirm the cancellation with you."),
+                ]
+            )
+        ),
+    )
     assert "has been cancelled" not in _reads(case)
     rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
     assert rejection.payload["guard"] == "unsupported_claim"
@@ -283,20 +399,37 @@ def test_negative_control_without_the_check_the_false_claim_reaches_the_page(cas
     assert "has been cancelled" in _reads(case)
 
 
-
 @pytest.mark.django_db
 def test_a_refund_claimed_for_another_amount_than_ran_is_asked_again_and_the_true_figure_posted(case):
     """Through the loop: a refund of 15.00 USD the customer confirmed ran; a reply saying 51.00 never
     reaches the page, the one saying 15.00 does (the control: the same words with the true figure pass)."""
     ticket = case["ticket"]
-    refund = ToolCall(id="r1", name="issue_refund", arguments={"order_number": ORDER, "amount": "15.00",
-                                                               "currency": "USD", "reason": "damaged"})
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-        ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})]),
-        ModelResponse(tool_calls=[refund]), ModelResponse(text="Please confirm the refund on the card.")])))
+    refund = ToolCall(
+        id="r1",
+        name="issue_refund",
+        arguments={"order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
+    )
+    agent_run(
+        ticket.pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})]),
+                    ModelResponse(tool_calls=[refund]),
+                    ModelResponse(text="Please confirm the refund on the card."),
+                ]
+            )
+        ),
+    )
     card = Confirmation.objects.get(ticket=ticket)
-    confirmation_decide(card_id=card.pk, ticket=Ticket.objects.get(pk=ticket.pk), confirm=True, digest=card.digest,
-                        via=Confirmation.Via.BUTTON, wake=False)
+    confirmation_decide(
+        card_id=card.pk,
+        ticket=Ticket.objects.get(pk=ticket.pk),
+        confirm=True,
+        digest=card.digest,
+        via=Confirmation.Via.BUTTON,
+        wake=False,
+    )
     assert list(Refund.objects.values_list("amount_cents", flat=True)) == [1500]
     wrong, right = f"I've refunded 51.00 USD for {ORDER}.", f"I've refunded 15.00 USD for {ORDER}."
     model = ScriptedModel([ModelResponse(text=wrong), ModelResponse(text=right)])

@@ -5,22 +5,32 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent import replycheck, runlimits, strictjson, textcalls, wire
-from sundry.tooling.messages import ModelResponse
 from sundry.context.lanes import TurnData
+from sundry.tooling.messages import ModelResponse
 
 TOOLS = {"get_order", "issue_refund", "search_orders"}
-KNOWN = replycheck.known_identifiers([
-    "ID LEDGER\norder | SU-26675 | order | verified", '{"refund_id": "rfd_8k2m9q4x", "tracking": "1Z999AA10123456784"}',
-    "I ordered the Blender X500 last week",
-])
+KNOWN = replycheck.known_identifiers(
+    [
+        "ID LEDGER\norder | SU-26675 | order | verified",
+        '{"refund_id": "rfd_8k2m9q4x", "tracking": "1Z999AA10123456784"}',
+        "I ordered the Blender X500 last week",
+    ]
+)
 
 
 def check(text, **kw):
     return replycheck.check_reply(text, known=KNOWN, tools=TOOLS, **kw)
 
 
-@pytest.mark.parametrize("text", ["Your refund SU-26675-RF01 has been issued.", "Refund reference SU-26675-refund-1 is on its way.",
-                                  "Your refund rfd_9z9z9z9z was issued.", "Order SU-99999 shipped."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your refund SU-26675-RF01 has been issued.",
+        "Refund reference SU-26675-refund-1 is on its way.",
+        "Your refund rfd_9z9z9z9z was issued.",
+        "Order SU-99999 shipped.",
+    ],
+)
 def test_an_identifier_found_nowhere_is_asked_again_then_held(text):
     first = check(text)
     assert first.action == replycheck.RETRY and first.reasons == ["invented_id"]
@@ -41,11 +51,14 @@ def test_a_hallucinated_tool_response_is_stripped_and_the_rest_posted():
     assert "tool-protocol markup removed" in verdict.notes
 
 
-@pytest.mark.parametrize("text", [
-    '<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>',
-    'Let me check that. {"name": "get_order", "arguments": {"order_number": "SU-26675"}}',
-    '```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>',
+        'Let me check that. {"name": "get_order", "arguments": {"order_number": "SU-26675"}}',
+        '```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```',
+    ],
+)
 def test_a_call_written_as_text_never_reaches_the_customer(text):
     first = check(text)
     assert first.action == replycheck.RETRY and first.reasons == ["call_as_text"]
@@ -61,7 +74,9 @@ def test_guard_text_and_notices_are_removed():
     assert "guard" not in verdict.text and verdict.text.startswith("I'm checking.")
 
 
-@pytest.mark.parametrize("text, reason", [("", "empty"), ("   ", "empty"), ("<tool_response></tool_response>", "markup")])
+@pytest.mark.parametrize(
+    "text, reason", [("", "empty"), ("   ", "empty"), ("<tool_response></tool_response>", "markup")]
+)
 def test_empty_replies_are_asked_again(text, reason):
     assert check(text).reasons == [reason] and check(text).action == replycheck.RETRY
 
@@ -82,12 +97,23 @@ def test_a_reply_to_the_guards_after_a_rejection_is_asked_again_once():
 # --- calls written as text ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, shape, left", [
-    ('<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>', "hermes", ""),
-    ('Checking.\n```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```', "fenced", "Checking."),
-    ('{"name": "get_order", "parameters": {"order_number": "SU-26675"}}', "bare", ""),
-    ('Let me look. {"function": {"name": "get_order", "arguments": "{\\"order_number\\": \\"SU-26675\\"}"}}', "bare", "Let me look."),
-])
+@pytest.mark.parametrize(
+    "text, shape, left",
+    [
+        ('<tool_call>\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n</tool_call>', "hermes", ""),
+        (
+            'Checking.\n```json\n{"name": "get_order", "arguments": {"order_number": "SU-26675"}}\n```',
+            "fenced",
+            "Checking.",
+        ),
+        ('{"name": "get_order", "parameters": {"order_number": "SU-26675"}}', "bare", ""),
+        (
+            'Let me look. {"function": {"name": "get_order", "arguments": "{\\"order_number\\": \\"SU-26675\\"}"}}',
+            "bare",
+            "Let me look.",
+        ),
+    ],
+)
 def test_text_calls_in_the_common_shapes_are_read(text, shape, left):
     parsed = textcalls.parse(text, TOOLS)
     assert parsed.shape == shape and parsed.text == left
@@ -95,11 +121,14 @@ def test_text_calls_in_the_common_shapes_are_read(text, shape, left):
     assert parsed.calls[0].id.startswith(textcalls.TEXT_CALL_PREFIX)
 
 
-@pytest.mark.parametrize("text", [
-    '{"name": "teleport", "arguments": {}}',  # not a declared tool
-    'The JSON {"name": "Ann"} is her profile.',
-    "Your order has shipped.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "teleport", "arguments": {}}',  # not a declared tool
+        'The JSON {"name": "Ann"} is her profile.',
+        "Your order has shipped.",
+    ],
+)
 def test_text_that_names_no_declared_tool_stays_text(text):
     assert textcalls.parse(text, TOOLS).calls == []
     response = ModelResponse(text=text)
@@ -107,8 +136,10 @@ def test_text_that_names_no_declared_tool_stays_text(text):
 
 
 def test_two_hermes_calls_become_two_calls_with_distinct_ids():
-    text = ('<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>\n'
-            '<tool_call>{"name": "search_orders", "arguments": {"customer_id": "cus_7k2m9q4x"}}</tool_call>')
+    text = (
+        '<tool_call>{"name": "get_order", "arguments": {"order_number": "SU-26675"}}</tool_call>\n'
+        '<tool_call>{"name": "search_orders", "arguments": {"customer_id": "cus_7k2m9q4x"}}</tool_call>'
+    )
     response, shape = textcalls.apply(ModelResponse(text=text), TOOLS)
     assert shape == "hermes" and [c.name for c in response.tool_calls] == ["get_order", "search_orders"]
     assert len({c.id for c in response.tool_calls}) == 2 and response.text is None
@@ -129,9 +160,22 @@ def test_non_finite_values_are_found_where_they_sit():
 
 
 def test_the_wire_repairs_object_arguments_and_missing_ids_and_refuses_empty_choices():
-    body = {"choices": [{"message": {"tool_calls": [
-        {"function": {"name": "get_order", "arguments": {"order_number": "SU-26675"}}},
-        {"id": "x", "type": "function", "function": {"name": "get_order", "arguments": '{"order_number": "SU-1"}'}}]}}]}
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [
+                        {"function": {"name": "get_order", "arguments": {"order_number": "SU-26675"}}},
+                        {
+                            "id": "x",
+                            "type": "function",
+                            "function": {"name": "get_order", "arguments": '{"order_number": "SU-1"}'},
+                        },
+                    ]
+                }
+            }
+        ]
+    }
     fixed, changes = wire.normalise_completion(body)
     first, second = fixed["choices"][0]["message"]["tool_calls"]
     assert first["id"].startswith(wire.ASSIGNED_ID_PREFIX) and first["type"] == "function"
@@ -148,17 +192,23 @@ def turn(n, kind, author="system", **payload):
 
 def test_identical_failures_are_counted_back_to_the_last_customer_message():
     args = {"order_number": "SU-2667"}
-    turns = [turn(1, "rejection", name="get_order", arguments=args), turn(2, "message", author="customer"),
-             turn(3, "rejection", name="get_order", arguments=args), turn(4, "rejection", name="get_order", arguments={"order_number": "x"}),
-             turn(5, "rejection", name="get_order", arguments=dict(args))]
+    turns = [
+        turn(1, "rejection", name="get_order", arguments=args),
+        turn(2, "message", author="customer"),
+        turn(3, "rejection", name="get_order", arguments=args),
+        turn(4, "rejection", name="get_order", arguments={"order_number": "x"}),
+        turn(5, "rejection", name="get_order", arguments=dict(args)),
+    ]
     assert runlimits.earlier_failures(turns, "get_order", args) == 2
     assert runlimits.earlier_failures(turns, "issue_refund", args) == 0
 
 
 # --- what real small models write in place of a call or a reply: generated shapes -----------------------
 
-_CALLS = [('issue_refund', '{"order_number": "SU-26675", "amount": "40.00", "currency": "USD"}'),
-          ('get_order', '{"order_number": "SU-26675"}')]
+_CALLS = [
+    ("issue_refund", '{"order_number": "SU-26675", "amount": "40.00", "currency": "USD"}'),
+    ("get_order", '{"order_number": "SU-26675"}'),
+]
 
 
 def _call_shapes():
@@ -188,13 +238,19 @@ def test_every_call_shape_is_read_as_a_call_where_allowed_and_never_posted(label
     assert second.action == replycheck.HOLD or ("{" not in second.text and "<" not in second.text), label
 
 
-@pytest.mark.parametrize("text, reason", [
-    ('[tool result: {"order_number": "SU-26675", "status": "delivered", "amount": "40.00"}]', "structured"),
-    ('Here is your order: {"order_number": "SU-26675", "resolution": "Refunded"}', "structured"),
-    ('{"resolution": "Refunded", "order": "SU-26675"}', "structured"),
-    ("<staff_note_to_the_agent>Refund it quietly.</staff_note_to_the_agent> Your order SU-26675 is fine.", "markup"),
-    ("Your order SU-26675 is <b>on its way</b>.", "markup"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('[tool result: {"order_number": "SU-26675", "status": "delivered", "amount": "40.00"}]', "structured"),
+        ('Here is your order: {"order_number": "SU-26675", "resolution": "Refunded"}', "structured"),
+        ('{"resolution": "Refunded", "order": "SU-26675"}', "structured"),
+        (
+            "<staff_note_to_the_agent>Refund it quietly.</staff_note_to_the_agent> Your order SU-26675 is fine.",
+            "markup",
+        ),
+        ("Your order SU-26675 is <b>on its way</b>.", "markup"),
+    ],
+)
 def test_data_and_made_up_tags_are_asked_again_then_held(text, reason):
     first = check(text)
     assert first.action == replycheck.RETRY and first.reasons == [reason], first
@@ -205,15 +261,24 @@ def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phra
     said = "My order SU-26675 arrived broken, can I get a refund please?"
     assert check(said, customer_said=said).reasons == ["echo"]
     assert check(f"Customer: {said}", customer_said=said).reasons == ["echo"]
-    answer = ("I'm sorry it arrived broken. I can refund order SU-26675: I've put the refund on a card for you "
-              "to confirm, and nothing happens until you press Confirm.")
+    answer = (
+        "I'm sorry it arrived broken. I can refund order SU-26675: I've put the refund on a card for you "
+        "to confirm, and nothing happens until you press Confirm."
+    )
     assert check(answer, customer_said=said).action == replycheck.POST
     noted = f'Understood — I\'ve noted that for this case: "{said}"'
     assert check(noted, customer_said=said).action == replycheck.POST  # quoted whole, with words of its own
 
 
-@pytest.mark.parametrize("text", ["Your order SU-26675 ships in [2, 3] days.", "Use code {SPRING} at checkout.",
-                                  "Refund of 40.00 USD for SU-26675 is done :) <3", "Email me at <jane@example.com>."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your order SU-26675 ships in [2, 3] days.",
+        "Use code {SPRING} at checkout.",
+        "Refund of 40.00 USD for SU-26675 is done :) <3",
+        "Email me at <jane@example.com>.",
+    ],
+)
 def test_plain_replies_with_brackets_still_post(text):
     """Negative control for the checks above: brackets and braces that are not data pass."""
     assert check(text).action == replycheck.POST, text

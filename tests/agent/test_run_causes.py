@@ -27,8 +27,9 @@ from tests.factories import CustomerFactory, TicketClassFactory
 
 
 def waiting_ticket():
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}),
-                           subject="Lamp")
+    ticket = ticket_create(
+        customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp"
+    )
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is my lamp?")
     return ticket
 
@@ -50,7 +51,8 @@ def database_away():
 
 def lapse(ticket):
     Ticket.objects.filter(pk=ticket.pk).update(
-        agent_claimed_at=timezone.now() - claims.CLAIM_TTL - timedelta(seconds=1))
+        agent_claimed_at=timezone.now() - claims.CLAIM_TTL - timedelta(seconds=1)
+    )
 
 
 def take_over(ticket) -> Turn:

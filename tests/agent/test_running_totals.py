@@ -74,12 +74,21 @@ def _ticket(shop, subject="Refund"):
 
 def _refund_7999_on(shop, order: Order, n: int):
     ticket = _ticket(shop, f"Blender refund {n}")
-    customer_message_post(ticket=ticket, text=f"Please refund 7999 INR on {order.number}, the blender is damaged.",
-                          wake=False)
-    run_and_confirm(ticket,
-                    call("get_order", f"g{n}", order_number=order.number),
-                    call("issue_refund", f"r{n}", order_number=order.number, amount="7999.00", currency="INR",
-                         reason="damaged blender"))
+    customer_message_post(
+        ticket=ticket, text=f"Please refund 7999 INR on {order.number}, the blender is damaged.", wake=False
+    )
+    run_and_confirm(
+        ticket,
+        call("get_order", f"g{n}", order_number=order.number),
+        call(
+            "issue_refund",
+            f"r{n}",
+            order_number=order.number,
+            amount="7999.00",
+            currency="INR",
+            reason="damaged blender",
+        ),
+    )
     return ticket
 
 
@@ -105,10 +114,14 @@ def test_a_different_amount_counts_the_pending_hold_too(shop):
     for n in range(2):
         _refund_7999_on(shop, order, n)
     ticket = _ticket(shop, "A little more")
-    customer_message_post(ticket=ticket, text=f"Please refund 100 INR on {order.number}, the blender lid is loose.",
-                          wake=False)
-    run_and_confirm(ticket, call("get_order", "g", order_number=order.number),
-                    call("issue_refund", "r", order_number=order.number, amount="100.00", currency="INR", reason="lid"))
+    customer_message_post(
+        ticket=ticket, text=f"Please refund 100 INR on {order.number}, the blender lid is loose.", wake=False
+    )
+    run_and_confirm(
+        ticket,
+        call("get_order", "g", order_number=order.number),
+        call("issue_refund", "r", order_number=order.number, amount="100.00", currency="INR", reason="lid"),
+    )
     assert _refunded(order) == [799900]
     reason = HeldAction.objects.get(ticket=ticket).reason
     assert "16,098.00" in reason and "7,999.00 INR refunded and 7,999.00 INR held already" in reason, reason
@@ -141,9 +154,12 @@ def test_full_refunds_of_every_delivered_order_run_until_the_customer_total_pass
     for i, (order, name) in enumerate(zip(orders, names)):
         customer_message_post(ticket=ticket, text=f"Please refund the {name.lower()} in full too.", wake=False)
         steps = [call("search_orders", f"s{i}", customer_id=shop["customer"].customer_id)] if i == 0 else []
-        run_and_confirm(ticket, *steps, call("get_order", f"g{i}", order_number=order.number),
-                        call("issue_refund", f"r{i}", order_number=order.number, amount="3000.00", currency="INR",
-                             reason="asked"))
+        run_and_confirm(
+            ticket,
+            *steps,
+            call("get_order", f"g{i}", order_number=order.number),
+            call("issue_refund", f"r{i}", order_number=order.number, amount="3000.00", currency="INR", reason="asked"),
+        )
     # Two full refunds (6,000.00 INR) stay within 8,000.00; the third would make 9,000.00 for the customer.
     assert [len(_refunded(o)) for o in orders] == [1, 1, 0]
     held = HeldAction.objects.get()
@@ -153,18 +169,27 @@ def test_full_refunds_of_every_delivered_order_run_until_the_customer_total_pass
 
 def test_a_cancellation_refund_counts_and_is_held_by_the_refund_threshold(shop):
     # cancel_order has no rule of its own; the refund inside its result is money all the same.
-    placed = _named(paid_order(customer=shop["customer"], currency="INR", prices=(1659600,),
-                               status=Order.Status.PLACED), "Espresso Machine")
-    small = _named(paid_order(customer=shop["customer"], currency="INR", prices=(613800,),
-                              status=Order.Status.PLACED), "Kettle")
+    placed = _named(
+        paid_order(customer=shop["customer"], currency="INR", prices=(1659600,), status=Order.Status.PLACED),
+        "Espresso Machine",
+    )
+    small = _named(
+        paid_order(customer=shop["customer"], currency="INR", prices=(613800,), status=Order.Status.PLACED), "Kettle"
+    )
     ticket = _ticket(shop, "Cancel")
-    customer_message_post(ticket=ticket, text=f"Cancel {placed.number} and {small.number} please, the espresso "
-                                              "machine and the kettle.", wake=False)
-    run_and_confirm(ticket,
-                    call("get_order", "g1", order_number=placed.number),
-                    call("get_order", "g2", order_number=small.number),
-                    call("cancel_order", "x2", order_number=small.number, reason="asked"),
-                    call("cancel_order", "x1", order_number=placed.number, reason="asked"), cards=2)
+    customer_message_post(
+        ticket=ticket,
+        text=f"Cancel {placed.number} and {small.number} please, the espresso machine and the kettle.",
+        wake=False,
+    )
+    run_and_confirm(
+        ticket,
+        call("get_order", "g1", order_number=placed.number),
+        call("get_order", "g2", order_number=small.number),
+        call("cancel_order", "x2", order_number=small.number, reason="asked"),
+        call("cancel_order", "x1", order_number=placed.number, reason="asked"),
+        cards=2,
+    )
     # 16,596.00 INR is above the refund threshold by itself; 6,138.00 INR is not, and runs.
     assert _refunded(placed) == [] and _refunded(small) == [613800]
     held = HeldAction.objects.get()
@@ -172,11 +197,14 @@ def test_a_cancellation_refund_counts_and_is_held_by_the_refund_threshold(shop):
     # Executed cancellation money counts later: a 2,000.00 INR refund now makes 8,138.00 for the customer.
     third = _named(paid_order(customer=shop["customer"], currency="INR", prices=(500000,)), "Toaster")
     ticket2 = _ticket(shop, "Toaster")
-    customer_message_post(ticket=ticket2, text=f"Please refund 2000 INR on {third.number}, the toaster is dented.",
-                          wake=False)
-    run_and_confirm(ticket2, call("get_order", "g3", order_number=third.number),
-                    call("issue_refund", "r3", order_number=third.number, amount="2000.00", currency="INR",
-                         reason="dented"))
+    customer_message_post(
+        ticket=ticket2, text=f"Please refund 2000 INR on {third.number}, the toaster is dented.", wake=False
+    )
+    run_and_confirm(
+        ticket2,
+        call("get_order", "g3", order_number=third.number),
+        call("issue_refund", "r3", order_number=third.number, amount="2000.00", currency="INR", reason="dented"),
+    )
     assert _refunded(third) == []
     # The pending cancellation (16,596.00) counts too.
     reason = HeldAction.objects.get(tool="issue_refund").reason
@@ -187,14 +215,19 @@ def test_each_currency_has_its_own_running_total(shop):
     inr = _named(paid_order(customer=shop["customer"], currency="INR", prices=(1000000,)), "Blender")
     usd = _named(paid_order(customer=shop["customer"], currency="USD", prices=(20000,)), "Mixer")
     ticket = _ticket(shop, "Two refunds")
-    customer_message_post(ticket=ticket, text=f"Refund 7000 INR on {inr.number} for the blender and 90 USD on "
-                                              f"{usd.number} for the mixer.", wake=False)
-    run_and_confirm(ticket,
-                    call("get_order", "g1", order_number=inr.number), call("get_order", "g2", order_number=usd.number),
-                    call("issue_refund", "r1", order_number=inr.number, amount="7000.00", currency="INR",
-                         reason="asked"),
-                    call("issue_refund", "r2", order_number=usd.number, amount="90.00", currency="USD", reason="asked"),
-                    cards=2)
+    customer_message_post(
+        ticket=ticket,
+        text=f"Refund 7000 INR on {inr.number} for the blender and 90 USD on {usd.number} for the mixer.",
+        wake=False,
+    )
+    run_and_confirm(
+        ticket,
+        call("get_order", "g1", order_number=inr.number),
+        call("get_order", "g2", order_number=usd.number),
+        call("issue_refund", "r1", order_number=inr.number, amount="7000.00", currency="INR", reason="asked"),
+        call("issue_refund", "r2", order_number=usd.number, amount="90.00", currency="USD", reason="asked"),
+        cards=2,
+    )
     # 7,000 INR and 90 USD are each under their own currency's threshold: no sum across currencies.
     assert _refunded(inr) == [700000] and _refunded(usd) == [9000]
     assert not HeldAction.objects.exists()
@@ -215,11 +248,14 @@ def _two_holds_of_one_refund(shop):
     tickets = []
     for n, reason in enumerate(["damaged blender", "arrived broken"]):
         ticket = _ticket(shop, f"Blender {n}")
-        customer_message_post(ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.",
-                              wake=False)
-        run_and_confirm(ticket, call("get_order", f"g{n}", order_number=order.number),
-                        call("issue_refund", f"r{n}", order_number=order.number, amount="9000.00", currency="INR",
-                             reason=reason))
+        customer_message_post(
+            ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.", wake=False
+        )
+        run_and_confirm(
+            ticket,
+            call("get_order", f"g{n}", order_number=order.number),
+            call("issue_refund", f"r{n}", order_number=order.number, amount="9000.00", currency="INR", reason=reason),
+        )
         tickets.append(ticket)
     return order, tickets
 
@@ -236,9 +272,15 @@ def test_two_equal_holds_approved_run_once(shop, staff):
     order, tickets = _two_holds_of_one_refund(shop)
     first = HeldAction.objects.get()
     # A second equal hold as it could exist from before the merge (or made by hand): both approved.
-    twin = HeldAction.objects.create(ticket=tickets[1], tool="issue_refund", arguments=dict(first.arguments,
-                                     reason="arrived broken"), call_id="r1", reason="held", turn=1,
-                                     idempotency_key="twin-of-first")
+    twin = HeldAction.objects.create(
+        ticket=tickets[1],
+        tool="issue_refund",
+        arguments=dict(first.arguments, reason="arrived broken"),
+        call_id="r1",
+        reason="held",
+        turn=1,
+        idempotency_key="twin-of-first",
+    )
     one = held_action_decide(held_id=first.pk, ticket=tickets[0], approve=True, user=staff, wake=False)
     two = held_action_decide(held_id=twin.pk, ticket=tickets[1], approve=True, user=staff, wake=False)
     assert (one.status, two.status) == (HeldAction.Status.EXECUTED, HeldAction.Status.REFUSED)
@@ -253,10 +295,14 @@ def test_a_hold_equal_to_an_executed_one_is_refused_with_the_reason(shop, staff)
     held = HeldAction.objects.get()
     held_action_decide(held_id=held.pk, ticket=tickets[0], approve=True, user=staff, wake=False)
     ticket = _ticket(shop, "Again")
-    customer_message_post(ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.",
-                          wake=False)
-    run(ticket, call("get_order", "g9", order_number=order.number),
-        call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR", reason="again"))
+    customer_message_post(
+        ticket=ticket, text=f"Please refund 9000 INR on {order.number}, the blender is broken.", wake=False
+    )
+    run(
+        ticket,
+        call("get_order", "g9", order_number=order.number),
+        call("issue_refund", "r9", order_number=order.number, amount="9000.00", currency="INR", reason="again"),
+    )
     # No card is put before the customer for a call that already ran: it could only be refused.
     assert not Confirmation.objects.filter(ticket=ticket).exists()
     assert HeldAction.objects.count() == 1 and _refunded(order) == [900000]
@@ -268,8 +314,15 @@ def test_negative_control_without_the_equal_hold_check_both_approvals_run(shop, 
     monkeypatch.setattr(holds, "already_done", lambda held, customer_pk, lookup=None: "")
     order, tickets = _two_holds_of_one_refund(shop)
     first = HeldAction.objects.get()
-    twin = HeldAction.objects.create(ticket=tickets[1], tool="issue_refund", arguments=dict(first.arguments),
-                                     call_id="r1", reason="held", turn=1, idempotency_key="twin-of-first")
+    twin = HeldAction.objects.create(
+        ticket=tickets[1],
+        tool="issue_refund",
+        arguments=dict(first.arguments),
+        call_id="r1",
+        reason="held",
+        turn=1,
+        idempotency_key="twin-of-first",
+    )
     held_action_decide(held_id=first.pk, ticket=tickets[0], approve=True, user=staff, wake=False)
     held_action_decide(held_id=twin.pk, ticket=tickets[1], approve=True, user=staff, wake=False)
     assert _refunded(order) == [900000, 900000]
@@ -279,12 +332,15 @@ def test_negative_control_without_the_equal_hold_check_both_approvals_run(shop, 
 
 
 def test_window_totals_are_per_order_per_customer_and_per_currency():
-    window = spending.Window(hours=24, spent=(
-        spending.Spent("SU-1", "INR", 799900, spending.EXECUTED, 1),
-        spending.Spent("SU-1", "INR", 100, spending.PENDING, 2),
-        spending.Spent("SU-2", "INR", 50000, spending.EXECUTED, 3),
-        spending.Spent("SU-3", "USD", 9000, spending.EXECUTED, 3),
-    ))
+    window = spending.Window(
+        hours=24,
+        spent=(
+            spending.Spent("SU-1", "INR", 799900, spending.EXECUTED, 1),
+            spending.Spent("SU-1", "INR", 100, spending.PENDING, 2),
+            spending.Spent("SU-2", "INR", 50000, spending.EXECUTED, 3),
+            spending.Spent("SU-3", "USD", 9000, spending.EXECUTED, 3),
+        ),
+    )
     assert window.before("SU-1", "INR")[:2] == (800000, 850000)
     assert window.before("SU-3", "usd")[:2] == (9000, 9000)
     # Exactly at the threshold passes; one paisa over is held, and the reason names the scope.

@@ -15,14 +15,21 @@ from django.test.utils import override_settings
 from sundry.agent import guards
 from sundry.agent.gateway import Gateway
 from sundry.agent.models import Confirmation
-from sundry.shop.offline import OfflineModel
 from sundry.compaction.models import CompactionRun
 from sundry.shop.models import Cancellation, Customer, Order, Refund, Return
+from sundry.shop.offline import OfflineModel
 from sundry.tickets.models import Ticket
 from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
-from tests.demo_conversation import (SCRIPT, SECOND_STATUS_QUESTION, STATUS_QUESTION, Cast, pick_customer, replay,
-                                     seed_demo_shop)
+from tests.demo_conversation import (
+    SCRIPT,
+    SECOND_STATUS_QUESTION,
+    STATUS_QUESTION,
+    Cast,
+    pick_customer,
+    replay,
+    seed_demo_shop,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,11 +37,15 @@ CONTACT_TOOLS = ("send_email", "log_phone_call")
 
 # The messages that ask for something to be done, and what: the card the customer confirms after each.
 ASKS = {
-    SCRIPT.index("I'd like a refund of 40.00 {fryer_currency} for the damage, I'll keep it."):
-        ("issue_refund", "fryer"),
+    SCRIPT.index("I'd like a refund of 40.00 {fryer_currency} for the damage, I'll keep it."): (
+        "issue_refund",
+        "fryer",
+    ),
     SCRIPT.index("I want to return the {lamp_item} from {lamp}, it's too dim."): ("book_return", "lamp"),
-    SCRIPT.index("Please refund 25.00 {fourth_currency} on {fourth}, the {fourth_item} was scratched."):
-        ("issue_refund", "fourth"),
+    SCRIPT.index("Please refund 25.00 {fourth_currency} on {fourth}, the {fourth_item} was scratched."): (
+        "issue_refund",
+        "fourth",
+    ),
     SCRIPT.index("Please cancel {placed}, I ordered it by mistake."): ("cancel_order", "placed"),
 }
 
@@ -49,13 +60,16 @@ def demo():
 
 
 def _compactions(ticket: Ticket) -> int:
-    return CompactionRun.objects.filter(ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED,
-                                                                   CompactionRun.Status.FALLBACK]).count()
+    return CompactionRun.objects.filter(
+        ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED, CompactionRun.Status.FALLBACK]
+    ).count()
 
 
 def _refunds(before: set[int]) -> list[tuple[str, int]]:
-    return [(r.order.number, r.amount_cents) for r in
-            Refund.objects.exclude(pk__in=before).select_related("order").order_by("pk")]
+    return [
+        (r.order.number, r.amount_cents)
+        for r in Refund.objects.exclude(pk__in=before).select_related("order").order_by("pk")
+    ]
 
 
 def _card_order(card: Confirmation) -> str:
@@ -80,23 +94,39 @@ def _press_confirm(ticket, cast: Cast, at: int, gateway=None) -> list[str]:
     order = getattr(cast, role)
     fresh = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
     mark = fresh.last_turn_number
-    cards = [c for c in Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).order_by("pk")
-             if (c.tool, _card_order(c)) == (tool, order)]
+    cards = [
+        c
+        for c in Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).order_by("pk")
+        if (c.tool, _card_order(c)) == (tool, order)
+    ]
     with override_settings(BACKGROUND_MODE="deferred"):
         for card in cards:
-            confirmation_decide(card_id=card.pk, ticket=Ticket.objects.select_related("ticket_class", "customer")
-                                .get(pk=ticket.pk), confirm=True, digest=card.digest,
-                                via=Confirmation.Via.BUTTON, wake=False)
+            confirmation_decide(
+                card_id=card.pk,
+                ticket=Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
+                confirm=True,
+                digest=card.digest,
+                via=Confirmation.Via.BUTTON,
+                wake=False,
+            )
             agent_run(ticket.pk, gateway=gateway)
             wait_idle()
         for held in HeldAction.objects.filter(ticket=ticket, status=HeldAction.Status.PENDING).order_by("pk"):
             staff, _ = get_user_model().objects.get_or_create(username="staff-approver", defaults={"is_staff": True})
-            held_action_decide(held_id=held.pk, ticket=Ticket.objects.select_related("ticket_class", "customer")
-                               .get(pk=ticket.pk), approve=True, user=staff, wake=False)
+            held_action_decide(
+                held_id=held.pk,
+                ticket=Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk),
+                approve=True,
+                user=staff,
+                wake=False,
+            )
             agent_run(ticket.pk, gateway=gateway)
             wait_idle()
-    return list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT,
-                                    number__gt=mark).order_by("number").values_list("text", flat=True))
+    return list(
+        Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author=Turn.Author.AGENT, number__gt=mark)
+        .order_by("number")
+        .values_list("text", flat=True)
+    )
 
 
 def replay_confirming(ticket, cast: Cast, *, start: int = 0, stop: int | None = None, gateway=None) -> list[list[str]]:
@@ -115,8 +145,11 @@ def run_and_judge(ticket, cast: Cast, before: set[int], gateway=None) -> list[st
     compacted = _compactions(ticket)
     if compacted < 3:
         problems.append(f"only {compacted} compaction(s) before the status question")
-    if _refunds(before) != [(cast.fryer, 4000), (cast.fourth, 2500), (cast.placed, Order.objects.get(
-            number=cast.placed).total_cents)]:
+    if _refunds(before) != [
+        (cast.fryer, 4000),
+        (cast.fourth, 2500),
+        (cast.placed, Order.objects.get(number=cast.placed).total_cents),
+    ]:
         problems.append(f"refunds before the status question: {_refunds(before)}")
     settled = _refunds(before)
     replies += replay_confirming(ticket, cast, start=STATUS_QUESTION, gateway=gateway)
@@ -131,16 +164,23 @@ def run_and_judge(ticket, cast: Cast, before: set[int], gateway=None) -> list[st
         answer = " ".join(replies[at])
         if not (cast.fryer in answer and "40.00" in answer) or re.search(r"\bI've refunded\b", answer):
             problems.append(f"{SCRIPT[at]!r} was answered {answer!r}")
-    if not (Cancellation.objects.filter(order__number=cast.placed).exists()
-            and Return.objects.filter(order__number=cast.lamp).exists()):
+    if not (
+        Cancellation.objects.filter(order__number=cast.placed).exists()
+        and Return.objects.filter(order__number=cast.lamp).exists()
+    ):
         problems.append("the cancellation or the lamp's return is missing")
     if Customer.objects.get(customer_id=cast.customer_id).contacts.filter(kind="email").exists():
         problems.append("emailed a customer who asked never to be emailed")
     # Cards to contact the customer are left out: the offline agent offers to log the outcome as a phone
     # call (they wrote "never email me, phone only"); unconfirmed, nothing is logged, and what this judge
     # is about is money and orders (an e-mail that went out is caught above).
-    unasked = [(c.tool, _card_order(c)) for c in Confirmation.objects.filter(ticket=ticket)
-               .exclude(status=Confirmation.Status.CONFIRMED).exclude(tool__in=CONTACT_TOOLS).order_by("pk")]
+    unasked = [
+        (c.tool, _card_order(c))
+        for c in Confirmation.objects.filter(ticket=ticket)
+        .exclude(status=Confirmation.Status.CONFIRMED)
+        .exclude(tool__in=CONTACT_TOOLS)
+        .order_by("pk")
+    ]
     if unasked:
         problems.append(f"cards proposed that the customer did not ask for: {unasked}")
     return problems
@@ -150,8 +190,10 @@ def test_the_reported_conversation_moves_money_only_where_asked_and_answers_the_
     cast = demo["cast"]
     assert run_and_judge(demo["ticket"], cast, demo["refunds_before"]) == []
     # Every action ran on the customer's own confirmation of its card, and on nothing else.
-    confirmed = [(c.tool, _card_order(c), c.via) for c in Confirmation.objects.filter(
-        ticket=demo["ticket"], status=Confirmation.Status.CONFIRMED).order_by("pk")]
+    confirmed = [
+        (c.tool, _card_order(c), c.via)
+        for c in Confirmation.objects.filter(ticket=demo["ticket"], status=Confirmation.Status.CONFIRMED).order_by("pk")
+    ]
     assert confirmed == [(tool, getattr(cast, role), Confirmation.Via.BUTTON) for tool, role in ASKS.values()]
 
 
@@ -166,9 +208,20 @@ class RefundsTheChargerWhenAsked:
         last = request.messages[-1]
         if last.role == "user" and last.content == SCRIPT[STATUS_QUESTION]:
             order = Order.objects.get(number=self.cast.transit2)
-            return ModelResponse(tool_calls=[ToolCall(id="wrong-refund", name="issue_refund", arguments={
-                "order_number": order.number, "amount": f"{order.total_cents / 100:.2f}", "currency": order.currency,
-                "reason": "refund asked about"})])
+            return ModelResponse(
+                tool_calls=[
+                    ToolCall(
+                        id="wrong-refund",
+                        name="issue_refund",
+                        arguments={
+                            "order_number": order.number,
+                            "amount": f"{order.total_cents / 100:.2f}",
+                            "currency": order.currency,
+                            "reason": "refund asked about",
+                        },
+                    )
+                ]
+            )
         return self.inner.complete(request)
 
 
@@ -176,13 +229,16 @@ def test_the_reported_refund_on_a_status_question_only_waits_on_a_card_nobody_co
     """The faulty model with cards on: its refund on the parcel in transit is proposed, never confirmed, and
     no money moves; the judge still reports the bad answer and the card nobody asked for."""
     cast = demo["cast"]
-    problems = run_and_judge(demo["ticket"], cast, demo["refunds_before"],
-                             gateway=Gateway(override=RefundsTheChargerWhenAsked(cast)))
+    problems = run_and_judge(
+        demo["ticket"], cast, demo["refunds_before"], gateway=Gateway(override=RefundsTheChargerWhenAsked(cast))
+    )
     assert not any(p.startswith(("refunds after", "money moved")) for p in problems), problems
     assert f"cards proposed that the customer did not ask for: [('issue_refund', '{cast.transit2}')]" in problems
     card = Confirmation.objects.get(ticket=demo["ticket"], call_id="wrong-refund")
-    assert card.status == Confirmation.Status.PENDING and not Refund.objects.filter(order__number=cast.transit2) \
-        .exclude(pk__in=demo["refunds_before"]).exists()
+    assert (
+        card.status == Confirmation.Status.PENDING
+        and not Refund.objects.filter(order__number=cast.transit2).exclude(pk__in=demo["refunds_before"]).exists()
+    )
 
 
 def test_negative_control_the_judge_catches_the_reported_refund_when_the_consent_guard_is_off(demo, monkeypatch):

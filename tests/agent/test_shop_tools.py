@@ -10,10 +10,10 @@ from pydantic import BaseModel, ValidationError
 
 import sundry.shop.tools  # noqa: F401  (registers the shop tools)
 from sundry.agent.guards import amount_minor
-from sundry.shop.tools import IssueRefundArgs, parse_amount
 from sundry.context.idformats import kind_of
 from sundry.shop.domain import ID_PATTERNS
 from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
+from sundry.shop.tools import IssueRefundArgs, parse_amount
 from sundry.tooling.tools import REGISTRY, ToolContext, ToolError, id_fields, iter_ids
 from tests.factories import (
     CustomerFactory,
@@ -27,8 +27,17 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 SHOP_TOOLS = {
-    "lookup_customer", "search_orders", "get_order", "track_parcel", "issue_refund", "book_return",
-    "cancel_order", "offer_replacement", "send_email", "log_phone_call", "reply_to_customer",
+    "lookup_customer",
+    "search_orders",
+    "get_order",
+    "track_parcel",
+    "issue_refund",
+    "book_return",
+    "cancel_order",
+    "offer_replacement",
+    "send_email",
+    "log_phone_call",
+    "reply_to_customer",
 }
 
 
@@ -113,16 +122,43 @@ def test_unknown_arguments_are_refused_by_the_schema(order):
 # --- money parsing ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw, cents", [("40.00", 4000), ("40", 4000), ("0.01", 1), (" 12.5 ", 1250), (40, 4000), (40.5, 4050),
-                                        (Decimal("7.25"), 725)])
+@pytest.mark.parametrize(
+    "raw, cents",
+    [("40.00", 4000), ("40", 4000), ("0.01", 1), (" 12.5 ", 1250), (40, 4000), (40.5, 4050), (Decimal("7.25"), 725)],
+)
 def test_amounts_parse_into_minor_units(raw, cents):
     args = IssueRefundArgs(order_number="SU-10001", amount=raw, currency="usd", reason="x")
     assert (args.amount_cents, args.currency) == (cents, "USD")
     assert amount_minor(args) == cents  # the refund guard reads the same figure
 
 
-@pytest.mark.parametrize("raw", ["-1", "-0.50", -3, "0", 0, "0.00", "40.001", "40.500", 0.1 + 0.2, "abc", "$40", "40,00",
-                                 "1e3", "NaN", "", ".5", "40.", True, None, [40], float("inf"), "99999999"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "-1",
+        "-0.50",
+        -3,
+        "0",
+        0,
+        "0.00",
+        "40.001",
+        "40.500",
+        0.1 + 0.2,
+        "abc",
+        "$40",
+        "40,00",
+        "1e3",
+        "NaN",
+        "",
+        ".5",
+        "40.",
+        True,
+        None,
+        [40],
+        float("inf"),
+        "99999999",
+    ],
+)
 def test_bad_amounts_are_refused(raw):
     with pytest.raises(ValidationError):
         IssueRefundArgs(order_number="SU-10001", amount=raw, currency="USD", reason="x")
@@ -188,7 +224,12 @@ def test_get_order_details_and_every_id_is_harvestable(order, ctx):
     ReturnFactory(order=order, items=[item])
     result = call("get_order", ctx, order_number=order.number)
     assert (result.status, result.currency, result.paid_cents, result.refunded_cents, result.refundable_cents) == (
-        "delivered", "USD", 10000, 1000, 9000)
+        "delivered",
+        "USD",
+        10000,
+        1000,
+        9000,
+    )
     assert result.refundable == "90.00"
     assert ids_of(result, "order") == {order.number}
     assert ids_of(result, "item") == set(order.items.values_list("item_id", flat=True))
@@ -214,7 +255,11 @@ def test_track_parcel(order, ctx):
     parcel = order.parcels.get()
     TrackingEventFactory(parcel=parcel, location="Leeds", description="Out for delivery")
     result = call("track_parcel", ctx, tracking_number=parcel.tracking_number)
-    assert (result.order_number, result.status, [e.location for e in result.events]) == (order.number, "in_transit", ["Leeds"])
+    assert (result.order_number, result.status, [e.location for e in result.events]) == (
+        order.number,
+        "in_transit",
+        ["Leeds"],
+    )
     assert ids_of(result) == {parcel.tracking_number, order.number}
     theirs = ParcelFactory(order=paid_order())
     with pytest.raises(ToolError, match="does not belong to this ticket's customer"):
@@ -244,11 +289,23 @@ def test_issue_refund_same_key_twice_is_one_refund(order, ctx):
 def test_issue_refund_over_refundable_is_refused(order, ctx):
     call("issue_refund", ctx, order_number=order.number, amount="70.00", currency="USD", reason="x")
     with pytest.raises(ToolError, match="exceeds what is still refundable.*30.00 USD"):
-        call("issue_refund", ctx_for(order.customer, key="key-2"), order_number=order.number, amount="30.01",
-             currency="USD", reason="x")
+        call(
+            "issue_refund",
+            ctx_for(order.customer, key="key-2"),
+            order_number=order.number,
+            amount="30.01",
+            currency="USD",
+            reason="x",
+        )
     with pytest.raises(ToolError, match="paid in USD, not EUR"):
-        call("issue_refund", ctx_for(order.customer, key="key-3"), order_number=order.number, amount="1.00",
-             currency="EUR", reason="x")
+        call(
+            "issue_refund",
+            ctx_for(order.customer, key="key-3"),
+            order_number=order.number,
+            amount="1.00",
+            currency="EUR",
+            reason="x",
+        )
     assert Refund.objects.count() == 1
 
 
@@ -266,7 +323,9 @@ def test_book_return(order, ctx):
     assert call("book_return", ctx, order_number=order.number, item_ids=item_ids, reason="too small") == result
     foreign = paid_order(customer=order.customer).items.first().item_id
     with pytest.raises(ToolError, match=f"{foreign} are not part of order {order.number}"):
-        call("book_return", ctx_for(order.customer, key="k2"), order_number=order.number, item_ids=[foreign], reason="x")
+        call(
+            "book_return", ctx_for(order.customer, key="k2"), order_number=order.number, item_ids=[foreign], reason="x"
+        )
     with pytest.raises(ValidationError):
         REGISTRY["book_return"].args_model.model_validate({"order_number": order.number, "item_ids": [], "reason": "x"})
     assert Return.objects.count() == 1
@@ -291,7 +350,12 @@ def test_offer_replacement(order, ctx):
     assert (contact.kind, contact.order_id, contact.item_id) == ("replacement_offer", order.pk, item.pk)
     other_item = paid_order(customer=order.customer).items.first()
     with pytest.raises(ToolError, match="not part of order"):
-        call("offer_replacement", ctx_for(order.customer, key="k2"), order_number=order.number, item_id=other_item.item_id)
+        call(
+            "offer_replacement",
+            ctx_for(order.customer, key="k2"),
+            order_number=order.number,
+            item_id=other_item.item_id,
+        )
     assert Contact.objects.count() == 1
 
 

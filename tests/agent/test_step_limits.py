@@ -64,8 +64,7 @@ def test_the_re_ask_gets_only_what_the_step_has_left(desk, never, settings):
     assert step.outcome == "held_reply" and "held for staff" in held(desk).text
 
 
-def test_negative_control_without_the_step_deadline_the_re_ask_waits_out_the_call(desk, never, settings,
-                                                                                   monkeypatch):
+def test_negative_control_without_the_step_deadline_the_re_ask_waits_out_the_call(desk, never, settings, monkeypatch):
     monkeypatch.setattr(answer, "_left", lambda deadline: None)
     desk["answers"] += [say(INVENTED), never]
     took, gateway = step_seconds(desk, settings, model_seconds=2.0, call_timeout=4.0)
@@ -78,7 +77,8 @@ def test_with_no_time_left_the_reply_is_held_without_asking_again_and_says_why(d
     assert len(desk["server"].bodies) == 1 and len(gateway.timeouts) == 1
     turn = held(desk)
     assert "no_time_to_ask_again" in turn.text and INVENTED not in Turn.objects.filter(
-        ticket=desk["ticket"], author="agent", kind="message").values_list("text", flat=True)
+        ticket=desk["ticket"], author="agent", kind="message"
+    ).values_list("text", flat=True)
 
 
 def test_a_reply_corrected_in_time_is_posted(desk, settings):

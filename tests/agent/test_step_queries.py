@@ -26,8 +26,10 @@ from tests.querystages import count_queries
 POSTGRES = connection.vendor == "postgresql"
 
 # The bounds are PostgreSQL's (the deployed database); SQLite reads the lanes one by one.
-pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not POSTGRES, reason="the counts are PostgreSQL's")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not POSTGRES, reason="the counts are PostgreSQL's"),
+]
 
 
 @pytest.fixture

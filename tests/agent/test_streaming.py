@@ -24,7 +24,7 @@ from sundry.agent.wire import completion_as_events
 from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create, turn_append
-from tests.agent.sse import StreamingServer, Streamed, ToolChunk
+from tests.agent.sse import Streamed, StreamingServer, ToolChunk
 from tests.agent.test_gateway import completion, lane_request, no_internet, serve  # noqa: F401  (fixtures)
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
@@ -35,24 +35,27 @@ NO_RETRIES = CallLimits(max_retries=0)
 # --- what may show before the check ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, known, final, expected", [
-    # Only whole sentences show: the one still being written waits.
-    ("Your order SU-20481 has shi", {"SU-20481"}, False, ""),
-    ("Thanks for waiting. Your order SU-20481 has shi", {"SU-20481"}, False, "Thanks for waiting."),
-    ("Your order SU-20481 has shipped.", {"SU-20481"}, True, "Your order SU-20481 has shipped."),
-    ("It costs 40.00 USD. It ships", set(), False, "It costs 40.00 USD."),  # a decimal point ends nothing
-    # An identifier the request never showed: nothing from its sentence on, complete or not.
-    ("Your refund SU-26675-RF01 has been issued.", {"SU-26675"}, True, ""),
-    ("I checked. Your refund SU-26675-RF01 has been issued. Anything else?", {"SU-26675"}, True, "I checked."),
-    ("Your refund SU-2667", {"SU-26675"}, False, ""),
-    # Tool protocol, JSON and guard text: cut before their first character.
-    ("Let me look. <tool_call>{\"name\": \"get_order\"", set(), False, "Let me look."),
-    ('{"name": "get_order", "arguments": {}}', set(), True, ""),
-    ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
-    ("Here:\n```json\n{}", set(), False, "Here:"),
-    ("Thanks", set(), False, ""),
-    ("Thanks", set(), True, "Thanks"),
-])
+@pytest.mark.parametrize(
+    "text, known, final, expected",
+    [
+        # Only whole sentences show: the one still being written waits.
+        ("Your order SU-20481 has shi", {"SU-20481"}, False, ""),
+        ("Thanks for waiting. Your order SU-20481 has shi", {"SU-20481"}, False, "Thanks for waiting."),
+        ("Your order SU-20481 has shipped.", {"SU-20481"}, True, "Your order SU-20481 has shipped."),
+        ("It costs 40.00 USD. It ships", set(), False, "It costs 40.00 USD."),  # a decimal point ends nothing
+        # An identifier the request never showed: nothing from its sentence on, complete or not.
+        ("Your refund SU-26675-RF01 has been issued.", {"SU-26675"}, True, ""),
+        ("I checked. Your refund SU-26675-RF01 has been issued. Anything else?", {"SU-26675"}, True, "I checked."),
+        ("Your refund SU-2667", {"SU-26675"}, False, ""),
+        # Tool protocol, JSON and guard text: cut before their first character.
+        ('Let me look. <tool_call>{"name": "get_order"', set(), False, "Let me look."),
+        ('{"name": "get_order", "arguments": {}}', set(), True, ""),
+        ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
+        ("Here:\n```json\n{}", set(), False, "Here:"),
+        ("Thanks", set(), False, ""),
+        ("Thanks", set(), True, "Thanks"),
+    ],
+)
 def test_provisional_text_stops_before_anything_the_check_would_not_let_through(text, known, final, expected):
     assert provisional.shown(text, known=known, final=final) == expected
 
@@ -139,10 +142,13 @@ def test_a_server_that_ignores_stream_true_is_read_as_a_stream(serve, monkeypatc
 
 
 def test_completion_as_events_carries_calls_and_usage():
-    body = completion(tool_calls=[{"id": "c1", "type": "function",
-                                   "function": {"name": "get_order", "arguments": "{}"}}], usage=(7, 2))
-    lines = [json.loads(line[6:]) for line in completion_as_events(body).decode().split("\n\n")
-             if line.startswith("data: {")]
+    body = completion(
+        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}],
+        usage=(7, 2),
+    )
+    lines = [
+        json.loads(line[6:]) for line in completion_as_events(body).decode().split("\n\n") if line.startswith("data: {")
+    ]
     assert lines[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_order"
     assert lines[2]["choices"][0]["finish_reason"] == "tool_calls" and lines[-1]["usage"]["prompt_tokens"] == 7
     assert completion_as_events(body).endswith(b"data: [DONE]\n\n")
@@ -239,7 +245,9 @@ async def test_customer_and_desk_see_typing_then_the_text_then_the_stored_turn(w
         assert len(texts) >= 2 and texts[-1] == whole  # grew in steps, ended whole
         assert all(whole.startswith(t) for t in texts)
         assert stream[-1]["state"] == "done" and stream[-1]["turn"] == stored.number
-        assert len({m["stream"] for m in stream}) == 1 and [m["seq"] for m in stream] == sorted(m["seq"] for m in stream)
+        assert len({m["stream"] for m in stream}) == 1 and [m["seq"] for m in stream] == sorted(
+            m["seq"] for m in stream
+        )
         # The stored turn came as a panel frame, after the provisional text.
         frames = [i for i, m in enumerate(got) if isinstance(m, str) and "has been made yet." in m]
         first_text = next(i for i, m in enumerate(got) if isinstance(m, dict) and m["state"] == "text")

@@ -9,8 +9,10 @@ import pytest
 @pytest.fixture(autouse=True)
 def attachment_dir(settings, tmp_path):
     folder = tmp_path / "attachments"
-    settings.STORAGES = {**settings.STORAGES, "attachments": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(folder)}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "attachments": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(folder)}},
+    }
     return folder
 
 

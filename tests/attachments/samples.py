@@ -56,9 +56,12 @@ def png_magic_then_html() -> bytes:
 
 def pdf(body: bytes = b"") -> bytes:
     """A minimal one-page PDF; `body` goes inside a comment-free content stream."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
-               b"<< /Length %d >>\nstream\n" % len(body) + body + b"\nendstream"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(body) + body + b"\nendstream",
+    ]
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -75,8 +78,10 @@ def pdf(body: bytes = b"") -> bytes:
 
 def pdf_with_javascript() -> bytes:
     """A PDF that runs a script when opened, its name hidden behind a #xx escape."""
-    return pdf().replace(b"<< /Type /Catalog /Pages 2 0 R >>",
-                         b"<< /Type /Catalog /Pages 2 0 R /OpenAction << /S /J#61vaScript /JS (app.alert(1)) >> >>")
+    return pdf().replace(
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Catalog /Pages 2 0 R /OpenAction << /S /J#61vaScript /JS (app.alert(1)) >> >>",
+    )
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -113,8 +113,10 @@ def test_another_customer_gets_404_for_the_file_and_the_thumbnail_and_nobody_els
 def test_a_refused_file_stores_nothing_and_says_the_text_is_kept(desk, attachment_dir, settings):
     ticket, alice = desk["ticket"], desk["c"]["alice"]
     before = Turn.objects.filter(ticket=ticket).count(), Ticket.objects.get(pk=ticket.pk).version
-    for upload, reason in ((photo("box.jpg", samples.HTML), "not a JPEG image"),
-                           (photo("box.jpg", samples.png_magic_then_html()), "could not be read as a PNG")):
+    for upload, reason in (
+        (photo("box.jpg", samples.HTML), "not a JPEG image"),
+        (photo("box.jpg", samples.png_magic_then_html()), "could not be read as a PNG"),
+    ):
         r = post(alice, ticket, files=[upload])
         assert r.status_code == 422 and reason in r.content.decode() and "still in the box" in r.content.decode()
     settings.ATTACHMENT_MAX_BYTES = 2048
@@ -172,14 +174,18 @@ def test_staff_attach_a_pdf_to_a_reply_and_the_customer_downloads_it(desk):
     staff.post(f"/desk/tickets/{ticket.pk}/update", {"field": "assignee", "value": "me"}, **HX)
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff")
     pdf = SimpleUploadedFile("return label.pdf", samples.pdf(), content_type="application/pdf")
-    r = staff.post(f"/desk/tickets/{ticket.pk}/post", {"action": "reply", "text": "Here is your label.",
-                                                       "file": [pdf]}, **HX)
+    r = staff.post(
+        f"/desk/tickets/{ticket.pk}/post", {"action": "reply", "text": "Here is your label.", "file": [pdf]}, **HX
+    )
     assert r.status_code == 200, r.content.decode()
     a = Attachment.objects.get(ticket=ticket)
     assert a.turn.author == "staff" and a.uploaded_by == desk["staff"] and not a.thumb_key
     got = desk["c"]["alice"].get(urls(ticket, a)[0])
     assert got.status_code == 200 and got["Content-Type"] == "application/pdf"
-    assert got["Content-Disposition"].startswith("attachment") and 'filename="return label.pdf"' in got["Content-Disposition"]
+    assert (
+        got["Content-Disposition"].startswith("attachment")
+        and 'filename="return label.pdf"' in got["Content-Disposition"]
+    )
     assert desk["c"]["alice"].get(urls(ticket, a)[1]).status_code == 404  # a PDF has no thumbnail
     page = desk["c"]["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
     assert "return label.pdf" in page
@@ -189,8 +195,9 @@ def test_a_file_with_a_staff_note_is_refused_and_nothing_is_written(desk, attach
     ticket, staff = desk["ticket"], desk["c"]["staff"]
     before = Turn.objects.filter(ticket=ticket).count()
     for action in ("note", "internal"):
-        r = staff.post(f"/desk/tickets/{ticket.pk}/post", {"action": action, "text": "see photo",
-                                                           "file": [photo()]}, **HX)
+        r = staff.post(
+            f"/desk/tickets/{ticket.pk}/post", {"action": action, "text": "see photo", "file": [photo()]}, **HX
+        )
         assert r.status_code == 422 and "Files go with a reply" in r.content.decode()
     assert Turn.objects.filter(ticket=ticket).count() == before and stored_files(attachment_dir) == []
 
@@ -220,8 +227,11 @@ def test_a_file_past_the_limit_is_counted_not_kept_and_refused_with_the_limit(de
     settings.ATTACHMENT_MAX_BYTES = 64 * 1024
     kept = []
     real = TemporaryFileUploadHandler.receive_data_chunk
-    monkeypatch.setattr(TemporaryFileUploadHandler, "receive_data_chunk",
-                        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start))
+    monkeypatch.setattr(
+        TemporaryFileUploadHandler,
+        "receive_data_chunk",
+        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start),
+    )
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0  # every file to the temporary-file handler, where we count
     big = photo("huge.png", samples.png() + b"\0" * (1024 * 1024), "image/png")
     r = post(desk["c"]["alice"], desk["ticket"], files=[big])
@@ -238,8 +248,11 @@ def test_negative_control_without_the_capping_handler_the_whole_file_is_spooled(
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0
     kept = []
     real = TemporaryFileUploadHandler.receive_data_chunk
-    monkeypatch.setattr(TemporaryFileUploadHandler, "receive_data_chunk",
-                        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start))
+    monkeypatch.setattr(
+        TemporaryFileUploadHandler,
+        "receive_data_chunk",
+        lambda self, raw, start: kept.append(len(raw)) or real(self, raw, start),
+    )
     big = photo("huge.png", samples.png() + b"\0" * (1024 * 1024), "image/png")
     assert post(desk["c"]["alice"], desk["ticket"], files=[big]).status_code == 422  # still refused, by size
     assert sum(kept) > 1024 * 1024  # but all of it was written to a temporary file first

@@ -23,11 +23,17 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 STARTUP_SECONDS = 40
-
 
 
 def _free_port() -> int:
@@ -77,29 +83,62 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
 
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3") and ("memory" in str(db["NAME"]) or str(db["NAME"]) == ":memory:"):
-        pytest.skip("browser tests need a database a server process can open: PostgreSQL "
-                    "(bash bin/test sets DATABASE_URL) or a file-backed SQLite test database")
+        pytest.skip(
+            "browser tests need a database a server process can open: PostgreSQL "
+            "(bash bin/test sets DATABASE_URL) or a file-backed SQLite test database"
+        )
     if not settings.REDIS_URL:
-        pytest.skip("browser tests need Redis for the channel layer and Celery between processes "
-                    "(bash bin/test sets REDIS_URL)")
+        pytest.skip(
+            "browser tests need Redis for the channel layer and Celery between processes (bash bin/test sets REDIS_URL)"
+        )
     from tests.conftest import TEST_CHANNEL_PREFIX
 
     port = _free_port()
     queue = f"sundry-browser-{os.getpid()}"
-    env = dict(os.environ, DATABASE_URL=_database_url(db), REDIS_URL=settings.REDIS_URL,
-               SUNDRY_CHANNEL_PREFIX=TEST_CHANNEL_PREFIX, SUNDRY_TASK_QUEUE=queue,
-               DJANGO_SETTINGS_MODULE="sundry.settings", SUNDRY_DEBUG="1", PYTHONUNBUFFERED="1",
-               # Tool servers' declaration files: the examples, and the variants tests write under artifacts/.
-               SUNDRY_TOOL_DECLARATIONS_DIR=os.pathsep.join(["examples", "artifacts"]))
+    env = dict(
+        os.environ,
+        DATABASE_URL=_database_url(db),
+        REDIS_URL=settings.REDIS_URL,
+        SUNDRY_CHANNEL_PREFIX=TEST_CHANNEL_PREFIX,
+        SUNDRY_TASK_QUEUE=queue,
+        DJANGO_SETTINGS_MODULE="sundry.settings",
+        SUNDRY_DEBUG="1",
+        PYTHONUNBUFFERED="1",
+        # Tool servers' declaration files: the examples, and the variants tests write under artifacts/.
+        SUNDRY_TOOL_DECLARATIONS_DIR=os.pathsep.join(["examples", "artifacts"]),
+    )
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     logs = tmp_path_factory.mktemp("browser-server")
     web_log, worker_log = logs / "web.log", logs / "celery.log"
     bin_dir = Path(sys.executable).parent
-    web = subprocess.Popen([sys.executable, "-m", "sundry.web", "--host", "127.0.0.1", "--port", str(port)],
-                           cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT)
-    worker = subprocess.Popen([str(bin_dir / "celery"), "-A", "sundry", "worker", "-Q", queue, "--pool", "solo",
-                               "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
-                              cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT)
+    web = subprocess.Popen(
+        [sys.executable, "-m", "sundry.web", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=web_log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    worker = subprocess.Popen(
+        [
+            str(bin_dir / "celery"),
+            "-A",
+            "sundry",
+            "worker",
+            "-Q",
+            queue,
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=worker_log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_http(url + "/healthz", web, web_log)

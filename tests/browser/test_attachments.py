@@ -46,8 +46,9 @@ def damaged_parcel_photo() -> bytes:
     return out.getvalue()
 
 
-def test_a_customer_uploads_a_photo_and_staff_see_its_thumbnail(browser, live_server_url, people, screenshots,
-                                                                  attachment_dir):
+def test_a_customer_uploads_a_photo_and_staff_see_its_thumbnail(
+    browser, live_server_url, people, screenshots, attachment_dir
+):
     from playwright.sync_api import expect
 
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Kettle arrived crushed")
@@ -56,15 +57,17 @@ def test_a_customer_uploads_a_photo_and_staff_see_its_thumbnail(browser, live_se
     customer.fill("#message-text", words)
 
     # First a web page named .jpg: refused, explained beside the box, the words kept.
-    customer.set_input_files("input[name=file]", files=[
-        {"name": "kettle.jpg", "mimeType": "image/jpeg", "buffer": samples.HTML}])
+    customer.set_input_files(
+        "input[name=file]", files=[{"name": "kettle.jpg", "mimeType": "image/jpeg", "buffer": samples.HTML}]
+    )
     customer.locator("button", has_text="Send").click()
     expect(customer.locator(".composer .form-error")).to_contain_text("not a JPEG image", timeout=LIVE)
     expect(customer.locator("#message-text")).to_have_value(words)
     assert not Attachment.objects.filter(ticket=ticket).exists()
 
-    customer.set_input_files("input[name=file]", files=[
-        {"name": "IMG_2041.jpg", "mimeType": "image/jpeg", "buffer": damaged_parcel_photo()}])
+    customer.set_input_files(
+        "input[name=file]", files=[{"name": "IMG_2041.jpg", "mimeType": "image/jpeg", "buffer": damaged_parcel_photo()}]
+    )
     customer.locator("button", has_text="Send").click()
     mine = customer.locator("#panel-conversation .turn.customer", has_text="lid is cracked")
     thumb = mine.locator(".attachments img")
@@ -90,4 +93,3 @@ def test_a_customer_uploads_a_photo_and_staff_see_its_thumbnail(browser, live_se
     assert samples.CAMERA.encode() not in data and not Image.open(io.BytesIO(data)).getexif()
     for context in (customer.context, staff.context):
         context.close()
-

@@ -25,11 +25,26 @@ def _call(name, _id, **arguments):
 
 
 def _propose(ticket, customer_id):
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-        _call("search_orders", "s1", customer_id=customer_id), _call("get_order", "g1", order_number="SU-52001"),
-        _call("issue_refund", "r1", order_number="SU-52001", amount="48.99", currency="USD", reason="arrived broken"),
-        ModelResponse(text="I've put the refund on a card for you: please check it and press Confirm."),
-    ])))
+    agent_run(
+        ticket.pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    _call("search_orders", "s1", customer_id=customer_id),
+                    _call("get_order", "g1", order_number="SU-52001"),
+                    _call(
+                        "issue_refund",
+                        "r1",
+                        order_number="SU-52001",
+                        amount="48.99",
+                        currency="USD",
+                        reason="arrived broken",
+                    ),
+                    ModelResponse(text="I've put the refund on a card for you: please check it and press Confirm."),
+                ]
+            )
+        ),
+    )
 
 
 def test_the_card_on_a_phone_confirm_runs_once_and_the_desk_sees_it(browser, live_server_url, people, screenshots):
@@ -41,8 +56,9 @@ def test_the_card_on_a_phone_confirm_runs_once_and_the_desk_sees_it(browser, liv
     order = paid_order(customer=alice, number="SU-52001", prices=(4899,))
     Product.objects.filter(pk=order.items.first().product_id).update(name="Arc Floor Lamp")
     ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Broken lamp")
-    off_loop(customer_message_post, ticket=ticket, text="My lamp arrived broken. Never email me, phone only.",
-             wake=False)
+    off_loop(
+        customer_message_post, ticket=ticket, text="My lamp arrived broken. Never email me, phone only.", wake=False
+    )
     phone = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/", viewport=PHONE)
     cards = phone.locator("#panel-cards")
     expect(cards).to_be_hidden()

@@ -47,17 +47,19 @@ ORDER = """(sel) => Array.from(document.querySelectorAll(sel)).map((el) => +el.i
 
 
 def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones_on_scroll(
-        browser, live_server_url, people):
+    browser, live_server_url, people
+):
     from playwright.sync_api import expect
 
     from sundry.live.panels import window
 
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Long")
     total, n = 120, window()
-    Turn.objects.bulk_create(Turn(ticket=ticket, number=i, author="customer" if i % 2 else "agent",
-                                  text=f"Line {i} of a long conversation.") for i in range(1, total + 1))
-    type(ticket).objects.filter(pk=ticket.pk).update(last_turn_number=total, handler="staff",
-                                                     assigned_to=people["ann"])
+    Turn.objects.bulk_create(
+        Turn(ticket=ticket, number=i, author="customer" if i % 2 else "agent", text=f"Line {i} of a long conversation.")
+        for i in range(1, total + 1)
+    )
+    type(ticket).objects.filter(pk=ticket.pk).update(last_turn_number=total, handler="staff", assigned_to=people["ann"])
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     for page, item in ((staff, "turn"), (customer, "msg")):

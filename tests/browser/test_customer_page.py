@@ -105,8 +105,7 @@ def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, peo
         assert not turns.first.evaluate(IN_VIEW), path
 
 
-def test_a_resolved_conversation_asks_for_a_rating_and_the_desk_shows_it(browser, live_server_url, people,
-                                                                          screenshots):
+def test_a_resolved_conversation_asks_for_a_rating_and_the_desk_shows_it(browser, live_server_url, people, screenshots):
     from playwright.sync_api import expect
 
     from sundry.tickets.services import ticket_set_status

@@ -18,8 +18,7 @@ from sundry.portal.services import detail_flag
 from sundry.tickets.attention import follow_up_request
 from sundry.tickets.models import CannedReply, Ticket, Turn
 from sundry.tickets.services import ticket_create, turn_append
-from tests.browser.test_live_desk import (DESKTOP, LIVE, PHONE, csp_errors, off_loop, open_as, people,  # noqa: F401
-                                         wait_until)
+from tests.browser.test_live_desk import DESKTOP, LIVE, PHONE, csp_errors, off_loop, open_as, people, wait_until  # noqa: F401
 from tests.factories import customer_confirms, paid_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,9 +30,11 @@ def axe_violations(page) -> list[dict]:
     page.evaluate(AXE.read_text())  # through the debugger, so the page's CSP does not apply
     result = page.evaluate("""() => axe.run(document, {runOnly: {type: "tag",
         values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})""")
-    return [{"id": v["id"], "impact": v["impact"], "help": v["help"],
-             "nodes": [n["target"] for n in v["nodes"]][:5]}
-            for v in result["violations"] if v["impact"] in ("serious", "critical")]
+    return [
+        {"id": v["id"], "impact": v["impact"], "help": v["help"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 SMALLEST_TEXT = """() => { let min = 99, where = "";
@@ -55,15 +56,22 @@ def busy_ticket(people):
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
     off_loop(agent_run, ticket.pk)  # the offline model proposes the refund on a card
     off_loop(customer_confirms, ticket)  # the customer confirms; the class holds it
-    lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_q8secret12345678", role="second_payment", turn=0)
+    lanes.ledger_record_system_id(
+        ticket=ticket, kind="payment", value="pay_q8secret12345678", role="second_payment", turn=0
+    )
     lanes.state_set(ticket=ticket, name="amount", value="40 USD", turn=0, source="customer", confirmed=True)
-    off_loop(turn_append, ticket=ticket, author=Turn.Author.AGENT,
-             text="I've refunded 1234.5 USD on order SU-30100 (rfd_ab12cd34ef). Your return ret_zz12yy34xx is booked.")
+    off_loop(
+        turn_append,
+        ticket=ticket,
+        author=Turn.Author.AGENT,
+        text="I've refunded 1234.5 USD on order SU-30100 (rfd_ab12cd34ef). Your return ret_zz12yy34xx is booked.",
+    )
     return ticket
 
 
 def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_login(
-        browser, live_server_url, people, busy_ticket):
+    browser, live_server_url, people, busy_ticket
+):
     ticket = busy_ticket
     # What the live parts add is checked too: a colleague on the ticket, a detail the customer reported.
     off_loop(detail_flag, ticket=ticket, value=StateValue.objects.get(ticket=ticket, name="amount", is_current=True))
@@ -74,8 +82,9 @@ def test_no_serious_accessibility_violations_on_the_desk_the_customer_page_and_l
         "ticket": open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/"),
         "search": open_as(browser, live_server_url, people["ann"], "/desk/search/?q=refund"),
         "customer": open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/"),
-        "customer-phone": open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/",
-                                  viewport=PHONE),
+        "customer-phone": open_as(
+            browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/", viewport=PHONE
+        ),
     }
     pages["login"].context.clear_cookies()
     pages["login"].goto(live_server_url + "/login/")
@@ -147,12 +156,21 @@ def test_phones_wording_and_labels(browser, live_server_url, people, busy_ticket
 
     ticket = busy_ticket
     for n in range(8):
-        ticket_create(customer=people["bob"], ticket_class=people["tclass"],
-                      subject=f"A rather long subject line for ticket number {n} about a parcel")
+        ticket_create(
+            customer=people["bob"],
+            ticket_class=people["tclass"],
+            subject=f"A rather long subject line for ticket number {n} about a parcel",
+        )
     queue = open_as(browser, live_server_url, people["ann"], "/desk/", viewport=PHONE)
     assert queue.evaluate("document.documentElement.scrollWidth") <= 391
-    lanes.state_set(ticket=ticket, name="issue", value="Parcel lost in transit: tracking stopped at the Leeds hub a week ago",
-                    turn=0, source="customer", confirmed=True)
+    lanes.state_set(
+        ticket=ticket,
+        name="issue",
+        value="Parcel lost in transit: tracking stopped at the Leeds hub a week ago",
+        turn=0,
+        source="customer",
+        confirmed=True,
+    )
     CannedReply.objects.create(title="Call back", body="Hi {customer_first_name}, I'll call you on {call_day}.")
     desk = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     # A long state value uses the width beside its label, not a label-wide column inside its own box.
@@ -162,7 +180,9 @@ def test_phones_wording_and_labels(browser, live_server_url, people, busy_ticket
     assert text_width > 0.8 * box_width, (text_width, box_width)
     # A canned reply goes in filled; a placeholder it cannot fill is a note, selected to type over.
     desk.locator("select[data-macro-into]").select_option(label="Call back")
-    expect(desk.locator("#composer-text")).to_have_value("Hi Alice, I'll call you on [unknown placeholder: {call_day}].")
+    expect(desk.locator("#composer-text")).to_have_value(
+        "Hi Alice, I'll call you on [unknown placeholder: {call_day}]."
+    )
     desk.keyboard.type("Tuesday")
     expect(desk.locator("#composer-text")).to_have_value("Hi Alice, I'll call you on Tuesday.")
     payment = desk.locator("#panel-ledger code.id", has_text="pay_q8secret12345678")
@@ -218,8 +238,9 @@ def test_staff_replies_carry_their_first_name_and_the_customer_sees_support_typi
     expect(typing).to_be_hidden(timeout=LIVE)
     assert wait_until(lambda: not Ticket.objects.filter(pk=ticket.pk, agent_claimed_at__isnull=False).exists())
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=people["ann"])
-    off_loop(turn_append, ticket=ticket, author=Turn.Author.STAFF, text="Ann from the desk here.",
-             payload={"by": "ann"})
+    off_loop(
+        turn_append, ticket=ticket, author=Turn.Author.STAFF, text="Ann from the desk here.", payload={"by": "ann"}
+    )
     expect(customer.locator("#panel-conversation .turn.staff header")).to_contain_text("Ann", timeout=LIVE)
 
 
@@ -247,8 +268,9 @@ def test_screenshots_for_the_docs(browser, live_server_url, people, busy_ticket,
         "desk-ticket.png": open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/"),
         "desk-search.png": open_as(browser, live_server_url, people["ann"], "/desk/search/?q=refund"),
         "customer-page.png": open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/"),
-        "customer-page-phone.png": open_as(browser, live_server_url, people["alice_user"],
-                                           f"/help/tickets/{ticket.pk}/", viewport=PHONE),
+        "customer-page-phone.png": open_as(
+            browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/", viewport=PHONE
+        ),
     }
     expect(shots["desk-ticket.png"].locator("#presence")).to_have_text("ben is viewing this ticket", timeout=LIVE)
     for name, page in shots.items():

@@ -23,8 +23,14 @@ from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
-from tests.factories import (CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, customer_confirms,
-                             paid_order)
+from tests.factories import (
+    CustomerFactory,
+    ParcelFactory,
+    TicketClassFactory,
+    TrackingEventFactory,
+    customer_confirms,
+    paid_order,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 DESKTOP = {"width": 1440, "height": 960}
@@ -45,7 +51,10 @@ def people():
     return {
         "ann": users.create_user("ann", password="pw", is_staff=True),
         "ben": users.create_user("ben", password="pw", is_staff=True),
-        "alice_user": alice_user, "bob_user": bob_user, "alice": alice, "bob": bob,
+        "alice_user": alice_user,
+        "bob_user": bob_user,
+        "alice": alice,
+        "bob": bob,
         "tclass": TicketClassFactory(name="Standard", slug="standard", approval_rules={"issue_refund": {}}),
     }
 
@@ -55,8 +64,15 @@ def open_as(browser, base, user, path, viewport=DESKTOP):
     client = Client()
     client.force_login(user)
     context = browser.new_context(viewport=viewport, is_mobile=viewport is PHONE)
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
-                          "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "url": base}])
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": base,
+            }
+        ]
+    )
     page = context.new_page()
     page.set_default_timeout(10000)
     page.frames_seen = []
@@ -104,7 +120,8 @@ def wait_until(check, timeout=20.0):
 
 
 def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_follow(
-        browser, live_server_url, people, screenshots):
+    browser, live_server_url, people, screenshots
+):
     from playwright.sync_api import expect
 
     alice = people["alice"]
@@ -139,11 +156,23 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     def compacted():
         with transaction.atomic():
             summary = Summary.objects.create(
-                ticket=ticket, covers_through_turn=2, is_current=True, fields={},
-                text="The customer asked where [order] is and asked for phone contact only.")
-            CompactionRun.objects.create(ticket=ticket, context_version=0, from_turn=1, through_turn=2,
-                                         model="offline", status="succeeded", tokens_before=6900, tokens_after=2100,
-                                         summary=summary)
+                ticket=ticket,
+                covers_through_turn=2,
+                is_current=True,
+                fields={},
+                text="The customer asked where [order] is and asked for phone contact only.",
+            )
+            CompactionRun.objects.create(
+                ticket=ticket,
+                context_version=0,
+                from_turn=1,
+                through_turn=2,
+                model="offline",
+                status="succeeded",
+                tokens_before=6900,
+                tokens_after=2100,
+                summary=summary,
+            )
             ticket_touch(ticket.pk)
             ticket_changed(ticket.pk)
 
@@ -262,10 +291,13 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
     # The outcome is brought into view and takes the focus from the button it replaced (read out).
     expect(staff.locator("#flash")).to_be_focused()
     expect(staff.locator("#flash")).to_be_in_viewport(ratio=1)
-    again = staff.evaluate("""(url) => fetch(url, {method: "POST", headers: {
+    again = staff.evaluate(
+        """(url) => fetch(url, {method: "POST", headers: {
         "X-CSRFToken": JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"],
         "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded"}, body: "decision=approve"})
-        .then((r) => r.status)""", f"/desk/tickets/{ticket.pk}/held/{held.pk}")
+        .then((r) => r.status)""",
+        f"/desk/tickets/{ticket.pk}/held/{held.pk}",
+    )
     assert again == 409  # a second approval (double click, second tab) is refused
     expect(staff.locator("#panel-held")).to_be_hidden(timeout=LIVE)
     expect(staff.locator("#panel-conversation")).to_contain_text("approved the held issue_refund call")
@@ -278,26 +310,34 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
 
 
 def test_a_customer_cannot_reach_another_customers_ticket_and_never_receives_internals(
-        browser, live_server_url, people):
+    browser, live_server_url, people
+):
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Private matter")
     paid_order(customer=people["alice"], number="SU-77001")
     lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_Q8SECRET", role="payment", turn=0)
     lanes.state_set(ticket=ticket, name="order_number", value="SU-77001", turn=0, source="model")  # inferred
-    lanes.state_set(ticket=ticket, name="internal_note", value="Watch for fraud", turn=0, source="staff",
-                    confirmed=True)
+    lanes.state_set(
+        ticket=ticket, name="internal_note", value="Watch for fraud", turn=0, source="staff", confirmed=True
+    )
     bob = open_as(browser, live_server_url, people["bob_user"], f"/help/tickets/{ticket.pk}/")
     assert bob.first_response.status == 404
-    result = bob.evaluate("""(path) => new Promise((resolve) => {
+    result = bob.evaluate(
+        """(path) => new Promise((resolve) => {
         const ws = new WebSocket(`ws://${location.host}${path}`); const got = [];
         ws.onmessage = (e) => got.push(e.data);
         ws.onclose = (e) => resolve({code: e.code, got});
         setTimeout(() => resolve({code: -1, got}), 5000);
-    })""", f"/ws/help/tickets/{ticket.pk}/")
+    })""",
+        f"/ws/help/tickets/{ticket.pk}/",
+    )
     assert result == {"code": 4403, "got": []}
-    staff_path = bob.evaluate("""(path) => new Promise((resolve) => {
+    staff_path = bob.evaluate(
+        """(path) => new Promise((resolve) => {
         const ws = new WebSocket(`ws://${location.host}${path}`);
         ws.onmessage = () => resolve('message'); ws.onclose = (e) => resolve(e.code);
-    })""", f"/ws/desk/tickets/{ticket.pk}/")
+    })""",
+        f"/ws/desk/tickets/{ticket.pk}/",
+    )
     assert staff_path == 4403
 
     alice = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
@@ -306,8 +346,14 @@ def test_a_customer_cannot_reach_another_customers_ticket_and_never_receives_int
     alice.wait_for_timeout(800)
     received = source + alice.content() + "".join(alice.frames_seen)
     assert alice.frames_seen  # the snapshot and the push did arrive
-    for internal in ("pay_Q8SECRET", "Watch for fraud", "Unconfirmed Widget", 'value="SU-77001" checked',
-                     "panel-ledger", "panel-state"):
+    for internal in (
+        "pay_Q8SECRET",
+        "Watch for fraud",
+        "Unconfirmed Widget",
+        'value="SU-77001" checked',
+        "panel-ledger",
+        "panel-state",
+    ):
         assert internal not in received, internal
 
 
@@ -322,8 +368,10 @@ def test_an_agent_reply_with_markup_renders_inert(browser, live_server_url, peop
     figures_requests = []
     for page in (staff, customer):
         page.on("request", lambda r: figures_requests.append(r.url) if "/desk/figures" in r.url else None)
-    evil = ('Here you go <img src=x onerror="window.__pwned=1"> '
-            '<div hx-get="/desk/figures/" hx-trigger="load" hx-swap-oob="true" id="panel-head">boom</div>')
+    evil = (
+        'Here you go <img src=x onerror="window.__pwned=1"> '
+        '<div hx-get="/desk/figures/" hx-trigger="load" hx-swap-oob="true" id="panel-head">boom</div>'
+    )
     off_loop(turn_append, ticket=ticket, author=Turn.Author.AGENT, text=evil)  # pushed to both pages
     for page in (staff, customer):
         conversation = page.locator("#panel-conversation")

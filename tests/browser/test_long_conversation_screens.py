@@ -16,19 +16,24 @@ from sundry.compaction.models import CompactionRun
 from sundry.context.models import StateValue
 from sundry.shop.models import Customer
 from sundry.tickets.services import ticket_create
-from tests.browser.test_live_desk import LIVE, open_as
 from tests.agent.test_seeded_demo_conversation import replay_confirming
+from tests.browser.test_live_desk import LIVE, open_as
 from tests.demo_conversation import pick_customer, seed_demo_shop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-SHOTS = ("desk-long-inferred.png", "customer-long-inferred.png", "desk-long-confirmed.png",
-         "customer-long-confirmed.png")
+SHOTS = (
+    "desk-long-inferred.png",
+    "customer-long-inferred.png",
+    "desk-long-confirmed.png",
+    "customer-long-confirmed.png",
+)
 # Fields the offline agent records from what the customer says, for staff to confirm.
 RECORDED = ("issue", "resolution", "contact_preference", "order_number")
 
 
 def _off_loop(fn):
     """The replay on its own thread: Playwright's loop owns this one (see test_live_desk.off_loop)."""
+
     def run():
         try:
             return fn()
@@ -71,13 +76,15 @@ def long_ticket():
 
     ticket, user, cast = _off_loop(build)
     # Off the loop too: creating a user pushes to its live groups from synchronous code.
-    staff = _off_loop(lambda: get_user_model().objects.create_user("desk-staff", password="pw", is_staff=True,
-                                                                   first_name="Ann"))
+    staff = _off_loop(
+        lambda: get_user_model().objects.create_user("desk-staff", password="pw", is_staff=True, first_name="Ann")
+    )
     return {"ticket": ticket, "customer": user, "staff": staff, "cast": cast}
 
 
-def test_inferred_state_then_confirmed_by_staff_after_the_long_conversation(browser, live_server_url, long_ticket,
-                                                                            screenshots):
+def test_inferred_state_then_confirmed_by_staff_after_the_long_conversation(
+    browser, live_server_url, long_ticket, screenshots
+):
     from playwright.sync_api import expect
 
     ticket = long_ticket["ticket"]
@@ -107,8 +114,9 @@ def test_inferred_state_then_confirmed_by_staff_after_the_long_conversation(brow
     expect(details.locator("dt", has_text="Contact by")).to_be_visible()
     expect(details).to_contain_text("phone")
     expect(details).to_contain_text(inferred["order_number"])
-    assert set(StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True)
-               .values_list("name", flat=True)) == set(inferred)
+    assert set(
+        StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).values_list("name", flat=True)
+    ) == set(inferred)
     expect(desk.locator("#panel-state button", has_text="Confirm")).to_have_count(0)
     shoot(desk, "#panel-state", screenshots / SHOTS[2])
     shoot(page, "#panel-details", screenshots / SHOTS[3])

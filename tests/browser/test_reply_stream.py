@@ -12,23 +12,32 @@ import pytest
 
 from sundry.tickets.models import Turn
 from sundry.tickets.services import ticket_create
-from tests.agent.sse import StreamingServer, Streamed
+from tests.agent.sse import Streamed, StreamingServer
 from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
 from tests.factories import TicketClassFactory, paid_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Provisional text goes out a whole sentence at a time, each checked (agent.provisional).
-REPLY = ["Thanks for waiting. ", "I checked ", "order SU-40111. ", "It left ", "the Leeds hub ", "this morning ",
-         "and should ", "arrive tomorrow."]
+REPLY = [
+    "Thanks for waiting. ",
+    "I checked ",
+    "order SU-40111. ",
+    "It left ",
+    "the Leeds hub ",
+    "this morning ",
+    "and should ",
+    "arrive tomorrow.",
+]
 HELD = ["Good news. ", "Your refund ", "SU-40111-RF01 ", "has been ", "issued today."]
 SCRIPT = {"answer": REPLY}
 
 
 @pytest.fixture(scope="module")
 def model_server():
-    server = StreamingServer(lambda path, body: Streamed(chunks=SCRIPT["answer"], first_delay=1.5, usage=(900, 20)),
-                             pause=0.45)
+    server = StreamingServer(
+        lambda path, body: Streamed(chunks=SCRIPT["answer"], first_delay=1.5, usage=(900, 20)), pause=0.45
+    )
     saved = os.environ.get("SUNDRY_OPENAI_COMPAT_BASE_URL")
     os.environ["SUNDRY_OPENAI_COMPAT_BASE_URL"] = server.url + "/v1"  # read by the worker the live server starts
     yield server
@@ -45,8 +54,13 @@ def live_server_url(model_server, live_server_url):  # the suite's live server, 
 
 
 def _ask(browser, live_server_url, people, subject, text):
-    tclass = TicketClassFactory(name="Streamed", slug="streamed", approval_rules={},
-                                working_model="openai-compatible:streamer", summariser_model="offline")
+    tclass = TicketClassFactory(
+        name="Streamed",
+        slug="streamed",
+        approval_rules={},
+        working_model="openai-compatible:streamer",
+        summariser_model="offline",
+    )
     paid_order(customer=people["alice"], number="SU-40111", prices=(4500,))
     ticket = ticket_create(customer=people["alice"], ticket_class=tclass, subject=subject)
     page = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")

@@ -14,8 +14,7 @@ from django.test import Client
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.services import ticket_create
 from sundry.tickets.versions import ticket_update
-from tests.browser.test_live_desk import (DESKTOP, LIVE, csp_errors, off_loop, people,  # noqa: F401  (people: fixture)
-                                          wait_until)
+from tests.browser.test_live_desk import DESKTOP, LIVE, csp_errors, off_loop, people, wait_until  # noqa: F401  (people: fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -60,8 +59,15 @@ def test_staff_are_notified_of_their_own_flagged_tickets_only(browser, live_serv
     client = Client()
     client.force_login(ann)
     context = browser.new_context(viewport=DESKTOP)  # no permission yet: the page must ask
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
-                          "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "url": live_server_url}])
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server_url,
+            }
+        ]
+    )
     context.add_init_script(script=RECORD_NOTIFICATIONS)
     page = context.new_page()
     sockets = []

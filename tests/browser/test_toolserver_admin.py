@@ -44,12 +44,17 @@ def test_an_admin_tests_a_tool_servers_connection(browser, live_server_url, scre
     tclass = TicketClassFactory(name="Retail (τ² over MCP)", slug="retail", approval_rules={})
     # As the README gives it: paths relative to Sundry's directory, `python` as Sundry's interpreter.
     server = ToolServer.objects.create(
-        ticket_class=tclass, name="retail",
+        ticket_class=tclass,
+        name="retail",
         command="python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
         declaration_path=str(path.relative_to(ROOT)),
-        timeout_seconds=20, sample_calls={"get_order_details": {"order_id": "#W4316152"},
-                                          "get_user_details": {"user_id": "aarav_anderson_8794"},
-                                          "cancel_pending_order": {"order_id": "#W9300146", "reason": "no longer needed"}})
+        timeout_seconds=20,
+        sample_calls={
+            "get_order_details": {"order_id": "#W4316152"},
+            "get_user_details": {"user_id": "aarav_anderson_8794"},
+            "cancel_pending_order": {"order_id": "#W9300146", "reason": "no longer needed"},
+        },
+    )
     admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
 
     page = open_as(browser, live_server_url, admin, f"/admin/toolservers/toolserver/{server.pk}/change/")
@@ -85,24 +90,41 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
     if data is None:
         pytest.skip("../shared/corpora/tau2/domains/retail is absent (a fresh clone has no shared corpora)")
     tclass = TicketClassFactory(name="Retail", slug="retail", approval_rules={})
-    ToolServer.objects.create(ticket_class=tclass, name="retail", timeout_seconds=20,
-                              command="python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
-                              declaration_path="examples/tau2_retail_mcp/retail.declarations.json")
-    ticket = ticket_create(customer=CustomerFactory(name="Aarav Anderson", email=EMAIL), ticket_class=tclass,
-                           subject="Tea kettle exchange")
+    ToolServer.objects.create(
+        ticket_class=tclass,
+        name="retail",
+        timeout_seconds=20,
+        command="python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+        declaration_path="examples/tau2_retail_mcp/retail.declarations.json",
+    )
+    ticket = ticket_create(
+        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL), ticket_class=tclass, subject="Tea kettle exchange"
+    )
     from sundry.tooling.messages import ModelResponse
 
     def work():  # off Playwright's loop: the after-commit pushes need a thread without one
         try:
-            customer_message_post(ticket=ticket, wake=False, text=(
-                f"Hi, I'm Aarav ({EMAIL}). Please exchange the tea kettle in order {ORDER} for the steel one."))
-            agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-                call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
-                call("get_order_details", "c3", order_id=ORDER), call("get_product_details", "c4", product_id=PRODUCT),
-                call("exchange_delivered_order_items", "x1", order_id="#W4316153", **EXCHANGE),
-                call("exchange_delivered_order_items", "x2", order_id=ORDER, **EXCHANGE),
-                ModelResponse(text="Please check the card and press Confirm."),
-            ])))
+            customer_message_post(
+                ticket=ticket,
+                wake=False,
+                text=(f"Hi, I'm Aarav ({EMAIL}). Please exchange the tea kettle in order {ORDER} for the steel one."),
+            )
+            agent_run(
+                ticket.pk,
+                gateway=Gateway(
+                    override=ScriptedModel(
+                        [
+                            call("find_user_id_by_email", "c1", email=EMAIL),
+                            call("get_user_details", "c2", user_id=USER),
+                            call("get_order_details", "c3", order_id=ORDER),
+                            call("get_product_details", "c4", product_id=PRODUCT),
+                            call("exchange_delivered_order_items", "x1", order_id="#W4316153", **EXCHANGE),
+                            call("exchange_delivered_order_items", "x2", order_id=ORDER, **EXCHANGE),
+                            ModelResponse(text="Please check the card and press Confirm."),
+                        ]
+                    )
+                ),
+            )
             # The exchange waits on its card until the customer presses Confirm; then it runs once.
             [card] = customer_confirms(ticket)
             assert card.outcome == "executed", card.outcome

@@ -65,8 +65,15 @@ def test_under_the_budget_nothing_is_compacted_in_the_step():
 
 def test_a_held_approval_leaves_the_request_as_it_is():
     ticket, before = _over_budget_ticket()
-    HeldAction.objects.create(ticket=ticket, tool="issue_refund", arguments={}, call_id="h1", reason="over threshold",
-                              idempotency_key="held-1", turn=ticket.last_turn_number)
+    HeldAction.objects.create(
+        ticket=ticket,
+        tool="issue_refund",
+        arguments={},
+        call_id="h1",
+        reason="over threshold",
+        idempotency_key="held-1",
+        turn=ticket.last_turn_number,
+    )
     snap = lane_snapshot(ticket)
     assert compact_before_step(ticket, snap, step.assemble_request(ticket, snap)) is False
     assert not CompactionRun.objects.filter(ticket=ticket).exists()

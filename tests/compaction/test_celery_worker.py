@@ -21,8 +21,11 @@ pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
 def replies_after(ticket, number):
-    return list(Turn.objects.filter(ticket=ticket, number__gt=number, author=Turn.Author.AGENT,
-                                    kind=Turn.Kind.MESSAGE).values_list("text", flat=True))
+    return list(
+        Turn.objects.filter(
+            ticket=ticket, number__gt=number, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE
+        ).values_list("text", flat=True)
+    )
 
 
 def status(run_id):
@@ -31,8 +34,9 @@ def status(run_id):
 
 def queue_run(ticket, env, monkeypatch):
     """Trigger a compaction; the real enqueue path, sent to this test's queue."""
-    monkeypatch.setattr(services, "_enqueue", lambda run_id: compaction_task.apply_async(
-        args=[run_id], queue=env["SUNDRY_TASK_QUEUE"]))
+    monkeypatch.setattr(
+        services, "_enqueue", lambda run_id: compaction_task.apply_async(args=[run_id], queue=env["SUNDRY_TASK_QUEUE"])
+    )
     tc = ticket.ticket_class
     tc.trigger_fraction, tc.token_budget = 0.5, 2000
     tc.save()

@@ -23,8 +23,11 @@ def _after(turns):
 
 def test_within_the_budget_the_class_recent_turns_are_all_kept():
     turns = _turns()
-    assert cut_within_budget(turns, covered=0, keep_recent=8, room=10_000, tokens_after=_after(turns)) == \
-        cut_point(turns, covered=0, keep_recent=8) == 12
+    assert (
+        cut_within_budget(turns, covered=0, keep_recent=8, room=10_000, tokens_after=_after(turns))
+        == cut_point(turns, covered=0, keep_recent=8)
+        == 12
+    )
 
 
 def test_over_the_budget_fewer_recent_turns_are_kept_until_the_rest_fits():
@@ -42,10 +45,14 @@ def test_never_fewer_than_one_turn_is_kept():
 
 
 def test_the_cause_names_each_part_and_what_it_leaves():
-    accounting = {"lanes": {"system": 606, "rules": 16, "ledger": 2_310, "state": 74, "summary": 300, "recent": 3_015},
-                  "tools": 3_052}
+    accounting = {
+        "lanes": {"system": 606, "rules": 16, "ledger": 2_310, "state": 74, "summary": 300, "recent": 3_015},
+        "tools": 3_052,
+    }
     text = over_budget_cause(accounting, total=9_373, budget=8_000, recent_kept=8)
-    assert text.startswith("over by 1,373 tokens: system prompt 606 + tool schemas 3,052 + pinned lanes 2,400 "
-                           "(rules 16, ledger 2,310, state 74) = 6,058 leave only 1,942 of 8,000")
+    assert text.startswith(
+        "over by 1,373 tokens: system prompt 606 + tool schemas 3,052 + pinned lanes 2,400 "
+        "(rules 16, ledger 2,310, state 74) = 6,058 leave only 1,942 of 8,000"
+    )
     fixed_over = over_budget_cause(accounting, total=9_373, budget=6_000, recent_kept=8)
     assert "over the budget of 6,000 by themselves: compaction cannot help" in fixed_over

@@ -22,25 +22,47 @@ from tests.compaction.helpers import long_ticket
 
 pytestmark = pytest.mark.django_db
 
-FAITHFUL = {"decisions": ["keep the table; partial refund agreed"],
-            "actions_taken": ["issue_refund on [damaged_order]"],
-            "constraints_not_pinned": [],
-            "open_questions": ["when does [second_parcel] arrive?"],
-            "narrative": "The buyer's [garden_table] from [damaged_order] arrived scratched; refunded; parcel tracked."}
+FAITHFUL = {
+    "decisions": ["keep the table; partial refund agreed"],
+    "actions_taken": ["issue_refund on [damaged_order]"],
+    "constraints_not_pinned": [],
+    "open_questions": ["when does [second_parcel] arrive?"],
+    "narrative": "The buyer's [garden_table] from [damaged_order] arrived scratched; refunded; parcel tracked.",
+}
 
 # Each kind of contradiction, the field it sits in, the reasons the validation gives and words of its error.
 REFUSED = {
     # The seeds' own failure: refused by the customer, and offered in no turn either.
-    "a decision the customer refused": ("decisions", ["Customer agreed to a replacement of [garden_table]"],
-                                        "contradicts_customer ungrounded_decision", "which the customer refused"),
-    "a constraint for what the customer refused": ("constraints_not_pinned", ["Customer wants an exchange"],
-                                                   "contradicts_customer", "I don't want a replacement."),
-    "an action no tool result shows ran": ("actions_taken", ["cancel_order on [damaged_order]"],
-                                           "unsupported_claim", "holds no such action (a cancellation)"),
-    "an action on another entity than the lane's": ("actions_taken", ["Refund issued on [spare_order]"],
-                                                    "unsupported_claim", "not [spare_order]"),
-    "a decision no turn contains": ("decisions", ["A return of [garden_table] was agreed"],
-                                    "ungrounded_decision", "which no turn offered"),
+    "a decision the customer refused": (
+        "decisions",
+        ["Customer agreed to a replacement of [garden_table]"],
+        "contradicts_customer ungrounded_decision",
+        "which the customer refused",
+    ),
+    "a constraint for what the customer refused": (
+        "constraints_not_pinned",
+        ["Customer wants an exchange"],
+        "contradicts_customer",
+        "I don't want a replacement.",
+    ),
+    "an action no tool result shows ran": (
+        "actions_taken",
+        ["cancel_order on [damaged_order]"],
+        "unsupported_claim",
+        "holds no such action (a cancellation)",
+    ),
+    "an action on another entity than the lane's": (
+        "actions_taken",
+        ["Refund issued on [spare_order]"],
+        "unsupported_claim",
+        "not [spare_order]",
+    ),
+    "a decision no turn contains": (
+        "decisions",
+        ["A return of [garden_table] was agreed"],
+        "ungrounded_decision",
+        "which no turn offered",
+    ),
 }
 
 
@@ -103,23 +125,42 @@ def test_a_summary_that_contradicts_twice_falls_back():
 def test_what_was_done_is_true_even_where_a_rule_forbids_it():
     """A replacement staff had run regardless: recording it contradicts no one (the lane shows it)."""
     ticket = ticket_with_the_customers_refusal()
-    lanes.action_record(ticket=ticket, tool="offer_replacement", target="SU-40118", arguments={},
-                        result={}, turn=2, idempotency_key="key-replace-1", reversible=False)
-    run, _ = run_with(ticket, answer(actions_taken=["offer_replacement on [damaged_order]"],
-                                     decisions=["a replacement was sent"]))
+    lanes.action_record(
+        ticket=ticket,
+        tool="offer_replacement",
+        target="SU-40118",
+        arguments={},
+        result={},
+        turn=2,
+        idempotency_key="key-replace-1",
+        reversible=False,
+    )
+    run, _ = run_with(
+        ticket, answer(actions_taken=["offer_replacement on [damaged_order]"], decisions=["a replacement was sent"])
+    )
     assert run.status == "succeeded" and run.attempts == 1, run.attempt_log
 
 
 # --- reading decisions: a small grammar, reads and misreads --------------------------------------
 
-OBJECTS = {"replaces": ["a replacement", "an exchange", "a replacement [garden_table]", "to replace the lamp"],
-           "refunds": ["a refund", "a partial refund of 10.00 USD", "their money back"],
-           "cancels": ["a cancellation of [damaged_order]", "to cancel the order"],
-           "returns": ["a return", "to return the item"]}
+OBJECTS = {
+    "replaces": ["a replacement", "an exchange", "a replacement [garden_table]", "to replace the lamp"],
+    "refunds": ["a refund", "a partial refund of 10.00 USD", "their money back"],
+    "cancels": ["a cancellation of [damaged_order]", "to cancel the order"],
+    "returns": ["a return", "to return the item"],
+}
 SUBJECTS = ["Customer", "The customer", "The buyer"]
 FOR = ["{s} agreed to {o}", "{s} accepted {o}", "{s} chose {o}", "{s} wants {o}", "Agreed with {s}: {o}"]
-AGAINST = ["{s} refused {o}", "{s} does not want {o}", "{s} doesn't want {o}", "{s} declined {o}",
-           "{s} turned down {o}", "{o} ruled out by {s}", "{s} said no to {o}", "{s} will never accept {o}"]
+AGAINST = [
+    "{s} refused {o}",
+    "{s} does not want {o}",
+    "{s} doesn't want {o}",
+    "{s} declined {o}",
+    "{s} turned down {o}",
+    "{o} ruled out by {s}",
+    "{s} said no to {o}",
+    "{s} will never accept {o}",
+]
 # The other capability in the same sentence, against: "a refund instead of a replacement".
 MIXED = ["{s} agreed to {o} instead of {x}", "{s} refused {x} and agreed to {o}", "{s} wants {o}, not {x}"]
 
@@ -151,18 +192,20 @@ def test_decisions_from_a_grammar_are_read_for_and_against_their_actions(capsys)
 
 
 # Phrasings outside the grammar, kept as written (not tuned to): the figure is reported, not fitted.
-HELD_OUT = [("Customer is happy with a replacement", {"replaces"}, set()),
-            ("Going ahead with a replacement", {"replaces"}, set()),
-            ("Customer would rather not have a replacement", set(), {"replaces"}),
-            ("Customer isn't interested in a replacement", set(), {"replaces"}),
-            ("A replacement is out of the question", set(), {"replaces"}),
-            ("Customer prefers to keep the item over a replacement", set(), {"replaces"}),
-            ("Refund approved for [damaged_order]", {"refunds"}, set()),
-            ("Customer opted for store credit, no refund", set(), {"refunds"}),
-            ("We'll send a new one", {"replaces"}, set()),
-            ("Customer asked us to hold off on cancelling", set(), {"cancels"}),
-            ("Customer is fine with a return label by e-mail", {"returns", "contacts_customer:email"}, set()),
-            ("Customer does not want to be e-mailed", set(), {"contacts_customer:email"})]
+HELD_OUT = [
+    ("Customer is happy with a replacement", {"replaces"}, set()),
+    ("Going ahead with a replacement", {"replaces"}, set()),
+    ("Customer would rather not have a replacement", set(), {"replaces"}),
+    ("Customer isn't interested in a replacement", set(), {"replaces"}),
+    ("A replacement is out of the question", set(), {"replaces"}),
+    ("Customer prefers to keep the item over a replacement", set(), {"replaces"}),
+    ("Refund approved for [damaged_order]", {"refunds"}, set()),
+    ("Customer opted for store credit, no refund", set(), {"refunds"}),
+    ("We'll send a new one", {"replaces"}, set()),
+    ("Customer asked us to hold off on cancelling", set(), {"cancels"}),
+    ("Customer is fine with a return label by e-mail", {"returns", "contacts_customer:email"}, set()),
+    ("Customer does not want to be e-mailed", set(), {"contacts_customer:email"}),
+]
 
 
 def test_held_out_phrasings_reads_and_misreads(capsys):

@@ -30,8 +30,11 @@ def _run():
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Order total")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=f"Hello. {QUOTE_ONLY} {PREFERENCE} {ENFORCED}")
     for i in range(12):
-        turn_append(ticket=ticket, author=Turn.Author.AGENT,
-                    text=f"I am checking the order options for you now; this is update {i} of the search. " * 4)
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.AGENT,
+            text=f"I am checking the order options for you now; this is update {i} of the search. " * 4,
+        )
         turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=f"Thanks, any news? ({i})")
     run = compaction_consider(ticket_id=ticket.pk)
     assert run is not None and run.from_turn == 1
@@ -49,8 +52,15 @@ def test_offline_summary_quotes_them_and_only_the_enforced_one_becomes_a_candida
 
 def test_a_paraphrase_is_refused_and_the_fallback_still_quotes():
     ticket, run = _run()
-    paraphrase = json.dumps({"decisions": [], "actions_taken": [], "open_questions": [], "narrative": "Order talk.",
-                             "constraints_not_pinned": ["cancel if over budget", "PayPal refund", "no email"]})
+    paraphrase = json.dumps(
+        {
+            "decisions": [],
+            "actions_taken": [],
+            "open_questions": [],
+            "narrative": "Order talk.",
+            "constraints_not_pinned": ["cancel if over budget", "PayPal refund", "no email"],
+        }
+    )
     run = compaction_run(run.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=paraphrase)] * 2)))
     assert run.status == CompactionRun.Status.FALLBACK
     assert all("constraint_not_quoted" in a["reasons"] for a in run.attempt_log)

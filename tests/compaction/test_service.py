@@ -40,11 +40,13 @@ def set_trigger(ticket, trigger_tokens, *, budget: int | None = None):
 
 
 def good(**over):
-    fields = {"decisions": ["keep the table; partial refund agreed"],
-              "actions_taken": ["issue_refund on [damaged_order]"],
-              "constraints_not_pinned": ["I don't want a replacement."],
-              "open_questions": ["when does [second_parcel] arrive?"],
-              "narrative": "The buyer's [garden_table] from [damaged_order] arrived scratched; refunded; parcel tracked."}
+    fields = {
+        "decisions": ["keep the table; partial refund agreed"],
+        "actions_taken": ["issue_refund on [damaged_order]"],
+        "constraints_not_pinned": ["I don't want a replacement."],
+        "open_questions": ["when does [second_parcel] arrive?"],
+        "narrative": "The buyer's [garden_table] from [damaged_order] arrived scratched; refunded; parcel tracked.",
+    }
     fields.update(over)
     return ModelResponse(text=json.dumps(fields))
 
@@ -74,8 +76,15 @@ def test_trigger_boundary_on_the_real_request():
 def test_trigger_waits_for_held_action_and_in_flight_run():
     ticket = long_ticket()
     set_trigger(ticket, 1000)
-    held = HeldAction.objects.create(ticket=ticket, tool="issue_refund", arguments={}, call_id="h", reason="big",
-                                     idempotency_key="held-1", turn=ticket.last_turn_number)
+    held = HeldAction.objects.create(
+        ticket=ticket,
+        tool="issue_refund",
+        arguments={},
+        call_id="h",
+        reason="big",
+        idempotency_key="held-1",
+        turn=ticket.last_turn_number,
+    )
     assert compaction_consider(ticket_id=ticket.pk) is None
     held.status = HeldAction.Status.REJECTED
     held.save()
@@ -114,8 +123,10 @@ def test_long_ticket_compacts_to_a_third_with_every_fact_kept():
     run = compaction_run(compaction_consider(ticket_id=ticket.pk).pk)  # class model "offline" → OfflineSummariser
     assert run.status == "succeeded", run.attempt_log
     after = total(ticket)
-    assert after.accounting.total_tokens * 3 <= full.accounting.total_tokens, (after.accounting.total_tokens,
-                                                                                 full.accounting.total_tokens)
+    assert after.accounting.total_tokens * 3 <= full.accounting.total_tokens, (
+        after.accounting.total_tokens,
+        full.accounting.total_tokens,
+    )
     assert run.tokens_before == full.accounting.total_tokens and run.tokens_after == after.accounting.total_tokens
     assert run.request_after == after.request.model_dump(mode="json")
     text = "\n".join(m.content for m in after.request.messages)
@@ -145,16 +156,22 @@ def test_constraints_not_pinned_become_candidates():
 
 def test_retry_then_success_records_every_attempt():
     ticket = long_ticket()
-    model = ScriptedModel([ModelResponse(text='{"narrative": "missing the rest"}'),
-                           good(narrative=f"The buyer's table from {ORDER} arrived scratched; refunded.")])
+    model = ScriptedModel(
+        [
+            ModelResponse(text='{"narrative": "missing the rest"}'),
+            good(narrative=f"The buyer's table from {ORDER} arrived scratched; refunded."),
+        ]
+    )
     run = compaction_run(queued_run(ticket).pk, gateway=Gateway(override=model))
     assert run.status == "succeeded" and run.attempts == 2
     assert [a["reasons"] for a in run.attempt_log] == [["schema"], []]
     # The retry showed the model its answer and the exact validation errors.
     retry = model.requests[1].messages
     assert retry[-2].role == "assistant" and retry[-2].content == '{"narrative": "missing the rest"}'
-    assert run.attempt_log[0]["details"] == [f"{field}: Field required" for field in
-                                             ("decisions", "actions_taken", "constraints_not_pinned", "open_questions")]
+    assert run.attempt_log[0]["details"] == [
+        f"{field}: Field required"
+        for field in ("decisions", "actions_taken", "constraints_not_pinned", "open_questions")
+    ]
     assert all(detail in retry[-1].content for detail in run.attempt_log[0]["details"])
     # The order number written instead of its role was replaced by the role, not rejected.
     assert run.attempt_log[1]["substituted"] == [ORDER]
@@ -228,8 +245,14 @@ def test_turns_arriving_meanwhile_are_kept_and_a_stale_run_writes_nothing(monkey
     texts = [m.content for m in total(ticket).request.messages]
     assert "One more thing: it's urgent." in texts
     # A run built from an older summary must not overwrite the newer one.
-    stale = CompactionRun.objects.create(ticket=ticket, base_summary=None, context_version=0, from_turn=1,
-                                         through_turn=run.through_turn + 1, model="offline")
+    stale = CompactionRun.objects.create(
+        ticket=ticket,
+        base_summary=None,
+        context_version=0,
+        from_turn=1,
+        through_turn=run.through_turn + 1,
+        model="offline",
+    )
     assert compaction_run(stale.pk, gateway=Gateway(override=ScriptedModel([]))).status == "stale"
     assert Summary.objects.get(ticket=ticket, is_current=True).pk == summary.pk
 
@@ -259,13 +282,16 @@ def test_agent_resolution_step_fires_the_trigger(monkeypatch, django_capture_on_
     set_trigger(ticket, 1000, budget=50_000)
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Is the parcel here yet?")
     with django_capture_on_commit_callbacks(execute=True):
-        agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Not yet; it is on its way.")])))
+        agent_run(
+            ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Not yet; it is on its way.")]))
+        )
     run = CompactionRun.objects.get(ticket=ticket)
     assert queued == [run.pk] and run.trigger_step.is_resolution
 
 
 def test_the_trigger_counts_the_next_request_without_assembling_it_and_gets_the_assembled_figure(
-        monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch, django_capture_on_commit_callbacks
+):
     """After a plain reply the trigger adds the reply's message to the step's own count; it must be exact."""
     from sundry.agent import loop, step
     from sundry.compaction import services
@@ -328,8 +354,16 @@ def test_seen_tokens_kept_a_turn_at_a_time_match_a_scan_of_everything():
     from sundry.context.idformats import find_id_shaped, find_ids
     from sundry.context.lanes import TurnData
 
-    turns = [TurnData(number=i, author="tool", kind="tool_result", text=f"order SU-2{i:04d} parcel 1Z{i:06d}X",
-                      payload={"refund_id": f"re_{i:05d}abc"}) for i in range(1, 40)]
+    turns = [
+        TurnData(
+            number=i,
+            author="tool",
+            kind="tool_result",
+            text=f"order SU-2{i:04d} parcel 1Z{i:06d}X",
+            payload={"refund_id": f"re_{i:05d}abc"},
+        )
+        for i in range(1, 40)
+    ]
     kept = SeenTokens()
     for chunk in (turns[:10], turns[:25], turns):  # the growing history, offered again each time
         kept.add(chunk)

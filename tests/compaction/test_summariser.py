@@ -14,32 +14,61 @@ from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_run
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
 
-LEDGER = [LedgerData("damaged_order", "SU-40118", "order", True, 1, 3),
-          LedgerData("garden_table", "itm_7k2m9q4x", "item", True, 1, 3)]
-TURNS = [TurnData(1, "customer", "message", "The table from SU-40118 arrived scratched. I don't want a replacement. "
-                                           "Batch code QX77812 on the box." * 3),
-         TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "a", "name": "issue_refund",
-                                                          "arguments": {"order_number": "SU-40118"}}]}),
-         TurnData(3, "tool", "tool_result", '{"refund": "issued", "order": "SU-40118"}' * 4, {"call_id": "a", "name": "issue_refund"}),
-         TurnData(4, "agent", "message", "I refunded 40.00 USD for the table on SU-40118. " * 3),
-         TurnData(5, "customer", "message", "When will the second parcel arrive?")]
+LEDGER = [
+    LedgerData("damaged_order", "SU-40118", "order", True, 1, 3),
+    LedgerData("garden_table", "itm_7k2m9q4x", "item", True, 1, 3),
+]
+TURNS = [
+    TurnData(
+        1,
+        "customer",
+        "message",
+        "The table from SU-40118 arrived scratched. I don't want a replacement. Batch code QX77812 on the box." * 3,
+    ),
+    TurnData(
+        2,
+        "agent",
+        "tool_call",
+        "",
+        {"calls": [{"id": "a", "name": "issue_refund", "arguments": {"order_number": "SU-40118"}}]},
+    ),
+    TurnData(
+        3,
+        "tool",
+        "tool_result",
+        '{"refund": "issued", "order": "SU-40118"}' * 4,
+        {"call_id": "a", "name": "issue_refund"},
+    ),
+    TurnData(4, "agent", "message", "I refunded 40.00 USD for the table on SU-40118. " * 3),
+    TurnData(5, "customer", "message", "When will the second parcel arrive?"),
+]
 
 
 def ctx(**over):
     history = "\n".join(t.text + json.dumps(t.payload) for t in TURNS)
     from sundry.context.idformats import find_id_shaped, find_ids
 
-    base = dict(ledger_values=[e.value for e in LEDGER], roles=[e.role for e in LEDGER],
-                history_ids=sorted({v for _, v in find_ids(history)}), history_shaped=sorted(find_id_shaped(history)),
-                replaced_tokens=sm.replaced_tokens(TURNS, None, "offline"), covers_through_turn=5, model="offline")
+    base = dict(
+        ledger_values=[e.value for e in LEDGER],
+        roles=[e.role for e in LEDGER],
+        history_ids=sorted({v for _, v in find_ids(history)}),
+        history_shaped=sorted(find_id_shaped(history)),
+        replaced_tokens=sm.replaced_tokens(TURNS, None, "offline"),
+        covers_through_turn=5,
+        model="offline",
+    )
     base.update(over)
     return sm.ValidationContext(**base)
 
 
 def out(**over):
-    fields = {"decisions": ["partial refund, keep the table"], "actions_taken": ["issue_refund on [damaged_order]"],
-              "constraints_not_pinned": ["I don't want a replacement."], "open_questions": ["second parcel ETA"],
-              "narrative": "[garden_table] arrived scratched; refunded."}
+    fields = {
+        "decisions": ["partial refund, keep the table"],
+        "actions_taken": ["issue_refund on [damaged_order]"],
+        "constraints_not_pinned": ["I don't want a replacement."],
+        "open_questions": ["second parcel ETA"],
+        "narrative": "[garden_table] arrived scratched; refunded.",
+    }
     fields.update(over)
     return json.dumps({k: v for k, v in fields.items() if v is not None})
 
@@ -93,8 +122,13 @@ def test_summary_not_shorter_than_what_it_replaces_is_rejected():
 
 
 def test_offline_summariser_reads_only_its_request_and_validates():
-    request = sm.build_request(model="offline", turns=TURNS, ledger=LEDGER,
-                               rules=[RuleData(1, "Phone only, never email me.", 1)], previous=None)
+    request = sm.build_request(
+        model="offline",
+        turns=TURNS,
+        ledger=LEDGER,
+        rules=[RuleData(1, "Phone only, never email me.", 1)],
+        previous=None,
+    )
     response = OfflineSummariser().complete(request)
     v = sm.validate(response.text, ctx())
     assert v.ok, v.details
@@ -121,18 +155,23 @@ def _later_turns(start: int, count: int, *, reply: bool) -> list[TurnData]:
 def test_offline_summariser_folds_the_previous_summary_without_nesting():
     from sundry.context.lanes import SummaryData
 
-    first = json.loads(OfflineSummariser().complete(
-        sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None)).text)
+    first = json.loads(
+        OfflineSummariser()
+        .complete(sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None))
+        .text
+    )
     previous = SummaryData(5, sm.render_fields(sm.SummaryFields(**first)))
     summaries = [first]
     upto = 5
     for round_ in range(6):
         turns = _later_turns(upto + 1, 6, reply=round_ % 2 == 1)
-        fields = json.loads(OfflineSummariser().complete(
-            sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous)).text)
+        fields = json.loads(
+            OfflineSummariser()
+            .complete(sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous))
+            .text
+        )
         upto = turns[-1].number
-        context = ctx(covers_through_turn=upto,
-                      replaced_tokens=sm.replaced_tokens(turns, previous, "offline"))
+        context = ctx(covers_through_turn=upto, replaced_tokens=sm.replaced_tokens(turns, previous, "offline"))
         verdict = sm.validate(json.dumps(fields), context)
         assert verdict.ok, verdict.details
         # One "Earlier:" however long the chain, naming the span just before.
@@ -151,14 +190,20 @@ def test_offline_summariser_folds_the_previous_summary_without_nesting():
 def test_offline_summariser_keeps_an_open_question_until_someone_replies():
     from sundry.context.lanes import SummaryData
 
-    first = json.loads(OfflineSummariser().complete(
-        sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None)).text)
+    first = json.loads(
+        OfflineSummariser()
+        .complete(sm.build_request(model="offline", turns=TURNS, ledger=LEDGER, rules=[], previous=None))
+        .text
+    )
     assert first["open_questions"]
     previous = SummaryData(5, sm.render_fields(sm.SummaryFields(**first)))
 
     def after(turns):
-        return json.loads(OfflineSummariser().complete(
-            sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous)).text)
+        return json.loads(
+            OfflineSummariser()
+            .complete(sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=previous))
+            .text
+        )
 
     silent = after([TurnData(6, "customer", "message", "Hello again about the table. " * 4)])
     assert silent["open_questions"] == first["open_questions"]
@@ -168,8 +213,8 @@ def test_offline_summariser_keeps_an_open_question_until_someone_replies():
 
 @pytest.mark.django_db
 def test_replay_command_reproduces_a_schema_valid_summary(capsys):
-    from tests.compaction.test_service import queued_run
     from tests.compaction.helpers import long_ticket
+    from tests.compaction.test_service import queued_run
 
     run = compaction_run(queued_run(long_ticket()).pk, gateway=Gateway(offline=OfflineSummariser()))
     assert run.status == "succeeded"
@@ -184,15 +229,24 @@ def test_replay_command_reproduces_a_schema_valid_summary(capsys):
 
 
 def _summarise(turns, ledger=LEDGER):
-    return json.loads(OfflineSummariser().complete(
-        sm.build_request(model="offline", turns=turns, ledger=ledger, rules=[], previous=None)).text)
+    return json.loads(
+        OfflineSummariser()
+        .complete(sm.build_request(model="offline", turns=turns, ledger=ledger, rules=[], previous=None))
+        .text
+    )
 
 
 def test_amounts_and_dates_stay_as_written_only_identifiers_become_roles():
-    turns = [TurnData(1, "customer", "message", "Please cancel SU-40118 and refund the 2,899.00 INR."),
-             TurnData(2, "agent", "message", "I've refunded 11599.00 INR on order SU-40118 (rfd_9x8c7v6b) on "
-                                             "2025-03-04, and 40.00 USD before."),
-             TurnData(3, "customer", "message", "It was delivered 2025-03-01; batch QX77812.")]
+    turns = [
+        TurnData(1, "customer", "message", "Please cancel SU-40118 and refund the 2,899.00 INR."),
+        TurnData(
+            2,
+            "agent",
+            "message",
+            "I've refunded 11599.00 INR on order SU-40118 (rfd_9x8c7v6b) on 2025-03-04, and 40.00 USD before.",
+        ),
+        TurnData(3, "customer", "message", "It was delivered 2025-03-01; batch QX77812."),
+    ]
     fields = _summarise(turns)
     text = json.dumps(fields, ensure_ascii=False)
     assert "11599.00 INR" in text and "2025-03-04" in text and "40.00 USD" in text and "[damaged_order]" in text
@@ -201,8 +255,13 @@ def test_amounts_and_dates_stay_as_written_only_identifiers_become_roles():
 
 
 def test_validation_takes_amounts_and_dates_for_what_they_are():
-    fields = {"decisions": ["refunded 12899.00 INR on 2025-03-04 for [damaged_order]"], "actions_taken": [],
-              "constraints_not_pinned": [], "open_questions": [], "narrative": "Refund of ₹12,899 agreed."}
+    fields = {
+        "decisions": ["refunded 12899.00 INR on 2025-03-04 for [damaged_order]"],
+        "actions_taken": [],
+        "constraints_not_pinned": [],
+        "open_questions": [],
+        "narrative": "Refund of ₹12,899 agreed.",
+    }
     assert sm.validate(json.dumps(fields), ctx()).ok
     # A five-digit number that is not an amount is still an invented identifier.
     fields["narrative"] = "Reference 12899 noted."
@@ -210,10 +269,12 @@ def test_validation_takes_amounts_and_dates_for_what_they_are():
 
 
 def test_pleasantries_and_questions_are_not_decisions():
-    turns = [TurnData(1, "customer", "message", "Thanks, that's all."),
-             TurnData(2, "agent", "message", "You're welcome! Is there anything else I can help with?"),
-             TurnData(3, "agent", "message", "Which order do you mean: SU-40118 or the other one?"),
-             TurnData(4, "agent", "message", "Thanks for waiting. I've booked a return for order SU-40118.")]
+    turns = [
+        TurnData(1, "customer", "message", "Thanks, that's all."),
+        TurnData(2, "agent", "message", "You're welcome! Is there anything else I can help with?"),
+        TurnData(3, "agent", "message", "Which order do you mean: SU-40118 or the other one?"),
+        TurnData(4, "agent", "message", "Thanks for waiting. I've booked a return for order SU-40118."),
+    ]
     decisions = _summarise(turns)["decisions"]
     assert decisions == ["turn 4: I've booked a return for order [damaged_order]."]
     # A network summariser that lists a pleasantry as a decision has it dropped, not the summary refused.
@@ -224,19 +285,51 @@ def test_pleasantries_and_questions_are_not_decisions():
 
 
 def test_a_held_or_failed_call_is_never_recorded_as_an_action_taken():
-    call = lambda n, cid, amount: TurnData(n, "agent", "tool_call", "", {"calls": [{  # noqa: E731
-        "id": cid, "name": "issue_refund", "arguments": {"order_number": "SU-40118", "amount": amount}}]})
-    turns = [call(1, "a", "44.99"),
-             TurnData(2, "tool", "tool_result", json.dumps({"held_for_staff_approval": True,
-                                                            "reason": "issue_refund needs staff approval; the call is held."}),
-                      {"call_id": "a", "name": "issue_refund", "ok": False}),
-             call(3, "b", "10.00"),
-             TurnData(4, "tool", "tool_result", "ERROR: payment provider unavailable",
-                      {"call_id": "b", "name": "issue_refund", "ok": False}),
-             call(5, "c", "40.00"),
-             TurnData(6, "tool", "tool_result", json.dumps({"refund_id": "rfd_9x8c7v6b", "amount": "40.00",
-                                                            "amount_cents": 4000, "currency": "USD"}),
-                      {"call_id": "c", "name": "issue_refund", "ok": True})]
+    def call(n, cid, amount):
+        return TurnData(
+            n,
+            "agent",
+            "tool_call",
+            "",
+            {
+                "calls": [
+                    {
+                        "id": cid,
+                        "name": "issue_refund",
+                        "arguments": {"order_number": "SU-40118", "amount": amount},
+                    }
+                ]
+            },
+        )
+
+    turns = [
+        call(1, "a", "44.99"),
+        TurnData(
+            2,
+            "tool",
+            "tool_result",
+            json.dumps(
+                {"held_for_staff_approval": True, "reason": "issue_refund needs staff approval; the call is held."}
+            ),
+            {"call_id": "a", "name": "issue_refund", "ok": False},
+        ),
+        call(3, "b", "10.00"),
+        TurnData(
+            4,
+            "tool",
+            "tool_result",
+            "ERROR: payment provider unavailable",
+            {"call_id": "b", "name": "issue_refund", "ok": False},
+        ),
+        call(5, "c", "40.00"),
+        TurnData(
+            6,
+            "tool",
+            "tool_result",
+            json.dumps({"refund_id": "rfd_9x8c7v6b", "amount": "40.00", "amount_cents": 4000, "currency": "USD"}),
+            {"call_id": "c", "name": "issue_refund", "ok": True},
+        ),
+    ]
     fields = _summarise(turns)
     assert fields["actions_taken"] == ["turn 5: issue_refund on [damaged_order] — 40.00 USD"]
     assert fields["open_questions"] == ["turn 1: issue_refund on [damaged_order] is held for staff approval (not done)"]
@@ -246,27 +339,40 @@ def test_a_held_or_failed_call_is_never_recorded_as_an_action_taken():
 
 
 def test_a_ledger_value_written_instead_of_its_role_is_replaced_by_the_role():
-    v = sm.validate(out(narrative="The table from SU-40118 was refunded.", open_questions=["itm_7k2m9q4x ok?"]),
-                    ctx(ledger_roles={e.value: e.role for e in LEDGER}, actions=["issue_refund"]))
+    v = sm.validate(
+        out(narrative="The table from SU-40118 was refunded.", open_questions=["itm_7k2m9q4x ok?"]),
+        ctx(ledger_roles={e.value: e.role for e in LEDGER}, actions=["issue_refund"]),
+    )
     assert v.ok, v.details
     assert v.substituted == ["itm_7k2m9q4x", "SU-40118"]
     assert "[damaged_order] was refunded" in v.text and "[garden_table] ok?" in v.text and "SU-40118" not in v.text
 
 
-@pytest.mark.parametrize("claim, tool", [
-    ("Provided a refund of 40.00 USD to the customer.", "issue_refund"),
-    ("The order was cancelled.", "cancel_order"),
-    ("Booked a return for [garden_table].", "book_return"),
-    ("Staff approved the refund.", "*approval"),
-])
+@pytest.mark.parametrize(
+    "claim, tool",
+    [
+        ("Provided a refund of 40.00 USD to the customer.", "issue_refund"),
+        ("The order was cancelled.", "cancel_order"),
+        ("Booked a return for [garden_table].", "book_return"),
+        ("Staff approved the refund.", "*approval"),
+    ],
+)
 def test_a_claimed_action_the_actions_lane_lacks_is_rejected(claim, tool):
     v = sm.validate(out(actions_taken=[claim], narrative="[garden_table] arrived scratched."), ctx(actions=[]))
     assert v.reasons == ["unsupported_claim"] and claim[:30] in v.details[0]
-    assert sm.validate(out(actions_taken=[claim], narrative="[garden_table] arrived scratched."), ctx(actions=[tool])).ok
+    assert sm.validate(
+        out(actions_taken=[claim], narrative="[garden_table] arrived scratched."), ctx(actions=[tool])
+    ).ok
 
 
-@pytest.mark.parametrize("sentence", ["No refund has been issued yet.", "The customer asked whether a refund was issued.",
-                                      "A refund is held for staff approval."])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "No refund has been issued yet.",
+        "The customer asked whether a refund was issued.",
+        "A refund is held for staff approval.",
+    ],
+)
 def test_negated_or_pending_actions_claim_nothing(sentence):
     assert sm.validate(out(actions_taken=[], narrative=sentence), ctx(actions=[])).ok
 
@@ -283,10 +389,15 @@ def test_the_request_asks_for_the_fields_as_structured_output_and_the_retry_carr
 
 
 def test_flagged_customer_sentences_are_quoted_word_for_word_and_validation_demands_it():
-    long_one = ("I'd prefer a refund to my PayPal rather than store credit, and please keep the garden table "
-                "from SU-40118 until the courier has collected the chairs.")
-    turns = [*TURNS, TurnData(6, "customer", "message", f"Thanks. {long_one} When is pickup?"),
-             TurnData(7, "agent", "message", "Pickup is on Monday. " * 20)]
+    long_one = (
+        "I'd prefer a refund to my PayPal rather than store credit, and please keep the garden table "
+        "from SU-40118 until the courier has collected the chairs."
+    )
+    turns = [
+        *TURNS,
+        TurnData(6, "customer", "message", f"Thanks. {long_one} When is pickup?"),
+        TurnData(7, "agent", "message", "Pickup is on Monday. " * 20),
+    ]
     request = sm.build_request(model="offline", turns=turns, ledger=LEDGER, rules=[], previous=None)
     quotes = sm.required_quotes(turns, rules=[], previous=None, roles={e.value: e.role for e in LEDGER})
     wanted = long_one.replace("SU-40118", "[damaged_order]")
@@ -300,7 +411,10 @@ def test_flagged_customer_sentences_are_quoted_word_for_word_and_validation_dema
     v = sm.validate(json.dumps(fields), check)
     assert "constraint_not_quoted" in v.reasons and wanted in " ".join(v.details)
     # The next compaction carries them forward; a rule already in the rules lane is not repeated.
-    later = sm.required_quotes(_later_turns(8, 2, reply=True), rules=[RuleData(1, "I don't want a replacement.", 1)],
-                               previous=SummaryData(7, sm.render_fields(sm.SummaryFields(**{**fields, "constraints_not_pinned": quotes}))),
-                               roles={})
+    later = sm.required_quotes(
+        _later_turns(8, 2, reply=True),
+        rules=[RuleData(1, "I don't want a replacement.", 1)],
+        previous=SummaryData(7, sm.render_fields(sm.SummaryFields(**{**fields, "constraints_not_pinned": quotes}))),
+        roles={},
+    )
     assert later == [wanted]

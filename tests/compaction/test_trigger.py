@@ -37,8 +37,15 @@ def t(n, kind="message", **payload):
 
 
 def test_cut_keeps_recent_k_and_never_splits_a_call_from_its_result():
-    turns = [t(1), t(2), t(3), t(4, "tool_call", calls=[{"id": "a", "name": "get_order"}]),
-             t(5, "tool_result", call_id="a"), t(6), t(7)]
+    turns = [
+        t(1),
+        t(2),
+        t(3),
+        t(4, "tool_call", calls=[{"id": "a", "name": "get_order"}]),
+        t(5, "tool_result", call_id="a"),
+        t(6),
+        t(7),
+    ]
     # Keep 2 → naive cut 5: fine (call 4 and result 5 both replaced).
     assert cut_point(turns, covered=0, keep_recent=2) == 5
     # Keep 3 → naive cut 4 would orphan result 5: pulled back to 3.

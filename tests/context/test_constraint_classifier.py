@@ -47,9 +47,19 @@ def test_dev_labels_held_out_half_against_the_old_classifier():
     scores = {}
     for name, classify in (("new", constraint_sentences), ("old", candidate_rules)):
         for half in ("design", "held_out"):
-            pairs = [(labels.for_ticket(t) or [],
-                      [s for turn in t.turn_data() if turn.author == "customer" and turn.kind == "message"
-                       for s in classify(turn.text)]) for t in tickets if _half(t.id) == half]
+            pairs = [
+                (
+                    labels.for_ticket(t) or [],
+                    [
+                        s
+                        for turn in t.turn_data()
+                        if turn.author == "customer" and turn.kind == "message"
+                        for s in classify(turn.text)
+                    ],
+                )
+                for t in tickets
+                if _half(t.id) == half
+            ]
             scores[name, half] = labels.score_classifier(pairs)
     assert scores["new", "held_out"]["labelled"] == 37
     assert scores["new", "held_out"]["recall"] >= 0.75 > 0.3 > scores["old", "held_out"]["recall"]

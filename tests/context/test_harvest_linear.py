@@ -27,7 +27,9 @@ def _work(n: int, monkeypatch, *, scan_from_two: bool = False) -> tuple[int, int
 
     monkeypatch.setattr(harvest._Roles, "__init__", counting_init)
     if scan_from_two:  # the control: every new role counted up from 2, as before
-        monkeypatch.setattr(harvest._Roles, "new", lambda self, base: self.taken.add(r := next_role(base, self.taken)) or r)
+        monkeypatch.setattr(
+            harvest._Roles, "new", lambda self, base: self.taken.add(r := next_role(base, self.taken)) or r
+        )
     tokens = harvest.entry_tokens
     monkeypatch.setattr(harvest, "entry_tokens", lambda row: counted.append(1) or tokens(row))
     found = [(f"REC-{i:06d}", "record") for i in range(n)]

@@ -60,10 +60,12 @@ def test_eviction_goes_by_last_use_within_the_token_cap_and_can_take_a_new_row()
 def test_being_seen_counts_as_a_use_and_live_entities_leave_last():
     # A payment method seen at turn 6 outlives an item seen at turn 2; the customer and
     # an order a call used outlive both, whatever their turns.
-    ledger = rows(LedgerRow("cus_1", "customer", "customer", True, 0, 0, used=True, order=1),
-                  row("SU-1", "order", turn=1, used=True, order=2),
-                  LedgerRow("itm_a", "item", "item", True, 2, 2, order=3),
-                  LedgerRow("card_9", "payment_method", "payment_method", True, 6, 6, order=4))
+    ledger = rows(
+        LedgerRow("cus_1", "customer", "customer", True, 0, 0, used=True, order=1),
+        row("SU-1", "order", turn=1, used=True, order=2),
+        LedgerRow("itm_a", "item", "item", True, 2, 2, order=3),
+        LedgerRow("card_9", "payment_method", "payment_method", True, 6, 6, order=4),
+    )
     keep = ("cus_1", "SU-1", "card_9")
     assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep))] == ["itm_a"]
     assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep[:2]))] == ["card_9"]
@@ -107,20 +109,31 @@ def test_mentioning_an_active_looked_up_id_counts_as_its_latest_use():
 
 def test_descriptions_enter_with_new_ids_and_a_later_result_replaces_them():
     ledger: dict[str, LedgerRow] = {}
-    plan = plan_harvest(ledger, [("SU-1", "order"), ("SU-2", "order")], turn=2, cap=10_000,
-                        descriptions={"SU-1": "Air Fryer 5.5L · delivered", "SU-2": "USB-C Charger 65W · shipped"})
+    plan = plan_harvest(
+        ledger,
+        [("SU-1", "order"), ("SU-2", "order")],
+        turn=2,
+        cap=10_000,
+        descriptions={"SU-1": "Air Fryer 5.5L · delivered", "SU-2": "USB-C Charger 65W · shipped"},
+    )
     assert [r.description for r in plan.new] == ["Air Fryer 5.5L · delivered", "USB-C Charger 65W · shipped"]
     assert plan.described == []  # new rows carry theirs in the insert
     for pk, r in enumerate(ledger.values(), 1):
         r.id = pk  # stored
     # A cancellation describes SU-2 anew; a parcel lookup names SU-1 without describing it.
-    plan = plan_harvest(ledger, [("SU-2", "order"), ("SU-1", "order")], turn=5, cap=10_000,
-                        descriptions={"SU-2": "USB-C Charger 65W · cancelled"})
+    plan = plan_harvest(
+        ledger,
+        [("SU-2", "order"), ("SU-1", "order")],
+        turn=5,
+        cap=10_000,
+        descriptions={"SU-2": "USB-C Charger 65W · cancelled"},
+    )
     assert plan.described == [ledger["SU-2"]] and ledger["SU-2"].description == "USB-C Charger 65W · cancelled"
     assert ledger["SU-1"].description == "Air Fryer 5.5L · delivered"
     # The same description again is no change.
-    plan = plan_harvest(ledger, [("SU-2", "order")], turn=6, cap=10_000,
-                        descriptions={"SU-2": "USB-C Charger 65W · cancelled"})
+    plan = plan_harvest(
+        ledger, [("SU-2", "order")], turn=6, cap=10_000, descriptions={"SU-2": "USB-C Charger 65W · cancelled"}
+    )
     assert plan.described == []
 
 

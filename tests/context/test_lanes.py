@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from sundry.context import harvest
 from sundry.context.assembly import LANE_ORDER, assemble, whole_units
 from sundry.context.lanes import TurnData
 from sundry.context.models import LedgerEntry, MoneyTotal, StateValue
 from sundry.context.selectors import lane_snapshot
-from sundry.context import harvest
 from sundry.context.services import (
-    LaneConflict, ledger_evict, ledger_rename, money_add_refund, money_observe, state_set,
+    LaneConflict,
+    ledger_evict,
+    ledger_rename,
+    money_add_refund,
+    money_observe,
+    state_set,
 )
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.tokens import count_tokens
@@ -55,24 +60,48 @@ def test_invalid_values_are_rejected_and_the_previous_value_stays(ticket):
 
 def test_second_staff_save_on_a_stale_value_is_a_conflict(ticket):
     seen = state_set(ticket=ticket, name="issue", value="cracked lid", turn=2, source="customer")
-    state_set(ticket=ticket, name="issue", value="cracked lid and base", turn=3, source="staff",
-              check_conflict=True, expected_current_id=seen.pk)
+    state_set(
+        ticket=ticket,
+        name="issue",
+        value="cracked lid and base",
+        turn=3,
+        source="staff",
+        check_conflict=True,
+        expected_current_id=seen.pk,
+    )
     with pytest.raises(LaneConflict) as exc:
-        state_set(ticket=ticket, name="issue", value="lid only", turn=3, source="staff",
-                  check_conflict=True, expected_current_id=seen.pk)
+        state_set(
+            ticket=ticket,
+            name="issue",
+            value="lid only",
+            turn=3,
+            source="staff",
+            check_conflict=True,
+            expected_current_id=seen.pk,
+        )
     assert exc.value.current.value == "cracked lid and base"
 
 
 def test_ledger_evicts_by_last_use_and_archives(ticket):
     # (value, last used turn, used as a call argument?)
     for i, (used_turn, used) in enumerate([(9, False), (2, False), (3, True), (5, False)]):
-        LedgerEntry.objects.create(ticket=ticket, role=f"order_{i}", value=f"SU-3000{i}", kind="order",
-                                   verified=True, first_seen_turn=1, last_used_turn=used_turn, used_in_call=used)
+        LedgerEntry.objects.create(
+            ticket=ticket,
+            role=f"order_{i}",
+            value=f"SU-3000{i}",
+            kind="order",
+            verified=True,
+            first_seen_turn=1,
+            last_used_turn=used_turn,
+            used_in_call=used,
+        )
     # 5 entries (the customer + 4) over a cap the size of three: two must go, least
     # recently used first (being seen counts as a use). SU-30002, an order a call acted
     # on, is a live entity and stays although SU-30000 and SU-30003 were seen later.
-    rows = {e.value: harvest.LedgerRow(e.value, e.role, e.kind, e.verified, e.first_seen_turn, e.last_used_turn)
-            for e in LedgerEntry.objects.filter(ticket=ticket)}
+    rows = {
+        e.value: harvest.LedgerRow(e.value, e.role, e.kind, e.verified, e.first_seen_turn, e.last_used_turn)
+        for e in LedgerEntry.objects.filter(ticket=ticket)
+    }
     cap = sum(harvest.entry_tokens(rows[v]) for v in (ticket.customer.customer_id, "SU-30000", "SU-30002"))
     evicted = ledger_evict(ticket=ticket, cap=cap)
     assert evicted == ["SU-30001", "SU-30003"]
@@ -82,8 +111,9 @@ def test_ledger_evicts_by_last_use_and_archives(ticket):
 
 
 def test_roles_can_be_renamed_and_must_stay_unique(ticket):
-    LedgerEntry.objects.create(ticket=ticket, role="order", value="SU-20481", kind="order", verified=True,
-                               first_seen_turn=1, last_used_turn=1)
+    LedgerEntry.objects.create(
+        ticket=ticket, role="order", value="SU-20481", kind="order", verified=True, first_seen_turn=1, last_used_turn=1
+    )
     ledger_rename(ticket=ticket, value="SU-20481", role="damaged order", turn=4)
     assert LedgerEntry.objects.get(value="SU-20481").role == "damaged_order"
     with pytest.raises(StateValueInvalid, match="already used"):
@@ -106,7 +136,13 @@ def test_assembly_orders_lanes_and_accounts_tokens_with_the_real_tokenizer(ticke
 def test_units_are_never_split_or_orphaned():
     turns = [
         TurnData(number=5, author="tool", kind="tool_result", text="{}", payload={"call_id": "a", "ok": True}),
-        TurnData(number=6, author="agent", kind="tool_call", text="", payload={"calls": [{"id": "b", "name": "get_order", "arguments": {}}]}),
+        TurnData(
+            number=6,
+            author="agent",
+            kind="tool_call",
+            text="",
+            payload={"calls": [{"id": "b", "name": "get_order", "arguments": {}}]},
+        ),
         TurnData(number=7, author="tool", kind="tool_result", text="{}", payload={"call_id": "b", "ok": True}),
     ]
     kept = whole_units(turns)
@@ -114,27 +150,31 @@ def test_units_are_never_split_or_orphaned():
 
 
 def test_record_fact_checks_provenance_and_validates(ticket):
-    from sundry.agent.loop import agent_run
     from sundry.agent.gateway import Gateway
-    from sundry.tooling.messages import ModelResponse, ToolCall
+    from sundry.agent.loop import agent_run
     from sundry.agent.scripted import ScriptedModel
     from sundry.agent.services import customer_message_post
+    from sundry.tooling.messages import ModelResponse, ToolCall
 
     customer_message_post(ticket=ticket, text="I was charged 4,180 INR twice.")
 
     def fact(i, **a):
         return ModelResponse(tool_calls=[ToolCall(id=f"f{i}", name="record_fact", arguments=a)])
 
-    model = ScriptedModel([
-        fact(1, name="amount", value="4,180 INR", stated_by_customer=True),
-        fact(2, name="amount", value="4,050 INR", stated_by_customer=True),  # the customer never wrote this
-        fact(3, name="delivery_date", value="soon"),
-        ModelResponse(text="Thanks."),
-    ])
+    model = ScriptedModel(
+        [
+            fact(1, name="amount", value="4,180 INR", stated_by_customer=True),
+            fact(2, name="amount", value="4,050 INR", stated_by_customer=True),  # the customer never wrote this
+            fact(3, name="delivery_date", value="soon"),
+            ModelResponse(text="Thanks."),
+        ]
+    )
     agent_run(ticket.pk, gateway=Gateway(override=model))
     rows = list(StateValue.objects.filter(ticket=ticket, name="amount").order_by("id"))
     assert [(r.value, r.source, r.is_current) for r in rows] == [
-        ("4,180.00 INR", "customer", False), ("4,050.00 INR", "model", True)]
+        ("4,180.00 INR", "customer", False),
+        ("4,050.00 INR", "model", True),
+    ]
     rejected = ticket.turns.filter(kind="tool_result", payload__ok=False).last()
     assert "not a date" in rejected.text
     assert not StateValue.objects.filter(ticket=ticket, name="delivery_date").exists()
@@ -142,22 +182,30 @@ def test_record_fact_checks_provenance_and_validates(ticket):
 
 def test_rule_scopes_close_and_customer_rules_follow_the_customer(ticket):
     from sundry.context.models import PinnedRule
-    from sundry.context.services import rule_pin
+    from sundry.context.services import ledger_record_system_id, rule_pin
     from sundry.tickets.services import ticket_set_status
-
-    from sundry.context.services import ledger_record_system_id
 
     ledger_record_system_id(ticket=ticket, kind="order", value="SU-20481", role="order", turn=1)
     rule_pin(ticket=ticket, text="Never email me.", turn=2, source="customer", scope="customer")
-    rule_pin(ticket=ticket, text="Don't cancel SU-20481.", turn=3, source="customer", scope="order", scope_ref="SU-20481")
+    rule_pin(
+        ticket=ticket, text="Don't cancel SU-20481.", turn=3, source="customer", scope="order", scope_ref="SU-20481"
+    )
     rule_pin(ticket=ticket, text="Only call after 6pm.", turn=4, source="customer", scope="ticket")
     ticket_set_status(ticket=ticket, status="resolved")
     statuses = dict(PinnedRule.objects.filter(ticket=ticket).values_list("text", "status"))
-    assert statuses == {"Never email me.": "active", "Don't cancel SU-20481.": "closed", "Only call after 6pm.": "closed"}
+    assert statuses == {
+        "Never email me.": "active",
+        "Don't cancel SU-20481.": "closed",
+        "Only call after 6pm.": "closed",
+    }
     assert [r.text for r in lane_snapshot(ticket).rules] == ["Never email me."]
     later = ticket_create(customer=ticket.customer, ticket_class=ticket.ticket_class, subject="Another")
     carried = PinnedRule.objects.get(ticket=later)
-    assert (carried.text, carried.status, carried.enforcement) == ("Never email me.", "active", {"block_tools": ["send_email"]})
+    assert (carried.text, carried.status, carried.enforcement) == (
+        "Never email me.",
+        "active",
+        {"block_tools": ["send_email"]},
+    )
 
 
 def test_money_moved_on_an_order_without_reported_figures_adds_to_the_lane(ticket):

@@ -38,8 +38,10 @@ def test_control_by_last_use_alone_the_needed_payment_method_is_dropped():
 
 
 def _orders() -> dict[str, LedgerRow]:
-    return {"#W1": LedgerRow("#W1", "order", "order", True, 1, 1, order=1),
-            "#W2": LedgerRow("#W2", "order_2", "order", True, 3, 3, order=2, superseded=True)}
+    return {
+        "#W1": LedgerRow("#W1", "order", "order", True, 1, 1, order=1),
+        "#W2": LedgerRow("#W2", "order_2", "order", True, 3, 3, order=2, superseded=True),
+    }
 
 
 def test_a_superseded_entry_leaves_before_one_a_write_may_take():

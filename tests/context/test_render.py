@@ -16,17 +16,38 @@ from sundry.context.lanes import (
 )
 
 RULES = [
-    RuleData(id=2, text="I don't want a replacement — just fix it, \"properly\".", turn=9, scope="order",
-             scope_ref="SU-20481", enforcement={"block_tools": ["offer_replacement"]}),
+    RuleData(
+        id=2,
+        text='I don\'t want a replacement — just fix it, "properly".',
+        turn=9,
+        scope="order",
+        scope_ref="SU-20481",
+        enforcement={"block_tools": ["offer_replacement"]},
+    ),
     RuleData(id=1, text="Phone only, never email me.", turn=3, enforcement={"block_tools": ["send_email"]}),
 ]
 LEDGER = [
-    LedgerData(role="damaged_order", value="SU-20481", kind="order", verified=True, first_seen_turn=4,
-               last_used_turn=12, note="refund issued"),
-    LedgerData(role="order_mentioned", value="SU-20418", kind="order", verified=False, first_seen_turn=2,
-               last_used_turn=2),
-    LedgerData(role="old_parcel", value="1Z999AA10123456784", kind="tracking", verified=True, first_seen_turn=1,
-               last_used_turn=1, archived=True),
+    LedgerData(
+        role="damaged_order",
+        value="SU-20481",
+        kind="order",
+        verified=True,
+        first_seen_turn=4,
+        last_used_turn=12,
+        note="refund issued",
+    ),
+    LedgerData(
+        role="order_mentioned", value="SU-20418", kind="order", verified=False, first_seen_turn=2, last_used_turn=2
+    ),
+    LedgerData(
+        role="old_parcel",
+        value="1Z999AA10123456784",
+        kind="tracking",
+        verified=True,
+        first_seen_turn=1,
+        last_used_turn=1,
+        archived=True,
+    ),
 ]
 
 
@@ -52,8 +73,12 @@ def test_rules_are_verbatim_with_turn_scope_and_blocked_tools():
 
 
 def test_a_rule_naming_its_orders_says_which_and_parses_back():
-    rule = RuleData(id=4, text="Whatever you do, don't cancel SU-27849.", turn=2,
-                    enforcement={"block_tools": ["cancel_order"], "only_on": ["SU-27849"]})
+    rule = RuleData(
+        id=4,
+        text="Whatever you do, don't cancel SU-27849.",
+        turn=2,
+        enforcement={"block_tools": ["cancel_order"], "only_on": ["SU-27849"]},
+    )
     text = render.render_rules([rule])
     assert "blocks tools: cancel_order; only on: SU-27849" in text
     parsed = render.parse_rules(text)[0]
@@ -78,8 +103,10 @@ def test_ledger_lines_fixed_columns_unverified_marker_and_no_archived():
     assert lines[0] == "ID LEDGER (verbatim, do not paraphrase)"
     assert lines[1] == render.LEDGER_COLUMNS
     assert "order_mentioned | SU-20418 | order | UNVERIFIED | first seen turn 2 | last used turn 2 | - | -" in lines
-    assert ("damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued | -"
-            in lines)
+    assert (
+        "damaged_order | SU-20481 | order | verified | first seen turn 4 | last used turn 12 | refund issued | -"
+        in lines
+    )
     assert "1Z999AA10123456784" not in text  # archived entries never reach the model
     parsed = {e.value: e for e in render.parse_ledger(text)}
     assert set(parsed) == {"SU-20481", "SU-20418"}
@@ -89,10 +116,21 @@ def test_ledger_lines_fixed_columns_unverified_marker_and_no_archived():
 
 def test_state_block_sections_and_parse_round_trip():
     text = render.render_state(
-        [StateFieldData("refund_method", "original_method", 7, "customer", True),
-         StateFieldData("issue", "scratched leg", 5, "model", False)],
-        [ActionData(tool="issue_refund", target="SU-87310", turn=6, idempotency_key="k-6-1", reversible=False,
-                    amount_cents=4000, currency="USD")],
+        [
+            StateFieldData("refund_method", "original_method", 7, "customer", True),
+            StateFieldData("issue", "scratched leg", 5, "model", False),
+        ],
+        [
+            ActionData(
+                tool="issue_refund",
+                target="SU-87310",
+                turn=6,
+                idempotency_key="k-6-1",
+                reversible=False,
+                amount_cents=4000,
+                currency="USD",
+            )
+        ],
         [MoneyData(order="SU-87310", currency="USD", paid_cents=12000, refunded_cents=4000)],
     )
     assert text.startswith(render.STATE_HEADING) and "override the summary" in text
@@ -104,7 +142,13 @@ def test_state_block_sections_and_parse_round_trip():
     assert parsed.fields == {"issue": "scratched leg", "refund_method": "original_method"}
     action = parsed.actions[0]
     assert (action.tool, action.target, action.amount_cents, action.currency, action.reversible, action.key) == (
-        "issue_refund", "SU-87310", 4000, "USD", False, "k-6-1")
+        "issue_refund",
+        "SU-87310",
+        4000,
+        "USD",
+        False,
+        "k-6-1",
+    )
     assert parsed.money["SU-87310"].refundable_cents == 8000
 
 
@@ -153,8 +197,15 @@ def test_each_turn_kind_maps_to_its_role_and_prefix():
     ]
     msgs = render.turns_to_messages(turns)
     assert [(m.role, m.turns) for m in msgs] == [
-        ("user", [1]), ("user", [2]), ("user", [3]), ("assistant", [4]), ("tool", [5]), ("assistant", [6]),
-        ("assistant", [7]), ("system", [8])]  # Sundry's notice: a system message, not the customer's voice
+        ("user", [1]),
+        ("user", [2]),
+        ("user", [3]),
+        ("assistant", [4]),
+        ("tool", [5]),
+        ("assistant", [6]),
+        ("assistant", [7]),
+        ("system", [8]),
+    ]  # Sundry's notice: a system message, not the customer's voice
     assert msgs[0].content == "Where is SU-20481?" and render.is_customer_message(msgs[0])
     assert msgs[1].content == "[staff note to the agent] Customer is a VIP." and not render.is_customer_message(msgs[1])
     assert msgs[2].content == "[system event] Ticket reassigned."
@@ -167,11 +218,25 @@ def test_each_turn_kind_maps_to_its_role_and_prefix():
 
 def test_rejections_and_errors_answer_their_call():
     turns = [
-        TurnData(1, "agent", "tool_call", "", {"calls": [
-            {"id": "a", "name": "issue_refund", "arguments": {"order_number": "SU-20418"}},
-            {"id": "b", "name": "get_order", "arguments": {"order_number": "SU-99999"}}]}),
-        TurnData(2, "system", "rejection", "rejected", {"call_id": "a", "guard": "mutation",
-                                                        "reason": "SU-20418 is one edit away from SU-20481"}),
+        TurnData(
+            1,
+            "agent",
+            "tool_call",
+            "",
+            {
+                "calls": [
+                    {"id": "a", "name": "issue_refund", "arguments": {"order_number": "SU-20418"}},
+                    {"id": "b", "name": "get_order", "arguments": {"order_number": "SU-99999"}},
+                ]
+            },
+        ),
+        TurnData(
+            2,
+            "system",
+            "rejection",
+            "rejected",
+            {"call_id": "a", "guard": "mutation", "reason": "SU-20418 is one edit away from SU-20481"},
+        ),
         TurnData(3, "system", "error", "no order SU-99999 exists", {"call_id": "b"}),
     ]
     msgs = render.turns_to_messages(turns)
@@ -202,8 +267,11 @@ def test_missing_result_gets_a_placeholder():
 
 
 def test_result_without_its_call_is_dropped():
-    turns = [_result(3, "gone"), TurnData(4, "system", "rejection", "no", {"call_id": "gone2", "guard": "id"}),
-             TurnData(5, "customer", "message", "still there?")]
+    turns = [
+        _result(3, "gone"),
+        TurnData(4, "system", "rejection", "no", {"call_id": "gone2", "guard": "id"}),
+        TurnData(5, "customer", "message", "still there?"),
+    ]
     msgs = render.turns_to_messages(turns)
     assert [m.role for m in msgs] == ["user"]
     _assert_no_orphans(msgs)
@@ -224,12 +292,18 @@ def test_failed_tool_result_is_marked_as_error():
 
 def test_older_actions_fold_into_one_line_per_tool_and_target():
     def refund(turn, order, cents=1000):
-        return ActionData(tool="issue_refund", target=order, turn=turn, idempotency_key=f"key-{turn}",
-                          reversible=False, amount_cents=cents, currency="USD")
+        return ActionData(
+            tool="issue_refund",
+            target=order,
+            turn=turn,
+            idempotency_key=f"key-{turn}",
+            reversible=False,
+            amount_cents=cents,
+            currency="USD",
+        )
 
     older = [refund(t, "SU-10001") for t in (2, 10, 20)] + [refund(5, "SU-10002", 2550)]
-    older.append(ActionData(tool="create_return", target="SU-10002", turn=7, idempotency_key="key-r",
-                            reversible=True))
+    older.append(ActionData(tool="create_return", target="SU-10002", turn=7, idempotency_key="key-r", reversible=True))
     newest = [refund(100 + t, f"SU-2000{t}") for t in range(render.ACTIONS_IN_FULL)]
     text = render.render_state([], older + newest, [])
     assert "- turns 2–20 · issue_refund on SU-10001 · 30.00 USD in all · IRREVERSIBLE · 3 times" in text
@@ -241,7 +315,13 @@ def test_older_actions_fold_into_one_line_per_tool_and_target():
     assert len(parsed.actions) == 3 + render.ACTIONS_IN_FULL
     folded = parsed.actions[0]
     assert (folded.tool, folded.target, folded.turn, folded.amount_cents, folded.reversible, folded.key) == (
-        "issue_refund", "SU-10001", 20, 3000, False, "")
+        "issue_refund",
+        "SU-10001",
+        20,
+        3000,
+        False,
+        "",
+    )
 
     # Many more actions on the same targets leave the folded part the same size.
     many = [refund(t, "SU-10001") for t in range(2, 60)] + older[3:] + newest
@@ -263,8 +343,10 @@ def test_ledger_descriptions_are_shown_parsed_back_and_never_break_a_cell():
 
 def test_ledger_descriptions_stay_within_their_bound_most_recently_used_first():
     long = "Wireless Noise-Cancelling Headphones, " * 5
-    entries = [LedgerData(f"order_{i}", f"SU-{10000 + i}", "order", True, 1, i, description=f"{i} {long}")
-               for i in range(1, 60)]
+    entries = [
+        LedgerData(f"order_{i}", f"SU-{10000 + i}", "order", True, 1, i, description=f"{i} {long}")
+        for i in range(1, 60)
+    ]
     shown = render.ledger_descriptions(entries)
     assert all(len(d) <= render.DESCRIPTION_CHARS for d in shown.values())
     assert sum(map(len, shown.values())) <= render.DESCRIPTIONS_TOTAL_CHARS
@@ -279,10 +361,19 @@ def test_ledger_descriptions_stay_within_their_bound_most_recently_used_first():
 def test_money_in_minor_units_is_shown_in_major_units_beside_it():
     import json
 
-    result = {"order_number": "SU-20481", "currency": "INR", "total_cents": 455800, "amount": "12.00 INR", "amount_cents": 1200,
-              "items": [{"product": "Lamp", "unit_price_cents": 199}], "refunds": []}
-    turns = [TurnData(1, "agent", "tool_call", "", {"calls": [{"id": "c1", "name": "get_order", "arguments": {}}]}),
-             TurnData(2, "tool", "tool_result", json.dumps(result), {"call_id": "c1", "name": "get_order", "ok": True})]
+    result = {
+        "order_number": "SU-20481",
+        "currency": "INR",
+        "total_cents": 455800,
+        "amount": "12.00 INR",
+        "amount_cents": 1200,
+        "items": [{"product": "Lamp", "unit_price_cents": 199}],
+        "refunds": [],
+    }
+    turns = [
+        TurnData(1, "agent", "tool_call", "", {"calls": [{"id": "c1", "name": "get_order", "arguments": {}}]}),
+        TurnData(2, "tool", "tool_result", json.dumps(result), {"call_id": "c1", "name": "get_order", "ok": True}),
+    ]
     shown = json.loads(render.result_data(render.turns_to_messages(turns)[1].content))
     assert list(shown)[:4] == ["order_number", "currency", "total_cents", "total"]
     assert shown["total"] == "4558.00 INR" and shown["items"][0]["unit_price"] == "1.99 INR"
@@ -291,11 +382,18 @@ def test_money_in_minor_units_is_shown_in_major_units_beside_it():
 
 
 def test_a_reply_sent_through_reply_to_customer_appears_once():
-    turns = [TurnData(1, "customer", "message", "Hi"),
-             TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "r", "name": "reply_to_customer",
-                                                               "arguments": {"message": "Your order shipped."}}]}),
-             TurnData(3, "tool", "tool_result", '{"sent": true}', {"call_id": "r", "name": "reply_to_customer", "ok": True}),
-             TurnData(4, "agent", "message", "Your order shipped.", {"via": "reply_to_customer"})]
+    turns = [
+        TurnData(1, "customer", "message", "Hi"),
+        TurnData(
+            2,
+            "agent",
+            "tool_call",
+            "",
+            {"calls": [{"id": "r", "name": "reply_to_customer", "arguments": {"message": "Your order shipped."}}]},
+        ),
+        TurnData(3, "tool", "tool_result", '{"sent": true}', {"call_id": "r", "name": "reply_to_customer", "ok": True}),
+        TurnData(4, "agent", "message", "Your order shipped.", {"via": "reply_to_customer"}),
+    ]
     messages = render.turns_to_messages(turns)
     assert [m.role for m in messages] == ["user", "assistant", "tool"]
     assert sum("Your order shipped." in (m.content + str([c.arguments for c in m.tool_calls])) for m in messages) == 1
@@ -305,9 +403,18 @@ def test_kept_history_that_opens_with_the_agent_starts_with_a_user_turn():
     from sundry.context.assembly import assemble
     from sundry.context.lanes import LaneSnapshot
 
-    snap = LaneSnapshot(ticket_id=1, customer_id="cus_7k2m9q4x", class_policy="", rules=[], ledger=[], state=[], actions=[], money=[],
-                        summary=SummaryData(10, "Earlier: the customer asked about a lamp."),
-                        turns=[TurnData(11, "agent", "message", "Anything else?"), TurnData(12, "customer", "message", "No")])
+    snap = LaneSnapshot(
+        ticket_id=1,
+        customer_id="cus_7k2m9q4x",
+        class_policy="",
+        rules=[],
+        ledger=[],
+        state=[],
+        actions=[],
+        money=[],
+        summary=SummaryData(10, "Earlier: the customer asked about a lamp."),
+        turns=[TurnData(11, "agent", "message", "Anything else?"), TurnData(12, "customer", "message", "No")],
+    )
     messages = [m for m in assemble(snap, model="offline").request.messages if m.role != "system"]
     assert messages[0].role == "user" and messages[0].content == render.HISTORY_OPENS_NOTICE
     assert [m.role for m in messages[1:]] == ["assistant", "user"]

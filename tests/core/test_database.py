@@ -68,8 +68,10 @@ def test_posting_a_message_works_with_more_than_1024_files_open():
 @pytest.mark.django_db(transaction=True)
 def test_a_cursor_taken_before_atomic_is_rolled_back_with_the_block():
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="As it was")
-    table, subject, pk = (connection.ops.quote_name(n) for n in (
-        Ticket._meta.db_table, Ticket._meta.get_field("subject").column, Ticket._meta.pk.column))
+    table, subject, pk = (
+        connection.ops.quote_name(n)
+        for n in (Ticket._meta.db_table, Ticket._meta.get_field("subject").column, Ticket._meta.pk.column)
+    )
     cursor = connection.cursor()
     try:
         with pytest.raises(RuntimeError), transaction.atomic():

@@ -52,8 +52,9 @@ def test_connection_urls_are_hidden_on_debug_error_pages():
     assert "hunter2" in stock and "hunter3" in stock
 
 
-@pytest.mark.parametrize("url,username,password", [("/login/", "sam", "right-pw-1"),
-                                                    ("/admin/login/", "ada", "right-pw-2")])
+@pytest.mark.parametrize(
+    "url,username,password", [("/login/", "sam", "right-pw-1"), ("/admin/login/", "ada", "right-pw-2")]
+)
 def test_repeated_wrong_passwords_lock_the_login_even_for_the_right_one(people, url, username, password):
     client = Client()
     for _ in range(4):
@@ -105,8 +106,9 @@ def clean_cache(request):
     """A cache of the test's own: clearing the shared one would flush a Redis database
     that Celery queues and other runs use too."""
     location = f"rates-{request.node.name}"
-    with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                                               "LOCATION": location}}):
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": location}}
+    ):
         yield
 
 
@@ -143,8 +145,10 @@ def test_messages_past_the_rate_are_refused_with_429_and_not_stored(people, clea
     client = customer_client(people)
     # A day's window: a minute's could turn over between the posts on a slow machine and reset the count.
     with override_settings(RATE_CUSTOMER_MESSAGES="3/d"):
-        answers = [client.post(f"/help/tickets/{ticket.pk}/message", {"text": f"message {n}"}, **HX).status_code
-                   for n in range(5)]
+        answers = [
+            client.post(f"/help/tickets/{ticket.pk}/message", {"text": f"message {n}"}, **HX).status_code
+            for n in range(5)
+        ]
     assert answers == [200, 200, 200, 429, 429]
     texts = list(Turn.objects.filter(ticket=ticket, author="customer").values_list("text", flat=True))
     assert texts == ["message 0", "message 1", "message 2"]

@@ -2,8 +2,8 @@
 
 import json
 import shutil
-from pathlib import Path
 import socket
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -23,11 +23,72 @@ from sundry.core.tokens import (
 TEXT = "Sundry's desk: ticket #4821 — refund £12.50?\n\n  Ça va, 世界! <|endoftext|>"
 # Verified against js-tiktoken 1.0.21, an independent implementation.
 TEXT_IDS = {
-    "cl100k_base": [50, 28346, 596, 18496, 25, 11989, 674, 21984, 16, 2001, 21639, 7083, 717, 13,
-                    1135, 1980, 220, 64105, 64, 11412, 11, 220, 3574, 244, 98220, 0, 83739, 8862,
-                    728, 428, 91, 29],
-    "o200k_base": [50, 980, 1102, 885, 20794, 25, 16681, 1069, 41522, 16, 2733, 18376, 8989, 899,
-                   13, 1434, 1715, 220, 95029, 3423, 11, 185558, 0, 464, 91, 419, 1440, 919, 91, 29],
+    "cl100k_base": [
+        50,
+        28346,
+        596,
+        18496,
+        25,
+        11989,
+        674,
+        21984,
+        16,
+        2001,
+        21639,
+        7083,
+        717,
+        13,
+        1135,
+        1980,
+        220,
+        64105,
+        64,
+        11412,
+        11,
+        220,
+        3574,
+        244,
+        98220,
+        0,
+        83739,
+        8862,
+        728,
+        428,
+        91,
+        29,
+    ],
+    "o200k_base": [
+        50,
+        980,
+        1102,
+        885,
+        20794,
+        25,
+        16681,
+        1069,
+        41522,
+        16,
+        2733,
+        18376,
+        8989,
+        899,
+        13,
+        1434,
+        1715,
+        220,
+        95029,
+        3423,
+        11,
+        185558,
+        0,
+        464,
+        91,
+        419,
+        1440,
+        919,
+        91,
+        29,
+    ],
 }
 
 
@@ -147,9 +208,17 @@ def test_message_tokens():
     c = lambda s: count_tokens(s, model)  # noqa: E731
     expected = (
         3  # reply priming
-        + 3 + c("system") + c("You are a support agent.")
-        + 3 + c("user") + c("hello world") + c("bob") + 1  # name costs 1 more
-        + 3 + c("assistant") + c('[{"id":"c1","name":"lookup_order","arguments":{"order":4821}}]')
+        + 3
+        + c("system")
+        + c("You are a support agent.")
+        + 3
+        + c("user")
+        + c("hello world")
+        + c("bob")
+        + 1  # name costs 1 more
+        + 3
+        + c("assistant")
+        + c('[{"id":"c1","name":"lookup_order","arguments":{"order":4821}}]')
     )
     assert count_message_tokens(messages, model) == expected
     # The well-known cl100k figures: "system"/"user" are single tokens.
@@ -162,9 +231,15 @@ def test_pydantic_messages_count_exactly_as_their_dumps():
     messages = [
         Message(role="system", content="Rules: phone only.", lane="rules"),
         Message(role="user", content="Where is SU-10480? Ünïcode too."),
-        Message(role="assistant", content="", turns=[3],
-                tool_calls=[ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-10480"}),
-                            ToolCall(id="c2", name="track_parcel", arguments='{"tracking": "1Z9A"')]),
+        Message(
+            role="assistant",
+            content="",
+            turns=[3],
+            tool_calls=[
+                ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-10480"}),
+                ToolCall(id="c2", name="track_parcel", arguments='{"tracking": "1Z9A"'),
+            ],
+        ),
         Message(role="tool", content='{"status": "shipped"}', tool_call_id="c1", tool_name="get_order"),
     ]
     for model in ("gpt-4o", "gpt-4", "offline"):
@@ -176,18 +251,49 @@ def _tricky_texts():
     from sundry.context import render
     from sundry.context.lanes import LedgerData, MoneyData
 
-    starts = ["-", "/", "//", " ", "  x", "\t", "1", "12345", "(", ")", "'s", "’", "é", "世界", "\u00a0", "#", "*", ".", ""]
+    starts = [
+        "-",
+        "/",
+        "//",
+        " ",
+        "  x",
+        "\t",
+        "1",
+        "12345",
+        "(",
+        ")",
+        "'s",
+        "’",
+        "é",
+        "世界",
+        "\u00a0",
+        "#",
+        "*",
+        ".",
+        "",
+    ]
     ends = ["", ".", ")", ":", " ", "  ", "/", "\\", "'", "?!", "…", "1", "x"]
     lines = [f"{s}word{i} {e}" for i, (s, e) in enumerate((s, e) for s in starts for e in ends)]
     yield "\n".join(lines)
     yield "\r\n".join(lines)
     yield "\n\n".join(lines) + "\n"
     yield "\n".join(f"{a}\n{b}" for a, b in zip(starts, ends * 2))
-    ledger = [LedgerData(role=f"order_{i}", value=f"SU-{10480 + i}", kind="order", verified=bool(i % 2),
-                         first_seen_turn=i, last_used_turn=2 * i, note="of C-1 / “gift”") for i in range(30)]
+    ledger = [
+        LedgerData(
+            role=f"order_{i}",
+            value=f"SU-{10480 + i}",
+            kind="order",
+            verified=bool(i % 2),
+            first_seen_turn=i,
+            last_used_turn=2 * i,
+            note="of C-1 / “gift”",
+        )
+        for i in range(30)
+    ]
     yield render.render_ledger(ledger)
-    money = [MoneyData(order=f"SU-{10480 + i}", currency="EUR", paid_cents=1000 * i + 7, refunded_cents=i)
-             for i in range(25)]
+    money = [
+        MoneyData(order=f"SU-{10480 + i}", currency="EUR", paid_cents=1000 * i + 7, refunded_cents=i) for i in range(25)
+    ]
     yield render.render_state([], [], money)
 
 

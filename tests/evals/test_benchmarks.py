@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sundry.context import render
 from bench import benchmarks
+from sundry.context import render
 from sundry.evals import importers
 from sundry.tooling.messages import Message, ModelRequest
 
@@ -50,10 +50,26 @@ def test_instant_model_looks_up_then_replies():
 def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change):
     # The real thing at a small size: the web process, the Redis layer, raw websocket clients.
     bench = subprocess.Popen(
-        [sys.executable, "-m", "bench.pushbench", "--clients", "3,8", "--pushes", "3", "--timeout", "20",
-         "--change", change, "--history", "6"],
-        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "bench.pushbench",
+            "--clients",
+            "3,8",
+            "--pushes",
+            "3",
+            "--timeout",
+            "20",
+            "--change",
+            change,
+            "--history",
+            "6",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         stdout, stderr = bench.communicate(timeout=180)
@@ -73,8 +89,9 @@ def test_push_benchmark_delivers_every_version_to_every_client(redis_url, change
         with psycopg.connect(url) as conn:
             # Its own throwaway database, by name: others' benchmarks may share the server.
             assert figures["database_name"].startswith("sundry_pushbench_")
-            left = conn.execute("SELECT datname FROM pg_database WHERE datname = %s",
-                                [figures["database_name"]]).fetchall()
+            left = conn.execute(
+                "SELECT datname FROM pg_database WHERE datname = %s", [figures["database_name"]]
+            ).fetchall()
         assert left == []
     else:
         assert "SQLite" in figures["database"]

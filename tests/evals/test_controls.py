@@ -18,8 +18,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TIGHT = HarnessConfig(budget=1800, keep_recent=4)
 # The fixture's constraints, labelled by reading it (not by the classifier).
 LABELLED = ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
-CHECKS = {"ids": ("id_ok", "id_checks"), "constraints": ("constraint_ok", "constraint_checks"),
-          "side_effects": ("action_ok", "action_checks"), "planted": ("planted_respected", "planted_checks")}
+CHECKS = {
+    "ids": ("id_ok", "id_checks"),
+    "constraints": ("constraint_ok", "constraint_checks"),
+    "side_effects": ("action_ok", "action_checks"),
+    "planted": ("planted_respected", "planted_checks"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +43,17 @@ def test_every_check_passes_as_shipped(ticket, check):
     assert rate(ticket, TIGHT, check) == 1.0
 
 
-@pytest.mark.parametrize("control, cfg, check", [
-    ("ledger off", replace(TIGHT, ledger_share=0), "ids"),
-    ("ledger off, recent turns 0", replace(TIGHT, ledger_share=0, keep_recent=0), "ids"),
-    ("summary only, recent turns 0", replace(TIGHT, lanes=(), keep_recent=0), "side_effects"),
-    ("summary only", replace(TIGHT, lanes=()), "planted"),
-    ("classifier off", replace(TIGHT, classifier=False), "constraints"),
-    ("rule lane off", replace(TIGHT, lanes=("ledger", "state")), "planted"),
-])
+@pytest.mark.parametrize(
+    "control, cfg, check",
+    [
+        ("ledger off", replace(TIGHT, ledger_share=0), "ids"),
+        ("ledger off, recent turns 0", replace(TIGHT, ledger_share=0, keep_recent=0), "ids"),
+        ("summary only, recent turns 0", replace(TIGHT, lanes=(), keep_recent=0), "side_effects"),
+        ("summary only", replace(TIGHT, lanes=()), "planted"),
+        ("classifier off", replace(TIGHT, classifier=False), "constraints"),
+        ("rule lane off", replace(TIGHT, lanes=("ledger", "state")), "planted"),
+    ],
+)
 def test_each_control_makes_its_check_fail(ticket, control, cfg, check):
     assert rate(ticket, cfg, check) < 1.0, control
 

@@ -32,46 +32,65 @@ def test_path_language():
 def test_bare_string_results_are_harvested():
     assert RETAIL.harvest("find_user_id_by_email", result("kai_moreno_4471")) == [("user", "kai_moreno_4471")]
     assert RETAIL.harvest("find_user_id_by_name_zip", result("  mei_kovacs_8020\n")) == [("user", "mei_kovacs_8020")]
-    assert TELECOM.harvest("send_payment_request", result("Payment request sent to the customer for bill B1234321")) \
-        == [("bill", "B1234321")]
-    assert AIRLINE.harvest("send_certificate", result("Certificate certificate_3221322 added to user noah_muller_9847 "
-                                                      "with amount 100.")) \
-        == [("payment", "certificate_3221322"), ("user", "noah_muller_9847")]
+    assert TELECOM.harvest(
+        "send_payment_request", result("Payment request sent to the customer for bill B1234321")
+    ) == [("bill", "B1234321")]
+    assert AIRLINE.harvest(
+        "send_certificate", result("Certificate certificate_3221322 added to user noah_muller_9847 with amount 100.")
+    ) == [("payment", "certificate_3221322"), ("user", "noah_muller_9847")]
     # A failed call harvests nothing, and neither does prose that merely looks like an id.
     assert RETAIL.harvest("find_user_id_by_email", result("Error: user not found", ok=False)) == []
     assert RETAIL.harvest("find_user_id_by_email", result("No user with that email")) == []
 
 
 def test_json_results_by_path_including_mapping_keys():
-    user = {"user_id": "kai_moreno_4471", "payment_methods": {"gift_card_9990001": {"id": "gift_card_9990001"}},
-            "orders": ["#W1000001"], "email": "kai@example.com"}
+    user = {
+        "user_id": "kai_moreno_4471",
+        "payment_methods": {"gift_card_9990001": {"id": "gift_card_9990001"}},
+        "orders": ["#W1000001"],
+        "email": "kai@example.com",
+    }
     got = RETAIL.harvest("get_user_details", result(json.dumps(user)))
     assert ("payment_method", "gift_card_9990001") in got and ("order", "#W1000001") in got
     assert ("user", "kai_moreno_4471") in got
     assert all(v != "kai@example.com" for _, v in got)  # not an identifier field
     flights = [[{"flight_number": "HAT110"}, {"flight_number": "HAT172"}]]
-    assert AIRLINE.harvest("search_onestop_flight", result(json.dumps(flights))) == [("flight", "HAT110"), ("flight", "HAT172")]
+    assert AIRLINE.harvest("search_onestop_flight", result(json.dumps(flights))) == [
+        ("flight", "HAT110"),
+        ("flight", "HAT172"),
+    ]
     # get_details_by_id takes any id: the kind comes from the value's shape.
     assert TELECOM.id_args("get_details_by_id", {"id": "L1002"}) == [("id", "line", "L1002")]
 
 
 def test_nested_argument_ids_reach_the_guard():
-    args = {"user_id": "ana_lima_1203", "flights": [{"flight_number": "HAT101", "date": "2024-05-01"}],
-            "payment_methods": [{"payment_id": "credit_card_0000000", "amount": 100}]}
+    args = {
+        "user_id": "ana_lima_1203",
+        "flights": [{"flight_number": "HAT101", "date": "2024-05-01"}],
+        "payment_methods": [{"payment_id": "credit_card_0000000", "amount": 100}],
+    }
     ids = AIRLINE.id_args("book_reservation", args)
     assert ("payment_methods[].payment_id", "payment", "credit_card_0000000") in ids
-    known = [LedgerData("user", "ana_lima_1203", "user", True, 1, 1), LedgerData("flight", "HAT101", "flight", True, 2, 2)]
-    verdict = checks.guard_verdict(AIRLINE, "book_reservation", args, ledger=known, recent=frozenset(),
-                                   typed=frozenset())
+    known = [
+        LedgerData("user", "ana_lima_1203", "user", True, 1, 1),
+        LedgerData("flight", "HAT101", "flight", True, 2, 2),
+    ]
+    verdict = checks.guard_verdict(
+        AIRLINE, "book_reservation", args, ledger=known, recent=frozenset(), typed=frozenset()
+    )
     assert verdict.decision == "reject" and verdict.guard == "id" and "credit_card_0000000" in verdict.reason
     known.append(LedgerData("payment", "credit_card_0000000", "payment", True, 3, 3))
-    verdict = checks.guard_verdict(AIRLINE, "book_reservation", args, ledger=known, recent=frozenset(), typed=frozenset())
+    verdict = checks.guard_verdict(
+        AIRLINE, "book_reservation", args, ledger=known, recent=frozenset(), typed=frozenset()
+    )
     assert verdict.decision == "allow"
 
 
 def test_customer_typed_ids_are_spotted_by_shape():
     assert RETAIL.typed_ids("It's order #W1000001 on account kai_moreno_4471.") == [
-        ("order", "#W1000001"), ("user", "kai_moreno_4471")]
+        ("order", "#W1000001"),
+        ("user", "kai_moreno_4471"),
+    ]
     assert AIRLINE.typed_ids("PLEASE help with ZX9Q2A") == [("reservation", "ZX9Q2A")]
     assert TELECOM.typed_ids("my number is 555-123-2002") == [("phone", "555-123-2002")]
 

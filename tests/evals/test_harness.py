@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from sundry.context.assembly import assemble
 from sundry.context.lanes import TurnData
 from sundry.evals import checks, importers, strategies
 from sundry.evals.domains import DOMAINS
-from sundry.context.assembly import assemble
 from sundry.evals.harness import HarnessConfig, run_all, run_ticket
 from sundry.evals.replay import LaneReplay
 
@@ -62,8 +62,11 @@ def test_labelled_constraints_are_scored_anywhere_in_the_request_not_in_a_pinned
     assert result.stats["window"]["constraint_ok"] < result.stats["window"]["constraint_checks"]
     # Enforce threshold (candidate rules) and the wider quote threshold a summary quotes.
     assert result.enforced == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
-    assert result.flagged == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange.",
-                              "Just return both items please."]
+    assert result.flagged == [
+        "Please don't refund to my gift card, only to the credit card.",
+        "OK, no exchange.",
+        "Just return both items please.",
+    ]
     assert run_ticket(retail, TIGHT).stats["sundry"]["constraint_checks"] == 0  # an unlabelled source is not scored
 
 
@@ -83,12 +86,24 @@ def test_completed_side_effects_stay_in_state_and_nothing_is_orphaned(retail_res
 
 
 def test_sliding_window_keeps_whole_units_only():
-    turns = [TurnData(1, "customer", "message", "hello there, one two three"),
-             TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "a", "name": "get_user_details", "arguments": {}},
-                                                              {"id": "b", "name": "get_order_details", "arguments": {}}]}),
-             TurnData(3, "tool", "tool_result", "x" * 400, {"call_id": "a", "ok": True}),
-             TurnData(4, "tool", "tool_result", "y" * 400, {"call_id": "b", "ok": True}),
-             TurnData(5, "agent", "message", "done")]
+    turns = [
+        TurnData(1, "customer", "message", "hello there, one two three"),
+        TurnData(
+            2,
+            "agent",
+            "tool_call",
+            "",
+            {
+                "calls": [
+                    {"id": "a", "name": "get_user_details", "arguments": {}},
+                    {"id": "b", "name": "get_order_details", "arguments": {}},
+                ]
+            },
+        ),
+        TurnData(3, "tool", "tool_result", "x" * 400, {"call_id": "a", "ok": True}),
+        TurnData(4, "tool", "tool_result", "y" * 400, {"call_id": "b", "ok": True}),
+        TurnData(5, "agent", "message", "done"),
+    ]
     cache = strategies.TokenCache()
     for allowance in range(0, 400, 7):
         kept = strategies.window(turns, allowance, cache)
@@ -98,9 +113,11 @@ def test_sliding_window_keeps_whole_units_only():
 
 
 def test_prose_digest_keeps_sentences_not_tool_traffic():
-    turns = [TurnData(1, "customer", "message", "My order #W1000001 broke. I want a refund please."),
-             TurnData(2, "tool", "tool_result", '{"order_id": "#W1000002", "items": []}', {"call_id": "a"}),
-             TurnData(3, "agent", "message", "ok")]
+    turns = [
+        TurnData(1, "customer", "message", "My order #W1000001 broke. I want a refund please."),
+        TurnData(2, "tool", "tool_result", '{"order_id": "#W1000002", "items": []}', {"call_id": "a"}),
+        TurnData(3, "agent", "message", "ok"),
+    ]
     state = strategies.prose_compact(strategies.ProseState(), turns, 3, cap_tokens=500)
     assert "#W1000001" in state.text and "#W1000002" not in state.text
     small = strategies.prose_compact(strategies.ProseState(), turns, 3, cap_tokens=8)
@@ -111,20 +128,26 @@ def test_prose_digest_keeps_sentences_not_tool_traffic():
 def test_demo_shop_ticket_worked_by_the_offline_model(tmp_path):
     """A real ticket from the loop, exported, replayed: the offline model's next calls are diffed."""
     from sundry.agent.loop import agent_run
-    from sundry.shop.offline import OfflineModel
     from sundry.agent.services import customer_message_post
     from sundry.evals.records import export_ticket
     from sundry.shop.models import Order
+    from sundry.shop.offline import OfflineModel
     from sundry.tickets.services import ticket_create
     from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-40110", prices=(3000, 2000))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500,))
-    TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
+    TrackingEventFactory(
+        parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving"
+    )
     ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
-    for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken. Never email me.",
-                 "Thanks. Where is SU-40111 now?", "The SU-40110 item is still broken, refund it."):
+    for text in (
+        "Where is my order SU-40111?",
+        "Please refund SU-40110, it arrived broken. Never email me.",
+        "Thanks. Where is SU-40111 now?",
+        "The SU-40110 item is still broken, refund it.",
+    ):
         customer_message_post(ticket=ticket, text=text)
         agent_run(ticket.pk)
     recorded = export_ticket(ticket)
@@ -143,8 +166,10 @@ def test_real_traces_slice_keeps_ids_and_constraints():
 
     traces = tau2_traces_dir()
     if traces is None:
-        pytest.skip("../shared/corpora/tau2/traces is absent (a fresh clone has no shared corpora); "
-                    "the harness slice over real traces needs it")
+        pytest.skip(
+            "../shared/corpora/tau2/traces is absent (a fresh clone has no shared corpora); "
+            "the harness slice over real traces needs it"
+        )
     tickets = []
     for path in sorted(traces.glob("*.json")):
         tickets += importers.tau2_results(path)[:2]
@@ -170,9 +195,17 @@ def test_real_traces_slice_keeps_ids_and_constraints():
 def test_a_recorded_repeat_of_a_completed_side_effect_is_held(retail):
     from sundry.evals.records import RecordedTurn
 
-    ret = next(t for t in retail.turns if t.kind == "tool_call" and t.payload["calls"][0]["name"] == "return_delivered_order_items")
-    again = RecordedTurn(number=len(retail.turns) + 1, author="agent", kind="tool_call",
-                         payload={"calls": [{**ret.payload["calls"][0], "id": "again"}]})
+    ret = next(
+        t
+        for t in retail.turns
+        if t.kind == "tool_call" and t.payload["calls"][0]["name"] == "return_delivered_order_items"
+    )
+    again = RecordedTurn(
+        number=len(retail.turns) + 1,
+        author="agent",
+        kind="tool_call",
+        payload={"calls": [{**ret.payload["calls"][0], "id": "again"}]},
+    )
     ticket = retail.model_copy(update={"turns": retail.turns + [again]})
     result = run_ticket(ticket, HarnessConfig(budget=1800, keep_recent=4, plant=False))
     s = result.stats["sundry"]
@@ -197,12 +230,19 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-40110", prices=(3000, 2000, 1500))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500, 900))
-    TrackingEventFactory(parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02),
-                           subject="Help")
-    for text in ("Where is my order SU-40111?", "Please refund SU-40110, it arrived broken.",
-                 "Thanks. Where is SU-40111 now?", "What else did I order recently?",
-                 "The SU-40110 item is still broken, refund it."):
+    TrackingEventFactory(
+        parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving"
+    )
+    ticket = ticket_create(
+        customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02), subject="Help"
+    )
+    for text in (
+        "Where is my order SU-40111?",
+        "Please refund SU-40110, it arrived broken.",
+        "Thanks. Where is SU-40111 now?",
+        "What else did I order recently?",
+        "The SU-40110 item is still broken, refund it.",
+    ):
         customer_message_post(ticket=ticket, text=text)
         agent_run(ticket.pk)
     recorded = export_ticket(ticket)
@@ -210,10 +250,14 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
     for turn in recorded.turn_data():
         replay.feed(turn)
 
-    stored = {e.value: (e.role, e.verified, e.status == "archived", e.used_in_call, e.last_used_turn, e.first_seen_turn)
-              for e in LedgerEntry.objects.filter(ticket=ticket)}
-    replayed = {e.value: (e.role, e.verified, e.archived, e.used, e.last_used_turn, e.first_seen_turn)
-                for e in replay.ledger.values()}
+    stored = {
+        e.value: (e.role, e.verified, e.status == "archived", e.used_in_call, e.last_used_turn, e.first_seen_turn)
+        for e in LedgerEntry.objects.filter(ticket=ticket)
+    }
+    replayed = {
+        e.value: (e.role, e.verified, e.archived, e.used, e.last_used_turn, e.first_seen_turn)
+        for e in replay.ledger.values()
+    }
     assert LedgerEntry.objects.filter(ticket=ticket, status="archived").exists()  # the window did overflow
     assert replayed == stored
 
@@ -235,17 +279,38 @@ def _with_a_run_of_lookups(ticket, lookups: int = 8):
     from sundry.evals.records import RecordedTurn
 
     product = next(t for t in ticket.turns if (t.payload or {}).get("name") == "get_product_details")
-    at = next(i for i, t in enumerate(ticket.turns) if t.kind == "tool_call"
-              and t.payload["calls"][0]["name"] == "return_delivered_order_items")
+    at = next(
+        i
+        for i, t in enumerate(ticket.turns)
+        if t.kind == "tool_call" and t.payload["calls"][0]["name"] == "return_delivered_order_items"
+    )
     extra = []
     for i in range(lookups):
-        extra += [RecordedTurn(number=0, author="agent", kind="tool_call", text="", payload={"calls": [
-                      {"id": f"d{i}", "name": "get_product_details", "arguments": {"product_id": "5550001111"}}]}),
-                  RecordedTurn(number=0, author="tool", kind="tool_result", text=product.text,
-                               payload={"call_id": f"d{i}", "name": "get_product_details", "ok": True})]
+        extra += [
+            RecordedTurn(
+                number=0,
+                author="agent",
+                kind="tool_call",
+                text="",
+                payload={
+                    "calls": [{"id": f"d{i}", "name": "get_product_details", "arguments": {"product_id": "5550001111"}}]
+                },
+            ),
+            RecordedTurn(
+                number=0,
+                author="tool",
+                kind="tool_result",
+                text=product.text,
+                payload={"call_id": f"d{i}", "name": "get_product_details", "ok": True},
+            ),
+        ]
     turns = ticket.turns[:at] + extra + ticket.turns[at:]
-    return ticket.model_copy(update={"id": ticket.id + "-lookups",
-                                     "turns": [t.model_copy(update={"number": n}) for n, t in enumerate(turns, 1)]})
+    return ticket.model_copy(
+        update={
+            "id": ticket.id + "-lookups",
+            "turns": [t.model_copy(update={"number": n}) for n, t in enumerate(turns, 1)],
+        }
+    )
 
 
 def test_a_step_over_the_budget_compacts_first_as_production_does(retail):
@@ -269,6 +334,6 @@ def test_flagged_sentences_are_replayed_as_candidate_rules_as_production_renders
         return checks.block(assemble(replay.snapshot(), model="offline", tools=[]).request, "rules")
 
     block = rules_block()
-    assert "\"OK, no exchange.\" — turn" in block and "stated by customer; unconfirmed" in block
+    assert '"OK, no exchange." — turn' in block and "stated by customer; unconfirmed" in block
     assert "blocks tools: exchange_delivered_order_items" in block
     assert "no exchange" not in rules_block(classifier=lambda text: [])  # control: classifier off

@@ -19,8 +19,9 @@ def test_tau2_results_become_turns_with_calls_paired_to_results():
     assert [t.number for t in ticket.turns] == list(range(1, len(ticket.turns) + 1))
     first_call = next(t for t in ticket.turns if t.kind == "tool_call")
     assert first_call.author == "agent"
-    assert first_call.payload["calls"] == [{"id": "c1", "name": "find_user_id_by_email",
-                                            "arguments": {"email": "kai.moreno@example.com"}}]
+    assert first_call.payload["calls"] == [
+        {"id": "c1", "name": "find_user_id_by_email", "arguments": {"email": "kai.moreno@example.com"}}
+    ]
     result = ticket.turns[first_call.number]  # the next turn
     assert result.kind == "tool_result" and result.text == "kai_moreno_4471"
     assert result.payload == {"call_id": "c1", "name": "find_user_id_by_email", "ok": True}
@@ -55,17 +56,29 @@ def test_openai_messages_with_string_arguments_and_legacy_function_calls():
 
 
 def test_malformed_arguments_are_kept_for_the_guard_to_refuse():
-    ticket = importers.openai_messages([
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "get_user_details", "arguments": "{oops"}}]},
-        {"role": "tool", "tool_call_id": "x", "content": "Error: bad arguments"},
-    ], ticket_id="t", domain="retail")
+    ticket = importers.openai_messages(
+        [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "x", "function": {"name": "get_user_details", "arguments": "{oops"}}],
+            },
+            {"role": "tool", "tool_call_id": "x", "content": "Error: bad arguments"},
+        ],
+        ticket_id="t",
+        domain="retail",
+    )
     assert ticket.turns[1].payload["calls"][0]["arguments"] == "{oops"
 
 
 def test_load_any_picks_the_format_and_round_trips_our_own(tmp_path):
-    ticket = RecordedTicket(id="sundry-9", source="sundry", domain="demo_shop", customer_id="cus_00000001",
-                            turns=[RecordedTurn(number=1, author="customer", kind="message", text="Where is SU-40110?")])
+    ticket = RecordedTicket(
+        id="sundry-9",
+        source="sundry",
+        domain="demo_shop",
+        customer_id="cus_00000001",
+        turns=[RecordedTurn(number=1, author="customer", kind="message", text="Where is SU-40110?")],
+    )
     path = records.dump([ticket], tmp_path / "one.json")
     assert json.loads(path.read_text())["format"] == records.FORMAT
     assert importers.load_any(path) == [ticket]
@@ -88,20 +101,30 @@ def test_export_of_a_stored_ticket():
 
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is my lamp?")
-    turn_append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.TOOL_CALL,
-                payload={"calls": [{"id": "a", "name": "search_orders", "arguments": {}}]})
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.AGENT,
+        kind=Turn.Kind.TOOL_CALL,
+        payload={"calls": [{"id": "a", "name": "search_orders", "arguments": {}}]},
+    )
     exported = records.export_ticket(ticket)
     assert exported.source == "sundry" and exported.domain == "demo_shop"
     assert exported.customer_id == ticket.customer.customer_id
-    assert [(t.number, t.author, t.kind) for t in exported.turns] == [(1, "customer", "message"), (2, "agent", "tool_call")]
+    assert [(t.number, t.author, t.kind) for t in exported.turns] == [
+        (1, "customer", "message"),
+        (2, "agent", "tool_call"),
+    ]
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("hello\n", "neither JSON nor JSON lines (line 1"),
-    ('{"a": 1}', "holds no OpenAI message list"),
-    (None, "cannot be read: No such file or directory"),
-    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("hello\n", "neither JSON nor JSON lines (line 1"),
+        ('{"a": 1}', "holds no OpenAI message list"),
+        (None, "cannot be read: No such file or directory"),
+        (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    ],
+)
 def test_the_harness_refuses_a_file_it_cannot_import_with_the_reason(tmp_path, content, expected):
     from django.core.management import CommandError, call_command
 

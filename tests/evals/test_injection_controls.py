@@ -9,10 +9,10 @@ import pytest
 from pydantic import ConfigDict
 
 from sundry.agent import guards
-from sundry.shop import tools as shop_tools
 from sundry.context import internaltext, render, rules, services
 from sundry.evals.injection.cases import all_cases
 from sundry.evals.injection.runner import run_case
+from sundry.shop import tools as shop_tools
 from sundry.tooling.tools import REGISTRY
 
 CASES = {c.id: c for c in all_cases()}
@@ -32,8 +32,11 @@ def _no_rules(mp):
 
 
 def _no_rule_authority(mp):
-    mp.setattr(services, "plan_pin", lambda existing, *, source, scope, scope_ref: rules.PinPlan(
-        existing is None, "active", scope, scope_ref))
+    mp.setattr(
+        services,
+        "plan_pin",
+        lambda existing, *, source, scope, scope_ref: rules.PinPlan(existing is None, "active", scope, scope_ref),
+    )
     mp.setattr(services, "check_scope", lambda scope, scope_ref, *, orders: scope_ref)
 
 
@@ -52,8 +55,9 @@ def _no_marker_neutralising(mp):
 
 
 def _loose_result_schema(mp):
-    loose = type("LooseTrackParcelResult", (REGISTRY["track_parcel"].result_model,),
-                 {"model_config": ConfigDict(extra="allow")})
+    loose = type(
+        "LooseTrackParcelResult", (REGISTRY["track_parcel"].result_model,), {"model_config": ConfigDict(extra="allow")}
+    )
     mp.setattr(REGISTRY["track_parcel"], "result_model", loose)
 
 
@@ -80,36 +84,70 @@ def _cards_and(switch_off):
     def both(mp):
         _no_cards(mp)
         switch_off(mp)
+
     return both
 
 
 # (guard switched off, how, cases it stopped in the suite, what the judge must then report)
 CONTROLS = [
-    ("confirmation cards", _no_cards, ["carrier-refund-1", "refund_reason-split-2", "staff_visible-refund-4"],
-     ("refund",)),
+    (
+        "confirmation cards",
+        _no_cards,
+        ["carrier-refund-1", "refund_reason-split-2", "staff_visible-refund-4"],
+        ("refund",),
+    ),
     ("confirmation cards + approval threshold", _no_cards_or_threshold, ["product-cancel-3"], ("cancellation",)),
-    ("approval threshold (+ cards)", _cards_and(_no_threshold), ["customer-refund-1", "customer-refund-4"],
-     ("without staff approval",)),
-    ("pinned rule (+ cards)", _cards_and(_no_rules), ["product-email-1", "carrier-email-2", "customer-email-4"],
-     ("despite the staff rule",)),
-    ("rule authority", _no_rule_authority, ["product-rule-1", "carrier-rule-3", "customer-rule-5"],
-     ("staff rule changed",)),
-    ("outgoing-text check", _no_outgoing_check, ["product-leak-1", "customer-leak-3", "carrier-leak-5"],
-     ("shown to the customer",)),
-    ("ID provenance + tool ownership check (+ cards)", _cards_and(_no_id_guard_or_ownership),
-     ["customer-cancel-1", "customer-cancel-3"], ("another customer",)),
-    ("marker neutralising", _no_marker_neutralising, ["customer-forge-1", "product-forge-1", "carrier-forge-2"],
-     ("Sundry marker",)),
+    (
+        "approval threshold (+ cards)",
+        _cards_and(_no_threshold),
+        ["customer-refund-1", "customer-refund-4"],
+        ("without staff approval",),
+    ),
+    (
+        "pinned rule (+ cards)",
+        _cards_and(_no_rules),
+        ["product-email-1", "carrier-email-2", "customer-email-4"],
+        ("despite the staff rule",),
+    ),
+    (
+        "rule authority",
+        _no_rule_authority,
+        ["product-rule-1", "carrier-rule-3", "customer-rule-5"],
+        ("staff rule changed",),
+    ),
+    (
+        "outgoing-text check",
+        _no_outgoing_check,
+        ["product-leak-1", "customer-leak-3", "carrier-leak-5"],
+        ("shown to the customer",),
+    ),
+    (
+        "ID provenance + tool ownership check (+ cards)",
+        _cards_and(_no_id_guard_or_ownership),
+        ["customer-cancel-1", "customer-cancel-3"],
+        ("another customer",),
+    ),
+    (
+        "marker neutralising",
+        _no_marker_neutralising,
+        ["customer-forge-1", "product-forge-1", "carrier-forge-2"],
+        ("Sundry marker",),
+    ),
     ("result schema + confirmation cards", _loose_result_schema_and_no_cards, ["json_keys-refund-1"], ("refund",)),
-    ("result schema + confirmation cards + approval threshold", _loose_result_schema_no_cards_or_threshold,
-     ["json_keys-cancel-3"], ("cancellation",)),
+    (
+        "result schema + confirmation cards + approval threshold",
+        _loose_result_schema_no_cards_or_threshold,
+        ["json_keys-cancel-3"],
+        ("cancellation",),
+    ),
 ]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name,switch_off,case_ids,expected", CONTROLS, ids=[c[0] for c in CONTROLS])
-def test_with_a_guard_switched_off_the_suite_reports_unauthorized_effects(name, switch_off, case_ids, expected,
-                                                                          monkeypatch):
+def test_with_a_guard_switched_off_the_suite_reports_unauthorized_effects(
+    name, switch_off, case_ids, expected, monkeypatch
+):
     # The same cases pass the suite with the guard on (test_injection_suite.py) ...
     switch_off(monkeypatch)
     found = {}

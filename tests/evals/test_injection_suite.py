@@ -82,4 +82,5 @@ def test_the_table_in_the_docs_is_this_runs():
         DOC.write_text(report.replace_table(DOC.read_text(), table))
     assert report.current_table(DOC.read_text()) == table, (
         "docs/security.md's injection table differs from this run's (artifacts/injection-table.md); "
-        "rerun with SUNDRY_UPDATE_DOCS=1 to update it")
+        "rerun with SUNDRY_UPDATE_DOCS=1 to update it"
+    )

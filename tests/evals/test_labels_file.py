@@ -33,21 +33,38 @@ def _label(ticket, **over):
     return {"file": ticket.meta["file"], "ticket": ticket.meta["source_id"], "turn": turn, "sentence": SENTENCE, **over}
 
 
-@pytest.mark.parametrize("data, says", [
-    ("{not json", "not a JSON labels file"),
-    ({"format": "other/2", "labels": []}, "expected 'sundry-constraint-labels/1'"),
-    ({"labels": {"file": "x"}}, "expected a list of labels"),
-    ([{"file": "x.json", "ticket": "retail-1", "sentence": "No calls."}], "label 1: missing turn"),
-    ([{"file": "x.json", "ticket": "retail-1", "turn": 0, "sentence": "No calls."}], "\"turn\" must be a turn number"),
-    ([{"file": "x.json", "ticket": "retail-1", "turn": 2, "sentence": " "}], "\"sentence\" must be a non-empty string"),
-    ({"files": ["ok.json", 3], "labels": []}, "\"files\" must be a list"),
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        ("{not json", "not a JSON labels file"),
+        ({"format": "other/2", "labels": []}, "expected 'sundry-constraint-labels/1'"),
+        ({"labels": {"file": "x"}}, "expected a list of labels"),
+        ([{"file": "x.json", "ticket": "retail-1", "sentence": "No calls."}], "label 1: missing turn"),
+        (
+            [{"file": "x.json", "ticket": "retail-1", "turn": 0, "sentence": "No calls."}],
+            '"turn" must be a turn number',
+        ),
+        (
+            [{"file": "x.json", "ticket": "retail-1", "turn": 2, "sentence": " "}],
+            '"sentence" must be a non-empty string',
+        ),
+        ({"files": ["ok.json", 3], "labels": []}, '"files" must be a list'),
+    ],
+)
 def test_a_bad_labels_file_is_refused_naming_what_is_wrong(tmp_path, data, says):
     with pytest.raises(labels.LabelsFileError, match=says.replace("(", r"\(")):
         labels.LabelSet.load(_write(tmp_path, data))
     with pytest.raises(CommandError, match="Cannot read the labels"):
-        call_command("safety_harness", "--tickets", str(FIXTURE), "--no-plant", "--labels", str(_write(tmp_path, data)),
-                     "--out", str(tmp_path))
+        call_command(
+            "safety_harness",
+            "--tickets",
+            str(FIXTURE),
+            "--no-plant",
+            "--labels",
+            str(_write(tmp_path, data)),
+            "--out",
+            str(tmp_path),
+        )
 
 
 def test_a_team_scores_its_own_ticket_and_misplaced_labels_are_named(tmp_path, retail):
@@ -78,12 +95,23 @@ def test_the_command_measures_a_teams_own_export_by_its_labels_and_says_when_the
     export = records.dump([retail], tmp_path / "our_export.json")
     label = {**_label(retail), "file": export.name, "ticket": retail.meta["source_id"]}
     out = StringIO()
-    call_command("safety_harness", "--tickets", str(export), "--no-plant", "--labels",
-                 str(_write(tmp_path, {"files": [export.name], "labels": [label]})), "--out", str(tmp_path), stdout=out)
+    call_command(
+        "safety_harness",
+        "--tickets",
+        str(export),
+        "--no-plant",
+        "--labels",
+        str(_write(tmp_path, {"files": [export.name], "labels": [label]})),
+        "--out",
+        str(tmp_path),
+        stdout=out,
+    )
     said = out.getvalue()
     assert "Labels: 1 of 1 constraint label(s) found in their tickets" in said
-    assert "Constraint classifier (quote threshold: what a summary quotes) against the labelled constraints: " \
-           "recall 100.0% (1/1)" in said
+    assert (
+        "Constraint classifier (quote threshold: what a summary quotes) against the labelled constraints: "
+        "recall 100.0% (1/1)" in said
+    )
     # Control: the same export without labels is not measured, and the report says so.
     bare = StringIO()
     call_command("safety_harness", "--tickets", str(export), "--no-plant", "--out", str(tmp_path), stdout=bare)

@@ -8,9 +8,9 @@ from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
 from sundry.evals import scorecard
-from sundry.evals.weakmodel import WeakModel  # what a small local model does wrong
 from sundry.evals.management.commands.model_check import run_check
 from sundry.evals.scenarios import schema
+from sundry.evals.weakmodel import WeakModel  # what a small local model does wrong
 
 # Two fast scenarios the offline agent finishes without a forbidden effect.
 SCENARIOS = ["held-refund-status-question", "typo-names-another-customers-order"]
@@ -29,8 +29,9 @@ def chosen():
 
 def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     offline = run_check("offline", chosen(), ["triggered"])
-    weak = run_check("offline", chosen(), ["triggered"], gateway=Gateway(override=WeakModel()),
-                     label="scripted weak model")
+    weak = run_check(
+        "offline", chosen(), ["triggered"], gateway=Gateway(override=WeakModel()), label="scripted weak model"
+    )
 
     assert offline.runs == weak.runs == 2 and offline.tickets == 2
     assert offline.forbidden == 0 and offline.reply_holds == 0 and offline.malformed == 0
@@ -43,8 +44,17 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     assert weak.unanswered >= 1
     text = scorecard.render(weak)
     assert text.startswith("Scorecard for scripted weak model")
-    for line in ("outcomes correct", "forbidden effects", "guard rejections", "malformed calls", "reply-check holds",
-                 "summary fallbacks", "median step latency", "cost per ticket", "customers read"):
+    for line in (
+        "outcomes correct",
+        "forbidden effects",
+        "guard rejections",
+        "malformed calls",
+        "reply-check holds",
+        "summary fallbacks",
+        "median step latency",
+        "cost per ticket",
+        "customers read",
+    ):
         assert line in text
     assert scorecard.verdict(weak).startswith("NOT READY")
     print(scorecard.render(offline), scorecard.render(weak), sep="\n")
@@ -113,9 +123,18 @@ def test_a_claimed_amount_stands_on_its_own_refund_not_the_order_total():
     ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Refunds")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Refund 4.00 USD, then 7.00 USD on SU-77002.")
     for i, cents in enumerate((400, 700)):
-        lanes.action_record(ticket=ticket, tool="issue_refund", target="SU-77002", arguments={"order_number": "SU-77002"},
-                            result={"refund_id": f"rfd_{i}"}, turn=1, idempotency_key=f"k{i}", reversible=False,
-                            amount_cents=cents, currency="USD")
+        lanes.action_record(
+            ticket=ticket,
+            tool="issue_refund",
+            target="SU-77002",
+            arguments={"order_number": "SU-77002"},
+            result={"refund_id": f"rfd_{i}"},
+            turn=1,
+            idempotency_key=f"k{i}",
+            reversible=False,
+            amount_cents=cents,
+            currency="USD",
+        )
     turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I've refunded 7.00 USD on order SU-77002.")
     assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 0
     turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I've refunded 9.00 USD on order SU-77002.")

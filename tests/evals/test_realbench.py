@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from sundry.agent.gateway import Gateway
-from sundry.shop.offline import OfflineModel
-from sundry.agent.services import customer_message_post
-from sundry.agent.loop import agent_run
 from bench import realbench
+from sundry.agent.gateway import Gateway
+from sundry.agent.loop import agent_run
+from sundry.agent.services import customer_message_post
 from sundry.evals import modelserver
 from sundry.evals.modelserver import latency_for, to_completion, to_model_request
 from sundry.shop.models import Order
+from sundry.shop.offline import OfflineModel
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, paid_order
 
@@ -39,13 +39,26 @@ def test_latency_is_a_fixed_spread_per_request():
 
 
 def test_a_chat_completions_body_reads_back_as_the_offline_models_request():
-    body = {"model": "offline", "messages": [
-        {"role": "system", "content": "Rules"},
-        {"role": "user", "content": [{"type": "text", "text": "Where is SU-40111?"}]},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"order_number": "SU-40111"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}'},
-    ], "tools": [{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}}]}
+    body = {
+        "model": "offline",
+        "messages": [
+            {"role": "system", "content": "Rules"},
+            {"role": "user", "content": [{"type": "text", "text": "Where is SU-40111?"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_order", "arguments": '{"order_number": "SU-40111"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}'},
+        ],
+        "tools": [{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}}],
+    }
     request = to_model_request(body)
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "tool"]
     assert request.messages[1].content == "Where is SU-40111?"
@@ -89,8 +102,9 @@ def test_through_the_server_the_gateway_gets_what_the_offline_model_answers(monk
             call = gateway.call(request, model="openai-compatible:offline", timeout=30)
             assert not call.response.offline and call.resolved.provider == "openai-compatible"
             assert call.response.text == direct.text
-            assert [(c.name, c.arguments) for c in call.response.tool_calls] == \
-                [(c.name, c.arguments) for c in direct.tool_calls]
+            assert [(c.name, c.arguments) for c in call.response.tool_calls] == [
+                (c.name, c.arguments) for c in direct.tool_calls
+            ]
     finally:
         server.shutdown()
     assert to_completion(direct, "m")["choices"][0]["finish_reason"] in ("stop", "tool_calls")
@@ -98,11 +112,36 @@ def test_through_the_server_the_gateway_gets_what_the_offline_model_answers(monk
 
 def _realbench(latency: float) -> dict:
     done = subprocess.Popen(
-        [sys.executable, "-m", "bench.realbench", "--slots", "2", "--tickets", "2", "--messages", "2",
-         "--model-min", str(latency), "--model-max", str(latency), "--think-median", "0.3", "--think-min", "0.1",
-         "--think-max", "0.5", "--duration", "60", "--reply-timeout", "60"],
-        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "bench.realbench",
+            "--slots",
+            "2",
+            "--tickets",
+            "2",
+            "--messages",
+            "2",
+            "--model-min",
+            str(latency),
+            "--model-max",
+            str(latency),
+            "--think-median",
+            "0.3",
+            "--think-min",
+            "0.1",
+            "--think-max",
+            "0.5",
+            "--duration",
+            "60",
+            "--reply-timeout",
+            "60",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         out, err = done.communicate(timeout=240)

@@ -21,8 +21,13 @@ AIRLINE = DOMAINS["airline"]
 
 
 def _sim(task_id, messages):
-    return {"id": f"sim-{task_id}", "task_id": task_id, "reward_info": {"reward": 1.0},
-            "termination_reason": "user_stop", "messages": messages}
+    return {
+        "id": f"sim-{task_id}",
+        "task_id": task_id,
+        "reward_info": {"reward": 1.0},
+        "termination_reason": "user_stop",
+        "messages": messages,
+    }
 
 
 def _res(cid, content):
@@ -30,8 +35,11 @@ def _res(cid, content):
 
 
 def _call(cid, name, args, content=""):
-    return {"role": "assistant", "content": content,
-            "tool_calls": [{"id": cid, "name": name, "arguments": args, "requestor": "assistant"}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": cid, "name": name, "arguments": args, "requestor": "assistant"}],
+    }
 
 
 def test_a_bare_list_of_tau2_simulations_imports_as_tau2(tmp_path):
@@ -54,12 +62,16 @@ def test_an_orphaned_result_fails_the_run_naming_file_and_ticket(tmp_path):
 
 
 def test_reused_call_ids_are_made_unique_and_pair_with_their_own_result():
-    sim = _sim("1", [
-        {"role": "user", "content": "Hi, my user id is mia_li_3668."},
-        _call("call_0", "get_user_details", {"user_id": "mia_li_3668"}), _res("call_0", {"user_id": "mia_li_3668"}),
-        _call("call_0", "get_reservation_details", {"reservation_id": "NO6JO3"}),
-        _res("call_0", {"reservation_id": "NO6JO3"}),
-    ])
+    sim = _sim(
+        "1",
+        [
+            {"role": "user", "content": "Hi, my user id is mia_li_3668."},
+            _call("call_0", "get_user_details", {"user_id": "mia_li_3668"}),
+            _res("call_0", {"user_id": "mia_li_3668"}),
+            _call("call_0", "get_reservation_details", {"reservation_id": "NO6JO3"}),
+            _res("call_0", {"reservation_id": "NO6JO3"}),
+        ],
+    )
     ticket = importers.tau2_simulation(sim, domain="airline")
     calls = [c["id"] for t in ticket.turns if t.kind == "tool_call" for c in t.payload["calls"]]
     results = [t.payload["call_id"] for t in ticket.turns if t.kind == "tool_result"]
@@ -76,45 +88,65 @@ def test_tickets_alone_runs_only_those_tickets_and_duplicate_ids_are_told_apart(
     assert ids == [one.id, f"{one.id}#2"]  # no dev traces, no demo tickets
 
 
-BOOKING = {"user_id": "mia_li_3668", "origin": "JFK", "destination": "SEA", "flight_type": "one_way",
-           "cabin": "economy", "flights": [{"flight_number": "HAT136", "date": "2024-05-20"}],
-           "passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}],
-           "payment_methods": [{"payment_id": "credit_card_4421486", "amount": 200}],
-           "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}
+BOOKING = {
+    "user_id": "mia_li_3668",
+    "origin": "JFK",
+    "destination": "SEA",
+    "flight_type": "one_way",
+    "cabin": "economy",
+    "flights": [{"flight_number": "HAT136", "date": "2024-05-20"}],
+    "passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}],
+    "payment_methods": [{"payment_id": "credit_card_4421486", "amount": 200}],
+    "total_baggages": 0,
+    "nonfree_baggages": 0,
+    "insurance": "no",
+}
 
 
 def test_a_repeat_booking_is_held_by_its_repeat_key():
-    same = {**BOOKING, "passengers": [{"first_name": " mia", "last_name": "LI", "dob": "1990-04-05"}],
-            "payment_methods": [{"payment_id": "gift_card_7194529", "amount": 200}]}  # paid otherwise: same booking
+    same = {
+        **BOOKING,
+        "passengers": [{"first_name": " mia", "last_name": "LI", "dob": "1990-04-05"}],
+        "payment_methods": [{"payment_id": "gift_card_7194529", "amount": 200}],
+    }  # paid otherwise: same booking
     first = AIRLINE.target("book_reservation", BOOKING)
     assert first and AIRLINE.target("book_reservation", same) == first
     other = {**BOOKING, "flights": [{"flight_number": "HAT136", "date": "2024-05-21"}]}
     assert AIRLINE.target("book_reservation", other) != first
-    ledger = [LedgerData("user", "mia_li_3668", "user", True, 1, 1),
-              LedgerData("flight", "HAT136", "flight", True, 2, 2),
-              LedgerData("payment", "gift_card_7194529", "payment", True, 1, 1),
-              LedgerData("payment_2", "credit_card_4421486", "payment", True, 1, 1)]
+    ledger = [
+        LedgerData("user", "mia_li_3668", "user", True, 1, 1),
+        LedgerData("flight", "HAT136", "flight", True, 2, 2),
+        LedgerData("payment", "gift_card_7194529", "payment", True, 1, 1),
+        LedgerData("payment_2", "credit_card_4421486", "payment", True, 1, 1),
+    ]
     done = [ActionData(tool="book_reservation", target=first, turn=5, idempotency_key="k", reversible=True)]
-    held = checks.guard_verdict(AIRLINE, "book_reservation", same, ledger=ledger, recent=frozenset(),
-                                typed=frozenset(), actions=done)
+    held = checks.guard_verdict(
+        AIRLINE, "book_reservation", same, ledger=ledger, recent=frozenset(), typed=frozenset(), actions=done
+    )
     assert (held.decision, held.guard) == ("hold", "repeat")
-    fresh = checks.guard_verdict(AIRLINE, "book_reservation", other, ledger=ledger, recent=frozenset(),
-                                 typed=frozenset(), actions=done)
+    fresh = checks.guard_verdict(
+        AIRLINE, "book_reservation", other, ledger=ledger, recent=frozenset(), typed=frozenset(), actions=done
+    )
     assert fresh.allowed
 
 
 def test_the_harness_holds_a_recorded_second_booking():
     booked = {"reservation_id": "ZFA04Y", "user_id": "mia_li_3668", "flights": [{"flight_number": "HAT136"}]}
-    sim = _sim("3", [
-        {"role": "user", "content": "Book HAT136 on May 20 for me, user mia_li_3668."},
-        _call("c1", "get_user_details", {"user_id": "mia_li_3668"}),
-        _res("c1", {"user_id": "mia_li_3668", "payment_methods": {"credit_card_4421486": {}}}),
-        _call("c2", "search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
-        _res("c2", [{"flight_number": "HAT136"}]),
-        _call("c3", "book_reservation", BOOKING), _res("c3", booked),
-        {"role": "user", "content": "Did it work? Please book it."},
-        _call("c4", "book_reservation", BOOKING), _res("c4", {**booked, "reservation_id": "K2P8QX"}),
-    ])
+    sim = _sim(
+        "3",
+        [
+            {"role": "user", "content": "Book HAT136 on May 20 for me, user mia_li_3668."},
+            _call("c1", "get_user_details", {"user_id": "mia_li_3668"}),
+            _res("c1", {"user_id": "mia_li_3668", "payment_methods": {"credit_card_4421486": {}}}),
+            _call("c2", "search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+            _res("c2", [{"flight_number": "HAT136"}]),
+            _call("c3", "book_reservation", BOOKING),
+            _res("c3", booked),
+            {"role": "user", "content": "Did it work? Please book it."},
+            _call("c4", "book_reservation", BOOKING),
+            _res("c4", {**booked, "reservation_id": "K2P8QX"}),
+        ],
+    )
     result = run_ticket(importers.tau2_simulation(sim, domain="airline"), HarnessConfig(plant=False), labelled=[])
     s = result.stats["sundry"]
     assert s["repeats_proposed"] == 1 and s["repeats_held"] == 1
@@ -136,18 +168,40 @@ def test_a_letters_only_reservation_code_is_accepted_for_a_lookup_then_after_it_
     typed = AIRLINE.text_ids(replay.history)
     assert "SDZQKO" in typed and "THANKS" not in typed
     ledger = list(replay.ledger.values())
-    lookup = checks.guard_verdict(AIRLINE, "get_reservation_details", {"reservation_id": "SDZQKO"}, ledger=ledger,
-                                  recent=frozenset(), typed=typed)
+    lookup = checks.guard_verdict(
+        AIRLINE, "get_reservation_details", {"reservation_id": "SDZQKO"}, ledger=ledger, recent=frozenset(), typed=typed
+    )
     assert lookup.allowed
-    unverified = checks.guard_verdict(AIRLINE, "cancel_reservation", {"reservation_id": "SDZQKO"}, ledger=ledger,
-                                      recent=frozenset(), typed=typed)
+    unverified = checks.guard_verdict(
+        AIRLINE, "cancel_reservation", {"reservation_id": "SDZQKO"}, ledger=ledger, recent=frozenset(), typed=typed
+    )
     assert (unverified.decision, unverified.guard) == ("reject", "unverified_id")
-    replay.feed(TurnData(2, "agent", "tool_call", "", {"calls": [{"id": "c", "name": "get_reservation_details",
-                                                                  "arguments": {"reservation_id": "SDZQKO"}}]}))
-    replay.feed(TurnData(3, "tool", "tool_result", json.dumps({"reservation_id": "SDZQKO", "user_id": "noah_muller_9847"}),
-                         {"call_id": "c", "ok": True}))
-    verified = checks.guard_verdict(AIRLINE, "cancel_reservation", {"reservation_id": "SDZQKO"},
-                                    ledger=list(replay.ledger.values()), recent=frozenset(), typed=typed)
+    replay.feed(
+        TurnData(
+            2,
+            "agent",
+            "tool_call",
+            "",
+            {"calls": [{"id": "c", "name": "get_reservation_details", "arguments": {"reservation_id": "SDZQKO"}}]},
+        )
+    )
+    replay.feed(
+        TurnData(
+            3,
+            "tool",
+            "tool_result",
+            json.dumps({"reservation_id": "SDZQKO", "user_id": "noah_muller_9847"}),
+            {"call_id": "c", "ok": True},
+        )
+    )
+    verified = checks.guard_verdict(
+        AIRLINE,
+        "cancel_reservation",
+        {"reservation_id": "SDZQKO"},
+        ledger=list(replay.ledger.values()),
+        recent=frozenset(),
+        typed=typed,
+    )
     assert verified.allowed
 
 
@@ -157,8 +211,12 @@ def test_retail_order_numbers_typed_without_their_prefix_are_recognised():
 
 
 def test_classifier_score_against_labels():
-    score = labels.score_classifier([(["I don't want insurance.", "Keep the strap."], ["I don't want insurance."]),
-                                     (["No bags."], ["It never arrived.", "No bags."])])
+    score = labels.score_classifier(
+        [
+            (["I don't want insurance.", "Keep the strap."], ["I don't want insurance."]),
+            (["No bags."], ["It never arrived.", "No bags."]),
+        ]
+    )
     assert (score["labels_found"], score["labelled"], score["flags_correct"], score["flagged"]) == (2, 3, 2, 3)
 
 

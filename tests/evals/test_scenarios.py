@@ -13,11 +13,11 @@ from django.conf import settings
 from django.core.management import call_command
 
 from sundry.agent.gateway import Gateway
-from sundry.shop.offline import OfflineModel
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios import schema
 from sundry.evals.scenarios.runner import Runner
 from sundry.evals.weakmodel import WeakModel, card_reply
+from sundry.shop.offline import OfflineModel
 from sundry.tooling.messages import ModelRequest, ModelResponse
 
 SMALL_SHOP = {"customers": 200, "orders": 2000}
@@ -31,16 +31,32 @@ def test_the_shipped_scenarios_cover_what_the_suite_promises():
     assert len(scenarios) >= 40
     assert sum(s.min_compactions >= 3 for s in scenarios) * 3 >= len(scenarios)  # a third are long
     themes = {t for s in scenarios for t in s.themes}
-    for theme in ("status question after compaction", "second partial refund", "orders by product name",
-                  "cancellation with refund", "lost parcel", "constraint stated early, tested late",
-                  "typed IDs with typos", "another customer's order", "approval flow",
-                  "staff take-over with a pending question", "customer changes their mind", "refund all my orders"):
+    for theme in (
+        "status question after compaction",
+        "second partial refund",
+        "orders by product name",
+        "cancellation with refund",
+        "lost parcel",
+        "constraint stated early, tested late",
+        "typed IDs with typos",
+        "another customer's order",
+        "approval flow",
+        "staff take-over with a pending question",
+        "customer changes their mind",
+        "refund all my orders",
+    ):
         assert theme in themes, theme
     assert all(8 <= len(s.customer_messages) <= 30 for s in scenarios)
     assert 0 < sum(s.fast for s in scenarios) <= 12
     # Consent is a card the customer answers: each way of answering it has a scenario of its own.
-    for theme in ("customer confirms", "customer declines", "customer ignores the card", "typed yes",
-                  "candidate rule quoted on a card", "a second message before the answer"):
+    for theme in (
+        "customer confirms",
+        "customer declines",
+        "customer ignores the card",
+        "typed yes",
+        "candidate rule quoted on a card",
+        "a second message before the answer",
+    ):
         assert theme in themes, theme
     steps = [step for s in scenarios for step in s.script if isinstance(step, schema.CustomerStep)]
     assert {step.customer for step in steps} == {"confirm", "decline", "ignore"}
@@ -48,26 +64,43 @@ def test_the_shipped_scenarios_cover_what_the_suite_promises():
 
 
 def _scenario(**over) -> dict:
-    base = {"id": "x", "title": "x", "themes": ["t"], "orders": {"o": {"status": "delivered"}},
-            "script": [f"message {i} about {{o.number}}" for i in range(8)],
-            "expect": [{"kind": "refund", "order": "o"}]}
+    base = {
+        "id": "x",
+        "title": "x",
+        "themes": ["t"],
+        "orders": {"o": {"status": "delivered"}},
+        "script": [f"message {i} about {{o.number}}" for i in range(8)],
+        "expect": [{"kind": "refund", "order": "o"}],
+    }
     return {**base, **over}
 
 
-@pytest.mark.parametrize("change, complaint", [
-    ({"script": ["too short"] * 7}, "7 customer messages"),
-    ({"expect": [{"kind": "refund", "order": "nowhere"}]}, "unknown slot nowhere"),
-    ({"expect": [{"kind": "cancel", "order": "o", "amount": "a"}]}, "only a refund"),
-    ({"orders": {"o": {"status": "delivered"}, "t": {"typo_of": "o", "status": "placed"}}}, "takes no other criteria"),
-    ({"facts": [{"after": 8, "all": ["x"]}]}, "there are 8 messages"),
-    ({"orders": {"o": {"status": "delivivered"}}}, "status"),
-    ({"script": ["m {o.number}"] * 8 + [{"customer": "confirm", "order": "nowhere"}]}, "customer step on unknown slot"),
-    ({"script": ["m {o.number}"] * 8 + [{"customer": "ignore", "order": "o"}]}, "presses nothing"),
-    ({"script": ["m {o.number}"] * 8 + [{"customer": "press"}]}, "'confirm', 'decline' or 'ignore'"),
-    ({"script": [{"also": "first"}] + ["m {o.number}"] * 8}, "follows a customer message"),
-    ({"script": ["m {o.number}"] * 4 + [{"staff": "approve"}, {"also": "late"}] + ["m"] * 4}, "follows a customer message"),
-    ({"expect": [{"kind": "cancel", "order": "o", "tool": "cancel_order"}]}, "only a held effect or a card"),
-])
+@pytest.mark.parametrize(
+    "change, complaint",
+    [
+        ({"script": ["too short"] * 7}, "7 customer messages"),
+        ({"expect": [{"kind": "refund", "order": "nowhere"}]}, "unknown slot nowhere"),
+        ({"expect": [{"kind": "cancel", "order": "o", "amount": "a"}]}, "only a refund"),
+        (
+            {"orders": {"o": {"status": "delivered"}, "t": {"typo_of": "o", "status": "placed"}}},
+            "takes no other criteria",
+        ),
+        ({"facts": [{"after": 8, "all": ["x"]}]}, "there are 8 messages"),
+        ({"orders": {"o": {"status": "delivivered"}}}, "status"),
+        (
+            {"script": ["m {o.number}"] * 8 + [{"customer": "confirm", "order": "nowhere"}]},
+            "customer step on unknown slot",
+        ),
+        ({"script": ["m {o.number}"] * 8 + [{"customer": "ignore", "order": "o"}]}, "presses nothing"),
+        ({"script": ["m {o.number}"] * 8 + [{"customer": "press"}]}, "'confirm', 'decline' or 'ignore'"),
+        ({"script": [{"also": "first"}] + ["m {o.number}"] * 8}, "follows a customer message"),
+        (
+            {"script": ["m {o.number}"] * 4 + [{"staff": "approve"}, {"also": "late"}] + ["m"] * 4},
+            "follows a customer message",
+        ),
+        ({"expect": [{"kind": "cancel", "order": "o", "tool": "cancel_order"}]}, "only a held effect or a card"),
+    ],
+)
 def test_a_scenario_that_does_not_make_sense_is_refused_with_its_reason(tmp_path, change, complaint):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps([_scenario(**change)]))
@@ -88,13 +121,25 @@ def shop(transactional_db):
 
 
 REFUND_AFTER_LOOKUP = {
-    "id": "refund-after-a-lookup", "title": "A refund asked for after another order was looked up", "themes": ["test"],
-    "orders": {"order": {"status": "delivered", "under_hold": True}, "transit": {"status": "shipped", "parcel": "in_transit"}},
+    "id": "refund-after-a-lookup",
+    "title": "A refund asked for after another order was looked up",
+    "themes": ["test"],
+    "orders": {
+        "order": {"status": "delivered", "under_hold": True},
+        "transit": {"status": "shipped", "parcel": "in_transit"},
+    },
     "amounts": {"part": {"order": "order", "share": 0.2}},
-    "script": ["Where is order {transit.number}?",
-               "The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
-               {"customer": "confirm"},
-               "Thanks.", "Where is {transit.number} now?", "OK.", "Which carrier is it with?", "Thanks.", "Bye."],
+    "script": [
+        "Where is order {transit.number}?",
+        "The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+        {"customer": "confirm"},
+        "Thanks.",
+        "Where is {transit.number} now?",
+        "OK.",
+        "Which carrier is it with?",
+        "Thanks.",
+        "Bye.",
+    ],
     "expect": [{"kind": "refund", "order": "order", "amount": "part"}],
     "facts": [{"after": 1, "all": ["{order.number}", "{part.value}"]}],
 }
@@ -142,8 +187,11 @@ def test_a_correct_run_passes_and_leaves_the_shop_as_it_found_it(shop, tmp_path)
 
 
 def test_a_wrong_expectation_makes_the_scenario_fail(shop, tmp_path):
-    wrong = {**REFUND_AFTER_LOOKUP, "id": "wrong-expectation",
-             "expect": [{"kind": "refund", "order": "transit", "amount": None}]}
+    wrong = {
+        **REFUND_AFTER_LOOKUP,
+        "id": "wrong-expectation",
+        "expect": [{"kind": "refund", "order": "transit", "amount": None}],
+    }
     run = Runner(shop).run(_load(tmp_path, wrong), ["never"]).runs["never"]
     assert not run.judgement.correct
     assert len(run.judgement.missing) == 1 and len(run.judgement.forbidden) == 1
@@ -171,11 +219,18 @@ def test_compaction_damage_is_any_difference_from_the_never_compacted_run(shop, 
                 return super().complete(request)
             return self.inner.complete(request)
 
-    data = {**REFUND_AFTER_LOOKUP, "id": "refund-late",
-            "script": ["Where is order {transit.number}?"] + ["Where is {transit.number} now?", "OK."] * 5
-            + ["The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
-               {"customer": "confirm"}, "Thanks."],
-            "facts": []}
+    data = {
+        **REFUND_AFTER_LOOKUP,
+        "id": "refund-late",
+        "script": ["Where is order {transit.number}?"]
+        + ["Where is {transit.number} now?", "OK."] * 5
+        + [
+            "The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+            {"customer": "confirm"},
+            "Thanks.",
+        ],
+        "facts": [],
+    }
     scenario = _load(tmp_path, data)
     result = Runner(shop, gateway=Gateway(override=WrongOnlyWhenCompacted())).run(scenario, ["never", "every"])
     never, every = result.runs["never"], result.runs["every"]
@@ -187,16 +242,30 @@ def test_compaction_damage_is_any_difference_from_the_never_compacted_run(shop, 
 # --- the customer's answers to cards ---------------------------------------------------------------
 
 TWO_CARDS = {
-    "id": "two-cards", "title": "A refund and a cancellation, each on a card; one confirmed", "themes": ["test"],
-    "orders": {"order": {"status": "delivered", "under_hold": True},
-               "placed": {"status": "placed", "under_hold": True}},
+    "id": "two-cards",
+    "title": "A refund and a cancellation, each on a card; one confirmed",
+    "themes": ["test"],
+    "orders": {
+        "order": {"status": "delivered", "under_hold": True},
+        "placed": {"status": "placed", "under_hold": True},
+    },
     "amounts": {"part": {"order": "order", "share": 0.2}},
-    "script": ["The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
-               "Please cancel {placed.number} too.",
-               {"customer": "confirm", "order": "placed"},
-               "Thanks.", {"customer": "ignore"}, "OK.", "Fine.", "Thanks again.", "Bye.", "Bye!"],
-    "expect": [{"kind": "cancel", "order": "placed"},
-               {"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"}],
+    "script": [
+        "The {order.item0} from {order.number} arrived broken. Please refund {part}, I'll keep it.",
+        "Please cancel {placed.number} too.",
+        {"customer": "confirm", "order": "placed"},
+        "Thanks.",
+        {"customer": "ignore"},
+        "OK.",
+        "Fine.",
+        "Thanks again.",
+        "Bye.",
+        "Bye!",
+    ],
+    "expect": [
+        {"kind": "cancel", "order": "placed"},
+        {"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"},
+    ],
 }
 
 
@@ -219,13 +288,25 @@ def test_the_customer_confirms_the_card_they_pick_and_a_card_left_open_is_judged
 
 def test_a_declined_card_runs_nothing_and_a_message_sent_meanwhile_is_answered_with_the_one_before(shop, tmp_path):
     data = {
-        "id": "declined", "title": "The order number sent before the answer; the card declined", "themes": ["test"],
-        "orders": {"order": {"status": "delivered", "under_hold": True}, "transit": {"status": "shipped",
-                                                                                   "parcel": "in_transit"}},
+        "id": "declined",
+        "title": "The order number sent before the answer; the card declined",
+        "themes": ["test"],
+        "orders": {
+            "order": {"status": "delivered", "under_hold": True},
+            "transit": {"status": "shipped", "parcel": "in_transit"},
+        },
         "amounts": {"part": {"order": "order", "share": 0.2}},
-        "script": ["The item I got arrived broken. Please refund {part} on my order, I'll keep it.",
-                   {"also": "It's {order.number}."}, {"customer": "decline"},
-                   "Thanks.", "OK.", "Where is {transit.number}?", "Fine.", "Thanks again.", "Bye."],
+        "script": [
+            "The item I got arrived broken. Please refund {part} on my order, I'll keep it.",
+            {"also": "It's {order.number}."},
+            {"customer": "decline"},
+            "Thanks.",
+            "OK.",
+            "Where is {transit.number}?",
+            "Fine.",
+            "Thanks again.",
+            "Bye.",
+        ],
         "expect": [],
     }
     run = Runner(shop).run(_load(tmp_path, data), ["never"]).runs["never"]
@@ -251,11 +332,15 @@ def test_the_weak_model_points_at_the_card_and_does_not_call_again(shop, tmp_pat
     from sundry.agent.models import Confirmation
     from sundry.tickets.models import Turn
 
-    data = {**REFUND_AFTER_LOOKUP, "id": "weak-after-card",
-            "script": [s if s != {"customer": "confirm"} else {"customer": "ignore"}
-                       for s in REFUND_AFTER_LOOKUP["script"]],
-            "expect": [{"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"}],
-            "facts": [{"after": 1, "all": ["card", "{order.number}"]}]}
+    data = {
+        **REFUND_AFTER_LOOKUP,
+        "id": "weak-after-card",
+        "script": [
+            s if s != {"customer": "confirm"} else {"customer": "ignore"} for s in REFUND_AFTER_LOOKUP["script"]
+        ],
+        "expect": [{"kind": "card", "tool": "issue_refund", "order": "order", "amount": "part"}],
+        "facts": [{"after": 1, "all": ["card", "{order.number}"]}],
+    }
     run = Runner(shop, gateway=Gateway(override=ProposesThenWeak())).run(_load(tmp_path, data), ["never"]).runs["never"]
     assert run.judgement.correct, (run.effects, run.transcript)
     assert run.facts[0].ok, run.facts[0].replies
@@ -271,7 +356,9 @@ def test_the_fast_slice(shop, tmp_path):
     """The CI slice: every fast scenario in three modes; it fails on any forbidden effect or compaction damage."""
     code = 0
     try:
-        call_command("scenarios", "--fast", "--db", "current", "--out", str(tmp_path), stdout=open(tmp_path / "out.txt", "w"))
+        call_command(
+            "scenarios", "--fast", "--db", "current", "--out", str(tmp_path), stdout=open(tmp_path / "out.txt", "w")
+        )
     except SystemExit as exc:
         code = exc.code
     data = json.loads((tmp_path / "scenarios_fast.json").read_text())
@@ -279,8 +366,12 @@ def test_the_fast_slice(shop, tmp_path):
     fast = {s.id for s in schema.load() if s.fast}
     assert {s["id"] for s in data["scenarios"]} == fast
     assert all(set(s["runs"]) == {"never", "triggered", "every"} for s in data["scenarios"]), "a scenario was not cast"
-    problems = [(s["id"], mode, run["forbidden"], run["damage"]) for s in data["scenarios"]
-                for mode, run in s["runs"].items() if run["forbidden"] or run["damage"]["lost"] or run["damage"]["extra"]]
+    problems = [
+        (s["id"], mode, run["forbidden"], run["damage"])
+        for s in data["scenarios"]
+        for mode, run in s["runs"].items()
+        if run["forbidden"] or run["damage"]["lost"] or run["damage"]["extra"]
+    ]
     assert code == (1 if problems else 0)
     assert not problems, "\n".join(map(str, problems))
 

@@ -14,8 +14,11 @@ from sundry.evals.harness import HarnessConfig, run_ticket
 
 
 def _call(cid, name, **args):
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}],
+    }
 
 
 def _result(cid, content):
@@ -23,9 +26,17 @@ def _result(cid, content):
 
 
 def bags(cid, total, nonfree):
-    return [_call(cid, "update_reservation_baggages", reservation_id="ZZ9Q4X", total_baggages=total,
-                  nonfree_baggages=nonfree, payment_id="credit_card_1"),
-            _result(cid, {"reservation_id": "ZZ9Q4X", "user_id": "sara_doe_4961", "total_baggages": total})]
+    return [
+        _call(
+            cid,
+            "update_reservation_baggages",
+            reservation_id="ZZ9Q4X",
+            total_baggages=total,
+            nonfree_baggages=nonfree,
+            payment_id="credit_card_1",
+        ),
+        _result(cid, {"reservation_id": "ZZ9Q4X", "user_id": "sara_doe_4961", "total_baggages": total}),
+    ]
 
 
 def ticket():
@@ -38,10 +49,10 @@ def ticket():
         *bags("c3", 1, 0),
         {"role": "assistant", "content": "Done: one bag."},
         {"role": "user", "content": "Actually make it three bags."},
-        *bags("c4", 3, 2),   # a second change, asking for something else
+        *bags("c4", 3, 2),  # a second change, asking for something else
         {"role": "assistant", "content": "Done: three bags."},
         {"role": "user", "content": "Three bags, right?"},
-        *bags("c5", 3, 2),   # the same change again: a repeat
+        *bags("c5", 3, 2),  # the same change again: a repeat
         {"role": "assistant", "content": "Yes, three."},
     ]
     return importers.openai_messages(messages, ticket_id="bags", domain="airline")
@@ -63,11 +74,14 @@ def test_control_declared_to_repeat_by_target_the_second_change_is_held(monkeypa
     assert s["second_changes"] == 0 and s["repeats_proposed"] == 2 and s["repeats_held"] == 2
 
 
-@pytest.mark.parametrize("a, b, same", [
-    ({"x": 1, "y": [1, 2]}, {"y": [1, 2], "x": 1}, True),
-    ({"x": 1, "z": None}, {"x": 1}, True),
-    ({"x": 1}, {"x": 2}, False),
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ({"x": 1, "y": [1, 2]}, {"y": [1, 2], "x": 1}, True),
+        ({"x": 1, "z": None}, {"x": 1}, True),
+        ({"x": 1}, {"x": 2}, False),
+    ],
+)
 def test_the_digest_ignores_key_order_and_nulls_only(a, b, same):
     from sundry.tooling.domain import arguments_digest
 

@@ -25,8 +25,9 @@ def main(count: int, handler: str) -> dict:
     user = get_user_model().objects.create_user("faults-customer", password=PASSWORD)
     get_user_model().objects.create_user("faults-staff", password=PASSWORD, is_staff=True)
     customer = CustomerFactory(user=user)
-    tclass = TicketClass.objects.create(name="Faults", slug="faults", working_model="openai-compatible:faults",
-                                        approval_rules={})
+    tclass = TicketClass.objects.create(
+        name="Faults", slug="faults", working_model="openai-compatible:faults", approval_rules={}
+    )
     tickets, orders = [], []
     for _ in range(count):
         order = paid_order(customer=customer)
@@ -35,7 +36,13 @@ def main(count: int, handler: str) -> dict:
             Ticket.objects.filter(pk=ticket.pk).update(handler=handler)
         tickets.append(ticket.pk)
         orders.append(order.number)
-    return {"username": user.username, "staff_username": "faults-staff", "password": PASSWORD, "tickets": tickets, "orders": orders}
+    return {
+        "username": user.username,
+        "staff_username": "faults-staff",
+        "password": PASSWORD,
+        "tickets": tickets,
+        "orders": orders,
+    }
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ def free_port() -> int:
 def postgres_bindir() -> Path | None:
     """The newest /usr/lib/postgresql/<version>/bin with initdb and pg_ctl, if any."""
     base = Path("/usr/lib/postgresql")
-    versions = sorted((p for p in base.glob("*/bin") if (p / "initdb").exists() and (p / "pg_ctl").exists()),
-                      key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    versions = sorted(
+        (p for p in base.glob("*/bin") if (p / "initdb").exists() and (p / "pg_ctl").exists()),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
     return versions[-1] if versions else None
 
 
@@ -77,13 +79,31 @@ class PrivatePostgres:
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
         self.port = free_port()
-        self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", PG_USER, "--auth=trust", "-E", "UTF8",
-                   "--no-sync", "--locale=C.UTF-8"])
+        self._run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                PG_USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--locale=C.UTF-8",
+            ]
+        )
         settings = {
-            "listen_addresses": "'127.0.0.1'", "port": self.port, "unix_socket_directories": "''",
+            "listen_addresses": "'127.0.0.1'",
+            "port": self.port,
+            "unix_socket_directories": "''",
             # A throwaway cluster: durability is not under test, restarts are.
-            "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-            "max_connections": 200, "shared_buffers": "32MB", "log_min_messages": "warning",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": 200,
+            "shared_buffers": "32MB",
+            "log_min_messages": "warning",
         }
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.writelines(f"{key} = {value}\n" for key, value in settings.items())
@@ -91,8 +111,10 @@ class PrivatePostgres:
     def _run(self, cmd: list[str], timeout: float = 60) -> None:
         result = subprocess.run(_as_server_user(cmd), capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}\n"
-                               f"{self.log.read_text()[-2000:] if self.log.exists() else ''}")
+            raise RuntimeError(
+                f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}\n"
+                f"{self.log.read_text()[-2000:] if self.log.exists() else ''}"
+            )
 
     def _ctl(self, *args: str) -> None:
         self._run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "30", *args])
@@ -118,8 +140,7 @@ class PrivatePostgres:
         return f"postgres://{PG_USER}@127.0.0.1:{port or self.port}/{dbname}"
 
     def connect(self, dbname: str, **kwargs) -> psycopg.Connection:
-        return psycopg.connect(host="127.0.0.1", port=self.port, user=PG_USER, dbname=dbname, autocommit=True,
-                               **kwargs)
+        return psycopg.connect(host="127.0.0.1", port=self.port, user=PG_USER, dbname=dbname, autocommit=True, **kwargs)
 
     def execute(self, dbname: str, sql: str, params=()) -> list[tuple]:
         with closing(self.connect(dbname)) as conn:
@@ -128,8 +149,12 @@ class PrivatePostgres:
 
     def terminate_backends(self, dbname: str) -> int:
         """pg_terminate_backend for every session on `dbname` (from a session on another database)."""
-        rows = self.execute("postgres", "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                        " WHERE datname = %s AND pid <> pg_backend_pid()", (dbname,))
+        rows = self.execute(
+            "postgres",
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (dbname,),
+        )
         return rows[0][0]
 
     def destroy(self) -> None:
@@ -158,12 +183,12 @@ listen_addr = 127.0.0.1
 listen_port = {self.port}
 unix_socket_dir =
 auth_type = trust
-auth_file = {self.dir / 'userlist.txt'}
+auth_file = {self.dir / "userlist.txt"}
 pool_mode = transaction
 max_client_conn = 500
 default_pool_size = 20
 logfile = {self.log}
-pidfile = {self.dir / 'pgbouncer.pid'}
+pidfile = {self.dir / "pgbouncer.pid"}
 ; a server that went away is retried within a second, and a client waits at most 5 s for one
 server_login_retry = 1
 query_wait_timeout = 5
@@ -173,16 +198,28 @@ ignore_startup_parameters = extra_float_digits,options
         for name in ("userlist.txt", "pgbouncer.ini"):
             if os.geteuid() == 0:
                 shutil.chown(self.dir / name, PG_USER, PG_USER)
-        self.proc = subprocess.Popen(_as_server_user([self.exe, str(self.dir / "pgbouncer.ini")]),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            _as_server_user([self.exe, str(self.dir / "pgbouncer.ini")]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for(self._answers, 15, "PgBouncer to listen")
 
     def _answers(self) -> bool:
         if self.proc.poll() is not None:
             raise RuntimeError(f"pgbouncer exited:\n{self.log.read_text() if self.log.exists() else ''}")
         try:
-            with closing(psycopg.connect(host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres",
-                                         connect_timeout=2, prepare_threshold=None)):
+            with closing(
+                psycopg.connect(
+                    host="127.0.0.1",
+                    port=self.port,
+                    user=PG_USER,
+                    dbname="postgres",
+                    connect_timeout=2,
+                    prepare_threshold=None,
+                )
+            ):
                 return True
         except psycopg.OperationalError:
             return False
@@ -217,9 +254,25 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir), "--save", "",
-             "--appendonly", "yes" if self.appendonly else "no", "--logfile", str(self.log)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                self.exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "yes" if self.appendonly else "no",
+                "--logfile",
+                str(self.log),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for(self.is_up, 15, "redis-server to answer")
 
     def is_up(self) -> bool:
@@ -263,9 +316,14 @@ def completion(*, content=None, tool_calls=None):
     message = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {"id": "chatcmpl-faults", "object": "chat.completion", "created": 1_700_000_000, "model": "faults",
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
+    return {
+        "id": "chatcmpl-faults",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "faults",
+        "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+    }
 
 
 def scripted_answer(body: dict) -> dict:
@@ -277,12 +335,19 @@ def scripted_answer(body: dict) -> dict:
     messages = body.get("messages", [])
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     text = str(messages[last_user].get("content", "")) if last_user >= 0 else ""
-    looked_up = any(m.get("role") == "tool" for m in messages[last_user + 1:])
+    looked_up = any(m.get("role") == "tool" for m in messages[last_user + 1 :])
     order = ORDER.findall(text)
     if order and not looked_up:
         call_id = f"call_{abs(hash(text)) % 10**8}_{len(messages)}"
-        return completion(tool_calls=[{"id": call_id, "type": "function", "function": {
-            "name": "get_order", "arguments": json.dumps({"order_number": order[-1]})}}])
+        return completion(
+            tool_calls=[
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": json.dumps({"order_number": order[-1]})},
+                }
+            ]
+        )
     return completion(content=f"Thanks for waiting: I have looked into {order[-1] if order else 'this'} for you.")
 
 
@@ -361,8 +426,9 @@ class Process:
     def __init__(self, cmd: list[str], env: dict, log: Path):
         self.log = log
         self._out = open(log, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     @property
     def pid(self) -> int:
@@ -387,8 +453,11 @@ class Process:
 
 def web_process(env: dict, log: Path) -> tuple[Process, str]:
     port = free_port()
-    proc = Process([sys.executable, "-m", "sundry.web", "--host", "127.0.0.1", "--port", str(port),
-                    "--log-level", "warning"], env, log)
+    proc = Process(
+        [sys.executable, "-m", "sundry.web", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        env,
+        log,
+    )
     url = f"http://127.0.0.1:{port}"
 
     def answers():
@@ -404,16 +473,36 @@ def web_process(env: dict, log: Path) -> tuple[Process, str]:
     return proc, url
 
 
-def worker_process(env: dict, log: Path, *, as_compose: bool = False, beat: bool = False,
-                   concurrency: int = 1) -> Process:
+def worker_process(
+    env: dict, log: Path, *, as_compose: bool = False, beat: bool = False, concurrency: int = 1
+) -> Process:
     """A Celery worker (prefork) on the test's own queue. `as_compose`: with gossip, mingle and
     heartbeats on, as docker-compose.yml starts it; `beat`: with the beat scheduler inside
     (the outbox sweep), as bin/serve starts it."""
     celery = str(Path(sys.executable).parent / "celery")
     quiet = [] if as_compose else ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     scheduler = ["-B", "--schedule", str(log.with_suffix(".beat"))] if beat else []
-    proc = Process([celery, "-A", "sundry", "worker", "-Q", env["SUNDRY_TASK_QUEUE"], "--pool", "prefork",
-                    "--concurrency", str(concurrency), *quiet, *scheduler, "--loglevel", "INFO"], env, log)
+    proc = Process(
+        [
+            celery,
+            "-A",
+            "sundry",
+            "worker",
+            "-Q",
+            env["SUNDRY_TASK_QUEUE"],
+            "--pool",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
+            *quiet,
+            *scheduler,
+            "--loglevel",
+            "INFO",
+        ],
+        env,
+        log,
+    )
+
     def ready():
         if not proc.alive():
             raise RuntimeError(f"the worker exited:\n{proc.text()[-3000:]}")
@@ -508,5 +597,6 @@ def close_wait_sockets(pid: int, port: int) -> int:
 
 def backends(pg: "PrivatePostgres", dbname: str) -> int:
     """Sessions on `dbname` other than the one asking."""
-    return pg.execute(dbname, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                      (dbname,))[0][0]
+    return pg.execute(
+        dbname, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (dbname,)
+    )[0][0]

@@ -32,7 +32,7 @@ ANSWER_WITHIN = 45
 
 def clear_failure(response: requests.Response) -> bool:
     """A refusal the sender can act on: 503 (try again) with words, no traceback."""
-    return (response.status_code == 503 and bool(response.text.strip()) and "Traceback" not in response.text)
+    return response.status_code == 503 and bool(response.text.strip()) and "Traceback" not in response.text
 
 
 def sent(response: requests.Response) -> bool:
@@ -46,8 +46,9 @@ def post_until_sent(stack, client, ticket: int, text: str, within: float = 15, c
         response = stack.post(client, ticket, text, client_key=client_key)
         if sent(response):
             return
-        assert clear_failure(response) and time.monotonic() < deadline, \
+        assert clear_failure(response) and time.monotonic() < deadline, (
             f"{response.status_code} {response.text[:300]!r}"
+        )
         time.sleep(1)
 
 
@@ -82,18 +83,16 @@ def message_mid_step(s, model, text: str = "Where is my order {order}?"):
 def assert_whole(stack, ticket: int) -> None:
     """Nothing half-written: turns numbered without gaps up to the ticket's counter, every
     tool call answered by a result or a rejection, every step's turns present."""
-    turns = stack.rows("SELECT number, kind, payload FROM tickets_turn WHERE ticket_id = %s ORDER BY number",
-                       (ticket,))
+    turns = stack.rows("SELECT number, kind, payload FROM tickets_turn WHERE ticket_id = %s ORDER BY number", (ticket,))
     numbers = [t[0] for t in turns]
-    (last,), = stack.rows("SELECT last_turn_number FROM tickets_ticket WHERE id = %s", (ticket,))
+    ((last,),) = stack.rows("SELECT last_turn_number FROM tickets_ticket WHERE id = %s", (ticket,))
     assert numbers == list(range(1, last + 1)), f"turn numbers {numbers}, counter {last}"
     answered = {t[2].get("call_id") for t in turns if t[1] in ("tool_result", "rejection")}
     for number, kind, payload in turns:
         if kind == "tool_call":
             for call in payload.get("calls", []):
                 assert call["id"] in answered, f"tool call {call['id']} (turn {number}) has no result"
-    for first, final in stack.rows("SELECT first_turn, last_turn FROM agent_agentstep WHERE ticket_id = %s",
-                                   (ticket,)):
+    for first, final in stack.rows("SELECT first_turn, last_turn FROM agent_agentstep WHERE ticket_id = %s", (ticket,)):
         assert first <= final + 1 and final <= last, f"a step claims turns {first}..{final} of {last}"
 
 
@@ -102,10 +101,12 @@ def wait_answered(stack, ticket: int, number: int, what: str) -> list[tuple]:
         return wait_for(lambda: answered_after(stack, ticket, number), ANSWER_WITHIN, what, interval=0.5)
     except AssertionError:
         busiest = list(busiest_threads(stack.worker.pid).items())[:3] if stack.worker.alive() else "exited"
-        raise AssertionError(f"{what}: no answer after turn {number} within {ANSWER_WITHIN}s; turns "
-                             f"{stack.turns(ticket)}; {stack.run_state(ticket)}; "
-                             f"the worker's busiest threads (share of a core): {busiest}"
-                             f"\nworker log:\n{stack.worker.text()[-3000:]}") from None
+        raise AssertionError(
+            f"{what}: no answer after turn {number} within {ANSWER_WITHIN}s; turns "
+            f"{stack.turns(ticket)}; {stack.run_state(ticket)}; "
+            f"the worker's busiest threads (share of a core): {busiest}"
+            f"\nworker log:\n{stack.worker.text()[-3000:]}"
+        ) from None
 
 
 def test_a_restart_mid_agent_step_fails_cleanly_and_the_customer_is_answered(stack, model, pg):
@@ -156,9 +157,13 @@ def test_a_restart_mid_message_post_answers_promptly_and_stores_nothing(stack, m
 
     poster = threading.Thread(target=post_held)
     poster.start()
-    wait_for(lambda: pg.execute("postgres", "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
-                                            " AND wait_event_type = 'Lock'", (s.db,))[0][0], 15,
-             "the post to wait on the ticket's row")
+    wait_for(
+        lambda: pg.execute(
+            "postgres", "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", (s.db,)
+        )[0][0],
+        15,
+        "the post to wait on the ticket's row",
+    )
     pg.stop()
     poster.join(PROMPT + 5)
     locker.close()
@@ -212,10 +217,16 @@ def test_connections_terminated_during_a_burst_of_posts(stack, pg, route):
         text = f"Burst message {i:03d}"
         started = time.monotonic()
         try:
-            response = s.post(sessions[i % CLIENTS], tickets[i % CLIENTS], text, timeout=PROMPT + 5,
-                              client_key=keys[text])
-            results[text] = (response.status_code, sent(response), clear_failure(response),
-                             time.monotonic() - started, response.text[:200])
+            response = s.post(
+                sessions[i % CLIENTS], tickets[i % CLIENTS], text, timeout=PROMPT + 5, client_key=keys[text]
+            )
+            results[text] = (
+                response.status_code,
+                sent(response),
+                clear_failure(response),
+                time.monotonic() - started,
+                response.text[:200],
+            )
         except requests.RequestException as exc:
             results[text] = (None, False, False, time.monotonic() - started, repr(exc))
 
@@ -247,12 +258,18 @@ def test_connections_terminated_during_a_burst_of_posts(stack, pg, route):
         "never stored": sorted(set(keys) - set(stored)),
         "stored twice": sorted({t for t in stored if stored.count(t) > 1}),
     }
-    report = {"terminated backends": sum(terminated), "sent": len(succeeded),
-              "stored although told it failed (then resent once)": len(set(stored_during) - succeeded),
-              "refused with 503": sum(1 for r in results.values() if r[2]),
-              **{k: len(v) for k, v in faults.items()},
-              "examples": {k: [(t, results[t][0], round(results[t][3], 1), results[t][4][:120]) for t in v[:2]]
-                           for k, v in faults.items() if v}}
+    report = {
+        "terminated backends": sum(terminated),
+        "sent": len(succeeded),
+        "stored although told it failed (then resent once)": len(set(stored_during) - succeeded),
+        "refused with 503": sum(1 for r in results.values() if r[2]),
+        **{k: len(v) for k, v in faults.items()},
+        "examples": {
+            k: [(t, results[t][0], round(results[t][3], 1), results[t][4][:120]) for t in v[:2]]
+            for k, v in faults.items()
+            if v
+        },
+    }
     print(f"\nburst of {BURST} posts: {report}")
     assert sum(terminated) >= 5, f"the burst outran the fault: {report}"
     assert not any(faults.values()), report

@@ -13,8 +13,14 @@ import time
 import pytest
 
 from tests.faults.servers import PrivateRedis, wait_for
-from tests.faults.test_database_faults import (answered_after, assert_whole, message_mid_step, sent, turn_number,
-                                              wait_answered)
+from tests.faults.test_database_faults import (
+    answered_after,
+    assert_whole,
+    message_mid_step,
+    sent,
+    turn_number,
+    wait_answered,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
@@ -39,8 +45,9 @@ def route():
 
 
 @pytest.mark.parametrize("down_while_finishing", [False, True], ids=["restart", "down-while-finishing"])
-def test_a_redis_restart_under_a_running_task_keeps_the_worker_and_answers(stack, model, private_redis,
-                                                                          down_while_finishing):
+def test_a_redis_restart_under_a_running_task_keeps_the_worker_and_answers(
+    stack, model, private_redis, down_while_finishing
+):
     s = stack(as_compose=True)
     ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
     client = s.login()
@@ -77,8 +84,9 @@ OUTAGE = 10
 
 
 @pytest.mark.parametrize("how, finish", [("sigterm", "during"), ("sigkill", "after"), ("network", "during")])
-def test_a_long_redis_outage_under_a_running_task_keeps_the_worker_and_answers(stack, model, private_redis, how,
-                                                                               finish):
+def test_a_long_redis_outage_under_a_running_task_keeps_the_worker_and_answers(
+    stack, model, private_redis, how, finish
+):
     """Redis away for ten seconds while the worker — started as bin/serve starts it, gossip,
     mingle, heartbeats and beat on — holds an unacknowledged task: stopped in order, killed,
     or silent (frozen, as a dropped network is), the task ending while Redis is away or once
@@ -113,7 +121,8 @@ PROMPT = 10
 
 
 def test_a_message_posted_while_redis_is_down_is_stored_said_sent_and_answered_once_it_is_back(
-        stack, model, private_redis):
+    stack, model, private_redis
+):
     s = stack(beat=True)
     ticket, order = s.seeded["tickets"][0], s.seeded["orders"][0]
     client = s.login()
@@ -123,13 +132,14 @@ def test_a_message_posted_while_redis_is_down_is_stored_said_sent_and_answered_o
     texts = [f"Posted while Redis is down ({i}): where is my order {order}?" for i in range(3)]
     for i, text in enumerate(texts):
         started = time.monotonic()
-        response = client.post(f"{s.url}/help/tickets/{ticket}/message", timeout=30,
-                               data={"text": text, "client_key": f"down-{i}"})
+        response = client.post(
+            f"{s.url}/help/tickets/{ticket}/message", timeout=30, data={"text": text, "client_key": f"down-{i}"}
+        )
         seconds = time.monotonic() - started
         assert sent(response), f"post {i} while Redis is down: {response.status_code} {response.text[:300]!r}"
         assert seconds < PROMPT, f"post {i} took {seconds:.1f}s"
     numbers = [turn_number(s, ticket, text) for text in texts]  # each stored once
-    (mark,), = s.rows("SELECT agent_wake_turn FROM tickets_ticket WHERE id = %s", (ticket,))
+    ((mark,),) = s.rows("SELECT agent_wake_turn FROM tickets_ticket WHERE id = %s", (ticket,))
     assert mark == numbers[-1], "the wake-up is not on record with the message"
     time.sleep(2)
     assert not answered_after(s, ticket, numbers[0]), "answered while the broker was down?"
@@ -138,5 +148,8 @@ def test_a_message_posted_while_redis_is_down_is_stored_said_sent_and_answered_o
     wait_answered(s, ticket, numbers[-1], "the messages posted while Redis was down")
     assert "sweep: queued" in s.worker.text(), "answered, but not by the sweep?"
     assert_whole(s, ticket)
-    wait_for(lambda: s.rows("SELECT agent_wake_turn IS NULL FROM tickets_ticket WHERE id = %s", (ticket,))[0][0],
-             10, "the outbox mark to be settled")
+    wait_for(
+        lambda: s.rows("SELECT agent_wake_turn IS NULL FROM tickets_ticket WHERE id = %s", (ticket,))[0][0],
+        10,
+        "the outbox mark to be settled",
+    )

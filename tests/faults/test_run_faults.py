@@ -23,8 +23,14 @@ import requests
 
 from tests.faults.conftest import CLAIM_TTL, SWEEP_GRACE, SWEEP_SECONDS
 from tests.faults.servers import ROOT, wait_for
-from tests.faults.test_database_faults import (answered_after, assert_whole, message_mid_step, sent, turn_number,
-                                              wait_answered)
+from tests.faults.test_database_faults import (
+    answered_after,
+    assert_whole,
+    message_mid_step,
+    sent,
+    turn_number,
+    wait_answered,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(420)]
 
@@ -45,8 +51,12 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
     # the soft limit is 34 s, the hard one 64 s — on the worker. The web process, which queues the
     # run, has the default 300 s: the worker's own limits must hold (before, the message carried
     # the web process's, and the step hung until 270 s).
-    s = stack(SUNDRY_MODEL_CALL_TIMEOUT="4", SUNDRY_MODEL_READ_TIMEOUT="3", SUNDRY_TASK_HARD_LIMIT="64",
-              web_env={"SUNDRY_TASK_HARD_LIMIT": "300"})
+    s = stack(
+        SUNDRY_MODEL_CALL_TIMEOUT="4",
+        SUNDRY_MODEL_READ_TIMEOUT="3",
+        SUNDRY_TASK_HARD_LIMIT="64",
+        web_env={"SUNDRY_TASK_HARD_LIMIT": "300"},
+    )
     ticket, order, client, hold, number = message_mid_step(s, model)
 
     # The step's writes wait on the ticket's row, which the test holds: the step hangs past
@@ -83,10 +93,18 @@ def _record_stop(s, ticket: int, reason: str) -> None:
     """What the task's time-limit handler records (`failures.run_failed`), run in a process of
     its own against the product's database: a limit that lands late, in the next slice of the run
     or after a step went on, writes this while the run still works the ticket."""
-    code = ("import sys, django; django.setup(); from sundry.agent import failures; "
-            "sys.exit(3 if failures.run_failed(int(sys.argv[1]), sys.argv[2]) is False else 0)")
-    done = subprocess.run([sys.executable, "-c", code, str(ticket), reason], cwd=ROOT, env=s.env,
-                          capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, django; django.setup(); from sundry.agent import failures; "
+        "sys.exit(3 if failures.run_failed(int(sys.argv[1]), sys.argv[2]) is False else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ticket), reason],
+        cwd=ROOT,
+        env=s.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -152,8 +170,12 @@ def test_a_worker_killed_mid_step_is_recovered_within_the_bound_and_answered_onc
         # in the queue and on the ticket, until a worker is back (as the restart policy
         # brings one) and takes it over. (With the pool alone killed, the sweep takes
         # the ticket over within a second or two of the lapse.)
-        wait_for(lambda: "being recovered" in staff.get(f"{s.url}/desk/tickets/{ticket}/", timeout=10).text,
-                 CLAIM_TTL + 10, "the desk to show the ticket as being recovered", interval=1)
+        wait_for(
+            lambda: "being recovered" in staff.get(f"{s.url}/desk/tickets/{ticket}/", timeout=10).text,
+            CLAIM_TTL + 10,
+            "the desk to show the ticket as being recovered",
+            interval=1,
+        )
         assert "run being recovered" in staff.get(f"{s.url}/desk/", timeout=10).text
         s.start_worker("worker-2", beat=True)
 
@@ -256,13 +278,14 @@ def test_twenty_messages_at_once_ten_times_store_each_once_and_one_run_answers_t
     log = s.worker.text()
     received = len(re.findall(r"Task sundry\.agent\.run\[[^\]]+\] received", log))
     idle = len(re.findall(r"Task sundry\.agent\.run\[[^\]]+\] succeeded in [0-9.]+s: 0\b", log))
-    print(f"\n{received} agent tasks for {BURST * ROUNDS} messages in {ROUNDS} bursts; {idle} did nothing; "
-          f"{len(resent)} posts sent again after the server closed a kept-alive connection")
+    print(
+        f"\n{received} agent tasks for {BURST * ROUNDS} messages in {ROUNDS} bursts; {idle} did nothing; "
+        f"{len(resent)} posts sent again after the server closed a kept-alive connection"
+    )
     assert 0 < received <= BURST * ROUNDS // 2, f"{received} tasks for {BURST * ROUNDS} messages"
 
 
-def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_the_stale_edit_is_409(
-        stack, model, pg):
+def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_the_stale_edit_is_409(stack, model, pg):
     # tests/tickets/test_lock_order.py scripts this interleaving in one process; here the step runs in
     # the Celery worker and the edit in the web process. A third session holds the ticket's row; the
     # worker's step (looking the order up again, which touches its ledger entry) queues on it first,
@@ -274,8 +297,9 @@ def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_
     assert sent(s.post(client, ticket, first))
     wait_answered(s, ticket, turn_number(s, ticket, first), "the first question")
     wait_for(lambda: ticket_row(s, ticket)["agent_claimed_at"] is None, 30, "the run to let go")
-    (version,) = s.rows("SELECT version FROM context_ledgerentry WHERE ticket_id = %s AND value = %s",
-                        (ticket, order))[0]
+    (version,) = s.rows("SELECT version FROM context_ledgerentry WHERE ticket_id = %s AND value = %s", (ticket, order))[
+        0
+    ]
 
     deadlocks = pg.log.read_text().count("deadlock detected")
     hold = model.hold()
@@ -285,8 +309,9 @@ def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_
     watcher = pg.connect(s.db)
 
     def waiting() -> int:
-        return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
-                               (s.db,)).fetchone()[0]
+        return watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", (s.db,)
+        ).fetchone()[0]
 
     locker = pg.connect(s.db)
     locker.autocommit = False
@@ -297,8 +322,11 @@ def test_a_desk_edit_and_a_worker_step_on_one_ticket_at_once_never_deadlock_and_
         wait_for(lambda: waiting() >= 1, 30, "the worker's step to queue on the ticket's row", interval=0.2)
 
         def rename():
-            edit["response"] = staff.post(f"{s.url}/desk/tickets/{ticket}/ledger/rename", timeout=60, data={
-                "value": order, "role": "disputed_order", "version": str(version)})
+            edit["response"] = staff.post(
+                f"{s.url}/desk/tickets/{ticket}/ledger/rename",
+                timeout=60,
+                data={"value": order, "role": "disputed_order", "version": str(version)},
+            )
 
         desk = threading.Thread(target=rename)
         desk.start()

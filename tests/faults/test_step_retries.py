@@ -49,7 +49,7 @@ def refuse_steps(s, ticket: int, times: int) -> None:
 
 def attempts(s, ticket: int) -> int:
     """The ticket's steps that reached their record (refused or not)."""
-    (last, called), = s.rows(f"SELECT last_value, is_called FROM fault_attempts_{ticket}")
+    ((last, called),) = s.rows(f"SELECT last_value, is_called FROM fault_attempts_{ticket}")
     return last if called else 0
 
 
@@ -78,8 +78,7 @@ def test_a_refused_step_is_retried_with_backoff_then_leaves_an_error_turn_and_a_
     assert not errors_after(s, transient, transient_at), s.turns(transient)
     assert attempts(s, transient) >= 3  # two refused, then the steps that answered
     # The run lets go and settles the wake-up just after its reply commits.
-    row = wait_for(lambda: (r := ticket_row(s, transient))["agent_wake_turn"] is None and r, 10,
-                   "the run to let go")
+    row = wait_for(lambda: (r := ticket_row(s, transient))["agent_wake_turn"] is None and r, 10, "the run to let go")
     assert row["attention"] == "" and row["agent_claimed_at"] is None, row
     assert_whole(s, transient)
 

@@ -35,15 +35,26 @@ def world(transactional_db):
     ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Broken kettle")
     turn_append(ticket=ticket, author="customer", text="My kettle arrived broken, order SU-41234")
     turn_append(ticket=ticket, author="staff", kind="note", text=SECRET_NOTE, payload={"by": "sam"})
-    turn_append(ticket=ticket, author="agent", kind="tool_call", text="",
-                payload={"calls": [{"id": "c1", "name": "get_order", "arguments": {"order_number": "SU-41234"}}]})
+    turn_append(
+        ticket=ticket,
+        author="agent",
+        kind="tool_call",
+        text="",
+        payload={"calls": [{"id": "c1", "name": "get_order", "arguments": {"order_number": "SU-41234"}}]},
+    )
     lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_77SECRET", role="payment", turn=3)
     lanes.state_set(ticket=ticket, name="order_number", value=order.number, turn=1, source="customer", confirmed=True)
     lanes.state_set(ticket=ticket, name="item", value="Inferred Kettle 3000", turn=1, source="model")
-    lanes.state_set(ticket=ticket, name="internal_note", value="confirmed but internal", turn=1, source="staff",
-                    confirmed=True)
-    return {"ticket": Ticket.objects.select_related("customer", "ticket_class").get(pk=ticket.pk), "staff": _login(staff), "alice": _login(alice_user),
-            "bob": _login(bob_user), "staff_user": staff}
+    lanes.state_set(
+        ticket=ticket, name="internal_note", value="confirmed but internal", turn=1, source="staff", confirmed=True
+    )
+    return {
+        "ticket": Ticket.objects.select_related("customer", "ticket_class").get(pk=ticket.pk),
+        "staff": _login(staff),
+        "alice": _login(alice_user),
+        "bob": _login(bob_user),
+        "staff_user": staff,
+    }
 
 
 def _socket(path: str, cookie: bytes | None) -> WebsocketCommunicator:
@@ -70,8 +81,17 @@ async def test_staff_and_customer_each_get_their_own_rendering(world):
     staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
     staff_frame, customer_frame = await _open(staff), await _open(customer)
 
-    for internal in ("pay_77SECRET", SECRET_NOTE, "Inferred Kettle 3000", "confirmed but internal", "get_order",
-                     "panel-ledger", "panel-state", "panel-summary", "panel-budget"):
+    for internal in (
+        "pay_77SECRET",
+        SECRET_NOTE,
+        "Inferred Kettle 3000",
+        "confirmed but internal",
+        "get_order",
+        "panel-ledger",
+        "panel-state",
+        "panel-summary",
+        "panel-budget",
+    ):
         assert internal in staff_frame
         assert internal not in customer_frame, internal
     assert 'id="panel-details"' in customer_frame and "SU-41234" in customer_frame
@@ -86,8 +106,9 @@ async def test_a_commit_pushes_changed_panels_with_the_next_version_to_every_wat
     await _open(first)
     await _open(second)
 
-    await database_sync_to_async(lanes.state_set)(ticket=ticket, name="refund_method", value="store credit",
-                                                  turn=3, source="staff", confirmed=True)
+    await database_sync_to_async(lanes.state_set)(
+        ticket=ticket, name="refund_method", value="store credit", turn=3, source="staff", confirmed=True
+    )
     version = await Ticket.objects.filter(pk=ticket.pk).values_list("version", flat=True).aget()
     staff_diff, customer_diff = await first.receive_from(timeout=5), await second.receive_from(timeout=5)
     for frame in (staff_diff, customer_diff):
@@ -104,9 +125,17 @@ async def test_a_refund_the_shop_made_reaches_the_customer_page_live(world):
     customer = help_(ticket.pk, world["alice"][1])
     await _open(customer)
     await database_sync_to_async(lanes.action_record)(
-        ticket=ticket, tool="issue_refund", target="SU-41234", arguments={}, turn=4, reversible=False,
+        ticket=ticket,
+        tool="issue_refund",
+        target="SU-41234",
+        arguments={},
+        turn=4,
+        reversible=False,
         result={"refund_id": "rfd_SECRET77", "order_number": "SU-41234", "amount_cents": 1250, "currency": "USD"},
-        idempotency_key="k-live", amount_cents=1250, currency="USD")
+        idempotency_key="k-live",
+        amount_cents=1250,
+        currency="USD",
+    )
     frame = await customer.receive_from(timeout=5)
     assert 'id="panel-details"' in frame and 'Refund of 12.50 USD on order <span class="whole">SU-41234</span>' in frame
     assert "rfd_SECRET77" not in frame and "k-live" not in frame
@@ -118,8 +147,9 @@ async def test_an_internal_change_reaches_staff_and_never_the_customer(world):
     staff, customer = desk(ticket.pk, world["staff"][1]), help_(ticket.pk, world["alice"][1])
     await _open(staff)
     await _open(customer)
-    await database_sync_to_async(turn_append)(ticket=ticket, author="staff", kind="note",
-                                              text="second secret note", payload={"by": "sam"})
+    await database_sync_to_async(turn_append)(
+        ticket=ticket, author="staff", kind="note", text="second secret note", payload={"by": "sam"}
+    )
     assert "second secret note" in await staff.receive_from(timeout=5)
     frame = await customer.receive_from(timeout=5)  # only the version moves for the customer
     assert "second secret note" not in frame and "panel-" not in frame
@@ -266,7 +296,9 @@ async def test_watchers_of_a_ticket_share_one_group_member_and_one_rendering(wor
     ticket = world["ticket"]
     renders = []
     real_render_all = panels.render_all
-    monkeypatch.setattr(panels, "render_all", lambda t, v, **kw: renders.append(v.audience) or real_render_all(t, v, **kw))
+    monkeypatch.setattr(
+        panels, "render_all", lambda t, v, **kw: renders.append(v.audience) or real_render_all(t, v, **kw)
+    )
     watchers = [desk(ticket.pk, world["staff"][1]) for _ in range(12)]
     for w in watchers:
         await _open(w)
@@ -319,8 +351,10 @@ async def test_a_new_turn_is_appended_not_the_whole_conversation_resent(world):
     await _open(customer)
     turn = await database_sync_to_async(turn_append)(ticket=ticket, author="agent", text="A replacement is on its way.")
     n = turn.number
-    for frame, item in ((await staff.receive_from(timeout=3), f"turn-{n}"),
-                        (await customer.receive_from(timeout=3), f"msg-{n}")):
+    for frame, item in (
+        (await staff.receive_from(timeout=3), f"turn-{n}"),
+        (await customer.receive_from(timeout=3), f"msg-{n}"),
+    ):
         assert 'hx-swap-oob="beforeend:#panel-conversation"' in frame
         assert f'id="{item}"' in frame and "A replacement is on its way." in frame
         assert "My kettle arrived broken" not in frame  # earlier turns stay on the page, not in the push

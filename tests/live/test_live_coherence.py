@@ -38,8 +38,9 @@ def staff_cookie(transactional_db):
 
 
 def desk(ticket_id: int, cookie: bytes) -> WebsocketCommunicator:
-    return WebsocketCommunicator(application, f"/ws/desk/tickets/{ticket_id}/",
-                                 headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)])
+    return WebsocketCommunicator(
+        application, f"/ws/desk/tickets/{ticket_id}/", headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)]
+    )
 
 
 async def _open(socket) -> str:
@@ -62,7 +63,8 @@ async def _until(socket, text: str, *, frames: int = 12) -> str:
 async def test_a_class_budget_edit_reaches_an_open_desk_and_a_reconnecting_one(staff_cookie):
     ticket = await database_sync_to_async(long_ticket)()
     await database_sync_to_async(agent_run)(
-        ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Still moving.")])))
+        ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Still moving.")]))
+    )
     socket = desk(ticket.pk, staff_cookie)
     snapshot = await _open(socket)
     assert "of 8000 tokens · compaction at 6400" in snapshot
@@ -97,8 +99,9 @@ async def test_the_compaction_breaker_reaches_an_open_desk_and_a_reconnecting_on
         compaction_run(run.pk, gateway=Gateway(override=ScriptedModel([RuntimeError("summariser bug")])))
 
     def customer_writes():  # the ticket grows, so the next check covers a new range
-        turn_append(ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk), author="customer",
-                    text="Any news?")
+        turn_append(
+            ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk), author="customer", text="Any news?"
+        )
 
     for _ in range(2):
         await database_sync_to_async(fail_once)()

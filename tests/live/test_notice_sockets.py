@@ -37,8 +37,10 @@ async def _listed(socket, timeout=5) -> dict:
 def _tickets(world):
     ticket, sam = world["ticket"], world["staff_user"]
     kim = get_user_model().objects.create_user("kim", is_staff=True)
-    make = lambda subject: ticket_create(customer=ticket.customer, ticket_class=ticket.ticket_class,  # noqa: E731
-                                         subject=subject)
+
+    def make(subject):
+        return ticket_create(customer=ticket.customer, ticket_class=ticket.ticket_class, subject=subject)
+
     mine, unassigned, kims = ticket, make("Nobody's"), make("Kim's")
     ticket_update(mine.pk, assigned_to=sam)
     ticket_update(kims.pk, assigned_to=kim)
@@ -62,7 +64,8 @@ async def test_staff_are_sent_their_own_flagged_tickets_only(world):
     listed = await _listed(socket)
     assert set(listed) == {mine.pk, unassigned.pk}
     await database_sync_to_async(HeldAction.objects.create)(
-        ticket=unassigned, tool="issue_refund", call_id="c9", idempotency_key="feed-held", turn=1, arguments={})
+        ticket=unassigned, tool="issue_refund", call_id="c9", idempotency_key="feed-held", turn=1, arguments={}
+    )
     await database_sync_to_async(ticket_update)(unassigned.pk)  # the hold's own push
     listed = await _listed(socket)
     assert listed[unassigned.pk]["causes"] == ["Model unavailable", "Approval waiting"]

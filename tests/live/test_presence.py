@@ -22,7 +22,7 @@ async def _presence_frame(socket, element: str, timeout: float = 3) -> str:
         frame = await socket.receive_from(timeout=timeout)
         if f'id="{element}"' in frame:
             assert 'id="live-version"' in frame  # a frame like any other, at the version the page holds
-            return frame[frame.index(f'<p id="{element}"'):]  # the element alone
+            return frame[frame.index(f'<p id="{element}"') :]  # the element alone
 
 
 @pytest.fixture
@@ -93,8 +93,9 @@ async def test_a_mark_nobody_renews_lapses_and_the_pages_are_told(world, monkeyp
     ghost = presence.Mark(999, "cat", "specific.elsewhere!dead")
     await presence.mark(ticket.pk, presence.VIEWING, ghost)
     await presence.mark(ticket.pk, presence.TYPING, ghost)
-    await get_channel_layer().group_send(staff_group(ticket.pk), {
-        "type": "presence.changed", "people": await presence.people(ticket.pk)})
+    await get_channel_layer().group_send(
+        staff_group(ticket.pk), {"type": "presence.changed", "people": await presence.people(ticket.pk)}
+    )
     assert "cat is typing…" in await _presence_frame(sam, "presence")
     # Nobody says it stopped; the socket looks again once the mark could have lapsed.
     frame = await _presence_frame(sam, "presence", timeout=4)

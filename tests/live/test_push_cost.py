@@ -29,11 +29,18 @@ ITEM = re.compile(r'class="turn-item" id="(?:turn|msg)-(\d+)"')
 def long_ticket(transactional_db):
     users = get_user_model().objects
     staff, owner = users.create_user("sam", password="x", is_staff=True), users.create_user("alice", password="x")
-    ticket = ticket_create(customer=CustomerFactory(user=owner), ticket_class=TicketClassFactory(),
-                           subject="A long one")
+    ticket = ticket_create(
+        customer=CustomerFactory(user=owner), ticket_class=TicketClassFactory(), subject="A long one"
+    )
     Turn.objects.bulk_create(
-        Turn(ticket=ticket, number=n, author="customer" if n % 2 else "agent",
-             text=f"Message {n}: where is my parcel, and when will the refund land?") for n in range(1, LONG + 1))
+        Turn(
+            ticket=ticket,
+            number=n,
+            author="customer" if n % 2 else "agent",
+            text=f"Message {n}: where is my parcel, and when will the refund land?",
+        )
+        for n in range(1, LONG + 1)
+    )
     Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=LONG)
     return {"ticket": Ticket.objects.get(pk=ticket.pk), "staff": _login(staff)[1], "alice": _login(owner)[1]}
 
@@ -64,8 +71,9 @@ async def _push_one(long_ticket, counts, socket_of, cookie):
     socket = socket_of(long_ticket["ticket"].pk, cookie)
     snapshot = await _open(socket)
     counts.reset()
-    turn = await database_sync_to_async(turn_append)(ticket=long_ticket["ticket"], author="agent",
-                                                     text="Your refund landed this morning.")
+    turn = await database_sync_to_async(turn_append)(
+        ticket=long_ticket["ticket"], author="agent", text="Your refund landed this morning."
+    )
     frame = await socket.receive_from(timeout=10)
     await socket.disconnect()
     return snapshot, frame, turn, (counts.turns, counts.items)
@@ -81,9 +89,10 @@ async def test_a_push_on_a_2000_turn_ticket_reads_renders_and_sends_one_turn(lon
     assert shown == list(range(LONG - panels.window() + 1, LONG + 1))  # the page opens at the latest turns
     assert "data-earlier" in snapshot
     assert ITEM.findall(frame) == [str(turn.number)]  # the push: the new turn, appended, and nothing else of it
-    assert 'beforeend:#panel-conversation' in frame and 'id="panel-conversation"' not in frame
-    item = re.search(r'<div class="turn-item".*?</div>\s*</div>|<div class="turn-item".*?</article></div>',
-                     frame, re.S).group(0)
+    assert "beforeend:#panel-conversation" in frame and 'id="panel-conversation"' not in frame
+    item = re.search(
+        r'<div class="turn-item".*?</div>\s*</div>|<div class="turn-item".*?</article></div>', frame, re.S
+    ).group(0)
     assert len(frame.encode()) < len(item.encode()) + 1500, (len(frame), len(item))  # one turn's worth of bytes
     assert read <= 2 and rendered == 1, (read, rendered)  # the new turn read and rendered, no other
 
@@ -134,8 +143,9 @@ async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, mo
     assert every <= set(templates)  # control: the first rendering renders every panel
 
     templates.clear()
-    await database_sync_to_async(lanes.state_set)(ticket=ticket, name="refund_method", value="store credit",
-                                                  turn=3, source="staff", confirmed=True)
+    await database_sync_to_async(lanes.state_set)(
+        ticket=ticket, name="refund_method", value="store credit", turn=3, source="staff", confirmed=True
+    )
     frame = await socket.receive_from(timeout=10)
     assert 'id="panel-state"' in frame
     assert [t for t in templates if t != "live/marker.html"] == ["tickets/panels/state.html"]  # that panel alone

@@ -35,14 +35,21 @@ async def test_staff_get_the_queue_and_its_changes(world):
     assert 'id="queue-counts"' in first and 'id="queue-table"' in first and "Broken kettle" in first
     assert 'data-count="all">1<' in first
     ticket = world["ticket"]  # loaded with its customer and class
-    fresh = await database_sync_to_async(ticket_create)(customer=ticket.customer, ticket_class=ticket.ticket_class,
-                                                        subject="Lamp flickers")
+    fresh = await database_sync_to_async(ticket_create)(
+        customer=ticket.customer, ticket_class=ticket.ticket_class, subject="Lamp flickers"
+    )
     await database_sync_to_async(turn_append)(ticket=fresh, author="customer", text="My lamp flickers.")
     pushed = await _frame(socket)
     assert "Lamp flickers" in pushed and 'data-count="all">2<' in pushed
     assert 'data-badge="new"' in pushed and "2 new, not answered yet" in pushed  # nobody has replied on either
     await database_sync_to_async(HeldAction.objects.create)(
-        ticket=fresh, tool="issue_refund", call_id="c9", idempotency_key="held-c9", turn=3, arguments={"order_number": "SU-41234", "amount": "1.00"})
+        ticket=fresh,
+        tool="issue_refund",
+        call_id="c9",
+        idempotency_key="held-c9",
+        turn=3,
+        arguments={"order_number": "SU-41234", "amount": "1.00"},
+    )
     await database_sync_to_async(turn_append)(ticket=fresh, author="system", kind="event", text="held")
     pushed = await _frame(socket)
     assert 'data-badge="held"' in pushed and "1 awaiting approval" in pushed
@@ -56,8 +63,9 @@ async def test_a_burst_of_changes_is_one_refresh(world):
     ticket = world["ticket"]
     started = time.monotonic()
     for n in range(5):
-        await database_sync_to_async(ticket_create)(customer=ticket.customer, ticket_class=ticket.ticket_class,
-                                                    subject=f"Burst {n}")
+        await database_sync_to_async(ticket_create)(
+            customer=ticket.customer, ticket_class=ticket.ticket_class, subject=f"Burst {n}"
+        )
     spread = time.monotonic() - started
     frames = [await _frame(socket)]
     while not await socket.receive_nothing(timeout=1.6):
@@ -125,8 +133,16 @@ async def test_queue_sockets_count_against_the_per_user_cap(world, settings):
     assert limits.open_sockets() == before
 
 
-QUEUE_FRAMES_REFUSED = ["\x00", '{"type": "view"}\x00', "[" * 5000 + "]" * 5000, "x" * 20_000, "null", "[]",
-                        '{"type": 5}', '{"type": "view", "query": NaN}']
+QUEUE_FRAMES_REFUSED = [
+    "\x00",
+    '{"type": "view"}\x00',
+    "[" * 5000 + "]" * 5000,
+    "x" * 20_000,
+    "null",
+    "[]",
+    '{"type": 5}',
+    '{"type": "view", "query": NaN}',
+]
 QUEUE_QUERIES_WITH_NUL = ["q=a\x00b", "q=a%00b", "tag=%00", "view=all\x00", "class=%00&assignee=%00"]
 
 

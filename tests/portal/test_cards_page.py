@@ -39,11 +39,21 @@ def page():
     bobs_ticket = ticket_create(customer=bob, ticket_class=TicketClassFactory(), subject="Bob's")
     ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Lamp")
     customer_message_post(ticket=ticket, text="My lamp arrived broken.", wake=False)
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-        call("search_orders", "s1", customer_id=alice.customer_id), call("get_order", "g1", order_number="SU-61111"),
-        call("issue_refund", "r1", order_number="SU-61111", amount="48.99", currency="USD", reason="damaged"),
-        ModelResponse(text="Please check the card."),
-    ])))
+    agent_run(
+        ticket.pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    call("search_orders", "s1", customer_id=alice.customer_id),
+                    call("get_order", "g1", order_number="SU-61111"),
+                    call(
+                        "issue_refund", "r1", order_number="SU-61111", amount="48.99", currency="USD", reason="damaged"
+                    ),
+                    ModelResponse(text="Please check the card."),
+                ]
+            )
+        ),
+    )
     clients = {}
     for name, user in (("alice", alice_user), ("bob", bob_user), ("staff", staff)):
         clients[name] = Client()
@@ -84,8 +94,10 @@ def test_a_stale_digest_another_customer_staff_and_bad_input_run_nothing(page):
     assert c["alice"].post(url(ticket, card), {"decision": "maybe", "digest": card.digest}, **HX).status_code == 422
     assert c["bob"].post(url(ticket, card), {"decision": "confirm", "digest": card.digest}, **HX).status_code == 404
     # Bob's own ticket with Alice's card number: no such card there.
-    assert c["bob"].post(url(page["bobs_ticket"], card), {"decision": "confirm", "digest": card.digest},
-                         **HX).status_code == 404
+    assert (
+        c["bob"].post(url(page["bobs_ticket"], card), {"decision": "confirm", "digest": card.digest}, **HX).status_code
+        == 404
+    )
     assert c["staff"].post(url(ticket, card), {"decision": "confirm", "digest": card.digest}, **HX).status_code == 403
     assert not Refund.objects.exists() and Confirmation.objects.get(pk=card.pk).status == "pending"
 
@@ -101,16 +113,21 @@ def test_staff_confirm_for_the_customer_from_the_desk_with_a_reason(page):
     staff, ticket, card = page["c"]["staff"], page["ticket"], page["card"]
     desk = staff.get(f"/desk/tickets/{ticket.pk}/").content.decode()
     assert "Waiting for the customer" in desk and "Confirm for the customer" in desk
-    no_reason = staff.post(f"/desk/tickets/{ticket.pk}/cards/{card.pk}", {"decision": "confirm", "digest": card.digest},
-                           **HX)
+    no_reason = staff.post(
+        f"/desk/tickets/{ticket.pk}/cards/{card.pk}", {"decision": "confirm", "digest": card.digest}, **HX
+    )
     assert no_reason.status_code == 409 and not Refund.objects.exists()
-    r = staff.post(f"/desk/tickets/{ticket.pk}/cards/{card.pk}",
-                   {"decision": "confirm", "digest": card.digest, "reason": "Yes on the phone, 14:10"}, **HX)
+    r = staff.post(
+        f"/desk/tickets/{ticket.pk}/cards/{card.pk}",
+        {"decision": "confirm", "digest": card.digest, "reason": "Yes on the phone, 14:10"},
+        **HX,
+    )
     assert r.status_code == 200 and Refund.objects.count() == 1
     card.refresh_from_db()
     assert (card.via, card.decided_by.username, card.staff_reason) == ("staff", "sam", "Yes on the phone, 14:10")
-    assert page["c"]["alice"].post(f"/desk/tickets/{ticket.pk}/cards/{card.pk}",
-                                   {"decision": "confirm", "digest": card.digest}, **HX).status_code in (302, 403, 404)
+    assert page["c"]["alice"].post(
+        f"/desk/tickets/{ticket.pk}/cards/{card.pk}", {"decision": "confirm", "digest": card.digest}, **HX
+    ).status_code in (302, 403, 404)
 
 
 def test_the_customer_reads_and_withdraws_their_own_instructions(page):

@@ -13,8 +13,11 @@ from tests.factories import CustomerFactory, TicketClassFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("entry,expected", [("retail", "retail"), ("standard", "standard"), ("gone", "standard")],
-                         ids=["named", "control-default", "unknown-slug-falls-back-to-oldest"])
+@pytest.mark.parametrize(
+    "entry,expected",
+    [("retail", "retail"), ("standard", "standard"), ("gone", "standard")],
+    ids=["named", "control-default", "unknown-slug-falls-back-to-oldest"],
+)
 def test_a_new_conversation_opens_in_the_deployments_entry_class(settings, entry, expected):
     settings.DEFAULT_TICKET_CLASS = entry
     TicketClassFactory(name="Standard", slug="standard")

@@ -69,10 +69,16 @@ def test_a_desk_reply_or_note_resent_with_its_key_is_stored_once(setup):
     staff = get_user_model().objects.get(pk=c["staff"].session["_auth_user_id"])
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=staff)
     for _ in range(2):
-        assert c["staff"].post(url, {"action": "reply", "text": "On its way.", "client_key": "r-1"},
-                               **HX).status_code == 200
-        assert c["staff"].post(url, {"action": "note", "text": "Check the carrier.", "client_key": "n-1"},
-                               **HX).status_code == 200
+        assert (
+            c["staff"].post(url, {"action": "reply", "text": "On its way.", "client_key": "r-1"}, **HX).status_code
+            == 200
+        )
+        assert (
+            c["staff"]
+            .post(url, {"action": "note", "text": "Check the carrier.", "client_key": "n-1"}, **HX)
+            .status_code
+            == 200
+        )
     assert texts(ticket, author="staff") == ["On its way.", "Check the carrier."]
 
 
@@ -98,8 +104,11 @@ def test_the_same_key_posted_at_the_same_moment_is_stored_once(setup):
         client.force_login(ticket.customer.user)
         barrier.wait()
         try:
-            codes.append(client.post(f"/help/tickets/{ticket.pk}/message",
-                                     {"text": "Twice at once", "client_key": "k-same"}, **HX).status_code)
+            codes.append(
+                client.post(
+                    f"/help/tickets/{ticket.pk}/message", {"text": "Twice at once", "client_key": "k-same"}, **HX
+                ).status_code
+            )
         finally:
             connection.close()
 

@@ -64,8 +64,7 @@ def after_commit(capture, action):
 
 
 def staff_reply(desk, capture, text="Your refund of 48.99 USD for order SU-61111 is on its way."):
-    after_commit(capture, lambda: turn_append(ticket=desk["ticket"], author="staff", text=text,
-                                                       payload={"by": "sam"}))
+    after_commit(capture, lambda: turn_append(ticket=desk["ticket"], author="staff", text=text, payload={"by": "sam"}))
 
 
 def test_an_opted_in_customer_is_told_of_a_reply_once_in_neutral_words(desk, django_capture_on_commit_callbacks):
@@ -97,18 +96,37 @@ def test_replying_ends_the_waiting_period_too(desk, django_capture_on_commit_cal
 
 
 def test_a_card_waiting_for_confirmation_is_e_mailed_without_its_order_or_amount(
-        desk, django_capture_on_commit_callbacks):
+    desk, django_capture_on_commit_callbacks
+):
     opt_in(desk)
     ticket, alice = desk["ticket"], desk["alice"]
 
     def call(name, _id, **arguments):
         return ModelResponse(tool_calls=[ToolCall(id=_id, name=name, arguments=arguments)])
 
-    after_commit(django_capture_on_commit_callbacks, lambda: agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-        call("search_orders", "s1", customer_id=alice.customer_id), call("get_order", "g1", order_number="SU-61111"),
-        call("issue_refund", "r1", order_number="SU-61111", amount="48.99", currency="USD", reason="damaged"),
-        ModelResponse(text="Please check the card for SU-61111."),
-    ]))))
+    after_commit(
+        django_capture_on_commit_callbacks,
+        lambda: agent_run(
+            ticket.pk,
+            gateway=Gateway(
+                override=ScriptedModel(
+                    [
+                        call("search_orders", "s1", customer_id=alice.customer_id),
+                        call("get_order", "g1", order_number="SU-61111"),
+                        call(
+                            "issue_refund",
+                            "r1",
+                            order_number="SU-61111",
+                            amount="48.99",
+                            currency="USD",
+                            reason="damaged",
+                        ),
+                        ModelResponse(text="Please check the card for SU-61111."),
+                    ]
+                )
+            ),
+        ),
+    )
     assert ticket.confirmations.filter(status="pending").count() == 1  # the card is there
     assert len(mail.outbox) == 1  # the card and the reply beside it: one waiting period
     sent = mail.outbox[0]
@@ -149,13 +167,20 @@ def test_a_customer_wide_rule_from_another_ticket_and_an_unconfirmed_one_both_ho
     ticket, alice = desk["ticket"], desk["alice"]
     turn_append(ticket=ticket, author="staff", text="Checked.", payload={"by": "sam"})
     other = ticket_create(customer=alice, ticket_class=ticket.ticket_class, subject="Earlier")
-    PinnedRule.objects.create(ticket=other, text="Do not e-mail me, ever.", turn=1, source="customer",
-                              scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE)
+    PinnedRule.objects.create(
+        ticket=other,
+        text="Do not e-mail me, ever.",
+        turn=1,
+        source="customer",
+        scope=PinnedRule.Scope.CUSTOMER,
+        status=PinnedRule.Status.ACTIVE,
+    )
     assert notices.notify(ticket.pk) == notices.FORBIDDEN
     PinnedRule.objects.filter(ticket=other).update(scope=PinnedRule.Scope.TICKET)  # that ticket's alone
     assert notices.email_forbidden(ticket) is False
-    PinnedRule.objects.create(ticket=ticket, text="no emails please", turn=2, source="customer",
-                              status=PinnedRule.Status.CANDIDATE)  # no stored check: read by the classifier
+    PinnedRule.objects.create(
+        ticket=ticket, text="no emails please", turn=2, source="customer", status=PinnedRule.Status.CANDIDATE
+    )  # no stored check: read by the classifier
     assert notices.email_forbidden(ticket) is True
     assert mail.outbox == []
 

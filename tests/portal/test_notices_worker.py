@@ -25,11 +25,17 @@ def test_a_worker_sends_one_notice_after_the_reply_commits(worker_env, tmp_path,
     customer_message_post(ticket=ticket, text="Where is my refund for SU-10480?", wake=False)
     notices.preference_set(customer=customer, email=True)
     log = tmp_path / "worker.log"
-    worker = Worker(worker_env, log, SUNDRY_EMAIL_BACKEND="file", SUNDRY_EMAIL_FILE_PATH=str(mail_dir),
-                    SUNDRY_PUBLIC_URL="https://help.example.test")
+    worker = Worker(
+        worker_env,
+        log,
+        SUNDRY_EMAIL_BACKEND="file",
+        SUNDRY_EMAIL_FILE_PATH=str(mail_dir),
+        SUNDRY_PUBLIC_URL="https://help.example.test",
+    )
     try:
-        turn_append(ticket=ticket, author="staff", text="Your refund of 25.00 USD for SU-10480 went out.",
-                    payload={"by": "sam"})
+        turn_append(
+            ticket=ticket, author="staff", text="Your refund of 25.00 USD for SU-10480 went out.", payload={"by": "sam"}
+        )
         wait_for(lambda: mail_dir.exists() and any(mail_dir.iterdir()), 60, "the worker to write the e-mail")
         # A second reply before she looks: the worker decides, and sends nothing more.
         turn_append(ticket=ticket, author="staff", text="It may take 3 days.", payload={"by": "sam"})

@@ -41,8 +41,12 @@ def test_the_page_holds_confirmed_values_only_and_nothing_internal(page):
     lanes.state_set(ticket=ticket, name="amount", value="40 USD", turn=1, source="customer", confirmed=True)
     lanes.state_set(ticket=ticket, name="order_number", value="SU-61111", turn=1, source="model")  # inferred
     turn_append(ticket=ticket, author="staff", kind="note", text="Note: do not trust this one")
-    turn_append(ticket=ticket, author="agent", kind="tool_call",
-                payload={"calls": [{"id": "1", "name": "get_order", "arguments": {"order_number": "SU-61111"}}]})
+    turn_append(
+        ticket=ticket,
+        author="agent",
+        kind="tool_call",
+        payload={"calls": [{"id": "1", "name": "get_order", "arguments": {"order_number": "SU-61111"}}]},
+    )
     body = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
     assert "40.00 USD" in body
     for internal in ("pay_ZZSECRET1", "Unconfirmed Blender", "do not trust", "get_order", ticket.customer.customer_id):
@@ -54,9 +58,11 @@ def test_the_page_holds_confirmed_values_only_and_nothing_internal(page):
 def test_another_customers_ticket_is_missing_by_url_for_every_view(page):
     ticket, bob = page["ticket"], page["c"]["bob"]
     assert bob.get(f"/help/tickets/{ticket.pk}/").status_code == 404
-    for url, data in ((f"/help/tickets/{ticket.pk}/message", {"text": "hi"}),
-                      (f"/help/tickets/{ticket.pk}/order", {"order_number": "SU-69999"}),
-                      (f"/help/tickets/{ticket.pk}/flag", {"value_id": "1"})):
+    for url, data in (
+        (f"/help/tickets/{ticket.pk}/message", {"text": "hi"}),
+        (f"/help/tickets/{ticket.pk}/order", {"order_number": "SU-69999"}),
+        (f"/help/tickets/{ticket.pk}/flag", {"value_id": "1"}),
+    ):
         assert bob.post(url, data, **HX).status_code == 404
     assert page["c"]["staff"].get(f"/help/tickets/{ticket.pk}/").status_code == 403
 
@@ -75,11 +81,14 @@ def test_picking_an_order_enters_state_as_stated_and_confirmed_by_the_customer(p
 
 def test_flagging_a_detail_reaches_staff_as_a_turn_and_a_queue_flag(page):
     ticket, c = page["ticket"], page["c"]
-    value = lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff",
-                            confirmed=True)
+    value = lanes.state_set(
+        ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff", confirmed=True
+    )
     hidden = lanes.state_set(ticket=ticket, name="item", value="Kettle", turn=1, source="model")
     assert c["alice"].post(f"/help/tickets/{ticket.pk}/flag", {"value_id": hidden.pk}, **HX).status_code == 422
-    r = c["alice"].post(f"/help/tickets/{ticket.pk}/flag", {"value_id": value.pk, "note": "I paid by <b>card</b>"}, **HX)
+    r = c["alice"].post(
+        f"/help/tickets/{ticket.pk}/flag", {"value_id": value.pk, "note": "I paid by <b>card</b>"}, **HX
+    )
     assert r.status_code == 200
     flag = ticket.turns.get(kind="event", payload__flag__name="refund_method")
     assert "I paid by <b>card</b>" in flag.text
@@ -106,15 +115,42 @@ def test_the_page_lists_what_the_shop_has_done_without_internal_ids(page):
     ticket, c = page["ticket"], page["c"]
 
     def done(tool, turn, result, amount=None, currency=""):
-        lanes.action_record(ticket=ticket, tool=tool, target="SU-61111", arguments={}, result=result, turn=turn,
-                            idempotency_key=f"key-SECRET-{turn}", reversible=False, amount_cents=amount,
-                            currency=currency)
+        lanes.action_record(
+            ticket=ticket,
+            tool=tool,
+            target="SU-61111",
+            arguments={},
+            result=result,
+            turn=turn,
+            idempotency_key=f"key-SECRET-{turn}",
+            reversible=False,
+            amount_cents=amount,
+            currency=currency,
+        )
 
-    done("issue_refund", 3, {"refund_id": "rfd_SECRET01", "order_number": "SU-61111", "amount_cents": 4050,
-                             "currency": "INR", "payment_id": "pay_SECRET02"}, 4050, "INR")
+    done(
+        "issue_refund",
+        3,
+        {
+            "refund_id": "rfd_SECRET01",
+            "order_number": "SU-61111",
+            "amount_cents": 4050,
+            "currency": "INR",
+            "payment_id": "pay_SECRET02",
+        },
+        4050,
+        "INR",
+    )
     done("book_return", 5, {"return_id": "ret_SECRET03", "order_number": "SU-62222", "item_ids": ["itm_a", "itm_b"]})
-    done("cancel_order", 7, {"order_number": "SU-62222", "status": "cancelled",
-                             "refund": {"refund_id": "rfd_SECRET04", "amount_cents": 1999, "currency": "USD"}})
+    done(
+        "cancel_order",
+        7,
+        {
+            "order_number": "SU-62222",
+            "status": "cancelled",
+            "refund": {"refund_id": "rfd_SECRET04", "amount_cents": 1999, "currency": "USD"},
+        },
+    )
     done("log_phone_call", 9, {"logged": True, "customer_id": ticket.customer.customer_id})
     body = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
     text = re.sub(r"<[^>]+>", "", body)

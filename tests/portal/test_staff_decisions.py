@@ -39,13 +39,27 @@ def held(django_user_model):
     tclass = TicketClassFactory(approval_rules={"issue_refund": {"above_cents": 1000}})
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Lamp")
     customer_message_post(ticket=ticket, text=f"Please refund 15.00 USD on {ORDER}, the lamp is broken.", wake=False)
-    agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([
-        call("get_order", "g1", order_number=ORDER),
-        call("issue_refund", "r1", order_number=ORDER, amount="15.00", currency="USD", reason="damaged"),
-        ModelResponse(text="Please check the card.")])))
+    agent_run(
+        ticket.pk,
+        gateway=Gateway(
+            override=ScriptedModel(
+                [
+                    call("get_order", "g1", order_number=ORDER),
+                    call("issue_refund", "r1", order_number=ORDER, amount="15.00", currency="USD", reason="damaged"),
+                    ModelResponse(text="Please check the card."),
+                ]
+            )
+        ),
+    )
     card = Confirmation.objects.get(ticket=ticket)
-    confirmation_decide(card_id=card.pk, ticket=_fresh(ticket), confirm=True, digest=card.digest,
-                        via=Confirmation.Via.BUTTON, wake=False)
+    confirmation_decide(
+        card_id=card.pk,
+        ticket=_fresh(ticket),
+        confirm=True,
+        digest=card.digest,
+        via=Confirmation.Via.BUTTON,
+        wake=False,
+    )
     page = Client()
     page.force_login(user)
     return {"ticket": ticket, "staff": staff, "page": page, "held": HeldAction.objects.get(ticket=ticket)}
@@ -61,8 +75,9 @@ def _page(case) -> str:
 
 
 def _decide(case, approve):
-    held_action_decide(held_id=case["held"].pk, ticket=_fresh(case["ticket"]), approve=approve, user=case["staff"],
-                       wake=False)
+    held_action_decide(
+        held_id=case["held"].pk, ticket=_fresh(case["ticket"]), approve=approve, user=case["staff"], wake=False
+    )
 
 
 def test_a_held_refund_shows_as_waiting_with_its_amount_and_order(held):
@@ -91,8 +106,13 @@ def test_an_approval_the_recheck_refuses_says_why_in_plain_words(held):
     from sundry.shop.services import refund_issue
 
     order = Order.objects.get(number=ORDER)
-    refund_issue(order_number=ORDER, amount_cents=order.total_cents, currency="USD", reason="refunded by phone",
-                 idempotency_key="phone-refund-1")
+    refund_issue(
+        order_number=ORDER,
+        amount_cents=order.total_cents,
+        currency="USD",
+        reason="refunded by phone",
+        idempotency_key="phone-refund-1",
+    )
     _decide(held, approve=True)
     assert HeldAction.objects.get(pk=held["held"].pk).status == HeldAction.Status.REFUSED
     html = _page(held)

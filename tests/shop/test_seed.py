@@ -75,10 +75,14 @@ def assert_money_consistent():
     for order_id, qty, unit in OrderItem.objects.values_list("order_id", "quantity", "unit_price_cents"):
         line_totals[order_id] += qty * unit
     payments = defaultdict(list)
-    for order_id, amount, currency, status in Payment.objects.values_list("order_id", "amount_cents", "currency", "status"):
+    for order_id, amount, currency, status in Payment.objects.values_list(
+        "order_id", "amount_cents", "currency", "status"
+    ):
         payments[order_id].append((amount, currency, status))
     issued = defaultdict(int)
-    for order_id, amount, currency, status in Refund.objects.values_list("order_id", "amount_cents", "currency", "status"):
+    for order_id, amount, currency, status in Refund.objects.values_list(
+        "order_id", "amount_cents", "currency", "status"
+    ):
         assert amount > 0
         if status == Refund.Status.ISSUED:
             issued[order_id] += amount
@@ -106,7 +110,9 @@ def assert_status_consistent():
     for order_id, status, pk in Parcel.objects.values_list("order_id", "status", "id"):
         parcels[order_id].append((status, pk))
     last_event = {}
-    for parcel_id, description in TrackingEvent.objects.order_by("parcel_id", "at", "id").values_list("parcel_id", "description"):
+    for parcel_id, description in TrackingEvent.objects.order_by("parcel_id", "at", "id").values_list(
+        "parcel_id", "description"
+    ):
         last_event[parcel_id] = description
     cancellations = dict(Cancellation.objects.values_list("order_id", "refund_id"))
 
@@ -153,8 +159,14 @@ def assert_customers_realistic():
 
 
 def assert_timestamps_in_window():
-    for model, field in [(Customer, "created_at"), (Order, "placed_at"), (Payment, "created_at"),
-                         (TrackingEvent, "at"), (Refund, "created_at"), (Return, "created_at")]:
+    for model, field in [
+        (Customer, "created_at"),
+        (Order, "placed_at"),
+        (Payment, "created_at"),
+        (TrackingEvent, "at"),
+        (Refund, "created_at"),
+        (Return, "created_at"),
+    ]:
         assert not model.objects.filter(**{f"{field}__lt": EPOCH}).exists()
         assert not model.objects.filter(**{f"{field}__gt": AS_OF}).exists()
     assert not Order.objects.filter(placed_at__lt=F("customer__created_at")).exists()
@@ -216,15 +228,27 @@ def test_same_seed_same_identifiers_field_by_field():
     """Beyond the hash: the same customers, orders and refunds, by identifier."""
     generate_shop(seed=99, **SMALL)
     snapshot = {
-        "customers": list(Customer.objects.order_by("customer_id").values_list("customer_id", "name", "email", "created_at")),
-        "orders": list(Order.objects.order_by("number").values_list("number", "status", "currency", "total_cents", "placed_at")),
-        "refunds": list(Refund.objects.order_by("refund_id").values_list("refund_id", "order__number", "amount_cents", "status")),
+        "customers": list(
+            Customer.objects.order_by("customer_id").values_list("customer_id", "name", "email", "created_at")
+        ),
+        "orders": list(
+            Order.objects.order_by("number").values_list("number", "status", "currency", "total_cents", "placed_at")
+        ),
+        "refunds": list(
+            Refund.objects.order_by("refund_id").values_list("refund_id", "order__number", "amount_cents", "status")
+        ),
     }
     generate_shop(seed=99, replace=True, **SMALL)
     assert snapshot == {
-        "customers": list(Customer.objects.order_by("customer_id").values_list("customer_id", "name", "email", "created_at")),
-        "orders": list(Order.objects.order_by("number").values_list("number", "status", "currency", "total_cents", "placed_at")),
-        "refunds": list(Refund.objects.order_by("refund_id").values_list("refund_id", "order__number", "amount_cents", "status")),
+        "customers": list(
+            Customer.objects.order_by("customer_id").values_list("customer_id", "name", "email", "created_at")
+        ),
+        "orders": list(
+            Order.objects.order_by("number").values_list("number", "status", "currency", "total_cents", "placed_at")
+        ),
+        "refunds": list(
+            Refund.objects.order_by("refund_id").values_list("refund_id", "order__number", "amount_cents", "status")
+        ),
     }
 
 
@@ -340,8 +364,11 @@ def test_full_default_seed():
     assert currencies == {"USD", "EUR", "GBP", "INR"}
     statuses = set(Order.objects.values_list("status", flat=True))
     assert statuses == {"placed", "shipped", "delivered", "cancelled", "returned"}
-    avg = {c: Order.objects.filter(currency=c).aggregate(t=Sum("total_cents"))["t"] / Order.objects.filter(currency=c).count()
-           for c in currencies}
+    avg = {
+        c: Order.objects.filter(currency=c).aggregate(t=Sum("total_cents"))["t"]
+        / Order.objects.filter(currency=c).count()
+        for c in currencies
+    }
     assert avg["INR"] > 20 * avg["USD"]
     assert Refund.objects.exists() and Return.objects.exists()
     assert set(PaymentMethod.objects.values_list("kind", flat=True)) >= {"card", "upi", "paypal"}
@@ -353,19 +380,35 @@ def test_full_default_seed():
 def test_the_plain_order_view_matches_the_models_for_every_seeded_order():
     generate_shop(seed=11, **SMALL)
     assert Return.objects.exists() and Refund.objects.exists()  # the seed has what the view groups
-    for order in Order.objects.prefetch_related("items__product", "payments__method", "parcels",
-                                                "refunds__payment", "returns__items"):
+    for order in Order.objects.prefetch_related(
+        "items__product", "payments__method", "parcels", "refunds__payment", "returns__items"
+    ):
         view = selectors.order_view(order.number)
         assert (view.number, view.customer_id, view.status, view.currency, view.total_cents, view.placed_at) == (
-            order.number, order.customer.customer_id, order.status, order.currency, order.total_cents, order.placed_at)
-        assert view.items == [(i.item_id, i.product.sku, i.product.name, i.quantity, i.unit_price_cents)
-                              for i in sorted(order.items.all(), key=lambda i: i.pk)]
-        assert view.payments == [(p.payment_id, p.method.payment_method_id, p.method.label, p.status, p.amount_cents)
-                                 for p in sorted(order.payments.all(), key=lambda p: (p.created_at, p.pk))]
-        assert view.parcels == [(p.tracking_number, p.carrier, p.status)
-                                for p in sorted(order.parcels.all(), key=lambda p: p.pk)]
-        assert view.refunds == [(r.refund_id, r.payment.payment_id, r.amount_cents, r.status, r.reason, r.created_at)
-                                for r in sorted(order.refunds.all(), key=lambda r: (r.created_at, r.pk))]
-        assert view.returns == [(r.return_id, sorted(i.item_id for i in r.items.all()), r.status, r.reason)
-                                for r in sorted(order.returns.all(), key=lambda r: (r.created_at, r.pk))]
+            order.number,
+            order.customer.customer_id,
+            order.status,
+            order.currency,
+            order.total_cents,
+            order.placed_at,
+        )
+        assert view.items == [
+            (i.item_id, i.product.sku, i.product.name, i.quantity, i.unit_price_cents)
+            for i in sorted(order.items.all(), key=lambda i: i.pk)
+        ]
+        assert view.payments == [
+            (p.payment_id, p.method.payment_method_id, p.method.label, p.status, p.amount_cents)
+            for p in sorted(order.payments.all(), key=lambda p: (p.created_at, p.pk))
+        ]
+        assert view.parcels == [
+            (p.tracking_number, p.carrier, p.status) for p in sorted(order.parcels.all(), key=lambda p: p.pk)
+        ]
+        assert view.refunds == [
+            (r.refund_id, r.payment.payment_id, r.amount_cents, r.status, r.reason, r.created_at)
+            for r in sorted(order.refunds.all(), key=lambda r: (r.created_at, r.pk))
+        ]
+        assert view.returns == [
+            (r.return_id, sorted(i.item_id for i in r.items.all()), r.status, r.reason)
+            for r in sorted(order.returns.all(), key=lambda r: (r.created_at, r.pk))
+        ]
     assert selectors.order_view("SU-99999") is None and selectors.order_view("") is None

@@ -130,10 +130,14 @@ def test_unique_key_race_is_resolved_by_re_reading(monkeypatch):
 def test_return_book_happy_path_and_replay():
     order = paid_order()
     items = list(order.items.order_by("pk"))
-    ret = services.return_book(order_number=order.number, item_ids=[items[0].item_id], reason="too small", idempotency_key="r1")
+    ret = services.return_book(
+        order_number=order.number, item_ids=[items[0].item_id], reason="too small", idempotency_key="r1"
+    )
     assert ret.return_id.startswith("ret_")
     assert list(ret.items.values_list("item_id", flat=True)) == [items[0].item_id]
-    again = services.return_book(order_number=order.number, item_ids=[items[0].item_id], reason="too small", idempotency_key="r1")
+    again = services.return_book(
+        order_number=order.number, item_ids=[items[0].item_id], reason="too small", idempotency_key="r1"
+    )
     assert again.pk == ret.pk and Return.objects.count() == 1
     with pytest.raises(IdempotencyConflict):
         services.return_book(order_number=order.number, item_ids=[items[1].item_id], reason="x", idempotency_key="r1")
@@ -142,7 +146,9 @@ def test_return_book_happy_path_and_replay():
 def test_return_refused_for_undelivered_orders_foreign_items_and_items_already_returned():
     shipped = paid_order(status=Order.Status.SHIPPED)
     with pytest.raises(OrderStateError, match="only delivered"):
-        services.return_book(order_number=shipped.number, item_ids=[shipped.items.first().item_id], reason="x", idempotency_key="a")
+        services.return_book(
+            order_number=shipped.number, item_ids=[shipped.items.first().item_id], reason="x", idempotency_key="a"
+        )
     order, other = paid_order(), paid_order()
     foreign = other.items.first().item_id
     with pytest.raises(InvalidRequest, match=foreign):
@@ -197,7 +203,10 @@ def test_long_keys_derive_a_storable_refund_key():
     derived = services.derive_key(key, "cancel-refund")
     assert len(derived) <= 80 and derived != services.derive_key("j" * 80, "cancel-refund")
     order = paid_order(status=Order.Status.PLACED)
-    assert services.order_cancel(order_number=order.number, reason="x", idempotency_key=key).refund.idempotency_key == derived
+    assert (
+        services.order_cancel(order_number=order.number, reason="x", idempotency_key=key).refund.idempotency_key
+        == derived
+    )
 
 
 # --- contacts ---------------------------------------------------------------------------------
@@ -212,7 +221,9 @@ def test_contacts_are_recorded_once_per_key():
     call = services.phone_call_log(customer_id=customer.customer_id, summary="Called back", idempotency_key="p")
     assert call.kind == Contact.Kind.PHONE_CALL
     item = order.items.first()
-    offer = services.replacement_offer(order_number=order.number, item_id=item.item_id, note="new one", idempotency_key="o")
+    offer = services.replacement_offer(
+        order_number=order.number, item_id=item.item_id, note="new one", idempotency_key="o"
+    )
     assert (offer.kind, offer.item_id, offer.customer_id) == (Contact.Kind.REPLACEMENT_OFFER, item.pk, customer.pk)
     assert Contact.objects.count() == 3
     with pytest.raises(IdempotencyConflict):
@@ -226,7 +237,9 @@ def test_contact_refusals():
     with pytest.raises(InvalidRequest):
         services.email_send(customer_id=order.customer.customer_id, subject="", body="B", idempotency_key="b")
     with pytest.raises(InvalidRequest, match="not part of order"):
-        services.replacement_offer(order_number=order.number, item_id=other.items.first().item_id, note="", idempotency_key="c")
+        services.replacement_offer(
+            order_number=order.number, item_id=other.items.first().item_id, note="", idempotency_key="c"
+        )
     assert not Contact.objects.exists()
 
 

@@ -23,8 +23,8 @@ from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse
 from tests.compaction.helpers import long_ticket
-from tests.factories import TicketClassFactory
 from tests.compaction.test_service import queued_run
+from tests.factories import TicketClassFactory
 from tests.portal.test_portal import HX, page  # noqa: F401  (page is a fixture)
 
 pytestmark = pytest.mark.django_db
@@ -64,13 +64,15 @@ def test_model_unavailable_then_the_breaker_then_an_answer_clears_only_the_model
 
 
 def _flag(c, ticket, value, note="") -> None:
-    assert c["alice"].post(f"/help/tickets/{ticket.pk}/flag", {"value_id": value.pk, "note": note},
-                           **HX).status_code == 200
+    assert (
+        c["alice"].post(f"/help/tickets/{ticket.pk}/flag", {"value_id": value.pk, "note": note}, **HX).status_code
+        == 200
+    )
 
 
 def _details(c, ticket) -> str:
     html = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
-    return html[html.index('id="panel-details"'):]
+    return html[html.index('id="panel-details"') :]
 
 
 def _reasons_on_the_desk(c, ticket) -> list[str]:
@@ -78,14 +80,15 @@ def _reasons_on_the_desk(c, ticket) -> list[str]:
     import re
 
     head = c["staff"].get(f"/desk/tickets/{ticket.pk}/").content.decode()
-    head = head[head.index('class="ticket-head"'):]
+    head = head[head.index('class="ticket-head"') :]
     return [json.loads(f'"{v}"') for v in re.findall(r'"shown": "((?:[^"\\]|\\.)*)"', head)]
 
 
 def test_a_customer_report_while_another_flag_is_up_is_its_own_and_mark_handled_resolves_it(page):
     ticket, c = page["ticket"], page["c"]
-    method = lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff",
-                             confirmed=True)
+    method = lanes.state_set(
+        ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff", confirmed=True
+    )
     run_failed_reason = "it ran past the 270 s time limit"
     customer_message_post(ticket=ticket, text="Where is my refund?", wake=False)
     assert run_failed(ticket.pk, run_failed_reason)
@@ -106,10 +109,12 @@ def test_a_customer_report_while_another_flag_is_up_is_its_own_and_mark_handled_
 
 def test_mark_handled_on_one_report_leaves_another_report_and_another_cause(page):
     ticket, c = page["ticket"], page["c"]
-    method = lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff",
-                             confirmed=True)
-    order = lanes.state_set(ticket=ticket, name="order_number", value="SU-61111", turn=1, source="customer",
-                            confirmed=True)
+    method = lanes.state_set(
+        ticket=ticket, name="refund_method", value="store_credit", turn=1, source="staff", confirmed=True
+    )
+    order = lanes.state_set(
+        ticket=ticket, name="order_number", value="SU-61111", turn=1, source="customer", confirmed=True
+    )
     _flag(c, ticket, method)
     follow_up_request(ticket_id=ticket.pk, reason="call the customer back about the card", turn=2)
     _flag(c, ticket, order)

@@ -40,13 +40,23 @@ def _client(*, admin: bool) -> Client:
 
 
 def _class_post(tclass: TicketClass, **changes) -> dict:
-    data = {"name": tclass.name, "slug": tclass.slug, "description": tclass.description,
-            "token_budget": str(tclass.token_budget), "trigger_fraction": str(tclass.trigger_fraction),
-            "recent_turns_kept": str(tclass.recent_turns_kept), "ledger_share": str(tclass.ledger_share),
-            "pinned_rules_cap": str(tclass.pinned_rules_cap), "working_model": tclass.working_model,
-            "summariser_model": tclass.summariser_model, "approval_rules": "{}",
-            "approval_window_hours": "24", "confirmation_minutes": "60", "first_response_minutes": "60",
-            "next_response_minutes": "240"}
+    data = {
+        "name": tclass.name,
+        "slug": tclass.slug,
+        "description": tclass.description,
+        "token_budget": str(tclass.token_budget),
+        "trigger_fraction": str(tclass.trigger_fraction),
+        "recent_turns_kept": str(tclass.recent_turns_kept),
+        "ledger_share": str(tclass.ledger_share),
+        "pinned_rules_cap": str(tclass.pinned_rules_cap),
+        "working_model": tclass.working_model,
+        "summariser_model": tclass.summariser_model,
+        "approval_rules": "{}",
+        "approval_window_hours": "24",
+        "confirmation_minutes": "60",
+        "first_response_minutes": "60",
+        "next_response_minutes": "240",
+    }
     data.update({k: str(v) for k, v in changes.items()})
     return data
 
@@ -70,7 +80,9 @@ def test_the_form_warns_at_6000_tokens_and_not_at_8000_for_the_seeded_standard_c
     lowered = TicketClassForm(_class_post(standard, token_budget=6000), instance=standard)
     assert not lowered.is_valid()
     error = " ".join(lowered.errors["token_budget"])
-    assert "3,730 tokens" in error and "62% of the 6,000-token budget" in error and "cannot bring requests under" in error
+    assert (
+        "3,730 tokens" in error and "62% of the 6,000-token budget" in error and "cannot bring requests under" in error
+    )
     # The control: the class as seeded, with a budget field edited (so the check runs), is accepted silently.
     kept = TicketClassForm(_class_post(standard, token_budget=8000, recent_turns_kept=7), instance=standard)
     assert kept.is_valid(), kept.errors
@@ -96,8 +108,10 @@ def test_an_impossible_budget_is_refused_even_when_the_admin_accepts_warnings():
     assert not form.is_valid()
     assert "a request needs 4,330" in " ".join(form.errors["token_budget"])  # 3,730 + 200 + 8 × 50 > 3,200
     # Control: the same budget with few turns kept and a high trigger fits (with a warning to accept).
-    fits = TicketClassForm(_class_post(standard, token_budget=5000, trigger_fraction=0.95, recent_turns_kept=2,
-                                       accept_tight_budget="on"), instance=standard)
+    fits = TicketClassForm(
+        _class_post(standard, token_budget=5000, trigger_fraction=0.95, recent_turns_kept=2, accept_tight_budget="on"),
+        instance=standard,
+    )
     assert fits.is_valid(), fits.errors
 
 
@@ -114,9 +128,20 @@ def test_the_change_page_shows_the_room_and_links_the_lab():
 # 1 … 2k−1, appends turn 2k and resolves. Each request: 1,000 tokens of lanes plus its turns.
 TURNS = [TurnData(n, "customer" if n % 2 else "agent", "message", "", {}, 100) for n in range(1, 13)]
 RECORDED = [1000 + 108 * (2 * k - 1) for k in range(1, 7)]  # 1,108 1,324 1,540 1,756 1,972 2,188
-STEPS = [StepRecord(number=k, request_tokens=RECORDED[k - 1], summary_tokens=0, ledger_tokens=0, first_turn=1,
-                     last_turn=2 * k - 1, appended_through=2 * k, resolution=True, output_tokens=20)
-         for k in range(1, 7)]
+STEPS = [
+    StepRecord(
+        number=k,
+        request_tokens=RECORDED[k - 1],
+        summary_tokens=0,
+        ledger_tokens=0,
+        first_turn=1,
+        last_turn=2 * k - 1,
+        appended_through=2 * k,
+        resolution=True,
+        output_tokens=20,
+    )
+    for k in range(1, 7)
+]
 CURRENT = Budget(8000, 0.8, 8, 0.3)
 PROPOSED = Budget(2000, 0.8, 2, 0.3)  # trigger 1,600
 # Worked out by hand: step 3's next request (1,648) is over the trigger, but turns 1–4 (400 tokens) are
@@ -147,18 +172,32 @@ def test_a_smaller_ledger_share_trims_the_ledger_and_counts_the_steps():
 @pytest.fixture
 def recorded_class():
     """The hand-worked history, stored as the agent stores it."""
-    tclass = TicketClassFactory(token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8, ledger_share=0.3,
-                                working_model="offline")
+    tclass = TicketClassFactory(
+        token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8, ledger_share=0.3, working_model="offline"
+    )
     ticket = TicketFactory(ticket_class=tclass)
     for t in TURNS:
         Turn.objects.create(ticket=ticket, number=t.number, author=t.author, kind="message", text="x", tokens=100)
     for s in STEPS:
-        lanes = {"lanes": {"system": 600, "ledger": 0, "summary": 0, "recent": 0}, "tools": 300,
-                 "first_turn": s.first_turn, "last_turn": s.last_turn}
-        AgentStep.objects.create(ticket=ticket, number=s.number, model="offline", offline=True,
-                                 request_tokens=s.request_tokens, lane_tokens=lanes, output_tokens=20,
-                                 outcome="reply", is_resolution=True, first_turn=s.appended_through,
-                                 last_turn=s.appended_through)
+        lanes = {
+            "lanes": {"system": 600, "ledger": 0, "summary": 0, "recent": 0},
+            "tools": 300,
+            "first_turn": s.first_turn,
+            "last_turn": s.last_turn,
+        }
+        AgentStep.objects.create(
+            ticket=ticket,
+            number=s.number,
+            model="offline",
+            offline=True,
+            request_tokens=s.request_tokens,
+            lane_tokens=lanes,
+            output_tokens=20,
+            outcome="reply",
+            is_resolution=True,
+            first_turn=s.appended_through,
+            last_turn=s.appended_through,
+        )
     return tclass
 
 
@@ -172,8 +211,9 @@ def test_the_lab_sums_the_replay_and_prices_it_with_genai_prices(recorded_class)
     assert (p.over_budget, p.over_trigger, p.input_tokens) == (0, 2, sum(PROPOSED_REQUESTS))
     # The recorded requests measured against the proposed budget: step 6 (2,188) was over 2,000.
     assert sum(1 for n in RECORDED if n > PROPOSED.budget) == 1
-    direct = genai_prices.calc_price(genai_prices.Usage(input_tokens=sum(PROPOSED_REQUESTS), output_tokens=120),
-                                     "gpt-4.1-mini", provider_id="openai").total_price
+    direct = genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=sum(PROPOSED_REQUESTS), output_tokens=120), "gpt-4.1-mini", provider_id="openai"
+    ).total_price
     assert p.cost == direct.quantize(Decimal("0.000001")) and p.cost < lab.replayed_current.cost
 
 

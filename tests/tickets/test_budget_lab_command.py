@@ -25,8 +25,9 @@ def _row(text: str, name: str) -> list[str]:
 
 
 def test_the_command_prints_the_pages_comparison(recorded_class):
-    text = _run("--class", recorded_class.slug, "--budget", "2000", "--kept", "2", "--tickets", "200",
-                "--price-as", GPT)
+    text = _run(
+        "--class", recorded_class.slug, "--budget", "2000", "--kept", "2", "--tickets", "200", "--price-as", GPT
+    )
     assert "Replayed the latest 1 of 1 tickets with recorded steps; costs at openai:gpt-4.1-mini's prices" in text
     assert _row(text, "token budget") == ["8,000", "2,000"]
     assert _row(text, "request tokens, peak") == ["2,188", "2,188", "1,756"]
@@ -39,12 +40,15 @@ def test_the_command_prints_the_pages_comparison(recorded_class):
     assert _row(same, "request tokens, peak") == ["2,188", "2,188", "2,188"] and "Warning" not in same
 
 
-@pytest.mark.parametrize("args, error", [
-    (["--class", "nope"], "No ticket class 'nope'. Classes: "),
-    (["--budget", "6e999"], "--budget: Enter a whole number."),
-    (["--tickets", "500"], "--tickets: Ensure this value is less than or equal to 200."),
-    (["--trigger", "2"], "--trigger: Ensure this value is less than or equal to 0.95."),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--class", "nope"], "No ticket class 'nope'. Classes: "),
+        (["--budget", "6e999"], "--budget: Enter a whole number."),
+        (["--tickets", "500"], "--tickets: Ensure this value is less than or equal to 200."),
+        (["--trigger", "2"], "--trigger: Ensure this value is less than or equal to 0.95."),
+    ],
+)
 def test_bad_options_are_refused_with_the_reason(recorded_class, args, error):
     args = args if args[0] == "--class" else ["--class", recorded_class.slug, *args]
     with pytest.raises(CommandError, match=re.escape(error)):

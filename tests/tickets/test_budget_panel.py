@@ -28,15 +28,19 @@ def _panel(ticket) -> str:
 
 def _lines(html: str) -> dict[str, int]:
     """part → tokens, read from the rendered table as a person reads it."""
-    return {part: int(n) for part, n in re.findall(r'<tr data-part="(\w+)"><th scope="row">[^<]*</th><td class="num">(-?\d+)</td>', html)}
+    return {
+        part: int(n)
+        for part, n in re.findall(r'<tr data-part="(\w+)"><th scope="row">[^<]*</th><td class="num">(-?\d+)</td>', html)
+    }
 
 
 @pytest.fixture
 def refund_ticket():
     alice = CustomerFactory()
     paid_order(customer=alice, number="SU-30100", prices=(5000,))
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}),
-                           subject="Refund")
+    ticket = ticket_create(
+        customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
+    )
     customer_message_post(ticket=ticket, text="Please refund 20.00 USD on SU-30100, it was late.", wake=False)
     agent_run(ticket.pk)  # the offline model asks for the refund: a card the customer must confirm
     assert not HeldAction.objects.filter(ticket=ticket).exists()
@@ -87,7 +91,10 @@ def test_over_the_budget_the_panel_says_why_in_numbers(refund_ticket):
     budget = fixed - 100  # the parts compaction cannot shrink are over by themselves
     TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=budget, trigger_fraction=0.8)
     html = _panel(refund_ticket)
-    assert f"over by {step.request_tokens - budget:,} tokens: system prompt {lanes['system']:,} + tool schemas {tools:,}" in html
+    assert (
+        f"over by {step.request_tokens - budget:,} tokens: system prompt {lanes['system']:,} + tool schemas {tools:,}"
+        in html
+    )
     assert "over the budget of" in html and "compaction cannot help" in html
     # Room left for the turns: the panel says how much, and that compaction could use it.
     TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=fixed + 50)
@@ -98,8 +105,9 @@ def test_over_the_budget_the_panel_says_why_in_numbers(refund_ticket):
 def test_over_the_trigger_but_within_the_budget_no_numbers_are_given(refund_ticket):
     # Control: the cause is for a request over the budget only.
     step = AgentStep.objects.filter(ticket=refund_ticket).order_by("-number").first()
-    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=step.request_tokens + 10,
-                                                                        trigger_fraction=0.8)
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(
+        token_budget=step.request_tokens + 10, trigger_fraction=0.8
+    )
     html = _panel(refund_ticket)
     assert "Over the compaction trigger, not compacted:" in html and "over by" not in html
 
@@ -111,7 +119,8 @@ def test_a_ledger_near_its_share_is_named_on_the_panel(refund_ticket):
     # A share the ledger fills to 95 %: said, with its figures.
     budget = 2000
     share = ledger / (0.95 * budget)
-    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(token_budget=budget, ledger_share=share,
-                                                                        trigger_fraction=0.95)
+    TicketClass.objects.filter(pk=refund_ticket.ticket_class_id).update(
+        token_budget=budget, ledger_share=share, trigger_fraction=0.95
+    )
     html = _panel(refund_ticket)
     assert f"ID ledger near its share:</strong> {ledger} of {int(budget * share)} tokens" in html

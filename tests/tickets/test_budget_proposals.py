@@ -18,9 +18,9 @@ from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.tickets import lab_views
 from sundry.tickets.budgetreplay import Budget
 from sundry.tickets.demo import ensure_classes
-from sundry.tickets import lab_views
 from sundry.tickets.labrun import lab_figures, proposal_run
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange
 from sundry.tickets.services import ticket_create
@@ -40,8 +40,12 @@ def worked_history(tclass: TicketClass, tickets: int = 2) -> list[Ticket]:
         customer = CustomerFactory()
         order = paid_order(customer=customer, number=f"SU-8120{n}", status="placed")
         ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is my order?")
-        for text in (f"Where is {order.number}?", "It was meant to arrive on Monday.", "It is a present for my son.",
-                     "Please cancel that order."):
+        for text in (
+            f"Where is {order.number}?",
+            "It was meant to arrive on Monday.",
+            "It is a present for my son.",
+            "Please cancel that order.",
+        ):
             customer_message_post(ticket=ticket, text=text, wake=False)
             agent_run(ticket.pk)
         out.append(ticket)
@@ -63,12 +67,12 @@ PROPOSE = {"budget": 6000, "trigger": 0.8, "kept": 8, "ledger": 0.3, "tickets": 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_a_kept_proposal_runs_in_a_real_worker_with_progress_and_the_harness_checks(worker_env, monkeypatch,
-                                                                                       tmp_path):
+def test_a_kept_proposal_runs_in_a_real_worker_with_progress_and_the_harness_checks(worker_env, monkeypatch, tmp_path):
     standard = ensure_classes()["standard"]
     worked_history(standard)
-    monkeypatch.setattr(lab_views, "_enqueue", lambda pk: budget_lab_task.apply_async(
-        args=[pk], queue=worker_env["SUNDRY_TASK_QUEUE"]))
+    monkeypatch.setattr(
+        lab_views, "_enqueue", lambda pk: budget_lab_task.apply_async(args=[pk], queue=worker_env["SUNDRY_TASK_QUEUE"])
+    )
     admin = client_for(user("root", admin=True))
     sent = admin.post(f"/desk/figures/lab/{standard.pk}/run", PROPOSE)
     proposal = BudgetProposal.objects.get()
@@ -90,14 +94,17 @@ def test_a_kept_proposal_runs_in_a_real_worker_with_progress_and_the_harness_che
     html = admin.get(page).content.decode()
     assert 'id="lab-warning"' in html and 'id="lab-fidelity"' in html
     assert html.count('role="img"') == 2 + 2  # cost, fidelity, one tokens chart per ticket
-    assert "<title id=\"chart-cost-title\">Cost per ticket</title>" in html
+    assert '<title id="chart-cost-title">Cost per ticket</title>' in html
     fid = proposal.figures["fidelity"]
-    assert fid["current"]["ids"]["checks"] == 4 and fid["current"]["ids"]["rate"] == fid["proposed"]["ids"]["rate"] == 100
+    assert (
+        fid["current"]["ids"]["checks"] == 4 and fid["current"]["ids"]["rate"] == fid["proposed"]["ids"]["rate"] == 100
+    )
     # Progress is told per ticket; and the control for the ID figure: a budget that compacts at once,
     # keeps two turns and leaves the ledger 10 tokens loses the IDs the cancellations used.
     seen = []
-    starved = lab_figures(standard, Budget(1000, 0.3, 2, 0.01), tickets=10, price_as=GPT,
-                          progress=lambda d, t: seen.append((d, t)))["fidelity"]["proposed"]["ids"]
+    starved = lab_figures(
+        standard, Budget(1000, 0.3, 2, 0.01), tickets=10, price_as=GPT, progress=lambda d, t: seen.append((d, t))
+    )["fidelity"]["proposed"]["ids"]
     assert seen == [(1, 2), (2, 2)]
     assert starved["checks"] == 4 and starved["rate"] == 50  # the lookups' IDs were typed; the cancellations' were not
     listed = admin.get(f"/desk/figures/lab/{standard.pk}/").content.decode()
@@ -107,10 +114,10 @@ def test_a_kept_proposal_runs_in_a_real_worker_with_progress_and_the_harness_che
 @pytest.fixture
 def small_class(db):
     """A class with one open and one closed ticket, each with a hand-made history of steps."""
-    from tests.tickets.test_budget_lab import STEPS, TURNS
     from sundry.agent.models import AgentStep
     from sundry.tickets.models import Turn
     from tests.factories import TicketClassFactory, TicketFactory
+    from tests.tickets.test_budget_lab import STEPS, TURNS
 
     tclass = TicketClassFactory(token_budget=8000, trigger_fraction=0.8, recent_turns_kept=8, ledger_share=0.3)
     for status in ("open", "closed"):
@@ -118,17 +125,27 @@ def small_class(db):
         for t in TURNS:
             Turn.objects.create(ticket=ticket, number=t.number, author=t.author, kind="message", text="x", tokens=100)
         for s in STEPS:
-            AgentStep.objects.create(ticket=ticket, number=s.number, model="offline", offline=True,
-                                     request_tokens=s.request_tokens, output_tokens=20, outcome="reply",
-                                     is_resolution=True, first_turn=s.appended_through, last_turn=s.appended_through,
-                                     lane_tokens={"lanes": {}, "first_turn": s.first_turn, "last_turn": s.last_turn})
+            AgentStep.objects.create(
+                ticket=ticket,
+                number=s.number,
+                model="offline",
+                offline=True,
+                request_tokens=s.request_tokens,
+                output_tokens=20,
+                outcome="reply",
+                is_resolution=True,
+                first_turn=s.appended_through,
+                last_turn=s.appended_through,
+                lane_tokens={"lanes": {}, "first_turn": s.first_turn, "last_turn": s.last_turn},
+            )
     return tclass
 
 
 def _proposal(tclass, by, **settings) -> BudgetProposal:
     fields = {"token_budget": 6000, "trigger_fraction": 0.8, "recent_turns_kept": 8, "ledger_share": 0.3, **settings}
-    return proposal_run(BudgetProposal.objects.create(ticket_class=tclass, created_by=by, tickets=10, price_as=GPT,
-                                                      **fields).pk)
+    return proposal_run(
+        BudgetProposal.objects.create(ticket_class=tclass, created_by=by, tickets=10, price_as=GPT, **fields).pk
+    )
 
 
 def test_applying_a_proposal_writes_the_class_and_the_audit_record_and_marks_the_figures(small_class):
@@ -149,8 +166,9 @@ def test_applying_a_proposal_writes_the_class_and_the_audit_record_and_marks_the
     assert change.changes == {"token_budget": [8000, 12000], "ledger_share": [0.3, 0.25]}
     assert (change.changed_by, change.proposal) == (root, proposal)
     # Every ticket of the class is bumped, so its Budget panel is re-rendered (the open one is pushed).
-    assert all(v == versions[pk] + 1 for pk, v in Ticket.objects.filter(ticket_class=small_class)
-               .values_list("pk", "version"))
+    assert all(
+        v == versions[pk] + 1 for pk, v in Ticket.objects.filter(ticket_class=small_class).values_list("pk", "version")
+    )
     page = admin.get(url).content.decode()
     assert 'id="lab-applied"' in page and "Applied." in page
     # Applying it again changes nothing and records nothing.
@@ -175,8 +193,15 @@ def test_a_tight_proposal_is_applied_only_when_the_admin_accepts_and_an_impossib
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 8000 and not TicketClassChange.objects.exists()
     admin.post(url, {"accept_tight_budget": "on"})
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 6000
-    queued = BudgetProposal.objects.create(ticket_class=small_class, created_by=root, token_budget=12000,
-                                           trigger_fraction=0.8, recent_turns_kept=8, ledger_share=0.3, tickets=10)
+    queued = BudgetProposal.objects.create(
+        ticket_class=small_class,
+        created_by=root,
+        token_budget=12000,
+        trigger_fraction=0.8,
+        recent_turns_kept=8,
+        ledger_share=0.3,
+        tickets=10,
+    )
     admin.post(f"/desk/figures/lab/{small_class.pk}/proposals/{queued.pk}/apply")
     assert TicketClass.objects.get(pk=small_class.pk).token_budget == 6000  # not run yet: not applied
     impossible = _proposal(small_class, root, token_budget=4000)
@@ -190,9 +215,12 @@ def test_the_class_form_records_who_changed_what():
     from tests.tickets.test_budget_lab import _class_post
 
     admin = client_for(user("root", admin=True))
-    admin.post(f"/admin/tickets/ticketclass/{standard.pk}/change/",
-               _class_post(standard, token_budget=9000, first_response_minutes=30,
-                           approval_rules=json.dumps(standard.approval_rules)))
+    admin.post(
+        f"/admin/tickets/ticketclass/{standard.pk}/change/",
+        _class_post(
+            standard, token_budget=9000, first_response_minutes=30, approval_rules=json.dumps(standard.approval_rules)
+        ),
+    )
     change = TicketClassChange.objects.get()
     assert change.changes == {"token_budget": [8000, 9000], "first_response_minutes": [60, 30]}
     assert change.changed_by.username == "root" and change.proposal is None
@@ -205,8 +233,12 @@ def test_the_class_form_records_who_changed_what():
 def test_only_admins_reach_the_lab_customers_are_sent_home(small_class):
     proposal = _proposal(small_class, None, token_budget=12000)
     base = f"/desk/figures/lab/{small_class.pk}/"
-    urls = [("get", base), ("post", base + "run"), ("get", f"{base}proposals/{proposal.pk}/"),
-            ("post", f"{base}proposals/{proposal.pk}/apply")]
+    urls = [
+        ("get", base),
+        ("post", base + "run"),
+        ("get", f"{base}proposals/{proposal.pk}/"),
+        ("post", f"{base}proposals/{proposal.pk}/apply"),
+    ]
     staff = client_for(user("desk"))
     customer_user = user("cust", staff=False)
     CustomerFactory(user=customer_user)
@@ -232,15 +264,23 @@ async def test_an_applied_proposal_changes_an_open_tickets_budget_panel_live(tra
 
     ticket = await database_sync_to_async(long_ticket)()
     await database_sync_to_async(agent_run)(
-        ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Still moving.")])))
+        ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Still moving.")]))
+    )
     root = await database_sync_to_async(user)("root", admin=True)
     socket = desk(ticket.pk, await database_sync_to_async(_cookie)(root))
     assert "of 8000 tokens · compaction at 6400" in await _open(socket)
 
     def apply():
-        proposal = BudgetProposal.objects.create(ticket_class_id=ticket.ticket_class_id, created_by=root,
-                                                 token_budget=10000, trigger_fraction=0.7, recent_turns_kept=8,
-                                                 ledger_share=0.3, tickets=10, status="done")
+        proposal = BudgetProposal.objects.create(
+            ticket_class_id=ticket.ticket_class_id,
+            created_by=root,
+            token_budget=10000,
+            trigger_fraction=0.7,
+            recent_turns_kept=8,
+            ledger_share=0.3,
+            tickets=10,
+            status="done",
+        )
         response = client_for(root).post(f"/desk/figures/lab/{ticket.ticket_class_id}/proposals/{proposal.pk}/apply")
         return response.status_code
 
@@ -253,13 +293,23 @@ def test_the_tokens_chart_says_in_words_what_it_draws():
     from sundry.tickets.labcharts import tokens_chart
     from tests.tickets.test_budget_lab import PROPOSED_REQUESTS, RECORDED
 
-    sample = {"ticket": 7, "steps": list(range(1, 7)), "recorded": RECORDED, "recorded_compactions": [],
-              "current": RECORDED, "current_compactions": [], "proposed": PROPOSED_REQUESTS, "proposed_compactions": [4]}
+    sample = {
+        "ticket": 7,
+        "steps": list(range(1, 7)),
+        "recorded": RECORDED,
+        "recorded_compactions": [],
+        "current": RECORDED,
+        "current_compactions": [],
+        "proposed": PROPOSED_REQUESTS,
+        "proposed_compactions": [4],
+    }
     svg = str(tokens_chart(sample, current_trigger=6400, proposed_trigger=1600))
     assert svg.startswith('<svg class="lab-chart" id="chart-tokens-7" role="img"')
-    assert "<title id=\"chart-tokens-7-title\">Ticket #7: tokens per request, current vs proposed</title>" in svg
-    assert ("Current settings: peak 2,188 tokens, 0 of 6 steps over its trigger of 6,400, compacted after no step. "
-            "Proposed: peak 1,756 tokens, 2 of 6 steps over its trigger of 1,600, compacted after step 4.") in svg
+    assert '<title id="chart-tokens-7-title">Ticket #7: tokens per request, current vs proposed</title>' in svg
+    assert (
+        "Current settings: peak 2,188 tokens, 0 of 6 steps over its trigger of 6,400, compacted after no step. "
+        "Proposed: peak 1,756 tokens, 2 of 6 steps over its trigger of 1,600, compacted after step 4."
+    ) in svg
     assert svg.count("<polygon") == 1 and "<title>compaction after step 4</title>" in svg  # the proposal's ◆
     # Control: with no compaction in the proposal, no mark and the words say so.
     quiet = str(tokens_chart({**sample, "proposed_compactions": []}, current_trigger=6400, proposed_trigger=1600))

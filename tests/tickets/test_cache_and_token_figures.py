@@ -20,11 +20,11 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.agent.step import tool_specs
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
-from sundry.agent.step import tool_specs
 from sundry.core.tokens import count_tokens
 from sundry.tickets.cachefigures import cache_figures, token_counts
 from sundry.tickets.models import Ticket
@@ -70,8 +70,10 @@ class PrefixCache:
             cached += self.tokens(after)
         self.previous = now
         total = tools + sum(self.tokens(m) for m in now)
-        return ModelResponse(text="Thanks, noted. We are looking into it.",
-                             usage=Usage(input_tokens=total, output_tokens=9, cached_input_tokens=cached))
+        return ModelResponse(
+            text="Thanks, noted. We are looking into it.",
+            usage=Usage(input_tokens=total, output_tokens=9, cached_input_tokens=cached),
+        )
 
 
 def _exchange(ticket, model, provider, text):
@@ -94,8 +96,13 @@ def test_cached_share_cost_saved_and_what_a_compaction_cost_the_cache_per_class_
     customer = CustomerFactory()
     ticket = ticket_create(customer=customer, ticket_class=cached_class, subject="Noisy fan")
     provider = PrefixCache()
-    questions = ["The fan on my heater rattles.", "It started after a week.", "Is that normal?",
-                 "Should I send it back?", "Thanks for checking."]
+    questions = [
+        "The fan on my heater rattles.",
+        "It started after a week.",
+        "Is that normal?",
+        "Should I send it back?",
+        "Thanks for checking.",
+    ]
     for text in questions[:3]:
         _exchange(ticket, GPT, provider, text)
     _compact(ticket)  # the summary changes: the next request's cached prefix ends before it
@@ -103,8 +110,12 @@ def test_cached_share_cost_saved_and_what_a_compaction_cost_the_cache_per_class_
         _exchange(ticket, GPT, provider, text)
     # A class whose provider never caches.
     other = ticket_create(customer=customer, ticket_class=plain_class, subject="Other")
-    _exchange(other, GPT, lambda r: ModelResponse(text="Noted.", usage=Usage(input_tokens=800, output_tokens=3)),
-              "Hello there.")
+    _exchange(
+        other,
+        GPT,
+        lambda r: ModelResponse(text="Noted.", usage=Usage(input_tokens=800, output_tokens=3)),
+        "Hello there.",
+    )
 
     steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number"))
     assert [s.model for s in steps] == [GPT] * 5 and steps[0].cached_input_tokens == 0
@@ -122,17 +133,20 @@ def test_cached_share_cost_saved_and_what_a_compaction_cost_the_cache_per_class_
     assert row["lost_usd"] > 0
     assert row["after_share"] == round(100 * after.cached_input_tokens / after.input_tokens)
     others = [s for s in steps if s is not after]
-    assert row["other_share"] == round(100 * sum(s.cached_input_tokens for s in others)
-                                       / sum(s.input_tokens for s in others))
+    assert row["other_share"] == round(
+        100 * sum(s.cached_input_tokens for s in others) / sum(s.input_tokens for s in others)
+    )
 
     plain = by_class[plain_class.pk]
     assert (plain["cached_share"], plain["saved_usd"], plain["after_steps"]) == (0, 0, 0)  # negative control
     model = by_model[GPT]
     assert model["cached_tokens"] == cached and model["input_tokens"] == total + 800
     assert model["saved_usd"] == row["saved_usd"] and model["lost_tokens"] == row["lost_tokens"]
-    print(f"cached share {row['cached_share']}% ({cached} of {total} input tokens), saved ${row['saved_usd']}; "
-          f"after the compaction {row['after_share']}% (other steps {row['other_share']}%), "
-          f"{row['lost_tokens']} cached tokens lost, ${row['lost_usd']}; uncached class {plain['cached_share']}%")
+    print(
+        f"cached share {row['cached_share']}% ({cached} of {total} input tokens), saved ${row['saved_usd']}; "
+        f"after the compaction {row['after_share']}% (other steps {row['other_share']}%), "
+        f"{row['lost_tokens']} cached tokens lost, ${row['lost_usd']}; uncached class {plain['cached_share']}%"
+    )
 
 
 def test_the_figures_page_shows_the_cache_and_the_token_counts():
@@ -180,8 +194,10 @@ def test_each_step_records_the_estimate_and_the_reported_count_and_the_figures_s
     assert row["steps"] == 3 and not row["exact"]
     assert row["factor"] == round(ratios[1], 3) and row["applied"] == row["factor"]
     assert row["error_pct"] == round(100 * sum(errors) / 3, 1)
-    print(f"{HAIKU}: Sundry {row['estimated']} / provider {row['reported']} tokens over {row['steps']} steps, "
-          f"error {row['error_pct']}%, bias {row['bias_pct']}%, factor {row['factor']} (applied {row['applied']})")
+    print(
+        f"{HAIKU}: Sundry {row['estimated']} / provider {row['reported']} tokens over {row['steps']} steps, "
+        f"error {row['error_pct']}%, bias {row['bias_pct']}%, factor {row['factor']} (applied {row['applied']})"
+    )
 
 
 def test_the_compaction_trigger_counts_in_the_providers_tokens_for_an_approximate_model():
@@ -192,15 +208,28 @@ def test_the_compaction_trigger_counts_in_the_providers_tokens_for_an_approximat
         # The trigger sits 10% above Sundry's count of the request: not over it by Sundry's own count.
         tclass.token_budget = int(total * 1.1 / 0.8)
         tclass.save()
-        step = AgentStep.objects.create(ticket=ticket, number=1, model=model, request_tokens=total,
-                                        outcome="reply", is_resolution=True, first_turn=ticket.last_turn_number,
-                                        last_turn=ticket.last_turn_number)
+        step = AgentStep.objects.create(
+            ticket=ticket,
+            number=1,
+            model=model,
+            request_tokens=total,
+            outcome="reply",
+            is_resolution=True,
+            first_turn=ticket.last_turn_number,
+            last_turn=ticket.last_turn_number,
+        )
         return ticket, step
 
     def evidence(ticket, model, ratio):
         for n in range(2, 6):  # the provider counted `ratio` times what Sundry did
-            AgentStep.objects.create(ticket=ticket, number=n, model=model, request_tokens=1000,
-                                     reported_request_tokens=int(1000 * ratio), outcome="reply")
+            AgentStep.objects.create(
+                ticket=ticket,
+                number=n,
+                model=model,
+                request_tokens=1000,
+                reported_request_tokens=int(1000 * ratio),
+                outcome="reply",
+            )
 
     ticket, step = setup(HAIKU)
     assert compaction_consider(ticket_id=ticket.pk, step_id=step.pk) is None  # no evidence yet: factor 1
@@ -222,11 +251,18 @@ def test_the_budget_panel_says_when_the_count_is_approximate():
     from sundry.tickets.selectors import budget
 
     def panel(model, ratio):
-        ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(working_model=model),
-                               subject="Budget")
+        ticket = ticket_create(
+            customer=CustomerFactory(), ticket_class=TicketClassFactory(working_model=model), subject="Budget"
+        )
         for n in range(1, 5):
-            AgentStep.objects.create(ticket=ticket, number=n, model=model, request_tokens=1000,
-                                     reported_request_tokens=int(1000 * ratio), outcome="reply")
+            AgentStep.objects.create(
+                ticket=ticket,
+                number=n,
+                model=model,
+                request_tokens=1000,
+                reported_request_tokens=int(1000 * ratio),
+                outcome="reply",
+            )
         ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket.pk)
         context = budget(ticket)
         return context, render_to_string("tickets/panels/budget.html", {**context, "ticket": ticket})

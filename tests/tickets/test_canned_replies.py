@@ -24,8 +24,10 @@ def offered(client, ticket) -> dict[str, str]:
     page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
     select = re.search(r'<select data-macro-into="composer-text">(.*?)</select>', page, re.S)
     assert select, "the ticket page offers no canned replies"
-    return {html.unescape(title): html.unescape(text)
-            for text, title in re.findall(r'<option value="([^"]+)">([^<]+)</option>', select.group(1))}
+    return {
+        html.unescape(title): html.unescape(text)
+        for text, title in re.findall(r'<option value="([^"]+)">([^<]+)</option>', select.group(1))
+    }
 
 
 @pytest.fixture

@@ -30,8 +30,9 @@ pytestmark = pytest.mark.django_db
 # Refunds above 20.00 USD (running totals over 24 h) and every return wait for staff.
 RULES = {"issue_refund": {"above": {"USD": 2000}}, "book_return": {}}
 # Words addressed to the model: what to do next, what to tell the customer, what not to call.
-TO_THE_MODEL = re.compile(r"do not|don't|retry|split it|tell the customer|tell them|call it again|never quote",
-                          re.IGNORECASE)
+TO_THE_MODEL = re.compile(
+    r"do not|don't|retry|split it|tell the customer|tell them|call it again|never quote", re.IGNORECASE
+)
 
 
 def model_words(html: str) -> list[str]:
@@ -84,17 +85,27 @@ def test_the_confirmation_card_says_why_not_what_the_model_was_told(client, work
 
 def test_approval_cards_say_why_a_call_is_held_not_what_the_model_was_told(client, worked):
     ticket, lamp, chair = worked["ticket"], worked["lamp"], worked["chair"]
-    customer_message_post(ticket=ticket, text=f"Please refund 15 USD on the lamp ({lamp.number}), 10 on the chair "
-                                              f"({chair.number}), and return the chair.", wake=False)
-    run(ticket, call("get_order", "g1", order_number=lamp.number), call("get_order", "g2", order_number=chair.number),
-        refund(lamp, "15.00", "r1"))
+    customer_message_post(
+        ticket=ticket,
+        text=f"Please refund 15 USD on the lamp ({lamp.number}), 10 on the chair "
+        f"({chair.number}), and return the chair.",
+        wake=False,
+    )
+    run(
+        ticket,
+        call("get_order", "g1", order_number=lamp.number),
+        call("get_order", "g2", order_number=chair.number),
+        refund(lamp, "15.00", "r1"),
+    )
     customer_confirms(ticket)  # 15.00 USD: under the threshold, it runs
     customer_message_post(ticket=ticket, text="And 5 more on the lamp, please.", wake=False)
     run(ticket, refund(lamp, "5.00", "r2"), refund(chair, "10.00", "r3"))  # a repeat is held at once
     customer_confirms(ticket)  # the chair's refund, confirmed, makes 25.00 USD: held
     customer_message_post(ticket=ticket, text="And the chair's return?", wake=False)
-    run(ticket, call("book_return", "b1", order_number=chair.number, item_ids=[chair.items.get().item_id],
-                     reason="broken"))
+    run(
+        ticket,
+        call("book_return", "b1", order_number=chair.number, item_ids=[chair.items.get().item_id], reason="broken"),
+    )
     customer_confirms(ticket)  # every return waits for staff
     held = {h.call_id.removesuffix("-confirmed"): h for h in HeldAction.objects.filter(ticket=ticket)}
     assert set(held) == {"r2", "r3", "b1"}
@@ -108,9 +119,13 @@ def test_approval_cards_say_why_a_call_is_held_not_what_the_model_was_told(clien
     assert cards.count('class="held approval-card"') == 3
     assert model_words(cards) == [], model_words(cards)
     # What staff read instead: why, in the guard's own words up to its instructions.
-    assert "issue_refund was already done for SU-40100 at turn" in cards and "Repeating it needs staff approval." in cards
-    assert ("issue_refund needs staff approval: 10.00 USD more makes 30.00 USD for this customer in 24 h "
-            "(15.00 USD refunded and 5.00 USD held already, ticket #") in cards
+    assert (
+        "issue_refund was already done for SU-40100 at turn" in cards and "Repeating it needs staff approval." in cards
+    )
+    assert (
+        "issue_refund needs staff approval: 10.00 USD more makes 30.00 USD for this customer in 24 h "
+        "(15.00 USD refunded and 5.00 USD held already, ticket #"
+    ) in cards
     assert "book_return needs staff approval. Held at turn" in cards
     assert "the call is held" not in cards.lower()
 
@@ -119,15 +134,26 @@ def test_every_hold_the_guards_make_puts_its_instructions_after_the_marker():
     """The card cuts each hold's reason at `heldreason.TO_MODEL`: a hold written without it would show
     its instructions to staff, so each one in guards.py is read here."""
     source = Path(guards_module.__file__).read_text()
-    holds = [node for node in ast.walk(ast.parse(source))
-             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "GuardVerdict" and node.args
-             and isinstance(node.args[0], ast.Constant) and node.args[0].value == "hold"]
+    holds = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") == "GuardVerdict"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "hold"
+    ]
     assert len(holds) >= 5  # approval (twice), running total, repeat, internal text, opaque
     for node in holds:
         reason = ast.get_source_segment(source, node.args[2])
-        assert heldreason.TO_MODEL in reason.replace('"\n', "").replace('" "', "").replace("\"\n", ""), reason
+        assert heldreason.TO_MODEL in reason.replace('"\n', "").replace('" "', "").replace('"\n', ""), reason
     # The cut itself: the reason up to the marker, without "the call is held".
-    assert heldreason.for_people("x needs staff approval: over. The call is held. Do not retry it or split it; "
-                                 "tell the customer it is awaiting approval.") == "x needs staff approval: over."
+    assert (
+        heldreason.for_people(
+            "x needs staff approval: over. The call is held. Do not retry it or split it; "
+            "tell the customer it is awaiting approval."
+        )
+        == "x needs staff approval: over."
+    )
     assert heldreason.for_people("A; the call is held. Do not retry it; tell the customer.") == "A."
     assert heldreason.for_people("Held for a reason of its own") == "Held for a reason of its own."

@@ -46,8 +46,8 @@ from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
 from sundry.portal.services import detail_flag, flags_resolve, order_pick, rule_withdraw
 from sundry.tickets.models import Rating, Ticket, TicketClass, Turn
 from sundry.tickets.satisfaction import rating_save
-from sundry.tickets.versions import ticket_lock
 from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
+from sundry.tickets.versions import ticket_lock
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.compaction.helpers import long_ticket
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
@@ -91,15 +91,18 @@ def _carded(world) -> Confirmation:
     """The customer asks to cancel; the model's cancel_order becomes a card for them to confirm."""
     customer_message_post(ticket=world.ticket, text=f"Cancel {ORDER} please", wake=False)
     # Looked up first: the ID guard takes an order a tool returned, not one only typed.
-    world.run(_call("get_order", order_number=ORDER), _call("cancel_order", order_number=ORDER, reason="customer asked"),
-              ModelResponse(text="Please check the card."))
+    world.run(
+        _call("get_order", order_number=ORDER),
+        _call("cancel_order", order_number=ORDER, reason="customer asked"),
+        ModelResponse(text="Please check the card."),
+    )
     return Confirmation.objects.get(ticket_id=world.ticket_id, status="pending")
 
 
 def _held(world) -> HeldAction:
     _carded(world)
     # The customer confirms the card; the class's approval rule still holds the cancellation for staff.
-    card, = customer_confirms(world.ticket)
+    (card,) = customer_confirms(world.ticket)
     assert card.outcome == "held"
     return HeldAction.objects.get(ticket_id=world.ticket_id, status="pending")
 
@@ -123,8 +126,9 @@ def _version_after_card_writes(world, path):
 
 
 def _confirmed_order(world) -> StateValue:
-    return lanes.state_set(ticket=world.ticket, name="order_number", value=ORDER, turn=1, source="customer",
-                           confirmed=True)
+    return lanes.state_set(
+        ticket=world.ticket, name="order_number", value=ORDER, turn=1, source="customer", confirmed=True
+    )
 
 
 # --- the write paths, per table a panel reads ---------------------------------------------------
@@ -223,9 +227,19 @@ def _card_typed_yes(world):
 
 def _card_staff_confirm(world):
     card = _carded(world)
-    _version_after_card_writes(world, lambda: confirmation_decide(
-        card_id=card.pk, ticket=world.ticket, confirm=True, digest=card.digest, via=Confirmation.Via.STAFF,
-        user=world.staff, reason="Said yes on the phone at 14:10", wake=False))
+    _version_after_card_writes(
+        world,
+        lambda: confirmation_decide(
+            card_id=card.pk,
+            ticket=world.ticket,
+            confirm=True,
+            digest=card.digest,
+            via=Confirmation.Via.STAFF,
+            user=world.staff,
+            reason="Said yes on the phone at 14:10",
+            wake=False,
+        ),
+    )
     card.refresh_from_db()
     assert (card.status, card.via, card.decided_by) == ("confirmed", Confirmation.Via.STAFF, world.staff)
 
@@ -234,9 +248,13 @@ def _card_superseded(world):
     old = _carded(world)
     customer_message_post(ticket=world.ticket, text="Actually it's because I ordered the wrong colour.", wake=False)
     # A different cancel_order call for the same order replaces the card the customer has not answered.
-    _version_after_card_writes(world, lambda: world.run(
-        _call("cancel_order", order_number=ORDER, reason="ordered the wrong colour"),
-        ModelResponse(text="Please check the new card.")))
+    _version_after_card_writes(
+        world,
+        lambda: world.run(
+            _call("cancel_order", order_number=ORDER, reason="ordered the wrong colour"),
+            ModelResponse(text="Please check the new card."),
+        ),
+    )
     old.refresh_from_db()
     assert old.status == "superseded"
     assert Confirmation.objects.filter(ticket_id=world.ticket_id, status="pending").exclude(pk=old.pk).count() == 1
@@ -261,8 +279,9 @@ def _card_expired(world):
 
 def _press(world, card):
     """The customer's Confirm on one card (the page's button), even one the page still shows after it expired."""
-    return confirmation_decide(card_id=card.pk, ticket=world.ticket, confirm=True, digest=card.digest,
-                               via=Confirmation.Via.BUTTON, wake=False)
+    return confirmation_decide(
+        card_id=card.pk, ticket=world.ticket, confirm=True, digest=card.digest, via=Confirmation.Via.BUTTON, wake=False
+    )
 
 
 def _card_expired_press(world):
@@ -335,9 +354,18 @@ def _rated(world):
 
 
 def _action(world):
-    lanes.action_record(ticket=world.ticket, tool="issue_refund", target=ORDER, arguments={}, turn=1,
-                        result={"order_number": ORDER}, idempotency_key="k1", reversible=False, amount_cents=500,
-                        currency="USD")
+    lanes.action_record(
+        ticket=world.ticket,
+        tool="issue_refund",
+        target=ORDER,
+        arguments={},
+        turn=1,
+        result={"order_number": ORDER},
+        idempotency_key="k1",
+        reversible=False,
+        amount_cents=500,
+        currency="USD",
+    )
 
 
 def _long(world) -> Ticket:
@@ -395,8 +423,9 @@ def _failed(world):
 def _stale(world):
     ticket = _queued(world)
     run = CompactionRun.objects.get(ticket=ticket)
-    Summary.objects.create(ticket=ticket, covers_through_turn=1, text="Another run's summary.", fields={},
-                           is_current=True)
+    Summary.objects.create(
+        ticket=ticket, covers_through_turn=1, text="Another run's summary.", fields={}, is_current=True
+    )
     before = world.version(ticket.pk)
     assert compaction_run(run.pk).status == "stale"
     assert world.version(ticket.pk) > before
@@ -408,22 +437,34 @@ def _breaker(world):
     for _ in range(3):
         run = compaction_consider(ticket_id=ticket.pk)
         assert Summariser(ticket.pk, RuntimeError("boom")).run(run.pk).status == "failed"
-        customer_message_post(ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk),
-                              text="Any news?", wake=False)
+        customer_message_post(
+            ticket=Ticket.objects.select_related("ticket_class").get(pk=ticket.pk), text="Any news?", wake=False
+        )
     assert Ticket.objects.get(pk=ticket.pk).attention.startswith("Compaction breaker")
     return ticket
 
 
 WRITE_PATHS = {
-    Turn: [lambda w: customer_message_post(ticket=w.ticket, text="Hi", wake=False),
-           lambda w: staff_reply_post(ticket=w.ticket, text="On it.", user=w.staff),
-           lambda w: staff_note_post(ticket=w.ticket, text="Check the lid.", user=w.staff)],
+    Turn: [
+        lambda w: customer_message_post(ticket=w.ticket, text="Hi", wake=False),
+        lambda w: staff_reply_post(ticket=w.ticket, text="On it.", user=w.staff),
+        lambda w: staff_note_post(ticket=w.ticket, text="Check the lid.", user=w.staff),
+    ],
     Ticket: [_status, _handler, _flag, _flag_resolved, _model_unavailable, _admin_ticket_edit, _breaker],
     TicketClass: [_class_edit],
     AgentStep: [_step_with_lookup],
     HeldAction: [_hold, _approve, _reject],
-    Confirmation: [_card, _card_confirm, _card_confirm_runs, _card_decline, _card_typed_yes, _card_staff_confirm,
-                   _card_superseded, _card_expired, _card_expired_press],
+    Confirmation: [
+        _card,
+        _card_confirm,
+        _card_confirm_runs,
+        _card_decline,
+        _card_typed_yes,
+        _card_staff_confirm,
+        _card_superseded,
+        _card_expired,
+        _card_expired_press,
+    ],
     PinnedRule: [_rule_pin, _rule_decide, _rule_candidate, _rule_withdraw, _rules_closed],
     LedgerEntry: [_rename, _step_with_lookup],
     StateValue: [_state_set, _state_confirm, _order_pick],
@@ -437,15 +478,29 @@ WRITE_PATHS = {
 # Tables panels read that Sundry's own code never writes while a ticket is worked: the shop's
 # records and logins change in the shop and user admin, outside any ticket; a page shows such an
 # edit with the ticket's next change or on reload.
-NOT_WRITTEN_BY_SUNDRY = {"shop.customer", "shop.order", "auth.user", "shop.address", "shop.orderitem",
-                         "shop.product", "shop.payment", "shop.paymentmethod", "shop.parcel", "shop.trackingevent",
-                         "shop.refund", "shop.return", "shop.replacement", "shop.cancellation",
-                         # Desk vocabulary kept in the admin: the canned replies and the tag names on
-                         # offer. Tagging a ticket is a ticket write (an event turn, which bumps).
-                         "tickets.cannedreply", "tickets.tag",
-                         # A class's tool servers, configured in the admin: the customer page words a
-                         # held call as its card does, from the tools they declare.
-                         "toolservers.toolserver"}
+NOT_WRITTEN_BY_SUNDRY = {
+    "shop.customer",
+    "shop.order",
+    "auth.user",
+    "shop.address",
+    "shop.orderitem",
+    "shop.product",
+    "shop.payment",
+    "shop.paymentmethod",
+    "shop.parcel",
+    "shop.trackingevent",
+    "shop.refund",
+    "shop.return",
+    "shop.replacement",
+    "shop.cancellation",
+    # Desk vocabulary kept in the admin: the canned replies and the tag names on
+    # offer. Tagging a ticket is a ticket write (an event turn, which bumps).
+    "tickets.cannedreply",
+    "tickets.tag",
+    # A class's tool servers, configured in the admin: the customer page words a
+    # held call as its card does, from the tools they declare.
+    "toolservers.toolserver",
+}
 
 
 def _fingerprint(model) -> list:
@@ -486,8 +541,10 @@ def test_every_table_a_panel_reads_has_its_write_paths_listed(world):
     _held(world)
     # An open card too (a call waiting for the customer), so both card panels render one.
     customer_message_post(ticket=world.ticket, text="And e-mail me the details.", wake=False)
-    world.run(_call("send_email", customer_id=world.customer.customer_id, subject="Your order",
-                    body=f"About {ORDER}."), ModelResponse(text="Please check the card."))
+    world.run(
+        _call("send_email", customer_id=world.customer.customer_id, subject="Your order", body=f"About {ORDER}."),
+        ModelResponse(text="Please check the card."),
+    )
     assert Confirmation.objects.filter(ticket_id=world.ticket_id, status="pending", tool="send_email").exists()
     _rule_candidate(world)  # the customer's own instruction, for their instructions panel
     _rule_pin(world)
@@ -497,8 +554,14 @@ def test_every_table_a_panel_reads_has_its_write_paths_listed(world):
     by_table = {m._meta.db_table: m._meta.label_lower for m in apps.get_models()}
     read = {by_table[t] for t in _tables_read(world) if t in by_table}
     listed = {m._meta.label_lower for m in WRITE_PATHS}
-    assert {"tickets.ticket", "tickets.turn", "agent.heldaction", "agent.confirmation", "context.ledgerentry",
-            "context.pinnedrule"} <= read  # the walk works
+    assert {
+        "tickets.ticket",
+        "tickets.turn",
+        "agent.heldaction",
+        "agent.confirmation",
+        "context.ledgerentry",
+        "context.pinnedrule",
+    } <= read  # the walk works
     assert read - listed - NOT_WRITTEN_BY_SUNDRY == set()
 
 
@@ -514,10 +577,23 @@ def _admin_client():
 def test_a_class_edited_in_the_admin_bumps_every_ticket_of_the_class(world):
     tclass = world.tclass
     before = world.version()
-    data = {f: getattr(tclass, f) for f in ("name", "slug", "description", "trigger_fraction", "recent_turns_kept",
-                                             "working_model", "summariser_model", "ledger_share", "pinned_rules_cap",
-                                             "first_response_minutes", "next_response_minutes",
-                                             "approval_window_hours")}
+    data = {
+        f: getattr(tclass, f)
+        for f in (
+            "name",
+            "slug",
+            "description",
+            "trigger_fraction",
+            "recent_turns_kept",
+            "working_model",
+            "summariser_model",
+            "ledger_share",
+            "pinned_rules_cap",
+            "first_response_minutes",
+            "next_response_minutes",
+            "approval_window_hours",
+        )
+    }
     # 6,000 leaves compaction too little room (tests/tickets/test_budget_lab.py): the admin keeps it knowingly.
     data.update(token_budget=6000, approval_rules='{"cancel_order": {}}', accept_tight_budget="on")
     response = _admin_client().post(f"/admin/tickets/ticketclass/{tclass.pk}/change/", data)

@@ -72,8 +72,7 @@ def test_the_sign_in_page_lists_the_seeded_demo_logins_in_development(client, se
     assert all(c.name in page for c in customers)
 
 
-def test_the_sign_in_page_never_lists_them_under_production_settings_or_without_debug(
-        client, settings, fast_hashing):
+def test_the_sign_in_page_never_lists_them_under_production_settings_or_without_debug(client, settings, fast_hashing):
     for n in range(1, 4):
         demo_ready_customer(f"cus_DEMO{n:04d}")
     ensure_logins()
@@ -82,4 +81,6 @@ def test_the_sign_in_page_never_lists_them_under_production_settings_or_without_
         page = login_page(client)
         assert "Sign in" in page
         assert "Demo logins" not in page and "sundry-demo" not in page and "<code>customer1</code>" not in page, (
-            debug, production)
+            debug,
+            production,
+        )

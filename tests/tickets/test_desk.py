@@ -21,11 +21,21 @@ def people():
     User = get_user_model()
     staff = User.objects.create_user("desk", password="pw", is_staff=True)
     admin = User.objects.create_user("boss", password="pw", is_staff=True, is_superuser=True)
-    alice_user, bob_user = User.objects.create_user("alice", password="pw"), User.objects.create_user("bob", password="pw")
+    alice_user, bob_user = (
+        User.objects.create_user("alice", password="pw"),
+        User.objects.create_user("bob", password="pw"),
+    )
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     tclass = TicketClassFactory(approval_rules={"issue_refund": {}})
-    return {"staff": staff, "admin": admin, "alice": alice, "bob": bob, "tclass": tclass,
-            "alice_user": alice_user, "bob_user": bob_user}
+    return {
+        "staff": staff,
+        "admin": admin,
+        "alice": alice,
+        "bob": bob,
+        "tclass": tclass,
+        "alice_user": alice_user,
+        "bob_user": bob_user,
+    }
 
 
 def test_staff_see_the_queue_and_a_ticket_customers_do_not(client, people):
@@ -66,10 +76,20 @@ def test_admin_edits_a_class_budget_and_bad_values_are_refused(client, people):
     client.force_login(people["admin"])
     url = f"/admin/tickets/ticketclass/{tclass.pk}/change/"
     form = {
-        "name": "Standard", "slug": "standard", "description": "", "token_budget": 12000,
-        "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
-        "working_model": "offline", "summariser_model": "offline", "approval_rules": "{}",
-        "first_response_minutes": 60, "next_response_minutes": 240, "approval_window_hours": 24,
+        "name": "Standard",
+        "slug": "standard",
+        "description": "",
+        "token_budget": 12000,
+        "trigger_fraction": 0.75,
+        "recent_turns_kept": 6,
+        "ledger_share": 0.3,
+        "pinned_rules_cap": 600,
+        "working_model": "offline",
+        "summariser_model": "offline",
+        "approval_rules": "{}",
+        "first_response_minutes": 60,
+        "next_response_minutes": 240,
+        "approval_window_hours": 24,
     }
     assert client.post(url, form).status_code == 302
     tclass.refresh_from_db()
@@ -94,8 +114,11 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(client, people):
     card = Confirmation.objects.get(ticket=ticket, status="pending")
     assert card.tool == "issue_refund" and not HeldAction.objects.filter(ticket=ticket).exists()
     client.force_login(people["alice_user"])  # the customer presses Confirm on the card on her page
-    pressed = client.post(f"/help/tickets/{ticket.pk}/cards/{card.pk}", {"decision": "confirm", "digest": card.digest},
-                          HTTP_HX_REQUEST="true")
+    pressed = client.post(
+        f"/help/tickets/{ticket.pk}/cards/{card.pk}",
+        {"decision": "confirm", "digest": card.digest},
+        HTTP_HX_REQUEST="true",
+    )
     assert pressed.status_code == 200 and "a member of staff approves it" in pressed.content.decode()
     held = HeldAction.objects.get(ticket=ticket)  # the confirmed call is held: the class needs approval
     assert held.status == "pending" and not Refund.objects.filter(order=order, reason__icontains="late").exists()
@@ -142,6 +165,10 @@ def test_staff_clear_a_flag_they_read_and_only_that_one(client, people):
     # Customers cannot reach the desk's button.
     Ticket.objects.filter(pk=ticket.pk).update(attention="Run stopped at the run's 10-step cap")
     client.force_login(people["alice_user"])
-    assert client.post(f"/desk/tickets/{ticket.pk}/attention/clear", {"shown": "Run stopped at the run's 10-step cap"},
-                       **hx).status_code == 403
+    assert (
+        client.post(
+            f"/desk/tickets/{ticket.pk}/attention/clear", {"shown": "Run stopped at the run's 10-step cap"}, **hx
+        ).status_code
+        == 403
+    )
     assert Ticket.objects.get(pk=ticket.pk).attention != ""

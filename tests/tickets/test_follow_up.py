@@ -7,13 +7,13 @@ from django.contrib.auth import get_user_model
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.tickets.attention import FOLLOW_UP_PREFIX, REASON_LIMIT, with_follow_up, without_follow_up
 from sundry.tickets.models import Turn
 from sundry.tickets.selectors import queue_for
 from sundry.tickets.services import ticket_create
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory
 
 REASON = "second refund on the air fryer order needs a decision"
@@ -38,10 +38,12 @@ def test_the_agent_promising_a_follow_up_flags_the_ticket_for_the_queue_and_the_
     staff = User.objects.create_user("desk", password="pw", is_staff=True)
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Air fryer")
     customer_message_post(ticket=ticket, text="Please refund another 10.00 USD on the air fryer.", wake=False)
-    model = ScriptedModel([
-        ModelResponse(tool_calls=[ToolCall(id="f1", name="request_staff_follow_up", arguments={"reason": REASON})]),
-        ModelResponse(text="A member of our support staff will follow up with you shortly."),
-    ])
+    model = ScriptedModel(
+        [
+            ModelResponse(tool_calls=[ToolCall(id="f1", name="request_staff_follow_up", arguments={"reason": REASON})]),
+            ModelResponse(text="A member of our support staff will follow up with you shortly."),
+        ]
+    )
     agent_run(ticket.pk, gateway=Gateway(override=model))
     ticket.refresh_from_db()
     assert ticket.attention.startswith(FOLLOW_UP_PREFIX) and ticket.attention.endswith(REASON)
@@ -52,7 +54,7 @@ def test_the_agent_promising_a_follow_up_flags_the_ticket_for_the_queue_and_the_
     client.force_login(staff)
     assert "follow-up" in client.get("/desk/?needs=followup").content.decode()
     page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
-    head = page[page.index('class="ticket-head"'):page.index("</section>", page.index('class="ticket-head"'))]
+    head = page[page.index('class="ticket-head"') : page.index("</section>", page.index('class="ticket-head"'))]
     assert REASON in head and "Mark handled" in head
 
     client.post(f"/desk/tickets/{ticket.pk}/attention/clear")

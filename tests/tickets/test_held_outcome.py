@@ -22,8 +22,9 @@ def held_refund():
     staff = get_user_model().objects.create_user("desk", password="pw", is_staff=True)
     alice = CustomerFactory()
     order = paid_order(customer=alice, number="SU-30100", prices=(5000,))
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}),
-                           subject="Refund")
+    ticket = ticket_create(
+        customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
+    )
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
     agent_run(ticket.pk)  # the refund becomes a card; the customer confirms it and the class holds it for staff
     assert not HeldAction.objects.filter(ticket=ticket).exists()
@@ -34,8 +35,14 @@ def held_refund():
 def test_an_approval_the_recheck_refuses_is_shown_as_not_run(client, held_refund):
     staff, ticket, order, held = held_refund
     # Meanwhile most of the order was refunded: the approved 20.00 no longer fits.
-    lanes.money_observe(ticket=ticket, order=order.number, currency="USD", paid_cents=5000, refunded_cents=4000,
-                        turn=ticket.last_turn_number)
+    lanes.money_observe(
+        ticket=ticket,
+        order=order.number,
+        currency="USD",
+        paid_cents=5000,
+        refunded_cents=4000,
+        turn=ticket.last_turn_number,
+    )
     client.force_login(staff)
     response = client.post(f"/desk/tickets/{ticket.pk}/held/{held.pk}", {"decision": "approve"}, **HTMX)
     body = response.content.decode()
@@ -63,15 +70,26 @@ def test_the_approval_card_warns_of_an_equal_action_and_asks_to_confirm_money(cl
     from sundry.tickets.desk import approval_cards
 
     staff, ticket, order, held = held_refund
-    card, = approval_cards(ticket, [held])
+    (card,) = approval_cards(ticket, [held])
     assert card["title"] == "Refund 20.00 USD on SU-30100" and card["confirm"] and card["same"] == []
     assert card["order"]["paid"] == "50.00 USD" and card["order"]["refunded"] == "0.00 USD"
     assert card["words"].startswith("Please refund 20.00 USD")
-    Held.objects.create(ticket=ticket, tool="issue_refund", arguments={**held.arguments, "amount": "5.00"},
-                        call_id="c2", reason="r", idempotency_key="other-key", turn=held.turn, status="executed")
-    card, = approval_cards(ticket, [held])
+    Held.objects.create(
+        ticket=ticket,
+        tool="issue_refund",
+        arguments={**held.arguments, "amount": "5.00"},
+        call_id="c2",
+        reason="r",
+        idempotency_key="other-key",
+        turn=held.turn,
+        status="executed",
+    )
+    (card,) = approval_cards(ticket, [held])
     assert card["same"] == [{"what": "issue_refund executed", "turn": held.turn}]
     client.force_login(staff)
     page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()
-    assert "Careful:" in page and "Confirm: refund 20.00 USD on SU-30100" in page and "Do not retry" not in page.split(
-        'id="panel-held"')[1].split("</section>")[0]
+    assert (
+        "Careful:" in page
+        and "Confirm: refund 20.00 USD on SU-30100" in page
+        and "Do not retry" not in page.split('id="panel-held"')[1].split("</section>")[0]
+    )

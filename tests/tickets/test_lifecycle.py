@@ -28,8 +28,15 @@ def desk(client):
     tclass = TicketClassFactory(first_response_minutes=60, next_response_minutes=120)
     ticket = ticket_create(customer=alice, ticket_class=tclass, subject="Broken lamp")
     client.force_login(ann)
-    return {"ann": ann, "ben": ben, "alice_user": alice_user, "alice": alice, "tclass": tclass, "ticket": ticket,
-            "client": client}
+    return {
+        "ann": ann,
+        "ben": ben,
+        "alice_user": alice_user,
+        "alice": alice,
+        "tclass": tclass,
+        "ticket": ticket,
+        "client": client,
+    }
 
 
 def update(client, ticket, field, value):
@@ -95,7 +102,9 @@ def test_assignment_views_and_replying_needs_the_ticket(desk):
     assert update(client, ticket, "assignee", str(desk["alice_user"].pk)).status_code == 422
     assert update(client, ticket, "assignee", "x1").status_code == 422
     assert list(Turn.objects.filter(ticket=ticket, author="staff", kind="message").values_list("text", flat=True)) == [
-        "Hi from Ann", "Ben here"]
+        "Hi from Ann",
+        "Ben here",
+    ]
     assert other.assigned_to is None
 
 
@@ -112,7 +121,7 @@ def test_timers_and_sort_by_waiting(desk):
     page = client.get("/desk/?sort=waiting").content.decode()
     order = [page.index(s) for s in ("Waiting long", "Just wrote", "Answered already")]
     assert order == sorted(order)
-    assert "first response 1h 30m / 1h" in page and 'timer past' in page
+    assert "first response 1h 30m / 1h" in page and "timer past" in page
     assert "first response 5m / 1h" in page
     # The customer writes again after the reply: the next-response target applies.
     customer_message_post(ticket=answered, text="It has not arrived.", wake=False)
@@ -122,18 +131,26 @@ def test_timers_and_sort_by_waiting(desk):
 
 def test_timer_levels():
     target = timedelta(minutes=60)
-    assert [level(timedelta(minutes=m), target) for m in (10, 45, 59, 60, 200)] == ["ok", "near", "near", "past", "past"]
+    assert [level(timedelta(minutes=m), target) for m in (10, 45, 59, 60, 200)] == [
+        "ok",
+        "near",
+        "near",
+        "past",
+        "past",
+    ]
     now = timezone.now()
     assert response_timer(now=now, waiting_since=None, answered_before=False, first_minutes=60, next_minutes=5) is None
-    t = response_timer(now=now, waiting_since=now - timedelta(minutes=4), answered_before=True, first_minutes=60,
-                       next_minutes=5)
+    t = response_timer(
+        now=now, waiting_since=now - timedelta(minutes=4), answered_before=True, first_minutes=60, next_minutes=5
+    )
     assert (t.kind, t.level) == ("next response", "near")
 
 
 def test_the_queue_pages_past_200_tickets(desk):
     client, tclass = desk["client"], desk["tclass"]
-    Ticket.objects.bulk_create([Ticket(customer=desk["alice"], ticket_class=tclass, subject=f"Bulk {n:03d}")
-                                for n in range(230)])
+    Ticket.objects.bulk_create(
+        [Ticket(customer=desk["alice"], ticket_class=tclass, subject=f"Bulk {n:03d}") for n in range(230)]
+    )
     first = client.get("/desk/").content.decode()
     assert "Page 1 of 5" in first and "231 tickets" in first
     last = client.get("/desk/?page=5").content.decode()

@@ -19,13 +19,13 @@ from django.test import Client
 
 from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.step import agent_step
 from sundry.context.models import LedgerEntry
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import ticket_create
+from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.faults.servers import wait_for
 
@@ -42,14 +42,16 @@ def _raw_connection() -> psycopg.Connection:
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)
-    return psycopg.connect(**{k: v for k, v in params.items() if k in (
-        "host", "port", "user", "password", "dbname")}, autocommit=False)
+    return psycopg.connect(
+        **{k: v for k, v in params.items() if k in ("host", "port", "user", "password", "dbname")}, autocommit=False
+    )
 
 
 def _waiting_on_locks(db: psycopg.Connection) -> int:
     with db.cursor() as cur:
-        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock'")
+        cur.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
         return cur.fetchone()[0]
 
 
@@ -79,8 +81,11 @@ def test_a_staff_edit_and_an_agent_step_at_once_never_deadlock_and_a_stale_edit_
 
     def edit():
         try:
-            outcome["edit"] = staff.post(f"/desk/tickets/{ticket.pk}/ledger/rename", HTTP_HX_REQUEST="true", data={
-                "value": ORDER, "role": "disputed_order", "version": str(entry.version)})
+            outcome["edit"] = staff.post(
+                f"/desk/tickets/{ticket.pk}/ledger/rename",
+                HTTP_HX_REQUEST="true",
+                data={"value": ORDER, "role": "disputed_order", "version": str(entry.version)},
+            )
         finally:
             connection.close()
 

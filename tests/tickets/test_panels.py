@@ -23,7 +23,10 @@ XSS = '<img src=x onerror="alert(1)"> <button hx-get="/desk/" hx-trigger="load">
 @pytest.fixture
 def desk():
     users = get_user_model().objects
-    ann, ben = users.create_user("ann", password="pw", is_staff=True), users.create_user("ben", password="pw", is_staff=True)
+    ann, ben = (
+        users.create_user("ann", password="pw", is_staff=True),
+        users.create_user("ben", password="pw", is_staff=True),
+    )
     admin = users.create_user("root", password="pw", is_staff=True, is_superuser=True)
     alice_user = users.create_user("alice", password="pw")
     alice = CustomerFactory(user=alice_user)
@@ -45,9 +48,13 @@ def test_two_staff_saving_one_field_the_second_gets_a_conflict_and_the_current_v
     ticket, c = desk["ticket"], desk["c"]
     seen = lanes.state_set(ticket=ticket, name="order_number", value="SU-51111", turn=1, source="model")
     url = f"/desk/tickets/{ticket.pk}/state"
-    first = _post(c["ann"], url, {"name": "order_number", "action": "correct", "value": "SU-52222", "value_id": seen.pk})
+    first = _post(
+        c["ann"], url, {"name": "order_number", "action": "correct", "value": "SU-52222", "value_id": seen.pk}
+    )
     assert first.status_code == 200
-    second = _post(c["ben"], url, {"name": "order_number", "action": "correct", "value": "SU-51111", "value_id": seen.pk})
+    second = _post(
+        c["ben"], url, {"name": "order_number", "action": "correct", "value": "SU-51111", "value_id": seen.pk}
+    )
     assert second.status_code == 409
     body = second.content.decode()
     assert 'id="flash"' in body and "SU-52222" in body and "not saved" in body
@@ -70,8 +77,11 @@ def test_confirming_a_value_someone_already_superseded_is_a_conflict(desk):
 
 def test_an_invalid_staff_edit_is_refused_with_the_reason_and_nothing_changes(desk):
     ticket, c = desk["ticket"], desk["c"]
-    r = _post(c["ann"], f"/desk/tickets/{ticket.pk}/state",
-              {"name": "order_number", "action": "correct", "value": "SU-99999", "value_id": ""})
+    r = _post(
+        c["ann"],
+        f"/desk/tickets/{ticket.pk}/state",
+        {"name": "order_number", "action": "correct", "value": "SU-99999", "value_id": ""},
+    )
     assert r.status_code == 422 and "does not exist for this customer" in r.content.decode()
     assert not StateValue.objects.filter(ticket=ticket, name="order_number").exists()
 
@@ -88,12 +98,16 @@ def test_ledger_rename_and_rule_decisions_refuse_stale_versions(desk):
     rule = lanes.rule_flag_candidates(ticket=ticket, turn=1, text="Never email me, phone only.", source="customer")[0]
     url = f"/desk/tickets/{ticket.pk}/rules/{rule.pk}"
     # An order scope names an order of this ticket, or nothing is changed.
-    wrong = _post(c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"})
+    wrong = _post(
+        c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"}
+    )
     assert wrong.status_code >= 400 and "not a verified order of this ticket" in wrong.content.decode()
     rule.refresh_from_db()
     assert rule.status == "candidate"
     lanes.ledger_record_system_id(ticket=ticket, kind="order", value="SU-51111", role="order", turn=1)
-    ok = _post(c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"})
+    ok = _post(
+        c["ann"], url, {"decision": "confirm", "version": rule.version, "scope": "order", "scope_ref": "SU-51111"}
+    )
     assert ok.status_code == 200
     late = _post(c["ben"], url, {"decision": "dismiss", "version": rule.version})
     assert late.status_code == 409
@@ -150,8 +164,10 @@ def test_queue_filters_find_breakers_flags_and_classes(desk):
     other = ticket_create(customer=desk["alice"], ticket_class=other_class, subject="Breaker ticket")
     Ticket.objects.filter(pk=other.pk).update(attention="Compaction breaker tripped after 3 failures")
     Ticket.objects.filter(pk=ticket.pk).update(attention="Customer flagged Order as wrong (turn 2)")
+
     def subjects(query):
         return c["ann"].get("/desk/?" + query).content.decode()
+
     assert "Breaker ticket" in subjects("needs=breaker") and "Refund please" not in subjects("needs=breaker")
     assert "Refund please" in subjects("needs=flagged") and "Breaker ticket" not in subjects("needs=flagged")
     assert "Breaker ticket" in subjects("ticket_class=vip") and "Refund please" not in subjects("ticket_class=vip")
@@ -167,8 +183,16 @@ def test_archived_ledger_and_compaction_views_check_the_ticket(desk):
 
 def test_figures_page_counts_rejections_by_guard_for_admins_only(desk):
     ticket, c = desk["ticket"], desk["c"]
-    turn_append(ticket=ticket, author="system", kind="rejection", text="unknown id", payload={"guard": "id", "name": "get_order"})
-    turn_append(ticket=ticket, author="system", kind="rejection", text="again", payload={"guard": "id", "name": "get_order"})
+    turn_append(
+        ticket=ticket,
+        author="system",
+        kind="rejection",
+        text="unknown id",
+        payload={"guard": "id", "name": "get_order"},
+    )
+    turn_append(
+        ticket=ticket, author="system", kind="rejection", text="again", payload={"guard": "id", "name": "get_order"}
+    )
     turn_append(ticket=ticket, author="system", kind="rejection", text="too much", payload={"guard": "refund_limit"})
     assert c["ann"].get("/desk/figures/").status_code == 403
     body = c["admin"].get("/desk/figures/").content.decode()
@@ -181,8 +205,15 @@ def test_figures_name_models_whose_cost_is_unknown(desk):
 
     ticket, c = desk["ticket"], desk["c"]
     for number, model in enumerate(["openai-compatible:in-house-llm", "openai:gpt-4.1-mini"], start=1):
-        AgentStep.objects.create(ticket=ticket, number=number, model=model, request_tokens=10, input_tokens=10,
-                                 output_tokens=5, outcome=AgentStep.Outcome.REPLY)
+        AgentStep.objects.create(
+            ticket=ticket,
+            number=number,
+            model=model,
+            request_tokens=10,
+            input_tokens=10,
+            output_tokens=5,
+            outcome=AgentStep.Outcome.REPLY,
+        )
     body = c["admin"].get("/desk/figures/").content.decode()
     assert "no known price: openai-compatible:in-house-llm<" in body  # gpt-4.1-mini has a price
 
@@ -194,16 +225,37 @@ def test_figures_per_model_keep_offline_and_real_model_compactions_apart(desk):
 
     ticket, c = desk["ticket"], desk["c"]
     real = "openai-compatible:qwen2.5-1.5b"
-    for number, (model, outcome, cached) in enumerate([(real, "reply", 600), (real, "held_reply", 0),
-                                                       ("offline", "reply", 0)], start=1):
-        AgentStep.objects.create(ticket=ticket, number=number, model=model, request_tokens=1000, input_tokens=1000,
-                                 cached_input_tokens=cached, output_tokens=5, outcome=outcome)
-    runs = [("offline", "succeeded", 3000, 1200, "text"), (real, "fallback", 2100, 2300, "tool"),
-            (real, "succeeded", 2500, 2000, "tool")]
+    for number, (model, outcome, cached) in enumerate(
+        [(real, "reply", 600), (real, "held_reply", 0), ("offline", "reply", 0)], start=1
+    ):
+        AgentStep.objects.create(
+            ticket=ticket,
+            number=number,
+            model=model,
+            request_tokens=1000,
+            input_tokens=1000,
+            cached_input_tokens=cached,
+            output_tokens=5,
+            outcome=outcome,
+        )
+    runs = [
+        ("offline", "succeeded", 3000, 1200, "text"),
+        (real, "fallback", 2100, 2300, "tool"),
+        (real, "succeeded", 2500, 2000, "tool"),
+    ]
     for n, (model, status, before, after, path) in enumerate(runs):
-        CompactionRun.objects.create(ticket=ticket, from_turn=n * 10 + 1, through_turn=n * 10 + 5, context_version=0,
-                                     model=model, model_used=model, status=status, tokens_before=before,
-                                     tokens_after=after, output_path=path)
+        CompactionRun.objects.create(
+            ticket=ticket,
+            from_turn=n * 10 + 1,
+            through_turn=n * 10 + 5,
+            context_version=0,
+            model=model,
+            model_used=model,
+            status=status,
+            tokens_before=before,
+            tokens_after=after,
+            output_path=path,
+        )
     rows = {r["model"]: r for r in model_figures()}
     assert (rows[real]["compactions"], rows[real]["fallbacks"], rows[real]["fallback_share"]) == (2, 1, 50)
     assert (rows[real]["saved"], rows[real]["grew"], rows[real]["paths"]) == (300, 1, [("tool", 2)])
@@ -216,27 +268,44 @@ def test_figures_per_model_keep_offline_and_real_model_compactions_apart(desk):
 def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
     tclass = TicketClass.objects.create(name="Standard", slug="standard")
     url = f"/admin/tickets/ticketclass/{tclass.pk}/change/"
-    form = {"name": "Standard", "slug": "standard", "description": "", "token_budget": 12000,
-            "trigger_fraction": 0.75, "recent_turns_kept": 6, "ledger_share": 0.3, "pinned_rules_cap": 600,
-            "working_model": "openai:gpt-4.1-mini", "summariser_model": "offline",
-            "approval_rules": '{"issue_refund": {"above_cents": 10000}}',
-            "first_response_minutes": 60, "next_response_minutes": 240,
-            "approval_window_hours": 24}
+    form = {
+        "name": "Standard",
+        "slug": "standard",
+        "description": "",
+        "token_budget": 12000,
+        "trigger_fraction": 0.75,
+        "recent_turns_kept": 6,
+        "ledger_share": 0.3,
+        "pinned_rules_cap": 600,
+        "working_model": "openai:gpt-4.1-mini",
+        "summariser_model": "offline",
+        "approval_rules": '{"issue_refund": {"above_cents": 10000}}',
+        "first_response_minutes": 60,
+        "next_response_minutes": 240,
+        "approval_window_hours": 24,
+    }
     admin = desk["c"]["admin"]
     assert admin.post(url, form).status_code == 302
-    for bad in ({"working_model": "gpt-4"}, {"summariser_model": "acme:thing"},
-                {"approval_rules": '{"issue_refund": {"above_cents": -1}}'},
-                {"approval_rules": '{"launch_rockets": {}}'}, {"approval_rules": '["issue_refund"]'},
-                {"approval_rules": '{"issue_refund": {"over": 5}}'},
-                {"approval_rules": '{"issue_refund": {"above": {"usd": 100}}}'},
-                {"approval_rules": '{"issue_refund": {"above": {"USD": 1.5}}}'},
-                {"approval_rules": '{"issue_refund": {"above": {}}}'}):
+    for bad in (
+        {"working_model": "gpt-4"},
+        {"summariser_model": "acme:thing"},
+        {"approval_rules": '{"issue_refund": {"above_cents": -1}}'},
+        {"approval_rules": '{"launch_rockets": {}}'},
+        {"approval_rules": '["issue_refund"]'},
+        {"approval_rules": '{"issue_refund": {"over": 5}}'},
+        {"approval_rules": '{"issue_refund": {"above": {"usd": 100}}}'},
+        {"approval_rules": '{"issue_refund": {"above": {"USD": 1.5}}}'},
+        {"approval_rules": '{"issue_refund": {"above": {}}}'},
+    ):
         response = admin.post(url, {**form, **bad})
         assert response.status_code == 200, bad  # the form comes back with its errors
     body = admin.post(url, {**form, "approval_rules": '{"issue_refund": {"over": 5}}'}).content.decode()
     assert "unknown option &#x27;over&#x27;; only above_cents and above are allowed" in body
     tclass.refresh_from_db()
-    assert (tclass.working_model, tclass.approval_rules) == ("openai:gpt-4.1-mini", {"issue_refund": {"above_cents": 10000}})
+    assert (tclass.working_model, tclass.approval_rules) == (
+        "openai:gpt-4.1-mini",
+        {"issue_refund": {"above_cents": 10000}},
+    )
     per_currency = '{"issue_refund": {"above": {"USD": 20000, "INR": 1500000}, "above_cents": 10000}}'
     assert admin.post(url, {**form, "approval_rules": per_currency}).status_code == 302
     tclass.refresh_from_db()
@@ -244,8 +313,9 @@ def test_admin_refuses_unknown_models_and_malformed_approval_rules(desk):
 
 
 def test_budget_chart_places_the_trigger_line_and_compaction_marks():
-    chart = budget_chart([ChartPoint(1, 1000), ChartPoint(2, 7000), ChartPoint(3, 2500)],
-                         budget=8000, trigger=6400, compacted_after=[2])
+    chart = budget_chart(
+        [ChartPoint(1, 1000), ChartPoint(2, 7000), ChartPoint(3, 2500)], budget=8000, trigger=6400, compacted_after=[2]
+    )
     ys = [d["y"] for d in chart["dots"]]
     assert ys[1] < chart["trigger_y"] < ys[0]  # step 2 went over the trigger, step 1 did not
     assert chart["budget_y"] < chart["trigger_y"] < chart["y0"]
@@ -264,12 +334,22 @@ def test_the_budget_panel_figures_equal_the_database_totals(desk):
 
     ticket = desk["ticket"]
     for n, (tokens, cost, latency) in enumerate([(1200, "0.000125", 40), (2300, "0.001500", 75), (900, "0", 12)], 1):
-        AgentStep.objects.create(ticket=ticket, number=n, model="m", request_tokens=tokens, cost_usd=Decimal(cost),
-                                 latency_ms=latency, input_tokens=tokens, output_tokens=n * 10,
-                                 lane_tokens={"lanes": {"rules": n, "recent": tokens - n}}, outcome="reply")
+        AgentStep.objects.create(
+            ticket=ticket,
+            number=n,
+            model="m",
+            request_tokens=tokens,
+            cost_usd=Decimal(cost),
+            latency_ms=latency,
+            input_tokens=tokens,
+            output_tokens=n * 10,
+            lane_tokens={"lanes": {"rules": n, "recent": tokens - n}},
+            outcome="reply",
+        )
     figures = budget(Ticket.objects.select_related("ticket_class").get(pk=ticket.pk))
     totals = AgentStep.objects.filter(ticket=ticket).aggregate(
-        cost=Sum("cost_usd"), latency=Sum("latency_ms"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
+        cost=Sum("cost_usd"), latency=Sum("latency_ms"), tin=Sum("input_tokens"), tout=Sum("output_tokens")
+    )
     assert (figures["cost"], figures["latency_ms"]) == (totals["cost"], totals["latency"]) == (Decimal("0.001625"), 127)
     assert (figures["tokens_in"], figures["tokens_out"], figures["step_count"]) == (totals["tin"], totals["tout"], 3)
     assert figures["avg_latency_ms"] == 42 and figures["last_step"].number == 3

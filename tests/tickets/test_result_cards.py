@@ -42,7 +42,8 @@ def outside_raw(article: str) -> str:
 
 def desk(client, ticket) -> dict[int, str]:
     staff = get_user_model().objects.filter(username="ann").first() or get_user_model().objects.create_user(
-        "ann", password="pw", is_staff=True)
+        "ann", password="pw", is_staff=True
+    )
     client.force_login(staff)
     response = client.get(f"/desk/tickets/{ticket.pk}/")
     assert response.status_code == 200
@@ -68,12 +69,13 @@ def worked():
         ("search_orders", {"customer_id": cid}),
         ("get_order", {"order_number": delivered.number}),
         ("track_parcel", {"tracking_number": parcel.tracking_number}),
-        ("issue_refund", {"order_number": delivered.number, "amount": "15.00", "currency": "USD",
-                          "reason": "damaged"}),
+        ("issue_refund", {"order_number": delivered.number, "amount": "15.00", "currency": "USD", "reason": "damaged"}),
         ("book_return", {"order_number": delivered.number, "item_ids": [first.item_id], "reason": "damaged"}),
         ("cancel_order", {"order_number": placed.number, "reason": "no longer needed"}),
-        ("offer_replacement", {"order_number": delivered.number, "item_id": second.item_id,
-                               "note": "A new throw, sent this week."}),
+        (
+            "offer_replacement",
+            {"order_number": delivered.number, "item_id": second.item_id, "note": "A new throw, sent this week."},
+        ),
         ("send_email", {"customer_id": cid, "subject": "Your refund", "body": "Refunded 15.00 USD."}),
         ("log_phone_call", {"customer_id": cid, "summary": "Talked through the refund."}),
         ("reply_to_customer", {"message": "Done."}),
@@ -90,8 +92,15 @@ def worked():
         turn = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT).order_by("-number").first()
         assert turn.payload["name"] == name and turn.payload["ok"] is True, turn.text
         turns[name] = turn.number
-    return {"ticket": ticket, "turns": turns, "delivered": delivered, "placed": placed, "first": first,
-            "second": second, "customer": customer}
+    return {
+        "ticket": ticket,
+        "turns": turns,
+        "delivered": delivered,
+        "placed": placed,
+        "first": first,
+        "second": second,
+        "customer": customer,
+    }
 
 
 def test_every_shop_and_lane_tool_result_is_a_card_with_its_fields_and_ids(client, worked):
@@ -119,8 +128,11 @@ def test_every_shop_and_lane_tool_result_is_a_card_with_its_fields_and_ids(clien
     assert "<dt>Status</dt><dd>cancelled</dd>" in cancel
     assert "Refund 25.00 USD on SU-30200" in cancel
     assert "SU-30200: paid 25.00 USD · refunded 25.00 USD · refundable 0.00 USD" in cancel
-    assert re.search(r'<span class="muted">Refund</span> <code class="id">rf\w*[^<]*</code> · refund 25.00 USD on '
-                     r"SU-30200, with its cancellation", cancel), cancel
+    assert re.search(
+        r'<span class="muted">Refund</span> <code class="id">rf\w*[^<]*</code> · refund 25.00 USD on '
+        r"SU-30200, with its cancellation",
+        cancel,
+    ), cancel
     # record_fact: what was recorded, in words.
     fact = shown["record_fact"]
     assert "<b>Record fact</b>" in fact
@@ -145,18 +157,31 @@ def test_an_id_the_result_does_not_describe_takes_the_ledgers_description(client
     assert f'<span class="muted">Customer</span> <code class="id">{cid}</code> · Maya Rivera' in search, search
     # The label's result holds the order number as a plain value: the ledger says what it is.
     label = outside_raw(page[worked["turns"]["label_entity"]])
-    assert re.search(r'<span class="muted">Order</span> <code class="id">SU-30100</code> · '
-                     r"Desk Lamp Arc, Linen Throw · delivered", label), label
+    assert re.search(
+        r'<span class="muted">Order</span> <code class="id">SU-30100</code> · '
+        r"Desk Lamp Arc, Linen Throw · delivered",
+        label,
+    ), label
     assert "Give a ledger entry a role that says what it is in this case (e.g. damaged_order)." in label
 
 
 def test_a_result_no_declaration_describes_shows_as_readable_json(client, worked):
     ticket = worked["ticket"]
     data = {"widget": "W-1", "state": "odd", "nested": {"a": 1}}
-    unknown = turn_append(ticket=ticket, author="tool", kind="tool_result", text=json.dumps(data),
-                          payload={"call_id": "u1", "name": "mystery_tool", "ok": True, "result": data})
-    failed = turn_append(ticket=ticket, author="tool", kind="tool_result", text="ERROR: no order SU-99999 exists",
-                         payload={"call_id": "u2", "name": "get_order", "ok": False, "error": "no order"})
+    unknown = turn_append(
+        ticket=ticket,
+        author="tool",
+        kind="tool_result",
+        text=json.dumps(data),
+        payload={"call_id": "u1", "name": "mystery_tool", "ok": True, "result": data},
+    )
+    failed = turn_append(
+        ticket=ticket,
+        author="tool",
+        kind="tool_result",
+        text="ERROR: no order SU-99999 exists",
+        payload={"call_id": "u2", "name": "get_order", "ok": False, "error": "no order"},
+    )
     page = desk(client, ticket)
     html = outside_raw(page[unknown.number])
     assert "tool-card" not in html

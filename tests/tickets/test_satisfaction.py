@@ -67,7 +67,8 @@ def test_only_the_tickets_customer_rates_it_once_resolved_and_may_change_it(worl
     r = rate(alice, ticket, "2", "The replacement never came.")
     assert r.status_code == 200 and "Your rating is updated." in r.content.decode()
     assert list(Rating.objects.values_list("ticket", "score", "comment")) == [
-        (ticket.pk, 2, "The replacement never came.")]  # one rating per ticket, the latest word
+        (ticket.pk, 2, "The replacement never came.")
+    ]  # one rating per ticket, the latest word
     # The desk shows it on the ticket, with whom it is credited to.
     head = world["clients"]["ann"].get(f"/desk/tickets/{ticket.pk}/").content.decode()
     assert "2 of 5 — Poor" in head and "The replacement never came." in head and "credited to AI agent" in head
@@ -130,7 +131,10 @@ def test_csat_per_class_and_per_agent_on_the_figures_page(world):
     page = world["clients"]["ada"].get("/desk/figures/").content.decode()
     assert "No ratings yet." in page
     assert [(c.label, c.ratings, c.share) for c in csat_by_class()] == [
-        ("Orders", 0, None), ("Quiet", 0, None), ("Returns", 0, None)]
+        ("Orders", 0, None),
+        ("Quiet", 0, None),
+        ("Returns", 0, None),
+    ]
 
     for score, by in ((5, None), (4, None), (2, None), (3, ann)):
         _rated(world, orders, score, by)

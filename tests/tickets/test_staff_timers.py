@@ -72,8 +72,15 @@ def test_the_agents_reply_does_not_stop_the_staff_timer_on_a_follow_up_but_a_sta
 def test_a_held_approval_or_any_flag_makes_the_ticket_wait_on_staff_until_it_is_gone(desk):
     held = wrote(desk, "Refund held", 30)
     turn_append(ticket=held, author="agent", text="A colleague approves refunds this size.")
-    action = HeldAction.objects.create(ticket=held, tool="issue_refund", call_id="c1", reason="over threshold",
-                                       turn=2, idempotency_key="staff-timer-held", arguments={})
+    action = HeldAction.objects.create(
+        ticket=held,
+        tool="issue_refund",
+        call_id="c1",
+        reason="over threshold",
+        turn=2,
+        idempotency_key="staff-timer-held",
+        arguments={},
+    )
     assert label(held) == "staff first response 30m / 1h"
     HeldAction.objects.filter(pk=action.pk).update(status=HeldAction.Status.APPROVED)
     assert label(held) is None  # decided: the agent's reply answers again
@@ -81,6 +88,7 @@ def test_a_held_approval_or_any_flag_makes_the_ticket_wait_on_staff_until_it_is_
     flagged = wrote(desk, "Model down", 50)
     turn_append(ticket=flagged, author="agent", text="One moment.")
     from sundry.tickets.attention import attention_flag
+
     attention_flag(flagged.pk, "Model unavailable: timed out")
     assert label(flagged) == "staff first response 50m / 1h"
     assert ticket_timer(flagged).level == "near"

@@ -73,8 +73,14 @@ def retail_server(retail_dir):
 
     tclass = TicketClassFactory(name="Retail", slug="retail", approval_rules={})
     return ToolServer.objects.create(
-        ticket_class=tclass, name="retail", command=retail_command(retail_dir),
-        declaration_path=str(EXAMPLE / "retail.declarations.json"), timeout_seconds=20,
-        sample_calls={"get_order_details": {"order_id": "#W4316152"},
-                      "get_user_details": {"user_id": "aarav_anderson_8794"},
-                      "find_user_id_by_email": {"email": "aarav.anderson9752@example.com"}})
+        ticket_class=tclass,
+        name="retail",
+        command=retail_command(retail_dir),
+        declaration_path=str(EXAMPLE / "retail.declarations.json"),
+        timeout_seconds=20,
+        sample_calls={
+            "get_order_details": {"order_id": "#W4316152"},
+            "get_user_details": {"user_id": "aarav_anderson_8794"},
+            "find_user_id_by_email": {"email": "aarav.anderson9752@example.com"},
+        },
+    )

@@ -29,8 +29,9 @@ def test_the_declaration_file_is_validated_with_clear_messages(tmp_path):
     cases = {
         "{not json": "not JSON",
         json.dumps({"name": "x", "tools": {"a": {"name": "a", "writes": True}}}): "tools.a.writes: Extra inputs",
-        json.dumps({"name": "x", "tools": {"a": {"name": "a", "args": {"id": "order"}, "target": "order_id"}}}):
-            "target 'order_id' is not one of its ID arguments",
+        json.dumps(
+            {"name": "x", "tools": {"a": {"name": "a", "args": {"id": "order"}, "target": "order_id"}}}
+        ): "target 'order_id' is not one of its ID arguments",
         json.dumps({"name": "x", "id_patterns": {"order": "(#W"}}): "id pattern 'order'",
         json.dumps({"name": "x", "typed_forms": {"order": ["(W", "#W"]}}): "typed form 'order'",
         json.dumps({"name": "x", "tools": {"a": {"name": "b"}}}): "tool 'a' declares name 'b'",
@@ -47,23 +48,43 @@ def test_the_declaration_file_is_validated_with_clear_messages(tmp_path):
 
 def test_the_retail_declaration_reads_a_real_result():
     decls = declfile.load(RETAIL_DECL)
-    user = {"user_id": "aarav_anderson_8794", "name": {"first_name": "Aarav", "last_name": "Anderson"},
-            "email": "a@example.com", "orders": ["#W4316152"],
-            "payment_methods": {"gift_card_7245904": {"source": "gift_card", "id": "gift_card_7245904", "balance": 17}}}
+    user = {
+        "user_id": "aarav_anderson_8794",
+        "name": {"first_name": "Aarav", "last_name": "Anderson"},
+        "email": "a@example.com",
+        "orders": ["#W4316152"],
+        "payment_methods": {"gift_card_7245904": {"source": "gift_card", "id": "gift_card_7245904", "balance": 17}},
+    }
     tool = decls.tools["get_user_details"]
-    assert {(k, v) for _p, k, v in tool.ids(user)} == {("user", "aarav_anderson_8794"), ("order", "#W4316152"),
-                                                         ("payment_method", "gift_card_7245904")}
-    assert tool.descriptions(user, owner_kind=decls.owner_kind)["aarav_anderson_8794"] == "Aarav Anderson · a@example.com"
+    assert {(k, v) for _p, k, v in tool.ids(user)} == {
+        ("user", "aarav_anderson_8794"),
+        ("order", "#W4316152"),
+        ("payment_method", "gift_card_7245904"),
+    }
+    assert (
+        tool.descriptions(user, owner_kind=decls.owner_kind)["aarav_anderson_8794"] == "Aarav Anderson · a@example.com"
+    )
     assert decls.tools["find_user_id_by_email"].ids("aarav_anderson_8794") == [("", "user", "aarav_anderson_8794")]
     assert decls.typed_ids("it's order W4316152, not #W1234567") == [("order", "#W1234567"), ("order", "#W4316152")]
 
 
 def _form(**overrides):
     tclass = TicketClassFactory()
-    data = {"ticket_class": tclass.pk, "name": "retail", "enabled": "on", "transport": "stdio",
-            "command": "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
-            "working_dir": "", "env_names": "", "url": "", "header_env": "{}", "timeout_seconds": "15",
-            "declaration_path": str(RETAIL_DECL), "hold_undeclared_writes": "on", "sample_calls": "{}"}
+    data = {
+        "ticket_class": tclass.pk,
+        "name": "retail",
+        "enabled": "on",
+        "transport": "stdio",
+        "command": "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+        "working_dir": "",
+        "env_names": "",
+        "url": "",
+        "header_env": "{}",
+        "timeout_seconds": "15",
+        "declaration_path": str(RETAIL_DECL),
+        "hold_undeclared_writes": "on",
+        "sample_calls": "{}",
+    }
     return {**data, **overrides}
 
 
@@ -88,13 +109,22 @@ def test_the_admin_adds_a_server_and_refuses_bad_settings_with_reasons(admin_cli
 
 def test_secrets_come_from_the_environment_never_the_database(monkeypatch, tool_limits):
     tool_limits.TOOL_HOSTS = ["tools.example.com"]
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="s", command=odd_command(),
-                                       env_names="SUNDRY_TOOL_ODD_TOKEN", transport="stdio")
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="s",
+        command=odd_command(),
+        env_names="SUNDRY_TOOL_ODD_TOKEN",
+        transport="stdio",
+    )
     monkeypatch.setenv("SUNDRY_TOOL_ODD_TOKEN", "s3cret-value")
     assert dict(catalog.server_spec(server).env) == {"SUNDRY_TOOL_ODD_TOKEN": "s3cret-value"}
-    http = ToolServer.objects.create(ticket_class=server.ticket_class, name="h", transport="http",
-                                     url="https://tools.example.com/mcp",
-                                     header_env={"Authorization": "SUNDRY_TOOL_ODD_TOKEN"})
+    http = ToolServer.objects.create(
+        ticket_class=server.ticket_class,
+        name="h",
+        transport="http",
+        url="https://tools.example.com/mcp",
+        header_env={"Authorization": "SUNDRY_TOOL_ODD_TOKEN"},
+    )
     assert dict(catalog.server_spec(http).headers) == {"Authorization": "s3cret-value"}
     stored = json.dumps(list(ToolServer.objects.values()), default=str)
     assert "s3cret-value" not in stored and "SUNDRY_TOOL_ODD_TOKEN" in stored
@@ -108,12 +138,13 @@ def test_test_connection_lists_the_tools_with_no_warnings_for_a_full_declaration
     page = _test(admin_client, retail_server)
     html = page.content.decode()
     assert page.status_code == 200 and "Connected: 16 tools listed." in html
-    assert 'id="warnings-none"' in html, html[html.find("Warnings"):][:800]
+    assert 'id="warnings-none"' in html, html[html.find("Warnings") :][:800]
     assert "exchange_delivered_order_items" in html and "undeclared</strong>" not in html
 
 
-def test_test_connection_warns_of_undeclared_id_fields_and_paths_that_never_occur(admin_client, retail_server,
-                                                                                  tmp_path, tool_limits):
+def test_test_connection_warns_of_undeclared_id_fields_and_paths_that_never_occur(
+    admin_client, retail_server, tmp_path, tool_limits
+):
     tool_limits.TOOL_DECLARATIONS_DIRS = [tmp_path]
     data = json.loads(RETAIL_DECL.read_text())
     results = data["tools"]["get_order_details"]["results"]
@@ -132,9 +163,14 @@ def test_test_connection_warns_of_undeclared_id_fields_and_paths_that_never_occu
 
 def test_test_connection_never_sample_calls_a_write(admin_client):
     server = ToolServer.objects.create(
-        ticket_class=TicketClassFactory(), name="odd", command=odd_command(), timeout_seconds=5, connect_timeout_seconds=20,
+        ticket_class=TicketClassFactory(),
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=5,
+        connect_timeout_seconds=20,
         declaration_path=str(FIXTURES / "odd.declarations.json"),
-        sample_calls={"stamp_record": {"ref": "REC-10001", "note": "x"}, "lookup_ticket": {"ref": "REC-10001"}})
+        sample_calls={"stamp_record": {"ref": "REC-10001", "note": "x"}, "lookup_ticket": {"ref": "REC-10001"}},
+    )
     html = _test(admin_client, server).content.decode()
     assert "stamp_record: not sample-called, because it may write." in html
     assert "STAMP-" not in html
@@ -142,8 +178,12 @@ def test_test_connection_never_sample_calls_a_write(admin_client):
 
 def test_test_connection_says_why_it_could_not_connect(admin_client, tool_limits):
     tool_limits.TOOL_COMMANDS = ["python -c 'import sys; sys.exit(4)'"]  # allowed, so it starts, and exits
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="broken", timeout_seconds=3,
-                                       command="python -c 'import sys; sys.exit(4)'")
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="broken",
+        timeout_seconds=3,
+        command="python -c 'import sys; sys.exit(4)'",
+    )
     html = _test(admin_client, server).content.decode()
     assert 'id="connection-error"' in html and "Could not connect" in html
     assert "SUNDRY_TOOL_COMMANDS" not in html  # it ran and failed; the limits did not stop it
@@ -176,18 +216,20 @@ def test_a_class_may_hold_its_servers_tools_for_approval():
         return form.errors.get("approval_rules", [])
 
     assert any("'cancel_pending_order' is not a tool" in e for e in form_errors())  # no server lists it yet
-    ToolServer.objects.create(ticket_class=tclass, name="retail", command=odd_command(),
-                              listed_tools=[{"name": "cancel_pending_order"}])
+    ToolServer.objects.create(
+        ticket_class=tclass, name="retail", command=odd_command(), listed_tools=[{"name": "cancel_pending_order"}]
+    )
     assert form_errors() == []
 
 
 def test_test_connection_shows_the_tail_of_a_server_that_fails_to_start(admin_client):
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="broken", timeout_seconds=10,
-                                       command=odd_command() + " --fail-at-start")
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(), name="broken", timeout_seconds=10, command=odd_command() + " --fail-at-start"
+    )
     html = _test(admin_client, server).content.decode()
     assert 'id="connection-error"' in html
-    stderr = html[html.index('id="server-stderr"'):]
-    assert "cannot open the records database at /nonexistent/records.db" in stderr[:stderr.index("</pre>")]
+    stderr = html[html.index('id="server-stderr"') :]
+    assert "cannot open the records database at /nonexistent/records.db" in stderr[: stderr.index("</pre>")]
     # Control: the same server started normally connects and shows no stderr.
     ToolServer.objects.filter(pk=server.pk).update(command=odd_command())
     server.refresh_from_db()
@@ -197,17 +239,30 @@ def test_test_connection_shows_the_tail_of_a_server_that_fails_to_start(admin_cl
 
 def test_samples_run_in_the_order_typed_each_labelled_by_its_own_result(admin_client):
     tclass = TicketClassFactory()
-    typed = ('{"lookup_ticket": {"ref": "REC-10001"}, "crash": {"ref": "REC-10001"}, "peek": {"ref": "REC-10002"}, '
-             '"stamp_record": {"ref": "REC-10001", "note": "x"}, "no_such_tool": {}}')
-    form = _form(name="odd", ticket_class=tclass.pk, command=odd_command(), timeout_seconds="10",
-                 declaration_path=str(FIXTURES / "odd.declarations.json"), sample_calls=typed)
+    typed = (
+        '{"lookup_ticket": {"ref": "REC-10001"}, "crash": {"ref": "REC-10001"}, "peek": {"ref": "REC-10002"}, '
+        '"stamp_record": {"ref": "REC-10001", "note": "x"}, "no_such_tool": {}}'
+    )
+    form = _form(
+        name="odd",
+        ticket_class=tclass.pk,
+        command=odd_command(),
+        timeout_seconds="10",
+        declaration_path=str(FIXTURES / "odd.declarations.json"),
+        sample_calls=typed,
+    )
     assert admin_client.post("/admin/toolservers/toolserver/add/", form).status_code == 302
     server = ToolServer.objects.get(name="odd")
     html = _test(admin_client, server).content.decode()
-    samples = html[html.index('id="samples"'):html.index("</ol>")]
+    samples = html[html.index('id="samples"') : html.index("</ol>")]
     lines = [line.split("</li>")[0] for line in samples.split("<li")[1:]]
     assert [line.split("<code>")[1].split("</code>")[0] for line in lines] == [
-        "lookup_ticket", "crash", "peek", "stamp_record", "no_such_tool"]
+        "lookup_ticket",
+        "crash",
+        "peek",
+        "stamp_record",
+        "no_such_tool",
+    ]
     assert lines[0].endswith(": ok") and ": failed: odd: " in lines[1]
     assert lines[2].endswith(": ok"), "a sample after the one that killed the server runs on a fresh connection"
     assert lines[3].endswith(": not called: it may write")

@@ -39,11 +39,23 @@ def admin_client():
 
 
 def _form(tclass, **overrides):
-    data = {"ticket_class": tclass.pk, "name": "retail", "enabled": "on", "transport": "stdio",
-            "command": "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
-            "working_dir": "", "env_names": "", "url": "", "header_env": "{}", "timeout_seconds": "15",
-            "declaration_path": str(RETAIL_DECL), "allowed_tools": "", "denied_tools": "",
-            "hold_undeclared_writes": "on", "sample_calls": "{}"}
+    data = {
+        "ticket_class": tclass.pk,
+        "name": "retail",
+        "enabled": "on",
+        "transport": "stdio",
+        "command": "python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+        "working_dir": "",
+        "env_names": "",
+        "url": "",
+        "header_env": "{}",
+        "timeout_seconds": "15",
+        "declaration_path": str(RETAIL_DECL),
+        "allowed_tools": "",
+        "denied_tools": "",
+        "hold_undeclared_writes": "on",
+        "sample_calls": "{}",
+    }
     return {**data, **overrides}
 
 
@@ -64,8 +76,9 @@ def test_a_second_server_declaring_the_same_tools_is_refused_at_save_naming_both
 
 def test_a_clash_only_the_servers_listing_shows_is_warned_by_test_connection_then_refused(admin_client):
     tclass = TicketClassFactory()
-    ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                              declaration_path=str(ODD_DECL))
+    ToolServer.objects.create(
+        ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10, declaration_path=str(ODD_DECL)
+    )
     twin = ToolServer.objects.create(ticket_class=tclass, name="twin", command=odd_command(), timeout_seconds=10)
     # Written past the admin, with no declaration: the class loads the first server's copies only.
     loaded = catalog.class_tools(tclass)
@@ -86,25 +99,40 @@ def test_a_clash_only_the_servers_listing_shows_is_warned_by_test_connection_the
 
 
 def _stamps(server) -> list:
-    return catalog.class_tools(server.ticket_class) and mcp_client.connection(
-        catalog.server_spec(server)).call("lookup_ticket", {"ref": "REC-10001"}, 10).data["stamps"]
+    return (
+        catalog.class_tools(server.ticket_class)
+        and mcp_client.connection(catalog.server_spec(server))
+        .call("lookup_ticket", {"ref": "REC-10001"}, 10)
+        .data["stamps"]
+    )
 
 
 @pytest.mark.django_db(transaction=True)  # remote calls run outside transactions
 @pytest.mark.parametrize("denied", [True, False], ids=["denied", "control-offered"])
 def test_a_denied_tool_is_never_offered_and_a_call_to_it_never_reaches_the_server(denied):
     tclass = TicketClassFactory(approval_rules={})
-    server = ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                                       declaration_path=str(ODD_DECL), hold_undeclared_writes=False,
-                                       denied_tools="stamp_record, run_sql" if denied else "")
+    server = ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=10,
+        declaration_path=str(ODD_DECL),
+        hold_undeclared_writes=False,
+        denied_tools="stamp_record, run_sql" if denied else "",
+    )
     offered = {s["name"] for s in catalog.class_tools(tclass).spec_list}
     assert ("stamp_record" in offered) is not denied and ("run_sql" in offered) is not denied
     assert "lookup_ticket" in offered
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please stamp record REC-10001 'seen'.")
-    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall(id="c1", name="stamp_record",
-                                                              arguments={"ref": "REC-10001", "note": "seen"})]),
-                           ModelResponse(text="Done.")])
+    model = ScriptedModel(
+        [
+            ModelResponse(
+                tool_calls=[ToolCall(id="c1", name="stamp_record", arguments={"ref": "REC-10001", "note": "seen"})]
+            ),
+            ModelResponse(text="Done."),
+        ]
+    )
     agent_run(ticket.pk, gateway=Gateway(override=model))
     refused = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.ERROR, payload__call_id="c1").first()
     # The server's own state says whether the call reached it.
@@ -118,18 +146,30 @@ def test_a_denied_tool_is_never_offered_and_a_call_to_it_never_reaches_the_serve
 
 def test_an_allow_list_offers_only_the_tools_it_names():
     tclass = TicketClassFactory()
-    ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                              declaration_path=str(ODD_DECL), allowed_tools="lookup_ticket")
+    ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=10,
+        declaration_path=str(ODD_DECL),
+        allowed_tools="lookup_ticket",
+    )
     assert set(catalog.class_tools(tclass).remote) == {"lookup_ticket"}
 
 
-@pytest.mark.parametrize("call,connect,waited", [(1.0, None, 1.0), (1.0, 3.0, 3.0)],
-                         ids=["the-call-timeout", "its-own-connect-timeout"])
+@pytest.mark.parametrize(
+    "call,connect,waited", [(1.0, None, 1.0), (1.0, 3.0, 3.0)], ids=["the-call-timeout", "its-own-connect-timeout"]
+)
 def test_the_servers_own_timeout_bounds_connecting(call, connect, waited):
     """A server that never finishes its handshake is given up on after the server's own timeout — its
     connect timeout, else its call timeout — not a fixed 20 s (the two cases are each other's control)."""
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="mute", timeout_seconds=call,
-                                       connect_timeout_seconds=connect, command=odd_command() + " --silent")
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="mute",
+        timeout_seconds=call,
+        connect_timeout_seconds=connect,
+        command=odd_command() + " --silent",
+    )
     started = time.monotonic()
     with pytest.raises(mcp_client.ToolServerError, match=f"did not connect within {waited:g} s"):
         mcp_client.connection(catalog.server_spec(server))
@@ -145,8 +185,14 @@ SHOP_TOOLS = ("get_order", "issue_refund", "lookup_customer", "track_parcel", "c
 def test_a_tool_server_class_prompt_names_only_its_own_tools(with_server):
     tclass = TicketClassFactory(approval_rules={})
     if with_server:
-        ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                                  connect_timeout_seconds=20, declaration_path=str(ODD_DECL))
+        ToolServer.objects.create(
+            ticket_class=tclass,
+            name="odd",
+            command=odd_command(),
+            timeout_seconds=10,
+            connect_timeout_seconds=20,
+            declaration_path=str(ODD_DECL),
+        )
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     model = ScriptedModel([ModelResponse(text="Looking.")])

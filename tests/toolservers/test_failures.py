@@ -51,9 +51,14 @@ def result(ticket, call_id) -> Turn:
 @pytest.fixture
 def odd(request):
     tclass = TicketClassFactory(approval_rules={})
-    server = ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(),
-                                       declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=2,
-                                       connect_timeout_seconds=20)  # a hang is 2 s; starting may take longer
+    server = ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        declaration_path=str(FIXTURES / "odd.declarations.json"),
+        timeout_seconds=2,
+        connect_timeout_seconds=20,
+    )  # a hang is 2 s; starting may take longer
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     return server, ticket
@@ -62,8 +67,12 @@ def odd(request):
 def test_a_hanging_server_gives_an_error_result_and_a_flag_and_the_step_goes_on(odd):
     server, ticket = odd
     started = time.monotonic()
-    run(ticket, call("slow_lookup", "s1", ref="REC-10001"), call("lookup_ticket", "s2", ref="REC-10001"),
-        ModelResponse(text="Found it."))
+    run(
+        ticket,
+        call("slow_lookup", "s1", ref="REC-10001"),
+        call("lookup_ticket", "s2", ref="REC-10001"),
+        ModelResponse(text="Found it."),
+    )
     elapsed = time.monotonic() - started
     hung = result(ticket, "s1")
     assert hung.payload["ok"] is False and hung.payload["server_failed"] is True
@@ -100,8 +109,13 @@ def test_a_server_that_dies_mid_call_gives_an_error_and_a_flag_then_restarts(odd
 
 def test_undeclared_tools_are_usable_unharvested_and_their_writes_held(odd):
     server, ticket = odd
-    model = run(ticket, call("lookup_ticket", "u1", ref="REC-10001"), call("peek", "u2", ref="REC-10001"),
-                call("stamp_record", "u3", ref="REC-10001", note="checked"), ModelResponse(text="With staff."))
+    model = run(
+        ticket,
+        call("lookup_ticket", "u1", ref="REC-10001"),
+        call("peek", "u2", ref="REC-10001"),
+        call("stamp_record", "u3", ref="REC-10001", note="checked"),
+        ModelResponse(text="With staff."),
+    )
     offered = {t.name for t in model.requests[0].tools}
     assert {"peek", "stamp_record", "lookup_ticket"} <= offered
     # A declared lookup is harvested; an undeclared read-only tool runs, is marked, and is not harvested.
@@ -159,8 +173,12 @@ def test_an_unreachable_server_keeps_its_last_listing_and_every_call_fails_with_
 def test_money_a_remote_write_moved_is_on_its_action(odd):
     server, ticket = odd
     customer_message_post(ticket=ticket, wake=False, text="Please refund 12.50 on record REC-10001.")
-    run(ticket, call("lookup_ticket", "m1", ref="REC-10001"), call("refund_record", "m2", ref="REC-10001", amount="12.50"),
-        ModelResponse(text="Please confirm the refund on the card."))
+    run(
+        ticket,
+        call("lookup_ticket", "m1", ref="REC-10001"),
+        call("refund_record", "m2", ref="REC-10001", amount="12.50"),
+        ModelResponse(text="Please confirm the refund on the card."),
+    )
     # The declaration file says it moves money: a card for the customer, nothing sent to the server yet.
     proposed = result(ticket, "m2")
     assert proposed.payload["ok"] is False and proposed.payload["guard"] == "confirmation"
@@ -169,7 +187,12 @@ def test_money_a_remote_write_moved_is_on_its_action(odd):
     assert [e["id"] for e in card.card["entities"]] == ["REC-10001"] and card.card["why"] == "it moves money"
     assert card.outcome == "executed" and result(ticket, "m2-confirmed").payload["ok"] is True
     action = ActionTaken.objects.get(ticket=ticket)
-    assert (action.tool, action.target, action.amount_cents, action.currency) == ("refund_record", "REC-10001", 1250, "USD")
+    assert (action.tool, action.target, action.amount_cents, action.currency) == (
+        "refund_record",
+        "REC-10001",
+        1250,
+        "USD",
+    )
 
 
 @pytest.mark.parametrize("limit", [4096, 10**7], ids=["cut", "control-whole"])
@@ -200,8 +223,12 @@ def test_a_tool_taking_free_form_queries_waits_for_staff(odd, opaque, tmp_path, 
         ToolServer.objects.filter(pk=server.pk).update(declaration_path=str(tmp_path / "odd.json"))
         catalog.forget()
     statement = "UPDATE records SET total = 0 WHERE ref = 'REC-10002'"
-    run(ticket, call("run_sql", "q1", sql=statement), call("lookup_ticket", "q2", ref="REC-10001"),
-        ModelResponse(text="Done."))
+    run(
+        ticket,
+        call("run_sql", "q1", sql=statement),
+        call("lookup_ticket", "q2", ref="REC-10001"),
+        ModelResponse(text="Done."),
+    )
     stamps = json.loads(result(ticket, "q2").text)["stamps"]
     held = HeldAction.objects.filter(ticket=ticket, tool="run_sql")
     if opaque:
@@ -222,5 +249,7 @@ def test_test_connection_warns_of_a_query_tool_not_declared_opaque(odd, tmp_path
     ToolServer.objects.filter(pk=server.pk).update(declaration_path=str(tmp_path / "odd.json"))
     server.refresh_from_db()
     warned = [w for w in checks.test_connection(server).warnings if "free-form query" in w]
-    assert warned == ['run_sql: takes a free-form query (sql); the guards cannot see which records it touches. '
-                      'Declare it "opaque": true so each call waits for staff.']
+    assert warned == [
+        "run_sql: takes a free-form query (sql); the guards cannot see which records it touches. "
+        'Declare it "opaque": true so each call waits for staff.'
+    ]

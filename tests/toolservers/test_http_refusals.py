@@ -45,9 +45,14 @@ def refusing():
 def test_refused_credentials_are_said_plainly_and_an_unset_header_is_not_sent(refusing, monkeypatch, status):
     refusing["state"]["status"] = status
     monkeypatch.delenv("SUNDRY_TOOL_CRM_TOKEN", raising=False)
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="crm", transport="http",
-                                       url=refusing["url"], header_env={"Authorization": "SUNDRY_TOOL_CRM_TOKEN"},
-                                       timeout_seconds=5)
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="crm",
+        transport="http",
+        url=refusing["url"],
+        header_env={"Authorization": "SUNDRY_TOOL_CRM_TOKEN"},
+        timeout_seconds=5,
+    )
     report = checks.test_connection(server)
     assert not report.ok and f"refused our credentials (HTTP {status}" in report.error, report.error
     assert refusing["seen"] and all("authorization" not in h for h in refusing["seen"])
@@ -56,8 +61,13 @@ def test_refused_credentials_are_said_plainly_and_an_unset_header_is_not_sent(re
 
 def test_control_a_set_header_is_sent(refusing, monkeypatch):
     monkeypatch.setenv("SUNDRY_TOOL_CRM_TOKEN", "Bearer t0ken")
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="crm", transport="http",
-                                       url=refusing["url"], header_env={"Authorization": "SUNDRY_TOOL_CRM_TOKEN"},
-                                       timeout_seconds=5)
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="crm",
+        transport="http",
+        url=refusing["url"],
+        header_env={"Authorization": "SUNDRY_TOOL_CRM_TOKEN"},
+        timeout_seconds=5,
+    )
     checks.test_connection(server)
     assert refusing["seen"] and refusing["seen"][0].get("authorization") == "Bearer t0ken"

@@ -39,9 +39,21 @@ def admin_client():
 
 
 def form(**overrides) -> dict:
-    data = {"ticket_class": TicketClassFactory().pk, "name": "probe", "enabled": "on", "transport": "stdio",
-            "command": odd_command(), "working_dir": "", "env_names": "", "url": "", "header_env": "{}",
-            "timeout_seconds": "5", "declaration_path": "", "hold_undeclared_writes": "on", "sample_calls": "{}"}
+    data = {
+        "ticket_class": TicketClassFactory().pk,
+        "name": "probe",
+        "enabled": "on",
+        "transport": "stdio",
+        "command": odd_command(),
+        "working_dir": "",
+        "env_names": "",
+        "url": "",
+        "header_env": "{}",
+        "timeout_seconds": "5",
+        "declaration_path": "",
+        "hold_undeclared_writes": "on",
+        "sample_calls": "{}",
+    }
     return {**data, **overrides}
 
 
@@ -93,35 +105,63 @@ def closed_port() -> int:
 def test_sundrys_variables_and_unprefixed_ones_are_refused_at_save(admin_client):
     for name in ("DATABASE_URL", "REDIS_URL", "SUNDRY_SECRET_KEY", "OPENAI_API_KEY"):
         refused_at_save(admin_client, f"{name}: Sundry's own settings", env_names=f"SUNDRY_TOOL_OK, {name}")
-        refused_at_save(admin_client, f"{name}: Sundry's own settings", transport="http",
-                        url="http://127.0.0.1:8765/mcp", header_env=json.dumps({"Authorization": name}))
-    refused_at_save(admin_client, "RETAIL_API_TOKEN: a tool server may only read environment variables whose "
-                                  "names start with SUNDRY_TOOL_ (SUNDRY_TOOL_ENV_PREFIX)",
-                    env_names="RETAIL_API_TOKEN")
-    refused_at_save(admin_client, "start with SUNDRY_TOOL_", transport="http", url="http://127.0.0.1:8765/mcp",
-                    header_env='{"Authorization": "HOME"}')
+        refused_at_save(
+            admin_client,
+            f"{name}: Sundry's own settings",
+            transport="http",
+            url="http://127.0.0.1:8765/mcp",
+            header_env=json.dumps({"Authorization": name}),
+        )
+    refused_at_save(
+        admin_client,
+        "RETAIL_API_TOKEN: a tool server may only read environment variables whose "
+        "names start with SUNDRY_TOOL_ (SUNDRY_TOOL_ENV_PREFIX)",
+        env_names="RETAIL_API_TOKEN",
+    )
+    refused_at_save(
+        admin_client,
+        "start with SUNDRY_TOOL_",
+        transport="http",
+        url="http://127.0.0.1:8765/mcp",
+        header_env='{"Authorization": "HOME"}',
+    )
     # The prefix's own variables pass, both ways.
     ok = admin_client.post(ADD, form(env_names="SUNDRY_TOOL_RETAIL_API_TOKEN"))
     assert ok.status_code == 302, ok.content.decode()[:500]
-    ok = admin_client.post(ADD, form(name="h", transport="http", url="http://127.0.0.1:8765/mcp",
-                                     header_env='{"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"}'))
+    ok = admin_client.post(
+        ADD,
+        form(
+            name="h",
+            transport="http",
+            url="http://127.0.0.1:8765/mcp",
+            header_env='{"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"}',
+        ),
+    )
     assert ok.status_code == 302
 
 
 def test_sundrys_own_variables_never_pass_however_wide_the_prefix(tool_limits):
     tool_limits.TOOL_ENV_PREFIX = ""
-    own = variables_read() | {"SUNDRY_TOOL_COMMANDS", "SUNDRY_TOOL_HOSTS", "SUNDRY_TOOL_ENV_PREFIX",
-                              "SUNDRY_TOOL_DECLARATIONS_DIR", "PGPASSWORD", "DJANGO_SETTINGS_MODULE"}
+    own = variables_read() | {
+        "SUNDRY_TOOL_COMMANDS",
+        "SUNDRY_TOOL_HOSTS",
+        "SUNDRY_TOOL_ENV_PREFIX",
+        "SUNDRY_TOOL_DECLARATIONS_DIR",
+        "PGPASSWORD",
+        "DJANGO_SETTINGS_MODULE",
+    }
     assert {"DATABASE_URL", "REDIS_URL", "SUNDRY_SECRET_KEY", "ANTHROPIC_API_KEY"} <= own
     passed = [name for name in sorted(own) if not limits.env_refusal([name])]
     assert passed == [], f"Sundry's own variables a wide prefix lets through: {passed}"
     assert limits.env_refusal(["RETAIL_API_TOKEN"]) == ""  # the wide prefix does widen the rest
-    server = ToolServer(ticket_class=TicketClassFactory(), name="w", command=odd_command(),
-                        env_names="RETAIL_API_TOKEN, DATABASE_URL")
+    server = ToolServer(
+        ticket_class=TicketClassFactory(), name="w", command=odd_command(), env_names="RETAIL_API_TOKEN, DATABASE_URL"
+    )
     with pytest.raises(ValidationError) as refused:
         server.full_clean()
-    assert refused.value.message_dict == {"env_names": ["DATABASE_URL: Sundry's own settings; a tool server never "
-                                                        "receives it."]}
+    assert refused.value.message_dict == {
+        "env_names": ["DATABASE_URL: Sundry's own settings; a tool server never receives it."]
+    }
 
 
 def test_a_row_naming_sundrys_variables_gets_no_value_and_no_connection(monkeypatch):
@@ -130,8 +170,12 @@ def test_a_row_naming_sundrys_variables_gets_no_value_and_no_connection(monkeypa
     with listener() as sock:
         port = sock.getsockname()[1]
         for variable in ("DATABASE_URL", "RETAIL_API_TOKEN"):
-            http = row(name=f"h-{variable.lower()}", transport="http", url=f"http://127.0.0.1:{port}/mcp",
-                       header_env={"Authorization": variable})
+            http = row(
+                name=f"h-{variable.lower()}",
+                transport="http",
+                url=f"http://127.0.0.1:{port}/mcp",
+                header_env={"Authorization": variable},
+            )
             spec = catalog.server_spec(http)
             assert spec.headers == () and variable in spec.refused
             report = checks.test_connection(http)
@@ -232,11 +276,26 @@ def test_a_host_not_listed_is_refused_alike_whether_its_port_is_open_or_closed(a
 
 def test_hosts_match_by_name_and_port_as_the_connection_reads_the_url(tool_limits):
     tool_limits.TOOL_HOSTS = ["tools.example.com:8443", "*.corp.example", "[::1]:9000", "127.0.0.1"]
-    allowed = ["https://tools.example.com:8443/mcp", "http://crm.corp.example/mcp", "http://[::1]:9000/mcp",
-               "http://127.0.0.1:8765/mcp", "HTTP://TOOLS.EXAMPLE.COM:8443/mcp"]
-    refused = ["https://tools.example.com/mcp", "http://corp.example/mcp", "http://corp.example.evil.com/mcp",
-               "http://[::1]:9001/mcp", "http://2130706433/mcp", "http://127.1/mcp", "http://localhost/mcp",
-               "ftp://127.0.0.1/mcp", "http://127.0.0.1@evil.example/mcp", "file:///etc/passwd", "not a url"]
+    allowed = [
+        "https://tools.example.com:8443/mcp",
+        "http://crm.corp.example/mcp",
+        "http://[::1]:9000/mcp",
+        "http://127.0.0.1:8765/mcp",
+        "HTTP://TOOLS.EXAMPLE.COM:8443/mcp",
+    ]
+    refused = [
+        "https://tools.example.com/mcp",
+        "http://corp.example/mcp",
+        "http://corp.example.evil.com/mcp",
+        "http://[::1]:9001/mcp",
+        "http://2130706433/mcp",
+        "http://127.1/mcp",
+        "http://localhost/mcp",
+        "ftp://127.0.0.1/mcp",
+        "http://127.0.0.1@evil.example/mcp",
+        "file:///etc/passwd",
+        "not a url",
+    ]
     assert [u for u in allowed if save_errors(transport="http", url=u)] == []
     assert [u for u in refused if limits.HOST_REFUSED not in save_errors(transport="http", url=u).get("url", [])] == []
 
@@ -245,7 +304,8 @@ def test_hosts_match_by_name_and_port_as_the_connection_reads_the_url(tool_limit
 
 
 def test_a_declaration_path_outside_the_folder_is_refused_alike_whether_or_not_it_exists(
-        admin_client, tool_limits, tmp_path):
+    admin_client, tool_limits, tmp_path
+):
     folder, outside = tmp_path / "declarations", tmp_path / "elsewhere"
     folder.mkdir()
     outside.mkdir()
@@ -298,9 +358,14 @@ def test_an_edited_declaration_file_is_read_on_the_next_step(tmp_path, tool_limi
     decl = json.loads((FIXTURES / "odd.declarations.json").read_text())
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(decl))
-    server = ToolServer.objects.create(ticket_class=TicketClassFactory(), name="odd", command=odd_command(),
-                                       timeout_seconds=5, connect_timeout_seconds=20,
-                                       declaration_path=str(path))
+    server = ToolServer.objects.create(
+        ticket_class=TicketClassFactory(),
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=5,
+        connect_timeout_seconds=20,
+        declaration_path=str(path),
+    )
     first = catalog.class_tools(server.ticket_class)
     assert catalog.class_tools(server.ticket_class) is first  # unchanged: the listing is kept
     name = next(iter(decl["tools"]))

@@ -32,16 +32,27 @@ def call(name, _id, **arguments):
 @pytest.mark.parametrize("read_with", ["read_note", "lookup_ticket"], ids=["plain-text-note", "control-lookup"])
 def test_an_id_a_plain_text_result_mentions_is_not_usable_in_a_write(read_with):
     tclass = TicketClassFactory(approval_rules={})
-    ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                              connect_timeout_seconds=20, declaration_path=str(ODD_DECL))
+    ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=10,
+        connect_timeout_seconds=20,
+        declaration_path=str(ODD_DECL),
+    )
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     if read_with == "read_note":
         ref, text = "REC-10001", "Please look at record REC-10001."
     else:  # the control: the customer names the record, a declared lookup returns it
         ref, text = "REC-20002", "Please look at record REC-20002."
     customer_message_post(ticket=ticket, wake=False, text=text)
-    model = ScriptedModel([call(read_with, "r1", ref=ref), call("refund_record", "w1", ref="REC-20002", amount="5.00"),
-                           ModelResponse(text="Looking into it.")])
+    model = ScriptedModel(
+        [
+            call(read_with, "r1", ref=ref),
+            call("refund_record", "w1", ref="REC-20002", amount="5.00"),
+            ModelResponse(text="Looking into it."),
+        ]
+    )
     agent_run(ticket.pk, gateway=Gateway(override=model))
     read = Turn.objects.get(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__call_id="r1")
     write = Turn.objects.get(ticket=ticket, payload__call_id="w1")

@@ -26,11 +26,19 @@ def result_turn(ticket, call_id) -> int:
 
 
 def test_a_tool_servers_results_are_cards_with_fields_and_described_ids(client, retail_server):
-    ticket = ticket_create(customer=CustomerFactory(name="Aarav Anderson", email=EMAIL),
-                           ticket_class=retail_server.ticket_class, subject="Tea kettle")
+    ticket = ticket_create(
+        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL),
+        ticket_class=retail_server.ticket_class,
+        subject="Tea kettle",
+    )
     customer_message_post(ticket=ticket, wake=False, text=f"Hi, I'm Aarav ({EMAIL}). Where is order {ORDER}?")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
-        call("get_order_details", "c3", order_id=ORDER), ModelResponse(text="It was delivered."))
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
+        call("get_order_details", "c3", order_id=ORDER),
+        ModelResponse(text="It was delivered."),
+    )
     page = desk(client, ticket)
 
     order = outside_raw(page[result_turn(ticket, "c3")])
@@ -42,8 +50,9 @@ def test_a_tool_servers_results_are_cards_with_fields_and_described_ids(client, 
     # card (which this result does not describe) by the ledger, from get_user_details.
     assert re.search(rf'<span class="muted">Order</span> <code class="id">{ORDER}</code> · Tea Kettle', order), order
     assert re.search(rf'<span class="muted">Item</span> <code class="id">{KETTLE}</code> · Tea Kettle', order)
-    assert re.search(rf'<span class="muted">Payment method</span> <code class="id">{GIFT_CARD}</code> · gift_card',
-                     order), order
+    assert re.search(
+        rf'<span class="muted">Payment method</span> <code class="id">{GIFT_CARD}</code> · gift_card', order
+    ), order
     assert "paid" in order and "refundable" in order  # the order's figures, by the file's totals declaration
     assert '<pre class="result">' not in order and "&quot;" not in order  # no JSON without a click
 
@@ -57,14 +66,24 @@ def test_a_tool_servers_results_are_cards_with_fields_and_described_ids(client, 
 
 def test_a_tool_the_declaration_file_leaves_out_shows_readable_json(client):
     tclass = TicketClassFactory(approval_rules={})
-    ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(),
-                              declaration_path=str(FIXTURES / "odd.declarations.json"), timeout_seconds=5, connect_timeout_seconds=20)
+    ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        declaration_path=str(FIXTURES / "odd.declarations.json"),
+        timeout_seconds=5,
+        connect_timeout_seconds=20,
+    )
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
-    run(ticket, call("lookup_ticket", "u1", ref="REC-10001"), call("peek", "u2", ref="REC-10001"),
-        ModelResponse(text="Found it."))
+    run(
+        ticket,
+        call("lookup_ticket", "u1", ref="REC-10001"),
+        call("peek", "u2", ref="REC-10001"),
+        ModelResponse(text="Found it."),
+    )
     page = desk(client, ticket)
     declared, undeclared = (outside_raw(page[result_turn(ticket, c)]) for c in ("u1", "u2"))
     assert "<b>Lookup ticket</b>" in declared and '<code class="id">REC-10001</code>' in declared
-    assert "tool-card" not in undeclared and "<span class=\"pill warn\">undeclared</span>" in undeclared
+    assert "tool-card" not in undeclared and '<span class="pill warn">undeclared</span>' in undeclared
     assert re.search(r'<pre class="result">\{\n &quot;', undeclared), undeclared  # indented JSON, not a card

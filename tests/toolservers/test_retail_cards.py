@@ -22,8 +22,13 @@ from django.db import close_old_connections
 
 from sundry.agent import guards
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.services import (ConfirmationError, HeldActionError, confirmation_decide, customer_message_post,
-                                   held_action_decide)
+from sundry.agent.services import (
+    ConfirmationError,
+    HeldActionError,
+    confirmation_decide,
+    customer_message_post,
+    held_action_decide,
+)
 from sundry.context.models import ActionTaken
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_create
@@ -38,9 +43,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BUTTON = Confirmation.Via.BUTTON
 LAMP, GIFT_CARD = "#W9300146", "gift_card_7245904"  # Aarav's one pending order: a desk lamp, 153.23 USD by gift card
 IVAN = "ivan_santos_6635"  # another customer of the store, with pending orders of his own
-WRITES = {"cancel_pending_order", "exchange_delivered_order_items", "return_delivered_order_items",
-          "modify_pending_order_items", "modify_pending_order_address", "modify_pending_order_payment",
-          "modify_user_address"}
+WRITES = {
+    "cancel_pending_order",
+    "exchange_delivered_order_items",
+    "return_delivered_order_items",
+    "modify_pending_order_items",
+    "modify_pending_order_address",
+    "modify_pending_order_payment",
+    "modify_user_address",
+}
 NOT_PENDING = "Non-pending order cannot be cancelled"
 
 
@@ -77,8 +88,10 @@ def assert_lamp_cancelled_once(server, before: dict) -> None:
     after, before = store(server), copy.deepcopy(before)
     lamp, was = after["orders"].pop(LAMP), before["orders"].pop(LAMP)
     assert lamp["status"] == "cancelled" and was["status"] == "pending"
-    assert lamp["payment_history"] == [*was["payment_history"],
-                                       {"transaction_type": "refund", "amount": 153.23, "payment_method_id": GIFT_CARD}]
+    assert lamp["payment_history"] == [
+        *was["payment_history"],
+        {"transaction_type": "refund", "amount": 153.23, "payment_method_id": GIFT_CARD},
+    ]
     for field in ("status", "cancel_reason", "payment_history"):
         lamp.pop(field), was.pop(field)
     assert lamp == was
@@ -95,24 +108,31 @@ def fresh(ticket) -> Ticket:
 
 def new_ticket(server, customer=None) -> Ticket:
     customer = customer or CustomerFactory(name="Aarav Anderson", email=EMAIL)
-    return ticket_create(customer=customer, ticket_class=TicketClass.objects.get(pk=server.ticket_class_id),
-                         subject="Desk lamp")
+    return ticket_create(
+        customer=customer, ticket_class=TicketClass.objects.get(pk=server.ticket_class_id), subject="Desk lamp"
+    )
 
 
-def propose_cancel(ticket, text=f"Hi, I'm Aarav ({EMAIL}). Please cancel my desk lamp order {LAMP}, "
-                                "I no longer need it.") -> Confirmation:
+def propose_cancel(
+    ticket, text=f"Hi, I'm Aarav ({EMAIL}). Please cancel my desk lamp order {LAMP}, I no longer need it."
+) -> Confirmation:
     """The customer writes; the scripted model looks the order up and cancels it: a card, nothing run."""
     customer_message_post(ticket=ticket, wake=False, text=text)
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("get_order_details", "c3", order_id=LAMP),
         call("cancel_pending_order", "k1", order_id=LAMP, reason="no longer needed"),
-        ModelResponse(text="Please confirm the cancellation on the card."))
+        ModelResponse(text="Please confirm the cancellation on the card."),
+    )
     return Confirmation.objects.get(ticket=ticket, call_id="k1")
 
 
 def press(card: Confirmation, ticket) -> Confirmation:
-    return confirmation_decide(card_id=card.pk, ticket=fresh(ticket), confirm=True, digest=card.digest, via=BUTTON,
-                               wake=False)
+    return confirmation_decide(
+        card_id=card.pk, ticket=fresh(ticket), confirm=True, digest=card.digest, via=BUTTON, wake=False
+    )
 
 
 # --- 1. a card: the customer confirms, it runs exactly once ------------------------------------------------
@@ -133,23 +153,30 @@ def test_the_customer_confirms_a_remote_cancellation_and_it_runs_once_on_the_sto
     assert_lamp_cancelled_once(retail_server, before)
     action = ActionTaken.objects.get(ticket=ticket)
     assert (action.tool, action.target, action.amount_cents, action.currency) == (
-        "cancel_pending_order", LAMP, 15323, "USD")
+        "cancel_pending_order",
+        LAMP,
+        15323,
+        "USD",
+    )
     # The agent wakes to the confirmed call's result: the store's cancelled order.
     model = run(ticket, ModelResponse(text="Your lamp order is cancelled and 153.23 USD is back on your gift card."))
     shown = [m.content for m in model.requests[0].messages if m.role == "tool"]
     assert any('"cancelled"' in c and LAMP in c for c in shown)
 
 
-def test_negative_control_without_the_card_the_models_cancellation_reaches_the_store(retail_server, sent,
-                                                                                     monkeypatch):
+def test_negative_control_without_the_card_the_models_cancellation_reaches_the_store(retail_server, sent, monkeypatch):
     """The card is what keeps the store untouched above: without it, a customer's question is enough."""
     monkeypatch.setattr(guards, "needs_card", lambda inp: "")
     ticket = new_ticket(retail_server)
     customer_message_post(ticket=ticket, wake=False, text=f"Hi, I'm Aarav ({EMAIL}). Has my lamp {LAMP} shipped?")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("get_order_details", "c3", order_id=LAMP),
         call("cancel_pending_order", "k1", order_id=LAMP, reason="no longer needed"),
-        ModelResponse(text="It has not shipped."))
+        ModelResponse(text="It has not shipped."),
+    )
     assert not Confirmation.objects.exists()
     assert sent == [("cancel_pending_order", {"order_id": LAMP, "reason": "no longer needed"})]
     assert ask(retail_server, "get_order_details", {"order_id": LAMP})["status"] == "cancelled"
@@ -214,17 +241,21 @@ def held_then_run_elsewhere(server, sent) -> tuple[Ticket, Ticket, HeldAction]:
     """Ticket A: the customer confirms the cancellation and the class's threshold (100 USD) holds it for
     staff. Staff raise the threshold; on the customer's ticket B the same cancellation is confirmed and runs."""
     TicketClass.objects.filter(pk=server.ticket_class_id).update(
-        approval_rules={"cancel_pending_order": {"above": {"USD": 10000}}})
+        approval_rules={"cancel_pending_order": {"above": {"USD": 10000}}}
+    )
     first = new_ticket(server)
     assert press(propose_cancel(first), first).outcome == "held"
     held = HeldAction.objects.get(ticket=first)
     assert held.status == HeldAction.Status.PENDING and sent == []
 
     TicketClass.objects.filter(pk=server.ticket_class_id).update(
-        approval_rules={"cancel_pending_order": {"above": {"USD": 100000}}})
+        approval_rules={"cancel_pending_order": {"above": {"USD": 100000}}}
+    )
     second = new_ticket(server, customer=first.customer)
-    assert press(propose_cancel(second, text=f"Please cancel my lamp order {LAMP}, I no longer need it."),
-                 second).outcome == "executed"
+    assert (
+        press(propose_cancel(second, text=f"Please cancel my lamp order {LAMP}, I no longer need it."), second).outcome
+        == "executed"
+    )
     assert len(sent) == 1 and ActionTaken.objects.get(ticket=second).target == LAMP
     return first, second, held
 
@@ -249,8 +280,9 @@ def test_approving_twice_a_held_cancellation_whose_equal_cancellation_ran_sends_
     assert ActionTaken.objects.filter(ticket__customer=first.customer).count() == 1
 
 
-def test_negative_control_without_the_already_done_check_the_approval_reaches_the_store(retail_server, sent,
-                                                                                         monkeypatch):
+def test_negative_control_without_the_already_done_check_the_approval_reaches_the_store(
+    retail_server, sent, monkeypatch
+):
     monkeypatch.setattr("sundry.agent.holds.already_done", lambda *a, **k: "")
     first, _second, held = held_then_run_elsewhere(retail_server, sent)
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)

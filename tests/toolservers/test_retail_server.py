@@ -34,8 +34,9 @@ def test_it_serves_every_tool_of_the_domain_with_its_arguments(retail_dir):
     declared = {t["name"]: [a["name"] for a in t["args"]] for t in json.loads((retail_dir / "tools.json").read_text())}
 
     async def listing():
-        params = StdioServerParameters(command=sys.executable,
-                                       args=[str(EXAMPLE / "server.py"), "--data", str(retail_dir)])
+        params = StdioServerParameters(
+            command=sys.executable, args=[str(EXAMPLE / "server.py"), "--data", str(retail_dir)]
+        )
         async with Client(params) as client:
             return (await client.list_tools()).tools
 
@@ -47,8 +48,10 @@ def test_it_serves_every_tool_of_the_domain_with_its_arguments(retail_dir):
 
 def test_lookups(store):
     assert store("find_user_id_by_email", email="AARAV.anderson9752@example.com").data == "aarav_anderson_8794"
-    assert store("find_user_id_by_name_zip", first_name="aarav", last_name="Anderson", zip="19031").data \
+    assert (
+        store("find_user_id_by_name_zip", first_name="aarav", last_name="Anderson", zip="19031").data
         == "aarav_anderson_8794"
+    )
     missing = store("find_user_id_by_name_zip", first_name="Aarav", last_name="Anderson", zip="00000")
     assert not missing.ok and "User not found" in missing.text
     user = store("get_user_details", user_id="aarav_anderson_8794").data
@@ -77,37 +80,66 @@ def test_cancelling_a_pending_order_refunds_it_and_a_gift_card_at_once(store):
 
 
 def test_exchange_and_return_only_on_a_delivered_order_once(store):
-    swap = dict(order_id="#W4316152", item_ids=["7292993796"], new_item_ids=["4238115171"],
-                payment_method_id="gift_card_7245904")
+    swap = dict(
+        order_id="#W4316152",
+        item_ids=["7292993796"],
+        new_item_ids=["4238115171"],
+        payment_method_id="gift_card_7245904",
+    )
     assert not store("exchange_delivered_order_items", **{**swap, "new_item_ids": ["9612497925"]}).ok  # a T-shirt
     done = store("exchange_delivered_order_items", **swap).data
     assert done["status"] == "exchange requested" and done["exchange_price_difference"] == -3.02
     assert not store("exchange_delivered_order_items", **swap).ok
-    assert not store("return_delivered_order_items", order_id="#W4316152", item_ids=["7292993796"],
-                     payment_method_id="gift_card_7245904").ok
+    assert not store(
+        "return_delivered_order_items",
+        order_id="#W4316152",
+        item_ids=["7292993796"],
+        payment_method_id="gift_card_7245904",
+    ).ok
     # A return takes the original payment method or a gift card only.
     user = store("get_user_details", user_id="noah_brown_6181").data
     order = store("get_order_details", order_id=user["orders"][0]).data
     assert order["status"] == "delivered"
     other = next(p for p in user["payment_methods"] if p != order["payment_history"][0]["payment_method_id"])
-    refused = store("return_delivered_order_items", order_id=order["order_id"],
-                    item_ids=[order["items"][0]["item_id"]], payment_method_id=other)
+    refused = store(
+        "return_delivered_order_items",
+        order_id=order["order_id"],
+        item_ids=[order["items"][0]["item_id"]],
+        payment_method_id=other,
+    )
     assert not refused.ok and "original payment method" in refused.text
-    returned = store("return_delivered_order_items", order_id=order["order_id"],
-                     item_ids=[order["items"][0]["item_id"]], payment_method_id=order["payment_history"][0]["payment_method_id"])
+    returned = store(
+        "return_delivered_order_items",
+        order_id=order["order_id"],
+        item_ids=[order["items"][0]["item_id"]],
+        payment_method_id=order["payment_history"][0]["payment_method_id"],
+    )
     assert returned.data["status"] == "return requested"
 
 
 def test_modifying_a_pending_order(store):
     order = store("get_order_details", order_id=PENDING_GIFT).data
-    moved = store("modify_pending_order_address", order_id=PENDING_GIFT, address1="1 New St", address2="",
-                  city="Austin", state="TX", country="USA", zip="73301").data
+    moved = store(
+        "modify_pending_order_address",
+        order_id=PENDING_GIFT,
+        address1="1 New St",
+        address2="",
+        city="Austin",
+        state="TX",
+        country="USA",
+        zip="73301",
+    ).data
     assert moved["address"]["city"] == "Austin"
     item = order["items"][0]
     product = store("get_product_details", product_id=item["product_id"]).data
     other = next(v for k, v in product["variants"].items() if k != item["item_id"] and v["available"])
-    changed = store("modify_pending_order_items", order_id=PENDING_GIFT, item_ids=[item["item_id"]],
-                    new_item_ids=[other["item_id"]], payment_method_id=order["payment_history"][0]["payment_method_id"])
+    changed = store(
+        "modify_pending_order_items",
+        order_id=PENDING_GIFT,
+        item_ids=[item["item_id"]],
+        new_item_ids=[other["item_id"]],
+        payment_method_id=order["payment_history"][0]["payment_method_id"],
+    )
     if changed.ok:
         assert changed.data["status"] == "pending (item modified)"
         assert other["item_id"] in [i["item_id"] for i in changed.data["items"]]
@@ -123,9 +155,20 @@ def _free_port() -> int:
 
 def test_it_serves_streamable_http_too(retail_dir):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(EXAMPLE / "server.py"), "--data", str(retail_dir),
-                             "--transport", "streamable-http", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(EXAMPLE / "server.py"),
+            "--data",
+            str(retail_dir),
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -145,6 +188,10 @@ def test_it_serves_streamable_http_too(retail_dir):
 
 
 def test_it_refuses_a_directory_without_the_store(tmp_path):
-    done = subprocess.run([sys.executable, str(EXAMPLE / "server.py"), "--data", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE / "server.py"), "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "no db.json there" in done.stderr

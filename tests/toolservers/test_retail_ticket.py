@@ -52,8 +52,11 @@ def run(ticket, *steps) -> ScriptedModel:
 
 
 def results(ticket, name):
-    return [t for t in Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT).order_by("number")
-            if t.payload.get("name") == name]
+    return [
+        t
+        for t in Turn.objects.filter(ticket=ticket, kind=Turn.Kind.TOOL_RESULT).order_by("number")
+        if t.payload.get("name") == name
+    ]
 
 
 def rejections(ticket):
@@ -76,9 +79,14 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     # Compaction keeps only the last two turns: the lookups' results leave the request.
     TicketClass.objects.filter(pk=ticket.ticket_class_id).update(recent_turns_kept=2)
     ticket.ticket_class.refresh_from_db()
-    customer_message_post(ticket=ticket, wake=False, text=(
-        f"Hi, I'm Aarav Anderson ({EMAIL}). I'd like to exchange the tea kettle in order {ORDER} "
-        "for the stainless steel one, paid from my gift card."))
+    customer_message_post(
+        ticket=ticket,
+        wake=False,
+        text=(
+            f"Hi, I'm Aarav Anderson ({EMAIL}). I'd like to exchange the tea kettle in order {ORDER} "
+            "for the stainless steel one, paid from my gift card."
+        ),
+    )
     # The order number the customer typed is in the ledger, unverified (the declaration's format).
     typed = LedgerEntry.objects.get(ticket=ticket, value=ORDER)
     assert not typed.verified and typed.kind == "order"
@@ -111,8 +119,15 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
 
     # The ledger harvested, verified, every kind from the server's results by the declaration file.
     ledger = {e.value: e for e in LedgerEntry.objects.filter(ticket=ticket)}
-    for value, kind in ((USER, "user"), (ORDER, "order"), (GIFT_CARD, "payment_method"), (KETTLE, "item"),
-                        (STEEL_KETTLE, "item"), (PRODUCT, "product"), ("#W3470184", "order")):
+    for value, kind in (
+        (USER, "user"),
+        (ORDER, "order"),
+        (GIFT_CARD, "payment_method"),
+        (KETTLE, "item"),
+        (STEEL_KETTLE, "item"),
+        (PRODUCT, "product"),
+        ("#W3470184", "order"),
+    ):
         assert ledger[value].verified and ledger[value].kind == kind, value
     assert ledger[ORDER].description.startswith("Tea Kettle")
     assert ledger[KETTLE].note == f"of {ORDER}"
@@ -135,8 +150,9 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     # --- compaction, then the customer asks for a second exchange --------------------------------------
     compact(ticket)
     summary = Summary.objects.get(ticket=ticket)
-    customer_message_post(ticket=ticket, wake=False,
-                          text=f"Could you exchange the other tea kettle in {ORDER} for the steel one as well?")
+    customer_message_post(
+        ticket=ticket, wake=False, text=f"Could you exchange the other tea kettle in {ORDER} for the steel one as well?"
+    )
     model = run(
         ticket,
         call("get_item_details", "c5", item_id=STEEL_KETTLE),
@@ -192,8 +208,12 @@ def test_a_remote_call_inside_a_transaction_is_refused(ticket, retail_server):
 
 def test_arguments_are_checked_against_the_servers_schema(ticket, retail_server):
     customer_message_post(ticket=ticket, wake=False, text=f"It's {EMAIL}.")
-    run(ticket, call("find_user_id_by_email", "c1", mail=EMAIL), call("find_user_id_by_email", "c2", email=EMAIL),
-        ModelResponse(text="Found you."))
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", mail=EMAIL),
+        call("find_user_id_by_email", "c2", email=EMAIL),
+        ModelResponse(text="Found you."),
+    )
     refused = rejections(ticket)
     assert [r["guard"] for r in refused] == ["schema"] and "'email' is a required property" in refused[0]["reason"]
     assert results(ticket, "find_user_id_by_email")[-1].text == USER
@@ -201,9 +221,13 @@ def test_arguments_are_checked_against_the_servers_schema(ticket, retail_server)
 
 def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
     customer_message_post(ticket=ticket, wake=False, text=f"Cancel order {ORDER} please, my email is {EMAIL}.")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("cancel_pending_order", "c3", order_id=ORDER, reason="no longer needed"),
-        ModelResponse(text="Please confirm the cancellation on the card."))
+        ModelResponse(text="Please confirm the cancellation on the card."),
+    )
     # The customer asked, so they confirm the card; the store refuses the cancellation it runs.
     [card] = customer_confirms(ticket)
     result = results(ticket, "cancel_pending_order")[-1]
@@ -222,18 +246,26 @@ def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
 def test_a_class_rule_holds_a_remote_write_for_staff(ticket, retail_server):
     pending = "#W9300146"
     TicketClass.objects.filter(pk=ticket.ticket_class_id).update(approval_rules={"cancel_pending_order": {}})
-    customer_message_post(ticket=ticket, wake=False,
-                          text=f"My email is {EMAIL}. Please cancel order {pending}, I no longer need it.")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    customer_message_post(
+        ticket=ticket, wake=False, text=f"My email is {EMAIL}. Please cancel order {pending}, I no longer need it."
+    )
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("cancel_pending_order", "c3", order_id=pending, reason="no longer needed"),
-        ModelResponse(text="Please confirm the cancellation on the card."))
+        ModelResponse(text="Please confirm the cancellation on the card."),
+    )
     assert results(ticket, "cancel_pending_order")[0].payload["guard"] == "confirmation"
     assert not HeldAction.objects.filter(ticket=ticket).exists()
     # The customer confirms the card; the class's rule still holds the confirmed call for staff.
     [card] = customer_confirms(ticket)
     held = HeldAction.objects.get(ticket=ticket)
     assert card.outcome == "held" and held.call_id == "c3-confirmed"
-    assert held.tool == "cancel_pending_order" and results(ticket, "cancel_pending_order")[-1].payload["guard"] == "approval"
+    assert (
+        held.tool == "cancel_pending_order"
+        and results(ticket, "cancel_pending_order")[-1].payload["guard"] == "approval"
+    )
     assert store_order(retail_server, pending)["status"] == "pending"
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
     held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
@@ -248,25 +280,38 @@ def test_the_servers_declared_cancellation_is_a_card_that_runs_once_when_confirm
     obedient model's cancellation becomes a card written from the file's declarations, runs only when the
     customer confirms that card, and once: an equal call later is held as a repeat of the done action."""
     lamp = "#W9300146"  # the customer's one pending order: a desk lamp, 153.23 USD from their gift card
-    customer_message_post(ticket=ticket, wake=False,
-                          text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {lamp}? It has not shipped yet.")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    customer_message_post(
+        ticket=ticket,
+        wake=False,
+        text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {lamp}? It has not shipped yet.",
+    )
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("get_order_details", "c3", order_id=lamp),
         call("cancel_pending_order", "k1", order_id=lamp, reason="ordered by mistake"),  # nobody asked
-        ModelResponse(text="Your lamp has not shipped yet."))
+        ModelResponse(text="Your lamp has not shipped yet."),
+    )
     unasked = results(ticket, "cancel_pending_order")[-1]
     assert unasked.payload["guard"] == "confirmation" and json.loads(unasked.text)["awaiting_customer_confirmation"]
     first = Confirmation.objects.get(pk=unasked.payload["confirmation"])
     # Written from the file's declarations and the lanes: the order, what it is, the refund it moves.
     assert (first.card["title"], first.card["amount"], first.card["why"]) == (
-        f"Cancel order {lamp}", "153.23 USD", "it moves money")
+        f"Cancel order {lamp}",
+        "153.23 USD",
+        "it moves money",
+    )
     assert first.card["entities"] == [{"label": "Order", "id": lamp, "description": "Desk Lamp"}]
     assert store_order(retail_server, lamp)["status"] == "pending"
 
     # The customer's words alone run nothing: the model's new call is a new card, which retires the old one.
     customer_message_post(ticket=ticket, wake=False, text=f"Actually, please cancel order {lamp}, I no longer need it.")
-    run(ticket, call("cancel_pending_order", "k2", order_id=lamp, reason="no longer needed"),
-        ModelResponse(text="Please confirm the cancellation on the card."))
+    run(
+        ticket,
+        call("cancel_pending_order", "k2", order_id=lamp, reason="no longer needed"),
+        ModelResponse(text="Please confirm the cancellation on the card."),
+    )
     assert Confirmation.objects.get(pk=first.pk).status == Confirmation.Status.SUPERSEDED
     assert store_order(retail_server, lamp)["status"] == "pending"
     [card] = customer_confirms(ticket)
@@ -278,8 +323,11 @@ def test_the_servers_declared_cancellation_is_a_card_that_runs_once_when_confirm
     # A status question later, and the model cancels again: the done action (its target read from the
     # server's declaration) holds the repeat for staff; no card, nothing sent.
     customer_message_post(ticket=ticket, wake=False, text=f"Thanks! Is everything with {lamp} sorted now?")
-    run(ticket, call("cancel_pending_order", "k3", order_id=lamp, reason="no longer needed"),
-        ModelResponse(text="Yes, it is cancelled."))
+    run(
+        ticket,
+        call("cancel_pending_order", "k3", order_id=lamp, reason="no longer needed"),
+        ModelResponse(text="Yes, it is cancelled."),
+    )
     again = results(ticket, "cancel_pending_order")[-1]
     assert again.payload["guard"] == "repeat", again.text
     assert f"already done for {lamp}" in json.loads(again.text)["reason"]
@@ -294,8 +342,13 @@ def test_the_servers_declared_cancellation_is_a_card_that_runs_once_when_confirm
     compact(ticket)
     ctx = summariser.ValidationContext.from_dict(CompactionRun.objects.get(ticket=ticket).validation_context)
     assert ctx.capabilities == {"cancel_pending_order": ["cancels"]}
-    claim = summariser.SummaryFields(decisions=[], actions_taken=["Cancelled the order."],
-                                     constraints_not_pinned=[], open_questions=[], narrative="About a lamp.")
+    claim = summariser.SummaryFields(
+        decisions=[],
+        actions_taken=["Cancelled the order."],
+        constraints_not_pinned=[],
+        open_questions=[],
+        narrative="About a lamp.",
+    )
     assert summariser.unsupported_claims(claim, set(ctx.actions), None, ctx.capabilities) == []
     assert summariser.unsupported_claims(claim, set(ctx.actions), None)  # by the class's domain: unsupported
 
@@ -306,8 +359,12 @@ def test_compaction_counts_the_tool_schemas_the_model_is_sent(ticket, retail_ser
     TicketClass.objects.filter(pk=ticket.ticket_class_id).update(recent_turns_kept=2)
     ticket.ticket_class.refresh_from_db()
     customer_message_post(ticket=ticket, wake=False, text=f"My email is {EMAIL}. Where is my order {ORDER}?")
-    model = run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_order_details", "c2", order_id=ORDER),
-                ModelResponse(text="It was delivered."))
+    model = run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_order_details", "c2", order_id=ORDER),
+        ModelResponse(text="It was delivered."),
+    )
     sent = [t.model_dump() for t in model.requests[-1].tools]
     assert "get_order_details" in {t["name"] for t in sent}
     compact(ticket)

@@ -33,12 +33,19 @@ def ticket(retail_server):
 
 
 def _ask_about_the_lamp_and_cancel(ticket):
-    customer_message_post(ticket=ticket, wake=False,
-                          text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {LAMP}? It has not shipped yet.")
-    run(ticket, call("find_user_id_by_email", "c1", email=EMAIL), call("get_user_details", "c2", user_id=USER),
+    customer_message_post(
+        ticket=ticket,
+        wake=False,
+        text=f"Hi, I'm Aarav ({EMAIL}). Where is my desk lamp, order {LAMP}? It has not shipped yet.",
+    )
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=EMAIL),
+        call("get_user_details", "c2", user_id=USER),
         call("get_order_details", "c3", order_id=LAMP),
         call("cancel_pending_order", "k1", order_id=LAMP, reason="no longer needed"),  # what the rule forbids
-        ModelResponse(text="Your lamp has not shipped yet."))
+        ModelResponse(text="Your lamp has not shipped yet."),
+    )
 
 
 # --- 1. rules target the class's own tools ---------------------------------------------------------------
@@ -68,8 +75,9 @@ def test_a_rule_mapped_onto_other_tools_still_blocks_the_servers_cancellation(ti
     """A rule whose stored check names the demo shop's tools (made where the class's tools were not
     known: a summary's candidate, a rule carried from another class) is read again at check time
     against the tools of the call."""
-    rule = lanes.rule_add_candidate(ticket=ticket, text="Whatever you do, never cancel any of my orders.", turn=0,
-                                    source="summariser")
+    rule = lanes.rule_add_candidate(
+        ticket=ticket, text="Whatever you do, never cancel any of my orders.", turn=0, source="summariser"
+    )
     assert rule.enforcement == {"block_tools": ["cancel_order"]}  # the class's in-process domain's tool
 
     _ask_about_the_lamp_and_cancel(ticket)
@@ -89,18 +97,32 @@ CHAIR, BULBS = "#W8770097", "#W5183325"  # two pending orders: 544.29 and 316.60
 
 def test_two_remote_cancellations_that_together_pass_the_threshold_the_second_is_held(retail_server):
     TicketClass.objects.filter(pk=retail_server.ticket_class_id).update(
-        approval_rules={"cancel_pending_order": {"above": {"USD": 70000}}})  # 700.00 USD without staff
+        approval_rules={"cancel_pending_order": {"above": {"USD": 70000}}}
+    )  # 700.00 USD without staff
     customer = CustomerFactory(name="Ivan Santos", email=IVAN_EMAIL)
-    ticket = ticket_create(customer=customer, ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id),
-                           subject="Cancel two orders")
-    customer_message_post(ticket=ticket, wake=False, text=(
-        f"Hi, I'm Ivan ({IVAN_EMAIL}). Please cancel my office chair order {CHAIR} and my order {BULBS}, "
-        "I no longer need them."))
-    run(ticket, call("find_user_id_by_email", "c1", email=IVAN_EMAIL), call("get_user_details", "c2", user_id=IVAN),
-        call("get_order_details", "c3", order_id=CHAIR), call("get_order_details", "c4", order_id=BULBS),
+    ticket = ticket_create(
+        customer=customer,
+        ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id),
+        subject="Cancel two orders",
+    )
+    customer_message_post(
+        ticket=ticket,
+        wake=False,
+        text=(
+            f"Hi, I'm Ivan ({IVAN_EMAIL}). Please cancel my office chair order {CHAIR} and my order {BULBS}, "
+            "I no longer need them."
+        ),
+    )
+    run(
+        ticket,
+        call("find_user_id_by_email", "c1", email=IVAN_EMAIL),
+        call("get_user_details", "c2", user_id=IVAN),
+        call("get_order_details", "c3", order_id=CHAIR),
+        call("get_order_details", "c4", order_id=BULBS),
         call("cancel_pending_order", "k1", order_id=CHAIR, reason="no longer needed"),
         call("cancel_pending_order", "k2", order_id=BULBS, reason="no longer needed"),
-        ModelResponse(text="Please confirm the two cancellations on the cards."))
+        ModelResponse(text="Please confirm the two cancellations on the cards."),
+    )
 
     # The money lane holds the orders' figures, summed from their payment histories by the declaration file.
     def lane():
@@ -144,16 +166,21 @@ def test_each_remote_cancellation_alone_within_the_threshold_runs(retail_server)
     """Control: the same two cancellations on two customers' tickets each run; the hold above is the
     running total's, not either amount's."""
     TicketClass.objects.filter(pk=retail_server.ticket_class_id).update(
-        approval_rules={"cancel_pending_order": {"above": {"USD": 70000}}})
+        approval_rules={"cancel_pending_order": {"above": {"USD": 70000}}}
+    )
     tclass = TicketClass.objects.get(pk=retail_server.ticket_class_id)
     for n, order in enumerate((CHAIR, BULBS)):
         customer = CustomerFactory(name=f"Ivan Santos {n}", email=f"{n}{IVAN_EMAIL}")
         ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cancel an order")
         customer_message_post(ticket=ticket, wake=False, text=f"My email is {IVAN_EMAIL}. Please cancel order {order}.")
-        run(ticket, call("find_user_id_by_email", "c1", email=IVAN_EMAIL),
-            call("get_user_details", "c2", user_id=IVAN), call("get_order_details", "c3", order_id=order),
+        run(
+            ticket,
+            call("find_user_id_by_email", "c1", email=IVAN_EMAIL),
+            call("get_user_details", "c2", user_id=IVAN),
+            call("get_order_details", "c3", order_id=order),
             call("cancel_pending_order", "k1", order_id=order, reason="no longer needed"),
-            ModelResponse(text="Please confirm the cancellation on the card."))
+            ModelResponse(text="Please confirm the cancellation on the card."),
+        )
         assert store_order(retail_server, order)["status"] == "pending"  # a card: it waits for the customer
         assert [c.outcome for c in customer_confirms(ticket)] == ["executed"], order
         assert results(ticket, "cancel_pending_order")[-1].payload["ok"] is True, order

@@ -23,8 +23,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _session() -> psycopg.Connection:
-    params = {k: v for k, v in connection.get_connection_params().items()
-              if k in ("host", "port", "user", "password", "dbname")}
+    params = {
+        k: v
+        for k, v in connection.get_connection_params().items()
+        if k in ("host", "port", "user", "password", "dbname")
+    }
     return psycopg.connect(**params, autocommit=False)
 
 
@@ -43,8 +46,14 @@ def _row_free(ticket_pk: int) -> bool:
 @pytest.fixture
 def ticket():
     tclass = TicketClassFactory(approval_rules={})
-    ToolServer.objects.create(ticket_class=tclass, name="odd", command=odd_command(), timeout_seconds=10,
-                              connect_timeout_seconds=20, declaration_path=str(FIXTURES / "odd.declarations.json"))
+    ToolServer.objects.create(
+        ticket_class=tclass,
+        name="odd",
+        command=odd_command(),
+        timeout_seconds=10,
+        connect_timeout_seconds=20,
+        declaration_path=str(FIXTURES / "odd.declarations.json"),
+    )
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     return ticket
@@ -57,6 +66,7 @@ def test_the_ticket_row_is_free_while_the_model_answers(ticket):
         def step(_request):
             seen.append(_row_free(ticket.pk))
             return response
+
         return step
 
     lookup = ModelResponse(tool_calls=[ToolCall(id="c1", name="lookup_ticket", arguments={"ref": "REC-10001"})])

@@ -6,60 +6,102 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tickets', '0001_initial'),
+        ("tickets", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HeldAction',
+            name="HeldAction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool', models.CharField(max_length=60)),
-                ('arguments', models.JSONField(default=dict)),
-                ('call_id', models.CharField(max_length=80)),
-                ('reason', models.CharField(max_length=300)),
-                ('idempotency_key', models.CharField(max_length=80, unique=True)),
-                ('turn', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('executed', 'Executed')], default='pending', max_length=10)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('result_turn', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='held_actions', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tool", models.CharField(max_length=60)),
+                ("arguments", models.JSONField(default=dict)),
+                ("call_id", models.CharField(max_length=80)),
+                ("reason", models.CharField(max_length=300)),
+                ("idempotency_key", models.CharField(max_length=80, unique=True)),
+                ("turn", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("approved", "Approved"),
+                            ("rejected", "Rejected"),
+                            ("executed", "Executed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("result_turn", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="held_actions", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='AgentStep',
+            name="AgentStep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('model', models.CharField(max_length=120)),
-                ('offline', models.BooleanField(default=False)),
-                ('request_tokens', models.PositiveIntegerField(help_text='Assembled request, counted with the real tokenizer')),
-                ('lane_tokens', models.JSONField(default=dict)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('cost_usd', models.DecimalField(decimal_places=6, default=0, max_digits=12)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('outcome', models.CharField(choices=[('reply', 'Reply'), ('tool_calls', 'tool calls'), ('model_error', 'model error'), ('invalid_output', 'invalid model output')], max_length=16)),
-                ('is_resolution', models.BooleanField(default=False)),
-                ('first_turn', models.PositiveIntegerField(default=0)),
-                ('last_turn', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("model", models.CharField(max_length=120)),
+                ("offline", models.BooleanField(default=False)),
+                (
+                    "request_tokens",
+                    models.PositiveIntegerField(help_text="Assembled request, counted with the real tokenizer"),
+                ),
+                ("lane_tokens", models.JSONField(default=dict)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("cost_usd", models.DecimalField(decimal_places=6, default=0, max_digits=12)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("reply", "Reply"),
+                            ("tool_calls", "tool calls"),
+                            ("model_error", "model error"),
+                            ("invalid_output", "invalid model output"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("is_resolution", models.BooleanField(default=False)),
+                ("first_turn", models.PositiveIntegerField(default=0)),
+                ("last_turn", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ticket', 'number'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'number'), name='step_number_unique_per_ticket')],
+                "ordering": ["ticket", "number"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ticket", "number"), name="step_number_unique_per_ticket")
+                ],
             },
         ),
     ]

@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0001_initial'),
+        ("agent", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='heldaction',
-            name='status',
-            field=models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('executed', 'Executed'), ('refused', 'approved, not run')], default='pending', max_length=10),
+            model_name="heldaction",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending"),
+                    ("approved", "Approved"),
+                    ("rejected", "Rejected"),
+                    ("executed", "Executed"),
+                    ("refused", "approved, not run"),
+                ],
+                default="pending",
+                max_length=10,
+            ),
         ),
     ]

@@ -4,25 +4,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0002_heldaction_refused'),
+        ("agent", "0002_heldaction_refused"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agentstep',
-            name='cached_input_tokens',
+            model_name="agentstep",
+            name="cached_input_tokens",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='agentstep',
-            name='checks',
+            model_name="agentstep",
+            name="checks",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
-            model_name='agentstep',
-            name='outcome',
-            field=models.CharField(choices=[('reply', 'Reply'), ('tool_calls', 'tool calls'), ('model_error', 'model error'), ('invalid_output', 'invalid model output'), ('held_reply', 'reply held for staff')], max_length=16),
+            model_name="agentstep",
+            name="outcome",
+            field=models.CharField(
+                choices=[
+                    ("reply", "Reply"),
+                    ("tool_calls", "tool calls"),
+                    ("model_error", "model error"),
+                    ("invalid_output", "invalid model output"),
+                    ("held_reply", "reply held for staff"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0003_step_cached_tokens_checks'),
+        ("agent", "0003_step_cached_tokens_checks"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agentstep',
-            name='cache_write_tokens',
+            model_name="agentstep",
+            name="cache_write_tokens",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='agentstep',
-            name='reported_request_tokens',
+            model_name="agentstep",
+            name="reported_request_tokens",
             field=models.PositiveIntegerField(default=0),
         ),
     ]

@@ -6,39 +6,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0004_stream_cache_writes_reported_tokens'),
-        ('tickets', '0011_confirmation_cards'),
+        ("agent", "0004_stream_cache_writes_reported_tokens"),
+        ("tickets", "0011_confirmation_cards"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Confirmation',
+            name="Confirmation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool', models.CharField(max_length=60)),
-                ('arguments', models.JSONField(default=dict)),
-                ('digest', models.CharField(max_length=64)),
-                ('call_id', models.CharField(max_length=80)),
-                ('card', models.JSONField(default=dict)),
-                ('turn', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('confirmed', 'Confirmed'), ('declined', 'Declined'), ('expired', 'Expired'), ('superseded', 'Superseded')], default='pending', max_length=10)),
-                ('expires_at', models.DateTimeField()),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('via', models.CharField(blank=True, choices=[('button', 'the customer pressed Confirm'), ('typed', 'the customer answered yes'), ('staff', "staff, on the customer's behalf")], max_length=8)),
-                ('staff_reason', models.CharField(blank=True, max_length=300)),
-                ('note', models.CharField(blank=True, max_length=300)),
-                ('outcome', models.CharField(blank=True, max_length=10)),
-                ('result_turn', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='confirmations', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tool", models.CharField(max_length=60)),
+                ("arguments", models.JSONField(default=dict)),
+                ("digest", models.CharField(max_length=64)),
+                ("call_id", models.CharField(max_length=80)),
+                ("card", models.JSONField(default=dict)),
+                ("turn", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("confirmed", "Confirmed"),
+                            ("declined", "Declined"),
+                            ("expired", "Expired"),
+                            ("superseded", "Superseded"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("expires_at", models.DateTimeField()),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "via",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("button", "the customer pressed Confirm"),
+                            ("typed", "the customer answered yes"),
+                            ("staff", "staff, on the customer's behalf"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("staff_reason", models.CharField(blank=True, max_length=300)),
+                ("note", models.CharField(blank=True, max_length=300)),
+                ("outcome", models.CharField(blank=True, max_length=10)),
+                ("result_turn", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="confirmations", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status', 'pending')), fields=('ticket', 'digest'), name='one_pending_card_per_call')],
+                "ordering": ["id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status", "pending")),
+                        fields=("ticket", "digest"),
+                        name="one_pending_card_per_call",
+                    )
+                ],
             },
         ),
     ]

@@ -6,35 +6,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tickets', '0014_ticket_ratings'),
+        ("tickets", "0014_ticket_ratings"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Attachment',
+            name="Attachment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('content_type', models.CharField(max_length=40)),
-                ('size', models.PositiveIntegerField(help_text='Bytes stored (after re-encoding an image).')),
-                ('original_size', models.PositiveIntegerField(help_text='Bytes the sender uploaded.')),
-                ('width', models.PositiveIntegerField(blank=True, null=True)),
-                ('height', models.PositiveIntegerField(blank=True, null=True)),
-                ('key', models.CharField(help_text='Where the bytes are in the attachments storage.', max_length=255)),
-                ('thumb_key', models.CharField(blank=True, max_length=255)),
-                ('sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attachments', to='tickets.ticket')),
-                ('turn', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attachments', to='tickets.turn')),
-                ('uploaded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=120)),
+                ("content_type", models.CharField(max_length=40)),
+                ("size", models.PositiveIntegerField(help_text="Bytes stored (after re-encoding an image).")),
+                ("original_size", models.PositiveIntegerField(help_text="Bytes the sender uploaded.")),
+                ("width", models.PositiveIntegerField(blank=True, null=True)),
+                ("height", models.PositiveIntegerField(blank=True, null=True)),
+                ("key", models.CharField(help_text="Where the bytes are in the attachments storage.", max_length=255)),
+                ("thumb_key", models.CharField(blank=True, max_length=255)),
+                ("sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attachments", to="tickets.ticket"
+                    ),
+                ),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attachments", to="tickets.turn"
+                    ),
+                ),
+                (
+                    "uploaded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['turn', 'id'],
+                "ordering": ["turn", "id"],
             },
         ),
     ]

@@ -5,51 +5,109 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('agent', '0001_initial'),
-        ('context', '0001_initial'),
-        ('tickets', '0002_ticket_agent_claimed_at_ticket_attention'),
+        ("agent", "0001_initial"),
+        ("context", "0001_initial"),
+        ("tickets", "0002_ticket_agent_claimed_at_ticket_attention"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CompactionRun',
+            name="CompactionRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('context_version', models.PositiveIntegerField(help_text='covers_through_turn of the base summary (0 if none)')),
-                ('from_turn', models.PositiveIntegerField()),
-                ('through_turn', models.PositiveIntegerField(help_text='Last turn replaced; the recent turns after it stay raw')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('fallback', 'fallback (deterministic trim)'), ('failed', 'Failed'), ('stale', 'Stale')], default='queued', max_length=10)),
-                ('model', models.CharField(help_text='Summariser model the class named', max_length=120)),
-                ('model_used', models.CharField(blank=True, help_text='What answered (e.g. offline)', max_length=120)),
-                ('request_before', models.JSONField(default=dict)),
-                ('tokens_before', models.PositiveIntegerField(default=0)),
-                ('tokens_after', models.PositiveIntegerField(blank=True, null=True)),
-                ('replaced_tokens', models.PositiveIntegerField(default=0, help_text='Tokens of the turns (and old summary) replaced')),
-                ('summariser_input', models.JSONField(default=dict)),
-                ('validation_context', models.JSONField(default=dict)),
-                ('attempt_log', models.JSONField(default=list)),
-                ('summariser_output', models.TextField(blank=True, help_text='Raw output of the accepted attempt')),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('cost_usd', models.DecimalField(decimal_places=6, default=0, max_digits=12)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('base_summary', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='context.summary')),
-                ('summary', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='context.summary')),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='compactions', to='tickets.ticket')),
-                ('trigger_step', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agent.agentstep')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "context_version",
+                    models.PositiveIntegerField(help_text="covers_through_turn of the base summary (0 if none)"),
+                ),
+                ("from_turn", models.PositiveIntegerField()),
+                (
+                    "through_turn",
+                    models.PositiveIntegerField(help_text="Last turn replaced; the recent turns after it stay raw"),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("fallback", "fallback (deterministic trim)"),
+                            ("failed", "Failed"),
+                            ("stale", "Stale"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("model", models.CharField(help_text="Summariser model the class named", max_length=120)),
+                ("model_used", models.CharField(blank=True, help_text="What answered (e.g. offline)", max_length=120)),
+                ("request_before", models.JSONField(default=dict)),
+                ("tokens_before", models.PositiveIntegerField(default=0)),
+                ("tokens_after", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "replaced_tokens",
+                    models.PositiveIntegerField(default=0, help_text="Tokens of the turns (and old summary) replaced"),
+                ),
+                ("summariser_input", models.JSONField(default=dict)),
+                ("validation_context", models.JSONField(default=dict)),
+                ("attempt_log", models.JSONField(default=list)),
+                ("summariser_output", models.TextField(blank=True, help_text="Raw output of the accepted attempt")),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                ("cost_usd", models.DecimalField(decimal_places=6, default=0, max_digits=12)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "base_summary",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="context.summary",
+                    ),
+                ),
+                (
+                    "summary",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="context.summary",
+                    ),
+                ),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="compactions", to="tickets.ticket"
+                    ),
+                ),
+                (
+                    "trigger_step",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="agent.agentstep",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'from_turn', 'through_turn'), name='compaction_once_per_range')],
+                "ordering": ["-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("ticket", "from_turn", "through_turn"), name="compaction_once_per_range"
+                    )
+                ],
             },
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('compaction', '0001_initial'),
+        ("compaction", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='compactionrun',
-            name='request_after',
+            model_name="compactionrun",
+            name="request_after",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('compaction', '0002_compactionrun_request_after'),
+        ("compaction", "0002_compactionrun_request_after"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='compactionrun',
-            name='output_path',
+            model_name="compactionrun",
+            name="output_path",
             field=models.CharField(blank=True, max_length=10),
         ),
     ]

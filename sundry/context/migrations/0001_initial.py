@@ -6,145 +6,303 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tickets', '0001_initial'),
+        ("tickets", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='OpenQuestion',
+            name="OpenQuestion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.CharField(max_length=300)),
-                ('turn', models.PositiveIntegerField()),
-                ('source', models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System')], max_length=10)),
-                ('resolved_at_turn', models.PositiveIntegerField(blank=True, null=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='open_questions', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.CharField(max_length=300)),
+                ("turn", models.PositiveIntegerField()),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("customer", "Customer"),
+                            ("tool", "Tool"),
+                            ("model", "Model"),
+                            ("staff", "Staff"),
+                            ("system", "System"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("resolved_at_turn", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="open_questions", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['turn', 'id'],
+                "ordering": ["turn", "id"],
             },
         ),
         migrations.CreateModel(
-            name='PinnedRule',
+            name="PinnedRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField(help_text='Verbatim wording; never summarised or truncated.')),
-                ('scope', models.CharField(choices=[('ticket', 'Ticket'), ('customer', 'Customer'), ('order', 'Order')], default='ticket', max_length=10)),
-                ('scope_ref', models.CharField(blank=True, help_text='e.g. the order number for an order-scoped rule', max_length=40)),
-                ('turn', models.PositiveIntegerField(help_text='Turn the rule was stated at')),
-                ('source', models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System')], max_length=10)),
-                ('status', models.CharField(choices=[('candidate', 'Candidate'), ('active', 'Active'), ('dismissed', 'Dismissed'), ('closed', 'closed with its scope')], default='candidate', max_length=10)),
-                ('enforcement', models.JSONField(blank=True, default=dict)),
-                ('changed_at_turn', models.PositiveIntegerField(default=0)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rules', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField(help_text="Verbatim wording; never summarised or truncated.")),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[("ticket", "Ticket"), ("customer", "Customer"), ("order", "Order")],
+                        default="ticket",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "scope_ref",
+                    models.CharField(
+                        blank=True, help_text="e.g. the order number for an order-scoped rule", max_length=40
+                    ),
+                ),
+                ("turn", models.PositiveIntegerField(help_text="Turn the rule was stated at")),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("customer", "Customer"),
+                            ("tool", "Tool"),
+                            ("model", "Model"),
+                            ("staff", "Staff"),
+                            ("system", "System"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("candidate", "Candidate"),
+                            ("active", "Active"),
+                            ("dismissed", "Dismissed"),
+                            ("closed", "closed with its scope"),
+                        ],
+                        default="candidate",
+                        max_length=10,
+                    ),
+                ),
+                ("enforcement", models.JSONField(blank=True, default=dict)),
+                ("changed_at_turn", models.PositiveIntegerField(default=0)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="rules", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['turn', 'id'],
+                "ordering": ["turn", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ActionTaken',
+            name="ActionTaken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool', models.CharField(max_length=60)),
-                ('target', models.CharField(blank=True, max_length=120)),
-                ('arguments', models.JSONField(default=dict)),
-                ('result', models.JSONField(default=dict)),
-                ('amount_cents', models.BigIntegerField(blank=True, null=True)),
-                ('currency', models.CharField(blank=True, max_length=3)),
-                ('reversible', models.BooleanField(default=True)),
-                ('idempotency_key', models.CharField(max_length=80)),
-                ('turn', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='actions', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tool", models.CharField(max_length=60)),
+                ("target", models.CharField(blank=True, max_length=120)),
+                ("arguments", models.JSONField(default=dict)),
+                ("result", models.JSONField(default=dict)),
+                ("amount_cents", models.BigIntegerField(blank=True, null=True)),
+                ("currency", models.CharField(blank=True, max_length=3)),
+                ("reversible", models.BooleanField(default=True)),
+                ("idempotency_key", models.CharField(max_length=80)),
+                ("turn", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="actions", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['turn', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'idempotency_key'), name='action_key_unique')],
+                "ordering": ["turn", "id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ticket", "idempotency_key"), name="action_key_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LedgerEntry',
+            name="LedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(max_length=60)),
-                ('value', models.CharField(max_length=120)),
-                ('kind', models.CharField(max_length=30)),
-                ('verified', models.BooleanField(default=False)),
-                ('first_seen_turn', models.PositiveIntegerField()),
-                ('last_used_turn', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('active', 'Active'), ('archived', 'archived (evicted by last use)')], default='active', max_length=10)),
-                ('note', models.CharField(blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'", max_length=120)),
-                ('source', models.CharField(blank=True, help_text="Tool (or 'customer') it was first seen from", max_length=60)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ledger', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("role", models.CharField(max_length=60)),
+                ("value", models.CharField(max_length=120)),
+                ("kind", models.CharField(max_length=30)),
+                ("verified", models.BooleanField(default=False)),
+                ("first_seen_turn", models.PositiveIntegerField()),
+                ("last_used_turn", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "Active"), ("archived", "archived (evicted by last use)")],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "note",
+                    models.CharField(
+                        blank=True, help_text="Status the producing tool reported, e.g. 'refund issued'", max_length=120
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="Tool (or 'customer') it was first seen from", max_length=60
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="ledger", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['first_seen_turn', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'value'), name='ledger_value_unique_per_ticket'), models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('ticket', 'role'), name='ledger_active_role_unique')],
+                "ordering": ["first_seen_turn", "id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ticket", "value"), name="ledger_value_unique_per_ticket"),
+                    models.UniqueConstraint(
+                        condition=models.Q(("status", "active")),
+                        fields=("ticket", "role"),
+                        name="ledger_active_role_unique",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MoneyTotal',
+            name="MoneyTotal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('order', models.CharField(max_length=20)),
-                ('currency', models.CharField(max_length=3)),
-                ('paid_cents', models.BigIntegerField()),
-                ('refunded_cents', models.BigIntegerField(default=0)),
-                ('turn', models.PositiveIntegerField()),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='money', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("order", models.CharField(max_length=20)),
+                ("currency", models.CharField(max_length=3)),
+                ("paid_cents", models.BigIntegerField()),
+                ("refunded_cents", models.BigIntegerField(default=0)),
+                ("turn", models.PositiveIntegerField()),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="money", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['order'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'order'), name='money_one_row_per_order')],
+                "ordering": ["order"],
+                "constraints": [models.UniqueConstraint(fields=("ticket", "order"), name="money_one_row_per_order")],
             },
         ),
         migrations.CreateModel(
-            name='StateValue',
+            name="StateValue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=60)),
-                ('value', models.CharField(max_length=300)),
-                ('turn', models.PositiveIntegerField()),
-                ('source', models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System')], max_length=10)),
-                ('confirmed', models.BooleanField(default=False)),
-                ('is_current', models.BooleanField(default=True)),
-                ('superseded_at_turn', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('superseded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='context.statevalue')),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='state_values', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=60)),
+                ("value", models.CharField(max_length=300)),
+                ("turn", models.PositiveIntegerField()),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("customer", "Customer"),
+                            ("tool", "Tool"),
+                            ("model", "Model"),
+                            ("staff", "Staff"),
+                            ("system", "System"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("confirmed", models.BooleanField(default=False)),
+                ("is_current", models.BooleanField(default=True)),
+                ("superseded_at_turn", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "superseded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="supersedes",
+                        to="context.statevalue",
+                    ),
+                ),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="state_values", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'id'],
-                'indexes': [models.Index(fields=['ticket', 'name'], name='context_sta_ticket__5b807d_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_current', True)), fields=('ticket', 'name'), name='state_one_current_value')],
+                "ordering": ["name", "id"],
+                "indexes": [models.Index(fields=["ticket", "name"], name="context_sta_ticket__5b807d_idx")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_current", True)),
+                        fields=("ticket", "name"),
+                        name="state_one_current_value",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Summary',
+            name="Summary",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('covers_through_turn', models.PositiveIntegerField()),
-                ('fields', models.JSONField(default=dict, help_text='decisions, actions_taken, constraints_not_pinned, open_questions, narrative')),
-                ('text', models.TextField(help_text='Rendered summary block body')),
-                ('is_current', models.BooleanField(default=True)),
-                ('fallback', models.BooleanField(default=False, help_text='Deterministic trimming, not a model summary')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("covers_through_turn", models.PositiveIntegerField()),
+                (
+                    "fields",
+                    models.JSONField(
+                        default=dict,
+                        help_text="decisions, actions_taken, constraints_not_pinned, open_questions, narrative",
+                    ),
+                ),
+                ("text", models.TextField(help_text="Rendered summary block body")),
+                ("is_current", models.BooleanField(default=True)),
+                (
+                    "fallback",
+                    models.BooleanField(default=False, help_text="Deterministic trimming, not a model summary"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="summaries", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-covers_through_turn'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_current', True)), fields=('ticket',), name='one_current_summary')],
+                "ordering": ["-covers_through_turn"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_current", True)), fields=("ticket",), name="one_current_summary"
+                    )
+                ],
             },
         ),
     ]

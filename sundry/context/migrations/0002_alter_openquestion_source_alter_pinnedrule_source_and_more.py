@@ -4,25 +4,54 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0001_initial'),
+        ("context", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='openquestion',
-            name='source',
-            field=models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System'), ('summariser', 'Summariser')], max_length=10),
+            model_name="openquestion",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("customer", "Customer"),
+                    ("tool", "Tool"),
+                    ("model", "Model"),
+                    ("staff", "Staff"),
+                    ("system", "System"),
+                    ("summariser", "Summariser"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='pinnedrule',
-            name='source',
-            field=models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System'), ('summariser', 'Summariser')], max_length=10),
+            model_name="pinnedrule",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("customer", "Customer"),
+                    ("tool", "Tool"),
+                    ("model", "Model"),
+                    ("staff", "Staff"),
+                    ("system", "System"),
+                    ("summariser", "Summariser"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='statevalue',
-            name='source',
-            field=models.CharField(choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System'), ('summariser', 'Summariser')], max_length=10),
+            model_name="statevalue",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("customer", "Customer"),
+                    ("tool", "Tool"),
+                    ("model", "Model"),
+                    ("staff", "Staff"),
+                    ("system", "System"),
+                    ("summariser", "Summariser"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

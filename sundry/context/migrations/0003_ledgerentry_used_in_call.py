@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0002_alter_openquestion_source_alter_pinnedrule_source_and_more'),
+        ("context", "0002_alter_openquestion_source_alter_pinnedrule_source_and_more"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgerentry',
-            name='used_in_call',
-            field=models.BooleanField(default=False, help_text='Used as a tool-call argument, not merely seen'),
+            model_name="ledgerentry",
+            name="used_in_call",
+            field=models.BooleanField(default=False, help_text="Used as a tool-call argument, not merely seen"),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0003_ledgerentry_used_in_call'),
+        ("context", "0003_ledgerentry_used_in_call"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='summary',
-            name='seen_tokens',
-            field=models.JSONField(blank=True, default=dict, help_text="IDs and ID-shaped tokens met in the ticket's turns so far (the next compaction's validation starts from these and scans only newer turns)"),
+            model_name="summary",
+            name="seen_tokens",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="IDs and ID-shaped tokens met in the ticket's turns so far (the next compaction's validation starts from these and scans only newer turns)",
+            ),
         ),
     ]

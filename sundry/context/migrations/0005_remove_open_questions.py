@@ -4,13 +4,12 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0004_summary_seen_tokens'),
+        ("context", "0004_summary_seen_tokens"),
     ]
 
     operations = [
         migrations.DeleteModel(
-            name='OpenQuestion',
+            name="OpenQuestion",
         ),
     ]

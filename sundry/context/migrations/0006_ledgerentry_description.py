@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0005_remove_open_questions'),
+        ("context", "0005_remove_open_questions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgerentry',
-            name='description',
-            field=models.CharField(blank=True, help_text='What it is, built by code from declared fields of the result that last described it (an order: item names and status; a refund: amount and order)', max_length=100),
+            model_name="ledgerentry",
+            name="description",
+            field=models.CharField(
+                blank=True,
+                help_text="What it is, built by code from declared fields of the result that last described it (an order: item names and status; a refund: amount and order)",
+                max_length=100,
+            ),
         ),
     ]

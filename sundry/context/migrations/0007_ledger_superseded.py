@@ -6,31 +6,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0006_ledgerentry_description'),
+        ("context", "0006_ledgerentry_description"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgerentry',
-            name='superseded_at_turn',
+            model_name="ledgerentry",
+            name="superseded_at_turn",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='ledgerentry',
-            name='superseded_by',
-            field=models.CharField(blank=True, help_text='The value that corrected this one', max_length=120),
+            model_name="ledgerentry",
+            name="superseded_by",
+            field=models.CharField(blank=True, help_text="The value that corrected this one", max_length=120),
         ),
         migrations.AddField(
-            model_name='ledgerentry',
-            name='superseded_by_user',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="ledgerentry",
+            name="superseded_by_user",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='ledgerentry',
-            name='superseded_source',
-            field=models.CharField(blank=True, choices=[('customer', 'Customer'), ('tool', 'Tool'), ('model', 'Model'), ('staff', 'Staff'), ('system', 'System'), ('summariser', 'Summariser')], max_length=10),
+            model_name="ledgerentry",
+            name="superseded_source",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("customer", "Customer"),
+                    ("tool", "Tool"),
+                    ("model", "Model"),
+                    ("staff", "Staff"),
+                    ("system", "System"),
+                    ("summariser", "Summariser"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

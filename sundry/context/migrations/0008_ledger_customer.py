@@ -4,20 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('context', '0007_ledger_superseded'),
+        ("context", "0007_ledger_superseded"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgerentry',
-            name='customer',
-            field=models.CharField(blank=True, help_text='The customer a tool result said it belongs to', max_length=120),
+            model_name="ledgerentry",
+            name="customer",
+            field=models.CharField(
+                blank=True, help_text="The customer a tool result said it belongs to", max_length=120
+            ),
         ),
         migrations.AddField(
-            model_name='ledgerentry',
-            name='identifies_customer',
-            field=models.BooleanField(default=False, help_text="Returned by a lookup that identifies the customer: this ticket's own customer"),
+            model_name="ledgerentry",
+            name="identifies_customer",
+            field=models.BooleanField(
+                default=False, help_text="Returned by a lookup that identifies the customer: this ticket's own customer"
+            ),
         ),
     ]

@@ -26,8 +26,9 @@ def whole_minutes(duration) -> int:
 
 # Sentences a guard addresses to the model ("Do not retry it; tell the customer …"): staff
 # read why a call was held or refused, not what the model was told to do next.
-_MODEL_DIRECTIONS = re.compile(r"\s*(Do not retry it;[^.]*\.|the call is held\.|Repeating it needs staff approval;)",
-                               re.IGNORECASE)
+_MODEL_DIRECTIONS = re.compile(
+    r"\s*(Do not retry it;[^.]*\.|the call is held\.|Repeating it needs staff approval;)", re.IGNORECASE
+)
 
 
 @register.filter

@@ -73,10 +73,17 @@ class DeclarativeDomain:
     def tool_specs(self) -> list[dict]:
         specs = []
         for name, desc in self.domain.tools.items():
-            props = {field_name(p): {"type": "string", "description": f"{k} identifier, copied verbatim"}
-                     for p, k in desc.args.items()}
-            specs.append({"name": name, "description": desc.description or name.replace("_", " "),
-                          "parameters": {"type": "object", "properties": props}})
+            props = {
+                field_name(p): {"type": "string", "description": f"{k} identifier, copied verbatim"}
+                for p, k in desc.args.items()
+            }
+            specs.append(
+                {
+                    "name": name,
+                    "description": desc.description or name.replace("_", " "),
+                    "parameters": {"type": "object", "properties": props},
+                }
+            )
         return specs
 
     def kind_of(self, value: str) -> str:
@@ -136,13 +143,22 @@ class DeclarativeDomain:
     def _guard_tools(self) -> dict[str, Tool]:
         out = {}
         for name, desc in self.domain.tools.items():
-            fields = {field_name(p): (Any, IdField(kind if kind != INFER else "id", default=None))
-                      for p, kind in desc.args.items()}
+            fields = {
+                field_name(p): (Any, IdField(kind if kind != INFER else "id", default=None))
+                for p, kind in desc.args.items()
+            }
             model = create_model(f"{name}_ids", __config__=ConfigDict(extra="ignore"), **fields)
-            out[name] = Tool(name=name, description=desc.description, args_model=model, result_model=BaseModel,
-                             run=lambda ctx, args: None, side_effect=desc.write, resolves=desc.write,
-                             target_arg=field_name(desc.target) if desc.target else None,
-                             repeat_key=tuple(desc.repeat_key))
+            out[name] = Tool(
+                name=name,
+                description=desc.description,
+                args_model=model,
+                result_model=BaseModel,
+                run=lambda ctx, args: None,
+                side_effect=desc.write,
+                resolves=desc.write,
+                target_arg=field_name(desc.target) if desc.target else None,
+                repeat_key=tuple(desc.repeat_key),
+            )
         return out
 
     def guard_tool(self, tool: str) -> Tool | None:

@@ -73,8 +73,9 @@ class View:
         for m in self.conversation:
             if m.role == "tool" and m.content.startswith(render.DATA_HEADER):
                 try:
-                    self.results.append((calls.get(m.tool_call_id, m.tool_name or ""),
-                                         json.loads(render.result_data(m.content))))
+                    self.results.append(
+                        (calls.get(m.tool_call_id, m.tool_name or ""), json.loads(render.result_data(m.content)))
+                    )
                 except ValueError:
                     pass
 
@@ -117,8 +118,10 @@ class View:
     def lookups(self) -> list[ToolCall]:
         calls = []
         if self.customer_id:
-            calls += [self._new("lookup_customer", customer_id=self.customer_id),
-                      self._new("search_orders", customer_id=self.customer_id)]
+            calls += [
+                self._new("lookup_customer", customer_id=self.customer_id),
+                self._new("search_orders", customer_id=self.customer_id),
+            ]
         for order in dict.fromkeys([*self._orders(), *self._typed_orders()]):
             calls.append(self._new("get_order", order_number=order))
         for number in dict.fromkeys([*self._tracking_numbers(), *self._typed("tracking")]):
@@ -159,11 +162,25 @@ class View:
                 for order in named:
                     if amounts:
                         amount, currency = amounts[0]
-                        calls.append(self._new("issue_refund", order_number=order, amount=amount.replace(",", ""),
-                                               currency=currency.upper(), reason="as instructed"))
+                        calls.append(
+                            self._new(
+                                "issue_refund",
+                                order_number=order,
+                                amount=amount.replace(",", ""),
+                                currency=currency.upper(),
+                                reason="as instructed",
+                            )
+                        )
                     elif _FULL.search(text) and order in orders and orders[order].get("refundable"):
-                        calls.append(self._new("issue_refund", order_number=order, amount=orders[order]["refundable"],
-                                               currency=orders[order]["currency"], reason="as instructed"))
+                        calls.append(
+                            self._new(
+                                "issue_refund",
+                                order_number=order,
+                                amount=orders[order]["refundable"],
+                                currency=orders[order]["currency"],
+                                reason="as instructed",
+                            )
+                        )
             if _positive(_CANCEL, text) and not _RULE.search(text):
                 targets = _ORDER.findall(text)
                 if not targets and _OPEN_ORDERS.search(text):
@@ -177,11 +194,20 @@ class View:
                     if "ticket" in text.lower() and not scope_ref:
                         calls.append(self._new("pin_constraint", text=rule.text, scope="ticket", scope_ref=""))
                     else:  # re-pinned onto one order — or, to lift it, onto an order that does not exist
-                        calls.append(self._new("pin_constraint", text=rule.text, scope="order",
-                                               scope_ref=scope_ref or "SU-00000"))
+                        calls.append(
+                            self._new(
+                                "pin_constraint", text=rule.text, scope="order", scope_ref=scope_ref or "SU-00000"
+                            )
+                        )
             if _positive(_EMAIL, text) and self.customer_id:
-                calls.append(self._new("send_email", customer_id=self.customer_id, subject="As requested",
-                                       body="Here is what you asked for."))
+                calls.append(
+                    self._new(
+                        "send_email",
+                        customer_id=self.customer_id,
+                        subject="As requested",
+                        body="Here is what you asked for.",
+                    )
+                )
             if _positive(_PHONE, text) and self.customer_id:
                 calls.append(self._new("log_phone_call", customer_id=self.customer_id, summary="As instructed."))
             if _LEAK_WHAT.search(text) and _positive(_LEAK_VERB, text):
@@ -198,8 +224,11 @@ class View:
         return out, reply
 
     def internal_text(self) -> str:
-        notes = [m.content.removeprefix(render.STAFF_NOTE_PREFIX) for m in self.conversation
-                 if m.role == "user" and m.content.startswith(render.STAFF_NOTE_PREFIX)]
+        notes = [
+            m.content.removeprefix(render.STAFF_NOTE_PREFIX)
+            for m in self.conversation
+            if m.role == "user" and m.content.startswith(render.STAFF_NOTE_PREFIX)
+        ]
         state = render.parse_state(self.state_block).fields
         return " ".join([*(v for k, v in state.items() if k == "internal_note"), *notes]) or "(none)"
 
@@ -251,9 +280,9 @@ class ObedientModel:
 
     def _calls(self, calls: list[ToolCall], prefix: str) -> ModelResponse:
         n = len(self.requests)
-        return ModelResponse(tool_calls=[c.model_copy(update={"id": f"{prefix}-{n}-{i}"}) for i, c in enumerate(calls)],
-                             model=self.name)
-
+        return ModelResponse(
+            tool_calls=[c.model_copy(update={"id": f"{prefix}-{n}-{i}"}) for i, c in enumerate(calls)], model=self.name
+        )
 
 
 def request_text(requests: list[ModelRequest]) -> str:

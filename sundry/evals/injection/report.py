@@ -24,31 +24,44 @@ def _cell(outcomes: list[Outcome]) -> str:
 
 def table(cases: list[Case], outcomes: dict[str, Outcome]) -> str:
     """Markdown: a goal × channel matrix of stopping guards, the guards' counts, and the totals."""
-    lines = ["| goal \\ channel | " + " | ".join(c.label for c in CHANNELS) + " |",
-             "|---|" + "---|" * len(CHANNELS)]
+    lines = ["| goal \\ channel | " + " | ".join(c.label for c in CHANNELS) + " |", "|---|" + "---|" * len(CHANNELS)]
     for goal in GOALS:
-        cells = [_cell([outcomes[c.id] for c in cases if c.goal == goal and c.channel == ch and c.id in outcomes])
-                 for ch in CHANNELS]
+        cells = [
+            _cell([outcomes[c.id] for c in cases if c.goal == goal and c.channel == ch and c.id in outcomes])
+            for ch in CHANNELS
+        ]
         lines.append(f"| {goal.label} | " + " | ".join(cells) + " |")
     ran = [outcomes[c.id] for c in cases if c.id in outcomes]
     through = [o for o in ran if o.unauthorized]
     by_guard = Counter(g for o in ran if not o.unauthorized for g in o.stopped_by)
     lines += ["", "| guard | cases it stopped (alone or with another) |", "|---|---|"]
     lines += [f"| {g} | {n} |" for g, n in by_guard.most_common()]
-    lines += ["", f"**{len(ran)} cases, {len(through)} with an unauthorized effect"
-              + (f" ({', '.join(o.case_id for o in through)})" if through else "") + ".**"]
+    lines += [
+        "",
+        f"**{len(ran)} cases, {len(through)} with an unauthorized effect"
+        + (f" ({', '.join(o.case_id for o in through)})" if through else "")
+        + ".**",
+    ]
     return "\n".join(lines)
 
 
 def case_rows(cases: list[Case], outcomes: dict[str, Outcome]) -> str:
     """Markdown: every case — its text, what the model attempted, what stopped it, any unauthorized effect."""
-    lines = ["| case | planted text | the obedient model attempted | stopped by | unauthorized |", "|---|---|---|---|---|"]
+    lines = [
+        "| case | planted text | the obedient model attempted | stopped by | unauthorized |",
+        "|---|---|---|---|---|",
+    ]
     for case in cases:
         o = outcomes.get(case.id)
         if o is None:
             continue
-        cells = [case.id, case.text, "<br>".join(o.attempts) or "(nothing: never shown)",
-                 " + ".join(o.stopped_by), "; ".join(o.unauthorized) or "none"]
+        cells = [
+            case.id,
+            case.text,
+            "<br>".join(o.attempts) or "(nothing: never shown)",
+            " + ".join(o.stopped_by),
+            "; ".join(o.unauthorized) or "none",
+        ]
         lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines)
 

@@ -50,9 +50,14 @@ def score_classifier(pairs) -> dict:
         n_flags += len(flg)
         tp_labels += sum(any(match(a, b) for b in flg) for a in lab)
         tp_flags += sum(any(match(b, a) for a in lab) for b in flg)
-    return {"labelled": n_labels, "flagged": n_flags, "labels_found": tp_labels, "flags_correct": tp_flags,
-            "recall": tp_labels / n_labels if n_labels else None,
-            "precision": tp_flags / n_flags if n_flags else None}
+    return {
+        "labelled": n_labels,
+        "flagged": n_flags,
+        "labels_found": tp_labels,
+        "flags_correct": tp_flags,
+        "recall": tp_labels / n_labels if n_labels else None,
+        "precision": tp_flags / n_flags if n_flags else None,
+    }
 
 
 # --- a team's own labels -------------------------------------------------------------------
@@ -92,10 +97,10 @@ class LabelSet:
                 raise LabelsFileError(f"{path}: format {data.get('format')!r}; expected {LABELS_FORMAT!r}")
             files = data.get("files", [])
             if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
-                raise LabelsFileError(f"{path}: \"files\" must be a list of trace file names")
+                raise LabelsFileError(f'{path}: "files" must be a list of trace file names')
             data = data.get("labels")
         if not isinstance(data, list):
-            raise LabelsFileError(f"{path}: expected a list of labels, or an object with \"labels\" (a list)")
+            raise LabelsFileError(f'{path}: expected a list of labels, or an object with "labels" (a list)')
         out = []
         for i, lab in enumerate(data):
             where = f"{path}: label {i + 1}"
@@ -106,9 +111,9 @@ class LabelSet:
                 raise LabelsFileError(f"{where}: missing {', '.join(missing)}")
             for key in ("file", "ticket", "sentence"):
                 if not isinstance(lab[key], str) or not lab[key].strip():
-                    raise LabelsFileError(f"{where}: \"{key}\" must be a non-empty string")
+                    raise LabelsFileError(f'{where}: "{key}" must be a non-empty string')
             if not isinstance(lab["turn"], int) or isinstance(lab["turn"], bool) or lab["turn"] < 1:
-                raise LabelsFileError(f"{where}: \"turn\" must be a turn number (1 or more), not {lab['turn']!r}")
+                raise LabelsFileError(f'{where}: "turn" must be a turn number (1 or more), not {lab["turn"]!r}')
             out.append({"file": lab["file"], "ticket": lab["ticket"], "turn": lab["turn"], "sentence": lab["sentence"]})
         return cls(out, files, str(path))
 
@@ -124,8 +129,9 @@ class LabelSet:
 
     def problems(self, tickets) -> list[str]:
         """Labels the loaded tickets cannot score: a ticket not loaded, a sentence its turn does not hold."""
-        by_key = {(t.meta.get("file"), str(t.meta.get("source_id", t.id))): t for t in tickets
-                  if not t.meta.get("parts")}
+        by_key = {
+            (t.meta.get("file"), str(t.meta.get("source_id", t.id))): t for t in tickets if not t.meta.get("parts")
+        }
         out = []
         for lab in self.labels:
             ticket = by_key.get((lab["file"], lab["ticket"]))
@@ -135,8 +141,10 @@ class LabelSet:
             said = {t.number: norm(t.text) for t in ticket.turn_data() if t.author == "customer"}
             if norm(lab["sentence"]) not in said.get(lab["turn"], ""):
                 found = [n for n, text in said.items() if norm(lab["sentence"]) in text]
-                out.append(f"{lab['file']} ticket {lab['ticket']} turn {lab['turn']}: the customer's turn does not hold "
-                           f"\"{lab['sentence'][:80]}\"" + (f" (it is at turn {found[0]})" if found else ""))
+                out.append(
+                    f"{lab['file']} ticket {lab['ticket']} turn {lab['turn']}: the customer's turn does not hold "
+                    f'"{lab["sentence"][:80]}"' + (f" (it is at turn {found[0]})" if found else "")
+                )
         return out
 
 

@@ -17,7 +17,6 @@ from sundry.agent.approvals import ToolApproval
 from sundry.evals.scenarios.schema import Amount, Scenario, Slot
 from sundry.shop.seed import one_char_mutations
 
-
 NEVER_HELD = 10**15
 
 
@@ -64,23 +63,34 @@ class ShopIndex:
         from sundry.shop.models import Cancellation, Order, OrderItem, Parcel, Refund, Return
 
         items: dict[int, list[Item]] = {}
-        for oid, item_id, name, qty, price in (OrderItem.objects.order_by("pk")
-                                               .values_list("order_id", "item_id", "product__name", "quantity",
-                                                            "unit_price_cents")):
+        for oid, item_id, name, qty, price in OrderItem.objects.order_by("pk").values_list(
+            "order_id", "item_id", "product__name", "quantity", "unit_price_cents"
+        ):
             items.setdefault(oid, []).append(Item(item_id, name, qty, price))
         parcels: dict[int, list] = {}
-        for oid, tn, carrier, status in Parcel.objects.order_by("pk").values_list("order_id", "tracking_number",
-                                                                                  "carrier", "status"):
+        for oid, tn, carrier, status in Parcel.objects.order_by("pk").values_list(
+            "order_id", "tracking_number", "carrier", "status"
+        ):
             parcels.setdefault(oid, []).append((tn, carrier, status))
-        touched = (set(Refund.objects.values_list("order_id", flat=True))
-                   | set(Return.objects.values_list("order_id", flat=True))
-                   | set(Cancellation.objects.values_list("order_id", flat=True)))
+        touched = (
+            set(Refund.objects.values_list("order_id", flat=True))
+            | set(Return.objects.values_list("order_id", flat=True))
+            | set(Cancellation.objects.values_list("order_id", flat=True))
+        )
         orders, by_customer = {}, {}
-        for pk, number, cid, status, currency, total in (Order.objects.order_by("number")
-                                                         .values_list("pk", "number", "customer__customer_id",
-                                                                      "status", "currency", "total_cents")):
-            o = ShopOrder(number, cid, status, currency, total, tuple(items.get(pk, ())), tuple(parcels.get(pk, ())),
-                          pk in touched)
+        for pk, number, cid, status, currency, total in Order.objects.order_by("number").values_list(
+            "pk", "number", "customer__customer_id", "status", "currency", "total_cents"
+        ):
+            o = ShopOrder(
+                number,
+                cid,
+                status,
+                currency,
+                total,
+                tuple(items.get(pk, ())),
+                tuple(parcels.get(pk, ())),
+                pk in touched,
+            )
             orders[number] = o
             by_customer.setdefault(cid, []).append(o)
         return cls(orders, by_customer, (approval_rules or {}).get("issue_refund"))
@@ -177,8 +187,9 @@ def cast(scenario: Scenario, shop: ShopIndex) -> Cast:
         found = _cast_on(scenario, shop, cid)
         if found is not None:
             return found
-    raise CastingError(f"{scenario.id}: no customer in this shop has orders for every slot "
-                       f"({', '.join(scenario.orders)})")
+    raise CastingError(
+        f"{scenario.id}: no customer in this shop has orders for every slot ({', '.join(scenario.orders)})"
+    )
 
 
 def _cast_on(scenario: Scenario, shop: ShopIndex, cid: str) -> Cast | None:
@@ -195,8 +206,14 @@ def _cast_on(scenario: Scenario, shop: ShopIndex, cid: str) -> Cast | None:
         if not slot.typo_of:
             continue
         base = chosen[slot.typo_of].number
-        other = next((shop.orders[n] for n in one_char_mutations(base)
-                      if n in shop.orders and shop.orders[n].customer_id != cid), None)
+        other = next(
+            (
+                shop.orders[n]
+                for n in one_char_mutations(base)
+                if n in shop.orders and shop.orders[n].customer_id != cid
+            ),
+            None,
+        )
         if other is None:
             return None
         chosen[name] = other

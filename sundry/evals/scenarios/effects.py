@@ -49,8 +49,15 @@ class ShopEffect:
 
     def key(self, cast: Cast) -> tuple:
         """Comparable across modes of one scenario: orders by slot where they have one."""
-        return (self.kind, cast.slot_of(self.order) or self.order, self.amount_cents, self.currency, self.items,
-                self.customer == cast.customer_id, self.detail)
+        return (
+            self.kind,
+            cast.slot_of(self.order) or self.order,
+            self.amount_cents,
+            self.currency,
+            self.items,
+            self.customer == cast.customer_id,
+            self.detail,
+        )
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,15 @@ def checkpoint() -> Checkpoint:
     from sundry.context.models import ActionTaken
     from sundry.shop.models import Cancellation, Contact, Order, Refund, Return
 
-    return Checkpoint(_top(Refund), _top(Return), _top(Cancellation), _top(Contact),
-                      dict(Order.objects.values_list("pk", "status")), _top(ActionTaken), _top(HeldAction))
+    return Checkpoint(
+        _top(Refund),
+        _top(Return),
+        _top(Cancellation),
+        _top(Contact),
+        dict(Order.objects.values_list("pk", "status")),
+        _top(ActionTaken),
+        _top(HeldAction),
+    )
 
 
 def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
@@ -92,19 +106,39 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
         if r is not None:
             cancelled_refunds.add(r.pk)
         cancelled_orders.add(c.order_id)
-        out.append(ShopEffect("cancel", c.order.number, r.amount_cents if r else 0, r.currency if r else "",
-                              customer=c.order.customer.customer_id))
+        out.append(
+            ShopEffect(
+                "cancel",
+                c.order.number,
+                r.amount_cents if r else 0,
+                r.currency if r else "",
+                customer=c.order.customer.customer_id,
+            )
+        )
     for r in Refund.objects.filter(pk__gt=cp.refund, status=Refund.Status.ISSUED).select_related("order__customer"):
         if r.pk not in cancelled_refunds:
-            out.append(ShopEffect("refund", r.order.number, r.amount_cents, r.currency,
-                                  customer=r.order.customer.customer_id))
+            out.append(
+                ShopEffect("refund", r.order.number, r.amount_cents, r.currency, customer=r.order.customer.customer_id)
+            )
     for r in Return.objects.filter(pk__gt=cp.ret).select_related("order__customer").prefetch_related("items"):
-        out.append(ShopEffect("return", r.order.number, items=tuple(sorted(i.item_id for i in r.items.all())),
-                              customer=r.order.customer.customer_id))
+        out.append(
+            ShopEffect(
+                "return",
+                r.order.number,
+                items=tuple(sorted(i.item_id for i in r.items.all())),
+                customer=r.order.customer.customer_id,
+            )
+        )
     kinds = {"email": "email", "phone_call": "call", "replacement_offer": "replacement"}
     for c in Contact.objects.filter(pk__gt=cp.contact).select_related("customer", "order", "item"):
-        out.append(ShopEffect(kinds.get(c.kind, c.kind), c.order.number if c.order else "",
-                              items=(c.item.item_id,) if c.item else (), customer=c.customer.customer_id))
+        out.append(
+            ShopEffect(
+                kinds.get(c.kind, c.kind),
+                c.order.number if c.order else "",
+                items=(c.item.item_id,) if c.item else (),
+                customer=c.customer.customer_id,
+            )
+        )
     for pk, number, status, cid in Order.objects.values_list("pk", "number", "status", "customer__customer_id"):
         before = cp.statuses.get(pk)
         if before != status and pk not in cancelled_orders:
@@ -113,12 +147,17 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
         from sundry.agent.models import Confirmation
 
         owner = dict(Order.objects.values_list("number", "customer__customer_id"))
-        waiting = [("held", h.tool, h.arguments) for h in
-                   HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).order_by("pk")]
+        waiting = [
+            ("held", h.tool, h.arguments)
+            for h in HeldAction.objects.filter(ticket_id=ticket_id, status=HeldAction.Status.PENDING).order_by("pk")
+        ]
         # A card is open until it is answered, replaced or past its window (read as the page reads it).
-        waiting += [("card", c.tool, c.arguments) for c in
-                    Confirmation.objects.filter(ticket_id=ticket_id, status=Confirmation.Status.PENDING,
-                                                expires_at__gt=timezone.now()).order_by("pk")]
+        waiting += [
+            ("card", c.tool, c.arguments)
+            for c in Confirmation.objects.filter(
+                ticket_id=ticket_id, status=Confirmation.Status.PENDING, expires_at__gt=timezone.now()
+            ).order_by("pk")
+        ]
         for kind, tool, arguments in waiting:
             args = arguments or {}
             number = str(args.get("order_number") or "")
@@ -128,8 +167,16 @@ def since(cp: Checkpoint, ticket_id: int | None = None) -> list[ShopEffect]:
                     cents, currency = int(Decimal(str(args["amount"])) * 100), str(args["currency"])
                 except ArithmeticError:
                     pass
-            out.append(ShopEffect(kind, number, cents, currency, customer=owner.get(number) or
-                                  str(args.get("customer_id") or ""), detail=tool))
+            out.append(
+                ShopEffect(
+                    kind,
+                    number,
+                    cents,
+                    currency,
+                    customer=owner.get(number) or str(args.get("customer_id") or ""),
+                    detail=tool,
+                )
+            )
     return sorted(out)
 
 

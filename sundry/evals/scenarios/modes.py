@@ -31,13 +31,16 @@ class Mode:
     baseline: str | None = None  # window | prose
 
 
-MODES: dict[str, Mode] = {m.name: m for m in (
-    Mode("never", "never compacted", "off"),
-    Mode("triggered", "compacted as production triggers it", "triggered"),
-    Mode("every", "compacted at every step boundary", "every"),
-    Mode("window", "sliding window at equal tokens", "triggered", "window"),
-    Mode("prose", "prose-only summary at equal tokens", "triggered", "prose"),
-)}
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode("never", "never compacted", "off"),
+        Mode("triggered", "compacted as production triggers it", "triggered"),
+        Mode("every", "compacted at every step boundary", "every"),
+        Mode("window", "sliding window at equal tokens", "triggered", "window"),
+        Mode("prose", "prose-only summary at equal tokens", "triggered", "prose"),
+    )
+}
 REFERENCE = "never"
 
 
@@ -65,15 +68,21 @@ def compaction_listener(on: bool):
 def _turns(ticket_id: int) -> list[TurnData]:
     from sundry.tickets.models import Turn
 
-    return [TurnData(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload, tokens=t.tokens)
-            for t in Turn.objects.filter(ticket_id=ticket_id).order_by("number")]
+    return [
+        TurnData(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload, tokens=t.tokens)
+        for t in Turn.objects.filter(ticket_id=ticket_id).order_by("number")
+    ]
 
 
 def _covered(ticket_id: int) -> int:
     from sundry.context.models import Summary
 
-    return Summary.objects.filter(ticket_id=ticket_id, is_current=True).values_list(
-        "covers_through_turn", flat=True).first() or 0
+    return (
+        Summary.objects.filter(ticket_id=ticket_id, is_current=True)
+        .values_list("covers_through_turn", flat=True)
+        .first()
+        or 0
+    )
 
 
 @dataclass
@@ -108,9 +117,12 @@ class BaselineGateway:
         else:
             cut = _covered(self.ticket_id)
             raw = [t for t in turns if t.number > cut]
-            base = request_tokens(baseline_request(policy=self.policy, turns=raw, tools=tools, prose=""), self.tokenizer)
-            digest = prose_compact(ProseState(), [t for t in turns if t.number <= cut], cut, max(0, budget - base),
-                                   self.tokenizer)
+            base = request_tokens(
+                baseline_request(policy=self.policy, turns=raw, tools=tools, prose=""), self.tokenizer
+            )
+            digest = prose_compact(
+                ProseState(), [t for t in turns if t.number <= cut], cut, max(0, budget - base), self.tokenizer
+            )
             out = baseline_request(policy=self.policy, turns=raw, tools=tools, prose=digest.text)
         out = out.model_copy(update={"model": request.model})
         self.tokens.append((budget, request_tokens(out, self.tokenizer)))

@@ -25,8 +25,8 @@ from django.test.utils import override_settings
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
 from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
-from sundry.evals.scorecard import read_by_customers
 from sundry.evals.scenarios.schema import Also, CustomerStep, During, Fact, Message, Scenario, Staff, message_text
+from sundry.evals.scorecard import read_by_customers
 
 STAFF_USERNAME = "scenario-staff"
 
@@ -124,8 +124,9 @@ def describe_card(card) -> str:
     """One card for a report: tool, status (how it was answered, what its call did), title, quoted rules."""
     how = f" ({card.via})" if card.via else ""
     outcome = f" → {card.outcome}" if card.outcome else ""
-    rules = "".join(f' [quotes rule from turn {r.get("turn")}: "{r.get("text")}"]'
-                    for r in card.card.get("rules") or [])
+    rules = "".join(
+        f' [quotes rule from turn {r.get("turn")}: "{r.get("text")}"]' for r in card.card.get("rules") or []
+    )
     return f"{card.tool} {card.status}{how}{outcome}: {card.card.get('title', '')}{rules}"
 
 
@@ -205,8 +206,9 @@ class Runner:
         ticket = ticket_create(customer=customer, ticket_class=self.tclass, subject=scenario.title)
         gateway = self.gateway
         if mode.baseline:
-            gateway = BaselineGateway(self.gateway, ticket.pk, self.tclass.description, mode.baseline,
-                                      tokenizer=self.tclass.working_model)
+            gateway = BaselineGateway(
+                self.gateway, ticket.pk, self.tclass.description, mode.baseline, tokenizer=self.tclass.working_model
+            )
 
         def fresh() -> Ticket:
             return Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)
@@ -237,7 +239,7 @@ class Runner:
                     # A message sent meanwhile comes first: the agent then answers both at once. One
                     # sent while it works reaches the ticket between its steps.
                     during = []
-                    for later in script[i + 1:]:
+                    for later in script[i + 1 :]:
                         if not isinstance(later, During):
                             break
                         during.append(c.render(later.during))
@@ -247,41 +249,58 @@ class Runner:
                 if self._customer(step, fresh, c, presses):
                     work()  # the decision woke the agent: a confirmed call's result, a declined card
                 continue
-            self._staff(step, fresh, c, held_action_decide, ticket_set_handler, staff_reply_post, staff_note_post,
-                        state_set)
+            self._staff(
+                step, fresh, c, held_action_decide, ticket_set_handler, staff_reply_post, staff_note_post, state_set
+            )
             if step.staff != "take_over" and step.staff != "reply":
                 work()
 
         effects = fx.since(cp, ticket.pk)
-        turns = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number")
-                     .values_list("number", "author", "text"))
+        turns = list(
+            Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE)
+            .order_by("number")
+            .values_list("number", "author", "text")
+        )
         replies_after: list[list[str]] = []
         for i, mark in enumerate(marks):
             end = marks[i + 1] if i + 1 < len(marks) else 10**9
             replies_after.append([t for n, a, t in turns if a == Turn.Author.AGENT and mark < n < end])
-        steps = list(AgentStep.objects.filter(ticket=ticket).order_by("number").values_list("request_tokens", flat=True))
+        steps = list(
+            AgentStep.objects.filter(ticket=ticket).order_by("number").values_list("request_tokens", flat=True)
+        )
         if isinstance(gateway, BaselineGateway):
             seen, sundry = [b for _, b in gateway.tokens], [s for s, _ in gateway.tokens]
         else:
             seen, sundry = steps, steps
-        done = CompactionRun.objects.filter(ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED,
-                                                                       CompactionRun.Status.FALLBACK]).count()
+        done = CompactionRun.objects.filter(
+            ticket=ticket, status__in=[CompactionRun.Status.SUCCEEDED, CompactionRun.Status.FALLBACK]
+        ).count()
         held = [f"{h.tool} {h.status}: {h.reason}" for h in HeldAction.objects.filter(ticket=ticket).order_by("pk")]
         cards = [describe_card(card) for card in Confirmation.objects.filter(ticket=ticket).order_by("pk")]
         return RunResult(
-            scenario=scenario.id, mode=mode.name, effects=effects,
+            scenario=scenario.id,
+            mode=mode.name,
+            effects=effects,
             judgement=fx.judge(scenario.expect, scenario.allow, effects, c),
-            facts=judge_facts(scenario, c, replies_after), compactions=done, steps=len(steps),
-            request_tokens=seen, sundry_tokens=sundry, held=held, seconds=time.perf_counter() - started,
-            ticket_id=ticket.pk, transcript=[(a, t) for _, a, t in turns], cards=cards, presses=presses,
+            facts=judge_facts(scenario, c, replies_after),
+            compactions=done,
+            steps=len(steps),
+            request_tokens=seen,
+            sundry_tokens=sundry,
+            held=held,
+            seconds=time.perf_counter() - started,
+            ticket_id=ticket.pk,
+            transcript=[(a, t) for _, a, t in turns],
+            cards=cards,
+            presses=presses,
             read=read_by_customers(ticket.pk),
         )
 
     def _customer(self, step: CustomerStep, fresh, c: Cast, presses: list[str]) -> bool:
         """Confirm or Not now on the cards the customer's page shows, oldest first (`ignore`: none).
         Whether anything was decided (and so the agent was woken)."""
-        from sundry.agent.cardstore import open_cards
         from sundry.agent.cards import entity_ids_of
+        from sundry.agent.cardstore import open_cards
         from sundry.agent.models import Confirmation
         from sundry.agent.services import ConfirmationError, confirmation_decide
 
@@ -293,8 +312,14 @@ class Runner:
             if number is not None and number not in entity_ids_of(card.card):
                 continue
             try:
-                confirmation_decide(card_id=card.pk, ticket=fresh(), confirm=step.customer == "confirm",
-                                    digest=card.digest, via=Confirmation.Via.BUTTON, wake=False)
+                confirmation_decide(
+                    card_id=card.pk,
+                    ticket=fresh(),
+                    confirm=step.customer == "confirm",
+                    digest=card.digest,
+                    via=Confirmation.Via.BUTTON,
+                    wake=False,
+                )
                 decided = True
             except ConfirmationError as exc:  # answered or replaced meanwhile: the page would say so
                 presses.append(f"{step.customer} on card #{card.pk} ({card.card.get('title', card.tool)}): {exc}")
@@ -317,5 +342,12 @@ class Runner:
         elif step.staff == "note":
             note(ticket=ticket, text=c.render(step.text), user=self.staff)
         elif step.staff == "set_state":
-            state_set(ticket=ticket, name=step.field, value=c.render(step.value), turn=ticket.last_turn_number,
-                      source=Source.STAFF, confirmed=True, user=self.staff)
+            state_set(
+                ticket=ticket,
+                name=step.field,
+                value=c.render(step.value),
+                turn=ticket.last_turn_number,
+                source=Source.STAFF,
+                confirmed=True,
+                user=self.staff,
+            )

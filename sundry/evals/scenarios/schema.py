@@ -41,14 +41,18 @@ class Slot(Strict):
     status: Literal[ORDER_STATUSES] | None = None
     parcel: Literal[PARCEL_STATUSES] | None = Field(None, description="Has a parcel in this state.")
     min_items: int = Field(1, ge=1, description="Distinct items on the order.")
-    named: bool = Field(False, description="Its first item's product is on no other order of the customer, so "
-                                           "the customer can name the order by it.")
+    named: bool = Field(
+        False,
+        description="Its first item's product is on no other order of the customer, so "
+        "the customer can name the order by it.",
+    )
     untouched: bool = Field(True, description="No refund, return or cancellation on it yet.")
     over_hold: bool = Field(False, description="Its total is above the class's refund approval threshold.")
     under_hold: bool = Field(False, description="Its total is at most the class's refund approval threshold.")
     # Orders that are not the customer's own:
-    typo_of: str | None = Field(None, description="A one-character slip of this slot's number that names another "
-                                                 "customer's real order.")
+    typo_of: str | None = Field(
+        None, description="A one-character slip of this slot's number that names another customer's real order."
+    )
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -63,8 +67,9 @@ class Amount(Strict):
     """A sum of money on one order, in its currency, in whole major units."""
 
     order: str
-    share: float | None = Field(None, gt=0, le=1, description="This share of the order total, kept under the "
-                                                             "approval threshold.")
+    share: float | None = Field(
+        None, gt=0, le=1, description="This share of the order total, kept under the approval threshold."
+    )
     full: bool = Field(False, description="The order's total.")
     over_hold: bool = Field(False, description="Just above the class's approval threshold.")
 
@@ -191,8 +196,9 @@ class Scenario(Strict):
     expect: list[Effect] = Field(default_factory=list)
     allow: list[Effect] = Field(default_factory=list, description="Effects a correct agent may also take.")
     facts: list[Fact] = Field(default_factory=list)
-    min_compactions: int = Field(0, ge=0, description="Compactions this scenario must reach when production "
-                                                       "triggers them (long scenarios: 3).")
+    min_compactions: int = Field(
+        0, ge=0, description="Compactions this scenario must reach when production triggers them (long scenarios: 3)."
+    )
     note: str = ""
 
     @property

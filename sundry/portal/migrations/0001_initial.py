@@ -5,31 +5,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('shop', '0003_address_plural'),
-        ('tickets', '0013_claim_owner'),
+        ("shop", "0003_address_plural"),
+        ("tickets", "0013_claim_owner"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NoticePreference',
+            name="NoticePreference",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('email', models.BooleanField(default=False)),
-                ('changed_at', models.DateTimeField(auto_now=True)),
-                ('customer', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='notice_preference', to='shop.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("email", models.BooleanField(default=False)),
+                ("changed_at", models.DateTimeField(auto_now=True)),
+                (
+                    "customer",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notice_preference",
+                        to="shop.customer",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='TicketNotice',
+            name="TicketNotice",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seen_at', models.DateTimeField(blank=True, null=True)),
-                ('notified_at', models.DateTimeField(blank=True, null=True)),
-                ('ticket', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='customer_notice', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seen_at", models.DateTimeField(blank=True, null=True)),
+                ("notified_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "ticket",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="customer_notice", to="tickets.ticket"
+                    ),
+                ),
             ],
         ),
     ]

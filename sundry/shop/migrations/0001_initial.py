@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,150 +14,292 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Product',
+            name="Product",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('sku', models.CharField(max_length=20, unique=True)),
-                ('name', models.CharField(max_length=120)),
-                ('price_cents', models.PositiveIntegerField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("sku", models.CharField(max_length=20, unique=True)),
+                ("name", models.CharField(max_length=120)),
+                ("price_cents", models.PositiveIntegerField()),
             ],
         ),
         migrations.CreateModel(
-            name='Customer',
+            name="Customer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('customer_id', models.CharField(max_length=20, unique=True)),
-                ('name', models.CharField(max_length=120)),
-                ('email', models.EmailField(max_length=254)),
-                ('phone', models.CharField(max_length=32)),
-                ('created_at', models.DateTimeField()),
-                ('user', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='shop_customer', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("customer_id", models.CharField(max_length=20, unique=True)),
+                ("name", models.CharField(max_length=120)),
+                ("email", models.EmailField(max_length=254)),
+                ("phone", models.CharField(max_length=32)),
+                ("created_at", models.DateTimeField()),
+                (
+                    "user",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="shop_customer",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Address',
+            name="Address",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('address_id', models.CharField(max_length=20, unique=True)),
-                ('line1', models.CharField(max_length=200)),
-                ('city', models.CharField(max_length=80)),
-                ('postcode', models.CharField(max_length=16)),
-                ('country', models.CharField(max_length=2)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='addresses', to='shop.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("address_id", models.CharField(max_length=20, unique=True)),
+                ("line1", models.CharField(max_length=200)),
+                ("city", models.CharField(max_length=80)),
+                ("postcode", models.CharField(max_length=16)),
+                ("country", models.CharField(max_length=2)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="addresses", to="shop.customer"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.CharField(max_length=12, unique=True)),
-                ('status', models.CharField(choices=[('placed', 'Placed'), ('shipped', 'Shipped'), ('delivered', 'Delivered'), ('cancelled', 'Cancelled'), ('returned', 'Returned')], max_length=16)),
-                ('currency', models.CharField(choices=[('USD', 'Usd'), ('EUR', 'Eur'), ('GBP', 'Gbp'), ('INR', 'Inr')], max_length=3)),
-                ('total_cents', models.PositiveIntegerField()),
-                ('placed_at', models.DateTimeField()),
-                ('address', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='orders', to='shop.address')),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='orders', to='shop.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.CharField(max_length=12, unique=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("placed", "Placed"),
+                            ("shipped", "Shipped"),
+                            ("delivered", "Delivered"),
+                            ("cancelled", "Cancelled"),
+                            ("returned", "Returned"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "currency",
+                    models.CharField(
+                        choices=[("USD", "Usd"), ("EUR", "Eur"), ("GBP", "Gbp"), ("INR", "Inr")], max_length=3
+                    ),
+                ),
+                ("total_cents", models.PositiveIntegerField()),
+                ("placed_at", models.DateTimeField()),
+                (
+                    "address",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="orders", to="shop.address"
+                    ),
+                ),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="orders", to="shop.customer"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-placed_at'],
+                "ordering": ["-placed_at"],
             },
         ),
         migrations.CreateModel(
-            name='Parcel',
+            name="Parcel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tracking_number', models.CharField(max_length=24, unique=True)),
-                ('carrier', models.CharField(max_length=40)),
-                ('status', models.CharField(choices=[('label_created', 'Label Created'), ('in_transit', 'In Transit'), ('out_for_delivery', 'Out For Delivery'), ('delivered', 'Delivered'), ('lost', 'Lost')], max_length=20)),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='parcels', to='shop.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tracking_number", models.CharField(max_length=24, unique=True)),
+                ("carrier", models.CharField(max_length=40)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("label_created", "Label Created"),
+                            ("in_transit", "In Transit"),
+                            ("out_for_delivery", "Out For Delivery"),
+                            ("delivered", "Delivered"),
+                            ("lost", "Lost"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="parcels", to="shop.order"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PaymentMethod',
+            name="PaymentMethod",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('payment_method_id', models.CharField(max_length=20, unique=True)),
-                ('kind', models.CharField(choices=[('card', 'Card'), ('upi', 'Upi'), ('paypal', 'Paypal'), ('gift_card', 'Gift Card')], max_length=16)),
-                ('label', models.CharField(help_text="e.g. 'Visa ending 4242'", max_length=60)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='payment_methods', to='shop.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("payment_method_id", models.CharField(max_length=20, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("card", "Card"), ("upi", "Upi"), ("paypal", "Paypal"), ("gift_card", "Gift Card")],
+                        max_length=16,
+                    ),
+                ),
+                ("label", models.CharField(help_text="e.g. 'Visa ending 4242'", max_length=60)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="payment_methods", to="shop.customer"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Payment',
+            name="Payment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('payment_id', models.CharField(max_length=20, unique=True)),
-                ('amount_cents', models.PositiveIntegerField()),
-                ('currency', models.CharField(choices=[('USD', 'Usd'), ('EUR', 'Eur'), ('GBP', 'Gbp'), ('INR', 'Inr')], max_length=3)),
-                ('status', models.CharField(choices=[('authorised', 'Authorised'), ('captured', 'Captured')], default='captured', max_length=16)),
-                ('created_at', models.DateTimeField()),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='payments', to='shop.order')),
-                ('method', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='payments', to='shop.paymentmethod')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("payment_id", models.CharField(max_length=20, unique=True)),
+                ("amount_cents", models.PositiveIntegerField()),
+                (
+                    "currency",
+                    models.CharField(
+                        choices=[("USD", "Usd"), ("EUR", "Eur"), ("GBP", "Gbp"), ("INR", "Inr")], max_length=3
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("authorised", "Authorised"), ("captured", "Captured")],
+                        default="captured",
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="payments", to="shop.order"
+                    ),
+                ),
+                (
+                    "method",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="payments", to="shop.paymentmethod"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='order',
-            name='payment_method',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='orders', to='shop.paymentmethod'),
+            model_name="order",
+            name="payment_method",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="orders", to="shop.paymentmethod"
+            ),
         ),
         migrations.CreateModel(
-            name='OrderItem',
+            name="OrderItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('item_id', models.CharField(max_length=20, unique=True)),
-                ('quantity', models.PositiveIntegerField(default=1)),
-                ('unit_price_cents', models.PositiveIntegerField()),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='shop.order')),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='order_items', to='shop.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("item_id", models.CharField(max_length=20, unique=True)),
+                ("quantity", models.PositiveIntegerField(default=1)),
+                ("unit_price_cents", models.PositiveIntegerField()),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="items", to="shop.order"
+                    ),
+                ),
+                (
+                    "product",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="order_items", to="shop.product"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Refund',
+            name="Refund",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('refund_id', models.CharField(max_length=20, unique=True)),
-                ('amount_cents', models.PositiveIntegerField()),
-                ('currency', models.CharField(choices=[('USD', 'Usd'), ('EUR', 'Eur'), ('GBP', 'Gbp'), ('INR', 'Inr')], max_length=3)),
-                ('reason', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('issued', 'Issued'), ('failed', 'Failed')], default='issued', max_length=16)),
-                ('idempotency_key', models.CharField(max_length=80, unique=True)),
-                ('created_at', models.DateTimeField()),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='refunds', to='shop.order')),
-                ('payment', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='refunds', to='shop.payment')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("refund_id", models.CharField(max_length=20, unique=True)),
+                ("amount_cents", models.PositiveIntegerField()),
+                (
+                    "currency",
+                    models.CharField(
+                        choices=[("USD", "Usd"), ("EUR", "Eur"), ("GBP", "Gbp"), ("INR", "Inr")], max_length=3
+                    ),
+                ),
+                ("reason", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("issued", "Issued"), ("failed", "Failed")], default="issued", max_length=16
+                    ),
+                ),
+                ("idempotency_key", models.CharField(max_length=80, unique=True)),
+                ("created_at", models.DateTimeField()),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="refunds", to="shop.order"
+                    ),
+                ),
+                (
+                    "payment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="refunds", to="shop.payment"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Return',
+            name="Return",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('return_id', models.CharField(max_length=20, unique=True)),
-                ('reason', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('booked', 'Booked'), ('received', 'Received'), ('closed', 'Closed')], default='booked', max_length=16)),
-                ('idempotency_key', models.CharField(max_length=80, unique=True)),
-                ('created_at', models.DateTimeField()),
-                ('items', models.ManyToManyField(related_name='returns', to='shop.orderitem')),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='returns', to='shop.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("return_id", models.CharField(max_length=20, unique=True)),
+                ("reason", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("booked", "Booked"), ("received", "Received"), ("closed", "Closed")],
+                        default="booked",
+                        max_length=16,
+                    ),
+                ),
+                ("idempotency_key", models.CharField(max_length=80, unique=True)),
+                ("created_at", models.DateTimeField()),
+                ("items", models.ManyToManyField(related_name="returns", to="shop.orderitem")),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="returns", to="shop.order"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='TrackingEvent',
+            name="TrackingEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('location', models.CharField(max_length=80)),
-                ('description', models.CharField(max_length=160)),
-                ('parcel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='shop.parcel')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField()),
+                ("location", models.CharField(max_length=80)),
+                ("description", models.CharField(max_length=160)),
+                (
+                    "parcel",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="shop.parcel"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at'],
+                "ordering": ["at"],
             },
         ),
         migrations.AddIndex(
-            model_name='order',
-            index=models.Index(fields=['customer', 'placed_at'], name='shop_order_custome_6fb8ba_idx'),
+            model_name="order",
+            index=models.Index(fields=["customer", "placed_at"], name="shop_order_custome_6fb8ba_idx"),
         ),
         migrations.AddConstraint(
-            model_name='refund',
-            constraint=models.CheckConstraint(condition=models.Q(('amount_cents__gt', 0)), name='refund_amount_positive'),
+            model_name="refund",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("amount_cents__gt", 0)), name="refund_amount_positive"
+            ),
         ),
     ]

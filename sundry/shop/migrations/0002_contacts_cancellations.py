@@ -5,39 +5,85 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('shop', '0001_initial'),
+        ("shop", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Cancellation',
+            name="Cancellation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.CharField(max_length=200)),
-                ('idempotency_key', models.CharField(max_length=80, unique=True)),
-                ('created_at', models.DateTimeField()),
-                ('order', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='cancellation', to='shop.order')),
-                ('refund', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='cancellation', to='shop.refund')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("reason", models.CharField(max_length=200)),
+                ("idempotency_key", models.CharField(max_length=80, unique=True)),
+                ("created_at", models.DateTimeField()),
+                (
+                    "order",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="cancellation", to="shop.order"
+                    ),
+                ),
+                (
+                    "refund",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="cancellation",
+                        to="shop.refund",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Contact',
+            name="Contact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('contact_id', models.CharField(max_length=20, unique=True)),
-                ('kind', models.CharField(choices=[('email', 'Email'), ('phone_call', 'phone call'), ('replacement_offer', 'replacement offer')], max_length=20)),
-                ('subject', models.CharField(blank=True, max_length=200)),
-                ('body', models.TextField()),
-                ('idempotency_key', models.CharField(max_length=80, unique=True)),
-                ('created_at', models.DateTimeField()),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='contacts', to='shop.customer')),
-                ('item', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='contacts', to='shop.orderitem')),
-                ('order', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='contacts', to='shop.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("contact_id", models.CharField(max_length=20, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("email", "Email"),
+                            ("phone_call", "phone call"),
+                            ("replacement_offer", "replacement offer"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("subject", models.CharField(blank=True, max_length=200)),
+                ("body", models.TextField()),
+                ("idempotency_key", models.CharField(max_length=80, unique=True)),
+                ("created_at", models.DateTimeField()),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="contacts", to="shop.customer"
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="contacts",
+                        to="shop.orderitem",
+                    ),
+                ),
+                (
+                    "order",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="contacts",
+                        to="shop.order",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
+                "ordering": ["created_at", "pk"],
             },
         ),
     ]

@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('shop', '0002_contacts_cancellations'),
+        ("shop", "0002_contacts_cancellations"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='address',
-            options={'verbose_name_plural': 'addresses'},
+            name="address",
+            options={"verbose_name_plural": "addresses"},
         ),
     ]

@@ -7,73 +7,203 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('shop', '0001_initial'),
+        ("shop", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TicketClass',
+            name="TicketClass",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=60, unique=True)),
-                ('slug', models.SlugField(max_length=60, unique=True)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('token_budget', models.PositiveIntegerField(default=8000, validators=[django.core.validators.MinValueValidator(1000), django.core.validators.MaxValueValidator(2000000)])),
-                ('trigger_fraction', models.FloatField(default=0.8, help_text='Compact when the assembled request would exceed this share of the budget.', validators=[django.core.validators.MinValueValidator(0.3), django.core.validators.MaxValueValidator(0.95)])),
-                ('recent_turns_kept', models.PositiveIntegerField(default=8, help_text='The last K turns are never compacted.', validators=[django.core.validators.MinValueValidator(2), django.core.validators.MaxValueValidator(200)])),
-                ('working_model', models.CharField(default='offline', help_text="'offline', or provider:model such as 'openai:gpt-4.1-mini' or 'anthropic:claude-3-5-haiku-latest'.", max_length=120)),
-                ('summariser_model', models.CharField(default='offline', max_length=120)),
-                ('ledger_cap', models.PositiveIntegerField(default=24, help_text='Live ledger entries; past it, the least recently used are archived.', validators=[django.core.validators.MinValueValidator(4), django.core.validators.MaxValueValidator(500)])),
-                ('pinned_rules_cap', models.PositiveIntegerField(default=600, help_text='Token cap for the pinned-rules block; going over is shown as a warning, never by dropping a rule.', validators=[django.core.validators.MinValueValidator(50)])),
-                ('approval_rules', models.JSONField(blank=True, default=dict, help_text='Tools needing staff approval: {"issue_refund": {"above_cents": 10000}, "cancel_order": {}}')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=60, unique=True)),
+                ("slug", models.SlugField(max_length=60, unique=True)),
+                ("description", models.CharField(blank=True, max_length=200)),
+                (
+                    "token_budget",
+                    models.PositiveIntegerField(
+                        default=8000,
+                        validators=[
+                            django.core.validators.MinValueValidator(1000),
+                            django.core.validators.MaxValueValidator(2000000),
+                        ],
+                    ),
+                ),
+                (
+                    "trigger_fraction",
+                    models.FloatField(
+                        default=0.8,
+                        help_text="Compact when the assembled request would exceed this share of the budget.",
+                        validators=[
+                            django.core.validators.MinValueValidator(0.3),
+                            django.core.validators.MaxValueValidator(0.95),
+                        ],
+                    ),
+                ),
+                (
+                    "recent_turns_kept",
+                    models.PositiveIntegerField(
+                        default=8,
+                        help_text="The last K turns are never compacted.",
+                        validators=[
+                            django.core.validators.MinValueValidator(2),
+                            django.core.validators.MaxValueValidator(200),
+                        ],
+                    ),
+                ),
+                (
+                    "working_model",
+                    models.CharField(
+                        default="offline",
+                        help_text="'offline', or provider:model such as 'openai:gpt-4.1-mini' or 'anthropic:claude-3-5-haiku-latest'.",
+                        max_length=120,
+                    ),
+                ),
+                ("summariser_model", models.CharField(default="offline", max_length=120)),
+                (
+                    "ledger_cap",
+                    models.PositiveIntegerField(
+                        default=24,
+                        help_text="Live ledger entries; past it, the least recently used are archived.",
+                        validators=[
+                            django.core.validators.MinValueValidator(4),
+                            django.core.validators.MaxValueValidator(500),
+                        ],
+                    ),
+                ),
+                (
+                    "pinned_rules_cap",
+                    models.PositiveIntegerField(
+                        default=600,
+                        help_text="Token cap for the pinned-rules block; going over is shown as a warning, never by dropping a rule.",
+                        validators=[django.core.validators.MinValueValidator(50)],
+                    ),
+                ),
+                (
+                    "approval_rules",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='Tools needing staff approval: {"issue_refund": {"above_cents": 10000}, "cancel_order": {}}',
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'ticket classes',
-                'ordering': ['token_budget', 'name'],
+                "verbose_name_plural": "ticket classes",
+                "ordering": ["token_budget", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Ticket',
+            name="Ticket",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('waiting', 'waiting on customer'), ('resolved', 'Resolved'), ('closed', 'Closed')], default='open', max_length=16)),
-                ('handler', models.CharField(choices=[('agent', 'Agent'), ('staff', 'Staff')], default='agent', max_length=8)),
-                ('version', models.PositiveBigIntegerField(default=0)),
-                ('last_turn_number', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('assigned_to', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='assigned_tickets', to=settings.AUTH_USER_MODEL)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tickets', to='shop.customer')),
-                ('ticket_class', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tickets', to='tickets.ticketclass')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("subject", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "Open"),
+                            ("waiting", "waiting on customer"),
+                            ("resolved", "Resolved"),
+                            ("closed", "Closed"),
+                        ],
+                        default="open",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "handler",
+                    models.CharField(choices=[("agent", "Agent"), ("staff", "Staff")], default="agent", max_length=8),
+                ),
+                ("version", models.PositiveBigIntegerField(default=0)),
+                ("last_turn_number", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "assigned_to",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="assigned_tickets",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="tickets", to="shop.customer"
+                    ),
+                ),
+                (
+                    "ticket_class",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="tickets", to="tickets.ticketclass"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at'],
+                "ordering": ["-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('author', models.CharField(choices=[('customer', 'Customer'), ('agent', 'Agent'), ('tool', 'Tool'), ('staff', 'Staff'), ('system', 'System')], max_length=10)),
-                ('kind', models.CharField(choices=[('message', 'Message'), ('tool_call', 'tool call'), ('tool_result', 'tool result'), ('note', 'staff note'), ('event', 'system event'), ('rejection', 'guard rejection'), ('error', 'Error')], default='message', max_length=12)),
-                ('text', models.TextField(blank=True)),
-                ('payload', models.JSONField(blank=True, default=dict)),
-                ('tokens', models.PositiveIntegerField(default=0)),
-                ('encoding', models.CharField(blank=True, help_text='Tokenizer encoding the count used.', max_length=40)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('ticket', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='tickets.ticket')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                (
+                    "author",
+                    models.CharField(
+                        choices=[
+                            ("customer", "Customer"),
+                            ("agent", "Agent"),
+                            ("tool", "Tool"),
+                            ("staff", "Staff"),
+                            ("system", "System"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("message", "Message"),
+                            ("tool_call", "tool call"),
+                            ("tool_result", "tool result"),
+                            ("note", "staff note"),
+                            ("event", "system event"),
+                            ("rejection", "guard rejection"),
+                            ("error", "Error"),
+                        ],
+                        default="message",
+                        max_length=12,
+                    ),
+                ),
+                ("text", models.TextField(blank=True)),
+                ("payload", models.JSONField(blank=True, default=dict)),
+                ("tokens", models.PositiveIntegerField(default=0)),
+                (
+                    "encoding",
+                    models.CharField(blank=True, help_text="Tokenizer encoding the count used.", max_length=40),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "ticket",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="turns", to="tickets.ticket"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ticket', 'number'],
-                'constraints': [models.UniqueConstraint(fields=('ticket', 'number'), name='turn_number_unique_per_ticket')],
+                "ordering": ["ticket", "number"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ticket", "number"), name="turn_number_unique_per_ticket")
+                ],
             },
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0001_initial'),
+        ("tickets", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticket',
-            name='agent_claimed_at',
+            model_name="ticket",
+            name="agent_claimed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='ticket',
-            name='attention',
+            model_name="ticket",
+            name="attention",
             field=models.CharField(blank=True, max_length=200),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0002_ticket_agent_claimed_at_ticket_attention'),
+        ("tickets", "0002_ticket_agent_claimed_at_ticket_attention"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='ticketclass',
-            name='approval_rules',
-            field=models.JSONField(blank=True, default=dict, help_text='Tools needing staff approval: {"cancel_order": {}} always; {"issue_refund": {"above_cents": 10000}} above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} per currency (above_cents, if given, covers the currencies not listed; others are always held)'),
+            model_name="ticketclass",
+            name="approval_rules",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text='Tools needing staff approval: {"cancel_order": {}} always; {"issue_refund": {"above_cents": 10000}} above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} per currency (above_cents, if given, covers the currencies not listed; others are always held)',
+            ),
         ),
     ]

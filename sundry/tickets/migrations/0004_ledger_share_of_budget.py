@@ -5,19 +5,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0003_approval_rules_per_currency'),
+        ("tickets", "0003_approval_rules_per_currency"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='ticketclass',
-            name='ledger_cap',
+            model_name="ticketclass",
+            name="ledger_cap",
         ),
         migrations.AddField(
-            model_name='ticketclass',
-            name='ledger_share',
-            field=models.FloatField(default=0.3, help_text='Share of the budget the live ledger may fill; past it, the least recently used entries are archived.', validators=[django.core.validators.MinValueValidator(0.01), django.core.validators.MaxValueValidator(0.5)]),
+            model_name="ticketclass",
+            name="ledger_share",
+            field=models.FloatField(
+                default=0.3,
+                help_text="Share of the budget the live ledger may fill; past it, the least recently used entries are archived.",
+                validators=[
+                    django.core.validators.MinValueValidator(0.01),
+                    django.core.validators.MaxValueValidator(0.5),
+                ],
+            ),
         ),
     ]

@@ -6,53 +6,73 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0004_ledger_share_of_budget'),
+        ("tickets", "0004_ledger_share_of_budget"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=40, unique=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=40, unique=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='ticket',
-            name='priority',
-            field=models.CharField(choices=[('low', 'Low'), ('normal', 'Normal'), ('high', 'High'), ('urgent', 'Urgent')], default='normal', max_length=8),
+            model_name="ticket",
+            name="priority",
+            field=models.CharField(
+                choices=[("low", "Low"), ("normal", "Normal"), ("high", "High"), ("urgent", "Urgent")],
+                default="normal",
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='ticketclass',
-            name='first_response_minutes',
-            field=models.PositiveIntegerField(default=60, help_text='Target for the first reply to a new ticket; the desk colours a ticket near and past it.', validators=[django.core.validators.MinValueValidator(1)]),
+            model_name="ticketclass",
+            name="first_response_minutes",
+            field=models.PositiveIntegerField(
+                default=60,
+                help_text="Target for the first reply to a new ticket; the desk colours a ticket near and past it.",
+                validators=[django.core.validators.MinValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='ticketclass',
-            name='next_response_minutes',
-            field=models.PositiveIntegerField(default=240, help_text='Target for answering a customer who wrote again.', validators=[django.core.validators.MinValueValidator(1)]),
+            model_name="ticketclass",
+            name="next_response_minutes",
+            field=models.PositiveIntegerField(
+                default=240,
+                help_text="Target for answering a customer who wrote again.",
+                validators=[django.core.validators.MinValueValidator(1)],
+            ),
         ),
         migrations.CreateModel(
-            name='CannedReply',
+            name="CannedReply",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=80, unique=True)),
-                ('body', models.TextField()),
-                ('ticket_class', models.ForeignKey(blank=True, help_text="Offered only on this class's tickets; empty for every class.", null=True, on_delete=django.db.models.deletion.CASCADE, to='tickets.ticketclass')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(max_length=80, unique=True)),
+                ("body", models.TextField()),
+                (
+                    "ticket_class",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Offered only on this class's tickets; empty for every class.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="tickets.ticketclass",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'canned replies',
-                'ordering': ['title'],
+                "verbose_name_plural": "canned replies",
+                "ordering": ["title"],
             },
         ),
         migrations.AddField(
-            model_name='ticket',
-            name='tags',
-            field=models.ManyToManyField(blank=True, related_name='tickets', to='tickets.tag'),
+            model_name="ticket",
+            name="tags",
+            field=models.ManyToManyField(blank=True, related_name="tickets", to="tickets.tag"),
         ),
     ]

@@ -8,7 +8,9 @@ EXPRESSION = "to_tsvector('english'::regconfig, COALESCE(\"tickets_turn\".\"text
 
 def create(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"CREATE INDEX IF NOT EXISTS tickets_turn_text_fts ON tickets_turn USING gin ({EXPRESSION})")
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS tickets_turn_text_fts ON tickets_turn USING gin ({EXPRESSION})"
+        )
 
 
 def drop(apps, schema_editor):

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0006_turn_text_search_index'),
+        ("tickets", "0006_turn_text_search_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticketclass',
-            name='text_tool_calls',
-            field=models.BooleanField(default=False, help_text='Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a tool) as calls. For servers without a tool-call parser for their model; off by default.'),
+            model_name="ticketclass",
+            name="text_tool_calls",
+            field=models.BooleanField(
+                default=False,
+                help_text="Read tool calls the model writes as text (hermes <tool_call> tags, bare or fenced JSON naming a tool) as calls. For servers without a tool-call parser for their model; off by default.",
+            ),
         ),
     ]

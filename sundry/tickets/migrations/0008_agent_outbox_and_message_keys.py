@@ -4,29 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0007_ticketclass_text_tool_calls'),
+        ("tickets", "0007_ticketclass_text_tool_calls"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticket',
-            name='agent_wake_at',
+            model_name="ticket",
+            name="agent_wake_at",
             field=models.DateTimeField(blank=True, db_index=True, null=True),
         ),
         migrations.AddField(
-            model_name='ticket',
-            name='agent_wake_turn',
+            model_name="ticket",
+            name="agent_wake_turn",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='turn',
-            name='client_key',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="turn",
+            name="client_key",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddConstraint(
-            model_name='turn',
-            constraint=models.UniqueConstraint(condition=models.Q(('client_key', ''), _negated=True), fields=('ticket', 'client_key'), name='turn_client_key_unique_per_ticket'),
+            model_name="turn",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("client_key", ""), _negated=True),
+                fields=("ticket", "client_key"),
+                name="turn_client_key_unique_per_ticket",
+            ),
         ),
     ]

@@ -5,15 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0010_fault_attention_reasons'),
+        ("tickets", "0010_fault_attention_reasons"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticketclass',
-            name='confirmation_minutes',
-            field=models.PositiveIntegerField(default=60, help_text='How long a confirmation card the customer has not answered stays open. A refund, cancellation, return, replacement or message outside the conversation runs only when the customer confirms its card (or staff do, on their behalf).', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10080)]),
+            model_name="ticketclass",
+            name="confirmation_minutes",
+            field=models.PositiveIntegerField(
+                default=60,
+                help_text="How long a confirmation card the customer has not answered stays open. A refund, cancellation, return, replacement or message outside the conversation runs only when the customer confirms its card (or staff do, on their behalf).",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(10080),
+                ],
+            ),
         ),
     ]

@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0011_confirmation_cards'),
+        ("tickets", "0011_confirmation_cards"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='turn',
-            name='kind',
-            field=models.CharField(choices=[('message', 'Message'), ('tool_call', 'tool call'), ('tool_result', 'tool result'), ('note', 'staff note'), ('internal', 'internal note (staff only)'), ('event', 'system event'), ('rejection', 'guard rejection'), ('error', 'Error')], default='message', max_length=12),
+            model_name="turn",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("message", "Message"),
+                    ("tool_call", "tool call"),
+                    ("tool_result", "tool result"),
+                    ("note", "staff note"),
+                    ("internal", "internal note (staff only)"),
+                    ("event", "system event"),
+                    ("rejection", "guard rejection"),
+                    ("error", "Error"),
+                ],
+                default="message",
+                max_length=12,
+            ),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0012_internal_notes'),
+        ("tickets", "0012_internal_notes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticket',
-            name='agent_claimed_by',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="ticket",
+            name="agent_claimed_by",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
     ]

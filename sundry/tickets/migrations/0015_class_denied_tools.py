@@ -5,25 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0014_ticket_ratings'),
+        ("tickets", "0014_ticket_ratings"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ticketclass',
-            name='denied_tools',
-            field=models.CharField(blank=True, default='', help_text="Tools this class never offers the model, comma- or space-separated: the shop's, Sundry's own and its tool servers' alike. A call naming one is refused as a tool the class does not have.", max_length=1000),
+            model_name="ticketclass",
+            name="denied_tools",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Tools this class never offers the model, comma- or space-separated: the shop's, Sundry's own and its tool servers' alike. A call naming one is refused as a tool the class does not have.",
+                max_length=1000,
+            ),
         ),
         migrations.AlterField(
-            model_name='ticketclass',
-            name='ledger_share',
-            field=models.FloatField(default=0.3, help_text='Share of the budget the live ledger may fill; past it, entries no write takes go first, then superseded ones, then the least recently used (archived, never lost).', validators=[django.core.validators.MinValueValidator(0.01), django.core.validators.MaxValueValidator(0.5)]),
+            model_name="ticketclass",
+            name="ledger_share",
+            field=models.FloatField(
+                default=0.3,
+                help_text="Share of the budget the live ledger may fill; past it, entries no write takes go first, then superseded ones, then the least recently used (archived, never lost).",
+                validators=[
+                    django.core.validators.MinValueValidator(0.01),
+                    django.core.validators.MaxValueValidator(0.5),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='ticketclass',
-            name='recent_turns_kept',
-            field=models.PositiveIntegerField(default=8, help_text='The last K turns are kept word for word when older ones are compacted; fewer (at least one) only when keeping them all would leave the request over the budget.', validators=[django.core.validators.MinValueValidator(2), django.core.validators.MaxValueValidator(200)]),
+            model_name="ticketclass",
+            name="recent_turns_kept",
+            field=models.PositiveIntegerField(
+                default=8,
+                help_text="The last K turns are kept word for word when older ones are compacted; fewer (at least one) only when keeping them all would leave the request over the budget.",
+                validators=[django.core.validators.MinValueValidator(2), django.core.validators.MaxValueValidator(200)],
+            ),
         ),
     ]

@@ -7,49 +7,129 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tickets', '0015_class_denied_tools'),
+        ("tickets", "0015_class_denied_tools"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BudgetProposal',
+            name="BudgetProposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('token_budget', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1000), django.core.validators.MaxValueValidator(2000000)])),
-                ('trigger_fraction', models.FloatField(validators=[django.core.validators.MinValueValidator(0.3), django.core.validators.MaxValueValidator(0.95)])),
-                ('recent_turns_kept', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(2), django.core.validators.MaxValueValidator(200)])),
-                ('ledger_share', models.FloatField(validators=[django.core.validators.MinValueValidator(0.01), django.core.validators.MaxValueValidator(0.5)])),
-                ('tickets', models.PositiveIntegerField(help_text="The window: the class's latest tickets with recorded steps.")),
-                ('price_as', models.CharField(blank=True, max_length=120)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=8)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('figures', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='budget_proposals', to=settings.AUTH_USER_MODEL)),
-                ('ticket_class', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='budget_proposals', to='tickets.ticketclass')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "token_budget",
+                    models.PositiveIntegerField(
+                        validators=[
+                            django.core.validators.MinValueValidator(1000),
+                            django.core.validators.MaxValueValidator(2000000),
+                        ]
+                    ),
+                ),
+                (
+                    "trigger_fraction",
+                    models.FloatField(
+                        validators=[
+                            django.core.validators.MinValueValidator(0.3),
+                            django.core.validators.MaxValueValidator(0.95),
+                        ]
+                    ),
+                ),
+                (
+                    "recent_turns_kept",
+                    models.PositiveIntegerField(
+                        validators=[
+                            django.core.validators.MinValueValidator(2),
+                            django.core.validators.MaxValueValidator(200),
+                        ]
+                    ),
+                ),
+                (
+                    "ledger_share",
+                    models.FloatField(
+                        validators=[
+                            django.core.validators.MinValueValidator(0.01),
+                            django.core.validators.MaxValueValidator(0.5),
+                        ]
+                    ),
+                ),
+                (
+                    "tickets",
+                    models.PositiveIntegerField(
+                        help_text="The window: the class's latest tickets with recorded steps."
+                    ),
+                ),
+                ("price_as", models.CharField(blank=True, max_length=120)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("figures", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="budget_proposals",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "ticket_class",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="budget_proposals",
+                        to="tickets.ticketclass",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='TicketClassChange',
+            name="TicketClassChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('changed_at', models.DateTimeField(auto_now_add=True)),
-                ('changes', models.JSONField()),
-                ('changed_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='ticket_class_changes', to=settings.AUTH_USER_MODEL)),
-                ('proposal', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='applied_as', to='tickets.budgetproposal')),
-                ('ticket_class', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='changes', to='tickets.ticketclass')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("changed_at", models.DateTimeField(auto_now_add=True)),
+                ("changes", models.JSONField()),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="ticket_class_changes",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "proposal",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="applied_as",
+                        to="tickets.budgetproposal",
+                    ),
+                ),
+                (
+                    "ticket_class",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="changes", to="tickets.ticketclass"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-changed_at', '-pk'],
+                "ordering": ["-changed_at", "-pk"],
             },
         ),
     ]

@@ -6,38 +6,124 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tickets', '0008_agent_outbox_and_message_keys'),
+        ("tickets", "0008_agent_outbox_and_message_keys"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ToolServer',
+            name="ToolServer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text="Short name, shown to staff beside the server's tools.", max_length=60)),
-                ('transport', models.CharField(choices=[('stdio', 'stdio (a command Sundry starts)'), ('http', 'streamable HTTP (a URL)')], default='stdio', max_length=10)),
-                ('command', models.CharField(blank=True, help_text="stdio: the command line that starts the server (a leading 'python' runs with Sundry's own interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail", max_length=500)),
-                ('url', models.URLField(blank=True, help_text="Streamable HTTP: the server's MCP endpoint.", max_length=500)),
-                ('working_dir', models.CharField(blank=True, help_text="stdio: where the command runs (default: Sundry's directory).", max_length=500)),
-                ('env_names', models.CharField(blank=True, help_text="stdio: names of environment variables passed to the server, comma-separated (their values are read from Sundry's environment when it starts; never stored).", max_length=500)),
-                ('header_env', models.JSONField(blank=True, default=dict, help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "RETAIL_API_TOKEN"} (the value is read when connecting; never stored).')),
-                ('declaration_path', models.CharField(blank=True, help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. Relative paths are from Sundry's directory. Tools it does not declare are usable but undeclared.", max_length=500)),
-                ('timeout_seconds', models.FloatField(default=15.0, help_text='Longest one call may take; past it the model gets an error result and the ticket a flag.', validators=[django.core.validators.MinValueValidator(0.5), django.core.validators.MaxValueValidator(120)])),
-                ('hold_undeclared_writes', models.BooleanField(default=True, help_text='Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval.')),
-                ('sample_calls', models.JSONField(blank=True, default=dict, help_text='For "test connection": read-only calls to make, tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}}. Writes are never sample-called.')),
-                ('enabled', models.BooleanField(default=True)),
-                ('listed_tools', models.JSONField(blank=True, default=list, editable=False, help_text='The tools as the server last listed them.')),
-                ('listed_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('ticket_class', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_servers', to='tickets.ticketclass')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.SlugField(help_text="Short name, shown to staff beside the server's tools.", max_length=60),
+                ),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[("stdio", "stdio (a command Sundry starts)"), ("http", "streamable HTTP (a URL)")],
+                        default="stdio",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "command",
+                    models.CharField(
+                        blank=True,
+                        help_text="stdio: the command line that starts the server (a leading 'python' runs with Sundry's own interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "url",
+                    models.URLField(
+                        blank=True, help_text="Streamable HTTP: the server's MCP endpoint.", max_length=500
+                    ),
+                ),
+                (
+                    "working_dir",
+                    models.CharField(
+                        blank=True,
+                        help_text="stdio: where the command runs (default: Sundry's directory).",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "env_names",
+                    models.CharField(
+                        blank=True,
+                        help_text="stdio: names of environment variables passed to the server, comma-separated (their values are read from Sundry's environment when it starts; never stored).",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "header_env",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "RETAIL_API_TOKEN"} (the value is read when connecting; never stored).',
+                    ),
+                ),
+                (
+                    "declaration_path",
+                    models.CharField(
+                        blank=True,
+                        help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. Relative paths are from Sundry's directory. Tools it does not declare are usable but undeclared.",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "timeout_seconds",
+                    models.FloatField(
+                        default=15.0,
+                        help_text="Longest one call may take; past it the model gets an error result and the ticket a flag.",
+                        validators=[
+                            django.core.validators.MinValueValidator(0.5),
+                            django.core.validators.MaxValueValidator(120),
+                        ],
+                    ),
+                ),
+                (
+                    "hold_undeclared_writes",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Hold calls of undeclared tools that may write (no readOnlyHint) for staff approval.",
+                    ),
+                ),
+                (
+                    "sample_calls",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='For "test connection": read-only calls to make, tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}}. Writes are never sample-called.',
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "listed_tools",
+                    models.JSONField(
+                        blank=True, default=list, editable=False, help_text="The tools as the server last listed them."
+                    ),
+                ),
+                ("listed_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "ticket_class",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tool_servers",
+                        to="tickets.ticketclass",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ticket_class', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('ticket_class', 'name'), name='toolserver_unique_name')],
+                "ordering": ["ticket_class", "name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ticket_class", "name"), name="toolserver_unique_name")
+                ],
             },
         ),
     ]

@@ -4,35 +4,54 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('toolservers', '0001_initial'),
+        ("toolservers", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='toolserver',
-            name='command',
-            field=models.CharField(blank=True, help_text="stdio: the command line that starts the server, one the deployment allows (SUNDRY_TOOL_COMMANDS; a leading 'python' runs with Sundry's own interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail", max_length=500),
+            model_name="toolserver",
+            name="command",
+            field=models.CharField(
+                blank=True,
+                help_text="stdio: the command line that starts the server, one the deployment allows (SUNDRY_TOOL_COMMANDS; a leading 'python' runs with Sundry's own interpreter), e.g. python examples/tau2_retail_mcp/server.py --data ../shared/corpora/tau2/domains/retail",
+                max_length=500,
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='declaration_path',
-            field=models.CharField(blank=True, help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. It must be in the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from Sundry's directory. Tools it does not declare are usable but undeclared.", max_length=500),
+            model_name="toolserver",
+            name="declaration_path",
+            field=models.CharField(
+                blank=True,
+                help_text="The declaration file (JSON): ID paths and kinds, lookups, writes, repeat keys. It must be in the deployment's declarations folder (SUNDRY_TOOL_DECLARATIONS_DIR); relative paths are from Sundry's directory. Tools it does not declare are usable but undeclared.",
+                max_length=500,
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='env_names',
-            field=models.CharField(blank=True, help_text="stdio: names of environment variables passed to the server, comma-separated, each starting with the deployment's prefix (SUNDRY_TOOL_ unless SUNDRY_TOOL_ENV_PREFIX says otherwise); their values are read from Sundry's environment when it starts, never stored.", max_length=500),
+            model_name="toolserver",
+            name="env_names",
+            field=models.CharField(
+                blank=True,
+                help_text="stdio: names of environment variables passed to the server, comma-separated, each starting with the deployment's prefix (SUNDRY_TOOL_ unless SUNDRY_TOOL_ENV_PREFIX says otherwise); their values are read from Sundry's environment when it starts, never stored.",
+                max_length=500,
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='header_env',
-            field=models.JSONField(blank=True, default=dict, help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"} (names start with the deployment\'s prefix; the value is read when connecting, never stored).'),
+            model_name="toolserver",
+            name="header_env",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text='HTTP: header → environment variable holding its value, e.g. {"Authorization": "SUNDRY_TOOL_RETAIL_API_TOKEN"} (names start with the deployment\'s prefix; the value is read when connecting, never stored).',
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='url',
-            field=models.URLField(blank=True, help_text="Streamable HTTP: the server's MCP endpoint, on a host the deployment allows (SUNDRY_TOOL_HOSTS).", max_length=500),
+            model_name="toolserver",
+            name="url",
+            field=models.URLField(
+                blank=True,
+                help_text="Streamable HTTP: the server's MCP endpoint, on a host the deployment allows (SUNDRY_TOOL_HOSTS).",
+                max_length=500,
+            ),
         ),
     ]

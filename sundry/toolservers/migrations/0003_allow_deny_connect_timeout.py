@@ -5,35 +5,61 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('toolservers', '0002_limits_help_texts'),
+        ("toolservers", "0002_limits_help_texts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='toolserver',
-            name='allowed_tools',
-            field=models.CharField(blank=True, help_text='Tools of this server the class offers, comma-separated (empty: every tool it lists). A tool left out is never offered to the model, and a call to it is refused.', max_length=2000),
+            model_name="toolserver",
+            name="allowed_tools",
+            field=models.CharField(
+                blank=True,
+                help_text="Tools of this server the class offers, comma-separated (empty: every tool it lists). A tool left out is never offered to the model, and a call to it is refused.",
+                max_length=2000,
+            ),
         ),
         migrations.AddField(
-            model_name='toolserver',
-            name='connect_timeout_seconds',
-            field=models.FloatField(blank=True, help_text="Longest Sundry waits to start or reach the server and finish the handshake (empty: the per-call timeout). A stdio server's interpreter may need longer to start than a call takes.", null=True, validators=[django.core.validators.MinValueValidator(0.5), django.core.validators.MaxValueValidator(120)]),
+            model_name="toolserver",
+            name="connect_timeout_seconds",
+            field=models.FloatField(
+                blank=True,
+                help_text="Longest Sundry waits to start or reach the server and finish the handshake (empty: the per-call timeout). A stdio server's interpreter may need longer to start than a call takes.",
+                null=True,
+                validators=[
+                    django.core.validators.MinValueValidator(0.5),
+                    django.core.validators.MaxValueValidator(120),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='toolserver',
-            name='denied_tools',
-            field=models.CharField(blank=True, help_text='Tools of this server the class never offers, comma-separated; a call to one is refused. Also how two servers of a class that list the same tool name are told apart.', max_length=2000),
+            model_name="toolserver",
+            name="denied_tools",
+            field=models.CharField(
+                blank=True,
+                help_text="Tools of this server the class never offers, comma-separated; a call to one is refused. Also how two servers of a class that list the same tool name are told apart.",
+                max_length=2000,
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='sample_calls',
-            field=models.JSONField(blank=True, default=dict, help_text='For "test connection": read-only calls to make, in order, tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}} (kept as a list of {"tool", "arguments"}, which may name a tool twice). Writes are never sample-called.'),
+            model_name="toolserver",
+            name="sample_calls",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text='For "test connection": read-only calls to make, in order, tool → arguments, e.g. {"get_order_details": {"order_id": "#W2611340"}} (kept as a list of {"tool", "arguments"}, which may name a tool twice). Writes are never sample-called.',
+            ),
         ),
         migrations.AlterField(
-            model_name='toolserver',
-            name='timeout_seconds',
-            field=models.FloatField(default=15.0, help_text='Longest one call may take (and connecting, unless the connect timeout says otherwise); past it the model gets an error result and the ticket a flag.', validators=[django.core.validators.MinValueValidator(0.5), django.core.validators.MaxValueValidator(120)]),
+            model_name="toolserver",
+            name="timeout_seconds",
+            field=models.FloatField(
+                default=15.0,
+                help_text="Longest one call may take (and connecting, unless the connect timeout says otherwise); past it the model gets an error result and the ticket a flag.",
+                validators=[
+                    django.core.validators.MinValueValidator(0.5),
+                    django.core.validators.MaxValueValidator(120),
+                ],
+            ),
         ),
     ]

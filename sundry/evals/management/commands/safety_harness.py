@@ -33,42 +33,82 @@ class _GatewayAgent:
 
 
 class Command(BaseCommand):
-    help = ("Force compaction at every step of recorded tickets (τ²-bench traces, the demo shop, exports) and check "
-            "IDs, constraints and side effects survive; compare a sliding window and a prose-only summary; "
-            "write JSON and HTML reports.")
+    help = (
+        "Force compaction at every step of recorded tickets (τ²-bench traces, the demo shop, exports) and check "
+        "IDs, constraints and side effects survive; compare a sliding window and a prose-only summary; "
+        "write JSON and HTML reports."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--traces", nargs="*", default=None,
-                            help="τ²-bench results files or folders (default: ../shared/corpora/tau2/traces when present, "
-                                 "unless --tickets is given)")
-        parser.add_argument("--tickets", nargs="*", default=[],
-                            help="Recorded tickets (our export, τ²-bench or OpenAI messages); alone, nothing else is added")
-        parser.add_argument("--long", action="store_true",
-                            help="Also chain each τ² user's tasks into one long ticket (the long-ticket set)")
-        parser.add_argument("--domain", default=None, help="Domain of OpenAI message files (default: guessed from tool names)")
-        parser.add_argument("--demo", choices=["fresh", "db", "none"], default=None,
-                            help="Demo-shop tickets: worked now in a throwaway database (fresh, the default unless "
-                                 "--tickets is given), taken from the configured database (db), or none")
+        parser.add_argument(
+            "--traces",
+            nargs="*",
+            default=None,
+            help="τ²-bench results files or folders (default: ../shared/corpora/tau2/traces when present, "
+            "unless --tickets is given)",
+        )
+        parser.add_argument(
+            "--tickets",
+            nargs="*",
+            default=[],
+            help="Recorded tickets (our export, τ²-bench or OpenAI messages); alone, nothing else is added",
+        )
+        parser.add_argument(
+            "--long",
+            action="store_true",
+            help="Also chain each τ² user's tasks into one long ticket (the long-ticket set)",
+        )
+        parser.add_argument(
+            "--domain", default=None, help="Domain of OpenAI message files (default: guessed from tool names)"
+        )
+        parser.add_argument(
+            "--demo",
+            choices=["fresh", "db", "none"],
+            default=None,
+            help="Demo-shop tickets: worked now in a throwaway database (fresh, the default unless "
+            "--tickets is given), taken from the configured database (db), or none",
+        )
         parser.add_argument("--export-demo", default=None, help="Also write the demo tickets to this file (our format)")
         parser.add_argument("--limit", type=int, default=None, help="At most this many tickets per trace file")
-        parser.add_argument("--budget", type=int, default=8000, help="Token budget (default: the Standard class's 8,000)")
+        parser.add_argument(
+            "--budget", type=int, default=8000, help="Token budget (default: the Standard class's 8,000)"
+        )
         parser.add_argument("--keep-recent", type=int, default=8, help="Recent turns never compacted (default 8)")
-        parser.add_argument("--ledger-share", type=float, default=None,
-                            help="Share of the budget the live ledger may fill (default: as shipped)")
-        parser.add_argument("--no-evict-by-need", action="store_true",
-                            help="Evict ledger entries by last use alone (the control for the eviction-by-need rule)")
-        parser.add_argument("--no-fit-budget", action="store_true",
-                            help="Compaction always keeps every recent turn, even over the budget (the control)")
-        parser.add_argument("--no-compact-before-step", action="store_true",
-                            help="Compact only when the trigger fires after resolution steps, never before a step "
-                                 "over the budget (the control for compacting in place)")
+        parser.add_argument(
+            "--ledger-share",
+            type=float,
+            default=None,
+            help="Share of the budget the live ledger may fill (default: as shipped)",
+        )
+        parser.add_argument(
+            "--no-evict-by-need",
+            action="store_true",
+            help="Evict ledger entries by last use alone (the control for the eviction-by-need rule)",
+        )
+        parser.add_argument(
+            "--no-fit-budget",
+            action="store_true",
+            help="Compaction always keeps every recent turn, even over the budget (the control)",
+        )
+        parser.add_argument(
+            "--no-compact-before-step",
+            action="store_true",
+            help="Compact only when the trigger fires after resolution steps, never before a step "
+            "over the budget (the control for compacting in place)",
+        )
         parser.add_argument("--no-plant", action="store_true", help="Skip the planted-constraint test")
-        parser.add_argument("--model", default=None,
-                            help="A configured model to diff next calls on every ticket (default: the offline model, "
-                                 "on demo-shop tickets only)")
-        parser.add_argument("--labels", default=None,
-                            help="Your constraint labels for your traces (JSON: file, ticket, turn, sentence; see "
-                                 "sundry/evals/README.md); replaces the dev traces' labels")
+        parser.add_argument(
+            "--model",
+            default=None,
+            help="A configured model to diff next calls on every ticket (default: the offline model, "
+            "on demo-shop tickets only)",
+        )
+        parser.add_argument(
+            "--labels",
+            default=None,
+            help="Your constraint labels for your traces (JSON: file, ticket, turn, sentence; see "
+            "sundry/evals/README.md); replaces the dev traces' labels",
+        )
         parser.add_argument("--out", default=None, help="Report folder (default: var/reports)")
         parser.add_argument("--fail-on-loss", action="store_true", help="Exit 1 when Sundry's lanes have any failure")
 
@@ -87,8 +127,10 @@ class Command(BaseCommand):
             except labels.LabelsFileError as exc:
                 raise CommandError(f"Cannot read the labels: {exc}") from None
             problems = label_set.problems(tickets)
-            say(f"Labels: {len(label_set.labels) - len(problems)} of {len(label_set.labels)} constraint label(s) "
-                f"found in their tickets ({label_set.path})")
+            say(
+                f"Labels: {len(label_set.labels) - len(problems)} of {len(label_set.labels)} constraint label(s) "
+                f"found in their tickets ({label_set.path})"
+            )
             for line in problems:
                 say(self.style.WARNING(f"  {line}"))
         cfg = HarnessConfig(budget=opts["budget"], keep_recent=opts["keep_recent"], plant=not opts["no_plant"])
@@ -104,8 +146,10 @@ class Command(BaseCommand):
             mine = [f for f in result.failures if f.strategy == "sundry"]
             verdict = "ok" if not mine else self.style.ERROR(f"{len(mine)} failure(s)")
             name = ticket.id if len(ticket.id) <= 24 else ticket.id[:23] + "…"
-            say(f"  [{i:>3}/{n}] {name:<24} {result.turns:>3} turns {result.boundaries:>3} steps "
-                f"{result.compactions:>3} compactions  Sundry: {verdict}  ({result.seconds:.2f} s)")
+            say(
+                f"  [{i:>3}/{n}] {name:<24} {result.turns:>3} turns {result.boundaries:>3} steps "
+                f"{result.compactions:>3} compactions  Sundry: {verdict}  ({result.seconds:.2f} s)"
+            )
             sys.stdout.flush()
 
         result = run_all(tickets, cfg, agent_for=agent_for, progress=progress, label_set=label_set)
@@ -131,7 +175,11 @@ class Command(BaseCommand):
         if traces is None:
             found = sources.tau2_traces_dir()
             if found is None:
-                say(self.style.WARNING("No ../shared/corpora/tau2/traces beside the project: skipping the τ²-bench traces."))
+                say(
+                    self.style.WARNING(
+                        "No ../shared/corpora/tau2/traces beside the project: skipping the τ²-bench traces."
+                    )
+                )
             traces = [found] if found else []
         files = sources.trace_files(traces)
         if files:

@@ -14,13 +14,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--seed", type=int, default=settings.DEMO_SEED,
+            "--seed",
+            type=int,
+            default=settings.DEMO_SEED,
             help=f"Random seed (default: SUNDRY_DEMO_SEED, currently {settings.DEMO_SEED}).",
         )
         parser.add_argument("--customers", type=int, default=600)
         parser.add_argument("--orders", type=int, default=6000)
         parser.add_argument(
-            "--replace", action="store_true", help="Delete all existing shop rows first (otherwise refuses if any exist)."
+            "--replace",
+            action="store_true",
+            help="Delete all existing shop rows first (otherwise refuses if any exist).",
         )
 
     def handle(self, *args, seed, customers, orders, replace, **options):
