@@ -172,6 +172,31 @@ def browser(live_server_url):
 
 
 @pytest.fixture(autouse=True)
+def quiet_worker_before_flush(request):
+    """After a test, let the server's Celery worker finish the agent runs and compactions it is
+    still doing before the test database is emptied: a run writing while the flush truncates
+    deadlocks the flush, and the rows left behind fail the next test. (pytest-django's database
+    fixtures are set up before this conftest's, so this teardown runs before theirs.)"""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        return
+    from sundry.compaction.models import CompactionRun
+    from sundry.tickets.models import Ticket
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if not (
+            Ticket.objects.filter(agent_claimed_at__isnull=False).exists()
+            or CompactionRun.objects.filter(
+                status__in=(CompactionRun.Status.QUEUED, CompactionRun.Status.RUNNING)
+            ).exists()
+        ):
+            return
+        time.sleep(0.1)
+
+
+@pytest.fixture(autouse=True)
 def fresh_channel_layer():
     """Overrides the suite's: no Redis flush here (it would need async_to_sync on
     Playwright's thread, and the keys belong to the live server's sockets)."""
