@@ -59,10 +59,9 @@ class TicketClassForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["approval_table"].initial = rows_from_rules(self.instance.approval_rules)
         if "approval_rules" in self.fields:  # what the guard reads, written from the table
-            self.fields["approval_rules"].widget.attrs["readonly"] = True
-            self.fields["approval_rules"].help_text = (
-                "What the approval guard reads (minor units), written from the table above when you save."
-            )
+            rules = self.fields["approval_rules"]
+            rules.widget.attrs["readonly"] = True
+            rules.help_text = "What the approval guard reads (minor units), written from the table above when you save."
 
     def _remote_tools(self) -> set[str]:
         # The tools the class's servers last listed are the class's tools too.
