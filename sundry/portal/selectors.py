@@ -32,7 +32,7 @@ def customer_messages(ticket):
 def reported_value_ids(ticket) -> set[int]:
     """The details the customer flagged as wrong that staff have not handled yet.
 
-    Staff handle each report on its own (sundry.portal.services.flags_resolve names the
+    Staff handle each report on its own (sundry.tickets.attention.flags_resolve names the
     report's turn; a resolution from before reports were kept apart ends every report
     before it); a corrected value is a new value, which nobody has flagged.
     """

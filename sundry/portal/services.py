@@ -12,9 +12,8 @@ from sundry.context import services as lanes
 from sundry.context.models import PinnedRule, Source
 from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.shop.models import Order
-from sundry.tickets.attention import attention_flag, reason_remove, reason_text, reasons
+from sundry.tickets.attention import FLAG_PREFIX, attention_flag, reason_text
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.selectors import FLAG_PREFIX
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_lock
 
@@ -90,28 +89,3 @@ def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
         turn.payload["flag"]["reason"] = reason  # what `flags_resolve` finds the report by
         Turn.objects.filter(pk=turn.pk).update(payload=turn.payload)
     return turn
-
-
-def flags_resolve(*, ticket: Ticket, user, reason: str | None = None) -> bool:
-    """Staff handled the customer's report `reason` names (every report, when None): it leaves the
-    queue's line, the customer's page no longer reads "You reported this" for it, and the turn
-    log says who."""
-    with transaction.atomic():
-        ticket_lock(ticket.pk)
-        current = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
-        named = [r for r in reasons(current) if r.startswith(FLAG_PREFIX) and reason in (None, r)]
-        if not named:
-            return False
-        for r in named:
-            reason_remove(ticket.pk, r)
-            flagged = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT, payload__flag__reason=r).first()
-            # A report from before reasons were kept apart names no turn: handling it ends every report.
-            resolved = {"turn": flagged.number} if flagged is not None else True
-            turn_append(
-                ticket=ticket,
-                author=Turn.Author.SYSTEM,
-                kind=Turn.Kind.EVENT,
-                text=f"{user.get_username()} handled the customer's flag: {r}",
-                payload={"flag_resolved": resolved},
-            )
-    return True

@@ -15,9 +15,11 @@ from django.db import transaction
 
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
-from sundry.tickets.versions import ticket_update
+from sundry.tickets.versions import ticket_lock, ticket_update
 
 FOLLOW_UP_PREFIX = "Follow-up promised"
+# A customer's report that a detail is wrong (sundry.portal.services.detail_flag writes it).
+FLAG_PREFIX = "Customer flagged"
 SEPARATOR = " · "
 REASON_LIMIT = 200  # one reason's length; the line holds as many as are up
 
@@ -148,3 +150,28 @@ def attention_dismiss(*, ticket: Ticket, user, shown: str) -> bool:
                 payload={"attention_cleared": shown},
             )
     return cleared
+
+
+def flags_resolve(*, ticket: Ticket, user, reason: str | None = None) -> bool:
+    """Staff handled the customer's report `reason` names (every report, when None): it leaves the
+    queue's line, the customer's page no longer reads "You reported this" for it, and the turn
+    log says who."""
+    with transaction.atomic():
+        ticket_lock(ticket.pk)
+        current = Ticket.objects.filter(pk=ticket.pk).values_list("attention", flat=True).first() or ""
+        named = [r for r in reasons(current) if r.startswith(FLAG_PREFIX) and reason in (None, r)]
+        if not named:
+            return False
+        for r in named:
+            reason_remove(ticket.pk, r)
+            flagged = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.EVENT, payload__flag__reason=r).first()
+            # A report from before reasons were kept apart names no turn: handling it ends every report.
+            resolved = {"turn": flagged.number} if flagged is not None else True
+            turn_append(
+                ticket=ticket,
+                author=Turn.Author.SYSTEM,
+                kind=Turn.Kind.EVENT,
+                text=f"{user.get_username()} handled the customer's flag: {r}",
+                payload={"flag_resolved": resolved},
+            )
+    return True

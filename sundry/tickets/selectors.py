@@ -17,7 +17,7 @@ from sundry.context.models import LedgerEntry, StateValue
 from sundry.context.selectors import current_summary
 from sundry.context.statefields import FIELDS
 from sundry.core.people import is_desk_staff
-from sundry.tickets.attention import has_reason
+from sundry.tickets.attention import FLAG_PREFIX, has_reason
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.resultcards import ResultCard, ToolCards, readable, stored_result
 from sundry.tickets.timers import response_timer
@@ -25,7 +25,6 @@ from sundry.tickets.timers import response_timer
 # Ticket.attention reason prefixes: who raised one decides which queue filter finds it (a
 # reason may stand anywhere on the line, sundry.tickets.attention).
 BREAKER_PREFIX = "Compaction breaker"  # sundry.compaction.trigger writes it
-FLAG_PREFIX = "Customer flagged"  # sundry.portal.services writes it
 FOLLOW_UP_PREFIX = "Follow-up promised"  # sundry.tickets.attention writes it (after any other reason)
 
 

@@ -24,10 +24,9 @@ from sundry.context.statefields import FIELDS, StateValueInvalid
 from sundry.core.people import is_desk_staff
 from sundry.live.earlier import earlier_response
 from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_all, render_panel
-from sundry.portal.services import flags_resolve
 from sundry.tickets import selectors
 from sundry.tickets import services as ticket_services
-from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, follow_up_resolve, reasons
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, flags_resolve, follow_up_resolve, reasons
 from sundry.tickets.desk import canned_replies
 from sundry.tickets.models import Ticket
 from sundry.tickets.queue import queue_context

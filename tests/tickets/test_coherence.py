@@ -43,7 +43,8 @@ from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
 from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
-from sundry.portal.services import detail_flag, flags_resolve, order_pick, rule_withdraw
+from sundry.portal.services import detail_flag, order_pick, rule_withdraw
+from sundry.tickets.attention import flags_resolve
 from sundry.tickets.models import Rating, Ticket, TicketClass, Turn
 from sundry.tickets.satisfaction import rating_save
 from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
