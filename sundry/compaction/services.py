@@ -153,26 +153,32 @@ def compaction_consider(
     covered = state.summary_covers
     if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
         return None  # a compaction landed since the snapshot; the next step decides afresh
-    # The class's recent turns stay word for word unless the request would stay over the budget
-    # with them: then fewer (`cut_within_budget`), as far as the parts compaction keeps allow.
+    cut = _cut(snapshot, covered, tclass, budget=int(tclass.token_budget / factor), total=total, force=force)
+    if cut is None:
+        return None
+    if assembled is None:  # the run records the request it shrinks
+        assembled = _assemble(ticket, snapshot)
+    return _queue_run(ticket, state, covered, cut, assembled, step_id=step_id)
+
+
+def _cut(snapshot, covered: int, tclass, *, budget: int, total: int, force: bool = False) -> int | None:
+    """Where a compaction of a request of `total` tokens cuts, or None if it should not run. The
+    class's recent turns stay word for word unless the request would stay over the budget with
+    them: then fewer (`cut_within_budget`), as far as the parts compaction keeps allow. Unless
+    forced, the range must be large enough to pay for its summary (`pays`)."""
     kept = [t for t in snapshot.turns if t.number > covered]
     cut = cut_within_budget(
         snapshot.turns,
         covered=covered,
         keep_recent=tclass.recent_turns_kept,
-        room=int(tclass.token_budget / factor) - (total - sum(t.tokens for t in kept)),
+        room=budget - (total - sum(t.tokens for t in kept)),
         tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c),
     )
-    if cut is None:
-        return None
-    if not force:
-        worth = pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut))
-        log.debug("ticket %s compaction worth: %s", ticket_id, worth.reason)
-        if not worth.compact:
-            return None
-    if assembled is None:  # the run records the request it shrinks
-        assembled = _assemble(ticket, snapshot)
-    return _queue_run(ticket, state, covered, cut, assembled, step_id=step_id)
+    if cut is None or force:
+        return cut
+    worth = pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut))
+    log.debug("compaction worth: %s", worth.reason)
+    return cut if worth.compact else None
 
 
 def _queue_run(
@@ -242,15 +248,8 @@ def compact_before_step(ticket, snapshot, assembled) -> bool:
     covered = state.summary_covers
     if (snapshot.summary.covers_through_turn if snapshot.summary else 0) != covered:
         return True  # a compaction landed since the snapshot: read the lanes again
-    kept = [t for t in snapshot.turns if t.number > covered]
-    cut = cut_within_budget(
-        snapshot.turns,
-        covered=covered,
-        keep_recent=tclass.recent_turns_kept,
-        room=budget - (total - sum(t.tokens for t in kept)),
-        tokens_after=lambda c: sum(t.tokens for t in kept if t.number > c),
-    )
-    if cut is None or not pays(sum(t.tokens for t in snapshot.turns if covered < t.number <= cut)).compact:
+    cut = _cut(snapshot, covered, tclass, budget=budget, total=total)
+    if cut is None:
         return False
     run = _queue_run(ticket, state, covered, cut, assembled, enqueue=False)
     if run is None:
