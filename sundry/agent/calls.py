@@ -319,25 +319,7 @@ def _judge(
         # A card never stands for a call staff already approved and ran (on any of the customer's tickets).
         same = holds.equal_hold(ticket.customer_id, tool, verdict.args, statuses=(HeldAction.Status.EXECUTED,))
         if same is not None:
-            reason = (
-                f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
-                f"#{same.ticket_id}); it is not proposed again. Tell the customer it was done."
-            )
-            turn_append(
-                ticket=ticket,
-                author=Turn.Author.SYSTEM,
-                kind=Turn.Kind.REJECTION,
-                text=reason,
-                payload={
-                    "call_id": call.id,
-                    "name": call.name,
-                    "guard": "repeat",
-                    "reason": reason,
-                    "arguments": call.arguments,
-                    "details": {"held": same.pk, "ticket": same.ticket_id},
-                },
-            )
-            return StepOutcome(stop=False)
+            return _already_executed(ticket, call, tool, same, "it is not proposed again")
         card = cardstore.propose(ticket, tool, call.id, verdict, inp)
         turn_append(
             ticket=ticket,
@@ -376,25 +358,7 @@ def _judge(
         # already run is refused, one still waiting is the hold this call joins.
         same = holds.equal_hold(ticket.customer_id, tool, args, statuses=holds.LIVE)
         if same is not None and same.status == HeldAction.Status.EXECUTED:
-            reason = (
-                f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
-                f"#{same.ticket_id}); it is not held or run again. Tell the customer it was done."
-            )
-            turn_append(
-                ticket=ticket,
-                author=Turn.Author.SYSTEM,
-                kind=Turn.Kind.REJECTION,
-                text=reason,
-                payload={
-                    "call_id": call.id,
-                    "name": call.name,
-                    "guard": "repeat",
-                    "reason": reason,
-                    "arguments": call.arguments,
-                    "details": {"held": same.pk, "ticket": same.ticket_id},
-                },
-            )
-            return StepOutcome(stop=False)
+            return _already_executed(ticket, call, tool, same, "it is not held or run again")
         reason = verdict.reason
         if same is not None:
             held = same
@@ -507,3 +471,26 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
         )
         return StepOutcome(stop=True, resolution=True)
     return StepOutcome(stop=False, resolution=tool.resolves)
+
+
+def _already_executed(ticket: Ticket, call: ToolCall, tool, same: HeldAction, what: str) -> StepOutcome:
+    """Refuse a call staff already approved and ran (hold `same`, on any of the customer's tickets)."""
+    reason = (
+        f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
+        f"#{same.ticket_id}); {what}. Tell the customer it was done."
+    )
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.REJECTION,
+        text=reason,
+        payload={
+            "call_id": call.id,
+            "name": call.name,
+            "guard": "repeat",
+            "reason": reason,
+            "arguments": call.arguments,
+            "details": {"held": same.pk, "ticket": same.ticket_id},
+        },
+    )
+    return StepOutcome(stop=False)
