@@ -226,15 +226,15 @@ def loop_run(*, messages: int = 150, block: int = 50, compaction: bool = True, s
 def _loop(messages: int, block: int, say) -> dict:
     from django.conf import settings
 
-    from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run, tool_specs
+    from sundry.agent.provider.gateway import Gateway
     from sundry.agent.services import customer_message_post
     from sundry.compaction.models import CompactionRun
     from sundry.core.background import wait_idle
+    from sundry.desk.demo import ensure_classes
+    from sundry.desk.lifecycle import ticket_create
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
-    from sundry.tickets.services import ticket_create
 
     generate_shop(seed=settings.DEMO_SEED, customers=20, orders=200)
     classes = ensure_classes()
@@ -347,8 +347,8 @@ def _profile_ticket(length: int, tclass, customer, order: str):
     """A ticket of `length` turns, compacted as the trigger would leave it: a current summary
     through all but the class's recent turns."""
     from sundry.context.models import Summary
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Ticket, Turn
-    from sundry.tickets.services import ticket_create
 
     ticket = ticket_create(customer=customer, ticket_class=tclass, subject=f"Profile {length}")
     rows = []
@@ -395,9 +395,9 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
 
     from bench import realbench
     from sundry.agent import answer, calls, claims, loop, outbox, step
-    from sundry.agent.gateway import Gateway
+    from sundry.agent.provider.gateway import Gateway
     from sundry.evals.sources import throwaway_database
-    from sundry.live import events
+    from sundry.tickets import events
 
     port = realbench._free_port()
     log = Path(tempfile.mkdtemp(prefix="sundry-profile-")) / "model.jsonl"
@@ -472,8 +472,8 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
     from django.db import connection
 
     from bench import realbench
-    from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run
+    from sundry.agent.provider.gateway import Gateway
     from sundry.agent.services import customer_message_post
     from sundry.live import panels
     from sundry.shop.models import Order

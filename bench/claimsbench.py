@@ -35,7 +35,7 @@ def _write(c: dict, kinds) -> tuple[str, tuple[str, ...]] | None:
 
 
 def judge(ticket) -> list[dict]:
-    from sundry.agent import replyclaims
+    from sundry.agent.guards import replyclaims
     from sundry.context.lanes import ActionData, LedgerData
     from sundry.evals.domains import DOMAINS
 
@@ -126,7 +126,7 @@ def _cards(after, kinds, *, strict: bool = False) -> tuple:
     agents ask for a yes in words and make the call once they have it, often a message or two later;
     Sundry's make the call first and the customer confirms its card. So a call that followed stands
     for the card that would have been open while this reply was read: the promise was kept."""
-    from sundry.agent.replyclaims import OPEN, Proposal
+    from sundry.agent.guards.replyclaims import OPEN, Proposal
 
     out = []
     for t in after:

@@ -206,11 +206,11 @@ def _setup(history: int = 0, tickets: int = 1):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
+    from sundry.desk.demo import ensure_classes
+    from sundry.desk.lifecycle import ticket_create
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
     from sundry.tickets.models import Ticket, Turn
-    from sundry.tickets.services import ticket_create
 
     call_command("migrate", verbosity=0)
     generate_shop(seed=1, customers=3, orders=6)

@@ -61,7 +61,7 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 MODEL_NAME = "openai-compatible:offline"
-# A new agent reply in a desk frame: the turn's article and its number (tickets/panels/turn.html).
+# A new agent reply in a desk frame: the turn's article and its number (desk/panels/turn.html).
 AGENT_REPLY = re.compile(rb'<article class="turn agent message[^"]*">\s*<header><span class="num">(\d+)</span>')
 CSRF_IN_PAGE = re.compile(r'"X-CSRFToken":\s*"([^"]+)"')
 
@@ -386,10 +386,10 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
     from django.core.management import call_command
     from django.test import Client
 
+    from sundry.desk.lifecycle import ticket_create
     from sundry.shop.models import Customer, Order
     from sundry.shop.seed import generate_shop
     from sundry.tickets.models import TicketClass
-    from sundry.tickets.services import ticket_create
 
     call_command("migrate", verbosity=0)
     generate_shop(seed=cfg.seed, customers=cfg.tickets + 21, orders=(cfg.tickets + 21) * 10)

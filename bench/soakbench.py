@@ -58,9 +58,9 @@ def _setup(tickets: int) -> tuple[list[int], list[str]]:
 
 
 def _new_ticket(customer, staff, subject: str) -> int:
-    from sundry.tickets.demo import ensure_classes
+    from sundry.desk.demo import ensure_classes
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Ticket
-    from sundry.tickets.services import ticket_create
 
     ticket = ticket_create(customer=customer, ticket_class=ensure_classes()["standard"], subject=subject)
     Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF, assigned_to=staff)

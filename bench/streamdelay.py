@@ -17,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from sundry.agent import provisional
+from sundry.agent.guards import provisional
 from sundry.evals.importers import tau2_results
 
 DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"

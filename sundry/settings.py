@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "sundry.attachments",
     "sundry.compaction",
     "sundry.live",
+    "sundry.desk",
     "sundry.portal",
     "sundry.evals",
 ]
@@ -243,7 +244,7 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Queuing from a request tries briefly, then gives up: the outbox mark on the ticket keeps
 # the wake-up, and the sweep queues it once Redis is back.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
-# One model call (sundry.agent.gateway.CallLimits): per-attempt connect and read
+# One model call (sundry.agent.provider.gateway.CallLimits): per-attempt connect and read
 # timeouts, a deadline for the whole call with the provider SDK's retries (which
 # honour Retry-After), and the longest answer asked for.
 MODEL_CONNECT_TIMEOUT = float(os.environ.get("SUNDRY_MODEL_CONNECT_TIMEOUT", "5"))

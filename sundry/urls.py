@@ -11,7 +11,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="core/login.html"), name="login"),
     path("logout/", core_views.logout_view, name="logout"),
     path("healthz", core_views.healthz, name="healthz"),
-    path("desk/", include("sundry.tickets.urls")),
+    path("desk/", include("sundry.desk.urls")),
     path("desk/", include(attachment_urls.desk_patterns)),
     path("help/", include("sundry.portal.urls")),
     path("help/", include(attachment_urls.portal_patterns)),

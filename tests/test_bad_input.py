@@ -33,7 +33,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from sundry.agent import cards
+from sundry.agent.guards import cards
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.asgi import application
@@ -41,11 +41,12 @@ from sundry.attachments.models import Attachment
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
 from sundry.context.statefields import FIELDS
+from sundry.desk.lifecycle import ticket_create, ticket_set_status
 from sundry.live import limits
 from sundry.portal.models import NoticePreference, TicketNotice
 from sundry.shop.models import Cancellation, Contact, Refund, Return
 from sundry.tickets.models import Rating, Tag, Ticket, TicketClass, Turn
-from sundry.tickets.services import ticket_create, ticket_set_status, turn_append
+from sundry.tickets.services import turn_append
 from tests.attachments import samples
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
@@ -983,7 +984,7 @@ def _endpoint(name: str) -> Endpoint:
 
 
 def test_negative_control_a_500_is_caught(world, monkeypatch):
-    from sundry.tickets import views
+    from sundry.desk import views
 
     # The ID reader as it was: "²" passes str.isdigit() and int() raises.
     monkeypatch.setattr(views, "_seen_id", lambda raw: int(raw) if raw and raw.isdigit() else None)

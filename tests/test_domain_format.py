@@ -13,7 +13,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from sundry.agent.guards import GuardInput, check_call
+from sundry.agent.guards.callguards import GuardInput, check_call
 from sundry.compaction.summariser import SummaryFields, unsupported_claims
 from sundry.context.lanes import LedgerData, MoneyData
 from sundry.context.rules import infer_enforcement

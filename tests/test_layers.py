@@ -14,29 +14,35 @@ import sundry
 
 ROOT = Path(sundry.__file__).parent
 
-# Lowest first. A module belongs to the longest prefix that names it.
+# Lowest first: each layer is a folder (a package and everything under it, unless a longer
+# prefix names a sub-package of its own). A module belongs to the longest prefix that names it.
 LAYERS = [
     ("domain-free", ["sundry.core"]),
     ("model messages and the tool interface", ["sundry.tooling"]),
     ("the shop", ["sundry.shop"]),
-    ("ticket records", ["sundry.tickets.models"]),
-    ("pushes to watchers", ["sundry.live.events"]),
-    ("the version rule", ["sundry.tickets.versions"]),
+    # Ticket classes, tickets, turns; the version rule and lock order; the push to watchers;
+    # appending a turn; the attention flag; ratings.
+    ("the ticket record", ["sundry.tickets"]),
     ("lanes", ["sundry.context"]),
-    ("ticket services", ["sundry.tickets.services", "sundry.tickets.attention"]),
     ("tool servers", ["sundry.toolservers"]),
     # Files on a message: checked, re-encoded, stored and attached to its turn; the agent's posts use it.
     ("attachments", ["sundry.attachments"]),
-    ("the agent", ["sundry.agent"]),
+    # The model path: the gateway to providers, their wire shapes, prices, calls written as text.
+    ("the agent's model path", ["sundry.agent.provider"]),
+    # What a call or a reply must pass: call guards, consent, approvals, spending, confirmation
+    # cards, the reply check and what a reply claims, limits.
+    ("the agent's guards", ["sundry.agent.guards"]),
+    # The run: its lease, steps, calls, effects, holds and open cards, the Celery tasks.
+    ("the agent's run", ["sundry.agent"]),
     # The demo shop's offline agent reads requests with the lanes' and the agent's helpers; nothing
     # imports it (a domain names it by a dotted path, `Domain.offline_model`).
     ("the demo shop's offline agent", ["sundry.shop.offline"]),
     ("compaction", ["sundry.compaction"]),
-    (
-        "the desk, the customer page, live panels",
-        ["sundry.tickets", "sundry.portal", "sundry.live", "sundry.attachments.views", "sundry.attachments.urls"],
-    ),
-    ("the harness", ["sundry.evals"]),
+    # The websocket transport and the panel kit: which audiences exist is registered from above.
+    ("live transport", ["sundry.live"]),
+    ("the desk", ["sundry.desk", "sundry.tickets.management"]),
+    ("the customer page", ["sundry.portal"]),
+    ("the harness", ["sundry.evals", "sundry.tickets.labrun", "sundry.tickets.tasks"]),
     ("the project", ["sundry"]),
 ]
 
@@ -55,6 +61,9 @@ UPWARD_ALLOWED = {
     ("sundry.tickets.labrun", "sundry.evals.domains"),
     ("sundry.tickets.labrun", "sundry.evals.harness"),
     ("sundry.tickets.labrun", "sundry.evals.records"),
+    # The lab's page queues the lab's run, which scores with the harness.
+    ("sundry.desk.lab_views", "sundry.tickets.tasks"),
+    ("sundry.desk.management.commands.budget_lab", "sundry.tickets.labrun"),
 }
 # Django's documented place to import what needs the app registry (signal receivers, listeners).
 READY_HOOKS = "ready"
@@ -151,7 +160,7 @@ def test_the_checks_see_what_they_look_for(tmp_path):
     assert ("sundry.live.panels", 1, None) in found
     assert ("sundry.shop.models", 4, "f") in found
     assert layer_of("sundry.live.panels") > layer_of("sundry.core.probe")
-    assert layer_of("sundry.tickets.versions") < layer_of("sundry.context.services") < layer_of("sundry.tickets.views")
+    assert layer_of("sundry.tickets.versions") < layer_of("sundry.context.services") < layer_of("sundry.desk.views")
 
 
 def test_the_benchmarks_are_a_development_package_the_product_does_not_ship():

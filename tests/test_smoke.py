@@ -212,7 +212,7 @@ async def test_idle_staff_socket_survives_on_the_redis_layer(redis_url, desk):
 SEND_FROM_ANOTHER_PROCESS = r"""
 import sys, django
 django.setup()
-from sundry.live.events import group_send
+from sundry.tickets.events import group_send
 group_send([sys.argv[1]], {"type": "ticket.changed", "ticket": 1, "version": 5})
 """
 
@@ -220,7 +220,7 @@ group_send([sys.argv[1]], {"type": "ticket.changed", "ticket": 1, "version": 5})
 @pytest.mark.services
 async def test_redis_layer_carries_a_group_message_across_processes(redis_url):
     # What a Celery worker does when it pushes to a websocket served by the web process:
-    # one PUBLISH from synchronous code (sundry.live.events), read by the layer's subscriber.
+    # one PUBLISH from synchronous code (sundry.tickets.events), read by the layer's subscriber.
     receiver = channel_layers.make_backend("default")
     group = f"smoke-{uuid.uuid4().hex}"
     channel = await receiver.new_channel()

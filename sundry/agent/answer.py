@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent import replycheck, replyclaims, textcalls
-from sundry.agent.gateway import Gateway, GatewayCall, ModelCallError
+from sundry.agent.guards import replycheck, replyclaims
+from sundry.agent.provider import textcalls
+from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
 from sundry.context import internaltext, render
 from sundry.context.lanes import TurnData

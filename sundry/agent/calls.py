@@ -16,8 +16,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cards, cardstore, consent, guards, holds, proposals, remote, runlimits, spending_reads
+from sundry.agent import cardstore, holds, proposals, remote, spending_reads
 from sundry.agent.effects import apply_effects
+from sundry.agent.guards import callguards as guards
+from sundry.agent.guards import cards, consent, runlimits
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from sundry.agent import cards, guards
+from sundry.agent.guards import callguards as guards
+from sundry.agent.guards import cards
 from sundry.agent.models import Confirmation
 from sundry.tickets.models import Ticket
 from sundry.tickets.versions import ticket_touch

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from sundry.agent.guards import write_targets
+from sundry.agent.guards.callguards import write_targets
 from sundry.context import services as lanes
 from sundry.tooling.declarations import Movement, Totals
 from sundry.tooling.domain import Domain, get_domain

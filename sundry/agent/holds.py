@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sundry.agent.guards import repeat_key
+from sundry.agent.guards.callguards import repeat_key
+from sundry.agent.guards.spending import moves_money
 from sundry.agent.models import HeldAction
-from sundry.agent.spending import moves_money
 from sundry.context.models import ActionTaken
 from sundry.core import money
 from sundry.tooling.tools import REGISTRY, Tool

@@ -21,8 +21,8 @@ from django.db.models.functions import Coalesce
 
 from sundry.agent import claims, failures, remote
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
-from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.step import (
     Resolved,
     agent_step,

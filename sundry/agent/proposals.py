@@ -12,8 +12,8 @@ from __future__ import annotations
 from django.db.models import DateTimeField, JSONField, Q, Value
 from django.utils import timezone
 
+from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
 from sundry.core import money
 
 _HOLD = {

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sundry.agent.effects import apply_effects
-from sundry.agent.guards import ids_in_arguments, write_targets
+from sundry.agent.guards.callguards import ids_in_arguments, write_targets
 from sundry.context import services as lanes
 from sundry.context.assembly import Assembled
 from sundry.tickets.attention import attention_clear, attention_flag

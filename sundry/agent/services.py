@@ -11,8 +11,9 @@ import hmac
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import cards, cardstore, claims, holds, outbox, remote, spending_reads
+from sundry.agent import cardstore, claims, holds, outbox, remote, spending_reads
 from sundry.agent.calls import process_call
+from sundry.agent.guards import cards
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.tasks import agent_run_task
 from sundry.attachments import services as attachments

@@ -15,8 +15,8 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
+from sundry.agent.guards.spending import EXECUTED, PENDING, Spent, Window, call_money, moves_money
 from sundry.agent.models import HeldAction
-from sundry.agent.spending import EXECUTED, PENDING, Spent, Window, call_money, moves_money
 from sundry.context.lanes import MoneyData
 from sundry.context.models import ActionTaken, MoneyTotal
 from sundry.tickets.models import Ticket

@@ -16,11 +16,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, calibration, claims, failures, proposals, remote, replycheck, replyclaims
+from sundry.agent import answer, calibration, claims, failures, proposals, remote
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
-from sundry.agent.gateway import Gateway
+from sundry.agent.guards import replycheck, replyclaims
 from sundry.agent.models import AgentStep
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.streaming import ReplyStream
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData

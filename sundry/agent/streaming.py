@@ -17,8 +17,8 @@ from __future__ import annotations
 import secrets
 import time
 
-from sundry.agent import provisional
-from sundry.live.events import areply_stream, reply_stream, reply_stream_message
+from sundry.agent.guards import provisional
+from sundry.tickets.events import areply_stream, reply_stream, reply_stream_message
 
 # Sends per second are bounded: a fast model writes dozens of tokens a second, and every
 # watcher's page re-renders the text on each.

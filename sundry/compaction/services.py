@@ -19,8 +19,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from sundry.agent import calibration, remote
-from sundry.agent.gateway import Gateway, ModelCallError, provider_counting
 from sundry.agent.models import AgentStep, HeldAction
+from sundry.agent.provider.gateway import Gateway, ModelCallError, provider_counting
 from sundry.agent.step import Resolved, assemble_request
 from sundry.compaction import faithful
 from sundry.compaction import summariser as sm

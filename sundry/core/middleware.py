@@ -29,7 +29,7 @@ UNAVAILABLE = "Sundry cannot reach its database for a moment. Please try again i
 
 def unavailable(request) -> HttpResponse:
     if getattr(request, "htmx", False):
-        body = render_to_string("tickets/_flash.html", {"message": UNAVAILABLE, "level": "bad"})
+        body = render_to_string("desk/_flash.html", {"message": UNAVAILABLE, "level": "bad"})
         content_type = "text/html; charset=utf-8"
     else:
         body, content_type = UNAVAILABLE + "\n", "text/plain; charset=utf-8"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sundry.agent import guards
-from sundry.agent.guards import GuardInput, GuardVerdict, check_call
+from sundry.agent.guards import callguards as guards
+from sundry.agent.guards.callguards import GuardInput, GuardVerdict, check_call
 from sundry.context import render
 from sundry.context.lanes import ActionData, LedgerData, RuleData
 from sundry.tooling.messages import ModelRequest, ModelResponse

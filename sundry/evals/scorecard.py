@@ -110,9 +110,9 @@ def collect(model: str, results) -> Scorecard:
 def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:
     """(turn it was made, `replyclaims.Proposal`) for each card and hold of the ticket: one declined,
     rejected or refused counts as declined, any other as open (it was, when a reply after it spoke)."""
+    from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
     from sundry.agent.models import Confirmation, HeldAction
     from sundry.agent.proposals import amount_of, values_of
-    from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
 
     out = []
     for tool, arguments, card, status, outcome, turn in Confirmation.objects.filter(ticket_id=ticket_id).values_list(
@@ -138,7 +138,7 @@ def read_by_customers(ticket_id: int) -> dict:
     against the actions, money, ledger, cards and holds as they stood before it (`agent.replyclaims`),
     its quotes of internal-only text (`context.internaltext`), and the customer messages left without
     a reply after them."""
-    from sundry.agent import replyclaims
+    from sundry.agent.guards import replyclaims
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
     from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, StateValue

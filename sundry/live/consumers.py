@@ -29,9 +29,8 @@ from django.conf import settings
 from django.contrib import auth
 
 from sundry.live import fanout, limits, panels
-from sundry.live.events import customer_group, session_tag, staff_group, user_group
 from sundry.live.presence import PresenceWatcher
-from sundry.portal.wording import customer_wording
+from sundry.tickets.events import session_tag, user_group
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
@@ -236,7 +235,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
     # --- group messages (one method per message type) --------------------------------------
 
     async def ticket_changed(self, event):
-        """A commit changed the ticket (sundry.live.events). Older news is already rendered."""
+        """A commit changed the ticket (sundry.tickets.events). Older news is already rendered."""
         async with self.sending:
             version = event.get("version", 0)
             if not self.joined or version <= self.sent_version:
@@ -251,6 +250,10 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
                     rendering = await RENDERS.since(access, time.monotonic())
             await self._send_frame(rendering, self.sent_hashes)
 
+    def stream_wording(self, text: str) -> str:
+        """The streamed reply as this audience reads it (the customer page words it as their messages)."""
+        return text
+
     async def reply_stream(self, event):
         """The agent's reply as it is written (sundry.agent.streaming): sent as JSON beside the frames,
         never a panel — the stored turn replaces it. The customer reads it as their messages read."""
@@ -259,8 +262,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         if await self._access() is None:
             return
         text = event.get("text") or ""
-        if self.audience == panels.CUSTOMER:
-            text = customer_wording(text)
+        text = self.stream_wording(text)
         await self.send(
             text_data=json.dumps(
                 {
@@ -326,17 +328,3 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         await self._leave()
         self.access = None
         await self.close(code=code)
-
-
-class StaffTicketConsumer(TicketWatcher):
-    audience = panels.STAFF
-
-    def ticket_group(self) -> str:
-        return staff_group(self.ticket_id)
-
-
-class CustomerTicketConsumer(TicketWatcher):
-    audience = panels.CUSTOMER
-
-    def ticket_group(self) -> str:
-        return customer_group(self.ticket_id)

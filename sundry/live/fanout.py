@@ -30,7 +30,7 @@ log = logging.getLogger("sundry.live")
 HANDLERS = {
     "ticket.changed": "ticket_changed",
     "access.changed": "access_changed",
-    "reply.stream": "reply_stream",  # a reply as the agent writes it (sundry.live.events.REPLY_STREAM)
+    "reply.stream": "reply_stream",  # a reply as the agent writes it (sundry.tickets.events.REPLY_STREAM)
     "presence.changed": "presence_changed",  # who else is on the ticket (sundry.live.presence)
 }
 

@@ -1,10 +1,11 @@
-"""Live panels as components: a name, a template whose root id is `panel-<name>`,
-and a context builder that checks the viewer itself.
+"""The panel kit: live panels as components, and how a ticket's panels are rendered and diffed.
 
-Staff and customers get separate registries, built from separate selectors and
-templates, so the customer's rendering never has internal lanes in its
-context. The page and the websocket render through the same functions, so a
-push is exactly what a reload would show.
+A panel is a name, a template whose root id is `panel-<name>`, and a context builder that checks
+the viewer itself. Each audience (staff, customers) registers its own panels, who may watch a
+ticket as that audience, and how its conversation reads earlier items (`register`; the desk and
+the customer page do so when their apps load), so this module knows no audience's data and the
+customer's rendering never has internal lanes in its context. The page and the websocket render
+through the same functions, so a push is exactly what a reload would show.
 """
 
 from __future__ import annotations
@@ -17,33 +18,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from sundry.agent import cardstore
-from sundry.agent.models import HeldAction
-from sundry.context.models import LedgerEntry, PinnedRule
-from sundry.context.selectors import current_summary, lane_snapshot
-from sundry.context.statefields import FIELDS
-from sundry.core.people import is_desk_staff
-from sundry.core.tokens import count_tokens
 from sundry.live.fingerprint import fingerprint
 from sundry.live.rendercache import ByteBoundedCache
-from sundry.portal.selectors import (
-    completed_actions,
-    confirmed_details,
-    customer_conversation,
-    customer_messages,
-    order_choices,
-    staff_decisions,
-    staff_names,
-)
-from sundry.shop.people import customer_of
-from sundry.tickets import satisfaction, selectors
-from sundry.tickets.desk import approval_cards, customer_context, head_context
-from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.selectors import pretty
+from sundry.tickets.models import Ticket
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -77,296 +57,63 @@ class Panel:
         return f"panel-{self.name}"
 
 
-def _staff(viewer: Viewer) -> None:
-    if viewer.audience != STAFF or not is_desk_staff(viewer.user):
-        raise PermissionDenied("staff panel")
-
-
-def _owner(ticket, viewer: Viewer) -> None:
-    if viewer.audience != CUSTOMER or viewer.customer is None or ticket.customer_id != viewer.customer.pk:
-        raise PermissionDenied("customer panel")
-
-
-# --- staff builders ------------------------------------------------------------------------
-
-
-def _pending_held(ticket) -> list:
-    return list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id"))
-
-
-def _staff_head(ticket, viewer):
-    _staff(viewer)
-
-    return {"held_count": len(_pending_held(ticket)), **head_context(ticket)}
-
-
 def window() -> int:
     """How many items a list panel shows at first (the latest); 0: every item, re-read on every push
     (the way the conversation was rendered before, kept as the benchmarks' control)."""
     return settings.LIVE_CONVERSATION_WINDOW
 
 
-def _marks_basis(marks: dict) -> tuple:
-    """What the staff conversation's items show beside their turns, as plain data to compare."""
-    runs = tuple(
-        (through, r.pk, r.status, r.tokens_before, r.tokens_after, r.from_turn)
-        for through, rs in sorted(marks["runs"].items())
-        for r in rs
-    )
-    return marks["covered"], runs, tuple(marks["ledger"].items())
+# --- audiences -------------------------------------------------------------------------------
 
 
-def _staff_conversation(ticket, viewer, previous=None):
-    _staff(viewer)
+@dataclass(frozen=True)
+class Audience:
+    """One kind of watcher: its panels, who may watch which ticket, and its conversation's reads.
 
-    n = window()
-    if not n:
-        return selectors.conversation(ticket)
-    marks = selectors.conversation_marks(ticket)
-    basis = _marks_basis(marks)
-    if previous is not None and previous.get("basis") == basis and previous["items"]:
-        # Nothing the shown turns depend on changed: read only the turns after the last one shown.
-        new = selectors.turns_after(Turn.objects.filter(ticket=ticket), previous["items"][-1].turn.number, n)
-        if not new:
-            return previous  # nothing new: the panel as it was
-        if len(new) <= n:
-            items = previous["items"] + selectors.conversation_items(new, previous["marks"])
-            return {
-                "items": items[-n:],
-                "covered": marks["covered"],
-                "earlier": previous["earlier"] or len(items) > n,
-                "marks": previous["marks"],
-                "basis": basis,
-            }
-    items, earlier = selectors.latest_turns(Turn.objects.filter(ticket=ticket), n)
-    return {
-        "items": selectors.conversation_items(items, marks),
-        "covered": marks["covered"],
-        "earlier": earlier,
-        "marks": marks,
-        "basis": basis,
-    }
+    `watch(user, ticket_id)`: the ticket and viewer if the user may watch it, else (None, None) —
+    a ticket that does not exist and one the user may not see look the same. `reach(tickets,
+    viewer)`: the tickets the viewer may still see, to re-read a ticket before a render.
+    `earlier(ticket, viewer, n)`: for the conversation's earlier items, (read(before) → the
+    panel's context, number(item) → its turn number, the turns it is made of).
+    """
+
+    name: str
+    panels: dict[str, Panel]
+    watch: Callable[[object, int], tuple]
+    reach: Callable[[object, Viewer], object]
+    earlier: Callable[[object, Viewer, int], tuple]
 
 
-def _staff_turn_key(item, context):
-    # A turn never changes; how it shows does: compacted or not, the compaction marks after it, and
-    # the ledger's descriptions its result's card borrows.
-    turn = item.turn
-    marks = tuple((r.pk, r.status, r.tokens_before, r.tokens_after) for r in item.runs)
-    borrowed = item.card.depends_on if item.card is not None else ()
-    return f"turn-{turn.number}", (turn.pk, turn.number <= context["covered"], marks, borrowed)
+AUDIENCES: dict[str, Audience] = {}
 
 
-def _cards(ticket) -> list:
-    cards = cardstore.open_cards(ticket)
-    for card in cards:
-        card.pretty = pretty({"tool": card.tool, "arguments": card.arguments})
-    return cards
+def register(audience: Audience) -> None:
+    AUDIENCES[audience.name] = audience
 
 
-def _staff_held(ticket, viewer):
-    _staff(viewer)
-
-    return {"held": approval_cards(ticket, _pending_held(ticket)), "cards": _cards(ticket)}
-
-
-def _staff_rules(ticket, viewer):
-    _staff(viewer)
-
-    rules = list(PinnedRule.objects.filter(ticket=ticket, status__in=["active", "candidate"]).order_by("turn", "id"))
-    active = [r for r in rules if r.status == "active"]
-    # The cap is a warning, never a reason to drop a rule.
-    tokens = count_tokens("\n".join(r.text for r in active), ticket.ticket_class.working_model) if active else 0
-    return {
-        "active": active,
-        "candidates": [r for r in rules if r.status == "candidate"],
-        "scopes": PinnedRule.Scope.choices,
-        "rules_tokens": tokens,
-        "over_cap": tokens > ticket.ticket_class.pinned_rules_cap,
-    }
-
-
-def _staff_ledger(ticket, viewer):
-    _staff(viewer)
-
-    entries = LedgerEntry.objects.filter(ticket=ticket)
-    active = list(
-        entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id")
-    )
-    # Whose each record is, where a tool server's declaration says: another customer's is marked.
-    ours = {e.value for e in active if e.identifies_customer}
-    for e in active:
-        e.someone_else = bool(e.customer) and e.customer not in ours and e.customer != e.value
-    return {"ledger": active, "archived_count": entries.filter(status="archived").count()}
-
-
-def _staff_state(ticket, viewer):
-    _staff(viewer)
-
-    snap = lane_snapshot(ticket, with_turns=False)
-    return {
-        "fields": selectors.state_fields(ticket),
-        "all_fields": [(f.name, f.label) for f in FIELDS.values()],
-        "actions": snap.actions,
-        "money": snap.money,
-    }
-
-
-def _staff_summary(ticket, viewer):
-    _staff(viewer)
-
-    return {"summary": current_summary(ticket), "runs": selectors.compactions(ticket)}
-
-
-def _staff_budget(ticket, viewer):
-    _staff(viewer)
-
-    return selectors.budget(ticket)
-
-
-def _staff_customer(ticket, viewer):
-    _staff(viewer)
-
-    return customer_context(ticket)
-
-
-STAFF_PANELS: dict[str, Panel] = {
-    p.name: p
-    for p in [
-        Panel("head", "tickets/panels/head.html", _staff_head),
-        Panel(
-            "conversation",
-            "tickets/panels/conversation.html",
-            _staff_conversation,
-            item_template="tickets/panels/turn.html",
-            item_key=_staff_turn_key,
-        ),
-        Panel("held", "tickets/panels/held.html", _staff_held),
-        Panel("customer", "tickets/panels/customer.html", _staff_customer),
-        Panel("rules", "tickets/panels/rules.html", _staff_rules),
-        Panel("state", "tickets/panels/state.html", _staff_state),
-        Panel("ledger", "tickets/panels/ledger.html", _staff_ledger),
-        Panel("summary", "tickets/panels/summary.html", _staff_summary),
-        Panel("budget", "tickets/panels/budget.html", _staff_budget),
-    ]
-}
-
-
-# --- customer builders -----------------------------------------------------------------------
-
-
-def _customer_conversation(ticket, viewer, previous=None):
-    _owner(ticket, viewer)
-
-    n = window()
-    if not n:
-        return customer_conversation(ticket)
-    if previous is not None and previous["items"]:
-        # A message never changes: read only the ones after the last one shown.
-        new = selectors.turns_after(customer_messages(ticket), previous["items"][-1].number, n)
-        if not new:
-            return previous  # a message never changes: the panel as it was
-        if len(new) <= n:
-            items = previous["items"] + new
-            return {
-                "items": items[-n:],
-                "names": staff_names(new, previous["names"]),
-                "earlier": previous["earlier"] or len(items) > n,
-            }
-    return customer_conversation(ticket, last=n)
-
-
-def _customer_turn_key(turn, context):
-    return f"msg-{turn.number}", turn.pk
-
-
-def _customer_details(ticket, viewer):
-    _owner(ticket, viewer)
-
-    return {
-        "details": confirmed_details(ticket),
-        "done": completed_actions(ticket),
-        "decisions": staff_decisions(ticket),
-    }
-
-
-def _customer_cards(ticket, viewer):
-    _owner(ticket, viewer)
-
-    return {"cards": cardstore.open_cards(ticket)}
-
-
-def _customer_instructions(ticket, viewer):
-    _owner(ticket, viewer)
-
-    # Their own words only: a rule staff or the model wrote is the desk's, not the customer's.
-    return {
-        "rules": list(
-            PinnedRule.objects.filter(ticket=ticket, source="customer", status__in=["active", "candidate"]).order_by(
-                "turn", "id"
-            )
-        )
-    }
-
-
-def _customer_orders(ticket, viewer):
-    _owner(ticket, viewer)
-
-    return order_choices(ticket)
-
-
-def _customer_rating(ticket, viewer):
-    _owner(ticket, viewer)
-
-    rating = satisfaction.rating_of(ticket)
-    return {
-        "rating": rating,
-        "rating_label": satisfaction.SCORES.get(rating.score) if rating else "",
-        "ratable": ticket.status == Ticket.Status.RESOLVED,
-        "scores": list(satisfaction.SCORES.items()),
-        "comment_limit": satisfaction.COMMENT_LIMIT,
-    }
-
-
-CUSTOMER_PANELS: dict[str, Panel] = {
-    p.name: p
-    for p in [
-        Panel("details", "portal/panels/details.html", _customer_details),
-        Panel("orders", "portal/panels/orders.html", _customer_orders),
-        Panel("cards", "portal/panels/cards.html", _customer_cards),
-        Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
-        Panel("rating", "portal/panels/rating.html", _customer_rating),
-        Panel(
-            "conversation",
-            "portal/panels/conversation.html",
-            _customer_conversation,
-            item_template="portal/panels/message.html",
-            item_key=_customer_turn_key,
-        ),
-    ]
-}
-
-REGISTRIES = {STAFF: STAFF_PANELS, CUSTOMER: CUSTOMER_PANELS}
-
-
-# --- who may watch ---------------------------------------------------------------------------
+def panels_of(audience: str) -> dict[str, Panel]:
+    return AUDIENCES[audience].panels
 
 
 def viewer_for(user, audience: str, ticket_id: int):
-    """The ticket and viewer if `user` may watch it as `audience`; else (None, None).
+    """The ticket and viewer if `user` may watch it as `audience`; else (None, None)."""
+    known = AUDIENCES.get(audience)
+    return known.watch(user, ticket_id) if known is not None else (None, None)
 
-    A ticket that does not exist and one the user may not see look the same.
-    """
 
-    tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
-    if audience == STAFF and is_desk_staff(user):
-        ticket = tickets.filter(pk=ticket_id).first()
-        return (ticket, Viewer(user, STAFF)) if ticket else (None, None)
-    if audience == CUSTOMER:
-        customer = customer_of(user)
-        ticket = tickets.filter(pk=ticket_id, customer=customer).first() if customer else None
-        return (ticket, Viewer(user, CUSTOMER, customer)) if ticket else (None, None)
-    return None, None
+def latest_turns(turns_of, n: int, before: int | None = None) -> tuple[list, bool]:
+    """The last `n` of a queryset of turns (before turn number `before`, if given) in number
+    order, and whether earlier ones exist: a long conversation opens at its end."""
+    if before is not None:
+        turns_of = turns_of.filter(number__lt=before)
+    got = list(turns_of.order_by("-number")[: n + 1])
+    return got[:n][::-1], len(got) > n
+
+
+def turns_after(turns_of, number: int, n: int) -> list:
+    """Up to `n + 1` of a queryset of turns after turn `number`, in number order (more than `n`
+    tells the caller that a window of `n` cannot be extended, only re-read)."""
+    return list(turns_of.filter(number__gt=number).order_by("number")[: n + 1])
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -485,7 +232,7 @@ def render_all(ticket, viewer: Viewer, previous: "Rendering | None" = None, keep
     return Rendering(
         {
             name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
-            for name, panel in REGISTRIES[viewer.audience].items()
+            for name, panel in AUDIENCES[viewer.audience].panels.items()
         }
     )
 
@@ -494,18 +241,11 @@ def earlier_items(ticket, viewer: Viewer, before: int | None) -> dict:
     """The conversation's items before turn `before` (a window of them, oldest first; with no
     `before`, the window before the one the page opens at), rendered as the panel renders them:
     `items_html`, `first` (the first one's turn number), `earlier` (whether there are more)."""
-    panel = REGISTRIES[viewer.audience]["conversation"]
+    panel = AUDIENCES[viewer.audience].panels["conversation"]
     n = window() or 50
-    if viewer.audience == STAFF:
-        _staff(viewer)
-        read, number = (lambda b: selectors.conversation(ticket, last=n, before=b)), (lambda item: item.turn.number)
-        turns_of = Turn.objects.filter(ticket=ticket)
-    else:
-        _owner(ticket, viewer)
-        read, number = (lambda b: customer_conversation(ticket, last=n, before=b)), (lambda item: item.number)
-        turns_of = customer_messages(ticket)
+    read, number, turns_of = AUDIENCES[viewer.audience].earlier(ticket, viewer, n)
     if before is None:
-        latest, _ = selectors.latest_turns(turns_of, n)
+        latest, _ = latest_turns(turns_of, n)
         before = latest[0].number if latest else 0
     context = {"ticket": ticket, "viewer": viewer, "panel_id": panel.dom_id, "window": n, **read(before)}
     items = [_render_item(panel, ticket, viewer, context, item)[1] for item in context["items"]]
@@ -532,8 +272,7 @@ def render_current(access: tuple) -> Rendering | None:
 
     checked, viewer = access
     tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)
-    if viewer.audience == CUSTOMER:
-        tickets = tickets.filter(customer=viewer.customer)
+    tickets = AUDIENCES[viewer.audience].reach(tickets, viewer)
     ticket = tickets.first()
     if ticket is None or ticket.created_at != checked.created_at:
         return None

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from redis.exceptions import RedisError
 
-from sundry.live.events import customer_group, staff_group
+from sundry.tickets.events import customer_group, staff_group
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")

@@ -6,6 +6,6 @@ class PortalConfig(AppConfig):
     label = "portal"
 
     def ready(self):
-        from sundry.portal import signals
+        from sundry.portal import panels, signals  # noqa: F401  (panels: registers the customer audience)
 
         signals.connect()

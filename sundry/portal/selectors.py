@@ -5,27 +5,28 @@ from __future__ import annotations
 from django.db.models import Q
 from pydantic import ValidationError
 
-from sundry.agent import cards, remote
+from sundry.agent import remote
+from sundry.agent.guards import cards
 from sundry.agent.models import HeldAction
 from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
 from sundry.context.statefields import FIELDS
 from sundry.core.money import format_money
+from sundry.live.panels import latest_turns
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
-from sundry.tickets.selectors import latest_turns, turns
 
 SHOWN_AUTHORS = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
 
 
 def customer_turns(ticket):
     """Only messages between the customer and the desk: no tool calls, notes, events or rejections."""
-    return [t for t in turns(ticket) if t.kind == Turn.Kind.MESSAGE and t.author in SHOWN_AUTHORS]
+    return list(customer_messages(ticket).order_by("number"))
 
 
 def customer_messages(ticket):
-    """The same messages as a queryset (for a window of them: sundry.tickets.selectors.latest_turns)."""
+    """The same messages as a queryset (for a window of them: sundry.live.panels.latest_turns)."""
     return Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE, author__in=SHOWN_AUTHORS)
 
 

@@ -21,18 +21,15 @@ from sundry.agent.services import ConfirmationError, confirmation_decide, custom
 from sundry.context.models import PinnedRule
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
+from sundry.desk.lifecycle import ticket_create
 from sundry.live.earlier import earlier_response
-from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
+from sundry.live.panels import CUSTOMER, Viewer, render_all, render_panel
 from sundry.portal import notices, services
+from sundry.portal.panels import CUSTOMER_PANELS
 from sundry.portal.selectors import confirmed_value
 from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import (
-    MessageRefused,
-    ticket_accepts_customer_messages,
-    ticket_create,
-    validate_message_text,
-)
+from sundry.tickets.services import MessageRefused, ticket_accepts_customer_messages, validate_message_text
 
 log = logging.getLogger("sundry.portal")
 
@@ -89,9 +86,7 @@ def notice_setting(request):
     if choice not in NOTICE_CHOICES:
         message = "Choose on or off for e-mail notices."
         if request.htmx:
-            return HttpResponse(
-                render_to_string("tickets/_flash.html", {"message": message, "level": "bad"}), status=422
-            )
+            return HttpResponse(render_to_string("desk/_flash.html", {"message": message, "level": "bad"}), status=422)
         return redirect(reverse("portal-home") + "?" + urlencode({"error": message}))
     notices.preference_set(customer=customer, email=NOTICE_CHOICES[choice])
     return redirect(reverse("portal-home") + "?" + urlencode({"notices": choice}))
@@ -156,7 +151,7 @@ def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=
         ticket = own_ticket(request, ticket.pk)
         viewer = _viewer(request, ticket)
         html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
-    html += render_to_string("tickets/_flash.html", {"message": message, "level": level})
+    html += render_to_string("desk/_flash.html", {"message": message, "level": level})
     return HttpResponse(html, status=status)
 
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from sundry.desk.budgetlab import MAX_TICKETS, class_budget, histories, lab_json, run_lab
+from sundry.desk.budgetreplay import Budget
 from sundry.evals.domains import DOMAINS
 from sundry.evals.harness import HarnessConfig, run_ticket
 from sundry.evals.records import export_ticket
-from sundry.tickets.budgetlab import MAX_TICKETS, class_budget, histories, lab_json, run_lab
-from sundry.tickets.budgetreplay import Budget
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass
 from sundry.tooling.domain import domain_for
 

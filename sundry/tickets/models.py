@@ -319,7 +319,7 @@ class BudgetProposal(models.Model):
 
 class TicketClassChange(models.Model):
     """Who changed a class's settings, from what to what, and when: the admin's form or an applied
-    proposal alike (sundry.tickets.classchanges). `changes`: {field: [before, after]}."""
+    proposal alike (sundry.desk.classchanges). `changes`: {field: [before, after]}."""
 
     ticket_class = models.ForeignKey(TicketClass, on_delete=models.CASCADE, related_name="changes")
     changed_by = models.ForeignKey(

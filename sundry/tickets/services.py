@@ -7,10 +7,8 @@ import json
 from django.conf import settings
 from django.db import transaction
 
-from sundry.context.services import ledger_record_system_id, rule_close_scope, rules_carry_customer_scope
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens, encoding_name_for
-from sundry.live.events import ticket_created
 from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
 from sundry.tickets.versions import bump, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
 
@@ -31,38 +29,6 @@ def validate_message_text(text: str) -> str:
             f"The message is {len(cleaned):,} characters; the limit is {limit:,}. Split it into shorter messages."
         )
     return cleaned
-
-
-def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticket:
-    with transaction.atomic():
-        ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject=subject[:200])
-        # The desk knows who the customer is: their ID enters the ledger as verified.
-        ledger_record_system_id(ticket=ticket, kind="customer", value=customer.customer_id, role="customer", turn=0)
-        # "Never email me" said on an earlier ticket still holds on this one.
-        rules_carry_customer_scope(ticket=ticket)
-        ticket_created(ticket.pk)  # news for the desk's open queues, after commit
-    return ticket
-
-
-def ticket_set_status(*, ticket: Ticket, status: str, user=None) -> Ticket:
-    """Resolve, close or reopen a ticket. Resolving closes the ticket's and its orders' rule scopes."""
-    if status not in Ticket.Status.values:
-        raise MessageRefused(f"Status must be one of {', '.join(Ticket.Status.values)}.")
-    with transaction.atomic():
-        ticket_update(ticket.pk, status=status)
-        ticket.status = status
-        who = user.get_username() if user else "the system"
-        turn = turn_append(
-            ticket=ticket,
-            author=Turn.Author.SYSTEM,
-            kind=Turn.Kind.EVENT,
-            text=f"{who} set the ticket to {status}.",
-            payload={"status": status},
-        )
-        if status in (Ticket.Status.RESOLVED, Ticket.Status.CLOSED):
-            for scope in ("ticket", "order"):
-                rule_close_scope(ticket=ticket, scope=scope, turn=turn.number)
-    return ticket
 
 
 def ticket_fields_save(*, ticket: Ticket, fields: list[str]) -> None:

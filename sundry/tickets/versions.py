@@ -22,7 +22,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.db.models import F
 
-from sundry.live.events import ticket_changed
+from sundry.tickets.events import ticket_changed
 from sundry.tickets.models import Ticket
 
 

@@ -14,14 +14,14 @@ import time
 import pytest
 from django.conf import settings
 
-from sundry.agent.gateway import CallLimits, Gateway, ModelCallError
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
+from sundry.agent.provider.gateway import CallLimits, Gateway, ModelCallError
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.wording import customer_wording
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.agent.anthropic_server import Answer, AnthropicServer, ToolUse, events
 from tests.agent.test_gateway import lane_request, no_internet  # noqa: F401  (fixture)
 from tests.agent.test_streaming import Sink, _streamed, _until_done, _watch, watched_ticket

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sundry.agent import approvals
-from sundry.agent.approvals import ApprovalRules, ToolApproval
+from sundry.agent.guards import approvals
+from sundry.agent.guards.approvals import ApprovalRules, ToolApproval
 
 
 def test_valid_rules_parse_and_give_per_currency_limits():

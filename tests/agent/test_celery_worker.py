@@ -10,8 +10,8 @@ from django.utils import timezone
 from sundry.agent import loop
 from sundry.agent.services import customer_message_post
 from sundry.agent.tasks import agent_run_task
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.workers import Worker, wait_for, worker_env  # noqa: F401  (fixture)
 

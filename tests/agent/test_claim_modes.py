@@ -17,19 +17,20 @@ from collections import Counter
 import pytest
 from django.test import Client
 
-from sundry.agent import answer, provisional, replyclaims
-from sundry.agent.gateway import Gateway
+from sundry.agent import answer
+from sundry.agent.guards import provisional, replyclaims
+from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.proposals import read
-from sundry.agent.replyclaims import DECLINED, OPEN, Proposal
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
+from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order

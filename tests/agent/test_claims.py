@@ -14,11 +14,11 @@ from django.db import connection
 from django.utils import timezone
 
 from sundry.agent import claims, loop
-from sundry.agent.gateway import Gateway
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, TicketClassFactory
 

@@ -15,16 +15,16 @@ from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from sundry.agent import cards
-from sundry.agent.gateway import Gateway
+from sundry.agent.guards import cards
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
 from sundry.context.models import PinnedRule
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Contact, Order, Product, Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent.consent import Done, Entity, Said, check_consent, sentence_kind
+from sundry.agent.guards.consent import Done, Entity, Said, check_consent, sentence_kind
 
 FRYER, CHARGER, GRINDER, LAMP = "SU-25386", "SU-27531", "SU-26004", "SU-29117"
 ENTITIES = [

@@ -10,18 +10,18 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import confirmation_decide, customer_message_post
 from sundry.context import corrections
 from sundry.context.models import LedgerEntry
 from sundry.context.render import render_ledger
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

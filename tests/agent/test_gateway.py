@@ -14,8 +14,8 @@ from decimal import Decimal
 
 import pytest
 
-from sundry.agent import pricing
-from sundry.agent.gateway import (
+from sundry.agent.provider import pricing
+from sundry.agent.provider.gateway import (
     CallLimits,
     Gateway,
     ModelCallError,
@@ -25,7 +25,7 @@ from sundry.agent.gateway import (
     to_pai_messages,
     validate_model_name,
 )
-from sundry.agent.scripted import ScriptedModel, ScriptExhausted
+from sundry.agent.provider.scripted import ScriptedModel, ScriptExhausted
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from tests.agent.loopback import JsonHandler, LoopbackServer
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from sundry.agent.guards import (
+from sundry.agent.guards.callguards import (
     GuardInput,
     amount_minor,
     check_call,

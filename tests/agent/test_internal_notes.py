@@ -8,17 +8,17 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, staff_internal_note_post, staff_note_post
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import _inputs
 from sundry.context import services as lanes
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, TicketClassFactory
 

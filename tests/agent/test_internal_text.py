@@ -9,19 +9,20 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from sundry.agent import answer, guards
-from sundry.agent.gateway import Gateway
+from sundry.agent import answer
+from sundry.agent.guards import callguards as guards
 from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide, staff_note_post
 from sundry.context import internaltext
 from sundry.context import services as lanes
 from sundry.context.internaltext import gather, quotes
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Contact
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

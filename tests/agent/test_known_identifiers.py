@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sundry.agent import replycheck
 from sundry.agent.answer import known_identifiers
+from sundry.agent.guards import replycheck
 from sundry.tooling.messages import Message, ModelRequest, ToolCall
 
 INVENTED = "1Z999AA10123456784"

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway, ModelCallError
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import ActionTaken, LedgerEntry, PinnedRule, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Contact, Product, Refund
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 

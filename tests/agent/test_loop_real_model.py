@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import CallLimits, Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
+from sundry.agent.provider.gateway import CallLimits, Gateway
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.agent.test_gateway import completion, fn_call, no_internet, serve  # noqa: F401  (fixtures)
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

@@ -11,17 +11,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sundry.agent import calls, claims, loop, step
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.compaction import services as compaction
 from sundry.compaction.trigger import LANE_GROWTH_ALLOWANCE, clearly_under
 from sundry.context.models import LedgerEntry, MoneyTotal
-from sundry.live import events
+from sundry.desk.lifecycle import ticket_create
+from sundry.tickets import events
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

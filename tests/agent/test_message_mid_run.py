@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop import offline
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from tests.factories import (
     CustomerFactory,
     ParcelFactory,

@@ -12,8 +12,8 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post, ticket_set_handler
 from sundry.context.models import PinnedRule, StateValue, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Order, Refund
-from sundry.tickets.services import ticket_create
 from tests.agent.test_offline_end_to_end import confirm, last_reply, shop_calls, tools_called
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
@@ -333,7 +333,7 @@ _NOT_ASKED = [
 
 
 def test_every_generated_question_about_what_was_done_is_read_with_its_kind():
-    from sundry.shop import offline_words as words
+    from sundry.shop.offline import words as words
 
     asked = [
         (kind, t.format(plural=p, past=past, verb=verb)) for kind, (p, past, verb) in _NOUNS.items() for t in _ASKED

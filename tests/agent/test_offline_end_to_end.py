@@ -11,10 +11,10 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context.models import LedgerEntry, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Order, Refund, Return
 from sundry.shop.offline import LANE_TOOLS
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import (
     CustomerFactory,
     ParcelFactory,

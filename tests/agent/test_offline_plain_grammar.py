@@ -18,9 +18,9 @@ import pytest
 
 from sundry.context import render
 from sundry.shop import offline
-from sundry.shop import offline_asks as asks
 from sundry.shop import tools as st
 from sundry.shop.offline import OfflineModel
+from sundry.shop.offline import asks as asks
 from sundry.tooling.messages import Message
 from tests.agent.test_offline_model import ALL_SPECS, CUSTOMER, CUSTOMER_ENTRY, build, customer
 

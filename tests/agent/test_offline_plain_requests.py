@@ -13,8 +13,8 @@ import pytest
 
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.shop import offline
-from sundry.shop import offline_asks as asks
 from sundry.shop.models import Order, Refund
+from sundry.shop.offline import asks as asks
 from tests.agent.test_offline_cases import named, no_open_card, open_ticket, say, shop  # noqa: F401  (fixture)
 from tests.agent.test_offline_end_to_end import confirm, last_reply, shop_calls
 from tests.factories import CustomerFactory, paid_order

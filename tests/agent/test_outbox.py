@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from sundry.agent import failures, outbox
 from sundry.agent.claims import CLAIM_TTL
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run, run_slice
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

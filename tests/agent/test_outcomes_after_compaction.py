@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent import guards
-from sundry.agent.gateway import Gateway
+from sundry.agent.guards import callguards as guards
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Order, Product, Refund
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 

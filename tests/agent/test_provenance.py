@@ -12,17 +12,17 @@ import json
 import pytest
 
 import sundry.agent.tools  # noqa: F401  (registers the shop tools)
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, staff_note_post
 from sundry.context import render
 from sundry.context.assembly import assemble, ids_seen
 from sundry.context.lanes import TurnData
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Cancellation, Order
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.ids import declared_ids
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.tools import REGISTRY

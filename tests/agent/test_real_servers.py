@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import CallLimits, Gateway, ModelCallError, resolve_model
+from sundry.agent.provider.gateway import CallLimits, Gateway, ModelCallError, resolve_model
 from sundry.tooling.messages import Message, ModelRequest, OutputSpec, ToolCall
 from tests.agent.test_gateway import completion, fn_call, lane_request, no_internet, serve  # noqa: F401  (fixtures)
 

@@ -12,17 +12,18 @@ import itertools
 import pytest
 from django.test import Client
 
-from sundry.agent import answer, replyclaims
-from sundry.agent.gateway import Gateway
+from sundry.agent import answer
+from sundry.agent.guards import replyclaims
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import confirmation_decide, customer_message_post
 from sundry.context.lanes import ActionData, LedgerData, MoneyData
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order

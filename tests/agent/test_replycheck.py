@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent import replycheck, runlimits, strictjson, textcalls, wire
+from sundry.agent.guards import replycheck, runlimits
+from sundry.agent.provider import strictjson, textcalls, wire
 from sundry.context.lanes import TurnData
 from sundry.tooling.messages import ModelResponse
 

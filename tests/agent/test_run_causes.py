@@ -16,12 +16,13 @@ from django.db import connection
 from django.utils import timezone
 
 from sundry.agent import claims, failures, tasks
-from sundry.agent.gateway import Gateway, to_pai_messages
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway, to_pai_messages
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.context.render import SYSTEM_NOTICE_PREFIX, is_customer_message
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, TicketClassFactory
 

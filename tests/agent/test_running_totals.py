@@ -16,16 +16,17 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from sundry.agent import holds, spending, spending_reads
-from sundry.agent.gateway import Gateway
+from sundry.agent import holds, spending_reads
+from sundry.agent.guards import spending
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.context.models import ActionTaken
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Order, Product, Refund
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
@@ -354,7 +355,7 @@ def test_window_totals_are_per_order_per_customer_and_per_currency():
 
 
 def test_a_tool_without_a_rule_that_moves_money_is_judged_by_the_money_tools_rules():
-    from sundry.agent import approvals
+    from sundry.agent.guards import approvals
 
     rules = approvals.money_rules({"issue_refund": {"above_cents": 500}, "send_email": {}})
     assert [r.limit("USD") for r in rules] == [500]  # send_email moves no money

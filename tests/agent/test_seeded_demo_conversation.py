@@ -12,14 +12,14 @@ import re
 import pytest
 from django.test.utils import override_settings
 
-from sundry.agent import guards
-from sundry.agent.gateway import Gateway
+from sundry.agent.guards import callguards as guards
 from sundry.agent.models import Confirmation
+from sundry.agent.provider.gateway import Gateway
 from sundry.compaction.models import CompactionRun
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Cancellation, Customer, Order, Refund, Return
 from sundry.shop.offline import OfflineModel
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from tests.demo_conversation import (
     SCRIPT,

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 import sundry.shop.tools  # noqa: F401  (registers the shop tools)
-from sundry.agent.guards import amount_minor
+from sundry.agent.guards.callguards import amount_minor
 from sundry.context.idformats import kind_of
 from sundry.shop.domain import ID_PATTERNS
 from sundry.shop.models import Cancellation, Contact, Order, Refund, Return

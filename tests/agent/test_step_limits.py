@@ -11,9 +11,9 @@ import time
 import pytest
 
 from sundry.agent import answer
-from sundry.agent.gateway import CallLimits, Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
+from sundry.agent.provider.gateway import CallLimits, Gateway
 from sundry.tickets.models import Turn
 from tests.agent.test_gateway import completion, no_internet, serve  # noqa: F401  (fixtures)
 from tests.agent.test_loop_real_model import desk, say  # noqa: F401  (fixture)

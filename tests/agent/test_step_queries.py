@@ -11,14 +11,14 @@ import pytest
 from django.db import connection
 
 from sundry.agent import loop
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context import selectors
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.querystages import count_queries

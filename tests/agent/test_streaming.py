@@ -15,15 +15,16 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent import provisional
-from sundry.agent.gateway import CallLimits, Gateway
+from sundry.agent.guards import provisional
+from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
-from sundry.agent.replycheck import id_tokens
-from sundry.agent.wire import completion_as_events
+from sundry.agent.provider.gateway import CallLimits, Gateway
+from sundry.agent.provider.wire import completion_as_events
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.agent.sse import Streamed, StreamingServer, ToolChunk
 from tests.agent.test_gateway import completion, lane_request, no_internet, serve  # noqa: F401  (fixtures)
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order

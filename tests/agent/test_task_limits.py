@@ -15,8 +15,9 @@ from sundry.agent import failures, tasks
 from sundry.agent.tasks import agent_run_task
 from sundry.celery import app
 from sundry.compaction.tasks import compaction_task
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.services import customer_message_post
 from sundry.attachments.services import FOLLOW_UP_TOOL
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.attachments import samples
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

@@ -16,8 +16,8 @@ from sundry.attachments.services import FOLLOW_UP_TOOL
 from sundry.context import render
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.tools import REGISTRY
 from tests.attachments import samples
 from tests.attachments.conftest import stored_files

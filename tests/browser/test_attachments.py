@@ -10,7 +10,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from sundry.attachments.models import Attachment
-from sundry.tickets.services import ticket_create
+from sundry.desk.lifecycle import ticket_create
 from tests.attachments import samples
 from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
 

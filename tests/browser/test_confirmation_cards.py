@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Product, Refund
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.browser.test_desk_pages import axe_violations
 from tests.browser.test_live_desk import LIVE, PHONE, off_loop, open_as, people  # noqa: F401  (people: fixture)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.browser.test_live_desk import LIVE, open_as, people, wait_until  # noqa: F401  (people: fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,9 @@ from django.conf import settings
 
 from sundry.agent.failures import run_failed
 from sundry.context import services as lanes
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -108,7 +109,7 @@ def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, peo
 def test_a_resolved_conversation_asks_for_a_rating_and_the_desk_shows_it(browser, live_server_url, people, screenshots):
     from playwright.sync_api import expect
 
-    from sundry.tickets.services import ticket_set_status
+    from sundry.desk.lifecycle import ticket_set_status
     from tests.browser.test_live_desk import off_loop
 
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Kettle replaced")

@@ -49,7 +49,7 @@ def test_a_customers_new_ticket_and_its_hold_appear_in_an_open_queue(browser, li
 def test_two_staff_see_each_other_and_the_customer_sees_support_typing(browser, live_server_url, people):
     from playwright.sync_api import expect
 
-    from sundry.tickets.services import ticket_create
+    from sundry.desk.lifecycle import ticket_create
 
     ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Two at once")
     ann = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")

@@ -14,10 +14,11 @@ from sundry.agent.loop import agent_run
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import StateValue
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.services import detail_flag
 from sundry.tickets.attention import follow_up_request
 from sundry.tickets.models import CannedReply, Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.browser.test_live_desk import DESKTOP, LIVE, PHONE, csp_errors, off_loop, open_as, people, wait_until  # noqa: F401
 from tests.factories import customer_confirms, paid_order
 

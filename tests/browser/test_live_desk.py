@@ -19,10 +19,10 @@ from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import StateValue, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Order, Refund
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import (
     CustomerFactory,
     ParcelFactory,
@@ -150,7 +150,7 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
 
     # A compaction committed elsewhere (here: by the test, as the worker would) appears live.
     from sundry.compaction.models import CompactionRun
-    from sundry.live.events import ticket_changed
+    from sundry.tickets.events import ticket_changed
     from sundry.tickets.services import ticket_touch
 
     def compacted():

@@ -14,8 +14,8 @@ from django.db import connection
 
 from sundry.compaction.models import CompactionRun
 from sundry.context.models import StateValue
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Customer
-from sundry.tickets.services import ticket_create
 from tests.agent.test_seeded_demo_conversation import replay_confirming
 from tests.browser.test_live_desk import LIVE, open_as
 from tests.demo_conversation import pick_customer, seed_demo_shop

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.agent.sse import Streamed, StreamingServer
 from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
 from tests.factories import TicketClassFactory, paid_order

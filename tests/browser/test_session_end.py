@@ -6,8 +6,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.browser.test_live_desk import LIVE, open_as
 from tests.factories import CustomerFactory, TicketClassFactory
 

@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.attention import attention_flag
-from sundry.tickets.services import ticket_create
 from sundry.tickets.versions import ticket_update
 from tests.browser.test_live_desk import DESKTOP, LIVE, csp_errors, off_loop, people, wait_until  # noqa: F401  (people: fixture)
 

@@ -77,11 +77,11 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
 
     from django.db import connection
 
-    from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run
-    from sundry.agent.scripted import ScriptedModel
+    from sundry.agent.provider.gateway import Gateway
+    from sundry.agent.provider.scripted import ScriptedModel
     from sundry.agent.services import customer_message_post
-    from sundry.tickets.services import ticket_create
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tooling import mcp_client
     from tests.factories import CustomerFactory, customer_confirms
     from tests.toolservers.test_retail_ticket import EMAIL, EXCHANGE, GIFT_CARD, ORDER, PRODUCT, USER, call

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from sundry.context import services as lanes
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 ORDER, ITEM, TRACKING, REFUND = "SU-40118", "itm_7k2m9q4x", "1Z9A8B7C6D5E4F3G", "rfd_3h8j2k5m"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from sundry.agent import step
-from sundry.agent.gateway import Gateway
 from sundry.agent.models import AgentStep, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.services import compact_before_step
 from sundry.context.selectors import lane_snapshot

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import Gateway
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.compaction import faithful
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun

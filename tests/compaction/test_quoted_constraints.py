@@ -7,14 +7,15 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import Gateway
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context.models import PinnedRule
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, TicketClassFactory
 

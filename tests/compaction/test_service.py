@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import tool_specs
 from sundry.agent.models import HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_consider, compaction_run

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from sundry.agent.gateway import Gateway
+from sundry.agent.provider.gateway import Gateway
 from sundry.compaction import summariser as sm
 from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_run

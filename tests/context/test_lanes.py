@@ -19,7 +19,7 @@ from sundry.context.services import (
 )
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.tokens import count_tokens
-from sundry.tickets.services import ticket_create
+from sundry.desk.lifecycle import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -150,9 +150,9 @@ def test_units_are_never_split_or_orphaned():
 
 
 def test_record_fact_checks_provenance_and_validates(ticket):
-    from sundry.agent.gateway import Gateway
     from sundry.agent.loop import agent_run
-    from sundry.agent.scripted import ScriptedModel
+    from sundry.agent.provider.gateway import Gateway
+    from sundry.agent.provider.scripted import ScriptedModel
     from sundry.agent.services import customer_message_post
     from sundry.tooling.messages import ModelResponse, ToolCall
 
@@ -183,7 +183,7 @@ def test_record_fact_checks_provenance_and_validates(ticket):
 def test_rule_scopes_close_and_customer_rules_follow_the_customer(ticket):
     from sundry.context.models import PinnedRule
     from sundry.context.services import ledger_record_system_id, rule_pin
-    from sundry.tickets.services import ticket_set_status
+    from sundry.desk.lifecycle import ticket_set_status
 
     ledger_record_system_id(ticket=ticket, kind="order", value="SU-20481", role="order", turn=1)
     rule_pin(ticket=ticket, text="Never email me.", turn=2, source="customer", scope="customer")

@@ -8,17 +8,17 @@ from types import SimpleNamespace
 import pytest
 from django.contrib.auth import get_user_model
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import PinnedRule
 from sundry.context.rules import RuleRefused, check_scope, plan_pin
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Contact
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms
 

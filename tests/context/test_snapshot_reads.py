@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from bench.benchmarks import InstantModel
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, Summary
 from sundry.context.selectors import lane_snapshot
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.db import connection, transaction
 from django.db.backends.signals import connection_created
 from django.test import Client
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory
 
 postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL connection's socket")

@@ -9,8 +9,8 @@ from django.test import Client, override_settings
 from django.views.debug import SafeExceptionReporterFilter
 
 from sundry.core.security import CredentialsHidingFilter
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory
 
 pytestmark = pytest.mark.django_db

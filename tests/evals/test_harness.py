@@ -129,10 +129,10 @@ def test_demo_shop_ticket_worked_by_the_offline_model(tmp_path):
     """A real ticket from the loop, exported, replayed: the offline model's next calls are diffed."""
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
+    from sundry.desk.lifecycle import ticket_create
     from sundry.evals.records import export_ticket
     from sundry.shop.models import Order
     from sundry.shop.offline import OfflineModel
-    from sundry.tickets.services import ticket_create
     from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
     customer = CustomerFactory()
@@ -220,11 +220,11 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
     from sundry.context.models import LedgerEntry
+    from sundry.desk.lifecycle import ticket_create
     from sundry.evals.domains import DOMAINS
     from sundry.evals.records import export_ticket
     from sundry.evals.replay import LaneReplay
     from sundry.shop.models import Order
-    from sundry.tickets.services import ticket_create
     from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
     customer = CustomerFactory()
@@ -265,7 +265,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
 def test_control_with_the_product_id_guard_off_the_made_up_id_is_no_longer_refused(retail, monkeypatch):
     """The harness's ID figures come from the product's guard (`guards.id_usable`), not a copy:
     switched off, the made-up payment method passes both, and the figures say so."""
-    from sundry.agent import guards
+    from sundry.agent.guards import callguards as guards
 
     monkeypatch.setattr(guards, "id_usable", lambda value, **kw: True)
     result = run_ticket(retail, TIGHT)

@@ -95,8 +95,9 @@ def test_an_unknown_file_says_what_was_expected(tmp_path):
 
 @pytest.mark.django_db
 def test_export_of_a_stored_ticket():
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Turn
-    from sundry.tickets.services import ticket_create, turn_append
+    from sundry.tickets.services import turn_append
     from tests.factories import CustomerFactory, TicketClassFactory
 
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ConfigDict
 
-from sundry.agent import guards
+from sundry.agent.guards import callguards as guards
 from sundry.context import internaltext, render, rules, services
 from sundry.evals.injection.cases import all_cases
 from sundry.evals.injection.runner import run_case

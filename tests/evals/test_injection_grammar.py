@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from sundry.agent import cards, guards
+from sundry.agent.guards import callguards as guards
+from sundry.agent.guards import cards
 from sundry.evals.injection import grammar
 from sundry.evals.injection.runner import run_case
 from sundry.shop.ids import ID_PATTERNS

@@ -118,7 +118,7 @@ def test_the_live_ledger_marks_a_looked_up_id_verified():
     verified when a lookup asked about it answers — whether or not the answer repeats it."""
     from sundry.context.models import LedgerEntry
     from sundry.context.services import ledger_harvest, ledger_note_customer_ids
-    from sundry.tickets.services import ticket_create
+    from sundry.desk.lifecycle import ticket_create
     from tests.factories import CustomerFactory, TicketClassFactory
 
     ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Help")

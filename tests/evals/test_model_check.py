@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from sundry.agent.gateway import Gateway
+from sundry.agent.provider.gateway import Gateway
 from sundry.evals import scorecard
 from sundry.evals.management.commands.model_check import run_check
 from sundry.evals.scenarios import schema
@@ -76,8 +76,9 @@ def test_the_command_prints_the_card_and_refuses_an_unusable_model(shop, capsys,
 def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_checks():
     """Negative control for the card's reading: replies posted past the checks (as staff-approved text
     or an older build would have) are counted — a false "done", a quoted staff note, a message left waiting."""
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Turn
-    from sundry.tickets.services import ticket_create, turn_append
+    from sundry.tickets.services import turn_append
     from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
     customer = CustomerFactory()
@@ -114,8 +115,9 @@ def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
 @pytest.mark.django_db
 def test_a_claimed_amount_stands_on_its_own_refund_not_the_order_total():
     from sundry.context import services as lanes
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Turn
-    from sundry.tickets.services import ticket_create, turn_append
+    from sundry.tickets.services import turn_append
     from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
     customer = CustomerFactory()

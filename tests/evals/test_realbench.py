@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from bench import realbench
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
+from sundry.agent.provider.gateway import Gateway
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.evals import modelserver
 from sundry.evals.modelserver import latency_for, to_completion, to_model_request
 from sundry.shop.models import Order
 from sundry.shop.offline import OfflineModel
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, paid_order
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from sundry.agent import guards
+from sundry.agent.guards import callguards as guards
 from sundry.context.lanes import ActionData, LedgerData
 from sundry.evals import checks, importers, labels
 from sundry.evals.domains import DOMAINS

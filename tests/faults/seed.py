@@ -18,8 +18,8 @@ def main(count: int, handler: str) -> dict:
     django.setup()
     from django.contrib.auth import get_user_model
 
+    from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Ticket, TicketClass
-    from sundry.tickets.services import ticket_create
     from tests.factories import CustomerFactory, paid_order
 
     user = get_user_model().objects.create_user("faults-customer", password=PASSWORD)

@@ -11,9 +11,10 @@ from django.test import Client
 
 from sundry.asgi import application
 from sundry.context import services as lanes
+from sundry.desk.lifecycle import ticket_create
 from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 SECRET_NOTE = "staff-only note: customer sounds like a repeat refunder"
@@ -365,7 +366,7 @@ async def test_a_new_turn_is_appended_not_the_whole_conversation_resent(world):
 
 async def test_turns_a_compaction_covers_are_replaced_in_place(world):
     from sundry.context.models import Summary
-    from sundry.live.events import ticket_changed
+    from sundry.tickets.events import ticket_changed
     from sundry.tickets.services import ticket_touch
 
     ticket = world["ticket"]

@@ -14,9 +14,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.asgi import application
 from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.compaction.trigger import BREAKER_PREFIX

@@ -12,10 +12,10 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 
 from sundry.agent.models import HeldAction
+from sundry.desk.lifecycle import ticket_create
 from sundry.live import presence
 from sundry.live.consumers import CLOSE_FORBIDDEN
 from sundry.tickets.attention import attention_flag
-from sundry.tickets.services import ticket_create
 from sundry.tickets.versions import ticket_update
 from tests.live.test_consumers import _socket, help_, world  # noqa: F401  (world is a fixture)
 from tests.live.test_sessions_and_limits import _closed_with

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from sundry.live import presence
-from sundry.live.events import staff_group
+from sundry.tickets.events import staff_group
 from sundry.tickets.models import Ticket
 from tests.live.test_consumers import _login, _open, desk, help_, world  # noqa: F401  (world is a fixture)
 

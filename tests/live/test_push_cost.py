@@ -15,9 +15,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from sundry.desk import panels as desk_panels
+from sundry.desk.lifecycle import ticket_create
 from sundry.live import fanout, panels
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 from tests.live.test_consumers import _login, _open, desk, help_
 
@@ -57,7 +59,7 @@ class Counts:
             return from_db(cls, *args, **kwargs)
 
         def counted_render(template, *args, **kwargs):
-            self.items += template in ("tickets/panels/turn.html", "portal/panels/message.html")
+            self.items += template in ("desk/panels/turn.html", "portal/panels/message.html")
             return render(template, *args, **kwargs)
 
         monkeypatch.setattr(Turn, "from_db", classmethod(counted_from_db))
@@ -139,7 +141,7 @@ async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, mo
     ticket = long_ticket["ticket"]
     socket = desk(ticket.pk, long_ticket["staff"])
     await _open(socket)
-    every = {p.template for p in panels.STAFF_PANELS.values()}
+    every = {p.template for p in desk_panels.STAFF_PANELS.values()}
     assert every <= set(templates)  # control: the first rendering renders every panel
 
     templates.clear()
@@ -148,7 +150,7 @@ async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, mo
     )
     frame = await socket.receive_from(timeout=10)
     assert 'id="panel-state"' in frame
-    assert [t for t in templates if t != "live/marker.html"] == ["tickets/panels/state.html"]  # that panel alone
+    assert [t for t in templates if t != "live/marker.html"] == ["desk/panels/state.html"]  # that panel alone
     await socket.disconnect()
 
 

@@ -9,10 +9,11 @@ import time
 from channels.db import database_sync_to_async
 
 from sundry.agent.models import HeldAction
+from sundry.desk import live_queue as queue_refresh
+from sundry.desk.lifecycle import ticket_create
 from sundry.live import limits
-from sundry.live import queue as queue_refresh
 from sundry.live.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.live.test_consumers import _login, _socket, world  # noqa: F401  (world is a fixture)
 from tests.live.test_sessions_and_limits import _closed_with
 

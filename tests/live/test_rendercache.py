@@ -43,8 +43,9 @@ def test_an_entry_that_grows_is_charged_and_can_push_others_out():
 def test_renderings_of_many_tickets_stay_within_the_configured_bytes(settings):
     from django.contrib.auth import get_user_model
 
+    from sundry.desk.lifecycle import ticket_create
     from sundry.live import panels
-    from sundry.tickets.services import ticket_create, turn_append
+    from sundry.tickets.services import turn_append
     from tests.factories import CustomerFactory, TicketClassFactory
 
     settings.LIVE_RENDER_CACHE_BYTES = 300_000

@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}

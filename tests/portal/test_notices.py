@@ -14,17 +14,18 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.models import PinnedRule
 from sundry.context.services import rule_decide
 from sundry.core import background
+from sundry.desk.lifecycle import ticket_create
 from sundry.live import presence
 from sundry.portal import notices
 from sundry.portal.models import NoticePreference, TicketNotice
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

@@ -8,8 +8,9 @@ from django.contrib.auth import get_user_model
 
 from sundry.agent.services import customer_message_post
 from sundry.celery import app
+from sundry.desk.lifecycle import ticket_create
 from sundry.portal import notices
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 from tests.workers import Worker, wait_for, worker_env  # noqa: F401  (fixture)
 

@@ -10,8 +10,9 @@ from django.test import Client
 
 from sundry.context import services as lanes
 from sundry.context.models import StateValue
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

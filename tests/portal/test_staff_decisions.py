@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import confirmation_decide, customer_message_post, held_action_decide
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 

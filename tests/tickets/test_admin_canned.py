@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.tickets.admin import CannedReplyForm
+from sundry.desk.admin import CannedReplyForm
 
 pytestmark = pytest.mark.django_db
 

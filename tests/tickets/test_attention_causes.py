@@ -10,9 +10,9 @@ import json
 import pytest
 
 from sundry.agent.failures import run_failed
-from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway, ModelCallError
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.compaction.services import compaction_run
 from sundry.compaction.trigger import BREAKER_PREFIX

@@ -12,9 +12,10 @@ from django.contrib.auth import get_user_model
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.services import customer_message_post
-from sundry.live.panels import STAFF, STAFF_PANELS, Viewer, render_panel
+from sundry.desk.lifecycle import ticket_create
+from sundry.desk.panels import STAFF_PANELS
+from sundry.live.panels import STAFF, Viewer, render_panel
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db

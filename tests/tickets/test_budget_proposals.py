@@ -14,16 +14,16 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
-from sundry.tickets import lab_views
-from sundry.tickets.budgetreplay import Budget
-from sundry.tickets.demo import ensure_classes
+from sundry.desk import lab_views
+from sundry.desk.budgetreplay import Budget
+from sundry.desk.demo import ensure_classes
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.labrun import lab_figures, proposal_run
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange
-from sundry.tickets.services import ticket_create
 from sundry.tickets.tasks import budget_lab_task
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, paid_order
@@ -290,7 +290,7 @@ async def test_an_applied_proposal_changes_an_open_tickets_budget_panel_live(tra
 
 
 def test_the_tokens_chart_says_in_words_what_it_draws():
-    from sundry.tickets.labcharts import tokens_chart
+    from sundry.desk.labcharts import tokens_chart
     from tests.tickets.test_budget_lab import PROPOSED_REQUESTS, RECORDED
 
     sample = {

@@ -15,10 +15,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent import calibration
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.step import tool_specs
 from sundry.compaction.models import CompactionRun
@@ -26,9 +26,9 @@ from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
 from sundry.core.tokens import count_tokens
-from sundry.tickets.cachefigures import cache_figures, token_counts
+from sundry.desk.cachefigures import cache_figures, token_counts
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelRequest, ModelResponse, Usage
 from tests.compaction.helpers import long_ticket
 from tests.factories import CustomerFactory, TicketClassFactory
@@ -248,7 +248,7 @@ def test_the_compaction_trigger_counts_in_the_providers_tokens_for_an_approximat
 def test_the_budget_panel_says_when_the_count_is_approximate():
     from django.template.loader import render_to_string
 
-    from sundry.tickets.selectors import budget
+    from sundry.desk.selectors import budget
 
     def panel(model, ratio):
         ticket = ticket_create(
@@ -265,7 +265,7 @@ def test_the_budget_panel_says_when_the_count_is_approximate():
             )
         ticket = Ticket.objects.select_related("ticket_class").get(pk=ticket.pk)
         context = budget(ticket)
-        return context, render_to_string("tickets/panels/budget.html", {**context, "ticket": ticket})
+        return context, render_to_string("desk/panels/budget.html", {**context, "ticket": ticket})
 
     context, html = panel(HAIKU, 1.25)
     assert context["token_factor"] == pytest.approx(1.25) and "about ×1.25" in html

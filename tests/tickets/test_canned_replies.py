@@ -10,10 +10,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.context import services as lanes
-from sundry.tickets.admin import CannedReplyForm
-from sundry.tickets.demo import CANNED_REPLIES, ensure_canned_replies
+from sundry.desk.admin import CannedReplyForm
+from sundry.desk.demo import CANNED_REPLIES, ensure_canned_replies
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import CannedReply
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -16,11 +16,12 @@ import pytest
 from django.contrib.auth import get_user_model
 
 import sundry.agent.guards as guards_module
-from sundry.agent import cardstore, heldreason
+from sundry.agent import cardstore
+from sundry.agent.guards import heldreason
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from tests.agent.test_running_totals import call, run
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 from tests.tickets.test_result_cards import outside_raw

@@ -24,10 +24,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sundry.agent import cardstore
-from sundry.agent.gateway import Gateway, ModelCallError
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep, Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway, ModelCallError
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import (
     ConfirmationError,
     confirmation_decide,
@@ -42,12 +42,13 @@ from sundry.compaction.offline import OfflineSummariser
 from sundry.compaction.services import compaction_consider, compaction_run
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue, Summary
+from sundry.desk.lifecycle import ticket_create, ticket_set_status
 from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_all
 from sundry.portal.services import detail_flag, order_pick, rule_withdraw
 from sundry.tickets.attention import flags_resolve
 from sundry.tickets.models import Rating, Ticket, TicketClass, Turn
 from sundry.tickets.satisfaction import rating_save
-from sundry.tickets.services import ticket_class_save, ticket_create, ticket_fields_save, ticket_set_status
+from sundry.tickets.services import ticket_class_save, ticket_fields_save
 from sundry.tickets.versions import ticket_lock
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.compaction.helpers import long_ticket

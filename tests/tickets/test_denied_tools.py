@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
-from sundry.tickets.admin import TicketClassForm
+from sundry.desk.admin import TicketClassForm
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.tickets.test_budget_lab import _class_post

@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

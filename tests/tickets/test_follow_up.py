@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
+from sundry.desk.selectors import queue_for
 from sundry.tickets.attention import FOLLOW_UP_PREFIX, REASON_LIMIT, with_follow_up, without_follow_up
 from sundry.tickets.models import Turn
-from sundry.tickets.selectors import queue_for
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory
 

@@ -9,8 +9,8 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.models import Refund
-from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, customer_confirms, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +67,7 @@ def test_an_approval_that_runs_says_so(client, held_refund):
 
 def test_the_approval_card_warns_of_an_equal_action_and_asks_to_confirm_money(client, held_refund):
     from sundry.agent.models import HeldAction as Held
-    from sundry.tickets.desk import approval_cards
+    from sundry.desk.sidebar import approval_cards
 
     staff, ticket, order, held = held_refund
     (card,) = approval_cards(ticket, [held])

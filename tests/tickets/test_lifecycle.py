@@ -9,9 +9,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
+from sundry.desk.timers import level, response_timer
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
-from sundry.tickets.timers import level, response_timer
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 pytestmark = pytest.mark.django_db

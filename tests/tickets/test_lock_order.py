@@ -17,14 +17,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.agent.step import agent_step
 from sundry.context.models import LedgerEntry
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.faults.servers import wait_for

@@ -10,9 +10,10 @@ from django.test import Client
 
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, StateValue
+from sundry.desk.lifecycle import ticket_create
+from sundry.desk.selectors import ChartPoint, budget_chart
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.selectors import ChartPoint, budget_chart
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
@@ -221,7 +222,7 @@ def test_figures_name_models_whose_cost_is_unknown(desk):
 def test_figures_per_model_keep_offline_and_real_model_compactions_apart(desk):
     from sundry.agent.models import AgentStep
     from sundry.compaction.models import CompactionRun
-    from sundry.tickets.admin_views import model_figures
+    from sundry.desk.admin_views import model_figures
 
     ticket, c = desk["ticket"], desk["c"]
     real = "openai-compatible:qwen2.5-1.5b"
@@ -330,7 +331,7 @@ def test_the_budget_panel_figures_equal_the_database_totals(desk):
     from django.db.models import Sum
 
     from sundry.agent.models import AgentStep
-    from sundry.tickets.selectors import budget
+    from sundry.desk.selectors import budget
 
     ticket = desk["ticket"]
     for n, (tokens, cost, latency) in enumerate([(1200, "0.000125", 40), (2300, "0.001500", 75), (900, "0", 12)], 1):

@@ -15,10 +15,11 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.agent.calls import execute
+from sundry.desk.lifecycle import ticket_create
 from sundry.shop.domain import TOOL_NAMES
 from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from sundry.tooling.tools import REGISTRY
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 

@@ -8,9 +8,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent.services import customer_message_post, staff_reply_post, ticket_set_handler
+from sundry.desk.lifecycle import ticket_create, ticket_set_status
 from sundry.tickets.models import Rating
 from sundry.tickets.satisfaction import COMMENT_LIMIT, csat_by_agent, csat_by_class
-from sundry.tickets.services import ticket_create, ticket_set_status, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from sundry.agent.services import customer_message_post
-from sundry.tickets.services import ticket_create
+from sundry.desk.lifecycle import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -11,10 +11,11 @@ from django.utils import timezone
 
 from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post, staff_reply_post, ticket_set_handler
+from sundry.desk.lifecycle import ticket_create
+from sundry.desk.selectors import ticket_timer
 from sundry.tickets.attention import follow_up_request
 from sundry.tickets.models import Turn
-from sundry.tickets.selectors import ticket_timer
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 pytestmark = pytest.mark.django_db

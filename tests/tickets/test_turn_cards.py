@@ -7,7 +7,8 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from sundry.tickets.services import ticket_create, turn_append
+from sundry.desk.lifecycle import ticket_create
+from sundry.tickets.services import turn_append
 from tests.factories import CustomerFactory, TicketClassFactory
 
 pytestmark = pytest.mark.django_db

@@ -205,7 +205,7 @@ def test_only_admins_may_test_a_connection_and_only_by_post(admin_client, retail
 def test_a_class_may_hold_its_servers_tools_for_approval():
     from django.forms.models import model_to_dict
 
-    from sundry.tickets.admin import TicketClassForm
+    from sundry.desk.admin import TicketClassForm
 
     tclass = TicketClassFactory()
     rules = {"cancel_pending_order": {}}

@@ -12,12 +12,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling import mcp_client
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.toolservers import catalog

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
 from sundry.toolservers.models import ToolServer
 from tests.factories import CustomerFactory, TicketClassFactory

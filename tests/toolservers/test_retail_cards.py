@@ -20,7 +20,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections
 
-from sundry.agent import guards
+from sundry.agent.guards import callguards as guards
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.services import (
     ConfirmationError,
@@ -30,8 +30,8 @@ from sundry.agent.services import (
     held_action_decide,
 )
 from sundry.context.models import ActionTaken
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, TicketClass, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling import mcp_client
 from sundry.tooling.messages import ModelResponse
 from sundry.toolservers import catalog

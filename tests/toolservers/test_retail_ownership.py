@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.agent import guards
+from sundry.agent.guards import callguards as guards
 from sundry.agent.models import Confirmation
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import LedgerData
 from sundry.context.models import LedgerEntry
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import TicketClass
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
 from sundry.toolservers import catalog
 from tests.factories import CustomerFactory

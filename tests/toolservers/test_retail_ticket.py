@@ -15,16 +15,16 @@ from django.db import transaction
 from django.test import Client
 
 from sundry.agent import remote
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.compaction import summariser
 from sundry.compaction.models import CompactionRun
 from sundry.context.models import ActionTaken, LedgerEntry, Summary
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import TicketClass, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling import mcp_client
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.toolservers import catalog

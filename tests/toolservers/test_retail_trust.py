@@ -15,8 +15,8 @@ from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, MoneyTotal, PinnedRule
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import TicketClass
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, customer_confirms
 from tests.toolservers.test_retail_ticket import EMAIL, USER, call, rejections, results, run, store_order

@@ -8,12 +8,12 @@ import psycopg
 import pytest
 from django.db import connection
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
-from sundry.agent.scripted import ScriptedModel
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import ticket_create
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.toolservers.models import ToolServer
 from tests.factories import CustomerFactory, TicketClassFactory

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from sundry.agent.guards import repeat_key
+from sundry.agent.guards.callguards import repeat_key
 from sundry.context.lanes import TurnData
 from sundry.context.rules import infer_enforcement
 from sundry.tooling.domain import INFER, Domain, scalar_ids, select

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools, before the domain's)
-from sundry.agent.guards import ids_in_arguments
+from sundry.agent.guards.callguards import ids_in_arguments
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity, record_fact)
 from sundry.context.assembly import ids_seen
 from sundry.context.lanes import MoneyData, TurnData

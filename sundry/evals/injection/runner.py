@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
+from sundry.agent.provider.gateway import Gateway
 from sundry.evals.injection.cases import Case
 from sundry.evals.injection.judge import Outcome, judge, snapshot_ids
 from sundry.evals.injection.obedient import ObedientModel

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from sundry.agent.services import customer_message_post, staff_note_post
 from sundry.context import services as lanes
+from sundry.desk.lifecycle import ticket_create
 from sundry.evals.injection.cases import (
     INTERNAL_NOTE,
     ORDER_OTHER,
@@ -42,7 +43,6 @@ from sundry.shop.models import (
     TrackingEvent,
 )
 from sundry.tickets.models import Ticket, TicketClass
-from sundry.tickets.services import ticket_create
 from sundry.tooling.tools import REGISTRY
 
 APPROVAL_RULES = {"issue_refund": {"above": {"USD": 10000, "EUR": 10000, "GBP": 8000, "INR": 800000}}}

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent.approvals import ToolApproval
+from sundry.agent.guards.approvals import ToolApproval
 from sundry.evals.scenarios.schema import Amount, Scenario, Slot
 from sundry.shop.seed import one_char_mutations
 

@@ -149,7 +149,7 @@ class Runner:
     """Runs scenarios on the current database's shop under a ticket class."""
 
     def __init__(self, ticket_class, *, gateway=None, say=lambda s: None):
-        from sundry.agent.gateway import Gateway
+        from sundry.agent.provider.gateway import Gateway
 
         self.tclass = ticket_class
         self.gateway = gateway or Gateway()
@@ -198,9 +198,9 @@ class Runner:
         from sundry.compaction.services import compaction_consider
         from sundry.context.services import state_set
         from sundry.core.background import wait_idle
+        from sundry.desk.lifecycle import ticket_create
         from sundry.shop.models import Customer
         from sundry.tickets.models import Ticket, Turn
-        from sundry.tickets.services import ticket_create
 
         customer = Customer.objects.get(customer_id=c.customer_id)
         ticket = ticket_create(customer=customer, ticket_class=self.tclass, subject=scenario.title)
@@ -299,8 +299,8 @@ class Runner:
     def _customer(self, step: CustomerStep, fresh, c: Cast, presses: list[str]) -> bool:
         """Confirm or Not now on the cards the customer's page shows, oldest first (`ignore`: none).
         Whether anything was decided (and so the agent was woken)."""
-        from sundry.agent.cards import entity_ids_of
         from sundry.agent.cardstore import open_cards
+        from sundry.agent.guards.cards import entity_ids_of
         from sundry.agent.models import Confirmation
         from sundry.agent.services import ConfirmationError, confirmation_decide
 

@@ -43,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--orders", type=int, default=3000)
 
     def handle(self, *args, **opts):
-        from sundry.agent.gateway import resolve_model, validate_model_name
+        from sundry.agent.provider.gateway import resolve_model, validate_model_name
         from sundry.evals.scenarios.modes import MODES
 
         try:
@@ -113,8 +113,8 @@ def run_check(
     say=lambda s: None,
 ) -> scorecard.Scorecard:
     """Run the scenarios under a class of their own pointed at `model`; the scorecard of what happened."""
+    from sundry.desk.demo import ensure_classes
     from sundry.evals.scenarios.runner import Runner
-    from sundry.tickets.demo import ensure_classes
     from sundry.tickets.models import TicketClass
 
     standard = ensure_classes()["standard"]

@@ -24,7 +24,7 @@ class _GatewayAgent:
     """A configured model behind the gateway, for diffing next calls on any ticket."""
 
     def __init__(self, model: str):
-        from sundry.agent.gateway import Gateway
+        from sundry.agent.provider.gateway import Gateway
 
         self.gateway, self.model = Gateway(), model
 

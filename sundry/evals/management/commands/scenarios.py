@@ -88,13 +88,13 @@ class Command(BaseCommand):
         self.stdout.write(f"  done in {time.perf_counter() - started:.1f} s")
 
     def _run(self, scenarios, modes, opts) -> bool:
+        from sundry.desk.demo import ensure_classes
         from sundry.evals.scenarios.runner import Runner
-        from sundry.tickets.demo import ensure_classes
 
         say = self.stdout.write
         tclass = ensure_classes()["standard"]
         if opts["model"]:
-            from sundry.agent.gateway import validate_model_name
+            from sundry.agent.provider.gateway import validate_model_name
 
             try:
                 validate_model_name(opts["model"])

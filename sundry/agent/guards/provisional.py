@@ -1,0 +1,67 @@
+"""What of a reply still being written may be shown before the reply check has read it. Pure.
+
+A streamed reply reaches the customer page and the desk as provisional text,
+replaced by the stored turn once the step commits (or taken away if the check
+holds the reply). The check (`replycheck`, `replyclaims`) runs on the whole
+reply; meanwhile text is released a sentence at a time, each sentence only once
+it is complete and passes what the check would ask of it:
+
+- no tool protocol or JSON of any kind (`<`, `{`, `[`, a code fence) — a
+  customer reply has no use for them, and a call written as text starts with
+  one — nor Sundry's own notices ("ERROR (guard: …"): the text is cut before
+  their first character;
+- no identifier the request never showed (an invented refund reference);
+- whatever else the caller's `sentence_ok` judges (a claim that an action was
+  done which the records do not show, a quote of internal-only text).
+
+A sentence is complete when it ends in . ! or ? followed by a space, or at a
+line break; the last one once the model has finished. The first failing
+sentence ends what is shown: a sentence the final check would hold never
+reaches a screen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from sundry.agent.guards.replycheck import id_tokens
+
+# The first character of markup, JSON, a fence or a bracketed notice; or a guard's error text.
+_PROTOCOL = re.compile(r"[<{\[`]|ERROR \(|\|>")
+# The end of a sentence: closing punctuation before whitespace, or a line break.
+_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|\n")
+
+
+def sentences(text: str, *, final: bool) -> list[str]:
+    """The complete sentences of `text`, in order, each with its trailing space; the unfinished
+    remainder too when `final`."""
+    out, start = [], 0
+    for m in _END.finditer(text):
+        out.append(text[start : m.end()])
+        start = m.end()
+    if final and text[start:].strip():
+        out.append(text[start:])
+    return out
+
+
+def shown(
+    text: str,
+    *,
+    known: set[str] | frozenset[str] = frozenset(),
+    final: bool = False,
+    sentence_ok: Callable[[str], bool] | None = None,
+) -> str:
+    """The prefix of `text` that may be shown now (possibly empty)."""
+    text = text or ""
+    cut = _PROTOCOL.search(text)
+    if cut is not None:
+        text, final = text[: cut.start()], True  # nothing after the cut counts, complete or not
+    out = ""
+    for sentence in sentences(text, final=final):
+        if id_tokens(sentence) - set(known):
+            break
+        if sentence_ok is not None and sentence.strip() and not sentence_ok(sentence.strip()):
+            break
+        out += sentence
+    return out.rstrip()

@@ -1,0 +1,250 @@
+"""Customer-facing text is checked before it is posted, like a tool call is.
+
+Pure: the reply, what the request showed the model, and whether the answer was
+cut off, in; a verdict out. The step acts on it:
+
+- "post": send the (possibly cleaned) text; `notes` says what was removed;
+- "retry": ask the model once more with `prompt` (empty, truncated, only markup,
+  an identifier found nowhere, a reply to the guards instead of the customer);
+- "hold": never send it; staff see the text and the reason.
+
+Identifiers: every identifier-like token in the reply (a mix of letters and
+digits, like AB-20481, ref_8k2m9q4x or AB-26675-RF01) must appear in what the
+request showed — the ledger, state, tool results, the customer's own words.
+An invented refund reference is the worst thing a reply can carry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from sundry.agent.provider.textcalls import json_spans
+from sundry.context.idformats import find_ids
+
+POST, RETRY, HOLD = "post", "retry", "hold"
+
+# Tool-protocol markup that must never reach a customer.
+_MARKUP_BLOCK = re.compile(
+    r"<(tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>.*?(?:</\1>|$)",
+    re.S | re.I,
+)
+_MARKUP_TAG = re.compile(
+    r"</?(?:tool_call|tool_response|tool_result|function_call|function_calls|function|invoke|tools)\b[^>]*>"
+    r"|<\|[a-z_]+\|>|\[/?TOOL_CALLS\]|\[/?TOOL_RESULTS\]",
+    re.I,
+)
+# Sundry's own notices and guard text, which are for the model only.
+_INTERNAL = re.compile(
+    r"^.*(?:ERROR \(guard:|\[system notice\]|\[system event\]|\[staff note to the agent\]).*$", re.M | re.I
+)
+_FENCE = re.compile(r"```[a-z_]*\s*(.*?)```", re.S)
+# Identifier-like: letters and digits mixed, optionally joined by - or _, five characters or more.
+_TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?(?![\w-])")
+# Amounts, dates, times, ordinals and sizes are facts, not identifiers.
+_NOT_ID = re.compile(
+    r"^(?:\d+(?:st|nd|rd|th|am|pm|h|m|s|min|kg|g|cm|mm|x|gb|tb|mb|k)"
+    r"|\d{4}-\d{2}-\d{2}(?:T[\d:]+Z?)?|[A-Z]{3}\d[\d.,]*|\d[\d.,]*[A-Z]{3})$",
+    re.I,
+)
+# A reply written to the guards or the tools rather than to the customer.
+_TO_AGENT = re.compile(
+    r"\b(?:the guard|guard (?:rejected|rejection|error)|rejected (?:my|the) (?:call|tool)|tool call|the tool (?:returned|failed)"
+    r"|i (?:will|'ll|should) (?:now )?(?:call|retry|use) (?:the )?(?:\w+_\w+|tool)|schema error|invalid arguments"
+    r"|function call|as an ai\b|system notice)",
+    re.I,
+)
+MIN_TOKEN = 5
+# Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
+_WORDS_ONLY = re.compile(r"[\W_]+")
+_CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
+CALL_AS_TEXT = "a tool call written as text"
+_CALL_PROMPT = (
+    "You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
+    "Make the call through the tools interface, or write only the reply to the customer."
+)
+
+
+@dataclass
+class ReplyVerdict:
+    action: str
+    text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
+    reasons: list[str] = field(default_factory=list)  # empty, truncated, markup, internal, invented_id, to_agent
+    notes: list[str] = field(default_factory=list)  # what was removed, for staff
+    invented: list[str] = field(default_factory=list)
+    prompt: str = ""  # for RETRY: what the model is told
+    quoted: str = ""  # for HOLD on internal_text: which internal-only text it quotes, for staff
+    unsupported: str = ""  # for unsupported_claim: the sentences claiming what no record shows (`replyclaims`)
+
+    def as_json(self) -> dict:
+        out = {"action": self.action, "reasons": self.reasons, "notes": self.notes, "invented": self.invented}
+        if self.quoted:
+            out["quoted"] = self.quoted
+        if self.unsupported:
+            out["unsupported"] = self.unsupported
+        return out
+
+
+def id_tokens(text: str) -> set[str]:
+    """Identifier-like tokens in text, known format or not."""
+    out = {v for _, v in find_ids(text or "")}
+    for m in _TOKEN.finditer(text or ""):
+        token = m.group(0)
+        if len(token) >= MIN_TOKEN and not _NOT_ID.match(token):
+            out.add(token)
+    return out
+
+
+def _is_call_json(chunk: str, tools: frozenset[str]) -> bool:
+    try:
+        data = json.loads(chunk)
+    except ValueError:
+        try:
+            data = json.loads(chunk.replace("{{", "{").replace("}}", "}"))
+        except ValueError:
+            return False
+    items = data if isinstance(data, list) else [data]
+
+    def named(d):
+        d = d.get("function", d) if isinstance(d, dict) else d
+        return isinstance(d, dict) and (
+            d.get("name") in tools or ("name" in d and ("arguments" in d or "parameters" in d))
+        )
+
+    return bool(items) and all(named(d) for d in items)
+
+
+def strip_protocol(text: str, tools: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
+    """The text without tool-protocol markup, raw call JSON or internal notices; and what was removed."""
+    notes = []
+    if _CALL_TAG.search(text):
+        notes.append(CALL_AS_TEXT)
+    out = _MARKUP_BLOCK.sub("", text)
+    out2 = _MARKUP_TAG.sub("", out)
+    if out2 != text:
+        notes.append("tool-protocol markup removed")
+    out = _FENCE.sub(lambda m: "" if _is_call_json(m.group(1).strip(), tools) else m.group(0), out2)
+    # A call written as JSON anywhere: bare, after preamble, one per line, braces doubled.
+    for a, b, _value in reversed(json_spans(out)):
+        if _is_call_json(out[a:b], tools):
+            out = out[:a] + out[b:]
+    out = re.sub(r"\[/?TOOL_CALLS\]", "", out) if out != out2 else out
+    if out != out2:
+        notes.append("raw tool-call JSON removed")
+        if CALL_AS_TEXT not in notes:
+            notes.append(CALL_AS_TEXT)
+    cleaned = _INTERNAL.sub("", out)
+    if cleaned != out:
+        notes.append("internal notices removed")
+    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned)
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip(), notes
+
+
+def echoes(reply: str, message: str) -> bool:
+    """The reply is mostly the customer's own message said back (a small model's commonest slip)."""
+    said, back = _WORDS_ONLY.sub(" ", message.lower()).strip(), _WORDS_ONLY.sub(" ", reply.lower()).strip()
+    # Said back with at most a label around it ("Customer: …"); an answer that quotes them has words of its own.
+    return len(said) >= 20 and said in back and len(back.replace(said, " ").split()) < 4
+
+
+def check_reply(
+    text: str | None,
+    *,
+    known: set[str] | frozenset[str],
+    tools: set[str] | frozenset[str] = frozenset(),
+    truncated: bool = False,
+    after_rejection: bool = False,
+    retried: bool = False,
+    customer_said: str = "",
+) -> ReplyVerdict:
+    """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
+    `retried`: this is already the second try, so a fault holds instead of retrying;
+    `customer_said`: the customer's latest message, which a reply must answer, not repeat."""
+    raw = text or ""
+    if truncated:
+        return _again(
+            raw,
+            "truncated",
+            "Your last reply was cut off at the length limit before it ended. Write a "
+            "shorter complete reply to the customer.",
+            retried,
+        )
+    cleaned, notes = strip_protocol(raw, frozenset(tools))
+    if not cleaned and CALL_AS_TEXT in notes:
+        return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
+    if not cleaned:
+        reason = "markup" if raw.strip() else "empty"
+        return _again(
+            raw,
+            reason,
+            "Your last answer had no message for the customer. Either call a tool (as a tool "
+            "call, not as text) or write the reply to the customer in plain words.",
+            retried,
+        )
+    if CALL_AS_TEXT in notes and not retried:
+        return ReplyVerdict(RETRY, raw, ["call_as_text"], notes, prompt=_CALL_PROMPT)
+    if json_spans(cleaned):  # a tool result written out, an invented record: data, never words for a customer
+        return _again(
+            raw,
+            "structured",
+            "Your reply contained raw data (JSON, or a tool result written out). It "
+            "was not sent. Write to the customer in plain words, using only what tools returned; to make a "
+            "call, use the tools interface.",
+            retried,
+            notes=notes,
+        )
+    if _ANY_TAG.search(cleaned):
+        return _again(
+            raw,
+            "markup",
+            "Your reply contained markup tags. It was not sent. Write only plain words "
+            "to the customer; never write tags, notes to yourself or text meant for staff.",
+            retried,
+            notes=notes,
+        )
+    if customer_said and echoes(cleaned, customer_said):
+        return _again(
+            raw,
+            "echo",
+            "Your reply repeated the customer's message back to them. It was not sent. Answer what they asked.",
+            retried,
+            notes=notes,
+        )
+    invented = sorted(t for t in id_tokens(cleaned) if t not in known)
+    if invented:
+        return _again(
+            raw,
+            "invented_id",
+            f"Your reply names {', '.join(invented)}, which is in no tool result, ledger entry or customer "
+            "message. Never write a reference that a tool did not return. Rewrite the reply using only "
+            "identifiers from the ledger or tool results; if an action did not happen, do not say it did.",
+            retried,
+            invented=invented,
+            notes=notes,
+        )
+    if after_rejection and not retried and _TO_AGENT.search(cleaned):
+        return ReplyVerdict(
+            RETRY,
+            raw,
+            ["to_agent"],
+            notes,
+            prompt=(
+                "Your last reply spoke about tools or guard errors. The customer never sees those. Either fix the call, "
+                "or write to the customer about their request in plain words."
+            ),
+        )
+    return ReplyVerdict(POST, cleaned, [], notes)
+
+
+def _again(raw: str, reason: str, prompt: str, retried: bool, *, invented=None, notes=None) -> ReplyVerdict:
+    return ReplyVerdict(HOLD if retried else RETRY, raw, [reason], notes or [], invented or [], prompt)
+
+
+def known_identifiers(texts) -> set[str]:
+    """Every identifier-like token in the texts the request showed the model."""
+    out: set[str] = set()
+    for t in texts:
+        out |= id_tokens(t or "")
+    return out

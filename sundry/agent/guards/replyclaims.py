@@ -1,0 +1,458 @@
+"""Does a reply say something was done that the records do not show?
+
+Pure. A sentence that tells the customer an action is done ("your order …
+has been cancelled", "I've issued a refund of 48.99 USD") is a claim of that
+action's kind. A claim stands when the ticket's records back it: an action of
+that kind that ran on this ticket (`ActionTaken`, written by code at tool
+success), a ledger entry whose description or note a tool result gave that
+status, or — for refunds — money the money lane shows refunded. A claim nothing
+backs is a false statement to a customer: the reply is asked for again, then
+held (`answer.checked_claims`).
+
+A refund claim that names an amount ("a refund of 48.99 USD") stands only when
+the records show a refund of that amount — one refund, or all refunded on the
+order — in that currency: the right action with the wrong figure is still a
+false statement. Other amounts in the sentence may be what the order cost.
+
+A reply speaks of actions in four more ways (`claimmodes`): pending ("your
+refund is being processed"), promised ("I'll cancel it once you confirm"),
+refused ("staff declined the refund") and denied ("no, nothing was
+cancelled"). Those are judged against the same records plus the open and
+declined confirmation cards and staff holds (`Proposal`, read once per step by
+`proposals`): a promise stands on an open card or hold for that action and
+record, or on one that ran (a cancellation whose declaration says it refunds
+backs "the full amount will be refunded"); a refusal on a declined one; a
+denial falls when the action ran. A question or an offer ("I can …", "would you
+like me to …") claims nothing. Which tools count for which kind comes from the
+domain's declaration (the consent action, the capabilities, a declared
+refund), never from a tool's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from sundry.agent.guards import claimmodes
+from sundry.agent.guards.provisional import sentences
+from sundry.agent.guards.replycheck import id_tokens
+from sundry.core.money import CODES, MoneyError, exponent
+
+REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
+KINDS = (REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE)
+_CAPABILITY_KIND = {
+    "refunds": REFUND,
+    "cancels": CANCEL,
+    "returns": RETURN,
+    "replaces": REPLACE,
+    "contacts_customer:email": EMAIL,
+    "contacts_customer:phone": PHONE,
+}
+
+_DONE = r"(?:has|have|had|was|were|is|are|'s)\s+(?:now\s+|already\s+|just\s+|successfully\s+|been\s+|fully\s+)*"
+_SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point (129.99) does not end it
+_WE = r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|just\s+|already\s+|successfully\s+|gone ahead and\s+)*"
+_CLAIMS = {
+    REFUND: re.compile(
+        r"\brefunds?\b"
+        + _SPAN
+        + r"{0,60}?\b"
+        + _DONE
+        + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
+        r"|refunded|initiated|released)\b"
+        r"|"
+        + _WE
+        + r"(?:(?:issued|processed|sent|made|initiated|completed|released)\s+(?:you\s+)?(?:a|an|the|your)?\s*"
+        r"(?:[\w.]+\s+){0,3}?refund|refunded)\b"
+        r"|\b(?:been|was|were)\s+(?:fully\s+|partially\s+)?refunded\b|\bcredited back\b",
+        re.I,
+    ),
+    CANCEL: re.compile(
+        r"\bcancell?ed\b|\bcancellation\b"
+        + _SPAN
+        + r"{0,40}?\b"
+        + _DONE
+        + r"(?:complete|completed|confirmed|processed|done)\b",
+        re.I,
+    ),
+    RETURN: re.compile(
+        r"\breturn\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:booked|created|started|opened|initiated|arranged|set up"
+        r"|registered|processed|logged|approved|scheduled)\b"
+        r"|" + _WE + r"(?:booked|created|started|opened|initiated|arranged|set up|registered|processed|logged"
+        r"|scheduled)\s+(?:a|the|your|an)\s+(?:\w+\s+)?return\b",
+        re.I,
+    ),
+    REPLACE: re.compile(
+        r"\b(?:replacement|exchange)\b"
+        + _SPAN
+        + r"{0,50}?\b"
+        + _DONE
+        + r"(?:sent|shipped|arranged|placed|booked|created"
+        r"|dispatched|processed|issued|ordered|on its way)\b"
+        r"|"
+        + _WE
+        + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
+        r"(?:\w+\s+)?(?:replacement|exchange)\b|\b(?:been|was|were)\s+(?:replaced|exchanged)\b",
+        re.I,
+    ),
+    EMAIL: re.compile(
+        r"" + _WE + r"(?:sent|e-?mailed|emailed|forwarded|written)\s+(?:it\s+to\s+)?(?:you\s+)?(?:an?\s+|the\s+)?"
+        r"(?:\w+\s+)?(?:e-?mail|email)\b"
+        r"|" + _WE + r"e-?mailed\s+(?:you|it|the)\b"
+        r"|\b(?:an?|the|your)\s+(?:\w+\s+)?e-?mail\b"
+        + _SPAN
+        + r"{0,30}?\b"
+        + _DONE
+        + r"(?:sent|delivered|on its way)\b",
+        re.I,
+    ),
+    PHONE: re.compile(
+        r"" + _WE + r"(?:called|phoned|rang|telephoned)\s+you\b"
+        r"|\b(?:a|the|your)\s+(?:phone\s+)?call\b" + _SPAN + r"{0,30}?\b" + _DONE + r"(?:logged|made|placed|noted)\b",
+        re.I,
+    ),
+}
+# A sentence that promises, asks, denies or sets a condition states nothing done.
+_NOT_DONE = re.compile(
+    r"\b(?:not|never|no|none|nothing|neither|nor|cannot|unable|will|would|could|can|shall|should|may|might|must|once|if|unless"
+    r"|until|whether|going to|about to|to be|yet|want|wants|wish|need|needs|awaiting|eligible|able"
+    r"|instead|rather)\b|n't\b|'ll\b|'d\b",
+    re.I,
+)
+# What a ledger entry's status words say was done to it (from a tool result, never from the model).
+_STATUS = {
+    REFUND: re.compile(r"\brefund", re.I),
+    CANCEL: re.compile(r"\bcancel", re.I),
+    RETURN: re.compile(r"\breturn", re.I),
+    REPLACE: re.compile(r"\b(?:replac|exchang)", re.I),
+    EMAIL: re.compile(r"(?!)"),  # a contact leaves no status on a record: only its action backs it
+    PHONE: re.compile(r"(?!)"),
+}
+
+
+# An amount as a reply writes it: "48.99 USD", "USD 48.99", "$48.99", "€20", "1,299.00 INR", "20 euros",
+# or a bare "48.99" (two decimals: a price, not a count or a date). A symbol or a word stands for its
+# currency; "$", "dollars" and a bare figure for any, so only the figure is compared.
+_SYMBOL = {"$": "", "€": "EUR", "£": "GBP", "₹": "INR", "¥": "JPY"}
+_WORD = {
+    "dollar": "",
+    "dollars": "",
+    "euro": "EUR",
+    "euros": "EUR",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "rupee": "INR",
+    "rupees": "INR",
+    "yen": "JPY",
+}
+_FIGURE = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_AMOUNT = re.compile(
+    r"(?:\b([A-Z]{3})\s?|([$€£₹¥])\s?)" + _FIGURE + r"(?![\d.,]*\d)"
+    r"|(?<![\w.,])" + _FIGURE + r"\s?(?:([A-Z]{3})\b|(" + "|".join(_WORD) + r")\b)"
+    r"|(?<![\w.,$€£₹¥])(\d{1,3}(?:,\d{3})*\.\d{2}|\d+\.\d{2})(?![\d.,]*\d)"
+)
+
+
+@dataclass(frozen=True)
+class Amount:
+    value: Decimal
+    currency: str  # "" when only a dollar sign or "dollars" said it
+
+    def minor(self, currency: str) -> int | None:
+        """The amount in `currency`'s minor units, or None where the currency differs or cannot hold it."""
+        if self.currency and currency and self.currency != currency.upper():
+            return None
+        try:
+            scaled = self.value.scaleb(exponent(currency or self.currency or "USD"))
+        except MoneyError:
+            return None
+        return int(scaled) if scaled == scaled.to_integral_value() else None
+
+    def __str__(self) -> str:
+        return f"{self.value} {self.currency}".strip()
+
+
+def amounts_in(sentence: str) -> list[Amount]:
+    out = []
+    for m in _AMOUNT.finditer(sentence):
+        code, symbol, figure, figure2, code2, word, bare = m.groups()
+        if (code and code not in CODES) or (code2 and code2 not in CODES):
+            continue  # "2 USB cables": a count and a word, not money
+        try:
+            value = Decimal((figure or figure2 or bare).replace(",", ""))
+        except InvalidOperation:
+            continue
+        currency = code or code2 or (_SYMBOL[symbol] if symbol else _WORD[word.lower()] if word else "")
+        out.append(Amount(value, currency))
+    return out
+
+
+DONE = "done"
+PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str
+    sentence: str
+    ids: frozenset[str]
+    amounts: tuple[Amount, ...] = ()
+    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED (`claimmodes`)
+
+
+def _states_done(s: str) -> bool:
+    return any(pattern.search(s) for pattern in _CLAIMS.values())
+
+
+def claims_of(text: str, question: str = "") -> list[Claim]:
+    """Each sentence that speaks of an action of a known kind as done, pending, refused, to come or not
+    done, with its mode. `question`: the customer's latest message; a reply that opens with a bare yes
+    or no to "did you refund <order>?" claims (or denies) that refund, on the records the question names."""
+    out = []
+    said = sentences(text or "", final=True)
+    answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
+    if answer is not None:
+        mode, kinds, asked = answer
+        out += [
+            Claim(kind, f"{said[0].strip()} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode)
+            for kind in kinds
+        ]
+    for sentence in said:
+        s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
+        if not s or s.endswith("?"):
+            continue
+        mode = claimmodes.mode_of(s, _states_done)
+        if mode is not None:
+            kinds = claimmodes.kinds_in(s, mode, has_amount=lambda sentence: bool(amounts_in(sentence)))
+        elif _NOT_DONE.search(s):
+            continue
+        else:
+            mode, kinds = DONE, [kind for kind, pattern in _CLAIMS.items() if pattern.search(s)]
+        for kind in kinds:
+            amounts = tuple(amounts_in(s)) if kind == REFUND else ()
+            out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts, mode))
+    return out
+
+
+def claims_in(text: str) -> list[Claim]:
+    """Each sentence that states an action of a known kind as done."""
+    return [c for c in claims_of(text) if c.mode == DONE]
+
+
+def kinds_of(decls: dict) -> dict[str, set[str]]:
+    """Tool name → the kinds of action it performs, from the declaration (`tooling.domain.ToolDecl`)."""
+    out: dict[str, set[str]] = {}
+    for name, decl in decls.items():
+        kinds = {_CAPABILITY_KIND[c] for c in getattr(decl, "capabilities", []) or [] if c in _CAPABILITY_KIND}
+        if getattr(decl, "consent", None):
+            kinds.add(decl.consent)
+        if getattr(decl, "refund", None) is not None or any(
+            getattr(m, "kind", "") == "refund" for m in getattr(decl, "money", []) or []
+        ):
+            kinds.add(REFUND)
+        if kinds:
+            out[name] = kinds
+    return out
+
+
+OPEN, DECLINED = "open", "declined"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An action proposed but not run: a confirmation card, or a call held for staff (`proposals`)."""
+
+    tool: str
+    on: tuple[str, ...]  # every plain value its arguments name
+    status: str  # OPEN: awaiting the customer's confirmation or staff; DECLINED: declined, rejected or refused
+    amount_cents: int | None = None
+    currency: str = ""
+
+
+def later_kinds_of(decls: dict) -> dict[str, set[str]]:
+    """`kinds_of`, with what follows later from each tool's call (its declaration's `then`: a return
+    that refunds once the item arrives) — what a promise may stand on."""
+    out = {name: set(kinds) for name, kinds in kinds_of(decls).items()}
+    for name, decl in decls.items():
+        later = {_CAPABILITY_KIND[c] for c in getattr(decl, "then", []) or [] if c in _CAPABILITY_KIND}
+        if later:
+            out[name] = out.get(name, set()) | later
+    return out
+
+
+def unsupported(
+    text: str,
+    *,
+    actions: Iterable,
+    kinds: dict[str, set[str]],
+    money: Iterable = (),
+    ledger: Iterable = (),
+    owner_kind: str = "order",
+    proposals: Iterable = (),
+    later: dict[str, set[str]] | None = None,
+    question: str = "",
+) -> list[Claim]:
+    """The claims in `text` the records do not support. `actions`: `ActionData`; `money`: `MoneyData`;
+    `ledger`: `LedgerData`; `proposals`: `Proposal` (open and declined cards and holds). Kinds the domain
+    has no tool for are not judged: nothing could back them.
+
+    Done: an action of its kind ran (on the record it names), for the figure it names. Pending or future:
+    such an action ran, or a card or hold for it is open. Refused: a card or hold for it was declined.
+    Denied ("nothing was cancelled"): no such action ran. `later` (`later_kinds_of`): what a call's
+    action leads to afterwards, which a pending or promised claim may stand on (default: `kinds`).
+    `question`: the customer's latest message, which a bare yes or no answers (`claims_of`)."""
+    later = later if later is not None else kinds
+    declared_now = set().union(*kinds.values()) if kinds else set()
+    declared = declared_now.union(*later.values())
+    actions, money, ledger, proposals = list(actions), list(money), list(ledger), list(proposals)
+    owners = (
+        {e.value for e in ledger if e.kind == owner_kind}
+        | {a.target for a in actions if a.target}
+        | {m.order for m in money}
+        | {v for p in proposals for v in p.on}
+    )
+    out = []
+    for claim in claims_of(text, question):
+        if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
+            continue
+        # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
+        named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners) or None
+        ran = _backed(claim.kind, named, actions, kinds, money, ledger)
+        if claim.mode == DENIED:
+            if ran:
+                out.append(claim)
+        elif claim.mode == REFUSED:
+            if not _proposed(claim.kind, named, proposals, kinds, DECLINED):
+                out.append(claim)
+        elif claim.mode == DONE:
+            if not ran or (claim.amounts and not _amounts_backed(claim.amounts, named, actions, kinds, money)):
+                out.append(claim)
+        else:  # PENDING, FUTURE
+            ran = ran or _backed(claim.kind, named, actions, later, money, ledger)
+            offered = _proposed(claim.kind, named, proposals, later, OPEN)
+            if not (ran or offered):
+                out.append(claim)
+            elif claim.amounts and not (
+                (ran and _amounts_backed(claim.amounts, named, actions, later, money))
+                or _amounts_offered(claim.amounts, named, offered, money)
+            ):
+                out.append(claim)
+    return out
+
+
+def _proposed(kind: str, named: set[str] | None, proposals, kinds, status: str) -> list[Proposal]:
+    """The proposals in `status` of an action of `kind` (on one of `named`, when the claim names any)."""
+    return [
+        p
+        for p in proposals
+        if p.status == status and kind in kinds.get(p.tool, ()) and (named is None or named & set(p.on))
+    ]
+
+
+def _amounts_offered(amounts, named: set[str] | None, offered: list[Proposal], money) -> bool:
+    """A promised figure is an open card's or hold's amount; one that names none moves what its order
+    has left to refund (a cancellation's), or — where no record holds a figure — cannot be compared."""
+    figures = []
+    for p in offered:
+        if p.amount_cents is not None:
+            figures.append((p.amount_cents, p.currency))
+            continue
+        lane = [m for m in money if m.order in p.on]
+        if not lane:
+            return True
+        figures += [(m.refundable_cents, m.currency) for m in lane] + [(m.paid_cents, m.currency) for m in lane]
+    return any(any(a.minor(currency) == cents for cents, currency in figures) for a in amounts)
+
+
+def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> bool:
+    """A refund's figure is one the records show refunded: one refund action's amount, all refund actions
+    on an order together, or what the money lane shows refunded on it. At least one of the sentence's
+    amounts must be such a figure; any other may be what the order was paid ("20.00 of the 129.99")."""
+
+    def on(values) -> bool:
+        return named is None or any(v in named for v in values)
+
+    refunded: list[tuple[int, str]] = []
+    per_order: dict[tuple[str, str], int] = {}
+    lane = {m.order for m in money if m.refunded_cents > 0}
+    for a in actions:
+        if REFUND not in kinds.get(a.tool, ()) or not on((a.target, *a.on)):
+            continue
+        if a.amount_cents is None:
+            if not lane & {a.target, *a.on}:
+                return True  # a refund whose figure no record holds (no declared money): nothing to compare
+            continue
+        refunded.append((a.amount_cents, a.currency))
+        per_order[(a.target, a.currency)] = per_order.get((a.target, a.currency), 0) + a.amount_cents
+    refunded += [(cents, currency) for (_order, currency), cents in per_order.items()]
+    refunded += [(m.refunded_cents, m.currency) for m in money if m.refunded_cents > 0 and on((m.order,))]
+    paid = [(m.paid_cents, m.currency) for m in money if on((m.order,))]
+
+    def shown(amount: Amount, figures) -> bool:
+        return any(amount.minor(currency) == cents for cents, currency in figures)
+
+    return any(shown(a, refunded) for a in amounts) and all(shown(a, refunded + paid) for a in amounts)
+
+
+def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) -> bool:
+    """Whether the records show an action of `kind` — on one of `named`, or anywhere on the ticket when
+    the claim names no record (a claim that names an order is judged on that order)."""
+
+    def on(value: str) -> bool:
+        return named is None or value in named
+
+    if any(kind in kinds.get(a.tool, ()) and (on(a.target) or any(on(v) for v in a.on)) for a in actions):
+        return True
+    if kind == REFUND and any(m.refunded_cents > 0 and on(m.order) for m in money):
+        return True
+    return any(on(e.value) and _STATUS[kind].search(f"{e.description} {e.note}") for e in ledger)
+
+
+@dataclass(frozen=True)
+class Records:
+    """What a ticket's records show was done, as one step (or one guard) read them."""
+
+    actions: tuple = ()  # ActionData
+    kinds: dict = field(default_factory=dict)  # tool name -> kinds of action it performs (`kinds_of`)
+    money: tuple = ()  # MoneyData
+    ledger: tuple = ()  # LedgerData
+    owner_kind: str = "order"
+    proposals: tuple = ()  # Proposal: open and declined cards and holds, read once per step
+    later: dict | None = None  # `later_kinds_of`
+
+    @classmethod
+    def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=()) -> "Records":
+        return cls(
+            actions=tuple(actions),
+            kinds=kinds_of(domain.tools),
+            money=tuple(money),
+            ledger=tuple(ledger),
+            owner_kind=domain.owner_kind,
+            proposals=tuple(proposals),
+            later=later_kinds_of(domain.tools),
+        )
+
+    def unsupported(self, text: str, question: str = "") -> list[Claim]:
+        return unsupported(
+            text,
+            actions=self.actions,
+            kinds=self.kinds,
+            money=self.money,
+            ledger=self.ledger,
+            owner_kind=self.owner_kind,
+            proposals=self.proposals,
+            later=self.later,
+            question=question,
+        )
+
+
+_SAID = {DONE: "", PENDING: " (pending)", FUTURE: " (promised)", REFUSED: " (refused)", DENIED: " (said not done)"}
+
+
+def describe(claims: list[Claim]) -> str:
+    return "; ".join(
+        f'{c.kind}{_SAID[c.mode]}{" of " + ", ".join(map(str, c.amounts)) if c.amounts else ""}: "{c.sentence}"'
+        for c in claims
+    )

@@ -1,0 +1,221 @@
+"""The budget lab's page: an admin proposes a class's budget and sees what it would have done."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
+
+from sundry.agent.provider.gateway import validate_model_name
+from sundry.core.background import enqueue_on_commit
+from sundry.core.people import is_admin
+from sundry.desk import labcharts
+from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS, class_budget, lab_json, run_lab
+from sundry.desk.budgetreplay import Budget
+from sundry.desk.classchanges import ApplyRefused, proposal_apply
+from sundry.shop.people import customer_of
+from sundry.tickets.models import BudgetProposal, TicketClass, TicketClassChange
+from sundry.tickets.tasks import budget_lab_task
+
+# Proposals listed on a class's lab page, newest first.
+LISTED = 20
+
+# An offline class costs nothing: its figures are priced as this model unless the admin names another.
+PRICE_AS_OFFLINE = "openai:gpt-4.1-mini"
+
+
+class ProposalForm(forms.Form):
+    # The bounds are the class model's own, so a proposal is one the admin could save.
+    budget = forms.IntegerField(min_value=1000, max_value=2_000_000, label="Token budget")
+    trigger = forms.FloatField(min_value=0.3, max_value=0.95, label="Trigger fraction")
+    kept = forms.IntegerField(min_value=2, max_value=200, label="Recent turns kept")
+    ledger = forms.FloatField(min_value=0.01, max_value=0.5, label="Ledger share")
+    tickets = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_TICKETS,
+        required=False,
+        label="Tickets to replay",
+        help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.",
+    )
+    price_as = forms.CharField(max_length=120, required=False, label="Price as model")
+
+    def clean_price_as(self):
+        name = (self.cleaned_data.get("price_as") or "").strip()
+        if name:
+            try:
+                validate_model_name(name)
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return name
+
+
+def initial_values(tclass: TicketClass) -> dict:
+    """The form as the class stands: its settings, the default window, the model its cost is priced as."""
+    return {
+        "budget": tclass.token_budget,
+        "trigger": tclass.trigger_fraction,
+        "kept": tclass.recent_turns_kept,
+        "ledger": tclass.ledger_share,
+        "tickets": DEFAULT_TICKETS,
+        "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model,
+    }
+
+
+def _enqueue(proposal_id: int) -> None:
+    enqueue_on_commit(budget_lab_task, proposal_id)
+
+
+def _admins_only(request):
+    """None for an admin; customers go to their own start page; other staff are refused."""
+    if is_admin(request.user):
+        return None
+    if customer_of(request.user) is not None:
+        return redirect("home")
+    raise PermissionDenied("The budget lab is for admins.")
+
+
+def _charts(lab: dict) -> dict:
+    trig = (lab["current"]["trigger"], lab["proposed"]["trigger"])
+    samples = [
+        {**s, "rows": list(zip(s["steps"], s["recorded"], s["current"], s["proposed"]))} for s in lab.get("samples", [])
+    ]
+    return {
+        "tokens": [(s, labcharts.tokens_chart(s, current_trigger=trig[0], proposed_trigger=trig[1])) for s in samples],
+        "cost": labcharts.cost_chart(lab),
+        "fidelity": labcharts.fidelity_chart(lab["fidelity"]) if "fidelity" in lab else None,
+    }
+
+
+def _page(request, tclass, form, lab, status=200):
+    return render(
+        request,
+        "desk/budget_lab.html",
+        {
+            "tclass": tclass,
+            "form": form,
+            "lab": lab,
+            "charts": _charts(lab) if lab else None,
+            "current": class_budget(tclass),
+            "proposals": BudgetProposal.objects.filter(ticket_class=tclass).select_related("created_by")[:LISTED],
+            "changes": TicketClassChange.objects.filter(ticket_class=tclass).select_related("changed_by")[:LISTED],
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def budget_lab(request, class_id: int):
+    if (away := _admins_only(request)) is not None:
+        return away
+    tclass = get_object_or_404(TicketClass, pk=class_id)
+    asked = bool(request.GET)
+    form = ProposalForm({**initial_values(tclass), **request.GET.dict()} if asked else initial_values(tclass))
+    lab = None
+    status = 200
+    if form.is_valid():
+        data = form.cleaned_data
+        proposed = Budget(data["budget"], data["trigger"], data["kept"], data["ledger"])
+        lab = lab_json(
+            run_lab(
+                tclass,
+                proposed,
+                tickets=data["tickets"] or DEFAULT_TICKETS,
+                price_as=data["price_as"] or initial_values(tclass)["price_as"],
+            )
+        )
+    elif asked:
+        status = 400  # the form comes back with its errors and the admin's values
+    return _page(request, tclass, form, lab, status)
+
+
+@login_required
+@require_POST
+def budget_lab_run(request, class_id: int):
+    """Keep the proposal and replay it in a worker, with the harness's checks; its page shows the progress."""
+    if (away := _admins_only(request)) is not None:
+        return away
+    tclass = get_object_or_404(TicketClass, pk=class_id)
+    values = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
+    form = ProposalForm({**initial_values(tclass), **values})
+    if not form.is_valid():
+        if request.htmx:  # the lab's own page shows the same form's errors, with the admin's values
+            return _hx_redirect(f"{reverse('desk-budget-lab', args=[tclass.pk])}?{urlencode(values)}")
+        return _page(request, tclass, form, None, 400)
+    data = form.cleaned_data
+    proposal = BudgetProposal.objects.create(
+        ticket_class=tclass,
+        created_by=request.user,
+        token_budget=data["budget"],
+        trigger_fraction=data["trigger"],
+        recent_turns_kept=data["kept"],
+        ledger_share=data["ledger"],
+        tickets=data["tickets"] or DEFAULT_TICKETS,
+        price_as=data["price_as"] or initial_values(tclass)["price_as"],
+    )
+    _enqueue(proposal.pk)
+    url = reverse("desk-budget-proposal", args=[tclass.pk, proposal.pk])
+    return _hx_redirect(url) if request.htmx else redirect(url)
+
+
+def _hx_redirect(url: str) -> HttpResponse:
+    response = HttpResponse()
+    response["HX-Redirect"] = url
+    return response
+
+
+def _proposal(request, class_id: int, proposal_id: int) -> BudgetProposal:
+    return get_object_or_404(
+        BudgetProposal.objects.select_related("ticket_class", "created_by"), pk=proposal_id, ticket_class_id=class_id
+    )
+
+
+@login_required
+@require_GET
+def budget_proposal(request, class_id: int, proposal_id: int):
+    """A kept proposal: its progress while it runs (the page asks again each second), then its figures."""
+    if (away := _admins_only(request)) is not None:
+        return away
+    proposal = _proposal(request, class_id, proposal_id)
+    running = proposal.status in (BudgetProposal.Status.QUEUED, BudgetProposal.Status.RUNNING)
+    lab = proposal.figures if proposal.status == BudgetProposal.Status.DONE else None
+    context = {
+        "proposal": proposal,
+        "tclass": proposal.ticket_class,
+        "running": running,
+        "lab": lab,
+        "charts": _charts(lab) if lab else None,
+        "current": class_budget(proposal.ticket_class),
+        "applied": proposal.applied_as.select_related("changed_by").first(),
+    }
+    if request.htmx and running:
+        return render(request, "desk/_lab_progress.html", context)
+    if request.htmx:  # finished since the last ask: the whole page once more
+        response = render(request, "desk/_lab_progress.html", context)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "desk/budget_proposal.html", context)
+
+
+@login_required
+@require_POST
+def budget_proposal_apply(request, class_id: int, proposal_id: int):
+    """Write the proposal's settings to the class through the audited service; the class's open tickets see it live."""
+    if (away := _admins_only(request)) is not None:
+        return away
+    proposal = _proposal(request, class_id, proposal_id)
+    try:
+        change = proposal_apply(
+            proposal=proposal, by=request.user, accept_tight=request.POST.get("accept_tight_budget") == "on"
+        )
+    except ApplyRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Applied." if change else "The class already has these settings: nothing changed.")
+    return redirect(reverse("desk-budget-proposal", args=[class_id, proposal_id]))

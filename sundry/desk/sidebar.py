@@ -1,0 +1,186 @@
+"""What the ticket head and the customer sidebar on the desk show (reads only)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+
+from sundry.agent.guards import heldreason
+from sundry.agent.models import HeldAction
+from sundry.context.models import ActionTaken, PinnedRule, StateValue
+from sundry.core import money
+from sundry.core.money import format_money
+from sundry.desk import canned
+from sundry.desk.selectors import FLAG_PREFIX, pretty, ticket_timer
+from sundry.shop import selectors as shop
+from sundry.shop.models import Order
+from sundry.tickets import satisfaction
+from sundry.tickets.attention import FOLLOW_UP_PREFIX, reasons
+from sundry.tickets.models import CannedReply, Ticket, Turn
+from sundry.tooling.tools import REGISTRY
+
+
+def head_context(ticket) -> dict:
+    return {
+        # Each reason on its own line with its own button: handling one never clears another.
+        "attention_reasons": [
+            {"text": r, "handled": r.startswith((FLAG_PREFIX, FOLLOW_UP_PREFIX))} for r in reasons(ticket.attention)
+        ],
+        "colleagues": list(
+            get_user_model()
+            .objects.filter(is_staff=True, is_active=True)
+            .order_by("username")
+            .only("pk", "username", "first_name")
+        ),
+        "tag_names": list(ticket.tags.values_list("name", flat=True)),
+        "timer": ticket_timer(ticket),
+        **_rating(ticket),
+        "statuses": Ticket.Status.choices,
+        "priorities": Ticket.Priority.choices,
+    }
+
+
+def _rating(ticket) -> dict:
+    rating = satisfaction.rating_of(ticket)
+    return {"rating": rating, "rating_label": satisfaction.SCORES.get(rating.score, "") if rating else ""}
+
+
+def customer_context(ticket) -> dict:
+    """The customer behind the ticket: contact details, recent orders, other tickets, rules that carry over."""
+    customer = ticket.customer
+    orders = Order.objects.filter(customer=customer).order_by("-placed_at")[:5]
+    return {
+        "customer": customer,
+        "orders": [
+            {
+                "number": o.number,
+                "placed_at": o.placed_at,
+                "status": o.get_status_display(),
+                "total": format_money(o.total_cents, o.currency),
+            }
+            for o in orders
+        ],
+        "order_count": Order.objects.filter(customer=customer).count(),
+        "past_tickets": list(
+            Ticket.objects.filter(customer=customer)
+            .exclude(pk=ticket.pk)
+            .order_by("-updated_at")
+            .only("pk", "subject", "status", "updated_at")[:5]
+        ),
+        "carried_rules": list(
+            PinnedRule.objects.filter(
+                ticket__customer=customer, scope=PinnedRule.Scope.CUSTOMER, status=PinnedRule.Status.ACTIVE
+            )
+            .exclude(ticket=ticket)
+            .values_list("text", flat=True)
+            .distinct()[:10]
+        ),
+    }
+
+
+def canned_replies(ticket, user) -> list[dict]:
+    """The canned replies offered on this ticket, placeholders filled from the ticket and the person
+    (sundry.desk.canned: one without a value is left as a note to fill in, never dropped)."""
+    from django.db.models import Q
+
+    order = (
+        StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
+        .values_list("value", flat=True)
+        .first()
+        or ""
+    )
+    name = ticket.customer.name or ""
+    values = dict(
+        customer_name=name,
+        customer_first_name=name.split(" ")[0] if name else "",
+        order_number=order,
+        ticket_number=str(ticket.pk),
+        my_first_name=user.first_name or user.get_username(),
+    )
+    return [
+        {"title": reply.title, "text": canned.fill(reply.body, values)}
+        for reply in CannedReply.objects.filter(Q(ticket_class__isnull=True) | Q(ticket_class=ticket.ticket_class))
+    ]
+
+
+def approval_cards(ticket, held_actions) -> list[dict]:
+    """What a person needs to decide a held call: the order (items, paid, already refunded), the
+    customer's own words that led to it, equal actions pending or done, and whether it is reversible."""
+    cards = []
+    for h in held_actions:
+        args = h.arguments or {}
+        number = str(args.get("order_number") or "")
+        order = shop.order_by_number(number) if number else None
+        facts = None
+        if order is not None:
+            cur = order.currency
+            facts = {
+                "number": order.number,
+                "status": order.get_status_display(),
+                "items": [
+                    {
+                        "product": i.product.name,
+                        "quantity": i.quantity,
+                        "price": money.format_money(i.unit_price_cents * i.quantity, cur),
+                    }
+                    for i in order.items.all()
+                ],
+                "paid": money.format_money(shop.captured_cents(order), cur),
+                "refunded": money.format_money(shop.refunded_cents(order), cur),
+                "refundable": money.format_money(shop.refundable_cents(order), cur),
+            }
+        amount = None
+        if args.get("amount") not in (None, "") and args.get("currency"):
+            try:
+                amount = money.format_money(
+                    money.parse_major(str(args["amount"]), str(args["currency"])), str(args["currency"])
+                )
+            except money.MoneyError:
+                amount = f"{args['amount']} {args['currency']}"
+        words = (
+            Turn.objects.filter(ticket=ticket, author=Turn.Author.CUSTOMER, kind=Turn.Kind.MESSAGE, number__lte=h.turn)
+            .order_by("-number")
+            .values_list("text", flat=True)
+            .first()
+        )
+        same = [
+            {"what": f"{o.tool} {o.get_status_display().lower()}", "turn": o.turn}
+            for o in HeldAction.objects.filter(ticket=ticket, tool=h.tool)
+            .exclude(pk=h.pk)
+            .exclude(status=HeldAction.Status.REJECTED)
+            if (o.arguments or {}).get("order_number") == number
+        ]
+        same += (
+            [
+                {"what": f"{a.tool} done", "turn": a.turn}
+                for a in ActionTaken.objects.filter(ticket=ticket, tool=h.tool, target=number)
+            ]
+            if number
+            else []
+        )
+        tool = REGISTRY.get(h.tool)
+        moves_money = h.tool in ("issue_refund", "cancel_order")
+        cards.append(
+            {
+                "h": h,
+                "args": pretty(h.arguments),
+                "order": facts,
+                "amount": amount,
+                "words": words,
+                "reason": heldreason.for_people(h.reason),
+                "same": same,
+                "confirm": moves_money or (tool is not None and not tool.reversible),
+                "title": _card_title(h.tool, amount, number),
+                "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False),
+            }
+        )
+    return cards
+
+
+def _card_title(tool: str, amount: str | None, number: str, lead: bool = True) -> str:
+    if tool == "issue_refund":
+        text = f"refund {amount or 'an amount'} on {number or 'an order'}"
+    elif tool == "cancel_order":
+        text = f"cancel order {number}"
+    else:
+        text = tool.replace("_", " ") + (f" on {number}" if number else "")
+    return text[:1].upper() + text[1:] if lead else text
