@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from sundry.evals.labrun import lab_figures
 from sundry.tickets.budgetlab import DEFAULT_TICKETS, MAX_TICKETS
 from sundry.tickets.budgetreplay import Budget
-from sundry.tickets.lab_views import ProposalForm, initial_values
-from sundry.tickets.labrun import lab_figures
+from sundry.tickets.labform import ProposalForm, initial_values
 from sundry.tickets.labtext import lab_text
 from sundry.tickets.models import TicketClass
 
