@@ -15,10 +15,18 @@ CURRENT, PROPOSED, RECORDED = "#1b5e9e", "#b5472a", "#6b6b6b"
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 230, 58, 16, 14, 36
 
 
-def chart_svg(key: str, title: str, desc: str, body: str, height: int = H) -> SafeString:
+def chart_svg(key: str, title: str, desc: str, body: str, height: int = H, *, links: bool = False) -> SafeString:
+    """An image named by its title and described by its desc; with `links`, a group instead (an image's
+    content is hidden from assistive technology, so links inside one could not be reached)."""
+    k = escape(key)
+    named = (
+        f'role="group" aria-labelledby="chart-{k}-title" aria-describedby="chart-{k}-desc"'
+        if links
+        else f'role="img" aria-labelledby="chart-{k}-title chart-{k}-desc"'
+    )
     return mark_safe(
-        f'<svg class="lab-chart" id="chart-{escape(key)}" role="img" viewBox="0 0 {W} {height}" width="100%" '
-        f'aria-labelledby="chart-{escape(key)}-title chart-{escape(key)}-desc" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg class="lab-chart" id="chart-{k}" {named} viewBox="0 0 {W} {height}" width="100%" '
+        f'xmlns="http://www.w3.org/2000/svg">'
         f'<title id="chart-{escape(key)}-title">{escape(title)}</title>'
         f'<desc id="chart-{escape(key)}-desc">{escape(desc)}</desc>{body}</svg>'
     )

@@ -55,7 +55,7 @@ def shown(figure: str):
         return lambda v: f"{round(v):,} ms"
     if figure == "tokens":
         return lambda v: f"{round(v):,}"
-    return lambda v: f"{v:,}"
+    return lambda v: f"{round(v):,}"
 
 
 def _week_url(tclass: TicketClass, monday: date, figure: str, kind: str | None = None) -> str:
@@ -118,10 +118,14 @@ def class_trends(request, class_id: int):
     )
 
 
-def _cell(tclass: TicketClass, week: trends.Week, figure: str, kind: str | None = None) -> tuple[str | None, str]:
-    """(the figure as it reads or None for a gap, its drill-down URL)."""
+def _cell(tclass: TicketClass, week: trends.Week, figure: str, kind: str | None = None) -> tuple[str, str, bool]:
+    """(the figure as it reads, or why the week has none; its drill-down URL; whether it has one)."""
     value = week.value(figure, kind)
-    return (None if value is None else shown(figure)(value)), _week_url(tclass, week.start, figure, kind)
+    if value is not None:
+        return shown(figure)(value), _week_url(tclass, week.start, figure, kind), True
+    if week.empty:
+        return "no activity", "", False
+    return ("no input sent to a provider" if figure == "cache" else "no model steps"), "", False
 
 
 def _monday(week: str) -> date | str:
@@ -170,6 +174,7 @@ def trend_week(request, class_id: int, week: str, figure: str):
             "start": start,
             "end": end,
             "week": summary,
+            "total_cost": summary.step_cost + summary.compaction_cost,
             "value": None if value is None else shown(figure)(value),
             "page": page,
             "count": len(rows),

@@ -262,7 +262,12 @@ def test_each_weeks_drill_down_lists_exactly_what_the_figure_counts_and_no_other
         for kind in want["kinds"]:
             page = admin.get(f"/desk/figures/trends/{a.pk}/{monday.isoformat()}/rejections/", {"kind": kind})
             assert _listed(page.content.decode(), "rejections") == want["who"][f"rejections:{kind}"]
-        # The per-ticket rows add up to the week's figure.
+        # The per-ticket rows add up to the week's figure, on the page and in the rows it reads.
+        cost_page = admin.get(f"/desk/figures/trends/{a.pk}/{monday.isoformat()}/cost/").content.decode()
+        if want.get("cost") is not None:
+            cells = re.findall(r'<tr data-ticket="\d+">.*?\$([\d.]+)</td></tr>', cost_page, re.S)
+            total = re.search(r'<tr id="trend-total">.*\$([\d.]+)</td></tr>', cost_page, re.S).group(1)
+            assert sum(Decimal(c) for c in cells) == Decimal(total) == want["cost"]
         rows = trends.week_tickets(a, "tokens", monday)
         if rows:
             assert sum(r.request_tokens for r in rows) / sum(r.steps for r in rows) == want["tokens"]
@@ -282,7 +287,7 @@ def test_the_page_draws_each_figure_with_gaps_marks_and_a_table_and_links_each_p
     page = admin_client().get(f"/desk/figures/trends/{a.pk}/", {"weeks": WEEKS})
     assert page.status_code == 200
     html = page.content.decode()
-    assert html.count('role="img"') == len(trends.FIGURES)
+    assert html.count('<svg class="lab-chart"') == html.count('role="group"') == len(trends.FIGURES)
     for figure in trends.FIGURES:
         assert f'<title id="chart-trend-{figure}-title">' in html and f'id="chart-trend-{figure}-desc"' in html
     empty = history["empty"].isoformat()
@@ -290,6 +295,13 @@ def test_the_page_draws_each_figure_with_gaps_marks_and_a_table_and_links_each_p
     assert f'data-week="{empty}">' not in re.sub(r'<tr data-week="[^"]+"', "", html)  # no point in a gap
     row = re.search(rf'<tr data-week="{empty}">.*?</tr>', html, re.S).group(0)
     assert row.count("no activity") == len(trends.FIGURES) and "<a " not in row
+    # A week whose steps all ran offline has steps but no cached share: said so, not "no activity".
+    offline = [w.start for w in trends.class_trends(a, WEEKS)["weeks"] if w.steps and w.value("cache") is None]
+    assert offline  # the seeded history has one
+    for monday in offline:
+        row = re.search(rf'<tr data-week="{monday.isoformat()}">.*?</tr>', html, re.S).group(0)
+        cell = re.search(r'<td data-figure="cache">(.*?)</td>', row).group(1)
+        assert "no input sent to a provider" in cell and "<a " not in cell
     assert html.count(f'class="change-mark" data-week="{marked.isoformat()}"') == len(trends.FIGURES)
     assert "token_budget 8000 → 6000" in html and "8000 → 12000" not in html  # only this class's changes
     busy = history["mondays"][-1].isoformat()
