@@ -1,60 +1,74 @@
-"""Which of Sundry's files one agent run visits: a customer asks about an order, the offline
-model looks it up and replies. Counts distinct files under sundry/, and the moves between
-files (a call into another file, or a return to one) while the run works."""
-import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sundry.settings")
-import django
-django.setup()
+"""`python -m bench.visits`: which of Sundry's files one agent run visits.
+
+A customer asks where an order is; the offline model looks it up and replies (three steps, in a
+throwaway database). Counts the distinct files under sundry/ the run enters, by folder, and the
+moves between files (a call into another file or a return to one): a figure for how far one
+run's path wanders through the code (docs/architecture.md).
+"""
+
+import os
+import sys
 from pathlib import Path
-import sundry
-from sundry.evals.sources import throwaway_database
 
-ROOT = str(Path(sundry.__file__).parent) + "/"
 
-def main():
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sundry.settings")
+    import django
+
+    django.setup()
+    import sundry
+    from sundry.agent.loop import agent_run
+    from sundry.agent.services import customer_message_post
+    from sundry.desk.demo import ensure_classes
+    from sundry.desk.lifecycle import ticket_create
+    from sundry.evals.sources import throwaway_database
+    from sundry.shop.models import Order
+    from sundry.shop.seed import generate_shop
+
+    root = str(Path(sundry.__file__).parent) + "/"
     with throwaway_database():
-        from sundry.shop.seed import generate_shop
-        from sundry.shop.models import Order
-        try:
-            from sundry.desk.demo import ensure_classes
-        except ImportError:
-            from sundry.tickets.demo import ensure_classes
-        try:
-            from sundry.desk.lifecycle import ticket_create
-        except ImportError:
-            from sundry.tickets.services import ticket_create
-        from sundry.agent.services import customer_message_post
-        from sundry.agent.loop import agent_run
         generate_shop(seed=1, customers=5, orders=40)
         classes = ensure_classes()
-        order = Order.objects.select_related("customer").filter(status="delivered").order_by("number").first()
-        ticket = ticket_create(customer=order.customer, ticket_class=classes["standard"], subject="Where is it")
-        customer_message_post(ticket=ticket, text=f"Hi, where is my order {order.number}? It has not come.", wake=False)
-        agent_run(ticket.pk)  # warm: imports, caches
-        other = Order.objects.select_related("customer").filter(status="delivered").order_by("number")[1]
-        ticket = ticket_create(customer=other.customer, ticket_class=classes["standard"], subject="Where is it")
-        customer_message_post(ticket=ticket, text=f"Hi, where is my order {other.number}? It has not come.", wake=False)
-        files, moves, last = set(), 0, [None]
-        def prof(frame, event, arg):
+        orders = list(Order.objects.select_related("customer").filter(status="delivered").order_by("number")[:2])
+
+        def ticket_asking(order):
+            ticket = ticket_create(customer=order.customer, ticket_class=classes["standard"], subject="Where is it")
+            customer_message_post(
+                ticket=ticket, text=f"Hi, where is my order {order.number}? It has not come.", wake=False
+            )
+            return ticket
+
+        agent_run(ticket_asking(orders[0]).pk)  # warm: imports and caches are not the run's path
+        ticket = ticket_asking(orders[1])
+        files: set[str] = set()
+        moves = [0]
+        last = [""]
+
+        def profile(frame, event, arg):
             if event not in ("call", "return"):
                 return
-            f = frame.f_code.co_filename
-            if not f.startswith(ROOT) or "/migrations/" in f:
+            name = frame.f_code.co_filename
+            if not name.startswith(root) or "/migrations/" in name:
                 return
-            rel = f[len(ROOT):]
+            rel = name[len(root) :]
             files.add(rel)
-            if last[0] is not None and last[0] != rel:
-                nonlocal_moves[0] += 1
+            if last[0] and last[0] != rel:
+                moves[0] += 1
             last[0] = rel
-        nonlocal_moves = [0]
-        sys.setprofile(prof)
-        steps = agent_run(ticket.pk)
-        sys.setprofile(None)
-        print(f"steps {steps}; files visited {len(files)}; moves between files {nonlocal_moves[0]}")
-        by_dir = {}
-        for f in files:
-            by_dir.setdefault(f.rsplit("/", 1)[0] if "/" in f else ".", []).append(f.rsplit("/", 1)[-1])
-        for d, fs in sorted(by_dir.items()):
-            print(f"  {d}: {len(fs)}  {' '.join(sorted(fs))}")
 
-main()
+        sys.setprofile(profile)
+        try:
+            steps = agent_run(ticket.pk)
+        finally:
+            sys.setprofile(None)
+    print(f"steps {steps}; files visited {len(files)}; moves between files {moves[0]}")
+    by_folder: dict[str, list[str]] = {}
+    for rel in files:
+        folder, _, base = rel.rpartition("/")
+        by_folder.setdefault(folder or ".", []).append(base)
+    for folder, names in sorted(by_folder.items()):
+        print(f"  {folder}: {len(names)}  {' '.join(sorted(names))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django import forms
+from celery import current_app
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -12,63 +12,26 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from sundry.agent.provider.gateway import validate_model_name
 from sundry.core.background import enqueue_on_commit
 from sundry.core.people import is_admin
 from sundry.desk import labcharts
-from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS, class_budget, lab_json, run_lab
+from sundry.desk.budgetlab import DEFAULT_TICKETS, class_budget, lab_json, run_lab
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.classchanges import ApplyRefused, proposal_apply
+from sundry.desk.labform import ProposalForm, initial_values
 from sundry.shop.people import customer_of
 from sundry.tickets.models import BudgetProposal, TicketClass, TicketClassChange
-from sundry.tickets.tasks import budget_lab_task
 
 # Proposals listed on a class's lab page, newest first.
 LISTED = 20
 
-# An offline class costs nothing: its figures are priced as this model unless the admin names another.
-PRICE_AS_OFFLINE = "openai:gpt-4.1-mini"
-
-
-class ProposalForm(forms.Form):
-    # The bounds are the class model's own, so a proposal is one the admin could save.
-    budget = forms.IntegerField(min_value=1000, max_value=2_000_000, label="Token budget")
-    trigger = forms.FloatField(min_value=0.3, max_value=0.95, label="Trigger fraction")
-    kept = forms.IntegerField(min_value=2, max_value=200, label="Recent turns kept")
-    ledger = forms.FloatField(min_value=0.01, max_value=0.5, label="Ledger share")
-    tickets = forms.IntegerField(
-        min_value=1,
-        max_value=MAX_TICKETS,
-        required=False,
-        label="Tickets to replay",
-        help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.",
-    )
-    price_as = forms.CharField(max_length=120, required=False, label="Price as model")
-
-    def clean_price_as(self):
-        name = (self.cleaned_data.get("price_as") or "").strip()
-        if name:
-            try:
-                validate_model_name(name)
-            except ValueError as exc:
-                raise forms.ValidationError(str(exc)) from exc
-        return name
-
-
-def initial_values(tclass: TicketClass) -> dict:
-    """The form as the class stands: its settings, the default window, the model its cost is priced as."""
-    return {
-        "budget": tclass.token_budget,
-        "trigger": tclass.trigger_fraction,
-        "kept": tclass.recent_turns_kept,
-        "ledger": tclass.ledger_share,
-        "tickets": DEFAULT_TICKETS,
-        "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model,
-    }
+# The run is the harness's (`sundry.evals.labrun`, which scores with its checks): the desk queues it by
+# the task's registered name, so the pages never import the layer above them.
+LAB_TASK = "sundry.tickets.budget_lab"
 
 
 def _enqueue(proposal_id: int) -> None:
-    enqueue_on_commit(budget_lab_task, proposal_id)
+    enqueue_on_commit(current_app.tasks[LAB_TASK], proposal_id)
 
 
 def _admins_only(request):

@@ -15,16 +15,24 @@ CURRENT, PROPOSED, RECORDED = "#1b5e9e", "#b5472a", "#6b6b6b"
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 230, 58, 16, 14, 36
 
 
-def _svg(key: str, title: str, desc: str, body: str, height: int = H) -> SafeString:
+def chart_svg(key: str, title: str, desc: str, body: str, height: int = H, *, links: bool = False) -> SafeString:
+    """An image named by its title and described by its desc; with `links`, a group instead (an image's
+    content is hidden from assistive technology, so links inside one could not be reached)."""
+    k = escape(key)
+    named = (
+        f'role="group" aria-labelledby="chart-{k}-title" aria-describedby="chart-{k}-desc"'
+        if links
+        else f'role="img" aria-labelledby="chart-{k}-title chart-{k}-desc"'
+    )
     return mark_safe(
-        f'<svg class="lab-chart" id="chart-{escape(key)}" role="img" viewBox="0 0 {W} {height}" width="100%" '
-        f'aria-labelledby="chart-{escape(key)}-title chart-{escape(key)}-desc" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg class="lab-chart" id="chart-{k}" {named} viewBox="0 0 {W} {height}" width="100%" '
+        f'xmlns="http://www.w3.org/2000/svg">'
         f'<title id="chart-{escape(key)}-title">{escape(title)}</title>'
         f'<desc id="chart-{escape(key)}-desc">{escape(desc)}</desc>{body}</svg>'
     )
 
 
-def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 11, fill: str = "#222") -> str:
+def chart_text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 11, fill: str = "#222") -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}">{escape(text)}</text>'
     )
@@ -65,7 +73,7 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
     body = [f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{W - RIGHT}" y2="{y(0):.1f}" stroke="#999"/>']
     for frac in (0.5, 1.0):  # two gridlines, labelled, so a reader can place a value
         v = int(top / 1.08 * frac)
-        body.append(_text(LEFT - 6, y(v) + 4, f"{v:,}", anchor="end", size=10, fill="#555"))
+        body.append(chart_text(LEFT - 6, y(v) + 4, f"{v:,}", anchor="end", size=10, fill="#555"))
         body.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{W - RIGHT}" y2="{y(v):.1f}" stroke="#e4e4e4"/>')
     for trigger, colour, dash, label in (
         (current_trigger, CURRENT, "2 3", "current trigger"),
@@ -75,16 +83,18 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
             f'<line x1="{LEFT}" y1="{y(trigger):.1f}" x2="{W - RIGHT}" y2="{y(trigger):.1f}" '
             f'stroke="{colour}" stroke-dasharray="{dash}" stroke-width="1"/>'
         )
-        body.append(_text(W - RIGHT - 2, y(trigger) - 3, f"{label} {trigger:,}", anchor="end", size=10, fill=colour))
+        body.append(
+            chart_text(W - RIGHT - 2, y(trigger) - 3, f"{label} {trigger:,}", anchor="end", size=10, fill=colour)
+        )
     for values, colour, dash in ((cur, CURRENT, ""), (prop, PROPOSED, ' stroke-dasharray="6 3"')):
         pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
         body.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
     body.append(_marks(steps, sample["current_compactions"], cur, x, y, "triangle", CURRENT))
     body.append(_marks(steps, sample["proposed_compactions"], prop, x, y, "diamond", PROPOSED))
-    body.append(_text(LEFT, H - 18, f"step {steps[0]}" if steps else "", size=10, fill="#555"))
-    body.append(_text(W - RIGHT, H - 18, f"step {steps[-1]}" if steps else "", anchor="end", size=10, fill="#555"))
-    body.append(_text(LEFT, H - 4, "— current (solid, ▲ compaction)", size=10, fill=CURRENT))
-    body.append(_text(LEFT + 230, H - 4, "– – proposed (dashed, ◆ compaction)", size=10, fill=PROPOSED))
+    body.append(chart_text(LEFT, H - 18, f"step {steps[0]}" if steps else "", size=10, fill="#555"))
+    body.append(chart_text(W - RIGHT, H - 18, f"step {steps[-1]}" if steps else "", anchor="end", size=10, fill="#555"))
+    body.append(chart_text(LEFT, H - 4, "— current (solid, ▲ compaction)", size=10, fill=CURRENT))
+    body.append(chart_text(LEFT + 230, H - 4, "– – proposed (dashed, ◆ compaction)", size=10, fill=PROPOSED))
 
     def said(name, values, after, trigger):
         over = sum(1 for v in values if v > trigger)
@@ -100,7 +110,7 @@ def tokens_chart(sample: dict, *, current_trigger: int, proposed_trigger: int) -
         + said("Proposed", prop, sample["proposed_compactions"], proposed_trigger)
         + "."
     )
-    return _svg(
+    return chart_svg(
         f"tokens-{sample['ticket']}",
         f"Ticket #{sample['ticket']}: tokens per request, current vs proposed",
         desc,
@@ -117,11 +127,11 @@ def _bars(
     body = []
     for i, (label, value, shown, colour) in enumerate(rows):
         y0 = TOP + i * row_h
-        body.append(_text(label_w - 8, y0 + 16, label, anchor="end"))
+        body.append(chart_text(label_w - 8, y0 + 16, label, anchor="end"))
         width = 0 if value is None or unit_max <= 0 else (W - label_w - 120) * value / unit_max
         body.append(f'<rect x="{label_w}" y="{y0 + 4}" width="{width:.1f}" height="16" fill="{colour}"/>')
-        body.append(_text(label_w + width + 6, y0 + 16, shown))
-    return _svg(key, title, desc, "".join(body), height)
+        body.append(chart_text(label_w + width + 6, y0 + 16, shown))
+    return chart_svg(key, title, desc, "".join(body), height)
 
 
 def cost_chart(lab: dict) -> SafeString:
@@ -176,7 +186,7 @@ def trend_chart(
     labels = [d for d, _ in days]
     body = [
         f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{W - RIGHT}" y2="{y(0):.1f}" stroke="#999"/>',
-        _text(LEFT - 6, y(top / 1.1) + 4, f"{int(top / 1.1):,}", anchor="end", size=10, fill="#555"),
+        chart_text(LEFT - 6, y(top / 1.1) + 4, f"{int(top / 1.1):,}", anchor="end", size=10, fill="#555"),
     ]
     run: list[str] = []
     for i, (d, v) in enumerate(days + [("", None)]):
@@ -191,8 +201,8 @@ def trend_chart(
             f"{escape(unit)}</title></circle>"
         )
     if labels:
-        body.append(_text(LEFT, H - 18, labels[0], size=10, fill="#555"))
-        body.append(_text(W - RIGHT, H - 18, labels[-1], anchor="end", size=10, fill="#555"))
+        body.append(chart_text(LEFT, H - 18, labels[0], size=10, fill="#555"))
+        body.append(chart_text(W - RIGHT, H - 18, labels[-1], anchor="end", size=10, fill="#555"))
     for day, label in marks:
         i = labels.index(day) if day in labels else len(labels) - 1
         body.append(
@@ -200,7 +210,7 @@ def trend_chart(
             f'y2="{y(0):.1f}" stroke="{PROPOSED}" stroke-dasharray="4 3" stroke-width="2"><title>'
             f"{escape(day)}: {escape(label)}</title></line>"
         )
-        body.append(_text(min(x(i) + 4, W - 200), TOP + 10, label, size=10, fill=PROPOSED))
+        body.append(chart_text(min(x(i) + 4, W - 200), TOP + 10, label, size=10, fill=PROPOSED))
     shown = [(d, v) for d, v in days if v is not None]
     desc = (
         f"{unit.capitalize()}, mean per day: "
@@ -212,4 +222,4 @@ def trend_chart(
             else "No settings change in this period."
         )
     )
-    return _svg(key, title, desc, "".join(body))
+    return chart_svg(key, title, desc, "".join(body))

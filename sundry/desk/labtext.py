@@ -1,5 +1,5 @@
 """The budget lab's comparison as plain text, for `manage.py budget_lab`: the same figures the page shows,
-read from the same result (`labrun.lab_figures`)."""
+read from the same result (`evals.labrun.lab_figures`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sundry.desk import admin_views, lab_views, views
+from sundry.desk import admin_views, lab_views, trend_views, views
 
 urlpatterns = [
     path("", views.queue, name="desk-queue"),
@@ -17,6 +17,8 @@ urlpatterns = [
         lab_views.budget_proposal_apply,
         name="desk-budget-proposal-apply",
     ),
+    path("figures/trends/<int:class_id>/", trend_views.class_trends, name="desk-trends"),
+    path("figures/trends/<int:class_id>/<str:week>/<str:figure>/", trend_views.trend_week, name="desk-trend-week"),
     path("search/", views.search, name="desk-search"),
     path("tickets/<int:ticket_id>/update", views.ticket_update, name="desk-ticket-update"),
     path("tickets/<int:ticket_id>/", views.ticket_detail, name="desk-ticket"),

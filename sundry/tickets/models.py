@@ -281,7 +281,7 @@ class Rating(models.Model):
 
 
 class BudgetProposal(models.Model):
-    """A budget an admin tried in the budget lab, and what it would have done (sundry.tickets.labrun).
+    """A budget an admin tried in the budget lab, and what it would have done (sundry.evals.labrun).
 
     Kept so proposals can be listed side by side and one applied; `figures` is the run's whole
     result as plain JSON (the comparison, the fidelity checks, the charts' series)."""

@@ -7,6 +7,7 @@ checks on what the agent still knows are the harness's own, each with a control 
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 
 import pytest
@@ -22,9 +23,9 @@ from sundry.desk import lab_views
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.demo import ensure_classes
 from sundry.desk.lifecycle import ticket_create
-from sundry.tickets.labrun import lab_figures, proposal_run
+from sundry.evals.labrun import lab_figures, proposal_run
+from sundry.evals.tasks import budget_lab_task
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange
-from sundry.tickets.tasks import budget_lab_task
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, paid_order
 from tests.live.test_live_coherence import _cookie, _open, _until, desk
@@ -109,6 +110,24 @@ def test_a_kept_proposal_runs_in_a_real_worker_with_progress_and_the_harness_che
     assert starved["checks"] == 4 and starved["rate"] == 50  # the lookups' IDs were typed; the cancellations' were not
     listed = admin.get(f"/desk/figures/lab/{standard.pk}/").content.decode()
     assert f'data-proposal="{proposal.pk}"' in listed and "100.0% → 100.0%" in listed
+
+
+def test_the_desks_lab_page_finds_the_harness_run_by_name_in_a_fresh_process():
+    """The page never imports the run (tests/test_layers.py); a process that only loads Django — the web
+    process — still has the task registered under the name the page queues, as the harness's own."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import django; django.setup()\n"
+        "from celery import current_app\n"
+        "from sundry.desk.lab_views import LAB_TASK\n"
+        "print(current_app.tasks[LAB_TASK].__module__)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "sundry.settings"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "sundry.evals.tasks"
 
 
 @pytest.fixture

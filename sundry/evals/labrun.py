@@ -5,8 +5,10 @@ the agent still knows is the safety harness's question, so its own checks answer
 implementation: `evals.harness.run_ticket` on the tickets exported as the harness reads them),
 at the class's current settings and at the proposal: IDs used later still accepted by the ID
 guard after compaction and ledger eviction, side effects still in the request, stated
-constraints still verbatim. Runs in a Celery worker (`tickets.tasks`), telling the proposal
-row how far it has got after each ticket so the page can show progress.
+constraints still verbatim. Runs in a Celery worker (`evals.tasks`, queued by name from the desk's
+lab page), telling the proposal row how far it has got after each ticket so the page can show progress.
+It sits with the harness because it runs the harness: this layer calls down into the desk's replay,
+never the other way.
 """
 
 from __future__ import annotations

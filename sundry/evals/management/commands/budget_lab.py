@@ -2,9 +2,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS
 from sundry.desk.budgetreplay import Budget
-from sundry.desk.lab_views import ProposalForm, initial_values
+from sundry.desk.labform import ProposalForm, initial_values
 from sundry.desk.labtext import lab_text
-from sundry.tickets.labrun import lab_figures
+from sundry.evals.labrun import lab_figures
 from sundry.tickets.models import TicketClass
 
 
