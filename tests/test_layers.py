@@ -167,3 +167,22 @@ def test_the_benchmarks_are_a_development_package_the_product_does_not_ship():
     assert "sundry.evals" in shipped and (ROOT.parent / "bench" / "__init__.py").exists()
     assert not [p for p in shipped if p == "bench" or p.startswith("bench.")], shipped
     assert not [m for m in MODULES if m.startswith("sundry.") and "bench" in m.rsplit(".", 1)[-1]]
+
+
+def test_folders_are_the_layers():
+    """Each layer is a folder, and no two folders import each other, however indirectly: the
+    package graph has no cycle (bench/rooms.py counts it for docs/architecture.md)."""
+    from bench import rooms
+
+    folders = {p for p in MODULES if (ROOT.parent / p.replace(".", "/") / "__init__.py").exists()}
+    assert [p for _, prefixes in LAYERS for p in prefixes if p not in folders] == []
+    names, edges = rooms.arrows(ROOT)
+    assert rooms.knots(names, edges) == []
+
+
+def test_the_room_count_finds_a_knot_and_its_fewest_arrows_back_up():
+    from bench import rooms
+
+    edges = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1, ("a", "c"): 1, ("d", "a"): 1}
+    (knot,) = rooms.knots(["a", "b", "c", "d"], edges)
+    assert knot == ["a", "b", "c"] and rooms.fewest_back_up(knot, edges) == 1
