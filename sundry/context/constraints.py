@@ -14,8 +14,9 @@ method is a small grammar, not a list of cases: a sentence is flagged when one o
 both a *stance* (the speaker or their request: I/we wanting, please, can you, an imperative, a
 verbless "no X"/"just X"/"X only", a "should stay") and a *limit* (a negation of a wish or an
 action, only/except/instead of/rather/prefer/keep/without/unless, "just" before what it narrows,
-"stay the same", a standing "for any", "that's all I want changed", a time window, a ceiling, a
-floor). A condition that is not a courtesy ("if there are colours, I'd like white"; not "if
+"stay the same"/"stay as it is", "has to", a standing "for any" or "always" before a handling
+verb, "that's all I want changed", not before an event ("until you", "hold off", "not yet"), one
+step at a time, a time window, a ceiling, a floor). A condition that is not a courtesy ("if there are colours, I'd like white"; not "if
 possible") or a bound anywhere in the sentence limits the wish it qualifies. Not limits: a negated
 past ("it never arrived"), negated knowing or having ("I don't remember my email"), temporal or
 emphatic "just" ("I just received it", "just cancel it"), inference ("I must have mixed it up"),
@@ -48,11 +49,11 @@ _IMPERATIVE = (
     r"something|anything|\w+ing)\b)|keep|"
     r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
     r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
-    r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade)"
+    r"go ahead|go|proceed|make|give|pay|swap|upgrade|downgrade|explain)"
 )
 _STANCE = re.compile(
-    rf"{_FIRST}|{_REQUEST}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
-    rf"(?:please\s+)?(?:just\s+)?{_IMPERATIVE}\b",
+    rf"{_FIRST}|{_REQUEST}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|\b(?:it|this|that|they|the \w+) (?:has to|have to|needs to|need to|must)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
+    rf"(?:please\s+)?(?:just\s+|always\s+)?{_IMPERATIVE}\b",
     re.I,
 )
 
@@ -75,11 +76,16 @@ _LIMIT = re.compile(
     r"|\bapart from\b|\banything but\b|\binstead of\b|\brather\b"
     # "keep" a thing (not "keep an eye out"); "the same" only kept or as a price ceiling
     r"|\bprefer\w*|\bkeep\b(?! (?:an? |any |in mind|track))|\bleave (?:it|them|that|this|the|my|everything)\b"
-    r"|\b(?:stay|stays|remain|remains|keep|be) the same\b|\bsame (?:price|cost|amount)\b|\bwithout\b|\bunless\b"
+    r"|\b(?:stay|stays|remain|remains|keep|be) the same\b|\b(?:stay|stays|remain|remains) as (?:it|they) (?:is|are)\b|\bsame (?:price|cost|amount)\b|\bwithout\b|\bunless\b"
     # a standing scope ("for any difference") and an outcome floor ("good isn't enough")
+    # timing: not before an event ("wait until the parcel is back", "before you cancel it"), not now
+    r"|\b(?:until|till|before|only once)\s+(?:i|i've|i'm|we|you|it|it's|they|the|my|he|she|that's|this)\b"
+    r"|\bhold off\b|\bnot (?:yet|now|right now)\b"
+    # a standing method or manner ("always use PayPal", "one step at a time")
+    rf"|\balways\s+{_HANDLING}\b|\bone (?:step|thing) at a time\b|\b(?:go|take it) slow(?:ly)?\b"
     r"|\bfor (?:any|every|all (?:future|my|of my|other))\b|\b(?:is not|isn't|not) enough\b|\bnot just\b"
     rf"|\b(?:that's|that is|this is) (?:all|everything)(?: that)? (?:i|we) (?:want|need)\w*(?: to)? {_HANDLING}\b"
-    r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
+    r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bhas to\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
     r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b"
     rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
     re.I,
@@ -176,7 +182,8 @@ def _verbless_directive(clause: str) -> bool:
         return False
     return 1 < len(words) <= 6 and bool(
         re.match(
-            r"(?i)^(?:and\s+|but\s+)?(?:no|not|nothing|only|just)\b(?!\s+(?:\w+ing|to)\b)|.*\bonly$", clause.strip()
+            r"(?i)^(?:and\s+|but\s+)?(?:no|not|nothing|only|just|without)\b(?!\s+(?:\w+ing|to)\b)|.*\bonly$",
+            clause.strip(),
         )
     )
 

@@ -43,6 +43,7 @@ TIMES = ("after 6pm", "before noon", "between 9 and 5", "on weekends", "after Fr
 PERSONS = ("my husband", "my assistant", "anyone but me", "my son")
 LIMITS = ("costs less than $100", "arrives before Friday", "keeps the total under $950", "keeps my seat")
 BARE_THINGS = ("insurance", "checked bags", "store credit", "replacements", "gift wrapping", "extended warranty")
+EVENTS = ("the parcel is back", "I've checked with my wife", "I confirm by email", "the old one arrives")
 OPTIONS = ("colour options", "other sizes", "two versions")
 CHOICES = ("white", "the larger one", "the metal band")
 BOUNDS = ("under $50", "$100 or less", "less than $20")
@@ -107,6 +108,26 @@ POSITIVE = (
     ("Please keep {obj}.", dict(obj=OBJECTS)),
     ("My {thing} should stay the same.", dict(thing=("delivery date", "plan", "seat", "address"))),
     ("Leave everything else as it is.", {}),
+    # timing: not now, not before an event
+    (
+        "Please hold off on {thing} until {event}.",
+        dict(thing=("the refund", "the replacement", "any changes"), event=EVENTS),
+    ),
+    ("Wait until {event} before you {action}.", dict(event=EVENTS, action=ACTIONS[:4])),
+    ("Don't {action} yet.", dict(action=ACTIONS)),
+    ("Only {action} once {event}.", dict(action=ACTIONS[:3], event=EVENTS)),
+    ("I want to think about it before you {action}.", dict(action=ACTIONS[:4])),
+    # requirement and manner
+    ("It has to {req}.", dict(req=("arrive before Friday", "be the same model", "go to my home address"))),
+    ("The {thing} should stay as it is.", dict(thing=("seat", "delivery slot", "plan"))),
+    ("Please go one step at a time.", {}),
+    ("Go slowly, please.", {}),
+    ("Please explain each step before I {verb}.", dict(verb=("change anything", "restart the phone", "reset it"))),
+    ("Without {thing}, please.", dict(thing=BARE_THINGS)),
+    # standing method
+    ("Always use {method} for this.", dict(method=METHODS)),
+    ("Please always {contact}, never by {channel}.", dict(contact=("call me", "text me"), channel=("email", "post"))),
+    ("I'd prefer {method} over {other}.", dict(method=METHODS, other=("store credit", "a voucher"))),
     # channel, time, place and person
     ("Please send it to {place}, not {other}.", dict(place=PLACES, other=OTHER_PLACES)),
     ("Don't ship anything to {other}.", dict(other=OTHER_PLACES)),
@@ -149,6 +170,11 @@ NEGATIVE = (
     ("Should I {verb} now, or not?", dict(verb=("restart it", "wait", "send it back"))),
     ("I'll keep an eye out for the {thing}.", dict(thing=("email", "parcel", "refund"))),
     ("That's all I needed, thanks.", {}),
+    ("Hold on, let me check the {thing}.", dict(thing=("box", "receipt", "app"))),
+    ("I'll wait for the {thing}.", dict(thing=("email", "courier", "refund"))),
+    ("I always forget my {thing}.", dict(thing=("password", "order number", "PIN"))),
+    ("The parcel arrived before {time}.", dict(time=("Friday", "noon", "the weekend"))),
+    ("I paid with {method}.", dict(method=METHODS)),
     # plain requests and questions, no limit
     (
         "Please {action}.",
