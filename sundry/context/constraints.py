@@ -9,12 +9,20 @@ leather strap", "only if it costs under $100") — and a sentence it flags is on
 in the compaction summary's constraints; it is enforced only if the enforce threshold flags it
 too. A wide net here costs a quoted sentence, never a blocked request.
 
-The method is a small grammar, not a list of cases: a sentence is flagged when one of its clauses
-has both a *stance* (the speaker or their request: I/we, please, can you, an imperative, a verbless
-"no X"/"X only") and a *limit* (a negation of a wish or an action, only/just/except/instead/rather/
-prefer/keep/same/without/unless/as long as, a time window, a ceiling). Descriptions are not limits:
-a negated past ("it never arrived", "I didn't get it"), negated knowing or having ("I don't remember
-my email"), temporal "just" ("I just received it"), inference ("I must have mixed it up").
+What counts is written once, in docs/how-it-works.md ("What counts as a customer constraint"). The
+method is a small grammar, not a list of cases: a sentence is flagged when one of its clauses has
+both a *stance* (the speaker or their request: I/we wanting, please, can you, an imperative, a
+verbless "no X"/"just X"/"X only", a "should stay") and a *limit* (a negation of a wish or an
+action, only/except/instead of/rather/prefer/keep/without/unless, "just" before what it narrows,
+"stay the same"/"stay as it is", "has to", a standing "for any" or "always" before a handling
+verb, "that's all I want changed", not before an event ("until you", "hold off", "not yet"), one
+step at a time, a time window, a ceiling, a floor). A condition that is not a courtesy ("if there are colours, I'd like white"; not "if
+possible") or a bound anywhere in the sentence limits the wish it qualifies. Not limits: a negated
+past ("it never arrived"), negated knowing or having ("I don't remember my email"), temporal or
+emphatic "just" ("I just received it", "just cancel it"), inference ("I must have mixed it up"),
+making sure of one's own doing ("I want to make sure I do it right"), what a change replaces
+("change it to black instead of silver"). A question that asks — for a fact, for leave, for
+information — sets no limit even when it names one; a request worded as a question does.
 """
 
 from __future__ import annotations
@@ -32,33 +40,52 @@ _WISH = (
     r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choose|stick|take|keep|leave|use|pay|"
     r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)"
 )
-_FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we)\b)"
+_FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we) (?:want|need|'d like|would like)\b)"
 _REQUEST = r"\b(?:please|pls|can you|could you|would you|will you|can we|could we|make sure|be sure|kindly)\b"
 # "only"/"just" open an imperative when a verb follows ("only deliver after 6pm"), not a noun phrase
 # ("only the screen is scratched"); a short verbless "no insurance" is `_verbless_directive`'s.
 _IMPERATIVE = (
-    r"(?:don't|do not|never|(?:only|just)(?!\s+(?:the|a|an|my|this|that|these|those|one|two|some|any|"
+    r"(?:don't|do not|never|only(?!\s+(?:the|a|an|my|this|that|these|those|one|two|some|any|"
     r"something|anything|\w+ing)\b)|keep|"
     r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
     r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
-    r"go ahead|proceed|make|give|pay|swap|upgrade|downgrade)"
+    r"go ahead|go|proceed|make|give|pay|swap|upgrade|downgrade|explain)"
 )
 _STANCE = re.compile(
-    rf"{_FIRST}|{_REQUEST}|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
-    rf"(?:please\s+)?{_IMPERATIVE}\b",
+    rf"{_FIRST}|{_REQUEST}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|\b(?:it|this|that|they|the \w+) (?:has to|have to|needs to|need to|must)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
+    rf"(?:please\s+)?(?:just\s+|always\s+)?{_IMPERATIVE}\b",
     re.I,
 )
 
 # --- limit: what narrows what may be done ---------------------------------------------
+# What an agent does to a case: a limit on one of these is a limit on the handling.
+_HANDLING = (
+    r"(?:cancel\w*|chang\w*|modif\w*|updat\w*|book\w*|buy\w*|purchas\w*|pay\w*|charg\w*|refund\w*|"
+    r"return\w*|exchang\w*|swap\w*|replac\w*|send\w*|sent|ship\w*|deliver\w*|transfer\w*|call\w*|phon\w*|"
+    r"e-?mail\w*|text\w*|contact\w*|talk\w*|speak\w*|shar\w*|typ\w*|say|add\w*|remov\w*|includ\w*|"
+    r"upgrad\w*|downgrad\w*|us(?:e|ed|ing)|los[et]\w*|delet\w*|reset\w*|restart\w*|risk\w*|guess\w*|do|done)"
+)
 _TIME = (
     r"(?:\d|noon|midnight|morning|afternoon|evening|tonight|tomorrow|today|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|weekend|weekday|next week|the end of)"
 )
 _LIMIT = re.compile(
-    r"n't\b|\bnot\b|\bnever\b|\bno\b|\bnothing else\b|\bnone\b|\bneither\b|\bnor\b"
-    r"|\bonly\b|\bjust\b|\bexcept\b|\bother than\b|\bapart from\b|\banything but\b|\binstead\b|\brather\b"
-    r"|\bprefer\w*|\bkeep\b|\bleave (?:it|them|that|this|the|my|everything)\b|\bsame\b|\bwithout\b|\bunless\b"
-    r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
+    r"n't\b|\bnot\b|\bnever\b|\bno\b|\bnothing (?:else|less|more)\b|\bnone\b|\bneither\b|\bnor\b"
+    # "just" narrows what follows it ("just the lamp", "just for me"), not a verb ("just cancel it")
+    r"|\bonly\b|\bjust (?:the|a|an|one|two|that|this|those|these|my|for|what)\b|\bexcept\b|\bother than\b"
+    r"|\bapart from\b|\banything but\b|\binstead of\b|\brather\b"
+    # "keep" a thing (not "keep an eye out"); "the same" only kept or as a price ceiling
+    r"|\bprefer\w*|\bkeep\b(?! (?:an? |any |in mind|track))|\bleave (?:it|them|that|this|the|my|everything)\b"
+    r"|\b(?:stay|stays|remain|remains|keep|be) the same\b|\b(?:stay|stays|remain|remains) as (?:it|they) (?:is|are)\b|\bsame (?:price|cost|amount)\b|\bwithout\b|\bunless\b"
+    # a standing scope ("for any difference") and an outcome floor ("good isn't enough")
+    # timing: not before an event ("wait until the parcel is back", "before you cancel it"), not now
+    r"|\b(?:until|till|before|only once)\s+(?:i|i've|i'm|we|you|it|it's|they|the|my|he|she|that's|this)\b"
+    r"|\bhold off\b|\bnot (?:yet|now|right now)\b"
+    # a standing method or manner ("always use PayPal", "one step at a time")
+    rf"|\balways\s+{_HANDLING}\b|\bone (?:step|thing) at a time\b|\b(?:go|take it) slow(?:ly)?\b"
+    r"|\bfor (?:any|every|all (?:future|my|of my|other))\b|\b(?:is not|isn't|not) enough\b|\bnot just\b"
+    rf"|\b(?:that's|that is|this is) (?:all|everything)(?: that)? (?:i|we) (?:want|need)\w*(?: to)? {_HANDLING}\b"
+    r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bhas to\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
     r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b"
     rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
     re.I,
@@ -72,7 +99,7 @@ _KNOW = (
 _DESCRIPTION = re.compile(
     # a negated past or perfect: what happened, not what may happen
     r"\b(?:didn't|did not|haven't|have not|hasn't|has not|hadn't|wasn't|was not|weren't|were not|isn't|aren't|"
-    r"doesn't|does not|couldn't|could not|can't|cannot|can not)\b"
+    r"doesn't|does not|couldn't|could not|can't|cannot|can not)\b(?!\s+enough)"
     rf"|\bnever\s+(?:\w+ly\s+)?{_PAST}\b"
     # negated knowing or having: "I don't remember my email", "I don't have that"
     rf"|\b(?:don't|do not)\s+(?:\w+ly\s+)?{_KNOW}\b"
@@ -81,11 +108,15 @@ _DESCRIPTION = re.compile(
     # "just" as emphasis on a wish or a report ("I just want to be able to call", "just like you said"),
     # and "keep doing" (carrying on), not a limit on what is done
     r"|\bjust\s+(?:really\s+)?(?:want\w*|need\w*|like|as|can|can't|cannot|asking|trying|checking|wondering|to)\b"
-    r"|\bkeep\s+\w+ing\b"
+    r"|\bkeep\s+(?!(?:every|any|no|some)thing\b)\w+ing\b"
     # a state, not a wish: "I'm not connected", "there's no signal", "I only have one phone"
     r"|\b(?:i'm|i am|it's|it is|that's|that is|there's|there is|there are|they're|we're|is|are|am)\s+(?:\w+ly\s+)?"
     r"(?:still\s+)?(?:not|no|only|just)\b|\b(?:have|has|had|shows?|says?|see|seeing|showing)\s+(?:\w+\s+)?no\b"
     r"|\b(?:only|just)\s+(?:have|has|had|is|are|was|were|bought|ordered|showing|shows|says|see)\b"
+    # "change the lamp to black instead of silver": what is replaced, not an excluded option
+    r"|\b(?:chang|switch|swap|exchang|replac|upgrad|convert)\w*\b[^,;.]*?\binstead of\b"
+    # making sure of one's own doing ("I want to make sure I do it right") limits nothing of the handling
+    r"|\bmake sure (?:that )?(?:i|i'm|i've|i'll|i'd|we|we're)\b.*"
     # an answer or a courtesy, not a limit
     r"|^\s*no\s*[,.!]|\bno (?:problem|worries|idea|clue|thanks|thank you|way)\b|\bnot sure\b|\bnot yet\b",
     re.I,
@@ -100,7 +131,33 @@ _DISCOURSE = re.compile(
 )
 _QUOTED = re.compile(r'"[^"]{1,80}"|\u201c[^\u201d]{1,80}\u201d')
 # A condition makes an ability or a state a limit ("if I can't get it under $950, cancel it").
-_CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if|in case)\b", re.I)
+_CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if)\b", re.I)
+# … but "if possible", "if you could", "if so" are courtesies or follow-ups, not conditions.
+_COURTESY_IF = re.compile(
+    r"\bif (?:it's |that's |it is |that is |this is )?(?:possible|ok|okay|fine|alright|all right|an option|needed|"
+    r"necessary|so|not too much trouble)\b|\bif (?:you|we) (?:could|can|would|don't mind|need|ever)\b(?!'t| not)"
+    r"|\bif (?:that|it) (?:helps|works)\b|\bif (?:you're|you are) (?:able|happy)\b"
+    # "see if", "not sure if": whether, not a condition
+    r"|\b(?:see|check|know|sure|wonder\w*|ask\w*|find out|tell me|confirm)\s+if\b",
+    re.I,
+)
+# A bound (a ceiling or a time) narrows the whole sentence it stands in, whichever clause holds it.
+_BOUND = re.compile(
+    r"\bor (?:less|lower|under|below|cheaper)\b|\bno more than\b|\bat most\b|\b(?:less|fewer|cheaper|lower) than\b"
+    r"|\b(?:is not|isn't|not) enough\b|\bnothing less\b|\bnot just\b"
+    rf"|\b(?:under|below) \$|\b(?:before|after|until|till|no later than)\s+(?:the\s+)?{_TIME}",
+    re.I,
+)
+# A question asks: for a fact, for leave ("can I …?"), for information ("can you tell me …?"); it sets
+# no limit even when it names one. A request worded as a question ("can you make sure …?") still does.
+_QUESTION = re.compile(
+    r"^\s*(?:(?:\w+|ok(?:ay)?|so|and|also|or|but|actually|then)\s*,?\s+)?(?:is|are|was|were|does|do|did|should|shall|"
+    r"what|which|when|where|why|how|who|whom|will (?:it|that|this|i)|would (?:it|that|this)|can i|could i|may i|"
+    r"am i|have i|has|have you)\b"
+    r"|\b(?:can|could|would|will) you (?:please )?(?:just )?(?:tell|show|let me know|guide|walk|explain|check|give me|"
+    r"help me (?:find|figure|understand|check)|look|confirm)\b",
+    re.I,
+)
 
 
 _ABILITY = re.compile(r"\b(?:can't|cannot|can not|couldn't|could not|isn't|is not|doesn't|does not)\b", re.I)
@@ -114,11 +171,20 @@ def _limits(clause: str, conditional: bool) -> bool:
     return bool(_LIMIT.search(_DESCRIPTION.sub(" ", clause)))
 
 
+_FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|does|do|did|will|would|can|could|got|seems?|looks?)\b", re.I)
+
+
 def _verbless_directive(clause: str) -> bool:
-    """ "no insurance", "phone only", "nothing else": a limit with no verb of its own."""
+    """ "no insurance", "phone only", "nothing else", "just the lamp", "not just good": a limit with
+    no verb of its own."""
     words = clause.split()
-    return 0 < len(words) <= 4 and bool(
-        re.match(r"(?i)^(?:and\s+)?(?:no|not|nothing|only)\b|.*\bonly$", clause.strip())
+    if _FINITE.search(clause):  # "only the screen is scratched" has a verb: a report, not a directive
+        return False
+    return 1 < len(words) <= 6 and bool(
+        re.match(
+            r"(?i)^(?:and\s+|but\s+)?(?:no|not|nothing|only|just|without)\b(?!\s+(?:\w+ing|to)\b)|.*\bonly$",
+            clause.strip(),
+        )
     )
 
 
@@ -127,9 +193,14 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
     is taken as always present (the ablations the docs report as controls)."""
     text = (sentence or "").replace("\u2019", "'").replace("\u2018", "'")
     text = _QUOTED.sub(" ", text)  # what a screen or someone else said is not the speaker's limit
+    text = re.sub(r"###\w+###", " ", text)  # a transcript's control token ("###STOP###") is nobody's words
     if len(text.strip()) < 4:
         return False
-    conditional = bool(_CONDITION.search(text))
+    last = re.split(r"[,;:\u2014\u2013]|\s-\s", text)[-1]
+    if text.rstrip().endswith("?") and (_QUESTION.search(text) or _QUESTION.match(last)):
+        return False
+    conditional = bool(_CONDITION.search(_COURTESY_IF.sub(" ", text)))
+    bound = bool(_BOUND.search(text)) and limit
     clauses = [c for c in _CLAUSE.split(_OPENER.sub(r"\1", _DISCOURSE.sub("", text))) if c and c.strip()]
     limits = [_limits(c, conditional) if limit else True for c in clauses]
     stances = []
@@ -137,12 +208,14 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
         # A verbless "no insurance" / "not the Seattle one" speaks for the clause before it: a limit
         # after a wish ("… included, and no insurance"), a report after a report ("I'm still seeing
         # No Signal and no service"); opening the sentence, it is a directive of its own.
-        verbless = _verbless_directive(c) and (i == 0 or stances[i - 1])
+        verbless = _verbless_directive(c) and (i == 0 or any(stances))
         # One word ("phone", "storage") names a thing; it does not command anything.
         said = bool(_STANCE.search(c)) and (len(c.split()) > 1 or bool(re.fullmatch(rf"\s*{_REQUEST}\W*", c, re.I)))
         stances.append(said or verbless if stance else True)
-    if conditional:  # "if it costs under $100, I'll take it": the condition and the wish are one limit
-        return any(limits) and any(stances)
+    if conditional or bound:
+        # "if there are colours, I'd like white", "for flights of 3 hours or less, upgrade me": the
+        # condition or the bound limits the wish it qualifies, in whichever clause that stands
+        return any(stances)
     return any(a and b for a, b in zip(limits, stances))
 
 

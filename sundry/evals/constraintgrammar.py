@@ -43,6 +43,12 @@ TIMES = ("after 6pm", "before noon", "between 9 and 5", "on weekends", "after Fr
 PERSONS = ("my husband", "my assistant", "anyone but me", "my son")
 LIMITS = ("costs less than $100", "arrives before Friday", "keeps the total under $950", "keeps my seat")
 BARE_THINGS = ("insurance", "checked bags", "store credit", "replacements", "gift wrapping", "extended warranty")
+EVENTS = ("the parcel is back", "I've checked with my wife", "I confirm by email", "the old one arrives")
+OPTIONS = ("colour options", "other sizes", "two versions")
+CHOICES = ("white", "the larger one", "the metal band")
+BOUNDS = ("under $50", "$100 or less", "less than $20")
+METHODS = ("PayPal", "my debit card", "the gift card")
+SELF = ("do it right", "don't lose anything", "understand the steps", "won't mess anything up")
 POLITE = ("", "Please, ", "Just so you know, ", "Also, ")
 
 POSITIVE = (
@@ -68,17 +74,60 @@ POSITIVE = (
     ("I'd rather use {channel} than anything else.", dict(channel=CHANNELS)),
     ("Please use {place} instead of {other}.", dict(place=PLACES, other=OTHER_PLACES)),
     ("I'd prefer not to {action}.", dict(action=ACTIONS)),
-    ("Instead, I'd like {obj}.", dict(obj=OBJECTS)),
+    (
+        "If there are {options}, I'd {like} {choice}.",
+        dict(options=OPTIONS, like=("like", "prefer", "want"), choice=CHOICES),
+    ),
+    ("I'd prefer {choice} over {other} if you have it.", dict(choice=CHOICES, other=("red", "the plastic one"))),
     # conditions
     ("Only do it if it {limit}.", dict(limit=LIMITS)),
     ("Go ahead as long as it {limit}.", dict(limit=LIMITS)),
     ("If it {limit}, I'll take it; otherwise cancel.", dict(limit=LIMITS)),
     ("Don't go ahead unless it {limit}.", dict(limit=LIMITS)),
     ("If you can't do that, can you just {action}?", dict(action=ACTIONS)),
+    ("If that doesn't work, please {action}.", dict(action=ACTIONS)),
+    (
+        "For {items} that cost {bound}, please {action}.",
+        dict(items=("items", "orders"), bound=BOUNDS, action=ACTIONS[:3]),
+    ),
+    # bounds and floors
+    ("I need it to be {level}, not just {lower}.", dict(level=("fast", "quiet", "waterproof"), lower=("okay", "fine"))),
+    ("I need {level} service, nothing less.", dict(level=("reliable", "fast", "full"))),
+    ("{lower} isn't enough for me, I need it {level}.", dict(lower=("Good", "Okay"), level=("excellent", "fixed"))),
+    # standing method or scope
+    (
+        "Use {method} for any {charge}.",
+        dict(method=METHODS, charge=("difference", "charges", "payments", "extra cost")),
+    ),
+    ("I'll be paying with {method} for any {charge}.", dict(method=METHODS, charge=("difference", "charges"))),
+    # exclusivity without "only"
+    ("That's all I want {changed}.", dict(changed=("changed", "to change", "to cancel", "returned"))),
+    ("That's everything I need to {verb}.", dict(verb=("change", "return", "cancel"))),
+    ("Just {obj}.", dict(obj=OBJECTS)),
     # keeping things
     ("Please keep {obj}.", dict(obj=OBJECTS)),
-    ("I want the exact same {thing} as last time.", dict(thing=("flight", "model", "size", "colour"))),
+    ("My {thing} should stay the same.", dict(thing=("delivery date", "plan", "seat", "address"))),
     ("Leave everything else as it is.", {}),
+    # timing: not now, not before an event
+    (
+        "Please hold off on {thing} until {event}.",
+        dict(thing=("the refund", "the replacement", "any changes"), event=EVENTS),
+    ),
+    ("Wait until {event} before you {action}.", dict(event=EVENTS, action=ACTIONS[:4])),
+    ("Don't {action} yet.", dict(action=ACTIONS)),
+    ("Only {action} once {event}.", dict(action=ACTIONS[:3], event=EVENTS)),
+    ("I want to think about it before you {action}.", dict(action=ACTIONS[:4])),
+    # requirement and manner
+    ("It has to {req}.", dict(req=("arrive before Friday", "be the same model", "go to my home address"))),
+    ("The {thing} should stay as it is.", dict(thing=("seat", "delivery slot", "plan"))),
+    ("Please go one step at a time.", {}),
+    ("Go slowly, please.", {}),
+    ("Please explain each step before I {verb}.", dict(verb=("change anything", "restart the phone", "reset it"))),
+    ("Without {thing}, please.", dict(thing=BARE_THINGS)),
+    # standing method
+    ("Always use {method} for this.", dict(method=METHODS)),
+    ("Please always {contact}, never by {channel}.", dict(contact=("call me", "text me"), channel=("email", "post"))),
+    ("I'd prefer {method} over {other}.", dict(method=METHODS, other=("store credit", "a voucher"))),
     # channel, time, place and person
     ("Please send it to {place}, not {other}.", dict(place=PLACES, other=OTHER_PLACES)),
     ("Don't ship anything to {other}.", dict(other=OTHER_PLACES)),
@@ -108,6 +157,24 @@ NEGATIVE = (
     ("I don't have the {thing} with me.", dict(thing=("receipt", "order number", "card", "box"))),
     ("I can't find my {thing}.", dict(thing=("receipt", "order number", "tracking number", "password"))),
     ("I must have typed the wrong {thing}.", dict(thing=("number", "address", "email", "date"))),
+    # one-off requests: the replacement and the details that pick it are the request itself
+    ("Instead, I'd like {obj}.", dict(obj=OBJECTS)),
+    ("I want the exact same {thing} as last time.", dict(thing=("flight", "model", "size", "colour"))),
+    ("I'd like to {action} instead.", dict(action=ACTIONS)),
+    ("Please change it to {choice} instead of {other}.", dict(choice=CHOICES, other=("red", "the plastic one"))),
+    ("Can you just {verb}?", dict(verb=("look it up", "use that one", "check again", "go ahead"))),
+    # one's own doing, and questions about what is possible
+    ("I just want to make sure I {self}.", dict(self=SELF)),
+    ("I want to see if I can {action}.", dict(action=ACTIONS)),
+    ("Is there any way to {action} only?", dict(action=ACTIONS[:4])),
+    ("Should I {verb} now, or not?", dict(verb=("restart it", "wait", "send it back"))),
+    ("I'll keep an eye out for the {thing}.", dict(thing=("email", "parcel", "refund"))),
+    ("That's all I needed, thanks.", {}),
+    ("Hold on, let me check the {thing}.", dict(thing=("box", "receipt", "app"))),
+    ("I'll wait for the {thing}.", dict(thing=("email", "courier", "refund"))),
+    ("I always forget my {thing}.", dict(thing=("password", "order number", "PIN"))),
+    ("The parcel arrived before {time}.", dict(time=("Friday", "noon", "the weekend"))),
+    ("I paid with {method}.", dict(method=METHODS)),
     # plain requests and questions, no limit
     (
         "Please {action}.",

@@ -4,20 +4,18 @@ flagged only at the quote threshold is quoted, never enforced."""
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 from sundry.compaction import summariser as sm
 from sundry.context.constraints import constraint_sentences, is_constraint
 from sundry.context.rules import candidate_rules, infer_enforcement
 from sundry.evals import constraintgrammar as grammar
-from sundry.evals import labels, sources
+from sundry.evals import constraintscore, labels, sources
 
 
 def test_grammar_recall_and_precision_and_the_old_classifier_fails_them():
     new = grammar.score(is_constraint)
-    assert new["wordings"] > 250 and new["recall"] >= 0.9 and new["precision"] >= 0.9, new
+    assert new["wordings"] > 550 and new["recall"] >= 0.95 and new["precision"] >= 0.95, new
     old = grammar.score(lambda s: bool(candidate_rules(s)))
     assert old["recall"] < 0.5  # the enforce threshold alone: one constraint shape in three
     # Ablations: without the stance or without the limit feature, descriptions are flagged.
@@ -36,31 +34,24 @@ def test_a_sentence_flagged_only_at_the_quote_threshold_is_quoted_not_enforced()
     assert kept == ["Never email me, phone only.", "The customer does not want refunds to a gift card."]
 
 
-def _half(ticket_id: str) -> str:
-    # The split the method was designed on: a ticket's SHA-256, even → design, odd → held out.
-    return "design" if int(hashlib.sha256(ticket_id.encode()).hexdigest(), 16) % 2 == 0 else "held_out"
-
-
 @pytest.mark.skipif(sources.tau2_traces_dir() is None, reason="needs ../shared/corpora/tau2/traces")
-def test_dev_labels_held_out_half_against_the_old_classifier():
-    tickets = sources.load_files(sources.trace_files([sources.tau2_traces_dir()]))
-    scores = {}
-    for name, classify in (("new", constraint_sentences), ("old", candidate_rules)):
-        for half in ("design", "held_out"):
-            pairs = [
-                (
-                    labels.for_ticket(t) or [],
-                    [
-                        s
-                        for turn in t.turn_data()
-                        if turn.author == "customer" and turn.kind == "message"
-                        for s in classify(turn.text)
-                    ],
-                )
-                for t in tickets
-                if _half(t.id) == half
-            ]
-            scores[name, half] = labels.score_classifier(pairs)
-    assert scores["new", "held_out"]["labelled"] == 37
-    assert scores["new", "held_out"]["recall"] >= 0.75 > 0.3 > scores["old", "held_out"]["recall"]
-    assert scores["new", "design"]["recall"] >= 0.8 > 0.3 > scores["old", "design"]["recall"]
+def test_dev_labels_halves_and_their_controls():
+    """Figures on the relabelled dev sentences, by sentence-hash half (`labels.half`), beside the
+    controls the docs print: flag everything, shuffled flags, the enforce threshold."""
+    tickets = constraintscore.customer_sentences(sources.tau2_traces_dir())
+    by = dict(constraintscore.rows(tickets))
+    ours = by["quote threshold (context.constraints)"]
+    assert ours[None]["labelled"] == 137
+    for h in labels.HALVES:
+        assert ours[h]["precision"] > 3 * by["control: flag every sentence"][h]["precision"]
+        assert ours[h]["recall"] > 2 * by["control: shuffled (as many flags, on random sentences)"][h]["recall"]
+        assert ours[h]["recall"] > by["control: enforce threshold (context.rules)"][h]["recall"]
+
+
+def test_the_split_is_by_the_sentence_alone():
+    """The half is the hash of the sentence's text, so spacing and curly quotes do not move it and
+    the label, the ticket and the classifier cannot."""
+    s = "I don\u2019t want  insurance."
+    assert labels.half(s) == labels.half("I don't want insurance.")
+    halves = [labels.half(f"Please don't call me before {h} o'clock.") for h in range(1, 41)]
+    assert 10 < halves.count("tuning") < 30

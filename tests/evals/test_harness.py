@@ -62,11 +62,9 @@ def test_labelled_constraints_are_scored_anywhere_in_the_request_not_in_a_pinned
     assert result.stats["window"]["constraint_ok"] < result.stats["window"]["constraint_checks"]
     # Enforce threshold (candidate rules) and the wider quote threshold a summary quotes.
     assert result.enforced == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
-    assert result.flagged == [
-        "Please don't refund to my gift card, only to the credit card.",
-        "OK, no exchange.",
-        "Just return both items please.",
-    ]
+    # "Just return both items please." is a request: "just" before a verb is emphasis, not a limit
+    # (docs/how-it-works.md, "What counts as a customer constraint").
+    assert result.flagged == ["Please don't refund to my gift card, only to the credit card.", "OK, no exchange."]
     assert run_ticket(retail, TIGHT).stats["sundry"]["constraint_checks"] == 0  # an unlabelled source is not scored
 
 

@@ -1,0 +1,26 @@
+"""`manage.py constraint_classifier`: the constraint classifier's recall and precision on the labelled
+dev sentences, by half, beside its controls (`evals.constraintscore`)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sundry.evals import constraintscore, sources
+
+
+class Command(BaseCommand):
+    help = "Score the constraint classifier on the labelled dev sentences (tuning / held-out halves) with controls."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--traces", help="the labelled trace files' folder (default: ../shared/corpora/tau2/traces)"
+        )
+
+    def handle(self, *args, **opts):
+        traces = opts["traces"] or sources.tau2_traces_dir()
+        if traces is None:
+            raise CommandError("no labelled traces: pass --traces DIR (the folder of the τ²-bench dev files)")
+        tickets = constraintscore.customer_sentences(traces)
+        if not tickets:
+            raise CommandError(f"{traces}: no trace file there is labelled (labels/constraints.json names the files)")
+        self.stdout.write(constraintscore.table(tickets))
