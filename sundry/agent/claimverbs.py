@@ -131,6 +131,7 @@ class Verb:
     promise: tuple  # a future right before the verb: "I'll upgrade …", "… will be upgraded"
     offered: re.Pattern  # the base verb first in what follows "I can …", then its object
     status: re.Pattern  # a participle in a record's description ("… · suspended")
+    any_form: re.Pattern  # the verb in any form, alone
 
     def kind(self, noun: str) -> str:
         return f"{self.base} {noun}"
@@ -172,7 +173,9 @@ class Vocabulary:
     def _kinds(self, which: str, sentence: str) -> list[str]:
         out: list[str] = []
         for verb in self.verbs:
-            out += self._pairs(verb, verb.nouns(getattr(verb, which), sentence))
+            # One search for the verb itself first: most sentences name none of the domain's verbs.
+            if (verb.status if which == "done" else verb.any_form).search(sentence):
+                out += self._pairs(verb, verb.nouns(getattr(verb, which), sentence))
         return list(dict.fromkeys(out))
 
     def done_kinds(self, sentence: str) -> list[str]:
@@ -271,6 +274,7 @@ def _vocabulary(key: tuple) -> Vocabulary:
                     re.I,
                 ),
                 status=re.compile(r"\b" + part + r"\b", re.I),
+                any_form=re.compile(r"\b" + every + r"\b", re.I),
             )
         )
     return Vocabulary(tuple(verbs), builtin)
