@@ -42,6 +42,7 @@ def judge(ticket) -> list[dict]:
     domain = DOMAINS[ticket.domain].domain
     kinds = replyclaims.kinds_of(domain.tools)
     later = replyclaims.later_kinds_of(domain.tools)
+    vocab = replyclaims.vocabulary_of(domain.tools)
     turns = list(ticket.turns)
     calls, actions, ledger, out, question = {}, [], {}, [], ""
     for i, t in enumerate(turns):
@@ -76,7 +77,7 @@ def judge(ticket) -> list[dict]:
         elif t.author == "customer" and t.kind == "message":
             question = t.text  # what a bare yes or no in the next reply answers
         elif t.author == "agent" and t.kind == "message" and t.text.strip():
-            claims = replyclaims.claims_of(t.text, question)
+            claims = replyclaims.claims_of(t.text, question, vocab)
             if not claims:
                 continue
             cards = _cards(turns[i + 1 :], later)
@@ -100,6 +101,7 @@ def judge(ticket) -> list[dict]:
                     proposals=props,
                     later=later,
                     question=question,
+                    vocab=vocab,
                 )
                 for name, (acts, entries, props) in records.items()
             }
@@ -158,7 +160,10 @@ def main(argv: list[str]) -> int:
     judged = [r for r in rows if r["judged"]]
     unbacked = [r for r in judged if r["unbacked"]]
     done_only = [r for r in judged if any(mode == "done" for mode, _s in r["unbacked"])]
-    modes = {m: sum(m in r["judged_modes"] for r in judged) for m in ("done", "pending", "future", "refused", "denied")}
+    modes = {
+        m: sum(m in r["judged_modes"] for r in judged)
+        for m in ("done", "pending", "future", "refused", "denied", "offer")
+    }
     print(
         json.dumps(
             {

@@ -155,7 +155,8 @@ def checked_claims(
             "was not sent. Say an action is done only as its tool call's result showed it; say one is under way "
             "or will happen only once you have made the call and its confirmation card or staff hold is open "
             "(make the call first); say one was declined only when it was; never say something was not done "
-            "when it was. Amounts only as the records or the card show them."
+            "when it was; offer only what a tool can do and no rule forbids, that was not declined or done "
+            "already, and for the open card's figure. Amounts only as the records or the card show them."
         )
     return replycheck.ReplyVerdict(
         replycheck.HOLD if retried else replycheck.RETRY,

@@ -331,14 +331,16 @@ def _step(
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, the open and
-    declined cards and holds (read here, once: the stream's sentences and the reply share them), and
-    which tools do what by the class's declarations (its servers', else its domain's)."""
+    declined cards and holds (read here, once: the stream's sentences and the reply share them), the
+    rules in force (an offer or promise of what one forbids is false), and which tools do what by the
+    class's declarations (its servers', else its domain's)."""
     return replyclaims.Records.of(
         remote.tools_domain(ticket),
         actions=snapshot.actions,
         money=snapshot.money,
         ledger=snapshot.ledger,
         proposals=proposals.read(ticket.pk),
+        rules=snapshot.rules,
     )
 
 

@@ -142,6 +142,7 @@ def read_by_customers(ticket_id: int) -> dict:
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
     from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, StateValue
+    from sundry.context.selectors import lane_snapshot
     from sundry.tickets.models import Ticket, Turn
     from sundry.tooling.domain import domain_for
 
@@ -149,6 +150,8 @@ def read_by_customers(ticket_id: int) -> dict:
     domain = domain_for(ticket.ticket_class)
     kinds = replyclaims.kinds_of(domain.tools)
     later = replyclaims.later_kinds_of(domain.tools)
+    vocab = replyclaims.vocabulary_of(domain.tools)
+    rules = lane_snapshot(ticket, with_turns=False).rules
     turns = list(
         Turn.objects.filter(ticket_id=ticket_id).order_by("number").values_list("number", "author", "kind", "text")
     )
@@ -235,6 +238,8 @@ def read_by_customers(ticket_id: int) -> dict:
                 ],
                 proposals=[p for turn, p in proposed if turn < number],
                 later=later,
+                vocab=vocab,
+                forbidden=replyclaims.forbidden_kinds([r for r in rules if r.turn < number], domain),
             )
         )
         out["internal_shown"] += bool(quotes(text, hidden))

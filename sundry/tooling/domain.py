@@ -33,10 +33,10 @@ import re
 import threading
 import typing
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
 from sundry.core import money as money_units
 from sundry.tooling import declarations as decl_models
@@ -200,6 +200,10 @@ def arguments_digest(arguments) -> str:
     return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+# A word a reply uses for an action, in its base form: lower-case letters, one or two words ("upgrade", "top up").
+ClaimWord = Annotated[str, StringConstraints(pattern=r"^[a-z]+(?: [a-z]+)?$", max_length=40)]
+
+
 class ToolDecl(_Decl):
     """One tool, as generic code sees it. See DECL of the module for the path language."""
 
@@ -232,6 +236,12 @@ class ToolDecl(_Decl):
     # Capabilities that follow later from a call that ran (a return refunds once the item arrives): a
     # reply's promise of them stands on the call, a statement that they are done does not (replyclaims).
     then: list[str] = Field(default_factory=list)
+    # How a reply says this write happened, besides what its name says (`update_reservation_flights`:
+    # "update"; "reservation", "flight"): base-form verbs ("upgrade", "reschedule", "put through") and
+    # the things they act on ("cabin"). The reply check reads "your flight has been upgraded" as a
+    # claim this tool backs (agent.claimverbs); a lookup declares none.
+    claim_verbs: list[ClaimWord] = Field(default_factory=list)
+    claim_nouns: list[ClaimWord] = Field(default_factory=list)
     refund: RefundDecl | None = None
     money: list[MoneyDecl] = Field(default_factory=list)
     totals: list[TotalsDecl] = Field(default_factory=list)
@@ -243,6 +253,14 @@ class ToolDecl(_Decl):
     # with the same arguments ("arguments": a change tool, where a second change asking for
     # something else is a new request, not a repeat).
     repeats: Literal["target", "arguments"] = "target"
+
+    @model_validator(mode="after")
+    def _claim_words_on_writes(self) -> ToolDecl:
+        if (self.claim_verbs or self.claim_nouns) and not self.write:
+            raise ValueError(
+                f"{self.name}: claim_verbs and claim_nouns say how a write is told; this tool writes nothing"
+            )
+        return self
 
     # The pydantic result model an in-process tool's results are instances of.
     _result_model: type[BaseModel] | None = PrivateAttr(default=None)

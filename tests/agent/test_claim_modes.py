@@ -110,15 +110,13 @@ def _cases():
 
 
 CASES = list(_cases())
-# Offers, questions, the customer's own doing, and the desk's plans claim nothing.
+# Questions, the customer's own doing, and the desk's plans claim nothing (offers are judged as offers:
+# tests/agent/test_claim_words.py).
 PLAIN = [
-    f"Would you like me to cancel {ORDER}?",
-    f"If you'd like, I can refund {ORDER}.",
     f"You will need to return the item on {ORDER} first.",
     "You'll receive an email with instructions on how to return the item.",
     f"I'll explain the return process for {ORDER}.",
     f"I will need your confirmation to cancel {ORDER}.",
-    f"If so, I'll proceed with the exchange on {ORDER}.",
     f"Your order {ORDER} is pending.",
     "This will help me find the order for the exchange.",
     f"I'm unable to cancel {ORDER} because it has shipped.",
@@ -191,6 +189,8 @@ def test_each_mode_is_held_when_the_state_does_not_support_it_and_passes_when_it
                 "a declined card": dict(proposals=[declined]),
                 "a card of another kind": dict(proposals=[Proposal(other, (ORDER,), OPEN)]),
             }
+            if contact and mode == "future":  # a contact made before promises no new one
+                held["the action ran"] = passes.pop("the action ran")
             if named and not contact:
                 held["a card on another order"] = dict(proposals=[Proposal(tool, (OTHER,), OPEN, 1500, "USD")])
             if amount:

@@ -621,7 +621,13 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     if not inp.tool.customer_text:
         return None
     records = replyclaims.Records.of(
-        _domain(inp), actions=inp.actions, money=inp.money, ledger=inp.ledger, proposals=inp.proposals
+        _domain(inp),
+        actions=inp.actions,
+        money=inp.money,
+        ledger=inp.ledger,
+        proposals=inp.proposals,
+        rules=inp.rules,
+        overridden=inp.overridden_rules,
     )
     false = [c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""))]
     if not false:

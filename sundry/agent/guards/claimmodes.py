@@ -16,16 +16,21 @@ reply speaks of an action, each of which the ticket's own state can contradict:
 - denied: "No, nothing was cancelled", "no refund has been made on …" — a
   "no" about a past action, contradicted when the actions lane shows it ran.
 
-An offer ("I can …", "would you like me to …", "if you'd like, I will …") and
-a question promise nothing; nor does a future about the customer's own doing
-("you will need to return the item").
+A sixth way is an offer: "I can refund 48.99 USD on <order> now", "I'm able
+to cancel it for you", "would you like me to book a return?", "if you'd like,
+I'll e-mail you the label" (`offer_rest`, `offered_kinds`). It promises nothing
+done, but it tells the customer the action is open to them, which the
+ticket's state can contradict: a rule forbids it, it was declined, it is done
+already, or its card names another figure. A question that offers nothing
+claims nothing; nor does a future about the customer's own doing ("you will
+need to return the item").
 """
 
 from __future__ import annotations
 
 import re
 
-PENDING, FUTURE, REFUSED, DENIED = "pending", "future", "refused", "denied"
+PENDING, FUTURE, REFUSED, DENIED, OFFER = "pending", "future", "refused", "denied", "offer"
 
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
 
@@ -41,7 +46,7 @@ _KIND_WORDS = {
     REPLACE: re.compile(r"\breplace\w*|\bexchang\w*", re.I),
 }
 # A contact is promised only by us, in so many words: "I'll e-mail you", "we will call you".
-_WE_WILL = r"\b(?:i|we)(?:'ll|\s+will|\s+shall|\s+am\s+going\s+to|\s+are\s+going\s+to)\s+(?:\w+\s+){0,2}?"
+_WE_WILL = r"\b(?:i|we)(?:'ll|\s+will|\s+shall|(?:\s+am|'m|\s+are|'re)\s+going\s+to)\s+(?:\w+\s+){0,2}?"
 _CONTACT_FUTURE = {
     EMAIL: re.compile(_WE_WILL + r"(?:e-?mail\b|send\s+you\s+(?:an?\s+|the\s+)?(?:\w+\s+)?e-?mail)", re.I),
     PHONE: re.compile(_WE_WILL + r"(?:call|phone|ring)\s+you\b", re.I),
@@ -84,9 +89,11 @@ _REFUSED = re.compile(
     re.I,
 )
 # "Not" next to a done form: "has not been cancelled", "no refund has been made", "I haven't issued any refund".
+# "No other items were modified", "nothing else was cancelled" deny the rest, not what was done.
 _NEGATION = re.compile(
-    r"\b(?:not|never|nothing|none)\b|n't\b|\bno\b(?!\s+(?:longer|action|need|further|additional|extra"
-    r"|problem|worries|charge|cost|fees?|price|difference|changes?)\b)",
+    r"\b(?:not|never)\b|\b(?:nothing|none)\b(?!\s+(?:else|of\s+the\s+other)\b)|n't\b|\bno\b(?!\s+(?:longer"
+    r"|action|need|further|additional|extra|other|more|problem|worries|charge|cost|fees?|price|difference"
+    r"|changes?)\b)",
     re.I,
 )
 _CONDITIONAL = re.compile(
@@ -192,12 +199,16 @@ def _promises(sentence: str) -> bool:
 _CLAUSE = re.compile(r"[,;:\u2014]|\b(?:and|but|so|because|as|while)\b", re.I)
 
 
+_QUOTED = re.compile(r"\u201c[^\u201d]{0,80}\u201d|\"[^\"]{0,80}\"")
+
+
 def _denies(sentence: str, done) -> bool:
     """A clause with a negation that, the negation taken out, states the action done (`done`: reads a
     done statement): "no refund has been made" → "refund has been made"."""
     if _CONDITIONAL.search(sentence):
         return False
-    for clause in _CLAUSE.split(sentence):
+    # A quoted phrase is not the reply's own negation: 'you're seeing "No Service"'.
+    for clause in _CLAUSE.split(_QUOTED.sub(" ", sentence)):
         if _NEGATION.search(clause):
             plain = re.sub(r"\s+", " ", _NEGATION.sub("", clause)).strip()
             if plain and done(plain):
@@ -246,3 +257,47 @@ def answered(reply: str, question: str) -> tuple[str, list[str], str] | None:
     if not kinds:
         return None
     return (DENIED if m.group("word").lower() in ("no", "nope") else "done"), kinds, asked.group(0)
+
+
+# "I can …", "I'm able to …", "would you like me to …", "shall I …", "if you'd like, I'll …": what follows
+# is offered. "I can't", "I cannot", "I'm unable to" are not ("can" is not followed by "'t" or "not").
+_OFFER = re.compile(
+    r"\b(?:i|we)(?:\s+can(?!'t|not)|\s+could(?!n't)|(?:\s+am|'m|\s+are|'re)\s+(?:able|happy|glad|ready)\s+to"
+    r"|(?:'d|\s+would)\s+be\s+(?:happy|glad|able)\s+to)(?=\s)"
+    r"|\b(?:would|do)\s+you\s+(?:like|want)\s+(?:me|us)\s+to(?=\s)"
+    r"|\b(?:shall|should|can|may)\s+(?:i|we)(?=\s)"
+    r"|\bif\s+(?:you(?:'d|\s+would)?\s+(?:like|want|wish|prefer)|so|yes)\b" + _SPAN + r"*?\b(?:i|we)"
+    r"(?:'ll|\s+will|\s+can|\s+could|\s+shall)(?=\s)",
+    re.I,
+)
+_LEAD = r"\s*(?:(?:also|now|just|then|only|certainly|definitely|quickly|go\s+ahead\s+and|proceed\s+to)\s+)*"
+_BASE = {
+    REFUND: r"refund|credit|reimburse|give\s+you\s+(?:your\s+)?money\s+back",
+    CANCEL: r"cancel",
+    RETURN: r"return(?!\s+to\s+(?:your|the)\b)",
+    REPLACE: r"replace|exchange|swap",
+    EMAIL: r"e-?mail|send\s+you\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+)?e-?mail",
+    PHONE: r"call|phone|ring",
+}
+_SET_UP = (
+    r"(?:process|issue|book|arrange|start|request|send|ship|put\s+through|initiate|offer|set\s+up|place|open"
+    r"|submit|create|proceed\s+with|go\s+ahead\s+with)\s+(?:you\s+)?(?:a|an|the|your|this|that)?\s*(?:[\w-]+\s+){0,3}?"
+)
+
+
+def offer_rest(sentence: str) -> str | None:
+    """What a sentence offers to do ("refund 48.99 USD on …" of "I can refund 48.99 USD on …"), or None."""
+    m = _OFFER.search(sentence)
+    return sentence[m.end() :] if m else None
+
+
+def offered_kinds(rest: str) -> list[str]:
+    """The kinds of action an offer's words start with: "refund …", "cancel it", "book a return",
+    "e-mail you the label", "call you". Kinds in other words ("look into the refund") are not offered."""
+    out = [kind for kind, verb in _BASE.items() if re.match(_LEAD + r"(?:" + verb + r")\b", rest, re.I)]
+    out += [
+        kind
+        for kind, noun in _KIND_NOUN.items()
+        if kind not in out and re.match(_LEAD + _SET_UP + r"(?:" + noun + r")\b", rest, re.I)
+    ]
+    return out

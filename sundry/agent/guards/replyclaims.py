@@ -26,18 +26,35 @@ denial falls when the action ran. A question or an offer ("I can …", "would yo
 like me to …") claims nothing. Which tools count for which kind comes from the
 domain's declaration (the consent action, the capabilities, a declared
 refund), never from a tool's name.
+
+Beyond those six kinds, each write's own words (`claimverbs`: its name and its
+declared `claim_verbs` and `claim_nouns`) make kinds of their own — "your
+flight has been upgraded" is an "upgrade flight" claim, backed only by a write
+that declares that pair — judged in every mode the same way.
+
+An offer ("I can refund 48.99 USD on <order> now", "I'm able to cancel it for
+you", "shall I call you?") claims the action is open to the customer: it is
+held when no tool of the desk does it, when a rule in force forbids every tool
+that would (and no card stands for it), when a card or hold for it was
+declined and none is open, when it is done already (a cancellation that ran,
+an order with nothing left to refund), and when it names a figure other than
+its open card's or more than its order has left to refund. A promise to
+contact the customer ("I'll e-mail you the label", "we will call you
+tomorrow") stands only on an open card or hold for a contact tool — an e-mail
+sent before promises no new one — and never where a rule forbids the channel.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import claimmodes
+from sundry.agent.guards import claimmodes, claimverbs
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
+from sundry.context.rules import infer_enforcement
 from sundry.core.money import CODES, MoneyError, exponent
 
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
@@ -191,6 +208,7 @@ def amounts_in(sentence: str) -> list[Amount]:
 
 DONE = "done"
 PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
+OFFER = claimmodes.OFFER
 
 
 @dataclass(frozen=True)
@@ -199,17 +217,25 @@ class Claim:
     sentence: str
     ids: frozenset[str]
     amounts: tuple[Amount, ...] = ()
-    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED (`claimmodes`)
+    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED, OFFER (`claimmodes`)
+    why: str = ""  # set by `unsupported`: what the records say against it
 
 
-def _states_done(s: str) -> bool:
-    return any(pattern.search(s) for pattern in _CLAIMS.values())
+def _done_kinds(s: str, vocab: claimverbs.Vocabulary) -> list[str]:
+    builtin = [kind for kind, pattern in _CLAIMS.items() if pattern.search(s)]
+    return builtin + _own_words(vocab.done_kinds(s) if vocab else [], builtin, vocab)
 
 
-def claims_of(text: str, question: str = "") -> list[Claim]:
-    """Each sentence that speaks of an action of a known kind as done, pending, refused, to come or not
-    done, with its mode. `question`: the customer's latest message; a reply that opens with a bare yes
-    or no to "did you refund <order>?" claims (or denies) that refund, on the records the question names."""
+def _own_words(found: list[str], builtin: list[str], vocab: claimverbs.Vocabulary) -> list[str]:
+    """A write's own claim words, unless the sentence's claim of one of the six kinds covers its tools."""
+    return [k for k in found if k not in builtin and not vocab.read_already(k, set(builtin))]
+
+
+def claims_of(text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[Claim]:
+    """Each sentence that speaks of an action of a known kind as done, pending, refused, to come, not
+    done or offered, with its mode. `question`: the customer's latest message; a reply that opens with a
+    bare yes or no to "did you refund <order>?" claims (or denies) that refund, on the records the
+    question names. `vocab`: the domain's writes' own claim words (`vocabulary_of`)."""
     out = []
     said = sentences(text or "", final=True)
     answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
@@ -221,15 +247,26 @@ def claims_of(text: str, question: str = "") -> list[Claim]:
         ]
     for sentence in said:
         s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
-        if not s or s.endswith("?"):
+        if not s:
             continue
-        mode = claimmodes.mode_of(s, _states_done)
-        if mode is not None:
-            kinds = claimmodes.kinds_in(s, mode, has_amount=lambda sentence: bool(amounts_in(sentence)))
-        elif _NOT_DONE.search(s):
+        rest = claimmodes.offer_rest(s)
+        offered = claimmodes.offered_kinds(rest) if rest is not None else []
+        if rest is not None and vocab:
+            offered += _own_words(vocab.offered(rest), offered, vocab)
+        if offered:
+            mode, kinds = OFFER, offered
+        elif s.endswith("?"):
             continue
         else:
-            mode, kinds = DONE, [kind for kind, pattern in _CLAIMS.items() if pattern.search(s)]
+            mode = claimmodes.mode_of(s, lambda plain: bool(_done_kinds(plain, vocab)))
+            if mode is not None:
+                kinds = claimmodes.kinds_in(s, mode, has_amount=lambda sentence: bool(amounts_in(sentence)))
+                if vocab:
+                    kinds += _own_words(vocab.mentioned(s, promised=mode == FUTURE), kinds, vocab)
+            elif _NOT_DONE.search(s):
+                continue
+            else:
+                mode, kinds = DONE, _done_kinds(s, vocab)
         for kind in kinds:
             amounts = tuple(amounts_in(s)) if kind == REFUND else ()
             out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts, mode))
@@ -242,7 +279,20 @@ def claims_in(text: str) -> list[Claim]:
 
 
 def kinds_of(decls: dict) -> dict[str, set[str]]:
-    """Tool name → the kinds of action it performs, from the declaration (`tooling.domain.ToolDecl`)."""
+    """Tool name → the kinds of action it performs, from the declaration (`tooling.domain.ToolDecl`): the
+    six kinds its capabilities, consent and money say, and its own claim words' (`claimverbs`)."""
+    out = _builtin_kinds_of(decls)
+    for name, kinds in vocabulary_of(decls).kinds_by_tool.items():
+        out[name] = out.get(name, set()) | kinds
+    return out
+
+
+def vocabulary_of(decls: dict) -> claimverbs.Vocabulary:
+    """The claim words of a domain's writes (`claimverbs`), built once per set of declarations."""
+    return claimverbs.vocabulary(decls, _builtin_kinds_of(decls))
+
+
+def _builtin_kinds_of(decls: dict) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name, decl in decls.items():
         kinds = {_CAPABILITY_KIND[c] for c in getattr(decl, "capabilities", []) or [] if c in _CAPABILITY_KIND}
@@ -271,6 +321,45 @@ class Proposal:
     currency: str = ""
 
 
+def forbidden_kinds(rules: Iterable, domain, overridden: Iterable[int] = ()) -> dict[str, frozenset[str]]:
+    """Kind of action → the records the rules in force forbid it on (empty: everywhere), where they
+    forbid every tool whose declaration says it does that (a rule against refunds leaves a cancellation
+    that refunds alone, and forbids "I can refund …"). Read as the rules guard reads rules: as stored,
+    and their text again against `domain`'s tools. `rules`: `RuleData`; `overridden`: ids of rules a
+    confirmed card quoted (the customer confirmed the call anyway)."""
+    blocked: dict[str, frozenset[str]] = {}
+    skip = set(overridden)
+    for rule in rules:
+        if rule.id in skip:
+            continue
+        for check in (rule.enforcement or {}, infer_enforcement(rule.text, domain)):
+            only_on = frozenset(str(v) for v in check.get("only_on") or ())
+            for tool in check.get("block_tools") or ():
+                narrowed = bool(only_on) and tool in check.get("narrowed_tools", ())
+                if not narrowed or blocked.get(tool) == frozenset():
+                    blocked[tool] = frozenset()
+                else:
+                    blocked[tool] = blocked.get(tool, frozenset()) | only_on
+    if not blocked:
+        return {}
+    # What each tool is for, by its capabilities and consent (not by money its result moves).
+    purpose = {
+        name: {_CAPABILITY_KIND[c] for c in getattr(decl, "capabilities", []) or [] if c in _CAPABILITY_KIND}
+        | ({decl.consent} if getattr(decl, "consent", None) else set())
+        | ({REFUND} if getattr(decl, "refund", None) is not None else set())
+        for name, decl in domain.tools.items()
+    }
+    for name, kinds in vocabulary_of(domain.tools).kinds_by_tool.items():
+        purpose[name] = purpose.get(name, set()) | kinds
+    out: dict[str, frozenset[str]] = {}
+    for kind in set().union(*purpose.values()):
+        tools = [t for t, kinds in purpose.items() if kind in kinds]
+        if all(t in blocked for t in tools):
+            on = [blocked[t] for t in tools]
+            out[kind] = frozenset() if any(not o for o in on) else frozenset().union(*on)
+    return out
+
+
 def later_kinds_of(decls: dict) -> dict[str, set[str]]:
     """`kinds_of`, with what follows later from each tool's call (its declaration's `then`: a return
     that refunds once the item arrives) — what a promise may stand on."""
@@ -293,17 +382,23 @@ def unsupported(
     proposals: Iterable = (),
     later: dict[str, set[str]] | None = None,
     question: str = "",
+    vocab: claimverbs.Vocabulary = claimverbs.EMPTY,
+    forbidden: dict[str, frozenset[str]] | None = None,
 ) -> list[Claim]:
-    """The claims in `text` the records do not support. `actions`: `ActionData`; `money`: `MoneyData`;
-    `ledger`: `LedgerData`; `proposals`: `Proposal` (open and declined cards and holds). Kinds the domain
-    has no tool for are not judged: nothing could back them.
+    """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
+    `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
+    declined cards and holds). Kinds the domain has no tool for are not judged: nothing could back them
+    (an offer of one is held: nothing could do it).
 
     Done: an action of its kind ran (on the record it names), for the figure it names. Pending or future:
     such an action ran, or a card or hold for it is open. Refused: a card or hold for it was declined.
-    Denied ("nothing was cancelled"): no such action ran. `later` (`later_kinds_of`): what a call's
-    action leads to afterwards, which a pending or promised claim may stand on (default: `kinds`).
-    `question`: the customer's latest message, which a bare yes or no answers (`claims_of`)."""
+    Denied ("nothing was cancelled"): no such action ran. Offered: see the module docstring. `later`
+    (`later_kinds_of`): what a call's action leads to afterwards, which a pending or promised claim may
+    stand on (default: `kinds`). `question`: the customer's latest message, which a bare yes or no
+    answers (`claims_of`). `vocab`: the writes' own claim words (`vocabulary_of`). `forbidden`: kind →
+    the records a rule in force forbids it on (`forbidden_kinds`)."""
     later = later if later is not None else kinds
+    forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
     declared = declared_now.union(*later.values())
     actions, money, ledger, proposals = list(actions), list(money), list(ledger), list(proposals)
@@ -313,33 +408,107 @@ def unsupported(
         | {m.order for m in money}
         | {v for p in proposals for v in p.on}
     )
+    # A write's own kinds act on records of any kind (a reservation, a line): every value on the ticket.
+    anything = owners | {e.value for e in ledger} | {v for a in actions for v in a.on}
     out = []
-    for claim in claims_of(text, question):
+    for claim in claims_of(text, question, vocab):
+        own = claim.kind not in KINDS
+        if claim.mode == OFFER:
+            why = _offer_fault(
+                claim,
+                claim.ids & (anything if own else owners) or None,
+                declared_now,
+                actions,
+                kinds,
+                money,
+                ledger,
+                proposals,
+                forbidden,
+                owner_kind,
+            )
+            if why:
+                out.append(replace(claim, why=why))
+            continue
         if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
             continue
         # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
-        named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & owners) or None
-        ran = _backed(claim.kind, named, actions, kinds, money, ledger)
+        named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & (anything if own else owners)) or None
+        ran = _backed(claim.kind, named, actions, kinds, money, ledger, vocab)
         if claim.mode == DENIED:
             if ran:
-                out.append(claim)
+                out.append(replace(claim, why="it ran"))
         elif claim.mode == REFUSED:
             if not _proposed(claim.kind, named, proposals, kinds, DECLINED):
-                out.append(claim)
+                out.append(replace(claim, why="no card or hold for it was declined"))
         elif claim.mode == DONE:
-            if not ran or (claim.amounts and not _amounts_backed(claim.amounts, named, actions, kinds, money)):
-                out.append(claim)
+            if not ran:
+                out.append(replace(claim, why="no tool did it"))
+            elif claim.amounts and not _amounts_backed(claim.amounts, named, actions, kinds, money):
+                out.append(replace(claim, why="the records show another figure"))
         else:  # PENDING, FUTURE
-            ran = ran or _backed(claim.kind, named, actions, later, money, ledger)
+            if claim.kind in (EMAIL, PHONE) and claim.mode == FUTURE:
+                ran = False  # a contact made before promises no new one
+            else:
+                ran = ran or _backed(claim.kind, named, actions, later, money, ledger, vocab)
             offered = _proposed(claim.kind, named, proposals, later, OPEN)
-            if not (ran or offered):
-                out.append(claim)
+            if not offered and _forbidden(claim.kind, named, forbidden):
+                out.append(replace(claim, why="a rule in force forbids it"))
+            elif not (ran or offered):
+                out.append(replace(claim, why="no card or staff hold is open for it"))
             elif claim.amounts and not (
                 (ran and _amounts_backed(claim.amounts, named, actions, later, money))
                 or _amounts_offered(claim.amounts, named, offered, money)
             ):
-                out.append(claim)
+                out.append(replace(claim, why="its card or the records show another figure"))
     return out
+
+
+def _offer_fault(claim: Claim, named, declared, actions, kinds, money, ledger, proposals, forbidden, owner_kind) -> str:
+    """Why an offer of an action is not the customer's to take ("" when it is)."""
+    if claim.kind not in declared:
+        return "no tool of this desk does it"
+    open_ = _proposed(claim.kind, named, proposals, kinds, OPEN)
+    if not open_ and _forbidden(claim.kind, named, forbidden):
+        return "a rule in force forbids it"
+    if not open_ and _proposed(claim.kind, named, proposals, kinds, DECLINED):
+        return "its card or hold was declined"
+    if claim.kind == CANCEL and _done_on_all(claim.kind, named, actions, kinds, money, ledger, owner_kind):
+        return "it is done already"
+    if claim.kind == REFUND:
+        lanes = [m for m in money if named is None or m.order in named]
+        if lanes and all(m.refundable_cents == 0 for m in lanes):
+            return "nothing is left to refund"
+        figures = [(p.amount_cents, p.currency) for p in open_ if p.amount_cents is not None]
+        if claim.amounts and figures:
+            if not any(a.minor(c) == cents for a in claim.amounts for cents, c in figures):
+                return "its open card names another figure"
+        elif claim.amounts and named and lanes:
+            if not any(
+                a.minor(m.currency) is not None and a.minor(m.currency) <= m.refundable_cents
+                for a in claim.amounts
+                for m in lanes
+            ):
+                return "more than is left to refund"
+    return ""
+
+
+def _done_on_all(kind, named, actions, kinds, money, ledger, owner_kind) -> bool:
+    """Whether the action ran on the record the offer names — or, naming none, on every record of the
+    ticket it could mean (one of two orders cancelled leaves "I can cancel it" open for the other)."""
+    if named is not None:
+        return _backed(kind, named, actions, kinds, money, ledger)
+    records = {e.value for e in ledger if e.kind == owner_kind}
+    if not records:
+        return _backed(kind, None, actions, kinds, money, ledger)
+    return all(_backed(kind, {r}, actions, kinds, money, ledger) for r in records)
+
+
+def _forbidden(kind: str, named: set[str] | None, forbidden: dict[str, frozenset[str]]) -> bool:
+    """Whether a rule in force forbids `kind` (on the record named, if the rule names records)."""
+    if kind not in forbidden:
+        return False
+    only = forbidden[kind]
+    return not only or (named is not None and bool(named & only))
 
 
 def _proposed(kind: str, named: set[str] | None, proposals, kinds, status: str) -> list[Proposal]:
@@ -396,7 +565,7 @@ def _amounts_backed(amounts, named: set[str] | None, actions, kinds, money) -> b
     return any(shown(a, refunded) for a in amounts) and all(shown(a, refunded + paid) for a in amounts)
 
 
-def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) -> bool:
+def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger, vocab=claimverbs.EMPTY) -> bool:
     """Whether the records show an action of `kind` — on one of `named`, or anywhere on the ticket when
     the claim names no record (a claim that names an order is judged on that order)."""
 
@@ -407,7 +576,8 @@ def _backed(kind: str, named: set[str] | None, actions, kinds, money, ledger) ->
         return True
     if kind == REFUND and any(m.refunded_cents > 0 and on(m.order) for m in money):
         return True
-    return any(on(e.value) and _STATUS[kind].search(f"{e.description} {e.note}") for e in ledger)
+    status = _STATUS.get(kind) or vocab.status_by_kind.get(kind)
+    return status is not None and any(on(e.value) and status.search(f"{e.description} {e.note}") for e in ledger)
 
 
 @dataclass(frozen=True)
@@ -421,9 +591,13 @@ class Records:
     owner_kind: str = "order"
     proposals: tuple = ()  # Proposal: open and declined cards and holds, read once per step
     later: dict | None = None  # `later_kinds_of`
+    vocab: claimverbs.Vocabulary = claimverbs.EMPTY  # `vocabulary_of`
+    forbidden: dict = field(default_factory=dict)  # `forbidden_kinds`
 
     @classmethod
-    def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=()) -> "Records":
+    def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=(), rules=(), overridden=()) -> "Records":
+        """`rules`: the ticket's rules in force (`RuleData`); `overridden`: ids of those a confirmed card
+        quoted."""
         return cls(
             actions=tuple(actions),
             kinds=kinds_of(domain.tools),
@@ -432,6 +606,8 @@ class Records:
             owner_kind=domain.owner_kind,
             proposals=tuple(proposals),
             later=later_kinds_of(domain.tools),
+            vocab=vocabulary_of(domain.tools),
+            forbidden=forbidden_kinds(rules, domain, overridden),
         )
 
     def unsupported(self, text: str, question: str = "") -> list[Claim]:
@@ -445,14 +621,24 @@ class Records:
             proposals=self.proposals,
             later=self.later,
             question=question,
+            vocab=self.vocab,
+            forbidden=self.forbidden,
         )
 
 
-_SAID = {DONE: "", PENDING: " (pending)", FUTURE: " (promised)", REFUSED: " (refused)", DENIED: " (said not done)"}
+_SAID = {
+    DONE: "",
+    PENDING: " (pending)",
+    FUTURE: " (promised)",
+    REFUSED: " (refused)",
+    DENIED: " (said not done)",
+    OFFER: " (offered)",
+}
 
 
 def describe(claims: list[Claim]) -> str:
     return "; ".join(
-        f'{c.kind}{_SAID[c.mode]}{" of " + ", ".join(map(str, c.amounts)) if c.amounts else ""}: "{c.sentence}"'
+        f"{c.kind}{_SAID[c.mode]}{' of ' + ', '.join(map(str, c.amounts)) if c.amounts else ''}"
+        f'{" — " + c.why if c.why and c.mode != DONE else ""}: "{c.sentence}"'
         for c in claims
     )

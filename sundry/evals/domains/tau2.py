@@ -82,6 +82,7 @@ AIRLINE_DECLARATION = dict(
             results=_A_RES,
             write=True,
             repeat_key=("passengers", "flights"),
+            claim_nouns=["flight", "ticket", "trip"],
         ),
         "cancel_reservation": ToolDesc(
             args={"reservation_id": "reservation"},
@@ -99,6 +100,8 @@ AIRLINE_DECLARATION = dict(
             write=True,
             target="reservation_id",
             repeats="arguments",
+            claim_verbs=["add", "change"],
+            claim_nouns=["bag", "luggage"],
         ),
         "update_reservation_flights": ToolDesc(
             args={"reservation_id": "reservation", "flights[].flight_number": "flight", "payment_id": "payment"},
@@ -107,6 +110,9 @@ AIRLINE_DECLARATION = dict(
             target="reservation_id",
             repeats="arguments",
             then=["refunds"],
+            # How a reply tells a change of flights or cabin: "your flight has been upgraded".
+            claim_verbs=["change", "upgrade", "downgrade", "reschedule", "rebook", "move"],
+            claim_nouns=["cabin", "itinerary", "seat", "trip"],
         ),  # a cheaper itinerary's difference goes back to the payment method
         "update_reservation_passengers": ToolDesc(
             args={"reservation_id": "reservation"},
@@ -114,11 +120,14 @@ AIRLINE_DECLARATION = dict(
             write=True,
             target="reservation_id",
             repeats="arguments",
+            claim_verbs=["change"],
         ),
         "send_certificate": ToolDesc(
             args={"user_id": "user"},
             write=True,
             target="user_id",
+            claim_verbs=["issue", "add"],
+            claim_nouns=["voucher", "compensation"],
             bare=(
                 r"Certificate (?P<payment>certificate_\d+) added to user (?P<user>[a-z_0-9]+?)"
                 r"(?= with|\.|$)",
@@ -174,10 +183,18 @@ TELECOM_DECLARATION = dict(
         ),
         "get_data_usage": ToolDesc(args=_T_ACCOUNT, results={"line_id": "line"}, lookup=True),
         "suspend_line": ToolDesc(
-            args=_T_ACCOUNT, write=True, target="line_id", results={f"line.{p}": k for p, k in _T_LINE.items()}
+            args=_T_ACCOUNT,
+            write=True,
+            target="line_id",
+            results={f"line.{p}": k for p, k in _T_LINE.items()},
+            claim_verbs=["deactivate"],
         ),
         "resume_line": ToolDesc(
-            args=_T_ACCOUNT, write=True, target="line_id", results={f"line.{p}": k for p, k in _T_LINE.items()}
+            args=_T_ACCOUNT,
+            write=True,
+            target="line_id",
+            results={f"line.{p}": k for p, k in _T_LINE.items()},
+            claim_verbs=["reactivate", "restore", "unsuspend"],
         ),
         "send_payment_request": ToolDesc(
             args={"customer_id": "customer", "bill_id": "bill"},
@@ -185,9 +202,13 @@ TELECOM_DECLARATION = dict(
             target="bill_id",
             bare=(r"\bbill (?P<bill>B\d{4,})\b",),
         ),
-        "enable_roaming": ToolDesc(args=_T_ACCOUNT, write=True, target="line_id"),
-        "disable_roaming": ToolDesc(args=_T_ACCOUNT, write=True, target="line_id"),
-        "refuel_data": ToolDesc(args=_T_ACCOUNT, write=True, target="line_id"),
+        "enable_roaming": ToolDesc(
+            args=_T_ACCOUNT, write=True, target="line_id", claim_verbs=["turn on", "activate", "switch on"]
+        ),
+        "disable_roaming": ToolDesc(
+            args=_T_ACCOUNT, write=True, target="line_id", claim_verbs=["turn off", "deactivate", "switch off"]
+        ),
+        "refuel_data": ToolDesc(args=_T_ACCOUNT, write=True, target="line_id", claim_verbs=["add", "top up"]),
         "transfer_to_human_agents": ToolDesc(),
     },
 )
