@@ -6,7 +6,6 @@ ledger harvest and effects commit or roll back with it.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -21,14 +20,14 @@ from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
 from sundry.agent.guards import cards, consent, runlimits
 from sundry.agent.models import Confirmation, HeldAction
+from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context import services as lanes
-from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.context.assembly import Assembled
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
-from sundry.tooling.domain import Domain, domain_for, tool_named, tools_for
+from sundry.tooling.domain import Domain, domain_for
 from sundry.tooling.messages import ModelRequest, ModelResponse, ToolCall
 from sundry.tooling.tools import REPLY_TOOL, Tool, ToolContext, ToolError
 
@@ -72,8 +71,11 @@ def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCa
     return out
 
 
-def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot) -> StepOutcome:
+def run_calls(
+    ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot, toolbox: Toolbox | None = None
+) -> StepOutcome:
     """The calls of one model response, in order: each guarded, then held, refused or run."""
+    toolbox = toolbox or toolbox_for(ticket.ticket_class)
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
     with transaction.atomic(savepoint=False):
@@ -100,11 +102,11 @@ def run_calls(ticket: Ticket, response: ModelResponse, assembled: Assembled, sna
             _stop_repeat(ticket, call, failures)
             outcome.stop = True
             break
-        if remote.is_remote(remote.tool_named(ticket, call.name)):
-            result = process_call(ticket, call, assembled, snapshot=snapshot)  # its own transactions
+        if toolbox.runs_outside(call.name):
+            result = process_call(ticket, call, assembled, snapshot=snapshot, toolbox=toolbox)  # its own transactions
         else:
             with transaction.atomic(savepoint=False):  # the step's transaction, or the call's own
-                result = process_call(ticket, call, assembled, snapshot=snapshot)
+                result = process_call(ticket, call, assembled, snapshot=snapshot, toolbox=toolbox)
         outcome.resolution |= result.resolution
         outcome.stop |= result.stop
         snapshot = None  # a call may move state (money, actions, ledger): judge the next one on fresh lanes
@@ -155,41 +157,43 @@ def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
     )
 
 
-def _window(ticket):
-    served = remote.class_tools(ticket)  # a class with tool servers: its held calls are of their tools
-    return spending_reads.window_for(ticket, served.tools if served is not None else None)
-
-
 def _guard_input(
     ticket,
     tool: Tool,
     arguments,
     assembled: Assembled,
     approved: bool,
+    toolbox: Toolbox,
     snapshot=None,
-    domain: Domain | None = None,
     confirmation: Confirmation | None = None,
 ) -> guards.GuardInput:
     # Guards judge against what *this* request showed the model, plus the
     # structured truths in state (actions, money) which are always in it. The
     # step's own snapshot serves until a call in the step changes state.
+    # A class with tool servers: the IDs its tools' results and the customer's messages hold in
+    # the formats its declaration files give, beside the ones assembly found.
+    results, typed = toolbox.request_ids(assembled)
     snap = snapshot if snapshot is not None else lane_snapshot(ticket, with_turns=False)
-    inp = guards.GuardInput(
+    return guards.GuardInput(
         tool=tool,
         arguments=arguments,
         ledger=snap.ledger,
-        recent_ids=assembled.recent_result_ids,
-        recent_text_ids=assembled.recent_text_ids,
+        recent_ids=assembled.recent_result_ids | results,
+        recent_text_ids=assembled.recent_text_ids | typed,
         rules=snap.rules,
         actions=snap.actions,
         money=snap.money,
-        approval_rules=ticket.ticket_class.approval_rules or {},
+        approval_rules=toolbox.approval_rules,
         approved=approved,
         said=consent.said_from(assembled.said),
         state=consent.state_from(snap.state),
-        domain=domain,
+        domain=toolbox.domain,
+        lookup_tools=toolbox.lookup_tools,
         internal=assembled.internal,
-        window=_window(ticket) if tool.side_effect and not tool.local and not approved else None,
+        # Its held calls may be of a tool server's tools.
+        window=spending_reads.window_for(ticket, dict(toolbox.tools))
+        if tool.side_effect and not tool.local and not approved
+        else None,
         confirmed=confirmation is not None,
         overridden_rules=frozenset(
             r["id"] for r in (confirmation.card.get("rules") or []) if isinstance(r.get("id"), int)
@@ -198,18 +202,6 @@ def _guard_input(
         else frozenset(),
         proposals=proposals.read(ticket.pk) if tool.customer_text else (),
     )
-    extras = remote.guard_extras(ticket, assembled)  # a class with tool servers: what their declarations say
-    if extras is not None:
-        # Its tools are the servers' (and Sundry's own): what a tool is, done ones included, is read there.
-        inp = dataclasses.replace(
-            inp,
-            lookup_tools=(inp.lookup_tools or frozenset()) | extras.lookup_tools,
-            recent_ids=inp.recent_ids | extras.recent_ids,
-            recent_text_ids=inp.recent_text_ids | extras.typed_ids,
-            approval_rules=extras.approval_rules,
-            domain=extras.domain,
-        )
-    return inp
 
 
 def process_call(
@@ -220,21 +212,16 @@ def process_call(
     approved_hold: HeldAction | None = None,
     snapshot=None,
     confirmation: Confirmation | None = None,
+    toolbox: Toolbox | None = None,
 ) -> StepOutcome:
     """Guard one call, then hold it, ask the customer to confirm it, refuse it or run it.
-    `approved_hold`: staff approved it; `confirmation`: the customer confirmed its card."""
-    domain = domain_for(ticket.ticket_class)
-    served = remote.class_tools(ticket)  # a class with tool servers offers their tools, not the domain's
-    denied = ticket.ticket_class.denied
-    tool = (
-        None
-        if call.name in denied
-        else (served.tools.get(call.name) if served is not None else tool_named(domain, call.name))
-    )
+    `approved_hold`: staff approved it; `confirmation`: the customer confirmed its card;
+    `toolbox`: the class's (the run's), else built here."""
+    toolbox = toolbox or toolbox_for(ticket.ticket_class)
+    denied = toolbox.denied
+    tool = None if call.name in denied else toolbox.tool(call.name)
     if tool is None:
-        names = sorted(
-            n for n in (served.tools if served is not None else (t.name for t in tools_for(domain))) if n not in denied
-        )
+        names = toolbox.offered()
         # A tool the class denies is named as such: staff reading the timeline (and the model)
         # should see a configured refusal, not a tool that does not exist.
         why = (
@@ -255,10 +242,10 @@ def process_call(
             },
         )
         return StepOutcome(stop=False)
-    if remote.is_remote(tool):
+    if toolbox.runs_outside(tool.name):
         # Guards and a hold or refusal commit first; the server is called outside any transaction.
         with transaction.atomic():
-            verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
+            verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, toolbox, confirmation)
         if isinstance(verdict, StepOutcome):
             return verdict
         key = (
@@ -267,7 +254,7 @@ def process_call(
             else idempotency_key(ticket.pk, tool.name, verdict.args.model_dump(mode="json"))
         )
         return StepOutcome(stop=False, resolution=remote.run_remote(ticket, tool, call.id, verdict.args, key))
-    verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, domain, confirmation)
+    verdict = _judge(ticket, tool, call, assembled, approved_hold, snapshot, toolbox, confirmation)
     if isinstance(verdict, StepOutcome):
         return verdict
     args = verdict.args
@@ -276,7 +263,7 @@ def process_call(
         if approved_hold
         else idempotency_key(ticket.pk, tool.name, args.model_dump(mode="json"))
     )
-    return execute(ticket, tool, call.id, args, key, domain=domain)
+    return execute(ticket, tool, call.id, args, key, domain=toolbox.class_domain)
 
 
 def _judge(
@@ -286,7 +273,7 @@ def _judge(
     assembled: Assembled,
     approved_hold: HeldAction | None,
     snapshot,
-    domain: Domain,
+    toolbox: Toolbox,
     confirmation: Confirmation | None = None,
 ) -> guards.GuardVerdict | StepOutcome:
     """The guards' verdict on a call; a refusal, a hold or a card is stored here and answered with its outcome."""
@@ -300,8 +287,8 @@ def _judge(
         call.arguments,
         assembled,
         approved=approved_hold is not None,
+        toolbox=toolbox,
         snapshot=snapshot,
-        domain=domain,
         confirmation=confirmation,
     )
     verdict = guards.check_call(inp)
@@ -406,7 +393,8 @@ def _fit(reason: str, limit: int) -> str:
 
 
 def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:
-    """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
+    """Run an allowed in-process tool; store its result; harvest IDs and state (by `domain`, else the
+    class's). Nothing half-applied."""
     domain = domain or domain_for(ticket.ticket_class)
     turn_no = ticket.last_turn_number + 1
     ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from sundry.agent import claims, failures, remote
+from sundry.agent import claims, failures
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
 from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
@@ -29,6 +29,7 @@ from sundry.agent.step import (
     resolution_listeners,
     tool_specs,
 )
+from sundry.agent.toolbox import toolbox_for
 from sundry.tickets.attention import attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import APPENDED, turn_append
@@ -137,8 +138,6 @@ def _open(
     if held is None:
         return None
     ticket = _load(ticket_id)
-    if not ticket.run_has_servers:
-        remote.known_without_servers(ticket)  # no query per step for servers the class has none of
     start = _start(ticket)
     waiting, mid_task, _ = start
     if held.took_over and _may_act(ticket) and (waiting or mid_task):
@@ -234,11 +233,14 @@ def _run_claimed(
     waiting, mid_task, number = start
     if not _may_act(ticket) or not (unread or waiting or mid_task):
         return 0, ticket.last_turn_number, False
+    # The class's tools, resolved once for this claim's steps; the load said whether the class
+    # has servers (none: no query reads them).
+    toolbox = toolbox_for(ticket.ticket_class, servers=None if ticket.run_has_servers else [])
     # The run's own deadline bounds a run however it is sliced into tasks; `deadline` (the
     # task's) only says when to hand the rest of the work to a new task.
     steps, run_deadline = 0, time.monotonic() + settings.AGENT_RUN_DEADLINE_SECONDS
     while True:
-        outcome = agent_step(ticket, gateway=gateway, number=number, held=held)
+        outcome = agent_step(ticket, gateway=gateway, number=number, held=held, toolbox=toolbox)
         steps, number = steps + 1, number + 1
         if outcome.abandoned:
             return steps, None, False

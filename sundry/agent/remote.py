@@ -1,4 +1,4 @@
-"""Tool calls to a ticket class's tool servers: what the guards learn from them, and the call itself.
+"""A call to a ticket class's tool server, outside any transaction, and what its result commits.
 
 A remote call runs outside any database transaction and row lock: the guards
 decide (and a hold or refusal commits) first, then the server is called with
@@ -9,10 +9,7 @@ and the ticket an attention flag; the step goes on.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -20,17 +17,11 @@ from django.db import transaction
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards.callguards import ids_in_arguments, write_targets
 from sundry.context import services as lanes
-from sundry.context.assembly import Assembled
 from sundry.tickets.attention import attention_clear, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling import mcp_client
-from sundry.tooling.domain import Domain, domain_for
-from sundry.tooling.messages import ToolCall
-from sundry.tooling.tools import REGISTRY, Tool
-from sundry.toolservers import catalog
-from sundry.toolservers.catalog import ClassTools, RemoteTool
-from sundry.toolservers.models import ToolServer
+from sundry.toolservers.catalog import RemoteTool
 
 log = logging.getLogger("sundry.toolservers")
 
@@ -39,120 +30,6 @@ FLAG_PREFIX = "Tool server"
 
 class InTransaction(RuntimeError):
     """A remote call was about to run inside a database transaction."""
-
-
-_UNREAD = object()
-
-
-def class_tools(ticket: Ticket) -> ClassTools | None:
-    """The ticket's class's tools, read once per loaded ticket (a run's): a step asks several times."""
-    tools = ticket.__dict__.get("_sundry_class_tools", _UNREAD)
-    if tools is _UNREAD:
-        tools = ticket.__dict__["_sundry_class_tools"] = catalog.class_tools(ticket.ticket_class)
-    return tools
-
-
-def known_without_servers(ticket: Ticket) -> None:
-    """The loader read that the ticket's class has no enabled tool server (`loop._load`): no
-    read per run for servers that are not there."""
-    ticket.__dict__["_sundry_class_tools"] = None
-
-
-def tool_specs(ticket: Ticket) -> list[dict] | None:
-    """The tools a class with servers offers the model; None for a class without (the registry's)."""
-    tools = class_tools(ticket)
-    return tools.spec_list if tools is not None else None
-
-
-def with_server_prompts(snapshot, ticket: Ticket):
-    """The lanes with the servers' declaration prompts (how to work their tools) before the class's policy."""
-    tools = class_tools(ticket)
-    prompts = [d.prompt.strip() for d in (tools.declarations if tools is not None else []) if d.prompt.strip()]
-    if not prompts:
-        return snapshot
-    return dataclasses.replace(snapshot, class_policy="\n\n".join([*prompts, snapshot.class_policy or ""]).strip())
-
-
-def tool_named(ticket: Ticket, name: str) -> Tool | None:
-    tools = class_tools(ticket)
-    return tools.tools.get(name) if tools is not None else REGISTRY.get(name)
-
-
-def tool_names(ticket: Ticket) -> list[str]:
-    tools = class_tools(ticket)
-    return sorted(tools.tools if tools is not None else REGISTRY)
-
-
-def has_remote_calls(ticket: Ticket, calls: list[ToolCall]) -> bool:
-    tools = class_tools(ticket)
-    return tools is not None and any(c.name in tools.remote for c in calls)
-
-
-def is_remote(tool: Tool | None) -> bool:
-    return isinstance(tool, RemoteTool)
-
-
-# --- what the guards learn from the class's declarations --------------------------------------
-
-
-@dataclass(frozen=True)
-class GuardExtras:
-    lookup_tools: frozenset[str] = frozenset()
-    recent_ids: frozenset[str] = frozenset()
-    typed_ids: frozenset[str] = frozenset()
-    approval_rules: dict | None = None
-    # The declarations of the class's tools (done actions' included), for the guards.
-    domain: Domain | None = None
-
-
-def guard_extras(ticket: Ticket, assembled: Assembled) -> GuardExtras | None:
-    """For a class with servers: its lookups, the IDs its tools' results in this request hold (read by
-    the declaration files), the IDs the customer typed in its formats, the holds for undeclared writes,
-    and its tools' declarations."""
-    tools = class_tools(ticket)
-    if tools is None:
-        return None
-    results = set()
-    for m in assembled.request.messages:
-        if m.role == "tool" and m.tool_name in tools.remote and not m.content.startswith("ERROR"):
-            try:
-                data = json.loads(m.content)
-            except ValueError:
-                data = m.content
-            results.update(v for _k, v in tools.result_ids(m.tool_name, data))
-    typed = {v for _author, _turn, text in assembled.said for _k, v in tools.typed_ids(text)}
-    holds = tools.approval_holds(
-        {
-            s.pk: s.hold_undeclared_writes
-            for s in ToolServer.objects.filter(pk__in={t.server_id for t in tools.remote.values()})
-        }
-    )
-    rules = {**holds, **(ticket.ticket_class.approval_rules or {})}
-    return GuardExtras(
-        lookup_tools=tools.lookup_tools,
-        recent_ids=frozenset(results),
-        typed_ids=frozenset(typed),
-        approval_rules=rules,
-        domain=tools.domain,
-    )
-
-
-def typed_ids(ticket: Ticket, text: str) -> list[tuple[str, str]]:
-    """(value, kind) of IDs a person typed in the formats of the class's declaration files."""
-    return [(v, k) for k, v in catalog.typed_ids(ticket.ticket_class, text)]
-
-
-def tools_domain(ticket: Ticket) -> Domain:
-    """What each of the class's tools is: its servers' declarations as loaded for this run (no file is
-    read again), else the class's own domain."""
-    tools = class_tools(ticket)
-    return tools.domain if tools is not None else domain_for(ticket.ticket_class)
-
-
-def rules_domain(ticket: Ticket) -> Domain | None:
-    """For a class with servers: the tools its declaration files declare, which a rule stated in a
-    message is mapped onto (None: the class's own domain)."""
-    return catalog.declared_domain(ticket.ticket_class)
 
 
 # --- the call ----------------------------------------------------------------------------------

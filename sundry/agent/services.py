@@ -11,11 +11,12 @@ import hmac
 from django.db import transaction
 from django.utils import timezone
 
-from sundry.agent import cardstore, claims, holds, outbox, remote, spending_reads
+from sundry.agent import cardstore, claims, holds, outbox, spending_reads
 from sundry.agent.calls import process_call
 from sundry.agent.guards import cards
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.tasks import agent_run_task
+from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.attachments import services as attachments
 from sundry.attachments.prepare import prepare_all
 from sundry.context import services as lanes
@@ -88,17 +89,17 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
         # The agent is told in an event turn after the message: names, types and sizes, never contents.
         attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
+        # What a message does at once reads the declaration files alone: no tool server is contacted.
+        box = toolbox_for(ticket.ticket_class, listing=False)
         # IDs in the domain's formats and in those its tool servers declare; a correction among them
         # ("wrong number, it's …") retires the open cards on the number it replaces.
-        found = lanes.customer_typed_ids(ticket, text) + remote.typed_ids(ticket, text)
+        found = box.typed_ids(text)
         corrected = lanes.ledger_note_customer_message(ticket=ticket, turn=turn.number, text=text, found=found)
         cardstore.retire_for(ticket, {c.old for c in corrected}, "The customer corrected this number.")
-        lanes.rule_flag_candidates(
-            ticket=ticket, turn=turn.number, text=text, source="customer", domain=remote.rules_domain(ticket)
-        )
+        lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer", domain=box.declared)
         if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
-        after = _typed_confirmation(ticket, turn, text)
+        after = _typed_confirmation(ticket, turn, text, box.servers)
         if wake:
             _wake_agent(ticket)
     if after is not None:
@@ -128,18 +129,19 @@ def ledger_correct(*, ticket: Ticket, old: str, new: str, user):
     return entry
 
 
-def _typed_confirmation(ticket: Ticket, turn: Turn, text: str) -> Confirmation | None:
+def _typed_confirmation(ticket: Ticket, turn: Turn, text: str, servers) -> Confirmation | None:
     """Where there are no buttons to press (an API client, an e-mail reply), a message that only says
     "yes" confirms the one open card it answers. With two open cards it confirms nothing: which
     one it means is for the customer to say, not for code to guess. A card for an in-process tool is
-    confirmed here, with the message; one for a tool server's tool is returned, to confirm after commit."""
+    confirmed here, with the message; one for a tool server's tool is returned, to confirm after commit.
+    `servers`: the class's enabled tool servers, as the post read them."""
     if not cards.plain_yes(text):
         return None
     open_now = [c for c in cardstore.pending(ticket) if c.turn < turn.number]
     if len(open_now) != 1:
         return None
     card = open_now[0]
-    if remote.is_remote(remote.tool_named(ticket, card.tool)):
+    if toolbox_for(ticket.ticket_class, servers=list(servers)).runs_outside(card.tool):
         return card
     confirmation_decide(
         card_id=card.pk, ticket=ticket, confirm=True, digest=card.digest, via=Confirmation.Via.TYPED, wake=False
@@ -172,7 +174,11 @@ def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") ->
         )
         if new:
             lanes.rule_flag_candidates(
-                ticket=ticket, turn=turn.number, text=text, source="staff", domain=remote.rules_domain(ticket)
+                ticket=ticket,
+                turn=turn.number,
+                text=text,
+                source="staff",
+                domain=toolbox_for(ticket.ticket_class, listing=False).declared,
             )
             _wake_agent(ticket)
     return turn
@@ -222,11 +228,11 @@ class HeldActionError(ValueError):
     pass
 
 
-def _ran_already(held: HeldAction, ticket: Ticket) -> str:
+def _ran_already(held: HeldAction, ticket: Ticket, toolbox: Toolbox) -> str:
     """Why the held call must not run (an equal hold or action already ran); the customer's row is
     locked first, as every money call does."""
     spending_reads.customer_lock(ticket.customer_id)
-    return holds.already_done(held, ticket.customer_id, lambda name: remote.tool_named(ticket, name))
+    return holds.already_done(held, ticket.customer_id, toolbox.tool)
 
 
 def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wake: bool = True) -> HeldAction:
@@ -244,6 +250,7 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
         held.decided_by, held.decided_at = user, timezone.now()
         held.save(update_fields=["status", "decided_by", "decided_at"])
         who = user.get_username()
+        toolbox = toolbox_for(ticket.ticket_class) if approve else None
         if not approve:
             turn_append(
                 ticket=ticket,
@@ -252,7 +259,7 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
                 text=f"{who} rejected the held {held.tool} call; do not repeat it.",
                 payload={"held": held.pk, "decision": "rejected", "resume": True},
             )
-        elif ran := _ran_already(held, ticket):
+        elif ran := _ran_already(held, ticket, toolbox):
             # Approving a call that already ran runs nothing.
             reason = f"{ran}; this one was not run."
             turn = turn_append(
@@ -289,10 +296,10 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
             )
             ticket.refresh_from_db()
             call_turn = ticket.last_turn_number
-            if remote.is_remote(remote.tool_named(ticket, held.tool)):
-                deferred = (call, assembled, call_turn)
+            if toolbox.runs_outside(held.tool):
+                deferred = (call, assembled, call_turn, toolbox)
             else:
-                process_call(ticket, call, assembled, approved_hold=held)
+                process_call(ticket, call, assembled, approved_hold=held, toolbox=toolbox)
                 _held_outcome(held, ticket, call, call_turn)
         if deferred is None:
             ticket_touch(ticket.pk)
@@ -306,8 +313,8 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
 def _run_decided_remote(ticket: Ticket, deferred, wake: bool, record, **decided) -> None:
     """A decided call to a tool server (an approval, a confirmation): run after the decision commits,
     outside any transaction — guards again, then the server — and its outcome recorded."""
-    call, assembled, call_turn = deferred
-    process_call(ticket, call, assembled, **decided)
+    call, assembled, call_turn, toolbox = deferred
+    process_call(ticket, call, assembled, toolbox=toolbox, **decided)
     with transaction.atomic():
         ticket_lock(ticket.pk)
         record(ticket, call, call_turn)
@@ -440,9 +447,10 @@ def _decide_open(card: Confirmation, ticket: Ticket, confirm: bool, via: str, us
     )
     ticket.refresh_from_db()
     call_turn = ticket.last_turn_number
-    if remote.is_remote(remote.tool_named(ticket, card.tool)):
-        return call, assembled, call_turn
-    process_call(ticket, call, assembled, confirmation=card)
+    toolbox = toolbox_for(ticket.ticket_class)
+    if toolbox.runs_outside(card.tool):
+        return call, assembled, call_turn, toolbox
+    process_call(ticket, call, assembled, confirmation=card, toolbox=toolbox)
     _card_outcome(card, ticket, call, call_turn)
     ticket_touch(ticket.pk)
     if wake:

@@ -16,13 +16,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, calibration, claims, failures, proposals, remote
+from sundry.agent import answer, calibration, claims, failures, proposals
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
 from sundry.agent.guards import replycheck, replyclaims
 from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.streaming import ReplyStream
+from sundry.agent.toolbox import Toolbox, domain_specs, toolbox_for
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
@@ -30,9 +31,8 @@ from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attenti
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_update
-from sundry.tooling.domain import Domain, domain_for, get_domain, tools_for
+from sundry.tooling.domain import Domain
 from sundry.tooling.messages import ModelResponse
-from sundry.tooling.tools import REGISTRY
 
 # Called with a `Resolved` after a resolution step commits; the compaction
 # trigger subscribes here.
@@ -63,35 +63,26 @@ class Resolved:
     ticket: Ticket | None = None
     # The class's working model: whose token calibration the trigger applies.
     model: str = ""
-
-
-_SPECS: dict[str, tuple[int, Domain, list[dict]]] = {}
+    # The class's toolbox as the run built it: the trigger assembles with it.
+    toolbox: Toolbox | None = None
 
 
 def tool_specs(domain: Domain | None = None) -> list[dict]:
-    """The JSON schemas of the tools a ticket in `domain` (default: the default domain) may call,
-    built once per domain: the registry only grows at import."""
-    domain = domain or get_domain()
-    hit = _SPECS.get(domain.name)
-    if hit is None or hit[0] != len(REGISTRY) or hit[1] is not domain:
-        hit = _SPECS[domain.name] = (len(REGISTRY), domain, [tool.spec() for tool in tools_for(domain)])
-    return hit[2]
+    """The JSON schemas of the tools a ticket in `domain` (default: the default domain) may call."""
+    return domain_specs(domain)
 
 
-def assemble_request(ticket: Ticket, snapshot: LaneSnapshot) -> Assembled:
+def assemble_request(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox | None = None) -> Assembled:
     """The request a step of this ticket sends, as it is counted for the budget and compaction: the
-    class's tool servers' tools and prompts when it has servers, else its domain's tools."""
+    toolbox's tools (the class's deny list left out) and its servers' prompts."""
     tclass = ticket.ticket_class
-    served = remote.tool_specs(ticket)
-    tools = served or tool_specs(domain_for(tclass))
-    if tclass.denied:  # the class's own deny list: never offered (and refused if called: calls.process_call)
-        tools = [t for t in tools if t["name"] not in tclass.denied]
+    toolbox = toolbox or toolbox_for(tclass)
     return assemble(
-        remote.with_server_prompts(snapshot, ticket),
+        toolbox.with_prompts(snapshot),
         model=tclass.working_model,
-        tools=tools,
+        tools=toolbox.specs,
         rules_cap_tokens=tclass.pinned_rules_cap,
-        own_tools=served is not None,
+        own_tools=toolbox.own_tools,
     )
 
 
@@ -134,8 +125,10 @@ def agent_step(
     number: int | None = None,
     snapshot: LaneSnapshot | None = None,
     held: Claim | None = None,
+    toolbox: Toolbox | None = None,
 ) -> StepOutcome:
-    """One model call and what follows from it (`ticket` with its class and customer loaded).
+    """One model call and what follows from it (`ticket` with its class and customer loaded;
+    `toolbox`: its class's, as the run built it — else built here).
 
     With the run's claim `held`, the step writes only while the claim is still the run's and
     no stop was recorded since it read the ticket. Where the model streams, its reply reaches
@@ -144,7 +137,15 @@ def agent_step(
     """
     stream = ReplyStream(ticket.pk) if getattr(settings, "MODEL_STREAM", True) else None
     try:
-        return _step(ticket, gateway=gateway, number=number, snapshot=snapshot, stream=stream, held=held)
+        return _step(
+            ticket,
+            gateway=gateway,
+            number=number,
+            snapshot=snapshot,
+            stream=stream,
+            held=held,
+            toolbox=toolbox or toolbox_for(ticket.ticket_class),
+        )
     finally:
         if stream is not None:
             transaction.on_commit(stream.finish)
@@ -158,17 +159,18 @@ def _step(
     snapshot: LaneSnapshot | None,
     stream: ReplyStream | None,
     held: Claim | None,
+    toolbox: Toolbox,
 ) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
         snapshot = lane_snapshot(ticket)
-    assembled = assemble_request(ticket, snapshot)
+    assembled = assemble_request(ticket, snapshot, toolbox)
     if before_request_hooks and _over_budget(assembled, tclass):
         with claims.heartbeat(held):  # the hook may wait on the summariser: keep the claim
             changed = any([hook(ticket, snapshot, assembled) for hook in before_request_hooks])
         if changed:
             snapshot = lane_snapshot(ticket)
-            assembled = assemble_request(ticket, snapshot)
+            assembled = assemble_request(ticket, snapshot, toolbox)
     if number is None:
         number = next_step_number(ticket.pk)
     read_through = _read_through(snapshot, ticket)
@@ -187,19 +189,15 @@ def _step(
             text_tool_calls=tclass.text_tool_calls,
             stream=stream,
             internal=assembled.internal,
-            facts=_claim_facts(ticket, snapshot),
+            facts=_claim_facts(ticket, snapshot, toolbox),
             deadline=time.monotonic() + settings.AGENT_STEP_MODEL_SECONDS,
         )
         call, error = got.call, got.error
         # Calls to a class's tool servers run outside any transaction: such a step's calls commit one
         # by one (each guarded on the lanes the previous left), then the step's record.
-        stepwise = (
-            call is not None
-            and bool(call.response.tool_calls)
-            and remote.has_remote_calls(ticket, call.response.tool_calls)
-        )
+        stepwise = call is not None and any(toolbox.runs_outside(c.name) for c in call.response.tool_calls)
         if stepwise:
-            outcome = run_calls(ticket, call.response, assembled, snapshot)
+            outcome = run_calls(ticket, call.response, assembled, snapshot, toolbox)
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
         checks["text_calls"] = got.text_calls
@@ -253,7 +251,7 @@ def _step(
         verdict = got.verdict
         if response.tool_calls:
             if not stepwise:
-                outcome = run_calls(ticket, response, assembled, snapshot)
+                outcome = run_calls(ticket, response, assembled, snapshot, toolbox)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif verdict is not None and verdict.action == replycheck.POST:
             payload = {"model": response.model, "offline": response.offline}
@@ -323,19 +321,20 @@ def _step(
                 trigger_tokens=tclass.trigger_tokens,
                 ticket=ticket,
                 model=tclass.working_model,
+                toolbox=toolbox,
             )
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
 
 
-def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot) -> replyclaims.Records:
+def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, the open and
     declined cards and holds (read here, once: the stream's sentences and the reply share them), the
     rules in force (an offer or promise of what one forbids is false), and which tools do what by the
-    class's declarations (its servers', else its domain's)."""
+    toolbox's declarations."""
     return replyclaims.Records.of(
-        remote.tools_domain(ticket),
+        toolbox.domain,
         actions=snapshot.actions,
         money=snapshot.money,
         ledger=snapshot.ledger,

@@ -18,10 +18,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from sundry.agent import calibration, remote
+from sundry.agent import calibration
 from sundry.agent.models import AgentStep, HeldAction
 from sundry.agent.provider.gateway import Gateway, ModelCallError, provider_counting
 from sundry.agent.step import Resolved, assemble_request
+from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.compaction import faithful
 from sundry.compaction import summariser as sm
 from sundry.compaction.models import CompactionRun
@@ -49,7 +50,6 @@ from sundry.core.background import enqueue_on_commit
 from sundry.tickets.attention import attention_flag, has_reason
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.versions import ticket_lock, ticket_touch
-from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelRequest
 
 log = logging.getLogger("sundry.compaction")
@@ -66,9 +66,9 @@ def default_gateway() -> Gateway:
     return Gateway(offline=OfflineSummariser())
 
 
-def _assemble(ticket, snapshot=None):
-    # Counted as the next step sends it: a class with tool servers offers their tools, not its domain's.
-    return assemble_request(ticket, snapshot or lane_snapshot(ticket))
+def _assemble(ticket, snapshot=None, toolbox: Toolbox | None = None):
+    # Counted as the next step sends it, with the class's toolbox (the run's, when it passed one).
+    return assemble_request(ticket, snapshot or lane_snapshot(ticket), toolbox)
 
 
 def _enqueue(run_id: int) -> None:
@@ -98,8 +98,10 @@ def compaction_consider(
         step_id = resolved.step_id
         if not force and _clearly_under(resolved):
             return None  # far from the trigger: no need to read the lanes and assemble
+    toolbox = None
     if resolved is not None and resolved.ticket is not None:
         ticket = resolved.ticket  # for its class and customer; what moves is in `state`
+        toolbox = resolved.toolbox
     else:
         ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
     state = _trigger_state(ticket_id)
@@ -116,7 +118,7 @@ def compaction_consider(
         total = total_after_reply(resolved.request_tokens, known.turns[-1], tclass.working_model)
     else:
         snapshot = lane_snapshot(ticket)
-        assembled = _assemble(ticket, snapshot)
+        assembled = _assemble(ticket, snapshot, toolbox)
         total = assembled.accounting.total_tokens
     # The class's budget is in the model's own tokens; Sundry counts an approximate model's
     # requests with cl100k_base, so the trigger is put in Sundry's tokens by the model's calibration,
@@ -124,7 +126,7 @@ def compaction_consider(
     factor = calibration.applied_factor(tclass.working_model)
     if not force and provider_counting(tclass.working_model):
         if assembled is None:
-            assembled = _assemble(ticket, snapshot)
+            assembled = _assemble(ticket, snapshot, toolbox)
         total = assembled.accounting.total_tokens
         counted = Gateway().count_tokens(assembled.request, model=tclass.working_model)
         if counted and total:
@@ -157,7 +159,7 @@ def compaction_consider(
     if cut is None:
         return None
     if assembled is None:  # the run records the request it shrinks
-        assembled = _assemble(ticket, snapshot)
+        assembled = _assemble(ticket, snapshot, toolbox)
     return _queue_run(ticket, state, covered, cut, assembled, step_id=step_id)
 
 
@@ -359,9 +361,11 @@ def _turn_data(t: Turn) -> TurnData:
     return TurnData(number=t.number, author=t.author, kind=t.kind, text=t.text, payload=t.payload, tokens=t.tokens)
 
 
-def _inputs(run: CompactionRun):
-    """The summariser request and the facts its output is validated against, from the run's range."""
+def _inputs(run: CompactionRun, toolbox: Toolbox | None = None):
+    """The summariser request and the facts its output is validated against, from the run's range
+    (`toolbox`: the ticket class's, else built here)."""
     ticket = run.ticket
+    toolbox = toolbox or toolbox_for(ticket.ticket_class)
     working = ticket.ticket_class.working_model
     # Internal notes are staff-only: no summary is written from one.
     turns = [
@@ -392,15 +396,15 @@ def _inputs(run: CompactionRun):
         ticket=ticket, status__in=(HeldAction.Status.APPROVED, HeldAction.Status.EXECUTED)
     ).exists():
         actions.add("*approval")
-    served = remote.class_tools(ticket)  # a class with tool servers: its done actions are declared there
+    # A class with tool servers: its done actions are declared there.
     capabilities = (
         None
-        if served is None
+        if not toolbox.own_tools
         else {
-            name: list(decl.capabilities) for name in sorted(actions) if (decl := served.domain.tool(name)) is not None
+            name: list(decl.capabilities) for name in sorted(actions) if (decl := toolbox.domain.tool(name)) is not None
         }
     )
-    domain = served.domain if served is not None else get_domain(snap.domain or None)
+    domain = toolbox.domain
     tools = {name: list(decl.capabilities) for name, decl in domain.tools.items()}
     ctx = sm.ValidationContext(
         ledger_values=sorted({v for v, _, _ in ledger_all}),
@@ -475,7 +479,8 @@ def _base_is_current(run: CompactionRun) -> bool:
 
 
 def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
-    turns, request, ctx, seen = _inputs(run)
+    toolbox = toolbox_for(run.ticket.ticket_class)  # what the summary is checked against, and the request after
+    turns, request, ctx, seen = _inputs(run, toolbox)
     CompactionRun.objects.filter(pk=run.pk).update(
         summariser_input=request.model_dump(mode="json"),
         validation_context=ctx.as_dict(),
@@ -536,10 +541,13 @@ def _work(run: CompactionRun, gateway: Gateway) -> CompactionRun:
             output_path=path,
         ),
         seen,
+        toolbox,
     )
 
 
-def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens) -> CompactionRun:
+def _accept(
+    run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens, toolbox: Toolbox | None = None
+) -> CompactionRun:
     with transaction.atomic():
         # Lock order: the ticket row first (as turn_append and lane edits), then the run.
         ticket_lock(run.ticket_id)
@@ -579,7 +587,7 @@ def _accept(run, turns, verdict, raw, log_entries, figures, seen: sm.SeenTokens)
         run.status = Status.FALLBACK if fallback else Status.SUCCEEDED
         run.summary, run.summariser_output = summary, raw
         run.attempt_log, run.attempts = log_entries, len(log_entries)
-        after = _assemble(run.ticket)
+        after = _assemble(run.ticket, None, toolbox)
         run.request_after = after.request.model_dump(mode="json")
         run.tokens_after = after.accounting.total_tokens
         run.finished_at = timezone.now()

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.core.money import MoneyError, format_money
-from sundry.tooling.domain import Domain, ToolDecl, domain_for
+from sundry.tooling.domain import Domain, ToolDecl
 from sundry.tooling.tools import REGISTRY
-from sundry.toolservers import catalog
-from sundry.toolservers.models import ToolServer
 
 MAX_FIELDS = 8
 MAX_IDS = 12
@@ -125,26 +124,20 @@ class ToolCards:
         self.ledger = ledger or {}  # ID → (its kind, the ledger's description)
 
     @cached_property
-    def _served(self) -> Domain | None:
-        return catalog.declared_domain(self.ticket.ticket_class)
+    def _toolbox(self) -> Toolbox:
+        return toolbox_for(self.ticket.ticket_class, listing=False)  # the declaration files; no server contacted
 
     @cached_property
     def domain(self) -> Domain:
         """A class with tool servers works with its declaration files' tools; any other with its domain's."""
-        return self._served if self._served is not None else domain_for(self.ticket.ticket_class)
+        return self._toolbox.declared
 
     @cached_property
     def _listed(self) -> dict[str, str]:
         """Tool name → the description its server listed it with (the last listing kept on the row)."""
         out: dict[str, str] = {}
-        if self._served is None:
-            return out
-        for listed in (
-            ToolServer.objects.filter(ticket_class_id=self.ticket.ticket_class_id, enabled=True)
-            .order_by("pk")
-            .values_list("listed_tools", flat=True)
-        ):
-            for t in listed or []:
+        for server in self._toolbox.servers:
+            for t in server.listed_tools or []:
                 if isinstance(t, dict) and t.get("name"):
                     out.setdefault(str(t["name"]), str(t.get("description") or ""))
         return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db.models import Q
 from pydantic import ValidationError
 
-from sundry.agent import remote
 from sundry.agent.guards import cards
 from sundry.agent.models import HeldAction
+from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
@@ -136,16 +136,18 @@ def _why_not_run(ticket, held: HeldAction) -> str:
     return "the shop's system did not accept it"
 
 
-def _decision_title(ticket, held: HeldAction, snapshot, domain) -> str:
+def _decision_title(held: HeldAction, snapshot, toolbox: Toolbox) -> str:
     """The held call in the words of its confirmation card: what, on which order, for how much."""
-    tool = remote.tool_named(ticket, held.tool)
+    tool = toolbox.tool(held.tool)
     if tool is not None:
         try:
             args = tool.args_model.model_validate(held.arguments)
         except ValidationError:
             args = None
         if args is not None:
-            return cards.build(tool, domain.tool(held.tool), args, ledger=snapshot.ledger, money=snapshot.money).title
+            return cards.build(
+                tool, toolbox.domain.tool(held.tool), args, ledger=snapshot.ledger, money=snapshot.money
+            ).title
     return held.tool.replace("_", " ").capitalize()
 
 
@@ -156,7 +158,7 @@ def staff_decisions(ticket) -> list[dict]:
     if not held_actions:
         return []
     snapshot = lane_snapshot(ticket, with_turns=False)
-    domain = remote.tools_domain(ticket)
+    toolbox = toolbox_for(ticket.ticket_class)
     out = []
     for held in held_actions:
         status = held.status
@@ -175,7 +177,7 @@ def staff_decisions(ticket) -> list[dict]:
             )
         out.append(
             {
-                "title": _decision_title(ticket, held, snapshot, domain),
+                "title": _decision_title(held, snapshot, toolbox),
                 "outcome": outcome,
                 "state": state,
                 "at": held.decided_at or held.created_at,

@@ -202,8 +202,9 @@ def list_server(server: ToolServer, spec: mcp_client.ServerSpec) -> list[mcp_cli
 class ClassTools:
     tools: dict[str, Tool]  # everything the model may call, Sundry's lane tools first
     remote: dict[str, RemoteTool]
-    declarations: list[Domain]
+    declarations: list[Domain]  # one per server: its file's, or an empty one where it names none or fails
     problems: list[str] = field(default_factory=list)
+    files: list[Domain] = field(default_factory=list)  # the declaration files that loaded
     key: tuple = ()
     loaded_at: float = 0.0
 
@@ -223,6 +224,16 @@ class ClassTools:
         not in the class's in-process domain (which does not hold these tools)."""
         return _merged(self.declarations, {n: t.decl for n, t in self.remote.items() if t.decl is not None})
 
+    @cached_property
+    def declared(self) -> Domain:
+        """The tools the class's declaration files declare, as one domain: what a rule stated in a
+        message is mapped onto (a declared tool no server lists counts too)."""
+        tools: dict[str, ToolDecl] = {}
+        for d in self.files:
+            for name, decl in d.tools.items():
+                tools.setdefault(name, decl)
+        return _merged(self.files, tools)
+
     def approval_holds(self, hold_undeclared: dict[int, bool]) -> dict[str, dict]:
         """Approval rules the class's undeclared writes add: every call held."""
         return {
@@ -232,7 +243,7 @@ class ClassTools:
         }
 
     def typed_ids(self, text: str) -> list[tuple[str, str]]:
-        return _typed(self.declarations, text)
+        return _typed(self.files, text)
 
     def result_ids(self, name: str, data: Any) -> list[tuple[str, str]]:
         """(kind, value) a declared tool's result holds; nothing for an undeclared tool."""
@@ -327,10 +338,11 @@ def _load(servers: list[ToolServer]) -> ClassTools:
     own = {n: t for n, t in REGISTRY.items() if t.local}  # Sundry's lane tools: rules, labels, follow-ups
     tools: dict[str, Tool] = dict(own)
     remote: dict[str, RemoteTool] = {}
-    decls, problems = [], []
+    decls, files, problems = [], [], []
     for server in servers:
         try:
             d = declarations(server)
+            files.append(d)
         except declfile.DeclarationError as exc:
             problems.append(f"{server.name}: {str(exc).rstrip('.')}; its tools are undeclared")
             log.error("tool server %s: %s", server.name, exc)
@@ -345,32 +357,24 @@ def _load(servers: list[ToolServer]) -> ClassTools:
                 continue
             tool = remote_tool(server, spec, listed, d)
             tools[listed.name] = remote[listed.name] = tool
-    return ClassTools(tools=tools, remote=remote, declarations=decls, problems=problems)
+    return ClassTools(tools=tools, remote=remote, declarations=decls, problems=problems, files=files)
 
 
-def _declared(ticket_class) -> list[Domain]:
-    decls = []
-    for server in _servers(ticket_class):
+def declared_only(servers: list[ToolServer]) -> ClassTools:
+    """The servers' declaration files alone, no server contacted and nothing listed: for what a message
+    does at once (the IDs it types, the rules it states) and what the desk shows of a result. Its
+    `tools` are Sundry's own lane tools only."""
+    files = []
+    for server in servers:
         try:
-            decls.append(declarations(server))
+            files.append(declarations(server))
         except declfile.DeclarationError:
             continue
-    return decls
-
-
-def typed_ids(ticket_class, text: str) -> list[tuple[str, str]]:
-    """IDs a person typed, in the formats the class's declaration files give (no server is contacted)."""
-    return _typed(_declared(ticket_class), text)
+    own = {n: t for n, t in REGISTRY.items() if t.local}
+    return ClassTools(tools=own, remote={}, declarations=files, files=files)
 
 
 def declared_domain(ticket_class) -> Domain | None:
-    """The tools the class's declaration files declare, as one domain (None: the class has no servers).
-    Read without contacting a server, for what a message does at once (the rules it states)."""
-    if not _servers(ticket_class):
-        return None
-    decls = _declared(ticket_class)
-    tools: dict[str, ToolDecl] = {}
-    for d in decls:
-        for name, decl in d.tools.items():
-            tools.setdefault(name, decl)
-    return _merged(decls, tools)
+    """The tools the class's declaration files declare, as one domain (None: the class has no servers)."""
+    servers = _servers(ticket_class)
+    return declared_only(servers).declared if servers else None
