@@ -218,7 +218,7 @@ def _setup(history: int = 0, tickets: int = 1):
     made = []
     for n in range(tickets):
         ticket = ticket_create(
-            customer=Customer.objects.first(),
+            customer=Customer.objects.first().person,
             ticket_class=ensure_classes()["standard"],
             subject=f"push benchmark {n + 1}",
         )

@@ -62,7 +62,7 @@ def _new_ticket(customer, staff, subject: str) -> int:
     from sundry.tickets.models import Ticket
     from sundry.tickets.services import ticket_create
 
-    ticket = ticket_create(customer=customer, ticket_class=ensure_classes()["standard"], subject=subject)
+    ticket = ticket_create(customer=customer.person, ticket_class=ensure_classes()["standard"], subject=subject)
     Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF, assigned_to=staff)
     return ticket.pk
 

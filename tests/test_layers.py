@@ -18,6 +18,8 @@ ROOT = Path(sundry.__file__).parent
 LAYERS = [
     ("domain-free", ["sundry.core"]),
     ("model messages and the tool interface", ["sundry.tooling"]),
+    # The desk's own customer records: who a ticket belongs to, linked to a domain's customer by reference.
+    ("the desk's customers", ["sundry.people"]),
     ("the shop", ["sundry.shop"]),
     ("ticket records", ["sundry.tickets.models"]),
     ("pushes to watchers", ["sundry.live.events"]),

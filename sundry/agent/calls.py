@@ -407,7 +407,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
     """Run an allowed tool; store its result; harvest IDs and state. Nothing half-applied."""
     domain = domain or domain_for(ticket.ticket_class)
     turn_no = ticket.last_turn_number + 1
-    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
+    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.external_key, turn=turn_no, idempotency_key=key)
     try:
         with transaction.atomic():
             raw = tool.run(ctx, args)

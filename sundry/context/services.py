@@ -367,7 +367,7 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
 
 def _order_exists_for(ticket):
     domain = domain_for(ticket.ticket_class)
-    return lambda number: domain.exists(domain.owner_kind, number, ticket.customer.customer_id) is not False
+    return lambda number: domain.exists(domain.owner_kind, number, ticket.customer.external_key) is not False
 
 
 def state_set(

@@ -30,6 +30,7 @@ from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
 from sundry.live.fingerprint import fingerprint
 from sundry.live.rendercache import ByteBoundedCache
+from sundry.people.selectors import customer_of
 from sundry.portal.selectors import (
     completed_actions,
     confirmed_details,
@@ -39,7 +40,6 @@ from sundry.portal.selectors import (
     staff_decisions,
     staff_names,
 )
-from sundry.shop.people import customer_of
 from sundry.tickets import satisfaction, selectors
 from sundry.tickets.desk import approval_cards, customer_context, head_context
 from sundry.tickets.models import Ticket, Turn
@@ -53,7 +53,7 @@ CUSTOMER = "customer"
 class Viewer:
     user: object
     audience: str  # STAFF or CUSTOMER
-    customer: object = None  # the shop customer, for CUSTOMER viewers
+    customer: object = None  # the desk's customer record (sundry.people), for CUSTOMER viewers
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ def order_choices(ticket) -> dict:
     """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
-    orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
+    orders = Order.objects.filter(customer__customer_id=ticket.customer.external_key).order_by("-placed_at")[:20]
     return {
         "orders": [
             {
@@ -219,7 +219,7 @@ def _named_in_first_message(ticket) -> str | None:
     if not numbers:
         return None
     return (
-        Order.objects.filter(customer_id=ticket.customer_id, number__in=numbers)
+        Order.objects.filter(customer__customer_id=ticket.customer.external_key, number__in=numbers)
         .values_list("number", flat=True)
         .first()
     )

@@ -23,7 +23,7 @@ NOTE_LIMIT = 300
 def order_pick(*, ticket: Ticket, order_number: str):
     """The customer chose one of their own orders: state as stated by the customer, confirmed."""
     number = (order_number or "").strip().upper()
-    if not Order.objects.filter(number=number, customer_id=ticket.customer_id).exists():
+    if not Order.objects.filter(number=number, customer__customer_id=ticket.customer.external_key).exists():
         raise StateValueInvalid("Pick one of your own orders.")
     with transaction.atomic():
         turn = turn_append(

@@ -23,9 +23,9 @@ from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.live.earlier import earlier_response
 from sundry.live.panels import CUSTOMER, CUSTOMER_PANELS, Viewer, render_all, render_panel
+from sundry.people.selectors import customer_of
 from sundry.portal import notices, services
 from sundry.portal.selectors import confirmed_value
-from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import (
     MessageRefused,

@@ -9,7 +9,7 @@ descriptions) is read from the models; the rest is declared here.
 from __future__ import annotations
 
 from sundry.shop import tools as _tools  # noqa: F401  (registers the shop's tools in REGISTRY)
-from sundry.shop.ids import CAPABILITIES, ID_PATTERNS
+from sundry.shop.ids import CAPABILITIES, DOMAIN_NAME, ID_PATTERNS
 from sundry.shop.models import Order
 from sundry.tooling.domain import Domain, RefundDecl, register_domain
 from sundry.tooling.tools import REGISTRY
@@ -61,7 +61,7 @@ TOOL_NAMES = (
 
 DOMAIN = register_domain(
     Domain.from_tools(
-        "demo_shop",
+        DOMAIN_NAME,
         [REGISTRY[name] for name in TOOL_NAMES],
         declarations=DECLARATIONS,
         prompt=PROMPT,

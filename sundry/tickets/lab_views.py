@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from sundry.agent.gateway import validate_model_name
 from sundry.core.background import enqueue_on_commit
 from sundry.core.people import is_admin
-from sundry.shop.people import customer_of
+from sundry.people.selectors import customer_of
 from sundry.tickets import labcharts
 from sundry.tickets.budgetlab import DEFAULT_TICKETS, MAX_TICKETS, class_budget, lab_json, run_lab
 from sundry.tickets.budgetreplay import Budget

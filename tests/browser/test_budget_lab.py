@@ -38,7 +38,7 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
             for n in range(3):
                 customer = CustomerFactory()
                 order = paid_order(customer=customer, number=f"SU-7110{n}")
-                ticket = ticket_create(customer=customer, ticket_class=standard, subject="Where is my order?")
+                ticket = ticket_create(customer=customer.person, ticket_class=standard, subject="Where is my order?")
                 for text in (f"Where is {order.number}?", "It was meant to arrive on Monday.", "What did I order?"):
                     customer_message_post(ticket=ticket, text=text, wake=False)
                     agent_run(ticket.pk)

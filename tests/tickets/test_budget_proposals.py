@@ -39,7 +39,7 @@ def worked_history(tclass: TicketClass, tickets: int = 2) -> list[Ticket]:
     for n in range(tickets):
         customer = CustomerFactory()
         order = paid_order(customer=customer, number=f"SU-8120{n}", status="placed")
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is my order?")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is my order?")
         for text in (
             f"Where is {order.number}?",
             "It was meant to arrive on Monday.",
