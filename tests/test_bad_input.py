@@ -40,7 +40,7 @@ from sundry.asgi import application
 from sundry.attachments.models import Attachment
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields
 from sundry.live import limits
 from sundry.portal.models import NoticePreference, TicketNotice
 from sundry.shop.models import Cancellation, Contact, Refund, Return
@@ -236,7 +236,7 @@ ENDPOINTS = [
             # Each field's value; the other fields of the form once, on the first.
             fuzz=() if name == "order_number" else ("value",),
         )
-        for name in FIELDS
+        for name in fields()
     ],
     Endpoint(
         "state confirm",

@@ -184,7 +184,7 @@ def _guard_input(
         approval_rules=ticket.ticket_class.approval_rules or {},
         approved=approved,
         said=consent.said_from(assembled.said),
-        state=consent.state_from(snap.state),
+        state=consent.state_from(snap.state, domain or domain_for(ticket.ticket_class)),
         domain=domain,
         internal=assembled.internal,
         window=_window(ticket) if tool.side_effect and not tool.local and not approved else None,

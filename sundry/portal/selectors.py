@@ -10,7 +10,7 @@ from sundry.agent.models import HeldAction
 from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields_for
 from sundry.core.money import format_money
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
@@ -58,13 +58,14 @@ def confirmed_details(ticket) -> list[dict]:
     Each says whether the customer reported it as wrong and staff have yet to handle that."""
     out = []
     reported = reported_value_ids(ticket)
+    known = fields_for(ticket)
     for v in StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"):
-        spec = FIELDS.get(v.name)
+        spec = known.get(v.name)
         if spec and spec.customer_visible:
             out.append(
                 {"id": v.pk, "name": v.name, "label": spec.label, "value": v.value, "reported": v.pk in reported}
             )
-    order = list(FIELDS)
+    order = list(known)
     return sorted(out, key=lambda d: order.index(d["name"]))
 
 
@@ -186,7 +187,8 @@ def staff_decisions(ticket) -> list[dict]:
 def confirmed_value(ticket, value_id) -> StateValue | None:
     """A value the customer can see (and so may flag), or None."""
     v = StateValue.objects.filter(ticket=ticket, pk=value_id, is_current=True, confirmed=True).first()
-    if v is None or not (FIELDS.get(v.name) and FIELDS[v.name].customer_visible):
+    spec = fields_for(ticket).get(v.name) if v is not None else None
+    if spec is None or not spec.customer_visible:
         return None
     return v
 
