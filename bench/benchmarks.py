@@ -231,9 +231,9 @@ def _loop(messages: int, block: int, say) -> dict:
     from sundry.agent.services import customer_message_post
     from sundry.compaction.models import CompactionRun
     from sundry.core.background import wait_idle
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
     from sundry.tickets.services import ticket_create
 
     generate_shop(seed=settings.DEMO_SEED, customers=20, orders=200)

@@ -206,9 +206,9 @@ def _setup(history: int = 0, tickets: int = 1):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
     from sundry.tickets.models import Ticket, Turn
     from sundry.tickets.services import ticket_create
 

@@ -58,7 +58,7 @@ def _setup(tickets: int) -> tuple[list[int], list[str]]:
 
 
 def _new_ticket(customer, staff, subject: str) -> int:
-    from sundry.tickets.demo import ensure_classes
+    from sundry.shop.demo import ensure_classes
     from sundry.tickets.models import Ticket
     from sundry.tickets.services import ticket_create
 

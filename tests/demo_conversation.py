@@ -77,8 +77,8 @@ class Cast:
 
 def seed_demo_shop():
     """The shop `bin/serve` seeds, and its ticket classes; returns the Standard class."""
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
 
     generate_shop(seed=settings.DEMO_SEED)
     return ensure_classes()["standard"]

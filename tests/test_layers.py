@@ -34,6 +34,9 @@ LAYERS = [
     # imports it (a domain names it by a dotted path, `Domain.offline_model`).
     ("the demo shop's offline agent", ["sundry.shop.offline"]),
     ("compaction", ["sundry.compaction"]),
+    # The demo shop's demo data: ticket classes, logins and tickets worked by the agent (`seed_demo`),
+    # and the sign-in page's list of demo logins (a template tag: templates load it by name).
+    ("the demo shop's demo data", ["sundry.shop.demo", "sundry.shop.management", "sundry.shop.templatetags"]),
     (
         "the desk, the customer page, live panels",
         ["sundry.tickets", "sundry.portal", "sundry.live", "sundry.attachments.views", "sundry.attachments.urls"],

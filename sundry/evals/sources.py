@@ -147,8 +147,8 @@ def fresh_demo_tickets(*, customers: int = 120, orders: int = 1200, say=print) -
 
 def _work_demo(customers: int, orders: int, say) -> list[RecordedTicket]:
     from sundry.core.background import wait_idle
+    from sundry.shop.demo import create_demo_tickets, ensure_classes, ensure_logins
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import create_demo_tickets, ensure_classes, ensure_logins
 
     say(f"  seeding a demo shop ({customers} customers, {orders} orders) in a throwaway database …")
     generate_shop(seed=settings.DEMO_SEED, customers=customers, orders=orders)

@@ -16,7 +16,7 @@ from django.db import connection
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
 from sundry.agent.services import customer_message_post
-from sundry.tickets.demo import ensure_classes
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.services import ticket_create
 from tests.browser.test_desk_pages import axe_violations
 from tests.browser.test_live_desk import LIVE, open_as

@@ -113,8 +113,8 @@ def test_a_scenario_that_does_not_make_sense_is_refused_with_its_reason(tmp_path
 
 @pytest.fixture
 def shop(transactional_db):
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.demo import ensure_classes
 
     generate_shop(seed=settings.DEMO_SEED, **SMALL_SHOP)
     return ensure_classes()["standard"]

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent.approvals import rule_for
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.approvaltable import Row, rows_from_rules, rules_from_rows
-from sundry.tickets.demo import ensure_classes
 from sundry.tickets.models import TicketClass
 from tests.tickets.test_budget_lab import _class_post
 

@@ -19,11 +19,11 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import TurnData
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.admin import TicketClassForm
 from sundry.tickets.budgetfit import fixed_part
 from sundry.tickets.budgetlab import run_lab
 from sundry.tickets.budgetreplay import Budget, History, StepRecord, replay
-from sundry.tickets.demo import ensure_classes
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, TicketFactory

@@ -18,9 +18,9 @@ from sundry.agent.gateway import Gateway
 from sundry.agent.loop import agent_run
 from sundry.agent.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.shop.demo import ensure_classes
 from sundry.tickets import lab_views
 from sundry.tickets.budgetreplay import Budget
-from sundry.tickets.demo import ensure_classes
 from sundry.tickets.labrun import lab_figures, proposal_run
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange
 from sundry.tickets.services import ticket_create

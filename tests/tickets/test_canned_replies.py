@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.context import services as lanes
+from sundry.shop.demo import CANNED_REPLIES, ensure_canned_replies
 from sundry.tickets.admin import CannedReplyForm
-from sundry.tickets.demo import CANNED_REPLIES, ensure_canned_replies
 from sundry.tickets.models import CannedReply
 from sundry.tickets.services import ticket_create
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sundry.shop.demo import ensure_logins
 from sundry.shop.models import Customer, Order
-from sundry.tickets.demo import ensure_logins
 from tests.factories import CustomerFactory, paid_order
 
 pytestmark = pytest.mark.django_db

@@ -114,7 +114,7 @@ def run_check(
 ) -> scorecard.Scorecard:
     """Run the scenarios under a class of their own pointed at `model`; the scorecard of what happened."""
     from sundry.evals.scenarios.runner import Runner
-    from sundry.tickets.demo import ensure_classes
+    from sundry.shop.demo import ensure_classes
     from sundry.tickets.models import TicketClass
 
     standard = ensure_classes()["standard"]

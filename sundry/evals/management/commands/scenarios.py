@@ -89,7 +89,7 @@ class Command(BaseCommand):
 
     def _run(self, scenarios, modes, opts) -> bool:
         from sundry.evals.scenarios.runner import Runner
-        from sundry.tickets.demo import ensure_classes
+        from sundry.shop.demo import ensure_classes
 
         say = self.stdout.write
         tclass = ensure_classes()["standard"]
