@@ -3,7 +3,7 @@
 PostgreSQL: message text by full-text search (websearch syntax, English
 stemming, served by a GIN index) with a highlighted excerpt. Elsewhere (SQLite):
 case-insensitive substring matching. Subjects, customers and order numbers match
-by substring on both, since IDs like SU-40111 are not words.
+by substring on both, since an order number is not a word.
 """
 
 from __future__ import annotations
