@@ -231,8 +231,8 @@ def _loop(messages: int, block: int, say) -> dict:
     from sundry.agent.services import customer_message_post
     from sundry.compaction.models import CompactionRun
     from sundry.core.background import wait_idle
-    from sundry.desk.demo import ensure_classes
     from sundry.desk.lifecycle import ticket_create
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
 
@@ -240,7 +240,7 @@ def _loop(messages: int, block: int, say) -> dict:
     classes = ensure_classes()
     customer = Order.objects.select_related("customer").order_by("number").first().customer
     numbers = list(Order.objects.filter(customer=customer).values_list("number", flat=True))
-    ticket = ticket_create(customer=customer, ticket_class=classes["standard"], subject="Benchmark")
+    ticket = ticket_create(customer=customer.person, ticket_class=classes["standard"], subject="Benchmark")
     gateway = Gateway(override=InstantModel())
     tool_specs()  # the tools' JSON schemas are built once per worker process, not per step
     blocks, steps, started = [], 0, time.perf_counter()
@@ -350,7 +350,7 @@ def _profile_ticket(length: int, tclass, customer, order: str):
     from sundry.desk.lifecycle import ticket_create
     from sundry.tickets.models import Ticket, Turn
 
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject=f"Profile {length}")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject=f"Profile {length}")
     rows = []
     for n in range(1, length + 1):
         author = "customer" if n % 2 else "agent"

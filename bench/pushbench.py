@@ -44,6 +44,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from sundry.desk.lifecycle import ticket_create
+
 VERSION = re.compile(rb'data-version="(\d+)"')
 HOST = "127.0.0.1"
 
@@ -206,8 +208,7 @@ def _setup(history: int = 0, tickets: int = 1):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
-    from sundry.desk.demo import ensure_classes
-    from sundry.desk.lifecycle import ticket_create
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
     from sundry.tickets.models import Ticket, Turn
@@ -218,7 +219,7 @@ def _setup(history: int = 0, tickets: int = 1):
     made = []
     for n in range(tickets):
         ticket = ticket_create(
-            customer=Customer.objects.first(),
+            customer=Customer.objects.first().person,
             ticket_class=ensure_classes()["standard"],
             subject=f"push benchmark {n + 1}",
         )

@@ -420,7 +420,7 @@ def setup(cfg: Config) -> tuple[list[dict], list[str]]:
         customer.user = user
         customer.save(update_fields=["user"])
         facts = _facts(customer)
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Help with my orders")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Help with my orders")
         client = Client()
         client.force_login(user)
         rotate = i % len(SCRIPT)  # tickets start at different points of the script

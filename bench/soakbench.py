@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.pushbench import HOST, Client, Expectation, _database, _free_port, _memory_kb, _wait_port
+from sundry.desk.lifecycle import ticket_create
 
 PASSWORD = "soak-bench-password-1"
 
@@ -52,17 +53,17 @@ def _setup(tickets: int) -> tuple[list[int], list[str]]:
         if customer.user is None:
             customer.user = users.create_user(f"soak-customer-{i}", password=PASSWORD)
             customer.save(update_fields=["user"])
-        ids.append(_new_ticket(customer, staff, f"Soak ticket {i}"))
+        ids.append(_new_ticket(customer.person, staff, f"Soak ticket {i}"))
         names.append(customer.user.username)
     return ids, names
 
 
-def _new_ticket(customer, staff, subject: str) -> int:
-    from sundry.desk.demo import ensure_classes
-    from sundry.desk.lifecycle import ticket_create
+def _new_ticket(person, staff, subject: str) -> int:
+    """A ticket of the desk's customer record `person`, taken over by `staff`."""
+    from sundry.shop.demo import ensure_classes
     from sundry.tickets.models import Ticket
 
-    ticket = ticket_create(customer=customer, ticket_class=ensure_classes()["standard"], subject=subject)
+    ticket = ticket_create(customer=person, ticket_class=ensure_classes()["standard"], subject=subject)
     Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF, assigned_to=staff)
     return ticket.pk
 

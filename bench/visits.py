@@ -19,9 +19,9 @@ def main() -> None:
     import sundry
     from sundry.agent.loop import agent_run
     from sundry.agent.services import customer_message_post
-    from sundry.desk.demo import ensure_classes
     from sundry.desk.lifecycle import ticket_create
     from sundry.evals.sources import throwaway_database
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
 

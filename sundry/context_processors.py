@@ -1,6 +1,6 @@
 from django.conf import settings
 
-from sundry.shop.people import role_of
+from sundry.people.selectors import role_of
 
 
 def sundry(request):

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "sundry.core",
+    "sundry.people",
     "sundry.shop",
     "sundry.tickets",
     "sundry.context",

@@ -2,7 +2,7 @@
 
 from django.shortcuts import redirect
 
-from sundry.shop.people import role_of
+from sundry.people.selectors import role_of
 
 
 def home(request):

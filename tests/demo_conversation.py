@@ -77,7 +77,7 @@ class Cast:
 
 def seed_demo_shop():
     """The shop `bin/serve` seeds, and its ticket classes; returns the Standard class."""
-    from sundry.desk.demo import ensure_classes
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.seed import generate_shop
 
     generate_shop(seed=settings.DEMO_SEED)

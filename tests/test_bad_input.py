@@ -40,7 +40,7 @@ from sundry.asgi import application
 from sundry.attachments.models import Attachment
 from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, PinnedRule, StateValue
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields
 from sundry.desk.lifecycle import ticket_create, ticket_set_status
 from sundry.live import limits
 from sundry.portal.models import NoticePreference, TicketNotice
@@ -237,7 +237,7 @@ ENDPOINTS = [
             # Each field's value; the other fields of the form once, on the first.
             fuzz=() if name == "order_number" else ("value",),
         )
-        for name in FIELDS
+        for name in fields()
     ],
     Endpoint(
         "state confirm",
@@ -471,7 +471,7 @@ def world(settings, tmp_path):
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     order = paid_order(customer=alice, number="SU-41234")
     tclass = TicketClassFactory(slug="standard", name="Standard")
-    ticket = ticket_create(customer=alice, ticket_class=tclass, subject="Broken kettle")
+    ticket = ticket_create(customer=alice.person, ticket_class=tclass, subject="Broken kettle")
     turn_append(ticket=ticket, author="customer", text="My kettle arrived broken, order SU-41234")
     lanes.ledger_record_system_id(ticket=ticket, kind="order", value=order.number, role="order", turn=1)
     value = lanes.state_set(
@@ -495,10 +495,10 @@ def world(settings, tmp_path):
         arguments={"order_number": order.number, "amount": "10.00", "currency": "USD", "reason": "broken"},
     )
     # A resolved one, for the rating.
-    done = ticket_create(customer=alice, ticket_class=tclass, subject="Kettle replaced")
+    done = ticket_create(customer=alice.person, ticket_class=tclass, subject="Kettle replaced")
     ticket_set_status(ticket=done, status="resolved", user=staff)
     # Bob's ticket, with its own hold and rule: IDs another customer (or ticket) must not reach.
-    theirs = ticket_create(customer=bob, ticket_class=tclass, subject="Bob's")
+    theirs = ticket_create(customer=bob.person, ticket_class=tclass, subject="Bob's")
     their_rule = PinnedRule.objects.create(
         ticket=theirs, text="Email only", turn=1, scope="ticket", source="customer", status=PinnedRule.Status.CANDIDATE
     )

@@ -19,6 +19,8 @@ ROOT = Path(sundry.__file__).parent
 LAYERS = [
     ("domain-free", ["sundry.core"]),
     ("model messages and the tool interface", ["sundry.tooling"]),
+    # The desk's own customer records: who a ticket belongs to, linked to a domain's customer by reference.
+    ("the desk's customers", ["sundry.people"]),
     ("the shop", ["sundry.shop"]),
     # Ticket classes, tickets, turns; the version rule and lock order; the push to watchers;
     # appending a turn; the attention flag; ratings.
@@ -40,8 +42,11 @@ LAYERS = [
     ("compaction", ["sundry.compaction"]),
     # The websocket transport and the panel kit: which audiences exist is registered from above.
     ("live transport", ["sundry.live"]),
-    ("the desk", ["sundry.desk", "sundry.tickets.management"]),
+    ("the desk", ["sundry.desk"]),
     ("the customer page", ["sundry.portal"]),
+    # The demo shop's demo data: ticket classes, logins and tickets worked by the agent (`seed_demo`),
+    # and the sign-in page's list of demo logins (a template tag: templates load it by name).
+    ("the demo shop's demo data", ["sundry.shop.demo", "sundry.shop.management", "sundry.shop.templatetags"]),
     ("the harness", ["sundry.evals"]),
     ("the project", ["sundry"]),
 ]

@@ -79,7 +79,7 @@ def desk(transactional_db):
     )
     ticket_class = TicketClass.objects.create(name="Smoke", slug="smoke")
     ticket = Ticket.objects.create(
-        customer=customer, ticket_class=ticket_class, subject="Where is my parcel?", version=7
+        customer=customer.person, ticket_class=ticket_class, subject="Where is my parcel?", version=7
     )
     return {
         "ticket": ticket,

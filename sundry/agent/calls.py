@@ -186,7 +186,7 @@ def _guard_input(
         approval_rules=toolbox.approval_rules,
         approved=approved,
         said=consent.said_from(assembled.said),
-        state=consent.state_from(snap.state),
+        state=consent.state_from(snap.state, toolbox.domain),
         domain=toolbox.domain,
         lookup_tools=toolbox.lookup_tools,
         internal=assembled.internal,
@@ -397,7 +397,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
     class's). Nothing half-applied."""
     domain = domain or domain_for(ticket.ticket_class)
     turn_no = ticket.last_turn_number + 1
-    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.customer_id, turn=turn_no, idempotency_key=key)
+    ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.external_key, turn=turn_no, idempotency_key=key)
     try:
         with transaction.atomic():
             raw = tool.run(ctx, args)

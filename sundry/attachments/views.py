@@ -15,7 +15,7 @@ from sundry.attachments import storage
 from sundry.attachments.models import Attachment
 from sundry.attachments.sniff import JPEG, PNG
 from sundry.core.people import is_desk_staff
-from sundry.shop.people import customer_of
+from sundry.people.selectors import customer_of
 from sundry.tickets.models import Turn
 
 VARIANTS = ("file", "thumb")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sundry.context import render
 from sundry.context.internaltext import InternalText, for_staff_only, gather
 from sundry.context.lanes import LaneSnapshot, StateFieldData, TurnData
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields
 from sundry.core.tokens import REPLY_PRIMING, count_message_tokens, count_tokens, encoding_name_for, is_exact
 from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.ids import declared_ids
@@ -103,12 +103,11 @@ def declared_result_ids(turn: TurnData) -> set[str]:
     return declared_ids(tool.result_model, data)
 
 
-def internal_in(state: list[StateFieldData], turns: list[TurnData]) -> InternalText:
+def internal_in(state: list[StateFieldData], turns: list[TurnData], domain=None) -> InternalText:
     """What the request showed that the customer must not read, and what it showed that they may."""
+    known = fields(domain)
     internal = [
-        (FIELDS[f.name].label.lower(), f.value)
-        for f in state
-        if f.name in FIELDS and not FIELDS[f.name].customer_visible
+        (known[f.name].label.lower(), f.value) for f in state if f.name in known and not known[f.name].customer_visible
     ]
     internal += [
         (f"staff note of turn {t.number}", for_staff_only(t.text))
@@ -117,7 +116,7 @@ def internal_in(state: list[StateFieldData], turns: list[TurnData]) -> InternalT
     ]
     if not internal:
         return InternalText()
-    public = [f.value for f in state if f.name not in FIELDS or FIELDS[f.name].customer_visible]
+    public = [f.value for f in state if f.name not in known or known[f.name].customer_visible]
     public += [
         t.text
         for t in turns
@@ -169,13 +168,14 @@ def assemble(
     one, naming no domain's tools; the servers' prompts come in the class policy."""
     turns = whole_units(snapshot.turns)
     domain = get_domain(snapshot.domain or None)
+    known = fields(domain)
     blocks = {
         "system": render.render_system_prompt(snapshot.class_policy, None if own_tools else domain, generic=own_tools),
         "rules": render.render_rules(snapshot.rules, rules_cap_tokens),
         "ledger": render.render_ledger(snapshot.ledger),
         # Internal-only fields (an internal note) are for staff: the model never reads them.
         "state": render.render_state(
-            [f for f in snapshot.state if f.name not in FIELDS or FIELDS[f.name].customer_visible],
+            [f for f in snapshot.state if f.name not in known or known[f.name].customer_visible],
             snapshot.actions,
             snapshot.money,
         ),
@@ -214,7 +214,7 @@ def assemble(
         recent_result_ids=result_ids,
         recent_text_ids=text_ids,
         said=said_in(turns),
-        internal=internal_in(snapshot.state, turns),
+        internal=internal_in(snapshot.state, turns, domain),
     )
 
 

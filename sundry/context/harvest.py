@@ -93,6 +93,7 @@ def plan_harvest(
     notes: dict[str, str] | None = None,
     descriptions: dict[str, str] | None = None,
     needed_kinds: frozenset[str] | None = None,
+    live_kinds: frozenset[str] = frozenset(),
 ) -> HarvestPlan:
     """IDs a successful tool result returned (`found`: (value, kind)) enter the ledger verified.
 
@@ -140,7 +141,7 @@ def plan_harvest(
             (plan.renamed if row.role != role else plan.restored if not was_active else plan.seen_again).append(row)
         roles.active.add(row.role)
         plan.roles.append(row.role)
-    plan.evicted = evict(rows, cap, needed_kinds)
+    plan.evicted = evict(rows, cap, needed_kinds, live_kinds)
     return plan
 
 
@@ -151,6 +152,7 @@ def plan_mentions(
     turn: int,
     cap: int,
     needed_kinds: frozenset[str] | None = None,
+    live_kinds: frozenset[str] = frozenset(),
 ) -> HarvestPlan:
     """IDs a customer typed. New ones enter UNVERIFIED as `<kind>_mentioned`. One a tool returned
     before counts as used now and, if archived, comes back, with the archived IDs noted as its own."""
@@ -176,7 +178,7 @@ def plan_mentions(
         plan.new.append(row)
         plan.roles.append(row.role)
     if plan.new or plan.restored or plan.renamed:
-        plan.evicted = evict(rows, cap, needed_kinds)
+        plan.evicted = evict(rows, cap, needed_kinds, live_kinds)
     return plan
 
 
@@ -218,7 +220,12 @@ def needed(row: LedgerRow, needed_kinds: frozenset[str] | None) -> bool:
     return not row.superseded and row.kind in needed_kinds
 
 
-def evict(rows: dict[str, LedgerRow], cap: int, needed_kinds: frozenset[str] | None = None) -> list[LedgerRow]:
+def evict(
+    rows: dict[str, LedgerRow],
+    cap: int,
+    needed_kinds: frozenset[str] | None = None,
+    live_kinds: frozenset[str] = frozenset(),
+) -> list[LedgerRow]:
     """Archive active rows until they fit `cap` tokens, by `eviction_key`: least recently used
     (a harvest counts as a use) first, entries tied to the ticket's live entities last. Never deletes.
 
@@ -228,7 +235,7 @@ def evict(rows: dict[str, LedgerRow], cap: int, needed_kinds: frozenset[str] | N
     what calls need instead of what was seen last."""
     active = sorted(
         (r for r in rows.values() if r.active),
-        key=lambda r: (eviction_key(r)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order),
+        key=lambda r: (eviction_key(r, live_kinds)[0], needed(r, needed_kinds), *eviction_key(r)[1:], r.order),
     )
     costs = [entry_tokens(r) for r in active]  # once each: counting tokens is most of a large harvest's work
     total = sum(costs)

@@ -67,28 +67,24 @@ def next_role(base: str, taken: set[str]) -> str:
     return f"{base}_{n}"
 
 
-# Kinds that name what a ticket is about: the customer's account, the orders or
-# reservations under discussion. Once a call has used one, it leaves the window last.
-LIVE_KINDS = frozenset({"customer", "user", "order", "reservation"})
-
-
-def is_live(entry) -> bool:
-    """Tied to the ticket's live entities: the desk's customer, or an account, order or
-    reservation a tool call has taken as an argument."""
+def is_live(entry, live_kinds: frozenset[str] = frozenset()) -> bool:
+    """Tied to the ticket's live entities: the desk's customer, or an ID of one of the domain's
+    live kinds (`Domain.live_id_kinds`: its accounts, orders, bookings) a tool call has taken as
+    an argument."""
     used = getattr(entry, "used", None)
     if used is None:
         used = getattr(entry, "used_in_call", False)
-    return entry.role == "customer" or (bool(used) and entry.kind in LIVE_KINDS)
+    return entry.role == "customer" or (bool(used) and entry.kind in live_kinds)
 
 
-def eviction_key(entry) -> tuple:
+def eviction_key(entry, live_kinds: frozenset[str] = frozenset()) -> tuple:
     """Order in which ledger entries leave the window: by true last use, live entities last.
 
     Entering the ledger counts as a use, so a payment method read at the start
     and needed at the end competes on when it was last seen or used, not on
     whether a call has taken it yet. Works on LedgerData and LedgerEntry rows alike.
     """
-    return (is_live(entry), entry.last_used_turn, entry.first_seen_turn)
+    return (is_live(entry, live_kinds), entry.last_used_turn, entry.first_seen_turn)
 
 
 @dataclass(frozen=True)

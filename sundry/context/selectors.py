@@ -74,7 +74,7 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
     rows = (_rows_at_once if connection.vendor == "postgresql" else _rows_each)(pk, with_turns)
     snap = LaneSnapshot(
         ticket_id=pk,
-        customer_id=ticket.customer.customer_id,
+        customer_id=ticket.customer.external_key,
         class_policy=tclass.description,
         recent_turns_kept=tclass.recent_turns_kept,
         version=rows["version"],

@@ -140,6 +140,7 @@ def ledger_harvest_found(
             needed_kinds=_needed_kinds(
                 ticket, {**rows, **{v: harvest.LedgerRow(v, "", k, True, 0, 0) for v, k in found}}
             ),
+            live_kinds=_live_kinds(ticket),
         )
         _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
     return plan.roles
@@ -227,6 +228,7 @@ def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source
         turn=turn,
         cap=harvest.class_allowance(ticket.ticket_class),
         needed_kinds=_needed_kinds(ticket, rows),
+        live_kinds=_live_kinds(ticket),
     )
     _apply_plan(ticket.pk, plan, turn=turn, source=source)
     return [r.role for r in plan.new]
@@ -285,9 +287,14 @@ def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
 def ledger_evict(*, ticket, cap: int) -> list[str]:
     """Archive active entries past `cap` tokens in `eviction_key` order. Never deletes. Returns their values."""
     rows = _ledger_rows(ticket)
-    victims = harvest.evict(rows, cap, _needed_kinds(ticket, rows))
+    victims = harvest.evict(rows, cap, _needed_kinds(ticket, rows), _live_kinds(ticket))
     _archive([v.id for v in victims])
     return [v.value for v in victims]
+
+
+def _live_kinds(ticket) -> frozenset[str]:
+    """The ID kinds the class's domain says a ticket is about: the ledger keeps them longest."""
+    return domain_for(ticket.ticket_class).live_id_kinds()
 
 
 def _needed_kinds(ticket, rows: dict[str, harvest.LedgerRow]) -> frozenset[str] | None:
@@ -365,9 +372,10 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
 # --- State ------------------------------------------------------------------------
 
 
-def _order_exists_for(ticket):
+def _exists_for(ticket):
+    """Whether an ID a state field names exists for the ticket's customer (True where the domain cannot tell)."""
     domain = domain_for(ticket.ticket_class)
-    return lambda number: domain.exists(domain.owner_kind, number, ticket.customer.customer_id) is not False
+    return lambda kind, value: domain.exists(kind, value, ticket.customer.external_key) is not False
 
 
 def state_set(
@@ -387,7 +395,7 @@ def state_set(
     Staff edits pass `check_conflict=True` with the id of the value they saw:
     if another edit landed first, `LaneConflict` carries the current value.
     """
-    clean = validate_field(name, value, order_exists=_order_exists_for(ticket))
+    clean = validate_field(name, value, domain=domain_for(ticket.ticket_class), exists=_exists_for(ticket))
     with transaction.atomic():
         ticket_lock(ticket.pk)
         current = StateValue.objects.select_for_update().filter(ticket=ticket, name=name, is_current=True).first()

@@ -1,8 +1,10 @@
-"""The named state fields and their validators.
+"""The named state fields and their validators, read from the domain's declaration.
 
-Every value is validated before it is stored; what fails is rejected with a
-reason, never stored half-right. Validators are pure: the one check that
-needs the shop (does this order exist for this customer?) is passed in.
+A domain declares its fields (`tooling.domain.StateFieldDecl`: label, kind of value,
+whether the customer sees it); this module turns each into a validator. Every value
+is validated before it is stored; what fails is rejected with a reason, never stored
+half-right. Validators are pure: the one check that needs the domain's system (does
+this ID exist for this customer?) is passed in.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import date
 from typing import Callable
 
 from sundry.core import money
-from sundry.tooling.domain import get_domain
+from sundry.tooling.domain import Domain, StateFieldDecl, domain_for, get_domain
 
 
 class StateValueInvalid(ValueError):
@@ -54,16 +56,25 @@ def _amount(value: str, **_) -> str:
     return money.format_money(cents, currency)
 
 
-def _order(value: str, *, order_exists: Callable[[str], bool] | None = None, **_) -> str:
-    value = (value or "").strip().upper()
-    domain = get_domain()
-    pattern, example = domain.id_patterns.get("order"), domain.id_examples.get("order")
-    if pattern and not re.fullmatch(pattern, value):
-        shape = f"format {example}" if example else "copy it from the ID ledger"
-        raise StateValueInvalid(f"'{value}' is not an order number ({shape}).")
-    if order_exists is not None and not order_exists(value):
-        raise StateValueInvalid(f"Order {value} does not exist for this customer.")
-    return value
+def _id(spec: StateFieldDecl, pattern: str | None, example: str | None):
+    """A value of an ID kind: the domain's pattern (as written, or in capitals), then its record."""
+
+    def check(value: str, *, exists: Callable[[str, str], bool] | None = None, **_) -> str:
+        raw = (value or "").strip()
+        if pattern:
+            value = next((v for v in (raw, raw.upper()) if re.fullmatch(pattern, v)), None)
+            if value is None:
+                shape = f"format {example}" if example else "copy it from the ID ledger"
+                raise StateValueInvalid(f"'{raw}' is not a valid {spec.label.lower()} ({shape}).")
+        else:
+            value = raw
+        if not value:
+            raise StateValueInvalid("The value is empty.")
+        if exists is not None and not exists(spec.id_kind, value):
+            raise StateValueInvalid(f"{spec.label} {value} does not exist for this customer.")
+        return value
+
+    return check
 
 
 def _date(value: str, **_) -> str:
@@ -104,26 +115,37 @@ class FieldSpec:
     customer_visible: bool = True
 
 
-FIELDS: dict[str, FieldSpec] = {
-    f.name: f
-    for f in [
-        FieldSpec("order_number", "Order", _order),
-        FieldSpec("issue", "Issue", _text(200)),
-        FieldSpec("item", "Item", _text(120)),
-        FieldSpec("amount", "Amount", _amount),
-        FieldSpec("refund_method", "Refund to", _choice("original_method", "store_credit", "bank_transfer")),
-        FieldSpec("contact_preference", "Contact by", _choice("phone", "email", "chat")),
-        FieldSpec(
-            "resolution", "Resolution wanted", _choice("refund", "return", "replacement", "cancel", "tracking", "other")
-        ),
-        FieldSpec("delivery_date", "Delivery date", _date),
-        FieldSpec("internal_note", "Internal note", _text(300), customer_visible=False),
-    ]
-}
+def _validator(spec: StateFieldDecl, domain: Domain) -> Callable[..., str]:
+    if spec.kind == "amount":
+        return _amount
+    if spec.kind == "date":
+        return _date
+    if spec.kind == "choice":
+        return _choice(*spec.choices)
+    if spec.kind == "id":
+        return _id(spec, domain.id_patterns.get(spec.id_kind), domain.id_examples.get(spec.id_kind))
+    return _text(spec.max_length)
 
 
-def validate_field(name: str, value: str, **context) -> str:
-    spec = FIELDS.get(name)
+def fields(domain: Domain | None = None) -> dict[str, FieldSpec]:
+    """The state fields a domain declares (the default domain's without one), name → spec, in its order."""
+    domain = domain or get_domain()
+    return {
+        f.name: FieldSpec(f.name, f.label, _validator(f, domain), customer_visible=f.customer_visible)
+        for f in domain.state_fields
+    }
+
+
+def fields_for(ticket) -> dict[str, FieldSpec]:
+    """The state fields of the domain a ticket's class works in."""
+    return fields(domain_for(ticket.ticket_class))
+
+
+def validate_field(name: str, value: str, *, domain: Domain | None = None, **context) -> str:
+    """The stored form of `value` for field `name`, or StateValueInvalid saying why not.
+    `exists(kind, value)`, when given, checks an ID field's value against the domain's records."""
+    known = fields(domain)
+    spec = known.get(name)
     if spec is None:
-        raise StateValueInvalid(f"Unknown state field '{name}'. Known fields: {', '.join(FIELDS)}.")
+        raise StateValueInvalid(f"Unknown state field '{name}'. Known fields: {', '.join(known)}.")
     return spec.validate(value, **context)

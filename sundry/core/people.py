@@ -1,7 +1,7 @@
 """Who is asking, from Django auth alone: staff and admins.
 
 Staff are `is_staff` users; admins are superusers (they tune ticket classes).
-Which login is a shop customer is the shop's to say (`sundry.shop.people`).
+Which login is a customer is the desk's customer record to say (`sundry.people.selectors`).
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ class TurnInline(admin.TabularInline):
 class TicketAdmin(admin.ModelAdmin):
     list_display = ("id", "subject", "customer", "ticket_class", "status", "handler", "version", "updated_at")
     list_filter = ("status", "priority", "handler", "ticket_class")
-    search_fields = ("subject", "customer__customer_id", "customer__name")
+    search_fields = ("subject", "customer__external_key", "customer__name")
     raw_id_fields = ("customer", "assigned_to")
     filter_horizontal = ("tags",)
     readonly_fields = ("version", "last_turn_number", "agent_claimed_at", "agent_claimed_by")

@@ -19,7 +19,7 @@ from sundry.desk.budgetlab import DEFAULT_TICKETS, class_budget, lab_json, run_l
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.classchanges import ApplyRefused, proposal_apply
 from sundry.desk.labform import ProposalForm, initial_values
-from sundry.shop.people import customer_of
+from sundry.people.selectors import customer_of
 from sundry.tickets.models import BudgetProposal, TicketClass, TicketClassChange
 
 # Proposals listed on a class's lab page, newest first.

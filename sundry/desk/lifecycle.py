@@ -19,7 +19,7 @@ def ticket_create(*, customer, ticket_class: TicketClass, subject: str) -> Ticke
     with transaction.atomic():
         ticket = Ticket.objects.create(customer=customer, ticket_class=ticket_class, subject=subject[:200])
         # The desk knows who the customer is: their ID enters the ledger as verified.
-        ledger_record_system_id(ticket=ticket, kind="customer", value=customer.customer_id, role="customer", turn=0)
+        ledger_record_system_id(ticket=ticket, kind="customer", value=customer.external_key, role="customer", turn=0)
         # "Never email me" said on an earlier ticket still holds on this one.
         rules_carry_customer_scope(ticket=ticket)
         ticket_created(ticket.pk)  # news for the desk's open queues, after commit

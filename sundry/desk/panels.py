@@ -9,7 +9,7 @@ from sundry.agent import cardstore
 from sundry.agent.models import HeldAction
 from sundry.context.models import LedgerEntry, PinnedRule
 from sundry.context.selectors import current_summary, lane_snapshot
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields_for
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
 from sundry.desk import selectors
@@ -134,7 +134,7 @@ def _staff_state(ticket, viewer):
     snap = lane_snapshot(ticket, with_turns=False)
     return {
         "fields": selectors.state_fields(ticket),
-        "all_fields": [(f.name, f.label) for f in FIELDS.values()],
+        "all_fields": [(f.name, f.label) for f in fields_for(ticket).values()],
         "actions": snap.actions,
         "money": snap.money,
     }

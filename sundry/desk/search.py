@@ -3,7 +3,7 @@
 PostgreSQL: message text by full-text search (websearch syntax, English
 stemming, served by a GIN index) with a highlighted excerpt. Elsewhere (SQLite):
 case-insensitive substring matching. Subjects, customers and order numbers match
-by substring on both, since IDs like SU-40111 are not words.
+by substring on both, since an order number is not a word.
 """
 
 from __future__ import annotations
@@ -82,17 +82,17 @@ def search(q: str) -> list[Hit]:
     by_customer = (
         Q(customer__name__icontains=q)
         | Q(customer__email__icontains=q)
-        | Q(customer__customer_id__iexact=q)
+        | Q(customer__external_key__iexact=q)
         | Q(customer__phone__icontains=q)
     )
-    order_owners = set(Order.objects.filter(number__iexact=q).values_list("customer_id", flat=True))
+    order_owners = set(Order.objects.filter(number__iexact=q).values_list("customer__customer_id", flat=True))
     messages = _message_matches(q)
     number = q.isascii() and q.isdigit()  # "²" is a digit to str.isdigit, not to int()
     if number:
         by_ticket |= Q(pk=int(q))
     tickets = (
         Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
-        .filter(by_ticket | by_customer | Q(customer__in=order_owners) | Q(pk__in=list(messages)))
+        .filter(by_ticket | by_customer | Q(customer__external_key__in=order_owners) | Q(pk__in=list(messages)))
         .order_by("-updated_at")[:LIMIT]
     )
     hits = []
@@ -104,10 +104,10 @@ def search(q: str) -> list[Hit]:
         if (
             needle in t.customer.name.lower()
             or needle in t.customer.email.lower()
-            or needle == t.customer.customer_id.lower()
+            or needle == t.customer.external_key.lower()
         ):
             why.append("customer")
-        if t.customer_id in order_owners:
+        if t.customer.external_key in order_owners:
             why.append("order")
         if t.pk in messages:
             why.append("message")

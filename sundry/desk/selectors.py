@@ -15,7 +15,7 @@ from sundry.compaction.services import compaction_blocked_reason
 from sundry.context import harvest
 from sundry.context.models import LedgerEntry, StateValue
 from sundry.context.selectors import current_summary
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields_for
 from sundry.core.people import is_desk_staff
 from sundry.desk.resultcards import ResultCard, ToolCards, readable, stored_result
 from sundry.desk.timers import response_timer
@@ -180,12 +180,13 @@ def state_fields(ticket) -> list[dict]:
         else:
             entry["history"].append(v)
     out = []
+    known = fields_for(ticket)
     for name, entry in rows.items():
-        spec = FIELDS.get(name)
+        spec = known.get(name)
         entry["label"] = spec.label if spec else name
         entry["customer_visible"] = bool(spec and spec.customer_visible)
         out.append(entry)
-    order = list(FIELDS)
+    order = list(known)
     out.sort(key=lambda e: order.index(e["name"]) if e["name"] in order else len(order))
     return out
 

@@ -47,7 +47,8 @@ def _rating(ticket) -> dict:
 def customer_context(ticket) -> dict:
     """The customer behind the ticket: contact details, recent orders, other tickets, rules that carry over."""
     customer = ticket.customer
-    orders = Order.objects.filter(customer=customer).order_by("-placed_at")[:5]
+    theirs = Order.objects.filter(customer__customer_id=customer.external_key)
+    orders = theirs.order_by("-placed_at")[:5]
     return {
         "customer": customer,
         "orders": [
@@ -59,7 +60,7 @@ def customer_context(ticket) -> dict:
             }
             for o in orders
         ],
-        "order_count": Order.objects.filter(customer=customer).count(),
+        "order_count": theirs.count(),
         "past_tickets": list(
             Ticket.objects.filter(customer=customer)
             .exclude(pk=ticket.pk)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 from sundry.core.people import is_admin
 from sundry.desk import trends
 from sundry.desk.trendcharts import weekly_chart
-from sundry.shop.people import customer_of
+from sundry.people.selectors import customer_of
 from sundry.tickets.models import TicketClass
 
 # Drill-down rows a page shows.

@@ -20,7 +20,7 @@ from sundry.agent import services as agent_services
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, PinnedRule, StateValue
-from sundry.context.statefields import FIELDS, StateValueInvalid
+from sundry.context.statefields import StateValueInvalid, fields_for
 from sundry.core.people import is_desk_staff
 from sundry.desk import lifecycle, selectors
 from sundry.desk.panels import STAFF_PANELS
@@ -331,7 +331,8 @@ def _seen_id(raw: str) -> int | None:
 
 
 def _state_conflict(request, ticket, name, current):
-    label = FIELDS[name].label if name in FIELDS else name
+    known = fields_for(ticket)
+    label = known[name].label if name in known else name
     return _conflict(
         request,
         ticket,
@@ -348,7 +349,8 @@ def state_edit(request, ticket_id):
     ticket = _ticket_or_404(request, ticket_id)
     name, action = request.POST.get("name", ""), request.POST.get("action", "")
     seen = _seen_id(request.POST.get("value_id", ""))
-    if name not in FIELDS:
+    known = fields_for(ticket)
+    if name not in known:
         return _refused(request, ticket, f"Unknown field '{name}'.", ("state",))
     current = StateValue.objects.filter(ticket=ticket, name=name, is_current=True).first()
     try:
@@ -356,7 +358,7 @@ def state_edit(request, ticket_id):
             if seen is None or current is None or current.pk != seen:
                 return _state_conflict(request, ticket, name, current)
             lanes.state_confirm(ticket=ticket, value_id=seen, user=request.user)
-            message = f"{FIELDS[name].label} confirmed."
+            message = f"{known[name].label} confirmed."
         elif action == "correct":
             lanes.state_set(
                 ticket=ticket,
@@ -369,7 +371,7 @@ def state_edit(request, ticket_id):
                 expected_current_id=seen,
                 check_conflict=True,
             )
-            message = f"{FIELDS[name].label} set; any earlier value is kept as history."
+            message = f"{known[name].label} set; any earlier value is kept as history."
         else:
             return _refused(request, ticket, "Action must be confirm or correct.", ("state",))
     except lanes.LaneConflict as exc:

@@ -58,7 +58,7 @@ def export_ticket(ticket) -> RecordedTicket:
         source="sundry",
         domain="demo_shop",
         subject=ticket.subject,
-        customer_id=ticket.customer.customer_id,
+        customer_id=ticket.customer.external_key,
         turns=turns,
         meta={"ticket_class": ticket.ticket_class.slug, "ticket_pk": ticket.pk},
     )

@@ -81,6 +81,11 @@ class LaneReplay:
         domain = getattr(self.domain, "domain", None)
         return domain.write_kinds if self.evict_by_need and domain is not None else None
 
+    @property
+    def live_kinds(self) -> frozenset[str]:
+        domain = getattr(self.domain, "domain", None)
+        return domain.live_id_kinds() if domain is not None else frozenset()
+
     def __post_init__(self):
         if self.customer_id:  # ticket_create records the desk's customer as verified and in use, at turn 0
             self.rows[self.customer_id] = LedgerRow(self.customer_id, "customer", "customer", True, 0, 0, used=True)
@@ -137,7 +142,12 @@ class LaneReplay:
             if t.author == "customer":
                 typed = [(value, kind) for kind, value in self.domain.typed_ids(t.text)]
                 harvest.plan_mentions(
-                    self.rows, typed, turn=t.number, cap=self.ledger_tokens, needed_kinds=self.needed_kinds
+                    self.rows,
+                    typed,
+                    turn=t.number,
+                    cap=self.ledger_tokens,
+                    needed_kinds=self.needed_kinds,
+                    live_kinds=self.live_kinds,
                 )
             for sentence in self.classifier(t.text):
                 self.candidates.append(StatedConstraint(sentence, t.number, t.author))
@@ -183,6 +193,7 @@ class LaneReplay:
             notes={v: f"of {o}" for v, o in owners.items()},
             descriptions=self.domain.descriptions(name, t),
             needed_kinds=self.needed_kinds,
+            live_kinds=self.live_kinds,
         )
         self._owners(name, t, found)
         if (m := self.domain.money(name, t)) is not None:

@@ -147,7 +147,7 @@ def fresh_demo_tickets(*, customers: int = 120, orders: int = 1200, say=print) -
 
 def _work_demo(customers: int, orders: int, say) -> list[RecordedTicket]:
     from sundry.core.background import wait_idle
-    from sundry.desk.demo import create_demo_tickets, ensure_classes, ensure_logins
+    from sundry.shop.demo import create_demo_tickets, ensure_classes, ensure_logins
     from sundry.shop.seed import generate_shop
 
     say(f"  seeding a demo shop ({customers} customers, {orders} orders) in a throwaway database …")

@@ -33,7 +33,7 @@ CUSTOMER = "customer"
 class Viewer:
     user: object
     audience: str  # STAFF or CUSTOMER
-    customer: object = None  # the shop customer, for CUSTOMER viewers
+    customer: object = None  # the desk's customer record (sundry.people), for CUSTOMER viewers
 
 
 @dataclass(frozen=True)

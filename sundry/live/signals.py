@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from sundry.shop.models import Customer
+from sundry.people.models import Customer
 from sundry.tickets.events import access_changed, user_sockets_close
 from sundry.tickets.models import Ticket
 

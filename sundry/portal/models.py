@@ -12,7 +12,7 @@ from django.db import models
 class NoticePreference(models.Model):
     """A customer's choice: an e-mail when a reply or a card waits for them. Off unless they turn it on."""
 
-    customer = models.OneToOneField("shop.Customer", on_delete=models.CASCADE, related_name="notice_preference")
+    customer = models.OneToOneField("people.Customer", on_delete=models.CASCADE, related_name="notice_preference")
     email = models.BooleanField(default=False)
     changed_at = models.DateTimeField(auto_now=True)
 

@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from sundry.agent import cardstore
 from sundry.context.models import PinnedRule
 from sundry.live.panels import CUSTOMER, Audience, Panel, Viewer, register, turns_after, window
+from sundry.people.selectors import customer_of
 from sundry.portal.selectors import (
     completed_actions,
     confirmed_details,
@@ -18,7 +19,6 @@ from sundry.portal.selectors import (
     staff_decisions,
     staff_names,
 )
-from sundry.shop.people import customer_of
 from sundry.tickets import satisfaction
 from sundry.tickets.models import Ticket
 

@@ -11,7 +11,7 @@ from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
-from sundry.context.statefields import FIELDS
+from sundry.context.statefields import fields_for
 from sundry.core.money import format_money
 from sundry.live.panels import latest_turns
 from sundry.shop.models import Order
@@ -59,13 +59,14 @@ def confirmed_details(ticket) -> list[dict]:
     Each says whether the customer reported it as wrong and staff have yet to handle that."""
     out = []
     reported = reported_value_ids(ticket)
+    known = fields_for(ticket)
     for v in StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"):
-        spec = FIELDS.get(v.name)
+        spec = known.get(v.name)
         if spec and spec.customer_visible:
             out.append(
                 {"id": v.pk, "name": v.name, "label": spec.label, "value": v.value, "reported": v.pk in reported}
             )
-    order = list(FIELDS)
+    order = list(known)
     return sorted(out, key=lambda d: order.index(d["name"]))
 
 
@@ -189,7 +190,8 @@ def staff_decisions(ticket) -> list[dict]:
 def confirmed_value(ticket, value_id) -> StateValue | None:
     """A value the customer can see (and so may flag), or None."""
     v = StateValue.objects.filter(ticket=ticket, pk=value_id, is_current=True, confirmed=True).first()
-    if v is None or not (FIELDS.get(v.name) and FIELDS[v.name].customer_visible):
+    spec = fields_for(ticket).get(v.name) if v is not None else None
+    if spec is None or not spec.customer_visible:
         return None
     return v
 
@@ -198,7 +200,7 @@ def order_choices(ticket) -> dict:
     """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
     chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
-    orders = Order.objects.filter(customer_id=ticket.customer_id).order_by("-placed_at")[:20]
+    orders = Order.objects.filter(customer__customer_id=ticket.customer.external_key).order_by("-placed_at")[:20]
     return {
         "orders": [
             {
@@ -222,7 +224,7 @@ def _named_in_first_message(ticket) -> str | None:
     if not numbers:
         return None
     return (
-        Order.objects.filter(customer_id=ticket.customer_id, number__in=numbers)
+        Order.objects.filter(customer__customer_id=ticket.customer.external_key, number__in=numbers)
         .values_list("number", flat=True)
         .first()
     )

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from sundry.context import services as lanes
 from sundry.context.models import PinnedRule, Source
-from sundry.context.statefields import FIELDS, StateValueInvalid
+from sundry.context.statefields import StateValueInvalid, fields_for
 from sundry.shop.models import Order
 from sundry.tickets.attention import FLAG_PREFIX, attention_flag, reason_text
 from sundry.tickets.models import Ticket, Turn
@@ -23,7 +23,7 @@ NOTE_LIMIT = 300
 def order_pick(*, ticket: Ticket, order_number: str):
     """The customer chose one of their own orders: state as stated by the customer, confirmed."""
     number = (order_number or "").strip().upper()
-    if not Order.objects.filter(number=number, customer_id=ticket.customer_id).exists():
+    if not Order.objects.filter(number=number, customer__customer_id=ticket.customer.external_key).exists():
         raise StateValueInvalid("Pick one of your own orders.")
     with transaction.atomic():
         turn = turn_append(
@@ -72,7 +72,8 @@ def rule_withdraw(*, ticket: Ticket, rule_id: int) -> PinnedRule:
 def detail_flag(*, ticket: Ticket, value, note: str = "") -> Turn:
     """The customer says a confirmed detail is wrong: staff see a turn and a queue flag of its own."""
     note = " ".join((note or "").split())[:NOTE_LIMIT]
-    label = FIELDS[value.name].label
+    spec = fields_for(ticket).get(value.name)
+    label = spec.label if spec else value.name
     text = f"The customer says {label} “{value.value}” is wrong." + (f" They wrote: {note}" if note else "")
     with transaction.atomic():
         turn = turn_append(

@@ -24,10 +24,10 @@ from sundry.core.ratelimit import Rate, allow
 from sundry.desk.lifecycle import ticket_create
 from sundry.live.earlier import earlier_response
 from sundry.live.panels import CUSTOMER, Viewer, render_all, render_panel
+from sundry.people.selectors import customer_of
 from sundry.portal import notices, services
 from sundry.portal.panels import CUSTOMER_PANELS
 from sundry.portal.selectors import confirmed_value
-from sundry.shop.people import customer_of
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import MessageRefused, ticket_accepts_customer_messages, validate_message_text
 

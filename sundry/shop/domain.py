@@ -9,9 +9,9 @@ descriptions) is read from the models; the rest is declared here.
 from __future__ import annotations
 
 from sundry.shop import tools as _tools  # noqa: F401  (registers the shop's tools in REGISTRY)
-from sundry.shop.ids import CAPABILITIES, ID_PATTERNS
+from sundry.shop.ids import CAPABILITIES, DOMAIN_NAME, ID_PATTERNS
 from sundry.shop.models import Order
-from sundry.tooling.domain import Domain, RefundDecl, register_domain
+from sundry.tooling.domain import Domain, RefundDecl, StateFieldDecl, register_domain
 from sundry.tooling.tools import REGISTRY
 
 PROMPT = """\
@@ -38,6 +38,31 @@ DECLARATIONS: dict[str, dict] = {
 }
 
 
+# The state lane's fields on a shop ticket, in the order the desk lists them.
+STATE_FIELDS = [
+    StateFieldDecl(name="order_number", label="Order", kind="id", id_kind="order", consent="target"),
+    StateFieldDecl(name="issue", label="Issue", max_length=200),
+    StateFieldDecl(name="item", label="Item", max_length=120),
+    StateFieldDecl(name="amount", label="Amount", kind="amount"),
+    StateFieldDecl(
+        name="refund_method",
+        label="Refund to",
+        kind="choice",
+        choices=["original_method", "store_credit", "bank_transfer"],
+    ),
+    StateFieldDecl(name="contact_preference", label="Contact by", kind="choice", choices=["phone", "email", "chat"]),
+    StateFieldDecl(
+        name="resolution",
+        label="Resolution wanted",
+        kind="choice",
+        choices=["refund", "return", "replacement", "cancel", "tracking", "other"],
+        consent="action",
+    ),
+    StateFieldDecl(name="delivery_date", label="Delivery date", kind="date"),
+    StateFieldDecl(name="internal_note", label="Internal note", max_length=300, customer_visible=False),
+]
+
+
 def exists(kind: str, value: str, customer_id: str) -> bool | None:
     """An order number is checked against the shop (a state field names one); other kinds are not."""
     if kind != "order":
@@ -61,7 +86,7 @@ TOOL_NAMES = (
 
 DOMAIN = register_domain(
     Domain.from_tools(
-        "demo_shop",
+        DOMAIN_NAME,
         [REGISTRY[name] for name in TOOL_NAMES],
         declarations=DECLARATIONS,
         prompt=PROMPT,
@@ -79,6 +104,9 @@ DOMAIN = register_domain(
             "tracking": ["track_parcel", "get_order"],
         },
         offline_model="sundry.shop.offline:OfflineModel",
+        state_fields=STATE_FIELDS,
+        # The customer's account and the orders under discussion: the ledger keeps them longest.
+        live_kinds=["customer", "order"],
         exists=exists,
     )
 )

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from sundry.tooling.domain import Domain
 
+# The name the shop registers as a domain under; the desk's customer records name it as their reference.
+DOMAIN_NAME = "demo_shop"
+
 ID_PATTERNS: dict[str, str] = {
     "order": r"SU-\d{5}",
     "customer": r"cus_[0-9a-z]{8}",

@@ -10,6 +10,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from sundry.people.services import customer_by_reference, customer_link
+from sundry.shop.ids import DOMAIN_NAME
+
 
 class Currency(models.TextChoices):
     USD = "USD"
@@ -30,6 +33,23 @@ class Customer(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.customer_id})"
+
+    def link(self):
+        """The desk's record of this customer (`sundry.people`), created or brought up to date."""
+        return customer_link(
+            domain=DOMAIN_NAME,
+            external_key=self.customer_id,
+            name=self.name,
+            email=self.email,
+            phone=self.phone,
+            user_id=self.user_id,
+        )
+
+    @property
+    def person(self):
+        """The desk's record of this customer, found by the shop's domain name and its ID (made on first
+        use for a customer written around `save()`)."""
+        return customer_by_reference(DOMAIN_NAME, self.customer_id) or self.link()
 
 
 class Address(models.Model):

@@ -1,25 +1,32 @@
-"""Logins that are shop customers, and so each person's role: admin, staff, customer or none."""
+"""The shop's customers as the desk knows them: each linked to the desk's own record by reference.
+
+The desk keeps its own customer record (`sundry.people`); the shop keeps its `Customer` and tells
+the desk about each one under the shop's domain name and its `customer_id` (`Customer.link`).
+Saving a shop customer brings the desk's record up to date (`connect`, from the app's `ready`); a
+queryset update or a bulk insert does not, so code that writes around `save()` links itself (the
+seed does). Going the other way, the shop resolves a desk record to its own customer here.
+"""
 
 from __future__ import annotations
 
-from sundry.core.people import is_admin, is_desk_staff
+from django.db.models.signals import post_save
+
+from sundry.people.models import Customer as Person
+from sundry.shop.ids import DOMAIN_NAME
 from sundry.shop.models import Customer
 
 
-def customer_of(user):
-    """The shop customer a login belongs to, or None."""
-    if not getattr(user, "is_authenticated", False):
+def shop_customer_of(person: Person) -> Customer | None:
+    """The shop's own record behind a desk customer, resolved through the external reference."""
+    if person is None or person.domain != DOMAIN_NAME:
         return None
-    return Customer.objects.filter(user=user).first()
+    return Customer.objects.filter(customer_id=person.external_key).first()
 
 
-def role_of(user) -> str:
-    if not getattr(user, "is_authenticated", False):
-        return "anonymous"
-    if is_admin(user):
-        return "admin"
-    if is_desk_staff(user):
-        return "staff"
-    if customer_of(user) is not None:
-        return "customer"
-    return "none"
+def _customer_saved(sender, instance, raw=False, **kwargs):
+    if not raw:  # a fixture loads the desk's rows itself
+        instance.link()
+
+
+def connect() -> None:
+    post_save.connect(_customer_saved, sender=Customer, dispatch_uid="sundry.shop.customer_linked")

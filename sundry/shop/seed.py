@@ -36,6 +36,9 @@ from django.core.management.color import no_style
 from django.db import connection, transaction
 from django.db.models import ProtectedError
 
+from sundry.people.services import customers_link_many, customers_unlink
+
+from .ids import DOMAIN_NAME
 from .models import (
     Address,
     Cancellation,
@@ -770,6 +773,8 @@ def shop_is_empty() -> bool:
 def clear_shop() -> None:
     """Delete every shop row. Raises SeedError if rows outside the shop still point at them."""
     try:
+        # The desk's records of the shop's customers go first: a ticket protects its customer.
+        customers_unlink(domain=DOMAIN_NAME)
         for model in SHOP_MODELS_DELETE_ORDER:
             model.objects.all().delete()
     except ProtectedError as exc:
@@ -778,6 +783,15 @@ def clear_shop() -> None:
             f"Cannot replace the shop: rows outside it still reference shop rows ({', '.join(blockers)}). "
             "Delete those first."
         ) from exc
+
+
+def link_customers() -> None:
+    """Give every shop customer its desk record (the bulk insert bypassed `Customer.save`)."""
+    rows = Customer.objects.values("customer_id", "name", "email", "phone", "user_id")
+    customers_link_many(
+        domain=DOMAIN_NAME,
+        rows=[{"external_key": r.pop("customer_id"), **r} for r in rows],
+    )
 
 
 def generate_shop(*, seed: int, customers: int = 600, orders: int = 6000, replace: bool = False) -> dict:
@@ -801,6 +815,7 @@ def generate_shop(*, seed: int, customers: int = 600, orders: int = 6000, replac
             clear_shop()
         counts = _Builder(random.Random(seed), customers, orders, block).build()
         _reset_sequences()
+        link_customers()
     return counts
 
 

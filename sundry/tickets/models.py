@@ -143,7 +143,7 @@ class Ticket(models.Model):
         AGENT = "agent"
         STAFF = "staff"
 
-    customer = models.ForeignKey("shop.Customer", on_delete=models.PROTECT, related_name="tickets")
+    customer = models.ForeignKey("people.Customer", on_delete=models.PROTECT, related_name="tickets")
     ticket_class = models.ForeignKey(TicketClass, on_delete=models.PROTECT, related_name="tickets")
     subject = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)

@@ -11,6 +11,13 @@ class may hold for approval, and what each tool can do that a rule may forbid
 (`capabilities`). Guards, effects, the ledger harvest, rules, rendering and ID
 recognition read these declarations; none of them names a tool.
 
+A domain also declares its ticket vocabulary: the state lane's named fields
+(`state_fields`: label, kind of value, whether the customer sees it; an `id`
+field is checked against the domain's ID pattern and, where it can tell, its
+system of record) and the ID kinds that name what a ticket is about
+(`live_kinds`: the ledger keeps those longest). A domain that declares no state
+fields gets `GENERIC_STATE_FIELDS`.
+
 Paths (the harness's language):
 
     order_id                 a key
@@ -127,6 +134,44 @@ def _objects(data: Any, at: str) -> list[dict]:
 
 class _Decl(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class StateFieldDecl(_Decl):
+    """One named field of a ticket's state lane, as its domain declares it.
+
+    kind: `text` (up to `max_length` characters), `amount` (with a currency), `date`
+    (YYYY-MM-DD), `choice` (one of `choices`), `id` (an ID of `id_kind`: its pattern,
+    then the domain's record, where the domain can tell)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")
+    label: str = Field(min_length=1, max_length=60)
+    kind: Literal["text", "amount", "date", "choice", "id"] = "text"
+    max_length: int = Field(default=200, ge=1, le=2000)
+    choices: list[str] = Field(default_factory=list)
+    id_kind: str = ""
+    # Shown on the customer's confirmed-details panel when confirmed.
+    customer_visible: bool = True
+    # What the field means to the consent guard: `action`, the remedy the customer wants (its
+    # value starts with the action's noun: "refund"); `target`, the entity it is for. Both
+    # confirmed, they count as the customer's request for that action on that entity.
+    consent: Literal["", "action", "target"] = ""
+
+    @model_validator(mode="after")
+    def _complete(self):
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"state field {self.name!r}: a choice needs its choices")
+        if self.kind == "id" and not self.id_kind:
+            raise ValueError(f"state field {self.name!r}: an id field needs its id_kind")
+        return self
+
+
+# The state fields of a domain that declares none: nothing in them is one system's.
+GENERIC_STATE_FIELDS: tuple[StateFieldDecl, ...] = (
+    StateFieldDecl(name="issue", label="Issue", max_length=200),
+    StateFieldDecl(name="amount", label="Amount", kind="amount"),
+    StateFieldDecl(name="contact_preference", label="Contact by", kind="choice", choices=["phone", "email", "chat"]),
+    StateFieldDecl(name="internal_note", label="Internal note", max_length=300, customer_visible=False),
+)
 
 
 class DescribeDecl(_Decl):
@@ -556,6 +601,12 @@ class Domain(_Decl):
     lookup_hints: dict[str, list[str]] = Field(default_factory=dict)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
     offline_model: str = ""
+    # The state lane's named fields, in the order the desk lists them (see StateFieldDecl).
+    state_fields: list[StateFieldDecl] = Field(default_factory=lambda: list(GENERIC_STATE_FIELDS))
+    # ID kinds that name what a ticket is about (the account, the orders or bookings under
+    # discussion): once a call has used one, it leaves the ledger's window last. None: the owner
+    # kind and the customer kind.
+    live_kinds: list[str] | None = None
 
     _runtime: dict = PrivateAttr(default_factory=dict)
     # An in-process domain's own check that an ID exists for a customer: (kind, value, customer ID)
@@ -655,6 +706,18 @@ class Domain(_Decl):
                     re.compile(pattern)
                 except re.error as exc:
                     problems.append(f"{name}: bare pattern: {exc}")
+        names = [f.name for f in self.state_fields]
+        roles = [f.consent for f in self.state_fields if f.consent]
+        problems += [
+            f"more than one state field has consent role {r!r}" for r in sorted(set(roles)) if roles.count(r) > 1
+        ]
+        problems += [f"state field {n!r} is declared twice" for n in sorted({n for n in names if names.count(n) > 1})]
+        problems += [
+            f"state field {f.name!r}: id kind {f.id_kind!r} has no id pattern"
+            for f in self.state_fields
+            if f.kind == "id" and f.id_kind not in self.id_patterns
+        ]
+        problems += [f"live kind {k!r} has no id pattern" for k in self.live_kinds or () if k not in self.id_patterns]
         problems += [
             f"lookup hint for {kind!r} names {t!r}, not a tool of the domain"
             for kind, names in self.lookup_hints.items()
@@ -668,6 +731,15 @@ class Domain(_Decl):
 
     def tool(self, name: str) -> ToolDecl | None:
         return self.tools.get(name)
+
+    def live_id_kinds(self) -> frozenset[str]:
+        """The ID kinds the ledger keeps longest once a call used them (`live_kinds`)."""
+        if self.live_kinds is not None:
+            return frozenset(self.live_kinds)
+        return frozenset(k for k in (self.owner_kind, self.customer_kind) if k)
+
+    def state_field(self, name: str) -> StateFieldDecl | None:
+        return next((f for f in self.state_fields if f.name == name), None)
 
     def exists(self, kind: str, value: str, customer_id: str) -> bool | None:
         """Whether the system of record has `value` for this customer; None: the domain cannot tell."""
@@ -870,6 +942,8 @@ __all__ = [
     "INFER",
     "DescribeDecl",
     "Domain",
+    "GENERIC_STATE_FIELDS",
+    "StateFieldDecl",
     "MoneyDecl",
     "RefundDecl",
     "ToolDecl",

@@ -134,7 +134,7 @@ def desk(anthropic):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-26675", prices=(4000,))
     tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refund?")
     customer_message_post(ticket=ticket, text="Did my refund for SU-26675 go through?")
     return {"server": server, "answers": answers, "ticket": ticket}
 

@@ -23,7 +23,9 @@ CLAIM_TTL = 2  # seconds, in the worker; production: settings.AGENT_CLAIM_TTL_SE
 def test_a_killed_runs_claim_lapses_and_the_retried_task_answers(worker_env, tmp_path):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where"
+    )
     customer_message_post(ticket=ticket, text="Where is my order SU-10480?", wake=False)
     log = tmp_path / "worker.log"
     # A model call must end within a claim's life (settings refuse otherwise); this one is offline.

@@ -242,7 +242,9 @@ def case(django_user_model):
     user = django_user_model.objects.create_user("dana", password="pw")
     customer = CustomerFactory(user=user)
     paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund"
+    )
     customer_message_post(ticket=ticket, text=f"The lamp on {ORDER} arrived broken, can I get 15.00 back?", wake=False)
     page = Client()
     page.force_login(user)

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def ticket():
-    return ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
+    return ticket_create(
+        customer=CustomerFactory().person, ticket_class=TicketClassFactory(approval_rules={}), subject="Help"
+    )
 
 
 def recovered(ticket):

@@ -52,7 +52,7 @@ def shop():
     Product.objects.filter(pk=first.items.order_by("pk").first().product_id).update(name="Desk Lamp Arc")
     second = paid_order(customer=customer, number="SU-10490", prices=(5000,), status=Order.Status.PLACED)
     tclass = TicketClassFactory(approval_rules={})
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Lamp")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Lamp")
     return {"customer": customer, "first": first, "second": second, "ticket": ticket, "tclass": tclass}
 
 
@@ -124,7 +124,7 @@ def test_a_card_confirms_only_its_own_call(shop, change):
 
 def test_another_customers_ticket_cannot_confirm_it(shop):
     card = propose_refund(shop)
-    stranger = ticket_create(customer=CustomerFactory(), ticket_class=shop["tclass"], subject="Other")
+    stranger = ticket_create(customer=CustomerFactory().person, ticket_class=shop["tclass"], subject="Other")
     with pytest.raises(ConfirmationError, match="no such card"):
         confirmation_decide(card_id=card.pk, ticket=stranger, confirm=True, digest=card.digest, via=BUTTON)
     assert not Refund.objects.exists()

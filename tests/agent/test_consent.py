@@ -159,7 +159,7 @@ def test_a_request_after_messages_naming_nothing_takes_the_entity_named_before_t
 def test_a_request_naming_nothing_after_compaction_takes_the_order_in_state():
     said = customer("I'd like a refund of 19.00 GBP for the damage, I'll keep it.", start=11)
     assert not consent("refund", [FRYER], said).ok  # nothing says which order
-    state = {"order_number": (FRYER, False)}
+    state = {"target": (FRYER, False)}
     assert consent("refund", [FRYER], said, state=state).ok
     assert not consent("refund", [CHARGER], said, state=state).ok
     # What the request's messages name wins over state; and state alone asks for nothing.
@@ -227,10 +227,10 @@ def test_a_staff_note_asking_for_it_is_consent():
 
 
 def test_a_confirmed_resolution_on_the_confirmed_order_is_consent_an_inferred_one_is_not():
-    state = {"resolution": ("refund", True), "order_number": (FRYER, True)}
+    state = {"action": ("refund", True), "target": (FRYER, True)}
     assert consent("refund", [FRYER], [], state=state).ok
     assert not consent("refund", [CHARGER], [], state=state).ok
-    assert not consent("refund", [FRYER], [], state={"resolution": ("refund", False), "order_number": (FRYER, True)}).ok
+    assert not consent("refund", [FRYER], [], state={"action": ("refund", False), "target": (FRYER, True)}).ok
     assert not consent("cancel", [FRYER], [], state=state).ok
 
 

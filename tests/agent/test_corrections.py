@@ -140,7 +140,7 @@ def shop(db):
     customer = CustomerFactory(user=get_user_model().objects.create_user("alice", password="pw"))
     first = paid_order(customer=customer, number=OLD, prices=(6000, 4000))
     second = paid_order(customer=customer, number=NEW, prices=(5000,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp")
     customer_message_post(ticket=ticket, text=f"My order {OLD} arrived broken.", wake=False)
     run(ticket, call("get_order", "g1", order_number=OLD))
     return {"customer": customer, "ticket": ticket, "first": first, "second": second}

@@ -36,7 +36,7 @@ def _everything_the_model_read(model: ScriptedModel) -> str:
 @pytest.fixture
 def ticket():
     staff = get_user_model().objects.create_user("ann", is_staff=True)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Refund")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Refund")
     customer_message_post(ticket=ticket, text="Where is my refund?", wake=False)
     return ticket, staff
 

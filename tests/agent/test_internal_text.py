@@ -73,7 +73,9 @@ def case(django_user_model):
     staff = django_user_model.objects.create_user("sam", password="pw", is_staff=True)
     customer = CustomerFactory(user=user)
     paid_order(customer=customer, number="SU-41001", prices=(12999,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund?")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund?"
+    )
     lanes.state_set(ticket=ticket, name="internal_note", value=NOTE, turn=0, source="staff", confirmed=True, user=staff)
     staff_note_post(ticket=ticket, text="Chargeback history on this card; be careful with refunds.", user=staff)
     customer_message_post(ticket=ticket, text="Why has my refund not come through?", wake=False)

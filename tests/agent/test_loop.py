@@ -38,7 +38,7 @@ def shop():
     Product.objects.filter(pk=first.items.order_by("pk").first().product_id).update(name="Countertop Blender 1200W")
     second = paid_order(customer=CustomerFactory(), number="SU-10481", prices=(5000,))
     tclass = TicketClassFactory(approval_rules={})
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Broken blender")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Broken blender")
     return {"customer": customer, "first": first, "second": second, "ticket": ticket}
 
 

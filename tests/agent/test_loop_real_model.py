@@ -29,7 +29,7 @@ def desk(serve, monkeypatch):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-26675", prices=(4000,))
     tclass = TicketClassFactory(approval_rules={}, working_model=MODEL, summariser_model="offline")
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refund?")
     customer_message_post(ticket=ticket, text="Did my refund for SU-26675 go through?")
     return {"server": server, "answers": answers, "ticket": ticket, "class": tclass}
 
@@ -157,7 +157,7 @@ def test_the_step_cap_flags_a_run_that_stops_mid_task(desk, settings):
                         "search_orders",
                         json.dumps(
                             {
-                                "customer_id": desk["ticket"].customer.customer_id,
+                                "customer_id": desk["ticket"].customer.external_key,
                                 "status": ["open", "shipped", "delivered"][n % 3],
                             }
                         ),

@@ -33,7 +33,9 @@ pytestmark = pytest.mark.django_db
 def ticket():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
-    return ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it")
+    return ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
+    )
 
 
 def get_order():
@@ -188,7 +190,9 @@ def test_the_id_a_call_used_is_not_evicted_by_the_ids_its_own_result_brings():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000, 2500))
     ticket = ticket_create(
-        customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.01), subject="Where is it"
+        customer=customer.person,
+        ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.01),
+        subject="Where is it",
     )
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     assert agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([get_order(), ModelResponse(text="Found it.")])))

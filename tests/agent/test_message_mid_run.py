@@ -57,7 +57,7 @@ def shop():
     TrackingEventFactory(
         parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds hub", description="In transit"
     )
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
     return {"ticket": ticket, "placed": placed, "delivered": delivered}
 
 

@@ -48,7 +48,7 @@ def say(ticket, text):
 
 
 def open_ticket(shop, text):
-    ticket = ticket_create(customer=shop["customer"], ticket_class=shop["tclass"], subject="Help")
+    ticket = ticket_create(customer=shop["customer"].person, ticket_class=shop["tclass"], subject="Help")
     say(ticket, text)
     return ticket
 

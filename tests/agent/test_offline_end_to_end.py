@@ -40,7 +40,7 @@ def setup():
 
 
 def new_ticket(setup, text):
-    ticket = ticket_create(customer=setup["customer"], ticket_class=setup["tclass"], subject="Help")
+    ticket = ticket_create(customer=setup["customer"].person, ticket_class=setup["tclass"], subject="Help")
     customer_message_post(ticket=ticket, text=text)
     agent_run(ticket.pk)
     return ticket

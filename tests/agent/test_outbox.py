@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 def ticket():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480")
-    return ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where")
+    return ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where")
 
 
 def row(ticket) -> Ticket:

@@ -76,7 +76,7 @@ def shop():
         "LED Desk Lamp",
     )
     tclass = TicketClassFactory(approval_rules={}, token_budget=1000, trigger_fraction=0.3, recent_turns_kept=2)
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cracked air fryer")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Cracked air fryer")
     return {"customer": customer, "fryer": fryer, "charger": charger, "lamp": lamp, "ticket": ticket}
 
 

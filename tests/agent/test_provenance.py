@@ -117,7 +117,7 @@ def victim():
     own = paid_order(customer=customer, number="SU-27531", prices=(4499,))
     theirs = paid_order(customer=other, number="SU-27897", prices=(48696,), status=Order.Status.PLACED)
     tclass = TicketClassFactory(approval_rules={})
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is my order?")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is my order?")
     return {"customer": customer, "own": own, "theirs": theirs, "ticket": ticket}
 
 

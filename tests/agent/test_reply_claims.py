@@ -339,7 +339,9 @@ def case(django_user_model):
     user = django_user_model.objects.create_user("carol", password="pw")
     customer = CustomerFactory(user=user)
     paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Cancel")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Cancel"
+    )
     customer_message_post(ticket=ticket, text=f"Please cancel {ORDER}.", wake=False)
     page = Client()
     page.force_login(user)

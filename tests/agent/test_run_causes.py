@@ -29,7 +29,7 @@ from tests.factories import CustomerFactory, TicketClassFactory
 
 def waiting_ticket():
     ticket = ticket_create(
-        customer=CustomerFactory(), ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp"
+        customer=CustomerFactory().person, ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp"
     )
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is my lamp?")
     return ticket

@@ -70,7 +70,7 @@ def shop():
 
 
 def _ticket(shop, subject="Refund"):
-    return ticket_create(customer=shop["customer"], ticket_class=shop["class"], subject=subject)
+    return ticket_create(customer=shop["customer"].person, ticket_class=shop["class"], subject=subject)
 
 
 def _refund_7999_on(shop, order: Order, n: int):

@@ -55,7 +55,7 @@ def demo():
     tclass = seed_demo_shop()
     cast = pick_customer()
     customer = Customer.objects.get(customer_id=cast.customer_id)
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cracked air fryer and other orders")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Cracked air fryer and other orders")
     return {"cast": cast, "ticket": ticket, "refunds_before": set(Refund.objects.values_list("pk", flat=True))}
 
 

@@ -36,7 +36,9 @@ pytestmark = [
 def ticket():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
+    )
     customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
     return ticket
 

@@ -175,7 +175,7 @@ def watched_ticket(start, model: str) -> dict:
     customer = CustomerFactory(user=alice)
     paid_order(customer=customer, number="SU-26675", prices=(4000,))
     tclass = TicketClassFactory(approval_rules={}, working_model=model, summariser_model="offline")
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refund?")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refund?")
     turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
     return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": start}
 

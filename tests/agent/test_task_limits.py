@@ -56,7 +56,7 @@ def test_negative_control_a_plain_celery_task_sends_the_queuing_process_limits(r
 def test_the_error_turn_names_the_limit_the_worker_applied(monkeypatch):
     """A worker whose own settings give 34 s (SUNDRY_TASK_HARD_LIMIT=64), running a message with no
     limits: its error turn says 34 s, not this process's 270 s."""
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Lamp")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is my lamp?")
 
     def past_the_limit(*args, **kwargs):

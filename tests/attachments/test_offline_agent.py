@@ -25,7 +25,9 @@ pytestmark = pytest.mark.django_db
 def ticket(attachment_dir):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-51001", prices=(4500,))
-    return ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Crushed")
+    return ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Crushed"
+    )
 
 
 def ask(ticket, text, *, photo=True):

@@ -38,8 +38,8 @@ def desk():
     staff = users.create_user("sam", is_staff=True)  # force_login: no password to hash
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     tclass = TicketClassFactory()
-    ticket = ticket_create(customer=alice, ticket_class=tclass, subject="Arrived broken")
-    bobs = ticket_create(customer=bob, ticket_class=tclass, subject="Bob's")
+    ticket = ticket_create(customer=alice.person, ticket_class=tclass, subject="Arrived broken")
+    bobs = ticket_create(customer=bob.person, ticket_class=tclass, subject="Bob's")
     clients = {}
     for name, user in (("alice", alice_user), ("bob", bob_user), ("staff", staff)):
         clients[name] = Client()

@@ -51,7 +51,9 @@ def test_a_customer_uploads_a_photo_and_staff_see_its_thumbnail(
 ):
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Kettle arrived crushed")
+    ticket = ticket_create(
+        customer=people["alice"].person, ticket_class=people["tclass"], subject="Kettle arrived crushed"
+    )
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     words = "The box was crushed and the kettle's lid is cracked. Photo attached."
     customer.fill("#message-text", words)

@@ -16,8 +16,8 @@ from django.db import connection
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
 from sundry.agent.services import customer_message_post
-from sundry.desk.demo import ensure_classes
 from sundry.desk.lifecycle import ticket_create
+from sundry.shop.demo import ensure_classes
 from tests.browser.test_desk_pages import axe_violations
 from tests.browser.test_live_desk import LIVE, open_as
 from tests.browser.test_toolserver_admin import _to_docs
@@ -38,7 +38,7 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
             for n in range(3):
                 customer = CustomerFactory()
                 order = paid_order(customer=customer, number=f"SU-7110{n}")
-                ticket = ticket_create(customer=customer, ticket_class=standard, subject="Where is my order?")
+                ticket = ticket_create(customer=customer.person, ticket_class=standard, subject="Where is my order?")
                 for text in (f"Where is {order.number}?", "It was meant to arrive on Monday.", "What did I order?"):
                     customer_message_post(ticket=ticket, text=text, wake=False)
                     agent_run(ticket.pk)

@@ -55,7 +55,7 @@ def test_the_card_on_a_phone_confirm_runs_once_and_the_desk_sees_it(browser, liv
     people["tclass"].save()
     order = paid_order(customer=alice, number="SU-52001", prices=(4899,))
     Product.objects.filter(pk=order.items.first().product_id).update(name="Arc Floor Lamp")
-    ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Broken lamp")
+    ticket = ticket_create(customer=alice.person, ticket_class=people["tclass"], subject="Broken lamp")
     off_loop(
         customer_message_post, ticket=ticket, text="My lamp arrived broken. Never email me, phone only.", wake=False
     )

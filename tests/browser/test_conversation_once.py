@@ -18,7 +18,7 @@ DUPLICATE_IDS = """(sel) => { const seen = {}; const dup = [];
 def test_a_sent_message_shows_once_on_both_pages(browser, live_server_url, people):
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Once")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Once")
     # The desk holds the ticket, so no agent reply lands between the sends.
     Ticket = type(ticket)
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=people["ann"])
@@ -53,7 +53,7 @@ def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones_on
 
     from sundry.live.panels import window
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Long")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Long")
     total, n = 120, window()
     Turn.objects.bulk_create(
         Turn(ticket=ticket, number=i, author="customer" if i % 2 else "agent", text=f"Line {i} of a long conversation.")

@@ -22,7 +22,7 @@ IN_VIEW = "(el) => { const r = el.getBoundingClientRect(); return r.bottom > 0 &
 def test_a_reported_detail_says_so_until_staff_handle_it(browser, live_server_url, people):
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund method")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Refund method")
     lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=0, source="staff", confirmed=True)
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     details = customer.locator("#panel-details")
@@ -47,7 +47,7 @@ def test_a_report_made_while_another_flag_is_up_is_handled_on_its_own(browser, l
     # other reason stays with its own button.
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund method")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Refund method")
     lanes.state_set(ticket=ticket, name="refund_method", value="store_credit", turn=0, source="staff", confirmed=True)
     turn_append(ticket=ticket, author="customer", text="Where is my refund?")
     assert run_failed(ticket.pk, "it ran past the 270 s time limit")
@@ -72,7 +72,7 @@ def test_a_report_made_while_another_flag_is_up_is_handled_on_its_own(browser, l
 def test_a_refused_message_is_explained_next_to_the_composer(browser, live_server_url, people):
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Long story")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Long story")
     too_long = "x" * (settings.MAX_MESSAGE_CHARS + 1)
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
@@ -94,7 +94,7 @@ def test_a_refused_message_is_explained_next_to_the_composer(browser, live_serve
 
 
 def test_a_long_ticket_opens_at_its_latest_message(browser, live_server_url, people):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="A long story")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="A long story")
     for n in range(1, 61):
         turn_append(ticket=ticket, author="customer" if n % 2 else "agent", text=f"Message {n} of a long story.")
     for user, path in ((people["ann"], "/desk/tickets/"), (people["alice_user"], "/help/tickets/")):
@@ -112,7 +112,7 @@ def test_a_resolved_conversation_asks_for_a_rating_and_the_desk_shows_it(browser
     from sundry.desk.lifecycle import ticket_set_status
     from tests.browser.test_live_desk import off_loop
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Kettle replaced")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Kettle replaced")
     turn_append(ticket=ticket, author="customer", text="My kettle arrived broken.")
     turn_append(ticket=ticket, author="agent", text="A replacement is on its way; it arrives on Friday.")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")

@@ -51,7 +51,7 @@ def test_two_staff_see_each_other_and_the_customer_sees_support_typing(browser, 
 
     from sundry.desk.lifecycle import ticket_create
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Two at once")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Two at once")
     ann = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     expect(ann.locator("#presence")).to_be_hidden()
     ben = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")

@@ -53,7 +53,7 @@ def busy_ticket(people):
     """A ticket with a conversation, a held refund, a long ID in the ledger and state with history."""
     alice = people["alice"]
     order = paid_order(customer=alice, number="SU-30100", prices=(5000,))
-    ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Late delivery")
+    ticket = ticket_create(customer=alice.person, ticket_class=people["tclass"], subject="Late delivery")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
     off_loop(agent_run, ticket.pk)  # the offline model proposes the refund on a card
     off_loop(customer_confirms, ticket)  # the customer confirms; the class holds it
@@ -158,7 +158,7 @@ def test_phones_wording_and_labels(browser, live_server_url, people, busy_ticket
     ticket = busy_ticket
     for n in range(8):
         ticket_create(
-            customer=people["bob"],
+            customer=people["bob"].person,
             ticket_class=people["tclass"],
             subject=f"A rather long subject line for ticket number {n} about a parcel",
         )
@@ -210,7 +210,7 @@ def test_phones_wording_and_labels(browser, live_server_url, people, busy_ticket
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     # The first message named the order: nothing to ask. Where it did not, the picker starts collapsed.
     expect(phone.locator("#panel-orders details")).to_have_count(0)
-    other = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Lamp")
+    other = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Lamp")
     customer_message_post(ticket=other, text="My lamp flickers.", wake=False)
     phone = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{other.pk}/", viewport=PHONE)
     picker = phone.locator("#panel-orders details")
@@ -226,7 +226,7 @@ def test_staff_replies_carry_their_first_name_and_the_customer_sees_support_typi
     people["ann"].first_name = "Ann"
     people["ann"].save()
     paid_order(customer=people["alice"], number="SU-40111")
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Parcel")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Parcel")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     customer.fill("#message-text", "Where is my order SU-40111?")
     customer.locator("button", has_text="Send").click()
@@ -248,18 +248,18 @@ def test_staff_replies_carry_their_first_name_and_the_customer_sees_support_typi
 def test_screenshots_for_the_docs(browser, live_server_url, people, busy_ticket, screenshots):
     ticket = busy_ticket
     for n, subject in enumerate(("Parcel stuck in Leeds", "Wrong size sent", "Refund not received")):
-        t = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject=subject)
+        t = ticket_create(customer=people["bob"].person, ticket_class=people["tclass"], subject=subject)
         customer_message_post(ticket=t, text=f"{subject}: can you help?", wake=False)
     off_loop(detail_flag, ticket=ticket, value=StateValue.objects.get(ticket=ticket, name="amount", is_current=True))
     colleague = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")
     queue = open_as(browser, live_server_url, people["ann"], "/desk/?sort=waiting")
-    late = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject="Lamp arrived broken")
+    late = ticket_create(customer=people["bob"].person, ticket_class=people["tclass"], subject="Lamp arrived broken")
     off_loop(customer_message_post, ticket=late, text="My lamp arrived broken, what now?", wake=False)
     from playwright.sync_api import expect
 
     expect(queue.locator("tr.arrived")).to_contain_text("Lamp arrived broken", timeout=LIVE)  # pushed in
     # A ticket promised to a person keeps its timer after the agent's own reply: only staff stop it.
-    promised = ticket_create(customer=people["bob"], ticket_class=people["tclass"], subject="Warranty claim")
+    promised = ticket_create(customer=people["bob"].person, ticket_class=people["tclass"], subject="Warranty claim")
     off_loop(customer_message_post, ticket=promised, text="Is the kettle under warranty?", wake=False)
     said = off_loop(turn_append, ticket=promised, author=Turn.Author.AGENT, text="A colleague will follow up.")
     off_loop(follow_up_request, ticket_id=promised.pk, reason="warranty claim", turn=said.number)

@@ -129,7 +129,7 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     paid_order(customer=alice, number="SU-40110", prices=(3000, 2000))
     parcel = ParcelFactory(order=shipped, status="in_transit")
     TrackingEventFactory(parcel=parcel, location="Leeds hub", description="In transit")
-    ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Where is my parcel?")
+    ticket = ticket_create(customer=alice.person, ticket_class=people["tclass"], subject="Where is my parcel?")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
 
@@ -204,7 +204,7 @@ def test_staff_correct_a_value_and_the_customers_confirmed_panel_follows(browser
     from playwright.sync_api import expect
 
     alice = people["alice"]
-    ticket = ticket_create(customer=alice, ticket_class=people["tclass"], subject="Refund amount")
+    ticket = ticket_create(customer=alice.person, ticket_class=people["tclass"], subject="Refund amount")
     lanes.state_set(ticket=ticket, name="amount", value="40 USD", turn=0, source="customer", confirmed=True)
     lanes.state_set(ticket=ticket, name="item", value="Mystery Toaster", turn=0, source="model")  # inferred
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
@@ -226,7 +226,7 @@ def test_the_staff_composer_empties_after_a_note_and_keeps_a_refused_message(bro
     from django.conf import settings
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Composer")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Composer")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     box = staff.locator("#composer-text")
     box.fill("Checked with the carrier: the parcel is fine.")
@@ -243,7 +243,7 @@ def test_the_staff_composer_empties_after_a_note_and_keeps_a_refused_message(bro
 def test_two_staff_edit_one_field_and_the_second_gets_the_conflict(browser, live_server_url, people):
     from playwright.sync_api import expect
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Which item")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Which item")
     lanes.state_set(ticket=ticket, name="item", value="Kettle", turn=0, source="model")
     ann = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     ben = open_as(browser, live_server_url, people["ben"], f"/desk/tickets/{ticket.pk}/")
@@ -265,7 +265,7 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
     from playwright.sync_api import expect
 
     order = paid_order(customer=people["alice"], number="SU-30100", prices=(5000,))
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Late delivery")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Late delivery")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
     off_loop(agent_run, ticket.pk)  # the offline model proposes the refund on a card
     off_loop(customer_confirms, ticket)  # the customer confirms; the class holds it for approval
@@ -312,7 +312,7 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(browser, live_ser
 def test_a_customer_cannot_reach_another_customers_ticket_and_never_receives_internals(
     browser, live_server_url, people
 ):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Private matter")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Private matter")
     paid_order(customer=people["alice"], number="SU-77001")
     lanes.ledger_record_system_id(ticket=ticket, kind="payment", value="pay_Q8SECRET", role="payment", turn=0)
     lanes.state_set(ticket=ticket, name="order_number", value="SU-77001", turn=0, source="model")  # inferred
@@ -362,7 +362,7 @@ def test_an_agent_reply_with_markup_renders_inert(browser, live_server_url, peop
 
     from sundry.tickets.services import turn_append
 
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Odd reply")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Odd reply")
     staff = open_as(browser, live_server_url, people["ann"], f"/desk/tickets/{ticket.pk}/")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     figures_requests = []

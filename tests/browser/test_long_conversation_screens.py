@@ -70,7 +70,9 @@ def long_ticket():
         customer = Customer.objects.get(customer_id=cast.customer_id)
         customer.user = get_user_model().objects.create_user("demo-customer", password="pw", first_name="Brandon")
         customer.save(update_fields=["user"])
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cracked air fryer and other orders")
+        ticket = ticket_create(
+            customer=customer.person, ticket_class=tclass, subject="Cracked air fryer and other orders"
+        )
         replay_confirming(ticket, cast)  # the customer presses Confirm on what they asked for
         return ticket, customer.user, cast
 

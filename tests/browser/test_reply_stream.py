@@ -62,7 +62,7 @@ def _ask(browser, live_server_url, people, subject, text):
         summariser_model="offline",
     )
     paid_order(customer=people["alice"], number="SU-40111", prices=(4500,))
-    ticket = ticket_create(customer=people["alice"], ticket_class=tclass, subject=subject)
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=tclass, subject=subject)
     page = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
     # Every text the provisional reply shows, kept as it appears: a transient state (one streamed
     # ask before the reply is asked for again) is judged from this record, not by catching it

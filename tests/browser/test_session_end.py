@@ -18,7 +18,9 @@ def test_send_after_the_session_ended_keeps_the_text_and_brings_it_back_after_si
     from playwright.sync_api import expect
 
     user = get_user_model().objects.create_user("cora", password="a-long-pass-7")
-    ticket = ticket_create(customer=CustomerFactory(user=user), ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(
+        customer=CustomerFactory(user=user).person, ticket_class=TicketClassFactory(), subject="Help"
+    )
     page = open_as(browser, live_server_url, user, f"/help/tickets/{ticket.pk}/")
     # The session cookie is gone (expired, or signed out elsewhere); the CSRF cookie lives on.
     page.context.clear_cookies(name=settings.SESSION_COOKIE_NAME)

@@ -98,7 +98,9 @@ def test_the_desk_shows_a_retail_tickets_lanes(browser, live_server_url, screens
         declaration_path="examples/tau2_retail_mcp/retail.declarations.json",
     )
     ticket = ticket_create(
-        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL), ticket_class=tclass, subject="Tea kettle exchange"
+        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL).person,
+        ticket_class=tclass,
+        subject="Tea kettle exchange",
     )
     from sundry.tooling.messages import ModelResponse
 

@@ -32,7 +32,9 @@ def tracking_result(i: int) -> str:
 def long_ticket(*, exchanges: int = 11, tclass=None, recent_turns_kept: int = 8):
     """A ticket with rules, ledger, an action taken, and 4 turns per exchange (+ a few), large tool results early."""
     tclass = tclass or TicketClassFactory(approval_rules={}, recent_turns_kept=recent_turns_kept)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Garden table, scratched leg")
+    ticket = ticket_create(
+        customer=CustomerFactory().person, ticket_class=tclass, subject="Garden table, scratched leg"
+    )
     add = lambda **kw: turn_append(ticket=ticket, **kw)  # noqa: E731
     add(
         author=Turn.Author.CUSTOMER,

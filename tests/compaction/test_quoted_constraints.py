@@ -28,7 +28,7 @@ ENFORCED = "Never email me, phone only."
 
 def _run():
     tclass = TicketClassFactory(approval_rules={}, recent_turns_kept=2, token_budget=2000, trigger_fraction=0.5)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Order total")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Order total")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=f"Hello. {QUOTE_ONLY} {PREFERENCE} {ENFORCED}")
     for i in range(12):
         turn_append(

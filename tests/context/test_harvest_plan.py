@@ -5,6 +5,8 @@ from __future__ import annotations
 from sundry.context.harvest import LedgerRow, entry_tokens, evict, plan_harvest, plan_mentions, touch
 
 ROOMY = 10_000  # tokens: more than these ledgers ever fill
+# The ID kinds a domain declares live (`Domain.live_kinds`; the demo shop's orders here).
+LIVE = frozenset({"order"})
 
 
 def rows(*entries: LedgerRow) -> dict[str, LedgerRow]:
@@ -50,7 +52,7 @@ def test_an_active_id_seen_again_only_moves_its_last_use():
 def test_eviction_goes_by_last_use_within_the_token_cap_and_can_take_a_new_row():
     ledger = rows(row("SU-1", "order", turn=1, used=True, order=1), row("SU-2", "order_2", turn=3, order=2))
     room_for_two = entry_tokens(ledger["SU-1"]) + entry_tokens(LedgerRow("itm_b", "item_2", "item", True, 3, 3))
-    plan = plan_harvest(ledger, [("itm_a", "item"), ("itm_b", "item")], turn=3, cap=room_for_two)
+    plan = plan_harvest(ledger, [("itm_a", "item"), ("itm_b", "item")], turn=3, cap=room_for_two, live_kinds=LIVE)
     # SU-2, itm_a and itm_b were last used (seen) at turn 3: the earliest inserted go first.
     # SU-1, an order a call used, is a live entity and goes last although it is older.
     assert [r.value for r in plan.evicted] == ["SU-2", "itm_a"]
@@ -67,15 +69,30 @@ def test_being_seen_counts_as_a_use_and_live_entities_leave_last():
         LedgerRow("card_9", "payment_method", "payment_method", True, 6, 6, order=4),
     )
     keep = ("cus_1", "SU-1", "card_9")
-    assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep))] == ["itm_a"]
-    assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep[:2]))] == ["card_9"]
+    assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep), live_kinds=LIVE)] == ["itm_a"]
+    assert [r.value for r in evict(ledger, sum(entry_tokens(ledger[v]) for v in keep[:2]), live_kinds=LIVE)] == [
+        "card_9"
+    ]
+
+
+def test_live_kinds_are_the_domains_to_declare():
+    # The same ledger in a domain whose live kinds leave orders out: the used order is an
+    # entry like any other and leaves by its last use (turn 1), before the payment method
+    # seen at turn 6. The desk's customer stays live whatever the domain declares.
+    ledger = rows(
+        LedgerRow("cus_1", "customer", "customer", True, 0, 0, used=True, order=1),
+        row("SU-1", "order", turn=1, used=True, order=2),
+        LedgerRow("card_9", "payment_method", "payment_method", True, 6, 6, order=3),
+    )
+    cap = entry_tokens(ledger["cus_1"]) + entry_tokens(ledger["card_9"])
+    assert [r.value for r in evict(ledger, cap, live_kinds=frozenset({"reservation"}))] == ["SU-1"]
 
 
 def test_touch_marks_used_and_protects_from_eviction():
     ledger = rows(row("SU-1", "order", turn=1, order=1), row("SU-2", "order_2", turn=2, order=2))
     touch(ledger, ["SU-1", "not-there"], 3)
     assert ledger["SU-1"].used and ledger["SU-1"].last_used_turn == 3
-    assert [r.value for r in evict(ledger, entry_tokens(ledger["SU-1"]))] == ["SU-2"]
+    assert [r.value for r in evict(ledger, entry_tokens(ledger["SU-1"]), live_kinds=LIVE)] == ["SU-2"]
 
 
 def test_mentions_enter_unverified_and_leave_known_ids_alone():

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 def ticket():
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-20481")
-    return ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Charge")
+    return ticket_create(customer=customer.person, ticket_class=TicketClassFactory(), subject="Charge")
 
 
 def test_changed_amount_supersedes_and_keeps_both_with_turns_and_sources(ticket):
@@ -102,12 +102,12 @@ def test_ledger_evicts_by_last_use_and_archives(ticket):
         e.value: harvest.LedgerRow(e.value, e.role, e.kind, e.verified, e.first_seen_turn, e.last_used_turn)
         for e in LedgerEntry.objects.filter(ticket=ticket)
     }
-    cap = sum(harvest.entry_tokens(rows[v]) for v in (ticket.customer.customer_id, "SU-30000", "SU-30002"))
+    cap = sum(harvest.entry_tokens(rows[v]) for v in (ticket.customer.external_key, "SU-30000", "SU-30002"))
     evicted = ledger_evict(ticket=ticket, cap=cap)
     assert evicted == ["SU-30001", "SU-30003"]
     archived = set(LedgerEntry.objects.filter(ticket=ticket, status="archived").values_list("value", flat=True))
     assert archived == {"SU-30001", "SU-30003"}  # archived, not deleted
-    assert {e.value for e in lane_snapshot(ticket).ledger} == {ticket.customer.customer_id, "SU-30000", "SU-30002"}
+    assert {e.value for e in lane_snapshot(ticket).ledger} == {ticket.customer.external_key, "SU-30000", "SU-30002"}
 
 
 def test_roles_can_be_renamed_and_must_stay_unique(ticket):

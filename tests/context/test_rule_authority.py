@@ -66,7 +66,7 @@ def case(db):
     return {
         "customer": customer,
         "tclass": tclass,
-        "ticket": ticket_create(customer=customer, ticket_class=tclass, subject="Air fryer"),
+        "ticket": ticket_create(customer=customer.person, ticket_class=tclass, subject="Air fryer"),
         "staff": get_user_model().objects.create_user("desk", password="pw", is_staff=True),
     }
 
@@ -167,9 +167,9 @@ def test_model_pinned_customer_rules_carry_to_new_tickets_only_once_staff_confir
     )
     rule = PinnedRule.objects.get(ticket=ticket)
     assert (rule.status, rule.source, rule.scope) == ("candidate", "model", "customer")
-    second = ticket_create(customer=case["customer"], ticket_class=case["tclass"], subject="Another")
+    second = ticket_create(customer=case["customer"].person, ticket_class=case["tclass"], subject="Another")
     assert not PinnedRule.objects.filter(ticket=second).exists()
     lanes.rule_decide(ticket=ticket, rule_id=rule.pk, decision="confirm", user=case["staff"], turn=3)
-    third = ticket_create(customer=case["customer"], ticket_class=case["tclass"], subject="A third")
+    third = ticket_create(customer=case["customer"].person, ticket_class=case["tclass"], subject="A third")
     carried = PinnedRule.objects.get(ticket=third)
     assert (carried.text, carried.status) == ("Never call me before noon.", "active")

@@ -23,7 +23,7 @@ def busy_ticket():
     """A ticket with something in every lane, JSON payloads, booleans, nulls and unicode included."""
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Busy")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Busy")
     customer_message_post(ticket=ticket, text="Where is my order SU-10480? — “soon” please", wake=False)
     agent_run(ticket.pk, gateway=Gateway(override=InstantModel()))
     ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket.pk)

@@ -43,7 +43,9 @@ def many_open_files():
 def test_posting_a_message_works_with_more_than_1024_files_open():
     user = get_user_model().objects.create_user("alice", password="pw")
     # Handled by staff: the post stores, bumps and pushes, and queues no agent run.
-    ticket = ticket_create(customer=CustomerFactory(user=user), ticket_class=TicketClassFactory(), subject="Where")
+    ticket = ticket_create(
+        customer=CustomerFactory(user=user).person, ticket_class=TicketClassFactory(), subject="Where"
+    )
     Ticket.objects.filter(pk=ticket.pk).update(handler=Ticket.Handler.STAFF)
     client = Client()
     client.force_login(user)
@@ -67,7 +69,7 @@ def test_posting_a_message_works_with_more_than_1024_files_open():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_cursor_taken_before_atomic_is_rolled_back_with_the_block():
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="As it was")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="As it was")
     table, subject, pk = (
         connection.ops.quote_name(n)
         for n in (Ticket._meta.db_table, Ticket._meta.get_field("subject").column, Ticket._meta.pk.column)

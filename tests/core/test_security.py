@@ -79,7 +79,7 @@ def test_a_few_wrong_passwords_then_the_right_one_signs_in(people):
 
 
 def test_an_htmx_post_from_an_ended_session_is_401_and_stores_nothing(people):
-    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(customer=people["customer"].person, ticket_class=TicketClassFactory(), subject="Help")
     before = Turn.objects.filter(ticket=ticket).count()
     anonymous = Client()
     ended = anonymous.post(f"/help/tickets/{ticket.pk}/message", {"text": "Where is my order?"}, **HX)
@@ -127,7 +127,7 @@ def test_a_nul_byte_in_a_query_is_a_clear_400(people, url):
 
 
 def test_a_nul_byte_in_a_message_is_refused_and_nothing_is_stored(people):
-    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(customer=people["customer"].person, ticket_class=TicketClassFactory(), subject="Help")
     before = Turn.objects.filter(ticket=ticket).count()
     response = customer_client(people).post(f"/help/tickets/{ticket.pk}/message", {"text": "hi\x00there"}, **HX)
     assert response.status_code == 400
@@ -135,13 +135,13 @@ def test_a_nul_byte_in_a_message_is_refused_and_nothing_is_stored(people):
 
 
 def test_a_non_ascii_digit_as_a_detail_id_is_a_422_not_a_500(people):
-    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(customer=people["customer"].person, ticket_class=TicketClassFactory(), subject="Help")
     response = customer_client(people).post(f"/help/tickets/{ticket.pk}/flag", {"value_id": "²"}, **HX)
     assert response.status_code == 422
 
 
 def test_messages_past_the_rate_are_refused_with_429_and_not_stored(people, clean_cache):
-    ticket = ticket_create(customer=people["customer"], ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(customer=people["customer"].person, ticket_class=TicketClassFactory(), subject="Help")
     client = customer_client(people)
     # A day's window: a minute's could turn over between the posts on a slow machine and reset the count.
     with override_settings(RATE_CUSTOMER_MESSAGES="3/d"):
@@ -154,7 +154,7 @@ def test_messages_past_the_rate_are_refused_with_429_and_not_stored(people, clea
     assert texts == ["message 0", "message 1", "message 2"]
     # Another customer is not slowed by this one.
     other = get_user_model().objects.create_user("dora", password="x-long-pass-9")
-    theirs = ticket_create(customer=CustomerFactory(user=other), ticket_class=TicketClassFactory(), subject="Hi")
+    theirs = ticket_create(customer=CustomerFactory(user=other).person, ticket_class=TicketClassFactory(), subject="Hi")
     client2 = Client()
     client2.force_login(other)
     with override_settings(RATE_CUSTOMER_MESSAGES="3/d"):
@@ -169,5 +169,5 @@ def test_new_tickets_past_the_rate_are_refused_with_a_reason(people, clean_cache
     with override_settings(RATE_CUSTOMER_TICKETS="2/h"):
         for n in range(3):
             response = client.post("/help/tickets/new", {"text": f"problem {n}"})
-    assert Ticket.objects.filter(customer=people["customer"]).count() == 2
+    assert Ticket.objects.filter(customer=people["customer"].person).count() == 2
     assert "many conversations" in client.get(response["Location"]).content.decode()

@@ -139,7 +139,7 @@ def test_demo_shop_ticket_worked_by_the_offline_model(tmp_path):
     TrackingEventFactory(
         parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving"
     )
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
     for text in (
         "Where is my order SU-40111?",
         "Please refund SU-40110, it arrived broken. Never email me.",
@@ -232,7 +232,7 @@ def test_the_replay_keeps_the_same_ledger_as_the_services(tmp_path):
         parcel=ParcelFactory(order=shipped, status="in_transit"), location="Leeds", description="Moving"
     )
     ticket = ticket_create(
-        customer=customer, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02), subject="Help"
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}, ledger_share=0.02), subject="Help"
     )
     for text in (
         "Where is my order SU-40111?",

@@ -100,7 +100,7 @@ def test_export_of_a_stored_ticket():
     from sundry.tickets.services import turn_append
     from tests.factories import CustomerFactory, TicketClassFactory
 
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Lamp")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is my lamp?")
     turn_append(
         ticket=ticket,
@@ -110,7 +110,7 @@ def test_export_of_a_stored_ticket():
     )
     exported = records.export_ticket(ticket)
     assert exported.source == "sundry" and exported.domain == "demo_shop"
-    assert exported.customer_id == ticket.customer.customer_id
+    assert exported.customer_id == ticket.customer.external_key
     assert [(t.number, t.author, t.kind) for t in exported.turns] == [
         (1, "customer", "message"),
         (2, "agent", "tool_call"),

@@ -121,7 +121,7 @@ def test_the_live_ledger_marks_a_looked_up_id_verified():
     from sundry.desk.lifecycle import ticket_create
     from tests.factories import CustomerFactory, TicketClassFactory
 
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Help")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Help")
     ledger_note_customer_ids(ticket=ticket, turn=1, text="Where is SU-77777?")
     assert not LedgerEntry.objects.get(ticket=ticket, value="SU-77777").verified
     ledger_harvest(

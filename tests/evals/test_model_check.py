@@ -83,7 +83,7 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
 
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-77001", prices=(5000,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Cancel")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(), subject="Cancel")
     say = lambda author, kind, text: turn_append(ticket=ticket, author=author, kind=kind, text=text)  # noqa: E731
     say(Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, "Please cancel SU-77001.")
     assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
@@ -122,7 +122,7 @@ def test_a_claimed_amount_stands_on_its_own_refund_not_the_order_total():
 
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-77002", prices=(5000,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Refunds")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(), subject="Refunds")
     turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Refund 4.00 USD, then 7.00 USD on SU-77002.")
     for i, cents in enumerate((400, 700)):
         lanes.action_record(

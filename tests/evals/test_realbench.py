@@ -86,7 +86,7 @@ def test_through_the_server_the_gateway_gets_what_the_offline_model_answers(monk
     paid_order(customer=customer, number="SU-40110", prices=(3000, 2000))
     shipped = paid_order(customer=customer, number="SU-40111", status=Order.Status.SHIPPED, prices=(4500,))
     ParcelFactory(order=shipped, status="in_transit")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Help")
     recorder = Recording()
     for text in ("Where is my order SU-40111?", "The item from SU-40110 arrived broken, I want a refund."):
         customer_message_post(ticket=ticket, text=text, wake=False)

@@ -113,7 +113,7 @@ def test_a_scenario_that_does_not_make_sense_is_refused_with_its_reason(tmp_path
 
 @pytest.fixture
 def shop(transactional_db):
-    from sundry.desk.demo import ensure_classes
+    from sundry.shop.demo import ensure_classes
     from sundry.shop.seed import generate_shop
 
     generate_shop(seed=settings.DEMO_SEED, **SMALL_SHOP)

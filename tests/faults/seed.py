@@ -31,7 +31,7 @@ def main(count: int, handler: str) -> dict:
     tickets, orders = [], []
     for _ in range(count):
         order = paid_order(customer=customer)
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject=f"About {order.number}")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject=f"About {order.number}")
         if handler != Ticket.Handler.AGENT:
             Ticket.objects.filter(pk=ticket.pk).update(handler=handler)
         tickets.append(ticket.pk)

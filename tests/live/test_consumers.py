@@ -33,7 +33,7 @@ def world(transactional_db):
     alice_user, bob_user = users.create_user("alice", password="x"), users.create_user("bob", password="x")
     alice, _bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     order = paid_order(customer=alice, number="SU-41234")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Broken kettle")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Broken kettle")
     turn_append(ticket=ticket, author="customer", text="My kettle arrived broken, order SU-41234")
     turn_append(ticket=ticket, author="staff", kind="note", text=SECRET_NOTE, payload={"by": "sam"})
     turn_append(
@@ -281,7 +281,7 @@ async def test_a_ticket_moved_to_another_customer_closes_the_old_owners_socket(w
     await _open(alice)
     staff = desk(ticket.pk, world["staff"][1])
     await _open(staff)
-    bob = await database_sync_to_async(lambda: get_user_model().objects.get(username="bob").shop_customer)()
+    bob = await database_sync_to_async(lambda: get_user_model().objects.get(username="bob").desk_customer)()
     moved = await Ticket.objects.aget(pk=ticket.pk)
     moved.customer = bob
     await database_sync_to_async(moved.save)()

@@ -32,7 +32,7 @@ def long_ticket(transactional_db):
     users = get_user_model().objects
     staff, owner = users.create_user("sam", password="x", is_staff=True), users.create_user("alice", password="x")
     ticket = ticket_create(
-        customer=CustomerFactory(user=owner), ticket_class=TicketClassFactory(), subject="A long one"
+        customer=CustomerFactory(user=owner).person, ticket_class=TicketClassFactory(), subject="A long one"
     )
     Turn.objects.bulk_create(
         Turn(

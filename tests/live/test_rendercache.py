@@ -53,7 +53,7 @@ def test_renderings_of_many_tickets_stay_within_the_configured_bytes(settings):
     ticket_class, customer = TicketClassFactory(), CustomerFactory()
     sizes = []
     for n in range(8):
-        ticket = ticket_create(customer=customer, ticket_class=ticket_class, subject=f"Ticket {n}")
+        ticket = ticket_create(customer=customer.person, ticket_class=ticket_class, subject=f"Ticket {n}")
         for i in range(30):
             turn_append(ticket=ticket, author="customer", text=f"Message {i}: " + "where is my parcel? " * 20)
         rendering = panels.render_current(panels.viewer_for(staff, panels.STAFF, ticket.pk))

@@ -36,8 +36,8 @@ def page():
     staff = users.create_user("sam", password="pw", is_staff=True)
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     paid_order(customer=alice, number="SU-61111", prices=(4899,))
-    bobs_ticket = ticket_create(customer=bob, ticket_class=TicketClassFactory(), subject="Bob's")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Lamp")
+    bobs_ticket = ticket_create(customer=bob.person, ticket_class=TicketClassFactory(), subject="Bob's")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Lamp")
     customer_message_post(ticket=ticket, text="My lamp arrived broken.", wake=False)
     agent_run(
         ticket.pk,

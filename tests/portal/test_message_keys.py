@@ -27,7 +27,7 @@ def setup():
     staff = users.create_user("sam", password="pw", is_staff=True)
     customer = CustomerFactory(user=alice)
     tclass = TicketClassFactory(approval_rules={})
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is it")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is it")
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff")  # no agent runs: posts only
     clients = {"alice": Client(), "staff": Client()}
     clients["alice"].force_login(alice)

@@ -43,7 +43,7 @@ def desk(settings):
     staff = users.create_user("sam", is_staff=True)  # no passwords: logins are forced, hashing is slow
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     paid_order(customer=alice, number="SU-61111", prices=(4899,))
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Lamp arrived broken")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Lamp arrived broken")
     customer_message_post(ticket=ticket, text="My lamp arrived broken.", wake=False)
     clients = {}
     for name, user in (("alice", alice_user), ("bob", bob_user), ("staff", staff)):
@@ -167,7 +167,7 @@ def test_a_customer_wide_rule_from_another_ticket_and_an_unconfirmed_one_both_ho
     opt_in(desk)
     ticket, alice = desk["ticket"], desk["alice"]
     turn_append(ticket=ticket, author="staff", text="Checked.", payload={"by": "sam"})
-    other = ticket_create(customer=alice, ticket_class=ticket.ticket_class, subject="Earlier")
+    other = ticket_create(customer=alice.person, ticket_class=ticket.ticket_class, subject="Earlier")
     PinnedRule.objects.create(
         ticket=other,
         text="Do not e-mail me, ever.",
@@ -229,5 +229,5 @@ def test_the_setting_is_the_customers_own_and_refuses_bad_input(desk):
     assert strict.post("/help/notices", {"email": "on"}).status_code == 403
     assert not NoticePreference.objects.exists()
     opt_in(desk, "bob")
-    assert list(NoticePreference.objects.values_list("customer", "email")) == [(desk["bob"].pk, True)]
+    assert list(NoticePreference.objects.values_list("customer", "email")) == [(desk["bob"].person.pk, True)]
     assert "E-mail notices are off" in c["alice"].get("/help/").content.decode()  # Bob's choice is his

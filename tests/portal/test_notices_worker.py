@@ -22,9 +22,9 @@ def test_a_worker_sends_one_notice_after_the_reply_commits(worker_env, tmp_path,
     # Tasks queued after commit go to this test's own worker.
     monkeypatch.setattr(app.conf, "task_default_queue", worker_env["SUNDRY_TASK_QUEUE"])
     customer = CustomerFactory(user=get_user_model().objects.create_user("alice"))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(), subject="Refund for SU-10480")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(), subject="Refund for SU-10480")
     customer_message_post(ticket=ticket, text="Where is my refund for SU-10480?", wake=False)
-    notices.preference_set(customer=customer, email=True)
+    notices.preference_set(customer=customer.person, email=True)
     log = tmp_path / "worker.log"
     worker = Worker(
         worker_env,

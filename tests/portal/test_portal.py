@@ -27,7 +27,7 @@ def page():
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     mine, also_mine = paid_order(customer=alice, number="SU-61111"), paid_order(customer=alice, number="SU-62222")
     bobs = paid_order(customer=bob, number="SU-69999")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Where is it")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Where is it")
     clients = {}
     for name, user in (("alice", alice_user), ("bob", bob_user), ("staff", staff)):
         clients[name] = Client()
@@ -50,7 +50,7 @@ def test_the_page_holds_confirmed_values_only_and_nothing_internal(page):
     )
     body = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
     assert "40.00 USD" in body
-    for internal in ("pay_ZZSECRET1", "Unconfirmed Blender", "do not trust", "get_order", ticket.customer.customer_id):
+    for internal in ("pay_ZZSECRET1", "Unconfirmed Blender", "do not trust", "get_order", ticket.customer.external_key):
         assert internal not in body, internal
     # The picker lists her orders but does not reveal which one the model inferred.
     assert 'value="SU-61111" checked' not in body and "SU-69999" not in body
@@ -152,7 +152,7 @@ def test_the_page_lists_what_the_shop_has_done_without_internal_ids(page):
             "refund": {"refund_id": "rfd_SECRET04", "amount_cents": 1999, "currency": "USD"},
         },
     )
-    done("log_phone_call", 9, {"logged": True, "customer_id": ticket.customer.customer_id})
+    done("log_phone_call", 9, {"logged": True, "customer_id": ticket.customer.external_key})
     body = c["alice"].get(f"/help/tickets/{ticket.pk}/").content.decode()
     text = re.sub(r"<[^>]+>", "", body)
     assert "Done on your case" in text and '<span class="whole">SU-61111</span>' in body

@@ -37,7 +37,7 @@ def held(django_user_model):
     customer = CustomerFactory(user=user)
     paid_order(customer=customer, number=ORDER, prices=(6000, 4000))
     tclass = TicketClassFactory(approval_rules={"issue_refund": {"above_cents": 1000}})
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Lamp")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Lamp")
     customer_message_post(ticket=ticket, text=f"Please refund 15.00 USD on {ORDER}, the lamp is broken.", wake=False)
     agent_run(
         ticket.pk,

@@ -271,7 +271,9 @@ def test_replace_refuses_while_tickets_point_at_customers():
     generate_shop(seed=5, customers=10, orders=50)
     before = fingerprint()
     ticket_class = TicketClass.objects.create(name="Test", slug="test")
-    Ticket.objects.create(customer=Customer.objects.first(), ticket_class=ticket_class, subject="Where is my order?")
+    Ticket.objects.create(
+        customer=Customer.objects.first().person, ticket_class=ticket_class, subject="Where is my order?"
+    )
     with pytest.raises(SeedError, match="tickets.Ticket"):
         generate_shop(seed=6, customers=10, orders=50, replace=True)
     assert fingerprint() == before, "a refused replace deletes nothing"

@@ -10,7 +10,7 @@ from django.test import Client
 
 from sundry.agent.guards.approvals import rule_for
 from sundry.desk.approvaltable import Row, rows_from_rules, rules_from_rows
-from sundry.desk.demo import ensure_classes
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.models import TicketClass
 from tests.tickets.test_budget_lab import _class_post
 

@@ -23,8 +23,8 @@ from sundry.desk.admin import TicketClassForm
 from sundry.desk.budgetfit import fixed_part
 from sundry.desk.budgetlab import run_lab
 from sundry.desk.budgetreplay import Budget, History, StepRecord, replay
-from sundry.desk.demo import ensure_classes
 from sundry.desk.lifecycle import ticket_create
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from tests.factories import CustomerFactory, TicketClassFactory, TicketFactory
 
@@ -250,7 +250,7 @@ def test_the_class_settings_raise_no_warning_and_bad_input_is_refused_with_the_v
 
 def test_at_the_class_settings_the_replay_reproduces_what_the_agent_sent():
     tclass = ensure_classes()["standard"]
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Where is my parcel?")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Where is my parcel?")
     for text in ("Where is my order?", "It was meant to come on Monday.", "Can you check again please?"):
         customer_message_post(ticket=ticket, text=text, wake=False)
         agent_run(ticket.pk)

@@ -40,7 +40,7 @@ def refund_ticket():
     alice = CustomerFactory()
     paid_order(customer=alice, number="SU-30100", prices=(5000,))
     ticket = ticket_create(
-        customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
+        customer=alice.person, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
     )
     customer_message_post(ticket=ticket, text="Please refund 20.00 USD on SU-30100, it was late.", wake=False)
     agent_run(ticket.pk)  # the offline model asks for the refund: a card the customer must confirm

@@ -14,6 +14,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import Client
+from sundry.tickets.labrun import lab_figures, proposal_run
 
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
@@ -21,10 +22,9 @@ from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.desk import lab_views
 from sundry.desk.budgetreplay import Budget
-from sundry.desk.demo import ensure_classes
 from sundry.desk.lifecycle import ticket_create
-from sundry.evals.labrun import lab_figures, proposal_run
 from sundry.evals.tasks import budget_lab_task
+from sundry.shop.demo import ensure_classes
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange
 from sundry.tooling.messages import ModelResponse
 from tests.factories import CustomerFactory, paid_order
@@ -40,7 +40,7 @@ def worked_history(tclass: TicketClass, tickets: int = 2) -> list[Ticket]:
     for n in range(tickets):
         customer = CustomerFactory()
         order = paid_order(customer=customer, number=f"SU-8120{n}", status="placed")
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is my order?")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is my order?")
         for text in (
             f"Where is {order.number}?",
             "It was meant to arrive on Monday.",

@@ -94,7 +94,7 @@ def test_cached_share_cost_saved_and_what_a_compaction_cost_the_cache_per_class_
     cached_class = TicketClassFactory(approval_rules={}, working_model=GPT, recent_turns_kept=2)
     plain_class = TicketClassFactory(approval_rules={}, working_model=GPT, recent_turns_kept=2)
     customer = CustomerFactory()
-    ticket = ticket_create(customer=customer, ticket_class=cached_class, subject="Noisy fan")
+    ticket = ticket_create(customer=customer.person, ticket_class=cached_class, subject="Noisy fan")
     provider = PrefixCache()
     questions = [
         "The fan on my heater rattles.",
@@ -109,7 +109,7 @@ def test_cached_share_cost_saved_and_what_a_compaction_cost_the_cache_per_class_
     for text in questions[3:]:
         _exchange(ticket, GPT, provider, text)
     # A class whose provider never caches.
-    other = ticket_create(customer=customer, ticket_class=plain_class, subject="Other")
+    other = ticket_create(customer=customer.person, ticket_class=plain_class, subject="Other")
     _exchange(
         other,
         GPT,
@@ -154,7 +154,7 @@ def test_the_figures_page_shows_the_cache_and_the_token_counts():
     admin = Client()
     admin.force_login(users.create_user("root", password="pw", is_staff=True, is_superuser=True))
     tclass = TicketClassFactory(approval_rules={}, working_model=GPT, recent_turns_kept=2)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Fan")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Fan")
     provider = PrefixCache()
     for text in ("The fan rattles.", "Since last week.", "Please advise."):
         _exchange(ticket, GPT, provider, text)
@@ -181,7 +181,7 @@ def test_calibration_reads_the_median_ratio_and_applies_it_only_to_approximate_m
 
 def test_each_step_records_the_estimate_and_the_reported_count_and_the_figures_show_the_error():
     tclass = TicketClassFactory(approval_rules={}, working_model=HAIKU)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Lamp")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Lamp")
     provider = PrefixCache(tokens_per_char=0.3)  # another tokenizer: about 0.3 tokens per character
     for text in ("My lamp flickers.", "It is the desk lamp.", "Can you help?"):
         _exchange(ticket, HAIKU, provider, text)
@@ -252,7 +252,7 @@ def test_the_budget_panel_says_when_the_count_is_approximate():
 
     def panel(model, ratio):
         ticket = ticket_create(
-            customer=CustomerFactory(), ticket_class=TicketClassFactory(working_model=model), subject="Budget"
+            customer=CustomerFactory().person, ticket_class=TicketClassFactory(working_model=model), subject="Budget"
         )
         for n in range(1, 5):
             AgentStep.objects.create(

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 
 from sundry.context import services as lanes
 from sundry.desk.admin import CannedReplyForm
-from sundry.desk.demo import CANNED_REPLIES, ensure_canned_replies
 from sundry.desk.lifecycle import ticket_create
+from sundry.shop.demo import CANNED_REPLIES, ensure_canned_replies
 from sundry.tickets.models import CannedReply
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
@@ -57,7 +57,7 @@ def test_the_demo_seeds_canned_replies_once_and_each_passes_the_admins_check():
 def test_the_desk_fills_the_customers_name_the_order_and_the_person(desk, alice):
     ensure_canned_replies()
     order = paid_order(customer=alice, number="SU-30100")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Refund")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Refund")
     lanes.state_set(ticket=ticket, name="order_number", value=order.number, turn=0, source="customer", confirmed=True)
     replies = offered(desk, ticket)
     assert set(replies) == {title for title, _ in CANNED_REPLIES}
@@ -70,7 +70,7 @@ def test_the_desk_fills_the_customers_name_the_order_and_the_person(desk, alice)
 def test_a_placeholder_without_a_value_or_unknown_is_shown_not_dropped(desk, alice):
     # Written straight to the table, as a data migration or an import could: the admin form would refuse it.
     CannedReply.objects.create(title="Odd one", body="Hi {customer_nickname}, about {order_number}: done.")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="No order named yet")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="No order named yet")
     text = offered(desk, ticket)["Odd one"]
     assert text == "Hi [unknown placeholder: {customer_nickname}], about [fill in: order number]: done."
     # Control: the same reply on a ticket that knows the order reads clean.
@@ -81,5 +81,5 @@ def test_a_placeholder_without_a_value_or_unknown_is_shown_not_dropped(desk, ali
 
 def test_a_stray_brace_offers_the_text_as_written(desk, alice):
     CannedReply.objects.create(title="Braces", body="Use {curly braces like {this.")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Braces")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Braces")
     assert offered(desk, ticket)["Braces"] == "Use {curly braces like {this."

@@ -52,7 +52,7 @@ def worked():
     lamp = paid_order(customer=customer, number="SU-40100", prices=(6000,))
     chair = paid_order(customer=customer, number="SU-40200", prices=(8000,))
     tclass = TicketClassFactory(approval_rules=RULES, approval_window_hours=24)
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Refunds")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refunds")
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
     return {"customer": customer, "ticket": ticket, "lamp": lamp, "chair": chair, "staff": staff}
 

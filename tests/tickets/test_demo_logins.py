@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sundry.desk.demo import ensure_logins
+from sundry.shop.demo import ensure_logins
 from sundry.shop.models import Customer, Order
 from tests.factories import CustomerFactory, paid_order
 

@@ -25,7 +25,7 @@ def _run(denied: str):
     customer = CustomerFactory()
     paid_order(customer=customer, number="SU-61001", prices=(2500,))
     tclass = TicketClassFactory(approval_rules={}, denied_tools=denied)
-    ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Where is it")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is it")
     customer_message_post(ticket=ticket, text="Where is order SU-61001?", wake=False)
     model = ScriptedModel([ModelResponse(tool_calls=[LOOKUP]), ModelResponse(text="Let me see.")])
     agent_run(ticket.pk, gateway=Gateway(override=model))

@@ -39,7 +39,7 @@ def people():
 
 
 def test_staff_see_the_queue_and_a_ticket_customers_do_not(client, people):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Lost parcel")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Lost parcel")
     customer_message_post(ticket=ticket, text="Where is my <b>parcel</b>?")
     client.force_login(people["staff"])
     page = client.get("/desk/").content.decode()
@@ -52,7 +52,7 @@ def test_staff_see_the_queue_and_a_ticket_customers_do_not(client, people):
 
 
 def test_a_customer_cannot_open_another_customers_ticket(client, people):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Mine")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Mine")
     client.force_login(people["bob_user"])
     assert client.get(f"/help/tickets/{ticket.pk}/").status_code == 404
     assert client.post(f"/help/tickets/{ticket.pk}/message", {"text": "hi"}).status_code == 404
@@ -62,7 +62,7 @@ def test_a_customer_cannot_open_another_customers_ticket(client, people):
 
 def test_empty_and_oversized_messages_are_refused_with_the_limit_named(client, people, settings):
     settings.MAX_MESSAGE_CHARS = 50
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Mine")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Mine")
     client.force_login(people["alice_user"])
     response = client.post(f"/help/tickets/{ticket.pk}/message", {"text": "x" * 51}, follow=True)
     assert "the limit is 50" in response.content.decode()
@@ -108,7 +108,7 @@ def test_admin_edits_a_class_budget_and_bad_values_are_refused(client, people):
 
 def test_a_held_refund_approved_by_staff_executes_exactly_once(client, people):
     order = paid_order(customer=people["alice"], number="SU-30100", prices=(5000,))
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Refund")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Refund")
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.")
     agent_run(ticket.pk)  # the offline model: get_order, then issue_refund → a card for the customer to confirm
     card = Confirmation.objects.get(ticket=ticket, status="pending")
@@ -133,7 +133,7 @@ def test_a_held_refund_approved_by_staff_executes_exactly_once(client, people):
 
 
 def test_staff_take_over_stops_the_agent_and_hand_back_resumes(client, people):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Hand")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Hand")
     client.force_login(people["staff"])
     client.post(f"/desk/tickets/{ticket.pk}/post", {"action": "take_over"})
     ticket.refresh_from_db()
@@ -148,7 +148,7 @@ def test_staff_take_over_stops_the_agent_and_hand_back_resumes(client, people):
 
 
 def test_staff_clear_a_flag_they_read_and_only_that_one(client, people):
-    ticket = ticket_create(customer=people["alice"], ticket_class=people["tclass"], subject="Stuck")
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Stuck")
     Ticket.objects.filter(pk=ticket.pk).update(attention="Model unavailable: openai:gpt-4.1-mini: timed out")
     client.force_login(people["staff"])
     page = client.get(f"/desk/tickets/{ticket.pk}/").content.decode()

@@ -36,7 +36,7 @@ def test_a_follow_up_is_added_after_another_reason_and_replaces_an_earlier_follo
 def test_the_agent_promising_a_follow_up_flags_the_ticket_for_the_queue_and_the_desk(client):
     User = get_user_model()
     staff = User.objects.create_user("desk", password="pw", is_staff=True)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Air fryer")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Air fryer")
     customer_message_post(ticket=ticket, text="Please refund another 10.00 USD on the air fryer.", wake=False)
     model = ScriptedModel(
         [

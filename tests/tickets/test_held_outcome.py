@@ -23,7 +23,7 @@ def held_refund():
     alice = CustomerFactory()
     order = paid_order(customer=alice, number="SU-30100", prices=(5000,))
     ticket = ticket_create(
-        customer=alice, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
+        customer=alice.person, ticket_class=TicketClassFactory(approval_rules={"issue_refund": {}}), subject="Refund"
     )
     customer_message_post(ticket=ticket, text=f"Please refund 20.00 USD on {order.number}, it was late.", wake=False)
     agent_run(ticket.pk)  # the refund becomes a card; the customer confirms it and the class holds it for staff

@@ -27,7 +27,7 @@ def desk(client):
     alice_user = users.create_user("alice", password="pw")
     alice = CustomerFactory(user=alice_user, name="Alice Moreau")
     tclass = TicketClassFactory(first_response_minutes=60, next_response_minutes=120)
-    ticket = ticket_create(customer=alice, ticket_class=tclass, subject="Broken lamp")
+    ticket = ticket_create(customer=alice.person, ticket_class=tclass, subject="Broken lamp")
     client.force_login(ann)
     return {
         "ann": ann,
@@ -81,7 +81,7 @@ def test_a_customer_writing_again_reopens_a_waiting_or_resolved_ticket_and_a_clo
 
 def test_assignment_views_and_replying_needs_the_ticket(desk):
     client, ticket, ben = desk["client"], desk["ticket"], desk["ben"]
-    other = ticket_create(customer=desk["alice"], ticket_class=desk["tclass"], subject="Second question")
+    other = ticket_create(customer=desk["alice"].person, ticket_class=desk["tclass"], subject="Second question")
     post = f"/desk/tickets/{ticket.pk}/post"
     # Not taken over: the agent works it, so a person's reply is refused (the text stays in the box).
     r = client.post(post, {"action": "reply", "text": "Hi from Ann"}, **HTMX)
@@ -112,9 +112,9 @@ def test_assignment_views_and_replying_needs_the_ticket(desk):
 def test_timers_and_sort_by_waiting(desk):
     client, tclass = desk["client"], desk["tclass"]
     now = timezone.now()
-    old = ticket_create(customer=desk["alice"], ticket_class=tclass, subject="Waiting long")
-    new = ticket_create(customer=desk["alice"], ticket_class=tclass, subject="Just wrote")
-    answered = ticket_create(customer=desk["alice"], ticket_class=tclass, subject="Answered already")
+    old = ticket_create(customer=desk["alice"].person, ticket_class=tclass, subject="Waiting long")
+    new = ticket_create(customer=desk["alice"].person, ticket_class=tclass, subject="Just wrote")
+    answered = ticket_create(customer=desk["alice"].person, ticket_class=tclass, subject="Answered already")
     for t, minutes in ((old, 90), (new, 5), (answered, 300)):
         turn = customer_message_post(ticket=t, text="Where is my parcel?", wake=False)
         Turn.objects.filter(pk=turn.pk).update(created_at=now - timedelta(minutes=minutes))
@@ -150,7 +150,7 @@ def test_timer_levels():
 def test_the_queue_pages_past_200_tickets(desk):
     client, tclass = desk["client"], desk["tclass"]
     Ticket.objects.bulk_create(
-        [Ticket(customer=desk["alice"], ticket_class=tclass, subject=f"Bulk {n:03d}") for n in range(230)]
+        [Ticket(customer=desk["alice"].person, ticket_class=tclass, subject=f"Bulk {n:03d}") for n in range(230)]
     )
     first = client.get("/desk/").content.decode()
     assert "Page 1 of 5" in first and "231 tickets" in first

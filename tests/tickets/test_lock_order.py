@@ -61,7 +61,9 @@ def test_a_staff_edit_and_an_agent_step_at_once_never_deadlock_and_a_stale_edit_
         pytest.skip("row locks and deadlocks are PostgreSQL's")
     customer = CustomerFactory()
     paid_order(customer=customer, number=ORDER)
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Where")
+    ticket = ticket_create(
+        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where"
+    )
     customer_message_post(ticket=ticket, text=f"Where is {ORDER}?", wake=False)
     agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([get_order("c1"), ModelResponse(text="Coming.")])))
     entry = LedgerEntry.objects.get(ticket=ticket, value=ORDER)

@@ -33,7 +33,7 @@ def desk():
     alice = CustomerFactory(user=alice_user)
     paid_order(customer=alice, number="SU-51111")
     paid_order(customer=alice, number="SU-52222")
-    ticket = ticket_create(customer=alice, ticket_class=TicketClassFactory(), subject="Refund please")
+    ticket = ticket_create(customer=alice.person, ticket_class=TicketClassFactory(), subject="Refund please")
     clients = {}
     for name, user in (("ann", ann), ("ben", ben), ("admin", admin), ("alice", alice_user)):
         clients[name] = Client()
@@ -162,7 +162,7 @@ def test_staff_can_take_over_reply_and_hand_back_over_htmx(desk):
 def test_queue_filters_find_breakers_flags_and_classes(desk):
     ticket, c = desk["ticket"], desk["c"]
     other_class = TicketClassFactory(slug="vip", name="VIP")
-    other = ticket_create(customer=desk["alice"], ticket_class=other_class, subject="Breaker ticket")
+    other = ticket_create(customer=desk["alice"].person, ticket_class=other_class, subject="Breaker ticket")
     Ticket.objects.filter(pk=other.pk).update(attention="Compaction breaker tripped after 3 failures")
     Ticket.objects.filter(pk=ticket.pk).update(attention="Customer flagged Order as wrong (turn 2)")
 

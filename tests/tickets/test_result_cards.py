@@ -62,7 +62,7 @@ def worked():
     placed = paid_order(customer=customer, number="SU-30200", prices=(2500,), status=Order.Status.PLACED)
     parcel = ParcelFactory(order=delivered, tracking_number="1Z999AA10123456784", carrier="UPS", status="delivered")
     TrackingEventFactory(parcel=parcel, description="Delivered to the front door")
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp")
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Lamp")
     turn_append(ticket=ticket, author="customer", kind="message", text="My lamp arrived broken, please refund it.")
     cid = customer.customer_id
     calls = [

@@ -26,7 +26,7 @@ def world():
     alice_user, bob_user = users.create_user("alice"), users.create_user("bob")
     alice, bob = CustomerFactory(user=alice_user), CustomerFactory(user=bob_user)
     tclass = TicketClassFactory(name="Orders", slug="orders")
-    ticket = ticket_create(customer=alice, ticket_class=tclass, subject="Broken kettle")
+    ticket = ticket_create(customer=alice.person, ticket_class=tclass, subject="Broken kettle")
     customer_message_post(ticket=ticket, text="My kettle is broken.", wake=False)
     turn_append(ticket=ticket, author="agent", text="A replacement is on its way.")
     clients = {}
@@ -113,7 +113,7 @@ def test_the_rating_is_credited_to_the_author_of_the_last_reply(world):
 
 
 def _rated(world, tclass, score: int, by=None):
-    ticket = ticket_create(customer=world["alice"], ticket_class=tclass, subject=f"Rated {score}")
+    ticket = ticket_create(customer=world["alice"].person, ticket_class=tclass, subject=f"Rated {score}")
     customer_message_post(ticket=ticket, text="Hello", wake=False)
     if by is None:
         turn_append(ticket=ticket, author="agent", text="Done.")

@@ -20,9 +20,9 @@ def searchable(client):
     alice = CustomerFactory(name="Alice Moreau", email="alice@example.com")
     bob = CustomerFactory(name="Bob Stone")
     paid_order(customer=bob, number="SU-55501")
-    lamp = ticket_create(customer=alice, ticket_class=tclass, subject="Broken lamp")
+    lamp = ticket_create(customer=alice.person, ticket_class=tclass, subject="Broken lamp")
     customer_message_post(ticket=lamp, text="The lampshade arrived cracked and the bulbs were missing.", wake=False)
-    parcel = ticket_create(customer=bob, ticket_class=tclass, subject="Where is it")
+    parcel = ticket_create(customer=bob.person, ticket_class=tclass, subject="Where is it")
     customer_message_post(ticket=parcel, text="Nothing came yet <script>x</script>", wake=False)
     client.force_login(staff)
     return {"lamp": lamp, "parcel": parcel, "client": client}

@@ -32,7 +32,7 @@ def desk(client):
 
 def wrote(desk, subject: str, minutes_ago: int):
     """A ticket whose customer wrote `minutes_ago`."""
-    ticket = ticket_create(customer=desk["alice"], ticket_class=desk["tclass"], subject=subject)
+    ticket = ticket_create(customer=desk["alice"].person, ticket_class=desk["tclass"], subject=subject)
     turn = customer_message_post(ticket=ticket, text="Where is my parcel?", wake=False)
     Turn.objects.filter(pk=turn.pk).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
     return ticket

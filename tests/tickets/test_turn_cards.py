@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def test_order_results_render_as_cards_and_refusals_in_words(client):
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Cards")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Cards")
     result = {
         "order_number": "SU-30100",
         "status": "delivered",

@@ -123,7 +123,7 @@ def test_a_denied_tool_is_never_offered_and_a_call_to_it_never_reaches_the_serve
     offered = {s["name"] for s in catalog.class_tools(tclass).spec_list}
     assert ("stamp_record" in offered) is not denied and ("run_sql" in offered) is not denied
     assert "lookup_ticket" in offered
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please stamp record REC-10001 'seen'.")
     model = ScriptedModel(
         [
@@ -193,7 +193,7 @@ def test_a_tool_server_class_prompt_names_only_its_own_tools(with_server):
             connect_timeout_seconds=20,
             declaration_path=str(ODD_DECL),
         )
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     model = ScriptedModel([ModelResponse(text="Looking.")])
     agent_run(ticket.pk, gateway=Gateway(override=model))

@@ -59,7 +59,7 @@ def odd(request):
         timeout_seconds=2,
         connect_timeout_seconds=20,
     )  # a hang is 2 s; starting may take longer
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     return server, ticket
 

@@ -40,7 +40,7 @@ def test_an_id_a_plain_text_result_mentions_is_not_usable_in_a_write(read_with):
         connect_timeout_seconds=20,
         declaration_path=str(ODD_DECL),
     )
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     if read_with == "read_note":
         ref, text = "REC-10001", "Please look at record REC-10001."
     else:  # the control: the customer names the record, a declared lookup returns it

@@ -27,7 +27,7 @@ def result_turn(ticket, call_id) -> int:
 
 def test_a_tool_servers_results_are_cards_with_fields_and_described_ids(client, retail_server):
     ticket = ticket_create(
-        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL),
+        customer=CustomerFactory(name="Aarav Anderson", email=EMAIL).person,
         ticket_class=retail_server.ticket_class,
         subject="Tea kettle",
     )
@@ -74,7 +74,7 @@ def test_a_tool_the_declaration_file_leaves_out_shows_readable_json(client):
         timeout_seconds=5,
         connect_timeout_seconds=20,
     )
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     run(
         ticket,

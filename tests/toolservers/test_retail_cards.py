@@ -31,6 +31,7 @@ from sundry.agent.services import (
 )
 from sundry.context.models import ActionTaken
 from sundry.desk.lifecycle import ticket_create
+from sundry.shop.people import shop_customer_of
 from sundry.tickets.models import Ticket, TicketClass, Turn
 from sundry.tooling import mcp_client
 from sundry.tooling.messages import ModelResponse
@@ -109,7 +110,7 @@ def fresh(ticket) -> Ticket:
 def new_ticket(server, customer=None) -> Ticket:
     customer = customer or CustomerFactory(name="Aarav Anderson", email=EMAIL)
     return ticket_create(
-        customer=customer, ticket_class=TicketClass.objects.get(pk=server.ticket_class_id), subject="Desk lamp"
+        customer=customer.person, ticket_class=TicketClass.objects.get(pk=server.ticket_class_id), subject="Desk lamp"
     )
 
 
@@ -251,7 +252,7 @@ def held_then_run_elsewhere(server, sent) -> tuple[Ticket, Ticket, HeldAction]:
     TicketClass.objects.filter(pk=server.ticket_class_id).update(
         approval_rules={"cancel_pending_order": {"above": {"USD": 100000}}}
     )
-    second = new_ticket(server, customer=first.customer)
+    second = new_ticket(server, customer=shop_customer_of(first.customer))
     assert (
         press(propose_cancel(second, text=f"Please cancel my lamp order {LAMP}, I no longer need it."), second).outcome
         == "executed"

@@ -32,7 +32,7 @@ CHAIR, BULBS = "#W8770097", "#W5183325"  # Ivan's pending orders
 def aarav(retail_server):
     customer = CustomerFactory(name="Aarav Anderson", email=EMAIL)
     ticket = ticket_create(
-        customer=customer,
+        customer=customer.person,
         ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id),
         subject="Cancel an order",
     )
@@ -108,7 +108,9 @@ def test_before_the_customer_is_identified_an_owned_record_is_not_written(aarav,
 def test_control_the_owner_identified_on_their_own_ticket_gets_the_card(retail_server):
     customer = CustomerFactory(name="Ivan Santos", email="ivan.santos3158@example.com")
     ticket = ticket_create(
-        customer=customer, ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id), subject="Cancel"
+        customer=customer.person,
+        ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id),
+        subject="Cancel",
     )
     customer_message_post(ticket=ticket, wake=False, text=f"Please cancel my order {CHAIR}.")
     run(

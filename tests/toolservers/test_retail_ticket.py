@@ -72,7 +72,9 @@ def store_order(server, order_id):
 @pytest.fixture
 def ticket(retail_server):
     customer = CustomerFactory(name="Aarav Anderson", email=EMAIL)
-    return ticket_create(customer=customer, ticket_class=retail_server.ticket_class, subject="Tea kettle exchange")
+    return ticket_create(
+        customer=customer.person, ticket_class=retail_server.ticket_class, subject="Tea kettle exchange"
+    )
 
 
 def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):

@@ -29,7 +29,7 @@ LAMP = "#W9300146"  # Aarav's one pending order: a desk lamp, 153.23 USD from hi
 @pytest.fixture
 def ticket(retail_server):
     customer = CustomerFactory(name="Aarav Anderson", email=EMAIL)
-    return ticket_create(customer=customer, ticket_class=retail_server.ticket_class, subject="My orders")
+    return ticket_create(customer=customer.person, ticket_class=retail_server.ticket_class, subject="My orders")
 
 
 def _ask_about_the_lamp_and_cancel(ticket):
@@ -101,7 +101,7 @@ def test_two_remote_cancellations_that_together_pass_the_threshold_the_second_is
     )  # 700.00 USD without staff
     customer = CustomerFactory(name="Ivan Santos", email=IVAN_EMAIL)
     ticket = ticket_create(
-        customer=customer,
+        customer=customer.person,
         ticket_class=TicketClass.objects.get(pk=retail_server.ticket_class_id),
         subject="Cancel two orders",
     )
@@ -171,7 +171,7 @@ def test_each_remote_cancellation_alone_within_the_threshold_runs(retail_server)
     tclass = TicketClass.objects.get(pk=retail_server.ticket_class_id)
     for n, order in enumerate((CHAIR, BULBS)):
         customer = CustomerFactory(name=f"Ivan Santos {n}", email=f"{n}{IVAN_EMAIL}")
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject="Cancel an order")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Cancel an order")
         customer_message_post(ticket=ticket, wake=False, text=f"My email is {IVAN_EMAIL}. Please cancel order {order}.")
         run(
             ticket,
@@ -198,7 +198,7 @@ def test_a_tool_server_class_is_prompted_with_its_own_tools_only(ticket, retail_
     assert not any(shop_tool in system for shop_tool in ("search_orders", "lookup_customer", "track_parcel"))
     from tests.factories import TicketClassFactory
 
-    shop_ticket = ticket_create(customer=CustomerFactory(), ticket_class=TicketClassFactory(), subject="Lamp")
+    shop_ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Lamp")
     customer_message_post(ticket=shop_ticket, wake=False, text="Hello, I have a question about an order.")
     shop_model = run(shop_ticket, ModelResponse(text="Of course."))
     assert "search_orders" in " ".join(m.content for m in shop_model.requests[0].messages if m.role == "system")

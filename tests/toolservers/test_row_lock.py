@@ -54,7 +54,7 @@ def ticket():
         connect_timeout_seconds=20,
         declaration_path=str(FIXTURES / "odd.declarations.json"),
     )
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     return ticket
 

@@ -143,9 +143,11 @@ def said_from(rows) -> tuple[Said, ...]:
     return tuple(Said(author, turn, text) for author, turn, text in rows)
 
 
-def state_from(fields) -> dict[str, tuple[str, bool]]:
-    """State fields (anything with name, value, confirmed) as the guard takes them."""
-    return {f.name: (f.value, bool(f.confirmed)) for f in fields}
+def state_from(fields, domain) -> dict[str, tuple[str, bool]]:
+    """State fields (anything with name, value, confirmed) as the guard takes them: by the consent
+    role the domain declares for them (`StateFieldDecl.consent`: "action", "target")."""
+    roles = {f.name: f.consent for f in domain.state_fields if f.consent}
+    return {roles[f.name]: (f.value, bool(f.confirmed)) for f in fields if f.name in roles}
 
 
 # --- words ---------------------------------------------------------------------------------
@@ -359,7 +361,7 @@ def check_consent(
     """Whether the `action` on `target` (the call's entity IDs) was asked for and not yet carried out.
 
     `said`: the messages in the request, oldest first. `done`: actions already
-    taken. `state`: field name → (value, confirmed). `id_patterns`: the domain's ID
+    taken. `state`: consent role ("action", "target") → (value, confirmed), from `state_from`. `id_patterns`: the domain's ID
     formats; an ID written in one names exactly that entity, never a neighbour one edit away.
     """
     noun, on = NOUN[action], _describe(target, entities)
@@ -367,8 +369,8 @@ def check_consent(
     consumed_at = max((d.turn for d in done if d.action == action and d.target in targets), default=0)
 
     state = state or {}
-    resolution, resolution_ok = state.get("resolution", ("", False))
-    order, order_ok = state.get("order_number", ("", False))
+    resolution, resolution_ok = state.get("action", ("", False))
+    order, order_ok = state.get("target", ("", False))
     if (
         resolution_ok
         and order_ok
@@ -376,7 +378,7 @@ def check_consent(
         and resolution.strip().lower().startswith(NOUN[action][:6])
         and not consumed_at
     ):
-        return ConsentVerdict(True, evidence="confirmed state: resolution and order_number")
+        return ConsentVerdict(True, evidence="confirmed state: the remedy wanted and its target")
 
     last: tuple[str, Said, str] | None = None  # (kind, message, which entity) of the newest sentence that counts
     # Before anything the request's messages name, the case is about the order in state (it

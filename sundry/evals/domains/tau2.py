@@ -70,6 +70,7 @@ AIRLINE_DECLARATION = dict(
         r"|AGENTS|PERSON|HUMANS|REALLY|ALWAYS|SHOULD|BEFORE|ALMOST|INVOICE|REASON)\b)[A-Z0-9]{6}",
     },
     typed_kinds=("user", "reservation", "payment"),
+    live_kinds=["user", "reservation"],
     tools={
         "get_user_details": ToolDesc(args={"user_id": "user"}, results=_A_USER, lookup=True),
         "get_reservation_details": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, lookup=True),
@@ -169,6 +170,7 @@ TELECOM_DECLARATION = dict(
         "phone": r"\d{3}-\d{3}-\d{4}",
     },
     typed_kinds=("customer", "line", "bill", "phone"),
+    live_kinds=["customer"],
     tools={
         "get_customer_by_phone": ToolDesc(args={"phone_number": "phone"}, results=_T_CUSTOMER, lookup=True),
         "get_customer_by_id": ToolDesc(args={"customer_id": "customer"}, results=_T_CUSTOMER, lookup=True),

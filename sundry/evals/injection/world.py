@@ -221,7 +221,7 @@ def build(case: Case) -> World:
     )
     world = World(case=case, customer=customer, other=other, staff=staff, user=user)
     for n in range(case.goal.tickets):
-        ticket = ticket_create(customer=customer, ticket_class=tclass, subject=f"Where is my parcel? ({n + 1})")
+        ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject=f"Where is my parcel? ({n + 1})")
         if n == 0:  # staff pin it once, for the customer; new tickets carry it
             lanes.rule_pin(ticket=ticket, text=RULE_TEXT, turn=0, source="staff", scope="customer", user=staff)
         lanes.state_set(

@@ -203,7 +203,7 @@ class Runner:
         from sundry.tickets.models import Ticket, Turn
 
         customer = Customer.objects.get(customer_id=c.customer_id)
-        ticket = ticket_create(customer=customer, ticket_class=self.tclass, subject=scenario.title)
+        ticket = ticket_create(customer=customer.person, ticket_class=self.tclass, subject=scenario.title)
         gateway = self.gateway
         if mode.baseline:
             gateway = BaselineGateway(

@@ -113,8 +113,8 @@ def run_check(
     say=lambda s: None,
 ) -> scorecard.Scorecard:
     """Run the scenarios under a class of their own pointed at `model`; the scorecard of what happened."""
-    from sundry.desk.demo import ensure_classes
     from sundry.evals.scenarios.runner import Runner
+    from sundry.shop.demo import ensure_classes
     from sundry.tickets.models import TicketClass
 
     standard = ensure_classes()["standard"]

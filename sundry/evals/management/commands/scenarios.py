@@ -88,8 +88,8 @@ class Command(BaseCommand):
         self.stdout.write(f"  done in {time.perf_counter() - started:.1f} s")
 
     def _run(self, scenarios, modes, opts) -> bool:
-        from sundry.desk.demo import ensure_classes
         from sundry.evals.scenarios.runner import Runner
+        from sundry.shop.demo import ensure_classes
 
         say = self.stdout.write
         tclass = ensure_classes()["standard"]

@@ -1,6 +1,6 @@
 from django import template
 
-from sundry.desk.demo import DEMO_PASSWORD, seeded_logins
+from sundry.shop.demo import DEMO_PASSWORD, seeded_logins
 
 register = template.Library()
 

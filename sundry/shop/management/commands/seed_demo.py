@@ -2,7 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from sundry.core.background import wait_idle
-from sundry.desk.demo import DEMO_PASSWORD, create_demo_tickets, ensure_canned_replies, ensure_classes, ensure_logins
+from sundry.shop.demo import DEMO_PASSWORD, create_demo_tickets, ensure_canned_replies, ensure_classes, ensure_logins
 from sundry.shop.models import Customer
 from sundry.shop.seed import generate_shop
 from sundry.tickets.models import Ticket

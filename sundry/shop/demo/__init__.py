@@ -17,6 +17,7 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import HeldAction
 from sundry.agent.services import customer_message_post, held_action_decide
 from sundry.desk.lifecycle import ticket_create
+from sundry.people.models import Customer as Person
 from sundry.shop.models import Customer, Order
 from sundry.tickets.models import CannedReply, Ticket, TicketClass
 
@@ -112,7 +113,7 @@ def seeded_logins() -> list[Login]:
         .values_list("username", flat=True)
     )
     customers = dict(
-        Customer.objects.filter(user__username__in=CUSTOMER_LOGINS, user__is_active=True).values_list(
+        Person.objects.filter(user__username__in=CUSTOMER_LOGINS, user__is_active=True).values_list(
             "user__username", "name"
         )
     )
@@ -243,7 +244,7 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
     tickets = []
     for customer, (subject, messages) in zip(customers, SHORT_SCRIPTS):
         facts = _facts(customer)
-        ticket = ticket_create(customer=customer, ticket_class=classes["standard"], subject=subject)
+        ticket = ticket_create(customer=customer.person, ticket_class=classes["standard"], subject=subject)
         for text in messages:
             with transaction.atomic():
                 customer_message_post(ticket=ticket, text=text.format(**facts), wake=not work)
@@ -254,7 +255,7 @@ def create_demo_tickets(*, work: bool = True) -> list[Ticket]:
         customer = customers[0]
         facts = _facts(customer)
         ticket = ticket_create(
-            customer=customer, ticket_class=classes["standard"], subject="Several problems with recent orders"
+            customer=customer.person, ticket_class=classes["standard"], subject="Several problems with recent orders"
         )
         for text in LONG_SCRIPT:
             customer_message_post(ticket=ticket, text=text.format(**facts), wake=not work)
