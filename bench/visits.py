@@ -32,7 +32,9 @@ def main() -> None:
         orders = list(Order.objects.select_related("customer").filter(status="delivered").order_by("number")[:2])
 
         def ticket_asking(order):
-            ticket = ticket_create(customer=order.customer, ticket_class=classes["standard"], subject="Where is it")
+            ticket = ticket_create(
+                customer=order.customer.person, ticket_class=classes["standard"], subject="Where is it"
+            )
             customer_message_post(
                 ticket=ticket, text=f"Hi, where is my order {order.number}? It has not come.", wake=False
             )
