@@ -5,7 +5,7 @@ its transaction: `bump` (a turn appended), `ticket_touch` (a lane, a held
 action, a compaction run, a step record), `ticket_update` (the ticket row's
 own fields: status, handler, attention) or `ticket_class_touch` (every ticket
 of a class whose budget changed). Each bumps the version — the key the panel
-renderings are cached under — and has `live.events` push it after commit, so
+renderings are cached under — and has `tickets.events` push it after commit, so
 a watcher re-renders and a reconnecting socket is never sent the rendering
 from before the change.
 

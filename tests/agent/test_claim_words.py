@@ -23,7 +23,6 @@ import itertools
 from collections import Counter
 
 import pytest
-from django.test import Client
 from pydantic import ValidationError
 
 from sundry.agent.guards import replyclaims
@@ -31,15 +30,12 @@ from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals.domains.tau2 import AIRLINE_DECLARATION, TELECOM_DECLARATION
-from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import Domain, ToolDecl, get_domain
-from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from sundry.tooling.messages import ModelResponse
+from tests.agent import test_claim_modes
 
 AIRLINE, TELECOM, SHOP = Domain.from_data(AIRLINE_DECLARATION), Domain.from_data(TELECOM_DECLARATION), get_domain()
 
@@ -282,32 +278,12 @@ def test_a_promise_to_contact_stands_on_an_open_card_and_never_against_a_rule():
 # --- through the loop ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def case(django_user_model):
-    user = django_user_model.objects.create_user("erin", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(customer=customer, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund")
-    customer_message_post(ticket=ticket, text=f"The lamp on {ORDER} arrived broken, can I get 15.00 back?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
-
-
-LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-REFUND = ModelResponse(
-    tool_calls=[
-        ToolCall(
-            id="r1",
-            name="issue_refund",
-            arguments={"order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
-        )
-    ]
+# The ticket, its page and the scripted replies of the promise tests: one setup for both files.
+case, _reads, LOOKUP, REFUND = (
+    test_claim_modes.case,
+    test_claim_modes._reads,
+    test_claim_modes.LOOKUP,
+    test_claim_modes.REFUND,
 )
 
 
