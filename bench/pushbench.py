@@ -44,8 +44,6 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sundry.desk.lifecycle import ticket_create
-
 VERSION = re.compile(rb'data-version="(\d+)"')
 HOST = "127.0.0.1"
 
@@ -208,6 +206,7 @@ def _setup(history: int = 0, tickets: int = 1):
     from django.core.management import call_command
     from django.test import Client as HttpClient
 
+    from sundry.desk.lifecycle import ticket_create
     from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop

@@ -30,7 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.pushbench import HOST, Client, Expectation, _database, _free_port, _memory_kb, _wait_port
-from sundry.desk.lifecycle import ticket_create
 
 PASSWORD = "soak-bench-password-1"
 
@@ -60,6 +59,7 @@ def _setup(tickets: int) -> tuple[list[int], list[str]]:
 
 def _new_ticket(person, staff, subject: str) -> int:
     """A ticket of the desk's customer record `person`, taken over by `staff`."""
+    from sundry.desk.lifecycle import ticket_create
     from sundry.shop.demo import ensure_classes
     from sundry.tickets.models import Ticket
 

@@ -27,7 +27,7 @@ def test_a_customers_new_ticket_and_its_hold_appear_in_an_open_queue(browser, li
     customer.fill("textarea[name=text]", "Please refund 20.00 USD on SU-30100, it was late.")
     customer.locator("button", has_text="Start a conversation").click()
     customer.wait_for_url("**/help/tickets/*/")
-    ticket = Ticket.objects.get(customer=people["alice"])
+    ticket = Ticket.objects.get(customer=people["alice"].person)
 
     row = queue.locator(f'#queue-table tr[data-ticket="{ticket.pk}"]')
     expect(row).to_contain_text("Please refund 20.00 USD", timeout=LIVE)  # no reload

@@ -51,8 +51,8 @@ def test_staff_are_notified_of_their_own_flagged_tickets_only(browser, live_serv
     from playwright.sync_api import expect
 
     ann, ben, alice, tclass = people["ann"], people["ben"], people["alice"], people["tclass"]
-    mine = off_loop(ticket_create, customer=alice, ticket_class=tclass, subject="Mine")
-    unassigned = off_loop(ticket_create, customer=alice, ticket_class=tclass, subject="Nobody's")
+    mine = off_loop(ticket_create, customer=alice.person, ticket_class=tclass, subject="Mine")
+    unassigned = off_loop(ticket_create, customer=alice.person, ticket_class=tclass, subject="Nobody's")
     flag(mine, "Model unavailable: timed out", assignee=ann)
     flag(unassigned, "Model unavailable: timed out")
 
@@ -89,9 +89,9 @@ def test_staff_are_notified_of_their_own_flagged_tickets_only(browser, live_serv
     assert page.evaluate("window.raisedNotifications[0].body") == "Model unavailable"
 
     # Live: a colleague's ticket raises nothing; one newly assigned to ann does.
-    bens = off_loop(ticket_create, customer=alice, ticket_class=tclass, subject="Ben's")
+    bens = off_loop(ticket_create, customer=alice.person, ticket_class=tclass, subject="Ben's")
     flag(bens, "Customer flagged a detail: item", assignee=ben)
-    later = off_loop(ticket_create, customer=alice, ticket_class=tclass, subject="Later")
+    later = off_loop(ticket_create, customer=alice.person, ticket_class=tclass, subject="Later")
     flag(later, "Follow-up promised (turn 2): call back", assignee=ann)
     assert wait_until(lambda: len(titles(page)) >= 2, timeout=LIVE / 1000)
     assert titles(page) == [f"Ticket #{mine.pk} needs attention", f"Ticket #{later.pk} needs attention"]

@@ -14,7 +14,6 @@ import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import Client
-from sundry.tickets.labrun import lab_figures, proposal_run
 
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
@@ -23,6 +22,7 @@ from sundry.agent.services import customer_message_post
 from sundry.desk import lab_views
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.lifecycle import ticket_create
+from sundry.evals.labrun import lab_figures, proposal_run
 from sundry.evals.tasks import budget_lab_task
 from sundry.shop.demo import ensure_classes
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass, TicketClassChange

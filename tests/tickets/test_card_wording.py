@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-import sundry.agent.guards as guards_module
+import sundry.agent.guards.callguards as guards_module
 from sundry.agent import cardstore
 from sundry.agent.guards import heldreason
 from sundry.agent.models import Confirmation, HeldAction

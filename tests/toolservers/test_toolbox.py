@@ -41,7 +41,7 @@ def ticket():
         timeout_seconds=5,
         connect_timeout_seconds=20,
     )
-    ticket = ticket_create(customer=CustomerFactory(), ticket_class=tclass, subject="Record REC-10001")
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=tclass, subject="Record REC-10001")
     customer_message_post(ticket=ticket, wake=False, text="Please look at record REC-10001.")
     toolbox_for(tclass)  # listed once here, so the run below is counted, not the listing
     return ticket
