@@ -113,12 +113,8 @@ def run_calls(
     return outcome
 
 
-def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
-    """The same call failed before and would again: the run ends here and staff look."""
-    reason = (
-        f"The same {call.name} call failed {failures} times before with these arguments; "
-        "the run stopped so staff can look."
-    )
+def _refusal(ticket: Ticket, call: ToolCall, guard: str, reason: str, details) -> None:
+    """The turn the model reads for a call that was not run: which guard, why, and the call as made."""
     turn_append(
         ticket=ticket,
         author=Turn.Author.SYSTEM,
@@ -127,12 +123,21 @@ def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
         payload={
             "call_id": call.id,
             "name": call.name,
-            "guard": "repeat_failure",
+            "guard": guard,
             "reason": reason,
             "arguments": call.arguments,
-            "details": {"earlier": failures},
+            "details": details,
         },
     )
+
+
+def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
+    """The same call failed before and would again: the run ends here and staff look."""
+    reason = (
+        f"The same {call.name} call failed {failures} times before with these arguments; "
+        "the run stopped so staff can look."
+    )
+    _refusal(ticket, call, "repeat_failure", reason, {"earlier": failures})
     attention_flag(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
 
 
@@ -141,20 +146,7 @@ def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
         f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
         f"it was not run again. Call {original}'s result answers it."
     )
-    turn_append(
-        ticket=ticket,
-        author=Turn.Author.SYSTEM,
-        kind=Turn.Kind.REJECTION,
-        text=reason,
-        payload={
-            "call_id": call.id,
-            "name": call.name,
-            "guard": "duplicate",
-            "reason": reason,
-            "arguments": call.arguments,
-            "details": {"duplicate_of": original},
-        },
-    )
+    _refusal(ticket, call, "duplicate", reason, {"duplicate_of": original})
 
 
 def _guard_input(
@@ -325,20 +317,7 @@ def _judge(
         )
         return StepOutcome(stop=False)
     if verdict.decision == "reject":
-        turn_append(
-            ticket=ticket,
-            author=Turn.Author.SYSTEM,
-            kind=Turn.Kind.REJECTION,
-            text=verdict.reason,
-            payload={
-                "call_id": call.id,
-                "name": call.name,
-                "guard": verdict.guard,
-                "reason": verdict.reason,
-                "arguments": call.arguments,
-                "details": verdict.details,
-            },
-        )
+        _refusal(ticket, call, verdict.guard, verdict.reason, verdict.details)
         return StepOutcome(stop=False)
     args = verdict.args
     arguments = args.model_dump(mode="json")
@@ -469,18 +448,5 @@ def _already_executed(ticket: Ticket, call: ToolCall, tool, same: HeldAction, wh
         f"The same {tool.name} call was already approved and executed (hold #{same.pk} on ticket "
         f"#{same.ticket_id}); {what}. Tell the customer it was done."
     )
-    turn_append(
-        ticket=ticket,
-        author=Turn.Author.SYSTEM,
-        kind=Turn.Kind.REJECTION,
-        text=reason,
-        payload={
-            "call_id": call.id,
-            "name": call.name,
-            "guard": "repeat",
-            "reason": reason,
-            "arguments": call.arguments,
-            "details": {"held": same.pk, "ticket": same.ticket_id},
-        },
-    )
+    _refusal(ticket, call, "repeat", reason, {"held": same.pk, "ticket": same.ticket_id})
     return StepOutcome(stop=False)
