@@ -16,7 +16,7 @@ Such a phrase (`readings`) claims the action its own clause names ("the
 cancellation is all sorted"); naming none ("it", "that", nothing at all) it
 claims the action under discussion (`named_kinds`, searched nearest first): an
 earlier sentence of the reply, then the customer's latest message ("Please
-refund SU-41001"). Where neither names one the claim is of `ANY` action, which
+refund <order>"). Where neither names one the claim is of `ANY` action, which
 `replyclaims` resolves to the open cards and holds, else judges against
 whether anything was done on the ticket at all. What an action is called comes
 from the six kinds' words and each write's own (`claimverbs.Vocabulary`), so a
