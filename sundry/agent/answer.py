@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent.guards import replycheck, replyclaims
+from sundry.agent.guards import provisional, replycheck, replyclaims
 from sundry.agent.provider import textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
@@ -173,10 +173,12 @@ def sentence_passes(
 ) -> bool:
     """Whether the reply up to a sentence's end may be shown before the whole reply is checked: it
     claims nothing the records do not show and quotes no internal-only text (`provisional`). Judged
-    as one text, so a sentence is read with what came before it ("It's done." after "your refund")."""
+    as one text, so a sentence is read with what came before it ("It's done." after "your refund");
+    only its last sentence's claims are judged again (the stream stopped at any earlier one that failed)."""
     if internal and internaltext.quotes(upto, internal):
         return False
-    return facts is None or not facts.unsupported(upto, question)
+    since = max(0, len(provisional.sentences(upto, final=True)) - 1)
+    return facts is None or not facts.unsupported(upto, question, since)
 
 
 def obtain(

@@ -232,16 +232,20 @@ def _own_words(found: list[str], builtin: list[str], vocab: claimverbs.Vocabular
     return [k for k in found if k not in builtin and not vocab.read_already(k, set(builtin))]
 
 
-def claims_of(text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[Claim]:
+def claims_of(
+    text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY, since: int = 0
+) -> list[Claim]:
     """Each sentence that speaks of an action of a known kind as done, pending, refused, to come, not
     done or offered, with its mode. `question`: the customer's latest message; a sentence that opens
     with a bare yes or no to "did you refund <order>?" claims (or denies) that refund, on the records
     the question names, and a claim that names no action ("It's done.") is of the action the reply or
-    the message names (`bareclaims`). `vocab`: the domain's writes' own claim words (`vocabulary_of`)."""
+    the message names (`bareclaims`). `vocab`: the domain's writes' own claim words (`vocabulary_of`).
+    `since`: the sentences before this one are read only as what later ones may speak of (the stream
+    judged them already)."""
     out = []
     said = [sentence.strip().replace("\u2019", "'") for sentence in sentences(text or "", final=True)]
     for i, s in enumerate(said):  # models write "you’ll" as often as "you'll"
-        if not s:
+        if not s or i < since:
             continue
         found = []
         answer = bareclaims.answered(s, question, vocab)
@@ -415,6 +419,7 @@ def unsupported(
     question: str = "",
     vocab: claimverbs.Vocabulary = claimverbs.EMPTY,
     forbidden: dict[str, frozenset[str]] | None = None,
+    since: int = 0,
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -427,7 +432,8 @@ def unsupported(
     (`later_kinds_of`): what a call's action leads to afterwards, which a pending or promised claim may
     stand on (default: `kinds`). `question`: the customer's latest message, which a bare yes or no
     answers (`claims_of`). `vocab`: the writes' own claim words (`vocabulary_of`). `forbidden`: kind →
-    the records a rule in force forbids it on (`forbidden_kinds`)."""
+    the records a rule in force forbids it on (`forbidden_kinds`). `since`: judge the sentences from
+    this one on, the earlier ones read only as what they may speak of (`claims_of`)."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -442,7 +448,7 @@ def unsupported(
     # A write's own kinds act on records of any kind (a reservation, a line): every value on the ticket.
     anything = owners | {e.value for e in ledger} | {v for a in actions for v in a.on}
     out = []
-    for claim in _resolved(claims_of(text, question, vocab), proposals, later):
+    for claim in _resolved(claims_of(text, question, vocab, since), proposals, later):
         if claim.kind == ANY:
             # Nothing names the action and no card or hold is open: "it's done" stands on anything done on
             # the ticket. Any other mode is left alone: "we'll get this sorted out!" may be the customer's own
@@ -666,7 +672,7 @@ class Records:
             forbidden=forbidden_kinds(rules, domain, overridden),
         )
 
-    def unsupported(self, text: str, question: str = "") -> list[Claim]:
+    def unsupported(self, text: str, question: str = "", since: int = 0) -> list[Claim]:
         return unsupported(
             text,
             actions=self.actions,
@@ -679,6 +685,7 @@ class Records:
             question=question,
             vocab=self.vocab,
             forbidden=self.forbidden,
+            since=since,
         )
 
 
