@@ -147,8 +147,10 @@ def judge(ticket) -> list[dict]:
                     "turn": t.number,
                     "modes": sorted({c.mode for c in claims}),
                     "kinds": sorted({c.kind for c in claims}),
-                    "judged": any(c.kind in declared or c.kind == replyclaims.ANY for c in claims),
-                    "judged_modes": sorted({c.mode for c in claims if c.kind in declared or c.kind == replyclaims.ANY}),
+                    "judged": any(c.kind in declared or c.kind in (replyclaims.ANY, replyclaims.READY) for c in claims),
+                    "judged_modes": sorted(
+                        {c.mode for c in claims if c.kind in declared or c.kind in (replyclaims.ANY, replyclaims.READY)}
+                    ),
                     "unbacked": [(c.mode, c.sentence) for c in verdicts["records"]],
                     "unbacked_no_cards": [(c.mode, c.sentence) for c in verdicts["control: no cards"]],
                     "unbacked_strict": [(c.mode, c.sentence) for c in verdicts["control: cards until the next reply"]],

@@ -167,6 +167,9 @@ EXPLANATIONS = [
     "If that's {p}, please let me know.",
     "I can't do that, I'm afraid.",
     "You can {d} that yourself from the order page.",
+    "Great, so it's resolved!",
+    "That's fixed now, thanks to your restart.",
+    "Your payment for this has been {p} by the bank.",
 ]
 
 
@@ -309,7 +312,8 @@ def test_with_no_action_named_an_open_card_is_the_action_under_discussion():
 
 def test_with_nothing_under_discussion_it_is_done_stands_only_on_something_done():
     for text in DONE_SAID:
-        assert _held(SHOP, text, "Any update?"), (text, "nothing was done on this ticket")
+        ready = "all set" in text  # readiness, not a thing done: a claim only of an action under discussion
+        assert _held(SHOP, text, "Any update?") != ready, (text, "nothing was done on this ticket")
         assert not _held(SHOP, text, "Any update?", actions=[_action("book_return", ORDER)]), text
     # A promise with nothing to hold it to is left alone: "we'll get this sorted out!" may be the customer's own fix.
     assert not any(_held(SHOP, text, "Any update?") for text in PROMISED)

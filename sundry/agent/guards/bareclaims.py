@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from sundry.agent.guards import claimverbs
 
 ANY = "action"  # an action the reply does not name and nothing under discussion does
+READY = "ready"  # the same, said ready rather than done ("you're all set"): of an open card's action only
 DONE, PENDING, FUTURE, DENIED, OFFER = "done", "pending", "future", "denied", "offer"
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
 
@@ -43,10 +44,14 @@ _PRONOUN = (
     r"(?:it|that|this|everything|all\s+of\s+(?:it|that|this)|it\s+all|your\s+request|the\s+request|that\s+request)"
 )
 # What is said of a thing done, naming no action ("sorted", "taken care of").
+# ("resolved", "fixed", "settled" are left out: "so it's resolved!" is as often the customer's own fix.)
 _PART = (
     r"(?:done|sorted(?:\s+out)?|taken\s+care\s+of|handled|dealt\s+with|actioned|processed|completed?|finished"
-    r"|settled|resolved|fixed|gone\s+through|all\s+set)"
+    r"|gone\s+through|all\s+set)"
 )
+# Said of readiness rather than of a thing done ("you're all set", "good to go"): a claim only of an
+# action under discussion or an open card's (`READY`), never of whatever was done on the ticket.
+_WEAK = re.compile(r"\b(?:all\s+set|set|good\s+to\s+go|complete|finished)\W*$", re.I)
 _ADV = r"(?:(?:now|already|just|all|successfully|fully|also|been|completely|finally)\s+)*"
 _AUX = r"(?:'s|\s+is|\s+are|\s+has|\s+have|\s+was|\s+were)\s+"
 _SUBJECT = r"(?P<s>\b[\w-]+(?:\s+[\w-]+){0,3}?)"
@@ -121,6 +126,7 @@ class Reading:
     clause: str  # the clause it is in: the action it names, if any
     at: int  # where in the sentence the clause starts: what comes before may name the action
     unnamed: bool  # its subject or object stands for an action it does not name (a pronoun, nothing)
+    weak: bool = False  # says something is ready, not done: of an action under discussion only
 
 
 def _unnamed(said: str | None) -> bool:
@@ -129,10 +135,17 @@ def _unnamed(said: str | None) -> bool:
     return not said or bool(re.fullmatch(_PRONOUN + r"(?:\s+(?:now|too|as\s+well|for\s+you|already))?", said))
 
 
+# A word after which a pronoun is part of a noun phrase ("your payment for this"), not the subject.
+_BOUND = frozenset("for of in on with about to from by at the a an your my our their its".split())
+
+
 def _unnamed_subject(m: re.Match) -> bool:
-    """The subject before a verb: only its last words count ("Good news, it's done")."""
+    """The subject before a verb: its last words count where what runs into them is not part of them
+    ("Thanks for waiting it's done"; not "your payment for this")."""
     words = m.group("s").split()
-    return any(_unnamed(" ".join(words[i:])) for i in range(len(words)))
+    return any(
+        _unnamed(" ".join(words[i:])) and (i == 0 or words[i - 1].lower() not in _BOUND) for i in range(len(words))
+    )
 
 
 def _clauses(sentence: str) -> list[tuple[int, str]]:
@@ -198,7 +211,8 @@ def readings(sentence: str, *, offer_rest: str | None = None, conditional: bool 
             continue
         done = _done_in(clause)
         if done is not None:
-            out.append(Reading(DONE, clause, at, done))
+            weak = bool(_WEAK.search(re.sub(r"\s+(?:now|for\s+you)\b", "", clause.strip())))
+            out.append(Reading(DONE, clause, at, done, weak))
     return out
 
 

@@ -210,6 +210,7 @@ DONE = "done"
 PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
 OFFER = claimmodes.OFFER
 ANY = bareclaims.ANY  # an action the reply names nowhere (`bareclaims`)
+READY = bareclaims.READY  # the same, said ready ("you're all set"): judged only on an open card
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ def _unnamed(s: str, before: list[str], question: str, vocab, rest: str | None, 
                     ids, about = ids or id_tokens(said), said.strip()
                     break
             else:
-                kinds = [ANY]
+                kinds = [READY if reading.weak else ANY]
         sentence = f"{s} (of: {about})" if about else s
         for kind in kinds:
             if (kind, reading.mode) not in seen:
@@ -449,6 +450,8 @@ def unsupported(
     anything = owners | {e.value for e in ledger} | {v for a in actions for v in a.on}
     out = []
     for claim in _resolved(claims_of(text, question, vocab, since), proposals, later):
+        if claim.kind == READY:
+            continue  # no card open: "you're all set" may close the customer's own troubleshooting
         if claim.kind == ANY:
             # Nothing names the action and no card or hold is open: "it's done" stands on anything done on
             # the ticket. Any other mode is left alone: "we'll get this sorted out!" may be the customer's own
@@ -513,7 +516,7 @@ def _resolved(claims: list[Claim], proposals: list, kinds: dict[str, set[str]]) 
     open_ = [p for p in proposals if p.status == OPEN]
     out = []
     for claim in claims:
-        if claim.kind != ANY or not open_:
+        if claim.kind not in (ANY, READY) or not open_:
             out.append(claim)
             continue
         made = [
