@@ -120,6 +120,14 @@ _NEGATION = re.compile(r"\b(?:not|never)\b|n't\b|\bnothing\b|\bnone\b|\bno\b", r
 _CLAUSE = re.compile(r"[,;:\u2014\u2013]|\s-\s|\b(?<!ahead\s)and\b|\b(?:but|so|because|as|while)\b", re.I)
 
 
+# Every word a reading starts from: most sentences have none, and are read no further.
+_ANY_WORD = re.compile(
+    r"\b(?:done|did|do|sort\w*|take|taken|took|handl\w*|deal|dealt|action\w*|process\w*|complet\w*|finish\w*"
+    r"|through|set|good\s+to\s+go|proceed|ahead|progress|under\s*way|await\w*|pending|fixed|resolved|settled)\b",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class Reading:
     mode: str
@@ -186,6 +194,8 @@ def readings(sentence: str, *, offer_rest: str | None = None, conditional: bool 
     words that need not name it. `offer_rest`: what the sentence offers ("take care of that" of "I can
     take care of that"), if it is an offer; `conditional`: the sentence makes its promise depend on the
     customer's wish ("if you'd like, I'll do that") — an offer, not a promise."""
+    if not _ANY_WORD.search(sentence):
+        return []
     if offer_rest is not None:
         m = _BARE_OFFER.match(offer_rest)
         if m is None:
