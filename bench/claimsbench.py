@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"
@@ -36,6 +37,7 @@ def _write(c: dict, kinds) -> tuple[str, tuple[str, ...]] | None:
 
 def judge(ticket) -> list[dict]:
     from sundry.agent.guards import replyclaims
+    from sundry.agent.guards.provisional import sentences
     from sundry.context.lanes import ActionData, LedgerData
     from sundry.evals.domains import DOMAINS
 
@@ -105,6 +107,39 @@ def judge(ticket) -> list[dict]:
                 )
                 for name, (acts, entries, props) in records.items()
             }
+            # What judging costs: the whole reply once (the stored reply's check), and the stream's way —
+            # the text up to each sentence's end, each prefix once, its last sentence judged
+            # with the earlier ones as what it may speak of (`answer.sentence_passes`).
+            acts, entries, props = records["records"]
+            said = sentences(t.text, final=True)
+            started = time.perf_counter()
+            replyclaims.unsupported(
+                t.text,
+                actions=acts,
+                ledger=entries,
+                kinds=kinds,
+                owner_kind=domain.owner_kind,
+                proposals=props,
+                later=later,
+                question=question,
+                vocab=vocab,
+            )
+            whole = time.perf_counter() - started
+            started = time.perf_counter()
+            for n in range(1, len(said) + 1):
+                replyclaims.unsupported(
+                    "".join(said[:n]),
+                    actions=acts,
+                    ledger=entries,
+                    kinds=kinds,
+                    owner_kind=domain.owner_kind,
+                    proposals=props,
+                    later=later,
+                    question=question,
+                    vocab=vocab,
+                    since=n - 1,
+                )
+            streamed = time.perf_counter() - started
             declared = set().union(*later.values())
             out.append(
                 {
@@ -112,12 +147,17 @@ def judge(ticket) -> list[dict]:
                     "turn": t.number,
                     "modes": sorted({c.mode for c in claims}),
                     "kinds": sorted({c.kind for c in claims}),
-                    "judged": any(c.kind in declared for c in claims),
-                    "judged_modes": sorted({c.mode for c in claims if c.kind in declared}),
+                    "judged": any(c.kind in declared or c.kind in (replyclaims.ANY, replyclaims.READY) for c in claims),
+                    "judged_modes": sorted(
+                        {c.mode for c in claims if c.kind in declared or c.kind in (replyclaims.ANY, replyclaims.READY)}
+                    ),
                     "unbacked": [(c.mode, c.sentence) for c in verdicts["records"]],
                     "unbacked_no_cards": [(c.mode, c.sentence) for c in verdicts["control: no cards"]],
                     "unbacked_strict": [(c.mode, c.sentence) for c in verdicts["control: cards until the next reply"]],
                     "unbacked_control": len(verdicts["control: no records"]),
+                    "sentences": len(said),
+                    "seconds_whole": whole,
+                    "seconds_streamed": streamed,
                 }
             )
     return out
@@ -158,6 +198,7 @@ def main(argv: list[str]) -> int:
     replies = sum(1 for t in tickets for turn in t.turns if turn.author == "agent" and turn.kind == "message")
     rows = [r for t in tickets for r in judge(t)]
     judged = [r for r in rows if r["judged"]]
+    sentences = max(1, sum(r["sentences"] for r in rows))
     unbacked = [r for r in judged if r["unbacked"]]
     done_only = [r for r in judged if any(mode == "done" for mode, _s in r["unbacked"])]
     modes = {
@@ -177,6 +218,12 @@ def main(argv: list[str]) -> int:
                 "control_unbacked_without_cards": sum(bool(r["unbacked_no_cards"]) for r in judged),
                 "control_unbacked_cards_until_the_next_reply": sum(bool(r["unbacked_strict"]) for r in judged),
                 "control_unbacked_with_no_records": sum(bool(r["unbacked_control"]) for r in judged),
+                # Per sentence of the replies that speak of an action: the stored reply's check, and the
+                # stream's (each prefix up to a sentence's end judged once).
+                "microseconds_per_sentence_whole": round(1e6 * sum(r["seconds_whole"] for r in rows) / sentences, 1),
+                "microseconds_per_sentence_streamed": round(
+                    1e6 * sum(r["seconds_streamed"] for r in rows) / sentences, 1
+                ),
                 "unbacked_replies": [
                     {"ticket": r["ticket"], "turn": r["turn"], "sentences": r["unbacked"]} for r in unbacked
                 ],

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sundry.agent.guards import replycheck, replyclaims
+from sundry.agent.guards import provisional, replycheck, replyclaims
 from sundry.agent.provider import textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
@@ -169,13 +169,16 @@ def checked_claims(
 
 
 def sentence_passes(
-    sentence: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None, question: str = ""
+    upto: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None, question: str = ""
 ) -> bool:
-    """Whether one sentence may be shown before the whole reply is checked: it claims nothing the
-    records do not show and quotes no internal-only text (`provisional`)."""
-    if internal and internaltext.quotes(sentence, internal):
+    """Whether the reply up to a sentence's end may be shown before the whole reply is checked: it
+    claims nothing the records do not show and quotes no internal-only text (`provisional`). Judged
+    as one text, so a sentence is read with what came before it ("It's done." after "your refund");
+    only its last sentence's claims are judged again (the stream stopped at any earlier one that failed)."""
+    if internal and internaltext.quotes(upto, internal):
         return False
-    return facts is None or not facts.unsupported(sentence, question)
+    since = max(0, len(provisional.sentences(upto, final=True)) - 1)
+    return facts is None or not facts.unsupported(upto, question, since)
 
 
 def obtain(
@@ -197,7 +200,7 @@ def obtain(
     if stream is not None:
         stream.known = frozenset(known)
         question = _latest_customer_text(turns)
-        stream.sentence_ok = lambda sentence: sentence_passes(sentence, facts, internal, question)
+        stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question)
     calls: list[GatewayCall] = []
     failed_ms = 0
     answer = Answer(call=None)

@@ -31,9 +31,10 @@ class ReplyStream:
         self.stream = secrets.token_hex(6)  # one per step: the page tells a new step's stream from the last
         self.min_interval = min_interval
         self.known: frozenset[str] = frozenset()  # identifiers the request showed (set by the caller)
-        # Judges one complete sentence as the final check would (claims, internal text); set by the caller.
+        # Judges the text up to a sentence's end as the final check would (claims, internal text); set by
+        # the caller.
         self.sentence_ok = None
-        self._judged: dict[str, bool] = {}  # each sentence is judged once, however often the text grows
+        self._judged: dict[str, bool] = {}  # each prefix is judged once, however often the text grows
         self.started = False
         self.posted_turn: int | None = None  # set by the step when its reply is stored
         self.seq = 0
@@ -60,12 +61,12 @@ class ReplyStream:
         self._shown, self._sent_at = shown, now
         await areply_stream(self.ticket_id, self._message("text", shown))
 
-    def _ok(self, sentence: str) -> bool:
+    def _ok(self, upto: str) -> bool:
         if self.sentence_ok is None:
             return True
-        if sentence not in self._judged:
-            self._judged[sentence] = self.sentence_ok(sentence)
-        return self._judged[sentence]
+        if upto not in self._judged:
+            self._judged[upto] = self.sentence_ok(upto)
+        return self._judged[upto]
 
     def finish(self) -> None:
         """After the step's commit: the stored reply's turn, or None. Nothing if nothing streamed."""

@@ -183,12 +183,12 @@ def read_by_customers(ticket_id: int) -> dict:
     ]
     hidden = gather(internal=internal, public=public)
     out = {"false_claims": 0, "internal_shown": 0, "unanswered": 0}
-    waiting = False
+    waiting, question = False, ""
     for number, author, kind, text in turns:
         if kind != Turn.Kind.MESSAGE:
             continue
         if author == "customer":
-            waiting = True
+            waiting, question = True, text  # what a bare "Yes." or "It's done." in the next reply is about
             continue
         if author not in ("agent", "staff"):
             continue
@@ -238,6 +238,7 @@ def read_by_customers(ticket_id: int) -> dict:
                 ],
                 proposals=[p for turn, p in proposed if turn < number],
                 later=later,
+                question=question,
                 vocab=vocab,
                 forbidden=replyclaims.forbidden_kinds([r for r in rules if r.turn < number], domain),
             )

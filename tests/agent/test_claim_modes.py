@@ -372,12 +372,20 @@ def test_a_bare_yes_or_no_is_judged_as_an_answer_about_the_action_asked():
                 assert _held(reply, question=question), (question, reply, "nothing ran")
                 assert _held(reply, question=question, actions=[other]), (question, reply, "ran on another order")
                 assert not _held(reply, question=question, actions=[ran]), (question, reply)
-                assert not _held(reply, actions=[]), "control: with no question, a bare yes claims nothing"
+                # Control: with no question, a bare yes answers nothing (its "that's done" is judged as a claim
+                # of the action under discussion: tests/agent/test_claim_bare.py).
+                assert not any("(to:" in c.sentence for c in replyclaims.claims_of(reply)), reply
                 figures["yes: held when it did not run, passed when it did"] += 1
             for reply in NO:
                 assert _held(reply, question=question, actions=[ran]), (question, reply, "it ran")
                 assert not _held(reply, question=question, actions=[other]), (question, reply)
                 figures["no: held when it ran, passed when it did not"] += 1
     not_asked = [f"Is {ORDER} delivered?", f"Can you cancel {ORDER}?", "Thanks!"]
-    assert not any(_held(reply, question=q) for q in not_asked for reply in YES + NO + ["No problem, happy to help."])
+    # A yes or no to them answers nothing about an action done; "that's done" or "all sorted" in it is still a
+    # claim of the action the message asks for ("Can you cancel …?"), judged in tests/agent/test_claim_bare.py.
+    replies = YES + NO + ["No problem, happy to help."]
+    assert not any("(to:" in c.sentence for q in not_asked for r in replies for c in replyclaims.claims_of(r, q))
+    assert not any(
+        _held(reply, question=q) for q in not_asked for reply in ["Yes.", "No.", "No problem, happy to help."]
+    )
     print(dict(figures))

@@ -281,6 +281,21 @@ async def test_a_sentence_claiming_what_no_tool_did_never_reaches_a_screen(watch
         assert all("cancelled" not in t and "Anything" not in t for t in texts)
 
 
+async def test_a_bare_it_is_done_about_the_refund_asked_never_reaches_a_screen(watched):
+    """The customer asked whether their refund went through; "It's all sorted." names no action but
+    claims that refund, which never ran: nothing from that sentence on is ever shown."""
+    false = ["Thanks for ", "asking. ", "It's all ", "sorted. ", "Anything else?"]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
+
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
+    assert "refund" in step.checks["reply"][-1]["unsupported"]
+    for got in (customer, staff):
+        texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
+        assert texts and all(t.strip() == "Thanks for asking." for t in texts)
+        assert all("sorted" not in t and "Anything" not in t for t in texts)
+
+
 async def test_negative_control_with_streaming_off_no_stream_reaches_the_watchers(watched, settings):
     settings.MODEL_STREAM = False
     watched["start"](lambda p, b: Streamed(chunks=["Nothing ", "to report."]))

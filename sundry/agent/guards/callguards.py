@@ -629,7 +629,11 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         rules=inp.rules,
         overridden=inp.overridden_rules,
     )
-    false = [c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""))]
+    # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
+    question = next((m.text for m in reversed(inp.said or ()) if m.author == "customer"), "")
+    false = [
+        c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""), question)
+    ]
     if not false:
         return None
     said = replyclaims.describe(false)

@@ -233,30 +233,13 @@ def mode_of(sentence: str, done) -> str | None:
     return None
 
 
-# A yes or no that names no action answers the customer's question about one: "Did you refund
-# <order>?" — "Yes, that's done." is a done-claim of a refund on that order; "No, it hasn't." denies it.
-_BARE_ANSWER = re.compile(r"^\s*(?P<word>yes|yep|yeah|no|nope)(?=\s*(?:[,.!;:\u2014\u2013-]|$))[^.!?]*", re.I)
-_ASKED_DONE = re.compile(r"\b(?:did|has|have|had|was|were|is|are)\b[^?]*\?", re.I)
-_ASKED_VERB = {
-    REFUND: re.compile(r"\brefund(?:ed)?\b|\bmoney\s+back\b|\breimburs\w*", re.I),
-    CANCEL: re.compile(r"\bcancel(?:l?ed)?\b", re.I),
-    RETURN: re.compile(r"\breturn(?:ed)?\b|\breturn\s+(?:booked|label)", re.I),
-    REPLACE: re.compile(r"\breplace(?:d|ment)?\b|\bexchang\w*", re.I),
-}
+def asks_or_offers(sentence: str) -> bool:
+    """Whether the sentence asks the customer's wish or makes what follows depend on it ("would you like
+    …", "if you'd like, I'll …"): it promises nothing."""
+    return bool(_QUESTION_OFFER.search(sentence))
 
 
-def answered(reply: str, question: str) -> tuple[str, list[str], str] | None:
-    """(DONE or DENIED, the kinds asked about, the question) when `reply` opens with a bare yes or no
-    to a question about whether an action happened; None otherwise (a reply that names the action
-    itself is read as it stands)."""
-    m = _BARE_ANSWER.match(reply or "")
-    asked = _ASKED_DONE.search(question or "")
-    if m is None or asked is None or any(p.search(m.group(0)) for p in _KIND_WORDS.values()):
-        return None
-    kinds = [kind for kind, p in _ASKED_VERB.items() if p.search(asked.group(0))]
-    if not kinds:
-        return None
-    return (DENIED if m.group("word").lower() in ("no", "nope") else "done"), kinds, asked.group(0)
+# A bare yes or no to the customer's question about an action is read by `bareclaims.answered`.
 
 
 # "I can …", "I'm able to …", "would you like me to …", "shall I …", "if you'd like, I'll …": what follows

@@ -12,7 +12,11 @@ it is complete and passes what the check would ask of it:
   their first character;
 - no identifier the request never showed (an invented refund reference);
 - whatever else the caller's `sentence_ok` judges (a claim that an action was
-  done which the records do not show, a quote of internal-only text).
+  done which the records do not show, a quote of internal-only text) — given
+  the text up to the sentence's end, not the sentence alone: "It's done." is a
+  claim of the action an earlier sentence named, and "Yes." answers the
+  customer's question only as the reply's own sentence, so each prefix is judged
+  as the final check would judge a reply that ended there.
 
 A sentence is complete when it ends in . ! or ? followed by a space, or at a
 line break; the last one once the model has finished. The first failing
@@ -61,7 +65,7 @@ def shown(
     for sentence in sentences(text, final=final):
         if id_tokens(sentence) - set(known):
             break
-        if sentence_ok is not None and sentence.strip() and not sentence_ok(sentence.strip()):
+        if sentence_ok is not None and sentence.strip() and not sentence_ok((out + sentence).strip()):
             break
         out += sentence
     return out.rstrip()

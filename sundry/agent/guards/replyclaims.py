@@ -51,7 +51,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import claimmodes, claimverbs
+from sundry.agent.guards import bareclaims, claimmodes, claimverbs
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.context.rules import infer_enforcement
@@ -209,6 +209,8 @@ def amounts_in(sentence: str) -> list[Amount]:
 DONE = "done"
 PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
 OFFER = claimmodes.OFFER
+ANY = bareclaims.ANY  # an action the reply names nowhere (`bareclaims`)
+READY = bareclaims.READY  # the same, said ready ("you're all set"): judged only on an open card
 
 
 @dataclass(frozen=True)
@@ -231,31 +233,37 @@ def _own_words(found: list[str], builtin: list[str], vocab: claimverbs.Vocabular
     return [k for k in found if k not in builtin and not vocab.read_already(k, set(builtin))]
 
 
-def claims_of(text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[Claim]:
+def claims_of(
+    text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY, since: int = 0
+) -> list[Claim]:
     """Each sentence that speaks of an action of a known kind as done, pending, refused, to come, not
-    done or offered, with its mode. `question`: the customer's latest message; a reply that opens with a
-    bare yes or no to "did you refund <order>?" claims (or denies) that refund, on the records the
-    question names. `vocab`: the domain's writes' own claim words (`vocabulary_of`)."""
+    done or offered, with its mode. `question`: the customer's latest message; a sentence that opens
+    with a bare yes or no to "did you refund <order>?" claims (or denies) that refund, on the records
+    the question names, and a claim that names no action ("It's done.") is of the action the reply or
+    the message names (`bareclaims`). `vocab`: the domain's writes' own claim words (`vocabulary_of`).
+    `since`: the sentences before this one are read only as what later ones may speak of (the stream
+    judged them already)."""
     out = []
-    said = sentences(text or "", final=True)
-    answer = claimmodes.answered(said[0].strip().replace("\u2019", "'"), question) if said and question else None
-    if answer is not None:
-        mode, kinds, asked = answer
-        out += [
-            Claim(kind, f"{said[0].strip()} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode)
-            for kind in kinds
-        ]
-    for sentence in said:
-        s = sentence.strip().replace("\u2019", "'")  # models write "you’ll" as often as "you'll"
-        if not s:
+    said = [sentence.strip().replace("\u2019", "'") for sentence in sentences(text or "", final=True)]
+    for i, s in enumerate(said):  # models write "you’ll" as often as "you'll"
+        if not s or i < since:
             continue
+        found = []
+        answer = bareclaims.answered(s, question, vocab)
+        if answer is not None:
+            mode, kinds, asked = answer
+            found += [
+                Claim(kind, f"{s} (to: {asked.strip()})", frozenset(id_tokens(asked)), (), mode) for kind in kinds
+            ]
         rest = claimmodes.offer_rest(s)
         offered = claimmodes.offered_kinds(rest) if rest is not None else []
         if rest is not None and vocab:
             offered += _own_words(vocab.offered(rest), offered, vocab)
+        kinds: list[str] = []
         if offered:
             mode, kinds = OFFER, offered
         elif s.endswith("?"):
+            out += found
             continue
         else:
             mode = claimmodes.mode_of(s, lambda plain: bool(_done_kinds(plain, vocab)))
@@ -263,13 +271,41 @@ def claims_of(text: str, question: str = "", vocab: claimverbs.Vocabulary = clai
                 kinds = claimmodes.kinds_in(s, mode, has_amount=lambda sentence: bool(amounts_in(sentence)))
                 if vocab:
                     kinds += _own_words(vocab.mentioned(s, promised=mode == FUTURE), kinds, vocab)
-            elif _NOT_DONE.search(s):
-                continue
-            else:
+            elif not _NOT_DONE.search(s):
                 mode, kinds = DONE, _done_kinds(s, vocab)
+        found += [Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), mode) for kind in kinds]
+        if not offered:
+            found += _unnamed(s, said[:i], question, vocab, rest, {(c.kind, c.mode) for c in found})
+        out += found
+    return out
+
+
+def _amounts(kind: str, sentence: str) -> tuple[Amount, ...]:
+    return tuple(amounts_in(sentence)) if kind == REFUND else ()
+
+
+def _unnamed(s: str, before: list[str], question: str, vocab, rest: str | None, seen: set) -> list[Claim]:
+    """Claims in words that need not name the action (`bareclaims`): of the action the clause names,
+    else of the one the reply named last before it, else the customer's message's, else of `ANY`."""
+    conditional = bool(claimmodes.asks_or_offers(s))
+    out = []
+    for reading in bareclaims.readings(s, offer_rest=rest, conditional=conditional):
+        kinds, ids, about = bareclaims.named_kinds(reading.clause, vocab), id_tokens(s), ""
+        if not kinds and not reading.unnamed:
+            continue  # "your order has been processed": a record's status, no action
+        if not kinds:
+            for said in [s[: reading.at], *reversed(before), question]:
+                kinds = bareclaims.named_kinds(said, vocab)
+                if kinds:
+                    ids, about = ids or id_tokens(said), said.strip()
+                    break
+            else:
+                kinds = [READY if reading.weak else ANY]
+        sentence = f"{s} (of: {about})" if about else s
         for kind in kinds:
-            amounts = tuple(amounts_in(s)) if kind == REFUND else ()
-            out.append(Claim(kind, s, frozenset(id_tokens(s)), amounts, mode))
+            if (kind, reading.mode) not in seen:
+                seen.add((kind, reading.mode))
+                out.append(Claim(kind, sentence, frozenset(ids), _amounts(kind, s), reading.mode))
     return out
 
 
@@ -384,6 +420,7 @@ def unsupported(
     question: str = "",
     vocab: claimverbs.Vocabulary = claimverbs.EMPTY,
     forbidden: dict[str, frozenset[str]] | None = None,
+    since: int = 0,
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -396,7 +433,8 @@ def unsupported(
     (`later_kinds_of`): what a call's action leads to afterwards, which a pending or promised claim may
     stand on (default: `kinds`). `question`: the customer's latest message, which a bare yes or no
     answers (`claims_of`). `vocab`: the writes' own claim words (`vocabulary_of`). `forbidden`: kind →
-    the records a rule in force forbids it on (`forbidden_kinds`)."""
+    the records a rule in force forbids it on (`forbidden_kinds`). `since`: judge the sentences from
+    this one on, the earlier ones read only as what they may speak of (`claims_of`)."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -411,7 +449,16 @@ def unsupported(
     # A write's own kinds act on records of any kind (a reservation, a line): every value on the ticket.
     anything = owners | {e.value for e in ledger} | {v for a in actions for v in a.on}
     out = []
-    for claim in claims_of(text, question, vocab):
+    for claim in _resolved(claims_of(text, question, vocab, since), proposals, later):
+        if claim.kind == READY:
+            continue  # no card open: "you're all set" may close the customer's own troubleshooting
+        if claim.kind == ANY:
+            # Nothing names the action and no card or hold is open: "it's done" stands on anything done on
+            # the ticket. Any other mode is left alone: "we'll get this sorted out!" may be the customer's own
+            # troubleshooting, and there is no action to hold a promise or a denial to.
+            if claim.mode == DONE and not actions:
+                out.append(replace(claim, why="nothing was done on this ticket"))
+            continue
         own = claim.kind not in KINDS
         if claim.mode == OFFER:
             why = _offer_fault(
@@ -461,6 +508,24 @@ def unsupported(
             ):
                 out.append(replace(claim, why="its card or the records show another figure"))
     return out
+
+
+def _resolved(claims: list[Claim], proposals: list, kinds: dict[str, set[str]]) -> list[Claim]:
+    """Claims of `ANY` action made of the open cards' and holds' (the action under discussion when
+    neither the reply nor the customer's message names one); the rest as they are."""
+    open_ = [p for p in proposals if p.status == OPEN]
+    out = []
+    for claim in claims:
+        if claim.kind not in (ANY, READY) or not open_:
+            out.append(claim)
+            continue
+        made = [
+            replace(claim, kind=k, ids=claim.ids | frozenset(p.on))
+            for p in open_
+            for k in sorted(kinds.get(p.tool, ()))
+        ]
+        out += made or [claim]
+    return list(dict.fromkeys(out))
 
 
 def _offer_fault(claim: Claim, named, declared, actions, kinds, money, ledger, proposals, forbidden, owner_kind) -> str:
@@ -610,7 +675,7 @@ class Records:
             forbidden=forbidden_kinds(rules, domain, overridden),
         )
 
-    def unsupported(self, text: str, question: str = "") -> list[Claim]:
+    def unsupported(self, text: str, question: str = "", since: int = 0) -> list[Claim]:
         return unsupported(
             text,
             actions=self.actions,
@@ -623,6 +688,7 @@ class Records:
             question=question,
             vocab=self.vocab,
             forbidden=self.forbidden,
+            since=since,
         )
 
 
