@@ -6,9 +6,10 @@ from __future__ import annotations
 from django import forms
 
 from sundry.agent.provider.gateway import validate_model_name
+from sundry.compaction.summariser import MAX_ATTEMPTS
 from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS, run_lab
 from sundry.desk.budgetreplay import Budget
-from sundry.desk.labcosts import price_problem, summariser_cost
+from sundry.desk.labcosts import price_problem, summariser_cost, template_tokens
 from sundry.tickets.models import TicketClass
 
 # An offline class costs nothing: its figures are priced as this model unless the admin names another.
@@ -102,20 +103,31 @@ def proposed_budget(data: dict) -> Budget:
 
 def summariser_estimate(tclass: TicketClass, data: dict, model: str) -> dict:
     """What a run calling `model` as the summariser would spend: the harness compacts the window's
-    tickets at the current settings and at the proposal, so both replays' compactions are counted."""
+    tickets at the current settings and at the proposal, so both replays' compactions are counted.
+
+    The harness decides its compactions itself (it also compacts before a step whose request is over
+    the budget), so the replay's count is an estimate; the ceiling is every step of both settings
+    compacting, each with its retry, each replacing as much as the largest request held."""
     lab = run_lab(
         tclass,
         proposed_budget(data),
         tickets=data.get("tickets") or DEFAULT_TICKETS,
         price_as=data.get("price_as") or initial_values(tclass)["price_as"],
     )
-    priced = summariser_cost(model, lab.summarised_current + lab.summarised_proposed, lab.summary_tokens)
+    summary = lab.summary_tokens
+    priced = summariser_cost(model, lab.summarised_current + lab.summarised_proposed, summary)
+    steps = lab.replayed_current.steps
+    largest = max(lab.recorded.peak, lab.replayed_current.peak, lab.replayed_proposed.peak)
+    ceiling = summariser_cost(model, [largest] * (2 * steps * MAX_ATTEMPTS), summary)
     text = (
-        f"The run would call {model} about {priced.calls} time{'s' if priced.calls != 1 else ''} "
-        f"({priced.input_tokens:,} input and {priced.output_tokens:,} output tokens): "
-        + ("no known price." if priced.cost is None else f"about ${priced.cost:.4f}.")
+        f"The run would call {model} about {priced.calls} time{'s' if priced.calls != 1 else ''} by the "
+        f"replay's count ({priced.input_tokens:,} input and {priced.output_tokens:,} output tokens): "
+        + ("no known price" if priced.cost is None else f"about ${priced.cost:.4f}")
+        + f"; at most {ceiling.calls} calls (2 settings × {steps} steps × {MAX_ATTEMPTS} attempts) of up to "
+        f"{largest + template_tokens(model):,} input tokens: "
+        + ("no known price." if ceiling.cost is None else f"at most ${ceiling.cost:.4f}.")
     )
-    return {**priced.as_json(), "text": text}
+    return {**priced.as_json(), "ceiling": ceiling.as_json(), "text": text}
 
 
 def initial_values(tclass: TicketClass) -> dict:
