@@ -3,8 +3,10 @@
 Reads the class's latest tickets with recorded steps (at most `MAX_TICKETS`, so the page answers
 in a request), replays each under the class's current settings and under the proposal
 (`budgetreplay`), and sums both beside what was recorded: request tokens (median, p95, peak),
-steps over the budget, compactions, input tokens and their cost, the ledger against its share,
-and the fixed part of every request (`budgetfit`).
+steps over the budget, compactions, input tokens, the ledger against its share, the fixed part of
+every request (`budgetfit`), and what it costs per ticket and per month at the class's volume,
+prompt cache and summariser calls included (`labcosts`). A proposal may name another working or
+summariser model: its column is priced at those.
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from decimal import Decimal
 from django.db.models import Count, Q
 
 from sundry.agent.models import AgentStep
-from sundry.agent.provider import pricing
-from sundry.agent.provider.gateway import resolve_model
 from sundry.compaction.models import CompactionRun
 from sundry.compaction.trigger import EXPECTED_SUMMARY_TOKENS
 from sundry.context.harvest import class_allowance
 from sundry.context.lanes import TurnData
 from sundry.desk.budgetfit import Fit, fixed_part
 from sundry.desk.budgetreplay import Budget, History, Replayed, StepRecord, replay
+from sundry.desk.labcosts import (
+    NO_CACHE,
+    CacheShares,
+    Volume,
+    cache_shares,
+    monthly_volume,
+    per_ticket_and_month,
+    price_steps,
+    summariser_cost,
+)
 from sundry.tickets.models import Ticket, TicketClass, Turn
 
 DEFAULT_TICKETS = 50
@@ -43,8 +53,11 @@ class Figures:
     compactions: int
     input_tokens: int
     output_tokens: int
-    cost: Decimal | None  # None: the model has no known price
+    cost: Decimal | None  # the steps, cache included; None: the model has no known price
     ledger_over: int = 0
+    summariser_calls: int = 0
+    summariser_input_tokens: int = 0
+    summariser_cost: Decimal | None = Decimal(0)
 
     @property
     def over_share(self) -> float:
@@ -63,12 +76,22 @@ class Lab:
     replayed_proposed: Figures
     fit_current: Fit
     fit_proposed: Fit
-    price_model: str
+    price_model: str  # the recorded and current columns are priced at it
     summary_tokens: int
     summary_measured: bool
     ledger_peak: int
     seconds: float
     samples: list[dict] = field(default_factory=list)  # the charts' tickets, step by step
+    proposed_price_model: str = ""  # the proposal's working model, or `price_model`
+    summariser_price_model: str = ""  # the class's summariser (an offline one priced as `price_model`)
+    proposed_summariser_price_model: str = ""
+    working_model: str = ""  # proposed ("": the class's)
+    summariser_model: str = ""  # proposed ("": the class's)
+    shares: CacheShares = NO_CACHE
+    volume: Volume = Volume(0.0, "not counted")
+    # What each replayed compaction's summariser call replaced (its input less the template).
+    summarised_current: list[int] = field(default_factory=list)
+    summarised_proposed: list[int] = field(default_factory=list)
 
     def per_ticket(self, figures: Figures, attr: str) -> float:
         return round(getattr(figures, attr) / self.tickets, 2) if self.tickets else 0.0
@@ -85,15 +108,18 @@ def _percentile(values: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def price(model: str, input_tokens: int, output_tokens: int) -> Decimal | None:
-    """USD for these tokens at `model`'s prices (genai-prices), or None when it has none."""
-    cost = pricing.cost(model, input_tokens, output_tokens, base_url=resolve_model(model).base_url)
-    return cost.usd if cost.priced else None
-
-
 def figures(
-    requests: list[int], budget: Budget, *, compactions: int, output_tokens: int, model: str, ledger_over: int = 0
+    requests: list[int],
+    budget: Budget,
+    *,
+    compactions: int,
+    outputs: list[int],
+    model: str,
+    shares: CacheShares = NO_CACHE,
+    ledger_over: int = 0,
+    summariser=None,
 ) -> Figures:
+    """`outputs`: each step's output tokens, in the order of `requests`; `summariser`: a `SummariserCost`."""
     total = sum(requests)
     return Figures(
         steps=len(requests),
@@ -104,9 +130,12 @@ def figures(
         over_trigger=sum(1 for n in requests if n > budget.trigger),
         compactions=compactions,
         input_tokens=total,
-        output_tokens=output_tokens,
-        cost=price(model, total, output_tokens),
+        output_tokens=sum(outputs),
+        cost=price_steps(model, list(zip(requests, outputs)), shares),
         ledger_over=ledger_over,
+        summariser_calls=summariser.calls if summariser else 0,
+        summariser_input_tokens=summariser.input_tokens if summariser else 0,
+        summariser_cost=summariser.cost if summariser else Decimal(0),
     )
 
 
@@ -156,18 +185,35 @@ def _summary_tokens(found: list[History]) -> tuple[int, bool]:
     return (int(statistics.median(sizes)), True) if sizes else (EXPECTED_SUMMARY_TOKENS, False)
 
 
+def _outputs(found: list[History]) -> list[int]:
+    return [s.output_tokens for h in found for s in h.steps]
+
+
 def _replayed(
-    found: list[History], budget: Budget, summary: int, model: str, runs: list[Replayed] | None = None
+    found: list[History],
+    budget: Budget,
+    summary: int,
+    runs: list[Replayed],
+    *,
+    model: str,
+    summariser_model: str,
+    shares: CacheShares,
 ) -> Figures:
-    runs = runs if runs is not None else [replay(h, budget, summary_tokens=summary) for h in found]
     return figures(
         [n for r in runs for _, n in r.requests],
         budget,
         compactions=sum(len(r.compacted_after) for r in runs),
-        output_tokens=sum(s.output_tokens for h in found for s in h.steps),
+        outputs=_outputs(found),
         model=model,
+        shares=shares,
         ledger_over=sum(r.ledger_over for r in runs),
+        summariser=summariser_cost(summariser_model, [n for r in runs for n in r.summarised], summary),
     )
+
+
+def _summariser_price_model(summariser: str, working_price: str) -> str:
+    """An offline summariser is priced as the working model's price model, as offline steps are."""
+    return working_price if summariser == "offline" else summariser
 
 
 # The charts follow this many tickets, the ones with the most steps (a short ticket shows little).
@@ -200,18 +246,26 @@ def run_lab(
     *,
     tickets: int = DEFAULT_TICKETS,
     price_as: str = "",
+    working_model: str = "",
+    summariser_model: str = "",
     progress: Callable[[int, int], None] | None = None,
 ) -> Lab:
-    """`progress(done, total)` is told after each ticket is replayed."""
+    """`progress(done, total)` is told after each ticket is replayed. `working_model`, `summariser_model`:
+    the proposal's ("" keeps the class's); the proposed column is priced at them."""
     started = time.monotonic()
     tickets = max(1, min(tickets, MAX_TICKETS))
     model = price_as or tclass.working_model
+    proposed_model = working_model if working_model and working_model != "offline" else model
+    summariser_current = _summariser_price_model(tclass.summariser_model, model)
+    summariser_proposed = _summariser_price_model(summariser_model or tclass.summariser_model, proposed_model)
     current = class_budget(tclass)
     found, total = histories(tclass, tickets)
     summary, measured = _summary_tokens(found)
+    shares = cache_shares(tclass)
     done = CompactionRun.objects.filter(
         Q(status__in=["succeeded", "fallback"]), ticket_id__in=[h.ticket_id for h in found]
     )
+    opened = list(Ticket.objects.filter(pk__in=[h.ticket_id for h in found]).values_list("created_at", flat=True))
     runs_current: list[Replayed] = []
     runs_proposed: list[Replayed] = []
     for i, h in enumerate(found, 1):
@@ -223,8 +277,10 @@ def run_lab(
         [s.request_tokens for h in found for s in h.steps],
         current,
         compactions=done.count(),
-        output_tokens=sum(s.output_tokens for h in found for s in h.steps),
+        outputs=_outputs(found),
         model=model,
+        shares=shares,
+        summariser=summariser_cost(summariser_current, list(done.values_list("replaced_tokens", flat=True)), summary),
     )
     return Lab(
         tclass=tclass,
@@ -233,8 +289,18 @@ def run_lab(
         tickets=len(found),
         tickets_with_steps=total,
         recorded=recorded,
-        replayed_current=_replayed(found, current, summary, model, runs_current),
-        replayed_proposed=_replayed(found, proposed, summary, model, runs_proposed),
+        replayed_current=_replayed(
+            found, current, summary, runs_current, model=model, summariser_model=summariser_current, shares=shares
+        ),
+        replayed_proposed=_replayed(
+            found,
+            proposed,
+            summary,
+            runs_proposed,
+            model=proposed_model,
+            summariser_model=summariser_proposed,
+            shares=shares,
+        ),
         fit_current=fixed_part(tclass),
         fit_proposed=fixed_part(
             tclass,
@@ -249,6 +315,15 @@ def run_lab(
         ledger_peak=max((s.ledger_tokens for h in found for s in h.steps), default=0),
         seconds=round(time.monotonic() - started, 2),
         samples=_samples(found, runs_current, runs_proposed, _recorded_steps_compacted(found)),
+        proposed_price_model=proposed_model,
+        summariser_price_model=summariser_current,
+        proposed_summariser_price_model=summariser_proposed,
+        working_model=working_model,
+        summariser_model=summariser_model,
+        shares=shares,
+        volume=monthly_volume(tclass, opened),
+        summarised_current=[n for r in runs_current for n in r.summarised],
+        summarised_proposed=[n for r in runs_proposed for n in r.summarised],
     )
 
 
@@ -264,8 +339,20 @@ def _recorded_steps_compacted(found: list[History]) -> dict[int, list[int]]:
     }
 
 
-def _figures_json(f: Figures) -> dict:
-    return {**asdict(f), "cost": None if f.cost is None else str(f.cost), "over_share": f.over_share}
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _figures_json(f: Figures, tickets: int, volume: Volume) -> dict:
+    per_ticket, per_month = per_ticket_and_month([f.cost, f.summariser_cost], tickets, volume)
+    return {
+        **asdict(f),
+        "cost": _money(f.cost),
+        "summariser_cost": _money(f.summariser_cost),
+        "over_share": f.over_share,
+        "cost_per_ticket": per_ticket,  # the steps and the summariser's calls
+        "cost_per_month": per_month,
+    }
 
 
 def _fit_json(fit: Fit) -> dict:
@@ -285,16 +372,6 @@ def _budget_json(b: Budget) -> dict:
     return {**asdict(b), "trigger": b.trigger, "ledger_allowance": b.ledger_allowance}
 
 
-def _per_ticket(figures: dict, tickets: int) -> dict:
-    cost = figures["cost"]
-    return {
-        **figures,
-        "cost_per_ticket": None
-        if cost is None or not tickets
-        else str((Decimal(cost) / tickets).quantize(Decimal("0.000001"))),
-    }
-
-
 def lab_json(lab: Lab) -> dict:
     """The lab's result as plain JSON, the same names the page reads (a proposal stores it)."""
     out = {
@@ -303,9 +380,9 @@ def lab_json(lab: Lab) -> dict:
         "proposed": _budget_json(lab.proposed),
         "tickets": lab.tickets,
         "tickets_with_steps": lab.tickets_with_steps,
-        "recorded": _figures_json(lab.recorded),
-        "replayed_current": _figures_json(lab.replayed_current),
-        "replayed_proposed": _figures_json(lab.replayed_proposed),
+        "recorded": _figures_json(lab.recorded, lab.tickets, lab.volume),
+        "replayed_current": _figures_json(lab.replayed_current, lab.tickets, lab.volume),
+        "replayed_proposed": _figures_json(lab.replayed_proposed, lab.tickets, lab.volume),
         "fit_current": _fit_json(lab.fit_current),
         "fit_proposed": _fit_json(lab.fit_proposed),
         "price_model": lab.price_model,
@@ -314,7 +391,17 @@ def lab_json(lab: Lab) -> dict:
         "ledger_peak": lab.ledger_peak,
         "seconds": lab.seconds,
         "samples": lab.samples,
+        "proposed_price_model": lab.proposed_price_model or lab.price_model,
+        "summariser_price_model": lab.summariser_price_model,
+        "proposed_summariser_price_model": lab.proposed_summariser_price_model,
+        "models": {
+            "current": {"working": lab.tclass.working_model, "summariser": lab.tclass.summariser_model},
+            "proposed": {
+                "working": lab.working_model or lab.tclass.working_model,
+                "summariser": lab.summariser_model or lab.tclass.summariser_model,
+            },
+        },
+        "cache": asdict(lab.shares),
+        "volume": lab.volume.as_json(),
     }
-    for key in ("recorded", "replayed_current", "replayed_proposed"):
-        out[key] = _per_ticket(out[key], lab.tickets)
     return out

@@ -75,6 +75,8 @@ class Replayed:
     requests: list[tuple[int, int]] = field(default_factory=list)  # (step number, request tokens)
     compacted_after: list[int] = field(default_factory=list)  # step numbers
     ledger_over: int = 0  # steps whose ledger the proposed share would have archived from
+    # Per compaction, what its summariser call replaced: the turns folded and the summary before them.
+    summarised: list[int] = field(default_factory=list)
 
 
 def turn_cost(turn: TurnData) -> int:
@@ -135,6 +137,7 @@ def replay(history: History, settings: Budget, *, summary_tokens: int = EXPECTED
         if cut is None or not pays(sum(t.tokens for t in after if t.number <= cut)).compact:
             continue
         last_after = total - _cost(turns, cover + 1, cut) - summary + summary_tokens
+        out.summarised.append(sum(t.tokens for t in after if t.number <= cut) + summary)
         cover, summary = cut, summary_tokens
         out.compacted_after.append(step.number)
     return out

@@ -15,6 +15,8 @@ from sundry.tickets.services import ticket_class_save
 
 # What an applied proposal writes: its fields are named as the class's.
 PROPOSAL_FIELDS = ("token_budget", "trigger_fraction", "recent_turns_kept", "ledger_share")
+# Written only when the proposal names one ("" keeps the class's model).
+PROPOSAL_MODELS = ("working_model", "summariser_model")
 
 
 class ApplyRefused(ValueError):
@@ -42,7 +44,7 @@ def class_change_record(
 
 
 def proposal_apply(*, proposal: BudgetProposal, by, accept_tight: bool = False) -> TicketClassChange | None:
-    """Write the proposal's settings to its class, with the audit record. The same room check the
+    """Write the proposal's settings (and the models it names) to its class, with the audit record. The same room check the
     class's form makes: a budget compaction cannot work under is refused, a tight one needs `accept_tight`."""
     if proposal.status != BudgetProposal.Status.DONE:
         raise ApplyRefused("This proposal has not finished its run: apply it once its figures are shown.")
@@ -62,8 +64,9 @@ def proposal_apply(*, proposal: BudgetProposal, by, accept_tight: bool = False) 
             )
         if fit.tight and not accept_tight:
             raise ApplyRefused(fit.problem() + " To apply it anyway, tick “Apply this budget anyway”.")
-        before = {name: getattr(tclass, name) for name in PROPOSAL_FIELDS}
-        for name in PROPOSAL_FIELDS:
+        names = PROPOSAL_FIELDS + tuple(m for m in PROPOSAL_MODELS if getattr(proposal, m))
+        before = {name: getattr(tclass, name) for name in names}
+        for name in names:
             setattr(tclass, name, getattr(proposal, name))
         ticket_class_save(ticket_class=tclass)
         return class_change_record(ticket_class=tclass, before=before, by=by, proposal=proposal)

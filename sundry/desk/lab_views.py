@@ -16,9 +16,8 @@ from sundry.core.background import enqueue_on_commit
 from sundry.core.people import is_admin
 from sundry.desk import labcharts
 from sundry.desk.budgetlab import DEFAULT_TICKETS, class_budget, lab_json, run_lab
-from sundry.desk.budgetreplay import Budget
 from sundry.desk.classchanges import ApplyRefused, proposal_apply
-from sundry.desk.labform import ProposalForm, initial_values
+from sundry.desk.labform import ProposalForm, initial_values, proposed_budget
 from sundry.people.selectors import customer_of
 from sundry.tickets.models import BudgetProposal, TicketClass, TicketClassChange
 
@@ -79,18 +78,21 @@ def budget_lab(request, class_id: int):
         return away
     tclass = get_object_or_404(TicketClass, pk=class_id)
     asked = bool(request.GET)
-    form = ProposalForm({**initial_values(tclass), **request.GET.dict()} if asked else initial_values(tclass))
+    form = ProposalForm(
+        {**initial_values(tclass), **request.GET.dict()} if asked else initial_values(tclass), tclass=tclass
+    )
     lab = None
     status = 200
     if form.is_valid():
         data = form.cleaned_data
-        proposed = Budget(data["budget"], data["trigger"], data["kept"], data["ledger"])
         lab = lab_json(
             run_lab(
                 tclass,
-                proposed,
+                proposed_budget(data),
                 tickets=data["tickets"] or DEFAULT_TICKETS,
                 price_as=data["price_as"] or initial_values(tclass)["price_as"],
+                working_model=data["working_model"],
+                summariser_model=data["summariser_model"],
             )
         )
     elif asked:
@@ -106,7 +108,7 @@ def budget_lab_run(request, class_id: int):
         return away
     tclass = get_object_or_404(TicketClass, pk=class_id)
     values = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
-    form = ProposalForm({**initial_values(tclass), **values})
+    form = ProposalForm({**initial_values(tclass), **values}, tclass=tclass)
     if not form.is_valid():
         if request.htmx:  # the lab's own page shows the same form's errors, with the admin's values
             return _hx_redirect(f"{reverse('desk-budget-lab', args=[tclass.pk])}?{urlencode(values)}")
@@ -121,6 +123,9 @@ def budget_lab_run(request, class_id: int):
         ledger_share=data["ledger"],
         tickets=data["tickets"] or DEFAULT_TICKETS,
         price_as=data["price_as"] or initial_values(tclass)["price_as"],
+        working_model=data["working_model"],
+        summariser_model=data["summariser_model"],
+        call_summariser=data["call_summariser"],  # the form refused it unless its cost was accepted
     )
     _enqueue(proposal.pk)
     url = reverse("desk-budget-proposal", args=[tclass.pk, proposal.pk])

@@ -147,7 +147,14 @@ def cost_chart(lab: dict) -> SafeString:
         rows.append((name, per, "no known price" if per is None else f"${per:.4f}", colour))
     known = [r[1] for r in rows if r[1] is not None]
     desc = (
-        f"Input and output tokens per ticket over {lab['tickets']} tickets at {lab['price_model']}'s prices: "
+        f"The steps (prompt cache included) and the summariser's calls per ticket over {lab['tickets']} tickets, "
+        f"at {lab['price_model']}'s prices"
+        + (
+            f" ({lab['proposed_price_model']}'s for the proposal)"
+            if lab.get("proposed_price_model", lab["price_model"]) != lab["price_model"]
+            else ""
+        )
+        + ": "
         + "; ".join(f"{r[0]} {r[2]}" for r in rows)
         + "."
     )

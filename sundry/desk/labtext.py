@@ -14,6 +14,14 @@ def _cost(value) -> str:
     return "no known price" if value is None else f"${Decimal(value):.4f}"
 
 
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def _money(value) -> str:
+    return "no known price" if value is None else f"${Decimal(value):,.2f}"
+
+
 def _table(title: str, heads: list[str], rows: list[tuple]) -> list[str]:
     width = max(len(title), max(len(r[0]) for r in rows) + 2) + 2
     cols = [max(len(h), *(len(str(r[i + 1])) for r in rows)) + 2 for i, h in enumerate(heads)]
@@ -26,9 +34,16 @@ def lab_text(lab: dict, class_name: str) -> str:
     cur, prop = lab["current"], lab["proposed"]
     fc, fp = lab["fit_current"], lab["fit_proposed"]
     r, c, p = lab["recorded"], lab["replayed_current"], lab["replayed_proposed"]
+    cache, volume, models = lab["cache"], lab["volume"], lab["models"]
     lines = [
         f"Budget lab: {class_name}. Replayed the latest {lab['tickets']} of {lab['tickets_with_steps']} tickets "
         f"with recorded steps; costs at {lab['price_model']}'s prices (genai-prices).",
+        f"Proposed column priced at {lab['proposed_price_model']}; summaries at {lab['summariser_price_model']} "
+        f"(current) and {lab['proposed_summariser_price_model']} (proposed).",
+        f"Prompt cache at the class's recorded shares: {_pct(cache['read'])} of input read, "
+        f"{_pct(cache['write'])} written"
+        + (f" (over {cache['steps']:,} recorded requests)." if cache["steps"] else " (no recorded provider usage)."),
+        f"Volume: {volume['per_month']:g} tickets a month ({volume['basis']}).",
         "",
     ]
     lines += _table(
@@ -42,6 +57,8 @@ def lab_text(lab: dict, class_name: str) -> str:
                 f"{prop['trigger_fraction']} ({_n(prop['trigger'])})",
             ),
             ("recent turns kept", cur["recent_turns_kept"], prop["recent_turns_kept"]),
+            ("working model", models["current"]["working"], models["proposed"]["working"]),
+            ("summariser model", models["current"]["summariser"], models["proposed"]["summariser"]),
             (
                 "ledger share",
                 f"{cur['ledger_share']} ({_n(cur['ledger_allowance'])})",
@@ -78,7 +95,11 @@ def lab_text(lab: dict, class_name: str) -> str:
             ),
             ("compactions", r["compactions"], c["compactions"], p["compactions"]),
             ("input tokens", _n(r["input_tokens"]), _n(c["input_tokens"]), _n(p["input_tokens"])),
-            ("cost", _cost(r["cost"]), _cost(c["cost"]), _cost(p["cost"])),
+            ("cost of the steps, cache included", _cost(r["cost"]), _cost(c["cost"]), _cost(p["cost"])),
+            ("summariser calls", r["summariser_calls"], c["summariser_calls"], p["summariser_calls"]),
+            ("summariser cost", _cost(r["summariser_cost"]), _cost(c["summariser_cost"]), _cost(p["summariser_cost"])),
+            ("cost per ticket", _cost(r["cost_per_ticket"]), _cost(c["cost_per_ticket"]), _cost(p["cost_per_ticket"])),
+            ("cost per month", _money(r["cost_per_month"]), _money(c["cost_per_month"]), _money(p["cost_per_month"])),
             ("steps whose ledger the share would trim", "-", c["ledger_over"], p["ledger_over"]),
         ],
     )
@@ -98,6 +119,14 @@ def lab_text(lab: dict, class_name: str) -> str:
         )
     elif fid:
         lines += [f"What the agent still knows: not checked (the harness has no declaration for {fid['domain']}).", ""]
+    if spent := fid.get("summariser"):
+        answered = ", ".join(f"{name} {n}" for name, n in sorted(spent["answered"].items())) or "none"
+        lines += [
+            f"Summariser called: {spent['model']}, {spent['calls']} calls ({spent['failed']} failed); answered by: "
+            f"{answered}; spent ${Decimal(spent['cost']):.4f} ({spent['input_tokens']:,} input, "
+            f"{spent['output_tokens']:,} output tokens).",
+            "",
+        ]
     if fp["tight"]:
         lines += [f"Warning: {fp['problem']}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -96,6 +96,9 @@ class HarnessConfig:
     # A step whose request is over the budget compacts first, in place (`compaction.services.compact_before_step`);
     # off: only the trigger after resolution steps compacts (the control)
     compact_before_step: bool = True
+    # What writes the summaries (anything with `complete(request)`); None: the offline summariser. The budget
+    # lab passes one that calls a class's summariser model through the gateway.
+    summariser: object = None
 
     @property
     def trigger_tokens(self) -> int:
@@ -730,7 +733,9 @@ def strip_lanes(snap, cfg: HarnessConfig):
     )
 
 
-def summariser_for(cfg: HarnessConfig) -> OfflineSummariser:
+def summariser_for(cfg: HarnessConfig):
+    if cfg.summariser is not None:
+        return cfg.summariser
     summariser = OfflineSummariser()
     if not cfg.classifier:
         summariser.classifier = _no_rules

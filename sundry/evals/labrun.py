@@ -9,16 +9,25 @@ constraints still verbatim. Runs in a Celery worker (`evals.tasks`, queued by na
 lab page), telling the proposal row how far it has got after each ticket so the page can show progress.
 It sits with the harness because it runs the harness: this layer calls down into the desk's replay,
 never the other way.
+
+The harness compacts with the offline summariser unless the proposal asks for the summariser model
+(`call_summariser`, accepted against its estimated cost on the form): then every compaction of the
+run calls that model through the gateway, and what it spent and what answered are kept with the
+figures (a model with no key configured is answered by the offline summariser, and says so).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
 
+from sundry.agent.provider.gateway import Gateway, ModelCallError
+from sundry.compaction.offline import OfflineSummariser
 from sundry.desk.budgetlab import MAX_TICKETS, class_budget, histories, lab_json, run_lab
 from sundry.desk.budgetreplay import Budget
 from sundry.evals.domains import DOMAINS
@@ -26,6 +35,7 @@ from sundry.evals.harness import HarnessConfig, run_ticket
 from sundry.evals.records import export_ticket
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass
 from sundry.tooling.domain import domain_for
+from sundry.tooling.messages import ModelRequest, ModelResponse
 
 # (figure, numerator, denominator) of the harness's counters for Sundry's own request.
 FIDELITY = [
@@ -35,7 +45,47 @@ FIDELITY = [
 ]
 
 
-def _config(budget: Budget, model: str) -> HarnessConfig:
+@dataclass
+class ModelSummariser:
+    """A summariser model behind the gateway, for the harness's compactor, tallying what it spent.
+
+    A failed call answers nothing, so the compactor falls back to its deterministic trim, as production does."""
+
+    model: str
+    gateway: Gateway = field(default_factory=lambda: Gateway(offline=OfflineSummariser()))
+    calls: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Decimal = Decimal(0)
+    answered: Counter = field(default_factory=Counter)  # what answered: the model, or "offline"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        try:
+            call = self.gateway.call(request, model=self.model)
+        except ModelCallError:
+            self.failed += 1
+            return ModelResponse(text="", model=self.model)
+        self.answered[call.response.model or self.model] += 1
+        self.input_tokens += call.response.usage.input_tokens
+        self.output_tokens += call.response.usage.output_tokens
+        self.cost += call.cost_usd
+        return call.response
+
+    def as_json(self) -> dict:
+        return {
+            "model": self.model,
+            "calls": self.calls,
+            "failed": self.failed,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": str(self.cost),
+            "answered": dict(self.answered),
+        }
+
+
+def _config(budget: Budget, model: str, summariser=None) -> HarnessConfig:
     return HarnessConfig(
         budget=budget.budget,
         trigger_fraction=budget.trigger_fraction,
@@ -43,6 +93,7 @@ def _config(budget: Budget, model: str) -> HarnessConfig:
         ledger_share=budget.ledger_share,
         model=model,
         plant=False,
+        summariser=summariser,
     )
 
 
@@ -64,8 +115,12 @@ def fidelity(
     ticket_ids: list[int],
     settings: dict[str, Budget],
     progress: Callable[[int, int], None] | None = None,
+    *,
+    models: dict[str, str] | None = None,
+    summariser: ModelSummariser | None = None,
 ) -> dict:
-    """The harness's checks on these tickets under each of `settings` (name → budget)."""
+    """The harness's checks on these tickets under each of `settings` (name → budget), each with its
+    working model (`models`, name → model; default the class's), compacting with `summariser` if given."""
     name = domain_for(tclass).name
     try:
         domain = DOMAINS[name]
@@ -77,11 +132,18 @@ def fidelity(
         recorded = export_ticket(ticket).model_copy(update={"domain": name})
         for key, budget in settings.items():
             counts[key].update(
-                run_ticket(recorded, _config(budget, tclass.working_model), domain=domain).stats["sundry"]
+                run_ticket(
+                    recorded,
+                    _config(budget, (models or {}).get(key) or tclass.working_model, summariser),
+                    domain=domain,
+                ).stats["sundry"]
             )
         if progress:
             progress(i, len(ticket_ids))
-    return {"domain": name, "checked": True, **{key: _rates(c) for key, c in counts.items()}}
+    out = {"domain": name, "checked": True, **{key: _rates(c) for key, c in counts.items()}}
+    if summariser is not None:
+        out["summariser"] = summariser.as_json()
+    return out
 
 
 def lab_figures(
@@ -90,14 +152,33 @@ def lab_figures(
     *,
     tickets: int,
     price_as: str,
+    working_model: str = "",
+    summariser_model: str = "",
+    call_summariser: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """The whole comparison as plain JSON: the replay's figures, then the harness's checks."""
-    lab = run_lab(tclass, proposed, tickets=tickets, price_as=price_as)
+    """The whole comparison as plain JSON: the replay's figures, then the harness's checks.
+
+    `call_summariser`: the harness's compactions call the summariser model (the proposal's, else the
+    class's) rather than the offline summariser; the caller has had its estimated cost accepted."""
+    lab = run_lab(
+        tclass,
+        proposed,
+        tickets=tickets,
+        price_as=price_as,
+        working_model=working_model,
+        summariser_model=summariser_model,
+    )
     found, _ = histories(tclass, min(tickets, MAX_TICKETS))
     result = lab_json(lab)
+    model = summariser_model or tclass.summariser_model
     result["fidelity"] = fidelity(
-        tclass, [h.ticket_id for h in found], {"current": class_budget(tclass), "proposed": proposed}, progress
+        tclass,
+        [h.ticket_id for h in found],
+        {"current": class_budget(tclass), "proposed": proposed},
+        progress,
+        models={"proposed": working_model},
+        summariser=ModelSummariser(model) if call_summariser and model != "offline" else None,
     )
     return result
 
@@ -122,6 +203,9 @@ def proposal_run(proposal_id: int) -> BudgetProposal:
             proposal_budget(proposal),
             tickets=proposal.tickets,
             price_as=proposal.price_as,
+            working_model=proposal.working_model,
+            summariser_model=proposal.summariser_model,
+            call_summariser=proposal.call_summariser,
             progress=progress,
         )
     except Exception as exc:

@@ -303,6 +303,12 @@ class BudgetProposal(models.Model):
     ledger_share = models.FloatField(validators=[MinValueValidator(0.01), MaxValueValidator(0.5)])
     tickets = models.PositiveIntegerField(help_text="The window: the class's latest tickets with recorded steps.")
     price_as = models.CharField(max_length=120, blank=True)
+    # Other models for the class, or "" to keep its own; applying the proposal writes them too.
+    working_model = models.CharField(max_length=120, blank=True)
+    summariser_model = models.CharField(max_length=120, blank=True)
+    # The harness's run calls the summariser model (the proposal's, else the class's) instead of the
+    # offline summariser; set only once the admin accepted its estimated cost.
+    call_summariser = models.BooleanField(default=False)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     done = models.PositiveIntegerField(default=0)  # tickets replayed so far (the page's progress)
     total = models.PositiveIntegerField(default=0)

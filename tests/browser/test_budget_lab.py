@@ -58,6 +58,12 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
     assert "62% of the 6,000-token budget" in page.inner_text("#lab-warning")
     steps = str(AgentStep.objects.filter(ticket__ticket_class=standard).count())
     assert page.locator('#lab-figures tr[data-figure="steps"] td').all_inner_texts() == [steps] * 3
+    # Cost per ticket and per month, priced for the offline class at the page's model. The class is new, so its
+    # volume is the window's rate: three tickets within a day (counted as one day) are 90 a month.
+    per_month = page.locator('#lab-figures tr[data-figure="cost_per_month"]')
+    assert "(90 tickets)" in per_month.inner_text() and all(
+        t.startswith("$") for t in per_month.locator("td").all_inner_texts()
+    )
     assert [v["id"] for v in axe_violations(page)] == []
     page.screenshot(path=str(screenshots / "budget-lab.png"), full_page=True)
     _to_docs(screenshots / "budget-lab.png")

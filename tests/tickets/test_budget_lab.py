@@ -211,10 +211,14 @@ def test_the_lab_sums_the_replay_and_prices_it_with_genai_prices(recorded_class)
     assert (p.over_budget, p.over_trigger, p.input_tokens) == (0, 2, sum(PROPOSED_REQUESTS))
     # The recorded requests measured against the proposed budget: step 6 (2,188) was over 2,000.
     assert sum(1 for n in RECORDED if n > PROPOSED.budget) == 1
-    direct = genai_prices.calc_price(
-        genai_prices.Usage(input_tokens=sum(PROPOSED_REQUESTS), output_tokens=120), "gpt-4.1-mini", provider_id="openai"
-    ).total_price
-    assert p.cost == direct.quantize(Decimal("0.000001")) and p.cost < lab.replayed_current.cost
+    # Each request priced on its own, as the desk stores a step's cost (six places); no cache recorded.
+    direct = sum(
+        genai_prices.calc_price(
+            genai_prices.Usage(input_tokens=n, output_tokens=20), "gpt-4.1-mini", provider_id="openai"
+        ).total_price.quantize(Decimal("0.000001"))
+        for n in PROPOSED_REQUESTS
+    )
+    assert p.cost == direct and p.cost < lab.replayed_current.cost
 
 
 def test_the_lab_page_shows_the_same_figures_to_admins_only(recorded_class):

@@ -1,11 +1,13 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS
-from sundry.desk.budgetreplay import Budget
-from sundry.desk.labform import ProposalForm, initial_values
+from sundry.desk.labform import ProposalForm, initial_values, proposed_budget
 from sundry.desk.labtext import lab_text
 from sundry.evals.labrun import lab_figures
 from sundry.tickets.models import TicketClass
+
+# The form's fields the command names otherwise.
+FLAGS = {"confirm_cost": "yes"}
 
 
 class Command(BaseCommand):
@@ -30,6 +32,15 @@ class Command(BaseCommand):
             help="Price the tokens as this model (default: the class's working model; "
             "an offline class is priced as the lab page prices it).",
         )
+        parser.add_argument("--working-model", help="Proposed working model (priced by genai-prices).")
+        parser.add_argument("--summariser-model", help="Proposed summariser model (priced by genai-prices).")
+        parser.add_argument(
+            "--call-summariser",
+            action="store_true",
+            help="The harness's compactions call the summariser model instead of the offline summariser. "
+            "A billed model's cost is estimated first; the run needs --yes.",
+        )
+        parser.add_argument("--yes", action="store_true", help="Accept the summariser's estimated cost.")
 
     def handle(self, *args, slug, **options):
         tclass = TicketClass.objects.filter(slug=slug).first()
@@ -38,20 +49,37 @@ class Command(BaseCommand):
             raise CommandError(f"No ticket class {slug!r}. Classes: {known}.")
         given = {
             key: options[key]
-            for key in ("budget", "trigger", "kept", "ledger", "tickets", "price_as")
+            for key in (
+                "budget",
+                "trigger",
+                "kept",
+                "ledger",
+                "tickets",
+                "price_as",
+                "working_model",
+                "summariser_model",
+            )
             if options.get(key) is not None
         }
-        form = ProposalForm({**initial_values(tclass), **given})  # the page's bounds and messages
+        given.update(call_summariser=options["call_summariser"], confirm_cost=options["yes"])
+        form = ProposalForm({**initial_values(tclass), **given}, tclass=tclass)  # the page's bounds and messages
         if not form.is_valid():
             raise CommandError(
-                "; ".join(f"--{name.replace('_', '-')}: {' '.join(errors)}" for name, errors in form.errors.items())
+                "; ".join(
+                    f"--{FLAGS.get(name, name.replace('_', '-'))}: {' '.join(errors)}"
+                    for name, errors in form.errors.items()
+                )
             )
         data = form.cleaned_data
-        proposed = Budget(data["budget"], data["trigger"], data["kept"], data["ledger"])
+        if form.summariser_estimate:
+            self.stdout.write(f"Summariser: {form.summariser_estimate['text']} Accepted (--yes).")
         lab = lab_figures(
             tclass,
-            proposed,
+            proposed_budget(data),
             tickets=data["tickets"] or DEFAULT_TICKETS,
             price_as=data["price_as"] or initial_values(tclass)["price_as"],
+            working_model=data["working_model"],
+            summariser_model=data["summariser_model"],
+            call_summariser=data["call_summariser"],
         )
         self.stdout.write(lab_text(lab, tclass.name), ending="")
