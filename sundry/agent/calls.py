@@ -72,14 +72,21 @@ def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCa
 
 
 def run_calls(
-    ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot, toolbox: Toolbox | None = None
+    ticket: Ticket,
+    response: ModelResponse,
+    assembled: Assembled,
+    snapshot,
+    toolbox: Toolbox | None = None,
+    *,
+    append=turn_append,
 ) -> StepOutcome:
-    """The calls of one model response, in order: each guarded, then held, refused or run."""
+    """The calls of one model response, in order: each guarded, then held, refused or run.
+    `append`: what writes the calls' own turn, the first of the step (the step's claim check)."""
     toolbox = toolbox or toolbox_for(ticket.ticket_class)
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
     with transaction.atomic(savepoint=False):
-        turn_append(
+        append(
             ticket=ticket,
             author=Turn.Author.AGENT,
             kind=Turn.Kind.TOOL_CALL,
