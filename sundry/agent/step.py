@@ -206,13 +206,13 @@ def _step(
 ) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
-        snapshot = lane_snapshot(ticket)
+        snapshot = lane_snapshot(ticket, also=proposals.LANES)  # the claims check's cards and holds with them
     assembled = assemble_request(ticket, snapshot, toolbox)
     if before_request_hooks and _over_budget(assembled, tclass):
         with claims.heartbeat(held):  # the hook may wait on the summariser: keep the claim
             changed = any([hook(ticket, snapshot, assembled) for hook in before_request_hooks])
         if changed:
-            snapshot = lane_snapshot(ticket)
+            snapshot = lane_snapshot(ticket, also=proposals.LANES)
             assembled = assemble_request(ticket, snapshot, toolbox)
     if number is None:
         number = next_step_number(ticket.pk)
@@ -420,7 +420,7 @@ def _commit(
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, the open and
-    declined cards and holds (read here, once: the stream's sentences and the reply share them), the
+    declined cards and holds (read with the lanes, else here; once: the stream's sentences and the reply share them), the
     rules in force (an offer or promise of what one forbids is false), and which tools do what by the
     toolbox's declarations."""
     return replyclaims.Records.of(
@@ -428,9 +428,13 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> re
         actions=snapshot.actions,
         money=snapshot.money,
         ledger=snapshot.ledger,
-        proposals=proposals.read(ticket.pk),
+        proposals=_or_read(proposals.of_snapshot(snapshot), ticket.pk),
         rules=snapshot.rules,
     )
+
+
+def _or_read(read: tuple | None, ticket_id: int) -> tuple:
+    return read if read is not None else proposals.read(ticket_id)
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:
