@@ -465,6 +465,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
             used=[v for _, _, v in guards.ids_in_arguments(tool, args)],
             domain=domain,
             arguments=args.model_dump(mode="json"),
+            bumped=True,  # the result's turn just above moved the version for both
         )
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key, domain=domain)
     if tool.name == REPLY_TOOL:
