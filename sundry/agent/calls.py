@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
 from sundry.agent import cardstore, holds, proposals, remote, spending_reads
@@ -72,14 +73,21 @@ def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCa
 
 
 def run_calls(
-    ticket: Ticket, response: ModelResponse, assembled: Assembled, snapshot, toolbox: Toolbox | None = None
+    ticket: Ticket,
+    response: ModelResponse,
+    assembled: Assembled,
+    snapshot,
+    toolbox: Toolbox | None = None,
+    *,
+    append=turn_append,
 ) -> StepOutcome:
-    """The calls of one model response, in order: each guarded, then held, refused or run."""
+    """The calls of one model response, in order: each guarded, then held, refused or run.
+    `append`: what writes the calls' own turn, the first of the step (the step's claim check)."""
     toolbox = toolbox or toolbox_for(ticket.ticket_class)
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
     with transaction.atomic(savepoint=False):
-        turn_append(
+        append(
             ticket=ticket,
             author=Turn.Author.AGENT,
             kind=Turn.Kind.TOOL_CALL,
@@ -371,6 +379,35 @@ def _fit(reason: str, limit: int) -> str:
     return reason[: cut + 1] if cut > 0 else reason[: limit - 1] + "…"
 
 
+@contextmanager
+def _undone_if_it_fails():
+    """The tool's writes, rolled back to a savepoint if it fails (or leaves its transaction to roll back).
+
+    Inside a transaction (the step's, a staff decision's) the savepoint is not released when the
+    tool succeeds: the transaction's COMMIT releases it, one round trip fewer a call than
+    `atomic()`'s RELEASE. Outside one, the tool gets a transaction of its own."""
+    if not connection.in_atomic_block:
+        with transaction.atomic():
+            yield
+        return
+    sid = transaction.savepoint()
+    try:
+        yield
+    except BaseException:
+        _back_to(sid)
+        raise
+    if connection.needs_rollback:  # a failure inside it was caught there: its writes go, as atomic() does
+        _back_to(sid)
+
+
+def _back_to(sid) -> None:
+    connection.needs_rollback = False
+    try:
+        transaction.savepoint_rollback(sid)
+    except DatabaseError:  # the connection failed: the whole transaction rolls back (as atomic() leaves it)
+        connection.needs_rollback = True
+
+
 def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:
     """Run an allowed in-process tool; store its result; harvest IDs and state (by `domain`, else the
     class's). Nothing half-applied."""
@@ -378,7 +415,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
     turn_no = ticket.last_turn_number + 1
     ctx = ToolContext(ticket_id=ticket.pk, customer_id=ticket.customer.external_key, turn=turn_no, idempotency_key=key)
     try:
-        with transaction.atomic():
+        with _undone_if_it_fails():
             raw = tool.run(ctx, args)
             result = tool.result_model.model_validate(raw.model_dump() if hasattr(raw, "model_dump") else raw)
     except ToolError as exc:
@@ -428,6 +465,7 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
             used=[v for _, _, v in guards.ids_in_arguments(tool, args)],
             domain=domain,
             arguments=args.model_dump(mode="json"),
+            bumped=True,  # the result's turn just above moved the version for both
         )
         apply_effects(ticket=ticket, tool=tool, args=args, result=result, turn=turn.number, key=key, domain=domain)
     if tool.name == REPLY_TOOL:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from django.db.models import DateTimeField, JSONField, Q, Value
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.models import Confirmation, HeldAction
+from sundry.context import selectors
+from sundry.context.lanes import LaneSnapshot
 from sundry.core import money
 
 _HOLD = {
@@ -51,32 +54,62 @@ def amount_of(card: dict, arguments: dict) -> tuple[int | None, str]:
     return None, ""
 
 
+def _cards(ticket_id: int):
+    return Confirmation.objects.filter(
+        Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
+        | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"),
+        ticket_id=ticket_id,
+    ).order_by()
+
+
+def _holds(ticket_id: int):
+    return HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD)).order_by()
+
+
+# Read beside the lanes by a step (`lane_snapshot(also=LANES)`), in the lanes' own statement.
+_CARD, _HELD = ("tool", "arguments", "card", "status", "expires_at"), ("tool", "arguments", "status")
+selectors.ALSO["open_cards"] = (_cards, _CARD)
+selectors.ALSO["open_holds"] = (_holds, _HELD)
+LANES = ("open_cards", "open_holds")
+
+
 def read(ticket_id: int) -> tuple[Proposal, ...]:
     """The ticket's open and declined cards and holds, in one query. A card past its window is not open."""
-    cards = (
-        Confirmation.objects.filter(
-            Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
-            | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"),
-            ticket_id=ticket_id,
-        )
-        .annotate(src=Value("card"))
-        .values_list("src", "tool", "arguments", "card", "status", "expires_at")
-        .order_by()
-    )
+    cards = _cards(ticket_id).annotate(src=Value("card")).values_list("src", *_CARD)
     holds = (
-        HeldAction.objects.filter(ticket_id=ticket_id, status__in=list(_HOLD))
+        _holds(ticket_id)
         .annotate(
             src=Value("hold"),
             shown=Value({}, output_field=JSONField()),
             until=Value(None, output_field=DateTimeField()),
         )
         .values_list("src", "tool", "arguments", "shown", "status", "until")
-        .order_by()
     )
+    # Neither side keeps its model's default ordering: SQLite refuses ORDER BY inside a UNION.
+    return _proposals(cards.union(holds, all=True))
+
+
+def of_snapshot(snapshot: LaneSnapshot) -> tuple[Proposal, ...] | None:
+    """`read`, from the rows a snapshot read with the lanes (`LANES`); None if it read none."""
+    if not all(name in snapshot.also for name in LANES):
+        return None
+    cards = [
+        ("card", tool, args, card, status, _moment(expires))
+        for tool, args, card, status, expires in snapshot.also["open_cards"]
+    ]
+    holds = [("hold", tool, args, {}, status, None) for tool, args, status in snapshot.also["open_holds"]]
+    return _proposals(cards + holds)
+
+
+def _moment(value):
+    """A timestamp as the lanes' statement gave it: JSON text on PostgreSQL."""
+    return parse_datetime(value) if isinstance(value, str) else value
+
+
+def _proposals(rows) -> tuple[Proposal, ...]:
     now = timezone.now()
     out = []
-    # Neither side keeps its model's default ordering: SQLite refuses ORDER BY inside a UNION.
-    for src, tool, arguments, card, status, expires in cards.union(holds, all=True):
+    for src, tool, arguments, card, status, expires in rows:
         if src == "hold":
             state = _HOLD[status]
         elif status == Confirmation.Status.PENDING:

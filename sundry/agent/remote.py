@@ -107,6 +107,7 @@ def run_remote(ticket: Ticket, tool: RemoteTool, call_id: str, args, key: str) -
                 used=used,
                 owners=decl.owners(result.data, owner_kind=decls.owner_kind),
                 descriptions=decl.descriptions(result.data, owner_kind=decls.owner_kind),
+                bumped=True,  # the result's turn just above moved the version for both
             )
             owner, owned, identified = decls.ownership(tool.name, result.data, found)  # whose records these are
             if owned or identified:

@@ -29,8 +29,8 @@ from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
 from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag, has_reason, without
 from sundry.tickets.models import Ticket, Turn
-from sundry.tickets.services import turn_append
-from sundry.tickets.versions import ticket_update
+from sundry.tickets.services import APPENDED, turn_append
+from sundry.tickets.versions import ClaimLost, ticket_update
 from sundry.tooling.domain import Domain
 from sundry.tooling.messages import ModelResponse
 
@@ -106,7 +106,9 @@ def _still_ours(ticket: Ticket, held: Claim, seen_through: int) -> bool:
     """Under the ticket's row lock (taken here, first, as the lock order wants): the run
     still holds its claim, and no run was stopped after turn `seen_through`. A step runs
     for seconds outside any transaction; a run stopped meanwhile (its error turn written by
-    a time limit landing late, or the claim lapsed and taken over) must not post."""
+    a time limit landing late, or the claim lapsed and taken over) must not post. For a
+    step whose first write is not a turn (its calls went to tool servers and committed one
+    by one); the others check with their first turn (`_FirstTurn`)."""
     row = (
         Ticket.objects.select_for_update()
         .filter(pk=ticket.pk)
@@ -116,6 +118,47 @@ def _still_ours(ticket: Ticket, held: Claim, seen_through: int) -> bool:
     if row is None or row[0] != held.stamp:
         return False
     return row[1] <= seen_through or not failures.stopped_after(ticket.pk, seen_through)
+
+
+class _Abandoned(Exception):
+    """The step found its run stopped or its claim gone: its transaction rolls back, nothing written."""
+
+
+class _FirstTurn:
+    """`turn_append` for a step's writes, the first of which is also `_still_ours`'s check: it
+    appends only while the run's claim holds (the bump's own condition, no read of its own),
+    and if turns came after `seen_through` that this run did not write, looks (under the row
+    lock the bump took) for a stop among them — before anything else the step would do."""
+
+    def __init__(self, ticket: Ticket, held: Claim | None, seen_through: int):
+        self.ticket, self.held, self.seen_through = ticket, held, seen_through
+        self.checked = held is None
+        # The loaded ticket's counters, restored if the step is abandoned after its first turn.
+        self.kept = (ticket.last_turn_number, ticket.version, set(ticket.__dict__.get(APPENDED, ())))
+
+    def __call__(self, **fields) -> Turn:
+        if self.checked:
+            return turn_append(**fields)
+        try:
+            turn = turn_append(**fields, claimed_at=self.held.stamp)
+        except ClaimLost as exc:
+            raise _Abandoned from exc
+        self.checked = True
+        if turn.number - 1 > self.seen_through and failures.stopped_after(self.ticket.pk, self.seen_through):
+            raise _Abandoned
+        return turn
+
+    def check(self) -> None:
+        """For a step about to write something other than a turn first: the lock and check as a read."""
+        if not self.checked:
+            if not _still_ours(self.ticket, self.held, self.seen_through):
+                raise _Abandoned
+            self.checked = True
+
+    def restore(self) -> None:
+        ticket = self.ticket
+        ticket.last_turn_number, ticket.version = self.kept[0], self.kept[1]
+        ticket.__dict__[APPENDED] = set(self.kept[2])
 
 
 def agent_step(
@@ -163,13 +206,13 @@ def _step(
 ) -> StepOutcome:
     tclass = ticket.ticket_class
     if snapshot is None:
-        snapshot = lane_snapshot(ticket)
+        snapshot = lane_snapshot(ticket, also=proposals.LANES)  # the claims check's cards and holds with them
     assembled = assemble_request(ticket, snapshot, toolbox)
     if before_request_hooks and _over_budget(assembled, tclass):
         with claims.heartbeat(held):  # the hook may wait on the summariser: keep the claim
             changed = any([hook(ticket, snapshot, assembled) for hook in before_request_hooks])
         if changed:
-            snapshot = lane_snapshot(ticket)
+            snapshot = lane_snapshot(ticket, also=proposals.LANES)
             assembled = assemble_request(ticket, snapshot, toolbox)
     if number is None:
         number = next_step_number(ticket.pk)
@@ -203,15 +246,60 @@ def _step(
         checks["text_calls"] = got.text_calls
     if stream is not None and stream.started:
         checks["streamed"] = True  # watchers saw the reply as it was written
+    # The step's first write is a turn: it locks the ticket row before any lane row, and (with the
+    # run's claim `held`) writes only while the claim holds and no stop came after what was read.
+    append = _FirstTurn(ticket, held, first_turn - 1)
+    try:
+        return _commit(
+            ticket,
+            append=append,
+            call=call,
+            error=error,
+            got=got,
+            stepwise=stepwise,
+            outcome=outcome if stepwise else None,
+            snapshot=snapshot,
+            assembled=assembled,
+            number=number,
+            first_turn=first_turn,
+            read_through=read_through,
+            checks=checks,
+            stream=stream,
+            toolbox=toolbox,
+        )
+    except _Abandoned:
+        append.restore()
+        return StepOutcome(stop=True, read_through=read_through, abandoned=True)
+
+
+def _commit(
+    ticket: Ticket,
+    *,
+    append: _FirstTurn,
+    call,
+    error,
+    got,
+    stepwise: bool,
+    outcome: StepOutcome | None,
+    snapshot: LaneSnapshot,
+    assembled: Assembled,
+    number: int,
+    first_turn: int,
+    read_through: int,
+    checks: dict,
+    stream: ReplyStream | None,
+    toolbox: Toolbox,
+) -> StepOutcome:
+    """What the model's answer leads to, in one transaction (the step's)."""
+    tclass = ticket.ticket_class
     with transaction.atomic():
-        # The step's first write is a turn: it locks the ticket row before any lane row.
-        if held is not None and not _still_ours(ticket, held, first_turn - 1):
-            return StepOutcome(stop=True, read_through=read_through, abandoned=True)
+        if stepwise:
+            append.check()  # its calls committed already: the step record is its first write
         if call is None:
             if error.unresolved:
                 # No silent toy in production: staff take the ticket, with the reason.
                 text = f"The agent cannot work this ticket: {error}. It was handed to staff."
-                turn_append(
+                append(
                     ticket=ticket,
                     author=Turn.Author.SYSTEM,
                     kind=Turn.Kind.ERROR,
@@ -221,7 +309,7 @@ def _step(
                 ticket_update(ticket.pk, handler=Ticket.Handler.STAFF)
                 attention_flag(ticket.pk, f"Model not configured: {error}")
             else:
-                turn_append(
+                append(
                     ticket=ticket,
                     author=Turn.Author.SYSTEM,
                     kind=Turn.Kind.ERROR,
@@ -229,6 +317,7 @@ def _step(
                     payload={"model_error": str(error)},
                 )
                 attention_flag(ticket.pk, f"{MODEL_UNAVAILABLE}: {error}")
+            append.check()
             _record_step(
                 ticket,
                 number,
@@ -251,13 +340,13 @@ def _step(
         verdict = got.verdict
         if response.tool_calls:
             if not stepwise:
-                outcome = run_calls(ticket, response, assembled, snapshot, toolbox)
+                outcome = run_calls(ticket, response, assembled, snapshot, toolbox, append=append)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif verdict is not None and verdict.action == replycheck.POST:
             payload = {"model": response.model, "offline": response.offline}
             if verdict.notes:
                 payload["reply_check"] = verdict.as_json()
-            reply = turn_append(
+            reply = append(
                 ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=verdict.text, payload=payload
             )
             if stream is not None:
@@ -271,7 +360,7 @@ def _step(
             quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
             if verdict.unsupported:
                 quoted += f" It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): {verdict.unsupported}."
-            turn_append(
+            append(
                 ticket=ticket,
                 author=Turn.Author.SYSTEM,
                 kind=Turn.Kind.ERROR,
@@ -286,7 +375,7 @@ def _step(
             kind = AgentStep.Outcome.HELD_REPLY
         else:
             # Asked once more already (`answer.obtain`): looping would only burn the run's steps.
-            turn_append(
+            append(
                 ticket=ticket,
                 author=Turn.Author.SYSTEM,
                 kind=Turn.Kind.ERROR,
@@ -297,6 +386,7 @@ def _step(
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through
+        append.check()
         step = _record_step(
             ticket,
             number,
@@ -330,7 +420,7 @@ def _step(
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> replyclaims.Records:
     """The records a reply's claims are judged against: the lanes as this step read them, the open and
-    declined cards and holds (read here, once: the stream's sentences and the reply share them), the
+    declined cards and holds (read with the lanes, else here; once: the stream's sentences and the reply share them), the
     rules in force (an offer or promise of what one forbids is false), and which tools do what by the
     toolbox's declarations."""
     return replyclaims.Records.of(
@@ -338,9 +428,13 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> re
         actions=snapshot.actions,
         money=snapshot.money,
         ledger=snapshot.ledger,
-        proposals=proposals.read(ticket.pk),
+        proposals=_or_read(proposals.of_snapshot(snapshot), ticket.pk),
         rules=snapshot.rules,
     )
+
+
+def _or_read(read: tuple | None, ticket_id: int) -> tuple:
+    return read if read is not None else proposals.read(ticket_id)
 
 
 def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnapshot | None:

@@ -164,3 +164,5 @@ class LaneSnapshot:
     version: int | None = None
     # The domain the ticket is worked in (`tooling.domain` registry name; "" is the default domain).
     domain: str = ""
+    # Rows read beside the lanes for a layer above (`selectors.ALSO`), by name: tuples of their fields.
+    also: dict[str, list[tuple]] = field(default_factory=dict)

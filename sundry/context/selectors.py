@@ -8,6 +8,7 @@ the dataclasses below are all anyone keeps of them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
@@ -57,6 +58,11 @@ MONEY = ("order", "currency", "paid_cents", "refunded_cents")
 SUMMARY = ("covers_through_turn", "text", "fallback")
 TURN = ("number", "author", "kind", "text", "payload", "tokens")
 
+# Rows a layer above reads beside the lanes, in the same statement: name → (its query for a
+# ticket's id, its fields). Their owners register them when imported (the agent's open cards and
+# holds); a snapshot reads the ones its caller names (`also`) into `LaneSnapshot.also`.
+ALSO: dict[str, tuple[Callable[[int], object], tuple[str, ...]]] = {}
+
 
 def _argument_values(arguments) -> tuple[str, ...]:
     """The plain values an action's arguments named (its order as well as its item), so what was done
@@ -65,13 +71,17 @@ def _argument_values(arguments) -> tuple[str, ...]:
     return tuple(str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v))
 
 
-def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
-    """The ticket's lanes as plain data (`ticket` with its class and customer loaded).
+def lane_snapshot(ticket, *, with_turns: bool = True, also: tuple[str, ...] = ()) -> LaneSnapshot:
+    """The ticket's lanes as plain data (`ticket` with its class and customer loaded), and the
+    rows of the `ALSO` queries named in `also`, as tuples of their fields.
 
     On PostgreSQL one statement reads them all (`_rows_at_once`), so every lane and the version
     come from one snapshot of the database; elsewhere (SQLite) one read per lane (`_rows_each`)."""
     tclass, pk = ticket.ticket_class, ticket.pk
-    rows = (_rows_at_once if connection.vendor == "postgresql" else _rows_each)(pk, with_turns)
+    unknown = [name for name in also if name not in ALSO]
+    if unknown:
+        raise ValueError(f"no rows named {', '.join(unknown)} are registered to read with the lanes")
+    rows = (_rows_at_once if connection.vendor == "postgresql" else _rows_each)(pk, with_turns, tuple(also))
     snap = LaneSnapshot(
         ticket_id=pk,
         customer_id=ticket.customer.external_key,
@@ -146,12 +156,14 @@ def lane_snapshot(ticket, *, with_turns: bool = True) -> LaneSnapshot:
         for n, author, kind, text, payload, tokens in rows["turns"]
         if n > covered
     ]
+    snap.also = {name: rows[name] for name in also}
     return snap
 
 
-def _lanes(pk):
-    """Each lane's rows as the snapshot reads them, in its order (a query per lane, not yet run)."""
-    return {
+def _lanes(pk, also: tuple[str, ...] = ()):
+    """Each lane's rows as the snapshot reads them, in its order (a query per lane, not yet run),
+    and the `ALSO` queries named."""
+    return {name: (ALSO[name][0](pk), ALSO[name][1]) for name in also} | {
         # Candidates too: a flagged rule is enforced until staff dismiss it (fail-safe).
         "rules": (
             PinnedRule.objects.filter(
@@ -193,13 +205,13 @@ def _turns(pk):
 # The one statement, compiled once per process (building it through the ORM costs more than
 # running it): its SQL, and its parameters with the ticket's id held by `_ANY_TICKET`.
 _ANY_TICKET = -7_000_000_001
-_COMPILED: dict[bool, tuple[str, list]] = {}
+_COMPILED: dict[tuple[bool, tuple[str, ...]], tuple[str, list]] = {}
 
 
-def _rows_at_once(pk: int, with_turns: bool) -> dict:
+def _rows_at_once(pk: int, with_turns: bool, also: tuple[str, ...] = ()) -> dict:
     """One statement: the ticket's version, and each lane as an array of JSON objects in its order."""
-    lanes = _lanes(_ANY_TICKET) | ({"turns": (_turns(_ANY_TICKET), TURN)} if with_turns else {})
-    compiled = _COMPILED.get(with_turns)
+    lanes = _lanes(_ANY_TICKET, also) | ({"turns": (_turns(_ANY_TICKET), TURN)} if with_turns else {})
+    compiled = _COMPILED.get((with_turns, also))
     if compiled is None:
         arrays = {
             f"lane_{name}": ArraySubquery(qs.values(row=JSONObject(**{f: f for f in fields})))
@@ -207,7 +219,7 @@ def _rows_at_once(pk: int, with_turns: bool) -> dict:
         }
         query = Ticket.objects.filter(pk=_ANY_TICKET).order_by().annotate(**arrays).values("version", *arrays)
         sql, params = query.query.sql_with_params()
-        compiled = _COMPILED[with_turns] = (sql, list(params))
+        compiled = _COMPILED[(with_turns, also)] = (sql, list(params))
     sql, params = compiled
     with connection.cursor() as cursor:
         cursor.execute(sql, [pk if p == _ANY_TICKET else p for p in params])
@@ -228,7 +240,7 @@ def _json(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _rows_each(pk: int, with_turns: bool) -> dict:
+def _rows_each(pk: int, with_turns: bool, also: tuple[str, ...] = ()) -> dict:
     # The version first: a write that lands while the lanes are read leaves it older than them,
     # so a caller comparing versions later sees a change and reads afresh. The turns before the
     # summary: a summary only moves forward, so should a compaction land between the two reads,
@@ -236,5 +248,5 @@ def _rows_each(pk: int, with_turns: bool) -> dict:
     version = Ticket.objects.filter(pk=pk).values_list("version", flat=True).first()
     turns = list(_turns(pk).values_list(*TURN)) if with_turns else []
     return {"version": version, "turns": turns} | {
-        name: list(qs.values_list(*fields)) for name, (qs, fields) in _lanes(pk).items()
+        name: list(qs.values_list(*fields)) for name, (qs, fields) in _lanes(pk, also).items()
     }

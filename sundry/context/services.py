@@ -7,6 +7,7 @@ change to watchers after commit (tickets.versions). Tool results reach the ledge
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -82,12 +83,16 @@ def ledger_harvest(
     used: list[str] = (),
     domain: Domain | None = None,
     arguments=None,
+    bumped: bool = False,
 ) -> list[str]:
     """Record every identifier a structured tool result marks, as verified. Returns their roles.
 
-    `used`: the IDs the call itself took as arguments. They are marked used
-    first (`ledger_touch`), so the eviction below never picks the order the
-    call just looked up ahead of what its result brought. `arguments`: the call's, so a lookup
+    `used`: the IDs the call itself took as arguments. They count as used
+    first (as `ledger_touch` leaves them), so the eviction below never picks the order the
+    call just looked up ahead of what its result brought. `bumped`: the caller's transaction
+    has just bumped the version for this result (its turn) and nothing read the lanes since,
+    so the one bump covers these writes too (every reader outside the transaction sees both
+    or neither); otherwise the harvest bumps. `arguments`: the call's, so a lookup
     that answered verifies the IDs it was asked about (`Domain.looked_up`). Roles, changes and
     eviction are worked out on plain rows by `harvest.plan_harvest`. What the result
     marks is read from the domain's declaration of the tool.
@@ -107,6 +112,7 @@ def ledger_harvest(
         used=used,
         owners=domain.owners(tool_name, result) if found else {},
         descriptions=domain.descriptions(tool_name, result) if found else {},
+        bumped=bumped,
     )
 
 
@@ -120,6 +126,7 @@ def ledger_harvest_found(
     used: list[str] = (),
     owners: dict[str, str] | None = None,
     descriptions: dict[str, str] | None = None,
+    bumped: bool = False,
 ) -> list[str]:
     """`ledger_harvest` for IDs already read from a result: (value, kind) pairs, the owner each nested
     one belongs to, and what each is (a tool server's result, read by its declaration file)."""
@@ -127,9 +134,11 @@ def ledger_harvest_found(
         ledger_touch(ticket=ticket, values=used, turn=turn)
         return []
     with transaction.atomic(savepoint=False):
-        ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
-        ledger_touch(ticket=ticket, values=used, turn=turn)
-        rows = _ledger_rows(ticket)
+        if not bumped:
+            ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
+        rows, versions = _ledger_rows_versioned(ticket)
+        touched = set(used) & set(rows)  # before the plan adds its new rows to `rows`
+        rows = _touched(rows, touched, turn)  # written with the plan's writes: no statement of its own
         plan = harvest.plan_harvest(
             rows,
             found,
@@ -142,8 +151,16 @@ def ledger_harvest_found(
             ),
             live_kinds=_live_kinds(ticket),
         )
-        _apply_plan(ticket.pk, plan, turn=turn, source=tool_name)
+        _apply_plan(ticket.pk, plan, turn=turn, source=tool_name, rows=rows, versions=versions, touched=touched)
     return plan.roles
+
+
+def _touched(rows: dict[str, harvest.LedgerRow], used, turn: int) -> dict[str, harvest.LedgerRow]:
+    """The rows as `ledger_touch(values=used)` would leave them: used in a call, last used at `turn` or later."""
+    return {
+        v: (dataclasses.replace(r, used=True, last_used_turn=max(r.last_used_turn, turn)) if v in used else r)
+        for v, r in rows.items()
+    }
 
 
 def ledger_mark_customer(*, ticket, values: list[str], customer: str, identifies: list[str] = ()) -> None:
@@ -221,7 +238,7 @@ def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source
     """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
     if not found:
         return []
-    rows = _ledger_rows(ticket)
+    rows, versions = _ledger_rows_versioned(ticket)
     plan = harvest.plan_mentions(
         rows,
         found,
@@ -230,50 +247,92 @@ def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source
         needed_kinds=_needed_kinds(ticket, rows),
         live_kinds=_live_kinds(ticket),
     )
-    _apply_plan(ticket.pk, plan, turn=turn, source=source)
+    _apply_plan(ticket.pk, plan, turn=turn, source=source, rows=rows, versions=versions)
     return [r.role for r in plan.new]
 
 
-def _apply_plan(ticket_id: int, plan: harvest.HarvestPlan, *, turn: int, source: str) -> None:
-    """Write a plan: one statement per kind of change, in the order the role rules assume."""
+def _apply_plan(
+    ticket_id: int,
+    plan: harvest.HarvestPlan,
+    *,
+    turn: int,
+    source: str,
+    rows: dict[str, harvest.LedgerRow],
+    versions: dict[str, int],
+    touched: set[str] = frozenset(),
+) -> None:
+    """Write a plan in one statement: every new and changed row as it ends, upserted on (ticket,
+    value). `rows` (as the plan left them: it updates them in place) and `versions`: the ledger as
+    read under the ticket's row lock (every ledger writer takes it first), so each row's end
+    state is worked out here; `touched`: rows used by the call, changed only by that (no version
+    of their own, as `ledger_touch`)."""
     Status = LedgerEntry.Status
-    if plan.new:  # a new row that leaves at once is inserted archived
-        LedgerEntry.objects.bulk_create(
-            [
-                LedgerEntry(
-                    ticket_id=ticket_id,
-                    value=r.value,
-                    role=r.role,
-                    kind=r.kind,
-                    status=Status.ACTIVE if r.active else Status.ARCHIVED,
-                    verified=r.verified,
-                    used_in_call=False,
-                    first_seen_turn=turn,
-                    last_used_turn=turn,
-                    source=source,
-                    note=r.note,
-                    version=1 if r.active else 2,
-                    description=r.description,
-                )
-                for r in plan.new
-            ]
-        )
-    entries = LedgerEntry.objects.filter
-    if plan.seen_again:
-        entries(pk__in=[r.id for r in plan.seen_again]).update(
-            verified=True, last_used_turn=_later(turn), version=F("version") + 1
-        )
-    if plan.restored:
-        entries(pk__in=[r.id for r in plan.restored]).update(
-            status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1
-        )
+    ending: dict[str, dict] = {v: {} for v in touched}  # value → the fields that change
+
+    def change(r: harvest.LedgerRow, bump: bool = True, **fields) -> None:
+        end = ending.setdefault(r.value, {})
+        end.update(fields)
+        if bump:
+            end["version"] = end.get("version", 0) + 1
+
+    later = {"verified": True, "last_used_turn": turn}  # last use only moves forward (below)
+    for r in plan.seen_again:
+        change(r, **later)
+    for r in plan.restored:
+        change(r, status=Status.ACTIVE, **later)
     for r in plan.renamed:  # a mentioned ID verified, or a restored one whose role was taken: rare
-        entries(pk=r.id).update(
-            role=r.role, status=Status.ACTIVE, verified=True, last_used_turn=_later(turn), version=F("version") + 1
-        )
+        change(r, role=r.role, status=Status.ACTIVE, **later)
     for r in plan.described:  # a later result says what the ID is now (an order cancelled)
-        entries(pk=r.id).update(description=r.description)
-    _archive([r.id for r in plan.evicted if r.id is not None])
+        change(r, bump=False, description=r.description)
+    for r in plan.evicted:
+        if r.id is not None:
+            change(r, status=Status.ARCHIVED)
+    entries = [
+        LedgerEntry(
+            ticket_id=ticket_id,
+            value=r.value,
+            role=r.role,
+            kind=r.kind,
+            status=Status.ACTIVE if r.active else Status.ARCHIVED,  # a new row that leaves at once is archived
+            verified=r.verified,
+            used_in_call=False,
+            first_seen_turn=turn,
+            last_used_turn=turn,
+            source=source,
+            note=r.note,
+            version=1 if r.active else 2,
+            description=r.description,
+        )
+        for r in plan.new
+    ]
+    for value, end in ending.items():
+        r = rows[value]
+        entries.append(
+            LedgerEntry(
+                ticket_id=ticket_id,
+                value=value,
+                role=end.get("role", r.role),
+                kind=r.kind,
+                status=end.get("status", Status.ACTIVE if r.active else Status.ARCHIVED),
+                verified=end.get("verified", r.verified),
+                used_in_call=r.used,
+                first_seen_turn=r.first_seen_turn,
+                last_used_turn=max(r.last_used_turn, end.get("last_used_turn", 0)),
+                source=source,
+                note=r.note,
+                version=versions[value] + end.get("version", 0),
+                description=end.get("description", r.description),
+            )
+        )
+    if entries:
+        # Rows archived first: a role an archived row gives up is free before another row takes it.
+        entries.sort(key=lambda e: e.status != Status.ARCHIVED)
+        LedgerEntry.objects.bulk_create(
+            entries,
+            update_conflicts=True,
+            unique_fields=["ticket", "value"],
+            update_fields=["role", "status", "verified", "used_in_call", "last_used_turn", "description", "version"],
+        )
 
 
 def ledger_touch(*, ticket, values: list[str], turn: int) -> None:
@@ -312,9 +371,29 @@ def _needed_kinds(ticket, rows: dict[str, harvest.LedgerRow]) -> frozenset[str] 
 
 def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
     """Every ledger entry of the ticket (any status), as the pure plans take them."""
+    return _ledger_rows_versioned(ticket)[0]
+
+
+def _ledger_rows_versioned(ticket) -> tuple[dict[str, harvest.LedgerRow], dict[str, int]]:
+    """`_ledger_rows`, and each entry's version (by value)."""
     active = LedgerEntry.Status.ACTIVE
-    return {
-        value: harvest.LedgerRow(
+    rows, versions = {}, {}
+    for (
+        pk,
+        value,
+        role,
+        kind,
+        status,
+        verified,
+        used_in_call,
+        first,
+        last,
+        note,
+        description,
+        superseded_by,
+        version,
+    ) in LedgerEntry.objects.filter(ticket=ticket).values_list(*_LEDGER_ROW, "version"):
+        rows[value] = harvest.LedgerRow(
             value,
             role,
             kind,
@@ -329,10 +408,8 @@ def _ledger_rows(ticket) -> dict[str, harvest.LedgerRow]:
             description=description,
             superseded=bool(superseded_by),
         )
-        for pk, value, role, kind, status, verified, used_in_call, first, last, note, description, superseded_by in LedgerEntry.objects.filter(
-            ticket=ticket
-        ).values_list(*_LEDGER_ROW)
-    }
+        versions[value] = version
+    return rows, versions
 
 
 def _archive(ids: list[int]) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models.signals import post_save, pre_save
 
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
-from sundry.tickets.versions import bump, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
+from sundry.tickets.versions import bump, bump_inserting, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
 
 APPENDED = "_sundry_appended_turns"
 
@@ -67,29 +68,42 @@ def turn_append(
     text: str = "",
     payload: dict | None = None,
     client_key: str = "",
+    claimed_at=None,
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
     Numbering comes from the ticket row's own counter, bumped under its row
     lock, so concurrent writers (the agent worker and a customer message)
     never collide. The ticket object is kept current (turn counter, version).
+    On PostgreSQL the bump and the insert are one statement (`versions.bump_inserting`).
+    `claimed_at`: append only while the ticket's claim is that stamp, else `ClaimLost` and
+    nothing written (a run's first write checks its claim with no read of its own).
     """
     model = ticket.ticket_class.working_model
     tokens = count_tokens(text, model) + _calls_tokens(payload, model)
+    turn = Turn(
+        ticket=ticket,
+        number=0,
+        author=author,
+        kind=kind,
+        text=text,
+        payload=payload or {},
+        tokens=tokens,
+        encoding=encoding_name_for(model),
+        client_key=client_key,
+    )
     # No savepoint of its own: a failure here fails the caller's whole transaction.
     with transaction.atomic(savepoint=False):
-        number, version = bump(ticket.pk, turn=True)
-        turn = Turn.objects.create(
-            ticket=ticket,
-            number=number,
-            author=author,
-            kind=kind,
-            text=text,
-            payload=payload or {},
-            tokens=tokens,
-            encoding=encoding_name_for(model),
-            client_key=client_key,
-        )
+        if connection.vendor == "postgresql":
+            pre_save.send(sender=Turn, instance=turn, raw=False, using=connection.alias, update_fields=None)
+            number, version = bump_inserting(turn, claimed_at=claimed_at)
+            post_save.send(
+                sender=Turn, instance=turn, created=True, raw=False, using=connection.alias, update_fields=None
+            )
+        else:  # two statements where round trips cost nothing (SQLite)
+            number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at)
+            turn.number = number
+            turn.save(force_insert=True)
     ticket.last_turn_number, ticket.version = number, version
     # The numbers this loaded ticket appended: a run tells its own turns from others' by them
     # (`agent.loop`), with no read of the turns.

@@ -32,27 +32,84 @@ def ticket_lock(ticket_id: int) -> None:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
 
 
-def bump(ticket_id: int, *, turn: bool = False) -> tuple[int, int]:
+class ClaimLost(Exception):
+    """A write made only while the ticket is claimed with a given stamp found another claim (or none,
+    or no ticket): nothing was written."""
+
+
+def _bump_sql(*, turn: bool, claimed: bool) -> str:
+    """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`), on the
+    ticket's row only while its claim is the writer's when `claimed` (parameters: id[, stamp])."""
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
+    condition = ' AND "agent_claimed_at" = %s' if claimed else ""
+    return (
+        f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s{condition} '
+        'RETURNING "last_turn_number", "version"'
+    )
+
+
+def _claim_param(claimed_at) -> list:
+    if claimed_at is None:
+        return []
+    return [Ticket._meta.get_field("agent_claimed_at").get_db_prep_value(claimed_at, connection)]
+
+
+def _missed(ticket_id: int, claimed_at) -> Exception:
+    if claimed_at is not None:
+        return ClaimLost(f"ticket {ticket_id} is not claimed with {claimed_at.isoformat()}")
+    return Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+
+
+def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`); returns (last_turn_number, version).
 
     One UPDATE … RETURNING: it takes the ticket's row lock until the caller's transaction
     ends, which is what keeps concurrent writers' turn numbers apart. Watchers are told
     after commit (once per transaction, however many bumps it makes), with the version
-    the transaction's last write left.
+    the transaction's last write left. `claimed_at`: only while the ticket's claim is that
+    stamp (else `ClaimLost`, nothing written) — a run's first write and its claim check in one.
     """
-    table = connection.ops.quote_name(Ticket._meta.db_table)
-    counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s '
-            'RETURNING "last_turn_number", "version"',
-            [ticket_id],
-        )
+        cursor.execute(_bump_sql(turn=turn, claimed=claimed_at is not None), [ticket_id, *_claim_param(claimed_at)])
         row = cursor.fetchone()
     if row is None:
-        raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+        raise _missed(ticket_id, claimed_at)
     ticket_changed(ticket_id, row[1])
     return row[0], row[1]
+
+
+def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int, int]:
+    """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
+    it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
+    numbered by the counter it returned. Sets the row's primary key and number; returns
+    (number, version). The caller sends the row's save signals (no `save()` ran)."""
+    meta = type(row)._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    columns, values, params = [], [], []
+    for f in fields:
+        columns.append(connection.ops.quote_name(f.column))
+        if f.attname == number:
+            values.append('b."last_turn_number"')
+        else:
+            values.append("%s")
+            params.append(f.get_db_prep_save(f.pre_save(row, True), connection))
+    table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
+    sql = (
+        f"WITH b AS ({_bump_sql(turn=True, claimed=claimed_at is not None)}), "
+        f"t AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk}) "
+        'SELECT t.*, b."last_turn_number", b."version" FROM t CROSS JOIN b'
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [row.ticket_id, *_claim_param(claimed_at), *params])
+        got = cursor.fetchone()
+    if got is None:
+        raise _missed(row.ticket_id, claimed_at)
+    row.pk, found, version = got
+    setattr(row, number, found)
+    row._state.adding, row._state.db = False, connection.alias
+    ticket_changed(row.ticket_id, version)
+    return found, version
 
 
 def ticket_touch(ticket_id: int) -> int:

@@ -13,20 +13,22 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from sundry.agent import answer
+from sundry.agent import answer, proposals
 from sundry.agent.guards import provisional, replyclaims
 from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
-from sundry.agent.proposals import read
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
+from sundry.context.selectors import lane_snapshot
 from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
@@ -327,6 +329,15 @@ def test_a_streamed_promise_with_no_card_is_never_shown():
         )
 
 
+def read(ticket_id: int):
+    """The cards and holds as the claims check reads them, by both roads: its own query, and the
+    rows a step reads in the lanes' statement (`lane_snapshot(also=proposals.LANES)`)."""
+    alone = proposals.read(ticket_id)
+    ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=ticket_id)
+    assert proposals.of_snapshot(lane_snapshot(ticket, also=proposals.LANES)) == alone
+    return alone
+
+
 @pytest.mark.django_db
 def test_the_state_is_read_from_cards_and_holds(case):
     ticket = case["ticket"]
@@ -337,8 +348,14 @@ def test_the_state_is_read_from_cards_and_holds(case):
     assert [(p.tool, p.status, p.amount_cents, p.currency, ORDER in p.on) for p in read(ticket.pk)] == [
         ("issue_refund", OPEN, 1500, "USD", True)
     ]
-    Confirmation.objects.filter(ticket=ticket).update(status=Confirmation.Status.EXPIRED)
+    card = Confirmation.objects.get(ticket=ticket)
+    Confirmation.objects.filter(pk=card.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert read(ticket.pk) == (), "a card past its window is no longer open"
+    Confirmation.objects.filter(pk=card.pk).update(expires_at=card.expires_at, status=Confirmation.Status.EXPIRED)
     assert read(ticket.pk) == (), "an expired card is no longer open"
+    Confirmation.objects.filter(pk=card.pk).update(status=Confirmation.Status.DECLINED)
+    assert [(p.tool, p.status) for p in read(ticket.pk)] == [("issue_refund", DECLINED)]
+    Confirmation.objects.filter(pk=card.pk).update(status=Confirmation.Status.EXPIRED)
     HeldAction.objects.create(
         ticket=ticket,
         tool="cancel_order",
@@ -350,6 +367,8 @@ def test_the_state_is_read_from_cards_and_holds(case):
         status=HeldAction.Status.REJECTED,
     )
     assert [(p.tool, p.status) for p in read(ticket.pk)] == [("cancel_order", DECLINED)]
+    with pytest.raises(ValueError, match="no rows named nothing"):
+        lane_snapshot(ticket, also=("nothing",))
 
 
 # --- a bare yes or no answers the customer's question ---------------------------------------------

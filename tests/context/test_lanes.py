@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from sundry.context import harvest
+from sundry.context import harvest, services
 from sundry.context.assembly import LANE_ORDER, assemble, whole_units
 from sundry.context.lanes import TurnData
 from sundry.context.models import LedgerEntry, MoneyTotal, StateValue
@@ -12,6 +14,7 @@ from sundry.context.selectors import lane_snapshot
 from sundry.context.services import (
     LaneConflict,
     ledger_evict,
+    ledger_harvest_found,
     ledger_rename,
     money_add_refund,
     money_observe,
@@ -216,3 +219,76 @@ def test_money_moved_on_an_order_without_reported_figures_adds_to_the_lane(ticke
     # An order the lane holds no figures for stays unknown rather than invented.
     money_add_refund(ticket=ticket, order="SU-99999", amount_cents=100, turn=5)
     assert not MoneyTotal.objects.filter(ticket=ticket, order="SU-99999").exists()
+
+
+def _ledger_entry(ticket, value, role, *, last, status="active", version=1, used=False):
+    return LedgerEntry.objects.create(
+        ticket=ticket,
+        role=role,
+        value=value,
+        kind="order",
+        verified=True,
+        first_seen_turn=1,
+        last_used_turn=last,
+        status=status,
+        version=version,
+        used_in_call=used,
+    )
+
+
+def test_a_harvest_writes_every_ledger_change_in_one_statement(ticket):
+    """The call's own IDs marked used, IDs seen again, an archived one restored, a new one: one
+    read and one upsert of the ledger (they were up to six statements: a touch, the read, an
+    insert and an update per kind of change). Each row ends as the per-kind updates left it."""
+    _ledger_entry(ticket, "SU-30000", "order_a", last=2)  # the call's argument
+    _ledger_entry(ticket, "SU-30001", "order_b", last=3)  # in the result again
+    _ledger_entry(ticket, "SU-30002", "order_c", last=1, status="archived", version=2)  # comes back
+    _ledger_entry(ticket, "SU-30003", "order_d", last=4)  # untouched
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        ledger_harvest_found(
+            ticket=ticket,
+            turn=7,
+            tool_name="search_orders",
+            found=[("SU-30001", "order"), ("SU-30002", "order"), ("SU-30009", "order")],
+            used=["SU-30000"],
+            descriptions={"SU-30001": "Blender · delivered"},
+        )
+    ledger = [q["sql"] for q in queries.captured_queries if "context_ledgerentry" in q["sql"]]
+    assert len(ledger) == 2 and ledger[0].startswith("SELECT") and "ON CONFLICT" in ledger[1], ledger
+    got = {
+        e.value: (e.status, e.verified, e.used_in_call, e.last_used_turn, e.version, e.description)
+        for e in LedgerEntry.objects.filter(ticket=ticket, value__startswith="SU-3000")
+    }
+    assert got == {
+        "SU-30000": ("active", True, True, 7, 1, ""),  # used: no version of its own, as ledger_touch
+        "SU-30001": ("active", True, False, 7, 2, "Blender · delivered"),
+        "SU-30002": ("active", True, False, 7, 3, ""),
+        "SU-30003": ("active", True, False, 4, 1, ""),
+        "SU-30009": ("active", True, False, 7, 1, ""),
+    }
+    assert LedgerEntry.objects.get(ticket=ticket, value="SU-30002").role == "order_c"  # its old role
+
+
+def test_a_harvest_over_the_cap_archives_in_the_same_statement_as_the_plan_says(ticket):
+    for i in range(6):
+        _ledger_entry(ticket, f"SU-3100{i}", f"order_{i}", last=i + 1)
+    before, versions = services._ledger_rows_versioned(ticket)
+    found = [("SU-31009", "order"), ("SU-31002", "order")]
+    cap = sum(harvest.entry_tokens(r) for r in before.values()) // 2
+    rows = services._touched(before, {"SU-31001"}, 9)  # the plan updates these in place, adds its new ones
+    planned = harvest.plan_harvest(
+        rows,
+        found,
+        turn=9,
+        cap=cap,
+        needed_kinds=services._needed_kinds(ticket, before),
+        live_kinds=services._live_kinds(ticket),
+    )
+    assert planned.evicted and planned.new  # the case is what it says
+    with transaction.atomic():
+        ledger_harvest_found(ticket=ticket, turn=9, tool_name="search_orders", found=found, cap=cap, used=["SU-31001"])
+    after, _ = services._ledger_rows_versioned(ticket)
+    fields = ("role", "active", "verified", "last_used_turn", "used", "description")
+    expected = {v: tuple(getattr(r, f) for f in fields) for v, r in rows.items()}
+    assert {v: tuple(getattr(r, f) for f in fields) for v, r in after.items()} == expected
+    assert {v for v, r in after.items() if not r.active} == {r.value for r in planned.evicted}
