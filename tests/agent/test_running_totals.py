@@ -40,7 +40,7 @@ def call(name, _id="c1", **arguments):
 
 
 def run(ticket, *steps):
-    model = ScriptedModel([*steps, ModelResponse(text="Done.")])
+    model = ScriptedModel([*steps, ModelResponse(text="Thank you for your patience.")])
     agent_run(ticket.pk, gateway=Gateway(override=model))
     assert model.remaining == 0, "the run stopped before the script ended"
     return model
