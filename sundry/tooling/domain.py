@@ -300,7 +300,7 @@ class ToolDecl(_Decl):
     repeats: Literal["target", "arguments"] = "target"
     # The template the desk shows this tool's result with (the domain's own card: an order's lines
     # and figures); "" for the desk's generic card read from the declaration (desk.resultcards).
-    card: str = Field(default="", max_length=200, pattern=r"^$|^[\w./-]+\.html$")
+    card: str = Field(default="", max_length=200, pattern=r"^$|^[\w-]+(/[\w-]+)*\.html$")
 
     @model_validator(mode="after")
     def _claim_words_on_writes(self) -> ToolDecl:
