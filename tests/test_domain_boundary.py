@@ -7,9 +7,10 @@ source of every package but the shop and the harness (`DOMAIN_PACKAGES`), and
 the templates, and fails on any shop tool name, any shop ID (`SU-20481`,
 `cus_…`) or any shop ID pattern — comments and docstrings included, since an
 example there is where a hard-coded name starts — and on any import of
-`sundry.shop`. The generic layers (`GENERIC`) have no exceptions; the desk's
-few are listed in `DESK_EXCEPTIONS`, each with its reason, and an exception
-that no longer matches anything fails too, so the list only shrinks.
+`sundry.shop`. The generic layers (`GENERIC`) and the desk have no exceptions:
+the desk reads tool cards, money and a domain's records from the domain
+(`DESK_EXCEPTIONS` stays empty unless an entry says why), and an exception that
+no longer matches anything fails too, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -88,34 +89,10 @@ def _where(path: Path) -> str:
     return str(path.relative_to(ROOT.parent)) if path.is_relative_to(ROOT.parent) else path.name
 
 
-# Desk code that still names the shop, with why. Each entry: (file, what it names) → reason. The
-# lead can shrink it as the desk learns these from the declaration (tool cards, order facts).
-DESK_EXCEPTIONS: dict[tuple[str, str], str] = {
-    # Tool cards and result wording are per tool; the domain does not declare them yet.
-    ("templates/desk/panels/_tool_card.html", "tool get_order"): "the desk's card for an order lookup",
-    ("templates/desk/panels/_tool_card.html", "tool issue_refund"): "the desk's card for a refund",
-    ("templates/desk/panels/_tool_card.html", "tool track_parcel"): "the desk's card for a parcel",
-    ("templates/desk/panels/turn.html", "tool get_order"): "which results get a card (the list above)",
-    ("templates/desk/panels/turn.html", "tool issue_refund"): "which results get a card (the list above)",
-    ("templates/desk/panels/turn.html", "tool track_parcel"): "which results get a card (the list above)",
-    ("sundry/portal/selectors.py", "tool issue_refund"): "a completed action in the customer's words, per tool",
-    ("sundry/portal/selectors.py", "tool book_return"): "a completed action in the customer's words, per tool",
-    ("sundry/portal/selectors.py", "tool cancel_order"): "a completed action in the customer's words, per tool",
-    ("sundry/portal/selectors.py", "tool offer_replacement"): "a completed action in the customer's words, per tool",
-    # The approval card shows the order's figures (paid, refunded, refundable) read from the shop.
-    ("sundry/desk/sidebar.py", "tool issue_refund"): "which held calls move money, and their card's wording",
-    ("sundry/desk/sidebar.py", "tool cancel_order"): "which held calls move money, and their card's wording",
-    ("sundry/desk/sidebar.py", "import sundry.shop"): "the approval card's order facts (shop selectors)",
-    ("sundry/desk/sidebar.py", "import sundry.shop.models"): "the customer card's recent orders",
-    # Searching by order number asks the shop which customer owns it.
-    ("sundry/desk/search.py", "import sundry.shop.models"): "search by order number",
-    # The customer page lists the customer's orders to pick from and checks the pick.
-    ("sundry/portal/selectors.py", "import sundry.shop.models"): "the customer's orders to pick from",
-    ("sundry/portal/services.py", "import sundry.shop.models"): "the picked order is the customer's",
-    # Field help text is part of the migration state; changing it waits for a migration of its own.
-    ("sundry/tickets/models.py", "tool issue_refund"): "an example in approval_rules' help text",
-    ("sundry/tickets/models.py", "tool cancel_order"): "an example in approval_rules' help text",
-}
+# Desk code that still names the shop, with why. Each entry: (file, what it names) → reason. Empty: the
+# desk learns tool cards (`ToolDecl.card`), which writes move money (`Domain.moves_money`) and all it shows
+# of a domain's records (`tooling.records`) from the domain. A new entry needs its reason here.
+DESK_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def shop_imports(files: list[Path]) -> list[tuple[str, str]]:

@@ -150,6 +150,11 @@ class ToolCards:
         # Sundry's own lane tools (rules, labels, facts, follow-ups) belong to every class.
         return ToolDecl.from_tool(tool) if tool is not None and tool.local else None
 
+    def template(self, name: str) -> str:
+        """The card template the tool's declaration names (a domain's own card), or ""."""
+        decl = self.declaration(name)
+        return decl.card if decl is not None else ""
+
     def about(self, name: str, decl: ToolDecl) -> str:
         tool = REGISTRY.get(name)
         text = decl.description or self._listed.get(name, "") or (tool.description if tool is not None else "")

@@ -1,9 +1,11 @@
-"""Desk search over tickets, customers, order numbers and message text.
+"""Desk search over tickets, customers, record references (a shop's order numbers) and message text.
 
 PostgreSQL: message text by full-text search (websearch syntax, English
 stemming, served by a GIN index) with a highlighted excerpt. Elsewhere (SQLite):
-case-insensitive substring matching. Subjects, customers and order numbers match
-by substring on both, since an order number is not a word.
+case-insensitive substring matching. Subjects and customers match by substring
+on both; a record reference (an order number, which is not a word) is asked of
+every domain's records hook (`tooling.records`), which names the customers who
+own it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils.html import escape
 
-from sundry.shop.models import Order
 from sundry.tickets.models import Ticket, Turn
+from sundry.tooling.records import all_records
 
 MAX_QUERY = 200
 LIMIT = 50
@@ -85,14 +87,18 @@ def search(q: str) -> list[Hit]:
         | Q(customer__external_key__iexact=q)
         | Q(customer__phone__icontains=q)
     )
-    order_owners = set(Order.objects.filter(number__iexact=q).values_list("customer__customer_id", flat=True))
+    # (domain, external key) of the customers who own a record of this reference, and what it is called.
+    owners = {(r.domain, key): r.noun for r in all_records() for key in r.owners(q)}
+    by_owner = Q(pk__in=[])
+    for domain, key in owners:
+        by_owner |= Q(customer__domain=domain, customer__external_key=key)
     messages = _message_matches(q)
     number = q.isascii() and q.isdigit()  # "²" is a digit to str.isdigit, not to int()
     if number:
         by_ticket |= Q(pk=int(q))
     tickets = (
         Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
-        .filter(by_ticket | by_customer | Q(customer__external_key__in=order_owners) | Q(pk__in=list(messages)))
+        .filter(by_ticket | by_customer | by_owner | Q(pk__in=list(messages)))
         .order_by("-updated_at")[:LIMIT]
     )
     hits = []
@@ -107,8 +113,9 @@ def search(q: str) -> list[Hit]:
             or needle == t.customer.external_key.lower()
         ):
             why.append("customer")
-        if t.customer.external_key in order_owners:
-            why.append("order")
+        owned = owners.get((t.customer.domain, t.customer.external_key))
+        if owned:
+            why.append(owned)
         if t.pk in messages:
             why.append("message")
         hits.append(Hit(t, why or ["customer"], messages.get(t.pk, "")))

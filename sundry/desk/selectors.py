@@ -105,6 +105,13 @@ class ConversationItem:
         return self.tool_cards.card(str(self.turn.payload.get("name") or ""), stored_result(self.turn))
 
     @cached_property
+    def tool_card(self) -> str:
+        """The template of the card the result's tool declares (`ToolDecl.card`); "" for the generic card."""
+        if self.turn.kind != Turn.Kind.TOOL_RESULT or self.tool_cards is None:
+            return ""
+        return self.tool_cards.template(str(self.turn.payload.get("name") or ""))
+
+    @cached_property
     def readable(self) -> str:
         """The result as indented JSON, for a result with no card."""
         return readable(self.turn.text)

@@ -8,14 +8,14 @@ from sundry.agent.guards import heldreason
 from sundry.agent.models import HeldAction
 from sundry.context.models import ActionTaken, PinnedRule, StateValue
 from sundry.core import money
-from sundry.core.money import format_money
 from sundry.desk import canned
 from sundry.desk.selectors import FLAG_PREFIX, pretty, ticket_timer
-from sundry.shop import selectors as shop
-from sundry.shop.models import Order
+from sundry.people.selectors import domain_of
 from sundry.tickets import satisfaction
 from sundry.tickets.attention import FOLLOW_UP_PREFIX, reasons
 from sundry.tickets.models import CannedReply, Ticket, Turn
+from sundry.tooling.domain import domain_for
+from sundry.tooling.records import records_for
 from sundry.tooling.tools import REGISTRY
 
 
@@ -45,22 +45,15 @@ def _rating(ticket) -> dict:
 
 
 def customer_context(ticket) -> dict:
-    """The customer behind the ticket: contact details, recent orders, other tickets, rules that carry over."""
+    """The customer behind the ticket: contact details, their recent records in their domain (a shop's
+    orders), other tickets, rules that carry over."""
     customer = ticket.customer
-    theirs = Order.objects.filter(customer__customer_id=customer.external_key)
-    orders = theirs.order_by("-placed_at")[:5]
+    records = records_for(domain_of(customer))
     return {
         "customer": customer,
-        "orders": [
-            {
-                "number": o.number,
-                "placed_at": o.placed_at,
-                "status": o.get_status_display(),
-                "total": format_money(o.total_cents, o.currency),
-            }
-            for o in orders
-        ],
-        "order_count": theirs.count(),
+        "records": records,
+        "recent": records.recent(customer.external_key, 5),
+        "record_count": records.count(customer.external_key),
         "past_tickets": list(
             Ticket.objects.filter(customer=customer)
             .exclude(pk=ticket.pk)
@@ -104,31 +97,15 @@ def canned_replies(ticket, user) -> list[dict]:
 
 
 def approval_cards(ticket, held_actions) -> list[dict]:
-    """What a person needs to decide a held call: the order (items, paid, already refunded), the
-    customer's own words that led to it, equal actions pending or done, and whether it is reversible."""
+    """What a person needs to decide a held call: the record it acts on (an order's items, paid, already
+    refunded — as the customer's domain words them), the customer's own words that led to it, equal
+    actions pending or done, and whether it is reversible."""
+    records = records_for(domain_of(ticket.customer))
+    domain = domain_for(ticket.ticket_class)
     cards = []
     for h in held_actions:
         args = h.arguments or {}
-        number = str(args.get("order_number") or "")
-        order = shop.order_by_number(number) if number else None
-        facts = None
-        if order is not None:
-            cur = order.currency
-            facts = {
-                "number": order.number,
-                "status": order.get_status_display(),
-                "items": [
-                    {
-                        "product": i.product.name,
-                        "quantity": i.quantity,
-                        "price": money.format_money(i.unit_price_cents * i.quantity, cur),
-                    }
-                    for i in order.items.all()
-                ],
-                "paid": money.format_money(shop.captured_cents(order), cur),
-                "refunded": money.format_money(shop.refunded_cents(order), cur),
-                "refundable": money.format_money(shop.refundable_cents(order), cur),
-            }
+        number = records.reference(args)
         amount = None
         if args.get("amount") not in (None, "") and args.get("currency"):
             try:
@@ -148,7 +125,7 @@ def approval_cards(ticket, held_actions) -> list[dict]:
             for o in HeldAction.objects.filter(ticket=ticket, tool=h.tool)
             .exclude(pk=h.pk)
             .exclude(status=HeldAction.Status.REJECTED)
-            if (o.arguments or {}).get("order_number") == number
+            if records.reference_arg and (o.arguments or {}).get(records.reference_arg) == number
         ]
         same += (
             [
@@ -159,29 +136,20 @@ def approval_cards(ticket, held_actions) -> list[dict]:
             else []
         )
         tool = REGISTRY.get(h.tool)
-        moves_money = h.tool in ("issue_refund", "cancel_order")
+        title = records.held_title(h.tool, amount, number)
         cards.append(
             {
                 "h": h,
                 "args": pretty(h.arguments),
-                "order": facts,
+                "record": records.facts(number) if number else None,
+                "noun": records.noun,
                 "amount": amount,
                 "words": words,
                 "reason": heldreason.for_people(h.reason),
                 "same": same,
-                "confirm": moves_money or (tool is not None and not tool.reversible),
-                "title": _card_title(h.tool, amount, number),
-                "confirm_label": "Confirm: " + _card_title(h.tool, amount, number, lead=False),
+                "confirm": domain.moves_money(h.tool) or (tool is not None and not tool.reversible),
+                "title": title[:1].upper() + title[1:],
+                "confirm_label": "Confirm: " + title,
             }
         )
     return cards
-
-
-def _card_title(tool: str, amount: str | None, number: str, lead: bool = True) -> str:
-    if tool == "issue_refund":
-        text = f"refund {amount or 'an amount'} on {number or 'an order'}"
-    elif tool == "cancel_order":
-        text = f"cancel order {number}"
-    else:
-        text = tool.replace("_", " ") + (f" on {number}" if number else "")
-    return text[:1].upper() + text[1:] if lead else text

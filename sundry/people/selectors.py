@@ -23,3 +23,9 @@ def role_of(user) -> str:
     if customer_of(user) is not None:
         return "customer"
     return "none"
+
+
+def domain_of(customer) -> str:
+    """The domain that knows this customer (its name): the desk asks it about the customer's records
+    (`tooling.records.records_for`)."""
+    return getattr(customer, "domain", "") or ""

@@ -1,4 +1,5 @@
-"""What a customer may see: their conversation, confirmed details and their own orders. Nothing internal."""
+"""What a customer may see: their conversation, confirmed details and their own records (a shop's orders,
+read through their domain's hook, `tooling.records`). Nothing internal."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from sundry.context.idformats import find_ids
 from sundry.context.models import ActionTaken, StateValue
 from sundry.context.selectors import lane_snapshot
 from sundry.context.statefields import fields_for
-from sundry.core.money import format_money
 from sundry.live.panels import latest_turns
-from sundry.shop.models import Order
+from sundry.people.selectors import domain_of
 from sundry.tickets.models import Turn
+from sundry.tooling.domain import domain_for
+from sundry.tooling.records import records_for
 
 SHOWN_AUTHORS = (Turn.Author.CUSTOMER, Turn.Author.AGENT, Turn.Author.STAFF)
 
@@ -70,33 +72,15 @@ def confirmed_details(ticket) -> list[dict]:
     return sorted(out, key=lambda d: order.index(d["name"]))
 
 
-def _done_text(tool: str, result: dict, amount_cents, currency: str) -> str | None:
-    """A completed side effect in the customer's words, or None for the desk's own records."""
-    order = result.get("order_number", "")
-    if tool == "issue_refund" and amount_cents is not None:
-        return f"Refund of {format_money(amount_cents, currency)} on order {order}"
-    if tool == "book_return":
-        items = len(result.get("item_ids") or [])
-        return f"Return booked for order {order}" + (f" ({items} item{'s' if items != 1 else ''})" if items else "")
-    if tool == "cancel_order":
-        refund = result.get("refund") or {}
-        refunded = (
-            f"; {format_money(refund['amount_cents'], refund['currency'])} refunded"
-            if refund.get("amount_cents")
-            else ""
-        )
-        return f"Order {order} cancelled{refunded}"
-    if tool == "offer_replacement" and result.get("product"):
-        return f"Replacement offered for the {result['product']} on order {order}"
-    return None  # emails and phone-call logs: how the desk reached them, not something done on the case
-
-
 def completed_actions(ticket) -> list[dict]:
-    """What the shop has done on this ticket (refunds, returns, cancellations, replacements).
+    """What the customer's domain has done on this ticket (a shop's refunds, returns, cancellations),
+    in the words its records hook gives each action (`Records.done`); what it does not word (an
+    e-mail, a phone-call log) is left out.
 
-    These are results the shop's own tools reported, not anything a model
+    These are results the domain's own tools reported, not anything a model
     inferred, so they are shown beside the confirmed details; no internal IDs.
     """
+    records = records_for(domain_of(ticket.customer))
     out = []
     rows = (
         ActionTaken.objects.filter(ticket=ticket)
@@ -104,11 +88,11 @@ def completed_actions(ticket) -> list[dict]:
         .values_list("tool", "result", "amount_cents", "currency", "created_at")
     )
     for tool, result, amount_cents, currency, created_at in rows:
-        text = _done_text(tool, result or {}, amount_cents, currency)
-        if text:
-            # The order number is kept whole on narrow screens (a line may not break at its hyphen).
-            order = str((result or {}).get("order_number") or "")
-            before, found, after = text.partition(order) if order else (text, "", "")
+        done = records.done(tool, result or {}, amount_cents, currency)
+        if done is not None and done.text:
+            # The reference (an order number) is kept whole on narrow screens (a line may not break at its hyphen).
+            text = done.text
+            before, found, after = text.partition(done.whole) if done.whole else (text, "", "")
             out.append({"text": text, "before": before, "order": found, "after": after, "at": created_at})
     return out
 
@@ -197,37 +181,32 @@ def confirmed_value(ticket, value_id) -> StateValue | None:
 
 
 def order_choices(ticket) -> dict:
-    """The customer's own orders, and which one they confirmed this ticket is about (only if confirmed)."""
-    chosen = StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True, confirmed=True)
+    """The customer's own records in their domain (a shop's orders) to pick the one this ticket is
+    about, and which one they confirmed (only if confirmed). A domain with no picker offers none."""
+    records = records_for(domain_of(ticket.customer))
+    if not records.pick_field:
+        return {"orders": [], "chosen": None, "named": None, "records": records}
+    chosen = StateValue.objects.filter(ticket=ticket, name=records.pick_field, is_current=True, confirmed=True)
     chosen = chosen.values_list("value", flat=True).first()
-    orders = Order.objects.filter(customer__customer_id=ticket.customer.external_key).order_by("-placed_at")[:20]
     return {
-        "orders": [
-            {
-                "number": o.number,
-                "placed_at": o.placed_at,
-                "status": o.get_status_display(),
-                "total": format_money(o.total_cents, o.currency),
-            }
-            for o in orders
-        ],
+        "orders": records.recent(ticket.customer.external_key, 20),
         "chosen": chosen,
-        "named": None if chosen else _named_in_first_message(ticket),
+        "named": None if chosen else _named_in_first_message(ticket, records),
+        "records": records,
     }
 
 
-def _named_in_first_message(ticket) -> str | None:
-    """An order of theirs the customer's first message names: then there is nothing to ask."""
+def _named_in_first_message(ticket, records) -> str | None:
+    """A record of theirs the customer's first message names: then there is nothing to ask."""
     # One row, not the conversation: this panel renders on every push.
     first = customer_messages(ticket).filter(author=Turn.Author.CUSTOMER).order_by("number").first()
-    numbers = [v for kind, v in find_ids(first.text if first else "") if kind == "order"]
+    domain = domain_for(ticket.ticket_class)
+    field = domain.state_field(records.pick_field)  # an `id` field: the kind of ID it holds
+    kind = field.id_kind if field is not None else ""
+    numbers = [v for k, v in find_ids(first.text if first else "", domain) if kind and k == kind]
     if not numbers:
         return None
-    return (
-        Order.objects.filter(customer__customer_id=ticket.customer.external_key, number__in=numbers)
-        .values_list("number", flat=True)
-        .first()
-    )
+    return next(iter(records.owned(ticket.customer.external_key, numbers)), None)
 
 
 def customer_conversation(ticket, *, last: int | None = None, before: int | None = None) -> dict:

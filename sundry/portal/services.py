@@ -1,4 +1,4 @@
-"""What a customer does besides chatting: pick the order a ticket is about, flag a detail as wrong.
+"""What a customer does besides chatting: pick the record (a shop's order) a ticket is about, flag a detail as wrong.
 
 Both leave a turn staff can see (a system-visible event, never shown back to
 the customer as chat), and a flag raises the ticket in the desk queue.
@@ -11,30 +11,33 @@ from django.db import transaction
 from sundry.context import services as lanes
 from sundry.context.models import PinnedRule, Source
 from sundry.context.statefields import StateValueInvalid, fields_for
-from sundry.shop.models import Order
+from sundry.people.selectors import domain_of
 from sundry.tickets.attention import FLAG_PREFIX, attention_flag, reason_text
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_lock
+from sundry.tooling.records import records_for
 
 NOTE_LIMIT = 300
 
 
 def order_pick(*, ticket: Ticket, order_number: str):
-    """The customer chose one of their own orders: state as stated by the customer, confirmed."""
-    number = (order_number or "").strip().upper()
-    if not Order.objects.filter(number=number, customer__customer_id=ticket.customer.external_key).exists():
-        raise StateValueInvalid("Pick one of your own orders.")
+    """The customer chose one of their own records (a shop's order): the domain's pick field, as stated
+    by the customer, confirmed."""
+    records = records_for(domain_of(ticket.customer))
+    number = records.normalize(order_number)
+    if not records.pick_field or not number or not records.owned(ticket.customer.external_key, [number]):
+        raise StateValueInvalid(f"Pick one of your own {records.plural}.")
     with transaction.atomic():
         turn = turn_append(
             ticket=ticket,
             author=Turn.Author.CUSTOMER,
             kind=Turn.Kind.EVENT,
-            text=f"The customer picked order {number} from their orders on the page.",
-            payload={"picked": {"order_number": number}},
+            text=f"The customer picked {records.noun} {number} from their {records.plural} on the page.",
+            payload={"picked": {records.pick_field: number}},
         )
         value = lanes.state_set(
-            ticket=ticket, name="order_number", value=number, turn=turn.number, source="customer", confirmed=True
+            ticket=ticket, name=records.pick_field, value=number, turn=turn.number, source="customer", confirmed=True
         )
     return value
 

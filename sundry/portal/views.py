@@ -24,12 +24,13 @@ from sundry.core.ratelimit import Rate, allow
 from sundry.desk.lifecycle import ticket_create
 from sundry.live.earlier import earlier_response
 from sundry.live.panels import CUSTOMER, Viewer, render_all, render_panel
-from sundry.people.selectors import customer_of
+from sundry.people.selectors import customer_of, domain_of
 from sundry.portal import notices, services
 from sundry.portal.panels import CUSTOMER_PANELS
 from sundry.portal.selectors import confirmed_value
 from sundry.tickets.models import Ticket, TicketClass
 from sundry.tickets.services import MessageRefused, ticket_accepts_customer_messages, validate_message_text
+from sundry.tooling.records import records_for
 
 log = logging.getLogger("sundry.portal")
 
@@ -243,7 +244,10 @@ def order_pick(request, ticket_id):
     except StateValueInvalid as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     return panels_answer(
-        request, ticket, panels=("details", "orders"), message="Thanks — we noted which order this is about."
+        request,
+        ticket,
+        panels=("details", "orders"),
+        message=f"Thanks — we noted which {records_for(domain_of(ticket.customer)).noun} this is about.",
     )
 
 

@@ -34,7 +34,14 @@ LOOKUPS = ("lookup_customer", "search_orders", "get_order", "track_parcel")
 DECLARATIONS: dict[str, dict] = {
     **{name: {"lookup": True} for name in LOOKUPS},
     **{name: {"capabilities": caps} for name, caps in CAPABILITIES.items()},
-    "issue_refund": {"capabilities": CAPABILITIES["issue_refund"], "refund": RefundDecl(target="order_number")},
+    "issue_refund": {
+        "capabilities": CAPABILITIES["issue_refund"],
+        "refund": RefundDecl(target="order_number"),
+        "card": "shop/cards/refund.html",
+    },
+    # The desk shows these results with the shop's own cards (an order's lines and money, a parcel's events).
+    "get_order": {"lookup": True, "card": "shop/cards/order.html"},
+    "track_parcel": {"lookup": True, "card": "shop/cards/parcel.html"},
 }
 
 

@@ -55,8 +55,8 @@ class TicketClass(models.Model):
     approval_rules = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Tools needing staff approval: {"cancel_order": {}} always; {"issue_refund": {"above_cents": 10000}} '
-        'above an amount in minor units; {"issue_refund": {"above": {"USD": 20000, "INR": 1500000}}} '
+        help_text='Tools needing staff approval, by tool name: {"<tool>": {}} always; {"<tool>": {"above_cents": 10000}} '
+        'above an amount in minor units; {"<tool>": {"above": {"USD": 20000, "INR": 1500000}}} '
         "per currency (above_cents, if given, covers the currencies not listed; others are always held)",
     )
     approval_window_hours = models.PositiveIntegerField(

@@ -298,6 +298,9 @@ class ToolDecl(_Decl):
     # with the same arguments ("arguments": a change tool, where a second change asking for
     # something else is a new request, not a repeat).
     repeats: Literal["target", "arguments"] = "target"
+    # The template the desk shows this tool's result with (the domain's own card: an order's lines
+    # and figures); "" for the desk's generic card read from the declaration (desk.resultcards).
+    card: str = Field(default="", max_length=200, pattern=r"^$|^[\w-]+(/[\w-]+)*\.html$")
 
     @model_validator(mode="after")
     def _claim_words_on_writes(self) -> ToolDecl:
@@ -759,6 +762,16 @@ class Domain(_Decl):
         (`context.harvest.evict`). None when a write takes an ID of any kind."""
         kinds = [k for t in self.tools.values() if t.write for k in t.args.values()]
         return None if INFER in kinds else frozenset(kinds)
+
+    def moves_money(self, name: str) -> bool:
+        """Whether the write `name` moves money: it records money moved, or the refund guard applies to it."""
+        d = self.tools.get(name)
+        return d is not None and d.write and bool(d.money or d.refund)
+
+    def card(self, name: str) -> str:
+        """The template that shows `name`'s result on the desk, or "" for the generic card."""
+        d = self.tools.get(name)
+        return d.card if d is not None and d.declared else ""
 
     def tools_with(self, capability: str) -> list[str]:
         return [n for n, t in self.tools.items() if capability in t.capabilities]

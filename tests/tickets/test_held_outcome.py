@@ -72,7 +72,9 @@ def test_the_approval_card_warns_of_an_equal_action_and_asks_to_confirm_money(cl
     staff, ticket, order, held = held_refund
     (card,) = approval_cards(ticket, [held])
     assert card["title"] == "Refund 20.00 USD on SU-30100" and card["confirm"] and card["same"] == []
-    assert card["order"]["paid"] == "50.00 USD" and card["order"]["refunded"] == "0.00 USD"
+    figures = dict(card["record"].figures)  # the shop's order figures, through its records hook
+    assert card["record"].reference == order.number and card["noun"] == "order"
+    assert figures["Paid"] == "50.00 USD" and figures["Already refunded"] == "0.00 USD"
     assert card["words"].startswith("Please refund 20.00 USD")
     Held.objects.create(
         ticket=ticket,
