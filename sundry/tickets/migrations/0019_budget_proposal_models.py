@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tickets", "0017_ticket_customer_is_the_desks"),
+        ("tickets", "0018_approval_rules_help_names_no_tool"),
     ]
 
     operations = [
