@@ -130,7 +130,7 @@ def test_a_denied_tool_is_never_offered_and_a_call_to_it_never_reaches_the_serve
             ModelResponse(
                 tool_calls=[ToolCall(id="c1", name="stamp_record", arguments={"ref": "REC-10001", "note": "seen"})]
             ),
-            ModelResponse(text="Done."),
+            ModelResponse(text="Thank you for your patience."),
         ]
     )
     agent_run(ticket.pk, gateway=Gateway(override=model))

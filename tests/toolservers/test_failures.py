@@ -227,7 +227,7 @@ def test_a_tool_taking_free_form_queries_waits_for_staff(odd, opaque, tmp_path, 
         ticket,
         call("run_sql", "q1", sql=statement),
         call("lookup_ticket", "q2", ref="REC-10001"),
-        ModelResponse(text="Done."),
+        ModelResponse(text="Thank you for your patience."),
     )
     stamps = json.loads(result(ticket, "q2").text)["stamps"]
     held = HeldAction.objects.filter(ticket=ticket, tool="run_sql")
