@@ -184,7 +184,8 @@ def test_customer_message_reaches_staff_live_and_the_agent_reply_and_compaction_
     # turn once, in order, exactly as a reload would show it.
     numbers = list(Turn.objects.filter(ticket=ticket).order_by("number").values_list("number", flat=True))
     assert staff.locator("#panel-conversation .turn .num").all_inner_texts() == [str(n) for n in numbers]
-    assert staff.locator("#panel-conversation .turn.compacted .num").all_inner_texts() == ["1", "2"]
+    # The covered turns are marked by their own push, which may land just after the summary's.
+    expect(staff.locator("#panel-conversation .turn.compacted .num")).to_have_text(["1", "2"], timeout=LIVE)
     said = [t.text for t in customer_turns(ticket)]
     assert [t.strip() for t in customer.locator("#panel-conversation .turn .text").all_inner_texts()] == said
     # How fast is the push benchmark's to measure (docs/benchmarks.md); here it only has to arrive.
