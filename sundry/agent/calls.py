@@ -396,16 +396,16 @@ def _undone_if_it_fails():
     except BaseException:
         _back_to(sid)
         raise
-    if connection.needs_rollback:  # a failure inside it was caught there: its writes go, as atomic() does
+    if transaction.get_rollback():  # a failure inside it was caught there: its writes go, as atomic() does
         _back_to(sid)
 
 
 def _back_to(sid) -> None:
-    connection.needs_rollback = False
+    transaction.set_rollback(False)
     try:
         transaction.savepoint_rollback(sid)
     except DatabaseError:  # the connection failed: the whole transaction rolls back (as atomic() leaves it)
-        connection.needs_rollback = True
+        transaction.set_rollback(True)
 
 
 def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Domain | None = None) -> StepOutcome:
