@@ -10,6 +10,7 @@ sockets.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -75,8 +76,8 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
-@pytest.fixture(scope="module")
-def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
+def _check_can_serve() -> dict:
+    """The test database's settings, or a skip saying what the browser tests need."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no {CHROMIUM}: install Debian's chromium (bash bin/test does) to run the browser tests")
     from django.db import connection
@@ -91,10 +92,23 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
         pytest.skip(
             "browser tests need Redis for the channel layer and Celery between processes (bash bin/test sets REDIS_URL)"
         )
+    return db
+
+
+_servers_started = 0
+
+
+@contextlib.contextmanager
+def _serving(logs: Path):
+    """A web process and a Celery worker on this run's test database and Redis, with the
+    environment as it is now; yields the server's URL and stops both on exit."""
+    global _servers_started
+    db = _check_can_serve()
     from tests.conftest import TEST_CHANNEL_PREFIX
 
+    _servers_started += 1
     port = _free_port()
-    queue = f"sundry-browser-{os.getpid()}"
+    queue = f"sundry-browser-{os.getpid()}-{_servers_started}"
     env = dict(
         os.environ,
         DATABASE_URL=_database_url(db),
@@ -108,7 +122,6 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
         SUNDRY_TOOL_DECLARATIONS_DIR=os.pathsep.join(["examples", "artifacts"]),
     )
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    logs = tmp_path_factory.mktemp("browser-server")
     web_log, worker_log = logs / "web.log", logs / "celery.log"
     bin_dir = Path(sys.executable).parent
     web = subprocess.Popen(
@@ -146,6 +159,31 @@ def live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
     finally:
         _stop(web)
         _stop(worker)
+
+
+@pytest.fixture(scope="session")
+def shared_live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One web process and worker for every browser module on this test process (a pytest-xdist
+    worker starts its own when it first runs a browser test): starting them per module cost
+    seconds each time, and --dist loadgroup spreads a module's tests over every worker."""
+    with _serving(tmp_path_factory.mktemp("browser-server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def private_live_server_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A server of the module's own, started with the environment the module's fixtures set
+    (an attachment folder, a model server's address): for modules that need the server to see
+    something the shared one does not."""
+    with _serving(tmp_path_factory.mktemp("browser-server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def live_server_url(shared_live_server_url):
+    """The server browser tests talk to; a module overrides this with `private_live_server_url`
+    when its server needs its own environment."""
+    return shared_live_server_url
 
 
 @pytest.fixture(scope="module")

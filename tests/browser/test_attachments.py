@@ -21,7 +21,7 @@ LOADED = "(img) => img.complete && img.naturalWidth > 0"
 
 @pytest.fixture(scope="module", autouse=True)
 def attachment_dir(tmp_path_factory):
-    # Set before the module's live server starts (autouse runs first), so its files land here, not in var/.
+    # Set before the module's own live server starts (below), so its files land here, not in var/.
     folder = tmp_path_factory.mktemp("attachments")
     previous = os.environ.get("SUNDRY_ATTACHMENT_DIR")
     os.environ["SUNDRY_ATTACHMENT_DIR"] = str(folder)
@@ -30,6 +30,11 @@ def attachment_dir(tmp_path_factory):
         os.environ.pop("SUNDRY_ATTACHMENT_DIR", None)
     else:
         os.environ["SUNDRY_ATTACHMENT_DIR"] = previous
+
+
+@pytest.fixture(scope="module")
+def live_server_url(attachment_dir, private_live_server_url):  # a server of its own, writing to that folder
+    return private_live_server_url
 
 
 def damaged_parcel_photo() -> bytes:

@@ -49,8 +49,8 @@ def model_server():
 
 
 @pytest.fixture(scope="module")
-def live_server_url(model_server, live_server_url):  # the suite's live server, started after the model server
-    return live_server_url
+def live_server_url(model_server, private_live_server_url):  # a server of its own, started after the model server
+    return private_live_server_url
 
 
 def _ask(browser, live_server_url, people, subject, text):
