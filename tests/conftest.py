@@ -116,6 +116,24 @@ def _isolated_channel_prefix():
         cache["KEY_PREFIX"] = TEST_CHANNEL_PREFIX
 
 
+# Hashing a password the production way costs about a quarter of a CPU-second (PBKDF2, a million
+# rounds), and the suite makes hundreds of users. Tests hash with MD5 instead (Django's advice for
+# test suites); PBKDF2 stays listed, for the few passwords a server process started by a test must
+# verify (it runs the production settings).
+TEST_PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=TEST_PASSWORD_HASHERS):  # its signal clears the hasher cache
+        yield
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     """On PostgreSQL, name the test database per run so two runs never collide."""

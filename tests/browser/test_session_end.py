@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 
 from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
@@ -17,7 +18,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_send_after_the_session_ended_keeps_the_text_and_brings_it_back_after_signing_in(browser, live_server_url):
     from playwright.sync_api import expect
 
-    user = get_user_model().objects.create_user("cora", password="a-long-pass-7")
+    user = get_user_model().objects.create_user("cora")
+    # Hashed the way the server (production settings) verifies it, not with the suite's fast hasher.
+    user.password = make_password("a-long-pass-7", hasher="pbkdf2_sha256")
+    user.save(update_fields=["password"])
     ticket = ticket_create(
         customer=CustomerFactory(user=user).person, ticket_class=TicketClassFactory(), subject="Help"
     )
