@@ -8,6 +8,11 @@ half by the hash of its text (`labels.half`). The controls show what the figures
 the classifier's reading: *flag everything* (recall 100 %, precision the share of constraints),
 *shuffled* (the classifier's own number of flags, put on sentences drawn at random with a fixed
 seed), and the enforce threshold (`context.rules.candidate_rules`, the narrower classifier).
+
+The first reader had seen the classifier's code, so the held-out half was read again by a second
+reader blind to both (`labels/constraints_second_reader.json`). `reader_table` prints how far the two
+readings agree (Cohen's kappa) and the classifier and its controls against each reading and against
+the sentences both readers agree on.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 from sundry.context.constraints import constraint_sentences, is_constraint, sentences
 from sundry.context.rules import candidate_rules
 from sundry.evals import labels, sources
+from sundry.evals.labels import norm
 
 Classify = Callable[[str], list[str]]
 
@@ -41,11 +47,14 @@ def score(classify: Classify, tickets, only: str | None = None) -> dict:
     )
 
 
-def shuffled_score(classify: Classify, tickets, only: str | None = None, seed: int = 0) -> dict:
+def shuffled_score(classify: Classify, tickets, only: str | None = None, seed: int = 0, skip=frozenset()) -> dict:
     """The control with the classifier's reading taken away: as many flags as `classify` makes over
-    `tickets`, put on sentences drawn at random (fixed seed)."""
-    every = [(i, s) for i, (_, said) in enumerate(tickets) for text in said for s in sentences(text)]
-    n = sum(len(classify(text)) for _, said in tickets for text in said)
+    `tickets`, put on sentences drawn at random (fixed seed). Sentences in `skip` (normalised) are
+    taken out of both the flags and the draw."""
+    every = [
+        (i, s) for i, (_, said) in enumerate(tickets) for text in said for s in sentences(text) if norm(s) not in skip
+    ]
+    n = sum(1 for _, said in tickets for text in said for s in classify(text) if norm(s) not in skip)
     chosen = sorted(random.Random(seed).sample(range(len(every)), n))
     flagged: list[list[str]] = [[] for _ in tickets]
     for k in chosen:
@@ -82,4 +91,74 @@ def table(tickets) -> str:
     lines = ["| classifier | tuning half R / P | held-out half R / P | all R / P |", "|---|---|---|---|"]
     for name, by in rows(tickets):
         lines.append(f"| {name} | {_cell(by['tuning'])} | {_cell(by['held_out'])} | {_cell(by[None])} |")
+    return "\n".join(lines)
+
+
+# --- two readers -------------------------------------------------------------------------------
+
+READINGS = ("first", "second", "agreed")
+
+
+def relabelled(tickets, yes: set[str]) -> list[tuple[list[str], list[str]]]:
+    """The same tickets labelled by a reading of sentences (normalised texts): a sentence that reading
+    calls a constraint is labelled in every ticket that says it, once per ticket."""
+    out = []
+    for _, said in tickets:
+        lab = list(dict.fromkeys(s for text in said for s in sentences(text) if norm(s) in yes))
+        out.append((lab, said))
+    return out
+
+
+def reader_rows(tickets, reads: dict[str, tuple[bool, bool]]) -> tuple[dict, list[tuple[str, dict]]]:
+    """The readers' agreement over the sentences the second reader judged, and (name, {reading: score})
+    on the held-out half for the classifier and its controls, scored against the first reader's
+    labels, the second reader's, and those both agree on (a sentence they disagree on is left out of
+    the labels, the flags and the shuffled draw)."""
+    agreement = labels.reader_agreement(reads.values())
+    first = {t for t, (a, _) in reads.items() if a}
+    second = {t for t, (_, b) in reads.items() if b}
+    disputed = first ^ second
+    label_sets = {
+        "first": (relabelled(tickets, first), set()),
+        "second": (relabelled(tickets, second), set()),
+        "agreed": (relabelled(tickets, first & second), disputed),
+    }
+    named: list[tuple[str, Classify]] = [
+        ("quote threshold (context.constraints)", constraint_sentences),
+        ("control: flag every sentence", sentences),
+    ]
+    out = []
+    for name, classify in named:
+        by = {}
+        for reading, (labelled, skip) in label_sets.items():
+            kept = lambda t, c=classify, skip=skip: [s for s in c(t) if norm(s) not in skip]  # noqa: E731
+            by[reading] = score(kept, labelled, "held_out")
+        out.append((name, by))
+    shuffled = {
+        reading: shuffled_score(constraint_sentences, labelled, "held_out", skip=skip)
+        for reading, (labelled, skip) in label_sets.items()
+    }
+    out.insert(1, ("control: shuffled (as many flags, on random sentences)", shuffled))
+    return agreement, out
+
+
+def reader_table(tickets, second: dict | None) -> str:
+    """The two readers' agreement and the held-out figures against each reading; says so when there is
+    no second reading."""
+    if second is None:
+        return "No second reader's labels (labels/constraints_second_reader.json): agreement not measured."
+    agreement, by_row = reader_rows(tickets, labels.readings(second))
+    a = agreement
+    lines = [
+        f"Two readers on the held-out half ({a['sentences']} sentences, each judged once): "
+        f"both yes {a['both_yes']}, only the first {a['only_first']}, only the second {a['only_second']}, "
+        f"both no {a['both_no']}; agreed on {100 * a['observed']:.1f} % (chance {100 * a['expected']:.1f} %), "
+        f"Cohen's kappa {a['kappa']:.3f}.",
+        "",
+        "| held-out half | first reader's labels R / P | second reader's labels R / P "
+        "| labels both readers agree on R / P |",
+        "|---|---|---|---|",
+    ]
+    for name, by in by_row:
+        lines.append(f"| {name} | {_cell(by['first'])} | {_cell(by['second'])} | {_cell(by['agreed'])} |")
     return "\n".join(lines)

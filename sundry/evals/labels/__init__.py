@@ -4,12 +4,18 @@
 labelled by reading (see its `about`). The harness scores stated constraints
 against these, never against the rule classifier's own output, and reports the
 classifier's recall and precision on them.
+
+`constraints_second_reader.json`: every held-out sentence of those traces judged yes or no by a second
+reader, blind to the first reader's labels and to the classifier. The first reader had seen the
+classifier's code; comparing the two readings (`reader_agreement`) says how much of a figure is
+the reader rather than the classifier.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -71,6 +77,72 @@ def score_classifier(pairs, only: str | None = None) -> dict:
         "flags_correct": tp_flags,
         "recall": tp_labels / n_labels if n_labels else None,
         "precision": tp_flags / n_flags if n_flags else None,
+    }
+
+
+# --- a second reader ------------------------------------------------------------------------
+
+SECOND_READER = "constraints_second_reader.json"
+
+
+@cache
+def second_reader_labels(path: Path | str = HERE / SECOND_READER) -> dict | None:
+    """The second reader's file (every held-out sentence, yes and no), or None when there is none."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def first_reader_yes(only: str | None = "held_out") -> set[str]:
+    """The sentences (normalised) the first reader labelled constraints, in any ticket. A sentence is
+    judged on its own words, so one text carries one label wherever it is said (true of the file)."""
+    return {
+        norm(s) for said in constraint_labels()["tickets"].values() for s in said if only is None or half(s) == only
+    }
+
+
+def readings(second: dict | None) -> dict[str, tuple[bool, bool]]:
+    """Per sentence the second reader judged (normalised): (first reader: constraint?, second reader:
+    constraint?). The second file holds each held-out sentence once, yes or no; a first-reader label
+    absent from it would be a sentence nobody compared, so it is an error, not a silent "no"."""
+    first = first_reader_yes(second.get("half", "held_out"))
+    out = {norm(s["sentence"]): (False, bool(s["constraint"])) for s in second["sentences"]}
+    unread = sorted(first - out.keys())
+    if unread:
+        raise ValueError(f"the second reader did not judge {len(unread)} first-reader label(s): {unread[:3]}")
+    return {text: (text in first, second_yes) for text, (_, second_yes) in out.items()}
+
+
+def reader_agreement(pairs: Iterable[tuple[bool, bool]]) -> dict:
+    """Agreement of two readers over the same sentences: the four counts, the share agreed (observed),
+    the share two readers with these yes-rates would agree by chance (expected), and Cohen's kappa,
+    (observed − expected) / (1 − expected): 1 is full agreement, 0 what chance gives."""
+    both_yes = only_first = only_second = both_no = 0
+    for first, second in pairs:
+        if first and second:
+            both_yes += 1
+        elif first:
+            only_first += 1
+        elif second:
+            only_second += 1
+        else:
+            both_no += 1
+    n = both_yes + only_first + only_second + both_no
+    observed = (both_yes + both_no) / n if n else None
+    expected = (
+        ((both_yes + only_first) * (both_yes + only_second) + (only_second + both_no) * (only_first + both_no)) / n**2
+        if n
+        else None
+    )
+    kappa = None if n == 0 or expected == 1 else (observed - expected) / (1 - expected)
+    return {
+        "sentences": n,
+        "both_yes": both_yes,
+        "only_first": only_first,
+        "only_second": only_second,
+        "both_no": both_no,
+        "observed": observed,
+        "expected": expected,
+        "kappa": kappa,
     }
 
 

@@ -1,11 +1,12 @@
 """`manage.py constraint_classifier`: the constraint classifier's recall and precision on the labelled
-dev sentences, by half, beside its controls (`evals.constraintscore`)."""
+dev sentences, by half, beside its controls; then the two readers' agreement on the held-out half
+and the figures against each reader's labels (`evals.constraintscore`)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sundry.evals import constraintscore, sources
+from sundry.evals import constraintscore, labels, sources
 
 
 class Command(BaseCommand):
@@ -14,6 +15,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--traces", help="the labelled trace files' folder (default: ../shared/corpora/tau2/traces)"
+        )
+        parser.add_argument(
+            "--second-reader",
+            default=str(labels.HERE / labels.SECOND_READER),
+            help="the second reader's labels of the held-out half (default: labels/constraints_second_reader.json)",
         )
 
     def handle(self, *args, **opts):
@@ -24,3 +30,8 @@ class Command(BaseCommand):
         if not tickets:
             raise CommandError(f"{traces}: no trace file there is labelled (labels/constraints.json names the files)")
         self.stdout.write(constraintscore.table(tickets))
+        self.stdout.write("")
+        try:
+            self.stdout.write(constraintscore.reader_table(tickets, labels.second_reader_labels(opts["second_reader"])))
+        except ValueError as exc:
+            raise CommandError(f"{opts['second_reader']}: {exc}") from None
