@@ -1,8 +1,8 @@
 """Claims a reply makes as a list: a lead-in that says what became of the items, then the items. Pure.
 
     Your requests have been processed:
-    - Refund of 48.99 USD on SU-41001
-    - Order SU-41002 cancelled
+    - Refund of 48.99 USD on <order>
+    - Order <order> cancelled
 
 Each item names an action ("refund", "cancelled", a write's own words) and its
 record, but no verb of its own says what became of it: the lead-in does, for
@@ -62,8 +62,8 @@ _DONE_WORD = (
     r"|finished|sorted(?:\s+out)?|confirmed|put\s+through|gone\s+through|went\s+through|performed|taken)"
 )
 _NOT_DONE = re.compile(r"\b(?:not|never|no)\b|n't\b|\bnothing\b|\bnone\b", re.I)
-# An item with a verb of its own ("Order SU-1 has been cancelled", "You'll receive an e-mail") is a
-# sentence, read as one; only an item without ("Order SU-1 cancelled", "Refund of 48.99 USD") takes
+# An item with a verb of its own ("Order <order> has been cancelled", "You'll receive an e-mail") is a
+# sentence, read as one; only an item without ("Order <order> cancelled", "Refund of 48.99 USD") takes
 # the lead-in's mode.
 _OWN_VERB = re.compile(
     r"\b(?:has|have|had|is|are|was|were|will|shall|been|being|i|we|you|it|they)\b|'(?:ll|s|ve|re|d)\b", re.I
