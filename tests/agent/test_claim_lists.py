@@ -8,6 +8,8 @@ to ZFA04Y"), for the shop's six kinds and τ² airline's and telecom's own write
 generated states in both directions: held where the records do not back its items, passed where they
 do. Lists that claim nothing — steps for the customer, options, details — are held in no state. The
 negative control takes the list reading out: the false claims then pass, and promised items are misread.
+Through the real loop, a list claiming a refund and a return nothing backs is asked again and held; the
+list of the refund that ran posts at once. Streamed, the unbacked item never shows.
 
 The kind of record a claim names is the domain's (its ID patterns, its writes' targets), not the shop's
 "order": on a hotel declared here, with bookings and spa appointments both cancelled by their own tools,
@@ -24,9 +26,17 @@ import pytest
 from sundry.agent import answer
 from sundry.agent.guards import claimlists, provisional, replyclaims
 from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
+from sundry.agent.loop import agent_run
+from sundry.agent.models import Confirmation
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
+from sundry.agent.services import confirmation_decide
 from sundry.context.lanes import ActionData, LedgerData
 from sundry.evals.domains.tau2 import AIRLINE_DECLARATION, TELECOM_DECLARATION
+from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import Domain, get_domain
+from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.agent.test_claim_modes import _reads, case  # noqa: F401  (fixture)
 
 SHOP, AIRLINE, TELECOM = get_domain(), Domain.from_data(AIRLINE_DECLARATION), Domain.from_data(TELECOM_DECLARATION)
 RECORDS = {
@@ -381,3 +391,54 @@ def test_the_stream_stops_before_a_false_listed_item():
         SHOP, ledger=_ledger(SHOP), actions=[_action("cancel_order", "SU-41002"), _action("issue_refund", "SU-41001")]
     )
     assert provisional.shown(text, known={"SU-41001", "SU-41002"}, final=True, sentence_ok=ok) == text
+
+
+# --- through the loop -----------------------------------------------------------------------------
+
+LOOP_ORDER = "SU-41001"  # the `case` fixture's order
+LISTED = (
+    "Your requests have been processed:\n"
+    f"1. Refund of 15.00 USD on {LOOP_ORDER}\n"
+    f"2. Return for {LOOP_ORDER}\n"
+    "Anything else I can help with?"
+)
+LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": LOOP_ORDER})])
+
+
+@pytest.mark.django_db
+def test_a_listed_claim_nothing_backs_is_asked_again_then_held(case):  # noqa: F811
+    model = ScriptedModel([LOOKUP, ModelResponse(text=LISTED), ModelResponse(text=LISTED)])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    assert "Return for" not in _reads(case)
+    assert "no tool did" in model.requests[-1].messages[-1].content  # the re-ask says why
+    held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
+    assert "Your requests have been processed: Refund of 15.00 USD" in held.text
+
+
+@pytest.mark.django_db
+def test_a_listed_claim_of_what_ran_reaches_the_page(case):  # noqa: F811
+    """The control: the list of what did run posts at once."""
+    refund = ModelResponse(
+        tool_calls=[
+            ToolCall(
+                id="r1",
+                name="issue_refund",
+                arguments={"order_number": LOOP_ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
+            )
+        ]
+    )
+    first = ScriptedModel([LOOKUP, refund, ModelResponse(text="Please confirm on the card.")])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=first))
+    card = Confirmation.objects.get(ticket=case["ticket"])
+    confirmation_decide(
+        card_id=card.pk,
+        ticket=Ticket.objects.get(pk=case["ticket"].pk),
+        confirm=True,
+        digest=card.digest,
+        via=Confirmation.Via.BUTTON,
+        wake=False,
+    )
+    done = LISTED.replace(f"2. Return for {LOOP_ORDER}\n", "")
+    model = ScriptedModel([ModelResponse(text=done)])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    assert "Refund of 15.00 USD" in _reads(case) and len(model.requests) == 1  # posted, never asked again
