@@ -258,6 +258,24 @@ def test_an_item_that_says_its_own_mode_keeps_it():
     assert not _held(SHOP, text, actions=ran, proposals=[Proposal("book_return", ("SU-41002",), OPEN)])
 
 
+@pytest.mark.parametrize(
+    "text, tool",
+    [
+        ("Return requests have been submitted for:\n- SU-41001\n- the lamp", "book_return"),
+        ("Refunds have been issued for the following orders:\n1. SU-41001 (48.99 USD)", "issue_refund"),
+        ("I'll cancel these once you confirm:\n- SU-41001", "cancel_order"),
+    ],
+)
+def test_an_item_that_names_no_action_is_of_the_lead_ins(text, tool):
+    """ "Return requests have been submitted for:" then the records: each item a claim of the lead-in's action."""
+    mode = replyclaims.claims_of(text)[0].mode
+    record = [Proposal(tool, ("SU-41001",), OPEN)] if mode != "done" else []
+    ran = [_action(tool, "SU-41001")] if mode == "done" else []
+    assert _held(SHOP, text), (text, "nothing")
+    assert _held(SHOP, text, actions=[_action(tool, "SU-41002")]), (text, "on another order")
+    assert not _held(SHOP, text, actions=ran, proposals=record), (text, "its card or its action")
+
+
 def test_lists_that_claim_nothing_are_held_in_no_state():
     held, judged_ = [], 0
     for domain, tool, other, _items in ACTIONS:

@@ -48,7 +48,7 @@ _ITEM_KINDS = {
 _NOT_OURS = re.compile(
     r"\byou(?:'ll|\s+will)?\s+(?:need|have\s+to|can|could|may|might|should|must|want)\b|\bplease\b|\bsteps?\b"
     r"|\boptions?\b|\bchoices?\b|\bchoose\b|\beither\b|\bany\s+of\b|\bwhich\b|\btry\b|\bdetails?\b|\binformation\b"
-    r"|\bpolicy\b|\brules?\b|\bhow\s+to\b|\bwhat\s+you\b|\byou(?:'re|\s+are|'ve|\s+have)?\s+(?:request|ask|want)\w*"
+    r"|\bpolicy\b|\brules?\b|\bhow\s+to\b|\bwhat\s+you\b|\byour\s+requested\b|\byou(?:'re|\s+are|'ve|\s+have)?\s+(?:request|ask|want)\w*"
     r"|\bhelp\b|\bassist\b|\blook\s+into\b|\bcheck\w*|\breview\b",
     re.I,
 )
@@ -59,7 +59,8 @@ _FAILED = re.compile(
 )
 _DONE_WORD = (
     r"(?:processed|done|did|completed?|handled|taken\s+care\s+of|actioned|carried\s+out|made|applied|executed"
-    r"|finished|sorted(?:\s+out)?|confirmed|put\s+through|gone\s+through|went\s+through|performed|taken)"
+    r"|finished|sorted(?:\s+out)?|confirmed|put\s+through|gone\s+through|went\s+through|performed|taken|issued|sent"
+    r"|refunded|cancell?ed|booked|arranged|placed|created|initiated|approved|credited|replaced)"
 )
 _NOT_DONE = re.compile(r"\b(?:not|never|no)\b|n't\b|\bnothing\b|\bnone\b", re.I)
 # An item with a verb of its own ("Order <order> has been cancelled", "You'll receive an e-mail") is a
@@ -69,9 +70,22 @@ _OWN_VERB = re.compile(
     r"\b(?:has|have|had|is|are|was|were|will|shall|been|being|i|we|you|it|they)\b|'(?:ll|s|ve|re|d)\b", re.I
 )
 _LEAD_PENDING = re.compile(
-    r"\b(?:being\s+(?:processed|handled|reviewed)|in\s+progress|pending|awaiting|waiting\s+(?:for|on)|submitted"
-    r"|requested|under\s+review|sent\s+(?:to\s+\w+\s+)?for\s+(?:\w+\s+)?(?:approval|review)|on\s+hold|escalated"
-    r"|put\s+through\s+for|raised|queued)\b",
+    r"\b(?:being\s+(?:processed|handled|reviewed)|in\s+progress|(?:awaiting|waiting\s+(?:for|on)|pending)\s+"
+    r"(?:your\s+|staff\s+|manager\s+|a\s+)?(?:confirmation|approval|review|decision)|(?:is|are)\s+(?:now\s+|still\s+)?"
+    r"pending|submitted|(?<!as\s)requested|under\s+review|sent\s+(?:to\s+\w+\s+)?for\s+(?:\w+\s+)?(?:approval|review)"
+    r"|on\s+hold|escalated|put\s+through\s+for|raised|queued)\b|^\W*pending\b",
+    re.I,
+)
+# An item's own word that it is pending or not done ("— awaiting your confirmation", "Refund: not
+# possible"); "your pending order" or "(no extra charge)" says nothing of the action.
+_ITEM_PENDING = re.compile(
+    r"\b(?:awaiting|waiting\s+for|pending)\s+(?:your\s+|staff\s+|manager\s+)?(?:confirmation|approval|review|decision)"
+    r"\b|\bin\s+progress\b|\bunder\s+review\b|\bon\s+hold\b|[:\u2014\u2013-]\s*(?:submitted|pending)\b",
+    re.I,
+)
+_ITEM_NOT = re.compile(
+    r"^\W*(?:not|no|never)\b|[:\u2014\u2013(-]\s*(?:not|never)\b|\bnot\s+(?:yet\s+)?(?:done|processed|completed|made"
+    r"|issued|possible|approved)\b",
     re.I,
 )
 # Ours, to come: "I'll …", "we will …", "… will be processed", "Next, I'm going to …".
@@ -140,9 +154,9 @@ def _item_mode(item: str, lead: str) -> str:
         return own
     if re.search(r"\b(?:declined|rejected|refused|denied|turned\s+down)\b", item, re.I):
         return REFUSED
-    if _LEAD_PENDING.search(item):
+    if _ITEM_PENDING.search(item):
         return PENDING
-    if _NOT_DONE.search(item):
+    if _ITEM_NOT.search(item):
         return DENIED
     if own == FUTURE and lead == DONE:
         return FUTURE
@@ -153,7 +167,7 @@ def items(text: str, vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[It
     """Every item of a list whose lead-in says what became of its items, with the item's mode and the
     kinds of action it names (none: the item names no action, and claims nothing)."""
     out: list[Item] = []
-    lead, mode = "", None
+    lead, mode, lead_kinds = "", None, ()
     previous = ""  # the last line that was neither blank nor an item
     in_list = False
     for at, line in _lines(text):
@@ -168,14 +182,18 @@ def items(text: str, vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[It
             parts = [p for p in re.split(r"(?<=[.!?])\s+", previous.strip()) if p]
             lead = parts[-1] if parts else ""
             mode = lead_mode(lead)
+            lead_kinds = tuple(item_kinds(lead, vocab))
         said = _MARKUP.sub("", line[m.end() :]).strip().replace("\u2019", "'")
         if said.endswith(":"):
             # An item that leads a nested list in its turn ("1. Review your reservations to find:").
             lead, mode = said, lead_mode(said)
+            lead_kinds = tuple(item_kinds(lead, vocab))
             continue
         if mode is None:
             continue
         if _OWN_VERB.search(said):
             continue
-        out.append(Item(at, at + len(line), lead.strip(), said, _item_mode(said, mode), tuple(item_kinds(said, vocab))))
+        # An item that names no action is of the lead-in's ("Return requests have been submitted for:").
+        kinds = tuple(item_kinds(said, vocab)) or lead_kinds
+        out.append(Item(at, at + len(line), lead.strip(), said, _item_mode(said, mode), kinds))
     return out
