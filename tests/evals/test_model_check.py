@@ -42,6 +42,9 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     # What the customers read: nothing false from the offline agent; the weak model leaves them waiting.
     assert (offline.false_claims, offline.internal_shown, offline.unanswered) == (0, 0, 0)
     assert weak.unanswered >= 1
+    # The weak model's false claims are asked again or held, never read; nothing streamed and was then held.
+    assert (weak.false_claims, weak.internal_shown) == (0, 0)
+    assert offline.streamed_then_held == weak.streamed_then_held == 0
     text = scorecard.render(weak)
     assert text.startswith("Scorecard for scripted weak model")
     for line in (
