@@ -45,6 +45,7 @@ def judge(ticket) -> list[dict]:
     kinds = replyclaims.kinds_of(domain.tools)
     later = replyclaims.later_kinds_of(domain.tools)
     vocab = replyclaims.vocabulary_of(domain.tools)
+    entity = {"targets": replyclaims.targets_of(domain.tools), "kind_of": domain.kind_of}
     turns = list(ticket.turns)
     calls, actions, ledger, out, question = {}, [], {}, [], ""
     for i, t in enumerate(turns):
@@ -104,6 +105,7 @@ def judge(ticket) -> list[dict]:
                     later=later,
                     question=question,
                     vocab=vocab,
+                    **entity,
                 )
                 for name, (acts, entries, props) in records.items()
             }
@@ -123,6 +125,7 @@ def judge(ticket) -> list[dict]:
                 later=later,
                 question=question,
                 vocab=vocab,
+                **entity,
             )
             whole = time.perf_counter() - started
             started = time.perf_counter()
@@ -138,6 +141,7 @@ def judge(ticket) -> list[dict]:
                     question=question,
                     vocab=vocab,
                     since=n - 1,
+                    **entity,
                 )
             streamed = time.perf_counter() - started
             declared = set().union(*later.values())

@@ -241,6 +241,8 @@ def read_by_customers(ticket_id: int) -> dict:
                 question=question,
                 vocab=vocab,
                 forbidden=replyclaims.forbidden_kinds([r for r in rules if r.turn < number], domain),
+                targets=replyclaims.targets_of(domain.tools),
+                kind_of=domain.kind_of,
             )
         )
         out["internal_shown"] += bool(quotes(text, hidden))

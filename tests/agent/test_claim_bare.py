@@ -218,12 +218,9 @@ def _requests():
 
 def _on_its_record(domain, tool) -> bool:
     """Whether a claim of the tool's action is judged on the record it names: not for a contact (with the
-    customer), nor for one of the six kinds on a domain whose records are not its owner kind (the six
-    kinds judge by `owner_kind`: τ²'s airline declares none, so a cancelled reservation is judged anywhere)."""
-    if tool in CONTACT:
-        return False
-    six = replyclaims.kinds_of(domain.tools).get(tool, set()) & set(replyclaims.KINDS)
-    return not six or RECORDS[domain.name][2] == domain.owner_kind
+    customer). The six kinds are judged on the record too where the domain's owner kind is another (τ²'s
+    airline declares none: a cancelled reservation is judged by the kind its tool acts on, `replyclaims._entity`)."""
+    return tool not in CONTACT
 
 
 def _states(mode, tool, other, record, elsewhere, domain=SHOP):

@@ -42,6 +42,9 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     # What the customers read: nothing false from the offline agent; the weak model leaves them waiting.
     assert (offline.false_claims, offline.internal_shown, offline.unanswered) == (0, 0, 0)
     assert weak.unanswered >= 1
+    # The weak model's false claims are asked again or held, never read; nothing streamed and was then held.
+    assert (weak.false_claims, weak.internal_shown) == (0, 0)
+    assert offline.streamed_then_held == weak.streamed_then_held == 0
     text = scorecard.render(weak)
     assert text.startswith("Scorecard for scripted weak model")
     for line in (
@@ -141,3 +144,64 @@ def test_a_claimed_amount_stands_on_its_own_refund_not_the_order_total():
     assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 0
     turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I've refunded 9.00 USD on order SU-77002.")
     assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 1  # no refund of 9.00 ran
+
+
+@pytest.mark.django_db
+def test_a_false_claim_made_as_a_list_is_counted():
+    """ "Your requests have been processed:" then the items: each item a claim the card judges."""
+    from sundry.context import services as lanes
+    from sundry.desk.lifecycle import ticket_create
+    from sundry.tickets.models import Turn
+    from sundry.tickets.services import turn_append
+    from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-77003", prices=(5000,))
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(), subject="Two things")
+    turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Cancel SU-77003 and book a return.")
+    lanes.action_record(
+        ticket=ticket,
+        tool="cancel_order",
+        target="SU-77003",
+        arguments={"order_number": "SU-77003"},
+        result={"status": "cancelled"},
+        turn=1,
+        idempotency_key="c1",
+        reversible=False,
+    )
+    listed = "Your requests have been processed:\n- Order SU-77003 cancelled\n- Return for SU-77003"
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, text=listed)
+    assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 1  # no return was booked
+    turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Thanks.")
+    turn_append(ticket=ticket, author=Turn.Author.AGENT, text=listed.split("\n- Return")[0])
+    assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 1  # the cancellation alone: true
+
+
+@pytest.mark.django_db
+def test_a_reply_streamed_then_held_is_counted_and_makes_the_verdict_not_ready():
+    """The card counts a held reply that had streamed to a screen; the control is the same hold unstreamed."""
+    from types import SimpleNamespace
+
+    from sundry.agent.models import AgentStep
+    from sundry.desk.lifecycle import ticket_create
+    from tests.factories import CustomerFactory, TicketClassFactory
+
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Hi")
+    run = SimpleNamespace(
+        ticket_id=ticket.pk,
+        read={"false_claims": 0, "internal_shown": 0, "unanswered": 0},
+        forbidden=0,
+        error="",
+        judgement=SimpleNamespace(missing=[], forbidden=[], correct=True),
+        facts=[],
+    )
+    results = [SimpleNamespace(error="", runs={"triggered": run})]
+    step = AgentStep.objects.create(
+        ticket=ticket, number=1, model="m", request_tokens=1, outcome=AgentStep.Outcome.HELD_REPLY, checks={}
+    )
+    assert scorecard.collect("m", results).streamed_then_held == 0  # held, never shown
+    step.checks = {"streamed": True}
+    step.save()
+    card = scorecard.collect("m", results)
+    assert card.streamed_then_held == 1
+    assert "1 replies streamed then held" in scorecard.verdict(card)

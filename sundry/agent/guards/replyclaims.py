@@ -47,11 +47,11 @@ sent before promises no new one — and never where a rule forbids the channel.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import bareclaims, claimmodes, claimverbs
+from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.context.rules import infer_enforcement
@@ -244,8 +244,25 @@ def claims_of(
     `since`: the sentences before this one are read only as what later ones may speak of (the stream
     judged them already)."""
     out = []
-    said = [sentence.strip().replace("\u2019", "'") for sentence in sentences(text or "", final=True)]
+    pieces = sentences(text or "", final=True)
+    said = [sentence.strip().replace("\u2019", "'") for sentence in pieces]
+    listed = _listed(text or "", pieces, vocab)
     for i, s in enumerate(said):  # models write "you’ll" as often as "you'll"
+        if i in listed:
+            # An item of a list whose lead-in says what became of it (`claimlists`): read in the lead-in's mode.
+            if i >= since:
+                out += [
+                    Claim(
+                        kind,
+                        f"{item.lead} {item.text}",
+                        frozenset(id_tokens(item.text)),
+                        _amounts(kind, item.text),
+                        item.mode,
+                    )
+                    for item in listed[i]
+                    for kind in item.kinds
+                ]
+            continue
         if not s or i < since:
             continue
         found = []
@@ -277,6 +294,25 @@ def claims_of(
         if not offered:
             found += _unnamed(s, said[:i], question, vocab, rest, {(c.kind, c.mode) for c in found})
         out += found
+    return out
+
+
+def _listed(text: str, pieces: list[str], vocab) -> dict[int, list]:
+    """Sentence index → the list items (`claimlists.Item`) that end in it; every sentence inside such an
+    item ("1." and what follows it) maps to a list, empty but for the item's last sentence."""
+    found = claimlists.items(text, vocab)
+    if not found:
+        return {}
+    out: dict[int, list] = {}
+    at = 0
+    for i, piece in enumerate(pieces):
+        start, end = at, at + len(piece.rstrip())
+        at += len(piece)
+        for item in found:
+            if item.start <= start and end <= item.end + 1 and piece.strip():
+                out.setdefault(i, [])
+                if end >= item.end:
+                    out[i].append(item)
     return out
 
 
@@ -421,6 +457,8 @@ def unsupported(
     vocab: claimverbs.Vocabulary = claimverbs.EMPTY,
     forbidden: dict[str, frozenset[str]] | None = None,
     since: int = 0,
+    targets: dict[str, str] | None = None,
+    kind_of: Callable[[str], str | None] | None = None,
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -434,7 +472,10 @@ def unsupported(
     stand on (default: `kinds`). `question`: the customer's latest message, which a bare yes or no
     answers (`claims_of`). `vocab`: the writes' own claim words (`vocabulary_of`). `forbidden`: kind →
     the records a rule in force forbids it on (`forbidden_kinds`). `since`: judge the sentences from
-    this one on, the earlier ones read only as what they may speak of (`claims_of`)."""
+    this one on, the earlier ones read only as what they may speak of (`claims_of`). `targets`
+    (`targets_of`): tool → the kind of record it acts on; `kind_of`: an identifier's kind by the
+    domain's ID patterns — with them a claim is judged on the records of the kind it names
+    (`_entity`)."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -479,34 +520,87 @@ def unsupported(
         if claim.kind not in (declared if claim.mode in (PENDING, FUTURE) else declared_now):
             continue
         # A contact is with the customer, not on an order: any e-mail (call) on the ticket backs "I've e-mailed you".
-        named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & (anything if own else owners)) or None
-        ran = _backed(claim.kind, named, actions, kinds, money, ledger, vocab)
+        if own or claim.kind in (EMAIL, PHONE):
+            named = (set() if claim.kind in (EMAIL, PHONE) else claim.ids & anything) or None
+            acts, props, entries = actions, proposals, ledger
+        else:
+            named, acts, props, entries = _entity(
+                claim,
+                owners,
+                actions,
+                proposals,
+                ledger,
+                later if claim.mode in (PENDING, FUTURE) else kinds,
+                targets or {},
+                kind_of,
+            )
+        ran = _backed(claim.kind, named, acts, kinds, money, entries, vocab)
         if claim.mode == DENIED:
             if ran:
                 out.append(replace(claim, why="it ran"))
         elif claim.mode == REFUSED:
-            if not _proposed(claim.kind, named, proposals, kinds, DECLINED):
+            if not _proposed(claim.kind, named, props, kinds, DECLINED):
                 out.append(replace(claim, why="no card or hold for it was declined"))
         elif claim.mode == DONE:
             if not ran:
                 out.append(replace(claim, why="no tool did it"))
-            elif claim.amounts and not _amounts_backed(claim.amounts, named, actions, kinds, money):
+            elif claim.amounts and not _amounts_backed(claim.amounts, named, acts, kinds, money):
                 out.append(replace(claim, why="the records show another figure"))
         else:  # PENDING, FUTURE
             if claim.kind in (EMAIL, PHONE) and claim.mode == FUTURE:
                 ran = False  # a contact made before promises no new one
             else:
-                ran = ran or _backed(claim.kind, named, actions, later, money, ledger, vocab)
-            offered = _proposed(claim.kind, named, proposals, later, OPEN)
+                ran = ran or _backed(claim.kind, named, acts, later, money, entries, vocab)
+            offered = _proposed(claim.kind, named, props, later, OPEN)
             if not offered and _forbidden(claim.kind, named, forbidden):
                 out.append(replace(claim, why="a rule in force forbids it"))
             elif not (ran or offered):
                 out.append(replace(claim, why="no card or staff hold is open for it"))
             elif claim.amounts and not (
-                (ran and _amounts_backed(claim.amounts, named, actions, later, money))
+                (ran and _amounts_backed(claim.amounts, named, acts, later, money))
                 or _amounts_offered(claim.amounts, named, offered, money)
             ):
                 out.append(replace(claim, why="its card or the records show another figure"))
+    return out
+
+
+def _entity(claim, owners, actions, proposals, ledger, kinds, targets, kind_of):
+    """(the records the claim names, and the actions, cards and ledger entries that may back it) for a
+    claim of one of the six kinds. The records it names are the ticket's owners and any identifier of a
+    kind the tools of its kind act on (`targets`; by the ledger, else the domain's ID patterns): "your
+    reservation 8JX2WO has been cancelled" is judged on 8JX2WO though the domain's owner kind is not
+    reservations. When the claim names such a kind — by an identifier of it or by the kind's own word
+    ("your booking has been cancelled") — only the tools that act on that kind back it, so a booking's
+    cancellation is not backed by an appointment's."""
+    tools = {t for t, ks in kinds.items() if claim.kind in ks}
+    acted_on = {targets[t] for t in tools if t in targets}
+    kind_by_value = {e.value: e.kind for e in ledger}
+
+    def kind(value: str) -> str | None:
+        return kind_by_value.get(value) or (kind_of(value) if kind_of else None)
+
+    named = claim.ids & (owners | {v for v in claim.ids if kind(v) in acted_on}) or None
+    said = {k for k in acted_on if re.search(r"\b" + re.escape(k.replace("_", " ")) + r"s?\b", claim.sentence, re.I)}
+    said |= {kind(v) for v in named or ()} & acted_on
+    if not said or said == acted_on:
+        return named, actions, proposals, ledger
+    allowed = {t for t in tools if targets.get(t) in said}
+    return (
+        named,
+        [a for a in actions if a.tool in allowed],
+        [p for p in proposals if p.tool in allowed],
+        [e for e in ledger if e.kind in said],
+    )
+
+
+def targets_of(decls: dict) -> dict[str, str]:
+    """Tool name → the kind of record it acts on: its declared target argument's kind."""
+    out = {}
+    for name, decl in decls.items():
+        args, target = getattr(decl, "args", {}) or {}, getattr(decl, "target", None)
+        kind = (args.get(target) or args.get(f"{target}[]")) if target else None
+        if kind:
+            out[name] = kind
     return out
 
 
@@ -658,6 +752,8 @@ class Records:
     later: dict | None = None  # `later_kinds_of`
     vocab: claimverbs.Vocabulary = claimverbs.EMPTY  # `vocabulary_of`
     forbidden: dict = field(default_factory=dict)  # `forbidden_kinds`
+    targets: dict = field(default_factory=dict)  # `targets_of`
+    kind_of: Callable[[str], str | None] | None = None  # the domain's ID patterns
 
     @classmethod
     def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=(), rules=(), overridden=()) -> "Records":
@@ -673,6 +769,8 @@ class Records:
             later=later_kinds_of(domain.tools),
             vocab=vocabulary_of(domain.tools),
             forbidden=forbidden_kinds(rules, domain, overridden),
+            targets=targets_of(domain.tools),
+            kind_of=domain.kind_of,
         )
 
     def unsupported(self, text: str, question: str = "", since: int = 0) -> list[Claim]:
@@ -689,6 +787,8 @@ class Records:
             vocab=self.vocab,
             forbidden=self.forbidden,
             since=since,
+            targets=self.targets,
+            kind_of=self.kind_of,
         )
 
 
