@@ -20,6 +20,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from sundry.desk import lab_views
+from sundry.desk.labtext import lab_text
 from sundry.evals.labrun import proposal_run
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.tasks import budget_lab_task
@@ -31,7 +32,9 @@ from tests.workers import Worker, wait_for, worker_env  # noqa: F401  (fixture)
 FIXTURE = Path(__file__).resolve().parent.parent / "evals" / "fixtures" / "tau2_retail_small.json"
 # Tight enough that the retail conversation compacts under it and not at the class's 8,000.
 TIGHT = {"budget": 5000, "trigger": 0.6, "kept": 2, "ledger": 0.3, "tickets": 10, "price_as": GPT}
-SCENARIO = "refund-all-my-orders"
+# A damaged item refunded early and asked about much later: at the class's 8,000 tokens it stays correct;
+# at 5,000 with two turns kept it compacts twice as often and the refund is never made.
+SCENARIO = "air-fryer-status-after-compaction"
 
 
 def _upload(name: str, body: bytes) -> SimpleUploadedFile:
@@ -101,19 +104,26 @@ def test_uploaded_traces_and_the_scenarios_each_run_in_a_real_worker_and_keep_th
     outcomes = s["scenarios"]
     assert outcomes["cast"] == 1 and [r["id"] for r in outcomes["rows"]] == [SCENARIO]
     row = outcomes["rows"][0]
-    assert row["current"]["verdict"] == "correct" and row["current"]["steps"] > 0, row
-    assert row["proposed"]["verdict"] in ("correct", "wrong") and row["proposed"]["steps"] > 0
-    assert outcomes["current"]["correct"] == 1
+    assert row["current"]["verdict"] == "correct" and row["current"]["damage"] == 0, row
+    assert row["proposed"]["verdict"] == "wrong" and row["proposed"]["missing_list"] == ["refund on {damaged}"], row
+    assert row["proposed"]["lost"][0].startswith("refund ") and row["proposed"]["lost"][0].endswith("({damaged})")
+    assert row["proposed"]["compactions"] > row["current"]["compactions"] > 0
+    assert (outcomes["current"]["correct"], outcomes["proposed"]["correct"]) == (1, 0)
     assert s["replayed_current"]["steps"] == row["current"]["steps"]
     assert s["replayed_proposed"]["compactions"] == row["proposed"]["compactions"]
+    assert s["recorded"]["compactions"] == 0 and s["fidelity"]["checked"]
     assert TicketClass.objects.count() == classes and not Ticket.objects.exists()
     assert fx.checkpoint().statuses == checkpoint.statuses
     page = admin.get(f"/desk/figures/lab/{standard.pk}/proposals/{scenarios.pk}/").content.decode()
     assert 'id="lab-scenarios"' in page and f'data-scenario="{SCENARIO}"' in page
-    assert re.search(r'data-figure="scenarios_correct"><th scope="row">Scenarios correct</th><td>1 of 1</td>', page)
+    assert re.search(r'scenarios_correct"><th scope="row">Scenarios correct</th><td>1 of 1</td><td>0 of 1</td>', page)
+    assert 'data-verdict="wrong"' in page and "Missing: refund on {damaged}" in page
     listed = admin.get(f"/desk/figures/lab/{standard.pk}/").content.decode()
-    assert 'data-source="traces"' in listed and 'data-source="scenarios"' in listed
-    assert f"1 → {outcomes['proposed']['correct']} of 1" in listed
+    assert 'data-source="traces"' in listed and 'data-source="scenarios"' in listed and "1 → 0 of 1" in listed
+    # `manage.py budget_lab --scenarios` prints the same result.
+    text = lab_text(s, standard.name)
+    assert _row(text, "scenarios correct") == ["1 of 1", "0 of 1"]
+    assert _row(text, SCENARIO)[0].startswith("correct") and _row(text, SCENARIO)[1].startswith("wrong (1 missing")
 
 
 BAD_FILES = [
