@@ -219,3 +219,36 @@ def test_the_command_replays_a_traces_file_and_refuses_a_bad_one(tmp_path):
         _command(*args, "--traces", str(tmp_path / "missing.json"))
     with pytest.raises(CommandError, match=r"--scenarios: Unknown scenario id\(s\): nope"):
         _command(*args, "--scenarios", "nope")
+
+
+@pytest.mark.django_db
+def test_desk_tickets_exported_and_replayed_as_traces_give_back_the_requests_the_agent_sent(tmp_path):
+    """The traces replay assembles and counts requests as production does: at the class's own settings, the
+    harness's walk over the desk's own tickets (Sundry's export format, uploaded) reproduces every request."""
+    from sundry.agent.models import AgentStep
+    from sundry.evals.records import dump, export_ticket
+    from tests.tickets.test_budget_proposals import worked_history
+
+    standard = ensure_classes()["standard"]
+    tickets = worked_history(standard, 2)
+    sent = [
+        list(AgentStep.objects.filter(ticket=t).order_by("number").values_list("request_tokens", flat=True))
+        for t in tickets
+    ]
+    path = dump([export_ticket(t) for t in tickets], tmp_path / "desk.json")
+    admin = client_for(user("root", admin=True))
+    own = {**TIGHT, "budget": 8000, "trigger": 0.8, "kept": 8, "source": "traces"}
+    admin.post(f"/desk/figures/lab/{standard.pk}/run", {**own, "traces_file": _upload("desk.json", path.read_bytes())})
+    f = proposal_run(BudgetProposal.objects.get().pk).figures
+    assert [s["current"] for s in f["samples"]] == [s["recorded"] for s in f["samples"]] == sent
+    assert f["replayed_current"]["input_tokens"] == sum(map(sum, sent)) and f["replayed_current"]["compactions"] == 0
+    # Control: the same tickets under a budget that compacts give other requests.
+    BudgetProposal.objects.all().delete()
+    r = admin.post(
+        f"/desk/figures/lab/{standard.pk}/run",
+        {**own, "budget": 4500, "trigger": 0.8, "kept": 2, "traces_file": _upload("desk.json", path.read_bytes())},
+    )
+    assert r.status_code == 302, re.findall(r'-error">([^<]*)', r.content.decode())
+    tight = proposal_run(BudgetProposal.objects.get().pk).figures
+    assert tight["replayed_proposed"]["compactions"] > 0
+    assert [s["proposed"] for s in tight["samples"]] != sent
