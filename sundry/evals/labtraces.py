@@ -303,7 +303,8 @@ def traces_figures(
             "from the lanes and the turns as production assembles it (each domain's own policy and tools), and "
             "compacted when production's trigger fires — after resolution steps, and before a step over the "
             "budget — with the offline summariser. Never compacted is the same request with every turn; "
-            "output tokens are each step's own reply or call. Summaries are counted at the trigger's estimate.",
+            "output tokens are each step's own reply or call. Summaries are counted at the trigger's estimate. "
+            "The room above is this class's own request; a trace's domain brings its own policy and tools.",
         },
         columns=TRACES_COLUMNS,
     )
