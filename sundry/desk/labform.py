@@ -71,7 +71,8 @@ class ProposalForm(forms.Form):
         max_value=MAX_TICKETS,
         required=False,
         label="Tickets to replay",
-        help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.",
+        help_text=f"The class's latest tickets with recorded steps, or a traces file's first conversations; "
+        f"at most {MAX_TICKETS}.",
     )
     price_as = forms.CharField(max_length=120, required=False, label="Price as model")
     working_model = forms.CharField(
