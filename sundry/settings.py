@@ -98,6 +98,9 @@ INSTALLED_APPS = [
     "sundry.desk",
     "sundry.portal",
     "sundry.evals",
+    # The outcome scenarios as an app of their own: the budget lab's scenario source registers itself from
+    # here, so the harness's package never imports the scenarios (which build on it).
+    "sundry.evals.scenarios",
 ]
 
 # The domains tickets are worked in: modules that register a `tooling.domain.Domain` when
@@ -403,6 +406,11 @@ else:
     raise ImproperlyConfigured(f"SUNDRY_ATTACHMENT_STORAGE must be local or s3, not {_attachment_storage!r}.")
 
 # --- Sundry ---------------------------------------------------------------------
+# The budget lab's imported traces: the folders whose files an admin may name on the page (uploads
+# come from anywhere; `manage.py budget_lab --traces` reads any file its operator can).
+LAB_TRACE_DIRS = env_list(
+    "SUNDRY_LAB_TRACE_DIRS", f"{BASE_DIR.resolve().parent / 'shared' / 'corpora'},{VAR_DIR / 'traces'}"
+)
 # Customer messages above this many characters are refused with the limit named.
 MAX_MESSAGE_CHARS = int(os.environ.get("SUNDRY_MAX_MESSAGE_CHARS", "4000"))
 # Per person: customer messages and new tickets (each may start a model call), as

@@ -40,6 +40,8 @@ from sundry.tickets.models import Ticket, TicketClass, Turn
 
 DEFAULT_TICKETS = 50
 MAX_TICKETS = 200
+# The comparison's three columns for the window; other sources name their first column otherwise.
+WINDOW_COLUMNS = ["Recorded", "Current, replayed", "Proposed, replayed"]
 
 
 @dataclass(frozen=True)
@@ -403,5 +405,10 @@ def lab_json(lab: Lab) -> dict:
         },
         "cache": asdict(lab.shares),
         "volume": lab.volume.as_json(),
+        "source": {
+            "kind": "window",
+            "text": f"the class's latest {lab.tickets} of {lab.tickets_with_steps} tickets with recorded steps",
+        },
+        "columns": WINDOW_COLUMNS,
     }
     return out

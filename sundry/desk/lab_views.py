@@ -18,6 +18,7 @@ from sundry.desk import labcharts
 from sundry.desk.budgetlab import DEFAULT_TICKETS, class_budget, lab_json, run_lab
 from sundry.desk.classchanges import ApplyRefused, proposal_apply
 from sundry.desk.labform import ProposalForm, initial_values, proposed_budget
+from sundry.desk.labsources import WINDOW, describe, server_trace_files
 from sundry.people.selectors import customer_of
 from sundry.tickets.models import BudgetProposal, TicketClass, TicketClassChange
 
@@ -55,6 +56,11 @@ def _charts(lab: dict) -> dict:
 
 
 def _page(request, tclass, form, lab, status=200):
+    proposals = list(
+        BudgetProposal.objects.filter(ticket_class=tclass).select_related("created_by").defer("traces_text")[:LISTED]
+    )
+    for p in proposals:
+        p.source_text = describe(p)
     return render(
         request,
         "desk/budget_lab.html",
@@ -64,8 +70,9 @@ def _page(request, tclass, form, lab, status=200):
             "lab": lab,
             "charts": _charts(lab) if lab else None,
             "current": class_budget(tclass),
-            "proposals": BudgetProposal.objects.filter(ticket_class=tclass).select_related("created_by")[:LISTED],
+            "proposals": proposals,
             "changes": TicketClassChange.objects.filter(ticket_class=tclass).select_related("changed_by")[:LISTED],
+            "server_traces": server_trace_files(),
         },
         status=status,
     )
@@ -83,7 +90,7 @@ def budget_lab(request, class_id: int):
     )
     lab = None
     status = 200
-    if form.is_valid():
+    if form.is_valid() and form.cleaned_data["source"] == WINDOW:
         data = form.cleaned_data
         lab = lab_json(
             run_lab(
@@ -108,12 +115,22 @@ def budget_lab_run(request, class_id: int):
         return away
     tclass = get_object_or_404(TicketClass, pk=class_id)
     values = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
-    form = ProposalForm({**initial_values(tclass), **values}, tclass=tclass)
+    form = ProposalForm({**initial_values(tclass), **values}, request.FILES, tclass=tclass)
     if not form.is_valid():
-        if request.htmx:  # the lab's own page shows the same form's errors, with the admin's values
+        if request.htmx and form.cleaned_data.get("source", values.get("source")) in (None, "", WINDOW):
+            # The lab's own page shows the same form's errors, with the admin's values.
             return _hx_redirect(f"{reverse('desk-budget-lab', args=[tclass.pk])}?{urlencode(values)}")
+        if request.htmx:
+            # A file cannot travel in a link: the page's form is swapped in place, its errors shown and
+            # its other values kept (the file input is empty again, as a browser leaves it).
+            response = _page(request, tclass, form, None, 422)
+            response["HX-Retarget"] = "#lab-page"
+            response["HX-Reswap"] = "outerHTML"
+            response["HX-Reselect"] = "#lab-page"
+            return response
         return _page(request, tclass, form, None, 400)
     data = form.cleaned_data
+    traces_name, traces_text = (form.traces[0], form.traces[1]) if form.traces else ("", "")
     proposal = BudgetProposal.objects.create(
         ticket_class=tclass,
         created_by=request.user,
@@ -126,6 +143,10 @@ def budget_lab_run(request, class_id: int):
         working_model=data["working_model"],
         summariser_model=data["summariser_model"],
         call_summariser=data["call_summariser"],  # the form refused it unless its cost was accepted
+        source=data["source"],
+        traces_name=traces_name if data["source"] == BudgetProposal.Source.TRACES else "",
+        traces_text=traces_text if data["source"] == BudgetProposal.Source.TRACES else "",
+        scenarios=data["scenarios"] if data["source"] == BudgetProposal.Source.SCENARIOS else "",
     )
     _enqueue(proposal.pk)
     url = reverse("desk-budget-proposal", args=[tclass.pk, proposal.pk])
@@ -140,7 +161,9 @@ def _hx_redirect(url: str) -> HttpResponse:
 
 def _proposal(request, class_id: int, proposal_id: int) -> BudgetProposal:
     return get_object_or_404(
-        BudgetProposal.objects.select_related("ticket_class", "created_by"), pk=proposal_id, ticket_class_id=class_id
+        BudgetProposal.objects.select_related("ticket_class", "created_by").defer("traces_text"),
+        pk=proposal_id,
+        ticket_class_id=class_id,
     )
 
 
@@ -155,6 +178,7 @@ def budget_proposal(request, class_id: int, proposal_id: int):
     lab = proposal.figures if proposal.status == BudgetProposal.Status.DONE else None
     context = {
         "proposal": proposal,
+        "source_text": describe(proposal),
         "tclass": proposal.ticket_class,
         "running": running,
         "lab": lab,

@@ -137,10 +137,9 @@ def _bars(
 def cost_chart(lab: dict) -> SafeString:
     """Cost per ticket: recorded, replayed at the current settings, replayed at the proposal."""
     rows = []
-    for name, key, colour in (
-        ("Recorded", "recorded", RECORDED),
-        ("Current, replayed", "replayed_current", CURRENT),
-        ("Proposed, replayed", "replayed_proposed", PROPOSED),
+    names = lab.get("columns") or ["Recorded", "Current, replayed", "Proposed, replayed"]
+    for name, key, colour in zip(
+        names, ("recorded", "replayed_current", "replayed_proposed"), (RECORDED, CURRENT, PROPOSED)
     ):
         per = lab[key].get("cost_per_ticket")
         per = None if per is None else float(per)

@@ -3,20 +3,64 @@ and messages."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from django import forms
+from django.conf import settings
 
 from sundry.agent.provider.gateway import validate_model_name
 from sundry.compaction.summariser import MAX_ATTEMPTS
 from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS, run_lab
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.labcosts import price_problem, summariser_cost, template_tokens
-from sundry.tickets.models import TicketClass
+from sundry.desk.labsources import (
+    SCENARIO_SETS,
+    SCENARIOS,
+    TRACES,
+    WINDOW,
+    TracesRead,
+    TracesUnreadable,
+    allowed_path,
+    read_traces,
+    scenarios_problem,
+)
+from sundry.tickets.models import BudgetProposal, TicketClass
 
 # An offline class costs nothing: its figures are priced as this model unless the admin names another.
 PRICE_AS_OFFLINE = "openai:gpt-4.1-mini"
 
 
 class ProposalForm(forms.Form):
+    source = forms.ChoiceField(
+        choices=BudgetProposal.Source.choices,
+        initial=WINDOW,
+        widget=forms.RadioSelect,
+        label="Replay",
+        help_text="The class's recent tickets answer at once; imported traces and the outcome scenarios are "
+        "replayed by the harness in a worker (Run and keep).",
+    )
+    traces_file = forms.FileField(
+        required=False,
+        label="Traces file",
+        help_text="Recorded conversations, as the harness imports them: a τ²-bench results file, OpenAI "
+        "message lists (JSON or JSON lines), or Sundry's recorded-ticket export.",
+    )
+    traces_path = forms.CharField(
+        max_length=500,
+        required=False,
+        widget=forms.TextInput(attrs={"list": "lab-server-traces", "size": 60}),
+        label="Or a traces file on the server",
+        help_text="Its full path, under the folders the lab may read (SUNDRY_LAB_TRACE_DIRS).",
+    )
+    scenarios = forms.ChoiceField(
+        choices=SCENARIO_SETS,
+        required=False,
+        initial="fast",
+        label="Scenarios",
+        help_text="Run on the demo shop at the current settings, never compacted, and at the proposal, with "
+        "the offline model; judged by what they left in the shop.",
+    )
     # The bounds are the class model's own, so a proposal is one the admin could save.
     budget = forms.IntegerField(min_value=1000, max_value=2_000_000, label="Token budget")
     trigger = forms.FloatField(min_value=0.3, max_value=0.95, label="Trigger fraction")
@@ -27,7 +71,8 @@ class ProposalForm(forms.Form):
         max_value=MAX_TICKETS,
         required=False,
         label="Tickets to replay",
-        help_text=f"The class's latest tickets with recorded steps; at most {MAX_TICKETS}.",
+        help_text=f"The class's latest tickets with recorded steps, or a traces file's first conversations; "
+        f"at most {MAX_TICKETS}.",
     )
     price_as = forms.CharField(max_length=120, required=False, label="Price as model")
     working_model = forms.CharField(
@@ -54,10 +99,13 @@ class ProposalForm(forms.Form):
         help_text="Needed before a run that calls a billed summariser.",
     )
 
-    def __init__(self, *args, tclass: TicketClass | None = None, **kwargs):
+    def __init__(self, *args, tclass: TicketClass | None = None, anywhere: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.tclass = tclass
+        self.anywhere = anywhere  # the command's operator may name any file they can read
         self.summariser_estimate: dict | None = None
+        # The traces the form read: (name, the upload's text or "" for a server path, what was read).
+        self.traces: tuple[str, str, TracesRead] | None = None
 
     def clean_price_as(self):
         name = (self.cleaned_data.get("price_as") or "").strip()
@@ -82,6 +130,17 @@ class ProposalForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        source = data.get("source") or WINDOW
+        if source == TRACES:
+            self._clean_traces(data)
+        elif source == SCENARIOS:
+            self._clean_scenarios(data)
+        if source != WINDOW and data.get("call_summariser"):
+            self.add_error(
+                "call_summariser",
+                "Calling the summariser model is offered on the class's recent tickets only: imported traces "
+                "and the scenarios are compacted by the offline summariser.",
+            )
         if self.tclass is None or self.errors or not data.get("call_summariser"):
             return data
         model = data.get("summariser_model") or self.tclass.summariser_model
@@ -95,6 +154,58 @@ class ProposalForm(forms.Form):
                 + " Tick “I accept the summariser's estimated cost” (on the command: --yes) to run it.",
             )
         return data
+
+    def _clean_traces(self, data: dict) -> None:
+        upload, path = data.get("traces_file"), (data.get("traces_path") or "").strip()
+        if upload and path:
+            self.add_error("traces_path", "Upload a file or name one on the server, not both.")
+        elif not upload and not path:
+            self.add_error("traces_file", "Choose a traces file to upload, or name one on the server.")
+        elif upload:
+            self._read_upload(upload)
+        else:
+            try:
+                found = allowed_path(path, anywhere=self.anywhere)
+                self.traces = (str(found), "", _read(found))
+            except TracesUnreadable as exc:
+                self.add_error("traces_path", str(exc))
+
+    def _read_upload(self, upload) -> None:
+        name = Path(upload.name or "traces.json").name
+        limit = settings.ATTACHMENT_MAX_BYTES
+        if upload.size > limit:
+            self.add_error(
+                "traces_file",
+                f"{name} is {upload.size / 1e6:.1f} MB; uploads are limited to {limit / 1e6:.0f} MB. "
+                "Put a larger file on the server and name its path.",
+            )
+            return
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            self.add_error("traces_file", f"{name} is not UTF-8 text: not a traces file.")
+            return
+        with tempfile.TemporaryDirectory(prefix="sundry-lab-") as tmp:
+            saved = Path(tmp) / name
+            saved.write_text(text, encoding="utf-8")
+            try:
+                self.traces = (name, text, _read(saved))
+            except TracesUnreadable as exc:
+                # The importers name the file by its path: the admin knows it by the name they chose.
+                self.add_error("traces_file", str(exc).replace(str(saved), name))
+
+    def _clean_scenarios(self, data: dict) -> None:
+        if not data.get("scenarios"):
+            data["scenarios"] = "fast"
+        if self.tclass is not None and (problem := scenarios_problem(self.tclass)):
+            self.add_error("source", problem)
+
+
+def _read(path: Path) -> TracesRead:
+    read = read_traces(path)
+    if not read.tickets:
+        raise TracesUnreadable(f"{path} holds no conversation to replay.")
+    return read
 
 
 def proposed_budget(data: dict) -> Budget:
@@ -137,6 +248,8 @@ def initial_values(tclass: TicketClass) -> dict:
         "trigger": tclass.trigger_fraction,
         "kept": tclass.recent_turns_kept,
         "ledger": tclass.ledger_share,
+        "source": WINDOW,
+        "scenarios": "fast",
         "tickets": DEFAULT_TICKETS,
         "price_as": PRICE_AS_OFFLINE if tclass.working_model == "offline" else tclass.working_model,
     }

@@ -35,9 +35,14 @@ def lab_text(lab: dict, class_name: str) -> str:
     fc, fp = lab["fit_current"], lab["fit_proposed"]
     r, c, p = lab["recorded"], lab["replayed_current"], lab["replayed_proposed"]
     cache, volume, models = lab["cache"], lab["volume"], lab["models"]
+    source = lab.get("source") or {"kind": "window"}
+    replayed = (
+        f"Replayed the latest {lab['tickets']} of {lab['tickets_with_steps']} tickets with recorded steps"
+        if source["kind"] == "window"
+        else f"Replayed {source['text']}"
+    )
     lines = [
-        f"Budget lab: {class_name}. Replayed the latest {lab['tickets']} of {lab['tickets_with_steps']} tickets "
-        f"with recorded steps; costs at {lab['price_model']}'s prices (genai-prices).",
+        f"Budget lab: {class_name}. {replayed}; costs at {lab['price_model']}'s prices (genai-prices).",
         f"Proposed column priced at {lab['proposed_price_model']}; summaries at {lab['summariser_price_model']} "
         f"(current) and {lab['proposed_summariser_price_model']} (proposed).",
         f"Prompt cache at the class's recorded shares: {_pct(cache['read'])} of input read, "
@@ -79,9 +84,12 @@ def lab_text(lab: dict, class_name: str) -> str:
             ),
         ],
     )
+    if source.get("note"):
+        lines += [source["note"], ""]
+    heads = [c.split(",")[0].lower() for c in lab.get("columns") or ["recorded", "current", "proposed"]]
     lines += _table(
         "Replayed",
-        ["recorded", "current", "proposed"],
+        heads,
         [
             ("steps", _n(r["steps"]), _n(c["steps"]), _n(p["steps"])),
             ("request tokens, median", _n(r["median"]), _n(c["median"]), _n(p["median"])),
@@ -127,6 +135,39 @@ def lab_text(lab: dict, class_name: str) -> str:
             f"{spent['output_tokens']:,} output tokens).",
             "",
         ]
+    if sc := lab.get("scenarios"):
+        lines += _scenario_lines(sc)
     if fp["tight"]:
         lines += [f"Warning: {fp['problem']}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _scenario_lines(sc: dict) -> list[str]:
+    """The outcome scenarios: the totals, then each scenario's verdict at the current settings and the proposal."""
+    cur, prop, n = sc["current"], sc["proposed"], sc["cast"]
+    lines = _table(
+        "Scenario outcomes",
+        ["current", "proposed"],
+        [
+            ("scenarios correct", f"{cur['correct']} of {n}", f"{prop['correct']} of {n}"),
+            ("forbidden effects", cur["forbidden"], prop["forbidden"]),
+            ("expected effects missing", cur["missing"], prop["missing"]),
+            ("effects changed by compaction", cur["damage"], prop["damage"]),
+            ("reply facts said", f"{cur['facts_ok']} of {sc['facts']}", f"{prop['facts_ok']} of {sc['facts']}"),
+        ],
+    )
+
+    def verdict(side: dict) -> str:
+        extra = [f"{side[k]} {k}" for k in ("missing", "forbidden") if side[k]]
+        extra += [f"{side['damage']} changed"] if side["damage"] else []
+        return side["verdict"] + (f" ({', '.join(extra)})" if extra else "") + f", c{side['compactions']}"
+
+    if sc["rows"]:
+        lines += _table(
+            "Per scenario",
+            ["current", "proposed"],
+            [(r["id"], verdict(r["current"]), verdict(r["proposed"])) for r in sc["rows"]],
+        )
+    for missing in sc.get("not_cast") or []:
+        lines.append(f"Not run: {missing['id']} ({missing['error']})")
+    return lines + ([""] if sc.get("not_cast") else [])

@@ -154,6 +154,10 @@ class TicketResult:
         default_factory=lambda: {k: [] for k in ("turn", "full", "sundry", "window", "prose", "triggered")}
     )
     triggered_compactions: list[int] = field(default_factory=list)
+    # Per triggered compaction: the step (boundary, 1-based) whose request it came before, and the tokens
+    # of the turns it replaced (what a summariser call reads besides its template and the summary before).
+    triggered_steps: list[int] = field(default_factory=list)
+    triggered_replaced: list[int] = field(default_factory=list)
     labelled: list[str] | None = None  # labelled constraints (None: unlabelled source)
     flagged: list[str] = field(default_factory=list)  # what the constraint classifier flagged (quote threshold)
     enforced: list[str] = field(default_factory=list)  # what the rule classifier flagged (enforce threshold)
@@ -327,6 +331,10 @@ class _Run:
             ):
                 cut = None  # as `compact_before_step`: not for a range too small to pay
             if cut is not None:
+                self.result.triggered_steps.append(self.result.boundaries)
+                self.result.triggered_replaced.append(
+                    self.cache.unit([t for t in self.trig_raw if covered < t.number <= cut])
+                )
                 snap = self.lanes(self.trig_raw)
                 snap.summary = self.trig_summary
                 done = self.trig_compactor.compact(

@@ -31,18 +31,12 @@ from sundry.compaction.offline import OfflineSummariser
 from sundry.desk.budgetlab import MAX_TICKETS, class_budget, histories, lab_json, run_lab
 from sundry.desk.budgetreplay import Budget
 from sundry.evals.domains import DOMAINS
-from sundry.evals.harness import HarnessConfig, run_ticket
+from sundry.evals.harness import run_ticket
+from sundry.evals.labtraces import harness_config, proposal_budget, proposal_tickets, rates, traces_figures
 from sundry.evals.records import export_ticket
 from sundry.tickets.models import BudgetProposal, Ticket, TicketClass
 from sundry.tooling.domain import domain_for
 from sundry.tooling.messages import ModelRequest, ModelResponse
-
-# (figure, numerator, denominator) of the harness's counters for Sundry's own request.
-FIDELITY = [
-    ("ids", "id_ok", "id_checks", "IDs used later still usable"),
-    ("actions", "action_ok", "action_checks", "Side effects still known"),
-    ("constraints", "constraint_ok", "constraint_checks", "Stated constraints verbatim"),
-]
 
 
 @dataclass
@@ -85,31 +79,6 @@ class ModelSummariser:
         }
 
 
-def _config(budget: Budget, model: str, summariser=None) -> HarnessConfig:
-    return HarnessConfig(
-        budget=budget.budget,
-        trigger_fraction=budget.trigger_fraction,
-        keep_recent=budget.recent_turns_kept,
-        ledger_share=budget.ledger_share,
-        model=model,
-        plant=False,
-        summariser=summariser,
-    )
-
-
-def _rates(counts: Counter) -> dict:
-    out = {}
-    for name, ok, checks, label in FIDELITY:
-        n = counts[checks]
-        out[name] = {
-            "label": label,
-            "ok": counts[ok],
-            "checks": n,
-            "rate": round(100 * counts[ok] / n, 1) if n else None,
-        }
-    return out
-
-
 def fidelity(
     tclass: TicketClass,
     ticket_ids: list[int],
@@ -134,13 +103,13 @@ def fidelity(
             counts[key].update(
                 run_ticket(
                     recorded,
-                    _config(budget, (models or {}).get(key) or tclass.working_model, summariser),
+                    harness_config(budget, (models or {}).get(key) or tclass.working_model, summariser),
                     domain=domain,
                 ).stats["sundry"]
             )
         if progress:
             progress(i, len(ticket_ids))
-    out = {"domain": name, "checked": True, **{key: _rates(c) for key, c in counts.items()}}
+    out = {"domain": name, "checked": True, **{key: rates(c) for key, c in counts.items()}}
     if summariser is not None:
         out["summariser"] = summariser.as_json()
     return out
@@ -183,8 +152,31 @@ def lab_figures(
     return result
 
 
-def proposal_budget(p: BudgetProposal) -> Budget:
-    return Budget(p.token_budget, p.trigger_fraction, p.recent_turns_kept, p.ledger_share)
+# Sources whose runs live above the harness's package (the outcome scenarios build on it): kind → the
+# function that runs a proposal on it, registered by their own app when it is ready.
+_SOURCES: dict[str, Callable[[BudgetProposal, Callable[[int, int], None] | None], dict]] = {}
+
+
+def register_source(kind: str, run: Callable) -> None:
+    _SOURCES[kind] = run
+
+
+def proposal_figures(proposal: BudgetProposal, progress: Callable[[int, int], None] | None = None) -> dict:
+    """The proposal's comparison on the source it names: the window, its traces, or the scenarios."""
+    common = {
+        "price_as": proposal.price_as,
+        "working_model": proposal.working_model,
+        "summariser_model": proposal.summariser_model,
+        "progress": progress,
+    }
+    tclass, budget = proposal.ticket_class, proposal_budget(proposal)
+    if proposal.source == BudgetProposal.Source.TRACES:
+        return traces_figures(tclass, budget, proposal_tickets(proposal), name=proposal.traces_name, **common)
+    if proposal.source in _SOURCES:
+        return _SOURCES[proposal.source](proposal, progress)
+    if proposal.source != BudgetProposal.Source.WINDOW:
+        raise ValueError(f"No run is registered for the {proposal.get_source_display()} source.")
+    return lab_figures(tclass, budget, tickets=proposal.tickets, call_summariser=proposal.call_summariser, **common)
 
 
 def proposal_run(proposal_id: int) -> BudgetProposal:
@@ -198,16 +190,7 @@ def proposal_run(proposal_id: int) -> BudgetProposal:
 
     BudgetProposal.objects.filter(pk=proposal_id).update(status=BudgetProposal.Status.RUNNING, done=0, error="")
     try:
-        figures = lab_figures(
-            proposal.ticket_class,
-            proposal_budget(proposal),
-            tickets=proposal.tickets,
-            price_as=proposal.price_as,
-            working_model=proposal.working_model,
-            summariser_model=proposal.summariser_model,
-            call_summariser=proposal.call_summariser,
-            progress=progress,
-        )
+        figures = proposal_figures(proposal, progress)
     except Exception as exc:
         BudgetProposal.objects.filter(pk=proposal_id).update(
             status=BudgetProposal.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()

@@ -96,6 +96,23 @@ def throwaway_database(*, file_backed: bool = False):
             tmp.cleanup()
 
 
+@contextmanager
+def private_pushes():
+    """Pushes go to a channel prefix of their own for the block's length: tickets a run makes and
+    removes again are never heard by a desk or a customer's page watching the real ones."""
+    from channels.layers import channel_layers
+    from django.test.utils import override_settings
+
+    layers = override_settings(CHANNEL_LAYERS=_private_layers())
+    layers.enable()
+    channel_layers.backends.clear()
+    try:
+        yield
+    finally:
+        layers.disable()
+        channel_layers.backends.clear()
+
+
 def _private_layers() -> dict:
     """The configured layer under a prefix of its own (pushes cost what they cost in production
     and no real desk hears them), or the in-memory layer when there is no Redis."""

@@ -301,7 +301,24 @@ class BudgetProposal(models.Model):
     trigger_fraction = models.FloatField(validators=[MinValueValidator(0.3), MaxValueValidator(0.95)])
     recent_turns_kept = models.PositiveIntegerField(validators=[MinValueValidator(2), MaxValueValidator(200)])
     ledger_share = models.FloatField(validators=[MinValueValidator(0.01), MaxValueValidator(0.5)])
-    tickets = models.PositiveIntegerField(help_text="The window: the class's latest tickets with recorded steps.")
+
+    class Source(models.TextChoices):
+        WINDOW = "window", "the class's recent tickets"
+        TRACES = "traces", "imported traces"
+        SCENARIOS = "scenarios", "the outcome scenarios"
+
+    # What the run replays (sundry.desk.labsources): the class's latest tickets (the window), a file
+    # of recorded conversations, or the outcome scenarios run on the demo shop.
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.WINDOW)
+    tickets = models.PositiveIntegerField(
+        help_text="The window: the class's latest tickets with recorded steps; for traces, the file's first tickets."
+    )
+    # Traces: the file's name as uploaded, or its path on the server; an upload's text is kept here so any
+    # worker can read it (empty for a path on the server).
+    traces_name = models.CharField(max_length=500, blank=True)
+    traces_text = models.TextField(blank=True)
+    # Scenarios: "fast" (the CI slice), "all", or scenario ids separated by commas.
+    scenarios = models.CharField(max_length=500, blank=True)
     price_as = models.CharField(max_length=120, blank=True)
     # Other models for the class, or "" to keep its own; applying the proposal writes them too.
     working_model = models.CharField(max_length=120, blank=True)

@@ -84,3 +84,43 @@ def test_an_admin_proposes_6000_tokens_for_standard(browser, live_server_url, sc
     page.click("#lab-apply button[type=submit]")
     expect(page.locator("#lab-applied")).to_be_visible()
     expect(desk.locator("#panel-budget")).to_contain_text("of 6000 tokens · compaction at 4800", timeout=LIVE)
+
+
+def test_an_admin_replays_an_uploaded_traces_file(browser, live_server_url, screenshots, tmp_path):
+    """The page's own button sends the file (htmx, multipart); a bad file's reason is shown in place with the
+    other values kept, nothing kept; the good file's proposal runs and shows its source beside its figures."""
+    from pathlib import Path
+
+    from playwright.sync_api import expect
+
+    from sundry.tickets.models import BudgetProposal
+
+    standard = ensure_classes()["standard"]
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    bad = tmp_path / "notes.json"
+    bad.write_text("[]")
+    good = Path(__file__).resolve().parent.parent / "evals" / "fixtures" / "tau2_retail_small.json"
+
+    page = open_as(browser, live_server_url, admin, f"/desk/figures/lab/{standard.pk}/")
+    page.fill("#id_budget", "5000")
+    page.fill("#id_trigger", "0.6")
+    page.fill("#id_kept", "2")
+    page.check("input[name=source][value=traces]")
+    page.set_input_files("#id_traces_file", str(bad))
+    page.click("#lab-keep")
+    expect(page.locator("#traces_file-error")).to_contain_text("notes.json holds no OpenAI message list")
+    assert page.input_value("#id_budget") == "5000" and page.is_checked("input[name=source][value=traces]")
+    assert not BudgetProposal.objects.exists()
+
+    page.set_input_files("#id_traces_file", str(good))
+    page.click("#lab-keep")
+    page.wait_for_url("**/proposals/*/")
+    expect(page.locator("#lab-figures")).to_be_visible(timeout=LIVE)
+    assert page.inner_text("#lab-source") == f"imported traces: {good.name} (at most 50 tickets)"
+    assert page.locator("#lab-figures thead th").all_inner_texts()[1] == "Never compacted"
+    never, current, proposed = page.locator('#lab-figures tr[data-figure="compactions"] td').all_inner_texts()
+    assert never == current == "0" and int(proposed) > 0  # the proposal's trigger, 3,000, fires on this ticket
+    assert "1 imported ticket from tau2_retail_small.json (retail)" in page.inner_text("#lab-source-note")
+    assert [v["id"] for v in axe_violations(page)] == []
+    page.screenshot(path=str(screenshots / "budget-proposal-traces.png"), full_page=True)
+    _to_docs(screenshots / "budget-proposal-traces.png")

@@ -1,13 +1,17 @@
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from sundry.desk.budgetlab import DEFAULT_TICKETS, MAX_TICKETS
 from sundry.desk.labform import ProposalForm, initial_values, proposed_budget
 from sundry.desk.labtext import lab_text
 from sundry.evals.labrun import lab_figures
+from sundry.evals.labtraces import load, traces_figures
+from sundry.evals.scenarios.lab import chosen, scenario_figures
 from sundry.tickets.models import TicketClass
 
 # The form's fields the command names otherwise.
-FLAGS = {"confirm_cost": "yes"}
+FLAGS = {"confirm_cost": "yes", "traces_path": "traces", "source": "scenarios"}
 
 
 class Command(BaseCommand):
@@ -41,6 +45,22 @@ class Command(BaseCommand):
             "A billed model's cost is estimated first; the run needs --yes.",
         )
         parser.add_argument("--yes", action="store_true", help="Accept the summariser's estimated cost.")
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument(
+            "--traces",
+            metavar="FILE",
+            help="Replay this file of recorded conversations (τ²-bench results, OpenAI message lists, Sundry's "
+            "export) with the harness instead of the class's recent tickets; --tickets caps how many of its "
+            "conversations.",
+        )
+        source.add_argument(
+            "--scenarios",
+            nargs="?",
+            const="fast",
+            metavar="fast|all|ID,ID",
+            help="Run the outcome scenarios on this database's demo shop at the current settings and at the "
+            "proposal, and print their outcomes: the fast slice (the default), all of them, or these ids.",
+        )
 
     def handle(self, *args, slug, **options):
         tclass = TicketClass.objects.filter(slug=slug).first()
@@ -62,7 +82,16 @@ class Command(BaseCommand):
             if options.get(key) is not None
         }
         given.update(call_summariser=options["call_summariser"], confirm_cost=options["yes"])
-        form = ProposalForm({**initial_values(tclass), **given}, tclass=tclass)  # the page's bounds and messages
+        if options.get("traces"):
+            given.update(source="traces", traces_path=options["traces"])
+        elif options.get("scenarios"):
+            given.update(source="scenarios", scenarios="all" if options["scenarios"] == "all" else "fast")
+            try:
+                chosen(options["scenarios"])
+            except ValueError as exc:
+                raise CommandError(f"--scenarios: {exc}") from None
+        # The page's bounds and messages; the operator may name any file they can read.
+        form = ProposalForm({**initial_values(tclass), **given}, tclass=tclass, anywhere=True)
         if not form.is_valid():
             raise CommandError(
                 "; ".join(
@@ -73,13 +102,23 @@ class Command(BaseCommand):
         data = form.cleaned_data
         if form.summariser_estimate:
             self.stdout.write(f"Summariser: {form.summariser_estimate['text']} Accepted (--yes).")
-        lab = lab_figures(
-            tclass,
-            proposed_budget(data),
-            tickets=data["tickets"] or DEFAULT_TICKETS,
-            price_as=data["price_as"] or initial_values(tclass)["price_as"],
-            working_model=data["working_model"],
-            summariser_model=data["summariser_model"],
-            call_summariser=data["call_summariser"],
-        )
+        common = {
+            "price_as": data["price_as"] or initial_values(tclass)["price_as"],
+            "working_model": data["working_model"],
+            "summariser_model": data["summariser_model"],
+            "progress": self._progress,
+        }
+        tickets = data["tickets"] or DEFAULT_TICKETS
+        if data["source"] == "traces":
+            path = form.traces[0]
+            lab = traces_figures(tclass, proposed_budget(data), load(Path(path))[:tickets], name=path, **common)
+        elif data["source"] == "scenarios":
+            lab = scenario_figures(tclass, proposed_budget(data), which=options["scenarios"], **common)
+        else:
+            lab = lab_figures(
+                tclass, proposed_budget(data), tickets=tickets, call_summariser=data["call_summariser"], **common
+            )
         self.stdout.write(lab_text(lab, tclass.name), ending="")
+
+    def _progress(self, done: int, total: int) -> None:
+        self.stderr.write(f"  {done} of {total}", ending="\r" if done < total else "\n")
