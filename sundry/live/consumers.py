@@ -27,6 +27,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
+from django.contrib.auth.models import AnonymousUser
 
 from sundry.live import fanout, limits, panels
 from sundry.live.presence import PresenceWatcher
@@ -77,8 +78,12 @@ def session_user(scope):
 def _check(scope, audience: str, ticket_id: int, *, fresh: bool = True):
     """(None, (ticket, viewer)) if the socket may watch; else (close code, None).
 
-    `fresh=False` (the handshake): the user Channels' auth middleware read from the session
-    for this very connection is current, so the session is not read a second time."""
+    `fresh=False` (the handshake): who the socket connects as is read from its session here,
+    beside the ticket, in one trip to the database (one connection) — a ticket socket's route
+    has no auth middleware reading it apart (`sundry.routing`) — and kept in the scope; the
+    session is not read a second time. Behind Channels' auth middleware, its user is taken."""
+    if not fresh and "user" not in scope:
+        scope["user"] = session_user(scope) or AnonymousUser()
     connected_as = scope.get("user")
     user = session_user(scope) if fresh else connected_as
     if user is None or not getattr(user, "is_authenticated", False) or user.pk != getattr(connected_as, "pk", None):

@@ -11,9 +11,10 @@ import re
 from importlib import import_module
 
 import pytest
-from channels.db import database_sync_to_async
+from channels.db import DatabaseSyncToAsync, database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db.backends.utils import CursorWrapper
 
 from sundry.desk import panels as desk_panels
 from sundry.desk.lifecycle import ticket_create
@@ -130,6 +131,38 @@ async def test_a_socket_opens_with_one_session_read_and_one_render(long_ticket, 
     await socket.receive_from(timeout=10)  # behind: a snapshot
     assert (len(loads), len(renders)) == (2, 2)
     await socket.disconnect()
+
+
+async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_render(long_ticket, monkeypatch):
+    """Who the socket is and whether they may watch are read in one trip (one connection where
+    connections are not kept, `CONN_MAX_AGE=0`): the session, its user and the ticket, three
+    statements; the snapshot's render is the other trip (shared by the sockets that open together).
+    Negative control: behind Channels' auth middleware (as before) the user is read in a trip of
+    its own, three trips in all."""
+    trips: list[list[str]] = []
+    real_handler, real_execute = DatabaseSyncToAsync.thread_handler, CursorWrapper.execute
+
+    def handler(self, loop, *args, **kwargs):
+        trips.append([])
+        return real_handler(self, loop, *args, **kwargs)
+
+    def execute(self, sql, params=None):
+        if trips:
+            trips[-1].append(sql)
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(DatabaseSyncToAsync, "thread_handler", handler)
+    monkeypatch.setattr(CursorWrapper, "execute", execute)
+    # Staff: the session, its user, the ticket; a customer: their own desk record too.
+    for socket_of, cookie, reads in ((desk, long_ticket["staff"], 3), (help_, long_ticket["alice"], 4)):
+        trips.clear()
+        socket = socket_of(long_ticket["ticket"].pk, cookie)
+        await _open(socket)
+        assert len(trips) == 2, [len(t) for t in trips]  # the check, the render
+        check = trips[0]
+        assert [re.search(r'FROM "(\w+)"', sql).group(1) for sql in check[:2]] == ["django_session", "auth_user"]
+        assert len(check) == reads, check
+        await socket.disconnect()
 
 
 async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, monkeypatch):
