@@ -165,6 +165,34 @@ async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_ren
         await socket.disconnect()
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "control: each its own"])
+async def test_sockets_of_one_session_due_for_their_re_check_share_one_read(long_ticket, monkeypatch, shared):
+    """A push that finds many sockets of one session past their re-check period reads who may
+    watch once for all of them, not once each (the backstop re-check, off the hot path).
+    Control: with nothing shared (`SHARED_CHECK_SECONDS = 0`) each socket reads the session."""
+    from sundry.live import consumers
+
+    if not shared:
+        monkeypatch.setattr(consumers, "SHARED_CHECK_SECONDS", 0.0)
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    loads, load = [], store.load
+    monkeypatch.setattr(store, "load", lambda self: loads.append(1) or load(self))
+    ticket = long_ticket["ticket"]
+    sockets = [desk(ticket.pk, long_ticket["staff"]) for _ in range(3)]
+    for socket in sockets:
+        await _open(socket)
+    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
+    for watcher in hub.watchers:
+        watcher.access_deadline = 0.0
+    loads.clear()
+    await database_sync_to_async(turn_append)(ticket=ticket, author="agent", text="Your refund landed.")
+    for socket in sockets:
+        assert "beforeend:#panel-conversation" in await socket.receive_from(timeout=10)
+    assert len(loads) == (1 if shared else 3)
+    for socket in sockets:
+        await socket.disconnect()
+
+
 async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, monkeypatch):
     from sundry.context import services as lanes
 
