@@ -291,6 +291,8 @@ def _loop(messages: int, block: int, say) -> dict:
 # --- where a step's time goes, by stage, at several ticket lengths ------------------------------
 
 PROFILE_STAGES = (
+    "http",
+    "handoff",
     "open",
     "lanes",
     "assembly",
@@ -304,10 +306,16 @@ PROFILE_STAGES = (
     "let_go",
     "render",
 )
-# Before the model call: the run's claim and load (`open`), the lane read, assembly. After it:
-# the reply's checks, the tool call (its own reads), harvest and effects, the step's commit (turns,
-# step record, the push queued), the push itself, letting go of the claim; and the desk's render
-# of the panels the push announces (the web process's work, timed here in the same process).
+# Once a message, before its first step: the customer's POST through Django (`http`: middleware,
+# the view's reads and writes, the wake-up queued, the answer's panel) and the task's start
+# (`handoff`: Celery's own wrapper around the run, in-process — the broker's transit is the
+# realistic benchmark's). Before the model call: the run's claim and load (`open`), the lane
+# read, assembly. After it: the reply's checks, the tool call (its own reads), harvest and
+# effects, the step's commit (turns, step record, the push queued), the push itself, letting go
+# of the claim; and the desk's render as a push makes it (the web process's work, timed here in
+# the same process: `render_current` extending the rendering before).
+PER_MESSAGE = ("http", "handoff")
+HTMX = {"HTTP_HX_REQUEST": "true"}
 BEFORE_MODEL = ("open", "lanes", "assembly")
 AFTER_MODEL = ("checks", "tool", "harvest", "commit", "push", "let_go", "render")
 
@@ -394,8 +402,9 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
     from django.test.utils import override_settings
 
     from bench import realbench
-    from sundry.agent import answer, calls, claims, loop, outbox, step
+    from sundry.agent import answer, calls, claims, loop, outbox, step, tasks
     from sundry.agent.provider.gateway import Gateway
+    from sundry.core import background
     from sundry.evals.sources import throwaway_database
     from sundry.tickets import events
 
@@ -435,6 +444,8 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
     try:
         realbench._wait_for(lambda: realbench._listening(port), time.monotonic() + 30, "model server", server)
         for owner, name, stage in (
+            (background, "wait_idle", "handoff"),
+            (tasks, "run_slice", "run"),  # the run's own time, beside its stages: not counted
             (loop, "_open", "open"),
             (step, "lane_snapshot", "lanes"),
             (step, "assemble_request", "assembly"),
@@ -453,7 +464,10 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
             restore.append((owner, name, getattr(owner, name)))
             stages.wrap(owner, name, stage)
         loop.resolution_listeners[:] = []  # the compaction check is measured apart (`loop_run`)
-        with throwaway_database(), override_settings(DEBUG=False, BACKGROUND_MODE="deferred"):
+        with (
+            throwaway_database(),
+            override_settings(DEBUG=False, BACKGROUND_MODE="deferred", RATE_CUSTOMER_MESSAGES="10000/m"),
+        ):
             return _profile(lengths, messages, reconnect, stages, log, say)
     finally:
         loop.resolution_listeners[:] = saved_listeners
@@ -470,11 +484,10 @@ def step_profile(*, lengths=(10, 100, 1000), messages: int = 12, reconnect: str 
 def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
+    from django.test import Client
 
     from bench import realbench
-    from sundry.agent.loop import agent_run
-    from sundry.agent.provider.gateway import Gateway
-    from sundry.agent.services import customer_message_post
+    from sundry.core import background
     from sundry.live import panels
     from sundry.shop.models import Order
     from sundry.shop.seed import generate_shop
@@ -492,7 +505,6 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
     )
     order = Order.objects.select_related("customer").filter(status="delivered").order_by("number").first()
     staff = panels.Viewer(get_user_model().objects.create_user("profile-staff", is_staff=True), panels.STAFF)
-    gateway = Gateway()
     counted: list[int] = []
     rows = []
     with connection.execute_wrapper(
@@ -500,11 +512,22 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
     ):
         for length in lengths:
             ticket = _profile_ticket(length, tclass, order.customer, order.number)
+            if ticket.customer.user is None:  # the customer signs in to post, as on their page
+                ticket.customer.user = get_user_model().objects.create_user(f"profile-customer-{length}")
+                ticket.customer.save(update_fields=["user"])
             per_step: list[dict] = []
             connect: list[float] = []
             seen = len(_log_lines(log))
+            customer = Client()
+            customer.force_login(ticket.customer.user)
             for i in range(messages + 1):  # the first message warms the process and is not counted
-                customer_message_post(ticket=ticket, text=f"Where is my order {order.number}?", wake=False)
+                stages.take()
+                t0 = time.perf_counter()
+                answered = customer.post(
+                    f"/help/tickets/{ticket.pk}/message", {"text": f"Where is my order {order.number}?"}, **HTMX
+                )
+                posted = time.perf_counter() - t0
+                assert answered.status_code == 200, answered.status_code
                 if reconnect:
                     connection.close()
                     if reconnect == "close_pool" and hasattr(connection, "close_pool"):
@@ -512,13 +535,13 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                     t0 = time.perf_counter()
                     connection.ensure_connection()
                     took = time.perf_counter() - t0
-                stages.take()
                 counted.clear()
-                agent_run(ticket.pk, gateway=gateway)
+                background.wait_idle()  # the wake-up the POST queued: the task, as a worker runs it
                 statements = len(counted)
                 got = stages.take()
+                got["http"] = posted
                 t0 = time.perf_counter()
-                panels.render_all(ticket, staff)
+                panels.render_current((ticket, staff))  # as a push renders: extending the one before
                 got["render"] = time.perf_counter() - t0
                 model = [line["seconds"] for line in _log_lines(log)[seen:]]
                 seen += len(model)
@@ -527,11 +550,11 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                 if reconnect:
                     connect.append(took)
                 steps = len(model) or 1
-                got["render"] *= steps  # the desk renders once per push, and each step pushes once
                 got["model"] = sum(model)
                 got["gateway"] = got.get("gateway", 0.0) - got["model"]
+                # Per step, but a message's POST and hand-off once (they come before its first step).
                 per_step.append(
-                    {stage: got.get(stage, 0.0) / steps for stage in PROFILE_STAGES}
+                    {stage: got.get(stage, 0.0) / (1 if stage in PER_MESSAGE else steps) for stage in PROFILE_STAGES}
                     | {"steps": steps, "statements": statements / steps}
                 )
             row = {
@@ -543,11 +566,13 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                 "stages_ms": {stage: ms(statistics.median(s[stage] for s in per_step)) for stage in PROFILE_STAGES},
             }
             st = row["stages_ms"]
+            row["per_message_ms"] = round(sum(st[s] for s in PER_MESSAGE), 3)
             row["before_model_ms"] = round(sum(st[s] for s in BEFORE_MODEL), 3)
             row["after_model_ms"] = round(sum(st[s] for s in AFTER_MODEL), 3)
             rows.append(row)
             say(
-                f"  {length:>5} turns: before the model {row['before_model_ms']:.1f} ms, gateway {st['gateway']:.1f} ms, "
+                f"  {length:>5} turns: POST and hand-off {row['per_message_ms']:.1f} ms a message; "
+                f"before the model {row['before_model_ms']:.1f} ms, gateway {st['gateway']:.1f} ms, "
                 f"after {row['after_model_ms']:.1f} ms a step; {row['statements_per_step']:.1f} statements a step; "
                 + ", ".join(f"{s} {st[s]:.1f}" for s in PROFILE_STAGES)
                 + (f"; connect {row['connect_ms']:.1f} ms a run" if row["connect_ms"] is not None else "")

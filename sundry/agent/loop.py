@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, Max, OuterRef, Q, Subquery
+from django.db.models import Exists, Expression, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from sundry.agent import claims, failures
@@ -62,6 +63,14 @@ _INPUT = (
 # Input before the last reply is answered; input before a stopped run's error turn is
 # staff's until they hand the ticket back (an event that resumes) or new input comes.
 _ANSWERED = Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author.STAFF)) | failures.STOPS
+
+
+# Values a layer above reads with the run's one load of the ticket, so what it needs on every
+# reply costs no read of its own: name → a function giving an expression on the ticket's row
+# (`OuterRef` names its columns). Each lands on the loaded ticket as an attribute of that name,
+# as it stood when the run opened the ticket (each pass of the run loads it afresh). The
+# customer page registers whether the customer wants e-mail notices (`portal.signals`).
+LOAD_ALSO: dict[str, Callable[[], Expression]] = {}
 
 
 def _inputs_after(ticket_id: int, after: int) -> bool:
@@ -110,6 +119,7 @@ def _load(ticket_id: int) -> Ticket | None:
             run_has_servers=Exists(
                 ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True)
             ),
+            **{name: expression() for name, expression in LOAD_ALSO.items()},
         )
         .filter(pk=ticket_id)
         .first()

@@ -27,6 +27,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
+from django.contrib.auth.models import AnonymousUser
 
 from sundry.live import fanout, limits, panels
 from sundry.live.presence import PresenceWatcher
@@ -77,8 +78,12 @@ def session_user(scope):
 def _check(scope, audience: str, ticket_id: int, *, fresh: bool = True):
     """(None, (ticket, viewer)) if the socket may watch; else (close code, None).
 
-    `fresh=False` (the handshake): the user Channels' auth middleware read from the session
-    for this very connection is current, so the session is not read a second time."""
+    `fresh=False` (the handshake): who the socket connects as is read from its session here,
+    beside the ticket, in one trip to the database (one connection) — a ticket socket's route
+    has no auth middleware reading it apart (`sundry.routing`) — and kept in the scope; the
+    session is not read a second time. Behind Channels' auth middleware, its user is taken."""
+    if not fresh and "user" not in scope:
+        scope["user"] = session_user(scope) or AnonymousUser()
     connected_as = scope.get("user")
     user = session_user(scope) if fresh else connected_as
     if user is None or not getattr(user, "is_authenticated", False) or user.pk != getattr(connected_as, "pk", None):
@@ -86,6 +91,33 @@ def _check(scope, audience: str, ticket_id: int, *, fresh: bool = True):
         return (CLOSE_SIGNED_OUT if signed_in and fresh else CLOSE_FORBIDDEN), None
     ticket, viewer = panels.viewer_for(user, audience, ticket_id)
     return (None, (ticket, viewer)) if ticket is not None else (CLOSE_FORBIDDEN, None)
+
+
+# A re-check due on many sockets of one session and ticket at once (a push waking hundreds of
+# them past their period, a user saved with hundreds of pages open) is one read: a check of the
+# same session, user, audience and ticket that started this recently serves them all.
+SHARED_CHECK_SECONDS = 1.0
+_RECENT_CHECKS: dict[tuple, tuple[float, asyncio.Future]] = {}
+
+
+async def _check_shared(scope, audience: str, ticket_id: int, *, since: float):
+    """`_check` (fresh), or the result of one of the same session, user, audience and ticket
+    that started at `since` or later."""
+    key = (
+        getattr(scope.get("session"), "session_key", None),
+        getattr(scope.get("user"), "pk", None),
+        audience,
+        ticket_id,
+    )
+    now = time.monotonic()
+    hit = _RECENT_CHECKS.get(key)
+    if hit is not None and hit[0] >= since:
+        return await asyncio.shield(hit[1])
+    for old in [k for k, (at, _) in _RECENT_CHECKS.items() if at < now - SHARED_CHECK_SECONDS]:
+        del _RECENT_CHECKS[old]
+    check = asyncio.ensure_future(_check(scope, audience, ticket_id))
+    _RECENT_CHECKS[key] = (now, check)
+    return await asyncio.shield(check)
 
 
 @database_sync_to_async
@@ -277,9 +309,10 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         )
 
     async def access_changed(self, event):
-        """Who may watch what may have changed (sundry.live.signals): re-read it now."""
+        """Who may watch what may have changed (sundry.live.signals): re-read it now (a read
+        that started before this news came serves no one)."""
         self.access_deadline = 0.0
-        await self._access()
+        await self._access(since=time.monotonic())
 
     async def session_ended(self, event):
         """The user logged out: the sockets of that session close; their others re-check."""
@@ -291,11 +324,16 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
 
     # --- sending ------------------------------------------------------------------------------
 
-    async def _access(self):
-        """The checked (ticket, viewer), re-read when due; None (and the socket closed) if it ended."""
-        if self.access is not None and time.monotonic() < self.access_deadline:
+    async def _access(self, since: float | None = None):
+        """The checked (ticket, viewer), re-read when due; None (and the socket closed) if it ended.
+        The read may be another socket's of the same session and ticket, started at `since` or
+        later (by default, within `SHARED_CHECK_SECONDS`, and never over the re-check period)."""
+        now = time.monotonic()
+        if self.access is not None and now < self.access_deadline:
             return self.access
-        refusal, access = await _check(self.scope, self.audience, self.ticket_id)
+        if since is None:  # never a read older than the re-check period itself
+            since = now - min(SHARED_CHECK_SECONDS, ACCESS_RECHECK_SECONDS)
+        refusal, access = await _check_shared(self.scope, self.audience, self.ticket_id, since=since)
         if refusal is not None:
             await self._close(refusal)
             return None

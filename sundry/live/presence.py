@@ -139,12 +139,21 @@ async def unmark(ticket_id: int, kind: str, who: Mark) -> None:
 
 async def people(ticket_id: int) -> list[dict]:
     """Everyone on the ticket now, one entry per person: [{"user", "name", "typing"}], by name."""
+    return (await people_and_sockets(ticket_id, None))[0]
+
+
+async def people_and_sockets(ticket_id: int, user_id: int | None) -> tuple[list[dict], int]:
+    """`people`, and how many sockets of user `user_id` view the ticket (in the same read)."""
     try:
         viewing = await store().current(ticket_id, VIEWING)
         typing = {m.user_id for m in await store().current(ticket_id, TYPING)}
     except _UNAVAILABLE:
         log.warning("presence: could not read ticket %s", ticket_id, exc_info=True)
-        return []
+        return [], 0
+    return _people(viewing, typing), sum(m.user_id == user_id for m in viewing)
+
+
+def _people(viewing: list[Mark], typing: set[int]) -> list[dict]:
     out = {}
     for m in viewing:
         out[m.user_id] = {"user": m.user_id, "name": m.name, "typing": m.user_id in typing}
@@ -241,7 +250,14 @@ class PresenceWatcher:
             user = self.scope["user"]
             self.presence_mark = Mark(user.pk, user.get_username(), self.channel_name)
             await mark(self.ticket_id, VIEWING, self.presence_mark)
-            await self.presence_broadcast()
+            everyone, mine = await people_and_sockets(self.ticket_id, user.pk)
+            if mine > 1:
+                # The person shows on the ticket already (another of their pages): nobody's line
+                # changes, so only this page is told. Hundreds of one person's sockets opening on
+                # one ticket would otherwise tell every socket of each arrival.
+                await self.presence_send(staff_html(everyone, user.pk))
+            else:
+                await self.presence_broadcast(everyone)
         else:
             user = self.scope["user"]
             self.customer_mark = Mark(user.pk, user.get_username(), self.channel_name)
@@ -258,9 +274,13 @@ class PresenceWatcher:
         who, self.presence_mark = self.presence_mark, None
         if who is None:
             return
+        was_typing, self.presence_typing_at = self.presence_typing_at != 0.0, 0.0
         await unmark(self.ticket_id, TYPING, who)
         await unmark(self.ticket_id, VIEWING, who)
-        await self.presence_broadcast()
+        everyone, left = await people_and_sockets(self.ticket_id, who.user_id)
+        if left and not was_typing:
+            return  # the person still shows, as before (another of their pages): nobody's line changes
+        await self.presence_broadcast(everyone)
 
     async def presence_typing(self, on: bool) -> None:
         if self.presence_mark is None:
@@ -291,8 +311,9 @@ class PresenceWatcher:
                 self.presence_typing_at = 0.0  # the page stopped saying so without saying it stopped
         await self.presence_refresh()
 
-    async def presence_broadcast(self) -> None:
-        everyone = await people(self.ticket_id)
+    async def presence_broadcast(self, everyone: list[dict] | None = None) -> None:
+        if everyone is None:
+            everyone = await people(self.ticket_id)
         await self.channel_layer.group_send(
             staff_group(self.ticket_id), {"type": "presence.changed", "people": everyone}
         )

@@ -53,6 +53,36 @@ async def test_colleagues_see_each_other_viewing_and_typing(world, colleague):
     assert await presence.people(ticket.pk) == []
 
 
+async def test_a_second_page_of_the_same_person_tells_only_itself(world, colleague, monkeypatch):
+    """A person already on the ticket opening it again (or closing one of two pages) changes
+    nobody's line: no news goes to the ticket's watchers, and the new page still shows who else
+    is there. Negative control: a colleague's arrival and departure are broadcast."""
+    ticket = world["ticket"]
+    sent = []
+    real = presence.PresenceWatcher.presence_broadcast
+
+    async def counted(self, *args, **kwargs):
+        sent.append(self.scope["user"].get_username())
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(presence.PresenceWatcher, "presence_broadcast", counted)
+    ben = desk(ticket.pk, colleague[1])
+    await _open(ben)
+    sam = desk(ticket.pk, world["staff"][1])
+    await _open(sam)
+    assert "sam is viewing this ticket" in await _presence_frame(ben, "presence")
+    assert sent == ["ben", "sam"]  # each arrival told
+    again = desk(ticket.pk, world["staff"][1])  # sam's second page
+    await _open(again)
+    assert "ben is viewing this ticket" in await _presence_frame(again, "presence")  # told alone
+    await again.disconnect()
+    assert sent == ["ben", "sam"] and await ben.receive_nothing(timeout=0.5)
+    await sam.disconnect()  # sam's last page: ben is told
+    assert " hidden>" in await _presence_frame(ben, "presence")
+    assert sent == ["ben", "sam", "sam"]
+    await ben.disconnect()
+
+
 async def test_the_customer_sees_support_typing_only_from_the_person_holding_the_ticket(world, colleague):
     ticket = world["ticket"]
     customer = help_(ticket.pk, world["alice"][1])

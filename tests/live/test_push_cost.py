@@ -11,9 +11,10 @@ import re
 from importlib import import_module
 
 import pytest
-from channels.db import database_sync_to_async
+from channels.db import DatabaseSyncToAsync, database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db.backends.utils import CursorWrapper
 
 from sundry.desk import panels as desk_panels
 from sundry.desk.lifecycle import ticket_create
@@ -130,6 +131,66 @@ async def test_a_socket_opens_with_one_session_read_and_one_render(long_ticket, 
     await socket.receive_from(timeout=10)  # behind: a snapshot
     assert (len(loads), len(renders)) == (2, 2)
     await socket.disconnect()
+
+
+async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_render(long_ticket, monkeypatch):
+    """Who the socket is and whether they may watch are read in one trip (one connection where
+    connections are not kept, `CONN_MAX_AGE=0`): the session, its user and the ticket, three
+    statements; the snapshot's render is the other trip (shared by the sockets that open together).
+    Negative control: behind Channels' auth middleware (as before) the user is read in a trip of
+    its own, three trips in all."""
+    trips: list[list[str]] = []
+    real_handler, real_execute = DatabaseSyncToAsync.thread_handler, CursorWrapper.execute
+
+    def handler(self, loop, *args, **kwargs):
+        trips.append([])
+        return real_handler(self, loop, *args, **kwargs)
+
+    def execute(self, sql, params=None):
+        if trips:
+            trips[-1].append(sql)
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(DatabaseSyncToAsync, "thread_handler", handler)
+    monkeypatch.setattr(CursorWrapper, "execute", execute)
+    # Staff: the session, its user, the ticket; a customer: their own desk record too.
+    for socket_of, cookie, reads in ((desk, long_ticket["staff"], 3), (help_, long_ticket["alice"], 4)):
+        trips.clear()
+        socket = socket_of(long_ticket["ticket"].pk, cookie)
+        await _open(socket)
+        assert len(trips) == 2, [len(t) for t in trips]  # the check, the render
+        check = trips[0]
+        assert [re.search(r'FROM "(\w+)"', sql).group(1) for sql in check[:2]] == ["django_session", "auth_user"]
+        assert len(check) == reads, check
+        await socket.disconnect()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "control: each its own"])
+async def test_sockets_of_one_session_due_for_their_re_check_share_one_read(long_ticket, monkeypatch, shared):
+    """A push that finds many sockets of one session past their re-check period reads who may
+    watch once for all of them, not once each (the backstop re-check, off the hot path).
+    Control: with nothing shared (`SHARED_CHECK_SECONDS = 0`) each socket reads the session."""
+    from sundry.live import consumers
+
+    if not shared:
+        monkeypatch.setattr(consumers, "SHARED_CHECK_SECONDS", 0.0)
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    loads, load = [], store.load
+    monkeypatch.setattr(store, "load", lambda self: loads.append(1) or load(self))
+    ticket = long_ticket["ticket"]
+    sockets = [desk(ticket.pk, long_ticket["staff"]) for _ in range(3)]
+    for socket in sockets:
+        await _open(socket)
+    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
+    for watcher in hub.watchers:
+        watcher.access_deadline = 0.0
+    loads.clear()
+    await database_sync_to_async(turn_append)(ticket=ticket, author="agent", text="Your refund landed.")
+    for socket in sockets:
+        assert "beforeend:#panel-conversation" in await socket.receive_from(timeout=10)
+    assert len(loads) == (1 if shared else 3)
+    for socket in sockets:
+        await socket.disconnect()
 
 
 async def test_a_push_renders_only_the_panels_whose_data_changed(long_ticket, monkeypatch):

@@ -28,6 +28,7 @@ from sundry.portal.models import NoticePreference, TicketNotice
 from sundry.tickets.services import turn_append
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.querystages import count_queries
 
 pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -134,6 +135,22 @@ def test_a_card_waiting_for_confirmation_is_e_mailed_without_its_order_or_amount
     assert sent.subject == notices.SUBJECTS[notices.CARD] and notices.LEADS[notices.CARD] in sent.body
     for word in CASE_WORDS + ("refund", "Refund"):
         assert word not in sent.body and word not in sent.subject, word
+
+
+@pytest.mark.parametrize("chose", [True, False], ids=["opted in", "not opted in"])
+def test_an_agent_reply_reads_the_choice_with_the_runs_load(desk, django_capture_on_commit_callbacks, chose):
+    """The run reads the customer's choice with its one load of the ticket (`loop.LOAD_ALSO`):
+    its reply queues the notice, or not, with no read of the preference of its own.
+    Negative control: without the registration (`signals.connect`) the reply reads it apart."""
+    if chose:
+        opt_in(desk)
+    ticket = desk["ticket"]
+    with count_queries() as counted, django_capture_on_commit_callbacks(execute=True):
+        agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="On it.")])))
+    background.wait_idle()  # the task, which reads the choice afresh before it sends
+    assert len(mail.outbox) == (1 if chose else 0)
+    reading = [module for module, sql in counted.statements if "portal_noticepreference" in sql]
+    assert reading == ["agent/loop.py"], counted.report()  # the run's load, nothing else
 
 
 def test_no_e_mail_for_a_customer_who_did_not_opt_in(desk, django_capture_on_commit_callbacks):
