@@ -58,6 +58,9 @@ _TO_AGENT = re.compile(
 MIN_TOKEN = 5
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
+# A bracketed label opening a line (`[refund] …`, `[lookup_customer] …`): how small models label a
+# tool's name, its description or a made-up record when they write it out. Not `[1]`, not a link.
+_LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 CALL_AS_TEXT = "a tool call written as text"
@@ -195,7 +198,7 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if _ANY_TAG.search(cleaned):
+    if _ANY_TAG.search(cleaned) or _LABEL.search(cleaned):
         return _again(
             raw,
             "markup",
