@@ -28,7 +28,7 @@ class Scorecard:
     reply_holds: int = 0  # replies held for staff, never sent
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
-    streamed_then_held: int = 0  # replies that streamed to the page and were then held
+    streamed_then_held: int = 0  # replies whose text streamed to the page and that were then held
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
     unanswered: int = 0  # customer messages with no reply after them
     compactions: int = 0
@@ -109,7 +109,8 @@ def collect(model: str, results) -> Scorecard:
     card.summary_fallbacks = sum(s == CompactionRun.Status.FALLBACK for s, _, _ in runs)
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
     card.streamed_then_held = sum(
-        outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed"))
+        # Text, not a stream that only showed "is writing…" (a held reply the stream cut before its first word).
+        outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed_text"))
         for _, _, outcome, checks in steps
     )
     for ticket_id, read in judged:
