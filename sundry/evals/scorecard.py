@@ -21,11 +21,14 @@ class Scorecard:
     errors: int = 0  # runs that could not be cast or crashed
     rejections: dict[str, int] = field(default_factory=dict)  # guard rejections by kind
     malformed: int = 0  # calls with arguments that are not valid JSON for the schema, or to unknown tools
+    calls: int = 0  # tool calls the model made (through the API, or written as text and read back)
+    calls_ran: int = 0  # of them, the ones a tool ran and answered (not rejected, held or failed)
+    text_call_shapes: dict[str, int] = field(default_factory=dict)  # steps whose calls were read from text, by shape
     reply_retries: int = 0  # replies the check sent back to the model once
     reply_holds: int = 0  # replies held for staff, never sent
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
-    streamed_then_held: int = 0  # replies that streamed to the page and were then held
+    streamed_then_held: int = 0  # replies whose text streamed to the page and that were then held
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
     unanswered: int = 0  # customer messages with no reply after them
     compactions: int = 0
@@ -77,12 +80,23 @@ def collect(model: str, results) -> Scorecard:
         elif payload.get("error") in ("unknown_tool", "denied_tool"):  # a tool it was never offered
             card.malformed += 1
     card.rejections = dict(sorted(rejections.items()))
+    for kind, payload in Turn.objects.filter(
+        ticket_id__in=tickets, kind__in=[Turn.Kind.TOOL_CALL, Turn.Kind.TOOL_RESULT]
+    ).values_list("kind", "payload"):
+        payload = payload or {}
+        if kind == Turn.Kind.TOOL_CALL:
+            card.calls += len(payload.get("calls") or [])
+        else:
+            card.calls_ran += payload.get("ok") is True
     steps = list(
         AgentStep.objects.filter(ticket_id__in=tickets).values_list("latency_ms", "cost_usd", "outcome", "checks")
     )
     card.steps = len(steps)
     card.median_step_ms = int(statistics.median(s[0] for s in steps)) if steps else 0
     card.cost_usd = sum((s[1] for s in steps), Decimal(0))
+    card.text_call_shapes = dict(
+        sorted(Counter((c or {}).get("text_calls") for *_, c in steps if (c or {}).get("text_calls")).items())
+    )
     for _, _, outcome, checks in steps:
         card.reply_holds += outcome == AgentStep.Outcome.HELD_REPLY
         card.reply_retries += sum(c.get("action") != "post" for c in (checks or {}).get("reply", [])[:-1])
@@ -95,7 +109,8 @@ def collect(model: str, results) -> Scorecard:
     card.summary_fallbacks = sum(s == CompactionRun.Status.FALLBACK for s, _, _ in runs)
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
     card.streamed_then_held = sum(
-        outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed"))
+        # Text, not a stream that only showed "is writing…" (a held reply the stream cut before its first word).
+        outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed_text"))
         for _, _, outcome, checks in steps
     )
     for ticket_id, read in judged:
@@ -256,6 +271,7 @@ def render(card: Scorecard) -> str:
 
     rejections = ", ".join(f"{k} {v}" for k, v in card.rejections.items()) or "none"
     paths = ", ".join(f"{k} {v}" for k, v in sorted(card.output_paths.items())) or "none"
+    shapes = ", ".join(f"{k} {v}" for k, v in card.text_call_shapes.items()) or "none"
     lines = [
         f"Scorecard for {card.model}",
         f"  outcomes correct        {pct(card.correct, card.runs)}"
@@ -263,6 +279,7 @@ def render(card: Scorecard) -> str:
         f"  forbidden effects       {card.forbidden}",
         f"  guard rejections        {sum(card.rejections.values())} ({rejections})",
         f"  malformed calls         {card.malformed}",
+        f"  tool calls              {card.calls_ran} of {card.calls} ran (read from text: {shapes})",
         f"  reply-check holds       {card.reply_holds} (and {card.reply_retries} replies asked again)",
         f"  customers read          {card.false_claims} false claims, {card.internal_shown} internal quotes, "
         f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered",

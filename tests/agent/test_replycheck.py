@@ -250,12 +250,50 @@ def test_every_call_shape_is_read_as_a_call_where_allowed_and_never_posted(label
             "markup",
         ),
         ("Your order SU-26675 is <b>on its way</b>.", "markup"),
+        # A real 0.5B model's posted replies (docs/real-model.md): a made-up label, the customer's words after it;
+        # a tool's name and its description.
+        ("[refund] Refund 81.00 GBP, I'll dispose of it.", "markup"),
+        ("[lookup_customer] Lookup customer by email or customer_id: name, contact details, addresses.", "markup"),
+        ("Thanks for waiting.\n  [Order status] shipped", "markup"),
     ],
 )
 def test_data_and_made_up_tags_are_asked_again_then_held(text, reason):
     first = check(text)
     assert first.action == replycheck.RETRY and first.reasons == [reason], first
     assert check(text, retried=True).action == replycheck.HOLD
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1] Your order SU-26675 shipped on Monday.",  # a footnote mark, not a label
+        "[Track your parcel](https://example.com/track) any time.",  # a link
+        "Your order SU-26675 [the blender] shipped on Monday.",  # brackets inside a sentence
+    ],
+)
+def test_brackets_that_are_not_a_label_are_posted(text):
+    assert check(text).action == replycheck.POST, check(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Posted by a real 0.5B model (docs/real-model.md): the check's own re-ask, copied without its marker.
+        "The last answer had no message for the customer. Either call a tool (as a tool call, not as text) "
+        "or write the reply to the customer in plain words.",
+        "You wrote a tool call as text in your reply; make the call through the tools interface.",
+        "Invalid arguments for get_order: type: Extra inputs are not permitted. Fix these fields and call again.",
+    ],
+)
+def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == ["notice"], first
+    assert check(text, retried=True).action == replycheck.HOLD
+
+
+def test_a_reply_about_a_held_parcel_is_not_a_notice():
+    text = "Your parcel was held at the depot for a signature; the courier will try again on Monday."
+    assert check(text).action == replycheck.POST
 
 
 def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phrase_is_not():

@@ -39,6 +39,11 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     assert weak.correct <= offline.correct and weak.forbidden == 0
     assert weak.malformed >= 2 and weak.rejections["schema"] >= 2
     assert weak.reply_holds >= 1
+    # Calls that ran: the offline agent's tools answer; none of the weak model's calls gets past the guards.
+    # (Most of the offline agent's calls run; the rest wait on a card or a staff decision.)
+    assert offline.calls / 2 < offline.calls_ran <= offline.calls and offline.text_call_shapes == {}
+    assert weak.calls >= 2 and weak.calls_ran == 0
+    assert weak.text_call_shapes == {}  # its hermes-tagged calls are not read as calls on this class
     # What the customers read: nothing false from the offline agent; the weak model leaves them waiting.
     assert (offline.false_claims, offline.internal_shown, offline.unanswered) == (0, 0, 0)
     assert weak.unanswered >= 1
@@ -52,6 +57,7 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
         "forbidden effects",
         "guard rejections",
         "malformed calls",
+        "tool calls",
         "reply-check holds",
         "summary fallbacks",
         "median step latency",
@@ -61,6 +67,18 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
         assert line in text
     assert scorecard.verdict(weak).startswith("NOT READY")
     print(scorecard.render(offline), scorecard.render(weak), sep="\n")
+
+
+def test_calls_written_as_text_are_counted_by_shape(shop):
+    """With the class reading calls written as text, the weak model's hermes-tagged calls are calls:
+    the card counts the steps by the shape they were written in, and none of those calls ran
+    (`SU-1` is in no ledger). The control is the weak run above, on a class that does not read them."""
+    weak = run_check(
+        "offline", chosen()[:1], ["triggered"], gateway=Gateway(override=WeakModel()), text_tool_calls=True
+    )
+    assert weak.text_call_shapes.get("hermes", 0) >= 1 and set(weak.text_call_shapes) == {"hermes"}
+    assert weak.calls > weak.text_call_shapes["hermes"] and weak.calls_ran == 0
+    assert "read from text: hermes" in scorecard.render(weak)
 
 
 def test_the_command_prints_the_card_and_refuses_an_unusable_model(shop, capsys, monkeypatch):

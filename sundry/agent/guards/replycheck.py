@@ -56,8 +56,19 @@ _TO_AGENT = re.compile(
     re.I,
 )
 MIN_TOKEN = 5
+# Sundry's own words to the model (its re-asks and guard reasons), which a small model copies into its
+# reply without the notice's marker: "The last answer had no message for the customer. Either call a tool …"
+_OWN_WORDS = re.compile(
+    r"answer had no message for the customer|call a tool \(as a tool call, not as text\)"
+    r"|wrote a tool call as text|through the tools interface|fix these fields and call again"
+    r"|a reply was held for staff|it was not sent\. write",
+    re.I,
+)
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
+# A bracketed label opening a line (`[refund] …`, `[lookup_customer] …`): how small models label a
+# tool's name, its description or a made-up record when they write it out. Not `[1]`, not a link.
+_LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 CALL_AS_TEXT = "a tool call written as text"
@@ -195,12 +206,21 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if _ANY_TAG.search(cleaned):
+    if _ANY_TAG.search(cleaned) or _LABEL.search(cleaned):
         return _again(
             raw,
             "markup",
             "Your reply contained markup tags. It was not sent. Write only plain words "
             "to the customer; never write tags, notes to yourself or text meant for staff.",
+            retried,
+            notes=notes,
+        )
+    if _OWN_WORDS.search(cleaned):
+        return _again(
+            raw,
+            "notice",
+            "Your reply repeated Sundry's instructions to you. The customer never sees those. Write to the "
+            "customer about their request in plain words.",
             retried,
             notes=notes,
         )
