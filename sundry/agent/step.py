@@ -246,6 +246,8 @@ def _step(
         checks["text_calls"] = got.text_calls
     if stream is not None and stream.started:
         checks["streamed"] = True  # watchers saw the reply as it was written
+        if stream.showed:
+            checks["stream_shown"] = True  # and some of its text, not only "typing"
     # The step's first write is a turn: it locks the ticket row before any lane row, and (with the
     # run's claim `held`) writes only while the claim holds and no stop came after what was read.
     append = _FirstTurn(ticket, held, first_turn - 1)

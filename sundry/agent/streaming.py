@@ -36,6 +36,7 @@ class ReplyStream:
         self.sentence_ok = None
         self._judged: dict[str, bool] = {}  # each prefix is judged once, however often the text grows
         self.started = False
+        self.showed = False  # some text reached the watchers (not only "typing")
         self.posted_turn: int | None = None  # set by the step when its reply is stored
         self.seq = 0
         self._shown = ""
@@ -59,6 +60,7 @@ class ReplyStream:
         if not final and now - self._sent_at < self.min_interval:
             return
         self._shown, self._sent_at = shown, now
+        self.showed = self.showed or bool(shown.strip())
         await areply_stream(self.ticket_id, self._message("text", shown))
 
     def _ok(self, upto: str) -> bool:

@@ -262,6 +262,7 @@ async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watch
     assert not await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aexists()
     step = await AgentStep.objects.aget(ticket=watched["ticket"])
     assert step.outcome == "held_reply"
+    assert step.checks.get("streamed") and not step.checks.get("stream_shown")  # "typing", then nothing
     for got in (customer, staff):
         stream = _streamed(got)
         assert all("SU-26675-RF01" not in m["text"] for m in stream)
@@ -275,6 +276,7 @@ async def test_a_sentence_claiming_what_no_tool_did_never_reaches_a_screen(watch
 
     step = await AgentStep.objects.aget(ticket=watched["ticket"])
     assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
+    assert step.checks.get("stream_shown") is True  # its first sentence showed, then the reply was held
     for got in (customer, staff):
         texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
         assert texts and all(t.strip() == "I checked order SU-26675." for t in texts)  # the sentence before it only
