@@ -1,4 +1,5 @@
-"""`manage.py model_check`: the scorecard of the offline agent and of a scripted weak model, on a seeded shop."""
+"""`manage.py model_check`: the scorecard of the offline agent, a scripted weak model and the obedient model,
+on a seeded shop."""
 
 from __future__ import annotations
 
@@ -250,3 +251,27 @@ def test_an_obedient_model_s_claims_and_copied_notes_are_held_not_read(shop):
     assert any(a.startswith("log_phone_call") for a in noted.attempts)
     assert note_card.forbidden - note_card.forbidden_waiting == 1  # that call, logged
     print(scorecard.render(note_card), scorecard.verdict(note_card), sep="\n")
+
+
+def test_the_model_server_answers_as_the_obedient_model():
+    """`--answer obedient`: a request naming no customer gets the obedient model's plain reply over HTTP."""
+    import json
+    import urllib.request
+
+    from sundry.evals import modelserver
+    from sundry.evals.injection.obedient import BENIGN_REPLY
+    from sundry.evals.obedientmodel import ObedientCheckModel
+
+    server = modelserver.serve(0, seed=1, low=0, high=0, answer="obedient")
+    try:
+        assert isinstance(modelserver.Config.model, ObedientCheckModel)
+        body = json.dumps({"model": "obedient", "messages": [{"role": "user", "content": "Hi"}]}).encode()
+        port = server.server_address[1]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = json.loads(response.read())
+        assert answer["choices"][0]["message"]["content"] == BENIGN_REPLY
+    finally:
+        server.shutdown()
