@@ -60,7 +60,7 @@ class ReplyStream:
         if not final and now - self._sent_at < self.min_interval:
             return
         self._shown, self._sent_at = shown, now
-        self.showed_text = self.showed_text or bool(shown)
+        self.showed_text = self.showed_text or bool(shown.strip())
         await areply_stream(self.ticket_id, self._message("text", shown))
 
     def _ok(self, upto: str) -> bool:

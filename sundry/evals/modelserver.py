@@ -13,7 +13,10 @@ whatever order the calls arrive in).
     python -m sundry.evals.modelserver --port 0 --min 1 --max 3 --seed 1 [--log calls.jsonl] [--answer weak]
 
 `--answer weak` answers with the scripted weak model (sundry.evals.weakmodel) instead,
-for `manage.py model_check --model openai-compatible:weak` against this server.
+for `manage.py model_check --model openai-compatible:weak` against this server;
+`--answer obedient` with the obedient model (sundry.evals.obedientmodel), which
+obeys any instruction it reads, claims what it tried as done and copies the notes
+it reads to the customer.
 
 Prints `listening <port>` once it accepts connections. `--log` appends one
 JSON line per call: when it arrived and was answered (time.time()), the
@@ -32,6 +35,7 @@ import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sundry.evals.obedientmodel import ObedientCheckModel
 from sundry.evals.weakmodel import WeakModel
 from sundry.shop.offline import OfflineModel, RequestView
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
@@ -226,7 +230,7 @@ def serve(
 ) -> Server:
     """A started server (in a thread of this process); `server.server_address[1]` is its port."""
     Config.seed, Config.low, Config.high = seed, low, high
-    Config.model = WeakModel() if answer == "weak" else OfflineModel()
+    Config.model = {"weak": WeakModel, "obedient": ObedientCheckModel}.get(answer, OfflineModel)()
     # Its token counter loads its encoding on first use: not part of any call's latency.
     Config.model.complete(ModelRequest(model="offline", messages=[Message(role="user", content="Hello")]))
     Config.log = open(log_path, "a") if log_path else None
@@ -244,9 +248,9 @@ def main(argv=None) -> int:
     parser.add_argument("--log", default=None, help="append one JSON line per call here")
     parser.add_argument(
         "--answer",
-        choices=["offline", "weak"],
+        choices=["offline", "weak", "obedient"],
         default="offline",
-        help="the model that answers: the offline model, or the scripted weak model",
+        help="the model that answers: the offline model, the scripted weak model or the obedient model",
     )
     args = parser.parse_args(argv)
     if args.min < 0 or args.max < args.min:
