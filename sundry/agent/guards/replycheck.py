@@ -66,7 +66,7 @@ _OWN_WORDS = re.compile(
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
-# A bracketed label opening a line (`[refund] …`, `[lookup_customer] …`): how small models label a
+# A bracketed label opening a line (`[refund] …`, `[tool_name] …`): how small models label a
 # tool's name, its description or a made-up record when they write it out. Not `[1]`, not a link.
 _LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
