@@ -125,7 +125,7 @@ def domain_specs(domain: Domain | None = None) -> list[dict]:
     domain = domain or get_domain()
     hit = _SPECS.get(domain.name)
     if hit is None or hit[0] != len(REGISTRY) or hit[1] is not domain:
-        hit = _SPECS[domain.name] = (len(REGISTRY), domain, [tool.spec() for tool in tools_for(domain)])
+        hit = _SPECS[domain.name] = (len(REGISTRY), domain, [tool.spec(domain) for tool in tools_for(domain)])
     return hit[2]
 
 

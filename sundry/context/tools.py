@@ -67,10 +67,8 @@ def _label(ctx: ToolContext, args: LabelArgs) -> LabelResult:
 
 class FactArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(
-        description="One of the state fields: order_number, issue, item, amount, refund_method, "
-        "contact_preference, resolution, delivery_date"
-    )
+    # The ticket's domain names its fields in the spec the model is offered (`_fact_spec`).
+    name: str = Field(description="One of the state fields")
     value: str = Field(max_length=300, description="The value as it was stated; an amount keeps its currency code")
     stated_by_customer: bool = Field(False, description="True only if the customer wrote this value themselves")
 
@@ -105,14 +103,36 @@ def _record_fact(ctx: ToolContext, args: FactArgs) -> FactResult:
     return FactResult(name=row.name, value=row.value, source=row.source, superseded=superseded)
 
 
+_FACT_RULES = (
+    "Values are validated; a changed value supersedes the old one and both are kept. "
+    "Staff confirm facts before the customer sees them."
+)
+
+
+def _fact_fields(domain) -> list:
+    """The fields the model may record: the domain's declared ones in its order, less those the customer
+    never sees (an internal note is staff's to write)."""
+    return [f for f in domain.state_fields if f.customer_visible]
+
+
+def _fact_spec(domain) -> dict:
+    """record_fact as a ticket in `domain` is offered it: naming that domain's own state fields."""
+    fields = _fact_fields(domain)
+    listed = ", ".join(f.name + (" with currency" if f.kind == "amount" else "") for f in fields)
+    parameters = FactArgs.model_json_schema()
+    parameters["properties"]["name"]["description"] = "One of the state fields: " + ", ".join(f.name for f in fields)
+    return {
+        "name": "record_fact",
+        "description": f"Record an established fact of this case in the state ({listed}). {_FACT_RULES}",
+        "parameters": parameters,
+    }
+
+
 register(
     Tool(
         name="record_fact",
-        description=(
-            "Record an established fact of this case in the state (order_number, issue, item, amount with currency, "
-            "refund_method, contact_preference, resolution, delivery_date). Values are validated; a changed value "
-            "supersedes the old one and both are kept. Staff confirm facts before the customer sees them."
-        ),
+        description=f"Record an established fact of this case in the state (one of its named fields). {_FACT_RULES}",
+        spec_for=_fact_spec,
         args_model=FactArgs,
         result_model=FactResult,
         run=_record_fact,

@@ -76,12 +76,14 @@ def canned_replies(ticket, user) -> list[dict]:
     (sundry.desk.canned: one without a value is left as a note to fill in, never dropped)."""
     from django.db.models import Q
 
+    # {order_number} fills from the field that names the ticket's record in its customer's domain (the
+    # picker's field); stored replies keep the placeholder's name.
+    field = records_for(domain_of(ticket.customer)).pick_field
     order = (
-        StateValue.objects.filter(ticket=ticket, name="order_number", is_current=True)
-        .values_list("value", flat=True)
-        .first()
-        or ""
-    )
+        StateValue.objects.filter(ticket=ticket, name=field, is_current=True).values_list("value", flat=True).first()
+        if field
+        else None
+    ) or ""
     name = ticket.customer.name or ""
     values = dict(
         customer_name=name,

@@ -21,11 +21,11 @@ from sundry.tooling.records import records_for
 NOTE_LIMIT = 300
 
 
-def order_pick(*, ticket: Ticket, order_number: str):
+def order_pick(*, ticket: Ticket, reference: str):
     """The customer chose one of their own records (a shop's order): the domain's pick field, as stated
     by the customer, confirmed."""
     records = records_for(domain_of(ticket.customer))
-    number = records.normalize(order_number)
+    number = records.normalize(reference)
     if not records.pick_field or not number or not records.owned(ticket.customer.external_key, [number]):
         raise StateValueInvalid(f"Pick one of your own {records.plural}.")
     with transaction.atomic():

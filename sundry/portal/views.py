@@ -235,19 +235,23 @@ def rule_withdraw(request, ticket_id, rule_id):
     )
 
 
+def picked_reference(data, records) -> str:
+    """The reference the picker posts; a page rendered before the field was called `reference` posts it
+    under the domain's pick field's name, still read."""
+    return data.get("reference") or (data.get(records.pick_field, "") if records.pick_field else "")
+
+
 @login_required
 @require_POST
 def order_pick(request, ticket_id):
     ticket = own_ticket(request, ticket_id)
+    records = records_for(domain_of(ticket.customer))
     try:
-        services.order_pick(ticket=ticket, order_number=request.POST.get("order_number", ""))
+        services.order_pick(ticket=ticket, reference=picked_reference(request.POST, records))
     except StateValueInvalid as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     return panels_answer(
-        request,
-        ticket,
-        panels=("details", "orders"),
-        message=f"Thanks — we noted which {records_for(domain_of(ticket.customer)).noun} this is about.",
+        request, ticket, panels=("details", "orders"), message=f"Thanks — we noted which {records.noun} this is about."
     )
 
 

@@ -58,7 +58,8 @@ class Records:
     plural: str = "records"
     # The argument naming the record a held call acts on ("" : the call names none the desk can show).
     reference_arg: str = ""
-    # The state field a customer's pick sets ("": the customer's page offers no picker).
+    # The state field that names the ticket's record: a customer's pick sets it, a canned reply's
+    # record placeholder reads it ("": the customer's page offers no picker).
     pick_field: str = ""
 
     def recent(self, external_key: str, limit: int) -> list[RecordRow]:

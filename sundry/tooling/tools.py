@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -57,8 +57,14 @@ class Tool:
     consent_action: str | None = None
     # Arguments whose text reaches the customer (a reply, an email): checked for internal-only text.
     customer_text: tuple[str, ...] = ()
+    # For a tool whose words depend on the ticket's domain (`record_fact` names the domain's state
+    # fields): its spec for a domain. None: one spec in every domain.
+    spec_for: Callable[[Any], dict] | None = None
 
-    def spec(self) -> dict:
+    def spec(self, domain=None) -> dict:
+        """What the model is offered: for `domain` (a `tooling.domain.Domain`) when the tool's words depend on it."""
+        if domain is not None and self.spec_for is not None:
+            return self.spec_for(domain)
         return {"name": self.name, "description": self.description, "parameters": self.args_model.model_json_schema()}
 
     @property

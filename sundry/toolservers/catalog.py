@@ -30,7 +30,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer, model_validator
 
 from sundry.tooling import mcp_client
-from sundry.tooling.domain import INFER, Domain, ToolDecl
+from sundry.tooling.domain import INFER, Domain, ToolDecl, domain_for
 from sundry.tooling.tools import REGISTRY, IdField, Tool, ToolContext, ToolError
 from sundry.toolservers import declfile, limits, offered
 from sundry.toolservers.models import ToolServer
@@ -95,7 +95,7 @@ class RemoteTool(Tool):
     def declared(self) -> bool:
         return bool(self.decl and self.decl.declared)
 
-    def spec(self) -> dict:  # what the model sees: the server's own schema
+    def spec(self, domain=None) -> dict:  # what the model sees: the server's own schema, in every domain
         return {"name": self.name, "description": self.description, "parameters": self.input_schema}
 
 
@@ -207,11 +207,13 @@ class ClassTools:
     files: list[Domain] = field(default_factory=list)  # the declaration files that loaded
     key: tuple = ()
     loaded_at: float = 0.0
+    # The class's own domain: Sundry's lane tools name its state fields (`record_fact`).
+    fields_domain: Domain | None = None
 
     @cached_property
     def spec_list(self) -> list[dict]:
         """The tools as the model sees them; one list per listing, so assembly counts its tokens once."""
-        return [t.spec() for t in self.tools.values()]
+        return [t.spec(self.fields_domain) for t in self.tools.values()]
 
     @property
     def lookup_tools(self) -> frozenset[str]:
@@ -301,14 +303,17 @@ def class_tools(ticket_class, *, servers: list[ToolServer] | None = None) -> Cla
     servers = _servers(ticket_class) if servers is None else servers
     if not servers:
         return None
-    # An edited declaration file counts as a change, as a saved server does: the next step reads it.
+    # An edited declaration file counts as a change, as a saved server does: the next step reads it;
+    # so does another domain for the class, whose state fields the lane tools name.
+    own = domain_for(ticket_class)
     key = (os.getpid(), tuple((s.pk, s.updated_at, _file_stamp(s)) for s in servers))
     with _LOCK:
         hit = _CACHE.get(ticket_class.pk)
-        if hit is not None and hit.key == key and time.monotonic() - hit.loaded_at < RELIST_SECONDS:
+        fresh = hit is not None and hit.key == key and hit.fields_domain is own
+        if fresh and time.monotonic() - hit.loaded_at < RELIST_SECONDS:
             return hit
     loaded = _load(servers)
-    loaded.key, loaded.loaded_at = key, time.monotonic()
+    loaded.key, loaded.loaded_at, loaded.fields_domain = key, time.monotonic(), own
     with _LOCK:
         _CACHE[ticket_class.pk] = loaded
     return loaded

@@ -7,10 +7,13 @@ import pytest
 from pydantic import ValidationError
 
 from sundry.agent.guards.consent import state_from
+from sundry.agent.toolbox import domain_specs
 from sundry.context.lanes import StateFieldData
 from sundry.context.statefields import StateValueInvalid, fields, validate_field
 from sundry.shop.domain import DOMAIN as SHOP
 from sundry.tooling.domain import GENERIC_STATE_FIELDS, Domain
+from sundry.tooling.tools import REGISTRY
+from sundry.toolservers.catalog import ClassTools
 
 BOOKINGS = {
     "name": "bookings",
@@ -85,3 +88,36 @@ def test_live_kinds_and_consent_roles_come_from_the_declaration():
     assert state_from(state, bookings) == {"action": ("refund", True)}
     shop_state = [StateFieldData("resolution", "refund", 2, "customer", True)]
     assert state_from(shop_state, SHOP) == {"action": ("refund", True)} and state_from(shop_state, bookings) == {}
+
+
+# record_fact as the shop's tickets have always been offered it: requests (and their token counts) stay as they were.
+SHOP_FACT = (
+    "Record an established fact of this case in the state (order_number, issue, item, amount with currency, "
+    "refund_method, contact_preference, resolution, delivery_date). Values are validated; a changed value "
+    "supersedes the old one and both are kept. Staff confirm facts before the customer sees them."
+)
+SHOP_FACT_NAME = (
+    "One of the state fields: order_number, issue, item, amount, refund_method, contact_preference, resolution, "
+    "delivery_date"
+)
+
+
+def _fact(spec: dict) -> tuple[str, str]:
+    return spec["description"], spec["parameters"]["properties"]["name"]["description"]
+
+
+def test_record_fact_names_the_fields_of_the_tickets_domain():
+    record_fact = REGISTRY["record_fact"]
+    assert _fact(record_fact.spec(SHOP)) == (SHOP_FACT, SHOP_FACT_NAME)
+    bookings = Domain.from_data(BOOKINGS)
+    description, name = _fact(record_fact.spec(bookings))
+    assert "in the state (booking, remedy, nights). Values" in description
+    assert name == "One of the state fields: booking, remedy, nights"
+    # A domain that declares none: the generic fields the customer sees (an internal note is staff's).
+    description, name = _fact(record_fact.spec(Domain.from_data({"name": "bare"})))
+    assert "(issue, amount with currency, contact_preference)" in description and "internal_note" not in name
+    # Every way a ticket's tools are listed passes its domain: in-process, and with tool servers.
+    listed = next(s for s in domain_specs(bookings) if s["name"] == "record_fact")
+    assert _fact(listed) == _fact(record_fact.spec(bookings))
+    served = ClassTools(tools={"record_fact": record_fact}, remote={}, declarations=[], fields_domain=bookings)
+    assert _fact(served.spec_list[0]) == _fact(record_fact.spec(bookings))

@@ -346,7 +346,7 @@ def _state_confirm(world):
 
 
 def _order_pick(world):
-    order_pick(ticket=world.ticket, order_number=ORDER)
+    order_pick(ticket=world.ticket, reference=ORDER)
 
 
 def _rated(world):

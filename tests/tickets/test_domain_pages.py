@@ -12,6 +12,7 @@ its own hook and one card template, works a ticket beside a shop ticket.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,10 +22,14 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sundry.agent.models import HeldAction
+from sundry.agent.step import assemble_request
+from sundry.context import services as lanes
 from sundry.context.models import ActionTaken, StateValue
+from sundry.context.selectors import lane_snapshot
 from sundry.desk.lifecycle import ticket_create
+from sundry.desk.sidebar import canned_replies
 from sundry.people.models import Customer as Person
-from sundry.tickets.models import Turn
+from sundry.tickets.models import CannedReply, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling import domain as domains
 from sundry.tooling.domain import Domain, StateFieldDecl
@@ -230,9 +235,9 @@ def test_a_second_domain_gets_its_own_words_on_the_customer_page_and_in_search(c
     assert "Which booking is this about?" in page and 'value="BK5678"' in page and "Your bookings" in page
     assert "Which order" not in page
     # The pick is checked by the hook and lands in the domain's pick field.
-    bad = client.post(f"/help/tickets/{ticket.pk}/order", {"order_number": "BK9999"}, **HTMX)
+    bad = client.post(f"/help/tickets/{ticket.pk}/order", {"reference": "BK9999"}, **HTMX)
     assert bad.status_code == 422 and "Pick one of your own bookings." in bad.content.decode()
-    good = client.post(f"/help/tickets/{ticket.pk}/order", {"order_number": " bk5678 "}, **HTMX)
+    good = client.post(f"/help/tickets/{ticket.pk}/order", {"reference": " bk5678 "}, **HTMX)
     assert good.status_code == 200 and "we noted which booking this is about" in good.content.decode()
     assert StateValue.objects.get(ticket=ticket, name="booking_ref", is_current=True).value == "BK5678"
     # Search by a booking reference asks the hook who owns it.
@@ -240,6 +245,32 @@ def test_a_second_domain_gets_its_own_words_on_the_customer_page_and_in_search(c
     client.force_login(staff)
     found = client.get("/desk/search/", {"q": "bk1234"}).content.decode()
     assert f"/desk/tickets/{ticket.pk}/" in found and "matched booking" in found
+
+
+def test_a_second_domains_request_and_desk_name_its_own_state_fields(client, staff, hotel, settings):
+    # The model is told the hotel's fields, not the shop's; the picker and a canned reply use the hotel's
+    # record field. Control: the same request for a shop ticket names the shop's fields.
+    settings.SUNDRY_DEFAULT_DOMAIN = NAME
+    ticket = hotel_ticket()
+    tools = {t.name: t for t in assemble_request(ticket, lane_snapshot(ticket, with_turns=False)).request.tools}
+    fact = tools["record_fact"]
+    assert "in the state (booking_ref, issue). Values are validated" in fact.description
+    assert fact.parameters["properties"]["name"]["description"] == "One of the state fields: booking_ref, issue"
+    told = json.dumps(fact.model_dump())
+    assert [f for f in ("order_number", "item", "refund_method", "resolution", "delivery_date") if f in told] == []
+    CannedReply.objects.create(title="About it", body="About {order_number}: noted.")
+    lanes.state_set(ticket=ticket, name="booking_ref", value="BK5678", turn=1, source="customer", confirmed=True)
+    assert {r["title"]: r["text"] for r in canned_replies(ticket, staff)}["About it"] == "About BK5678: noted."
+    client.force_login(ticket.customer.user)
+    Turn.objects.filter(ticket=ticket, text="About BK5678 please.").update(text="About my stay.")
+    StateValue.objects.filter(ticket=ticket).delete()
+    page = _page(client, f"/help/tickets/{ticket.pk}/")
+    assert 'name="reference" value="BK5678"' in page and 'name="order_number"' not in page
+
+    settings.SUNDRY_DEFAULT_DOMAIN = "demo_shop"
+    shop_ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="x")
+    shop_fact = {t.name: t for t in assemble_request(shop_ticket, lane_snapshot(shop_ticket)).request.tools}
+    assert "order_number, issue, item, amount with currency" in shop_fact["record_fact"].description
 
 
 def test_without_the_hook_and_the_card_the_desk_falls_back_to_generic_words(client, staff, hotel, settings):
@@ -258,7 +289,7 @@ def test_without_the_hook_and_the_card_the_desk_falls_back_to_generic_words(clie
     client.force_login(ticket.customer.user)
     page = _page(client, f"/help/tickets/{ticket.pk}/")
     assert "moved to 12 May" not in page and "Which booking" not in page and "Which record" not in page
-    bad = client.post(f"/help/tickets/{ticket.pk}/order", {"order_number": "BK5678"}, **HTMX)
+    bad = client.post(f"/help/tickets/{ticket.pk}/order", {"reference": "BK5678"}, **HTMX)
     assert bad.status_code == 422 and "Pick one of your own records." in bad.content.decode()
 
 

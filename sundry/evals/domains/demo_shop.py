@@ -58,7 +58,7 @@ class DemoShopDomain:
         return [t.name for t in self._tools()]
 
     def tool_specs(self) -> list[dict]:
-        return [t.spec() for t in self._tools()]
+        return [t.spec(self.domain) for t in self._tools()]
 
     def typed_ids(self, text: str) -> list[tuple[str, str]]:
         return self.domain.typed_ids(text)
