@@ -110,6 +110,17 @@ def _percentile(values: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def fit_at(tclass: TicketClass, proposed: Budget) -> Fit:
+    """The class's fixed part under a proposal's budget figures (the lab's replays share it)."""
+    return fixed_part(
+        tclass,
+        budget=proposed.budget,
+        trigger_fraction=proposed.trigger_fraction,
+        recent_turns_kept=proposed.recent_turns_kept,
+        ledger_share=proposed.ledger_share,
+    )
+
+
 def figures(
     requests: list[int],
     budget: Budget,
@@ -304,13 +315,7 @@ def run_lab(
             shares=shares,
         ),
         fit_current=fixed_part(tclass),
-        fit_proposed=fixed_part(
-            tclass,
-            budget=proposed.budget,
-            trigger_fraction=proposed.trigger_fraction,
-            recent_turns_kept=proposed.recent_turns_kept,
-            ledger_share=proposed.ledger_share,
-        ),
+        fit_proposed=fit_at(tclass, proposed),
         price_model=model,
         summary_tokens=summary,
         summary_measured=measured,

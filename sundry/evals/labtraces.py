@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sundry.compaction.trigger import EXPECTED_SUMMARY_TOKENS
 from sundry.desk.budgetfit import fixed_part
-from sundry.desk.budgetlab import SAMPLE_TICKETS, Lab, class_budget, figures, lab_json
+from sundry.desk.budgetlab import SAMPLE_TICKETS, Lab, class_budget, figures, fit_at, lab_json
 from sundry.desk.budgetreplay import Budget
 from sundry.desk.labcosts import cache_shares, monthly_volume, summariser_cost
 from sundry.desk.labsources import TracesRead, TracesUnreadable
@@ -229,13 +229,7 @@ def comparison(
         replayed_current=column(current, now, model, summariser_now),
         replayed_proposed=column(proposed_runs, proposed, proposed_model, summariser_proposed),
         fit_current=fixed_part(tclass),
-        fit_proposed=fixed_part(
-            tclass,
-            budget=proposed.budget,
-            trigger_fraction=proposed.trigger_fraction,
-            recent_turns_kept=proposed.recent_turns_kept,
-            ledger_share=proposed.ledger_share,
-        ),
+        fit_proposed=fit_at(tclass, proposed),
         price_model=model,
         summary_tokens=summary,
         summary_measured=False,
