@@ -6,7 +6,7 @@ import pytest
 
 from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from tests.browser.test_live_desk import LIVE, open_as, people, wait_until  # noqa: F401  (people: fixture)
+from tests.browser.test_live_desk import LIVE, LIVE_FRAME, open_as, people, wait_until  # noqa: F401  (people: fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +39,7 @@ def test_a_sent_message_shows_once_on_both_pages(browser, live_server_url, peopl
     for page in (customer, staff):
         before = page.locator("#panel-conversation .turn .text").all_inner_texts()
         page.reload()
-        page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
+        page.wait_for_selector(LIVE_FRAME, state="attached")
         assert page.locator("#panel-conversation .turn .text").all_inner_texts() == before
 
 

@@ -13,7 +13,7 @@ import pytest
 from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
 from tests.agent.sse import Streamed, StreamingServer
-from tests.browser.test_live_desk import LIVE, open_as, people  # noqa: F401  (people: fixture)
+from tests.browser.test_live_desk import LIVE, LIVE_FRAME, open_as, people  # noqa: F401  (people: fixture)
 from tests.factories import TicketClassFactory, paid_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -117,7 +117,7 @@ def test_typing_then_the_streamed_text_then_exactly_one_final_message(browser, l
     stored = Turn.objects.get(ticket=ticket, author="agent", kind="message")
     assert stored.text == final
     page.reload()
-    page.wait_for_selector('#live-version[data-kind="snapshot"]', state="attached")
+    page.wait_for_selector(LIVE_FRAME, state="attached")
     expect(page.locator(".turn.agent", has_text="arrive tomorrow")).to_have_count(1)
 
 
