@@ -235,6 +235,10 @@ def _verbless_directive(clause: str) -> bool:
     )
 
 
+def _verbless_limit(clause: str) -> bool:
+    return _verbless_directive(clause) and not re.match(r"(?i)^\s*(?:and\s+|but\s+)?just\b", clause)
+
+
 def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> bool:
     """Does the sentence state a constraint (the quote threshold)? `stance` / `limit` off: that feature
     is taken as always present (the ablations the docs report as controls)."""
@@ -249,9 +253,10 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
     conditional = bool(_CONDITION.search(_COURTESY_IF.sub(" ", text)))
     bound = bool(_BOUND.search(text)) and limit
     clauses = [c for c in _CLAUSE.split(_OPENER.sub(r"\1", _DISCOURSE.sub("", text))) if c and c.strip()]
-    # a verbless "nothing on the gift card" is its own limit, as "no insurance" is
+    # a verbless "nothing on the gift card" is its own limit, as "no insurance" is ("just return both"
+    # opens a request: "just" before a verb narrows nothing)
     limits = [
-        (_limits(c, conditional) or _verbless_directive(_DESCRIPTION.sub(" ", c))) if limit else True for c in clauses
+        (_limits(c, conditional) or _verbless_limit(_DESCRIPTION.sub(" ", c))) if limit else True for c in clauses
     ]
     stances = []
     for i, c in enumerate(clauses):

@@ -319,6 +319,7 @@ FREE_POSITIVE = (
     "Refund the difference to the original card, never to store credit.",
 )
 FREE_NEGATIVE = (
+    "Just return both items, please.",
     "I've been waiting for two weeks already.",
     "That's not what I ordered.",
     "Could you tell me how much the upgrade costs?",
