@@ -23,6 +23,15 @@ emphatic "just" ("I just received it", "just cancel it"), inference ("I must hav
 making sure of one's own doing ("I want to make sure I do it right"), what a change replaces
 ("change it to black instead of silver"). A question that asks — for a fact, for leave, for
 information — sets no limit even when it names one; a request worded as a question does.
+
+Lasting rules worded without "I want" or "please" have a stance too: a duty on the handling whatever
+its subject ("refunds should go to …"), the agent addressed with a modal of leave or duty ("you can
+use the same card"), the customer's acceptance or refusal ("I'm fine with … for any difference",
+"I'm not willing to …"), a modal of preference ("would rather", "'d sooner"), a budget, an approval,
+an availability window. And limits include timing and duration (later, for now, first, not … yet,
+before doing, from now on, every time), an action a change replaces ("instead of cancelling"),
+manner for every later step ("step by step", "in writing"), and a verbless "nothing on the gift card".
+The customer's own plan ("I'll check my email later") and a closing ("that's all for now") are not.
 """
 
 from __future__ import annotations
@@ -34,13 +43,21 @@ _SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|\n|$)", re.S)
 # Clauses: punctuation, dashes and the conjunctions that start a new one.
 _CLAUSE = re.compile(r"\s*(?:[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|so|because|though|although|while|then)\b)\s*", re.I)
 
+# What an agent does to a case: a limit on one of these is a limit on the handling.
+_HANDLING = (
+    r"(?:cancel\w*|chang\w*|modif\w*|updat\w*|book\w*|buy\w*|purchas\w*|pay\w*|charg\w*|refund\w*|"
+    r"return\w*|exchang\w*|swap\w*|replac\w*|send\w*|sent|ship\w*|deliver\w*|transfer\w*|call\w*|phon\w*|"
+    r"e-?mail\w*|text\w*|contact\w*|talk\w*|speak\w*|shar\w*|typ\w*|say|add\w*|remov\w*|includ\w*|"
+    r"upgrad\w*|downgrad\w*|us(?:e|ed|ing)|los[et]\w*|delet\w*|reset\w*|restart\w*|risk\w*|guess\w*|do|done)"
+)
+
 # --- stance: a wish or a request the clause voices ------------------------------------
 # The speaker wanting, needing or choosing (not merely being or seeing: "I'm not connected" is a state).
 _WISH = (
     r"(?:want\w*|need\w*|like|prefer\w*|rather|wish|insist\w*|decided|choose|stick|take|keep|leave|use|pay|"
     r"go ahead|accept|allow|agree|'d|would|will|'ll|shall|should|must|can|may)"
 )
-_FIRST = rf"(?:\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we) (?:want|need|'d like|would like)\b)"
+_FIRST = rf"(?:\blet me\b|\b(?:i|we)\b(?:'\w+)?(?:\s+[\w']+){{0,3}}?\s*{_WISH}\b|\blet's\b|\bthe only \w+(?: \w+)? (?:i|we) (?:want|need|'d like|would like)\b)"
 _REQUEST = r"\b(?:please|pls|can you|could you|would you|will you|can we|could we|make sure|be sure|kindly)\b"
 # "only"/"just" open an imperative when a verb follows ("only deliver after 6pm"), not a noun phrase
 # ("only the screen is scratched"); a short verbless "no insurance" is `_verbless_directive`'s.
@@ -49,22 +66,39 @@ _IMPERATIVE = (
     r"something|anything|\w+ing)\b)|keep|"
     r"leave|send|ship|deliver|call|phone|ring|e-?mail|text|contact|"
     r"use|avoid|stop|cancel|refund|return|exchange|change|remove|add|switch|hold|wait|put|charge|book|"
-    r"go ahead|go|proceed|make|give|pay|swap|upgrade|downgrade|explain)"
+    r"go ahead|go|proceed|make|give|pay|swap|upgrade|downgrade|explain|"
+    # instructions about what to tell, check or apply first, and standing notes ("note that …")
+    r"let me know|tell me|check with me|ask me|confirm with me|apply|process|transfer|rebook|move|include|"
+    r"note|remember|bear in mind|stick|limit|restrict|reach|write|skip|omit|exclude|prefer)"
+)
+# The agent addressed with a modal of leave or duty ("you can use the same card", "you shouldn't
+# call"), not asked to inform ("can you tell me"); the customer's acceptance ("I'm fine with …"); a
+# modal of preference standing for its subject in a coordinated clause ("… and would rather wait").
+_ADDRESSED = (
+    rf"\byou (?:can|could|may|should|must|shouldn't|mustn't|need to|have to|are to) (?:just |also |still |always )?"
+    rf"(?!do\b|done\b){_HANDLING}\b"
+    r"|\b(?:i'm|i am|we're|we are|i'd be|we'd be|i would be) (?:\w+ )?(?:(?:fine|ok|okay|open|good) with|(?:fine|ok|okay|happy|willing|ready|prepared|comfortable) to)\b"
+    r"|\b(?:would|'d) (?:much )?(?:rather|prefer|sooner)\b"
+)
+# A duty on the handling, whatever its subject ("refunds should go to …", "it must stay …"), not an
+# inference ("should have"); a budget or a cap the speaker states.
+_DUTY = (
+    r"\b(?:should|shouldn't|must|mustn't|has to|needs to)\s+(?:not\s+|never\s+|only\s+|always\s+|still\s+)?"
+    r"(?:be|go|stay|remain|arrive|come|include|ship|cost|happen|get|use)\b"
+    r"|\b(?:my|our) (?:budget|limit|max(?:imum)?|cap|approval|permission|consent|go-ahead)\b"
+    # availability stated as a window ("I'm only available on weekends"), a flat preference ("email is
+    # best"), an absolute ("under no circumstances", "no matter what")
+    r"|\b(?:i'm|i am|we're|we are) (?:only |not |never )?(?:available|free|reachable|home)\b"
+    r"|\b(?:is|are|works?) best\b|\bunder no circumstances\b|\bno matter what\b"
+    r"|\bit's (?:important|essential|crucial|vital) (?:that|to)\b"
 )
 _STANCE = re.compile(
-    rf"{_FIRST}|{_REQUEST}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|\b(?:it|this|that|they|the \w+) (?:has to|have to|needs to|need to|must)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
+    rf"{_FIRST}|{_REQUEST}|{_ADDRESSED}|{_DUTY}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|\b(?:it|this|that|they|the \w+|my \w+) (?:has to|have to|needs to|need to|must|mustn't|should|shouldn't)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
     rf"(?:please\s+)?(?:just\s+|always\s+)?{_IMPERATIVE}\b",
     re.I,
 )
 
 # --- limit: what narrows what may be done ---------------------------------------------
-# What an agent does to a case: a limit on one of these is a limit on the handling.
-_HANDLING = (
-    r"(?:cancel\w*|chang\w*|modif\w*|updat\w*|book\w*|buy\w*|purchas\w*|pay\w*|charg\w*|refund\w*|"
-    r"return\w*|exchang\w*|swap\w*|replac\w*|send\w*|sent|ship\w*|deliver\w*|transfer\w*|call\w*|phon\w*|"
-    r"e-?mail\w*|text\w*|contact\w*|talk\w*|speak\w*|shar\w*|typ\w*|say|add\w*|remov\w*|includ\w*|"
-    r"upgrad\w*|downgrad\w*|us(?:e|ed|ing)|los[et]\w*|delet\w*|reset\w*|restart\w*|risk\w*|guess\w*|do|done)"
-)
 _TIME = (
     r"(?:\d|noon|midnight|morning|afternoon|evening|tonight|tomorrow|today|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday|weekend|weekday|next week|the end of)"
@@ -76,17 +110,25 @@ _LIMIT = re.compile(
     r"|\bapart from\b|\banything but\b|\binstead of\b|\brather\b"
     # "keep" a thing (not "keep an eye out"); "the same" only kept or as a price ceiling
     r"|\bprefer\w*|\bkeep\b(?! (?:an? |any |in mind|track))|\bleave (?:it|them|that|this|the|my|everything)\b"
-    r"|\b(?:stay|stays|remain|remains|keep|be) the same\b|\b(?:stay|stays|remain|remains) as (?:it|they) (?:is|are)\b|\bsame (?:price|cost|amount)\b|\bwithout\b|\bunless\b"
+    r"|\b(?:stay|stays|remain|remains|keep|be) the same\b|\b(?:stay|stays|remain|remains)\b|\b(?:stay|stays|remain|remains) as (?:it|they) (?:is|are)\b|\bsame (?:price|cost|amount)\b|\bwithout\b|\bunless\b"
     # a standing scope ("for any difference") and an outcome floor ("good isn't enough")
     # timing: not before an event ("wait until the parcel is back", "before you cancel it"), not now
     r"|\b(?:until|till|before|only once)\s+(?:i|i've|i'm|we|you|it|it's|they|the|my|he|she|that's|this)\b"
+    r"|\b(?:before|without|after)\s+(?:\w+ing)\b|\bin writing\b|\bto \w+(?: \w+)? yet\b"
+    r"|\b(?:any|every|all)\s+(?:\w+\s+)?(?:should|must|has to|have to|needs to|need to)\b"
+    r"|\b(?:would|'d) sooner\b|\b(?:skip|omit|exclude)\b|\b(?:all|any) (?:communication|contact|correspondence|updates)\b"
+    r"|\b(?:my|our) (?:budget|approval|permission|consent|go-ahead)\b|\b(?:is|are|works?) best\b"
     r"|\bhold off\b|\bnot (?:yet|now|right now)\b"
+    # not now: later, for now, first (an order of handling); standing: from now on, going forward, every time
+    r"|(?<!a )(?<!the )\blater\b|\bfor (?:now|a bit|a while|the moment|the time being)\b|\bfirst\b(?! time)"
+    r"|\bfrom now on\b|\bgoing forward\b|\bin (?:the )?future\b|\bevery time\b|\bwhenever\b|\bnext time\b"
+    r"|\bfor (?:anything|everything)\b"
     # a standing method or manner ("always use PayPal", "one step at a time")
-    rf"|\balways\s+{_HANDLING}\b|\bone (?:step|thing) at a time\b|\b(?:go|take it) slow(?:ly)?\b"
+    rf"|\balways\s+{_HANDLING}\b|\bone (?:step|thing) at a time\b|\bstep[- ]by[- ]step\b|\b(?:go|take it) slow(?:ly)?\b"
     r"|\bfor (?:any|every|all (?:future|my|of my|other))\b|\b(?:is not|isn't|not) enough\b|\bnot just\b"
     rf"|\b(?:that's|that is|this is) (?:all|everything)(?: that)? (?:i|we) (?:want|need)\w*(?: to)? {_HANDLING}\b"
     r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bhas to\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
-    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\bunder \$|\bbelow \$|\bmax(?:imum)?\b"
+    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\b(?:under|below|over|above) \$|\bnothing (?:over|above|below|under)\b|\bmax(?:imum)?\b"
     rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
     re.I,
 )
@@ -104,20 +146,25 @@ _DESCRIPTION = re.compile(
     # negated knowing or having: "I don't remember my email", "I don't have that"
     rf"|\b(?:don't|do not)\s+(?:\w+ly\s+)?{_KNOW}\b"
     # "just" as a time ("I just received it", "just now"), "must have" as an inference
-    rf"|\bjust\s+(?:{_PAST}|now|yesterday|today|a (?:minute|moment|second))\b|\bmust have\b|\bmust be\b"
+    rf"|\bjust\s+(?:{_PAST}|now|yesterday|today|a (?:minute|moment|second))\b|\bmust have\b|\bmust be\b(?! the same)"
     # "just" as emphasis on a wish or a report ("I just want to be able to call", "just like you said"),
     # and "keep doing" (carrying on), not a limit on what is done
     r"|\bjust\s+(?:really\s+)?(?:want\w*|need\w*|like|as|can|can't|cannot|asking|trying|checking|wondering|to)\b"
     r"|\bkeep\s+(?!(?:every|any|no|some)thing\b)\w+ing\b"
     # a state, not a wish: "I'm not connected", "there's no signal", "I only have one phone"
     r"|\b(?:i'm|i am|it's|it is|that's|that is|there's|there is|there are|they're|we're|is|are|am)\s+(?:\w+ly\s+)?"
-    r"(?:still\s+)?(?:not|no|only|just)\b|\b(?:have|has|had|shows?|says?|see|seeing|showing)\s+(?:\w+\s+)?no\b"
+    r"(?:still\s+)?(?:not|no|only|just)\b(?!\s+(?:(?:willing|ready|prepared|comfortable|happy|okay|ok|interested) to|(?:okay|ok|fine) with|"
+    r"available|free|reachable|home)\b)|\b(?:have|has|had|shows?|says?|see|seeing|showing)\s+(?:\w+\s+)?no\b"
     r"|\b(?:only|just)\s+(?:have|has|had|is|are|was|were|bought|ordered|showing|shows|says|see)\b"
     # "change the lamp to black instead of silver": what is replaced, not an excluded option
-    r"|\b(?:chang|switch|swap|exchang|replac|upgrad|convert)\w*\b[^,;.]*?\binstead of\b"
+    r"|\b(?:chang|switch|swap|exchang|replac|upgrad|convert)\w*\b[^,;.]*?\binstead of\b(?!\s+\w+ing\b)"
     # making sure of one's own doing ("I want to make sure I do it right") limits nothing of the handling
     r"|\bmake sure (?:that )?(?:i|i'm|i've|i'll|i'd|we|we're)\b.*"
     # an answer or a courtesy, not a limit
+    # the customer's own plan ("I'll check my email later") says what they will do, not what the agent may
+    r"|\b(?:i'll|i will|we'll|we will)\b[^,;.]*?\blater\b"
+    # a closing ("that's all for now") is an answer, not a limit
+    r"|\ball (?:(?:i|we) (?:need|needed|want|wanted) )?for (?:now|today)\b"
     r"|^\s*no\s*[,.!]|\bno (?:problem|worries|idea|clue|thanks|thank you|way)\b|\bnot sure\b|\bnot yet\b",
     re.I,
 )
@@ -145,7 +192,7 @@ _COURTESY_IF = re.compile(
 _BOUND = re.compile(
     r"\bor (?:less|lower|under|below|cheaper)\b|\bno more than\b|\bat most\b|\b(?:less|fewer|cheaper|lower) than\b"
     r"|\b(?:is not|isn't|not) enough\b|\bnothing less\b|\bnot just\b"
-    rf"|\b(?:under|below) \$|\b(?:before|after|until|till|no later than)\s+(?:the\s+)?{_TIME}",
+    rf"|\b(?:under|below|over|above) \$|\bnothing (?:over|above)\b|\b(?:before|after|until|till|no later than)\s+(?:the\s+)?{_TIME}",
     re.I,
 )
 # A question asks: for a fact, for leave ("can I …?"), for information ("can you tell me …?"); it sets
@@ -188,6 +235,10 @@ def _verbless_directive(clause: str) -> bool:
     )
 
 
+def _verbless_limit(clause: str) -> bool:
+    return _verbless_directive(clause) and not re.match(r"(?i)^\s*(?:and\s+|but\s+)?just\b", clause)
+
+
 def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> bool:
     """Does the sentence state a constraint (the quote threshold)? `stance` / `limit` off: that feature
     is taken as always present (the ablations the docs report as controls)."""
@@ -202,7 +253,11 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
     conditional = bool(_CONDITION.search(_COURTESY_IF.sub(" ", text)))
     bound = bool(_BOUND.search(text)) and limit
     clauses = [c for c in _CLAUSE.split(_OPENER.sub(r"\1", _DISCOURSE.sub("", text))) if c and c.strip()]
-    limits = [_limits(c, conditional) if limit else True for c in clauses]
+    # a verbless "nothing on the gift card" is its own limit, as "no insurance" is ("just return both"
+    # opens a request: "just" before a verb narrows nothing)
+    limits = [
+        (_limits(c, conditional) or _verbless_limit(_DESCRIPTION.sub(" ", c))) if limit else True for c in clauses
+    ]
     stances = []
     for i, c in enumerate(clauses):
         # A verbless "no insurance" / "not the Seattle one" speaks for the clause before it: a limit

@@ -11,8 +11,9 @@ seed), and the enforce threshold (`context.rules.candidate_rules`, the narrower 
 
 The first reader had seen the classifier's code, so the held-out half was read again by a second
 reader blind to both (`labels/constraints_second_reader.json`). `reader_table` prints how far the two
-readings agree (Cohen's kappa) and the classifier and its controls against each reading and against
-the sentences both readers agree on.
+readings agree (Cohen's kappa) and the classifier and its controls against each reading, against
+the sentences both readers agree on, and against the adjudicated labels (the disputed sentences
+decided by the definition's numbered test, `labels/constraints_adjudicated.json`).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def table(tickets) -> str:
 
 # --- two readers -------------------------------------------------------------------------------
 
-READINGS = ("first", "second", "agreed")
+READINGS = ("first", "second", "agreed", "adjudicated")
 
 
 def relabelled(tickets, yes: set[str]) -> list[tuple[list[str], list[str]]]:
@@ -109,11 +110,14 @@ def relabelled(tickets, yes: set[str]) -> list[tuple[list[str], list[str]]]:
     return out
 
 
-def reader_rows(tickets, reads: dict[str, tuple[bool, bool]]) -> tuple[dict, list[tuple[str, dict]]]:
+def reader_rows(
+    tickets, reads: dict[str, tuple[bool, bool]], adjudicated: dict | None = None
+) -> tuple[dict, list[tuple[str, dict]]]:
     """The readers' agreement over the sentences the second reader judged, and (name, {reading: score})
     on the held-out half for the classifier and its controls, scored against the first reader's
-    labels, the second reader's, and those both agree on (a sentence they disagree on is left out of
-    the labels, the flags and the shuffled draw)."""
+    labels, the second reader's, those both agree on (a sentence they disagree on is left out of
+    the labels, the flags and the shuffled draw) and, given `adjudicated`, the adjudicated labels
+    (every sentence kept)."""
     agreement = labels.reader_agreement(reads.values())
     first = {t for t, (a, _) in reads.items() if a}
     second = {t for t, (_, b) in reads.items() if b}
@@ -123,6 +127,8 @@ def reader_rows(tickets, reads: dict[str, tuple[bool, bool]]) -> tuple[dict, lis
         "second": (relabelled(tickets, second), set()),
         "agreed": (relabelled(tickets, first & second), disputed),
     }
+    if adjudicated is not None:
+        label_sets["adjudicated"] = (relabelled(tickets, labels.adjudicated_yes(reads, adjudicated)), set())
     named: list[tuple[str, Classify]] = [
         ("quote threshold (context.constraints)", constraint_sentences),
         ("control: flag every sentence", sentences),
@@ -142,12 +148,13 @@ def reader_rows(tickets, reads: dict[str, tuple[bool, bool]]) -> tuple[dict, lis
     return agreement, out
 
 
-def reader_table(tickets, second: dict | None) -> str:
-    """The two readers' agreement and the held-out figures against each reading; says so when there is
-    no second reading."""
+def reader_table(tickets, second: dict | None, adjudicated: dict | None = None) -> str:
+    """The two readers' agreement and the held-out figures against each reading (and the adjudicated
+    labels when there are any); says so when there is no second reading."""
     if second is None:
         return "No second reader's labels (labels/constraints_second_reader.json): agreement not measured."
-    agreement, by_row = reader_rows(tickets, labels.readings(second))
+    agreement, by_row = reader_rows(tickets, labels.readings(second), adjudicated)
+    adj = adjudicated is not None
     a = agreement
     lines = [
         f"Two readers on the held-out half ({a['sentences']} sentences, each judged once): "
@@ -156,9 +163,12 @@ def reader_table(tickets, second: dict | None) -> str:
         f"Cohen's kappa {a['kappa']:.3f}.",
         "",
         "| held-out half | first reader's labels R / P | second reader's labels R / P "
-        "| labels both readers agree on R / P |",
-        "|---|---|---|---|",
+        "| labels both readers agree on R / P |" + (" adjudicated labels R / P |" if adj else ""),
+        "|---|---|---|---|" + ("---|" if adj else ""),
     ]
     for name, by in by_row:
-        lines.append(f"| {name} | {_cell(by['first'])} | {_cell(by['second'])} | {_cell(by['agreed'])} |")
+        cells = [by["first"], by["second"], by["agreed"]] + ([by["adjudicated"]] if adj else [])
+        lines.append(f"| {name} | " + " | ".join(_cell(c) for c in cells) + " |")
+    if not adj:
+        lines += ["", "No adjudicated labels (labels/constraints_adjudicated.json): that column is not measured."]
     return "\n".join(lines)

@@ -66,7 +66,7 @@ def test_the_second_reading_covers_every_held_out_label_of_the_first():
 def test_reader_rows_on_the_held_out_half_and_their_controls():
     tickets = constraintscore.customer_sentences(TRACES)
     reads = labels.readings(labels.second_reader_labels())
-    agreement, rows = constraintscore.reader_rows(tickets, reads)
+    agreement, rows = constraintscore.reader_rows(tickets, reads, labels.adjudicated_labels())
     assert {k: agreement[k] for k in ("sentences", "both_yes", "only_first", "only_second", "both_no")} == {
         "sentences": 876,
         "both_yes": 73,
@@ -80,10 +80,13 @@ def test_reader_rows_on_the_held_out_half_and_their_controls():
     # The first reading, relabelled sentence by sentence, gives the held-out figure of the main table.
     main = dict(constraintscore.rows(tickets))["quote threshold (context.constraints)"]["held_out"]
     assert ours["first"] == main
-    assert (ours["second"]["labels_found"], ours["second"]["labelled"]) == (66, 89)
-    assert (ours["agreed"]["labels_found"], ours["agreed"]["labelled"]) == (64, 74)
-    # Disputed sentences leave the agreed column: fewer flags, fewer labels than either reading.
-    assert ours["agreed"]["flagged"] == ours["first"]["flagged"] - 4
+    assert (ours["second"]["labels_found"], ours["second"]["labelled"]) == (71, 89)
+    assert (ours["agreed"]["labels_found"], ours["agreed"]["labelled"]) == (67, 74)
+    assert (ours["adjudicated"]["labels_found"], ours["adjudicated"]["labelled"]) == (71, 80)
+    # Disputed sentences leave the agreed column: fewer flags, fewer labels than either reading; the
+    # adjudicated column keeps every sentence, so its flags are the first column's.
+    assert ours["agreed"]["flagged"] == ours["first"]["flagged"] - 6
+    assert ours["adjudicated"]["flagged"] == ours["first"]["flagged"]
     for reading in constraintscore.READINGS:
         assert ours[reading]["precision"] > 3 * by["control: flag every sentence"][reading]["precision"]
         assert (
@@ -93,6 +96,7 @@ def test_reader_rows_on_the_held_out_half_and_their_controls():
 
     # Control: the readers swapped — the one-sided counts and the first/second columns swap.
     swapped_agreement, swapped = constraintscore.reader_rows(tickets, {t: (b, a) for t, (a, b) in reads.items()})
+    assert "adjudicated" not in dict(swapped)["quote threshold (context.constraints)"]  # no file given, no column
     assert (swapped_agreement["only_first"], swapped_agreement["only_second"]) == (15, 2)
     theirs = dict(swapped)["quote threshold (context.constraints)"]
     assert theirs["first"] == ours["second"] and theirs["second"] == ours["first"]
@@ -109,10 +113,13 @@ def test_the_command_prints_the_readers_rows_and_says_when_there_is_no_second_re
     out = StringIO()
     call_command("constraint_classifier", "--traces", str(TRACES), stdout=out)
     text = out.getvalue()
-    assert "| quote threshold (context.constraints) | 95.1 %" in text  # the existing table stays
+    assert "| quote threshold (context.constraints) | 98.4 % (60/61) / 83.3 % (60/72) |" in text  # tuning half
     assert "both yes 73, only the first 2, only the second 15, both no 786" in text
     assert "Cohen's kappa 0.885" in text
-    assert "| quote threshold (context.constraints) | 86.8 % (66/76) / 82.5 % (66/80) | 74.2 % (66/89)" in text
+    assert (
+        "| quote threshold (context.constraints) | 90.8 % (69/76) / 77.5 % (69/89) | 79.8 % (71/89) / 79.8 % (71/89) "
+        "| 90.5 % (67/74) / 80.7 % (67/83) | 88.8 % (71/80) / 79.8 % (71/89) |"
+    ) in text
     assert "| control: shuffled (as many flags, on random sentences) |" in text.split("Cohen's kappa")[1]
     assert "| control: flag every sentence |" in text.split("Cohen's kappa")[1]
 
@@ -122,6 +129,13 @@ def test_the_command_prints_the_readers_rows_and_says_when_there_is_no_second_re
         "constraint_classifier", "--traces", str(TRACES), "--second-reader", str(tmp_path / "none.json"), stdout=bare
     )
     assert "agreement not measured" in bare.getvalue() and "Cohen's kappa" not in bare.getvalue()
+
+    # Control: without the adjudicated file the fourth column is gone and the output says so.
+    no_adj = StringIO()
+    call_command(
+        "constraint_classifier", "--traces", str(TRACES), "--adjudicated", str(tmp_path / "none.json"), stdout=no_adj
+    )
+    assert "No adjudicated labels" in no_adj.getvalue() and "adjudicated labels R / P" not in no_adj.getvalue()
 
     # Control: a second file that skipped a sentence the first reader labelled stops the command.
     second = labels.second_reader_labels()
@@ -137,3 +151,33 @@ def test_the_command_prints_the_readers_rows_and_says_when_there_is_no_second_re
             str(tmp_path / "short.json"),
             stdout=StringIO(),
         )
+
+
+def test_the_adjudication_decides_exactly_the_disputed_sentences():
+    """The adjudicated labels: both readers' yeses plus the disputed sentences decided yes; every
+    disputed sentence is decided once, by a numbered rule of the definition, and the readers' files
+    are left as they were. A stale or partial adjudication stops, it does not default."""
+    reads = labels.readings(labels.second_reader_labels())
+    adjudicated = labels.adjudicated_labels()
+    decisions = adjudicated["decisions"]
+    disputed = {t for t, (a, b) in reads.items() if a != b}
+    assert len(decisions) == 17 and {labels.norm(d["sentence"]) for d in decisions} == disputed
+    assert all(d["rule"][0] in "12345678" and d["reason"] for d in decisions)
+    yes = labels.adjudicated_yes(reads, adjudicated)
+    both = {t for t, (a, b) in reads.items() if a and b}
+    assert len(both) == 73 and both < yes and len(yes) == 79
+    assert len(yes - both) == sum(d["constraint"] for d in decisions) == 6
+    # The readers' own files are unchanged by adjudication: their counts are those the docs report.
+    assert sum(a for a, _ in reads.values()) == 75 and sum(b for _, b in reads.values()) == 88
+
+    # Controls: a disputed sentence left undecided, a decision on a sentence both agree on, and a
+    # decision recording other readers' judgements are each an error.
+    with pytest.raises(ValueError, match="does not decide 1 disputed"):
+        labels.adjudicated_yes(reads, {**adjudicated, "decisions": decisions[1:]})
+    agreed = next(t for t in both)
+    extra = {**adjudicated, "decisions": [*decisions, {**decisions[0], "sentence": agreed}]}
+    with pytest.raises(ValueError, match="decides 1 sentence"):
+        labels.adjudicated_yes(reads, extra)
+    flipped = [{**decisions[0], "first_reader": not decisions[0]["first_reader"]}, *decisions[1:]]
+    with pytest.raises(ValueError, match="other readers' judgements for 1"):
+        labels.adjudicated_yes(reads, {**adjudicated, "decisions": flipped})

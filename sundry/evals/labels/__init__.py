@@ -9,6 +9,9 @@ classifier's recall and precision on them.
 reader, blind to the first reader's labels and to the classifier. The first reader had seen the
 classifier's code; comparing the two readings (`reader_agreement`) says how much of a figure is
 the reader rather than the classifier.
+
+`constraints_adjudicated.json`: each sentence the two readers judged differently, decided by the
+definition's numbered test (`adjudicated_yes`); the sentences they agree on keep their judgement.
 """
 
 from __future__ import annotations
@@ -110,6 +113,36 @@ def readings(second: dict | None) -> dict[str, tuple[bool, bool]]:
     if unread:
         raise ValueError(f"the second reader did not judge {len(unread)} first-reader label(s): {unread[:3]}")
     return {text: (text in first, second_yes) for text, (_, second_yes) in out.items()}
+
+
+ADJUDICATED = "constraints_adjudicated.json"
+
+
+@cache
+def adjudicated_labels(path: Path | str = HERE / ADJUDICATED) -> dict | None:
+    """The adjudicator's decisions on the disputed sentences, or None when there is no such file."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def adjudicated_yes(reads: dict[str, tuple[bool, bool]], adjudicated: dict) -> set[str]:
+    """The adjudicated constraints (normalised): what both readers call one, plus each disputed
+    sentence the adjudicator decided is one. Every disputed sentence needs a decision, and a decision
+    must be about a disputed sentence with the readers' judgements as recorded — otherwise the file
+    is stale against the readers' files, which is an error, not a silent default."""
+    decided = {norm(d["sentence"]): d for d in adjudicated["decisions"]}
+    disputed = {t for t, (a, b) in reads.items() if a != b}
+    missing, extra = sorted(disputed - decided.keys()), sorted(decided.keys() - disputed)
+    if missing:
+        raise ValueError(f"the adjudication does not decide {len(missing)} disputed sentence(s): {missing[:3]}")
+    if extra:
+        raise ValueError(f"the adjudication decides {len(extra)} sentence(s) the readers agree on: {extra[:3]}")
+    stale = [t for t, d in decided.items() if (d["first_reader"], d["second_reader"]) != reads[t]]
+    if stale:
+        raise ValueError(
+            f"the adjudication records other readers' judgements for {len(stale)} sentence(s): {stale[:3]}"
+        )
+    return {t for t, (a, b) in reads.items() if a and b} | {t for t, d in decided.items() if d["constraint"]}
 
 
 def reader_agreement(pairs: Iterable[tuple[bool, bool]]) -> dict:

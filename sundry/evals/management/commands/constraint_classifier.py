@@ -1,6 +1,6 @@
 """`manage.py constraint_classifier`: the constraint classifier's recall and precision on the labelled
 dev sentences, by half, beside its controls; then the two readers' agreement on the held-out half
-and the figures against each reader's labels (`evals.constraintscore`)."""
+and the figures against each reader's labels and the adjudicated ones (`evals.constraintscore`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ class Command(BaseCommand):
             default=str(labels.HERE / labels.SECOND_READER),
             help="the second reader's labels of the held-out half (default: labels/constraints_second_reader.json)",
         )
+        parser.add_argument(
+            "--adjudicated",
+            default=str(labels.HERE / labels.ADJUDICATED),
+            help="the disputed sentences decided by the definition (default: labels/constraints_adjudicated.json)",
+        )
 
     def handle(self, *args, **opts):
         traces = opts["traces"] or sources.tau2_traces_dir()
@@ -32,6 +37,11 @@ class Command(BaseCommand):
         self.stdout.write(constraintscore.table(tickets))
         self.stdout.write("")
         try:
-            self.stdout.write(constraintscore.reader_table(tickets, labels.second_reader_labels(opts["second_reader"])))
+            table = constraintscore.reader_table(
+                tickets,
+                labels.second_reader_labels(opts["second_reader"]),
+                labels.adjudicated_labels(opts["adjudicated"]),
+            )
         except ValueError as exc:
-            raise CommandError(f"{opts['second_reader']}: {exc}") from None
+            raise CommandError(f"{opts['second_reader']} / {opts['adjudicated']}: {exc}") from None
+        self.stdout.write(table)
