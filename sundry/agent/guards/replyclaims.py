@@ -262,7 +262,10 @@ def claims_of(
                     for item in listed[i]
                     for kind in item.kinds
                 ]
-            continue
+            lead = next((item.lead for item in listed[i] if item.inline), None)
+            if lead is None:
+                continue
+            s = lead  # an inline list's lead-in is a sentence too ("I've refunded 5.00 USD and did this: …")
         if not s or i < since:
             continue
         found = []
