@@ -302,6 +302,7 @@ def obtain(
                 verdict.action = replycheck.HOLD
                 answer.checks[-1] = {**verdict.as_json(), "kept_shown": True}
                 text = response.text or ""
+                kept.text = shown.strip()  # stored exactly as the screens show it
                 answer.verdict, answer.held = kept, verdict
                 answer.rest = (text[len(shown) :] if text.startswith(shown) else text).strip()
                 break
