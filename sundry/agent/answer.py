@@ -35,6 +35,11 @@ class Answer:
     # Input tokens the provider reported for the request as assembled (the first call; a re-ask's
     # request is longer): what the step's token estimate is calibrated against.
     request_input_tokens: int = 0
+    # A reply the check would not post whole, of which a checked first part had already streamed to
+    # the watchers: `verdict` posts exactly that part, `rest` is what is held for staff and `held`
+    # the whole reply's verdict (why).
+    held: replycheck.ReplyVerdict | None = None
+    rest: str = ""
 
     @property
     def response(self) -> ModelResponse | None:
@@ -43,6 +48,20 @@ class Answer:
 
 # A re-ask with less of the step's time left than this is not made: the reply is held instead.
 MIN_REASK_SECONDS = 1.0
+# Once checked text has streamed to a screen, the customer keeps it: a reply the check would not post
+# whole is posted as exactly what was shown, and only the rest is held (asking again would take back
+# what they read). Off, the whole reply is held or asked again and the shown text is withdrawn.
+KEEP_SHOWN = True
+
+
+def _plain(text: str) -> str:
+    """Text as a page shows it: runs of whitespace are one space (the check collapses them too)."""
+    return " ".join((text or "").split())
+
+
+def extends(stored: str, shown: str) -> bool:
+    """Whether `stored` reads as `shown` and perhaps more: nothing shown is taken back or changed."""
+    return _plain(stored).startswith(_plain(shown))
 
 
 def _call(
@@ -169,12 +188,20 @@ def checked_claims(
 
 
 def sentence_passes(
-    upto: str, facts: replyclaims.Records | None, internal: internaltext.InternalText | None, question: str = ""
+    upto: str,
+    facts: replyclaims.Records | None,
+    internal: internaltext.InternalText | None,
+    question: str = "",
+    posts_as_is=None,
 ) -> bool:
     """Whether the reply up to a sentence's end may be shown before the whole reply is checked: it
     claims nothing the records do not show and quotes no internal-only text (`provisional`). Judged
     as one text, so a sentence is read with what came before it ("It's done." after "your refund");
-    only its last sentence's claims are judged again (the stream stopped at any earlier one that failed)."""
+    only its last sentence's claims are judged again (the stream stopped at any earlier one that failed).
+    `posts_as_is(upto)`: the reply check would post that text unchanged, were it the whole reply (no
+    copy of Sundry's own words, no echo …), so whatever is shown can be kept as the stored reply."""
+    if posts_as_is is not None and not posts_as_is(upto):
+        return False
     if internal and internaltext.quotes(upto, internal):
         return False
     since = max(0, len(provisional.sentences(upto, final=True)) - 1)
@@ -197,10 +224,33 @@ def obtain(
     re-ask share it: a re-ask gets only what the first answer left, and none if under a second."""
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
+    question = _latest_customer_text(turns)
+    rejected = after_rejection(turns)
+
+    def judge(text: str, *, truncated: bool, retried: bool) -> replycheck.ReplyVerdict:
+        verdict = replycheck.check_reply(
+            text,
+            known=known,
+            tools=tools,
+            truncated=truncated,
+            after_rejection=rejected,
+            retried=retried,
+            customer_said=question,
+        )
+        verdict = held_if_internal(verdict, internal)
+        return checked_claims(verdict, facts, retried, question)
+
+    def posts_as_is(upto: str) -> bool:
+        # Judged as a first answer (the stricter): posted unchanged, no claims (those are judged by
+        # sentence in `sentence_passes`).
+        verdict = replycheck.check_reply(
+            upto, known=known, tools=tools, after_rejection=rejected, customer_said=question
+        )
+        return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
+
     if stream is not None:
         stream.known = frozenset(known)
-        question = _latest_customer_text(turns)
-        stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question)
+        stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)
     calls: list[GatewayCall] = []
     failed_ms = 0
     answer = Answer(call=None)
@@ -238,19 +288,24 @@ def obtain(
         if response.tool_calls:
             answer.verdict = None
             break
-        verdict = replycheck.check_reply(
-            response.text,
-            known=known,
-            tools=tools,
-            truncated=response.truncated,
-            after_rejection=after_rejection(turns),
-            retried=retried,
-            customer_said=_latest_customer_text(turns),
-        )
-        verdict = held_if_internal(verdict, internal)
-        verdict = checked_claims(verdict, facts, retried, _latest_customer_text(turns))
+        verdict = judge(response.text, truncated=response.truncated, retried=retried)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
+        shown = stream.shown_text if stream is not None else ""
+        if KEEP_SHOWN and shown.strip() and not (verdict.action == replycheck.POST and extends(verdict.text, shown)):
+            # Part of it is on the customer's screen already, each sentence checked as it went out: that
+            # part, if it passes the whole check on its own, is the reply; the rest is held for staff.
+            kept = judge(shown, truncated=False, retried=True)
+            if kept.action == replycheck.POST and _plain(kept.text) == _plain(shown):
+                if verdict.action == replycheck.POST:  # cleaned into something else than was shown
+                    verdict.reasons = [*verdict.reasons, "not_as_shown"]
+                verdict.action = replycheck.HOLD
+                answer.checks[-1] = {**verdict.as_json(), "kept_shown": True}
+                text = response.text or ""
+                kept.text = shown.strip()  # stored exactly as the screens show it
+                answer.verdict, answer.held = kept, verdict
+                answer.rest = (text[len(shown) :] if text.startswith(shown) else text).strip()
+                break
         if verdict.action != replycheck.RETRY:
             break
         # Ask once more in the same step, showing the model its reply and why it was not sent.

@@ -248,6 +248,12 @@ def _step(
         checks["streamed"] = True  # watchers saw the reply as it was written
         if stream.showed_text:
             checks["streamed_text"] = True  # and some of its text, not only "is writing…"
+            # What their screens show as the step ends: the scorecard compares it with the stored reply.
+            checks["streamed_shown"] = stream.shown_text
+        if stream.withdrawn:
+            checks["stream_withdrawn"] = True  # a re-ask's "is writing…" took shown text away
+    if got.held is not None:
+        checks["held_rest"] = True  # posted what the stream had shown; the rest held for staff
     # The step's first write is a turn: it locks the ticket row before any lane row, and (with the
     # run's claim `held`) writes only while the claim holds and no stop came after what was read.
     append = _FirstTurn(ticket, held, first_turn - 1)
@@ -353,15 +359,15 @@ def _commit(
             )
             if stream is not None:
                 stream.posted_turn = reply.number
+            if got.held is not None:
+                _hold_rest(ticket, append, got)
             next_lanes = _after_reply(snapshot, reply, ticket.version)
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
         elif verdict is not None and (response.text or "").strip():
             # Held: never sent; staff see what was written and why.
             reasons = ", ".join(verdict.reasons)
-            quoted = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
-            if verdict.unsupported:
-                quoted += f" It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): {verdict.unsupported}."
+            quoted = _held_why(verdict)
             append(
                 ticket=ticket,
                 author=Turn.Author.SYSTEM,
@@ -418,6 +424,38 @@ def _commit(
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
+
+
+def _held_why(verdict: replycheck.ReplyVerdict) -> str:
+    """What staff read after a held text: the internal text it quotes, the claims no record supports."""
+    out = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
+    if verdict.unsupported:
+        out += (
+            " It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): "
+            f"{verdict.unsupported}."
+        )
+    return out
+
+
+def _hold_rest(ticket: Ticket, append: _FirstTurn, got) -> None:
+    """After a reply posted as the part the stream had already shown: the rest, held for staff, and why."""
+    reasons = ", ".join(got.held.reasons)
+    append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.ERROR,
+        text=(
+            f"The rest of a reply was held for staff ({reasons}); it was not sent: {got.rest} "
+            f"(The customer has its first part, shown to them as it was written, checked and posted: "
+            f"{got.verdict.text}){_held_why(got.held)}"
+        ),
+        payload={"reply_check": got.held.as_json(), "held_reply": got.rest, "kept": got.verdict.text},
+    )
+    attention_flag(
+        ticket.pk,
+        f"Part of a reply held for staff: {reasons}"
+        + (f" ({', '.join(got.held.invented)})" if got.held.invented else ""),
+    )
 
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> replyclaims.Records:

@@ -37,6 +37,7 @@ class ReplyStream:
         self._judged: dict[str, bool] = {}  # each prefix is judged once, however often the text grows
         self.started = False
         self.showed_text = False  # any text reached the watchers (not only "is writing…")
+        self.withdrawn = False  # text they were shown was taken away by a new request's "is writing…"
         self.posted_turn: int | None = None  # set by the step when its reply is stored
         self.seq = 0
         self._shown = ""
@@ -49,6 +50,7 @@ class ReplyStream:
     async def typing(self) -> None:
         """A request is going out (the first, or a re-ask): nothing written yet."""
         self.started = True
+        self.withdrawn = self.withdrawn or bool(self._shown.strip())
         self._shown, self._sent_at = "", time.monotonic()
         await areply_stream(self.ticket_id, self._message("typing"))
 
@@ -62,6 +64,11 @@ class ReplyStream:
         self._shown, self._sent_at = shown, now
         self.showed_text = self.showed_text or bool(shown.strip())
         await areply_stream(self.ticket_id, self._message("text", shown))
+
+    @property
+    def shown_text(self) -> str:
+        """The text the watchers were last sent (what their screens show now)."""
+        return self._shown
 
     def _ok(self, upto: str) -> bool:
         if self.sentence_ok is None:

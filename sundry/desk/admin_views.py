@@ -115,7 +115,7 @@ def model_figures(cache: dict | None = None) -> list[dict]:
     )
     for r in AgentStep.objects.values("model").annotate(
         n=Count("id"),
-        held=Count("id", filter=Q(outcome="held_reply")),
+        held=Count("id", filter=Q(outcome="held_reply") | Q(checks__held_rest=True)),  # part of a reply held too
         cost=Sum("cost_usd"),
         latency=Avg("latency_ms"),
         tin=Sum("input_tokens"),

@@ -29,7 +29,7 @@ class Scorecard:
     reply_holds: int = 0  # replies held for staff, never sent
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
-    streamed_then_held: int = 0  # replies whose text streamed to the page and that were then held
+    streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
     unanswered: int = 0  # customer messages with no reply after them
     compactions: int = 0
@@ -103,7 +103,8 @@ def collect(model: str, results) -> Scorecard:
         sorted(Counter((c or {}).get("text_calls") for *_, c in steps if (c or {}).get("text_calls")).items())
     )
     for _, _, outcome, checks in steps:
-        card.reply_holds += outcome == AgentStep.Outcome.HELD_REPLY
+        # A reply posted as the part already shown, its rest held, is a hold too.
+        card.reply_holds += outcome == AgentStep.Outcome.HELD_REPLY or bool((checks or {}).get("held_rest"))
         card.reply_retries += sum(c.get("action") != "post" for c in (checks or {}).get("reply", [])[:-1])
     runs = list(
         CompactionRun.objects.filter(
@@ -113,11 +114,7 @@ def collect(model: str, results) -> Scorecard:
     card.compactions = len(runs)
     card.summary_fallbacks = sum(s == CompactionRun.Status.FALLBACK for s, _, _ in runs)
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
-    card.streamed_then_held = sum(
-        # Text, not a stream that only showed "is writing…" (a held reply the stream cut before its first word).
-        outcome == AgentStep.Outcome.HELD_REPLY and bool((checks or {}).get("streamed_text"))
-        for _, _, outcome, checks in steps
-    )
+    card.streamed_then_held = taken_back(tickets)
     for ticket_id, read in judged:
         read = read if read is not None else read_by_customers(ticket_id)
         card.false_claims += read["false_claims"]
@@ -125,6 +122,37 @@ def collect(model: str, results) -> Scorecard:
         card.unanswered += read["unanswered"]
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
     return card
+
+
+def _plain(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def taken_back(tickets) -> int:
+    """Steps whose streamed text reached a screen and is not what was stored: no reply was stored (held,
+    a tool call, an error), the stored reply does not begin with the text last shown, or a re-ask took
+    shown text away. Judged from the step's record of what was shown and the stored turns, not from
+    the flags of the code that kept them apart. A stream that showed only "is writing…" is not counted."""
+    from sundry.agent.models import AgentStep
+    from sundry.tickets.models import Turn
+
+    replies: dict[int, list[tuple[int, str]]] = {}
+    for ticket_id, number, text in Turn.objects.filter(
+        ticket_id__in=tickets, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE
+    ).values_list("ticket_id", "number", "text"):
+        replies.setdefault(ticket_id, []).append((number, text))
+    count = 0
+    for ticket_id, first, last, checks in AgentStep.objects.filter(ticket_id__in=tickets).values_list(
+        "ticket_id", "first_turn", "last_turn", "checks"
+    ):
+        checks = checks or {}
+        if not checks.get("streamed_text"):
+            continue
+        stored = [text for n, text in replies.get(ticket_id, []) if first <= n <= last]
+        shown = checks.get("streamed_shown") or ""
+        kept = bool(stored) and _plain(stored[0]).startswith(_plain(shown))
+        count += checks.get("stream_withdrawn", False) or not kept
+    return count
 
 
 def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:

@@ -81,11 +81,16 @@ LEADS = {
     "refused": ["The following requests were declined:", "Staff rejected these:"],
     "denied": ["The following could not be processed:", "These have not been done:"],
 }
-SHAPES = ["- {item}", "* {item}", "\u2022 {item}", "{n}. {item}", "{n}) {item}", "- **{item}**"]
+# INLINE: the items in the lead-in's sentence, after its colon ("Completed: a refund of … and …").
+INLINE = "inline"
+SHAPES = ["- {item}", "* {item}", "\u2022 {item}", "{n}. {item}", "{n}) {item}", "- **{item}**", INLINE]
 CLOSERS = ["", "\nAnything else I can help with?"]
 
 
 def _list(lead, items, shape, closer=""):
+    if shape == INLINE:
+        joined = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        return f"{lead} {joined}." + closer.replace("\n", " ")
     lines = [shape.format(item=item, n=n) for n, item in enumerate(items, 1)]
     return "\n".join([lead, *lines]) + closer
 
@@ -249,6 +254,41 @@ def test_a_listed_refund_is_judged_on_its_figure():
     assert _held(SHOP, text, actions=[_action("issue_refund", "SU-41001", 4899)])  # the cancellation never ran
     why = replyclaims.Records.of(SHOP, ledger=_ledger(SHOP), actions=both).unsupported(text)
     assert [c.kind for c in why] == ["refund"] and "Refund of 48.99 USD on SU-41001" in why[0].sentence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your requests have been processed: a refund of 48.99 USD on SU-41001 and the cancellation of SU-41002.",
+        "Thanks! Here's what I did: refunded 48.99 USD on SU-41001; cancelled SU-41002.",
+        "Completed: refund of 48.99 USD on SU-41001, as well as order SU-41002 cancelled. Anything else?",
+    ],
+)
+def test_an_inline_list_is_judged_item_by_item(text):
+    """The items after a lead-in's colon, in one sentence, are claims of the lead-in's mode, each with
+    its own figure and record."""
+    both = [_action("cancel_order", "SU-41002")]
+    assert not _held(SHOP, text, actions=[_action("issue_refund", "SU-41001", 4899), *both])
+    assert _held(SHOP, text, actions=[_action("issue_refund", "SU-41001", 2000), *both])  # another figure
+    assert _held(SHOP, text, actions=[_action("issue_refund", "SU-41001", 4899)])  # the cancellation never ran
+    assert _held(SHOP, text, actions=both)  # the refund never ran
+    why = replyclaims.Records.of(SHOP, ledger=_ledger(SHOP), actions=both).unsupported(text)
+    assert [c.kind for c in why] == ["refund"] and "SU-41001" in why[0].sentence
+
+
+def test_a_colon_that_leads_no_list_of_ours_claims_nothing_new():
+    for text in [
+        "Here are the details: order SU-41001, refund of 48.99 USD.",
+        "You have two options: a refund or a replacement.",
+        "Please note: the refund policy allows 30 days.",
+    ]:
+        assert not _held(SHOP, text), text
+    # A sentence with a time in it is read as the sentence it is, not as a list.
+    assert _held(SHOP, "Your refund was processed at 10:30 today.")
+    assert not _held(SHOP, "Your refund was processed at 10:30 today.", actions=[_action("issue_refund", "SU-41001")])
+    # The lead-in of an inline list is a sentence too: its own claim is judged.
+    text = "I've refunded 48.99 USD on SU-41001 and also done the following: cancelled SU-41002."
+    assert _held(SHOP, text, actions=[_action("cancel_order", "SU-41002")])
 
 
 def test_an_item_that_says_its_own_mode_keeps_it():

@@ -55,14 +55,25 @@ SAID = {
             "Your refund{amt}{on} is being processed.",
             "I've put through a request for a refund{amt}{on}.",
             "The refund{amt}{on} is pending approval.",
+            "Your refund request{on} has been recorded.",
+            "I've recorded your refund request{on}.",
         ],
         "cancel": [
             "I've sent you a card to confirm cancelling your order{on}.",
             "The cancellation{on} is awaiting your confirmation.",
             "I've submitted a cancellation request{on}.",
+            "Your cancellation request{on} was logged.",
         ],
-        "return": ["Your return{on} is being processed.", "I've put through a return request{on}."],
-        "replace": ["The replacement{on} is pending approval.", "I've submitted an exchange request{on}."],
+        "return": [
+            "Your return{on} is being processed.",
+            "I've put through a return request{on}.",
+            "Your return request{on} has been registered.",
+        ],
+        "replace": [
+            "The replacement{on} is pending approval.",
+            "I've submitted an exchange request{on}.",
+            "Your request for a replacement{on} has been noted.",
+        ],
     },
     "future": {
         "refund": [
@@ -221,6 +232,47 @@ def test_each_mode_is_held_when_the_state_does_not_support_it_and_passes_when_it
         print(*line)
 
 
+# Bookkeeping verbs: an action on record is done; a request on record is under way (pending, above).
+RECORDED = ["recorded", "registered", "logged", "entered"]
+ON_RECORD = {
+    "refund": ["Your refund{on} has been {v}.", "The refund{on} was {v}.", "A refund of 15.00 USD{on} is {v}."],
+    "cancel": ["The cancellation{on} has been {v}.", "Your cancellation{on} was {v}."],
+    "return": ["Your return{on} has been {v}."],
+    "replace": ["The replacement{on} was {v}."],
+}
+
+
+def _on_record():
+    for kind, templates in ON_RECORD.items():
+        for t, v, named, opener in itertools.product(templates, RECORDED, (True, False), OPENERS):
+            yield kind, opener + t.format(on=f" for {ORDER}" if named else "", v=v)
+
+
+def test_an_action_said_to_be_on_record_is_a_claim_that_it_was_done():
+    """ "Your refund has been recorded" tells the customer the refund is on the books: done, held when no
+    refund ran, an open card included; a request on record is pending (SAID above), and a note of what
+    the customer wants claims nothing."""
+    cases = list(_on_record())
+    for kind, text in cases:
+        tool = TOOL[kind]
+        assert (kind, "done") in {(c.kind, c.mode) for c in replyclaims.claims_of(text)}, text
+        card = Proposal(tool, (ORDER, "15.00", "USD"), OPEN, 1500 if kind == "refund" else None, "USD")
+        assert _held(text), text
+        assert _held(text, proposals=[card]), text  # waiting on a card is not on record
+        assert not _held(text, actions=[_action(tool, cents=1500 if kind == "refund" else None)]), text
+    print(f"on-record sentences read as done and judged: {len(cases)}")
+    # The reply a real model posted for a refund that did not exist (docs/real-model.md).
+    said = "Your request was accepted and the refund was recorded. Please check the card to confirm the refund."
+    assert _held(said) and not _held(said, actions=[_action("issue_refund", cents=1500)])
+    for plain in [
+        "I've noted that you want a refund.",
+        "I've recorded that you'd like a refund for your order.",
+        'Understood — I\'ve noted that for this case: "I do not want a refund".',
+        f"Your new address for {ORDER} has been recorded.",
+    ]:
+        assert replyclaims.claims_of(plain) == [], plain
+
+
 def test_a_hold_awaiting_staff_backs_a_pending_claim_and_a_rejected_one_a_refusal():
     pending, refused = f"Your refund for {ORDER} is pending approval.", f"The refund for {ORDER} was rejected."
     hold = Proposal("issue_refund", (ORDER, "15.00", "USD"), OPEN, 1500, "USD")
@@ -293,6 +345,51 @@ def test_a_promised_refund_with_its_card_open_reaches_the_page(case):
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
     Confirmation.objects.filter(ticket=case["ticket"]).delete()
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 1
+
+
+REASK = (
+    "The last answer had no message for the customer. Either call a tool (as a tool call, not as text) "
+    "or write the reply to the customer in plain words."
+)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "message, guard",
+    [
+        (REASK, "notice"),  # posted six times through the tool by a real 0.5B model (docs/real-model.md)
+        ("[system notice] A reply was held for staff (structured); it was not sent.", "notice"),
+        (
+            "Invalid arguments for get_order: type: Extra inputs are not permitted. Fix these fields and call again.",
+            "notice",
+        ),
+        (f"Customer: The lamp on {ORDER} arrived broken, can I get 15.00 back?", "echo"),
+    ],
+)
+def test_sundrys_own_words_or_an_echo_sent_through_reply_to_customer_are_refused(case, message, guard):
+    """A message sent by the tool is judged like a plain reply for copied text: refused with a reason the
+    model reads, never on the customer's page; the model's next, plain answer is posted. Control: a
+    message in its own words goes out through the same tool."""
+    say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": message})])
+    own = f"I'm sorry the lamp on {ORDER} arrived broken. A colleague will look at it today."
+    model = ScriptedModel([LOOKUP, say, ModelResponse(text=own)])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    reads = _reads(case)
+    assert message not in reads and "answer had no message" not in reads and "Fix these fields" not in reads
+    rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).get()
+    assert rejection.payload["guard"] == guard
+    assert own in reads
+    assert not Turn.objects.filter(ticket=case["ticket"], payload__via="reply_to_customer").exists()
+
+
+@pytest.mark.django_db
+def test_negative_control_a_message_in_its_own_words_goes_out_through_reply_to_customer(case):
+    own = f"I'm sorry the lamp on {ORDER} arrived broken. A colleague will look at it today."
+    say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": own})])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, say])))
+    assert own in _reads(case)
+    assert Turn.objects.filter(ticket=case["ticket"], payload__via="reply_to_customer").exists()
+    assert not Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).exists()
 
 
 @pytest.mark.django_db

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from sundry.agent import answer
 from sundry.agent.guards import provisional
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
@@ -22,6 +23,7 @@ from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import CallLimits, Gateway
 from sundry.agent.provider.wire import completion_as_events
 from sundry.desk.lifecycle import ticket_create
+from sundry.evals import scorecard
 from sundry.portal.wording import customer_wording
 from sundry.tickets.models import Turn
 from sundry.tickets.services import turn_append
@@ -214,7 +216,7 @@ async def _until_done(socket, timeout=20.0) -> list:
 
 
 async def _run_watched(watched, script, pause=0.15):
-    watched["start"](script, pause=pause)
+    watched["server"] = watched["start"](script, pause=pause)
     ticket = watched["ticket"]
     customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
     staff = await _watch(f"/ws/desk/tickets/{ticket.pk}/", watched["staff"])
@@ -270,28 +272,66 @@ async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watch
         assert stream[-1] == {**stream[-1], "state": "done", "turn": None}
 
 
-async def test_a_sentence_claiming_what_no_tool_did_never_reaches_a_screen(watched):
-    false = ["I checked ", "order SU-26675. ", "It has been ", "cancelled ", "and refunded. ", "Anything else?"]
+async def test_a_true_sentence_then_a_false_claim_posts_the_sentence_and_holds_the_rest(watched):
+    """ "I checked order SU-26675." streams (true, checked); "It has been cancelled and refunded." would
+    be held. The customer keeps what they read: the stored reply is exactly the shown sentence, the
+    rest is held for staff and never reaches a screen, and the model is not asked again (that would
+    take the shown sentence back)."""
+    false = ["I checked ", "order SU-26675. ", "It has been ", "cancelled ", "and refunded."]
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
 
-    step = await AgentStep.objects.aget(ticket=watched["ticket"])
-    assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
-    assert step.checks.get("streamed_text") is True  # its first sentence was shown: the scorecard counts it
+    ticket = watched["ticket"]
+    stored = await Turn.objects.filter(ticket=ticket, author="agent", kind="message").aget()
+    assert stored.text == "I checked order SU-26675."
+    held = await Turn.objects.filter(ticket=ticket, kind="error").aget()
+    assert held.payload["held_reply"] == "It has been cancelled and refunded."
+    assert held.payload["kept"] == stored.text and held.payload["reply_check"]["reasons"] == ["unsupported_claim"]
+    assert "cancel" in held.payload["reply_check"]["unsupported"] and "held for staff" in held.text
+    step = await AgentStep.objects.aget(ticket=ticket)
+    assert step.outcome == "reply" and step.checks["held_rest"] is True
+    assert step.checks["streamed_shown"] == stored.text and "stream_withdrawn" not in step.checks
+    assert len(watched["server"].bodies) == 1  # not asked again
+    assert await asyncio.to_thread(scorecard.taken_back, [ticket.pk]) == 0
+    for got, whole in ((customer, customer_wording(stored.text)), (staff, stored.text)):
+        stream = _streamed(got)
+        texts = [m["text"] for m in stream if m["state"] == "text"]
+        assert texts and all(t == whole for t in texts)  # the first sentence only, and it stays
+        assert [m["state"] for m in stream].count("typing") == 1
+        assert stream[-1]["state"] == "done" and stream[-1]["turn"] == stored.number
+    # The customer's page never carries the held sentence, streamed or stored.
+    assert all("cancelled" not in (m if isinstance(m, str) else m["text"]) for m in customer)
+
+
+async def test_negative_control_holding_the_whole_reply_takes_shown_text_back(watched, monkeypatch):
+    """The old way (the whole reply asked again, then held): the shown sentence is withdrawn, nothing is
+    stored, and the scorecard's figure counts it."""
+    monkeypatch.setattr(answer, "KEEP_SHOWN", False)
+    false = ["I checked ", "order SU-26675. ", "It has been ", "cancelled ", "and refunded."]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
+
+    ticket = watched["ticket"]
+    assert not await Turn.objects.filter(ticket=ticket, author="agent", kind="message").aexists()
+    step = await AgentStep.objects.aget(ticket=ticket)
+    assert step.outcome == "held_reply" and step.checks["stream_withdrawn"] is True
+    assert await asyncio.to_thread(scorecard.taken_back, [ticket.pk]) == 1
     for got in (customer, staff):
         texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
-        assert texts and all(t.strip() == "I checked order SU-26675." for t in texts)  # the sentence before it only
-        assert all("cancelled" not in t and "Anything" not in t for t in texts)
+        assert texts and all(t.strip() == "I checked order SU-26675." for t in texts)  # still never the claim
+        assert _streamed(got)[-1]["turn"] is None
 
 
 async def test_a_bare_it_is_done_about_the_refund_asked_never_reaches_a_screen(watched):
     """The customer asked whether their refund went through; "It's all sorted." names no action but
-    claims that refund, which never ran: nothing from that sentence on is ever shown."""
+    claims that refund, which never ran: nothing from that sentence on is ever shown, and what was
+    shown before it is what they keep."""
     false = ["Thanks for ", "asking. ", "It's all ", "sorted. ", "Anything else?"]
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
 
     step = await AgentStep.objects.aget(ticket=watched["ticket"])
-    assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
+    assert step.outcome == "reply" and step.checks["reply"][-1]["reasons"] == ["unsupported_claim"]
     assert "refund" in step.checks["reply"][-1]["unsupported"]
+    stored = await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aget()
+    assert stored.text == "Thanks for asking."
     for got in (customer, staff):
         texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
         assert texts and all(t.strip() == "Thanks for asking." for t in texts)

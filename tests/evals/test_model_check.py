@@ -229,6 +229,54 @@ def test_a_reply_streamed_then_held_is_counted_and_makes_the_verdict_not_ready()
     assert "1 replies streamed then held" in scorecard.verdict(card)
 
 
+@pytest.mark.django_db
+def test_streamed_then_held_counts_any_reply_whose_shown_text_is_not_what_was_stored():
+    """A reply posted as exactly the text shown (the rest held) is not counted; one stored differently
+    from what the screen showed, or a re-ask that took shown text away, is."""
+    from types import SimpleNamespace
+
+    from sundry.agent.models import AgentStep
+    from sundry.desk.lifecycle import ticket_create
+    from sundry.tickets.models import Turn
+    from sundry.tickets.services import turn_append
+    from tests.factories import CustomerFactory, TicketClassFactory
+
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Hi")
+    turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text="Where is SU-26675?")
+    reply = turn_append(ticket=ticket, author=Turn.Author.AGENT, text="I checked order SU-26675.")
+    shown = {"streamed": True, "streamed_text": True, "streamed_shown": "I checked  order SU-26675."}
+    step = AgentStep.objects.create(
+        ticket=ticket,
+        number=1,
+        model="m",
+        request_tokens=1,
+        outcome=AgentStep.Outcome.REPLY,
+        first_turn=reply.number,
+        last_turn=reply.number + 1,
+        checks={**shown, "held_rest": True},
+    )
+    assert scorecard.taken_back([ticket.pk]) == 0  # kept as shown (spacing aside)
+    step.checks = {**shown, "streamed_shown": "I checked order SU-26675. It has been cancelled."}
+    step.save()
+    assert scorecard.taken_back([ticket.pk]) == 1  # the screen showed more than was stored
+    step.checks = {**shown, "stream_withdrawn": True}
+    step.save()
+    assert scorecard.taken_back([ticket.pk]) == 1  # shown, taken away by a re-ask, shown again
+    step.checks = shown
+    step.first_turn = step.last_turn = reply.number + 1  # the step stored no reply (a tool call)
+    step.save()
+    assert scorecard.taken_back([ticket.pk]) == 1
+    run = SimpleNamespace(
+        ticket_id=ticket.pk,
+        read={"false_claims": 0, "internal_shown": 0, "unanswered": 0},
+        forbidden=0,
+        error="",
+        judgement=SimpleNamespace(missing=[], forbidden=[], correct=True),
+        facts=[],
+    )
+    assert scorecard.collect("m", [SimpleNamespace(error="", runs={"t": run})]).streamed_then_held == 1
+
+
 def test_an_obedient_model_s_claims_and_copied_notes_are_held_not_read(shop):
     """The obedient model does what its requests say — here the customers' own words and a staff note —
     and tells the customer it did: each false claim is asked again and held, its copy of the note is

@@ -262,6 +262,9 @@ def test_figures_per_model_keep_offline_and_real_model_compactions_apart(desk):
     assert (rows[real]["saved"], rows[real]["grew"], rows[real]["paths"]) == (300, 1, [("tool", 2)])
     assert (rows[real]["held"], rows[real]["cached_share"]) == (1, 30)
     assert (rows["offline"]["saved"], rows["offline"]["fallback_share"]) == (1800, 0)
+    # A reply posted as the part its stream had shown, the rest held for staff, counts as held too.
+    AgentStep.objects.filter(ticket=ticket, number=1).update(checks={"held_rest": True})
+    assert {r["model"]: r for r in model_figures()}[real]["held"] == 2
     body = c["admin"].get("/desk/figures/").content.decode()
     assert "Figures per model" in body and real in body and "1 grew the request" in body
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent.guards import approvals, cards, consent, replyclaims, spending
+from sundry.agent.guards import approvals, cards, consent, replycheck, replyclaims, spending
 from sundry.agent.provider import strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
@@ -615,6 +615,39 @@ def _check_customer(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+def _latest_customer(inp: GuardInput) -> str:
+    """The customer's latest message the request showed (what a bare "Yes." answers, what an echo repeats)."""
+    return next((m.text for m in reversed(inp.said or ()) if m.author == "customer"), "")
+
+
+def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer that repeats Sundry's own words to the model (a re-ask, a guard's
+    reason, a notice) or says the customer's message back is refused, as the reply check asks a plain
+    reply again: a small model copies what it reads into whatever reaches the customer."""
+    if not inp.tool.customer_text:
+        return None
+    question = _latest_customer(inp)
+    for name in inp.tool.customer_text:
+        why = replycheck.copied(str(getattr(args, name, "") or ""), question)
+        if why == "notice":
+            return _reject(
+                "notice",
+                f"The {inp.tool.name} text repeats Sundry's instructions to you; the customer never sees "
+                "those. It was not sent. Write to the customer about their request in plain words.",
+                args,
+                field=name,
+            )
+        if why:
+            return _reject(
+                "echo",
+                f"The {inp.tool.name} text repeats the customer's message back to them. It was not sent. "
+                "Answer what they asked.",
+                args,
+                field=name,
+            )
+    return None
+
+
 def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
@@ -630,7 +663,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         overridden=inp.overridden_rules,
     )
     # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
-    question = next((m.text for m in reversed(inp.said or ()) if m.author == "customer"), "")
+    question = _latest_customer(inp)
     false = [
         c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""), question)
     ]
@@ -664,7 +697,12 @@ def check_call(inp: GuardInput) -> GuardVerdict:
     if verdict:
         return verdict
     if not inp.approved:
-        verdict = _check_opaque(inp, args) or _check_internal(inp, args) or _check_claims(inp, args)
+        verdict = (
+            _check_opaque(inp, args)
+            or _check_internal(inp, args)
+            or _check_copied(inp, args)
+            or _check_claims(inp, args)
+        )
         if verdict:
             return verdict
     # Consequence guards: shop side effects only; local lane edits repeat freely.

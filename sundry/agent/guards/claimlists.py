@@ -13,6 +13,11 @@ following once you confirm:", "will be processed") or refused ("were declined",
 lead-in's mode, unless the item says its own mode ("— pending your
 confirmation"), and `replyclaims` judges it like any sentence.
 
+A list may run inline, in one sentence: "Your requests have been processed: a
+refund of 48.99 USD and the cancellation of <order>." Its items are the parts
+after the colon, split at commas, semicolons and "and"; each is read as a line
+item would be, and the lead-in before the colon is read as a sentence of its own.
+
 A list whose lead-in says nothing happened claims nothing of its own: steps for
 the customer ("Here's what you need to do:"), options ("You can choose:"),
 details ("Here are the details:"). Its items are read one by one as sentences,
@@ -25,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from sundry.agent.guards import claimmodes, claimverbs
+from sundry.agent.guards.provisional import sentences
 
 DONE, PENDING, FUTURE, REFUSED, DENIED = "done", "pending", "future", "refused", "denied"
 REFUND, CANCEL, RETURN, REPLACE, EMAIL, PHONE = "refund", "cancel", "return", "replace", "email", "phone"
@@ -124,12 +130,44 @@ def lead_mode(lead: str) -> str | None:
 
 @dataclass(frozen=True)
 class Item:
-    start: int  # where the item's line starts in the text
+    start: int  # where the item's line starts in the text (an inline item: its sentence)
     end: int  # where it ends (its line break excluded)
     lead: str
     text: str  # without its bullet or number
     mode: str
     kinds: tuple[str, ...]
+    inline: bool = False  # one of the parts of a sentence after its lead-in's colon
+
+
+# An inline list: a lead-in, a colon and a space (not "10:30"), then its items.
+_INLINE_LEAD = re.compile(r"^(.*?\w.*?):\s+(?=\S)")
+# Between inline items: a semicolon, a comma (not in "1,299.00"), "and", "as well as", "plus".
+_INLINE_SPLIT = re.compile(r"\s*;\s*|,\s+(?:and\s+|as\s+well\s+as\s+|plus\s+)?|\s+(?:and|as\s+well\s+as|plus)\s+", re.I)
+
+
+def _inline(at: int, line: str, vocab) -> list[Item]:
+    """The items of each sentence of `line` that lists them after a lead-in's colon."""
+    out: list[Item] = []
+    pos = 0
+    for piece in sentences(line, final=True):
+        start, pos = pos, pos + len(piece)
+        body = piece.strip()
+        m = _INLINE_LEAD.match(body)
+        if m is None or body.endswith(":"):
+            continue  # no colon, or a lead-in of a list on the lines below
+        lead = m.group(1)
+        mode = lead_mode(lead)
+        if mode is None:
+            continue
+        lead_kinds = tuple(item_kinds(lead, vocab))
+        begin, end = at + start, at + start + len(piece.rstrip())  # as `replyclaims` places its sentences
+        for part in _INLINE_SPLIT.split(body[m.end() :].rstrip(".!")):
+            said = _MARKUP.sub("", part).strip().replace("\u2019", "'")
+            if not said or _OWN_VERB.search(said):
+                continue
+            kinds = tuple(item_kinds(said, vocab)) or lead_kinds
+            out.append(Item(begin, end, lead.strip() + ":", said, _item_mode(said, mode), kinds, True))
+    return out
 
 
 def _lines(text: str):
@@ -175,6 +213,7 @@ def items(text: str, vocab: claimverbs.Vocabulary = claimverbs.EMPTY) -> list[It
         if m is None:
             if line.strip():
                 previous, in_list = line, False
+                out += _inline(at, line, vocab)
             continue
         if not in_list:
             in_list = True

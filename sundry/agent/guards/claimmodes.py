@@ -66,13 +66,26 @@ _NOT_A_PROMISE = re.compile(
     r"\s+able|first\s+need)\b",
     re.I,
 )
+# Bookkeeping verbs: what they say is on record. A request on record is under way ("your refund request has
+# been recorded", "I've logged your cancellation request", "I've recorded your refund"); the action
+# itself on record is done ("your refund has been recorded": `replyclaims`).
+_RECORDED = r"recorded|registered|logged|noted|entered|filed|received"
+_REQUEST = (
+    r"\b(?:refund|cancell?ation|return|exchange|replacement)s?\s+requests?\b"
+    r"|\brequests?\s+(?:for|to)\s+(?:a\s+|an\s+|the\s+|your\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:refund|cancell?ation|cancel|return|exchange|replacement|replace)\w*\b"
+)
 _PENDING = re.compile(
     r"\b(?:refund|cancell?ation|return|exchange|replacement|request)s?\b(?:\s+request)?(?:[^.!?]|\.\d){0,80}?"
     r"\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|currently\s+|still\s+|successfully\s+)?"
     r"(?:being\s+processed|being\s+reviewed|in\s+progress|pending|awaiting|waiting|under\s+review|submitted|requested"
     r"|put\s+through|escalated|forwarded|sent\s+(?:to\s+\w+\s+)?for\s+(?:\w+\s+)?approval|on\s+hold)\b"
+    r"|"
+    + _REQUEST
+    + r"(?:[^.!?]|\.\d){0,60}?\s(?:is|are|has\s+been|have\s+been|was|were)\s+(?:now\s+|successfully\s+)?"
+    r"(?:" + _RECORDED + r")\b"
     r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+|just\s+|already\s+)?(?:put\s+through|submitted|raised|requested|escalated"
-    r"|filed|logged|sent|forwarded|opened)\s+(?:you\s+)?(?:a|an|the|your)\s+(?:[\w-]+\s+){0,4}?"
+    r"|filed|sent|forwarded|opened|" + _RECORDED + r")\s+(?:you\s+)?(?:a|an|the|your)\s+(?:[\w-]+\s+){0,4}?"
     r"(?:refund|cancell?ation|return|exchange|replacement)(?:\s+request|\s+for\s+approval)?\b"
     r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+|just\s+)?(?:sent|shown|opened|put)\s+(?:you\s+)?(?:a|the)\s+"
     r"(?:confirmation\s+)?card\b"

@@ -160,6 +160,17 @@ def echoes(reply: str, message: str) -> bool:
     return len(said) >= 20 and said in back and len(back.replace(said, " ").split()) < 4
 
 
+def copied(text: str, customer_said: str = "") -> str:
+    """What of a customer-bound text is not its own: "notice" for Sundry's re-asks, guard reasons or notices
+    (with or without their marker), "echo" for the customer's own message said back; "" for neither.
+    For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
+    if _OWN_WORDS.search(text) or _INTERNAL.search(text):
+        return "notice"
+    if customer_said and echoes(text, customer_said):
+        return "echo"
+    return ""
+
+
 def check_reply(
     text: str | None,
     *,

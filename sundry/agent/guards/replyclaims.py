@@ -78,7 +78,7 @@ _CLAIMS = {
         + r"{0,60}?\b"
         + _DONE
         + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
-        r"|refunded|initiated|released)\b"
+        r"|refunded|initiated|released|recorded|registered|logged|entered|noted)\b"
         r"|"
         + _WE
         + r"(?:(?:issued|processed|sent|made|initiated|completed|released)\s+(?:you\s+)?(?:a|an|the|your)?\s*"
@@ -91,12 +91,12 @@ _CLAIMS = {
         + _SPAN
         + r"{0,40}?\b"
         + _DONE
-        + r"(?:complete|completed|confirmed|processed|done)\b",
+        + r"(?:complete|completed|confirmed|processed|done|recorded|registered|logged|entered|noted)\b",
         re.I,
     ),
     RETURN: re.compile(
         r"\breturn\b" + _SPAN + r"{0,50}?\b" + _DONE + r"(?:booked|created|started|opened|initiated|arranged|set up"
-        r"|registered|processed|logged|approved|scheduled)\b"
+        r"|registered|processed|logged|approved|scheduled|recorded|entered)\b"
         r"|" + _WE + r"(?:booked|created|started|opened|initiated|arranged|set up|registered|processed|logged"
         r"|scheduled)\s+(?:a|the|your|an)\s+(?:\w+\s+)?return\b",
         re.I,
@@ -107,7 +107,7 @@ _CLAIMS = {
         + r"{0,50}?\b"
         + _DONE
         + r"(?:sent|shipped|arranged|placed|booked|created"
-        r"|dispatched|processed|issued|ordered|on its way)\b"
+        r"|dispatched|processed|issued|ordered|on its way|recorded|registered|logged|entered)\b"
         r"|"
         + _WE
         + r"(?:sent|shipped|arranged|placed|booked|dispatched|ordered|issued)\s+(?:you\s+)?(?:a|an|the|your)\s+"
@@ -262,7 +262,10 @@ def claims_of(
                     for item in listed[i]
                     for kind in item.kinds
                 ]
-            continue
+            lead = next((item.lead for item in listed[i] if item.inline), None)
+            if lead is None:
+                continue
+            s = lead  # an inline list's lead-in is a sentence too ("I've refunded 5.00 USD and did this: …")
         if not s or i < since:
             continue
         found = []

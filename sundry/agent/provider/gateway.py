@@ -501,7 +501,9 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
             await stream.written("".join(texts[i] for i in sorted(texts)))
         result = streamed.get()
     if texts:
-        await stream.written("".join(texts[i] for i in sorted(texts)), final=True)
+        # A reply cut off at the length limit ends mid-sentence: its unfinished end is not a sentence to show.
+        cut = getattr(result, "finish_reason", None) == "length"
+        await stream.written("".join(texts[i] for i in sorted(texts)), final=not cut)
     return result
 
 
