@@ -213,7 +213,7 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         await fanout.join(self.hub_group, self)
         self.joined_at = time.monotonic()
         # Joined first, rendered second: a commit in between brings its own push.
-        await self._send_snapshot(kept=True)
+        await self._send_snapshot()
         await self.presence_joined()
 
     async def disconnect(self, code):
@@ -340,37 +340,14 @@ class TicketWatcher(PresenceWatcher, AsyncWebsocketConsumer):
         self.access, self.access_deadline = access, recheck_deadline()
         return access
 
-    async def _send_snapshot(self, kept: bool = False):
+    async def _send_snapshot(self):
         async with self.sending:
             access = await self._access()
             if access is None:
                 return
-            # Rendered from the database by a render that started after this socket joined its
-            # groups (anything committed later is pushed to it); on connect, a kept rendering
-            # that nothing since can have passed by (`_kept_snapshot`). A page asking for a
-            # snapshot (resync, or its version check behind) always gets a new render: it may
-            # have missed a push this process never received either.
-            rendering = self._kept_snapshot(access) if kept else None
-            if rendering is None:
-                rendering = await RENDERS.since(access, self.joined_at)
-            await self._send_frame(rendering, None)
-
-    def _kept_snapshot(self, access):
-        """The rendering this process keeps for the ticket, if it can serve as this socket's
-        snapshot: read after the process's hub for the ticket joined the ticket's group, and
-        no older than any push the hub has taken since, nor than the ticket this socket's check
-        read. A commit after that read either had its push taken by the hub before this socket
-        joined it (then newer than the rendering: not served) or has it handed to this socket.
-        Hundreds of sockets opening on a watched ticket then share one render, not one each
-        batch."""
-        hub = fanout.hub_of(self.hub_group)
-        if hub is None or hub.subscribed_at is None:
-            return None
-        ticket, _ = access
-        rendering = panels.cached_rendering(access, max(hub.latest_version, ticket.version))
-        if rendering is None or rendering.read_at is None or rendering.read_at < hub.subscribed_at:
-            return None
-        return rendering
+            # Never from the cache: rendered from the database by a render that started
+            # after this socket joined its groups (anything committed later is pushed to it).
+            await self._send_frame(await RENDERS.since(access, self.joined_at), None)
 
     async def _send_frame(self, rendering, sent_hashes):
         if rendering is None:  # the ticket is gone from this viewer's reach

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from channels.layers import get_channel_layer
 
@@ -45,17 +44,11 @@ class Hub:
         self.serving: set[asyncio.Task] = set()  # watchers served apart, held until done
         self.channel: str | None = None
         self.started = asyncio.get_running_loop().create_future()
-        # From when this hub is in its group (time.monotonic()), and the newest version any push
-        # it took since carried: what a socket joining it may take a kept rendering on
-        # (sundry.live.consumers.TicketWatcher._kept_snapshot).
-        self.subscribed_at: float | None = None
-        self.latest_version = -1
 
     async def start(self) -> None:
         try:
             self.channel = await self.layer.new_channel()
             await self.layer.group_add(self.group, self.channel)
-            self.subscribed_at = time.monotonic()
             self.listener = asyncio.ensure_future(self._listen())
             self.started.set_result(None)
         except BaseException as exc:
@@ -82,8 +75,6 @@ class Hub:
                 await asyncio.sleep(0.1)
                 continue
             name = HANDLERS.get(message.get("type"))
-            if name == "ticket_changed":  # noted before any watcher is handed it (no await between)
-                self.latest_version = max(self.latest_version, int(message.get("version") or 0))
             if name is None:
                 log.warning("push hub for %s: no handler for %r", self.group, message.get("type"))
                 continue
@@ -138,11 +129,6 @@ async def leave(group: str, watcher) -> None:
         task = asyncio.ensure_future(hub.stop())  # not from inside the listener it cancels
         _STOPPING.add(task)
         task.add_done_callback(_STOPPING.discard)
-
-
-def hub_of(group: str) -> Hub | None:
-    """This event loop's hub for a group, if it has one."""
-    return _HUBS.get((asyncio.get_running_loop(), group))
 
 
 def hubs_of(group: str) -> list[Hub]:

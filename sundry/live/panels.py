@@ -14,7 +14,6 @@ import functools
 import hashlib
 import re
 import sys
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -155,7 +154,6 @@ class Rendering(dict):
         self.parts = parts
         self.version = version
         self.cache_key = None
-        self.read_at: float | None = None  # time.monotonic() before its ticket was read (render_current)
         self.frames: dict = {}
 
     @functools.cached_property
@@ -273,7 +271,6 @@ def render_current(access: tuple) -> Rendering | None:
     """
 
     checked, viewer = access
-    read_at = time.monotonic()
     tickets = Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=checked.pk)
     tickets = AUDIENCES[viewer.audience].reach(tickets, viewer)
     ticket = tickets.first()
@@ -290,7 +287,6 @@ def render_current(access: tuple) -> Rendering | None:
     rendering = render_all(ticket, viewer, previous=previous, keep=True)
     rendering.version = ticket.version
     rendering.cache_key = key
-    rendering.read_at = read_at
     latest = CACHE.get(key)
     if latest is None or latest.version <= rendering.version:
         CACHE.put(key, rendering, rendering.nbytes())

@@ -136,43 +136,6 @@ async def test_a_socket_opens_with_one_session_read_and_one_render(long_ticket, 
     await socket.disconnect()
 
 
-VERSION = re.compile(r'id="live-version"[^>]*data-version="(\d+)"')
-
-
-@pytest.mark.parametrize("kept", [True, False], ids=["kept", "control: a render each"])
-async def test_sockets_opening_on_a_watched_ticket_share_the_rendering_it_keeps(long_ticket, monkeypatch, kept):
-    """Sockets opening one after another on a ticket this process already watches take the
-    rendering it keeps (made after its hub joined the ticket's group, nothing newer pushed
-    since): one render for all of them. It is not taken when the hub has taken a push newer than
-    it, nor when the ticket the socket's check read is newer (a push that never came): those
-    sockets get a new render. Control: with nothing kept taken, a render per socket."""
-    from sundry.live import consumers
-
-    if not kept:
-        monkeypatch.setattr(consumers.TicketWatcher, "_kept_snapshot", lambda self, access: None)
-    renders, render_current = [], panels.render_current
-    monkeypatch.setattr(panels, "render_current", lambda access: renders.append(1) or render_current(access))
-    ticket = long_ticket["ticket"]
-    sockets = [desk(ticket.pk, long_ticket["staff"]) for _ in range(4)]
-    versions = [int(VERSION.search(await _open(socket)).group(1)) for socket in sockets]
-    assert versions == [ticket.version] * 4
-    assert len(renders) == (1 if kept else 4)
-
-    # The hub took a push the kept rendering does not show (its render not done yet): a new render.
-    (hub,) = fanout.hubs_of(f"ticket-{ticket.pk}-staff")
-    hub.latest_version = ticket.version + 1
-    sockets.append(desk(ticket.pk, long_ticket["staff"]))
-    await _open(sockets[-1])
-    assert len(renders) == (2 if kept else 5)
-    # The ticket moved on without a push reaching this process: the check read it, a new render.
-    await Ticket.objects.filter(pk=ticket.pk).aupdate(version=hub.latest_version + 1)
-    sockets.append(desk(ticket.pk, long_ticket["staff"]))
-    assert int(VERSION.search(await _open(sockets[-1])).group(1)) == hub.latest_version + 1
-    assert len(renders) == (3 if kept else 6)
-    for socket in sockets:
-        await socket.disconnect()
-
-
 async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_render(long_ticket, monkeypatch):
     """Who the socket is and whether they may watch are read in one trip (one connection where
     connections are not kept, `CONN_MAX_AGE=0`): the session, its user and the ticket, three
