@@ -28,8 +28,8 @@ from tests.live.test_consumers import world  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKETS = 12
-# The sockets' pool holds at most two connections (sundry/web.py); sockets opened one after
-# another need one.
+# The sockets' pool holds at most two connections (sundry/web.py): two are made as the first
+# calls come (24 without the pool: each socket's check and its own render).
 MOST_WITH_THE_POOL = 2
 WAIT = 60  # a bound on waits for conditions (a server listening, a frame), generous for a loaded machine
 
