@@ -139,9 +139,10 @@ async def test_a_socket_opens_with_one_session_read_and_one_render(long_ticket, 
 async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_render(long_ticket, monkeypatch):
     """Who the socket is and whether they may watch are read in one trip (one connection where
     connections are not kept, `CONN_MAX_AGE=0`): the session, its user and the ticket, three
-    statements; the snapshot's render is the other trip (shared by the sockets that open together).
+    statements; the snapshot's render is the other trip (shared by the sockets that open together),
+    at most 25 statements for the desk and 12 for the customer, as measured, so neither can creep.
     Negative control: behind Channels' auth middleware (as before) the user is read in a trip of
-    its own, three trips in all."""
+    its own, three trips in all; one statement more in the render fails its bound."""
     trips: list[list[str]] = []
     real_handler, real_execute = DatabaseSyncToAsync.thread_handler, CursorWrapper.execute
 
@@ -156,8 +157,12 @@ async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_ren
 
     monkeypatch.setattr(DatabaseSyncToAsync, "thread_handler", handler)
     monkeypatch.setattr(CursorWrapper, "execute", execute)
-    # Staff: the session, its user, the ticket; a customer: their own desk record too.
-    for socket_of, cookie, reads in ((desk, long_ticket["staff"], 3), (help_, long_ticket["alice"], 4)):
+    # Staff: the session, its user, the ticket; a customer: their own desk record too. Then the
+    # render's statements, bounded as measured.
+    for socket_of, cookie, reads, render_reads in (
+        (desk, long_ticket["staff"], 3, 25),
+        (help_, long_ticket["alice"], 4, 12),
+    ):
         trips.clear()
         socket = socket_of(long_ticket["ticket"].pk, cookie)
         await _open(socket)
@@ -165,6 +170,7 @@ async def test_a_socket_opens_in_one_trip_to_the_database_and_its_share_of_a_ren
         check = trips[0]
         assert [re.search(r'FROM "(\w+)"', sql).group(1) for sql in check[:2]] == ["django_session", "auth_user"]
         assert len(check) == reads, check
+        assert len(trips[1]) <= render_reads, trips[1]
         await socket.disconnect()
 
 
