@@ -19,8 +19,9 @@ frame with the new version (50 ms apart, so each push is measured on its own;
 the clients run in this process, on the same two cores as the server they
 measure). A client that never receives a version it watched is a lost push.
 Each round also reports the web process's CPU (user + system, from /proc) per
-socket opened and per push, the bytes a watcher received per push, and how long
-opening every socket took; `--window 0` serves the conversation as it was
+socket opened and per push, PostgreSQL connections made per socket opened and
+per push (`pg_stat_database.sessions`, this process's few included), the bytes a
+watcher received per push, and how long opening every socket took; `--window 0` serves the conversation as it was
 rendered before (every turn re-read per push), the control for those figures.
 Everything is bounded: connects, waits and the server all
 time out; the server is stopped by its own pid. Prints one JSON object.
@@ -201,6 +202,25 @@ def _memory_kb(pid: int) -> dict:
     return out
 
 
+def _sessions() -> int | None:
+    """PostgreSQL sessions (connections) made to this database so far, counting this process's
+    own (PostgreSQL 14's `pg_stat_database.sessions`); None on SQLite. A session is counted when
+    its statistics are flushed (at its end, or within seconds while it idles), so a pool's few
+    long-lived connections may show late; a connection per trip shows at once."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def _per(after, before, n: int):
+    return None if after is None or before is None else round((after - before) / n, 2)
+
+
 def _setup(history: int = 0, tickets: int = 1):
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
@@ -280,6 +300,13 @@ async def _round(
     clients = [Client(port, f"/ws/desk/tickets/{watched[i // per_ticket]}/", cookie, expect) for i in range(n)]
     by_ticket = {t: [c for i, c in enumerate(clients) if watched[i // per_ticket] == t] for t in watched}
     cpu = (lambda: _cpu_seconds(server_pid)) if server_pid else (lambda: float("nan"))
+    commit = sync_to_async(_commit)
+    # One commit before anything is timed: this process's first (imports, first queries, the
+    # notices' templates) took 0.5 s, and as the first push of 20 its 500 deliveries were the
+    # round's p99. The server is measured; the committing side should be warm, as a worker is.
+    await commit(watched[0])
+    sessions = sync_to_async(_sessions)
+    sessions_before = await sessions()
     cpu_before, open_started = cpu(), time.perf_counter()
     for i in range(0, n, 50):  # connect in batches so the accept backlog never overflows
         await asyncio.wait_for(asyncio.gather(*(c.connect() for c in clients[i : i + 50])), timeout)
@@ -291,10 +318,10 @@ async def _round(
     opened_s = time.perf_counter() - open_started
     await asyncio.sleep(0.3)  # the joins' presence news settles before the pushes are counted
     cpu_opened = cpu()
+    sessions_opened = await sessions()
     snapshot_bytes = statistics.median(c.received for c in clients)
     received_before = sum(c.received for c in clients)
-    latencies, lost, per_push = [], 0, []
-    commit = sync_to_async(_commit)
+    latencies, lost, per_push, commit_ms = [], 0, [], []
     for p in range(pushes):
         ticket_id = watched[p % len(watched)]
         version = current[ticket_id] + 1  # the commit bumps the version by one; nothing else writes here
@@ -302,6 +329,7 @@ async def _round(
         expect.expect(version, audience)
         started = time.perf_counter()
         await commit(ticket_id)
+        commit_ms.append(round(1000 * (time.perf_counter() - started), 1))
         try:
             await asyncio.wait_for(expect.done.wait(), timeout)
         except asyncio.TimeoutError:
@@ -318,6 +346,7 @@ async def _round(
                 latencies.append(at - started)
         await asyncio.sleep(0.05)  # let the server settle between pushes, as real changes are spaced
     cpu_pushed = cpu()
+    sessions_pushed = await sessions()
     push_bytes = (sum(c.received for c in clients) - received_before) / max(1, pushes * min(n, per_ticket))
     for c in clients:
         c.close()
@@ -330,6 +359,8 @@ async def _round(
         "open_s": round(opened_s, 2),
         "cpu_ms_per_open": round(1000 * (cpu_opened - cpu_before) / n, 2),
         "cpu_ms_per_push": round(1000 * (cpu_pushed - cpu_opened) / pushes, 2),
+        "db_sessions_per_open": _per(sessions_opened, sessions_before, n),
+        "db_sessions_per_push": _per(sessions_pushed, sessions_opened, pushes),
         "bytes_per_push": round(push_bytes),
         "snapshot_bytes": round(snapshot_bytes),
         "deliveries": len(latencies),
@@ -338,6 +369,7 @@ async def _round(
         "p99_ms": round(1000 * sorted(latencies)[int(0.99 * (len(latencies) - 1))], 2) if latencies else None,
         "max_ms": round(1000 * max(latencies), 2) if latencies else None,
         "slowest_client_ms": per_push,
+        "commit_ms": commit_ms,  # the part of each push's time spent committing, in this process
     }
 
 

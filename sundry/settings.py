@@ -511,6 +511,10 @@ LIVE_CONVERSATION_WINDOW = int(os.environ.get("SUNDRY_LIVE_CONVERSATION_WINDOW",
 # process; past either a new socket is closed with a code saying why (4429 / 1013).
 LIVE_MAX_SOCKETS_PER_USER = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_USER", "20"))
 LIVE_MAX_SOCKETS_PER_PROCESS = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_PROCESS", "5000"))
+# The sockets' database calls take PostgreSQL connections from a pool of at most this many
+# (sundry.live.dbtrips); 0: a connection per call, as requests and tasks have. The web process
+# (python -m sundry.web) sets 2 unless the environment says otherwise; other processes leave it 0.
+LIVE_DB_POOL = int(os.environ.get("SUNDRY_LIVE_DB_POOL", "0") or 0)
 # The web process (python -m sundry.web) freezes what it loaded at start out of the
 # garbage collector's full passes and collects young objects less often.
 WEB_GC_TUNING = env_bool("SUNDRY_WEB_GC_TUNING", True)

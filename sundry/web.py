@@ -13,6 +13,7 @@ browser tests) starts it through here, so they all run the same server.
 from __future__ import annotations
 
 import argparse
+import os
 
 SERVER_OPTIONS = dict(
     # Channels' router has no lifespan handler; uvicorn would only log that it is missing.
@@ -55,6 +56,10 @@ def tune_gc() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
+# PostgreSQL connections the web process's sockets keep for reuse (SUNDRY_LIVE_DB_POOL overrides;
+# 0: none). Their calls run one at a time on one thread: a second is for a call made meanwhile.
+LIVE_DB_POOL = 2
+
 # glibc's M_ARENA_MAX (malloc.h): how many heaps ("arenas") threads may allocate from.
 _M_ARENA_MAX = -8
 MALLOC_ARENAS = 2
@@ -82,6 +87,9 @@ def main(argv=None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
+    # This process's sockets take their PostgreSQL connections from a pool (sundry.live.dbtrips)
+    # unless the deployment says otherwise; read when the settings load, just below.
+    os.environ.setdefault("SUNDRY_LIVE_DB_POOL", str(LIVE_DB_POOL))
     import uvicorn
     from django.conf import settings
 

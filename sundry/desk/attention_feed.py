@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from channels.db import database_sync_to_async
 from django.db.models import Count, Q
 from django.urls import reverse
 
 from sundry.desk.live_queue import QueueConsumer
+from sundry.live.dbtrips import database_trip
 from sundry.tickets.attention import cause_of, reasons
 from sundry.tickets.models import Ticket
 
@@ -56,7 +56,7 @@ def assigned_attention(user) -> list[dict]:
     return out
 
 
-@database_sync_to_async
+@database_trip
 def _read(user) -> list[dict]:
     return assigned_attention(user)
 

@@ -16,7 +16,6 @@ import asyncio
 import json
 import time
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sundry.core.people import is_desk_staff
@@ -28,12 +27,13 @@ from sundry.live.consumers import (
     recheck_deadline,
     session_user,
 )
+from sundry.live.dbtrips import database_trip
 from sundry.tickets.events import QUEUE_GROUP, session_tag, user_group
 
 REFRESH_MIN_SECONDS = 1.0  # a busy desk changes tickets many times a second; the page needs one view of it
 
 
-@database_sync_to_async
+@database_trip
 def _check(scope):
     """(None, user) if the socket's session is a staff member's now; else (close code, None)."""
     connected_as = scope.get("user")
@@ -43,7 +43,7 @@ def _check(scope):
     return (None, user) if is_desk_staff(user) else (CLOSE_FORBIDDEN, None)
 
 
-@database_sync_to_async
+@database_trip
 def _render(user, query: str) -> str:
     return queue_update(user, query)
 

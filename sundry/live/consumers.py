@@ -23,13 +23,13 @@ import time
 from importlib import import_module
 from types import SimpleNamespace
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.models import AnonymousUser
 
 from sundry.live import fanout, limits, panels
+from sundry.live.dbtrips import database_trip
 from sundry.live.presence import PresenceWatcher
 from sundry.tickets.events import session_tag, user_group
 from sundry.tickets.models import Ticket
@@ -74,7 +74,7 @@ def session_user(scope):
     return user if user.is_authenticated else None
 
 
-@database_sync_to_async
+@database_trip
 def _check(scope, audience: str, ticket_id: int, *, fresh: bool = True):
     """(None, (ticket, viewer)) if the socket may watch; else (close code, None).
 
@@ -120,12 +120,12 @@ async def _check_shared(scope, audience: str, ticket_id: int, *, since: float):
     return await asyncio.shield(check)
 
 
-@database_sync_to_async
+@database_trip
 def _render(access):
     return panels.render_current(access)
 
 
-@database_sync_to_async
+@database_trip
 def _db_version(ticket_id):
     return Ticket.objects.filter(pk=ticket_id).values_list("version", flat=True).first()
 

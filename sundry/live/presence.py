@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import redis
 import redis.asyncio as aioredis
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.template.loader import render_to_string
 from redis.exceptions import RedisError
 
+from sundry.live.dbtrips import database_trip
 from sundry.tickets.events import customer_group, staff_group
 from sundry.tickets.models import Ticket
 
@@ -217,7 +217,7 @@ STAFF_AUDIENCE, CUSTOMER_AUDIENCE = "staff", "customer"  # sundry.live.panels' a
 TYPING_MIN_SECONDS = 1.0  # a page's repeated "typing" renews the mark at most this often
 
 
-@database_sync_to_async
+@database_trip
 def _holder(ticket_id: int):
     """The staff member who holds the ticket (taken over and assigned), or None."""
     row = Ticket.objects.filter(pk=ticket_id).values_list("handler", "assigned_to_id").first()

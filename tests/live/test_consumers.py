@@ -71,10 +71,16 @@ def help_(ticket_id, cookie):
     return _socket(f"/ws/help/tickets/{ticket_id}/", cookie)
 
 
-async def _open(communicator) -> str:
-    connected, _ = await communicator.connect()
+# How long a socket may take to be accepted and send its snapshot. A wait on that condition, not
+# a window: on a loaded machine a 2,000-turn ticket's full render (the push-cost control) took
+# longer than 5 s; a generous bound only makes a real failure slower to report.
+OPEN_TIMEOUT = 60
+
+
+async def _open(communicator, timeout: float = OPEN_TIMEOUT) -> str:
+    connected, _ = await communicator.connect(timeout=timeout)
     assert connected
-    return await communicator.receive_from(timeout=5)
+    return await communicator.receive_from(timeout=timeout)
 
 
 async def test_staff_and_customer_each_get_their_own_rendering(world):
