@@ -196,6 +196,20 @@ def test_a_false_claim_made_as_a_list_is_counted():
     assert scorecard.read_by_customers(ticket.pk)["false_claims"] == 1  # the cancellation alone: true
 
 
+def _clean_run(ticket_id: int):
+    """A scenario run (as the runner reports it) whose outcome is right and whose customer read nothing wrong."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        ticket_id=ticket_id,
+        read={"false_claims": 0, "internal_shown": 0, "unanswered": 0},
+        forbidden=0,
+        error="",
+        judgement=SimpleNamespace(missing=[], forbidden=[], correct=True),
+        facts=[],
+    )
+
+
 @pytest.mark.django_db
 def test_a_reply_streamed_then_held_is_counted_and_makes_the_verdict_not_ready():
     """The card counts a held reply that had streamed to a screen; the control is the same hold unstreamed."""
@@ -206,14 +220,7 @@ def test_a_reply_streamed_then_held_is_counted_and_makes_the_verdict_not_ready()
     from tests.factories import CustomerFactory, TicketClassFactory
 
     ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Hi")
-    run = SimpleNamespace(
-        ticket_id=ticket.pk,
-        read={"false_claims": 0, "internal_shown": 0, "unanswered": 0},
-        forbidden=0,
-        error="",
-        judgement=SimpleNamespace(missing=[], forbidden=[], correct=True),
-        facts=[],
-    )
+    run = _clean_run(ticket.pk)
     results = [SimpleNamespace(error="", runs={"triggered": run})]
     step = AgentStep.objects.create(
         ticket=ticket, number=1, model="m", request_tokens=1, outcome=AgentStep.Outcome.HELD_REPLY, checks={}
@@ -266,14 +273,7 @@ def test_streamed_then_held_counts_any_reply_whose_shown_text_is_not_what_was_st
     step.first_turn = step.last_turn = reply.number + 1  # the step stored no reply (a tool call)
     step.save()
     assert scorecard.taken_back([ticket.pk]) == 1
-    run = SimpleNamespace(
-        ticket_id=ticket.pk,
-        read={"false_claims": 0, "internal_shown": 0, "unanswered": 0},
-        forbidden=0,
-        error="",
-        judgement=SimpleNamespace(missing=[], forbidden=[], correct=True),
-        facts=[],
-    )
+    run = _clean_run(ticket.pk)
     assert scorecard.collect("m", [SimpleNamespace(error="", runs={"t": run})]).streamed_then_held == 1
 
 
