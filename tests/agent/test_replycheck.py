@@ -240,6 +240,34 @@ def test_every_call_shape_is_read_as_a_call_where_allowed_and_never_posted(label
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # A real 0.5B model's whole answer (docs/real-model.md): the opening of a call it had seen cut off at
+        # the length limit in an earlier call turn, copied back and ended there — never closed, so not JSON.
+        '{"name": "request_staff_follow_up", "arguments": {"properties": {"',
+        'Let me check. {"name": "get_order", "arguments": {"order_number": "SU-26675"',
+        '{{"name": "issue_refund", "arguments": {"order_number": "SU-26675", "amount": "40.00"}',
+        '{"function": {"name": "get_order", "parameters": {',
+    ],
+)
+def test_an_unfinished_call_written_as_text_is_asked_again_then_held(text):
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == ["call_as_text"], first
+    assert check(text, retried=True).action == replycheck.HOLD
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The field is called "name" on the form.',
+        'Your order "name": Blender, arguments aside, shipped on Monday.',
+    ],
+)
+def test_words_about_names_and_arguments_still_post(text):
+    assert check(text).action == replycheck.POST, check(text)
+
+
+@pytest.mark.parametrize(
     "text, reason",
     [
         ('[tool result: {"order_number": "SU-26675", "status": "delivered", "amount": "40.00"}]', "structured"),
