@@ -61,7 +61,9 @@ MIN_TOKEN = 5
 _OWN_WORDS = re.compile(
     r"answer had no message for the customer|call a tool \(as a tool call, not as text\)"
     r"|wrote a tool call as text|through the tools interface|fix these fields and call again"
-    r"|a reply was held for staff|it was not sent\. write",
+    r"|a reply was held for staff|it was not sent\. write"
+    # The re-ask in other words keeps its instructions: "Please call a tool … or write your reply in plain words."
+    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words",
     re.I,
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
