@@ -383,6 +383,40 @@ def test_sundrys_own_words_or_an_echo_sent_through_reply_to_customer_are_refused
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "summary, guard",
+    [
+        # A real 0.5B model's call, made twice in one conversation (docs/real-model.md): the re-ask as the summary
+        # of a phone call, which put Sundry's words on the customer's confirmation card.
+        (
+            "You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
+            "Make the call through the tools interface, or write only the reply to the customer.",
+            "notice",
+        ),
+        ("Called the customer about the broken lamp; they want 15.00 back.", ""),  # control: its own words
+    ],
+)
+def test_sundrys_own_words_never_reach_a_card_the_customer_reads(case, summary, guard):
+    """A contact tool's text is shown on the customer's card as it would go out: copied notice text in it
+    is refused like a reply's, so no card carries it. Control: a summary in its own words makes the card."""
+    customer_id = case["ticket"].customer.external_key
+    call = ModelResponse(
+        tool_calls=[
+            ToolCall(id="p1", name="log_phone_call", arguments={"customer_id": customer_id, "summary": summary})
+        ]
+    )
+    model = ScriptedModel([LOOKUP, call, ModelResponse(text=f"Thanks, I have looked at {ORDER}.")])
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    cards = Confirmation.objects.filter(ticket=case["ticket"])
+    rejections = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION)
+    if guard:
+        assert not cards.exists() and [r.payload["guard"] for r in rejections] == [guard]
+        assert "tools interface" not in _reads(case)
+    else:
+        assert cards.get().card["message"][0]["text"] == summary and not rejections.exists()
+
+
+@pytest.mark.django_db
 def test_negative_control_a_message_in_its_own_words_goes_out_through_reply_to_customer(case):
     own = f"I'm sorry the lamp on {ORDER} arrived broken. A colleague will look at it today."
     say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": own})])

@@ -240,6 +240,34 @@ def test_every_call_shape_is_read_as_a_call_where_allowed_and_never_posted(label
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # A real 0.5B model's whole answer (docs/real-model.md): the opening of a call it had seen cut off at
+        # the length limit in an earlier call turn, copied back and ended there — never closed, so not JSON.
+        '{"name": "request_staff_follow_up", "arguments": {"properties": {"',
+        'Let me check. {"name": "get_order", "arguments": {"order_number": "SU-26675"',
+        '{{"name": "issue_refund", "arguments": {"order_number": "SU-26675", "amount": "40.00"}',
+        '{"function": {"name": "get_order", "parameters": {',
+    ],
+)
+def test_an_unfinished_call_written_as_text_is_asked_again_then_held(text):
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == ["call_as_text"], first
+    assert check(text, retried=True).action == replycheck.HOLD
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The field is called "name" on the form.',
+        'Your order "name": Blender, arguments aside, shipped on Monday.',
+    ],
+)
+def test_words_about_names_and_arguments_still_post(text):
+    assert check(text).action == replycheck.POST, check(text)
+
+
+@pytest.mark.parametrize(
     "text, reason",
     [
         ('[tool result: {"order_number": "SU-26675", "status": "delivered", "amount": "40.00"}]', "structured"),
@@ -283,6 +311,10 @@ def test_brackets_that_are_not_a_label_are_posted(text):
         "or write the reply to the customer in plain words.",
         "You wrote a tool call as text in your reply; make the call through the tools interface.",
         "Invalid arguments for get_order: type: Extra inputs are not permitted. Fix these fields and call again.",
+        # Posted three times through reply_to_customer by the same model after the exact re-ask was refused:
+        # the re-ask in other words, its instructions kept.
+        "The customer did not provide a response or requested an action. Please call a tool to review the case "
+        "or write your reply in plain words.",
     ],
 )
 def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
@@ -291,9 +323,16 @@ def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
     assert check(text, retried=True).action == replycheck.HOLD
 
 
-def test_a_reply_about_a_held_parcel_is_not_a_notice():
-    text = "Your parcel was held at the depot for a signature; the courier will try again on Monday."
-    assert check(text).action == replycheck.POST
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your parcel was held at the depot for a signature; the courier will try again on Monday.",
+        "You can call us on the number on your receipt, or write to us in plain words what went wrong.",
+        "A colleague will call you about the tool kit on SU-26675 today.",
+    ],
+)
+def test_a_reply_about_a_held_parcel_or_a_call_is_not_a_notice(text):
+    assert check(text).action == replycheck.POST, check(text)
 
 
 def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phrase_is_not():

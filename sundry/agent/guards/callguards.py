@@ -623,12 +623,14 @@ def _latest_customer(inp: GuardInput) -> str:
 def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that repeats Sundry's own words to the model (a re-ask, a guard's
     reason, a notice) or says the customer's message back is refused, as the reply check asks a plain
-    reply again: a small model copies what it reads into whatever reaches the customer."""
-    if not inp.tool.customer_text:
+    reply again: a small model copies what it reads into whatever reaches the customer. Text a card shows
+    (a phone call's summary) is held to Sundry's words only: it may well repeat what the customer said."""
+    on_card = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args)
+    if not inp.tool.customer_text and not on_card:
         return None
     question = _latest_customer(inp)
-    for name in inp.tool.customer_text:
-        why = replycheck.copied(str(getattr(args, name, "") or ""), question)
+    for name in dict.fromkeys([*inp.tool.customer_text, *on_card]):
+        why = replycheck.copied(str(getattr(args, name, "") or ""), question if name in inp.tool.customer_text else "")
         if why == "notice":
             return _reject(
                 "notice",

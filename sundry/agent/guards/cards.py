@@ -99,6 +99,20 @@ def _what(description: str) -> str:
     return (description or "").split(" · ")[0].strip()
 
 
+def shown_text(tool: Tool, decl: ToolDecl | None, args) -> list[str]:
+    """The arguments whose text a card shows the customer as it would go out: a contact tool's declared
+    customer text, or, where none is declared, every text argument but its IDs. None for other tools."""
+    capabilities = decl.capabilities if decl is not None else []
+    if not any(c.startswith(CONTACT) for c in capabilities):
+        return []
+    declared = [name for name in tool.customer_text if _arg(args, name)]
+    return declared or [
+        name
+        for name in tool.args_model.model_fields
+        if isinstance(_arg(args, name), str) and _arg(args, name) and name not in tool.id_args
+    ]
+
+
 def build(
     tool: Tool,
     decl: ToolDecl | None,
@@ -163,21 +177,10 @@ def build(
         destination = (
             f"Back to {_what(method.description)}" if method is not None else "Back to the way the order was paid"
         )
-    message = (
-        [
-            {"label": name.replace("_", " ").capitalize(), "text": str(_arg(args, name) or "")}
-            for name in tool.customer_text
-            if _arg(args, name)
-        ]
-        if contact
-        else []
-    )
-    if contact and not message:  # a contact tool whose text fields are not declared: show every text argument
-        message = [
-            {"label": name.replace("_", " ").capitalize(), "text": str(v)}
-            for name, v in ((n, _arg(args, n)) for n in tool.args_model.model_fields)
-            if isinstance(v, str) and v and name not in tool.id_args
-        ]
+    message = [
+        {"label": name.replace("_", " ").capitalize(), "text": str(_arg(args, name))}
+        for name in shown_text(tool, decl, args)
+    ]
     reversible = tool.reversible and (decl is None or decl.reversible)
     final = (
         "Money that is refunded cannot be taken back."

@@ -61,7 +61,9 @@ MIN_TOKEN = 5
 _OWN_WORDS = re.compile(
     r"answer had no message for the customer|call a tool \(as a tool call, not as text\)"
     r"|wrote a tool call as text|through the tools interface|fix these fields and call again"
-    r"|a reply was held for staff|it was not sent\. write",
+    r"|a reply was held for staff|it was not sent\. write"
+    # The re-ask in other words keeps its instructions: "Please call a tool … or write your reply in plain words."
+    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words",
     re.I,
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
@@ -71,6 +73,9 @@ _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 _LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
+# The opening of a call object — `{"name": "…", "arguments": {` — left unclosed, so no JSON reader finds it:
+# a call cut off at the length limit, or such a cut-off copied back from an earlier call turn.
+_CALL_OPENING = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]{1,80}"\s*,\s*"(?:arguments|parameters)"\s*:')
 CALL_AS_TEXT = "a tool call written as text"
 _CALL_PROMPT = (
     "You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
@@ -194,6 +199,10 @@ def check_reply(
             retried,
         )
     cleaned, notes = strip_protocol(raw, frozenset(tools))
+    if _CALL_OPENING.search(cleaned):  # nothing to cut it from: the whole reply is asked again, then held
+        return _again(
+            raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
+        )
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
     if not cleaned:
