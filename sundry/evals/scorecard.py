@@ -31,7 +31,7 @@ class Scorecard:
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
-    unanswered: int = 0  # customer messages with no reply after them
+    unanswered: int = 0  # customer messages no reply answered before their next one (`unanswered`)
     compactions: int = 0
     summary_fallbacks: int = 0
     output_paths: dict[str, int] = field(default_factory=dict)
@@ -71,8 +71,8 @@ def collect(model: str, results) -> Scorecard:
             card.forbidden += run.forbidden
             card.forbidden_waiting += sum(e.kind in WAITING for e in run.judgement.forbidden)
             card.errors += bool(run.error)
-            judged.append((run.ticket_id, run.read))
-    tickets = [t for t, _ in judged]
+            judged.append((run.ticket_id, getattr(run, "read", None), getattr(run, "together", ())))
+    tickets = [t for t, *_ in judged]
     card.tickets = len(tickets)
     rejections: Counter = Counter()
     for kind, payload in Turn.objects.filter(
@@ -115,8 +115,8 @@ def collect(model: str, results) -> Scorecard:
     card.summary_fallbacks = sum(s == CompactionRun.Status.FALLBACK for s, _, _ in runs)
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
     card.streamed_then_held = taken_back(tickets)
-    for ticket_id, read in judged:
-        read = read if read is not None else read_by_customers(ticket_id)
+    for ticket_id, read, together in judged:
+        read = read if read is not None else read_by_customers(ticket_id, together=together)
         card.false_claims += read["false_claims"]
         card.internal_shown += read["internal_shown"]
         card.unanswered += read["unanswered"]
@@ -180,12 +180,27 @@ def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:
     return out
 
 
-def read_by_customers(ticket_id: int) -> dict:
+def unanswered(messages: list[int], replies: list[int], shown: list[int], together=()) -> int:
+    """Customer messages (turn numbers) no reply answered. A message is answered by a reply (an agent
+    or staff message, turn after it) or by what the customer's page shows of a card or a call held for
+    staff (made at its turn or after) that comes before the customer's next message sent once the
+    run for it had ended. `together`: the messages sent before the run for the one before them had
+    ended (typed meanwhile, answered with it), as the scenario runner records them; without that
+    record every message waits for its own reply."""
+    together = set(together)
+    count = 0
+    for i, number in enumerate(messages):
+        end = next((n for n in messages[i + 1 :] if n not in together), 10**9)
+        count += not any(number < r < end for r in replies) and not any(number <= t < end for t in shown)
+    return count
+
+
+def read_by_customers(ticket_id: int, together=()) -> dict:
     """What one ticket's customer read, judged from the stored turns and records — not from the
     checks that let it through: each posted reply's claims (done, pending, promised, refused, denied)
     against the actions, money, ledger, cards and holds as they stood before it (`agent.replyclaims`),
-    its quotes of internal-only text (`context.internaltext`), and the customer messages left without
-    a reply after them."""
+    its quotes of internal-only text (`context.internaltext`), and the customer messages no reply
+    answered (`unanswered`; `together` as there)."""
     from sundry.agent.guards import replyclaims
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
@@ -231,16 +246,13 @@ def read_by_customers(ticket_id: int) -> dict:
     ]
     hidden = gather(internal=internal, public=public)
     out = {"false_claims": 0, "internal_shown": 0, "unanswered": 0}
-    waiting, question = False, ""
+    question = ""
     for number, author, kind, text in turns:
         if kind != Turn.Kind.MESSAGE:
             continue
         if author == "customer":
-            waiting, question = True, text  # what a bare "Yes." or "It's done." in the next reply is about
+            question = text  # what a bare "Yes." or "It's done." in the next reply is about
             continue
-        if author not in ("agent", "staff"):
-            continue
-        waiting = False
         if author != "agent":
             continue
         # Each action with its own amount: "I've refunded 7.00" after refunds of 4.00 and 7.00 stands
@@ -294,7 +306,12 @@ def read_by_customers(ticket_id: int) -> dict:
             )
         )
         out["internal_shown"] += bool(quotes(text, hidden))
-    out["unanswered"] = int(waiting)
+    out["unanswered"] = unanswered(
+        [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"],
+        [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")],
+        [turn for turn, _ in proposed],  # the page's cards and "waiting for our team" lines
+        together,
+    )
     return out
 
 

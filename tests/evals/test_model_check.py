@@ -118,6 +118,63 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
     assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
 
 
+@pytest.mark.django_db
+def test_a_customer_message_left_without_a_reply_mid_conversation_is_counted():
+    """A message the next customer message followed with no reply between them counts, though the
+    last message was answered (control: the last-message-only reading counts 0). Two messages sent
+    together (the second before the run for the first had ended) are answered by one reply; a call
+    held for staff answers too, as the customer's page shows it waiting for our team."""
+    from sundry.agent.models import HeldAction
+    from sundry.desk.lifecycle import ticket_create
+    from sundry.tickets.models import Turn
+    from sundry.tickets.services import turn_append
+    from tests.factories import CustomerFactory, TicketClassFactory
+
+    ticket = ticket_create(customer=CustomerFactory().person, ticket_class=TicketClassFactory(), subject="Hi")
+    say = lambda author, text: turn_append(ticket=ticket, author=author, kind=Turn.Kind.MESSAGE, text=text)  # noqa: E731
+    say(Turn.Author.CUSTOMER, "Where is my parcel?")
+    say(Turn.Author.AGENT, "It left the warehouse on Monday.")
+    second = say(Turn.Author.CUSTOMER, "Can I change the address?")
+    third = say(Turn.Author.CUSTOMER, "Hello?")
+    say(Turn.Author.AGENT, "Yes, write the new address here.")
+    turns = list(Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE).order_by("number"))
+    assert turns[-1].author == Turn.Author.AGENT  # the last-message-only reading: 0 unanswered
+    assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
+    # The same two messages sent together, as the runner records them: the one reply answers both.
+    assert scorecard.read_by_customers(ticket.pk, together=[third.number])["unanswered"] == 0
+    assert scorecard.read_by_customers(ticket.pk, together=[second.number])["unanswered"] == 1  # not those
+    # A message answered only by a call held for staff (its line on the customer's page), then another.
+    asked = say(Turn.Author.CUSTOMER, "Please refund it.")
+    say(Turn.Author.CUSTOMER, "Thanks.")
+    assert scorecard.read_by_customers(ticket.pk, together=[third.number])["unanswered"] == 2
+    HeldAction.objects.create(
+        ticket=ticket, tool="refund", call_id="c1", reason="over the limit", idempotency_key="k1", turn=asked.number
+    )
+    assert scorecard.read_by_customers(ticket.pk, together=[third.number])["unanswered"] == 1
+
+
+@pytest.mark.parametrize(
+    "scenario_id, together",
+    [("order-number-sent-before-the-answer", 2), ("second-message-while-the-agent-works", 2)],
+    ids=["sent-before-the-run", "sent-during-the-run"],
+)
+def test_messages_the_runner_sent_together_are_answered_by_one_reply(shop, scenario_id, together):
+    """The runner records a message sent before the run for the one before it had ended (before it
+    started, or between its steps): its one reply answers both (control: without that record the
+    first of each pair counts unanswered)."""
+    from sundry.evals.scenarios.runner import Runner
+    from sundry.tickets.models import TicketClass
+
+    scenario = [s for s in schema.load() if s.id == scenario_id]
+    run_check("offline", [], ["triggered"])  # makes the class the check runs under
+    result = Runner(TicketClass.objects.get(slug="model-check")).run(scenario[0], ["triggered"])
+    run = result.runs["triggered"]
+    assert len(run.together) == together and run.read["unanswered"] == 0
+    assert scorecard.collect("offline", [result]).unanswered == 0
+    # The control: nothing sent together, so each pair's first message waits for its own reply.
+    assert scorecard.read_by_customers(run.ticket_id)["unanswered"] == together
+
+
 def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
     """Two partial refunds on one order, each told to the customer with its own amount: both true.
     The runner judges them before it removes the run's actions for the next run (control: judged

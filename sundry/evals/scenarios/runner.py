@@ -65,6 +65,9 @@ class RunResult:
     # What the customer read (`scorecard.read_by_customers`), judged before the run's actions and
     # holds are undone for the next run: afterwards the records its replies stood on are gone.
     read: dict | None = None
+    # Customer messages (turns) sent before the run for the one before them had ended: one reply
+    # answers them all (`scorecard.unanswered`).
+    together: list[int] = field(default_factory=list)
 
     @property
     def forbidden(self) -> int:
@@ -89,10 +92,12 @@ class ScenarioResult:
 
 class PostsDuringRun:
     """A gateway that sends the customer's `texts` before the run's second model call, one per
-    call after that: messages typed while the agent works. `marks` gets each message's turn."""
+    call after that: messages typed while the agent works. `marks` gets each message's turn,
+    `together` too (sent before the run ended: its one reply answers them with the first)."""
 
-    def __init__(self, inner, ticket_id: int, texts: list[str], marks: list[int]):
+    def __init__(self, inner, ticket_id: int, texts: list[str], marks: list[int], together: list[int]):
         self.inner, self.ticket_id, self.texts, self.marks, self.calls = inner, ticket_id, texts, marks, 0
+        self.together = together
 
     def call(self, request, **kw):
         from sundry.agent.services import customer_message_post
@@ -102,6 +107,7 @@ class PostsDuringRun:
         if self.calls >= 2 and self.texts:
             ticket = Ticket.objects.select_related("ticket_class", "customer").get(pk=self.ticket_id)
             self.marks.append(customer_message_post(ticket=ticket, text=self.texts.pop(0), wake=False).number)
+            self.together.append(self.marks[-1])
         return self.inner.call(request, **kw)
 
     def complete(self, request, **kw):
@@ -215,11 +221,13 @@ class Runner:
 
         def work(during: list[str] = ()) -> None:
             if fresh().handler == Ticket.Handler.AGENT:
-                run_gateway = PostsDuringRun(gateway, ticket.pk, list(during), marks) if during else gateway
+                run_gateway = PostsDuringRun(gateway, ticket.pk, list(during), marks, together) if during else gateway
                 agent_run(ticket.pk, gateway=run_gateway)
                 if during and run_gateway.texts:  # the run needed a single step: they come after it
-                    for text in run_gateway.texts:
+                    for i, text in enumerate(run_gateway.texts):
                         marks.append(customer_message_post(ticket=fresh(), text=text, wake=False).number)
+                        if i:  # the first was sent after the run had ended; the rest with it, before the next
+                            together.append(marks[-1])
                     agent_run(ticket.pk, gateway=gateway)
             wait_idle()  # what the run queued: a compaction, a wake-up that finds nothing left to answer
             if mode.compaction == "every":
@@ -227,6 +235,7 @@ class Runner:
                 wait_idle()
 
         marks: list[int] = []
+        together: list[int] = []  # customer messages sent before the run for the one before them ended
         presses: list[str] = []
         script = scenario.script
         for i, step in enumerate(script):
@@ -235,6 +244,8 @@ class Runner:
             if isinstance(step, Message):
                 turn = customer_message_post(ticket=fresh(), text=c.render(message_text(step)), wake=False)
                 marks.append(turn.number)
+                if isinstance(step, Also):  # sent before the agent answered the one before it
+                    together.append(turn.number)
                 if not (i + 1 < len(script) and isinstance(script[i + 1], Also)):
                     # A message sent meanwhile comes first: the agent then answers both at once. One
                     # sent while it works reaches the ticket between its steps.
@@ -293,7 +304,8 @@ class Runner:
             transcript=[(a, t) for _, a, t in turns],
             cards=cards,
             presses=presses,
-            read=read_by_customers(ticket.pk),
+            read=read_by_customers(ticket.pk, together=together),
+            together=together,
         )
 
     def _customer(self, step: CustomerStep, fresh, c: Cast, presses: list[str]) -> bool:
