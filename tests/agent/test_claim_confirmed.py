@@ -8,7 +8,9 @@ a confirmed card for it, by the customer or by staff on their behalf — passed.
 Questions, requests and conditions claim nothing. Negative control: with the reading
 taken out, every generated false claim passes. Through the real loop with the scripted
 model, a plain reply and a `reply_to_customer` message that claim a confirmation no
-card shows never reach the customer's page; with the card confirmed by staff they do.
+card shows never reach the customer's page; with the card confirmed by staff they do,
+and `model_check`'s reading of what the customer read counts them true (false once the
+card is made unconfirmed).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
 from sundry.desk.lifecycle import ticket_create
+from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
@@ -301,3 +304,8 @@ def test_negative_control_with_the_card_confirmed_on_their_behalf_the_same_words
     after = ModelResponse(text=f"A colleague will look at the lamp on {ORDER}.")
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, after])))
     assert "has confirmed the refund of 13.00 USD" in _reads(case)
+    # model_check reads the posted words again from the stored records: true with the card confirmed …
+    assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
+    # … and a false claim posted had the card only been shown, never confirmed.
+    Confirmation.objects.filter(ticket=case["ticket"]).update(status=Confirmation.Status.PENDING)
+    assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 1
