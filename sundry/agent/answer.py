@@ -175,7 +175,8 @@ def checked_claims(
             "or will happen only once you have made the call and its confirmation card or staff hold is open "
             "(make the call first); say one was declined only when it was; never say something was not done "
             "when it was; offer only what a tool can do and no rule forbids, that was not declined or done "
-            "already, and for the open card's figure. Amounts only as the records or the card show them."
+            "already, and for the open card's figure; say the customer confirmed an action only when its card "
+            "was confirmed. Amounts only as the records or the card show them."
         )
     return replycheck.ReplyVerdict(
         replycheck.HOLD if retried else replycheck.RETRY,

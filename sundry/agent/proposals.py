@@ -2,18 +2,19 @@
 
 A confirmation card awaiting the customer and a call held for staff are open;
 a card the customer declined, a hold staff rejected, and either refused on its
-re-check are declined. Read in one query, once per step (and once per
+re-check are declined; a card confirmed (by the customer, or staff on their
+behalf) is marked confirmed, which backs "the customer has confirmed …". Read in one query, once per step (and once per
 guarded customer text), never per sentence: the stream's sentences and the
 stored reply are judged on the same `replyclaims.Records`.
 """
 
 from __future__ import annotations
 
-from django.db.models import DateTimeField, JSONField, Q, Value
+from django.db.models import DateTimeField, JSONField, Value
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
+from sundry.agent.guards.replyclaims import CONFIRMED, DECLINED, OPEN, Proposal
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import selectors
 from sundry.context.lanes import LaneSnapshot
@@ -56,8 +57,7 @@ def amount_of(card: dict, arguments: dict) -> tuple[int | None, str]:
 
 def _cards(ticket_id: int):
     return Confirmation.objects.filter(
-        Q(status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED])
-        | Q(status=Confirmation.Status.CONFIRMED, outcome="refused"),
+        status__in=[Confirmation.Status.PENDING, Confirmation.Status.DECLINED, Confirmation.Status.CONFIRMED],
         ticket_id=ticket_id,
     ).order_by()
 
@@ -67,7 +67,7 @@ def _holds(ticket_id: int):
 
 
 # Read beside the lanes by a step (`lane_snapshot(also=LANES)`), in the lanes' own statement.
-_CARD, _HELD = ("tool", "arguments", "card", "status", "expires_at"), ("tool", "arguments", "status")
+_CARD, _HELD = ("tool", "arguments", "card", "status", "expires_at", "outcome"), ("tool", "arguments", "status")
 selectors.ALSO["open_cards"] = (_cards, _CARD)
 selectors.ALSO["open_holds"] = (_holds, _HELD)
 LANES = ("open_cards", "open_holds")
@@ -82,8 +82,9 @@ def read(ticket_id: int) -> tuple[Proposal, ...]:
             src=Value("hold"),
             shown=Value({}, output_field=JSONField()),
             until=Value(None, output_field=DateTimeField()),
+            result=Value(""),
         )
-        .values_list("src", "tool", "arguments", "shown", "status", "until")
+        .values_list("src", "tool", "arguments", "shown", "status", "until", "result")
     )
     # Neither side keeps its model's default ordering: SQLite refuses ORDER BY inside a UNION.
     return _proposals(cards.union(holds, all=True))
@@ -94,10 +95,10 @@ def of_snapshot(snapshot: LaneSnapshot) -> tuple[Proposal, ...] | None:
     if not all(name in snapshot.also for name in LANES):
         return None
     cards = [
-        ("card", tool, args, card, status, _moment(expires))
-        for tool, args, card, status, expires in snapshot.also["open_cards"]
+        ("card", tool, args, card, status, _moment(expires), outcome)
+        for tool, args, card, status, expires, outcome in snapshot.also["open_cards"]
     ]
-    holds = [("hold", tool, args, {}, status, None) for tool, args, status in snapshot.also["open_holds"]]
+    holds = [("hold", tool, args, {}, status, None, "") for tool, args, status in snapshot.also["open_holds"]]
     return _proposals(cards + holds)
 
 
@@ -109,15 +110,18 @@ def _moment(value):
 def _proposals(rows) -> tuple[Proposal, ...]:
     now = timezone.now()
     out = []
-    for src, tool, arguments, card, status, expires in rows:
+    for src, tool, arguments, card, status, expires, outcome in rows:
+        confirmed = src == "card" and status == Confirmation.Status.CONFIRMED
         if src == "hold":
             state = _HOLD[status]
         elif status == Confirmation.Status.PENDING:
             if expires <= now:
                 continue
             state = OPEN
+        elif confirmed and outcome != "refused":
+            state = CONFIRMED  # ran, or awaits staff: backs only "the customer confirmed it"
         else:  # declined by the customer, or confirmed and refused on its re-check
             state = DECLINED
         cents, currency = amount_of(card, arguments)
-        out.append(Proposal(tool, values_of(arguments), state, cents, currency))
+        out.append(Proposal(tool, values_of(arguments), state, cents, currency, confirmed))
     return tuple(out)

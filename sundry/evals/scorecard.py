@@ -167,9 +167,11 @@ def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:
         "tool", "arguments", "card", "status", "outcome", "turn"
     ):
         declined = status == Confirmation.Status.DECLINED or outcome == "refused"
-        out.append(
-            (turn, Proposal(tool, values_of(arguments), DECLINED if declined else OPEN, *amount_of(card, arguments)))
-        )
+        # Confirmed by the customer or staff on their behalf: backs "the customer has confirmed …" (from the
+        # card's turn on: the decision's own turn is not stored).
+        confirmed = status == Confirmation.Status.CONFIRMED
+        state = DECLINED if declined else OPEN
+        out.append((turn, Proposal(tool, values_of(arguments), state, *amount_of(card, arguments), confirmed)))
     for tool, arguments, status, turn in HeldAction.objects.filter(ticket_id=ticket_id).values_list(
         "tool", "arguments", "status", "turn"
     ):

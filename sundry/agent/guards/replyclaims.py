@@ -27,6 +27,13 @@ like me to …") claims nothing. Which tools count for which kind comes from the
 domain's declaration (the consent action, the capabilities, a declared
 refund), never from a tool's name.
 
+A reply may also say the customer confirmed an action ("the customer has
+confirmed the refund on <order>", "you agreed to cancel it"): a claim that a
+confirmation exists (`confirmclaims`, mode AGREED), which stands only on a
+card for that action confirmed by the customer or by staff on their behalf
+(`Proposal.confirmed`), on the record and for the figure it names — whatever
+the actions lane shows, since an action that ran with no card had none.
+
 Beyond those six kinds, each write's own words (`claimverbs`: its name and its
 declared `claim_verbs` and `claim_nouns`) make kinds of their own — "your
 flight has been upgraded" is an "upgrade flight" claim, backed only by a write
@@ -51,7 +58,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs
+from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs, confirmclaims
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.context.rules import infer_enforcement
@@ -209,6 +216,7 @@ def amounts_in(sentence: str) -> list[Amount]:
 DONE = "done"
 PENDING, FUTURE, REFUSED, DENIED = claimmodes.PENDING, claimmodes.FUTURE, claimmodes.REFUSED, claimmodes.DENIED
 OFFER = claimmodes.OFFER
+AGREED = confirmclaims.AGREED  # "the customer has confirmed the refund": judged on confirmed cards
 ANY = bareclaims.ANY  # an action the reply names nowhere (`bareclaims`)
 READY = bareclaims.READY  # the same, said ready ("you're all set"): judged only on an open card
 
@@ -219,7 +227,7 @@ class Claim:
     sentence: str
     ids: frozenset[str]
     amounts: tuple[Amount, ...] = ()
-    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED, OFFER (`claimmodes`)
+    mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED, OFFER (`claimmodes`), AGREED (`confirmclaims`)
     why: str = ""  # set by `unsupported`: what the records say against it
 
 
@@ -268,7 +276,11 @@ def claims_of(
             s = lead  # an inline list's lead-in is a sentence too ("I've refunded 5.00 USD and did this: …")
         if not s or i < since:
             continue
-        found = []
+        # What the customer is said to have confirmed, whatever else the sentence says of the action.
+        found = [
+            Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), AGREED)
+            for kind in confirmclaims.confirmed_actions(s)
+        ]
         answer = bareclaims.answered(s, question, vocab)
         if answer is not None:
             mode, kinds, asked = answer
@@ -382,7 +394,7 @@ def _builtin_kinds_of(decls: dict) -> dict[str, set[str]]:
     return out
 
 
-OPEN, DECLINED = "open", "declined"
+OPEN, DECLINED, CONFIRMED = "open", "declined", "confirmed"
 
 
 @dataclass(frozen=True)
@@ -391,9 +403,11 @@ class Proposal:
 
     tool: str
     on: tuple[str, ...]  # every plain value its arguments name
-    status: str  # OPEN: awaiting the customer's confirmation or staff; DECLINED: declined, rejected or refused
+    status: str  # OPEN: awaiting the customer's confirmation or staff; DECLINED: declined, rejected or refused;
+    # CONFIRMED: a card confirmed (by the customer or staff on their behalf) that ran or awaits staff
     amount_cents: int | None = None
     currency: str = ""
+    confirmed: bool = False  # a card someone confirmed (also when its re-check then refused it: DECLINED)
 
 
 def forbidden_kinds(rules: Iterable, domain, overridden: Iterable[int] = ()) -> dict[str, frozenset[str]]:
@@ -504,6 +518,11 @@ def unsupported(
                 out.append(replace(claim, why="nothing was done on this ticket"))
             continue
         own = claim.kind not in KINDS
+        if claim.mode == AGREED:
+            why = _agreed_fault(claim, owners, actions, proposals, ledger, kinds, money, targets or {}, kind_of)
+            if why:
+                out.append(replace(claim, why=why))
+            continue
         if claim.mode == OFFER:
             why = _offer_fault(
                 claim,
@@ -565,6 +584,21 @@ def unsupported(
             ):
                 out.append(replace(claim, why="its card or the records show another figure"))
     return out
+
+
+def _agreed_fault(claim, owners, actions, proposals, ledger, kinds, money, targets, kind_of) -> str:
+    """Why "the customer confirmed <action>" is false ("" when it is not): no card for a call of that
+    action was confirmed (by the customer or by staff on their behalf), on the record the claim names,
+    for the figure it names. An action that ran without a card had no confirmation."""
+    named, _acts, props, _entries = _entity(claim, owners, actions, proposals, ledger, kinds, targets, kind_of)
+    confirmed = [
+        p for p in props if p.confirmed and claim.kind in kinds.get(p.tool, ()) and (named is None or named & set(p.on))
+    ]
+    if not confirmed:
+        return "no card for it was confirmed"
+    if claim.amounts and not _amounts_offered(claim.amounts, named, confirmed, money):
+        return "its confirmed card shows another figure"
+    return ""
 
 
 def _entity(claim, owners, actions, proposals, ledger, kinds, targets, kind_of):
@@ -802,6 +836,7 @@ _SAID = {
     REFUSED: " (refused)",
     DENIED: " (said not done)",
     OFFER: " (offered)",
+    AGREED: " (said confirmed by the customer)",
 }
 
 
