@@ -134,8 +134,12 @@ def _start(ticket: Ticket) -> tuple[bool, bool, int]:
     kind, payload = ticket.run_last_kind, ticket.run_last_payload
     if isinstance(payload, str):  # a JSON column read through a subquery comes back as its text
         payload = json.loads(payload)
-    mid_task = kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR) and not failures.is_stop(
-        kind, payload
+    # Nor the rest of a reply held after its shown part was posted (`kept`): the customer has their
+    # answer and the rest is staff's; read as unfinished work, any later wake answered again.
+    mid_task = (
+        kind in (Turn.Kind.TOOL_RESULT, Turn.Kind.REJECTION, Turn.Kind.ERROR)
+        and not failures.is_stop(kind, payload)
+        and not (kind == Turn.Kind.ERROR and "kept" in (payload or {}))
     )
     return ticket.run_waiting, mid_task, ticket.run_next_step
 

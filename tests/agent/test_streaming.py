@@ -348,3 +348,13 @@ async def test_negative_control_with_streaming_off_no_stream_reaches_the_watcher
     assert not frame.startswith("{") and "Nothing to report." in frame
     assert await customer.receive_nothing(timeout=0.5)
     await customer.disconnect()
+
+
+async def test_after_a_kept_reply_a_later_wake_takes_no_step(watched):
+    """The held rest is staff's, not unfinished work: a run woken later (any input, a sweep) neither
+    calls the model nor answers the already answered message again."""
+    false = ["I checked ", "order SU-26675. ", "It has been ", "cancelled ", "and refunded."]
+    await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
+    steps = await asyncio.to_thread(agent_run, watched["ticket"].pk, gateway=Gateway(limits=NO_RETRIES))
+    assert steps == 0 and len(watched["server"].bodies) == 1
+    assert await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").acount() == 1
