@@ -34,10 +34,10 @@ from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
 from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
-from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.agent.test_claim_modes import _reads  # what the customer reads: their page and turns
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER, OTHER = "SU-41001", "SU-41002"
@@ -238,11 +238,6 @@ def case(django_user_model):
     page = Client()
     page.force_login(user)
     return {"ticket": ticket, "page": page}
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
 
 
 def _staff_confirmed_card(ticket, status=Confirmation.Status.CONFIRMED, via=Confirmation.Via.STAFF):

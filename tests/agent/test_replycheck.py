@@ -23,6 +23,13 @@ def check(text, **kw):
     return replycheck.check_reply(text, known=KNOWN, tools=TOOLS, **kw)
 
 
+def asked_again_then_held(text, reason):
+    """The reply check's rule for a fault: asked again once, with `reason`, then held."""
+    first = check(text)
+    assert first.action == replycheck.RETRY and first.reasons == [reason], first
+    assert check(text, retried=True).action == replycheck.HOLD
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -251,9 +258,7 @@ def test_every_call_shape_is_read_as_a_call_where_allowed_and_never_posted(label
     ],
 )
 def test_an_unfinished_call_written_as_text_is_asked_again_then_held(text):
-    first = check(text)
-    assert first.action == replycheck.RETRY and first.reasons == ["call_as_text"], first
-    assert check(text, retried=True).action == replycheck.HOLD
+    asked_again_then_held(text, "call_as_text")
 
 
 @pytest.mark.parametrize(
@@ -286,9 +291,7 @@ def test_words_about_names_and_arguments_still_post(text):
     ],
 )
 def test_data_and_made_up_tags_are_asked_again_then_held(text, reason):
-    first = check(text)
-    assert first.action == replycheck.RETRY and first.reasons == [reason], first
-    assert check(text, retried=True).action == replycheck.HOLD
+    asked_again_then_held(text, reason)
 
 
 @pytest.mark.parametrize(
@@ -318,9 +321,7 @@ def test_brackets_that_are_not_a_label_are_posted(text):
     ],
 )
 def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
-    first = check(text)
-    assert first.action == replycheck.RETRY and first.reasons == ["notice"], first
-    assert check(text, retried=True).action == replycheck.HOLD
+    asked_again_then_held(text, "notice")
 
 
 @pytest.mark.parametrize(
