@@ -199,7 +199,7 @@ async def _watch(path: str, cookie: bytes):
     return socket
 
 
-async def _until_done(socket, timeout=20.0) -> list:
+async def _until_done(socket, timeout=60.0) -> list:
     """Everything the socket receives until the stream's "done": JSON stream messages and panel frames."""
     got = []
     deadline = time.monotonic() + timeout
