@@ -32,6 +32,15 @@ an availability window. And limits include timing and duration (later, for now, 
 before doing, from now on, every time), an action a change replaces ("instead of cancelling"),
 manner for every later step ("step by step", "in writing"), and a verbless "nothing on the gift card".
 The customer's own plan ("I'll check my email later") and a closing ("that's all for now") are not.
+
+Also: a bound "up to $650"; all or nothing ("these changes as a package") bounds the whole sentence; a
+preference in the passive ("PayPal is preferred for the refund"); "any price difference should …";
+a course to take under a condition worded as a bare imperative ("if it can't be returned, see if it
+can be cancelled"; try, get, find, pick, look for); a condition opening "in case …". Not limits: a
+goal ("the maximum compensation possible"), asking to know or check something first, the customer's
+own plan with "first" ("I'll first ask about …"), "if available" (a courtesy as "if possible" is),
+both options named ("waterproof or not"), a bare "prefer …" listing features of the new item a change
+asks for ("modify it to purple, and prefer polyester").
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ _HANDLING = (
     r"(?:cancel\w*|chang\w*|modif\w*|updat\w*|book\w*|buy\w*|purchas\w*|pay\w*|charg\w*|refund\w*|"
     r"return\w*|exchang\w*|swap\w*|replac\w*|send\w*|sent|ship\w*|deliver\w*|transfer\w*|call\w*|phon\w*|"
     r"e-?mail\w*|text\w*|contact\w*|talk\w*|speak\w*|shar\w*|typ\w*|say|add\w*|remov\w*|includ\w*|"
-    r"upgrad\w*|downgrad\w*|us(?:e|ed|ing)|los[et]\w*|delet\w*|reset\w*|restart\w*|risk\w*|guess\w*|do|done)"
+    r"upgrad\w*|downgrad\w*|spend\w*|us(?:e|ed|ing)|los[et]\w*|delet\w*|reset\w*|restart\w*|risk\w*|guess\w*|do|done)"
 )
 
 # --- stance: a wish or a request the clause voices ------------------------------------
@@ -69,7 +78,9 @@ _IMPERATIVE = (
     r"go ahead|go|proceed|make|give|pay|swap|upgrade|downgrade|explain|"
     # instructions about what to tell, check or apply first, and standing notes ("note that …")
     r"let me know|tell me|check with me|ask me|confirm with me|apply|process|transfer|rebook|move|include|"
-    r"note|remember|bear in mind|stick|limit|restrict|reach|write|skip|omit|exclude|prefer)"
+    r"note|remember|bear in mind|stick|limit|restrict|reach|write|skip|omit|exclude|prefer|"
+    # a course to take ("if it can't be returned, see if it can be cancelled", "… then try to upgrade")
+    r"get|find|try|see if|see whether|check if|check whether|look for|ask for|choose|pick|select|opt for|settle for)"
 )
 # The agent addressed with a modal of leave or duty ("you can use the same card", "you shouldn't
 # call"), not asked to inform ("can you tell me"); the customer's acceptance ("I'm fine with …"); a
@@ -91,6 +102,8 @@ _DUTY = (
     r"|\b(?:i'm|i am|we're|we are) (?:only |not |never )?(?:available|free|reachable|home)\b"
     r"|\b(?:is|are|works?) best\b|\bunder no circumstances\b|\bno matter what\b"
     r"|\bit's (?:important|essential|crucial|vital) (?:that|to)\b"
+    # a preference stated in the passive ("PayPal is preferred for the refund", "would be preferable")
+    r"|\b(?:is|are|would be)\s+(?:\w+\s+)?(?:prefer+ed|preferable|my (?:preference|first choice))\b"
 )
 _STANCE = re.compile(
     rf"{_FIRST}|{_REQUEST}|{_ADDRESSED}|{_DUTY}|\b(?:will|should|must|has to|have to|needs to|need to)\s+(?:stay|remain)\b|\b(?:it|this|that|they|the \w+|my \w+) (?:has to|have to|needs to|need to|must|mustn't|should|shouldn't)\b|^\s*(?:(?:also|and|but|so|then|actually|alright|ok(?:ay)?)\s+)?"
@@ -115,7 +128,7 @@ _LIMIT = re.compile(
     # timing: not before an event ("wait until the parcel is back", "before you cancel it"), not now
     r"|\b(?:until|till|before|only once)\s+(?:i|i've|i'm|we|you|it|it's|they|the|my|he|she|that's|this)\b"
     r"|\b(?:before|without|after)\s+(?:\w+ing)\b|\bin writing\b|\bto \w+(?: \w+)? yet\b"
-    r"|\b(?:any|every|all)\s+(?:\w+\s+)?(?:should|must|has to|have to|needs to|need to)\b"
+    r"|\b(?:any|every|all)\s+(?:\w+\s+){0,2}(?:should|must|has to|have to|needs to|need to)\b"
     r"|\b(?:would|'d) sooner\b|\b(?:skip|omit|exclude)\b|\b(?:all|any) (?:communication|contact|correspondence|updates)\b"
     r"|\b(?:my|our) (?:budget|approval|permission|consent|go-ahead)\b|\b(?:is|are|works?) best\b"
     r"|\bhold off\b|\bnot (?:yet|now|right now)\b"
@@ -128,7 +141,11 @@ _LIMIT = re.compile(
     r"|\bfor (?:any|every|all (?:future|my|of my|other))\b|\b(?:is not|isn't|not) enough\b|\bnot just\b"
     rf"|\b(?:that's|that is|this is) (?:all|everything)(?: that)? (?:i|we) (?:want|need)\w*(?: to)? {_HANDLING}\b"
     r"|\bas long as\b|\bprovided\b|\botherwise\b|\bmust\b|\bhas to\b|\bmake sure\b|\bavoid\w*|\bstop\b|\bat (?:most|least)\b|\bor less\b"
-    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\b(?:under|below|over|above) \$|\bnothing (?:over|above|below|under)\b|\bmax(?:imum)?\b"
+    r"|\bno more than\b|\b(?:less|fewer|cheaper|lower) than\b|\b(?:under|below|over|above|up to) \$|\bnothing (?:over|above|below|under)\b"
+    # a ceiling ("a maximum of $80", "my max is 300"), not a goal ("the maximum compensation possible")
+    r"|\bmax(?:imum)?\b(?!(?:\s+\w+){0,2}\s+possible\b)(?<!\bthe max)(?<!\bthe maximum)"
+    # all or nothing: a condition on each part ("I want these changes as a package")
+    r"|\bas (?:a|one) (?:\w+ )?(?:package|bundle|whole)\b|\ball[- ]or[- ]nothing\b|\bor (?:none|nothing) at all\b"
     rf"|\b(?:before|after|until|till|between|by)\s+(?:the\s+)?{_TIME}",
     re.I,
 )
@@ -151,6 +168,9 @@ _DESCRIPTION = re.compile(
     # and "keep doing" (carrying on), not a limit on what is done
     r"|\bjust\s+(?:really\s+)?(?:want\w*|need\w*|like|as|can|can't|cannot|asking|trying|checking|wondering|to)\b"
     r"|\bkeep\s+(?!(?:every|any|no|some)thing\b)\w+ing\b"
+    # asking to know or check something first ("I want to know the tracking number first") asks for
+    # information; its "first" orders nothing of the handling
+    r"|\b(?:want|like|need)\w* to (?:first )?(?:know|check|see|find out|ask|inquire|learn|look)\b(?:[^,;]*?\bfirst\b)?"
     # a state, not a wish: "I'm not connected", "there's no signal", "I only have one phone"
     r"|\b(?:i'm|i am|it's|it is|that's|that is|there's|there is|there are|they're|we're|is|are|am)\s+(?:\w+ly\s+)?"
     r"(?:still\s+)?(?:not|no|only|just)\b(?!\s+(?:(?:willing|ready|prepared|comfortable|happy|okay|ok|interested) to|(?:okay|ok|fine) with|"
@@ -162,7 +182,9 @@ _DESCRIPTION = re.compile(
     r"|\bmake sure (?:that )?(?:i|i'm|i've|i'll|i'd|we|we're)\b.*"
     # an answer or a courtesy, not a limit
     # the customer's own plan ("I'll check my email later") says what they will do, not what the agent may
-    r"|\b(?:i'll|i will|we'll|we will)\b[^,;.]*?\blater\b"
+    r"|\b(?:i'll|i will|we'll|we will)\b[^,;.]*?\b(?:later|first)\b"
+    # "waterproof or not": both options named, neither ruled out
+    r"|\bor not\b"
     # a closing ("that's all for now") is an answer, not a limit
     r"|\ball (?:(?:i|we) (?:need|needed|want|wanted) )?for (?:now|today)\b"
     r"|^\s*no\s*[,.!]|\bno (?:problem|worries|idea|clue|thanks|thank you|way)\b|\bnot sure\b|\bnot yet\b",
@@ -178,10 +200,13 @@ _DISCOURSE = re.compile(
 )
 _QUOTED = re.compile(r'"[^"]{1,80}"|\u201c[^\u201d]{1,80}\u201d')
 # A condition makes an ability or a state a limit ("if I can't get it under $950, cancel it").
-_CONDITION = re.compile(r"\b(?:if|unless|as long as|provided|only if)\b", re.I)
+_CONDITION = re.compile(
+    r"\b(?:if|unless|as long as|provided|only if|in the event|failing that)\b|^\W*(?:(?:and|but|also|so)\W+)?in case\b",
+    re.I,
+)
 # … but "if possible", "if you could", "if so" are courtesies or follow-ups, not conditions.
 _COURTESY_IF = re.compile(
-    r"\bif (?:it's |that's |it is |that is |this is )?(?:possible|ok|okay|fine|alright|all right|an option|needed|"
+    r"\bif (?:it's |that's |it is |that is |this is )?(?:possible|available|ok|okay|fine|alright|all right|an option|needed|"
     r"necessary|so|not too much trouble)\b|\bif (?:you|we) (?:could|can|would|don't mind|need|ever)\b(?!'t| not)"
     r"|\bif (?:that|it) (?:helps|works)\b|\bif (?:you're|you are) (?:able|happy)\b"
     # "see if", "not sure if": whether, not a condition
@@ -192,7 +217,8 @@ _COURTESY_IF = re.compile(
 _BOUND = re.compile(
     r"\bor (?:less|lower|under|below|cheaper)\b|\bno more than\b|\bat most\b|\b(?:less|fewer|cheaper|lower) than\b"
     r"|\b(?:is not|isn't|not) enough\b|\bnothing less\b|\bnot just\b"
-    rf"|\b(?:under|below|over|above) \$|\bnothing (?:over|above)\b|\b(?:before|after|until|till|no later than)\s+(?:the\s+)?{_TIME}",
+    r"|\bas (?:a|one) (?:\w+ )?(?:package|bundle|whole)\b|\ball[- ]or[- ]nothing\b|\bor (?:none|nothing) at all\b"
+    rf"|\b(?:under|below|over|above|up to) \$|\bnothing (?:over|above)\b|\b(?:before|after|until|till|no later than)\s+(?:the\s+)?{_TIME}",
     re.I,
 )
 # A question asks: for a fact, for leave ("can I …?"), for information ("can you tell me …?"); it sets
@@ -206,6 +232,11 @@ _QUESTION = re.compile(
     re.I,
 )
 
+
+# A change to a new item ("modify the shirt to purple", "exchange the lamp for a brighter one"): a bare
+# "prefer …" beside it lists features of that item, the request's target, not a standing preference.
+_NEW_ITEM = re.compile(r"\b(?:modif|exchang|chang|switch|swap|replac|upgrad)\w*\b[^.;]*?\b(?:to|for|into)\b", re.I)
+_FEATURE_PREFERENCE = re.compile(r"^\W*(?:and\s+|but\s+)?prefer\w*\b", re.I)
 
 _ABILITY = re.compile(r"\b(?:can't|cannot|can not|couldn't|could not|isn't|is not|doesn't|does not)\b", re.I)
 
@@ -255,8 +286,15 @@ def is_constraint(sentence: str, *, stance: bool = True, limit: bool = True) -> 
     clauses = [c for c in _CLAUSE.split(_OPENER.sub(r"\1", _DISCOURSE.sub("", text))) if c and c.strip()]
     # a verbless "nothing on the gift card" is its own limit, as "no insurance" is ("just return both"
     # opens a request: "just" before a verb narrows nothing)
+    new_item = bool(_NEW_ITEM.search(text))
     limits = [
-        (_limits(c, conditional) or _verbless_limit(_DESCRIPTION.sub(" ", c))) if limit else True for c in clauses
+        (
+            (_limits(c, conditional) or _verbless_limit(_DESCRIPTION.sub(" ", c)))
+            and not (new_item and _FEATURE_PREFERENCE.match(c))
+        )
+        if limit
+        else True
+        for c in clauses
     ]
     stances = []
     for i, c in enumerate(clauses):

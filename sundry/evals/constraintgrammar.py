@@ -151,9 +151,80 @@ POSITIVE = (
     ("Please {action} later, not today.", dict(action=ACTIONS[:4])),
     ("Please explain it step by step.", {}),
     ("The {thing} shouldn't go to {other}.", dict(thing=("refund", "parcel", "invoice"), other=OTHER_PLACES)),
+    # a bound as "up to" a sum; all or nothing; a preference in the passive; "any <thing> should …"; a
+    # course to take under a condition, worded as a bare imperative (see if, try, get, pick, look for)
+    (
+        "I'm willing to pay for {thing}, up to {amount}.",
+        dict(thing=("the upgrade", "express shipping"), amount=("$650", "$80")),
+    ),
+    ("You can spend up to {amount} on the {item}.", dict(amount=("$200", "$45"), item=("replacement", "new seat"))),
+    (
+        "I want {change} as a package.",
+        dict(change=("both flight changes", "the seat and the bag changes", "all these changes")),
+    ),
+    ("It's all or nothing: {action} only if both can be done.", dict(action=ACTIONS[:3])),
+    ("{method} is preferred for the refund.", dict(method=METHODS)),
+    ("{channel} is preferred for any updates.", dict(channel=("Email", "A text message", "Post"))),
+    (
+        "Any {thing} should go to {method}.",
+        dict(thing=("price difference", "extra charge", "refund amount"), method=METHODS),
+    ),
+    ("Any {thing} must go on {method}.", dict(thing=("extra fees", "additional charges"), method=METHODS)),
+    (
+        "If it can't be {done}, see if it can be {alt}.",
+        dict(done=("returned", "exchanged"), alt=("cancelled", "refunded")),
+    ),
+    (
+        "If the {fee} is more than {amount}, then try to {action}.",
+        dict(
+            fee=("fee", "difference"),
+            amount=("$100", "$650"),
+            action=("upgrade my companion instead", "keep the old booking"),
+        ),
+    ),
+    (
+        "If you can't exchange it, get the {item} in {colour} instead.",
+        dict(item=("boots", "lamp"), colour=("black", "size 9")),
+    ),
+    (
+        "If there's no {seat}, pick {other}.",
+        dict(seat=("window seat", "aisle seat"), other=("a middle seat", "the next flight")),
+    ),
+    (
+        "If the {item} is out of stock, look for {other} in my other order.",
+        dict(item=("hose", "charger"), other=("the same item", "one of the same size")),
+    ),
+    (
+        "In case the {item} is out of stock, {action}.",
+        dict(item=("lamp", "blue shirt"), action=("refund me", "cancel the order")),
+    ),
 )
 
 NEGATIVE = (
+    # look-alikes of the rules above: a goal ("the maximum … possible"), asking to know or check first,
+    # the customer's own plan with "first", a courtesy "if available", features of a new item worded
+    # as a bare "prefer", both options named ("… or not"), "just in case" as a reason
+    ("I want to get the maximum {thing} possible.", dict(thing=("compensation", "refund", "discount"))),
+    ("I want to know the {thing} first.", dict(thing=("tracking number", "new total", "exchange price"))),
+    ("I'd like to first check {thing}.", dict(thing=("my order history", "the baggage rules", "my profile"))),
+    ("I'll first {verb} about my two orders.", dict(verb=("ask", "inquire", "check"))),
+    (
+        "Please change it to {target} if available.",
+        dict(target=("a nonstop flight", "the window seat", "the blue one")),
+    ),
+    (
+        "I want to exchange the {item} for a {adj} one, prefer {feature}.",
+        dict(item=("lamp", "bottle"), adj=("brighter", "bigger"), feature=("battery", "steel")),
+    ),
+    (
+        "I want to modify the shirt to {colour}, same size, and prefer {fabric}.",
+        dict(colour=("purple", "blue"), fabric=("cotton", "polyester")),
+    ),
+    ("I want size {n} whether it's waterproof or not.", dict(n=("8", "9"))),
+    (
+        "I want the {thing} {just}in case something happens.",
+        dict(thing=("insurance", "protection plan"), just=("just ", "")),
+    ),
     # what happened
     ("The {thing} never arrived.", dict(thing=("parcel", "refund", "replacement", "email", "confirmation"))),
     ("I didn't get the {thing} you mentioned.", dict(thing=("email", "text message", "tracking link", "code"))),

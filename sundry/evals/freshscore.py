@@ -11,12 +11,18 @@ A reader may mark a sentence *odd* (no real customer would say it to the agent: 
 directions, persona lines). The figures are given over every sentence and over the plain ones (no
 reader called them odd).
 
+The set is split by task before any change was made to the classifier from it (`task_half`): the
+SHA-256 of "domain-taskid", even → tuning, odd → held out. Rules may be taken from the tuning half's
+misses and false flags only; the held-out half is scored, not read. A text said in several tasks is
+one item, in the half of its first task.
+
 Controls: *flag everything*, *shuffled* (as many flags as the classifier makes, on sentences drawn
 at random with a fixed seed) and the enforce threshold (`context.rules.candidate_rules`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable
@@ -31,6 +37,14 @@ READER_FILES = ("constraints_fresh_reader1.json", "constraints_fresh_reader2.jso
 ADJUDICATED_FILE = "constraints_fresh_adjudicated.json"
 
 Flag = Callable[[str], bool]
+HALVES = ("tuning", "held_out")
+
+
+def task_half(sentence_id: str) -> str:
+    """The half of the fresh set a sentence belongs to, by its task: the SHA-256 of "domain-taskid",
+    even → "tuning", odd → "held_out". Never depends on the text, its label or the classifier."""
+    task = sentence_id.rsplit("-", 1)[0]
+    return HALVES[int(hashlib.sha256(task.encode()).hexdigest(), 16) % 2]
 
 
 def distinct(items: list[Sentence]) -> list[Sentence]:
@@ -153,9 +167,21 @@ def report(corpora: Path | None = None, folder: Path = HERE) -> str:
     if adjudicated is None:
         lines.append(f"No adjudication ({ADJUDICATED_FILE}): that column is not measured.")
     names = list(reads)
-    for title, only in (("every sentence", None), ("plain sentences only", plain)):
-        lines += ["", f"**{title}**", "", "| classifier | " + " | ".join(f"{n} R / P" for n in names) + " |"]
-        lines.append("|---|" + "---|" * len(names))
-        for name, by in rows(items, reads, only):
-            lines.append(f"| {name} | " + " | ".join(_cell(by[n]) for n in names) + " |")
+    halves = {h: {i for i in ids if task_half(i) == h} for h in HALVES}
+    lines.append(
+        f"Split by task (SHA-256 of domain-taskid): tuning {len(halves['tuning'])} sentences, "
+        f"held out {len(halves['held_out'])}."
+    )
+    for scope, kept in (("every sentence", ids), ("plain sentences only", plain)):
+        for half_name, members in (
+            ("tuning half", halves["tuning"]),
+            ("held-out half", halves["held_out"]),
+            ("all", ids),
+        ):
+            only = kept & members
+            lines += ["", f"**{scope}, {half_name} ({len(only)})**", ""]
+            lines.append("| classifier | " + " | ".join(f"{n} R / P" for n in names) + " |")
+            lines.append("|---|" + "---|" * len(names))
+            for name, by in rows(items, reads, only):
+                lines.append(f"| {name} | " + " | ".join(_cell(by[n]) for n in names) + " |")
     return "\n".join(lines)

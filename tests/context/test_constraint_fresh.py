@@ -106,6 +106,9 @@ def test_the_readers_files_cover_the_set_and_the_command_prints_the_figures():
     call_command("constraint_fresh", "--corpora", str(CORPORA), stdout=out)
     text = out.getvalue()
     assert "Cohen's kappa" in text and "quote threshold" in text and "control: shuffled" in text
+    for scope in ("every sentence", "plain sentences only"):
+        for half in ("tuning half", "held-out half", "all"):
+            assert f"**{scope}, {half} (" in text
     # The classifier reads the sentences: against the adjudicated labels it finds more constraints
     # than the same number of flags put at random.
     items = freshscore.distinct(instructionsentences.fresh_sentences(CORPORA))
@@ -123,3 +126,16 @@ def test_the_readers_files_cover_the_set_and_the_command_prints_the_figures():
 def test_the_command_says_what_is_missing(tmp_path):
     with pytest.raises(CommandError, match="corpora|tasks|No such"):
         call_command("constraint_fresh", "--corpora", str(tmp_path), stdout=StringIO())
+
+
+def test_the_split_is_by_task_and_fixed():
+    # The half is a function of the task alone: every sentence of a task falls in the same half.
+    assert freshscore.task_half("airline-7-1") == freshscore.task_half("airline-7-12")
+    # It is the SHA-256 of "domain-taskid", even → tuning (values fixed when the split was made).
+    assert freshscore.task_half("airline-0-1") == "tuning"
+    assert freshscore.task_half("retail-1-1") == "held_out"
+    # Control: the domain is part of the key ("airline-1" is tuning where "retail-1" is held out),
+    # and both halves occur over a hundred tasks.
+    assert freshscore.task_half("airline-1-1") == "tuning"
+    halves = {freshscore.task_half(f"retail-{n}-1") for n in range(100)}
+    assert halves == {"tuning", "held_out"}
