@@ -79,7 +79,7 @@ SUBJECTS = {
     False: ["Your order", "It", "Your package", "The parcel", "Your whole order"],
 }
 STATUS_WORDS = {
-    r.PLACED: ["is still processing", "is being processed", "is pending", "is awaiting dispatch", "is still being prepared"],
+    r.PLACED: ["is still processing", "is being processed", "is awaiting dispatch", "is still being prepared"],
     r.SHIPPED: ["has shipped", "has been shipped", "was dispatched", "is on its way", "is in transit",
                 "is out for delivery", "shipped", "has now been dispatched", "has already shipped", "is currently in transit"],
     r.DELIVERED: ["has been delivered", "was delivered", "is delivered", "has now been delivered"],
@@ -96,7 +96,7 @@ LABELS = [
     "The order's status shows as {w}.",
 ]
 LABEL_WORDS = {
-    r.PLACED: ["processing", "pending"],
+    r.PLACED: ["processing", "awaiting dispatch"],
     r.SHIPPED: ["shipped", "in transit", "dispatched"],
     r.DELIVERED: ["delivered"],
     r.CANCELLED: ["cancelled"],
@@ -113,6 +113,8 @@ def _status_cases():
     for status, words in STATUS_WORDS.items():
         for named, subjects in SUBJECTS.items():
             for subject, word in itertools.product(subjects, words):
+                if subject == "It" and status == r.PLACED:
+                    continue  # "it is being processed" may be a refund's or a request's (FUTURES)
                 yield status, named, False, f"{subject.format(ref=ORDER)} {word}."
     for status, words in LABEL_WORDS.items():
         for label, word in itertools.product(LABELS, words):
@@ -253,6 +255,8 @@ QUESTIONS = [
     "What does the status say: delivered or shipped?",
 ]
 FUTURES = [
+    "It is being processed.",  # as often a refund or a request as the order: not read
+    "I've asked for the refund; it is still processing.",
     "It should be delivered on 3 August.",
     "It will ship on Aug 3.",
     "Your order is expected to be delivered on 2026-08-22.",

@@ -39,7 +39,7 @@ STATUS, DATE, AMOUNT = "status", "date", "amount"
 
 # A status as replies word it.
 _STATUS_WORDS = {
-    PLACED: r"processing|being\s+(?:processed|prepared|packed)|pending|awaiting\s+(?:dispatch|shipment|shipping)"
+    PLACED: r"processing|being\s+(?:processed|prepared|packed)|awaiting\s+(?:dispatch|shipment|shipping)"
     r"|placed\s+but\s+not\s+(?:yet\s+)?shipped",
     SHIPPED: r"shipped|dispatched|sent\s+out|on\s+(?:its|the|their)\s+way|in\s+transit|out\s+for\s+delivery",
     DELIVERED: r"delivered",
@@ -59,7 +59,11 @@ _STATUS_SHAPES = [
     re.compile(p, re.I)
     for p in (
         # "your order SU-1 has been delivered", "it shipped", "SU-1 is still processing", "it hasn't shipped"
-        _SUBJECT
+        r"(?P<subject>"
+        + _SUBJECT
+        + r")"
+        # "your parcel for order <ref>", "Order <ref> (placed on 2026-08-10)"
+        + r"(?:\s+(?:for|of)\s+(?:order\s+)?[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]+)?(?:\s*\([^()]{0,80}\))?"
         + r"(?:'s|\s+has|\s+have|\s+had|\s+was|\s+were|\s+is|\s+are)?(?P<neg>\s*n't|\s+not)?\s+"
         + _ADV
         + r"(?:been\s+|being\s+(?=processed|prepared|packed))?"
@@ -177,6 +181,8 @@ def statements(sentence: str) -> list[Statement]:
             if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
                 continue
             status = next(k for k in _STATUS_WORDS if m.group(k))
+            if status == PLACED and (m.groupdict().get("subject") or "").lower() in ("it", "they"):
+                continue  # "it is being processed" is as often a refund or a request as the order
             out.append(Statement(STATUS, f"not {status}" if m.group("neg") else status))
     for m in _DATE_SHAPE.finditer(s):
         if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
