@@ -162,12 +162,22 @@ def checked_claims(
     if not false:
         return verdict
     said = replyclaims.describe(false)
-    if all(c.mode == replyclaims.DONE for c in false):
+    stated = (
+        " State an order's status, its dates and its amounts only as the records or tool results show them."
+        if any(c.mode == replyclaims.STATED for c in false)
+        else ""
+    )
+    if all(c.mode == replyclaims.STATED for c in false):
+        prompt = (
+            f"Your reply states a status, date or amount of the customer's record that its records and the tool "
+            f"results do not show ({said}). It was not sent. Look the record up, or say only what you know."
+        ) + stated
+    elif all(c.mode in (replyclaims.DONE, replyclaims.STATED) for c in false):
         prompt = (
             f"Your reply says something was done that no tool did on this ticket ({said}). It was not sent. "
             "Say an action happened, and for how much, only as its tool call's result showed it; if it has not "
             "been done, say what happens next instead, or make the call."
-        )
+        ) + stated
     else:
         prompt = (
             f"Your reply says something about an action that this ticket's records do not show ({said}). It "
@@ -177,7 +187,7 @@ def checked_claims(
             "when it was; offer only what a tool can do and no rule forbids, that was not declined or done "
             "already, and for the open card's figure; say the customer confirmed an action only when its card "
             "was confirmed. Amounts only as the records or the card show them."
-        )
+        ) + stated
     return replycheck.ReplyVerdict(
         replycheck.HOLD if retried else replycheck.RETRY,
         verdict.text,

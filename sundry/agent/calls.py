@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError, connection, transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cardstore, holds, proposals, remote, spending_reads
+from sundry.agent import cardstore, holds, proposals, recordstates, remote, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
 from sundry.agent.guards import cards, consent, runlimits
@@ -201,6 +201,11 @@ def _guard_input(
         if confirmation is not None
         else frozenset(),
         proposals=proposals.read(ticket.pk) if tool.customer_text else (),
+        states=recordstates.read(
+            ticket, recordstates.referenced(snap.ledger, snap.money, snap.actions, toolbox.domain.owner_kind)
+        )
+        if tool.customer_text
+        else None,
     )
 
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, calibration, claims, failures, proposals
+from sundry.agent import answer, calibration, claims, failures, proposals, recordstates
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
 from sundry.agent.guards import replycheck, replyclaims
@@ -459,7 +459,8 @@ def _hold_rest(ticket: Ticket, append: _FirstTurn, got) -> None:
 
 
 def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> replyclaims.Records:
-    """The records a reply's claims are judged against: the lanes as this step read them, the open and
+    """The records a reply's claims are judged against: the lanes as this step read them, the records'
+    statuses, dates and figures now and the tool results the step shows (`recordstates`), the open and
     declined cards and holds (read with the lanes, else here; once: the stream's sentences and the reply share them), the
     rules in force (an offer or promise of what one forbids is false), and which tools do what by the
     toolbox's declarations."""
@@ -470,6 +471,11 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> re
         ledger=snapshot.ledger,
         proposals=_or_read(proposals.of_snapshot(snapshot), ticket.pk),
         rules=snapshot.rules,
+        states=recordstates.read(
+            ticket,
+            recordstates.referenced(snapshot.ledger, snapshot.money, snapshot.actions, toolbox.domain.owner_kind),
+        ),
+        shown=recordstates.shown(snapshot.turns),
     )
 
 

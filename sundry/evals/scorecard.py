@@ -29,6 +29,9 @@ class Scorecard:
     reply_holds: int = 0  # replies held for staff, never sent
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
+    # posted replies stating a record's status, date or amount that neither its records (as they are now)
+    # nor the tool results shown before the reply back (`agent.guards.statusclaims`)
+    false_statements: int = 0
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
     unanswered: int = 0  # customer messages no reply answered before their next one (`unanswered`)
@@ -118,6 +121,7 @@ def collect(model: str, results) -> Scorecard:
     for ticket_id, read, together in judged:
         read = read if read is not None else read_by_customers(ticket_id, together=together)
         card.false_claims += read["false_claims"]
+        card.false_statements += read.get("false_statements", 0)
         card.internal_shown += read["internal_shown"]
         card.unanswered += read["unanswered"]
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
@@ -202,7 +206,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     checks that let it through: each posted reply's claims (done, pending, promised, refused, denied)
     against the actions, money, ledger, cards and holds as they stood before it (`agent.replyclaims`),
     its quotes of internal-only text (`context.internaltext`), and the customer messages no reply
-    answered (`unanswered`; `together` as there)."""
+    answered (`unanswered`; `together` as there). A reply's statements of a record's status, dates and
+    amounts (`false_statements`) are judged on the records as they are now and on the tool results shown
+    before it."""
+    from sundry.agent import recordstates
     from sundry.agent.guards import replyclaims
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
@@ -247,7 +254,11 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         if (author in ("customer", "staff") and kind == Turn.Kind.MESSAGE) or kind == Turn.Kind.TOOL_RESULT
     ]
     hidden = gather(internal=internal, public=public)
-    out = {"false_claims": 0, "internal_shown": 0, "unanswered": 0}
+    out = {"false_claims": 0, "false_statements": 0, "internal_shown": 0, "unanswered": 0}
+    states = recordstates.read(
+        ticket,
+        [v for v, k, *_ in ledger if k == domain.owner_kind] + [m[0] for m in money] + [a[1] for a in actions if a[1]],
+    )
     question = ""
     for number, author, kind, text in turns:
         if kind != Turn.Kind.MESSAGE:
@@ -273,40 +284,40 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             for t, g, n, a, cents, currency in actions
             if n < number
         ]
-        out["false_claims"] += bool(
-            replyclaims.unsupported(
-                text,
-                actions=before,
-                kinds=kinds,
-                owner_kind=domain.owner_kind,
-                money=[
-                    MoneyData(order=o, currency=c, paid_cents=p, refunded_cents=r)
-                    for o, c, p, r, n in money
-                    if n < number
-                ],
-                ledger=[
-                    LedgerData(
-                        role="",
-                        value=v,
-                        kind=k,
-                        verified=True,
-                        first_seen_turn=f,
-                        last_used_turn=f,
-                        description=d,
-                        note=note,
-                    )
-                    for v, k, f, d, note in ledger
-                    if f < number
-                ],
-                proposals=[p for turn, p in proposed if turn < number],
-                later=later,
-                question=question,
-                vocab=vocab,
-                forbidden=replyclaims.forbidden_kinds([r for r in rules if r.turn < number], domain),
-                targets=replyclaims.targets_of(domain.tools),
-                kind_of=domain.kind_of,
-            )
+        false = replyclaims.unsupported(
+            text,
+            actions=before,
+            kinds=kinds,
+            owner_kind=domain.owner_kind,
+            money=[
+                MoneyData(order=o, currency=c, paid_cents=p, refunded_cents=r) for o, c, p, r, n in money if n < number
+            ],
+            ledger=[
+                LedgerData(
+                    role="",
+                    value=v,
+                    kind=k,
+                    verified=True,
+                    first_seen_turn=f,
+                    last_used_turn=f,
+                    description=d,
+                    note=note,
+                )
+                for v, k, f, d, note in ledger
+                if f < number
+            ],
+            proposals=[p for turn, p in proposed if turn < number],
+            later=later,
+            question=question,
+            vocab=vocab,
+            forbidden=replyclaims.forbidden_kinds([r for r in rules if r.turn < number], domain),
+            targets=replyclaims.targets_of(domain.tools),
+            kind_of=domain.kind_of,
+            states=states,
+            shown="\n".join(t for n, _a, k, t in turns if k == Turn.Kind.TOOL_RESULT and n < number),
         )
+        out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
+        out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
     out["unanswered"] = unanswered(
         [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"],
@@ -338,7 +349,8 @@ def render(card: Scorecard) -> str:
         f"  malformed calls         {card.malformed}",
         f"  tool calls              {card.calls_ran} of {card.calls} ran (read from text: {shapes})",
         f"  reply-check holds       {card.reply_holds} (and {card.reply_retries} replies asked again)",
-        f"  customers read          {card.false_claims} false claims, {card.internal_shown} internal quotes, "
+        f"  customers read          {card.false_claims} false claims, {card.false_statements} false statements "
+        f"(status/date/amount), {card.internal_shown} internal quotes, "
         f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered",
         f"  summary fallbacks       {pct(card.summary_fallbacks, card.compactions)} of compactions (output path: {paths})",
         f"  median step latency     {card.median_step_ms} ms over {card.steps} steps",
@@ -358,6 +370,7 @@ def verdict(card: Scorecard) -> str:
         )
     read = {
         "false claims": card.false_claims,
+        "false statements of status, date or amount": card.false_statements,
         "internal text": card.internal_shown,
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,

@@ -10,11 +10,36 @@ Registered by the shop's app (`ShopConfig.ready`).
 
 from __future__ import annotations
 
+from datetime import UTC
+
+from django.utils import timezone
+
 from sundry.core.money import format_money
 from sundry.shop import selectors
 from sundry.shop.ids import DOMAIN_NAME
-from sundry.shop.models import Order
-from sundry.tooling.records import Done, RecordFacts, RecordRow, Records
+from sundry.shop.models import Cancellation, Order, Parcel, Refund, TrackingEvent
+from sundry.tooling import records as r
+from sundry.tooling.records import Done, RecordFacts, RecordRow, Records, RecordState
+
+# What each order status says is true of it (a delivered order was shipped, and so on).
+_STATUSES = {
+    Order.Status.PLACED: {r.PLACED},
+    Order.Status.SHIPPED: {r.SHIPPED},
+    Order.Status.DELIVERED: {r.SHIPPED, r.DELIVERED},
+    Order.Status.CANCELLED: {r.CANCELLED},
+    Order.Status.RETURNED: {r.SHIPPED, r.DELIVERED, r.RETURNED},
+}
+_PARCEL = {
+    Parcel.Status.IN_TRANSIT: {r.SHIPPED},
+    Parcel.Status.OUT_FOR_DELIVERY: {r.SHIPPED},
+    Parcel.Status.DELIVERED: {r.SHIPPED, r.DELIVERED},
+    Parcel.Status.LOST: {r.SHIPPED, r.LOST},
+}
+
+
+def _days(at) -> set:
+    """The day of a moment, in the shop's time zone and in UTC (a tool result shows the UTC one)."""
+    return {timezone.localtime(at).date(), at.astimezone(UTC).date()}
 
 
 def _row(order: Order) -> RecordRow:
@@ -68,6 +93,40 @@ class ShopRecords(Records):
                 ("Already refunded", format_money(selectors.refunded_cents(order), cur)),
                 ("Still refundable", format_money(selectors.refundable_cents(order), cur)),
             ),
+        )
+
+    def state(self, reference: str) -> RecordState | None:
+        order = selectors.order_by_number(self.normalize(reference)) if reference else None
+        if order is None:
+            return None
+        statuses = set(_STATUSES.get(order.status, ()))
+        for parcel in order.parcels.all():
+            statuses |= _PARCEL.get(parcel.status, set())
+        refunds = [f for f in order.refunds.all() if f.status == Refund.Status.ISSUED]
+        statuses |= {r.REFUNDED} if refunds else set()
+        dates = {(r.PLACED, d) for d in _days(order.placed_at)}
+        events = list(TrackingEvent.objects.filter(parcel__order=order).values_list("at", "description"))
+        if events:
+            dates |= {(r.SHIPPED, d) for d in _days(min(at for at, _ in events))}
+        dates |= {(r.DELIVERED, d) for at, what in events if "deliver" in what.lower() for d in _days(at)}
+        if order.status == Order.Status.DELIVERED and events and r.DELIVERED not in {e for e, _ in dates}:
+            dates |= {(r.DELIVERED, d) for d in _days(max(at for at, _ in events))}
+        dates |= {(r.REFUNDED, d) for f in refunds for d in _days(f.created_at)}
+        dates |= {(r.RETURNED, d) for x in order.returns.all() for d in _days(x.created_at)}
+        for at in Cancellation.objects.filter(order=order).values_list("created_at", flat=True):
+            dates |= {(r.CANCELLED, d) for d in _days(at)}
+        cur = order.currency
+        paid = selectors.captured_cents(order)
+        refunded = selectors.refunded_cents(order)
+        figures = {order.total_cents, paid, refunded, max(0, paid - refunded)}
+        for item in order.items.all():
+            figures |= {item.unit_price_cents, item.unit_price_cents * item.quantity}
+        figures |= {f.amount_cents for f in refunds} | {p.amount_cents for p in order.payments.all()}
+        return RecordState(
+            reference=order.number,
+            statuses=frozenset(statuses),
+            dates=tuple(sorted(dates)),
+            figures=tuple(sorted((c, cur) for c in figures if c)),
         )
 
     def done(self, tool: str, result: dict, amount_cents: int | None, currency: str) -> Done | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,32 @@ class RecordFacts:
     status: str
     items: tuple[dict, ...] = ()  # {"product", "quantity", "price"}
     figures: tuple[tuple[str, str], ...] = ()  # (label, value), in the order shown
+
+
+# What a record's status may be, in the words a reply states it with (`agent.guards.statusclaims`):
+# a domain says which of these are true of its record now.
+PLACED, SHIPPED, DELIVERED, CANCELLED, RETURNED, REFUNDED, LOST = (
+    "placed",
+    "shipped",
+    "delivered",
+    "cancelled",
+    "returned",
+    "refunded",
+    "lost",
+)
+STATUSES = (PLACED, SHIPPED, DELIVERED, CANCELLED, RETURNED, REFUNDED, LOST)
+
+
+@dataclass(frozen=True)
+class RecordState:
+    """What a reply may state of a record: the statuses true of it (`STATUSES`; a delivered order was
+    shipped too), the dates of what happened to it (status → dates, in the shop's time zone and in
+    UTC), and every figure it holds (cents, currency): total, paid, refunded, left to refund, lines."""
+
+    reference: str
+    statuses: frozenset[str] = frozenset()
+    dates: tuple[tuple[str, date], ...] = ()  # (PLACED, date) …; a status may have several
+    figures: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +115,11 @@ class Records:
         """The record's figures for a person deciding a held call; None when there is no such record."""
         return None
 
+    def state(self, reference: str) -> RecordState | None:
+        """The record's statuses, dates and figures now, for a reply that states them; None when
+        there is no such record."""
+        return None
+
     def done(self, tool: str, result: dict, amount_cents: int | None, currency: str) -> Done | None:
         """A completed action in the customer's words, or None for what the customer need not see."""
         return None
@@ -135,6 +166,7 @@ __all__ = [
     "Done",
     "RecordFacts",
     "RecordRow",
+    "RecordState",
     "Records",
     "all_records",
     "records_for",

@@ -183,7 +183,9 @@ def test_every_generated_sentence_is_read_in_its_mode_and_kind():
         f"{dict(Counter(m for m, *_ in CASES))}"
     )
     assert len(read_as) == len(CASES), [t for m, k, _n, _a, t in CASES if (m, k, t) not in read_as]
-    claimed = [t for t in PLAIN if replyclaims.claims_of(t) and replyclaims.claims_of(t)[0].mode != "done"]
+    # A stated status ("it has shipped") is a claim of another reading (`statusclaims`), judged on the records.
+    actions = {t: [c for c in replyclaims.claims_of(t) if c.mode != replyclaims.STATED] for t in PLAIN}
+    claimed = [t for t in PLAIN if actions[t] and actions[t][0].mode != "done"]
     assert claimed == [], claimed
 
 

@@ -111,7 +111,13 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
     assert scorecard.read_by_customers(ticket.pk)["unanswered"] == 1
     say(Turn.Author.STAFF, Turn.Kind.NOTE, "Chargeback history on this card, be careful with refunds.")
     say(Turn.Author.AGENT, Turn.Kind.MESSAGE, "Your order SU-77001 has been cancelled.")
-    assert scorecard.read_by_customers(ticket.pk) == {"false_claims": 1, "internal_shown": 0, "unanswered": 0}
+    # A false "done", and a false status of the order (it is not cancelled).
+    assert scorecard.read_by_customers(ticket.pk) == {
+        "false_claims": 1,
+        "false_statements": 1,
+        "internal_shown": 0,
+        "unanswered": 0,
+    }
     say(Turn.Author.AGENT, Turn.Kind.MESSAGE, "There is a chargeback history on this card.")
     assert scorecard.read_by_customers(ticket.pk)["internal_shown"] == 1
     say(Turn.Author.CUSTOMER, Turn.Kind.MESSAGE, "Hello?")
@@ -186,7 +192,12 @@ def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
     run_check("offline", scenario, ["triggered"])  # makes the class the check runs under
     result = Runner(TicketClass.objects.get(slug="model-check")).run(scenario[0], ["triggered"])
     run = result.runs["triggered"]
-    assert run.judgement.correct and run.read == {"false_claims": 0, "internal_shown": 0, "unanswered": 0}
+    assert run.judgement.correct and run.read == {
+        "false_claims": 0,
+        "false_statements": 0,
+        "internal_shown": 0,
+        "unanswered": 0,
+    }
     assert scorecard.collect("offline", [result]).false_claims == 0
     assert scorecard.read_by_customers(run.ticket_id)["false_claims"] >= 1  # the control: records undone
 

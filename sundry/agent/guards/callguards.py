@@ -58,6 +58,9 @@ class GuardInput:
     # Open and declined cards and holds (`replyclaims.Proposal`), for a tool's customer text that says
     # an action is pending, will happen or was declined; read only for a tool with customer text.
     proposals: tuple = ()
+    # The statuses, dates and figures of the ticket's records now (`tooling.records.RecordState`), for a
+    # tool's customer text that states them (None: the domain states none); read only for such a tool.
+    states: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -663,6 +666,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         proposals=inp.proposals,
         rules=inp.rules,
         overridden=inp.overridden_rules,
+        states=inp.states,
     )
     # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
     question = _latest_customer(inp)
@@ -677,7 +681,8 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         f"The {inp.tool.name} text says something was done that no tool did on "
         f"this ticket, or will be that no card or hold stands for ({said}). It was not sent. Say an action "
         "happened, and for how much, only as its tool call's result showed it, and that one will happen "
-        "only once its card or staff hold is open; otherwise say what happens next.",
+        "only once its card or staff hold is open; otherwise say what happens next. State an order's status, "
+        "dates and amounts only as the records or tool results show them.",
         args,
         unsupported=said,
     )

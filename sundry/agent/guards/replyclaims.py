@@ -34,6 +34,12 @@ card for that action confirmed by the customer or by staff on their behalf
 (`Proposal.confirmed`), on the record and for the figure it names — whatever
 the actions lane shows, since an action that ran with no card had none.
 
+A reply may also state a fact of the customer's record: its status ("your order
+<ref> has been delivered", "order status: delivered"), a date of it ("it shipped on
+3 August"), or a figure ("The amount is 20.00"): claims of mode STATED
+(`statusclaims`), which stand only on the domain's records as they are now
+(`tooling.records.RecordState`) or on what the tool results shown said.
+
 Beyond those six kinds, each write's own words (`claimverbs`: its name and its
 declared `claim_verbs` and `claim_nouns`) make kinds of their own — "your
 flight has been upgraded" is an "upgrade flight" claim, backed only by a write
@@ -58,7 +64,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs, confirmclaims
+from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs, confirmclaims, statusclaims
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.context.rules import infer_enforcement
@@ -219,6 +225,7 @@ OFFER = claimmodes.OFFER
 AGREED = confirmclaims.AGREED  # "the customer has confirmed the refund": judged on confirmed cards
 ANY = bareclaims.ANY  # an action the reply names nowhere (`bareclaims`)
 READY = bareclaims.READY  # the same, said ready ("you're all set"): judged only on an open card
+STATED = statusclaims.STATED  # a record's status, date or figure stated (`statusclaims`): judged on the records
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,7 @@ class Claim:
     amounts: tuple[Amount, ...] = ()
     mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED, OFFER (`claimmodes`), AGREED (`confirmclaims`)
     why: str = ""  # set by `unsupported`: what the records say against it
+    stated: statusclaims.Statement | None = None  # for STATED: what the sentence states
 
 
 def _done_kinds(s: str, vocab: claimverbs.Vocabulary) -> list[str]:
@@ -270,6 +278,8 @@ def claims_of(
                     for item in listed[i]
                     for kind in item.kinds
                 ]
+                # What an item states of the record ("- order status: delivered"), the lead-in naming it.
+                out += [c for item in listed[i] for c in _stated(item.text, [], about=f"{item.lead} {item.text}")]
             lead = next((item.lead for item in listed[i] if item.inline), None)
             if lead is None:
                 continue
@@ -295,7 +305,7 @@ def claims_of(
         if offered:
             mode, kinds = OFFER, offered
         elif s.endswith("?"):
-            out += found
+            out += found + _stated(s, found)  # a statement run on into a question ("… 2021-08-22 Does this help?")
             continue
         else:
             mode = claimmodes.mode_of(s, lambda plain: bool(_done_kinds(plain, vocab)))
@@ -308,7 +318,21 @@ def claims_of(
         found += [Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), mode) for kind in kinds]
         if not offered:
             found += _unnamed(s, said[:i], question, vocab, rest, {(c.kind, c.mode) for c in found})
-        out += found
+        out += found + _stated(s, found)
+    return out
+
+
+def _stated(s: str, found: list[Claim], about: str = "") -> list[Claim]:
+    """The record's status, dates and figures the sentence states (`statusclaims`); a figure only where
+    no claim of an action took the sentence already (a refund's amount is judged with the refund).
+    `about`: the words that say which record it is of (a list item's lead-in and the item; default `s`)."""
+    about = about or s
+    out = []
+    for st in statusclaims.statements(s):
+        amounts = tuple(amounts_in(s)) if st.what == statusclaims.AMOUNT else ()
+        if st.what == statusclaims.AMOUNT and (found or not amounts):
+            continue
+        out.append(Claim(st.what, about, frozenset(id_tokens(about)), amounts, STATED, stated=st))
     return out
 
 
@@ -476,6 +500,8 @@ def unsupported(
     since: int = 0,
     targets: dict[str, str] | None = None,
     kind_of: Callable[[str], str | None] | None = None,
+    states: Iterable | None = None,
+    shown: str = "",
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -492,7 +518,9 @@ def unsupported(
     this one on, the earlier ones read only as what they may speak of (`claims_of`). `targets`
     (`targets_of`): tool → the kind of record it acts on; `kind_of`: an identifier's kind by the
     domain's ID patterns — with them a claim is judged on the records of the kind it names
-    (`_entity`)."""
+    (`_entity`). `states`: the records' statuses, dates and figures now (`RecordState`; None: the
+    domain states none, and statements of them are not judged); `shown`: the tool results the model
+    was shown, whose statuses, dates and figures back a statement too."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -518,6 +546,11 @@ def unsupported(
                 out.append(replace(claim, why="nothing was done on this ticket"))
             continue
         own = claim.kind not in KINDS
+        if claim.mode == STATED:
+            why = _stated_fault(claim, states, shown, ledger, actions, proposals, money)
+            if why:
+                out.append(replace(claim, why=why))
+            continue
         if claim.mode == AGREED:
             why = _agreed_fault(claim, owners, actions, proposals, ledger, kinds, money, targets or {}, kind_of)
             if why:
@@ -584,6 +617,27 @@ def unsupported(
             ):
                 out.append(replace(claim, why="its card or the records show another figure"))
     return out
+
+
+def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> str:
+    """Why a stated status, date or figure is not so ("" when it is): judged on the record the sentence
+    names, else on any of the ticket's (`statusclaims.fault`)."""
+    if states is None:
+        return ""
+    states = list(states)
+    named = statusclaims.references(claim.sentence) & {r.reference.upper() for r in states}
+    about = [r for r in states if r.reference.upper() in named] or states
+    refs = {r.reference.upper() for r in about}
+    told = " ".join(
+        f"{e.description} {e.note}"
+        for e in ledger
+        if e.value.upper() in refs or any(ref in f"{e.description} {e.note}".upper() for ref in refs) or not states
+    )
+    statuses = {k for k, p in statusclaims._STATUS_WORDS.items() if re.search(r"\b(?:" + p + r")\b", told, re.I)}
+    figures = {(a.amount_cents, a.currency) for a in actions if a.amount_cents}
+    figures |= {(p.amount_cents, p.currency) for p in proposals if p.amount_cents}
+    figures |= {(c, m.currency) for m in money for c in (m.paid_cents, m.refunded_cents, m.refundable_cents) if c}
+    return statusclaims.fault(claim.stated, about, shown, statuses, figures, claim.amounts)
 
 
 def _agreed_fault(claim, owners, actions, proposals, ledger, kinds, money, targets, kind_of) -> str:
@@ -791,11 +845,15 @@ class Records:
     forbidden: dict = field(default_factory=dict)  # `forbidden_kinds`
     targets: dict = field(default_factory=dict)  # `targets_of`
     kind_of: Callable[[str], str | None] | None = None  # the domain's ID patterns
+    states: tuple | None = None  # `RecordState`s of the ticket's records (None: the domain states none)
+    shown: str = ""  # the tool results the model was shown
 
     @classmethod
-    def of(cls, domain, *, actions=(), money=(), ledger=(), proposals=(), rules=(), overridden=()) -> "Records":
+    def of(
+        cls, domain, *, actions=(), money=(), ledger=(), proposals=(), rules=(), overridden=(), states=None, shown=""
+    ) -> "Records":
         """`rules`: the ticket's rules in force (`RuleData`); `overridden`: ids of those a confirmed card
-        quoted."""
+        quoted; `states`: the records' `RecordState`s (None: the domain states none); `shown`: tool results."""
         return cls(
             actions=tuple(actions),
             kinds=kinds_of(domain.tools),
@@ -808,6 +866,8 @@ class Records:
             forbidden=forbidden_kinds(rules, domain, overridden),
             targets=targets_of(domain.tools),
             kind_of=domain.kind_of,
+            states=tuple(states) if states is not None else None,
+            shown=shown,
         )
 
     def unsupported(self, text: str, question: str = "", since: int = 0) -> list[Claim]:
@@ -826,6 +886,8 @@ class Records:
             since=since,
             targets=self.targets,
             kind_of=self.kind_of,
+            states=self.states,
+            shown=self.shown,
         )
 
 
@@ -837,6 +899,7 @@ _SAID = {
     DENIED: " (said not done)",
     OFFER: " (offered)",
     AGREED: " (said confirmed by the customer)",
+    STATED: " (stated)",
 }
 
 

@@ -1,0 +1,271 @@
+"""Does a reply state a record's status, a date of it, or a figure of it? Pure.
+
+"Your order <ref> has been delivered", "it shipped on 3 August", "<ref> is still
+processing", "order status: delivered", "order date: 2021-08-22", "The amount is
+20.00", "the total was $69.98": each tells the customer a fact of their record.
+Such a statement is a claim (`replyclaims`, mode STATED) that stands only on the
+domain's records (`tooling.records.RecordState`, read from the database) or on
+what the tool results the model was shown say (the ledger's status words, the
+dates and figures in the results):
+
+- a status stands when the record has it now ("shipped" for a delivered order
+  too), or a tool result gave the record that status; "not delivered" when it
+  has not;
+- a date stands when it is the day the record's event happened (placed, shipped,
+  delivered, refunded, cancelled, returned) — a date written without a year on
+  that day and month — or the same date a tool result shows; a date this module
+  cannot read ("03/08/2026") stands only where a tool result shows those very words;
+- an amount stands when it is one of the record's figures (total, paid, refunded,
+  left to refund, a line, a payment, a refund), a figure of a card, hold or action
+  on the ticket, or a figure a tool result shows.
+
+The record is the one the sentence names; naming none, any record of the ticket
+(as other claims judge "it": `replyclaims._entity`). A question, a condition or a
+future ("if it has shipped …", "once it is delivered …", "it should arrive on
+3 August"), the customer's words said back ("you said it was delivered") and
+anything in quotation marks state nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from sundry.tooling.records import CANCELLED, DELIVERED, LOST, PLACED, REFUNDED, RETURNED, SHIPPED
+
+STATED = "stated"
+STATUS, DATE, AMOUNT = "status", "date", "amount"
+
+# A status as replies word it.
+_STATUS_WORDS = {
+    PLACED: r"processing|being\s+(?:processed|prepared|packed)|awaiting\s+(?:dispatch|shipment|shipping)"
+    r"|placed\s+but\s+not\s+(?:yet\s+)?shipped",
+    SHIPPED: r"shipped|dispatched|sent\s+out|on\s+(?:its|the|their)\s+way|in\s+transit|out\s+for\s+delivery",
+    DELIVERED: r"delivered",
+    CANCELLED: r"cancell?ed",
+    RETURNED: r"returned",
+    REFUNDED: r"refunded",
+    LOST: r"lost(?:\s+in\s+(?:transit|the\s+post))?",
+}
+_WORD = "|".join(f"(?P<{k}>{p})" for k, p in _STATUS_WORDS.items())
+# What a status is of: the order, its parcel, "it", or a record named by its reference.
+_SUBJECT = (
+    r"(?:\b(?:your|the|this|that)\s+(?:[\w-]+\s+){0,2}?(?:order|package|parcel|shipment|items?|purchase)"
+    r"(?:\s+(?:number\s+)?[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]+)?|\bit|\bthey|\b[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]*\d[A-Za-z0-9]*)"
+)
+_ADV = r"(?:(?:now|already|still|just|currently|successfully|finally|also|indeed|actually|yet)\s+)*"
+_STATUS_SHAPES = [
+    re.compile(p, re.I)
+    for p in (
+        # "your order SU-1 has been delivered", "it shipped", "SU-1 is still processing", "it hasn't shipped"
+        r"(?P<subject>"
+        + _SUBJECT
+        + r")"
+        # "your parcel for order <ref>", "Order <ref> (placed on 2026-08-10)"
+        + r"(?:\s+(?:for|of)\s+(?:order\s+)?[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]+)?(?:\s*\([^()]{0,80}\))?"
+        + r"(?:'s|\s+has|\s+have|\s+had|\s+was|\s+were|\s+is|\s+are)?(?P<neg>\s*n't|\s+not)?\s+"
+        + _ADV
+        + r"(?:been\s+|being\s+(?=processed|prepared|packed))?"
+        + _ADV
+        + r"(?:marked\s+(?:as\s+)?|shown\s+as\s+|listed\s+as\s+)?(?:"
+        + _WORD
+        + r")\b",
+        # "order status: delivered", "the status of your order is shipped", "status shows as delivered"
+        r"\bstatus(?:\s+(?:of|for)\s+(?:your|the|this)\s+(?:order|package|parcel|shipment)"
+        r"(?:\s+[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]+)?)?(?:\s+[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]+)?"
+        r"\s*(?::|=|-|\bis\b(?P<neg>\s+not)?|\bshows(?:\s+as)?|\breads|\bsays)\s*"
+        + _ADV
+        + r"[\"'“]?(?:"
+        + _WORD
+        + r")\b",
+    )
+]
+# The event a date is of, as replies word it (its own word, or a label: "order date", "delivery date").
+_EVENTS = {
+    PLACED: r"placed|ordered|purchased|bought|order\s+date|date\s+of\s+(?:your\s+|the\s+)?order|order\s+was\s+made",
+    SHIPPED: r"shipped|dispatched|sent\s+out|ship(?:ping|ment)?\s+date|dispatch\s+date",
+    DELIVERED: r"delivered|delivery\s+date|date\s+of\s+delivery",
+    REFUNDED: r"refunded|refund\s+date",
+    CANCELLED: r"cancell?ed|cancellation\s+date",
+    RETURNED: r"returned|return\s+date",
+}
+_EVENT = "|".join(f"(?P<{k}>{p})" for k, p in _EVENTS.items())
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            "jan|january",
+            "feb|february",
+            "mar|march",
+            "apr|april",
+            "may",
+            "jun|june",
+            "jul|july",
+            "aug|august",
+            "sep|sept|september",
+            "oct|october",
+            "nov|november",
+            "dec|december",
+        ]  # fmt: skip
+    )
+    for m in names.split("|")
+}
+_MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_DATE = (
+    r"(?P<date>(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?(?:the\s+)?"
+    r"(?:\d{4}-\d{2}-\d{2}(?:T[\d:.]+Z?)?"
+    r"|" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+\d{4})?"
+    r"|" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+\d{4})?(?!\d)"
+    r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}))"
+)
+_DATE_SHAPE = re.compile(
+    r"\b(?:" + _EVENT + r")\b(?:(?!\b(?:" + "|".join(_EVENTS.values()) + r")\b)[^,;\d.!?]){0,40}?" + _DATE, re.I
+)
+# A figure of the record: what was paid, charged, refunded, what something cost.
+_AMOUNT_WORDS = re.compile(
+    r"\b(?:amount|total|subtotal|price|priced|cost|costs|paid|charged|billed|sum|balance|value|worth|came\s+to"
+    r"|comes\s+to|refundable)\b",
+    re.I,
+)
+# A condition, a future, a wish or the customer's own words: nothing stated as so.
+_NOT_SO = re.compile(
+    r"\b(?:if|once|unless|until|whether|when|whenever|after|before|as\s+soon\s+as|in\s+case|will|would|could|can"
+    r"|should|may|might|must|expect|expected|expects|estimated|going\s+to|supposed|hope|hopefully|want|wants"
+    r"|need|needs)\b|'ll\b|'d\b"
+    r"|\byou(?:'ve|\s+have)?\s+(?:said|say|wrote|write|mentioned|told|asked|reported|believe|think|thought)\b"
+    r"|\baccording\s+to\s+you\b",
+    re.I,
+)
+_RUN_ON_QUESTION = re.compile(
+    r"(?<=[\w)\]])\s+(?=(?:Does|Did|Do|Is|Are|Was|Were|Has|Have|Can|Could|Would|Will|Shall|Should|May|What"
+    r"|When|Where|Why|How|Which|Who|Anything)\b[^.!?]*\?$)"
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^']*'(?!\w)")
+_REF = re.compile(r"[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]*\d[A-Za-z0-9]*")
+
+
+@dataclass(frozen=True)
+class Statement:
+    what: str  # STATUS, DATE, AMOUNT
+    value: str = ""  # STATUS: the status, "not <status>" when denied; DATE: the event it is of
+    said: str = ""  # DATE: the date as written
+    day: date | None = None  # DATE: the day it names (None: a form this module cannot read)
+    year: bool = True  # DATE: the date names its year
+
+
+def _before_is_so(text: str, at: int) -> bool:
+    """Whether what comes before `at` in its clause leaves the statement as stated (no condition, no future)."""
+    clause = re.split(r"[,;]|\s-\s|\bbut\b|\band\b", text[:at])[-1]
+    return not _NOT_SO.search(clause)
+
+
+def statements(sentence: str) -> list[Statement]:
+    """The statuses, dates and figures a sentence states of a record as so."""
+    s = _QUOTED.sub(" ", sentence.strip().replace("\u2019", "'"))
+    if s.endswith("?"):
+        # A question run on after a statement with no stop between ("… date: 2021-08-22 Does this help?"):
+        # the statement before it is read. A sentence that is a question throughout states nothing.
+        run_on = list(_RUN_ON_QUESTION.finditer(s))
+        s = s[: run_on[-1].start()] if run_on else ""
+    if not s:
+        return []
+    if re.search(
+        r"\byou(?:'ve|\s+have)?\s+(?:said|say|wrote|mentioned|told|reported)\b|\baccording\s+to\s+you\b", s, re.I
+    ):
+        return []
+    out: list[Statement] = []
+    for shape in _STATUS_SHAPES:
+        for m in shape.finditer(s):
+            if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
+                continue
+            status = next(k for k in _STATUS_WORDS if m.group(k))
+            if status == PLACED and (m.groupdict().get("subject") or "").lower() in ("it", "they"):
+                continue  # "it is being processed" is as often a refund or a request as the order
+            out.append(Statement(STATUS, f"not {status}" if m.group("neg") else status))
+    for m in _DATE_SHAPE.finditer(s):
+        if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
+            continue
+        event = next(k for k in _EVENTS if m.group(k))
+        day, year = parse_date(m.group("date"))
+        out.append(Statement(DATE, event, m.group("date").strip(), day, year))
+    if _AMOUNT_WORDS.search(s) and not _NOT_SO.search(s):
+        out.append(Statement(AMOUNT))
+    return list(dict.fromkeys(out))
+
+
+def parse_date(text: str, year: int = 2000) -> tuple[date | None, bool]:
+    """(the day a written date names, whether it names its year); (None, True) for a form not read. A date
+    without a year is given `year` (a leap year, so 29 February reads)."""
+    t = (
+        re.sub(r"^(?:\w+day,?\s+)?(?:the\s+)?", "", text.strip(), flags=re.I)
+        .lower()
+        .replace(",", " ")
+        .replace(".", " ")
+    )
+    iso = re.match(r"(\d{4})-(\d{2})-(\d{2})", t)
+    try:
+        if iso:
+            return date(int(iso[1]), int(iso[2]), int(iso[3])), True
+        words = [w for w in t.split() if w != "of"]
+        month = next((_MONTHS[w] for w in words if w in _MONTHS), None)
+        day = next((int(re.match(r"\d+", w)[0]) for w in words if re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)?", w)), None)
+        named = next((int(w) for w in words if re.fullmatch(r"\d{4}", w)), None)
+        if month and day:
+            return date(named or year, month, day), named is not None
+    except ValueError:
+        pass
+    return None, True
+
+
+def references(sentence: str) -> set[str]:
+    """The record references a sentence names (upper-cased, as records keep them)."""
+    return {m.group(0).upper() for m in _REF.finditer(sentence)}
+
+
+def fault(
+    st: Statement, states: list, shown: str, statuses_shown: set[str], figures: set[tuple[int, str]], amounts
+) -> str:
+    """Why a statement is not so ("" when it stands) on the records it may be about. `states`:
+    `RecordState`s; `shown`: the tool results' text; `statuses_shown`: the statuses tool results gave
+    these records; `figures`: (cents, currency) of cards, holds and actions; `amounts`: the sentence's
+    (`replyclaims.Amount`)."""
+    if st.what == STATUS:
+        denied = st.value.startswith("not ")
+        status = st.value.removeprefix("not ")
+        has = [status in r.statuses for r in states] + [status in statuses_shown]
+        if denied:
+            return "the records show it is" if states and all(has[:-1]) else ""
+        if not any(has):
+            now = ", ".join(sorted({x for r in states for x in r.statuses})) or "no record of it"
+            return f"the records show {now}"
+        return ""
+    if st.what == DATE:
+        days = [d for r in states for event, d in r.dates if event == st.value]
+        if st.day is None:
+            return "" if st.said.lower() in shown.lower() else "a date no record shows"
+        shown_days = {parse_date(d)[0] for d in re.findall(r"\d{4}-\d{2}-\d{2}", shown)}
+        if st.year:
+            ok = st.day in days or st.day in shown_days
+        else:
+            ok = any((d.month, d.day) == (st.day.month, st.day.day) for d in [*days, *shown_days] if d)
+        if ok:
+            return ""
+        return (
+            f"it was {st.value} on {', '.join(sorted({d.isoformat() for d in days}))}"
+            if days
+            else (f"no record shows it {st.value}")
+        )
+    # AMOUNT
+    known = {f for r in states for f in r.figures} | set(figures)
+    cents_shown = {int(c) for c in re.findall(r"_cents\"?\s*[:=]\s*(\d+)", shown)}
+    for a in amounts:
+        if any(a.minor(cur) == c for c, cur in known):
+            continue
+        if any(a.minor(cur or "USD") == c for c in cents_shown for cur in {c2 for _, c2 in known} | {""}):
+            continue
+        if re.search(r"(?<![\d.])" + re.escape(f"{a.value}") + r"(?![\d])", shown):
+            continue
+        return f"no record shows {a}"
+    return ""

@@ -1,0 +1,42 @@
+"""The statuses, dates and figures of a ticket's records now, for a reply that states them.
+
+Read through the domain's records hook (`tooling.records.Records.state`), found by the
+domain the ticket's customer belongs to, for the records the ticket's lanes name (the
+ledger's records of the domain's owner kind, the money lane's, the actions'). A domain
+whose hook states none gives None: its replies' statements of status are not judged
+(`guards.statusclaims`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sundry.people.selectors import domain_of
+from sundry.tooling import records as hooks
+
+
+def read(ticket, references: Iterable[str]) -> tuple | None:
+    """`RecordState` of each of `references` the domain knows; None when the domain states none."""
+    hook = hooks.records_for(domain_of(ticket.customer))
+    if type(hook).state is hooks.Records.state:
+        return None
+    out = []
+    for ref in dict.fromkeys(r for r in references if r):
+        state = hook.state(ref)
+        if state is not None:
+            out.append(state)
+    return tuple(out)
+
+
+def referenced(ledger=(), money=(), actions=(), owner_kind: str = "order") -> list[str]:
+    """The records a ticket's lanes name: the ledger's of the owner kind, the money lane's, the actions'."""
+    return [
+        *(e.value for e in ledger if e.kind == owner_kind),
+        *(m.order for m in money),
+        *(a.target for a in actions if a.target),
+    ]
+
+
+def shown(turns) -> str:
+    """The text of the tool results among `turns` (`TurnData`, or rows with `kind` and `text`)."""
+    return "\n".join(t.text or "" for t in turns if t.kind == "tool_result")
