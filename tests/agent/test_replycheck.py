@@ -455,3 +455,27 @@ def test_a_reply_to_the_guards_through_reply_to_customer_is_refused_as_a_near_ec
     for echo in near_echoes(said):
         assert replycheck.copied(echo, [said]) == "echo", echo
     assert all(replycheck.copied(r, [said]) == "" for r in GENUINE)
+
+
+def test_no_real_agent_reply_of_the_tau2_traces_reads_as_an_echo():
+    """Replies a strong model wrote to real users (τ²-bench traces, beside the checkout when present): none
+    is taken for the user's message said back, against their last three messages."""
+    import json
+
+    from sundry.evals.sources import tau2_traces_dir
+
+    traces = tau2_traces_dir()
+    if traces is None:
+        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    replies = flagged = 0
+    for path in sorted(traces.glob("*.json")):
+        data = json.loads(path.read_text())
+        for sim in data.get("simulations", data) if isinstance(data, dict) else data:
+            users: list[str] = []
+            for m in sim.get("messages") or []:
+                if m.get("role") == "user" and m.get("content"):
+                    users.insert(0, m["content"])
+                elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
+                    replies += 1
+                    flagged += replycheck.echoes(m["content"], users[: replycheck.RECENT_CUSTOMER])
+    assert replies > 500 and flagged == 0, (replies, flagged)
