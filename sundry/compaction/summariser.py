@@ -49,7 +49,8 @@ _PLEASANTRY = re.compile(
     r"^(?:you'?re (?:very )?welcome|thanks?\b|thank you|hello|hi\b|hey\b|good (?:morning|afternoon|evening)|"
     r"is there anything else|anything else|happy to help|glad to help|have a (?:nice|good|great)|"
     r"how can i help|sorry to hear|i'?m sorry|no problem|of course|"
-    r"(?:noted|understood|got it|ok(?:ay)?|sure|will do|certainly)[.!]*$)",
+    r"(?:noted|understood|got it|ok(?:ay)?|sure|will do|certainly|al(?:l )?right|right|great|perfect|fine|cool|"
+    r"excellent|very well|sounds good)[.!]*$)",
     re.I,
 )
 # A sentence ends at . ! or ? followed by a space or the end, so "40.00 USD" stays whole.

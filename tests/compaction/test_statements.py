@@ -197,3 +197,12 @@ def test_junk_then_a_real_summary_is_retried_and_junk_twice_falls_back():
     assert run.status == CompactionRun.Status.FALLBACK
     summary = Summary.objects.get(ticket=other, is_current=True)
     assert summary.fallback and "not a JSON object" not in summary.text
+
+
+@pytest.mark.parametrize("ack", ["Noted.", "Alright.", "All right!", "OK.", "Understood.", "Sounds good."])
+def test_a_bare_acknowledgement_is_dropped_from_the_decisions_not_a_reason_to_reject(ack):
+    """The offline agent answers "OK thanks" with "Alright. Is there anything else …?": the summariser
+    keeps it as a decision; it decides nothing, like a pleasantry, and is dropped. Elsewhere it is junk."""
+    v = sm.validate(out(decisions=[f"turn 84: {ack}", "keep the table; partial refund agreed"]), vctx())
+    assert v.ok and v.fields.decisions == ["keep the table; partial refund agreed"], v.details
+    assert "not_a_statement" in sm.validate(out(open_questions=[ack]), vctx()).reasons
