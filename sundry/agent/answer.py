@@ -123,6 +123,11 @@ def _latest_customer_text(turns: list[TurnData]) -> str:
     return next((t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"), "")
 
 
+def recent_customer_texts(turns: list[TurnData], n: int = replycheck.RECENT_CUSTOMER) -> list[str]:
+    """The customer's last `n` messages, latest first: what a reply must not say back."""
+    return [t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"][:n]
+
+
 def after_rejection(turns: list[TurnData]) -> bool:
     """A guard rejection or error since the last customer message or staff note."""
     for t in reversed(turns):
@@ -236,6 +241,7 @@ def obtain(
     tools = {t.name for t in request.tools}
     known = known_identifiers(request)
     question = _latest_customer_text(turns)
+    recent = recent_customer_texts(turns)
     rejected = after_rejection(turns)
 
     def judge(text: str, *, truncated: bool, retried: bool) -> replycheck.ReplyVerdict:
@@ -247,6 +253,7 @@ def obtain(
             after_rejection=rejected,
             retried=retried,
             customer_said=question,
+            customer_recent=recent,
         )
         verdict = held_if_internal(verdict, internal)
         return checked_claims(verdict, facts, retried, question)
@@ -255,7 +262,7 @@ def obtain(
         # Judged as a first answer (the stricter): posted unchanged, no claims (those are judged by
         # sentence in `sentence_passes`).
         verdict = replycheck.check_reply(
-            upto, known=known, tools=tools, after_rejection=rejected, customer_said=question
+            upto, known=known, tools=tools, after_rejection=rejected, customer_said=question, customer_recent=recent
         )
         return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
 

@@ -421,6 +421,7 @@ def _inputs(run: CompactionRun, toolbox: Toolbox | None = None):
         tools=tools,
         lanes=_faithful_lanes(snap.rules, turns, previous, done_on, ledger_all, tools).as_json(),
         quotes=quotes,
+        vocabulary=sm.ticket_vocabulary(turns, ledger=snap.ledger, rules=snap.rules, previous=previous),
     )
     return turns, request, ctx, seen
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sundry.compaction import faithful
+from sundry.compaction import faithful, statements
 from sundry.context.constraints import constraint_sentences
 from sundry.context.idformats import find_id_shaped, find_ids
 from sundry.context.lanes import LedgerData, RuleData, SummaryData, TurnData
@@ -44,11 +44,13 @@ AMOUNT_OR_DATE = re.compile(
     r"|\b\d[\d,]*\.\d{2}\b"
     r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b"
 )
-# A sentence that decides nothing: courtesy, greeting, or an offer of more help.
+# A sentence that decides nothing: courtesy, greeting, an offer of more help, or a bare acknowledgement.
 _PLEASANTRY = re.compile(
     r"^(?:you'?re (?:very )?welcome|thanks?\b|thank you|hello|hi\b|hey\b|good (?:morning|afternoon|evening)|"
     r"is there anything else|anything else|happy to help|glad to help|have a (?:nice|good|great)|"
-    r"how can i help|sorry to hear|i'?m sorry|no problem|of course)",
+    r"how can i help|sorry to hear|i'?m sorry|no problem|of course|"
+    r"(?:noted|understood|got it|ok(?:ay)?|sure|will do|certainly|al(?:l )?right|right|great|perfect|fine|cool|"
+    r"excellent|very well|sounds good)[.!]*$)",
     re.I,
 )
 # A sentence ends at . ! or ? followed by a space or the end, so "40.00 USD" stays whole.
@@ -306,6 +308,9 @@ class ValidationContext:
     tools: dict[str, list[str]] | None = None
     # Customer sentences the constraints must quote word for word (`required_quotes`); None: not checked.
     quotes: list[str] | None = None
+    # Stems of the words the ticket's own text holds (`ticket_vocabulary`): an item that names nothing
+    # else of the ticket must use one. None: a run stored before this was checked (its form alone is).
+    vocabulary: list[str] | None = None
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -318,8 +323,8 @@ class ValidationContext:
 @dataclass
 class Verdict:
     ok: bool
-    # codes: schema, id_value, invented_id, unsupported_claim, contradicts_customer, ungrounded_decision,
-    # constraint_not_quoted, not_shorter
+    # codes: schema, not_a_statement, id_value, invented_id, unsupported_claim, contradicts_customer,
+    # ungrounded_decision, constraint_not_quoted, not_shorter
     reasons: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     fields: SummaryFields | None = None
@@ -389,6 +394,13 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
     substituted = substitute_roles(fields, ctx.ledger_roles)
     text = "\n".join(_strings(fields))
     reasons, details = [], []
+    junk = not_statements(fields, ctx)
+    if junk:
+        reasons.append("not_a_statement")
+        details.append(
+            "items that are no statement about this ticket (write what was decided, done, asked or is still "
+            "open, naming its [role], action or amount; use [] for an empty list): " + "; ".join(junk)
+        )
     values = set(ctx.ledger_values) | set(ctx.history_ids)
     written = sorted(v for v in values if v and v in text)
     if written:
@@ -445,6 +457,44 @@ def validate(raw: str, ctx: ValidationContext) -> Verdict:
         reasons.append("not_shorter")
         details.append(f"summary {tokens} tokens ≥ replaced {ctx.replaced_tokens}")
     return Verdict(not reasons, reasons, details, fields, body, tokens, substituted)
+
+
+def not_statements(fields: SummaryFields, ctx: ValidationContext) -> list[str]:
+    """Items (and the narrative) that are not statements about the ticket (`statements`): placeholders,
+    the request's own words or errors said back, JSON fragments, single words, text naming nothing of
+    it. A sentence the customer must be quoted in is their own word and is not judged."""
+    own = {" ".join(q.split()) for q in ctx.quotes or ()}
+    items = [
+        *(("decisions", d) for d in fields.decisions),
+        *(("actions_taken", a) for a in fields.actions_taken),
+        *(("constraints_not_pinned", c) for c in fields.constraints_not_pinned if " ".join(c.split()) not in own),
+        *(("open_questions", q) for q in fields.open_questions),
+        ("narrative", fields.narrative),
+    ]
+    return statements.not_statements(
+        items,
+        roles=set(ctx.roles),
+        tools=set(ctx.tools or ()) | set(ctx.actions or ()),
+        vocab=set(ctx.vocabulary) if ctx.vocabulary is not None else None,
+        amounts=AMOUNT_OR_DATE,
+    )
+
+
+def ticket_vocabulary(
+    turns: list[TurnData], *, ledger: list[LedgerData], rules: list[RuleData], previous: SummaryData | None
+) -> list[str]:
+    """The stems of the words the summariser was given as the ticket: the turns (calls with their
+    arguments, results), the ledger's roles and kinds, the rules and the summary before."""
+    texts = [t.text for t in turns]
+    for t in turns:  # a call's tool and the values it was given, not the keys of its JSON
+        for call in (t.payload or {}).get("calls") or []:
+            if isinstance(call, dict):
+                args = call.get("arguments")
+                values = args.values() if isinstance(args, dict) else ()
+                texts.append(" ".join([str(call.get("name") or ""), *(str(v) for v in values)]))
+    texts += [f"{e.role.replace('_', ' ')} {e.kind}" for e in ledger]
+    texts += [r.text for r in rules] + ([previous.text] if previous else [])
+    return sorted(statements.vocabulary(texts))
 
 
 def substitute_roles(fields: SummaryFields, roles: dict[str, str]) -> list[str]:

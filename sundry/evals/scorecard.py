@@ -25,7 +25,9 @@ class Scorecard:
     calls: int = 0  # tool calls the model made (through the API, or written as text and read back)
     calls_ran: int = 0  # of them, the ones a tool ran and answered (not rejected, held or failed)
     text_call_shapes: dict[str, int] = field(default_factory=dict)  # steps whose calls were read from text, by shape
-    reply_retries: int = 0  # replies the check sent back to the model once
+    # Re-asks Sundry made: replies the check held and asked the model for again (the step's record of the
+    # check says "retry"), whatever followed — a second reply, a tool call, a failed call (`re_asks`).
+    reply_retries: int = 0
     reply_holds: int = 0  # replies held for staff, never sent
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
@@ -108,7 +110,7 @@ def collect(model: str, results) -> Scorecard:
     for _, _, outcome, checks in steps:
         # A reply posted as the part already shown, its rest held, is a hold too.
         card.reply_holds += outcome == AgentStep.Outcome.HELD_REPLY or bool((checks or {}).get("held_rest"))
-        card.reply_retries += sum(c.get("action") != "post" for c in (checks or {}).get("reply", [])[:-1])
+        card.reply_retries += re_asks(checks)
     runs = list(
         CompactionRun.objects.filter(
             ticket_id__in=tickets, status__in=[CompactionRun.Status.SUCCEEDED, CompactionRun.Status.FALLBACK]
@@ -126,6 +128,14 @@ def collect(model: str, results) -> Scorecard:
         card.unanswered += read["unanswered"]
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
     return card
+
+
+def re_asks(checks: dict | None) -> int:
+    """How often a step asked the model again after the reply check held its answer: the check's records
+    with the action "retry" (`answer.obtain` writes one for each re-ask it sends, and rewrites it as "hold"
+    when none was sent — no time left, or the shown part kept). Counted from the record, not from what
+    followed, so a re-ask answered by a call or lost to an error counts as one answered by a reply does."""
+    return sum(isinstance(c, dict) and c.get("action") == "retry" for c in (checks or {}).get("reply", []))
 
 
 def _plain(text: str) -> str:

@@ -366,6 +366,9 @@ REASK = (
             "notice",
         ),
         (f"Customer: The lamp on {ORDER} arrived broken, can I get 15.00 back?", "echo"),
+        # Near-echoes: a word swapped, a greeting and "You said:", case and punctuation changed.
+        (f"You said: the lamp on {ORDER} arrived damaged, can I get 15.00 back", "echo"),
+        (f"Hello! THE LAMP ON {ORDER} ARRIVED BROKEN - COULD I GET 15.00 BACK?", "echo"),
     ],
 )
 def test_sundrys_own_words_or_an_echo_sent_through_reply_to_customer_are_refused(case, message, guard):

@@ -23,11 +23,11 @@ def check(text, **kw):
     return replycheck.check_reply(text, known=KNOWN, tools=TOOLS, **kw)
 
 
-def asked_again_then_held(text, reason):
+def asked_again_then_held(text, reason, **kw):
     """The reply check's rule for a fault: asked again once, with `reason`, then held."""
-    first = check(text)
+    first = check(text, **kw)
     assert first.action == replycheck.RETRY and first.reasons == [reason], first
-    assert check(text, retried=True).action == replycheck.HOLD
+    assert check(text, retried=True, **kw).action == replycheck.HOLD
 
 
 @pytest.mark.parametrize(
@@ -361,3 +361,121 @@ def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phra
 def test_plain_replies_with_brackets_still_post(text):
     """Negative control for the checks above: brackets and braces that are not data pass."""
     assert check(text).action == replycheck.POST, text
+
+
+# --- near-echoes: generated from customer messages, against replies that quote a part and answer ---------
+
+MESSAGES = [
+    "My order SU-26675 arrived broken, can I get a refund please?",
+    "Where is my Blender X500? I ordered it last week and it still hasn't come.",
+    "Has the refund for SU-26675 gone through yet?",
+    "I want to cancel order SU-26675 before it ships.",
+    "The lamp I bought is flickering and the switch is loose.",
+    "Can you send the replacement to my work address instead?",
+]
+SWAPS = {
+    "broken": "damaged",
+    "refund": "replacement",
+    "week": "month",
+    "cancel": "stop",
+    "lamp": "light",
+    "replacement": "refund",
+    "work": "home",
+    "where": "when",
+    "loose": "stuck",
+    "please": "now",
+}
+
+
+def near_echoes(message: str) -> list[str]:
+    """The customer's message said back with small changes: case, punctuation, a word swapped, a frame."""
+    words = message.split()
+    swapped = next(
+        (
+            " ".join(SWAPS.get(w.strip("?,.").lower(), w) if i == k else w for i, w in enumerate(words))
+            for k, w in enumerate(words)
+            if w.strip("?,.").lower() in SWAPS
+        ),
+        message,
+    )
+    bare = message.rstrip("?.!")
+    return [
+        message,
+        message.upper(),
+        message.lower(),
+        bare,
+        bare.replace(",", "").replace("?", ".") + "!",
+        swapped,
+        f"You said: {message}",
+        f"Customer: {message}",
+        f"Hi there! {message}",
+        f"Hello, {swapped.lower()}",
+        f'"{message}"',
+        f"Thanks! You wrote: {swapped}",
+    ]
+
+
+GENUINE = [
+    "You asked about order SU-26675: it shipped on Monday and should arrive by Friday.",
+    "I've put a refund for SU-26675 on a card for you to confirm; nothing happens until you press Confirm.",
+    "Your Blender X500 is with the carrier and should reach you in two days.",
+    "I'm sorry the lamp is flickering. A replacement is on a card for you to confirm.",
+    "No, the refund has not gone through yet: staff are still reviewing it.",
+    "The refund for SU-26675 has gone through.",
+    "I can't cancel SU-26675 any more because it has already shipped, but you can return it.",
+    "Sure, I've noted your work address for the replacement; a colleague will confirm it today.",
+    'Understood — I\'ve noted that for this case: "My order SU-26675 arrived broken, can I get a refund please?"',
+    "Thanks for letting me know. Is the switch loose on the base or on the cord?",
+    "Where is SU-26675 now? It left our warehouse this morning and is on its way to you.",
+]
+
+
+def test_generated_near_echoes_are_held_and_replies_that_quote_a_part_pass():
+    held = [
+        (msg, echo)
+        for msg in MESSAGES
+        for echo in near_echoes(msg)
+        if asked_again_then_held(echo, "echo", customer_said=msg) is None
+    ]
+    assert len(held) == len(MESSAGES) * 12
+    # Said back to an earlier message of theirs, not only the latest.
+    for msg in MESSAGES:
+        for echo in near_echoes(msg):
+            later = "Thanks, and one more thing."
+            assert check(echo, customer_said=later, customer_recent=MESSAGES).reasons == ["echo"], echo
+    passed = [r for msg in MESSAGES for r in GENUINE if check(r, customer_said=msg).action == replycheck.POST]
+    assert len(passed) == len(MESSAGES) * len(GENUINE), [
+        (m, r) for m in MESSAGES for r in GENUINE if check(r, customer_said=m).action != replycheck.POST
+    ]
+    print(f"near-echoes held {len(held)}, genuine replies passed {len(passed)}")
+
+
+def test_a_reply_to_the_guards_through_reply_to_customer_is_refused_as_a_near_echo_too():
+    said = MESSAGES[0]
+    for echo in near_echoes(said):
+        assert replycheck.copied(echo, [said]) == "echo", echo
+    assert all(replycheck.copied(r, [said]) == "" for r in GENUINE)
+
+
+def test_no_real_agent_reply_of_the_tau2_traces_reads_as_an_echo():
+    """Replies a strong model wrote to real users (τ²-bench traces, beside the checkout when present): none
+    is taken for the user's message said back, against their last three messages."""
+    import json
+
+    from sundry.evals.sources import tau2_traces_dir
+
+    traces = tau2_traces_dir()
+    if traces is None:
+        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    replies = flagged = 0
+    for path in sorted(traces.glob("*.json")):
+        data = json.loads(path.read_text())
+        for sim in data.get("simulations", data) if isinstance(data, dict) else data:
+            users: list[str] = []
+            for m in sim.get("messages") or []:
+                if m.get("role") == "user" and m.get("content"):
+                    users.insert(0, m["content"])
+                elif m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls"):
+                    replies += 1
+                    flagged += replycheck.echoes(m["content"], users[: replycheck.RECENT_CUSTOMER])
+    assert replies > 500 and flagged == 0, (replies, flagged)

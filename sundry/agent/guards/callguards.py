@@ -631,9 +631,9 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
     on_card = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args)
     if not inp.tool.customer_text and not on_card:
         return None
-    question = _latest_customer(inp)
+    recent = [m.text for m in reversed(inp.said or ()) if m.author == "customer"][: replycheck.RECENT_CUSTOMER]
     for name in dict.fromkeys([*inp.tool.customer_text, *on_card]):
-        why = replycheck.copied(str(getattr(args, name, "") or ""), question if name in inp.tool.customer_text else "")
+        why = replycheck.copied(str(getattr(args, name, "") or ""), recent if name in inp.tool.customer_text else ())
         if why == "notice":
             return _reject(
                 "notice",
@@ -645,8 +645,8 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
         if why:
             return _reject(
                 "echo",
-                f"The {inp.tool.name} text repeats the customer's message back to them. It was not sent. "
-                "Answer what they asked.",
+                f"The {inp.tool.name} text repeats the customer's message back to them, or nearly. It was not "
+                "sent. Answer what they asked in your own words.",
                 args,
                 field=name,
             )

@@ -158,16 +158,73 @@ def strip_protocol(text: str, tools: frozenset[str] = frozenset()) -> tuple[str,
     return re.sub(r"\n{3,}", "\n\n", cleaned).strip(), notes
 
 
-def echoes(reply: str, message: str) -> bool:
-    """The reply is mostly the customer's own message said back (a small model's commonest slip)."""
-    said, back = _WORDS_ONLY.sub(" ", message.lower()).strip(), _WORDS_ONLY.sub(" ", reply.lower()).strip()
-    # Said back with at most a label around it ("Customer: …"); an answer that quotes them has words of its own.
-    return len(said) >= 20 and said in back and len(back.replace(said, " ").split()) < 4
+# Words that only frame a quote of the customer — a greeting, "You said:", "Customer:", thanks — and add
+# nothing of the reply's own when wrapped around their message.
+_FRAMING = frozenset(
+    "hi hello hey dear there good morning afternoon evening thanks thank you said wrote asked say says "
+    "customer customers message your quote quoted re ok okay sure so well".split()
+)
+# How far a reply may stray from a customer's message, in word edits per word of it, and still be that
+# message said back: a word swapped or two, not an answer with words of its own.
+ECHO_EDITS = 0.2
+ECHO_MIN_WORDS = 4
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# The customer's messages a reply must not say back: the latest few the request showed.
+RECENT_CUSTOMER = 3
 
 
-def copied(text: str, customer_said: str = "") -> str:
+def _words(text: str) -> list[str]:
+    return _WORDS_ONLY.sub(" ", (text or "").lower().replace("\u2019", "'")).split()
+
+
+def _edits(a: list[str], b: list[str], limit: int) -> int:
+    """Word-level edit distance (insert, delete, substitute) between `a` and `b`, or `limit + 1` once past it."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    row = list(range(len(b) + 1))
+    for i, wa in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        best = row[0]
+        for j, wb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (wa != wb))
+            best = min(best, row[j])
+        if best > limit:
+            return limit + 1
+    return row[-1]
+
+
+def _said_back(back: list[str], said: list[str]) -> bool:
+    if len(said) < ECHO_MIN_WORDS:
+        return False
+    # The framing words the message itself does not use are the reply's wrapping, not its own words.
+    kept = [w for w in back if w not in _FRAMING or w in said]
+    limit = max(1, int(len(said) * ECHO_EDITS))
+    return _edits(said, kept, limit) <= limit
+
+
+def echoes(reply: str, message) -> bool:
+    """The reply is a customer's message said back, exactly or nearly: a word or two swapped, punctuation
+    or case changed, a greeting or "You said:" around it — nothing of its own (a small model's commonest
+    slip). `message`: one message or several (the customer's recent ones); any of them, or any sentence
+    of one long enough to stand alone, said back counts. A reply that quotes part of the customer's
+    words (an order number, a product, "you asked about …") and answers has words of its own and passes."""
+    messages = [message] if isinstance(message, str) else list(message or ())
+    back = _words(reply)
+    if not back:
+        return False
+    for said in messages:
+        if not said:
+            continue
+        parts = [said] + [m.group(0) for m in _SENTENCE.finditer(said)]
+        if any(_said_back(back, _words(p)) for p in dict.fromkeys(parts)):
+            return True
+    return False
+
+
+def copied(text: str, customer_said="") -> str:
     """What of a customer-bound text is not its own: "notice" for Sundry's re-asks, guard reasons or notices
-    (with or without their marker), "echo" for the customer's own message said back; "" for neither.
+    (with or without their marker), "echo" for a customer's message said back, exactly or nearly (`echoes`;
+    `customer_said`: one message or their recent ones); "" for neither.
     For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
     if _OWN_WORDS.search(text) or _INTERNAL.search(text):
         return "notice"
@@ -185,10 +242,12 @@ def check_reply(
     after_rejection: bool = False,
     retried: bool = False,
     customer_said: str = "",
+    customer_recent=(),
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
-    `customer_said`: the customer's latest message, which a reply must answer, not repeat."""
+    `customer_said`: the customer's latest message, which a reply must answer, not repeat;
+    `customer_recent`: their other recent messages, which it must not say back either."""
     raw = text or ""
     if truncated:
         return _again(
@@ -244,11 +303,12 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if customer_said and echoes(cleaned, customer_said):
+    if echoes(cleaned, [customer_said, *customer_recent]):
         return _again(
             raw,
             "echo",
-            "Your reply repeated the customer's message back to them. It was not sent. Answer what they asked.",
+            "Your reply repeated the customer's message back to them, or nearly. It was not sent. Answer what "
+            "they asked in your own words.",
             retried,
             notes=notes,
         )
