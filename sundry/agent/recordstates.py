@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sundry.agent.guards import statusclaims
 from sundry.people.selectors import domain_of
 from sundry.tooling import records as hooks
 
@@ -39,4 +40,4 @@ def referenced(ledger=(), money=(), actions=(), owner_kind: str = "order") -> li
 
 def shown(turns) -> str:
     """The text of the tool results among `turns` (`TurnData`, or rows with `kind` and `text`)."""
-    return "\n".join(t.text or "" for t in turns if t.kind == "tool_result")
+    return statusclaims.RESULT_BREAK.join(t.text or "" for t in turns if t.kind == "tool_result")

@@ -16,6 +16,7 @@ model, a false status never reaches the customer's page, by a plain reply or by
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
@@ -25,6 +26,7 @@ from django.test import Client
 
 from sundry.agent import recordstates
 from sundry.agent.guards import replyclaims, statusclaims
+from sundry.agent.guards.statusclaims import RESULT_BREAK
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -327,6 +329,20 @@ def test_a_status_is_held_unless_the_named_or_any_order_has_it():
             assert not _false(text, [state("shipped")], ledger=_ledger(ORDER, description="Lamp · delivered"))
             figures["passed on a tool result's status"] += 1
     print(dict(figures))
+
+
+def test_a_tool_results_own_status_backs_a_statement_about_the_order_it_names():
+    result = json.dumps({"order": ORDER, "carrier": "UPS", "status": "in_transit"})
+    other = json.dumps({"order": OTHER, "status": "delivered"})
+    shown = RESULT_BREAK.join([other, result])
+    said = f"Your order {ORDER} is on its way."
+    # The shop has no record of it (states empty): only the result shown can back the statement.
+    assert not _false(said, [], kind="status", shown=shown)
+    assert not _false("Your parcel is on its way.", [], kind="status", shown=shown)
+    # Controls: no result shown, or a result about another order only, backs nothing.
+    assert _false(said, [], kind="status", shown="")
+    assert _false(said, [], kind="status", shown=other.replace("delivered", "in_transit"))
+    assert _false(f"Your order {ORDER} has been delivered.", [], kind="status", shown=shown)
 
 
 def test_a_date_is_held_unless_it_is_the_day_of_its_event():

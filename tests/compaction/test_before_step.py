@@ -35,7 +35,7 @@ def _over_budget_ticket():
 
 def _step(ticket) -> int:
     """One step with a scripted reply; the size of the request it sent, as the step recorded it."""
-    step.agent_step(ticket, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Your parcel is on its way.")])))
+    step.agent_step(ticket, gateway=Gateway(override=ScriptedModel([ModelResponse(text="Thanks for waiting.")])))
     return AgentStep.objects.filter(ticket=ticket).latest("number").request_tokens
 
 

@@ -301,8 +301,9 @@ def test_the_trigger_counts_the_next_request_without_assembling_it_and_gets_the_
     ticket = long_ticket()
     for text in ("Is the parcel here yet?", "And the refund: when does it land? Order SU-40118, rfd_3h8j2k5m."):
         turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text)
-        # Any text passes the reply check as long as every identifier in it is one the request showed.
-        reply = f"Not yet; it is on its way. You asked: {text}"
+        # Any text passes the reply check as long as every identifier in it is one the request showed
+        # and it states nothing the records do not back (the fixture's order is in no shop records).
+        reply = f"Not yet; I am still checking. You asked: {text}"
         with django_capture_on_commit_callbacks(execute=True):  # the listeners run on commit
             loop.agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=reply)])))
     assert len(seen) == 2 and all(r.next_lanes is not None for r in seen)

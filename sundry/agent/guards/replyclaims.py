@@ -633,6 +633,14 @@ def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> st
         for e in ledger
         if e.value.upper() in refs or any(ref in f"{e.description} {e.note}".upper() for ref in refs) or not states
     )
+    # A tool result's own status ("status": "in_transit") backs a statement about the records it names;
+    # when the sentence names none and no record is known, any result shown may.
+    named_refs = refs or statusclaims.references(claim.sentence)
+    told += " " + " ".join(
+        r.replace("_", " ")
+        for r in shown.split(statusclaims.RESULT_BREAK)
+        if not named_refs or any(x in r.upper() for x in named_refs)
+    )
     statuses = {k for k, p in statusclaims._STATUS_WORDS.items() if re.search(r"\b(?:" + p + r")\b", told, re.I)}
     figures = {(a.amount_cents, a.currency) for a in actions if a.amount_cents}
     figures |= {(p.amount_cents, p.currency) for p in proposals if p.amount_cents}

@@ -38,6 +38,8 @@ STATED = "stated"
 STATUS, DATE, AMOUNT = "status", "date", "amount"
 
 # A status as replies word it.
+# Between two tool results in the `shown` text: a line of its own, so each result can be told apart.
+RESULT_BREAK = "\n\x1e\n"
 _STATUS_WORDS = {
     PLACED: r"processing|being\s+(?:processed|prepared|packed)|awaiting\s+(?:dispatch|shipment|shipping)"
     r"|placed\s+but\s+not\s+(?:yet\s+)?shipped",
