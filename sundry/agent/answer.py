@@ -3,7 +3,8 @@
 The step calls `obtain` once. It calls the model once (the gateway's call
 retries inside it, honouring Retry-After, within its deadline), reads tool calls written as text where the class opts in,
 and checks a plain reply (`replycheck`); a reply that fails the check is asked
-for once more, with the reason, in the same step. What comes back says what
+for once more, with the reason, in the same step. The words written with calls
+are checked the same way, without the second ask. What comes back says what
 to do: run the calls, post the reply, hold it for staff, or report the error.
 Given a `ReplyStream`, each call streams its reply to the ticket's watchers as
 provisional text, cut before anything the check would not let through.
@@ -52,6 +53,10 @@ MIN_REASK_SECONDS = 1.0
 # whole is posted as exactly what was shown, and only the rest is held (asking again would take back
 # what they read). Off, the whole reply is held or asked again and the shown text is withdrawn.
 KEEP_SHOWN = True
+# The words a model writes with its tool calls ("Let me look that order up.") are a reply to the customer:
+# checked whole and posted (or held), as a plain reply is. Off, they only go with the calls to the model's
+# next request, and whatever of them streamed is taken off the watchers' screens.
+SAY_WITH_CALLS = True
 
 
 def _plain(text: str) -> str:
@@ -224,6 +229,28 @@ def sentence_passes(
     return facts is None or not facts.unsupported(upto, question, since)
 
 
+def _keep_shown(answer: Answer, verdict: replycheck.ReplyVerdict, text: str, stream: ReplyStream | None, judge) -> bool:
+    """A reply the check would not post as the watchers saw it, of which checked text is on their screens:
+    that part, if it passes the whole check on its own, becomes the answer's reply and the rest is held
+    for staff (True); else nothing changes (False)."""
+    shown = stream.shown_text if stream is not None else ""
+    if not KEEP_SHOWN or not shown.strip() or (verdict.action == replycheck.POST and extends(verdict.text, shown)):
+        return False
+    # Part of it is on the customer's screen already, each sentence checked as it went out: that
+    # part, if it passes the whole check on its own, is the reply; the rest is held for staff.
+    kept = judge(shown, truncated=False, retried=True)
+    if kept.action != replycheck.POST or _plain(kept.text) != _plain(shown):
+        return False
+    if verdict.action == replycheck.POST:  # cleaned into something else than was shown
+        verdict.reasons = [*verdict.reasons, "not_as_shown"]
+    verdict.action = replycheck.HOLD
+    answer.checks[-1] = {**answer.checks[-1], **verdict.as_json(), "kept_shown": True}
+    kept.text = shown.strip()  # stored exactly as the screens show it
+    answer.verdict, answer.held = kept, verdict
+    answer.rest = (text[len(shown) :] if text.startswith(shown) else text).strip()
+    return True
+
+
 def obtain(
     gateway: Gateway,
     request: ModelRequest,
@@ -305,25 +332,22 @@ def obtain(
             answer.request_input_tokens = call.response.usage.input_tokens
         if response.tool_calls:
             answer.verdict = None
+            prose = (response.text or "").strip()
+            if prose and SAY_WITH_CALLS:
+                # The words written with the calls (beside native calls, or around calls written as text,
+                # the calls taken out): a reply in its own right, checked whole against the records as they
+                # stand before the calls run, and never asked for again (that would ask for the calls
+                # again): posted, or held for staff. The calls go to the guards either way.
+                verdict = judge(prose, truncated=False, retried=True)
+                answer.verdict = verdict
+                answer.checks.append({**verdict.as_json(), "with_calls": True})
+                _keep_shown(answer, verdict, prose, stream, judge)
             break
         verdict = judge(response.text, truncated=response.truncated, retried=retried)
         answer.verdict = verdict
         answer.checks.append(verdict.as_json())
-        shown = stream.shown_text if stream is not None else ""
-        if KEEP_SHOWN and shown.strip() and not (verdict.action == replycheck.POST and extends(verdict.text, shown)):
-            # Part of it is on the customer's screen already, each sentence checked as it went out: that
-            # part, if it passes the whole check on its own, is the reply; the rest is held for staff.
-            kept = judge(shown, truncated=False, retried=True)
-            if kept.action == replycheck.POST and _plain(kept.text) == _plain(shown):
-                if verdict.action == replycheck.POST:  # cleaned into something else than was shown
-                    verdict.reasons = [*verdict.reasons, "not_as_shown"]
-                verdict.action = replycheck.HOLD
-                answer.checks[-1] = {**verdict.as_json(), "kept_shown": True}
-                text = response.text or ""
-                kept.text = shown.strip()  # stored exactly as the screens show it
-                answer.verdict, answer.held = kept, verdict
-                answer.rest = (text[len(shown) :] if text.startswith(shown) else text).strip()
-                break
+        if _keep_shown(answer, verdict, response.text or "", stream, judge):
+            break
         if verdict.action != replycheck.RETRY:
             break
         # Ask once more in the same step, showing the model its reply and why it was not sent.

@@ -24,6 +24,7 @@ from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.streaming import ReplyStream
 from sundry.agent.toolbox import Toolbox, domain_specs, toolbox_for
+from sundry.context import render
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
@@ -347,6 +348,9 @@ def _commit(
         next_lanes = None
         verdict = got.verdict
         if response.tool_calls:
+            if verdict is not None:
+                # The words written with the calls, before them (stepwise: after them, which committed already).
+                _said_with_calls(ticket, append, got, response, stream)
             if not stepwise:
                 outcome = run_calls(ticket, response, assembled, snapshot, toolbox, append=append)
             kind = AgentStep.Outcome.TOOL_CALLS
@@ -366,19 +370,7 @@ def _commit(
             kind = AgentStep.Outcome.REPLY
         elif verdict is not None and (response.text or "").strip():
             # Held: never sent; staff see what was written and why.
-            reasons = ", ".join(verdict.reasons)
-            quoted = _held_why(verdict)
-            append(
-                ticket=ticket,
-                author=Turn.Author.SYSTEM,
-                kind=Turn.Kind.ERROR,
-                text=f"A reply was held for staff ({reasons}); it was not sent: {response.text.strip()}{quoted}",
-                payload={"reply_check": verdict.as_json(), "held_reply": response.text},
-            )
-            attention_flag(
-                ticket.pk,
-                f"Reply held for staff: {reasons}" + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""),
-            )
+            _hold_reply(ticket, append, verdict, response.text)
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.HELD_REPLY
         else:
@@ -424,6 +416,40 @@ def _commit(
             for listener in resolution_listeners:
                 transaction.on_commit(lambda listener=listener: listener(resolved))
     return outcome
+
+
+def _hold_reply(ticket: Ticket, append, verdict: replycheck.ReplyVerdict, text: str) -> None:
+    """A reply the check holds: an error turn with what was written and why, and the ticket flagged."""
+    reasons = ", ".join(verdict.reasons)
+    append(
+        ticket=ticket,
+        author=Turn.Author.SYSTEM,
+        kind=Turn.Kind.ERROR,
+        text=f"A reply was held for staff ({reasons}); it was not sent: {text.strip()}{_held_why(verdict)}",
+        payload={"reply_check": verdict.as_json(), "held_reply": text},
+    )
+    attention_flag(
+        ticket.pk,
+        f"Reply held for staff: {reasons}" + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""),
+    )
+
+
+def _said_with_calls(ticket: Ticket, append, got, response: ModelResponse, stream: ReplyStream | None) -> None:
+    """The words a model wrote with its calls, checked as a reply (`answer.obtain`): posted to the customer
+    (what of it streamed, if the rest would be held), or held for staff. The calls' own turn keeps them for the
+    model's next request; the posted turn says so, and is not shown to the model a second time."""
+    verdict = got.verdict
+    if verdict.action != replycheck.POST:
+        _hold_reply(ticket, append, verdict, response.text or "")
+        return
+    payload = {"model": response.model, "offline": response.offline, "via": render.SAID_WITH_CALLS}
+    if verdict.notes:
+        payload["reply_check"] = verdict.as_json()
+    said = append(ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=verdict.text, payload=payload)
+    if stream is not None:
+        stream.posted_turn = said.number
+    if got.held is not None:
+        _hold_rest(ticket, append, got)
 
 
 def _held_why(verdict: replycheck.ReplyVerdict) -> str:

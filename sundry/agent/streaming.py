@@ -5,8 +5,9 @@ with the text so far as it arrives; what is sent is only what `provisional`
 allows before the reply check (whole sentences, each checked), at most every `MIN_INTERVAL` seconds (and the
 whole allowed text once the model has finished). The step calls `finish()`
 once it has committed: "done", with the stored reply's turn number when one
-was posted, so the page swaps the provisional text for the stored turn, or
-takes it away (a held reply, a tool call, an error).
+was posted (a reply, or the words written with tool calls), so the page swaps
+the provisional text for the stored turn, or takes it away (a held reply, calls
+with no words or held ones, an error).
 
 Provisional text is never stored: the turn the step stores is the complete
 reply after the check, pushed like any other change.

@@ -67,6 +67,9 @@ STATE_SECTIONS = {"fields": "Fields:", "actions": "Actions already taken:", "mon
 
 # Prefixes that mark conversation messages which are not the customer speaking.
 STAFF_REPLY_PREFIX = "(reply sent by staff) "
+# An agent message's `via` when it is the words the model wrote with tool calls: the calls' own turn
+# carries them to the model, so the message is not rendered a second time.
+SAID_WITH_CALLS = "with_calls"
 STAFF_NOTE_PREFIX = "[staff note to the agent] "
 SYSTEM_EVENT_PREFIX = "[system event] "
 SYSTEM_NOTICE_PREFIX = "[system notice] "
@@ -546,8 +549,8 @@ def _plain(turn: TurnData) -> Message | None:
         if turn.author == "staff":
             return Message(role="assistant", content=STAFF_REPLY_PREFIX + text, turns=n)
         if turn.author == "agent":
-            if (turn.payload or {}).get("via") == REPLY_TOOL:
-                return None  # its reply tool call and result already carry it: shown once, not twice
+            if (turn.payload or {}).get("via") in (REPLY_TOOL, SAID_WITH_CALLS):
+                return None  # its reply tool call (and result), or the calls it came with, carry it: shown once
             return Message(role="assistant", content=text, turns=n)
     if turn.kind == "note":
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)
