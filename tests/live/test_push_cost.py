@@ -7,6 +7,7 @@ before (LIVE_CONVERSATION_WINDOW=0: every turn read and the whole conversation i
 
 from __future__ import annotations
 
+import asyncio
 import re
 from importlib import import_module
 
@@ -249,3 +250,73 @@ def test_earlier_turns_page_by_page_without_javascript_and_only_for_who_may_see_
     assert staff.get(f"/desk/tickets/{ticket.pk}/turns/?before=x").status_code == 400
     assert other.get(f"/help/tickets/{ticket.pk}/messages/").status_code == 404  # another customer's ticket
     assert owner.get(f"/desk/tickets/{ticket.pk}/turns/").status_code in (302, 403, 404)  # not staff
+
+
+async def _staff_access(long_ticket):
+    user = await database_sync_to_async(get_user_model().objects.get)(username="sam")
+    return await database_sync_to_async(panels.viewer_for)(user, panels.STAFF, long_ticket["ticket"].pk)
+
+
+@pytest.mark.parametrize("stamp", ["when its reads begin", "control: when it is asked for"])
+async def test_sockets_that_join_before_a_render_begins_share_it(long_ticket, monkeypatch, stamp):
+    """Sockets opening a ticket together queue their checks and its render on the one database
+    thread: a socket that joins after the render was asked for but before its reads began is
+    served by it, so the ticket's first render is made once, not once per socket (what made the
+    2-a-ticket spread slow to open). Control: a render stamped when it is asked for (as before)
+    serves only the sockets that joined before that, and the second socket gets a render of its own."""
+    import threading
+    import time
+
+    from sundry.live import consumers
+
+    if stamp.startswith("control"):
+        real = consumers._render
+
+        def asked(access, begun):
+            begun.append(time.monotonic())
+            return real(access, [])
+
+        monkeypatch.setattr(consumers, "_render", asked)
+    renders, render_current = [], panels.render_current
+    monkeypatch.setattr(panels, "render_current", lambda access: renders.append(1) or render_current(access))
+    access = await _staff_access(long_ticket)
+    gate = threading.Event()
+    busy = asyncio.ensure_future(database_sync_to_async(gate.wait)(WAIT))  # the thread is busy (other checks)
+    first = asyncio.ensure_future(consumers.RENDERS.since(access, time.monotonic()))
+    await asyncio.sleep(0.05)
+    second = asyncio.ensure_future(consumers.RENDERS.since(access, time.monotonic()))  # joined later
+    await asyncio.sleep(0.05)
+    gate.set()
+    await busy
+    one, two = await first, await second
+    assert one.version == two.version == long_ticket["ticket"].version
+    assert len(renders) == (1 if stamp.startswith("when") else 2)
+
+
+async def test_a_socket_that_joins_after_a_render_began_gets_the_next_one(long_ticket, monkeypatch):
+    """The other side of sharing: a render whose reads had begun before a socket joined may have
+    missed a commit made in between (whose push the socket may not have been there to get), so
+    it never serves that socket's snapshot: a second render, started after it, does."""
+    import threading
+    import time
+
+    from sundry.live import consumers
+
+    began, gate = threading.Event(), threading.Event()
+    renders, render_current = [], panels.render_current
+
+    def held(access):
+        renders.append(1)
+        began.set()
+        assert gate.wait(WAIT)
+        return render_current(access)
+
+    monkeypatch.setattr(panels, "render_current", held)
+    access = await _staff_access(long_ticket)
+    first = asyncio.ensure_future(consumers.RENDERS.since(access, time.monotonic()))
+    assert await asyncio.to_thread(began.wait, WAIT)
+    second = asyncio.ensure_future(consumers.RENDERS.since(access, time.monotonic()))
+    await asyncio.sleep(0.05)
+    gate.set()
+    one, two = await first, await second
+    assert len(renders) == 2 and one is not two
