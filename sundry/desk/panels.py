@@ -15,7 +15,17 @@ from sundry.core.tokens import count_tokens
 from sundry.desk import selectors
 from sundry.desk.selectors import pretty
 from sundry.desk.sidebar import approval_cards, customer_context, head_context
-from sundry.live.panels import STAFF, Audience, Panel, Viewer, latest_turns, register, turns_after, window
+from sundry.live.panels import (
+    STAFF,
+    Audience,
+    Panel,
+    Viewer,
+    latest_turns,
+    register,
+    shared_read,
+    turns_after,
+    window,
+)
 from sundry.tickets.models import Ticket, Turn
 
 
@@ -25,7 +35,19 @@ def _staff(viewer: Viewer) -> None:
 
 
 def _pending_held(ticket) -> list:
-    return list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id"))
+    return shared_read(
+        ("pending_held", ticket.pk),
+        lambda: list(HeldAction.objects.filter(ticket=ticket, status="pending").order_by("id")),
+    )
+
+
+def _summary(ticket):
+    return shared_read(("summary", ticket.pk), lambda: current_summary(ticket))
+
+
+def _runs(ticket) -> list:
+    """The compaction runs, oldest first (the conversation's marks, the summary and the budget show them)."""
+    return shared_read(("compaction_runs", ticket.pk), lambda: selectors.compaction_runs(ticket))
 
 
 def _staff_head(ticket, viewer):
@@ -50,7 +72,7 @@ def _staff_conversation(ticket, viewer, previous=None):
     n = window()
     if not n:
         return selectors.conversation(ticket)
-    marks = selectors.conversation_marks(ticket)
+    marks = selectors.conversation_marks(ticket, summary=_summary(ticket), runs=_runs(ticket))
     basis = _marks_basis(marks)
     if previous is not None and previous.get("basis") == basis and previous["items"]:
         # Nothing the shown turns depend on changed: read only the turns after the last one shown.
@@ -143,13 +165,13 @@ def _staff_state(ticket, viewer):
 def _staff_summary(ticket, viewer):
     _staff(viewer)
 
-    return {"summary": current_summary(ticket), "runs": selectors.compactions(ticket)}
+    return {"summary": _summary(ticket), "runs": _runs(ticket)[::-1]}
 
 
 def _staff_budget(ticket, viewer):
     _staff(viewer)
 
-    return selectors.budget(ticket)
+    return selectors.budget(ticket, runs=_runs(ticket))
 
 
 def _staff_customer(ticket, viewer):

@@ -117,13 +117,17 @@ class ConversationItem:
         return readable(self.turn.text)
 
 
-def conversation_marks(ticket) -> dict:
+_UNREAD = object()
+
+
+def conversation_marks(ticket, *, summary=_UNREAD, runs: list | None = None) -> dict:
     """What a conversation item shows beside its turn: the summary's cut, the compaction runs by
-    the turn each ends at, and the ledger's descriptions (a result's card borrows them)."""
-    summary = current_summary(ticket)
-    runs = {}
-    for run in compaction_runs(ticket):
-        runs.setdefault(run.through_turn, []).append(run)
+    the turn each ends at, and the ledger's descriptions (a result's card borrows them). The
+    current summary and the runs (oldest first) are read here unless the caller has them."""
+    summary = current_summary(ticket) if summary is _UNREAD else summary
+    by_turn = {}
+    for run in compaction_runs(ticket) if runs is None else runs:
+        by_turn.setdefault(run.through_turn, []).append(run)
     # The ledger's descriptions name the IDs a result holds but does not describe itself.
     ledger = {
         v: (k, d)
@@ -133,7 +137,7 @@ def conversation_marks(ticket) -> dict:
     }
     return {
         "covered": summary.covers_through_turn if summary else 0,
-        "runs": runs,
+        "runs": by_turn,
         "ledger": ledger,
         "tool_cards": ToolCards(ticket, ledger),
     }
@@ -281,7 +285,8 @@ def request_breakdown(accounting: dict, total: int) -> list[tuple[str, str, int]
     return lines
 
 
-def budget(ticket) -> dict:
+def budget(ticket, *, runs: list | None = None) -> dict:
+    """The budget panel's figures; `runs`: the compaction runs, oldest first, if the caller has them."""
     tclass = ticket.ticket_class
     # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
     # plain rows (totals summed here) and only the last step as a model, for its lanes.
@@ -298,7 +303,7 @@ def budget(ticket) -> dict:
         if steps
         else None
     )
-    runs = compaction_runs(ticket)
+    runs = compaction_runs(ticket) if runs is None else runs
     done = [r for r in runs if r.status in ("succeeded", "fallback")]
     step_cost = sum((s[2] for s in steps), start=0)
     step_latency = sum(s[3] for s in steps)

@@ -121,7 +121,8 @@ async def _check_shared(scope, audience: str, ticket_id: int, *, since: float):
 
 
 @database_trip
-def _render(access):
+def _render(access, begun: list):
+    begun.append(time.monotonic())  # before its first read: sockets that joined until now may share it
     return panels.render_current(access)
 
 
@@ -134,15 +135,20 @@ class _Renders:
     """Renderings in flight in this process, so the sockets a push (or a reconnect
     storm) wakes at once share one render instead of queueing one each.
 
-    Only a rendering that started after a socket joined its groups may serve that
+    Only a rendering whose reads began after a socket joined its groups may serve that
     socket's snapshot: anything committed after the render read the database is
-    pushed to it. A socket that joined while a render was already running waits for
-    the next one, which starts when the running one ends and serves everyone who
-    joined before it started: at most two renders per ticket and audience.
+    pushed to it. A render is stamped when its reads begin on the database thread, not
+    when it is asked for: one still waiting its turn there (behind the checks of the
+    sockets opening with it) serves every socket that joins before it begins, so the
+    sockets that open a ticket together share its first render. A socket that joined
+    after a render began waits for the next one, which starts when the running one ends
+    and serves everyone who joined before it began: at most two renders per ticket and
+    audience.
     """
 
     def __init__(self):
-        self.running: dict[tuple, tuple[float, asyncio.Task]] = {}
+        # key -> (when its reads began: [] until they do, the render's task)
+        self.running: dict[tuple, tuple[list, asyncio.Task]] = {}
         self.queued: dict[tuple, asyncio.Task] = {}
 
     async def since(self, access, started_after: float):
@@ -151,16 +157,18 @@ class _Renders:
         running = self.running.get(key)
         if running is None:
             running = self._start(key, access)
-        if running[0] >= started_after:
+        begun = running[0]
+        if not begun or begun[0] >= started_after:  # not begun yet: it begins after now
             return await asyncio.shield(running[1])
         queued = self.queued.get(key)
         if queued is None:  # held in this dict until it starts
             queued = self.queued[key] = asyncio.ensure_future(self._after(key, running[1], access))
         return await asyncio.shield(queued)
 
-    def _start(self, key, access) -> tuple[float, asyncio.Task]:
-        task = asyncio.ensure_future(_render(access))  # held in `running` until done
-        entry = self.running[key] = (time.monotonic(), task)
+    def _start(self, key, access) -> tuple[list, asyncio.Task]:
+        begun: list = []
+        task = asyncio.ensure_future(_render(access, begun))  # held in `running` until done
+        entry = self.running[key] = (begun, task)
         task.add_done_callback(lambda done: self._done(key, done))
         return entry
 

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import re
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable
 
@@ -118,6 +119,22 @@ def turns_after(turns_of, number: int, n: int) -> list:
 
 # --- rendering -------------------------------------------------------------------------------
 
+# What the panels of one rendering read in common (set by `render_all` for its duration).
+_SHARED_READS: ContextVar[dict | None] = ContextVar("panel_shared_reads", default=None)
+
+
+def shared_read(key: tuple, read: Callable[[], object]):
+    """`read()`, made once for all the panels of one rendering: two panels showing the same rows
+    (the pending holds, the current summary, the compaction runs) read them in one statement.
+    Outside a rendering of every panel (one panel, the earlier items) it is simply `read()`.
+    What it returns is shared by those panels: they must not change it."""
+    reads = _SHARED_READS.get()
+    if reads is None:
+        return read()
+    if key not in reads:
+        reads[key] = read()
+    return reads[key]
+
 
 @dataclass(frozen=True, eq=False)
 class Parts:
@@ -218,9 +235,21 @@ def render_panel_parts(
         return Parts(render_to_string(panel.template, context), basis=basis)
     rendered = [_render_item(panel, ticket, viewer, context, item) for item in context["items"]]
     items = tuple((dom_id, html) for dom_id, html, _ in rendered)
-    shell = render_to_string(panel.template, {**context, "items_html": ""})
-    html = render_to_string(panel.template, {**context, "items_html": mark_safe("\n".join(h for _, h in items))})
+    joined = "\n".join(h for _, h in items)
+    # The panel is rendered once, with a mark where its items go: the shell is the panel with the
+    # mark taken out, the panel the one with the items put in (rendered twice, were the mark not
+    # placed exactly once).
+    marked = render_to_string(panel.template, {**context, "items_html": mark_safe(_ITEMS_MARK)})
+    if marked.count(_ITEMS_MARK) == 1:
+        before, after = marked.split(_ITEMS_MARK)
+        shell, html = mark_safe(before + after), mark_safe(before + joined + after)  # as rendered: safe
+    else:
+        shell = render_to_string(panel.template, {**context, "items_html": ""})
+        html = render_to_string(panel.template, {**context, "items_html": mark_safe(joined)})
     return Parts(html, shell, items, basis=built if keep else None, item_digests=tuple(d for _, _, d in rendered))
+
+
+_ITEMS_MARK = "\x00sundry-items\x00"  # never in a rendered template (NUL is not valid in HTML text)
 
 
 def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None) -> str:
@@ -229,12 +258,16 @@ def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None
 
 def render_all(ticket, viewer: Viewer, previous: "Rendering | None" = None, keep: bool = False) -> Rendering:
     prior = previous.parts if previous is not None else {}
-    return Rendering(
-        {
-            name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
-            for name, panel in AUDIENCES[viewer.audience].panels.items()
-        }
-    )
+    token = _SHARED_READS.set({})
+    try:
+        return Rendering(
+            {
+                name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
+                for name, panel in AUDIENCES[viewer.audience].panels.items()
+            }
+        )
+    finally:
+        _SHARED_READS.reset(token)
 
 
 def earlier_items(ticket, viewer: Viewer, before: int | None) -> dict:
