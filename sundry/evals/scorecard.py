@@ -216,8 +216,9 @@ def description_then(value: str, now: str, last_used: int, number: int, describe
     """A ledger entry's description as it stood before turn `number`. A later result describing the
     entry again rewrites it in place ("· placed" becomes "· cancelled" once the cancellation's result
     comes in), and moves its last use to that result's turn: an entry last used before `number` still
-    reads as it did then; otherwise it reads as the last result before `number` described it."""
-    if last_used < number:
+    reads as it did then; otherwise it reads as the last result before `number` described it. An entry
+    no stored result describes (a tool server's, whose declarations are its own) keeps the one it has."""
+    if last_used < number or not any(value in descriptions for _turn, descriptions in described):
         return now
     then = ""
     for turn, descriptions in described:

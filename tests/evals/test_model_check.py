@@ -521,3 +521,5 @@ def test_a_ledger_description_is_read_as_it_stood_before_the_reply():
     # Last used before the reply: the description it has now is the one it had then.
     assert scorecard.description_then("SU-2", "Mug · shipped", 9, 10, described) == "Mug · shipped"
     assert scorecard.description_then("SU-3", "Desk · placed", 2, 4, []) == "Desk · placed"
+    # Described by no stored result (a tool server's, read by its own declarations): as it is now.
+    assert scorecard.description_then("SU-4", "Chair · placed", 12, 4, described) == "Chair · placed"
