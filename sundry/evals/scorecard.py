@@ -211,6 +211,32 @@ def unanswered(messages: list[int], replies: list[int], shown: list[int], togeth
     return count
 
 
+def described_by_results(domain, results) -> list[tuple[int, dict[str, str]]]:
+    """What each successful tool result said its IDs are ((turn, {ID: description}), in turn order),
+    read by the domain's declarations as the ledger harvest read them when the result came in."""
+    out = []
+    for number, payload in sorted(results, key=lambda r: r[0]):
+        payload = payload or {}
+        if payload.get("ok") is True and isinstance(payload.get("result"), dict):
+            out.append((number, domain.descriptions(str(payload.get("name") or ""), payload["result"])))
+    return out
+
+
+def description_then(value: str, now: str, last_used: int, number: int, described) -> str:
+    """A ledger entry's description as it stood before turn `number`. A later result describing the
+    entry again rewrites it in place ("· placed" becomes "· cancelled" once the cancellation's result
+    comes in), and moves its last use to that result's turn: an entry last used before `number` still
+    reads as it did then; otherwise it reads as the last result before `number` described it. An entry
+    no stored result describes (a tool server's, whose declarations are its own) keeps the one it has."""
+    if last_used < number or not any(value in descriptions for _turn, descriptions in described):
+        return now
+    then = ""
+    for turn, descriptions in described:
+        if turn < number and value in descriptions:
+            then = descriptions[value]
+    return then
+
+
 def read_by_customers(ticket_id: int, together=()) -> dict:
     """What one ticket's customer read, judged from the stored turns and records — not from the
     checks that let it through: each posted reply's claims (done, pending, promised, refused, denied)
@@ -249,8 +275,11 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     )
     ledger = list(
         LedgerEntry.objects.filter(ticket_id=ticket_id).values_list(
-            "value", "kind", "first_seen_turn", "description", "note"
+            "value", "kind", "first_seen_turn", "description", "note", "last_used_turn"
         )
+    )
+    described = described_by_results(
+        domain, Turn.objects.filter(ticket_id=ticket_id, kind=Turn.Kind.TOOL_RESULT).values_list("number", "payload")
     )
     proposed = _proposed_by_turn(ticket_id)
     internal = [("staff note", text) for _n, _a, kind, text in turns if kind in (Turn.Kind.NOTE, "internal")]
@@ -310,10 +339,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
                     verified=True,
                     first_seen_turn=f,
                     last_used_turn=f,
-                    description=d,
+                    description=description_then(v, d, used, number, described),
                     note=note,
                 )
-                for v, k, f, d, note in ledger
+                for v, k, f, d, note, used in ledger
                 if f < number
             ],
             proposals=[p for turn, p in proposed if turn < number],

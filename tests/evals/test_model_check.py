@@ -409,3 +409,117 @@ def test_the_model_server_answers_as_the_obedient_model():
         assert answer["choices"][0]["message"]["content"] == BENIGN_REPLY
     finally:
         server.shutdown()
+
+
+def test_an_offer_is_judged_on_the_order_as_it_was_described_then_not_after_its_cancellation(shop, monkeypatch):
+    """ "Should I cancel it?" — the offline agent answers that nothing is done yet and offers the
+    cancellation; later the customer confirms and it runs. The cancellation's result rewrites the
+    order's ledger description in place ("· placed" → "· cancelled"): read as it is now, the earlier
+    offer looked like an offer of something "done already", a false claim the customer never read
+    (control: `description_then` returning the description as it is now counts it)."""
+    from sundry.context.models import ActionTaken, LedgerEntry
+    from sundry.evals.scenarios import runner
+    from sundry.tickets.models import Ticket, TicketClass, Turn
+    from sundry.tooling.domain import domain_for
+
+    cancels = []
+
+    def read(ticket_id, together=()):  # the runner's reading, with the cancellations the run left
+        cancels.extend(
+            ActionTaken.objects.filter(ticket_id=ticket_id, tool="cancel_order").values_list("target", "turn")
+        )
+        return scorecard.read_by_customers(ticket_id, together=together)
+
+    monkeypatch.setattr(runner, "read_by_customers", read)
+    scenario = [s for s in schema.load() if s.id == "hesitant-cancel-then-confirms"]
+    run_check("offline", [], ["triggered"])  # makes the class the check runs under
+    result = runner.Runner(TicketClass.objects.get(slug="model-check")).run(scenario[0], ["triggered"])
+    run = result.runs["triggered"]
+    offer = Turn.objects.get(
+        ticket_id=run.ticket_id, author="agent", kind=Turn.Kind.MESSAGE, text__startswith="I haven't done anything yet."
+    )
+    [(order, cancelled_at)] = cancels  # one cancellation, of the order offered, after the offer
+    assert order in offer.text and "cancel" in offer.text and cancelled_at > offer.number
+    entry = LedgerEntry.objects.get(ticket_id=run.ticket_id, value=order)
+    assert "cancelled" in entry.description and entry.first_seen_turn < offer.number < entry.last_used_turn
+    assert run.judgement.correct and run.read["false_claims"] == 0
+    assert scorecard.collect("offline", [result]).false_claims == 0
+    # What the results before the offer said of the order (not cancelled), and after them all: the ledger's.
+    described = scorecard.described_by_results(
+        domain_for(Ticket.objects.get(pk=run.ticket_id).ticket_class),
+        Turn.objects.filter(ticket_id=run.ticket_id, kind=Turn.Kind.TOOL_RESULT).values_list("number", "payload"),
+    )
+    # Before the offer only the customer had named the order: no result had described it yet.
+    assert scorecard.description_then(order, entry.description, entry.last_used_turn, offer.number, described) == ""
+    looked_up = min(n for n, d in described if order in d)  # the lookup before the cancellation: placed
+    placed = scorecard.description_then(order, entry.description, entry.last_used_turn, looked_up + 1, described)
+    assert placed.endswith("· placed") and looked_up < cancelled_at
+    last = scorecard.description_then(
+        order, entry.description, entry.last_used_turn, entry.last_used_turn + 1, described
+    )
+    assert last == entry.description
+    assert scorecard.description_then(order, entry.description, entry.last_used_turn, 10**6, described) == last
+
+
+_OFFERS = [
+    "I haven't done anything yet. If you'd like a cancellation on order {o}, just tell me and I'll take care of it.",
+    "Nothing has been changed yet. If you want order {o} cancelled, just say so and I'll take care of it.",
+    "I haven't cancelled anything. Would you like me to cancel {o}?",
+    "Nothing is done yet; I can cancel order {o} for you if you confirm.",
+    "If you'd like me to cancel {o}, just let me know and I'll do it.",
+]
+
+
+@pytest.mark.parametrize("order", ["SU-22604", "SU-10001", "SU-98765"])
+@pytest.mark.parametrize("template", _OFFERS)
+def test_an_offer_to_cancel_stands_on_the_order_as_described_then(template, order):
+    """The offline agent's offer (and other wordings of it, on other orders) stands while the order
+    reads as placed or not yet described, and is "done already" once it reads cancelled — which is
+    why the scorecard must read the description as it stood before the reply."""
+    from sundry.agent.guards import replyclaims
+    from sundry.context.lanes import LedgerData
+    from sundry.shop.domain import DOMAIN
+
+    text = template.format(o=order)
+
+    def judged(description: str):
+        entry = LedgerData(
+            role="order_1",
+            value=order,
+            kind="order",
+            verified=True,
+            first_seen_turn=1,
+            last_used_turn=1,
+            description=description,
+            note="",
+        )
+        return replyclaims.unsupported(
+            text,
+            actions=[],
+            kinds=replyclaims.kinds_of(DOMAIN.tools),
+            ledger=[entry],
+            owner_kind=DOMAIN.owner_kind,
+            vocab=replyclaims.vocabulary_of(DOMAIN.tools),
+            targets=replyclaims.targets_of(DOMAIN.tools),
+            kind_of=DOMAIN.kind_of,
+            question=f"Should I cancel {order}? I'm not sure I still need it.",
+        )
+
+    assert judged("") == []
+    assert judged('Wooden Bird Feeder, Cast Iron Skillet 10" · placed') == []
+    # The control (a denial such as "I haven't cancelled anything" falls with it).
+    false = judged('Wooden Bird Feeder, Cast Iron Skillet 10" · cancelled')
+    assert {c.kind for c in false} == {"cancel"}
+    assert any(c.mode == replyclaims.OFFER and c.why == "it is done already" for c in false)
+
+
+def test_a_ledger_description_is_read_as_it_stood_before_the_reply():
+    described = [(5, {"SU-1": "Lamp · placed"}), (9, {"SU-2": "Mug · shipped"}), (12, {"SU-1": "Lamp · cancelled"})]
+    now = "Lamp · cancelled"
+    then = [scorecard.description_then("SU-1", now, 12, n, described) for n in (3, 5, 6, 12, 13)]
+    assert then == ["", "", "Lamp · placed", "Lamp · placed", now]
+    # Last used before the reply: the description it has now is the one it had then.
+    assert scorecard.description_then("SU-2", "Mug · shipped", 9, 10, described) == "Mug · shipped"
+    assert scorecard.description_then("SU-3", "Desk · placed", 2, 4, []) == "Desk · placed"
+    # Described by no stored result (a tool server's, read by its own declarations): as it is now.
+    assert scorecard.description_then("SU-4", "Chair · placed", 12, 4, described) == "Chair · placed"
