@@ -63,7 +63,11 @@ _OWN_WORDS = re.compile(
     r"|wrote a tool call as text|through the tools interface|fix these fields and call again"
     r"|a reply was held for staff|it was not sent\. write"
     # The re-ask in other words keeps its instructions: "Please call a tool … or write your reply in plain words."
-    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words",
+    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words"
+    # The claims re-ask's rules, one of them posted as a reply: "The customer confirmed an action only when
+    # its card was confirmed."
+    r"|\ban action only when its card (?:was|is) confirmed|as its tool call'?s result show(?:s|ed)"
+    r"|its confirmation card or staff hold is open",
     re.I,
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
