@@ -76,6 +76,7 @@ _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 # tool's name, its description or a made-up record when they write it out. Not `[1]`, not a link.
 _LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
+_SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or a digit: a reply of punctuation alone says nothing
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 # The opening of a call object — `{"name": "…", "arguments": {` — left unclosed, so no JSON reader finds it:
 # a call cut off at the length limit, or such a cut-off copied back from an earlier call turn.
@@ -209,8 +210,8 @@ def check_reply(
         )
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
-    if not cleaned:
-        reason = "markup" if raw.strip() else "empty"
+    if not _SAYS_SOMETHING.search(cleaned):  # nothing, or marks alone: a "(" left of a call copied back
+        reason = "markup" if raw.strip() and not cleaned else "empty"
         return _again(
             raw,
             reason,
