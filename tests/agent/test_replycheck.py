@@ -91,7 +91,7 @@ def test_empty_replies_are_asked_again(text, reason):
 
 # Posted seven times by a real 0.5B model (docs/real-model.md, section 5): the "(" left in a call turn's
 # text once its call was read out, copied back as the whole reply.
-@pytest.mark.parametrize("text", ["(", " ( ", "...", "-", "()"])
+@pytest.mark.parametrize("text", ["(", " ( ", ">", "...", "-", "()"])
 def test_a_reply_of_punctuation_alone_is_asked_again_then_held(text):
     asked_again_then_held(text, "empty")
 
