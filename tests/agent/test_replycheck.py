@@ -89,6 +89,18 @@ def test_empty_replies_are_asked_again(text, reason):
     assert check(text).reasons == [reason] and check(text).action == replycheck.RETRY
 
 
+# Posted seven times by a real 0.5B model (docs/real-model.md, section 5): the "(" left in a call turn's
+# text once its call was read out, copied back as the whole reply.
+@pytest.mark.parametrize("text", ["(", " ( ", ">", "...", "-", "()"])
+def test_a_reply_of_punctuation_alone_is_asked_again_then_held(text):
+    asked_again_then_held(text, "empty")
+
+
+@pytest.mark.parametrize("text", ["OK.", "5", "Yes (SU-26675)."])
+def test_a_reply_of_one_word_or_figure_is_posted(text):
+    assert check(text).action == replycheck.POST, check(text)
+
+
 def test_a_truncated_reply_is_never_posted():
     assert check("Your refund of 40.00 USD for", truncated=True).action == replycheck.RETRY
     assert check("Your refund of 40.00 USD for", truncated=True, retried=True).action == replycheck.HOLD
@@ -318,6 +330,9 @@ def test_brackets_that_are_not_a_label_are_posted(text):
         # the re-ask in other words, its instructions kept.
         "The customer did not provide a response or requested an action. Please call a tool to review the case "
         "or write your reply in plain words.",
+        # Posted by the same model after the claims re-ask (docs/real-model.md, section 5): one of its rules.
+        "The customer confirmed an action only when its card was confirmed.",
+        "A refund is done only as its tool call's result showed it.",
     ],
 )
 def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
@@ -330,6 +345,7 @@ def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
         "Your parcel was held at the depot for a signature; the courier will try again on Monday.",
         "You can call us on the number on your receipt, or write to us in plain words what went wrong.",
         "A colleague will call you about the tool kit on SU-26675 today.",
+        "Nothing happens until you confirm the card; the refund goes ahead only when it is confirmed.",
     ],
 )
 def test_a_reply_about_a_held_parcel_or_a_call_is_not_a_notice(text):

@@ -63,7 +63,11 @@ _OWN_WORDS = re.compile(
     r"|wrote a tool call as text|through the tools interface|fix these fields and call again"
     r"|a reply was held for staff|it was not sent\. write"
     # The re-ask in other words keeps its instructions: "Please call a tool … or write your reply in plain words."
-    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words",
+    r"|\bcall a tool\b|write (?:your|the) reply (?:to the customer )?in plain words"
+    # The claims re-ask's rules, one of them posted as a reply: "The customer confirmed an action only when
+    # its card was confirmed."
+    r"|\ban action only when its card (?:was|is) confirmed|as its tool call'?s result show(?:s|ed)"
+    r"|its confirmation card or staff hold is open",
     re.I,
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
@@ -72,6 +76,7 @@ _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 # tool's name, its description or a made-up record when they write it out. Not `[1]`, not a link.
 _LABEL = re.compile(r"^[ \t]*\[[A-Za-z][\w .:-]{0,40}\](?!\()", re.M)
 _WORDS_ONLY = re.compile(r"[\W_]+")
+_SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or a digit: a reply of punctuation alone says nothing
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 # The opening of a call object — `{"name": "…", "arguments": {` — left unclosed, so no JSON reader finds it:
 # a call cut off at the length limit, or such a cut-off copied back from an earlier call turn.
@@ -264,8 +269,8 @@ def check_reply(
         )
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
-    if not cleaned:
-        reason = "markup" if raw.strip() else "empty"
+    if not _SAYS_SOMETHING.search(cleaned):  # nothing, or marks alone: a "(" left of a call copied back
+        reason = "markup" if raw.strip() and not cleaned else "empty"
         return _again(
             raw,
             reason,
