@@ -201,7 +201,7 @@ def _guard_input(
         if confirmation is not None
         else frozenset(),
         proposals=proposals.read(ticket.pk) if tool.customer_text else (),
-        states=recordstates.read(
+        states=recordstates.reader(
             ticket, recordstates.referenced(snap.ledger, snap.money, snap.actions, toolbox.domain.owner_kind)
         )
         if tool.customer_text

@@ -9,7 +9,8 @@ whose hook states none gives None: its replies' statements of status are not jud
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 
 from sundry.agent.guards import statusclaims
 from sundry.people.selectors import domain_of
@@ -27,6 +28,13 @@ def read(ticket, references: Iterable[str]) -> tuple | None:
         if state is not None:
             out.append(state)
     return tuple(out)
+
+
+def reader(ticket, references: Iterable[str]) -> Callable[[], tuple | None]:
+    """`read`, deferred and done at most once: most replies state no status, date or figure, and their
+    step then makes no read of the records."""
+    refs = tuple(references)
+    return functools.cache(lambda: read(ticket, refs))
 
 
 def referenced(ledger=(), money=(), actions=(), owner_kind: str = "order") -> list[str]:

@@ -497,7 +497,7 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> re
         ledger=snapshot.ledger,
         proposals=_or_read(proposals.of_snapshot(snapshot), ticket.pk),
         rules=snapshot.rules,
-        states=recordstates.read(
+        states=recordstates.reader(
             ticket,
             recordstates.referenced(snapshot.ledger, snapshot.money, snapshot.actions, toolbox.domain.owner_kind),
         ),

@@ -343,6 +343,9 @@ def test_a_tool_results_own_status_backs_a_statement_about_the_order_it_names():
     assert _false(said, [], kind="status", shown="")
     assert _false(said, [], kind="status", shown=other.replace("delivered", "in_transit"))
     assert _false(f"Your order {ORDER} has been delivered.", [], kind="status", shown=shown)
+    # Only a status field counts: an error's "cannot be cancelled" is no status of the order.
+    error = json.dumps({"order": ORDER, "error": "Non-pending order cannot be cancelled"})
+    assert _false(f"Order {ORDER} was cancelled.", [], kind="status", shown=error)
 
 
 def test_a_date_is_held_unless_it_is_the_day_of_its_event():

@@ -48,7 +48,7 @@ def test_an_internal_note_and_an_internal_field_never_reach_a_request(ticket):
         ticket=ticket, name="internal_note", value=FIELD_SECRET, turn=1, source="staff", confirmed=True, user=staff
     )
     staff_note_post(ticket=ticket, text="Please tell them it is on its way.", user=staff)  # for the agent
-    model = ScriptedModel([ModelResponse(text="It is on its way.")])
+    model = ScriptedModel([ModelResponse(text="A colleague is looking into it for you.")])
     agent_run(ticket.pk, gateway=Gateway(override=model))
     read = _everything_the_model_read(model)
     assert "Please tell them it is on its way." in read  # a note for the agent is read

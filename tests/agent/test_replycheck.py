@@ -466,6 +466,19 @@ def test_generated_near_echoes_are_held_and_replies_that_quote_a_part_pass():
     print(f"near-echoes held {len(held)}, genuine replies passed {len(passed)}")
 
 
+def test_one_sentence_of_a_longer_message_is_an_echo_only_word_for_word():
+    said = "Hi, where is my desk lamp, order SU-26675? It has not shipped yet."
+    # An answer that confirms the customer's short sentence in nearly its words is an answer.
+    for answer in ("Your lamp has not shipped yet.", "It has not shipped yet, no.", "Right: it has not shipped yet."):
+        assert check(answer, customer_said=said).action == replycheck.POST, answer
+    # That sentence said back word for word (framing aside) is still an echo; so is the whole message nearly.
+    for echo in ("It has not shipped yet.", "You said: it has not shipped yet.", said.replace("Hi, where", "Where")):
+        assert check(echo, customer_said=said).reasons == ["echo"], echo
+    # Control: held as a near-echo of the sentence, the first answer is what the near rule alone would do.
+    words = replycheck._words
+    assert replycheck._said_back(words("Your lamp has not shipped yet."), words("It has not shipped yet."))
+
+
 def test_a_reply_to_the_guards_through_reply_to_customer_is_refused_as_a_near_echo_too():
     said = MESSAGES[0]
     for echo in near_echoes(said):

@@ -175,7 +175,7 @@ def _class_edit(world):
 
 def _step_with_lookup(world):
     customer_message_post(ticket=world.ticket, text=f"Where is {ORDER}?", wake=False)
-    world.run(_call("get_order", order_number=ORDER), ModelResponse(text="It is on its way."))
+    world.run(_call("get_order", order_number=ORDER), ModelResponse(text="It has not shipped yet."))
 
 
 def _hold(world):

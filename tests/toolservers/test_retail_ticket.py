@@ -237,7 +237,7 @@ def test_a_tool_error_is_the_models_to_read_and_no_flag(ticket, retail_server):
     assert result.payload["ok"] is False and "Non-pending order cannot be cancelled" in result.text
     assert card.outcome == "refused" and card.result_turn == result.number
     # The model reads the store's error as the confirmed call's result, and answers from it.
-    model = run(ticket, ModelResponse(text="That order was delivered, so it cannot be cancelled."))
+    model = run(ticket, ModelResponse(text="The store says that order can no longer be cancelled."))
     shown = [m for m in model.requests[0].messages if m.role == "tool"]
     assert any("Non-pending order cannot be cancelled" in m.content for m in shown), shown
     ticket.refresh_from_db()

@@ -59,8 +59,9 @@ class GuardInput:
     # an action is pending, will happen or was declined; read only for a tool with customer text.
     proposals: tuple = ()
     # The statuses, dates and figures of the ticket's records now (`tooling.records.RecordState`), for a
-    # tool's customer text that states them (None: the domain states none); read only for such a tool.
-    states: tuple | None = None
+    # tool's customer text that states them (None: the domain states none), or a function reading them
+    # when a sentence first needs them; read only for such a tool.
+    states: object = None
 
 
 @dataclass(frozen=True)

@@ -198,12 +198,12 @@ def _edits(a: list[str], b: list[str], limit: int) -> int:
     return row[-1]
 
 
-def _said_back(back: list[str], said: list[str]) -> bool:
+def _said_back(back: list[str], said: list[str], *, near: bool = True) -> bool:
     if len(said) < ECHO_MIN_WORDS:
         return False
     # The framing words the message itself does not use are the reply's wrapping, not its own words.
     kept = [w for w in back if w not in _FRAMING or w in said]
-    limit = max(1, int(len(said) * ECHO_EDITS))
+    limit = max(1, int(len(said) * ECHO_EDITS)) if near else 0
     return _edits(said, kept, limit) <= limit
 
 
@@ -220,8 +220,12 @@ def echoes(reply: str, message) -> bool:
     for said in messages:
         if not said:
             continue
-        parts = [said] + [m.group(0) for m in _SENTENCE.finditer(said)]
-        if any(_said_back(back, _words(p)) for p in dict.fromkeys(parts)):
+        if _said_back(back, _words(said)):
+            return True
+        # One sentence of a longer message said back counts only word for word: a short sentence with a word
+        # changed is as often the answer ("It has not shipped yet." → "Your lamp has not shipped yet.").
+        sentences = [m.group(0) for m in _SENTENCE.finditer(said)]
+        if len(sentences) > 1 and any(_said_back(back, _words(p), near=False) for p in sentences):
             return True
     return False
 

@@ -619,9 +619,15 @@ def unsupported(
     return out
 
 
+# A status a tool result gives: `"status": "in_transit"`, `"order_status": "delivered"`.
+_STATUS_FIELD = re.compile(r'"\w*status"\s*:\s*"([^"]{1,40})"', re.I)
+
+
 def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> str:
     """Why a stated status, date or figure is not so ("" when it is): judged on the record the sentence
     names, else on any of the ticket's (`statusclaims.fault`)."""
+    if callable(states):
+        states = states()
     if states is None:
         return ""
     states = list(states)
@@ -636,10 +642,12 @@ def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> st
     # A tool result's own status ("status": "in_transit") backs a statement about the records it names;
     # when the sentence names none and no record is known, any result shown may.
     named_refs = refs or statusclaims.references(claim.sentence)
+    # Only a status field counts: "cannot be cancelled" in an error is no status.
     told += " " + " ".join(
-        r.replace("_", " ")
+        v.replace("_", " ")
         for r in shown.split(statusclaims.RESULT_BREAK)
         if not named_refs or any(x in r.upper() for x in named_refs)
+        for v in _STATUS_FIELD.findall(r)
     )
     statuses = {k for k, p in statusclaims._STATUS_WORDS.items() if re.search(r"\b(?:" + p + r")\b", told, re.I)}
     figures = {(a.amount_cents, a.currency) for a in actions if a.amount_cents}
@@ -853,7 +861,9 @@ class Records:
     forbidden: dict = field(default_factory=dict)  # `forbidden_kinds`
     targets: dict = field(default_factory=dict)  # `targets_of`
     kind_of: Callable[[str], str | None] | None = None  # the domain's ID patterns
-    states: tuple | None = None  # `RecordState`s of the ticket's records (None: the domain states none)
+    # `RecordState`s of the ticket's records (None: the domain states none), or a function that reads them:
+    # read only when a sentence states a status, date or figure, so a step whose reply states none reads none.
+    states: tuple | Callable[[], tuple | None] | None = None
     shown: str = ""  # the tool results the model was shown
 
     @classmethod
@@ -874,7 +884,7 @@ class Records:
             forbidden=forbidden_kinds(rules, domain, overridden),
             targets=targets_of(domain.tools),
             kind_of=domain.kind_of,
-            states=tuple(states) if states is not None else None,
+            states=states if states is None or callable(states) else tuple(states),
             shown=shown,
         )
 
