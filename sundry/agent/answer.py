@@ -294,6 +294,8 @@ def obtain(
         return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
 
     if stream is not None:
+        if facts is not None and not gateway.is_local(model):
+            facts = facts.read_now()  # the sentences are judged inside the network call's event loop
         stream.known = frozenset(known)
         stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)
     calls: list[GatewayCall] = []

@@ -267,6 +267,10 @@ class Gateway:
             return self._local(request, name, resolved)  # no network: no event loop to start
         return _thread_loop().run_until_complete(self.acall(request, model=model, timeout=timeout, stream=stream))
 
+    def is_local(self, model: str) -> bool:
+        """The call is answered in this thread without an event loop (a scripted or offline model)."""
+        return self.override is not None or self._resolve(model).offline
+
     async def acomplete(
         self, request: ModelRequest, *, model: str | None = None, timeout: float | None = None
     ) -> ModelResponse:
