@@ -133,6 +133,9 @@ class BaselineGateway:
         """The wrapped gateway's call limits: the step sizes a re-ask by what they leave."""
         return self.inner.limits
 
+    def is_local(self, model: str) -> bool:
+        return self.inner.is_local(model)
+
     def call(self, request: ModelRequest, *, model: str | None = None, timeout: float = 60, stream=None):
         return self.inner.call(self.rebuild(request), model=model, timeout=timeout, stream=stream)
 
