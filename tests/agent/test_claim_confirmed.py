@@ -31,13 +31,13 @@ from sundry.agent.models import Confirmation
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
-from sundry.context.lanes import ActionData, LedgerData
+from sundry.context.lanes import ActionData
 from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads  # what the customer reads: their page and turns
+from tests.agent.test_claim_modes import _reads, ledger_of  # what the customer reads: their page and turns
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER, OTHER = "SU-41001", "SU-41002"
@@ -130,18 +130,7 @@ NOT_CLAIMS = [
 
 
 def _ledger():
-    return [
-        LedgerData(
-            role=f"order:{v}",
-            value=v,
-            kind="order",
-            verified=True,
-            first_seen_turn=1,
-            last_used_turn=1,
-            description="Desk lamp · delivered",
-        )
-        for v in (ORDER, OTHER)
-    ]
+    return ledger_of(ORDER, OTHER)
 
 
 def _agreed(text, **state) -> list:

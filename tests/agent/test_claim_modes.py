@@ -149,7 +149,8 @@ def _action(tool, target=ORDER, cents=None):
     )
 
 
-def _ledger():
+def ledger_of(*refs, description="Desk lamp · delivered"):
+    """Verified order entries of the ledger for `refs`, each described as a tool result left it."""
     return [
         LedgerData(
             role=f"order:{v}",
@@ -158,10 +159,14 @@ def _ledger():
             verified=True,
             first_seen_turn=1,
             last_used_turn=1,
-            description="Desk lamp · delivered",
+            description=description,
         )
-        for v in (ORDER, OTHER)
+        for v in refs
     ]
+
+
+def _ledger():
+    return ledger_of(ORDER, OTHER)
 
 
 def _other_kind(kind):

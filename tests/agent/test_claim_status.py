@@ -31,7 +31,6 @@ from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
-from sundry.context.lanes import LedgerData
 from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.shop.models import Order
@@ -40,7 +39,7 @@ from sundry.tooling import records as r
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.records import RecordState
-from tests.agent.test_claim_modes import _reads  # what the customer reads: their page and turns
+from tests.agent.test_claim_modes import _reads, ledger_of  # what the customer reads: their page and turns
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER, OTHER = "SU-41001", "SU-41002"
@@ -195,18 +194,7 @@ AMOUNT_CASES = list(dict.fromkeys(_amount_cases()))
 
 
 def _ledger(*refs, description=""):
-    return [
-        LedgerData(
-            role=f"order:{v}",
-            value=v,
-            kind="order",
-            verified=True,
-            first_seen_turn=1,
-            last_used_turn=1,
-            description=description,
-        )
-        for v in refs
-    ]
+    return ledger_of(*refs, description=description)
 
 
 def _false(text, states, *, kind=None, ledger=None, shown="", proposals=()) -> list:
