@@ -79,7 +79,9 @@ def rows(tickets) -> list[tuple[str, dict]]:
     return out
 
 
-def _cell(s: dict) -> str:
+def cell(s: dict) -> str:
+    """One table cell: recall and precision with their counts (a set's labels found may differ from its
+    correct flags when one sentence repeats; `freshscore`'s sets are distinct, so both are its `found`)."""
     if s["recall"] is None or s["precision"] is None:
         return "—"
     return (
@@ -91,7 +93,7 @@ def _cell(s: dict) -> str:
 def table(tickets) -> str:
     lines = ["| classifier | tuning half R / P | held-out half R / P | all R / P |", "|---|---|---|---|"]
     for name, by in rows(tickets):
-        lines.append(f"| {name} | {_cell(by['tuning'])} | {_cell(by['held_out'])} | {_cell(by[None])} |")
+        lines.append(f"| {name} | {cell(by['tuning'])} | {cell(by['held_out'])} | {cell(by[None])} |")
     return "\n".join(lines)
 
 
@@ -168,7 +170,7 @@ def reader_table(tickets, second: dict | None, adjudicated: dict | None = None) 
     ]
     for name, by in by_row:
         cells = [by["first"], by["second"], by["agreed"]] + ([by["adjudicated"]] if adj else [])
-        lines.append(f"| {name} | " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cell(c) for c in cells) + " |")
     if not adj:
         lines += ["", "No adjudicated labels (labels/constraints_adjudicated.json): that column is not measured."]
     return "\n".join(lines)

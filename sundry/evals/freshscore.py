@@ -30,6 +30,7 @@ from pathlib import Path
 
 from sundry.context.constraints import constraint_sentences
 from sundry.context.rules import candidate_rules
+from sundry.evals.constraintscore import cell
 from sundry.evals.instructionsentences import Sentence, fresh_sentences
 from sundry.evals.labels import HERE, reader_agreement
 
@@ -89,6 +90,8 @@ def score(flags: dict[str, bool], truth: dict[str, bool]) -> dict:
         "labelled": labelled,
         "flagged": flagged,
         "found": found,
+        "labels_found": found,
+        "flags_correct": found,
         "recall": found / labelled if labelled else None,
         "precision": found / flagged if flagged else None,
     }
@@ -139,15 +142,6 @@ def _within(truth: dict[str, bool], only: set[str] | None) -> dict[str, bool]:
     return truth if only is None else {i: v for i, v in truth.items() if i in only}
 
 
-def _cell(s: dict) -> str:
-    if s["recall"] is None or s["precision"] is None:
-        return "—"
-    return (
-        f"{100 * s['recall']:.1f} % ({s['found']}/{s['labelled']}) / "
-        f"{100 * s['precision']:.1f} % ({s['found']}/{s['flagged']})"
-    )
-
-
 def report(corpora: Path | None = None, folder: Path = HERE) -> str:
     """The readers' agreement and the classifier's figures against each reading, all and plain."""
     items = distinct(fresh_sentences(corpora))
@@ -183,5 +177,5 @@ def report(corpora: Path | None = None, folder: Path = HERE) -> str:
             lines.append("| classifier | " + " | ".join(f"{n} R / P" for n in names) + " |")
             lines.append("|---|" + "---|" * len(names))
             for name, by in rows(items, reads, only):
-                lines.append(f"| {name} | " + " | ".join(_cell(by[n]) for n in names) + " |")
+                lines.append(f"| {name} | " + " | ".join(cell(by[n]) for n in names) + " |")
     return "\n".join(lines)
