@@ -25,7 +25,6 @@ import pytest
 from django.test import Client
 
 from sundry.agent.guards import statusclaims
-from sundry.agent.guards.statusclaims import RESULT_BREAK
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -258,6 +257,7 @@ def test_model_check_counts_a_posted_one_a_false_statement(case, monkeypatch):
     assert (read["false_statements"], read["false_claims"]) == (1, 0)
 
 
-def test_the_records_hook_statuses_are_the_shops():
-    assert set(r.STATUSES) >= {v for v in Order.Status.values}
-    assert RESULT_BREAK
+def test_every_order_status_of_the_shop_is_a_status_the_records_hook_states():
+    # The shop's own words are judged on its records; none of them is among the words only a result backs.
+    assert set(r.STATUSES) >= set(Order.Status.values)
+    assert not any(statusclaims.is_other(v) for v in Order.Status.values)

@@ -19,6 +19,13 @@ dates and figures in the results):
   left to refund, a line, a payment, a refund), a figure of a card, hold or action
   on the ticket, or a figure a tool result shows.
 
+An order is told only a status its records support: a status word the shop does not use (`_OTHER_WORDS`:
+"completed", "on hold", "pending", the parcels', payments', refunds', returns' and tool servers' own
+words, an order's condition — "<ref> is a damaged order"), said of an order by its reference or as
+"your order" with "is/was/has been", or after "order status:", stands only where a tool result's status
+field says that very word. An item's or a parcel's condition, a refund's or a return's status, and
+sorrow at the customer's report ("I'm sorry your order is damaged") are not read that way.
+
 The record is the one the sentence names; naming none, any record of the ticket
 (as other claims judge "it": `replyclaims._entity`). A question, a condition or a
 future ("if it has shipped …", "once it is delivered …", "it should arrive on
@@ -93,7 +100,7 @@ _OTHER_WORDS = (
     r"|on\s+back-?order|failed|declined|rejected|voided|expired|closed|archived|suspended|disputed"
     r"|authori[sz]ed|captured|issued|booked|label\s+created|return\s+requested|exchange\s+requested"
     r"|ready\s+for\s+(?:pick-?up|collection)|undeliverable"
-    # An order's condition: "SU-23710 is a damaged order."
+    # An order's condition: "<ref> is a damaged order."
     r"|damaged|broken|defective|faulty|stolen|destroyed|missing"
 )
 _SYNONYMS = {"missing": LOST}
@@ -110,7 +117,7 @@ _ORDER_SUBJECT = (
 _OTHER_SHAPES = [
     re.compile(p, re.I)
     for p in (
-        # "SU-23710 is a damaged order", "your order is on hold", "SU-1 has been marked as completed"
+        # "<ref> is a damaged order", "your order is on hold", "<ref> has been marked as completed"
         _ORDER_SUBJECT
         + r"(?:\s*\([^()]{0,80}\))?(?:\s+(?:is|was|are|were)|'s|\s+(?:has|have|had)(?:\s+(?:now|already|just|also|finally))*\s+been)"
         + r"(?P<neg>\s*n't|\s+not)?\s+"
@@ -122,7 +129,7 @@ _OTHER_SHAPES = [
         + r"))(?:\s+(?:order|purchase))?"
         # the end of what is said of it: not "is missing an item", "is pending review"
         + r"(?=\s*(?:[.,;:!?)\n]|$)|\s+(?:and|but|so|because|since|now|too|as\s+well)\b)",
-        # "Order status: - Completed - On hold", "the status of order SU-1 is pending"
+        # "Order status: - Completed - On hold", "the status of order <ref> is pending"
         r"(?<!refund\s)(?<!payment\s)(?<!return\s)(?<!exchange\s)(?<!ticket\s)(?<!request\s)"
         r"\bstatus(?:\s+(?:of|for)\s+(?:(?:your|the|this)\s+)?(?:order|purchase)(?:\s+" + _REF_WORD + r")?)?"
         r"(?:\s+" + _REF_WORD + r")?"
