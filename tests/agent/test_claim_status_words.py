@@ -38,7 +38,7 @@ from sundry.tooling import records as r
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.agent.test_claim_modes import _reads
 from tests.agent.test_claim_status import STATUS_OF, _false, state
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, paid_order
 
 ORDER = "SU-41001"
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,6 +171,36 @@ def test_negative_control_without_the_reading_the_statements_pass(monkeypatch):
     passed = [t for _w, _n, t in CASES if not _false(t, [state("shipped")], kind=statusclaims.STATUS)]
     print(f"other-word statements passed without the reading: {len(passed)}/{len(CASES)}")
     assert len(passed) > len(CASES) * 9 // 10
+
+
+RUN_6 = (  # posted by a real model for a shipped order whose parcel is lost (docs/real-model.md, run 6)
+    "The order {ref} has been around for a few years. It's been assigned to the customer and the tracking "
+    "number 1Z... Order status: - Completed - On hold - Unconfirmed Order details: - Product names: Kitchen, "
+    "Air fryer, Stove - Carrier events: 32% reduction - Refund method: Cashback - Resolution: No"
+)
+
+
+def test_the_run_6_reply_is_read_as_a_status_the_records_do_not_show():
+    (claim,) = _false(RUN_6.format(ref=ORDER), [state("lost")])
+    assert claim.stated.value == "completed" and claim.why == "the records show lost, shipped"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", Order.Status.values)
+@pytest.mark.parametrize("parcel", [None, *shop.Parcel.Status.values])
+def test_every_real_order_status_makes_none_of_them_so(status, parcel):
+    """On the shop's own records (`ShopRecords.state`) for every order status and parcel status its models
+    have: the shop's word for it stands, no other word and no condition does."""
+    from sundry.shop.records import RECORDS
+
+    order = paid_order(number=ORDER, status=status)
+    if parcel:
+        ParcelFactory(order=order, status=parcel)
+    states = [RECORDS.state(ORDER)]
+    sample = CASES[::11]  # every word and shape, a tenth of the wordings: 30 record states
+    held = [t for _w, _n, t in sample if _false(t, states, kind=statusclaims.STATUS)]
+    assert len(held) == len(sample), [t for _w, _n, t in sample if t not in held][:5]
+    assert not _false(f"Your order {ORDER} is a {status} order.", states)
 
 
 # --- from the database, through the loop ---------------------------------------------------------------
