@@ -266,6 +266,7 @@ def obtain(
     """`deadline` (a `time.monotonic()` value): when the step's model time ends. The answer and its
     re-ask share it: a re-ask gets only what the first answer left, and none if under a second."""
     tools = {t.name for t in request.tools}
+    declared = replycheck.declared_texts(request.tools)
     known = known_identifiers(request)
     question = _latest_customer_text(turns)
     recent = recent_customer_texts(turns)
@@ -281,6 +282,7 @@ def obtain(
             retried=retried,
             customer_said=question,
             customer_recent=recent,
+            declared=declared,
         )
         verdict = held_if_internal(verdict, internal)
         return checked_claims(verdict, facts, retried, question)
@@ -289,7 +291,13 @@ def obtain(
         # Judged as a first answer (the stricter): posted unchanged, no claims (those are judged by
         # sentence in `sentence_passes`).
         verdict = replycheck.check_reply(
-            upto, known=known, tools=tools, after_rejection=rejected, customer_said=question, customer_recent=recent
+            upto,
+            known=known,
+            tools=tools,
+            after_rejection=rejected,
+            customer_said=question,
+            customer_recent=recent,
+            declared=declared,
         )
         return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
 

@@ -19,7 +19,7 @@ import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the doma
 from sundry.agent import cardstore, holds, proposals, recordstates, remote, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
-from sundry.agent.guards import cards, consent, runlimits
+from sundry.agent.guards import cards, consent, replycheck, runlimits
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context import services as lanes
@@ -206,6 +206,7 @@ def _guard_input(
         )
         if tool.customer_text
         else None,
+        declared=replycheck.declared_texts(toolbox.specs) if tool.customer_text or tool.side_effect else (),
     )
 
 

@@ -62,6 +62,9 @@ class GuardInput:
     # tool's customer text that states them (None: the domain states none), or a function reading them
     # when a sentence first needs them; read only for such a tool.
     states: object = None
+    # The descriptions of the tools declared to the model and of their parameters
+    # (`replycheck.declared_texts`): a tool's customer text that is one of them is Sundry's words.
+    declared: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -634,7 +637,9 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
         return None
     recent = [m.text for m in reversed(inp.said or ()) if m.author == "customer"][: replycheck.RECENT_CUSTOMER]
     for name in dict.fromkeys([*inp.tool.customer_text, *on_card]):
-        why = replycheck.copied(str(getattr(args, name, "") or ""), recent if name in inp.tool.customer_text else ())
+        why = replycheck.copied(
+            str(getattr(args, name, "") or ""), recent if name in inp.tool.customer_text else (), inp.declared
+        )
         if why == "notice":
             return _reject(
                 "notice",

@@ -230,12 +230,44 @@ def echoes(reply: str, message) -> bool:
     return False
 
 
-def copied(text: str, customer_said="") -> str:
+def declared_texts(specs) -> tuple[str, ...]:
+    """The descriptions of the tools declared to the model and of each of their parameters (nested ones
+    too): Sundry's words to the model like its re-asks, which a small model copies as its reply.
+    `specs`: the tools as offered (dicts of name, description, parameters; or objects with those)."""
+    out: list[str] = []
+
+    def walk(schema):
+        if isinstance(schema, dict):
+            if isinstance(schema.get("description"), str):
+                out.append(schema["description"])
+            for value in schema.values():
+                if isinstance(value, dict | list):
+                    walk(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                walk(value)
+
+    for spec in specs or ():
+        get = spec.get if isinstance(spec, dict) else lambda k, s=spec: getattr(s, k, None)
+        if isinstance(get("description"), str):
+            out.append(get("description"))
+        walk(get("parameters") or {})
+    return tuple(dict.fromkeys(t.strip() for t in out if t and t.strip()))
+
+
+def declares(text: str, declared=()) -> bool:
+    """The text is a tool's or a parameter's description (`declared_texts`), exactly or nearly, or one
+    sentence of one word for word (`echoes`, the measure for a customer's message said back)."""
+    return bool(declared) and echoes(text, declared)
+
+
+def copied(text: str, customer_said="", declared=()) -> str:
     """What of a customer-bound text is not its own: "notice" for Sundry's re-asks, guard reasons or notices
-    (with or without their marker), "echo" for a customer's message said back, exactly or nearly (`echoes`;
+    (with or without their marker) and for a declared tool's or parameter's description (`declared`, from
+    `declared_texts`), "echo" for a customer's message said back, exactly or nearly (`echoes`;
     `customer_said`: one message or their recent ones); "" for neither.
     For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
-    if _OWN_WORDS.search(text) or _INTERNAL.search(text):
+    if _OWN_WORDS.search(text) or _INTERNAL.search(text) or declares(text, declared):
         return "notice"
     if customer_said and echoes(text, customer_said):
         return "echo"
@@ -252,11 +284,13 @@ def check_reply(
     retried: bool = False,
     customer_said: str = "",
     customer_recent=(),
+    declared=(),
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
     `customer_said`: the customer's latest message, which a reply must answer, not repeat;
-    `customer_recent`: their other recent messages, which it must not say back either."""
+    `customer_recent`: their other recent messages, which it must not say back either;
+    `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too."""
     raw = text or ""
     if truncated:
         return _again(
@@ -303,7 +337,7 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if _OWN_WORDS.search(cleaned):
+    if _OWN_WORDS.search(cleaned) or declares(cleaned, declared):
         return _again(
             raw,
             "notice",

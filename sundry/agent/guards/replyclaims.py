@@ -650,6 +650,19 @@ def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> st
         for v in _STATUS_FIELD.findall(r)
     )
     statuses = {k for k, p in statusclaims._STATUS_WORDS.items() if re.search(r"\b(?:" + p + r")\b", told, re.I)}
+    st = claim.stated
+    if st.what == statusclaims.STATUS and statusclaims.is_other(st.value):
+        # A status the shop's records never have stands only on a tool result's status field saying that very
+        # word, about the records the sentence names; told of a reference no record of the ticket is (a
+        # refund's, a return's), it is not judged here.
+        if st.of and st.of not in {r.reference.upper() for r in states}:
+            return ""
+        statuses = {
+            re.sub(r"[\s_-]+", " ", v.strip().lower()).replace("authorized", "authorised")
+            for r in shown.split(statusclaims.RESULT_BREAK)
+            if not named_refs or any(x in r.upper() for x in named_refs)
+            for v in _STATUS_FIELD.findall(r)
+        }
     figures = {(a.amount_cents, a.currency) for a in actions if a.amount_cents}
     figures |= {(p.amount_cents, p.currency) for p in proposals if p.amount_cents}
     figures |= {(c, m.currency) for m in money for c in (m.paid_cents, m.refunded_cents, m.refundable_cents) if c}

@@ -19,6 +19,13 @@ dates and figures in the results):
   left to refund, a line, a payment, a refund), a figure of a card, hold or action
   on the ticket, or a figure a tool result shows.
 
+An order is told only a status its records support: a status word the shop does not use (`_OTHER_WORDS`:
+"completed", "on hold", "pending", the parcels', payments', refunds', returns' and tool servers' own
+words, an order's condition — "<ref> is a damaged order"), said of an order by its reference or as
+"your order" with "is/was/has been", or after "order status:", stands only where a tool result's status
+field says that very word. An item's or a parcel's condition, a refund's or a return's status, and
+sorrow at the customer's report ("I'm sorry your order is damaged") are not read that way.
+
 The record is the one the sentence names; naming none, any record of the ticket
 (as other claims judge "it": `replyclaims._entity`). A question, a condition or a
 future ("if it has shipped …", "once it is delivered …", "it should arrive on
@@ -32,7 +39,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from sundry.tooling.records import CANCELLED, DELIVERED, LOST, PLACED, REFUNDED, RETURNED, SHIPPED
+from sundry.tooling.records import CANCELLED, DELIVERED, LOST, PLACED, REFUNDED, RETURNED, SHIPPED, STATUSES
 
 STATED = "stated"
 STATUS, DATE, AMOUNT = "status", "date", "amount"
@@ -83,6 +90,58 @@ _STATUS_SHAPES = [
         + r")\b",
     )
 ]
+# Status words the shop does not use — common commerce states, the words tool servers' and payment,
+# parcel, refund and return records use, and an order's condition ("damaged") — said of an order: no
+# record of the shop has such a status, so one stands only where a tool result's status field says that
+# very word (`"status": "on_hold"`). Left out: words as often said of a placed order's acknowledgement
+# ("received", "confirmed") or of timing ("delayed"). "missing" is said of a lost order: read as lost.
+_OTHER_WORDS = (
+    r"completed?|fulfilled|unfulfilled|on\s+hold|unconfirmed|pending|awaiting\s+payment|back-?ordered"
+    r"|on\s+back-?order|failed|declined|rejected|voided|expired|closed|archived|suspended|disputed"
+    r"|authori[sz]ed|captured|issued|booked|label\s+created|return\s+requested|exchange\s+requested"
+    r"|ready\s+for\s+(?:pick-?up|collection)|undeliverable"
+    # An order's condition: "<ref> is a damaged order."
+    r"|damaged|broken|defective|faulty|stolen|destroyed|missing"
+)
+_SYNONYMS = {"missing": LOST}
+_REF_WORD = r"[A-Z][A-Za-z0-9]*[-_][A-Za-z0-9]*\d[A-Za-z0-9]*"
+# Only an order is told such a status: its reference or "your order", not "it" (a refund, a request, a
+# call) nor a parcel or an item (whose condition the customer reports).
+_ORDER_SUBJECT = (
+    r"(?:\b(?:your|the|this|that)\s+(?:(?!(?:for|of|on|to|from|in|with|about)\s)[\w-]+\s+){0,2}?(?:order|purchase)"
+    r"(?:\s+(?:number\s+)?(?P<ref>" + _REF_WORD + r"))?"
+    # a bare reference is the subject, not what a refund or a return is "for", "on" or "of"
+    r"|(?<!\bfor\s)(?<!\bof\s)(?<!\bon\s)(?<!\bto\s)(?<!\bin\s)(?<!\bwith\s)(?<!\bfrom\s)(?<!\babout\s)"
+    r"\b(?:order\s+(?:number\s+)?|(?<!\border\s)(?<!\bnumber\s))(?P<bare>" + _REF_WORD + r"))"
+)
+_OTHER_SHAPES = [
+    re.compile(p, re.I)
+    for p in (
+        # "<ref> is a damaged order", "your order is on hold", "<ref> has been marked as completed"
+        _ORDER_SUBJECT
+        + r"(?:\s*\([^()]{0,80}\))?(?:\s+(?:is|was|are|were)|'s|\s+(?:has|have|had)(?:\s+(?:now|already|just|also|finally))*\s+been)"
+        + r"(?P<neg>\s*n't|\s+not)?\s+"
+        + _ADV
+        + r"(?:marked\s+(?:as\s+)?|shown\s+as\s+|listed\s+as\s+)?(?:(?:an?\s+)?(?P<other>"
+        + _OTHER_WORDS
+        + r")|an?\s+(?P<known>"
+        + "|".join(_STATUS_WORDS.values())
+        + r"))(?:\s+(?:order|purchase))?"
+        # the end of what is said of it: not "is missing an item", "is pending review"
+        + r"(?=\s*(?:[.,;:!?)\n]|$)|\s+(?:and|but|so|because|since|now|too|as\s+well)\b)",
+        # "Order status: - Completed - On hold", "the status of order <ref> is pending"
+        r"(?<!refund\s)(?<!payment\s)(?<!return\s)(?<!exchange\s)(?<!ticket\s)(?<!request\s)"
+        r"\bstatus(?:\s+(?:of|for)\s+(?:(?:your|the|this)\s+)?(?:order|purchase)(?:\s+" + _REF_WORD + r")?)?"
+        r"(?:\s+" + _REF_WORD + r")?"
+        r"\s*(?::|=|\bis\b(?P<neg>\s+not)?|\bshows(?:\s+as)?|\breads|\bsays)\s*(?:[-*\u2022]\s*)?"
+        + _ADV
+        + r"[\"'\u201c]?(?P<other>"
+        + _OTHER_WORDS
+        + r")\b",
+    )
+]
+# Sorry to hear it, said right before the order: "I'm sorry your order is damaged" takes up the customer's report.
+_SORRY = re.compile(r"\bsorry\s+(?:(?:to\s+(?:hear|learn|read|see)|about)\s+)?(?:that\s+)?$", re.I)
 # The event a date is of, as replies word it (its own word, or a label: "order date", "delivery date").
 _EVENTS = {
     PLACED: r"placed|ordered|purchased|bought|order\s+date|date\s+of\s+(?:your\s+|the\s+)?order|order\s+was\s+made",
@@ -155,6 +214,7 @@ class Statement:
     said: str = ""  # DATE: the date as written
     day: date | None = None  # DATE: the day it names (None: a form this module cannot read)
     year: bool = True  # DATE: the date names its year
+    of: str = ""  # STATUS by `_OTHER_SHAPES`: the reference the sentence tells it of, if it names one
 
 
 def _before_is_so(text: str, at: int) -> bool:
@@ -186,6 +246,17 @@ def statements(sentence: str) -> list[Statement]:
             if status == PLACED and (m.groupdict().get("subject") or "").lower() in ("it", "they"):
                 continue  # "it is being processed" is as often a refund or a request as the order
             out.append(Statement(STATUS, f"not {status}" if m.group("neg") else status))
+    for shape in _OTHER_SHAPES:
+        for m in shape.finditer(s):
+            if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)) or m.group("neg"):
+                continue
+            if _SORRY.search(s[: m.start()]):
+                continue
+            out.append(
+                Statement(
+                    STATUS, _other_status(m), of=(m.groupdict().get("ref") or m.groupdict().get("bare") or "").upper()
+                )
+            )
     for m in _DATE_SHAPE.finditer(s):
         if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
             continue
@@ -195,6 +266,19 @@ def statements(sentence: str) -> list[Statement]:
     if _AMOUNT_WORDS.search(s) and not _NOT_SO.search(s):
         out.append(Statement(AMOUNT))
     return list(dict.fromkeys(out))
+
+
+def _other_status(m: re.Match) -> str:
+    """The status an order is told by `_OTHER_SHAPES`: the shop's own for "a lost order", else the word said."""
+    if m.group("other") is None:
+        return next(k for k, p in _STATUS_WORDS.items() if re.fullmatch(p, m.group("known"), re.I))
+    word = re.sub(r"[\s-]+", " ", m.group("other").lower()).replace("authorized", "authorised")
+    return _SYNONYMS.get(word, word)
+
+
+def is_other(status: str) -> bool:
+    """A status word the shop's records never have (`_OTHER_WORDS`): only a tool result's status field backs it."""
+    return status not in STATUSES
 
 
 def parse_date(text: str, year: int = 2000) -> tuple[date | None, bool]:
