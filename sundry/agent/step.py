@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from sundry.agent import answer, calibration, claims, failures, proposals, recordstates
+from sundry.agent import answer, calibration, claims, failures, handoff, proposals, recordstates
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
 from sundry.agent.guards import replycheck, replyclaims
@@ -369,8 +369,9 @@ def _commit(
             outcome = StepOutcome(stop=True, resolution=True)
             kind = AgentStep.Outcome.REPLY
         elif verdict is not None and (response.text or "").strip():
-            # Held: never sent; staff see what was written and why.
-            _hold_reply(ticket, append, verdict, response.text)
+            # Held: never sent; staff see what was written and why, and the run ends here — so the
+            # customer, if this leaves their message unanswered, is told a person will reply (`handoff`).
+            _hold_reply(ticket, append, verdict, response.text, hand_off=True)
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.HELD_REPLY
         else:
@@ -418,16 +419,20 @@ def _commit(
     return outcome
 
 
-def _hold_reply(ticket: Ticket, append, verdict: replycheck.ReplyVerdict, text: str) -> None:
-    """A reply the check holds: an error turn with what was written and why, and the ticket flagged."""
+def _hold_reply(ticket: Ticket, append, verdict: replycheck.ReplyVerdict, text: str, *, hand_off: bool = False) -> None:
+    """A reply the check holds: an error turn with what was written and why, and the ticket flagged.
+    `hand_off`: the run ends with this hold (not words with calls, whose run goes on and may still
+    reply), so the customer may be told their message went to staff — read before the flag is raised."""
     reasons = ", ".join(verdict.reasons)
-    append(
+    notice = append(
         ticket=ticket,
         author=Turn.Author.SYSTEM,
         kind=Turn.Kind.ERROR,
         text=f"A reply was held for staff ({reasons}); it was not sent: {text.strip()}{_held_why(verdict)}",
         payload={"reply_check": verdict.as_json(), "held_reply": text},
     )
+    if hand_off:
+        handoff.tell(ticket, append, notice.number)
     attention_flag(
         ticket.pk,
         f"Reply held for staff: {reasons}" + (f" ({', '.join(verdict.invented)})" if verdict.invented else ""),

@@ -70,6 +70,10 @@ STAFF_REPLY_PREFIX = "(reply sent by staff) "
 # An agent message's `via` when it is the words the model wrote with tool calls: the calls' own turn
 # carries them to the model, so the message is not rendered a second time.
 SAID_WITH_CALLS = "with_calls"
+# An agent message's `via` when Sundry's code wrote it, not the model: the hand-off a held reply leaves the
+# customer (`agent/handoff.py`). The model never wrote it, so it is not rendered as the model's words; the
+# held reply's own notice already tells the model what happened, and a weak model copies the notices it reads.
+HANDED_OFF = "handoff"
 STAFF_NOTE_PREFIX = "[staff note to the agent] "
 SYSTEM_EVENT_PREFIX = "[system event] "
 SYSTEM_NOTICE_PREFIX = "[system notice] "
@@ -551,6 +555,8 @@ def _plain(turn: TurnData) -> Message | None:
         if turn.author == "agent":
             if (turn.payload or {}).get("via") in (REPLY_TOOL, SAID_WITH_CALLS):
                 return None  # its reply tool call (and result), or the calls it came with, carry it: shown once
+            if (turn.payload or {}).get("via") == HANDED_OFF:
+                return None  # Sundry's hand-off, not the model's words: the held reply's notice stands for it
             return Message(role="assistant", content=text, turns=n)
     if turn.kind == "note":
         return Message(role="user", content=STAFF_NOTE_PREFIX + text, turns=n)

@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from sundry.context.render import HANDED_OFF
+
 
 @dataclass
 class Scorecard:
@@ -37,6 +39,9 @@ class Scorecard:
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
     unanswered: int = 0  # customer messages no reply answered before their next one (`unanswered`)
+    # Customer messages answered only by Sundry's hand-off after a held reply ("passed to our team",
+    # `agent/handoff.py`): not answered by the agent, so not counted as answered, nor as silent.
+    handed_off: int = 0
     compactions: int = 0
     summary_fallbacks: int = 0
     output_paths: dict[str, int] = field(default_factory=dict)
@@ -126,6 +131,7 @@ def collect(model: str, results) -> Scorecard:
         card.false_statements += read.get("false_statements", 0)
         card.internal_shown += read["internal_shown"]
         card.unanswered += read["unanswered"]
+        card.handed_off += read.get("handed_off", 0)
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
     return card
 
@@ -151,9 +157,11 @@ def taken_back(tickets) -> int:
     from sundry.tickets.models import Turn
 
     replies: dict[int, list[tuple[int, str]]] = {}
-    for ticket_id, number, text in Turn.objects.filter(
+    for ticket_id, number, text, payload in Turn.objects.filter(
         ticket_id__in=tickets, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE
-    ).values_list("ticket_id", "number", "text"):
+    ).values_list("ticket_id", "number", "text", "payload"):
+        if (payload or {}).get("via") == HANDED_OFF:
+            continue  # Sundry's words after a hold: no reply was stored
         replies.setdefault(ticket_id, []).append((number, text))
     count = 0
     for ticket_id, first, last, checks in AgentStep.objects.filter(ticket_id__in=tickets).values_list(
@@ -260,9 +268,14 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     later = replyclaims.later_kinds_of(domain.tools)
     vocab = replyclaims.vocabulary_of(domain.tools)
     rules = lane_snapshot(ticket, with_turns=False).rules
-    turns = list(
-        Turn.objects.filter(ticket_id=ticket_id).order_by("number").values_list("number", "author", "kind", "text")
+    rows = list(
+        Turn.objects.filter(ticket_id=ticket_id)
+        .order_by("number")
+        .values_list("number", "author", "kind", "text", "payload")
     )
+    # Sundry's hand-off after a held reply is code's words, not the agent's: judged apart (`handed_off`).
+    handed = [n for n, author, kind, _t, p in rows if kind == Turn.Kind.MESSAGE and (p or {}).get("via") == HANDED_OFF]
+    turns = [(n, author, kind, text) for n, author, kind, text, _p in rows if n not in handed]
     actions = list(
         ActionTaken.objects.filter(ticket_id=ticket_id).values_list(
             "tool", "target", "turn", "arguments", "amount_cents", "currency"
@@ -293,7 +306,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         if (author in ("customer", "staff") and kind == Turn.Kind.MESSAGE) or kind == Turn.Kind.TOOL_RESULT
     ]
     hidden = gather(internal=internal, public=public)
-    out = {"false_claims": 0, "false_statements": 0, "internal_shown": 0, "unanswered": 0}
+    out = {"false_claims": 0, "false_statements": 0, "internal_shown": 0, "unanswered": 0, "handed_off": 0}
     states = recordstates.read(
         ticket,
         [v for v, k, *_ in ledger if k == domain.owner_kind] + [m[0] for m in money] + [a[1] for a in actions if a[1]],
@@ -358,12 +371,14 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
-    out["unanswered"] = unanswered(
-        [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"],
-        [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")],
-        [turn for turn, _ in proposed],  # the page's cards and "waiting for our team" lines
-        together,
-    )
+    messages = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"]
+    replies = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")]
+    shown = [turn for turn, _ in proposed]  # the page's cards and "waiting for our team" lines
+    out["unanswered"] = unanswered(messages, replies, shown, together)
+    # Of the messages no reply answered, those the hand-off told "passed to our team": the customer was
+    # not left silent, but the agent did not answer them either.
+    out["handed_off"] = out["unanswered"] - unanswered(messages, sorted(replies + handed), shown, together)
+    out["unanswered"] -= out["handed_off"]
     return out
 
 
@@ -390,7 +405,8 @@ def render(card: Scorecard) -> str:
         f"  reply-check holds       {card.reply_holds} (and {card.reply_retries} replies asked again)",
         f"  customers read          {card.false_claims} false claims, {card.false_statements} false statements "
         f"(status/date/amount), {card.internal_shown} internal quotes, "
-        f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered",
+        f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered, "
+        f"{card.handed_off} handed to staff (answered only by the hand-off)",
         f"  summary fallbacks       {pct(card.summary_fallbacks, card.compactions)} of compactions (output path: {paths})",
         f"  median step latency     {card.median_step_ms} ms over {card.steps} steps",
         f"  cost per ticket         ${card.cost_per_ticket} over {card.tickets} tickets",
@@ -413,6 +429,7 @@ def verdict(card: Scorecard) -> str:
         "internal text": card.internal_shown,
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,
+        "messages handed to staff, unanswered by the agent": card.handed_off,
     }
     if shown := [f"{n} {what}" for what, n in read.items() if n]:
         return "NOT READY: customers read " + ", ".join(shown) + "."

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from sundry.agent import answer
+from sundry.agent import answer, handoff
 from sundry.agent.guards import provisional
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
@@ -261,7 +261,9 @@ async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watch
     invented = ["Your refund ", "SU-26675-RF01 ", "for 40.00 USD ", "has been issued."]
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=invented, usage=(900, 12)))
 
-    assert not await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").aexists()
+    # No turn of the model's: the only agent message is Sundry's hand-off (`agent/handoff.py`).
+    said = [t async for t in Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message")]
+    assert [(t.text, t.payload.get("via")) for t in said] == [(handoff.TEXT, "handoff")]
     step = await AgentStep.objects.aget(ticket=watched["ticket"])
     assert step.outcome == "held_reply"
     assert step.checks.get("streamed") is True and "streamed_text" not in step.checks  # only "is writing…"
@@ -270,6 +272,22 @@ async def test_a_held_reply_streams_nothing_invented_and_ends_with_no_turn(watch
         assert all("SU-26675-RF01" not in m["text"] for m in stream)
         assert [m["state"] for m in stream].count("typing") == 2  # the re-ask streamed afresh
         assert stream[-1] == {**stream[-1], "state": "done", "turn": None}
+
+
+async def test_the_hand_off_after_a_held_reply_reaches_the_customers_socket(watched):
+    """The hand-off is a turn like any reply: the step's push carries it to the customer's open page."""
+    invented = ["Your refund ", "SU-26675-RF01 ", "for 40.00 USD ", "has been issued."]
+    watched["server"] = watched["start"](lambda p, b: Streamed(chunks=invented, usage=(900, 12)), pause=0.15)
+    ticket = watched["ticket"]
+    customer = await _watch(f"/ws/help/tickets/{ticket.pk}/", watched["alice"])
+    run = asyncio.ensure_future(asyncio.to_thread(agent_run, ticket.pk, gateway=Gateway(limits=NO_RETRIES)))
+    frames = [m for m in await _until_done(customer) if isinstance(m, str)]
+    await run
+    deadline = time.monotonic() + 30
+    while not any("passed your message to our team" in f for f in frames):
+        frames.append(await customer.receive_from(timeout=max(0.1, deadline - time.monotonic())))
+    await customer.disconnect()
+    assert all("SU-26675-RF01" not in f for f in frames)
 
 
 async def test_a_true_sentence_then_a_false_claim_posts_the_sentence_and_holds_the_rest(watched):
@@ -310,7 +328,8 @@ async def test_negative_control_holding_the_whole_reply_takes_shown_text_back(wa
     customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=false, usage=(900, 12)))
 
     ticket = watched["ticket"]
-    assert not await Turn.objects.filter(ticket=ticket, author="agent", kind="message").aexists()
+    said = [t async for t in Turn.objects.filter(ticket=ticket, author="agent", kind="message")]
+    assert [t.payload.get("via") for t in said] == ["handoff"]  # Sundry's hand-off only, no reply stored
     step = await AgentStep.objects.aget(ticket=ticket)
     assert step.outcome == "held_reply" and step.checks["stream_withdrawn"] is True
     assert await asyncio.to_thread(scorecard.taken_back, [ticket.pk]) == 1

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.test.utils import override_settings
 
+from sundry.context.render import HANDED_OFF
 from sundry.evals.scenarios import effects as fx
 from sundry.evals.scenarios.casting import Cast, ShopIndex, cast
 from sundry.evals.scenarios.modes import MODES, REFERENCE, BaselineGateway, Mode, compaction_listener
@@ -267,11 +268,13 @@ class Runner:
                 work()
 
         effects = fx.since(cp, ticket.pk)
-        turns = list(
-            Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE)
+        turns = [
+            (n, a, t)
+            for n, a, t, p in Turn.objects.filter(ticket=ticket, kind=Turn.Kind.MESSAGE)
             .order_by("number")
-            .values_list("number", "author", "text")
-        )
+            .values_list("number", "author", "text", "payload")
+            if (p or {}).get("via") != HANDED_OFF  # Sundry's hand-off after a hold states no fact of the agent's
+        ]
         replies_after: list[list[str]] = []
         for i, mark in enumerate(marks):
             end = marks[i + 1] if i + 1 < len(marks) else 10**9
