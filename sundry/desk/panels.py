@@ -14,7 +14,7 @@ from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
 from sundry.desk import selectors
 from sundry.desk.selectors import pretty
-from sundry.desk.sidebar import approval_cards, customer_context, head_context
+from sundry.desk.sidebar import approval_cards, customer_context, head_context, with_head
 from sundry.live.panels import (
     STAFF,
     Audience,
@@ -229,8 +229,9 @@ def _earlier(ticket, viewer: Viewer, n: int):
 
 def _reach(tickets, viewer: Viewer):
     """Staff may see every ticket. The ticket a rendering reads carries what the head shows of it
-    besides its row: its response timer's figures and its rating (one statement, not three)."""
-    return selectors.with_timers(tickets).select_related("rating__credited_staff")
+    besides its row: its response timer's figures, its rating, and on PostgreSQL its tags and the
+    colleagues it may be assigned to (one statement, not five)."""
+    return with_head(selectors.with_timers(tickets).select_related("rating__credited_staff"))
 
 
 register(Audience(STAFF, STAFF_PANELS, _watch, _reach, _earlier))
