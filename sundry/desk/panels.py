@@ -26,6 +26,7 @@ from sundry.live.panels import (
     turns_after,
     window,
 )
+from sundry.tickets import satisfaction
 from sundry.tickets.models import Ticket, Turn
 
 
@@ -231,7 +232,7 @@ def _reach(tickets, viewer: Viewer):
     """Staff may see every ticket. The ticket a rendering reads carries what the head shows of it
     besides its row: its response timer's figures, its rating, and on PostgreSQL its tags and the
     colleagues it may be assigned to (one statement, not five)."""
-    return with_head(selectors.with_timers(tickets).select_related("rating__credited_staff"))
+    return with_head(selectors.with_timers(tickets).select_related(satisfaction.RATING_WITH_TICKET))
 
 
 register(Audience(STAFF, STAFF_PANELS, _watch, _reach, _earlier))

@@ -69,8 +69,7 @@ def head_context(ticket) -> dict:
 
 
 def _rating(ticket) -> dict:
-    # Read with the ticket when its reader selected it (the live panels do), else here.
-    rating = getattr(ticket, "rating", None) if Ticket.rating.is_cached(ticket) else satisfaction.rating_of(ticket)
+    rating = satisfaction.rating_as_read(ticket)
     return {"rating": rating, "rating_label": satisfaction.SCORES.get(rating.score, "") if rating else ""}
 
 

@@ -17,6 +17,7 @@ from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
 
 from sundry.agent.models import HeldAction
+from sundry.context import services as lanes
 from sundry.context.models import LedgerEntry, PinnedRule
 from sundry.desk.lifecycle import ticket_create, ticket_set_status
 from sundry.desk.panels import STAFF_PANELS
@@ -25,7 +26,7 @@ from sundry.live.panels import CUSTOMER, STAFF, Viewer, render_panel
 from sundry.portal.panels import CUSTOMER_PANELS
 from sundry.tickets.models import Rating, Tag, Ticket
 from sundry.tickets.services import turn_append
-from tests.factories import CustomerFactory, TicketClassFactory
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
 
@@ -36,25 +37,29 @@ def tickets():
     staff = users.create_user("sam", password="x", is_staff=True, first_name="Sam")
     users.create_user("kim", password="x", is_staff=True, first_name="Kim")
     owner = users.create_user("alice", password="x")
-    customer = CustomerFactory(user=owner).person
+    shopper = CustomerFactory(user=owner)
+    paid_order(customer=shopper, number="SU-10001")
+    customer = shopper.person
     tclass = TicketClassFactory()
     open_one = ticket_create(customer=customer, ticket_class=tclass, subject="Where is my kettle?")
     for n, (author, text) in enumerate(
-        [("customer", "My order A-1001 never came."), ("agent", "Let me look."), ("customer", "Any news?")], 1
+        [("customer", "My order SU-10001 never came."), ("agent", "Let me look."), ("customer", "Any news?")], 1
     ):
         turn_append(ticket=open_one, author=author, text=text)
     open_one.tags.add(Tag.objects.create(name="damaged"), Tag.objects.create(name="vip"))
     entry = dict(ticket=open_one, kind="order", first_seen_turn=1, last_used_turn=2, description="Kettle order")
-    LedgerEntry.objects.create(role="order", value="A-1001", **entry)
-    LedgerEntry.objects.create(role="order_old", value="A-0999", status="archived", **entry)
+    LedgerEntry.objects.create(role="order", value="SU-10001", **entry)
+    LedgerEntry.objects.create(role="order_old", value="SU-09999", status="archived", **entry)
     LedgerEntry.objects.create(
         role="reorder",
-        value="A-1002",
+        value="SU-10002",
         superseded_by_user=staff,
-        superseded_by="A-1003",
+        superseded_by="SU-10003",
         **{**entry, "first_seen_turn": 0},
     )
     PinnedRule.objects.create(ticket=open_one, text="Refunds to the card only.", turn=1, source="customer")
+    for name, value in (("order_number", "SU-10001"), ("refund_method", "store credit")):
+        lanes.state_set(ticket=open_one, name=name, value=value, turn=1, source="staff", confirmed=True)
     HeldAction.objects.create(
         ticket=open_one,
         tool="issue_refund",
@@ -62,7 +67,7 @@ def tickets():
         reason="held",
         turn=3,
         idempotency_key="first-render-held",
-        arguments={"order_number": "A-1001", "amount": "10.00", "currency": "USD"},
+        arguments={"order_number": "SU-10001", "amount": "10.00", "currency": "USD"},
     )
     rated = ticket_create(customer=customer, ticket_class=tclass, subject="Kettle replaced")
     turn_append(ticket=rated, author="customer", text="Thanks!")
@@ -123,13 +128,17 @@ def test_the_first_render_shows_what_each_panel_read_on_its_own_shows(tickets):
     # What the shared reads show is on the page: the rendering is not vacuously equal.
     panels.CACHE.clear()
     shown = panels.render_current((tickets["tickets"][0], staff))
-    assert "A-1001" in shown["ledger"] and "A-0999" not in shown["ledger"] and "damaged" in shown["head"]
-    assert shown["ledger"].index("A-1002") < shown["ledger"].index("A-1001")  # first seen first
+    assert "SU-10001" in shown["ledger"] and "SU-09999" not in shown["ledger"] and "damaged" in shown["head"]
+    assert shown["ledger"].index("SU-10002") < shown["ledger"].index("SU-10001")  # first seen first
     assert "Quick." in panels.render_current((tickets["tickets"][1], staff))["head"]
+    panels.CACHE.clear()
+    mine = panels.render_current((tickets["tickets"][0], customer))
+    assert "SU-10001" in mine["details"] and "SU-10001" in mine["orders"]
+    assert "Quick." in panels.render_current((tickets["tickets"][1], customer))["rating"]
 
 
 def test_a_first_desk_render_reads_the_ledger_and_the_head_with_other_reads(tickets):
-    """This ticket (a hold, whose card reads its own rows) takes 18 statements; the existing
+    """This ticket (a hold and an order, whose cards read their own rows) takes 27 statements; the existing
     socket test bounds the plain one at 14. Negative control: the panels reading on their own
     (the ticket plain) take four more than the render: the timer, the rating, the tags and the
     colleagues."""
@@ -138,7 +147,7 @@ def test_a_first_desk_render_reads_the_ledger_and_the_head_with_other_reads(tick
     panels.CACHE.clear()
     with CaptureQueriesContext(connection) as shared:
         panels.render_current((ticket, staff))
-    assert len(shared) <= 18, [q["sql"][:80] for q in shared.captured_queries]
+    assert len(shared) <= 27, [q["sql"][:80] for q in shared.captured_queries]
     panels.CACHE.clear()
     with CaptureQueriesContext(connection) as alone:
         plain = _plain(ticket)
@@ -151,3 +160,22 @@ def test_a_first_desk_render_reads_the_ledger_and_the_head_with_other_reads(tick
     # the cards' descriptions, the active entries, the archived count).
     ledger = [q for q in shared.captured_queries if q["sql"].startswith('SELECT "context_ledgerentry"')]
     assert len(ledger) == 1, ledger
+
+
+def test_a_first_customer_render_reads_the_rating_and_confirmed_values_with_other_reads(tickets):
+    """At most 11 statements for the customer's page of this ticket (a hold: 13 before); the
+    existing socket test bounds the plain one at 10. Negative control:
+    each panel reading on its own from the plain ticket takes two more: the rating and the
+    confirmed values the order picker reads again."""
+    customer = Viewer(tickets["owner"], CUSTOMER, tickets["customer"])
+    ticket = tickets["tickets"][0]
+    panels.CACHE.clear()
+    with CaptureQueriesContext(connection) as shared:
+        panels.render_current((ticket, customer))
+    assert len(shared) <= 11, [q["sql"][:80] for q in shared.captured_queries]
+    panels.CACHE.clear()
+    with CaptureQueriesContext(connection) as alone:
+        plain = _plain(ticket)
+        for panel in CUSTOMER_PANELS.values():
+            render_panel(panel, plain, customer)
+    assert len(alone) - len(shared) == 2, (len(alone), len(shared))
