@@ -14,7 +14,8 @@ from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
 from sundry.desk import selectors
 from sundry.desk.selectors import pretty
-from sundry.desk.sidebar import approval_cards, customer_context, head_context, with_head
+from sundry.desk.sidebar import HEAD_ANNOTATIONS, approval_cards, customer_context, head_context, with_head
+from sundry.live import fingerprint
 from sundry.live.panels import (
     STAFF,
     Audience,
@@ -226,6 +227,13 @@ def _earlier(ticket, viewer: Viewer, n: int):
         lambda item: item.turn.number,
         Turn.objects.filter(ticket=ticket),
     )
+
+
+# The head's context carries these (timer, rating, tags, colleagues): the ticket's digest leaves them out.
+fingerprint.read_with(
+    "tickets.ticket",
+    {*selectors.TIMER_ANNOTATIONS, "rating", *HEAD_ANNOTATIONS},
+)
 
 
 def _reach(tickets, viewer: Viewer):

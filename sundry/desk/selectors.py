@@ -508,3 +508,5 @@ def ticket_timer(ticket):
 
 
 TIMER_FIELDS = ("waiting_since", "timer_reply_number", "waiting_on_staff")
+# Every annotation `with_timers` puts on a ticket.
+TIMER_ANNOTATIONS = (*TIMER_FIELDS, "last_reply_number", "last_staff_reply_number")

@@ -29,6 +29,9 @@ def _colleagues():
     return get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
 
 
+HEAD_ANNOTATIONS = ("head_tag_names", "head_colleagues")
+
+
 def with_head(tickets):
     """`tickets` with what the head shows beside the row, read in the same statement on
     PostgreSQL (as arrays): its tags and the colleagues it may be assigned to. `head_context`

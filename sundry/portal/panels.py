@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 
 from sundry.agent import cardstore
 from sundry.context.models import PinnedRule
+from sundry.live import fingerprint
 from sundry.live.panels import CUSTOMER, Audience, Panel, Viewer, register, shared_read, turns_after, window
 from sundry.people.selectors import customer_of
 from sundry.portal.selectors import (
@@ -142,6 +143,9 @@ def _earlier(ticket, viewer: Viewer, n: int):
         lambda item: item.number,
         customer_messages(ticket),
     )
+
+
+fingerprint.read_with("tickets.ticket", {"rating"})  # the rating panel's context carries it
 
 
 def _reach(tickets, viewer: Viewer):

@@ -179,3 +179,24 @@ def test_a_first_customer_render_reads_the_rating_and_confirmed_values_with_othe
         for panel in CUSTOMER_PANELS.values():
             render_panel(panel, plain, customer)
     assert len(alone) - len(shared) == 2, (len(alone), len(shared))
+
+
+def test_what_a_rendering_reads_with_the_ticket_leaves_the_other_panels_digests_alone(tickets):
+    """The ticket's timer, rating, tags and colleagues are in the head's own context (and the
+    rating in the customer's rating panel's): the ticket row every panel is given digests as a
+    plainly read one does, so a customer's message (which moves the timer) does not re-render
+    every panel. Control: the ticket read so does digest differently when they are not left out."""
+    from sundry.live import fingerprint
+    from sundry.live.panels import AUDIENCES
+
+    reads = Ticket.objects.select_related("customer", "ticket_class", "assigned_to")
+    for ticket in tickets["tickets"]:
+        for viewer in (Viewer(tickets["staff"], STAFF), Viewer(tickets["owner"], CUSTOMER, tickets["customer"])):
+            rich = AUDIENCES[viewer.audience].reach(reads.filter(pk=ticket.pk), viewer).get()
+            assert fingerprint.fingerprint({"ticket": rich}) == fingerprint.fingerprint({"ticket": _plain(ticket)})
+            kept = fingerprint.VOLATILE["tickets.ticket"]
+            fingerprint.VOLATILE["tickets.ticket"] = {"version", "last_turn_number", "updated_at"}
+            try:
+                assert fingerprint.fingerprint({"ticket": rich}) != fingerprint.fingerprint({"ticket": _plain(ticket)})
+            finally:
+                fingerprint.VOLATILE["tickets.ticket"] = kept
