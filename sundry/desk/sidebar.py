@@ -41,7 +41,7 @@ def with_head(tickets):
     return tickets.annotate(
         head_tag_names=ArraySubquery(Tag.objects.filter(tickets=OuterRef("pk")).order_by("name").values("name")),
         head_colleagues=ArraySubquery(
-            _colleagues().values(row=JSONObject(pk="pk", username="username", first_name="first_name"))
+            _colleagues().values(row=JSONObject(id="id", username="username", first_name="first_name"))
         ),
     )
 
@@ -50,9 +50,11 @@ def _head_colleagues(ticket) -> list:
     rows = getattr(ticket, "head_colleagues", None)
     if rows is None:
         return list(_colleagues().only("pk", "username", "first_name"))
-    user = get_user_model()
-    # As `.only()` built them: the fields the head shows (the key, the username), nothing else read.
-    return [user(**(json.loads(r) if isinstance(r, str) else r)) for r in rows]
+    user, names = get_user_model(), ("id", "username", "first_name")
+    # As `.only()` builds them: these fields set, the others deferred (not defaulted: a default
+    # join date would be a new time on every rendering, and the head's digest with it).
+    rows = [json.loads(r) if isinstance(r, str) else r for r in rows]
+    return [user.from_db(connection.alias, names, [r[n] for n in names]) for r in rows]
 
 
 def head_context(ticket) -> dict:
