@@ -14,7 +14,8 @@ from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens
 from sundry.desk import selectors
 from sundry.desk.selectors import pretty
-from sundry.desk.sidebar import approval_cards, customer_context, head_context
+from sundry.desk.sidebar import HEAD_ANNOTATIONS, approval_cards, customer_context, head_context, with_head
+from sundry.live import fingerprint
 from sundry.live.panels import (
     STAFF,
     Audience,
@@ -26,6 +27,7 @@ from sundry.live.panels import (
     turns_after,
     window,
 )
+from sundry.tickets import satisfaction
 from sundry.tickets.models import Ticket, Turn
 
 
@@ -50,6 +52,15 @@ def _runs(ticket) -> list:
     return shared_read(("compaction_runs", ticket.pk), lambda: selectors.compaction_runs(ticket))
 
 
+def _ledger_entries(ticket) -> list:
+    """Every ledger entry, by id: the conversation's cards borrow their descriptions, the ledger
+    panel shows the active ones and counts the archived ones (one statement for the three)."""
+    return shared_read(
+        ("ledger_entries", ticket.pk),
+        lambda: list(LedgerEntry.objects.filter(ticket=ticket).select_related("superseded_by_user").order_by("id")),
+    )
+
+
 def _staff_head(ticket, viewer):
     _staff(viewer)
 
@@ -72,7 +83,9 @@ def _staff_conversation(ticket, viewer, previous=None):
     n = window()
     if not n:
         return selectors.conversation(ticket)
-    marks = selectors.conversation_marks(ticket, summary=_summary(ticket), runs=_runs(ticket))
+    marks = selectors.conversation_marks(
+        ticket, summary=_summary(ticket), runs=_runs(ticket), entries=_ledger_entries(ticket)
+    )
     basis = _marks_basis(marks)
     if previous is not None and previous.get("basis") == basis and previous["items"]:
         # Nothing the shown turns depend on changed: read only the turns after the last one shown.
@@ -139,15 +152,13 @@ def _staff_rules(ticket, viewer):
 def _staff_ledger(ticket, viewer):
     _staff(viewer)
 
-    entries = LedgerEntry.objects.filter(ticket=ticket)
-    active = list(
-        entries.filter(status="active").select_related("superseded_by_user").order_by("first_seen_turn", "id")
-    )
+    entries = _ledger_entries(ticket)
+    active = sorted((e for e in entries if e.status == "active"), key=lambda e: (e.first_seen_turn, e.id))
     # Whose each record is, where a tool server's declaration says: another customer's is marked.
     ours = {e.value for e in active if e.identifies_customer}
     for e in active:
         e.someone_else = bool(e.customer) and e.customer not in ours and e.customer != e.value
-    return {"ledger": active, "archived_count": entries.filter(status="archived").count()}
+    return {"ledger": active, "archived_count": sum(e.status == "archived" for e in entries)}
 
 
 def _staff_state(ticket, viewer):
@@ -218,4 +229,18 @@ def _earlier(ticket, viewer: Viewer, n: int):
     )
 
 
-register(Audience(STAFF, STAFF_PANELS, _watch, lambda tickets, viewer: tickets, _earlier))
+# The head's context carries these (timer, rating, tags, colleagues): the ticket's digest leaves them out.
+fingerprint.read_with(
+    "tickets.ticket",
+    {*selectors.TIMER_ANNOTATIONS, "rating", *HEAD_ANNOTATIONS},
+)
+
+
+def _reach(tickets, viewer: Viewer):
+    """Staff may see every ticket. The ticket a rendering reads carries what the head shows of it
+    besides its row: its response timer's figures, its rating, and on PostgreSQL its tags and the
+    colleagues it may be assigned to (one statement, not five)."""
+    return with_head(selectors.with_timers(tickets).select_related(satisfaction.RATING_WITH_TICKET))
+
+
+register(Audience(STAFF, STAFF_PANELS, _watch, _reach, _earlier))

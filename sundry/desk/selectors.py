@@ -120,21 +120,22 @@ class ConversationItem:
 _UNREAD = object()
 
 
-def conversation_marks(ticket, *, summary=_UNREAD, runs: list | None = None) -> dict:
+def conversation_marks(ticket, *, summary=_UNREAD, runs: list | None = None, entries: list | None = None) -> dict:
     """What a conversation item shows beside its turn: the summary's cut, the compaction runs by
     the turn each ends at, and the ledger's descriptions (a result's card borrows them). The
-    current summary and the runs (oldest first) are read here unless the caller has them."""
+    current summary, the runs (oldest first) and the ledger's entries (every status, by id) are
+    read here unless the caller has them."""
     summary = current_summary(ticket) if summary is _UNREAD else summary
     by_turn = {}
     for run in compaction_runs(ticket) if runs is None else runs:
         by_turn.setdefault(run.through_turn, []).append(run)
     # The ledger's descriptions name the IDs a result holds but does not describe itself.
-    ledger = {
-        v: (k, d)
-        for v, k, d in LedgerEntry.objects.filter(ticket=ticket)
-        .order_by("id")
-        .values_list("value", "kind", "description")
-    }
+    rows = (
+        LedgerEntry.objects.filter(ticket=ticket).order_by("id").values_list("value", "kind", "description")
+        if entries is None
+        else [(e.value, e.kind, e.description) for e in entries]
+    )
+    ledger = {v: (k, d) for v, k, d in rows}
     return {
         "covered": summary.covers_through_turn if summary else 0,
         "runs": by_turn,
@@ -499,9 +500,13 @@ def ticket_timer(ticket):
 
     if ticket.status != Ticket.Status.OPEN:
         return None
-    row = (
-        with_timers(Ticket.objects.filter(pk=ticket.pk))
-        .values("waiting_since", "timer_reply_number", "waiting_on_staff")
-        .first()
-    )
+    if all(hasattr(ticket, name) for name in TIMER_FIELDS):  # read with the ticket (`with_timers`)
+        row = {name: getattr(ticket, name) for name in TIMER_FIELDS}
+    else:
+        row = with_timers(Ticket.objects.filter(pk=ticket.pk)).values(*TIMER_FIELDS).first()
     return _timer(ticket, now=timezone.now(), **row) if row else None
+
+
+TIMER_FIELDS = ("waiting_since", "timer_reply_number", "waiting_on_staff")
+# Every annotation `with_timers` puts on a ticket.
+TIMER_ANNOTATIONS = (*TIMER_FIELDS, "last_reply_number", "last_staff_reply_number")

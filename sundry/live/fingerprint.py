@@ -20,8 +20,17 @@ import uuid
 
 from django.db import models
 
-# Written on every bump or step, shown by no panel (the page's version marker is sent apart).
+# Written on every bump or step, shown by no panel (the page's version marker is sent apart); and
+# what an audience reads with the ticket for the panel whose own context carries it (`read_with`).
 VOLATILE = {"tickets.ticket": {"version", "last_turn_number", "updated_at", "agent_claimed_at", "agent_claimed_by"}}
+
+
+def read_with(label: str, names) -> None:
+    """Annotations or related rows (`names`) read with each `label` row for one panel, which puts
+    them in its own context: left out of the row's digest, or a change to them (a customer's
+    message moves the timer) would re-render every panel showing the row."""
+    VOLATILE.setdefault(label, set()).update(names)
+
 
 _PLAIN = (
     type(None),
@@ -83,6 +92,8 @@ def _walk(value, out: list, seen: dict) -> None:
                 out.append(k)
                 _walk(value.__dict__[k], out, seen)
         for k, related in sorted(value._state.fields_cache.items()):  # relations read with select_related
+            if k in skip:
+                continue
             out.append(k)
             _walk(related, out, seen)
         out.append(">")

@@ -8,11 +8,13 @@ from django.core.exceptions import PermissionDenied
 
 from sundry.agent import cardstore
 from sundry.context.models import PinnedRule
-from sundry.live.panels import CUSTOMER, Audience, Panel, Viewer, register, turns_after, window
+from sundry.live import fingerprint
+from sundry.live.panels import CUSTOMER, Audience, Panel, Viewer, register, shared_read, turns_after, window
 from sundry.people.selectors import customer_of
 from sundry.portal.selectors import (
     completed_actions,
     confirmed_details,
+    confirmed_values,
     customer_conversation,
     customer_messages,
     order_choices,
@@ -53,11 +55,16 @@ def _customer_turn_key(turn, context):
     return f"msg-{turn.number}", turn.pk
 
 
+def _confirmed(ticket) -> list:
+    """The current, confirmed values: the details show them, the order picker names its one."""
+    return shared_read(("confirmed_values", ticket.pk), lambda: confirmed_values(ticket))
+
+
 def _customer_details(ticket, viewer):
     _owner(ticket, viewer)
 
     return {
-        "details": confirmed_details(ticket),
+        "details": confirmed_details(ticket, _confirmed(ticket)),
         "done": completed_actions(ticket),
         "decisions": staff_decisions(ticket),
     }
@@ -85,13 +92,13 @@ def _customer_instructions(ticket, viewer):
 def _customer_orders(ticket, viewer):
     _owner(ticket, viewer)
 
-    return order_choices(ticket)
+    return order_choices(ticket, _confirmed(ticket))
 
 
 def _customer_rating(ticket, viewer):
     _owner(ticket, viewer)
 
-    rating = satisfaction.rating_of(ticket)
+    rating = satisfaction.rating_as_read(ticket)
     return {
         "rating": rating,
         "rating_label": satisfaction.SCORES.get(rating.score) if rating else "",
@@ -138,8 +145,12 @@ def _earlier(ticket, viewer: Viewer, n: int):
     )
 
 
-register(
-    Audience(
-        CUSTOMER, CUSTOMER_PANELS, _watch, lambda tickets, viewer: tickets.filter(customer=viewer.customer), _earlier
-    )
-)
+fingerprint.read_with("tickets.ticket", {"rating"})  # the rating panel's context carries it
+
+
+def _reach(tickets, viewer: Viewer):
+    """A customer sees their own tickets; the one a rendering reads comes with its rating."""
+    return tickets.filter(customer=viewer.customer).select_related(satisfaction.RATING_WITH_TICKET)
+
+
+register(Audience(CUSTOMER, CUSTOMER_PANELS, _watch, _reach, _earlier))

@@ -56,13 +56,20 @@ def reported_value_ids(ticket) -> set[int]:
     return set(reported.values())
 
 
-def confirmed_details(ticket) -> list[dict]:
+def confirmed_values(ticket) -> list:
+    """The ticket's current, confirmed state values by name (the details show them, the order
+    picker takes the one it asks for from them)."""
+    return list(StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"))
+
+
+def confirmed_details(ticket, values: list | None = None) -> list[dict]:
     """Current, confirmed, customer-visible values only: inferred or superseded ones never leave the desk.
-    Each says whether the customer reported it as wrong and staff have yet to handle that."""
+    Each says whether the customer reported it as wrong and staff have yet to handle that.
+    `values`: `confirmed_values(ticket)`, if the caller has them."""
     out = []
     reported = reported_value_ids(ticket)
     known = fields_for(ticket)
-    for v in StateValue.objects.filter(ticket=ticket, is_current=True, confirmed=True).order_by("name"):
+    for v in confirmed_values(ticket) if values is None else values:
         spec = known.get(v.name)
         if spec and spec.customer_visible:
             out.append(
@@ -180,14 +187,18 @@ def confirmed_value(ticket, value_id) -> StateValue | None:
     return v
 
 
-def order_choices(ticket) -> dict:
+def order_choices(ticket, values: list | None = None) -> dict:
     """The customer's own records in their domain (a shop's orders) to pick the one this ticket is
-    about, and which one they confirmed (only if confirmed). A domain with no picker offers none."""
+    about, and which one they confirmed (only if confirmed). A domain with no picker offers none.
+    `values`: `confirmed_values(ticket)`, if the caller has them (a field has one current value)."""
     records = records_for(domain_of(ticket.customer))
     if not records.pick_field:
         return {"orders": [], "chosen": None, "named": None, "records": records}
-    chosen = StateValue.objects.filter(ticket=ticket, name=records.pick_field, is_current=True, confirmed=True)
-    chosen = chosen.values_list("value", flat=True).first()
+    if values is None:
+        chosen = StateValue.objects.filter(ticket=ticket, name=records.pick_field, is_current=True, confirmed=True)
+        chosen = chosen.values_list("value", flat=True).first()
+    else:
+        chosen = next((v.value for v in values if v.name == records.pick_field), None)
     return {
         "orders": records.recent(ticket.customer.external_key, 20),
         "chosen": chosen,

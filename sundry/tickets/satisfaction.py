@@ -98,6 +98,17 @@ def rating_of(ticket) -> Rating | None:
     return Rating.objects.filter(ticket_id=ticket.pk).select_related("credited_staff").first()
 
 
+RATING_WITH_TICKET = "rating__credited_staff"  # select_related on a ticket read: its rating as `rating_of` reads it
+
+
+def rating_as_read(ticket) -> Rating | None:
+    """The rating the ticket was read with (`select_related(RATING_WITH_TICKET)`: a live rendering
+    reads it so, in the ticket's statement), else read now."""
+    if Ticket.rating.is_cached(ticket):
+        return getattr(ticket, "rating", None)  # None: read with the ticket, and there is none
+    return rating_of(ticket)
+
+
 # --- figures ---------------------------------------------------------------------------------------
 
 
