@@ -86,7 +86,7 @@ _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_
 # a call cut off at the length limit, or such a cut-off copied back from an earlier call turn.
 _CALL_OPENING = re.compile(
     r'\{\s*"name"\s*:\s*"[^"\n]{1,80}"\s*,\s*"(?:arguments|parameters)"\s*:'
-    # … or cut off sooner, at the text's end: `{"name": "get_order", "arguments` (the limit hit mid-key).
+    # … or cut off sooner, at the text's end: `{"name": "<tool>", "arguments` (the limit hit mid-key).
     r'|\{\s*"(?:\w{0,12}|name"\s*(?::\s*(?:"[^"\n]{0,80}(?:"\s*(?:,\s*(?:"\w{0,12}"?\s*:?\s*)?)?)?)?)?)$'
 )
 CALL_AS_TEXT = "a tool call written as text"
