@@ -18,8 +18,9 @@ import re
 
 from sundry.compaction import faithful
 
-# Words about a summary's own form — its fields, JSON, the schema, validation and decoding errors —
-# which say nothing about any ticket. (Entity words — order, refund, customer — are not among them.)
+# Words about a summary's own form — its fields, JSON, the schema, validation and decoding errors, the
+# request's instructions ("copy each line, word for word, as one item of …") — which say nothing about any
+# ticket. (Entity words — order, refund, customer — are not among them.)
 FORM_WORDS = frozenset(
     """
     decision decisions action actions taken constraint constraints pinned unpinned open question questions
@@ -31,7 +32,7 @@ FORM_WORDS = frozenset(
     placeholders example examples type types null undefined none nothing empty item items entry entries
     value values text texture relitigated litigated thread turns sentence sentences quote quotes quoted
     copied word words ledger lane lanes role roles structured answer answers reply name enclosed double
-    starting escape control input least length token tokens tool tools call calls
+    starting escape control input least length token tokens tool tools call calls copy copies one exactly
     """.split()
 )
 # Parties to every ticket: naming one is naming something of the ticket.

@@ -273,6 +273,28 @@ def test_an_unfinished_call_written_as_text_is_asked_again_then_held(text):
     asked_again_then_held(text, "call_as_text")
 
 
+# Whole calls as a small model writes them; every cut of one, wherever the length limit fell, is no reply.
+_WHOLE_CALLS = [
+    '{"name": "get_order", "arguments": {"order_number": "SU-26675"}}',
+    '{"name": "issue_refund", "parameters": {"order_number": "SU-26675", "amount": "40.00", "currency": "USD"}}',
+    '{ "name" : "search_orders" , "arguments" : { "query" : "blender" } }',
+]
+_LEADS = ["", "Let me check that for you. ", "Sure.\n"]
+
+
+def _cut_offs() -> list[str]:
+    """Every prefix of each whole call from its `{"` on (a real 0.5B model's answer, docs/real-model.md
+    section 6, ended `{"name": "get_order", "arguments` at the limit and was posted), after each lead-in."""
+    return [lead + call[:i] for call in _WHOLE_CALLS for lead in _LEADS for i in range(call.index('"') + 1, len(call))]
+
+
+def test_a_call_cut_off_anywhere_is_never_posted():
+    posted = [t for t in _cut_offs() if check(t).action == replycheck.POST]
+    assert not posted, posted[:5]
+    # The run's own reply, asked again as a call written as text, then held.
+    asked_again_then_held('{"name": "get_order", "arguments', "call_as_text")
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -350,6 +372,46 @@ def test_sundrys_own_words_to_the_model_are_asked_again_then_held(text):
 )
 def test_a_reply_about_a_held_parcel_or_a_call_is_not_a_notice(text):
     assert check(text).action == replycheck.POST, check(text)
+
+
+# The call re-ask ("You wrote a tool call as text in your reply; it was not made, and the customer must never
+# see it. …") in other words. Posted twice through reply_to_customer by a real 0.5B model (docs/real-model.md,
+# section 6): "Thank you for the tool call, but it was not made. You must never see it."
+_NOT_MADE = [
+    "Thank you for the tool call, but it was not made.",
+    "The tool call was not made.",
+    "Sorry: your tool call wasn't made.",
+    "Note that the tool calls were not made.",
+    "That tool_call has not been made yet.",
+    "I tried a tool call for SU-26675; it is not made.",
+]
+_NEVER_SEE = ["You must never see it.", "The customer must never see it.", "Customers mustn't see this.", ""]
+REASK_GISTS = [f"{n} {v}".strip() for n in _NOT_MADE for v in _NEVER_SEE] + [
+    "You must never see it.",
+    "The customer must not see this.",
+]
+# Look-alikes: things said not made, and what a customer will or may not see, in a real answer.
+NOT_REASK = [
+    "The replacement was not made in time for Friday's van, so it goes out on Monday.",
+    "Your call to the courier was not made in vain: they found the parcel.",
+    "The refund for SU-26675 was made on Monday; you may not see it on your statement for a few days.",
+    "If the e-mail went to your spam folder you may not see it.",
+    "Once the hold is lifted you should never see this charge again.",
+    "You must never share your password; we will never ask for it.",
+    "A colleague will call you today; the earlier call was not made because the line was busy.",
+]
+
+
+@pytest.mark.parametrize("text", REASK_GISTS)
+def test_the_call_re_ask_in_other_words_is_sundrys_own(text):
+    asked_again_then_held(text, "notice")
+    assert replycheck.copied(text) == "notice"  # refused in reply_to_customer too
+
+
+@pytest.mark.parametrize("text", NOT_REASK)
+def test_things_not_made_and_not_seen_in_a_real_answer_are_not_a_notice(text):
+    assert check(text).action == replycheck.POST, check(text)
+    assert replycheck.copied(text) == ""
 
 
 def test_an_echo_of_the_customer_is_asked_again_and_an_answer_that_quotes_a_phrase_is_not():

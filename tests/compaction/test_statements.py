@@ -143,6 +143,51 @@ def test_the_run_five_summary_is_rejected_and_says_why():
     assert v.details[0] in sm.retry_request(request, raw, v).messages[-1].content
 
 
+def _quote_instruction() -> list[str]:
+    """The summariser request's instruction for the customer's sentences, cut and recombined as a model
+    copies it: its clauses alone, together, with the field's name spelt either way."""
+    clauses = [c.strip() for c in sm.QUOTES_SECTION.split("—", 1)[1].split(",")]
+    whole = ", ".join(clauses)
+    field = "constraints_not_pinned"
+    items = [*clauses, whole, whole.replace(field, field.replace("_", " ")), " ".join(clauses)]
+    items += [f"{a} {b}" for a, b in itertools.combinations(clauses, 2)]
+    return [w(i) for i in items for w in (lambda s: s, str.capitalize, lambda s: f"{s}.")]
+
+
+def test_the_summariser_s_own_instruction_copied_as_an_item_is_rejected():
+    """Run 10 of docs/real-model.md: a summary accepted with "copy each line, word for word, as one item of
+    constraints_not_pinned" as its action taken and its constraint."""
+    raw = json.dumps(
+        {
+            "decisions": [],
+            "actions_taken": ["copy each line, word for word, as one item of constraints_not_pinned"],
+            "constraints_not_pinned": ["copy each line, word for word, as one item of constraints_not_pinned"],
+            "open_questions": [],
+            "narrative": "The customer wants to know when the second parcel arrives.",
+        }
+    )
+    assert sm.validate(raw, vctx()).reasons == ["not_a_statement"]
+    for item in _quote_instruction():
+        for field in FIELDS[1:]:
+            v = sm.validate(out(**{field: [item]}), vctx())
+            assert "not_a_statement" in v.reasons, (field, item, v.details)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "The customer asked for a copy of the invoice for [damaged_order].",
+        "Staff sent one replacement for [garden_table].",
+        "One parcel is still missing.",
+        "Copy of the refund confirmation sent to the customer.",
+        "The customer wants each line of the order refunded, one by one.",
+    ],
+)
+def test_items_about_a_copy_or_one_thing_of_the_ticket_pass(item):
+    v = sm.validate(out(actions_taken=[item]), vctx())
+    assert "not_a_statement" not in v.reasons, v.details
+
+
 def test_a_narrative_of_nothing_is_rejected_but_an_account_passes():
     assert "not_a_statement" in sm.validate(out(narrative="N/A"), vctx()).reasons
     assert "not_a_statement" in sm.validate(out(narrative="The narrative."), vctx()).reasons

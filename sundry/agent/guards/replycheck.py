@@ -67,7 +67,11 @@ _OWN_WORDS = re.compile(
     # The claims re-ask's rules, one of them posted as a reply: "The customer confirmed an action only when
     # its card was confirmed."
     r"|\ban action only when its card (?:was|is) confirmed|as its tool call'?s result show(?:s|ed)"
-    r"|its confirmation card or staff hold is open",
+    r"|its confirmation card or staff hold is open"
+    # The call re-ask's own clauses in other words ("Thank you for the tool call, but it was not made. You must
+    # never see it."): a tool call said not made, and what the customer must never see.
+    r"|\btool[\s_-]?calls?\b[^.!?\n]{0,60}?\b(?:(?:was|were|is|are)(?:\s+not|n't)|ha(?:s|ve)(?:\s+not|n't)\s+been)\s+made\b"
+    r"|\b(?:the\s+customer|customers|you)\s+(?:must\s+(?:never|not)|mustn't)\s+see\s+(?:it|this|that|them)\s*(?:[.!;,]|$)",
     re.I,
 )
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
@@ -80,7 +84,11 @@ _SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or a digit: a reply of punct
 _CALL_TAG = re.compile(r"<(?:tool_call|function_call|function=|invoke)\b|\[TOOL_CALLS\]", re.I)
 # The opening of a call object — `{"name": "…", "arguments": {` — left unclosed, so no JSON reader finds it:
 # a call cut off at the length limit, or such a cut-off copied back from an earlier call turn.
-_CALL_OPENING = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]{1,80}"\s*,\s*"(?:arguments|parameters)"\s*:')
+_CALL_OPENING = re.compile(
+    r'\{\s*"name"\s*:\s*"[^"\n]{1,80}"\s*,\s*"(?:arguments|parameters)"\s*:'
+    # … or cut off sooner, at the text's end: `{"name": "<tool>", "arguments` (the limit hit mid-key).
+    r'|\{\s*"(?:\w{0,12}|name"\s*(?::\s*(?:"[^"\n]{0,80}(?:"\s*(?:,\s*(?:"\w{0,12}"?\s*:?\s*)?)?)?)?)?)$'
+)
 CALL_AS_TEXT = "a tool call written as text"
 _CALL_PROMPT = (
     "You wrote a tool call as text in your reply; it was not made, and the customer must never see it. "
