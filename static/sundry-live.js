@@ -219,16 +219,25 @@
   function replies() {
     return document.querySelectorAll("#panel-conversation .turn.agent, #panel-conversation .turn.staff").length;
   }
-  function typing(on) {
+  function typing(on, before) {
     const el = document.getElementById("typing");
     if (!el) return;
-    el.hidden = !on;
-    typingSince = on ? { at: Date.now(), replies: replies() } : null;
+    // A reply counted since the message was sent has answered it already: on a busy server the
+    // reply's frame can arrive before the answer to the post itself.
+    const answered = on && before !== undefined && replies() > before;
+    el.hidden = !on || answered;
+    typingSince = on && !answered ? { at: Date.now(), replies: before === undefined ? replies() : before } : null;
   }
+  const sentWith = new WeakMap();  // a post's xhr → the replies on the page when it was sent
+  document.addEventListener("htmx:beforeRequest", (e) => {
+    if (e.detail.elt instanceof HTMLFormElement && e.detail.elt.hasAttribute("data-awaits-reply")) {
+      sentWith.set(e.detail.xhr, replies());
+    }
+  });
   document.addEventListener("htmx:afterRequest", (e) => {
     const form = e.detail.elt;
     if (form instanceof HTMLFormElement && form.hasAttribute("data-awaits-reply") &&
-        e.detail.successful && e.detail.xhr.status === 200) typing(true);
+        e.detail.successful && e.detail.xhr.status === 200) typing(true, sentWith.get(e.detail.xhr));
   });
   document.addEventListener("sundry:frame", () => {
     if (typingSince && replies() > typingSince.replies) typing(false);

@@ -228,10 +228,17 @@ def test_staff_replies_carry_their_first_name_and_the_customer_sees_support_typi
     paid_order(customer=people["alice"], number="SU-40111")
     ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Parcel")
     customer = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    # The line may show for only a moment (the offline model answers at once): the page notes
+    # whether it was ever shown, rather than the test polling for a moment it may miss.
+    customer.evaluate(
+        """() => { const el = document.getElementById("typing"); window.typingShown = false;
+        new MutationObserver(() => { if (!el.hidden) window.typingShown = true; })
+          .observe(el, { attributes: true, attributeFilter: ["hidden"] }); }"""
+    )
     customer.fill("#message-text", "Where is my order SU-40111?")
     customer.locator("button", has_text="Send").click()
     typing = customer.locator("#typing")
-    expect(typing).to_be_visible(timeout=LIVE)
+    assert wait_until(lambda: customer.evaluate("() => window.typingShown"))
     # One ellipsis, in the words; nothing drawn after them (dots added there read "typing….....").
     expect(typing).to_have_text("Support is typing…")
     assert typing.evaluate("(el) => getComputedStyle(el, '::after').content") in ("none", "normal")
