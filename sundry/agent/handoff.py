@@ -1,4 +1,4 @@
-"""A held reply must not leave the customer silent: Sundry's own words, once, that a person will reply.
+"""A held reply must not leave the customer silent: Sundry's own words that a person will reply.
 
 When the reply check holds the model's reply (`step._hold_reply`), staff read it and the ticket is
 flagged; the customer would read nothing. If that leaves their latest message unanswered, code — never
@@ -6,10 +6,11 @@ the model — posts `TEXT` to them as an agent message marked `via: handoff` (`r
 customer's page and the desk show it like any reply, their socket gets it with the step's push, and the
 model's request leaves it out (it never wrote it).
 
-It is posted once per standing flag: a later hold while the reply-held flag stands and staff have not
-acted since the last hand-off says nothing more. Staff act by replying, taking the ticket over or
-handing it back, or clearing the flag; after that a later hold may tell the customer again. Under
-takeover nothing is posted: a person already has the ticket.
+The full line is posted once per standing flag. A later message held while the reply-held flag stands
+and staff have not acted since is answered with the short `STILL_WITH_TEAM` instead: every message the
+customer sends gets an answer, and the second and later ones do not repeat the apology. Staff act by
+replying, taking the ticket over or handing it back, or clearing the flag; after that a later hold tells
+the customer in full again. Under takeover nothing is posted: a person already has the ticket.
 
 Being an agent message, the hand-off also answers the message for the run loop (`loop._ANSWERED`):
 a later wake with no new input leaves the ticket to staff instead of asking the model again, as
@@ -29,6 +30,8 @@ TEXT = (
     "I couldn't give you a reliable answer to this, so I've passed your message to our team. Someone will reply here."
 )
 # The flags a held reply raises (`step._hold_reply`, `step._hold_rest`).
+# A later message while the flag stands and staff have not acted: as true, and shorter.
+STILL_WITH_TEAM = "Thanks, I've added this to what our team has. Someone will reply here."
 HELD_CAUSES = ("Reply held for staff", "Part of a reply held for staff")
 ENABLED = True  # the tests' negative control switches it off
 
@@ -48,35 +51,39 @@ def _staff_acted_since(ticket_id: int, number: int) -> bool:
     )
 
 
-def due(ticket_id: int) -> bool:
-    """Whether a hold now should tell the customer. Read under the ticket's row lock (the held reply's
-    turn took it) and before the hold raises its flag: the line as staff last left it."""
+def due(ticket_id: int) -> str:
+    """What a hold now tells the customer ("" for nothing): `TEXT`, or `STILL_WITH_TEAM` when the full
+    line was posted under a standing flag staff have not acted on. Read under the ticket's row lock (the
+    held reply's turn took it) and before the hold raises its flag: the line as staff last left it."""
     if not ENABLED:
-        return False
+        return ""
     row = Ticket.objects.filter(pk=ticket_id).values_list("handler", "attention").first()
     if row is None or row[0] == Ticket.Handler.STAFF:
-        return False  # taken over: a person has it, and says what they will
+        return ""  # taken over: a person has it, and says what they will
     messages = Turn.objects.filter(ticket_id=ticket_id, kind=Turn.Kind.MESSAGE).order_by("-number")
     latest = messages.filter(author=Turn.Author.CUSTOMER).values_list("number", flat=True).first()
     if latest is None:
-        return False
+        return ""
     # Answered already: a reply posted after it (its shown part, words with calls, a staff reply,
     # an earlier hand-off) — the customer is not left silent.
     if messages.filter(number__gt=latest, author__in=(Turn.Author.AGENT, Turn.Author.STAFF)).exists():
-        return False
-    told = messages.filter(author=Turn.Author.AGENT, payload__via=render.HANDED_OFF).values_list("number", flat=True)
-    last = told.first()
-    return last is None or not _flag_stands(row[1]) or _staff_acted_since(ticket_id, last)
+        return ""
+    told = messages.filter(author=Turn.Author.AGENT, payload__via=render.HANDED_OFF, text=TEXT)
+    last = told.values_list("number", flat=True).first()
+    if last is None or not _flag_stands(row[1]) or _staff_acted_since(ticket_id, last):
+        return TEXT
+    return STILL_WITH_TEAM
 
 
 def tell(ticket: Ticket, append, held_turn: int) -> Turn | None:
     """Post the hand-off through the step's `append` if it is due; the turn, or None."""
-    if not due(ticket.pk):
+    text = due(ticket.pk)
+    if not text:
         return None
     return append(
         ticket=ticket,
         author=Turn.Author.AGENT,
         kind=Turn.Kind.MESSAGE,
-        text=TEXT,
+        text=text,
         payload={"via": render.HANDED_OFF, "held_turn": held_turn},
     )

@@ -1,11 +1,12 @@
-"""A held reply never leaves the customer silent: Sundry's own hand-off, once per standing flag.
+"""A held reply never leaves the customer silent: Sundry's own hand-off, in full once per standing flag.
 
 Through the agent loop with a scripted model whose reply the check holds (an invented refund reference,
 asked again, held again): the customer's latest message unanswered gets `handoff.TEXT`, code's words
 marked `via: handoff`, on their page and the desk, never in the model's next request as its own words.
-Not when a reply answered the message, not again while the reply-held flag stands and staff have not
-acted, again once staff replied, took the ticket over and back, or cleared the flag, and not under
-takeover. The scorecard counts such a message as handed to staff, not answered.
+Not when a reply answered the message; while the reply-held flag stands and staff have not acted, each
+later held message gets the short `handoff.STILL_WITH_TEAM`; the full line again once staff replied, took
+the ticket over and back, or cleared the flag; nothing under takeover. The scorecard counts such a
+message as handed to staff, not answered.
 """
 
 from __future__ import annotations
@@ -115,12 +116,27 @@ def test_a_hold_after_the_message_was_answered_tells_nothing(case):
     assert not handoffs(case) and said(case) == ["Let me look at order SU-26675."]
 
 
-def test_not_repeated_while_the_flag_stands_and_staff_have_not_acted(case):
+def test_while_the_flag_stands_each_later_message_gets_the_short_line_not_the_apology_again(case):
     held(case)
     held(case, "Hello? Is anyone there?")
     held(case, "Please answer me.")
-    assert len(handoffs(case)) == 1
+    assert [t.text for t in handoffs(case)] == [handoff.TEXT, handoff.STILL_WITH_TEAM, handoff.STILL_WITH_TEAM]
     assert Turn.objects.filter(ticket=case["ticket"], payload__has_key="held_reply").count() == 3
+    read = scorecard.read_by_customers(case["ticket"].pk)
+    assert read["unanswered"] == 0 and read["handed_off"] == 3  # every message answered, none by the agent
+    assert "SU-26675-RF01" not in " ".join(said(case))
+
+
+def test_negative_control_without_the_short_line_later_messages_go_unanswered(case, monkeypatch):
+    """The behaviour before: once the full line stood, later held messages got nothing."""
+    full = handoff.due
+    monkeypatch.setattr(
+        handoff, "due", lambda ticket_id: "" if full(ticket_id) == handoff.STILL_WITH_TEAM else full(ticket_id)
+    )
+    held(case)
+    held(case, "Hello? Is anyone there?")
+    read = scorecard.read_by_customers(case["ticket"].pk)
+    assert len(handoffs(case)) == 1 and read["unanswered"] == 1
 
 
 def test_told_again_once_staff_cleared_the_flag(case):
@@ -129,7 +145,7 @@ def test_told_again_once_staff_cleared_the_flag(case):
     shown = next(r for r in reasons(ticket.attention) if r.startswith("Reply held for staff"))
     assert attention_dismiss(ticket=ticket, user=case["staff"], shown=shown)
     held(case, "Hello? Is anyone there?")
-    assert len(handoffs(case)) == 2
+    assert [t.text for t in handoffs(case)] == [handoff.TEXT, handoff.TEXT]
 
 
 def test_told_again_once_staff_replied(case):
@@ -144,7 +160,7 @@ def test_told_again_once_staff_took_the_ticket_over_and_back(case):
     ticket_set_handler(ticket=case["ticket"], handler=Ticket.Handler.STAFF, user=case["staff"])
     ticket_set_handler(ticket=case["ticket"], handler=Ticket.Handler.AGENT, user=case["staff"])
     held(case, "Hello? Is anyone there?")
-    assert len(handoffs(case)) == 2
+    assert [t.text for t in handoffs(case)] == [handoff.TEXT, handoff.TEXT]
 
 
 def test_nothing_under_takeover(case):
