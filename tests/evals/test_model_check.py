@@ -45,9 +45,10 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     assert offline.calls / 2 < offline.calls_ran <= offline.calls and offline.text_call_shapes == {}
     assert weak.calls >= 2 and weak.calls_ran == 0
     assert weak.text_call_shapes == {}  # its hermes-tagged calls are not read as calls on this class
-    # What the customers read: nothing false from the offline agent; the weak model leaves them waiting.
-    assert (offline.false_claims, offline.internal_shown, offline.unanswered) == (0, 0, 0)
-    assert weak.unanswered >= 1
+    # What the customers read: nothing false from the offline agent; the weak model answers nobody itself
+    # (its messages are left unanswered, or answered only by Sundry's hand-off to staff).
+    assert (offline.false_claims, offline.internal_shown, offline.unanswered, offline.handed_off) == (0, 0, 0, 0)
+    assert weak.unanswered + weak.handed_off >= 1
     # The weak model's false claims are asked again or held, never read; nothing streamed and was then held.
     assert (weak.false_claims, weak.internal_shown) == (0, 0)
     assert offline.streamed_then_held == weak.streamed_then_held == 0
