@@ -34,7 +34,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-STARTUP_SECONDS = 40
+STARTUP_SECONDS = 120  # a wait on /healthz, not a sleep: seen over 40 s at load 12
 
 
 def _free_port() -> int:
