@@ -206,6 +206,7 @@ def _guard_input(
         )
         if tool.customer_text
         else None,
+        today=recordstates.today,
         declared=replycheck.declared_texts(toolbox.specs) if tool.customer_text or tool.side_effect else (),
     )
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from datetime import UTC, date, datetime
+
+from django.utils import timezone
 
 from sundry.agent.guards import statusclaims
 from sundry.people.selectors import domain_of
@@ -35,6 +38,13 @@ def reader(ticket, references: Iterable[str]) -> Callable[[], tuple | None]:
     step then makes no read of the records."""
     refs = tuple(references)
     return functools.cache(lambda: read(ticket, refs))
+
+
+def today(at: datetime | None = None) -> tuple[date, ...]:
+    """The day of a reply written at `at` (now, by default), in the shop's time zone and in UTC — as the
+    records' days are given (`tooling.records.RecordState`): what "15 days ago" in it counts from."""
+    at = at or timezone.now()
+    return tuple(dict.fromkeys((timezone.localtime(at).date(), at.astimezone(UTC).date())))
 
 
 def referenced(ledger=(), money=(), actions=(), owner_kind: str = "order") -> list[str]:

@@ -507,6 +507,7 @@ def _claim_facts(ticket: Ticket, snapshot: LaneSnapshot, toolbox: Toolbox) -> re
             recordstates.referenced(snapshot.ledger, snapshot.money, snapshot.actions, toolbox.domain.owner_kind),
         ),
         shown=recordstates.shown(snapshot.turns),
+        today=recordstates.today,  # the reply's day, when a sentence of it is judged
     )
 
 

@@ -271,11 +271,14 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     rows = list(
         Turn.objects.filter(ticket_id=ticket_id)
         .order_by("number")
-        .values_list("number", "author", "kind", "text", "payload")
+        .values_list("number", "author", "kind", "text", "payload", "created_at")
     )
     # Sundry's hand-off after a held reply is code's words, not the agent's: judged apart (`handed_off`).
-    handed = [n for n, author, kind, _t, p in rows if kind == Turn.Kind.MESSAGE and (p or {}).get("via") == HANDED_OFF]
-    turns = [(n, author, kind, text) for n, author, kind, text, _p in rows if n not in handed]
+    handed = [
+        n for n, author, kind, _t, p, _at in rows if kind == Turn.Kind.MESSAGE and (p or {}).get("via") == HANDED_OFF
+    ]
+    turns = [(n, author, kind, text) for n, author, kind, text, _p, _at in rows if n not in handed]
+    written = {n: at for n, *_, at in rows}  # "15 days ago" in a reply counts from the day it was written
     actions = list(
         ActionTaken.objects.filter(ticket_id=ticket_id).values_list(
             "tool", "target", "turn", "arguments", "amount_cents", "currency"
@@ -367,6 +370,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             kind_of=domain.kind_of,
             states=states,
             shown="\n".join(t for n, _a, k, t in turns if k == Turn.Kind.TOOL_RESULT and n < number),
+            today=recordstates.today(written[number]),
         )
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)

@@ -62,6 +62,9 @@ class GuardInput:
     # tool's customer text that states them (None: the domain states none), or a function reading them
     # when a sentence first needs them; read only for such a tool.
     states: object = None
+    # The day the text is written (shop's time zone, UTC), or a function giving it: "15 days ago" in it
+    # counts from that day (none: such a time is not judged).
+    today: object = ()
     # The descriptions of the tools declared to the model and of their parameters
     # (`replycheck.declared_texts`): a tool's customer text that is one of them is Sundry's words.
     declared: tuple[str, ...] = ()
@@ -673,6 +676,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         rules=inp.rules,
         overridden=inp.overridden_rules,
         states=inp.states,
+        today=inp.today,
     )
     # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
     question = _latest_customer(inp)

@@ -502,6 +502,7 @@ def unsupported(
     kind_of: Callable[[str], str | None] | None = None,
     states: Iterable | None = None,
     shown: str = "",
+    today: tuple | Callable[[], tuple] = (),
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -520,7 +521,9 @@ def unsupported(
     domain's ID patterns — with them a claim is judged on the records of the kind it names
     (`_entity`). `states`: the records' statuses, dates and figures now (`RecordState`; None: the
     domain states none, and statements of them are not judged); `shown`: the tool results the model
-    was shown, whose statuses, dates and figures back a statement too."""
+    was shown, whose statuses, dates and figures back a statement too; `today`: the reply's day (in the
+    shop's time zone and in UTC), or a function giving it when first needed, which a time said relative
+    to the reply ("it shipped 15 days ago") counts from — none given, such a time is not judged."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -547,7 +550,7 @@ def unsupported(
             continue
         own = claim.kind not in KINDS
         if claim.mode == STATED:
-            why = _stated_fault(claim, states, shown, ledger, actions, proposals, money)
+            why = _stated_fault(claim, states, shown, ledger, actions, proposals, money, today)
             if why:
                 out.append(replace(claim, why=why))
             continue
@@ -623,7 +626,7 @@ def unsupported(
 _STATUS_FIELD = re.compile(r'"\w*status"\s*:\s*"([^"]{1,40})"', re.I)
 
 
-def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> str:
+def _stated_fault(claim, states, shown, ledger, actions, proposals, money, today=()) -> str:
     """Why a stated status, date or figure is not so ("" when it is): judged on the record the sentence
     names, else on any of the ticket's (`statusclaims.fault`)."""
     if callable(states):
@@ -666,7 +669,9 @@ def _stated_fault(claim, states, shown, ledger, actions, proposals, money) -> st
     figures = {(a.amount_cents, a.currency) for a in actions if a.amount_cents}
     figures |= {(p.amount_cents, p.currency) for p in proposals if p.amount_cents}
     figures |= {(c, m.currency) for m in money for c in (m.paid_cents, m.refunded_cents, m.refundable_cents) if c}
-    return statusclaims.fault(claim.stated, about, shown, statuses, figures, claim.amounts)
+    if callable(today):
+        today = today()
+    return statusclaims.fault(claim.stated, about, shown, statuses, figures, claim.amounts, today)
 
 
 def _agreed_fault(claim, owners, actions, proposals, ledger, kinds, money, targets, kind_of) -> str:
@@ -878,13 +883,28 @@ class Records:
     # read only when a sentence states a status, date or figure, so a step whose reply states none reads none.
     states: tuple | Callable[[], tuple | None] | None = None
     shown: str = ""  # the tool results the model was shown
+    # The reply's day (shop's time zone, UTC), or a function giving it as the reply is judged: a time said
+    # relative to the reply counts from it (none: such a time is not judged).
+    today: tuple | Callable[[], tuple] = ()
 
     @classmethod
     def of(
-        cls, domain, *, actions=(), money=(), ledger=(), proposals=(), rules=(), overridden=(), states=None, shown=""
+        cls,
+        domain,
+        *,
+        actions=(),
+        money=(),
+        ledger=(),
+        proposals=(),
+        rules=(),
+        overridden=(),
+        states=None,
+        shown="",
+        today=(),
     ) -> "Records":
         """`rules`: the ticket's rules in force (`RuleData`); `overridden`: ids of those a confirmed card
-        quoted; `states`: the records' `RecordState`s (None: the domain states none); `shown`: tool results."""
+        quoted; `states`: the records' `RecordState`s (None: the domain states none); `shown`: tool results;
+        `today`: the reply's day, or a function giving it."""
         return cls(
             actions=tuple(actions),
             kinds=kinds_of(domain.tools),
@@ -899,6 +919,7 @@ class Records:
             kind_of=domain.kind_of,
             states=states if states is None or callable(states) else tuple(states),
             shown=shown,
+            today=today,
         )
 
     def read_now(self) -> "Records":
@@ -924,6 +945,7 @@ class Records:
             kind_of=self.kind_of,
             states=self.states,
             shown=self.shown,
+            today=self.today,
         )
 
 

@@ -39,6 +39,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from sundry.agent.guards import relativedates
 from sundry.tooling.records import CANCELLED, DELIVERED, LOST, PLACED, REFUNDED, RETURNED, SHIPPED, STATUSES
 
 STATED = "stated"
@@ -184,6 +185,59 @@ _DATE = (
 _DATE_SHAPE = re.compile(
     r"\b(?:" + _EVENT + r")\b(?:(?!\b(?:" + "|".join(_EVENTS.values()) + r")\b)[^,;\d.!?]){0,40}?" + _DATE, re.I
 )
+# A time said relative to the reply, of an event (`relativedates`): after it — "it shipped 15 days ago",
+# "was delivered to you yesterday", "The order … was shipped in 15 days ago" — or opening the clause
+# before it — "Yesterday, your order was delivered". What stands between them keeps them one statement:
+# not another event, a verb, a conjunction or a new subject ("the lamp you ordered arrived yesterday"
+# says when it arrived, not when it was ordered).
+_EVENT_WORDS = "|".join(_EVENTS.values())
+_JOINS = (
+    r"\w+ed|do|does|did|will|would|should|can|could|may|might|must|and|but|or|nor|so|because|since|as|though"
+    r"|although|while|which|that|who|whom|whose|when|where|if|until|unless|after|before|came|got|wrote|said"
+    r"|told|took|made|gave|saw|went|left|paid|sent|ago|back"
+)
+# After the event, a new verb or subject starts another statement; before it, "Yesterday, your order was …".
+_BETWEEN_AFTER = (
+    r"(?:\s+(?:(?:to|for|with|by)\s+you\b|"
+    + _REF_WORD
+    + r"|(?!(?:"
+    + _EVENT_WORDS
+    + r"|"
+    + _JOINS
+    + r"|is|was|were|are|am|be|been|being|has|have|had|i|you|we|they|he|she)\b)[a-z][\w'-]*))"
+)
+_BETWEEN_BEFORE = r"(?:\s+(?:" + _REF_WORD + r"|(?!(?:" + _EVENT_WORDS + r"|" + _JOINS + r")\b)[a-z][\w'-]*))"
+_RELATIVE_SHAPES = [
+    re.compile(p, re.I)
+    for p in (
+        r"\b(?:" + _EVENT + r")\b:?" + _BETWEEN_AFTER + r"{0,5}?\s+(?P<rel>" + relativedates.RELATIVE + r")",
+        r"(?:^[-*\u2022\s]*|(?<=[,;:(])\s*)(?P<rel>"
+        + relativedates.RELATIVE
+        + r"),?"
+        + _BETWEEN_BEFORE
+        + r"{0,6}?\s+(?:"
+        + _EVENT
+        + r")\b",
+    )
+]
+# A rule of every order, not a statement of this one: "Orders placed over 30 days ago cannot be returned".
+_GENERAL = re.compile(
+    r"(?:^|[,;:(]\s*|\b(?:for|on|to|of|with|are|is)\s+)(?:orders|items|purchases|products|parcels|packages)"
+    r"(?:\s+(?:that|which)\s+(?:were|are|have\s+been))?\s+$|\b(?:any|all|every|no)\s+(?:[\w-]+\s+){0,2}$",
+    re.I,
+)
+# An event still to come, said with a time that may be of today or after: "is scheduled to be delivered
+# today", "is due to ship this week", "is being delivered this afternoon".
+_TO_COME = re.compile(
+    r"\b(?:scheduled|due|set|planned|slated|about|yet|ready)\s+(?:to|for)\b|\bto(?:\s+be)?\s*$|\bbeing\s*$", re.I
+)
+# What the event is of, when it is not the order: "a replacement was shipped today", "the return label
+# was sent out yesterday" tell nothing of the order's own days.
+_NOT_THE_ORDER = re.compile(
+    r"\b(?:replacements?|exchanges?|labels?|e-?mails?|messages?|links?|codes?|invoices?|receipts?|vouchers?"
+    r"|coupons?|confirmations?|new\s+(?:one|item|unit|parcel|package|order|lamp))\b",
+    re.I,
+)
 # A figure of the record: what was paid, charged, refunded, what something cost.
 _AMOUNT_WORDS = re.compile(
     r"\b(?:amount|total|subtotal|price|priced|cost|costs|paid|charged|billed|sum|balance|value|worth|came\s+to"
@@ -215,6 +269,7 @@ class Statement:
     day: date | None = None  # DATE: the day it names (None: a form this module cannot read)
     year: bool = True  # DATE: the date names its year
     of: str = ""  # STATUS by `_OTHER_SHAPES`: the reference the sentence tells it of, if it names one
+    relative: bool = False  # DATE: `said` is a time relative to the reply ("15 days ago", `relativedates`)
 
 
 def _before_is_so(text: str, at: int) -> bool:
@@ -257,6 +312,18 @@ def statements(sentence: str) -> list[Statement]:
                     STATUS, _other_status(m), of=(m.groupdict().get("ref") or m.groupdict().get("bare") or "").upper()
                 )
             )
+    for shape in _RELATIVE_SHAPES:
+        for m in shape.finditer(s):
+            rel = m.group("rel")
+            event = next(k for k in _EVENTS if m.group(k))
+            # The words around the time, not the time itself ("the day before yesterday"), say whether it is so.
+            around = s[m.start() : m.start("rel")] + " " + s[m.end("rel") : m.end()]
+            if not _before_is_so(s, m.start()) or _NOT_SO.search(around) or _GENERAL.search(s[: m.start()]):
+                continue
+            clause = re.split(r"[,;]", s[: m.start(event)])[-1]
+            if _TO_COME.search(clause) or _NOT_THE_ORDER.search(clause + " " + around):
+                continue
+            out.append(Statement(DATE, event, re.sub(r"\s+", " ", rel.strip()), relative=True))
     for m in _DATE_SHAPE.finditer(s):
         if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
             continue
@@ -311,12 +378,21 @@ def references(sentence: str) -> set[str]:
 
 
 def fault(
-    st: Statement, states: list, shown: str, statuses_shown: set[str], figures: set[tuple[int, str]], amounts
+    st: Statement,
+    states: list,
+    shown: str,
+    statuses_shown: set[str],
+    figures: set[tuple[int, str]],
+    amounts,
+    today: tuple[date, ...] = (),
 ) -> str:
     """Why a statement is not so ("" when it stands) on the records it may be about. `states`:
     `RecordState`s; `shown`: the tool results' text; `statuses_shown`: the statuses tool results gave
     these records; `figures`: (cents, currency) of cards, holds and actions; `amounts`: the sentence's
-    (`replyclaims.Amount`)."""
+    (`replyclaims.Amount`); `today`: the reply's day (in the shop's time zone and in UTC), which a
+    relative time counts from — none given, such a time is not judged."""
+    if st.what == DATE and st.relative:
+        return _relative_fault(st, states, shown, today)
     if st.what == STATUS:
         denied = st.value.startswith("not ")
         status = st.value.removeprefix("not ")
@@ -355,3 +431,19 @@ def fault(
             continue
         return f"no record shows {a}"
     return ""
+
+
+def _relative_fault(st: Statement, states: list, shown: str, today: tuple[date, ...]) -> str:
+    """Why "it shipped 15 days ago" is not so: no day the record's event happened is one the time may mean.
+    The records decide; where they have no day of that event, a date a tool result shows may back it."""
+    if not today:
+        return ""
+    days = [d for r in states for event, d in r.dates if event == st.value]
+    if not days:
+        shown_days = [d for d in (parse_date(x)[0] for x in re.findall(r"\d{4}-\d{2}-\d{2}", shown)) if d]
+        ok = any(relativedates.within(st.said, d, today) for d in shown_days)
+        return "" if ok else f"no record shows it {st.value} {st.said}"
+    if any(relativedates.within(st.said, d, today) for d in days):
+        return ""
+    on = ", ".join(sorted({d.isoformat() for d in days}))
+    return f"it was {st.value} on {on}, not {st.said}"
