@@ -45,8 +45,13 @@ _KIND_WORDS = {
     RETURN: re.compile(r"\breturn(?:s|ed|ing)?\b(?!\s+to\s+(?:your|the)\b)", re.I),
     REPLACE: re.compile(r"\breplace\w*|\bexchang\w*", re.I),
 }
-# A contact is promised only by us, in so many words: "I'll e-mail you", "we will call you".
-_WE_WILL = r"\b(?:i|we)(?:'ll|\s+will|\s+shall|(?:\s+am|'m|\s+are|'re)\s+going\s+to)\s+(?:\w+\s+){0,2}?"
+# A contact is promised only by us, in so many words: "I'll e-mail you", "we will call you". After a
+# determiner "e-mail" is a noun: "I'll use the e-mail on file" promises none ("I'll send an e-mail":
+# `objectpromises`).
+_WE_WILL = (
+    r"\b(?:i|we)(?:'ll|\s+will|\s+shall|(?:\s+am|'m|\s+are|'re)\s+going\s+to)\s+"
+    r"(?:(?!(?:the|your|a|an|that|this|its|their|our|my)\b)\w+\s+){0,2}?"
+)
 _CONTACT_FUTURE = {
     EMAIL: re.compile(_WE_WILL + r"(?:e-?mail\b|send\s+you\s+(?:an?\s+|the\s+)?(?:\w+\s+)?e-?mail)", re.I),
     PHONE: re.compile(_WE_WILL + r"(?:call|phone|ring)\s+you\b", re.I),
@@ -133,7 +138,8 @@ _NOUN = {
     RETURN: r"returns?",
     REPLACE: r"replacements?|exchanges?",
 }
-_KIND_NOUN = {
+# What each kind's doing is called as a noun (also read by `objectpromises`).
+KIND_NOUNS = {
     REFUND: r"refunds?",
     CANCEL: r"cancell?ations?",
     RETURN: r"returns?",
@@ -159,7 +165,7 @@ def _promised(kind: str, sentence: str) -> bool:
         re.I,
     ):
         return not _NOT_OURS.search(sentence) or kind != RETURN
-    if re.search(_PROCEED + _KIND_NOUN[kind] + r")\b", sentence, re.I):
+    if re.search(_PROCEED + KIND_NOUNS[kind] + r")\b", sentence, re.I):
         return True
     subject = re.search(
         r"(?:^|\b)(?:" + _NOUN[kind] + r")\b" + _SPAN + r"{0,40}?\b(?:will|shall)\s+(?!not\b|never\b|need|have\b"
@@ -293,7 +299,7 @@ def offered_kinds(rest: str) -> list[str]:
     out = [kind for kind, verb in _BASE.items() if re.match(_LEAD + r"(?:" + verb + r")\b", rest, re.I)]
     out += [
         kind
-        for kind, noun in _KIND_NOUN.items()
+        for kind, noun in KIND_NOUNS.items()
         if kind not in out and re.match(_LEAD + _SET_UP + r"(?:" + noun + r")\b", rest, re.I)
     ]
     return out

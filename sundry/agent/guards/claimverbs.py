@@ -46,6 +46,7 @@ _IRREGULAR = {
 # Words in a tool's name that name nothing it acts on.
 _FUNCTION_WORDS = frozenset("a an the to of for by with from on in at into all any new id ids".split())
 
+_DETERMINER = r"(?:the|your|a|an|that|this|its|their|our|my)"
 _SPAN = r"(?:[^.!?]|\.\d)"  # within one sentence; a decimal point does not end it
 # A change told as one: "has been updated", "was suspended", "is now enabled". A bare "is enabled"
 # describes a state a lookup may have reported ("roaming is already enabled"), not something done.
@@ -62,8 +63,10 @@ _DONE = (
     + r")"
 )
 # A promise of ours names the verb right after its future: "I'll upgrade", "will be upgraded", "we
-# will then change"; "you can upgrade …, which will allow you to …" promises nothing.
-_FUTURE = r"(?:\b(?:will|shall)|'ll|\bgoing\s+to)\s+(?:be\s+)?(?:[\w-]+\s+){0,2}?"
+# will then change"; "you can upgrade …, which will allow you to …" promises nothing. A determiner
+# between them makes the verb a noun, the object of another verb ("I'll explain the upgrade options"):
+# read by `objectpromises`, by its head and its verb.
+_FUTURE = r"(?:\b(?:will|shall)|'ll|\bgoing\s+to)\s+(?:be\s+)?(?:(?!" + _DETERMINER + r"\b)[\w-]+\s+){0,2}?"
 _WE = r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|just\s+|already\s+|successfully\s+|gone\s+ahead\s+and\s+)*"
 
 

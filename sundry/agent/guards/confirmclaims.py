@@ -10,9 +10,19 @@ the customer confirmed, by its button or a typed yes, or staff on their behalf
 record and for the figure it names.
 
 Asking for a confirmation claims none: a question ("Can you confirm the
-refund?", "Have you confirmed it?"), a request ("Please confirm the refund on
-the card"), a condition or a future ("once you confirm, …", "if you have
-agreed to the refund, …"), a negation ("you haven't confirmed it yet").
+refund?", "Have you confirmed it?"), a request ("Please confirm the refund"),
+a condition or a future ("once you confirm, …", "if you have agreed to the
+refund, …"), a negation ("you haven't confirmed it yet").
+
+A request that points the customer at the card claims the card is there:
+"Please confirm the refund on the card", "press Confirm to approve the
+cancellation", "please use the confirmation card for the return"
+(`requested_on_card`). It is read as that action pending (`replyclaims`: it
+stands on an open card or hold for it, or on the action having run). A
+request that names no card — "Please confirm the refund amount", "Can you
+confirm the amount you want refunded?" — is left alone: the customer may
+answer in the chat, the agent then makes the call whose card they confirm, and
+asking first is what a careful agent does before every write.
 """
 
 from __future__ import annotations
@@ -80,3 +90,38 @@ def confirmed_actions(sentence: str) -> list[str]:
         what = m.group("what")
         out += [kind for kind, pattern in _ACTION.items() if re.fullmatch(f"(?:{pattern})", what, re.I)]
     return list(dict.fromkeys(out))
+
+
+# The card or its button, named as where the customer confirms — not a payment card ("your card",
+# "the card ending in 1234", "a gift card").
+_NOT_PAYMENT = r"(?!\s+(?:ending|number|on\s+file|details|you|that|which|used|balance))"
+_CARD = re.compile(
+    r"\bconfirmation\s+(?:card|button|prompt)\b"
+    r"|\b(?:on|in|using|via|from|through)\s+the\s+card\b"
+    + _NOT_PAYMENT
+    + r"|\b(?:check|see|review|use|open|look\s+at|find)\s+the\s+card\b"
+    + _NOT_PAYMENT
+    + r"|\bthe\s+card\s+(?:below|above|shown|on\s+(?:this|the|your)\s+page|on\s+(?:the\s+)?screen)\b"
+    r"|\b(?:confirm|approve|accept|yes)\s+button\b|\bthe\s+button\b"
+    r"|\b(?:press|click|tap|hit|select)(?:ing)?\s+(?:on\s+)?(?:the\s+)?[\"'\u201c]?(?:confirm|approve|accept|yes)\b",
+    re.I,
+)
+# A request: "please …", an imperative at the sentence's start, "can you …".
+_REQUEST = re.compile(
+    r"^\W*(?:(?:so|now|then|ok|okay|great|alright|next)\W+)?(?:(?:please|kindly|just|simply)\s+)*(?:confirm|approve"
+    r"|accept|authori[sz]e|press|click|tap|hit|select|use|check|review|open|look\s+at|go\s+to)\b"
+    r"|\bplease\b|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:confirm|approve|accept|authori[sz]e|press"
+    r"|click|tap|hit|select|use|check|review|open)\b",
+    re.I,
+)
+_NO_CARD = re.compile(r"\b(?:no|not|never|without|if|once|when|whenever|after)\b|n't\b", re.I)
+
+
+def requested_on_card(sentence: str) -> list[str]:
+    """The kinds of action (refund, cancel, return, replace) a request asks the customer to confirm on
+    the card or its button, telling them a card for it is there."""
+    s = sentence.strip()
+    card = _CARD.search(s)
+    if card is None or not _REQUEST.search(s) or _NO_CARD.search(s[: card.start()]):
+        return []
+    return [kind for kind, pattern in _ACTION.items() if re.search(r"\b(?:" + pattern + r")", s, re.I)]

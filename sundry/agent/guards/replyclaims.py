@@ -64,7 +64,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from sundry.agent.guards import bareclaims, claimlists, claimmodes, claimverbs, confirmclaims, statusclaims
+from sundry.agent.guards import (
+    bareclaims,
+    claimlists,
+    claimmodes,
+    claimverbs,
+    confirmclaims,
+    objectpromises,
+    statusclaims,
+)
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.context.rules import infer_enforcement
@@ -291,6 +299,11 @@ def claims_of(
             Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), AGREED)
             for kind in confirmclaims.confirmed_actions(s)
         ]
+        # A request to confirm the action on its card tells the customer the card is there.
+        found += [
+            Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), PENDING)
+            for kind in confirmclaims.requested_on_card(s)
+        ]
         answer = bareclaims.answered(s, question, vocab)
         if answer is not None:
             mode, kinds, asked = answer
@@ -316,6 +329,16 @@ def claims_of(
             elif not _NOT_DONE.search(s):
                 mode, kinds = DONE, _done_kinds(s, vocab)
         found += [Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), mode) for kind in kinds]
+        if rest is None and not claimmodes.asks_or_offers(s):
+            # The action as the object of our verb: "we will record the refund", "I'm processing your return".
+            promised = objectpromises.promised_kinds(s, vocab)
+            six = [k for k in promised if k in KINDS] + [c.kind for c in found if c.kind in KINDS]
+            said_of = {c.kind for c in found}
+            found += [
+                Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), FUTURE)
+                for kind in [k for k in promised if k in KINDS] + _own_words(promised, six, vocab)
+                if kind not in said_of
+            ]
         if not offered:
             found += _unnamed(s, said[:i], question, vocab, rest, {(c.kind, c.mode) for c in found})
         out += found + _stated(s, found)
