@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError, connection, transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cardstore, holds, proposals, recordstates, remote, spending_reads
+from sundry.agent import cardanswers, cardstore, holds, proposals, recordstates, remote, spending_reads
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
 from sundry.agent.guards import cards, consent, replycheck, runlimits
@@ -311,6 +311,12 @@ def _judge(
             f"This {tool.name} call is not the one the customer confirmed; it was not run.",
             verdict.args,
         )
+    if confirmation is None and approved_hold is None and verdict.decision in ("confirm", "hold"):
+        # The same call as a card already answered on this ticket is no second card (nor a second hold):
+        # the model reads what became of it, from the records.
+        earlier = cardanswers.answered(ticket, cards.digest(tool.name, verdict.args.model_dump(mode="json")))
+        if earlier is not None:
+            return _answered_before(ticket, call, tool, earlier)
     if verdict.decision == "confirm":
         # A card never stands for a call staff already approved and ran (on any of the customer's tickets).
         same = holds.equal_hold(ticket.customer_id, tool, verdict.args, statuses=(HeldAction.Status.EXECUTED,))
@@ -494,4 +500,24 @@ def _already_executed(ticket: Ticket, call: ToolCall, tool, same: HeldAction, wh
         f"#{same.ticket_id}); {what}. Tell the customer it was done."
     )
     _refusal(ticket, call, "repeat", reason, {"held": same.pk, "ticket": same.ticket_id})
+    return StepOutcome(stop=False)
+
+
+def _answered_before(ticket: Ticket, call: ToolCall, tool: Tool, earlier: cardanswers.Answered) -> StepOutcome:
+    """The result of a call equal to a card already answered: not run, not proposed again, and why."""
+    turn_append(
+        ticket=ticket,
+        author=Turn.Author.TOOL,
+        kind=Turn.Kind.TOOL_RESULT,
+        text=json.dumps(earlier.result(), ensure_ascii=False),
+        payload={
+            "call_id": call.id,
+            "name": tool.name,
+            "ok": False,
+            "confirmation": earlier.card.pk,  # the card whose answer this is (read as neither failed nor ran)
+            "answered": earlier.state,
+            "hold": earlier.hold.pk if earlier.hold is not None else None,
+            "guard": "answered",
+        },
+    )
     return StepOutcome(stop=False)

@@ -125,13 +125,14 @@ def _compact_everything(ticket):
     )
 
 
-def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
+@pytest.mark.parametrize("reason", ["scratched leg", "the leg is scratched"])
+def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop, reason):
     ticket = _refund_40(shop)
     _compact_everything(ticket)
     customer_message_post(ticket=ticket, text="About the scratched leg again: I want my 40 back.")
     model = run(
         ticket,
-        call("issue_refund", _id="r2", order_number="SU-10480", amount="40.00", currency="USD", reason="scratched leg"),
+        call("issue_refund", _id="r2", order_number="SU-10480", amount="40.00", currency="USD", reason=reason),
         reply("A colleague needs to approve that."),
     )
     request = model.requests[0]
@@ -139,10 +140,16 @@ def test_refund_removed_from_the_request_is_still_known_and_not_repeated(shop):
     assert "refund_id" not in conversation  # the refund's turns are gone from the request …
     state = next(m.content for m in request.messages if m.lane == "state")
     assert "issue_refund" in state and "40.00 USD" in state  # … but the state lane carries it
-    # The second identical refund is held for staff, not executed.
-    held = HeldAction.objects.get(ticket=ticket)
-    assert held.status == "pending" and held.tool == "issue_refund"
-    assert Refund.objects.filter(order=shop["first"], reason="scratched leg").count() == 1
+    assert Refund.objects.filter(order=shop["first"]).count() == 1
+    if reason == "scratched leg":
+        # The very call the customer confirmed, which ran: the model reads that it is done (its card's record).
+        assert not HeldAction.objects.filter(ticket=ticket).exists()
+        result = Turn.objects.get(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__call_id="r2")
+        assert result.payload["answered"] == "done" and "is done" in result.text
+    else:
+        # The same refund in other words is a repeat (the state lane's action): held for staff, not executed.
+        held = HeldAction.objects.get(ticket=ticket)
+        assert held.status == "pending" and held.tool == "issue_refund"
     # A repeat goes to staff, not onto a card the customer could confirm.
     assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
 

@@ -131,12 +131,11 @@ def test_a_status_question_after_compactions_refunds_nothing_the_customer_did_no
     [card] = Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING)
     assert card.arguments["order_number"] == "SU-27531" and card.call_id == "r2"
     assert card.card["title"] == "Refund 44.99 USD on order SU-27531" and "USB-C Charger 65W" in str(card.card)
-    # The air fryer refund again is a repeat of the one done: held for staff, not put on a card.
-    held = HeldAction.objects.get(ticket=ticket)
-    assert (held.arguments["order_number"], held.status) == ("SU-25386", HeldAction.Status.PENDING)
-    assert Turn.objects.filter(
-        ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__held=held.pk, payload__guard="repeat"
-    ).exists()
+    # The air fryer refund again is the very call the customer confirmed and that ran: not put on a card
+    # nor held for staff (an approval could only refuse it), and the model reads that it is done.
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    again = Turn.objects.get(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__call_id="r3")
+    assert again.payload["answered"] == "done" and "Refund 40.00 USD on order SU-25386 is done" in again.text
     # The customer, who only asked a question, presses Not now: still nothing moves.
     customer_confirms(ticket, decline=True)
     assert not Refund.objects.filter(order=shop["charger"]).exists()

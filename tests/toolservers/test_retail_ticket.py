@@ -169,23 +169,16 @@ def test_a_retail_exchange_end_to_end_over_mcp(ticket, retail_server):
     for value in (ORDER, STEEL_KETTLE, KETTLE, GIFT_CARD):
         assert value in ledger_block, value
     assert '"status": "delivered"' not in shown  # the old get_order_details result was compacted away
-    # So the later calls passed the ID guard: the lookup ran, the second exchange was held as a repeat.
+    # So the later calls passed the ID guard: the lookup ran. The second exchange is the very call the
+    # customer confirmed and that ran: no card, no hold (an approval could only refuse it), and the model
+    # reads that it is done.
     assert results(ticket, "get_item_details")[-1].payload["ok"] is True
-    held = HeldAction.objects.get(ticket=ticket)
-    assert held.tool == "exchange_delivered_order_items" and held.status == HeldAction.Status.PENDING
-    hold_turn = next(t for t in results(ticket, "exchange_delivered_order_items") if t.payload.get("held"))
-    assert hold_turn.payload["guard"] == "repeat"
+    again = results(ticket, "exchange_delivered_order_items")[-1]
+    assert (again.payload["call_id"], again.payload["answered"]) == ("x4", "done"), again.text
+    assert not HeldAction.objects.filter(ticket=ticket).exists()
+    assert not Confirmation.objects.filter(ticket=ticket, status=Confirmation.Status.PENDING).exists()
     assert [r["guard"] for r in rejections(ticket)] == ["unverified_id", "mutation"]  # nothing new refused
-    assert store_order(retail_server, ORDER)["exchange_items"] == [KETTLE]  # held: not sent to the store
-
-    # --- staff approve the repeat: the equal exchange already ran, so the approval sends nothing ------
     staff = get_user_model().objects.create_user("ann", password="pw", is_staff=True)
-    decided = held_action_decide(held_id=held.pk, ticket=ticket, approve=True, user=staff, wake=False)
-    decided.refresh_from_db()
-    assert decided.status == HeldAction.Status.REFUSED
-    event = Turn.objects.get(ticket=ticket, kind=Turn.Kind.EVENT, payload__held=held.pk)
-    assert event.payload["decision"] == "refused" and "already ran" in event.text and "not run" in event.text
-    assert not Turn.objects.filter(ticket=ticket, payload__call_id="x4-approved").exists()  # never sent
     order = store_order(retail_server, ORDER)  # the store: one exchange request, as the customer confirmed it
     assert order["status"] == "exchange requested" and order["exchange_items"] == [KETTLE]
     assert ActionTaken.objects.filter(ticket=ticket).count() == 1
@@ -322,14 +315,18 @@ def test_the_servers_declared_cancellation_is_a_card_that_runs_once_when_confirm
     assert store_order(retail_server, lamp)["status"] == "cancelled"
     assert ActionTaken.objects.get(ticket=ticket).target == lamp
 
-    # A status question later, and the model cancels again: the done action (its target read from the
-    # server's declaration) holds the repeat for staff; no card, nothing sent.
+    # A status question later, and the model cancels again: the very call confirmed reads as done (its
+    # card's record); in other words, the done action (its target read from the server's declaration)
+    # holds the repeat for staff; no card, nothing sent.
     customer_message_post(ticket=ticket, wake=False, text=f"Thanks! Is everything with {lamp} sorted now?")
     run(
         ticket,
         call("cancel_pending_order", "k3", order_id=lamp, reason="no longer needed"),
+        call("cancel_pending_order", "k4", order_id=lamp, reason="not needed any more"),
         ModelResponse(text="Yes, it is cancelled."),
     )
+    same = Turn.objects.get(ticket=ticket, kind=Turn.Kind.TOOL_RESULT, payload__call_id="k3")
+    assert same.payload["answered"] == "done" and f"Cancel order {lamp} is done" in same.text, same.text
     again = results(ticket, "cancel_pending_order")[-1]
     assert again.payload["guard"] == "repeat", again.text
     assert f"already done for {lamp}" in json.loads(again.text)["reason"]
