@@ -5,7 +5,8 @@ cut off, in; a verdict out. The step acts on it:
 
 - "post": send the (possibly cleaned) text; `notes` says what was removed;
 - "retry": ask the model once more with `prompt` (empty, truncated, only markup,
-  an identifier found nowhere, a reply to the guards instead of the customer);
+  an identifier found nowhere, a reply to the guards instead of the customer, one
+  that speaks of the customer in the third person — `addressee`);
 - "hold": never send it; staff see the text and the reason.
 
 Identifiers: every identifier-like token in the reply (a mix of letters and
@@ -20,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from sundry.agent.guards import addressee
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
@@ -100,7 +102,9 @@ _CALL_PROMPT = (
 class ReplyVerdict:
     action: str
     text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
-    reasons: list[str] = field(default_factory=list)  # empty, truncated, markup, internal, invented_id, to_agent
+    reasons: list[str] = field(
+        default_factory=list
+    )  # empty, truncated, markup, notice, echo, about_customer, invented_id, to_agent
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
@@ -293,12 +297,15 @@ def check_reply(
     customer_said: str = "",
     customer_recent=(),
     declared=(),
+    customer_messages=None,
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
     `customer_said`: the customer's latest message, which a reply must answer, not repeat;
     `customer_recent`: their other recent messages, which it must not say back either;
-    `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too."""
+    `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too;
+    `customer_messages`: every customer message the request showed, for who "the customer" may be
+    (`addressee`; None: the latest and recent ones)."""
     raw = text or ""
     if truncated:
         return _again(
@@ -363,6 +370,11 @@ def check_reply(
             retried,
             notes=notes,
         )
+    about = addressee.about_customer(
+        cleaned, [customer_said, *customer_recent] if customer_messages is None else customer_messages
+    )
+    if about:
+        return _again(raw, "about_customer", about_customer_prompt(about), retried, notes=notes)
     invented = sorted(t for t in id_tokens(cleaned) if t not in known)
     if invented:
         return _again(
@@ -387,6 +399,15 @@ def check_reply(
             ),
         )
     return ReplyVerdict(POST, cleaned, [], notes)
+
+
+def about_customer_prompt(phrases: list[str]) -> str:
+    """The re-ask for a reply that speaks of the customer in the third person (`addressee`)."""
+    named = ", ".join(f'"{p}"' for p in dict.fromkeys(phrases))
+    return (
+        f"Your reply spoke of the customer in the third person ({named}), as a note for staff or for yourself. "
+        'It was not sent. The customer reads every reply: write to them directly, as "you", about their request.'
+    )
 
 
 def _again(raw: str, reason: str, prompt: str, retried: bool, *, invented=None, notes=None) -> ReplyVerdict:
