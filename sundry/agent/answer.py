@@ -152,8 +152,9 @@ def held_if_internal(
     verdict: replycheck.ReplyVerdict, internal: internaltext.InternalText | None
 ) -> replycheck.ReplyVerdict:
     """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
-    the model has shown it will repeat what it should not)."""
-    if verdict.action != replycheck.POST or not internal:
+    the model has shown it will repeat what it should not). So is one the check would ask again only for
+    speaking of the customer in the third person: staff's notes do, and a quote of one is held at once."""
+    if not internal or not (verdict.action == replycheck.POST or verdict.reasons == [replycheck.ABOUT_CUSTOMER]):
         return verdict
     found = internaltext.quotes(verdict.text, internal)
     if not found:

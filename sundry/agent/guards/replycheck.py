@@ -26,6 +26,7 @@ from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
 POST, RETRY, HOLD = "post", "retry", "hold"
+ABOUT_CUSTOMER = "about_customer"  # the reason for a reply that speaks of the customer in the third person
 
 # Tool-protocol markup that must never reach a customer.
 _MARKUP_BLOCK = re.compile(
@@ -370,11 +371,6 @@ def check_reply(
             retried,
             notes=notes,
         )
-    about = addressee.about_customer(
-        cleaned, [customer_said, *customer_recent] if customer_messages is None else customer_messages
-    )
-    if about:
-        return _again(raw, "about_customer", about_customer_prompt(about), retried, notes=notes)
     invented = sorted(t for t in id_tokens(cleaned) if t not in known)
     if invented:
         return _again(
@@ -398,6 +394,13 @@ def check_reply(
                 "or write to the customer about their request in plain words."
             ),
         )
+    # Last: a reply that fails another check says so first (a quote of internal text, judged after this, is
+    # held at once even so: `answer.held_if_internal`).
+    about = addressee.about_customer(
+        cleaned, [customer_said, *customer_recent] if customer_messages is None else customer_messages
+    )
+    if about:
+        return _again(raw, ABOUT_CUSTOMER, about_customer_prompt(about), retried, notes=notes)
     return ReplyVerdict(POST, cleaned, [], notes)
 
 
