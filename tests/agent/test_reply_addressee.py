@@ -22,7 +22,8 @@ import pytest
 from django.test import Client
 
 from sundry.agent import answer, handoff
-from sundry.agent.guards import addressee, provisional, replycheck
+from sundry.agent.guards import addressee, callguards, consent, provisional, replycheck
+from sundry.agent.guards.callguards import GuardInput
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -34,6 +35,7 @@ from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.tools import REGISTRY
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER = "SU-26675"
@@ -48,7 +50,7 @@ ISSUE = [
 
 # --- the grammar of a reply about the customer ----------------------------------------------------------
 
-SUBJECTS = ["the customer", "the client", "the user", "this customer", "that user", "the Customer"]
+SUBJECTS = ["the customer", "the client", "the user", "this customer", "this user", "the Customer"]
 # The subject of a sentence: "{S} has asked for a refund."
 PREDICATES = [
     "has asked for a refund on the order",
@@ -81,7 +83,13 @@ POSSESSIVE_FRAMES = [
 # The bare noun opening a sentence, a line or a list item: staff-note style.
 BARE = ["Customer", "Client", "User"]
 BARE_PLACES = ["{x}", "Thanks for waiting. {x}", "Here is what I found:\n- {x}"]
-BARE_PREDICATES = ["wants a refund for the lamp.", "asked about the delay twice.", "'s card was charged twice."]
+BARE_PREDICATES = [
+    "wants a refund for the lamp.",
+    "asked about the delay twice.",
+    "is waiting for a call back.",
+    "hasn't replied since Monday.",
+    "'s card was charged twice.",
+]
 # What comes before the sentence: nothing, or a sentence to the customer.
 LEADS = ["", "Thanks for your patience. "]
 
@@ -131,6 +139,15 @@ OTHER_FRAMES = [
     "{N} Service will call you tomorrow.",
     "{N} ID: shown on your account page.",
     "{N}: your message is below.",
+    "{N} reviews are checked before they appear.",
+    "{N} ratings help other shoppers choose.",
+    "Please note that {n} reviews are moderated.",
+    "I couldn't find that {n} in our records; could you check the email address?",
+    "I couldn't find a {n} with that email address.",
+    "Dear {N}, thank you for your patience.",
+    "Step 3 of the {n}'s guide shows how to reset it.",
+    "The {N}'s Manual that came with the lamp lists the bulb size.",
+    "Your parcel is on its way.\n\nKind regards,\nThe {N} Support Team",
 ]
 
 
@@ -224,6 +241,17 @@ def test_a_customer_speaking_of_someone_of_theirs_spares_that_noun_and_only_that
     print(f"replies about the customer's own third party posted: {passed}; the same with another noun held: {held}")
 
 
+def test_negative_control_without_sparing_the_customers_own_third_party_is_held(monkeypatch):
+    monkeypatch.setattr(addressee, "theirs", lambda messages: frozenset())
+    replies = [
+        (said.format(n=n), r.format(n=n)) for n, said, r in itertools.product(NOUNS, THEIRS_SAID, THEIRS_REPLIES)
+    ]
+    held = [r for said, r in replies if check(r, customer_said=said).action != replycheck.POST]
+    mentioned = [r for _said, r in replies if not r.startswith("Your")]
+    print(f"without sparing, replies about the customer's own third party held: {len(held)}/{len(replies)}")
+    assert sorted(held) == sorted(mentioned)  # "Your customer's parcel" needs no sparing
+
+
 def test_a_customer_naming_themselves_spares_nothing():
     for n, said in itertools.product(NOUNS, SELF_SAID):
         said_n = said.format(n=n)
@@ -311,6 +339,31 @@ def test_no_real_agent_reply_of_the_tau2_traces_is_about_the_customer():
                         flagged_alone.append(m["content"])
     print(f"real agent replies flagged: {len(flagged)}/{replies} ({len(flagged_alone)} without the users' words)")
     assert replies > 800 and flagged == [] and flagged_alone == [], (flagged + flagged_alone)[:5]
+
+
+def test_a_tools_customer_text_about_the_customer_is_refused_and_a_phone_calls_record_is_not():
+    """The call guards read the declared customer text (an e-mail's subject and body, `reply_to_customer`'s
+    message); a phone call's summary is a record of the customer, rightly about them."""
+    said = (consent.Said("customer", 1, f"Where is {ORDER}?"),)
+
+    def verdict(name, **args):
+        tool = REGISTRY[name]
+        return callguards._check_addressee(GuardInput(tool=tool, arguments=args, said=said), tool.args_model(**args))
+
+    for text in ISSUE + POSITIVES[::10]:
+        refused = verdict("send_email", customer_id="C-1", subject="Your order", body=text)
+        assert refused is not None and refused.guard == "about_customer" and refused.details["field"] == "body"
+        assert verdict("reply_to_customer", message=text).guard == "about_customer"
+        assert verdict("log_phone_call", customer_id="C-1", summary=text) is None
+    for text in LOOK_ALIKES[::10]:
+        assert verdict("reply_to_customer", message=text) is None, text
+    # The customer's own third party, said earlier on the ticket, spares the noun here too.
+    theirs = (consent.Said("customer", 1, "My customer never received it."),)
+    tool = REGISTRY["reply_to_customer"]
+    args = {"message": "The customer you mentioned will get it on Monday."}
+    assert (
+        callguards._check_addressee(GuardInput(tool=tool, arguments=args, said=theirs), tool.args_model(**args)) is None
+    )
 
 
 # --- through the loop --------------------------------------------------------------------------------------
