@@ -133,6 +133,11 @@ def recent_customer_texts(turns: list[TurnData], n: int = replycheck.RECENT_CUST
     return [t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"][:n]
 
 
+def customer_texts(turns: list[TurnData]) -> list[str]:
+    """The customer's messages since the summary: whom they themselves call "the customer" or "the user" (`addressee`)."""
+    return [t.text for t in turns if t.author == "customer" and t.kind == "message"]
+
+
 def after_rejection(turns: list[TurnData]) -> bool:
     """A guard rejection or error since the last customer message or staff note."""
     for t in reversed(turns):
@@ -147,8 +152,9 @@ def held_if_internal(
     verdict: replycheck.ReplyVerdict, internal: internaltext.InternalText | None
 ) -> replycheck.ReplyVerdict:
     """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
-    the model has shown it will repeat what it should not)."""
-    if verdict.action != replycheck.POST or not internal:
+    the model has shown it will repeat what it should not). So is one the check would ask again only for
+    speaking of the customer in the third person: staff's notes do, and a quote of one is held at once."""
+    if not internal or not (verdict.action == replycheck.POST or verdict.reasons == [replycheck.ABOUT_CUSTOMER]):
         return verdict
     found = internaltext.quotes(verdict.text, internal)
     if not found:
@@ -270,6 +276,7 @@ def obtain(
     known = known_identifiers(request)
     question = _latest_customer_text(turns)
     recent = recent_customer_texts(turns)
+    everything = customer_texts(turns)
     rejected = after_rejection(turns)
 
     def judge(text: str, *, truncated: bool, retried: bool) -> replycheck.ReplyVerdict:
@@ -283,6 +290,7 @@ def obtain(
             customer_said=question,
             customer_recent=recent,
             declared=declared,
+            customer_messages=everything,
         )
         verdict = held_if_internal(verdict, internal)
         return checked_claims(verdict, facts, retried, question)
@@ -298,6 +306,7 @@ def obtain(
             customer_said=question,
             customer_recent=recent,
             declared=declared,
+            customer_messages=everything,
         )
         return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
 

@@ -245,7 +245,8 @@ def _staff_confirmed_card(ticket, status=Confirmation.Status.CONFIRMED, via=Conf
     )
 
 
-SAID = f"The customer has confirmed the refund of 13.00 USD on {ORDER}. A colleague will review it shortly."
+# Said to the customer, as "you": "The customer has confirmed …" is held whatever the cards (`addressee`).
+SAID = f"You have confirmed the refund of 13.00 USD on {ORDER}. A colleague will review it shortly."
 LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
 
 
@@ -270,7 +271,7 @@ def test_a_confirmation_no_card_shows_never_reaches_the_customer(case, via):
     )
     after = ModelResponse(text=f"A colleague will look at the lamp on {ORDER}.")
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said, after])))
-    assert "has confirmed the refund" not in _reads(case)
+    assert "have confirmed the refund" not in _reads(case)
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
         assert rejection.payload["guard"] == "unsupported_claim"
@@ -287,7 +288,7 @@ def test_negative_control_with_the_card_confirmed_on_their_behalf_the_same_words
     )
     after = ModelResponse(text=f"A colleague will look at the lamp on {ORDER}.")
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, after])))
-    assert "has confirmed the refund of 13.00 USD" in _reads(case)
+    assert "have confirmed the refund of 13.00 USD" in _reads(case)
     # model_check reads the posted words again from the stored records: true with the card confirmed …
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
     # … and a false claim posted had the card only been shown, never confirmed.

@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from sundry.agent import answer, calls
-from sundry.agent.guards import replycheck
+from sundry.agent.guards import addressee, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -164,6 +164,9 @@ def test_negative_control_without_the_declarations_the_description_is_posted(cas
     monkeypatch.setattr(replycheck, "declared_texts", lambda specs: ())
     monkeypatch.setattr(answer.replycheck, "declared_texts", lambda specs: ())
     assert calls.replycheck.declared_texts([]) == ()
+    # The description speaks of "the customer", which the addressee check holds on its own: off too, so
+    # this shows what the declarations alone do.
+    monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
     agent_run(
         case["ticket"].pk,
         gateway=Gateway(override=ScriptedModel([_said(via, POSTED)] * 2 + [_said("reply", FINAL)] * 3)),

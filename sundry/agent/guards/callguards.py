@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent.guards import approvals, cards, consent, replycheck, replyclaims, spending
+from sundry.agent.guards import addressee, approvals, cards, consent, replycheck, replyclaims, spending
 from sundry.agent.provider import strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
@@ -662,6 +662,28 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+def _check_addressee(inp: GuardInput, args) -> GuardVerdict | None:
+    """A tool's customer text that speaks of the customer in the third person ("I have no reply for the
+    customer.") was written for someone else, whatever its words (`addressee`): refused, as the reply check
+    asks a plain reply again. Only the declared customer text: a card's other text (a phone call's summary)
+    is a record of the customer, rightly about them."""
+    said = [m.text for m in inp.said or () if m.author == "customer"]
+    for name in inp.tool.customer_text:
+        about = addressee.about_customer(str(getattr(args, name, "") or ""), said)
+        if about:
+            phrases = ", ".join(f'"{p}"' for p in dict.fromkeys(about))
+            return _reject(
+                "about_customer",
+                f"The {inp.tool.name} text speaks of the customer in the third person ({phrases}), as a note "
+                "for staff or for yourself. It was not sent. The customer reads it: write to them directly, as "
+                '"you", about their request.',
+                args,
+                field=name,
+                phrases=about,
+            )
+    return None
+
+
 def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
@@ -718,6 +740,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             _check_opaque(inp, args)
             or _check_internal(inp, args)
             or _check_copied(inp, args)
+            or _check_addressee(inp, args)
             or _check_claims(inp, args)
         )
         if verdict:

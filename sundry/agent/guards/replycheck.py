@@ -5,7 +5,8 @@ cut off, in; a verdict out. The step acts on it:
 
 - "post": send the (possibly cleaned) text; `notes` says what was removed;
 - "retry": ask the model once more with `prompt` (empty, truncated, only markup,
-  an identifier found nowhere, a reply to the guards instead of the customer);
+  an identifier found nowhere, a reply to the guards instead of the customer, one
+  that speaks of the customer in the third person — `addressee`);
 - "hold": never send it; staff see the text and the reason.
 
 Identifiers: every identifier-like token in the reply (a mix of letters and
@@ -20,10 +21,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from sundry.agent.guards import addressee
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
 POST, RETRY, HOLD = "post", "retry", "hold"
+ABOUT_CUSTOMER = "about_customer"  # the reason for a reply that speaks of the customer in the third person
 
 # Tool-protocol markup that must never reach a customer.
 _MARKUP_BLOCK = re.compile(
@@ -100,7 +103,9 @@ _CALL_PROMPT = (
 class ReplyVerdict:
     action: str
     text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
-    reasons: list[str] = field(default_factory=list)  # empty, truncated, markup, internal, invented_id, to_agent
+    reasons: list[str] = field(
+        default_factory=list
+    )  # empty, truncated, markup, notice, echo, about_customer, invented_id, to_agent
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
@@ -293,12 +298,15 @@ def check_reply(
     customer_said: str = "",
     customer_recent=(),
     declared=(),
+    customer_messages=None,
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
     `customer_said`: the customer's latest message, which a reply must answer, not repeat;
     `customer_recent`: their other recent messages, which it must not say back either;
-    `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too."""
+    `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too;
+    `customer_messages`: every customer message the request showed, for who "the customer" may be
+    (`addressee`; None: the latest and recent ones)."""
     raw = text or ""
     if truncated:
         return _again(
@@ -386,7 +394,23 @@ def check_reply(
                 "or write to the customer about their request in plain words."
             ),
         )
+    # Last: a reply that fails another check says so first (a quote of internal text, judged after this, is
+    # held at once even so: `answer.held_if_internal`).
+    about = addressee.about_customer(
+        cleaned, [customer_said, *customer_recent] if customer_messages is None else customer_messages
+    )
+    if about:
+        return _again(raw, ABOUT_CUSTOMER, about_customer_prompt(about), retried, notes=notes)
     return ReplyVerdict(POST, cleaned, [], notes)
+
+
+def about_customer_prompt(phrases: list[str]) -> str:
+    """The re-ask for a reply that speaks of the customer in the third person (`addressee`)."""
+    named = ", ".join(f'"{p}"' for p in dict.fromkeys(phrases))
+    return (
+        f"Your reply spoke of the customer in the third person ({named}), as a note for staff or for yourself. "
+        'It was not sent. The customer reads every reply: write to them directly, as "you", about their request.'
+    )
 
 
 def _again(raw: str, reason: str, prompt: str, retried: bool, *, invented=None, notes=None) -> ReplyVerdict:

@@ -1,0 +1,449 @@
+"""A reply is addressed to the customer: one that speaks of them in the third person is asked again, then held.
+
+Small models post text written for staff or for Sundry ("Sorry, but I don't have a reply for the
+customer.", "Check the customer's order history …"), in words no list of Sundry's own wordings
+holds. The rule (`guards/addressee.py`) reads the grammar instead: "the customer", "the client",
+"the user" as a person, their possessive, a sentence opening on the bare noun. The sentences
+are generated (frames × subjects × predicates), so are the look-alikes that must pass:
+compounds ("customer service", "the user ID"), other determiners, plurals, quotes, and a
+customer who speaks of someone of theirs ("my customer never received it").
+Through the real loop with the scripted model: asked again with the reason, then held (the
+customer gets Sundry's hand-off), never posted; through `reply_to_customer`, refused. The stream
+never shows such a sentence. The τ²-bench replies of a strong model (beside the checkout when
+present): none flagged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from django.test import Client
+
+from sundry.agent import answer, handoff
+from sundry.agent.guards import addressee, callguards, consent, provisional, replycheck
+from sundry.agent.guards.callguards import GuardInput
+from sundry.agent.loop import agent_run
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
+from sundry.agent.services import customer_message_post
+from sundry.agent.streaming import ReplyStream
+from sundry.context import internaltext
+from sundry.context.lanes import TurnData
+from sundry.desk.lifecycle import ticket_create
+from sundry.portal.selectors import customer_turns
+from sundry.tickets.models import Turn
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.tools import REGISTRY
+from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+
+ORDER = "SU-26675"
+
+# The three sentences of the issue, as real small models posted them.
+ISSUE = [
+    "Sorry, but I don't have a reply for the customer.",
+    "You can follow up with the customer to find out more about the order. If you need any information, you "
+    "can record it in the state.",
+    "Check the customer's order history for anything unusual. Open a new ticket with the customer.",
+]
+
+# --- the grammar of a reply about the customer ----------------------------------------------------------
+
+SUBJECTS = ["the customer", "the client", "the user", "this customer", "this user", "the Customer"]
+# The subject of a sentence: "{S} has asked for a refund."
+PREDICATES = [
+    "has asked for a refund on the order",
+    "wants to know where the parcel is",
+    "is waiting for the replacement",
+    "was told the order shipped on Monday",
+    "needs a new tracking number",
+    "said the lamp arrived broken",
+    "should be told about the delay",
+    "can be offered a replacement",
+]
+# The object: "Please follow up with {s} about the delay."
+OBJECT_FRAMES = [
+    "Please follow up with {s} about the delay.",
+    "You can let {s} know that the order shipped.",
+    "I will inform {s} that the refund is pending.",
+    "I don't have a reply for {s}.",
+    "Open a new ticket with {s}.",
+    "Ask {s} for the order number.",
+    "Reach out to {s} by email if anything changes.",
+    "There is nothing more to tell {s} today.",
+]
+# The possessive: "Check {s}'s order history."
+POSSESSIVE_FRAMES = [
+    "Check {s}'s order history.",
+    "{S}'s parcel is delayed by two days.",
+    "I have updated {s}’s delivery address.",
+    "For {s}'s protection we never send card numbers by email.",  # decided: a policy's words about someone
+]
+# The bare noun opening a sentence, a line or a list item: staff-note style.
+BARE = ["Customer", "Client", "User"]
+BARE_PLACES = ["{x}", "Thanks for waiting. {x}", "Here is what I found:\n- {x}"]
+BARE_PREDICATES = [
+    "wants a refund for the lamp.",
+    "asked about the delay twice.",
+    "is waiting for a call back.",
+    "hasn't replied since Monday.",
+    "'s card was charged twice.",
+]
+# What comes before the sentence: nothing, or a sentence to the customer.
+LEADS = ["", "Thanks for your patience. "]
+
+
+def _cap(s: str) -> str:
+    return s[0].upper() + s[1:]
+
+
+def positives() -> list[str]:
+    out = []
+    for lead, s in itertools.product(LEADS, SUBJECTS):
+        out += [f"{lead}{_cap(s)} {p}." for p in PREDICATES]
+        out += [lead + f.format(s=s) for f in OBJECT_FRAMES]
+        out += [lead + f.format(s=s, S=_cap(s)) for f in POSSESSIVE_FRAMES]
+    for noun, place, pred in itertools.product(BARE, BARE_PLACES, BARE_PREDICATES):
+        out.append(place.format(x=f"{noun}{pred}" if pred.startswith("'") else f"{noun} {pred}"))
+    return list(dict.fromkeys(out))
+
+
+POSITIVES = positives()
+
+# --- look-alikes that speak to the customer ---------------------------------------------------------------
+
+NOUNS = ["customer", "client", "user"]
+# The noun in a compound: "Our customer service team will call you."
+HEADS = ["service", "support", "care", "team", "portal", "ID", "number", "account", "guide", "experience", "agreement"]
+COMPOUND_FRAMES = [
+    "{D} {n} {h} will help you with that.",
+    "You'll find it under {d} {n} {h}.",
+    "I checked {d} {n} {h} for you.",
+]
+COMPOUND_DETS = ["the", "our", "your", "this"]
+OTHER_FRAMES = [
+    "As a valued {n}, you get free delivery on your next order.",
+    "As our {n}, you can return it within 30 days.",
+    "Every {n} gets a tracking number by email.",
+    "Each {n} may hold one open return at a time.",
+    "Your {n} number is printed on the invoice.",
+    "{N}s who order before noon get next-day delivery.",
+    "Many {n}s see this message when the parcel is held at the depot.",
+    "Our {n}s tell us the new lamp is brighter.",
+    "That order belongs to another {n}, so I can only help with yours.",
+    "Our {n}-facing team will call you tomorrow.",
+    'You wrote "the {n} never got the parcel", and I have checked it.',
+    "You said “the {n} is always right”: fair enough.",
+    "Your note says 'the {n} wants it by Friday', so I have asked for express delivery.",
+    "{N} Service will call you tomorrow.",
+    "{N} ID: shown on your account page.",
+    "{N}: your message is below.",
+    "{N} reviews are checked before they appear.",
+    "{N} ratings help other shoppers choose.",
+    "Please note that {n} reviews are moderated.",
+    "I couldn't find that {n} in our records; could you check the email address?",
+    "I couldn't find a {n} with that email address.",
+    "Dear {N}, thank you for your patience.",
+    "Step 3 of the {n}'s guide shows how to reset it.",
+    "The {N}'s Manual that came with the lamp lists the bulb size.",
+    "Your parcel is on its way.\n\nKind regards,\nThe {N} Support Team",
+]
+
+
+def look_alikes() -> list[str]:
+    out = []
+    for d, n, h, f in itertools.product(COMPOUND_DETS, NOUNS, HEADS, COMPOUND_FRAMES):
+        out.append(f.format(D=_cap(d), d=d, n=n, h=h))
+    for n, f in itertools.product(NOUNS, OTHER_FRAMES):
+        out.append(f.format(n=n, N=_cap(n)))
+    return list(dict.fromkeys(out))
+
+
+LOOK_ALIKES = look_alikes()
+
+# A customer who speaks of someone of theirs: a business, an administrator.
+THEIRS_SAID = [
+    "My {n} never received order SU-26675.",
+    "Our {n}s keep asking where their parcels are.",
+    "A {n} of ours says the lamp arrived broken.",
+    "The {n} I ordered it for says it never came.",
+    "One of my biggest {n}s is waiting for SU-26675.",
+    "Another {n} of mine got the wrong colour.",
+]
+# … and the reply about that person, which then passes.
+THEIRS_REPLIES = [
+    "The {n} you mentioned will get the parcel on Monday.",
+    "Your {n}'s parcel is on its way.",
+    "I have arranged a replacement, so the {n} should have it by Friday.",
+    "Please let the {n} know the new tracking number.",
+]
+# A customer naming themselves does not make "the customer" anyone else.
+SELF_SAID = [
+    "I'm a loyal {n} and my lamp arrived broken.",
+    "I have been a {n} for years.",
+    "As a {n}, I expected better.",
+    "I am the {n} who ordered SU-26675.",
+    "Your {n} service is slow.",
+]
+
+
+def check(text, **kw):
+    return replycheck.check_reply(text, known=replycheck.known_identifiers([ORDER]), **kw)
+
+
+def held_as_about(text, **kw) -> bool:
+    first, second = check(text, **kw), check(text, retried=True, **kw)
+    return (
+        first.action == replycheck.RETRY
+        and first.reasons == ["about_customer"]
+        and second.action == replycheck.HOLD
+        and second.reasons == ["about_customer"]
+    )
+
+
+# --- pure -------------------------------------------------------------------------------------------------
+
+
+def test_the_issues_sentences_are_asked_again_then_held():
+    for text in ISSUE:
+        assert held_as_about(text), text
+        assert "third person" in check(text).prompt and '"you"' in check(text).prompt
+
+
+def test_every_generated_reply_about_the_customer_is_asked_again_then_held():
+    missed = [t for t in POSITIVES if not held_as_about(t)]
+    print(f"replies about the customer held: {len(POSITIVES) - len(missed)}/{len(POSITIVES)}")
+    assert missed == [], missed[:10]
+
+
+def test_every_generated_look_alike_passes():
+    flagged = [t for t in LOOK_ALIKES if check(t).action != replycheck.POST]
+    print(f"look-alikes posted: {len(LOOK_ALIKES) - len(flagged)}/{len(LOOK_ALIKES)}")
+    assert flagged == [], [(t, check(t).reasons) for t in flagged[:10]]
+
+
+def test_a_customer_speaking_of_someone_of_theirs_spares_that_noun_and_only_that_one():
+    passed = held = 0
+    for n, said, reply in itertools.product(NOUNS, THEIRS_SAID, THEIRS_REPLIES):
+        said_n = said.format(n=n)
+        assert addressee.theirs([said_n]) == {n}, said_n
+        verdict = check(reply.format(n=n), customer_said=said_n)
+        assert verdict.action == replycheck.POST, (said_n, reply, verdict.reasons)
+        passed += 1
+        if not reply.startswith("Your"):  # another noun is still the customer: "my client" spares no "user"
+            other = next(o for o in NOUNS if o != n)
+            assert held_as_about(reply.format(n=other), customer_said=said_n), (said_n, other)
+            held += 1
+    # Said earlier on the ticket, not in the latest message: it counts (every message the request showed).
+    earlier = check("The customer you mentioned will get it Monday.", customer_messages=["My customer never got it."])
+    assert earlier.action == replycheck.POST
+    print(f"replies about the customer's own third party posted: {passed}; the same with another noun held: {held}")
+
+
+def test_negative_control_without_sparing_the_customers_own_third_party_is_held(monkeypatch):
+    monkeypatch.setattr(addressee, "theirs", lambda messages: frozenset())
+    replies = [
+        (said.format(n=n), r.format(n=n)) for n, said, r in itertools.product(NOUNS, THEIRS_SAID, THEIRS_REPLIES)
+    ]
+    held = [r for said, r in replies if check(r, customer_said=said).action != replycheck.POST]
+    mentioned = [r for _said, r in replies if not r.startswith("Your")]
+    print(f"without sparing, replies about the customer's own third party held: {len(held)}/{len(replies)}")
+    assert sorted(held) == sorted(mentioned)  # "Your customer's parcel" needs no sparing
+
+
+def test_a_customer_naming_themselves_spares_nothing():
+    for n, said in itertools.product(NOUNS, SELF_SAID):
+        said_n = said.format(n=n)
+        assert addressee.theirs([said_n]) == frozenset(), said_n
+        assert held_as_about(f"Please follow up with the {n} about the delay.", customer_said=said_n), said_n
+
+
+def test_what_is_named_is_the_phrase_as_written():
+    assert addressee.about_customer("Check the Customer's order. Customer wants a refund.") == [
+        "the Customer's",
+        "Customer",
+    ]
+    assert addressee.about_customer("Nothing here is about anyone.") == []
+
+
+def test_a_staff_note_quoted_about_the_customer_is_held_at_once_as_internal_text():
+    """Staff's notes speak of the customer; a reply quoting one is held without a second ask, as before."""
+    note = "Chargeback history on this card: the customer gets no goodwill credits without a manager."
+    internal = internaltext.gather(internal=[("staff note", note)], public=[])
+    reply = f"Our notes say the customer gets no goodwill credits without a manager. Your order {ORDER} shipped."
+    first = answer.held_if_internal(check(reply), internal)
+    assert first.action == replycheck.HOLD and first.reasons == ["internal_text"]
+    # Control: without the note it is only about the customer, and asked again.
+    assert answer.held_if_internal(check(reply), internaltext.InternalText()).reasons == ["about_customer"]
+    assert check(reply).action == replycheck.RETRY
+
+
+def test_negative_control_with_the_check_off_the_generated_replies_are_posted(monkeypatch):
+    monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
+    posted = [t for t in [*POSITIVES, *ISSUE] if check(t).action == replycheck.POST]
+    print(f"with the check off, replies about the customer posted: {len(posted)}/{len(POSITIVES) + len(ISSUE)}")
+    assert len(posted) == len(POSITIVES) + len(ISSUE)
+
+
+def test_the_stream_never_shows_a_sentence_about_the_customer():
+    """The stream's per-sentence judge is the one `answer.obtain` gives it, which asks the whole reply check."""
+    stream = ReplyStream(0)
+    request = ModelRequest(model="scripted", messages=[Message(role="user", content=f"Where is {ORDER}?")])
+    turns = [TurnData(number=1, author="customer", kind="message", text=f"Where is {ORDER}?")]
+    model = ScriptedModel([ModelResponse(text=f"Your order {ORDER} has shipped.")])
+    answer.obtain(Gateway(override=model), request, model="scripted", turns=turns, stream=stream)
+    good = f"Your order {ORDER} has shipped. "
+    for text in ISSUE + POSITIVES:
+        shown = provisional.shown(good + text, known={ORDER}, final=True, sentence_ok=stream.sentence_ok)
+        assert shown.startswith(good.strip()) and not addressee.about_customer(shown), (text, shown)
+    assert provisional.shown(
+        f"Your order {ORDER} has shipped. Our customer service team will call you.",
+        known={ORDER},
+        final=True,
+        sentence_ok=stream.sentence_ok,
+    ).endswith("will call you.")
+
+
+def test_negative_control_with_the_check_off_the_stream_shows_them(monkeypatch):
+    monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
+    stream = ReplyStream(0)
+    request = ModelRequest(model="scripted", messages=[Message(role="user", content=f"Where is {ORDER}?")])
+    model = ScriptedModel([ModelResponse(text=f"Your order {ORDER} has shipped.")])
+    answer.obtain(Gateway(override=model), request, model="scripted", turns=[], stream=stream)
+    shown = [provisional.shown(t, final=True, sentence_ok=stream.sentence_ok) for t in ISSUE + POSITIVES]
+    assert sum(s == t for s, t in zip(shown, ISSUE + POSITIVES)) == len(ISSUE) + len(POSITIVES)
+
+
+def test_no_real_agent_reply_of_the_tau2_traces_is_about_the_customer():
+    """Replies a strong model wrote to real users (τ²-bench traces, beside the checkout when present): none
+    speaks of the customer in the third person, with or without the users' own messages to spare a noun."""
+    from sundry.evals.sources import tau2_traces_dir
+
+    traces = tau2_traces_dir()
+    if traces is None:
+        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    replies, flagged, flagged_alone = 0, [], []
+    for path in sorted(traces.glob("*.json")):
+        data = json.loads(path.read_text())
+        for sim in data.get("simulations", data) if isinstance(data, dict) else data:
+            users: list[str] = []
+            for m in sim.get("messages") or []:
+                if m.get("role") == "user" and m.get("content"):
+                    users.append(m["content"])
+                elif m.get("role") == "assistant" and m.get("content"):
+                    replies += 1
+                    if addressee.about_customer(m["content"], users):
+                        flagged.append(m["content"])
+                    if addressee.about_customer(m["content"]):
+                        flagged_alone.append(m["content"])
+    print(f"real agent replies flagged: {len(flagged)}/{replies} ({len(flagged_alone)} without the users' words)")
+    assert replies > 800 and flagged == [] and flagged_alone == [], (flagged + flagged_alone)[:5]
+
+
+def test_a_tools_customer_text_about_the_customer_is_refused_and_a_phone_calls_record_is_not():
+    """The call guards read the declared customer text (an e-mail's subject and body, `reply_to_customer`'s
+    message); a phone call's summary is a record of the customer, rightly about them."""
+    said = (consent.Said("customer", 1, f"Where is {ORDER}?"),)
+
+    def verdict(name, **args):
+        tool = REGISTRY[name]
+        return callguards._check_addressee(GuardInput(tool=tool, arguments=args, said=said), tool.args_model(**args))
+
+    for text in ISSUE + POSITIVES[::10]:
+        refused = verdict("send_email", customer_id="C-1", subject="Your order", body=text)
+        assert refused is not None and refused.guard == "about_customer" and refused.details["field"] == "body"
+        assert verdict("reply_to_customer", message=text).guard == "about_customer"
+        assert verdict("log_phone_call", customer_id="C-1", summary=text) is None
+    for text in LOOK_ALIKES[::10]:
+        assert verdict("reply_to_customer", message=text) is None, text
+    # The customer's own third party, said earlier on the ticket, spares the noun here too.
+    theirs = (consent.Said("customer", 1, "My customer never received it."),)
+    tool = REGISTRY["reply_to_customer"]
+    args = {"message": "The customer you mentioned will get it on Monday."}
+    assert (
+        callguards._check_addressee(GuardInput(tool=tool, arguments=args, said=theirs), tool.args_model(**args)) is None
+    )
+
+
+# --- through the loop --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def case(django_user_model):
+    user = django_user_model.objects.create_user("dana", password="pw")
+    customer = CustomerFactory(user=user)
+    paid_order(customer=customer, number=ORDER, prices=(4000,))
+    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Hi")
+    page = Client()
+    page.force_login(user)
+    return {"ticket": ticket, "page": page}
+
+
+def _said(via, text):
+    if via == "reply":
+        return ModelResponse(text=text)
+    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
+
+
+def _reads(case) -> str:
+    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
+    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+
+
+def _run(case, said, *answers) -> ScriptedModel:
+    customer_message_post(ticket=case["ticket"], text=said, wake=False)
+    model = ScriptedModel(list(answers))
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    return model
+
+
+FINAL = f"Your order {ORDER} has shipped; it should reach you on Monday."
+
+
+@pytest.mark.django_db
+def test_through_the_loop_it_is_asked_again_and_the_second_answer_posted(case):
+    model = _run(case, f"Where is {ORDER}?", _said("reply", ISSUE[0]), _said("reply", FINAL))
+    reask = model.requests[1].messages[-1].content
+    assert "third person" in reask and '"the customer"' in reask
+    reads = _reads(case)
+    assert FINAL in reads and "reply for the customer" not in reads
+
+
+# Each issue sentence and words of it the customer must never read (free of apostrophes, which the page escapes).
+NEVER_READ = list(zip(ISSUE, ["a reply for the customer", "follow up with the customer", "order history"]))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("text", "never"), NEVER_READ)
+def test_through_the_loop_it_is_held_when_said_again_and_never_posted(case, text, never):
+    _run(case, f"Where is {ORDER}?", _said("reply", text), _said("reply", text))
+    notice = Turn.objects.get(ticket=case["ticket"], kind=Turn.Kind.ERROR, payload__has_key="held_reply")
+    assert notice.payload["reply_check"]["reasons"] == ["about_customer"]
+    reads = _reads(case)
+    assert never not in reads
+    assert handoff.TEXT in " ".join(t.text for t in customer_turns(case["ticket"]))  # Sundry's hand-off instead
+
+
+@pytest.mark.django_db
+def test_through_reply_to_customer_it_is_refused_and_never_sent(case):
+    _run(case, f"Where is {ORDER}?", _said("reply_to_customer", ISSUE[2]), _said("reply", FINAL))
+    rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
+    assert rejection.payload["guard"] == "about_customer"
+    reads = _reads(case)
+    assert "order history" not in reads and FINAL in reads
+
+
+@pytest.mark.django_db
+def test_through_the_loop_a_business_customer_reads_about_their_own_customer(case):
+    reply = f"The customer you mentioned will get {ORDER} on Monday; your customer's tracking number is on the way."
+    _run(case, f"My customer never received {ORDER}.", _said("reply", reply))
+    assert reply in _reads(case)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
+def test_negative_control_with_the_check_off_the_loop_posts_it(case, via, monkeypatch):
+    monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
+    _run(case, f"Where is {ORDER}?", _said(via, ISSUE[0]), _said("reply", FINAL))
+    assert "reply for the customer" in _reads(case)
