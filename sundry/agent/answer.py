@@ -164,6 +164,13 @@ def held_if_internal(
     )
 
 
+# What the model is told when a reply said an identifier is of a kind it is not ("<order> is the customer ID").
+IDENTITY_RULE = (
+    " Say what an identifier is (an order, a customer ID, a tracking number …) only as the ID ledger or a tool "
+    "result shows its kind."
+)
+
+
 def checked_claims(
     verdict: replycheck.ReplyVerdict, facts: replyclaims.Records | None, retried: bool, question: str = ""
 ) -> replycheck.ReplyVerdict:
@@ -180,13 +187,14 @@ def checked_claims(
     said = replyclaims.describe(false)
     stated = (
         " State an order's status, its dates and its amounts only as the records or tool results show them."
-        if any(c.mode == replyclaims.STATED for c in false)
+        if any(c.mode == replyclaims.STATED and c.kind != replyclaims.IDENTITY for c in false)
         else ""
-    )
+    ) + (IDENTITY_RULE if any(c.kind == replyclaims.IDENTITY for c in false) else "")
     if all(c.mode == replyclaims.STATED for c in false):
         prompt = (
-            f"Your reply states a status, date or amount of the customer's record that its records and the tool "
-            f"results do not show ({said}). It was not sent. Look the record up, or say only what you know."
+            f"Your reply states a fact of the customer's records — a status, date or amount, or what an "
+            f"identifier is — that its records and the tool results do not show ({said}). It was not sent. Look "
+            "the record up, or say only what you know."
         ) + stated
     elif all(c.mode in (replyclaims.DONE, replyclaims.STATED) for c in false):
         prompt = (

@@ -34,7 +34,8 @@ class Scorecard:
     # What the customer read, judged afresh from the stored conversation (`read_by_customers`):
     false_claims: int = 0  # posted replies saying an action was done that the records did not show then
     # posted replies stating a record's status, date or amount that neither its records (as they are now)
-    # nor the tool results shown before the reply back (`agent.guards.statusclaims`)
+    # nor the tool results shown before the reply back (`agent.guards.statusclaims`), or saying an
+    # identifier is of a kind the ledger does not give it (`agent.guards.identityclaims`)
     false_statements: int = 0
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
@@ -252,9 +253,9 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     its quotes of internal-only text (`context.internaltext`), and the customer messages no reply
     answered (`unanswered`; `together` as there). A reply's statements of a record's status, dates and
     amounts (`false_statements`) are judged on the records as they are now and on the tool results shown
-    before it."""
+    before it; what it says an identifier is, on the ledger (`agent.guards.identityclaims`)."""
     from sundry.agent import recordstates
-    from sundry.agent.guards import replyclaims
+    from sundry.agent.guards import identityclaims, replyclaims
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
     from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, StateValue
@@ -267,6 +268,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     kinds = replyclaims.kinds_of(domain.tools)
     later = replyclaims.later_kinds_of(domain.tools)
     vocab = replyclaims.vocabulary_of(domain.tools)
+    nouns = identityclaims.nouns_of(domain)
     rules = lane_snapshot(ticket, with_turns=False).rules
     rows = list(
         Turn.objects.filter(ticket_id=ticket_id)
@@ -371,6 +373,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             states=states,
             shown="\n".join(t for n, _a, k, t in turns if k == Turn.Kind.TOOL_RESULT and n < number),
             today=recordstates.today(written[number]),
+            nouns=nouns,
         )
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)

@@ -100,6 +100,8 @@ DOMAIN = register_domain(
         policy="Everyday orders: tracking, refunds, returns, cancellations.",
         id_patterns=ID_PATTERNS,
         id_examples={"order": "SU-12345"},
+        # What else a reply calls an ID of a kind, besides the kind's and its fields' names.
+        id_nouns={"customer": ["account"], "item": ["product"], "sku": ["product"]},
         owner_kind="order",
         # The shop's own records of payments, refunds, returns, addresses and items; order numbers,
         # tracking numbers and SKUs mean something to a customer and stay.

@@ -247,6 +247,8 @@ def arguments_digest(arguments) -> str:
 
 # A word a reply uses for an action, in its base form: lower-case letters, one or two words ("upgrade", "top up").
 ClaimWord = Annotated[str, StringConstraints(pattern=r"^[a-z]+(?: [a-z]+)?$", max_length=40)]
+# A name a reply calls an ID of some kind by: lower-case words, one to three ("account", "booking reference").
+IdNoun = Annotated[str, StringConstraints(pattern=r"^[a-z]+(?: [a-z]+){0,2}$", max_length=40)]
 
 
 class ToolDecl(_Decl):
@@ -590,6 +592,10 @@ class Domain(_Decl):
     id_patterns: dict[str, str] = Field(default_factory=dict)
     # kind → one well-formed value, for messages that say what an ID looks like.
     id_examples: dict[str, str] = Field(default_factory=dict)
+    # kind → what else a reply calls an ID of that kind, besides the kind's own name and the names of the
+    # fields that hold one ("account" for a customer ID): a reply saying an ID is a kind it is not is
+    # held (`agent.guards.identityclaims`).
+    id_nouns: dict[str, list[IdNoun]] = Field(default_factory=dict)
     typed_kinds: list[str] | None = None
     typed_forms: dict[str, tuple[str, str]] = Field(default_factory=dict)
     owner_kind: str = "order"
@@ -721,6 +727,14 @@ class Domain(_Decl):
             if f.kind == "id" and f.id_kind not in self.id_patterns
         ]
         problems += [f"live kind {k!r} has no id pattern" for k in self.live_kinds or () if k not in self.id_patterns]
+        declared_kinds = set(self.id_patterns) | {
+            k for t in self.tools.values() for k in [*t.args.values(), *t.results.values()]
+        }
+        problems += [
+            f"id nouns for kind {k!r}, which no id pattern or tool declares"
+            for k in self.id_nouns
+            if k not in declared_kinds
+        ]
         problems += [
             f"lookup hint for {kind!r} names {t!r}, not a tool of the domain"
             for kind, names in self.lookup_hints.items()

@@ -256,11 +256,14 @@ class ClassTools:
 
 
 def _merged(decls: list[Domain], tools: dict[str, ToolDecl]) -> Domain:
-    """One domain of `tools` with the declaration files' ID formats and lookup hints (the first file's
-    name and owner kind)."""
+    """One domain of `tools` with the declaration files' ID formats, ID nouns and lookup hints (the first
+    file's name and owner kind)."""
     hints: dict[str, list[str]] = {}
     patterns: dict[str, str] = {}
+    nouns: dict[str, list[str]] = {}
     for d in decls:
+        for kind, words in d.id_nouns.items():
+            nouns[kind] = list(dict.fromkeys([*nouns.get(kind, []), *words]))
         for kind, names in d.lookup_hints.items():
             hints.setdefault(kind, [])
             hints[kind] += [n for n in names if n in tools and n not in hints[kind]]
@@ -277,6 +280,12 @@ def _merged(decls: list[Domain], tools: dict[str, ToolDecl]) -> Domain:
         customer_kind=customer_kind,
         customer_owns=owns,
         id_patterns=patterns,
+        # Only kinds this class's tools or formats know: a file's nouns for a tool the server no longer lists drop.
+        id_nouns={
+            k: v
+            for k, v in nouns.items()
+            if k in patterns or any(k in (*t.args.values(), *t.results.values()) for t in tools.values())
+        },
         lookup_hints={k: v for k, v in hints.items() if v},
         tools=tools,
     )

@@ -714,7 +714,8 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
         f"this ticket, or will be that no card or hold stands for ({said}). It was not sent. Say an action "
         "happened, and for how much, only as its tool call's result showed it, and that one will happen "
         "only once its card or staff hold is open; otherwise say what happens next. State an order's status, "
-        "dates and amounts only as the records or tool results show them.",
+        "dates and amounts only as the records or tool results show them, and what an identifier is (an order, "
+        "a customer ID, a tracking number …) only as the ID ledger or a tool result shows its kind.",
         args,
         unsupported=said,
     )

@@ -38,7 +38,10 @@ A reply may also state a fact of the customer's record: its status ("your order
 <ref> has been delivered", "order status: delivered"), a date of it ("it shipped on
 3 August"), or a figure ("The amount is 20.00"): claims of mode STATED
 (`statusclaims`), which stand only on the domain's records as they are now
-(`tooling.records.RecordState`) or on what the tool results shown said.
+(`tooling.records.RecordState`) or on what the tool results shown said. So may
+a sentence that says what an identifier is ("<ref> is the customer ID for …",
+"your tracking number is <ref>"): a STATED claim of kind `IDENTITY`
+(`identityclaims`), false when the ID ledger says the ID is of another kind.
 
 Beyond those six kinds, each write's own words (`claimverbs`: its name and its
 declared `claim_verbs` and `claim_nouns`) make kinds of their own — "your
@@ -70,6 +73,7 @@ from sundry.agent.guards import (
     claimmodes,
     claimverbs,
     confirmclaims,
+    identityclaims,
     objectpromises,
     statusclaims,
 )
@@ -234,6 +238,7 @@ AGREED = confirmclaims.AGREED  # "the customer has confirmed the refund": judged
 ANY = bareclaims.ANY  # an action the reply names nowhere (`bareclaims`)
 READY = bareclaims.READY  # the same, said ready ("you're all set"): judged only on an open card
 STATED = statusclaims.STATED  # a record's status, date or figure stated (`statusclaims`): judged on the records
+IDENTITY = identityclaims.IDENTITY  # what an identifier is, stated (`identityclaims`): judged on the ledger
 
 
 @dataclass(frozen=True)
@@ -244,7 +249,8 @@ class Claim:
     amounts: tuple[Amount, ...] = ()
     mode: str = DONE  # or PENDING, FUTURE, REFUSED, DENIED, OFFER (`claimmodes`), AGREED (`confirmclaims`)
     why: str = ""  # set by `unsupported`: what the records say against it
-    stated: statusclaims.Statement | None = None  # for STATED: what the sentence states
+    # for STATED: what the sentence states (an `identityclaims.Identity` for kind IDENTITY)
+    stated: statusclaims.Statement | identityclaims.Identity | None = None
 
 
 def _done_kinds(s: str, vocab: claimverbs.Vocabulary) -> list[str]:
@@ -258,7 +264,11 @@ def _own_words(found: list[str], builtin: list[str], vocab: claimverbs.Vocabular
 
 
 def claims_of(
-    text: str, question: str = "", vocab: claimverbs.Vocabulary = claimverbs.EMPTY, since: int = 0
+    text: str,
+    question: str = "",
+    vocab: claimverbs.Vocabulary = claimverbs.EMPTY,
+    since: int = 0,
+    nouns: identityclaims.Nouns = identityclaims.EMPTY,
 ) -> list[Claim]:
     """Each sentence that speaks of an action of a known kind as done, pending, refused, to come, not
     done or offered, with its mode. `question`: the customer's latest message; a sentence that opens
@@ -266,7 +276,8 @@ def claims_of(
     the question names, and a claim that names no action ("It's done.") is of the action the reply or
     the message names (`bareclaims`). `vocab`: the domain's writes' own claim words (`vocabulary_of`).
     `since`: the sentences before this one are read only as what later ones may speak of (the stream
-    judged them already)."""
+    judged them already). `nouns`: the domain's names for its ID kinds (`identityclaims.nouns_of`), for
+    what a sentence says an identifier is."""
     out = []
     pieces = sentences(text or "", final=True)
     said = [sentence.strip().replace("\u2019", "'") for sentence in pieces]
@@ -287,7 +298,11 @@ def claims_of(
                     for kind in item.kinds
                 ]
                 # What an item states of the record ("- order status: delivered"), the lead-in naming it.
-                out += [c for item in listed[i] for c in _stated(item.text, [], about=f"{item.lead} {item.text}")]
+                out += [
+                    c
+                    for item in listed[i]
+                    for c in _stated(item.text, [], about=f"{item.lead} {item.text}", nouns=nouns)
+                ]
             lead = next((item.lead for item in listed[i] if item.inline), None)
             if lead is None:
                 continue
@@ -318,7 +333,9 @@ def claims_of(
         if offered:
             mode, kinds = OFFER, offered
         elif s.endswith("?"):
-            out += found + _stated(s, found)  # a statement run on into a question ("… 2021-08-22 Does this help?")
+            out += found + _stated(
+                s, found, nouns=nouns
+            )  # a statement run on into a question ("… 2021-08-22 Does this help?")
             continue
         else:
             mode = claimmodes.mode_of(s, lambda plain: bool(_done_kinds(plain, vocab)))
@@ -341,13 +358,14 @@ def claims_of(
             ]
         if not offered:
             found += _unnamed(s, said[:i], question, vocab, rest, {(c.kind, c.mode) for c in found})
-        out += found + _stated(s, found)
+        out += found + _stated(s, found, nouns=nouns)
     return out
 
 
-def _stated(s: str, found: list[Claim], about: str = "") -> list[Claim]:
+def _stated(s: str, found: list[Claim], about: str = "", nouns=identityclaims.EMPTY) -> list[Claim]:
     """The record's status, dates and figures the sentence states (`statusclaims`); a figure only where
-    no claim of an action took the sentence already (a refund's amount is judged with the refund).
+    no claim of an action took the sentence already (a refund's amount is judged with the refund); and
+    what it says its identifiers are (`identityclaims`, in the domain's words `nouns`).
     `about`: the words that say which record it is of (a list item's lead-in and the item; default `s`)."""
     about = about or s
     out = []
@@ -356,6 +374,8 @@ def _stated(s: str, found: list[Claim], about: str = "") -> list[Claim]:
         if st.what == statusclaims.AMOUNT and (found or not amounts):
             continue
         out.append(Claim(st.what, about, frozenset(id_tokens(about)), amounts, STATED, stated=st))
+    for said in identityclaims.statements(s, nouns):
+        out.append(Claim(identityclaims.IDENTITY, about, frozenset(id_tokens(about)), (), STATED, stated=said))
     return out
 
 
@@ -526,6 +546,7 @@ def unsupported(
     states: Iterable | None = None,
     shown: str = "",
     today: tuple | Callable[[], tuple] = (),
+    nouns: identityclaims.Nouns = identityclaims.EMPTY,
 ) -> list[Claim]:
     """The claims in `text` the records do not support, each with why (`Claim.why`). `actions`:
     `ActionData`; `money`: `MoneyData`; `ledger`: `LedgerData`; `proposals`: `Proposal` (open and
@@ -546,7 +567,9 @@ def unsupported(
     domain states none, and statements of them are not judged); `shown`: the tool results the model
     was shown, whose statuses, dates and figures back a statement too; `today`: the reply's day (in the
     shop's time zone and in UTC), or a function giving it when first needed, which a time said relative
-    to the reply ("it shipped 15 days ago") counts from — none given, such a time is not judged."""
+    to the reply ("it shipped 15 days ago") counts from — none given, such a time is not judged. `nouns`
+    (`identityclaims.nouns_of`): the domain's names for its ID kinds; with them, a sentence saying an
+    identifier is of a kind the ledger does not give it is false."""
     later = later if later is not None else kinds
     forbidden = forbidden or {}
     declared_now = set().union(*kinds.values()) if kinds else set()
@@ -561,7 +584,7 @@ def unsupported(
     # A write's own kinds act on records of any kind (a reservation, a line): every value on the ticket.
     anything = owners | {e.value for e in ledger} | {v for a in actions for v in a.on}
     out = []
-    for claim in _resolved(claims_of(text, question, vocab, since), proposals, later):
+    for claim in _resolved(claims_of(text, question, vocab, since, nouns), proposals, later):
         if claim.kind == READY:
             continue  # no card open: "you're all set" may close the customer's own troubleshooting
         if claim.kind == ANY:
@@ -572,6 +595,11 @@ def unsupported(
                 out.append(replace(claim, why="nothing was done on this ticket"))
             continue
         own = claim.kind not in KINDS
+        if claim.kind == identityclaims.IDENTITY:
+            why = identityclaims.fault(claim.stated, ledger, money, owner_kind, nouns)
+            if why:
+                out.append(replace(claim, why=why))
+            continue
         if claim.mode == STATED:
             why = _stated_fault(claim, states, shown, ledger, actions, proposals, money, today)
             if why:
@@ -909,6 +937,7 @@ class Records:
     # The reply's day (shop's time zone, UTC), or a function giving it as the reply is judged: a time said
     # relative to the reply counts from it (none: such a time is not judged).
     today: tuple | Callable[[], tuple] = ()
+    nouns: identityclaims.Nouns = identityclaims.EMPTY  # `identityclaims.nouns_of`
 
     @classmethod
     def of(
@@ -943,6 +972,7 @@ class Records:
             states=states if states is None or callable(states) else tuple(states),
             shown=shown,
             today=today,
+            nouns=identityclaims.nouns_of(domain),
         )
 
     def read_now(self) -> "Records":
@@ -969,6 +999,7 @@ class Records:
             states=self.states,
             shown=self.shown,
             today=self.today,
+            nouns=self.nouns,
         )
 
 

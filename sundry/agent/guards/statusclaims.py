@@ -272,30 +272,41 @@ class Statement:
     relative: bool = False  # DATE: `said` is a time relative to the reply ("15 days ago", `relativedates`)
 
 
-def _before_is_so(text: str, at: int) -> bool:
+def before_is_so(text: str, at: int) -> bool:
     """Whether what comes before `at` in its clause leaves the statement as stated (no condition, no future)."""
     clause = re.split(r"[,;]|\s-\s|\bbut\b|\band\b", text[:at])[-1]
     return not _NOT_SO.search(clause)
 
 
-def statements(sentence: str) -> list[Statement]:
-    """The statuses, dates and figures a sentence states of a record as so."""
+def not_so(text: str) -> bool:
+    """Whether `text` holds a condition, a future, a wish or the customer's own words (`_NOT_SO`)."""
+    return bool(_NOT_SO.search(text))
+
+
+def said_as_so(sentence: str) -> str:
+    """What of a sentence may state something as so: the sentence without its quotations; of a question,
+    only a statement run on before it ("… date: 2021-08-22 Does this help?"); "" for a sentence that is a
+    question throughout or says back the customer's words ("you said …")."""
     s = _QUOTED.sub(" ", sentence.strip().replace("\u2019", "'"))
     if s.endswith("?"):
-        # A question run on after a statement with no stop between ("… date: 2021-08-22 Does this help?"):
-        # the statement before it is read. A sentence that is a question throughout states nothing.
         run_on = list(_RUN_ON_QUESTION.finditer(s))
         s = s[: run_on[-1].start()] if run_on else ""
-    if not s:
-        return []
-    if re.search(
+    if s and re.search(
         r"\byou(?:'ve|\s+have)?\s+(?:said|say|wrote|mentioned|told|reported)\b|\baccording\s+to\s+you\b", s, re.I
     ):
+        return ""
+    return s
+
+
+def statements(sentence: str) -> list[Statement]:
+    """The statuses, dates and figures a sentence states of a record as so."""
+    s = said_as_so(sentence)
+    if not s:
         return []
     out: list[Statement] = []
     for shape in _STATUS_SHAPES:
         for m in shape.finditer(s):
-            if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
+            if not before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
                 continue
             status = next(k for k in _STATUS_WORDS if m.group(k))
             if status == PLACED and (m.groupdict().get("subject") or "").lower() in ("it", "they"):
@@ -303,7 +314,7 @@ def statements(sentence: str) -> list[Statement]:
             out.append(Statement(STATUS, f"not {status}" if m.group("neg") else status))
     for shape in _OTHER_SHAPES:
         for m in shape.finditer(s):
-            if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)) or m.group("neg"):
+            if not before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)) or m.group("neg"):
                 continue
             if _SORRY.search(s[: m.start()]):
                 continue
@@ -318,14 +329,14 @@ def statements(sentence: str) -> list[Statement]:
             event = next(k for k in _EVENTS if m.group(k))
             # The words around the time, not the time itself ("the day before yesterday"), say whether it is so.
             around = s[m.start() : m.start("rel")] + " " + s[m.end("rel") : m.end()]
-            if not _before_is_so(s, m.start()) or _NOT_SO.search(around) or _GENERAL.search(s[: m.start()]):
+            if not before_is_so(s, m.start()) or _NOT_SO.search(around) or _GENERAL.search(s[: m.start()]):
                 continue
             clause = re.split(r"[,;]", s[: m.start(event)])[-1]
             if _TO_COME.search(clause) or _NOT_THE_ORDER.search(clause + " " + around):
                 continue
             out.append(Statement(DATE, event, re.sub(r"\s+", " ", rel.strip()), relative=True))
     for m in _DATE_SHAPE.finditer(s):
-        if not _before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
+        if not before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
             continue
         event = next(k for k in _EVENTS if m.group(k))
         day, year = parse_date(m.group("date"))

@@ -71,6 +71,11 @@ AIRLINE_DECLARATION = dict(
     },
     typed_kinds=("user", "reservation", "payment"),
     live_kinds=["user", "reservation"],
+    id_nouns={
+        "user": ["account", "customer"],
+        "reservation": ["booking", "confirmation"],
+        "payment": ["payment method"],
+    },
     tools={
         "get_user_details": ToolDesc(args={"user_id": "user"}, results=_A_USER, lookup=True),
         "get_reservation_details": ToolDesc(args={"reservation_id": "reservation"}, results=_A_RES, lookup=True),
@@ -171,6 +176,7 @@ TELECOM_DECLARATION = dict(
     },
     typed_kinds=("customer", "line", "bill", "phone"),
     live_kinds=["customer"],
+    id_nouns={"customer": ["account"]},
     tools={
         "get_customer_by_phone": ToolDesc(args={"phone_number": "phone"}, results=_T_CUSTOMER, lookup=True),
         "get_customer_by_id": ToolDesc(args={"customer_id": "customer"}, results=_T_CUSTOMER, lookup=True),
