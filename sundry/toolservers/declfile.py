@@ -1,7 +1,7 @@
 """A tool server's declaration file: the domain its tools belong to, in the domain declaration format.
 
 The file is JSON as `sundry.tooling.domain.Domain.from_data` reads it (`name`,
-`prompt`, `id_patterns`, `typed_kinds`, `typed_forms`, `tools`: one entry per tool
+`prompt`, `id_patterns`, `id_nouns`, `typed_kinds`, `typed_forms`, `tools`: one entry per tool
 with `args` and `results` — path → ID kind —, `bare` regexes for plain-string
 results, `lookup`, `write`, `target`, `repeat_key`, `consent`, `describe`,
 `money` …), so one format serves in-process and remote tools. The server supplies

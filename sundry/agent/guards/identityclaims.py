@@ -40,7 +40,7 @@ from sundry.agent.guards import statusclaims
 IDENTITY = "identity"
 
 # Words that follow a kind's name to make it an identifier's: "order number", "customer ID".
-_SUFFIX = frozenset("id ids identifier identifiers number numbers reference references ref code codes".split())
+_SUFFIX = frozenset("id ids identifier identifiers number numbers no num reference references ref code codes".split())
 # Closed-class words: a noun phrase ends before one ("the order you placed", "the customer ID for …").
 _STOP = (
     r"for|of|to|from|in|on|at|with|by|about|into|via|per|as|than|after|before|within|without|under|over"
@@ -65,7 +65,9 @@ _SHAPES = [
         + _DET
         + r"\s+"
         + _SPAN
-        + r"(?:\s+(?:for|of|on|in|with)\s+[^.!?;:\n]{1,60}?)?\s+(?:is|was)\s+"
+        # what it is of, not a clause of its own ("the return for the item whose ID is <ref>")
+        + r"(?:\s+(?:for|of|on|in|with)\s+(?:(?!\b(?:whose|which|who|that|where|is|was|are|were)\b)[^.!?;:\n]){1,60}?)?"
+        + r"\s+(?:is|was)\s+"
         + _ADV
         # the value, not "is 3 days late": a clause's end or a closed-class word after it
         + r"[*\"\u201c]?"
