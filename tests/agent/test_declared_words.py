@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from sundry.agent import answer, calls
-from sundry.agent.guards import addressee, replycheck
+from sundry.agent.guards import addressee, ownterms, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -107,7 +107,11 @@ def test_a_genuine_reply_sharing_words_with_a_description_is_posted(text):
 def test_the_tool_guard_refuses_such_text_and_not_a_genuine_one():
     texts = declared()
     assert all(replycheck.copied(t, (), texts) == "notice" for t in texts)
-    assert not any(replycheck.copied(t, (), ()) == "notice" for t in texts if "instructions" not in t)
+    # Control: without the declarations only those naming Sundry's own workings ("in the state", "the ID
+    # ledger": `ownterms`) or its instructions are still refused.
+    assert not any(
+        replycheck.copied(t, (), ()) == "notice" for t in texts if "instructions" not in t and not ownterms.used(t)
+    )
 
 
 # --- through the loop ------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from sundry.agent.guards.replycheck import id_tokens
 _PROTOCOL = re.compile(r"[<{\[`]|ERROR \(|\|>")
 # The end of a sentence: closing punctuation before whitespace, or a line break.
 _END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|\n")
+# A list item's number ("1."), which ends no sentence of its own.
+_LIST_NUMBER = re.compile(r"\d{1,2}[.)]")
 
 
 def sentences(text: str, *, final: bool) -> list[str]:
@@ -61,8 +63,12 @@ def shown(
     cut = _PROTOCOL.search(text)
     if cut is not None:
         text, final = text[: cut.start()], True  # nothing after the cut counts, complete or not
-    out = ""
+    out = mark = ""
     for sentence in sentences(text, final=final):
+        if _LIST_NUMBER.fullmatch(sentence.strip()):
+            mark += sentence  # "1." opens an item: shown with the item's sentence, never alone
+            continue
+        sentence, mark = mark + sentence, ""
         if id_tokens(sentence) - set(known):
             break
         if sentence_ok is not None and sentence.strip() and not sentence_ok((out + sentence).strip()):

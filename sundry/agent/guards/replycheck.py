@@ -21,7 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.guards import addressee
+from sundry.agent.guards import addressee, declaredwords, ownterms
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
@@ -269,18 +269,20 @@ def declared_texts(specs) -> tuple[str, ...]:
 
 
 def declares(text: str, declared=()) -> bool:
-    """The text is a tool's or a parameter's description (`declared_texts`), exactly or nearly, or one
-    sentence of one word for word (`echoes`, the measure for a customer's message said back)."""
-    return bool(declared) and echoes(text, declared)
+    """The text is a tool's or a parameter's description (`declared_texts`), exactly or nearly (`echoes`, the
+    measure for a customer's message said back), or carries a sentence of one anywhere, whatever its lead-in
+    or numbering (`declaredwords`: "Here are your options: 1. Refund money on an order to …")."""
+    return bool(declared) and (echoes(text, declared) or bool(declaredwords.carried(text, declared)))
 
 
 def copied(text: str, customer_said="", declared=()) -> str:
     """What of a customer-bound text is not its own: "notice" for Sundry's re-asks, guard reasons or notices
-    (with or without their marker) and for a declared tool's or parameter's description (`declared`, from
-    `declared_texts`), "echo" for a customer's message said back, exactly or nearly (`echoes`;
+    (with or without their marker), for a declared tool's or parameter's description or a sentence of one
+    (`declared`, from `declared_texts`) and for Sundry's names for its own workings (`ownterms`: "the rules
+    you have pinned", "your ledger"), "echo" for a customer's message said back, exactly or nearly (`echoes`;
     `customer_said`: one message or their recent ones); "" for neither.
     For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
-    if _OWN_WORDS.search(text) or _INTERNAL.search(text) or declares(text, declared):
+    if _OWN_WORDS.search(text) or _INTERNAL.search(text) or declares(text, declared) or ownterms.used(text):
         return "notice"
     if customer_said and echoes(text, customer_said):
         return "echo"
@@ -353,8 +355,9 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if _OWN_WORDS.search(cleaned) or declares(cleaned, declared):
-        return _again(
+    term = ownterms.used(cleaned)
+    if _OWN_WORDS.search(cleaned) or declares(cleaned, declared) or term:
+        verdict = _again(
             raw,
             "notice",
             "Your reply repeated Sundry's instructions to you. The customer never sees those. Write to the "
@@ -362,6 +365,9 @@ def check_reply(
             retried,
             notes=notes,
         )
+        said = (declaredwords.carried(cleaned, declared) if declared else "") or term
+        verdict.quoted = f'Sundry\'s own words ("{said}")' if said else ""
+        return verdict
     if echoes(cleaned, [customer_said, *customer_recent]):
         return _again(
             raw,
