@@ -442,8 +442,8 @@ def test_the_stream_stops_before_a_false_listed_item():
         return answer.sentence_passes(prefix, records, None, "Any update?")
 
     shown = provisional.shown(text, known={"SU-41001", "SU-41002"}, final=True, sentence_ok=ok)
-    # (the bare number "2." is a sentence of its own, which claims nothing)
-    assert shown == "Your requests have been processed:\n1. Order SU-41002 cancelled\n2."
+    # (the bare number "2." shows only with its item: never left dangling)
+    assert shown == "Your requests have been processed:\n1. Order SU-41002 cancelled"
     # The control: once the refund ran, the whole list streams.
     records = replyclaims.Records.of(
         SHOP, ledger=_ledger(SHOP), actions=[_action("cancel_order", "SU-41002"), _action("issue_refund", "SU-41001")]

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent import answer, handoff
-from sundry.agent.guards import provisional
+from sundry.agent.guards import declaredwords, ownterms, presentclaims, provisional
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
@@ -377,3 +377,57 @@ async def test_after_a_kept_reply_a_later_wake_takes_no_step(watched):
     steps = await asyncio.to_thread(agent_run, watched["ticket"].pk, gateway=Gateway(limits=NO_RETRIES))
     assert steps == 0 and len(watched["server"].bodies) == 1
     assert await Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message").acount() == 1
+
+
+# Run 12's replies (docs/real-model.md): a declared description's sentences under a lead-in, Sundry's name for
+# its pinned rules, and a refund handed over that no tool gave. Each follows a sentence that may show.
+SUNDRYS_OWN = {
+    "declared sentences": (
+        [
+            "Thanks for asking. ",
+            "Here are your options:\n\n",
+            "1. Refund money on an order ",
+            "to its original ",
+            "payment method. ",
+            "Irreversible.",
+        ],
+        "Refund money",
+    ),
+    "pinned rules": (
+        ["Thanks for asking. ", "As per the rules ", "you have pinned ", "for this ticket, ", "you should wait."],
+        "pinned",
+    ),
+    "refund handed over": (
+        ["Thanks for asking. ", "Sure, here is ", "your full refund ", "for SU-26675:\n"],
+        "full refund",
+    ),
+}
+
+
+@pytest.mark.parametrize("reply", list(SUNDRYS_OWN))
+async def test_sundrys_own_words_and_a_refund_handed_over_never_reach_a_screen(watched, reply):
+    """The stream judges each sentence as the reply check and the claims check would: none of these is ever
+    shown, the sentence before it is, and the stored reply is what was shown."""
+    chunks, words = SUNDRYS_OWN[reply]
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=chunks, usage=(900, 12)))
+
+    said = [t async for t in Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message")]
+    assert said and all(words not in t.text for t in said)
+    assert said[0].text.startswith("Thanks for asking.")
+    held = await Turn.objects.filter(ticket=watched["ticket"], kind="error").aget()
+    assert words in held.payload["held_reply"]
+    for got in (customer, staff):
+        texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
+        assert texts and all(words not in t for t in texts)
+    # The customer's page never carries it, streamed or stored (staff's shows the held rest, marked held).
+    assert all(words not in m for m in customer if isinstance(m, str))
+
+
+@pytest.mark.parametrize("reply", list(SUNDRYS_OWN))
+async def test_negative_control_with_those_readings_off_they_stream(watched, reply, monkeypatch):
+    monkeypatch.setattr(declaredwords, "carried", lambda text, declared: "")
+    monkeypatch.setattr(ownterms, "used", lambda text: "")
+    monkeypatch.setattr(presentclaims, "kinds", lambda sentence: [])
+    chunks, words = SUNDRYS_OWN[reply]
+    customer, _staff = await _run_watched(watched, lambda p, b: Streamed(chunks=chunks, usage=(900, 12)))
+    assert any(words in m["text"] for m in _streamed(customer) if m["state"] == "text")

@@ -75,6 +75,7 @@ from sundry.agent.guards import (
     confirmclaims,
     identityclaims,
     objectpromises,
+    presentclaims,
     statusclaims,
 )
 from sundry.agent.guards.provisional import sentences
@@ -319,6 +320,8 @@ def claims_of(
             Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), PENDING)
             for kind in confirmclaims.requested_on_card(s)
         ]
+        # Handed over in the sentence itself ("Here is your full refund for <order>:"): given now, so done.
+        found += [Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), DONE) for kind in presentclaims.kinds(s)]
         answer = bareclaims.answered(s, question, vocab)
         if answer is not None:
             mode, kinds, asked = answer
@@ -345,7 +348,11 @@ def claims_of(
                     kinds += _own_words(vocab.mentioned(s, promised=mode == FUTURE), kinds, vocab)
             elif not _NOT_DONE.search(s):
                 mode, kinds = DONE, _done_kinds(s, vocab)
-        found += [Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), mode) for kind in kinds]
+        found += [
+            claim
+            for kind in kinds
+            if (claim := Claim(kind, s, frozenset(id_tokens(s)), _amounts(kind, s), mode)) not in found
+        ]
         if rest is None and not claimmodes.asks_or_offers(s):
             # The action as the object of our verb: "we will record the refund", "I'm processing your return".
             promised = objectpromises.promised_kinds(s, vocab)
