@@ -23,7 +23,7 @@ from collections import Counter
 import pytest
 from django.test import Client
 
-from sundry.agent.guards import confirmclaims, objectpromises, replyclaims
+from sundry.agent.guards import confirmclaims, objectpromises, replycheck, replyclaims
 from sundry.agent.guards.provisional import sentences
 from sundry.agent.guards.replyclaims import DECLINED, OPEN, Proposal
 from sundry.agent.loop import agent_run
@@ -520,8 +520,15 @@ REFUND = ModelResponse(
 )
 
 
+@pytest.fixture
+def promise_alone(monkeypatch):
+    """Run 10's reply also names a section of Sundry's ("record the refund in the state"), its own words, held
+    for that on their own (`ownterms`, tests/agent/test_internal_vocabulary.py): off here, to judge the promise."""
+    monkeypatch.setattr(replycheck.ownterms, "used", lambda text: "")
+
+
 @pytest.mark.django_db
-def test_the_run_10_reply_is_asked_again_then_held_through_the_loop(case):
+def test_the_run_10_reply_is_asked_again_then_held_through_the_loop(case, promise_alone):
     model = ScriptedModel([LOOKUP, ModelResponse(text=RUN_10), ModelResponse(text=RUN_10)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     assert "record the refund" not in _reads(case)
@@ -531,7 +538,7 @@ def test_the_run_10_reply_is_asked_again_then_held_through_the_loop(case):
 
 
 @pytest.mark.django_db
-def test_the_run_10_reply_reaches_the_page_once_its_card_is_open(case):
+def test_the_run_10_reply_reaches_the_page_once_its_card_is_open(case, promise_alone):
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=RUN_10)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     assert Confirmation.objects.get(ticket=case["ticket"]).status == Confirmation.Status.PENDING

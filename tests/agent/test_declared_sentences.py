@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 
 from sundry.agent import answer
-from sundry.agent.guards import declaredwords, ownterms, provisional, replycheck
+from sundry.agent.guards import addressee, declaredwords, ownterms, provisional, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -137,8 +137,9 @@ def lookalikes(texts) -> list[str]:
                 out.append(f"Before I {part} for you, could you confirm {ORDER} is the right order?")
             elif _counts(i, sentence):
                 out.append(f"I'll look into {' '.join(ws)} and reply here soon.")
-    # A look-alike that names Sundry's own workings ("the ID ledger") is refused for that: not this check's.
-    return [t for t in dict.fromkeys(out) if not ownterms.used(t)]
+    # A look-alike that names Sundry's own workings ("the ID ledger") or speaks of "the customer" is refused for
+    # that: not this check's.
+    return [t for t in dict.fromkeys(out) if not ownterms.used(t) and not addressee.about_customer(t)]
 
 
 @pytest.mark.django_db
@@ -171,18 +172,21 @@ def test_negative_control_without_the_sentence_reading_the_combinations_are_post
     monkeypatch.setattr(replycheck.declaredwords, "carried", lambda text, declared: "")
     posted = [t for t in cases if check(t, texts).action == replycheck.POST]
     # The others are still held by the earlier reading (a whole description, or one sentence of one alone),
-    # because they name Sundry's own workings ("… from a tool result", "in the state": `ownterms`), or for a
-    # description's example identifier.
-    earlier = [t for t in cases if t not in posted and replycheck.echoes(t, texts)]
-    named = [t for t in cases if t not in posted and t not in earlier and ownterms.used(t)]
-    seen = {*posted, *earlier, *named}
-    ids = [t for t in cases if t not in seen and check(t, texts).reasons == ["invented_id"]]
+    # because they name Sundry's own workings ("… from a tool result", "in the state": `ownterms`), for a
+    # description's example identifier, or for speaking of "the customer" (`addressee`).
+    left = [t for t in cases if t not in set(posted)]
+    earlier = [t for t in left if replycheck.echoes(t, texts)]
+    named = [t for t in left if t not in set(earlier) and ownterms.used(t)]
+    why = {t: check(t, texts).reasons for t in left if t not in {*earlier, *named}}
+    ids = [t for t, reasons in why.items() if reasons == ["invented_id"]]
+    about = [t for t, reasons in why.items() if reasons == [replycheck.ABOUT_CUSTOMER]]
     print(
         f"with the sentence reading off: {len(posted)} of {len(cases)} combinations posted; still held "
         f"{len(earlier)} by the whole-description reading, {len(named)} for naming Sundry's workings, "
-        f'{len(ids)} for an example identifier ("sara_doe_496") the request never showed'
+        f'{len(ids)} for an example identifier ("sara_doe_496") the request never showed, {len(about)} for '
+        'speaking of "the customer"'
     )
-    assert len(posted) + len(earlier) + len(named) + len(ids) == len(cases)
+    assert len(posted) + len(earlier) + len(named) + len(ids) + len(about) == len(cases)
     assert len(posted) > len(cases) / 3 and RUN_PLAIN in posted
     assert check(RUN, texts).action == replycheck.POST  # the run's reply, as it was posted
 

@@ -74,12 +74,15 @@ FRAMES = [
     "{T} shows your order {order} as shipped.",
     "Thanks for waiting. According to {t}, a refund is not possible.",
 ]
-# Where a fact goes, said as the instructions say it.
+# Where a fact goes, said as the instructions say it; the last two as real small models posted them (run 10's
+# promise, tests/agent/test_claim_promises.py, and a reply for staff, tests/agent/test_reply_addressee.py).
 PLACED = [
     "I'll record it in the state.",
     f"I've noted your order {ORDER} in the state, so nothing is lost.",
     "Let me save that in the state; then I'll check the parcel.",
     "Your delivery date is recorded in the state (as you asked).",
+    "We will record the refund in the state. Please confirm the refund amount.",
+    "If you need any information, you can record it in the state.",
 ]
 
 
@@ -162,9 +165,11 @@ def test_everyday_uses_of_the_same_nouns_are_posted():
 def test_negative_control_with_the_reading_off_the_terms_are_posted(monkeypatch):
     monkeypatch.setattr(replycheck.ownterms, "used", lambda text: "")
     posted = [t for t in positives() if check(t).action == replycheck.POST]
-    print(f"with the reading off: {len(posted)} of {len(positives())} posted")
-    # "a system notice" and "the tool result" are also the call re-ask's own words when said to the guards.
-    assert len(posted) == len(positives()) and all(replycheck.copied(t) == "" for t in posted)
+    # The rest speak of the customer in the third person ("the customer's order ledger"): held for that.
+    about = [t for t in positives() if t not in posted and check(t).reasons == [replycheck.ABOUT_CUSTOMER]]
+    print(f"with the reading off: {len(posted)} of {len(positives())} posted, {len(about)} held as about the customer")
+    assert len(posted) + len(about) == len(positives()) and len(about) < 10
+    assert all(replycheck.copied(t) == "" for t in posted)
 
 
 def test_the_terms_come_from_the_texts_the_model_reads(monkeypatch):

@@ -48,6 +48,15 @@ ISSUE = [
     "Check the customer's order history for anything unusual. Open a new ticket with the customer.",
 ]
 
+
+@pytest.fixture(autouse=True)
+def _own_terms_off(monkeypatch):
+    """The second issue sentence also names a section of Sundry's ("record it in the state"): its own words,
+    read first (`ownterms`; tests/agent/test_internal_vocabulary.py holds it for that). Off here, so each
+    sentence is judged for its addressee alone."""
+    monkeypatch.setattr(replycheck.ownterms, "used", lambda text: "")
+
+
 # --- the grammar of a reply about the customer ----------------------------------------------------------
 
 SUBJECTS = ["the customer", "the client", "the user", "this customer", "this user", "the Customer"]
