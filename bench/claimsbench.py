@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "tau2" / "traces"
 
 
 def _write(c: dict, kinds) -> tuple[str, tuple[str, ...]] | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from sundry.agent.guards import provisional
 from sundry.evals.importers import tau2_results
 
-DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "tau2" / "traces"
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "tau2" / "traces"
 RATES = {"hosted model, ~40 tokens/s": 160.0, "small model on a CPU, ~8 tokens/s": 32.0}
 
 
