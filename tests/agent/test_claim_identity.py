@@ -33,6 +33,7 @@ from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.agent import recorded
 from tests.agent.test_claim_modes import _reads
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
@@ -396,11 +397,8 @@ def test_no_real_agent_reply_of_the_tau2_traces_is_held_for_what_it_says_an_id_i
     an ID is ("- Reservation ID: …", "(item ID: …)", "your phone number is …") is read, and none is held."""
     from sundry.evals.domains import DOMAINS
     from sundry.evals.importers import tau2_results
-    from sundry.evals.sources import tau2_traces_dir
 
-    traces = tau2_traces_dir()
-    if traces is None:
-        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    traces = recorded.traces()
     replies, read, held = 0, 0, []
     for path in sorted(traces.glob("*.json")):
         for ticket in tau2_results(path):

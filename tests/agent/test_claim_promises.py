@@ -38,6 +38,7 @@ from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.agent import recorded
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER, OTHER = "SU-41001", "SU-41002"
@@ -459,11 +460,8 @@ def test_the_real_agent_replies_of_the_tau2_traces_read_as_promises_are_promises
     """Replies a strong model wrote to real users (τ²-bench traces, beside the checkout when present): the
     sentences the reading takes for a promise of an action, counted and each one a promise (said before the
     customer confirms, or as the call is made); none is taken for a request to confirm on a card."""
-    from sundry.evals.sources import tau2_traces_dir
 
-    traces = tau2_traces_dir()
-    if traces is None:
-        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    traces = recorded.traces()
     domains = {"retail": tau2.RETAIL, "airline": tau2.AIRLINE, "telecom": tau2.TELECOM}
     replies, read, on_card = 0, [], []
     for path in sorted(traces.glob("*.json")):

@@ -36,6 +36,7 @@ from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
 from sundry.tooling.tools import REGISTRY
+from tests.agent import recorded
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER = "SU-26675"
@@ -327,11 +328,8 @@ def test_negative_control_with_the_check_off_the_stream_shows_them(monkeypatch):
 def test_no_real_agent_reply_of_the_tau2_traces_is_about_the_customer():
     """Replies a strong model wrote to real users (τ²-bench traces, beside the checkout when present): none
     speaks of the customer in the third person, with or without the users' own messages to spare a noun."""
-    from sundry.evals.sources import tau2_traces_dir
 
-    traces = tau2_traces_dir()
-    if traces is None:
-        pytest.skip("the τ²-bench traces (../shared/corpora/tau2/traces) are not beside this checkout")
+    traces = recorded.traces()
     replies, flagged, flagged_alone = 0, [], []
     for path in sorted(traces.glob("*.json")):
         data = json.loads(path.read_text())
