@@ -4,8 +4,8 @@ The database is the truth: a push only carries the ticket's version and a
 hint; clients that miss one resync from a full snapshot.
 
 Pushes are sent from synchronous code (views, the agent loop, Celery tasks)
-through the channel layer's `group_send`, as Channels documents for use
-outside consumers.
+through the channel layer's `group_send`; over Redis on the process's one push
+loop (`sendloop`), which keeps its connection between pushes.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import hashlib
 import logging
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from sundry.tickets import sendloop
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.live")
@@ -47,6 +48,9 @@ def session_tag(session_key: str) -> str:
 
 # --- sending ---------------------------------------------------------------------------------
 
+# A push never holds its caller longer than this (Redis down: the page's version check repairs it).
+SEND_TIMEOUT = 5.0
+
 
 async def _send_all(layer, groups: list[str], message: dict) -> None:
     for group in groups:
@@ -59,7 +63,10 @@ def group_send(groups: list[str], message: dict) -> None:
     if layer is None:
         return
     try:
-        async_to_sync(_send_all)(layer, groups, message)
+        if isinstance(layer, InMemoryChannelLayer):  # its queues belong to the loop that reads them
+            async_to_sync(_send_all)(layer, groups, message)
+        else:
+            sendloop.run(_send_all(layer, groups, message), timeout=SEND_TIMEOUT)
     except Exception:
         log.warning("push to %s failed", ", ".join(groups), exc_info=True)
 
