@@ -12,10 +12,12 @@ provisional text, cut before anything the check would not let through.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from sundry.agent import recordstates
 from sundry.agent.guards import provisional, replycheck, replyclaims
 from sundry.agent.provider import textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
@@ -318,78 +320,87 @@ def obtain(
         )
         return verdict.action == replycheck.POST and _plain(verdict.text) == _plain(upto)
 
+    ahead = None
     if stream is not None:
         local = getattr(gateway, "is_local", None)  # a wrapper that cannot say is taken for a network one
-        if facts is not None and not (local is not None and local(model)):
-            facts = facts.read_now()  # the sentences are judged inside the network call's event loop
+        if facts is not None and callable(facts.states) and not (local is not None and local(model)):
+            # The sentences are judged inside the network call's event loop, where the database is not
+            # read: the records are read beside it while the model writes (joined below, before this
+            # thread reads again).
+            ahead = recordstates.ahead(facts.states)
+            facts = dataclasses.replace(facts, states=ahead)
         stream.known = frozenset(known)
         stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)
-    calls: list[GatewayCall] = []
-    failed_ms = 0
-    answer = Answer(call=None)
-    for retried in (False, True):
-        left = _left(deadline)
-        if retried and left is not None and left < MIN_REASK_SECONDS:
-            # No time left in the step to ask again: held, never sent, and said why.
-            answer.verdict.action = replycheck.HOLD
-            answer.verdict.reasons = [*answer.verdict.reasons, "no_time_to_ask_again"]
-            answer.checks[-1] = answer.verdict.as_json()
-            break
-        # Never longer than the gateway's own deadline for a call; shorter when the step has less left.
-        timeout = None if left is None or left >= gateway.limits.call_timeout else max(left, 0.0)
-        call, error, ms = _call(gateway, request, model, stream, timeout=timeout)
-        failed_ms += ms
-        if call is None:
-            if calls:  # the first answer stands; the re-ask failed
+    try:
+        calls: list[GatewayCall] = []
+        failed_ms = 0
+        answer = Answer(call=None)
+        for retried in (False, True):
+            left = _left(deadline)
+            if retried and left is not None and left < MIN_REASK_SECONDS:
+                # No time left in the step to ask again: held, never sent, and said why.
+                answer.verdict.action = replycheck.HOLD
+                answer.verdict.reasons = [*answer.verdict.reasons, "no_time_to_ask_again"]
+                answer.checks[-1] = answer.verdict.as_json()
                 break
-            error.latency_ms = failed_ms
-            return Answer(call=None, error=error)
-        response = call.response
-        if text_tool_calls:
-            response, shape = textcalls.apply(response, tools)
-            answer.text_calls = shape or answer.text_calls
-            call = GatewayCall(
-                response=response,
-                resolved=call.resolved,
-                cost_usd=call.cost_usd,
-                priced=call.priced,
-                latency_ms=call.latency_ms,
+            # Never longer than the gateway's own deadline for a call; shorter when the step has less left.
+            timeout = None if left is None or left >= gateway.limits.call_timeout else max(left, 0.0)
+            call, error, ms = _call(gateway, request, model, stream, timeout=timeout)
+            failed_ms += ms
+            if call is None:
+                if calls:  # the first answer stands; the re-ask failed
+                    break
+                error.latency_ms = failed_ms
+                return Answer(call=None, error=error)
+            response = call.response
+            if text_tool_calls:
+                response, shape = textcalls.apply(response, tools)
+                answer.text_calls = shape or answer.text_calls
+                call = GatewayCall(
+                    response=response,
+                    resolved=call.resolved,
+                    cost_usd=call.cost_usd,
+                    priced=call.priced,
+                    latency_ms=call.latency_ms,
+                )
+            calls.append(call)
+            if len(calls) == 1:
+                answer.request_input_tokens = call.response.usage.input_tokens
+            if response.tool_calls:
+                answer.verdict = None
+                prose = (response.text or "").strip()
+                if prose and SAY_WITH_CALLS:
+                    # The words written with the calls (beside native calls, or around calls written as text,
+                    # the calls taken out): a reply in its own right, checked whole against the records as they
+                    # stand before the calls run, and never asked for again (that would ask for the calls
+                    # again): posted, or held for staff. The calls go to the guards either way.
+                    verdict = judge(prose, truncated=False, retried=True)
+                    answer.verdict = verdict
+                    answer.checks.append({**verdict.as_json(), "with_calls": True})
+                    _keep_shown(answer, verdict, prose, stream, judge)
+                break
+            verdict = judge(response.text, truncated=response.truncated, retried=retried)
+            answer.verdict = verdict
+            answer.checks.append(verdict.as_json())
+            if _keep_shown(answer, verdict, response.text or "", stream, judge):
+                break
+            if verdict.action != replycheck.RETRY:
+                break
+            # Ask once more in the same step, showing the model its reply and why it was not sent.
+            request = request.model_copy(
+                update={
+                    "messages": [
+                        *request.messages,
+                        Message(role="assistant", content=response.text or "(no reply)"),
+                        Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt),
+                    ]
+                }
             )
-        calls.append(call)
-        if len(calls) == 1:
-            answer.request_input_tokens = call.response.usage.input_tokens
-        if response.tool_calls:
-            answer.verdict = None
-            prose = (response.text or "").strip()
-            if prose and SAY_WITH_CALLS:
-                # The words written with the calls (beside native calls, or around calls written as text,
-                # the calls taken out): a reply in its own right, checked whole against the records as they
-                # stand before the calls run, and never asked for again (that would ask for the calls
-                # again): posted, or held for staff. The calls go to the guards either way.
-                verdict = judge(prose, truncated=False, retried=True)
-                answer.verdict = verdict
-                answer.checks.append({**verdict.as_json(), "with_calls": True})
-                _keep_shown(answer, verdict, prose, stream, judge)
-            break
-        verdict = judge(response.text, truncated=response.truncated, retried=retried)
-        answer.verdict = verdict
-        answer.checks.append(verdict.as_json())
-        if _keep_shown(answer, verdict, response.text or "", stream, judge):
-            break
-        if verdict.action != replycheck.RETRY:
-            break
-        # Ask once more in the same step, showing the model its reply and why it was not sent.
-        request = request.model_copy(
-            update={
-                "messages": [
-                    *request.messages,
-                    Message(role="assistant", content=response.text or "(no reply)"),
-                    Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt),
-                ]
-            }
-        )
-    if answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
-        # The re-ask failed: what was asked for again is not sent either.
-        answer.verdict.action = replycheck.HOLD
-    answer.call = _summed(calls, failed_ms)
-    return answer
+        if answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
+            # The re-ask failed: what was asked for again is not sent either.
+            answer.verdict.action = replycheck.HOLD
+        answer.call = _summed(calls, failed_ms)
+        return answer
+    finally:
+        if ahead is not None:
+            ahead.join()  # the records read is done with this thread's connection

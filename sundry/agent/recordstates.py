@@ -10,6 +10,7 @@ whose hook states none gives None: its replies' statements of status are not jud
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 
@@ -59,3 +60,54 @@ def referenced(ledger=(), money=(), actions=(), owner_kind: str = "order") -> li
 def shown(turns) -> str:
     """The text of the tool results among `turns` (`TurnData`, or rows with `kind` and `text`)."""
     return statusclaims.RESULT_BREAK.join(t.text or "" for t in turns if t.kind == "tool_result")
+
+
+def ahead(read_states: Callable[[], tuple | None]) -> "Ahead":
+    """`read_states` (a `reader`) started now on a thread of its own, over this thread's database
+    connection, while this thread waits on the model: see `Ahead`."""
+    return Ahead(read_states)
+
+
+class Ahead:
+    """A records read made while the model writes, for a streamed reply whose sentences are judged inside
+    the network call's event loop, where Django reads nothing. It runs on a thread that borrows this
+    thread's connection (PostgreSQL's driver serialises its use; the step reads nothing else while it
+    waits on the model, and its transaction, a test's included, is the one read), so its time is hidden
+    behind the model's instead of added before the call. Other databases read at once, here.
+
+    Calling it gives the states (waiting for the read if a sentence needs them sooner); `join()`, due
+    before this thread uses the connection again, waits for the read to end and lends nothing after."""
+
+    def __init__(self, read_states: Callable[[], tuple | None]):
+        from django.db import connection
+
+        self._read, self._error, self._thread = read_states, None, None
+        if connection.vendor != "postgresql":
+            self._states = read_states()
+            return
+        self._states = None
+        connection.ensure_connection()
+        connection.inc_thread_sharing()
+        self._thread = threading.Thread(target=self._run, args=(connection,), name="sundry-records", daemon=True)
+        self._thread.start()
+
+    def _run(self, conn) -> None:
+        from django.db import DEFAULT_DB_ALIAS, connections
+
+        connections[DEFAULT_DB_ALIAS] = conn  # this thread's reads go over the step's connection
+        try:
+            self._states = self._read()
+        except BaseException as e:  # re-raised where the states are wanted
+            self._error = e
+        finally:
+            conn.dec_thread_sharing()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def __call__(self) -> tuple | None:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._states

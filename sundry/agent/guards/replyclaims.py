@@ -982,11 +982,6 @@ class Records:
             nouns=identityclaims.nouns_of(domain),
         )
 
-    def read_now(self) -> "Records":
-        """These records with the record states read now, if they were left to be read when first needed:
-        a streamed reply's sentences are judged inside the call's event loop, where the database is not read."""
-        return replace(self, states=self.states()) if callable(self.states) else self
-
     def unsupported(self, text: str, question: str = "", since: int = 0) -> list[Claim]:
         return unsupported(
             text,
