@@ -11,6 +11,14 @@ SU-21487 was shipped in 15 days ago.") is held with the order shipped four month
 it shipped 15 days ago, through the real loop with the scripted model. Negative controls: with the
 relative reading taken out the false ones pass; with the condition, the rule-of-every-order, the
 still-to-come and the not-the-order readings taken out their look-alikes are read.
+
+Words that name no count — "recently", "just", "newly", "the other day" — are in the grammar too, after
+the verb and opening the clause as the other times are, and before the verb ("was recently shipped",
+"has just been delivered"), judged against their generous spans; their look-alikes ("we recently
+changed our returns window", "just to confirm", "the other day you mentioned …", "most recently",
+"recently shipped orders …") are not read. Run 13's "The order SU-21487 was recently shipped." is held
+through the loop with it shipped four months before. With the vague spans taken out the false ones
+pass. Of the 882 recorded replies of a strong model, none is read as saying a vague time of an event.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from sundry.tooling import records as r
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.records import RecordState
+from tests.agent import recorded
 from tests.agent.test_claim_modes import _reads, ledger_of
 from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
 
@@ -107,6 +116,33 @@ TIMES = [
     ("5 business days ago", [7], [30]),
     (f"on {_weekday(3)}", [3], [10, 40]),
     (f"last {_weekday(3)}", [3, 10], [40]),
+    # Words that name no count, read generously (`relativedates.VAGUE`).
+    ("recently", [0, 10, 30, 40], [60, FOUR_MONTHS]),
+    ("only recently", [5], [FOUR_MONTHS]),
+    ("the other day", [2, 7, 13], [30, FOUR_MONTHS]),
+]
+VAGUE_TIMES = {"recently", "only recently", "the other day"}
+
+# Right before the event's verb ({a}): "was recently shipped", "has just been delivered".
+VERB_FRAMES = {
+    r.PLACED: ["Your order {ref} was {a} placed.", "You {a} placed order {ref}.", "You {a} ordered the lamp.",
+               "The lamp you {a} bought is still under warranty.", "Your {a} placed order {ref} is on file."],
+    r.SHIPPED: ["Your order {ref} was {a} shipped.", "It has {a} been dispatched.", "We {a} shipped it to you.",
+                "The parcel was {a} sent out.", "{ref} {a} shipped.", "Your {a} shipped order {ref} is on its way.",
+                "Good news, your order {ref} has {a} been shipped."],
+    r.DELIVERED: ["It was {a} delivered.", "Your order {ref} has {a} been delivered to your address.",
+                  "Your parcel was {a} delivered to the front desk."],
+    r.REFUNDED: ["Your order {ref} was {a} refunded.", "We have {a} refunded it to your card.", "I've {a} refunded {ref}."],
+    r.CANCELLED: ["Your order {ref} was {a} cancelled.", "I've {a} cancelled {ref} for you."],
+    r.RETURNED: ["It was {a} returned to us.", "The lamp you {a} returned has reached our warehouse."],
+}  # fmt: skip
+# (word, days ago it may mean, days ago it cannot).
+BEFORE_VERB = [
+    ("recently", [0, 10, 30, 40], [60, FOUR_MONTHS]),
+    ("just recently", [10], [FOUR_MONTHS]),
+    ("just", [0, 3, 6], [14, 30, FOUR_MONTHS]),
+    ("only just", [1], [30]),
+    ("newly", [0, 20], [FOUR_MONTHS]),
 ]
 
 
@@ -118,9 +154,13 @@ def _cases():
                 continue  # "shipped in 15 days ago" is the real model's; "shipped in yesterday" is no one's
             said = frame.format(ref=ORDER, t=t, T=t[0].upper() + t[1:])
             yield event, frame, t, yes, no, said
+    for (event, frames), (a, yes, no) in itertools.product(VERB_FRAMES.items(), BEFORE_VERB):
+        for frame in frames:
+            yield event, frame, a, yes, no, frame.format(ref=ORDER, a=a)
 
 
 CASES = list(_cases())
+VAGUE_WORDS = VAGUE_TIMES | {a for a, *_ in BEFORE_VERB}
 
 
 def _false(text, states, today=TODAY):
@@ -151,7 +191,8 @@ def test_every_generated_time_is_read_as_of_its_event():
         for event, _f, t, _y, _n, said in CASES
         if [(s.value, s.said.lower()) for s in _relative(said)] == [(event, t.lower())]
     ]
-    print(f"read: {len(read)}/{len(CASES)} ({len(FRAMES)} events, {len(TIMES)} times)")
+    vague = sum(t in VAGUE_WORDS for _e, _f, t, *_ in CASES)
+    print(f"read: {len(read)}/{len(CASES)} ({len(FRAMES)} events, {len(TIMES)} times; {vague} with vague words)")
     assert len(read) == len(CASES), [c[-1] for c in CASES if c[-1] not in read][:20]
 
 
@@ -201,9 +242,8 @@ LOOKALIKES = {
         "According to you, it was refunded a month ago.",
     ],
     "vague": [
-        "It was shipped recently.",
         "Your order was placed a while ago.",
-        "It was delivered the other day.",
+        "It was shipped a while back.",
         "It was shipped some time ago.",
         "It was dispatched not long ago.",
         "It was refunded a little while back.",
@@ -235,11 +275,76 @@ LOOKALIKES = {
 }
 
 
+# Sentences with the vague words that say no time of the order's event.
+VAGUE_LOOKALIKES = {
+    "not a time": [
+        "Just to confirm, your order number is SU-21487.",
+        "Just a moment while I look up your order.",
+        "It just needs a signature on delivery.",
+        "It was shipped just as you asked.",
+        "It was delivered just before noon.",
+        "It was delivered just in time for the weekend.",
+        "Your order was refunded, just not to the card you expected.",
+        "The order you most recently placed is SU-21487.",
+        "Your order SU-21487 was most recently shipped.",
+        "Your recent order SU-21487 is on file.",
+        "It was delivered to the other address on file.",
+    ],
+    "another verb's time": [
+        "Your order was placed under our recently updated policy.",
+        "We recently changed our returns window to 60 days.",
+        "It was delivered to the address recently added to your account.",
+        "I recently checked, and your order was delivered.",
+        "I just checked, and your order was delivered.",
+        "Recently we moved warehouses, so your order was shipped from Leeds.",
+    ],
+    "the customer's words": [
+        "The other day you mentioned the lamp was delivered damaged.",
+        "You said it was just delivered.",
+        "You mentioned you recently ordered a second lamp.",
+        "As you told us, your order was recently returned.",
+    ],
+    "questions": [
+        "Have you recently moved?",
+        "Have you recently placed another order?",
+        "Was it just delivered?",
+        "Did it ship recently?",
+    ],
+    "conditions": [
+        "If you recently moved, your parcel may have been delivered to your old address.",
+        "If it was recently shipped, tracking may take a day to update.",
+        "If you just placed the order, it can still be cancelled.",
+        "When an order has just shipped, tracking can lag by a day.",
+        "In case it was delivered the other day, please check with your neighbours.",
+    ],
+    "futures": [
+        "It will be shipped shortly.",
+        "Your order is just about to ship.",
+        "It is just being packed.",
+        "Your order should be newly dispatched by Friday.",
+    ],
+    "a rule of every order": [
+        "Recently shipped orders show tracking within a day.",
+        "Orders placed recently can still be changed.",
+        "Items you recently bought are eligible for a refund.",
+        "Newly placed orders are checked by hand.",
+        "All recently delivered parcels are photographed.",
+    ],
+    "another thing's time": [
+        "We've just shipped your replacement.",
+        "Recently, we shipped a replacement to you.",
+        "A new return label was just sent out.",
+        "I've just placed a hold on your account.",
+        "I just returned your call.",
+    ],
+}
+
+
 def test_lookalikes_are_not_read_as_a_relative_time_nor_held():
     far = [state_at(FOUR_MONTHS)]  # every relative time read of them would be false
     figures = Counter()
     read, held = [], []
-    for group, sentences in LOOKALIKES.items():
+    for group, sentences in [*LOOKALIKES.items(), *(("vague: " + g, v) for g, v in VAGUE_LOOKALIKES.items())]:
         for said in sentences:
             figures[group] += 1
             if _relative(said):
@@ -324,7 +429,10 @@ def test_the_tolerances_are_the_ones_stated():
     assert days_ago("a month ago") == (21, 42)
     assert days_ago("4 months ago") == (106, 137)  # 4 × 30.44 days, give or take half a month
     assert days_ago("over a month ago") == (21, None)
-    assert relativedates.spans("recently", on) == relativedates.spans("a while ago", on) == []
+    assert days_ago("recently") == days_ago("newly") == days_ago("only recently") == (0, 42)
+    assert days_ago("just") == days_ago("only just") == (0, 7)
+    assert days_ago("the other day") == (1, 14)  # not today
+    assert relativedates.spans("a while ago", on) == relativedates.spans("some time ago", on) == []
 
 
 # --- negative controls ---------------------------------------------------------------------------------
@@ -343,6 +451,35 @@ def test_negative_control_without_the_relative_reading_the_false_ones_pass(monke
     assert len(through) == len(wrong)
 
 
+def test_negative_control_without_the_vague_spans_the_false_ones_pass(monkeypatch):
+    wrong = [(said, d) for _e, _f, t, _y, no, said in CASES if t in VAGUE_WORDS for d in no]
+    others = [(said, d) for said, d in _wrong_ones() if (said, d) not in set(wrong)]
+    assert all(_false(said, [state_at(d)]) for said, d in wrong)
+    monkeypatch.setattr(relativedates, "VAGUE", {})
+    through = [said for said, d in wrong if not _false(said, [state_at(d)])]
+    print(f"false vague times passed with the vague spans removed: {len(through)}/{len(wrong)}")
+    assert len(through) == len(wrong)
+    assert all(_false(said, [state_at(d)]) for said, d in others)  # the counted times are still read
+
+
+@pytest.mark.parametrize(
+    "group, names, expected",
+    [
+        # The other condition's "recently" is of its own verb ("if you recently moved").
+        ("conditions", ["_NOT_SO"], 4),
+        ("a rule of every order", ["_GENERAL", "_GENERAL_AFTER"], 5),
+        ("another thing's time", ["_NOT_THE_ORDER", "_OTHER_OBJECT"], 5),
+    ],
+)
+def test_negative_control_without_a_filter_its_vague_lookalikes_are_read(monkeypatch, group, names, expected):
+    for name in names:
+        monkeypatch.setattr(statusclaims, name, re.compile(r"(?!)"))
+    looks = VAGUE_LOOKALIKES[group]
+    read = [said for said in looks if _relative(said)]
+    print(f"vague {group} read with {', '.join(names)} removed: {len(read)}/{len(looks)}")
+    assert len(read) == expected, read
+
+
 @pytest.mark.parametrize(
     "group, name, expected",
     [
@@ -359,6 +496,24 @@ def test_negative_control_without_a_filter_its_lookalikes_are_read(monkeypatch, 
     read = [said for said in looks if _relative(said)]
     print(f"{group} read with {name} removed: {len(read)}/{len(looks)}")
     assert len(read) == expected, read
+
+
+# --- the real replies ----------------------------------------------------------------------------------
+
+
+def test_no_recorded_reply_is_read_as_saying_a_vague_time_of_an_event():
+    """The 882 replies GPT-4.1 wrote to τ²-bench's customers use "just" and "recent(ly)" often ("just let me
+    know", "your recent orders", "have you recently changed your SIM card?"): none of them is read as a time
+    of an order's event, so none could be held for it."""
+    replies = recorded.replies()
+    words = re.compile(r"\b(?:recent(?:ly)?|just|newly|the\s+other\s+day)\b", re.I)
+    using = [text for _, text in replies if words.search(text)]
+    # No record of theirs is in the database: any time read of an event would be held ("no record shows it …").
+    every = [(text, s.said) for _, text in replies for s in _relative(text)]
+    read = [(text, said) for text, said in every if words.search(said)]
+    print(f"recorded replies: {len(replies)}; using a vague word {len(using)}; read as a vague time {len(read)}")
+    print(f"relative times of any kind read: {len(every)}", *every[:10], sep="\n  ")
+    assert len(replies) == 882 and len(using) > 100 and not read, read[:3]
 
 
 # --- from the database, through the loop ---------------------------------------------------------------
@@ -417,6 +572,30 @@ def test_the_same_words_are_posted_and_counted_true_when_it_shipped_15_days_ago(
     case = _case(django_user_model, 15)
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via), AFTER])))
     assert "was shipped in 15 days ago." in _reads(case)
+    read = scorecard.read_by_customers(case["ticket"].pk)
+    assert (read["false_statements"], read["false_claims"]) == (0, 0)
+
+
+RUN_13 = f"The order {ORDER} was recently shipped."
+
+
+@pytest.mark.django_db
+def test_the_run_13_sentence_is_held_with_the_order_shipped_four_months_ago_and_posted_when_it_is_recent(
+    django_user_model,
+):
+    case = _case(django_user_model, FOUR_MONTHS)
+    said = _said("reply", RUN_13)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said, AFTER])))
+    assert "recently shipped" not in _reads(case)
+    held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
+    assert "date (stated)" in held.text and "not recently shipped" in held.text, held.text
+
+
+@pytest.mark.django_db
+def test_the_run_13_sentence_is_posted_and_counted_true_when_it_shipped_five_days_ago(django_user_model):
+    case = _case(django_user_model, 5)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said("reply", RUN_13), AFTER])))
+    assert "was recently shipped." in _reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 

@@ -7,8 +7,16 @@ People count such times roughly, so each reading keeps an honest tolerance: "15 
 before, "a month ago" 3 to 6 weeks, "N months ago" N months give or take half a month, "a few days
 ago" 2 to 6 days. "About" and "around" widen a reading by half its width again, "over" and "more
 than" leave it open into the past, "less than" and "in the last …" bring it up to the reply's day.
-Words that name no span ("recently", "a while ago", "the other day") are not read.
-`statusclaims` reads which event of a record such a time is of.
+
+Words that name no count are read with a generous span (`VAGUE`), wide enough that no fair use of the
+word is held: "recently" (and "newly", "just recently", "only recently") is within six weeks, "just"
+("it just shipped", "has only just been delivered") within a week, "the other day" 1 to 14 days before.
+"Recently" and "the other day" follow the event or open the clause ("shipped recently", "Recently,
+your order shipped"); "recently", "just" and "newly" also stand right before its verb ("was recently
+shipped", "has just been delivered": `BEFORE_VERB`). Not read: "most recently" (which of several
+came last, not when), "recent" ("your recent order"), and words with no span one could defend ("a
+while ago", "some time ago", "not long ago").
+`statusclaims` reads which event of a record such a time is of, and where the words are its.
 """
 
 from __future__ import annotations
@@ -61,6 +69,20 @@ _MONTH_NAMES = (
     r"|september|october|november|december)\b"
 )
 _PART = r"(?:\s+(?:morning|afternoon|evening|night))?"
+# Words that name no count, as (nearest, farthest) days before the reply. Generous on purpose: a true
+# statement must never be held, so each reaches as far back as the word is fairly said of an order.
+# "Recently" and "newly" (its synonym): six weeks, the farthest "a month ago" may mean — what one would
+# still call a month ago one may call recent; four months is not. "Just": a week, so a dispatch over a
+# weekend and a holiday is still news. "The other day": not today, and up to a fortnight back.
+# "A while ago" is left out: it is said of minutes and of years alike.
+VAGUE = {"recently": (0, 42), "newly": (0, 42), "just": (0, 7), "the other day": (1, 14)}
+_RECENTLY = r"(?:(?:just|only|very|quite|fairly)\s+)?recently"
+# After the event or opening the clause: "it shipped recently", "the other day, we refunded it" — not
+# "recently" of the next verb ("to the address recently updated").
+_VAGUE_AROUND = _RECENTLY + r"(?!\s+(?:\w+ed|been)\b)|the\s+other\s+day"
+# Right before the event's verb: "was recently shipped", "has just been delivered", "your newly placed
+# order"; not "most recently placed" (the latest of several).
+BEFORE_VERB = r"(?<!\bmost\s)(?<!\bmore\s)(?<!\bless\s)(?<!\bleast\s)(?:" + _RECENTLY + r"|(?:only\s+)?just|newly)"
 # The relative times read, as one pattern without groups (`statusclaims` places it in its own).
 RELATIVE = (
     r"(?:"
@@ -90,7 +112,7 @@ RELATIVE = (
     + r"(?!,?\s+(?:the\s+)?\d|,?\s+"
     + _MONTH_NAMES
     + r")"
-    r")(?![\w'])"
+    r"|" + _VAGUE_AROUND + r")(?![\w'])"
 )
 _IS_RELATIVE = re.compile(RELATIVE, re.I)
 
@@ -160,6 +182,9 @@ def spans(said: str, today: date) -> list[tuple[date, date]]:
         first = date.min if far == math.inf else today - timedelta(days=math.ceil(far))
         return first, today - timedelta(days=max(0, math.floor(near)))
 
+    vague = VAGUE.get(re.sub(r"^(?:(?:just|only|very|quite|fairly) (?=recently)|only (?=just))", "", t))
+    if vague:
+        return [ago(*vague)]
     if t.startswith("yesterday"):
         return [ago(1, 1)]
     if t == "the day before yesterday":
@@ -205,6 +230,16 @@ def within(said: str, day: date, todays) -> bool:
     """Whether `day` is one a relative time may mean, said on any of `todays` (the reply's day in the
     shop's time zone and in UTC)."""
     return any(first <= day <= last for today in todays for first, last in spans(said, today))
+
+
+def read(said: str) -> bool:
+    """Whether this module gives a relative time any days (a word it finds but gives none is not read)."""
+    return bool(spans(said, date(2000, 1, 3)))
+
+
+def before_verb(said: str) -> bool:
+    """Whether a time is a word said right before the event's verb ("just", "recently")."""
+    return bool(re.fullmatch(BEFORE_VERB, re.sub(r"\s+", " ", said.strip()), re.I))
 
 
 def is_relative(text: str) -> bool:

@@ -218,14 +218,21 @@ _RELATIVE_SHAPES = [
         + r"{0,6}?\s+(?:"
         + _EVENT
         + r")\b",
+        # Right before the event's verb, not a label ("delivery date"): "was recently shipped", "has just been
+        # delivered", "you just ordered it".
+        r"\b(?P<rel>" + relativedates.BEFORE_VERB + r")\s+(?:been\s+)?(?!(?:\w+\s+)?date\b)(?:" + _EVENT + r")\b",
     )
 ]
 # A rule of every order, not a statement of this one: "Orders placed over 30 days ago cannot be returned".
 _GENERAL = re.compile(
     r"(?:^|[,;:(]\s*|\b(?:for|on|to|of|with|are|is)\s+)(?:orders|items|purchases|products|parcels|packages)"
-    r"(?:\s+(?:that|which)\s+(?:were|are|have\s+been))?\s+$|\b(?:any|all|every|no)\s+(?:[\w-]+\s+){0,2}$",
+    r"(?:\s+(?:that|which)\s+(?:were|are|have\s+been))?\s+$|\b(?:any|all|every|no)\s+(?:[\w-]+\s+){0,2}$"
+    # "items you recently bought are …", "orders that you placed over a month ago …"
+    r"|\b(?:orders|items|purchases|products|parcels|packages)\s+(?:(?:that|which)\s+)?you(?:'ve|\s+have)?\s+$",
     re.I,
 )
+# The same rule with the time before the verb: "recently shipped orders show …", "newly placed items".
+_GENERAL_AFTER = re.compile(r"\s+(?:orders|items|purchases|products|parcels|packages)\b", re.I)
 # An event still to come, said with a time that may be of today or after: "is scheduled to be delivered
 # today", "is due to ship this week", "is being delivered this afternoon".
 _TO_COME = re.compile(
@@ -237,6 +244,11 @@ _NOT_THE_ORDER = re.compile(
     r"\b(?:replacements?|exchanges?|labels?|e-?mails?|messages?|links?|codes?|invoices?|receipts?|vouchers?"
     r"|coupons?|confirmations?|new\s+(?:one|item|unit|parcel|package|order|lamp))\b",
     re.I,
+)
+# What a verb's object says it is of, after the verb: "we just shipped a replacement", "I've just placed
+# a hold on it", "I just returned your call".
+_OTHER_OBJECT = re.compile(
+    r"^\s+(?:[\w'-]+\s+){0,3}?(?:holds?|on\s+hold|requests?|notes?|claims?|calls?|tickets?)\b", re.I
 )
 # A figure of the record: what was paid, charged, refunded, what something cost.
 _AMOUNT_WORDS = re.compile(
@@ -327,6 +339,8 @@ def statements(sentence: str) -> list[Statement]:
         for m in shape.finditer(s):
             rel = m.group("rel")
             event = next(k for k in _EVENTS if m.group(k))
+            if not relativedates.read(rel):
+                continue
             # The words around the time, not the time itself ("the day before yesterday"), say whether it is so.
             around = s[m.start() : m.start("rel")] + " " + s[m.end("rel") : m.end()]
             if not before_is_so(s, m.start()) or _NOT_SO.search(around) or _GENERAL.search(s[: m.start()]):
@@ -334,6 +348,13 @@ def statements(sentence: str) -> list[Statement]:
             clause = re.split(r"[,;]", s[: m.start(event)])[-1]
             if _TO_COME.search(clause) or _NOT_THE_ORDER.search(clause + " " + around):
                 continue
+            if m.end() == m.end(event):
+                # The time before the verb: what follows it, up to the clause's end, may say what it is of.
+                rest = re.split(r"[,;:.!?]|\b(?:and|but|so|because|as|while|which|that)\b", s[m.end() :])[0]
+                if _NOT_THE_ORDER.search(rest) or _OTHER_OBJECT.match(rest):
+                    continue
+                if _GENERAL_AFTER.match(rest) and not re.search(r"\byour\b", clause, re.I):
+                    continue
             out.append(Statement(DATE, event, re.sub(r"\s+", " ", rel.strip()), relative=True))
     for m in _DATE_SHAPE.finditer(s):
         if not before_is_so(s, m.start()) or _NOT_SO.search(m.group(0)):
@@ -450,11 +471,13 @@ def _relative_fault(st: Statement, states: list, shown: str, today: tuple[date, 
     if not today:
         return ""
     days = [d for r in states for event, d in r.dates if event == st.value]
+    # "just", "recently" read before the verb: "not just shipped", "no record shows it just shipped".
+    told = f"{st.said} {st.value}" if relativedates.before_verb(st.said) else f"{st.value} {st.said}"
     if not days:
         shown_days = [d for d in (parse_date(x)[0] for x in re.findall(r"\d{4}-\d{2}-\d{2}", shown)) if d]
         ok = any(relativedates.within(st.said, d, today) for d in shown_days)
-        return "" if ok else f"no record shows it {st.value} {st.said}"
+        return "" if ok else f"no record shows it {told}"
     if any(relativedates.within(st.said, d, today) for d in days):
         return ""
     on = ", ".join(sorted({d.isoformat() for d in days}))
-    return f"it was {st.value} on {on}, not {st.said}"
+    return f"it was {st.value} on {on}, not {told.removeprefix(st.value + ' ')}"
