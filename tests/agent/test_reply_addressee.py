@@ -6,7 +6,12 @@ holds. The rule (`guards/addressee.py`) reads the grammar instead: "the customer
 "the user" as a person, their possessive, a sentence opening on the bare noun. The sentences
 are generated (frames × subjects × predicates), so are the look-alikes that must pass:
 compounds ("customer service", "the user ID"), other determiners, plurals, quotes, and a
-customer who speaks of someone of theirs ("my customer never received it").
+customer who speaks of someone of theirs ("my customer never received it"). Issue 26's forms
+are generated the same way (determiners × adjectives × nouns × frames): an adjective before
+the noun ("the affected customer"), "that" or "said" of the person ("Please ask that customer
+to …"), a relative clause ("the customer who placed this order"); with their look-alikes
+("the same customer service team", "I couldn't find that user", "the email client", "You're
+the affected customer") and a control with those forms off.
 Through the real loop with the scripted model: asked again with the reason, then held (the
 customer gets Sundry's hand-off), never posted; through `reply_to_customer`, refused. The stream
 never shows such a sentence. The τ²-bench replies of a strong model (beside the checkout when
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -198,6 +204,144 @@ SELF_SAID = [
 ]
 
 
+# --- the forms of issue 26: an adjective before the noun, "that" and "said", a relative clause -------------
+
+# Adjectives of one person already in view, or of how they are: a person whatever the noun.
+PERSONAL_ADJECTIVES = [
+    "affected",
+    "same",
+    "original",
+    "particular",
+    "concerned",
+    "aforementioned",
+    "upset",
+    "very same",
+]
+# Any other adjective makes "customer" a person too (it has no other sense); before "client" or "user" it is read
+# as naming software or an account ("the email client", "the guest user"), decided below.
+OTHER_ADJECTIVES = ["existing", "returning", "business", "Canadian", "VIP", "paying"]
+STRONG = ["the", "this"]
+WEAK = ["that", "said"]
+# Relative clauses: the person who did something.
+RELATIVES = ["who placed this order", "that contacted us yesterday", "whose parcel was lost", "who wrote in on Monday"]
+# What a person does, said of them as "that customer …" too: "That customer has asked for a refund …".
+WEAK_PREDICATES = [p for p in PREDICATES]
+# The verbs of speaking to or giving someone, with "that customer" as the one spoken to.
+WEAK_OBJECT_FRAMES = [f for f in OBJECT_FRAMES if "ticket with" not in f] + [
+    "Please refund {s} in full.",
+    "I have sent {s} a replacement.",
+    "We should apologise to {s} for the delay.",
+    "Could you get back to {s} tomorrow?",
+]
+
+
+def _phrases(det: str, noun: str, adjectives: list[str]) -> list[str]:
+    return [f"{det} {a} {noun}" for a in adjectives]
+
+
+def form_positives() -> list[str]:
+    out = []
+    for i, (det, noun) in enumerate(itertools.product(STRONG, NOUNS)):
+        adjectives = PERSONAL_ADJECTIVES + (OTHER_ADJECTIVES if noun == "customer" else [])
+        for j, s in enumerate(_phrases(det, noun, adjectives)):
+            lead = LEADS[(i + j) % len(LEADS)]
+            out += [f"{lead}{_cap(s)} {p}." for p in PREDICATES]
+            out += [lead + f.format(s=s) for f in OBJECT_FRAMES]
+            out += [lead + f.format(s=s, S=_cap(s)) for f in POSSESSIVE_FRAMES]
+    for det, noun in itertools.product(WEAK, NOUNS):
+        adjectives = [""] + PERSONAL_ADJECTIVES + (OTHER_ADJECTIVES if noun == "customer" else [])
+        for s in (" ".join(f"{det} {a} {noun}".split()) for a in adjectives):
+            out += [f"{_cap(s)} {p}." for p in WEAK_PREDICATES]
+            out += [f.format(s=s) for f in WEAK_OBJECT_FRAMES]
+    # A relative clause, after any of those determiners or none, with or without an adjective.
+    for det, noun, adjective, rel in itertools.product(STRONG + WEAK, NOUNS, ["", "same", "affected"], RELATIVES):
+        s = " ".join(f"{det} {adjective} {noun} {rel}".split())
+        out += [f"{_cap(s)} wants a refund.", f"Please follow up with {s}."]
+    for noun, rel in itertools.product(BARE, RELATIVES):
+        out += [f"{noun} {rel} wants a refund.", f"Thanks for waiting. {noun} {rel} is still waiting."]
+    # A note opening on an adjective and the bare noun: "Affected customer wants a refund."
+    for adjective, noun, place, pred in itertools.product(
+        ["affected", "same", "original", "upset"], NOUNS, BARE_PLACES, BARE_PREDICATES
+    ):
+        x = f"{_cap(adjective)} {noun}"
+        out.append(place.format(x=f"{x}{pred}" if pred.startswith("'") else f"{x} {pred}"))
+    return list(dict.fromkeys(out))
+
+
+FORM_POSITIVES = form_positives()
+
+
+def form_look_alikes() -> list[str]:
+    out = []
+    # The adjective and noun in a compound: "the same customer service team", "this original user ID".
+    for d, a, n, h, f in itertools.product(STRONG, ["same", "affected", "original"], NOUNS, HEADS, COMPOUND_FRAMES):
+        out.append(f.format(D=_cap(d), d=f"{d} {a}", n=n, h=h))
+    for n, a in itertools.product(NOUNS, PERSONAL_ADJECTIVES):
+        out += [
+            # Another determiner, or the plural.
+            f"Your {a} order has been refunded.",
+            f"As a {a} {n}, you can ask for a refund at any time.",
+            f"Any {a} {n} can ask for a refund within 30 days.",
+            f"Each {a} {n} gets a new tracking number by email.",
+            f"Our {a} {n}s will all get an email today.",
+            f"The {a} {n}s will all get an email today.",
+            # The customer's own words, quoted.
+            f'You wrote "the {a} {n} never got the parcel", and I have checked it.',
+            f"Your note says “this {a} {n} wants it by Friday”, so I have asked for express delivery.",
+            # The reader named: not a third person.
+            f"You're the {a} {n}, so the refund is yours to claim.",
+            f"Since you are the {a} {n} who placed {ORDER}, only you can cancel it.",
+            f"Are you the {a} {n} who wrote to us on Monday?",
+            # "That" pointing at a record the customer named, or a conjunction before a compound.
+            f"I couldn't find that {a} {n} in our records; could you check the email address?",
+            f"Please note that {a} {n} accounts are reviewed once a month.",
+        ]
+    for n in NOUNS:
+        out += [
+            f"I couldn't find that {n} in our records.",
+            f"That {n} has no orders on file.",
+            f"That {n}'s account is locked, so I can't see its orders.",
+            f"There is no account for that {n}, so nothing was charged.",
+            f"The email address linked to that {n} is not one I can see.",
+            f"We ask that {n} orders be placed before noon for same-day dispatch.",
+            f"Please note that {n} requests are answered in order.",
+            # "Said" as a verb.
+            f"You said {n} support never called you back; I'm sorry about that.",
+            f"The label said {n} service would collect it.",
+            # Someone other than the reader, or a kind of person: "the other customer", "the average user".
+            f"That order belongs to the other {n}, so I can only help with yours.",
+            f"The parcel went to the wrong {n} at first; it is now on its way to you.",
+            f"The next {n} to order gets the last lamp in stock.",
+            f"The average {n} reads the manual before calling us.",
+            f"The new {n} discount applies to your first order only.",
+            f"I can't share the previous {n}'s details, but your order is fine.",
+        ]
+    # A word before "client" or "user" that names software or an account.
+    for m, f in itertools.product(
+        ["email", "web", "desktop", "mobile", "guest", "admin", "logged-in", "existing", "business", "paying"],
+        ["Try restarting the {m} {n} and signing in again.", "I checked this {m} {n} for you: it is up to date."],
+    ):
+        out += [f.format(m=m, n=n) for n in ("client", "user")]
+    return list(dict.fromkeys(out))
+
+
+FORM_LOOK_ALIKES = form_look_alikes()
+
+# A customer who speaks of someone of theirs: the forms of issue 26 about that person pass too.
+THEIRS_FORM_REPLIES = [
+    "The same {n} you mentioned will get the parcel on Monday.",
+    "Please let the affected {n} know the new tracking number.",
+    "Please ask that {n} to sign for the parcel.",
+    "I have refunded the {n} who ordered it, so nothing more is needed.",
+]
+# A customer naming themselves with an adjective: "I'm the affected customer" spares nothing.
+SELF_FORM_SAID = [
+    "I'm the affected {n} and my parcel never came.",
+    "I am the same {n} who wrote on Monday.",
+    "As the original {n} on this account, I want a refund.",
+]
+
+
 def check(text, **kw):
     return replycheck.check_reply(text, known=replycheck.known_identifiers([ORDER]), **kw)
 
@@ -269,11 +413,81 @@ def test_a_customer_naming_themselves_spares_nothing():
         assert held_as_about(f"Please follow up with the {n} about the delay.", customer_said=said_n), said_n
 
 
+def test_every_generated_reply_of_the_forms_of_issue_26_is_asked_again_then_held():
+    """An adjective before the noun ("the affected customer"), "that" or "said" of the person ("Please ask that
+    customer to …"), a relative clause ("the customer who placed this order")."""
+    missed = [t for t in FORM_POSITIVES if not held_as_about(t)]
+    print(f"replies of the new forms held: {len(FORM_POSITIVES) - len(missed)}/{len(FORM_POSITIVES)}")
+    assert missed == [], missed[:10]
+
+
+def test_every_generated_look_alike_of_the_forms_of_issue_26_passes():
+    flagged = [t for t in FORM_LOOK_ALIKES if check(t).action != replycheck.POST]
+    print(f"look-alikes of the new forms posted: {len(FORM_LOOK_ALIKES) - len(flagged)}/{len(FORM_LOOK_ALIKES)}")
+    assert flagged == [], [(t, addressee.about_customer(t)) for t in flagged[:10]]
+
+
+def _forms_off(monkeypatch):
+    """The reading as it was before issue 26: "the" or "this" right before the noun, no relative pronoun."""
+    monkeypatch.setattr(addressee, "_DETERMINER", re.compile(r"\b(?P<det>the|this)\s+", re.I))
+    monkeypatch.setattr(addressee, "_modifies", lambda mods, noun: not mods.split())
+    monkeypatch.setattr(addressee, "_RELATIVE", frozenset())
+
+
+def test_negative_control_with_the_new_forms_off_they_are_posted(monkeypatch):
+    _forms_off(monkeypatch)
+    posted = [t for t in FORM_POSITIVES if check(t).action == replycheck.POST]
+    # "The customer who placed this order …" was read before: "the" or "this", the noun, no adjective.
+    read_before = [
+        t for t in FORM_POSITIVES if re.search(r"\b(?:the|this) (?:customer|client|user) (?:who|that|whose)\b", t, re.I)
+    ]
+    print(
+        f"with the new forms off, replies of the new forms posted: {len(posted)}/{len(FORM_POSITIVES)} "
+        f"({len(read_before)} others, 'the customer who …', held as before)"
+    )
+    assert sorted(posted) == sorted(set(FORM_POSITIVES) - set(read_before)) and read_before
+    # … and the look-alikes of both grammars pass with them off as well: the new part flags none of them.
+    assert all(check(t).action == replycheck.POST for t in FORM_LOOK_ALIKES + LOOK_ALIKES[::5])
+
+
+def test_negative_control_without_naming_the_reader_you_are_the_customer_is_held(monkeypatch):
+    """ "You're the affected customer" names the reader: it passes only for that reading."""
+    monkeypatch.setattr(addressee, "_NAMING_SELF", re.compile(r"(?!)"))
+    flagged = [t for t in FORM_LOOK_ALIKES if addressee.about_customer(t)]
+    named = [t for t in FORM_LOOK_ALIKES if re.search(r"\b(?:you're|you are|are you) the\b", t, re.I)]
+    print(f"without naming the reader, look-alikes of the new forms held: {len(flagged)}/{len(FORM_LOOK_ALIKES)}")
+    assert sorted(flagged) == sorted(named) and named
+
+
+def test_a_customer_speaking_of_someone_of_theirs_spares_the_new_forms_too():
+    passed = held = 0
+    for n, said, reply in itertools.product(NOUNS, THEIRS_SAID, THEIRS_FORM_REPLIES):
+        said_n = said.format(n=n)
+        verdict = check(reply.format(n=n), customer_said=said_n)
+        assert verdict.action == replycheck.POST, (said_n, reply, verdict.reasons)
+        passed += 1
+        other = next(o for o in NOUNS if o != n)
+        assert held_as_about(reply.format(n=other), customer_said=said_n), (said_n, other)
+        held += 1
+    print(f"new-form replies about the customer's own third party posted: {passed}; with another noun held: {held}")
+
+
+def test_a_customer_naming_themselves_with_an_adjective_spares_nothing():
+    for n, said in itertools.product(NOUNS, SELF_FORM_SAID):
+        said_n = said.format(n=n)
+        assert addressee.theirs([said_n]) == frozenset(), said_n
+        assert held_as_about(f"Please follow up with the affected {n} about the delay.", customer_said=said_n)
+
+
 def test_what_is_named_is_the_phrase_as_written():
     assert addressee.about_customer("Check the Customer's order. Customer wants a refund.") == [
         "the Customer's",
         "Customer",
     ]
+    assert addressee.about_customer(
+        "Ask that customer to call. The same client's parcel is late. Affected user wants it. "
+        "User who wrote is waiting."
+    ) == ["that customer", "The same client's", "Affected user", "User"]
     assert addressee.about_customer("Nothing here is about anyone.") == []
 
 
@@ -304,7 +518,7 @@ def test_the_stream_never_shows_a_sentence_about_the_customer():
     model = ScriptedModel([ModelResponse(text=f"Your order {ORDER} has shipped.")])
     answer.obtain(Gateway(override=model), request, model="scripted", turns=turns, stream=stream)
     good = f"Your order {ORDER} has shipped. "
-    for text in ISSUE + POSITIVES:
+    for text in ISSUE + POSITIVES + FORM_POSITIVES[::20]:
         shown = provisional.shown(good + text, known={ORDER}, final=True, sentence_ok=stream.sentence_ok)
         assert shown.startswith(good.strip()) and not addressee.about_customer(shown), (text, shown)
     assert provisional.shown(
@@ -357,12 +571,12 @@ def test_a_tools_customer_text_about_the_customer_is_refused_and_a_phone_calls_r
         tool = REGISTRY[name]
         return callguards._check_addressee(GuardInput(tool=tool, arguments=args, said=said), tool.args_model(**args))
 
-    for text in ISSUE + POSITIVES[::10]:
+    for text in ISSUE + POSITIVES[::10] + FORM_POSITIVES[::40]:
         refused = verdict("send_email", customer_id="C-1", subject="Your order", body=text)
         assert refused is not None and refused.guard == "about_customer" and refused.details["field"] == "body"
         assert verdict("reply_to_customer", message=text).guard == "about_customer"
         assert verdict("log_phone_call", customer_id="C-1", summary=text) is None
-    for text in LOOK_ALIKES[::10]:
+    for text in LOOK_ALIKES[::10] + FORM_LOOK_ALIKES[::10]:
         assert verdict("reply_to_customer", message=text) is None, text
     # The customer's own third party, said earlier on the ticket, spares the noun here too.
     theirs = (consent.Said("customer", 1, "My customer never received it."),)
