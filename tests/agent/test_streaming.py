@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent import answer, handoff
-from sundry.agent.guards import declaredwords, ownterms, presentclaims, provisional
+from sundry.agent.guards import declaredwords, ownterms, presentclaims, provisional, refusals
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
@@ -355,6 +355,34 @@ async def test_a_bare_it_is_done_about_the_refund_asked_never_reaches_a_screen(w
         texts = [m["text"] for m in _streamed(got) if m["state"] == "text"]
         assert texts and all(t.strip() == "Thanks for asking." for t in texts)
         assert all("sorted" not in t and "Anything" not in t for t in texts)
+
+
+# Issue 26: a small model's whole reply, its apology a sentence of its own.
+REFUSAL = ["I'm sorry. ", "I can't ", "assist ", "with that."]
+
+
+async def test_a_bare_refusal_and_its_apology_never_reach_a_screen_and_the_customer_reads_the_hand_off(watched):
+    """The apology alone waits for the sentence after it (shown, it would be kept as the reply, the refusal
+    held and no hand-off posted); the refusal is never shown. Asked again, refused again: held, and the
+    customer reads Sundry's hand-off."""
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=REFUSAL, usage=(900, 12)))
+
+    said = [t async for t in Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message")]
+    assert [(t.text, t.payload.get("via")) for t in said] == [(handoff.TEXT, "handoff")]
+    step = await AgentStep.objects.aget(ticket=watched["ticket"])
+    assert step.outcome == "held_reply" and step.checks["reply"][-1]["reasons"] == ["bare_refusal"]
+    assert len(watched["server"].bodies) == 2  # asked again once
+    for got in (customer, staff):
+        assert not [m for m in _streamed(got) if m["state"] == "text"]  # only "is writing…"
+
+
+async def test_negative_control_shown_alone_the_apology_is_kept_and_no_hand_off_follows(watched, monkeypatch):
+    monkeypatch.setattr(refusals, "lead_in", lambda text: False)
+    await _run_watched(watched, lambda p, b: Streamed(chunks=REFUSAL, usage=(900, 12)))
+    said = [t async for t in Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message")]
+    assert [t.text for t in said] == ["I'm sorry."]  # all the customer reads; staff hold the rest
+    held = await Turn.objects.filter(ticket=watched["ticket"], kind="error").aget()
+    assert held.payload["held_reply"] == "I can't assist with that."
 
 
 async def test_negative_control_with_streaming_off_no_stream_reaches_the_watchers(watched, settings):

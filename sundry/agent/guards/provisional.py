@@ -21,7 +21,11 @@ it is complete and passes what the check would ask of it:
 A sentence is complete when it ends in . ! or ? followed by a space, or at a
 line break; the last one once the model has finished. The first failing
 sentence ends what is shown: a sentence the final check would hold never
-reaches a screen.
+reaches a screen. A greeting or apology alone ("Hi there!", "I'm sorry.") is
+shown with the sentence after it, or at the end of a finished reply: it may
+open a bare refusal (`refusals`), and shown alone it would be kept as the
+reply while the refusal after it is held — the customer reading "I'm sorry."
+and no hand-off.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sundry.agent.guards import refusals
 from sundry.agent.guards.replycheck import id_tokens
 
 # The first character of markup, JSON, a fence or a bracketed notice; or a guard's error text.
@@ -63,15 +68,26 @@ def shown(
     cut = _PROTOCOL.search(text)
     if cut is not None:
         text, final = text[: cut.start()], True  # nothing after the cut counts, complete or not
-    out = mark = ""
+
+    def passes(sentence: str) -> bool:
+        if id_tokens(sentence) - set(known):
+            return False
+        return sentence_ok is None or not sentence.strip() or sentence_ok((out + sentence).strip())
+
+    out = mark = lead = ""
     for sentence in sentences(text, final=final):
         if _LIST_NUMBER.fullmatch(sentence.strip()):
             mark += sentence  # "1." opens an item: shown with the item's sentence, never alone
             continue
         sentence, mark = mark + sentence, ""
-        if id_tokens(sentence) - set(known):
-            break
-        if sentence_ok is not None and sentence.strip() and not sentence_ok((out + sentence).strip()):
+        if refusals.lead_in(lead + sentence):
+            lead += sentence  # "I'm sorry." may open a bare refusal: shown with what follows it
+            continue
+        sentence, lead = lead + sentence, ""
+        if not passes(sentence):
             break
         out += sentence
+    else:
+        if final and lead and passes(lead):  # the whole reply ended on it
+            out += lead
     return out.rstrip()
