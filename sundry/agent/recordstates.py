@@ -79,8 +79,9 @@ class Ahead:
     before this thread uses the connection again, waits for the read to end and lends nothing after."""
 
     def __init__(self, read_states: Callable[[], tuple | None]):
-        from django.db import connection
+        from django.db import DEFAULT_DB_ALIAS, connections
 
+        connection = connections[DEFAULT_DB_ALIAS]  # the wrapper itself, not the per-thread proxy
         self._read, self._error, self._thread = read_states, None, None
         if connection.vendor != "postgresql":
             self._states = read_states()

@@ -459,3 +459,34 @@ async def test_negative_control_with_those_readings_off_they_stream(watched, rep
     chunks, words = SUNDRYS_OWN[reply]
     customer, _staff = await _run_watched(watched, lambda p, b: Streamed(chunks=chunks, usage=(900, 12)))
     assert any(words in m["text"] for m in _streamed(customer) if m["state"] == "text")
+
+
+@pytest.mark.parametrize(
+    "pieces, true",
+    [
+        (["Order SU-26675 ", "has been delivered."], True),
+        (["Order SU-26675 ", "is still being ", "processed."], False),
+    ],
+)
+async def test_a_status_is_judged_on_the_records_read_beside_the_call(watched, pieces, true):
+    """The order's record is read while the model writes (`recordstates.Ahead`, over the step's
+    connection): its sentence streams when the record says it (delivered) and never when it does not."""
+    from asgiref.sync import sync_to_async
+
+    from sundry.context.services import ledger_record_system_id
+
+    # The order is the ticket's (in its ledger, as a lookup leaves it): its record is the one read.
+    await sync_to_async(ledger_record_system_id)(
+        ticket=watched["ticket"], kind="order", value="SU-26675", role="order:SU-26675", turn=1
+    )
+    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=pieces, usage=(900, 12)))
+
+    said = [t.text async for t in Turn.objects.filter(ticket=watched["ticket"], author="agent", kind="message")]
+    step = await AgentStep.objects.filter(ticket=watched["ticket"]).order_by("number").afirst()
+    for got in (customer, staff):
+        shown = " ".join(m["text"] for m in _streamed(got))
+        assert ("delivered" in shown) is true and "processed" not in shown
+    if true:
+        assert said == ["".join(pieces)] and step.outcome != "held_reply"
+    else:
+        assert said == [handoff.TEXT] and step.outcome == "held_reply"
