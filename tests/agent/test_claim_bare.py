@@ -33,8 +33,8 @@ from sundry.context.lanes import ActionData, LedgerData
 from sundry.evals.domains.tau2 import AIRLINE_DECLARATION, TELECOM_DECLARATION
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import Domain, get_domain
-from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads, case  # noqa: F401  (fixture)
+from sundry.tooling.messages import ModelResponse
+from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (fixture)
 
 SHOP, AIRLINE, TELECOM = get_domain(), Domain.from_data(AIRLINE_DECLARATION), Domain.from_data(TELECOM_DECLARATION)
 ORDER, OTHER = "SU-41001", "SU-41002"
@@ -406,16 +406,6 @@ def test_the_stream_judges_each_sentence_with_what_came_before_it():
 
 # --- through the loop -----------------------------------------------------------------------------
 
-LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-REFUND = ModelResponse(
-    tool_calls=[
-        ToolCall(
-            id="r1",
-            name="issue_refund",
-            arguments={"order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
-        )
-    ]
-)
 DONE_REPLY = "Thanks for waiting. It's all done."
 
 
@@ -423,7 +413,7 @@ DONE_REPLY = "Thanks for waiting. It's all done."
 def test_it_is_done_with_nothing_done_is_asked_again_then_held(case):  # noqa: F811
     model = ScriptedModel([LOOKUP, ModelResponse(text=DONE_REPLY), ModelResponse(text=DONE_REPLY)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "all done" not in _reads(case)
+    assert "all done" not in customer_reads(case)
     assert "no tool did on this ticket" in model.requests[-1].messages[-1].content  # the re-ask says why
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "refund" in held.text and "It's all done." in held.text  # of the refund the customer asked for
@@ -447,4 +437,4 @@ def test_it_is_done_reaches_the_page_once_the_refund_ran(case):  # noqa: F811
     )
     model = ScriptedModel([ModelResponse(text=DONE_REPLY)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert DONE_REPLY in _reads(case) and len(model.requests) == 1  # posted at once, never asked again
+    assert DONE_REPLY in customer_reads(case) and len(model.requests) == 1  # posted at once, never asked again

@@ -20,7 +20,6 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from sundry.agent import proposals
@@ -30,15 +29,13 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads, ledger_of  # what the customer reads: their page and turns
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
+from tests.agent.test_claim_modes import ledger_of
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 KINDS = replyclaims.kinds_of(get_domain().tools)
@@ -217,16 +214,8 @@ def test_negative_control_without_the_reading_every_generated_false_claim_passes
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund"
-    )
-    customer_message_post(ticket=ticket, text=f"The lamp on {ORDER} arrived broken, can I get 13.00 back?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
+    text = f"The lamp on {ORDER} arrived broken, can I get 13.00 back?"
+    return open_case(django_user_model, text, order=ORDER, subject="Refund", prices=(12999,))
 
 
 def _staff_confirmed_card(ticket, status=Confirmation.Status.CONFIRMED, via=Confirmation.Via.STAFF):
@@ -264,14 +253,10 @@ def test_cards_confirmed_by_staff_on_the_customers_behalf_are_read_as_confirmed(
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_a_confirmation_no_card_shows_never_reaches_the_customer(case, via):
-    said = (
-        ModelResponse(text=SAID)
-        if via == "reply"
-        else ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": SAID})])
-    )
+    reply = reply_via(via, SAID)
     after = ModelResponse(text=f"A colleague will look at the lamp on {ORDER}.")
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said, after])))
-    assert "have confirmed the refund" not in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply, reply, after])))
+    assert "have confirmed the refund" not in customer_reads(case)
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
         assert rejection.payload["guard"] == "unsupported_claim"
@@ -281,14 +266,10 @@ def test_a_confirmation_no_card_shows_never_reaches_the_customer(case, via):
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_negative_control_with_the_card_confirmed_on_their_behalf_the_same_words_are_posted(case, via):
     _staff_confirmed_card(case["ticket"])
-    said = (
-        ModelResponse(text=SAID)
-        if via == "reply"
-        else ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": SAID})])
-    )
+    reply = reply_via(via, SAID)
     after = ModelResponse(text=f"A colleague will look at the lamp on {ORDER}.")
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, after])))
-    assert "have confirmed the refund of 13.00 USD" in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply, after])))
+    assert "have confirmed the refund of 13.00 USD" in customer_reads(case)
     # model_check reads the posted words again from the stored records: true with the card confirmed …
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
     # … and a false claim posted had the card only been shown, never confirmed.

@@ -14,28 +14,24 @@ posts it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer
 from sundry.agent.guards import identityclaims, provisional, replyclaims
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context.lanes import LedgerData, MoneyData
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import Domain, get_domain
-from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.agent import recorded
-from tests.agent.test_claim_modes import _reads
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, looked_up_then_said, open_case
 
 SHOP = get_domain()
 ORDER = "SU-41001"
@@ -328,16 +324,10 @@ def test_the_stream_stops_before_the_false_sentence():
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    order = paid_order(customer=customer, number=ORDER, prices=(3499,), status=Order.Status.SHIPPED)
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
+    text = f"Where is {ORDER}?"
+    return open_case(
+        django_user_model, text, order=ORDER, subject="Where is it", prices=(3499,), status=Order.Status.SHIPPED
     )
-    customer_message_post(ticket=ticket, text=f"Where is {ORDER}?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page, "order": order}
 
 
 POSTED = f"{ORDER} is the customer ID for the order {ORDER}."  # run 10's sentence, on this ticket's order
@@ -345,20 +335,14 @@ TRUE_REPLY = f"{ORDER} is your order number. It has shipped."
 AFTER = f"A colleague will look into where {ORDER} is."
 
 
-def _answers(via, text, *, again=True):
-    lookup = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-    if via == "reply":
-        said = ModelResponse(text=text)
-    else:
-        said = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
-    return [lookup, said, *([said] if again else []), ModelResponse(text=AFTER)]
+_answers = functools.partial(looked_up_then_said, order=ORDER, after=AFTER)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_the_false_sentence_never_reaches_the_customer(case, via):
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, POSTED))))
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "customer ID" not in reads
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
@@ -372,7 +356,7 @@ def test_the_false_sentence_never_reaches_the_customer(case, via):
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_a_true_sentence_is_posted(case, via):
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, TRUE_REPLY, again=False))))
-    assert TRUE_REPLY in _reads(case)
+    assert TRUE_REPLY in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 
@@ -382,7 +366,7 @@ def test_a_true_sentence_is_posted(case, via):
 def test_negative_control_without_the_reading_it_is_posted(case, via, monkeypatch):
     monkeypatch.setattr(identityclaims, "_SHAPES", [])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, POSTED))))
-    assert POSTED in _reads(case)
+    assert POSTED in customer_reads(case)
     monkeypatch.undo()  # posted by the check without the reading; read back by the check with it
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (1, 0)

@@ -36,7 +36,7 @@ from sundry.evals.domains.tau2 import AIRLINE_DECLARATION, TELECOM_DECLARATION
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import Domain, get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads, case  # noqa: F401  (fixture)
+from tests.agent.claimcase import case, customer_reads  # noqa: F401  (fixture)
 
 SHOP, AIRLINE, TELECOM = get_domain(), Domain.from_data(AIRLINE_DECLARATION), Domain.from_data(TELECOM_DECLARATION)
 RECORDS = {
@@ -467,7 +467,7 @@ LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments
 def test_a_listed_claim_nothing_backs_is_asked_again_then_held(case):  # noqa: F811
     model = ScriptedModel([LOOKUP, ModelResponse(text=LISTED), ModelResponse(text=LISTED)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "Return for" not in _reads(case)
+    assert "Return for" not in customer_reads(case)
     assert "no tool did" in model.requests[-1].messages[-1].content  # the re-ask says why
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "Your requests have been processed: Refund of 15.00 USD" in held.text
@@ -499,4 +499,4 @@ def test_a_listed_claim_of_what_ran_reaches_the_page(case):  # noqa: F811
     done = LISTED.replace(f"2. Return for {LOOP_ORDER}\n", "")
     model = ScriptedModel([ModelResponse(text=done)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "Refund of 15.00 USD" in _reads(case) and len(model.requests) == 1  # posted, never asked again
+    assert "Refund of 15.00 USD" in customer_reads(case) and len(model.requests) == 1  # posted, never asked again

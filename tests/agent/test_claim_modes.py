@@ -16,7 +16,6 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from sundry.agent import answer, proposals
@@ -26,16 +25,13 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
 from sundry.context.selectors import lane_snapshot
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
-from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (case: the fixture)
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 KINDS = replyclaims.kinds_of(get_domain().tools)
@@ -298,43 +294,14 @@ def test_a_refund_promised_after_a_cancellation_stands_on_the_cancellation_its_d
 # --- through the loop, judged from what the customer reads ---------------------------------------
 
 
-@pytest.fixture
-def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund"
-    )
-    customer_message_post(ticket=ticket, text=f"The lamp on {ORDER} arrived broken, can I get 15.00 back?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
-
-
 PROMISE = f"I'll refund 15.00 USD on {ORDER} once you confirm."
-LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-REFUND = ModelResponse(
-    tool_calls=[
-        ToolCall(
-            id="r1",
-            name="issue_refund",
-            arguments={"order_number": ORDER, "amount": "15.00", "currency": "USD", "reason": "damaged"},
-        )
-    ]
-)
 
 
 @pytest.mark.django_db
 def test_a_promised_refund_with_no_card_is_asked_again_then_held(case):
     model = ScriptedModel([LOOKUP, ModelResponse(text=PROMISE), ModelResponse(text=PROMISE)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "refund 15.00 USD" not in _reads(case)
+    assert "refund 15.00 USD" not in customer_reads(case)
     assert "card or staff hold" in model.requests[-1].messages[-1].content  # the re-ask says why
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "refund (promised) of 15.00 USD" in held.text
@@ -348,7 +315,7 @@ def test_a_promised_refund_with_its_card_open_reaches_the_page(case):
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=PROMISE)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     assert Confirmation.objects.get(ticket=case["ticket"]).status == Confirmation.Status.PENDING
-    assert PROMISE in _reads(case) and len(model.requests) == 3  # posted at once, never asked again
+    assert PROMISE in customer_reads(case) and len(model.requests) == 3  # posted at once, never asked again
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 0
     Confirmation.objects.filter(ticket=case["ticket"]).delete()
     assert scorecard.read_by_customers(case["ticket"].pk)["false_claims"] == 1
@@ -384,7 +351,7 @@ def test_sundrys_own_words_or_an_echo_sent_through_reply_to_customer_are_refused
     own = f"I'm sorry the lamp on {ORDER} arrived broken. A colleague will look at it today."
     model = ScriptedModel([LOOKUP, say, ModelResponse(text=own)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert message not in reads and "answer had no message" not in reads and "Fix these fields" not in reads
     rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).get()
     assert rejection.payload["guard"] == guard
@@ -421,7 +388,7 @@ def test_sundrys_own_words_never_reach_a_card_the_customer_reads(case, summary, 
     rejections = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION)
     if guard:
         assert not cards.exists() and [r.payload["guard"] for r in rejections] == [guard]
-        assert "tools interface" not in _reads(case)
+        assert "tools interface" not in customer_reads(case)
     else:
         assert cards.get().card["message"][0]["text"] == summary and not rejections.exists()
 
@@ -431,7 +398,7 @@ def test_negative_control_a_message_in_its_own_words_goes_out_through_reply_to_c
     own = f"I'm sorry the lamp on {ORDER} arrived broken. A colleague will look at it today."
     say = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": own})])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, say])))
-    assert own in _reads(case)
+    assert own in customer_reads(case)
     assert Turn.objects.filter(ticket=case["ticket"], payload__via="reply_to_customer").exists()
     assert not Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).exists()
 
@@ -445,7 +412,7 @@ def test_a_promise_through_reply_to_customer_is_refused_without_its_card(case):
             override=ScriptedModel([LOOKUP, say, ModelResponse(text="A colleague will look at your refund.")])
         ),
     )
-    assert "refund 15.00 USD" not in _reads(case)
+    assert "refund 15.00 USD" not in customer_reads(case)
     assert (
         Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last().payload["guard"]
         == "unsupported_claim"

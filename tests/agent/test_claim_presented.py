@@ -27,18 +27,8 @@ from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.messages import ModelResponse
-from tests.agent.test_claim_modes import (  # noqa: F401  (case: the fixture)
-    KINDS,
-    LOOKUP,
-    ORDER,
-    OTHER,
-    REFUND,
-    TOOL,
-    _action,
-    _ledger,
-    _reads,
-    case,
-)
+from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (case: the fixture)
+from tests.agent.test_claim_modes import KINDS, ORDER, OTHER, TOOL, _action, _ledger
 
 # What reached a customer's page in run 12, on this test's orders.
 RUN = [f"Sure, here is your full refund for {ORDER}:", f"Sure, here is your full refund for {OTHER}:"]
@@ -182,7 +172,7 @@ def test_the_runs_refund_handed_over_never_reaches_the_customer(case, with_card)
     said = ModelResponse(text=RUN[0])
     script = [LOOKUP, REFUND, said, said] if with_card else [LOOKUP, said, said]
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(script)))
-    assert "here is your full refund" not in _reads(case)
+    assert "here is your full refund" not in customer_reads(case)
     assert Confirmation.objects.filter(ticket=case["ticket"]).exists() == with_card
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "unsupported_claim" in held.text and "here is your full refund" in held.text
@@ -194,4 +184,4 @@ def test_negative_control_with_the_reading_off_the_refund_handed_over_is_posted(
     monkeypatch.setattr(replyclaims.presentclaims, "kinds", lambda sentence: [])
     said = ModelResponse(text=RUN[0])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said])))
-    assert "here is your full refund" in _reads(case)
+    assert "here is your full refund" in customer_reads(case)

@@ -21,7 +21,6 @@ import json
 from collections import Counter
 
 import pytest
-from django.test import Client
 
 from sundry.agent.guards import confirmclaims, objectpromises, replycheck, replyclaims
 from sundry.agent.guards.provisional import sentences
@@ -30,16 +29,13 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context.lanes import ActionData, LedgerData
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals.domains import tau2
-from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.agent import recorded
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 SHOP = get_domain()
@@ -489,21 +485,8 @@ def test_the_real_agent_replies_of_the_tau2_traces_read_as_promises_are_promises
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Refund"
-    )
-    customer_message_post(ticket=ticket, text=f"I'd like a full refund for {ORDER} please.", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+    text = f"I'd like a full refund for {ORDER} please."
+    return open_case(django_user_model, text, order=ORDER, subject="Refund", prices=(12999,))
 
 
 LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
@@ -529,7 +512,7 @@ def promise_alone(monkeypatch):
 def test_the_run_10_reply_is_asked_again_then_held_through_the_loop(case, promise_alone):
     model = ScriptedModel([LOOKUP, ModelResponse(text=RUN_10), ModelResponse(text=RUN_10)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "record the refund" not in _reads(case)
+    assert "record the refund" not in customer_reads(case)
     assert "card or staff hold" in model.requests[-1].messages[-1].content  # the re-ask says why
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "refund (promised)" in held.text
@@ -540,4 +523,4 @@ def test_the_run_10_reply_reaches_the_page_once_its_card_is_open(case, promise_a
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=RUN_10)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     assert Confirmation.objects.get(ticket=case["ticket"]).status == Confirmation.Status.PENDING
-    assert "We will record the refund in the state." in _reads(case) and len(model.requests) == 3
+    assert "We will record the refund in the state." in customer_reads(case) and len(model.requests) == 3

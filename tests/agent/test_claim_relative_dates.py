@@ -29,7 +29,7 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.utils import timezone
 
 from sundry.agent import recordstates
@@ -37,8 +37,6 @@ from sundry.agent.guards import relativedates, replyclaims, statusclaims
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.shop.models import Order, Parcel
 from sundry.tickets.models import Turn
@@ -47,8 +45,9 @@ from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.records import RecordState
 from tests.agent import recorded
-from tests.agent.test_claim_modes import _reads, ledger_of
-from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, TrackingEventFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
+from tests.agent.test_claim_modes import ledger_of
+from tests.factories import ParcelFactory, TrackingEventFactory
 
 ORDER, OTHER = "SU-21487", "SU-21488"
 KINDS = replyclaims.kinds_of(get_domain().tools)
@@ -525,39 +524,25 @@ AFTER = ModelResponse(text=f"A colleague will look into where {ORDER} is.")
 
 
 def _case(django_user_model, shipped_days_ago: int):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
     now = timezone.now()
-    order = paid_order(
-        customer=customer,
-        number=ORDER,
-        prices=(3499, 3499),
-        status=Order.Status.SHIPPED,
-        placed_at=now - timedelta(days=shipped_days_ago + 3),
-    )
-    parcel = ParcelFactory(order=order, status=Parcel.Status.IN_TRANSIT)
+    placed = now - timedelta(days=shipped_days_ago + 3)
+    shipped = {"prices": (3499, 3499), "status": Order.Status.SHIPPED, "placed_at": placed}
+    text = f"Where is my order {ORDER}? It has not arrived."
+    case = open_case(django_user_model, text, order=ORDER, subject="Where is it", **shipped)
+    parcel = ParcelFactory(order=case["order"], status=Parcel.Status.IN_TRANSIT)
     TrackingEventFactory(parcel=parcel, at=now - timedelta(days=shipped_days_ago), description="Departed facility")
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
-    )
-    customer_message_post(ticket=ticket, text=f"Where is my order {ORDER}? It has not arrived.", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page, "order": order}
-
-
-def _said(via, text=RUN_10):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
+    return case
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_the_run_10_sentence_never_reaches_the_customer_when_it_shipped_four_months_ago(django_user_model, via):
     case = _case(django_user_model, FOUR_MONTHS)
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via), _said(via), AFTER])))
-    assert "15 days ago" not in _reads(case)
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via(via, RUN_10), reply_via(via, RUN_10), AFTER])),
+    )
+    assert "15 days ago" not in customer_reads(case)
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
         assert rejection.payload["guard"] == "unsupported_claim" and "date (stated)" in rejection.text
@@ -570,8 +555,8 @@ def test_the_run_10_sentence_never_reaches_the_customer_when_it_shipped_four_mon
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_the_same_words_are_posted_and_counted_true_when_it_shipped_15_days_ago(django_user_model, via):
     case = _case(django_user_model, 15)
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via), AFTER])))
-    assert "was shipped in 15 days ago." in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via(via, RUN_10), AFTER])))
+    assert "was shipped in 15 days ago." in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 
@@ -584,9 +569,9 @@ def test_the_run_13_sentence_is_held_with_the_order_shipped_four_months_ago_and_
     django_user_model,
 ):
     case = _case(django_user_model, FOUR_MONTHS)
-    said = _said("reply", RUN_13)
+    said = reply_via("reply", RUN_13)
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said, AFTER])))
-    assert "recently shipped" not in _reads(case)
+    assert "recently shipped" not in customer_reads(case)
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "date (stated)" in held.text and "not recently shipped" in held.text, held.text
 
@@ -594,8 +579,8 @@ def test_the_run_13_sentence_is_held_with_the_order_shipped_four_months_ago_and_
 @pytest.mark.django_db
 def test_the_run_13_sentence_is_posted_and_counted_true_when_it_shipped_five_days_ago(django_user_model):
     case = _case(django_user_model, 5)
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said("reply", RUN_13), AFTER])))
-    assert "was recently shipped." in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via("reply", RUN_13), AFTER])))
+    assert "was recently shipped." in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 
@@ -606,8 +591,8 @@ def test_negative_control_without_the_relative_reading_the_untrue_time_is_posted
 ):
     case = _case(django_user_model, FOUR_MONTHS)
     monkeypatch.setattr(statusclaims, "_RELATIVE_SHAPES", [])
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said("reply"), AFTER])))
-    assert "was shipped in 15 days ago." in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via("reply", RUN_10), AFTER])))
+    assert "was shipped in 15 days ago." in customer_reads(case)
     monkeypatch.undo()
     # model_check reads what the customer read, counted from the day the reply was written.
     read = scorecard.read_by_customers(case["ticket"].pk)

@@ -22,7 +22,6 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from django.test import Client
 
 from sundry.agent import recordstates
 from sundry.agent.guards import replyclaims, statusclaims
@@ -30,8 +29,6 @@ from sundry.agent.guards.statusclaims import RESULT_BREAK
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
@@ -39,8 +36,8 @@ from sundry.tooling import records as r
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.records import RecordState
-from tests.agent.test_claim_modes import _reads, ledger_of  # what the customer reads: their page and turns
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
+from tests.agent.test_claim_modes import ledger_of
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 KINDS = replyclaims.kinds_of(get_domain().tools)
@@ -421,33 +418,15 @@ def test_negative_control_without_the_condition_reading_lookalikes_are_read(monk
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    order = paid_order(
-        customer=customer,
-        number=ORDER,
-        prices=(3499, 3499),
-        status=Order.Status.SHIPPED,
-        placed_at=datetime(2026, 8, 10, 9, 30, tzinfo=UTC),
-    )
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
-    )
-    customer_message_post(ticket=ticket, text=f"Where is my order {ORDER}? It has not arrived.", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page, "order": order}
+    placed = datetime(2026, 8, 10, 9, 30, tzinfo=UTC)
+    shipped = {"prices": (3499, 3499), "status": Order.Status.SHIPPED, "placed_at": placed}
+    text = f"Where is my order {ORDER}? It has not arrived."
+    return open_case(django_user_model, text, order=ORDER, subject="Where is it", **shipped)
 
 
 SAID = f"Your order {ORDER} has been delivered. Order date: 2021-08-22."
 LOOKUP = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
 AFTER = ModelResponse(text=f"A colleague will look into where {ORDER} is.")
-
-
-def _said(via, text=SAID):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
 
 
 @pytest.mark.django_db
@@ -462,8 +441,11 @@ def test_the_shops_records_give_the_orders_status_dates_and_figures(case):
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_a_false_status_never_reaches_the_customer(case, via):
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via), _said(via), AFTER])))
-    reads = _reads(case)
+    agent_run(
+        case["ticket"].pk,
+        gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via(via, SAID), reply_via(via, SAID), AFTER])),
+    )
+    reads = customer_reads(case)
     assert "has been delivered" not in reads and "2021-08-22" not in reads
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
@@ -480,8 +462,8 @@ TRUE = f"Your order {ORDER} has shipped. It was placed on 10 August. The total i
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_true_statements_of_the_order_are_posted_and_counted_true(case, via):
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via, TRUE), AFTER])))
-    assert "has shipped. It was placed on 10 August. The total is 69.98 USD." in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via(via, TRUE), AFTER])))
+    assert "has shipped. It was placed on 10 August. The total is 69.98 USD." in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 
@@ -490,8 +472,8 @@ def test_true_statements_of_the_order_are_posted_and_counted_true(case, via):
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_negative_control_without_the_records_states_the_false_status_is_posted_and_counted(case, via, monkeypatch):
     monkeypatch.setattr(recordstates, "read", lambda ticket, refs: None)  # as for a domain that states none
-    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, _said(via), AFTER])))
-    assert "has been delivered" in _reads(case)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, reply_via(via, SAID), AFTER])))
+    assert "has been delivered" in customer_reads(case)
     monkeypatch.undo()
     # model_check reads what the customer read from the stored records: one false statement.
     read = scorecard.read_by_customers(case["ticket"].pk)

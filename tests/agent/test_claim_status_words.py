@@ -15,6 +15,7 @@ counts nothing.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import re
@@ -22,23 +23,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from sundry.agent.guards import statusclaims
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.shop import models as shop
 from sundry.shop.models import Order
 from sundry.tickets.models import Turn
 from sundry.tooling import records as r
-from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads
+from tests.agent.claimcase import customer_reads, looked_up_then_said, open_case
 from tests.agent.test_claim_status import STATUS_OF, _false, state
-from tests.factories import CustomerFactory, ParcelFactory, TicketClassFactory, paid_order
+from tests.factories import ParcelFactory, paid_order
 
 ORDER = "SU-41001"
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,22 +205,9 @@ def test_every_real_order_status_makes_none_of_them_so(status, parcel):
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    order = paid_order(
-        customer=customer,
-        number=ORDER,
-        prices=(3499, 3499),
-        status=Order.Status.SHIPPED,
-        placed_at=datetime(2026, 8, 10, 9, 30, tzinfo=UTC),
-    )
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Where is it"
-    )
-    customer_message_post(ticket=ticket, text=f"Where is {ORDER}?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page, "order": order}
+    placed = datetime(2026, 8, 10, 9, 30, tzinfo=UTC)
+    shipped = {"prices": (3499, 3499), "status": Order.Status.SHIPPED, "placed_at": placed}
+    return open_case(django_user_model, f"Where is {ORDER}?", order=ORDER, subject="Where is it", **shipped)
 
 
 POSTED = {  # what a real model posted (docs/real-model.md, runs 6 and 8)
@@ -234,13 +218,7 @@ TRUE = f"Your order {ORDER} has shipped and is on its way to you."
 AFTER = f"A colleague will look into where {ORDER} is."
 
 
-def _answers(via, text, *, again=True):
-    lookup = ModelResponse(tool_calls=[ToolCall(id="g1", name="get_order", arguments={"order_number": ORDER})])
-    if via == "reply":
-        said = ModelResponse(text=text)
-    else:
-        said = ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
-    return [lookup, said, *([said] if again else []), ModelResponse(text=AFTER)]
+_answers = functools.partial(looked_up_then_said, order=ORDER, after=AFTER)
 
 
 @pytest.mark.django_db
@@ -248,7 +226,7 @@ def _answers(via, text, *, again=True):
 @pytest.mark.parametrize("what", sorted(POSTED))
 def test_the_posted_statements_never_reach_the_customer(case, via, what):
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, POSTED[what]))))
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "Completed" not in reads and "damaged order" not in reads
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
@@ -262,7 +240,7 @@ def test_the_posted_statements_never_reach_the_customer(case, via, what):
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_the_shops_own_words_for_its_status_are_posted(case, via):
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, TRUE, again=False))))
-    assert TRUE in _reads(case)
+    assert TRUE in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert (read["false_statements"], read["false_claims"]) == (0, 0)
 
@@ -273,7 +251,7 @@ def test_the_shops_own_words_for_its_status_are_posted(case, via):
 def test_negative_control_without_the_reading_they_are_posted_and_not_counted(case, via, what, monkeypatch):
     monkeypatch.setattr(statusclaims, "_OTHER_SHAPES", [])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel(_answers(via, POSTED[what]))))
-    assert POSTED[what].split(". ")[-1] in _reads(case)
+    assert POSTED[what].split(". ")[-1] in customer_reads(case)
     read = scorecard.read_by_customers(case["ticket"].pk)
     assert read["false_statements"] == 0
 

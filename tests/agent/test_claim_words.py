@@ -35,7 +35,7 @@ from sundry.evals.domains.tau2 import AIRLINE_DECLARATION, TELECOM_DECLARATION
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import Domain, ToolDecl, get_domain
 from sundry.tooling.messages import ModelResponse
-from tests.agent import test_claim_modes
+from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (case: the fixture)
 
 AIRLINE, TELECOM, SHOP = Domain.from_data(AIRLINE_DECLARATION), Domain.from_data(TELECOM_DECLARATION), get_domain()
 
@@ -278,21 +278,12 @@ def test_a_promise_to_contact_stands_on_an_open_card_and_never_against_a_rule():
 # --- through the loop ------------------------------------------------------------------------------
 
 
-# The ticket, its page and the scripted replies of the promise tests: one setup for both files.
-case, _reads, LOOKUP, REFUND = (
-    test_claim_modes.case,
-    test_claim_modes._reads,
-    test_claim_modes.LOOKUP,
-    test_claim_modes.REFUND,
-)
-
-
 @pytest.mark.django_db
 def test_an_offer_of_another_figure_than_the_open_card_is_asked_again_then_held(case):
     offer = f"I can refund 25.00 USD on {ORDER} right away."
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=offer), ModelResponse(text=offer)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert "25.00 USD" not in _reads(case)
+    assert "25.00 USD" not in customer_reads(case)
     assert "its open card names another figure" in model.requests[-1].messages[-1].content
     held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
     assert "refund (offered) of 25.00 USD" in held.text
@@ -305,4 +296,4 @@ def test_an_offer_of_the_open_cards_figure_reaches_the_page(case):
     offer = f"I can refund 15.00 USD on {ORDER} right away: please press Confirm."
     model = ScriptedModel([LOOKUP, REFUND, ModelResponse(text=offer)])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    assert offer in _reads(case) and len(model.requests) == 3
+    assert offer in customer_reads(case) and len(model.requests) == 3

@@ -17,22 +17,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer
 from sundry.agent.guards import addressee, declaredwords, ownterms, provisional, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.agent.toolbox import domain_specs
-from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tooling.messages import ModelResponse, ToolCall
 from tests.agent import recorded
-from tests.agent.test_claim_modes import _reads
+from tests.agent.claimcase import customer_reads, open_case, reply_via
 from tests.agent.test_declared_words import server_specs
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER = "SU-21487"
 # What reached a customer's page in run 12, and its two sentences without the lead-in.
@@ -223,20 +218,8 @@ FINAL = f"Your order {ORDER} is with the carrier; I've asked our team to look in
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("isha", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(489900,), currency="INR")
-    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Lost")
-    customer_message_post(ticket=ticket, text="What are my options?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _said(via, text):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
+    inr = {"prices": (489900,), "currency": "INR"}
+    return open_case(django_user_model, "What are my options?", order=ORDER, subject="Lost", username="isha", **inr)
 
 
 @pytest.mark.django_db
@@ -244,9 +227,9 @@ def _said(via, text):
 def test_the_runs_options_never_reach_the_customer(case, via):
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, RUN)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, RUN)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    assert "Refund money on an order" not in _reads(case)
+    assert "Refund money on an order" not in customer_reads(case)
     if via == "reply_to_customer":
         assert Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).first().payload["guard"] == "notice"
     else:
@@ -260,6 +243,6 @@ def test_negative_control_without_the_sentence_reading_the_options_are_posted(ca
     monkeypatch.setattr(replycheck.declaredwords, "carried", lambda text, declared: "")
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, RUN)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, RUN)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    assert "Refund money on an order" in _reads(case)
+    assert "Refund money on an order" in customer_reads(case)

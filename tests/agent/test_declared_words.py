@@ -17,20 +17,15 @@ import re
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer, calls
 from sundry.agent.guards import addressee, ownterms, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.agent.toolbox import domain_specs
-from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
-from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.test_claim_modes import _reads
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = "SU-26675"
@@ -122,20 +117,7 @@ FINAL = f"Your order {ORDER} has shipped; I'll keep an eye on it."
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(4000,))
-    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Hi")
-    customer_message_post(ticket=ticket, text="Thanks.", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _said(via, text):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
+    return open_case(django_user_model, "Thanks.", order=ORDER, subject="Hi", prices=(4000,))
 
 
 @pytest.mark.django_db
@@ -150,9 +132,9 @@ def test_the_posted_description_is_the_reply_tools_own():
 def test_a_description_as_the_reply_never_reaches_the_customer(case, via):
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, POSTED)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, POSTED)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "Refer to orders by their exact order number" not in reads
     if via == "reply_to_customer":
         rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).first()
@@ -173,6 +155,6 @@ def test_negative_control_without_the_declarations_the_description_is_posted(cas
     monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, POSTED)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, POSTED)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    assert "Refer to orders by their exact order number" in _reads(case)
+    assert "Refer to orders by their exact order number" in customer_reads(case)

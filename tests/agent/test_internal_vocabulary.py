@@ -18,23 +18,18 @@ import itertools
 import re
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer
 from sundry.agent.guards import ownterms, provisional, replycheck
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.context import render
-from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Turn
 from sundry.tooling.domain import GENERIC_PROMPT
-from sundry.tooling.messages import ModelResponse, ToolCall
 from sundry.tooling.tools import REGISTRY
 from tests.agent import recorded
-from tests.agent.test_claim_modes import _reads
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
 
 ORDER = "SU-21487"
 # What reached a customer's page in run 12.
@@ -244,20 +239,8 @@ FINAL = f"Your order {ORDER} is with the carrier; I've asked our team to look in
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("isha", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(489900,), currency="INR")
-    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Lost")
-    customer_message_post(ticket=ticket, text=f"When will I see the money for {ORDER}?", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _said(via, text):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
+    text, inr = f"When will I see the money for {ORDER}?", {"prices": (489900,), "currency": "INR"}
+    return open_case(django_user_model, text, order=ORDER, subject="Lost", username="isha", **inr)
 
 
 @pytest.mark.django_db
@@ -266,9 +249,9 @@ def _said(via, text):
 def test_the_runs_sentences_never_reach_the_customer(case, via, said):
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, said)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, said)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "ledger" not in reads and "you have pinned" not in reads
     if via == "reply_to_customer":
         assert Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).first().payload["guard"] == "notice"
@@ -284,6 +267,6 @@ def test_negative_control_with_the_reading_off_the_pinned_rules_reach_the_custom
     said = RUN[1].replace(" until it has been returned or cancelled", "")  # no claim of an action: its words alone
     agent_run(
         case["ticket"].pk,
-        gateway=Gateway(override=ScriptedModel([_said(via, said)] * 2 + [_said("reply", FINAL)] * 3)),
+        gateway=Gateway(override=ScriptedModel([reply_via(via, said)] * 2 + [reply_via("reply", FINAL)] * 3)),
     )
-    assert "you have pinned" in _reads(case)
+    assert "you have pinned" in customer_reads(case)

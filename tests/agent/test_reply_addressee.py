@@ -25,7 +25,6 @@ import json
 import re
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer, handoff
 from sundry.agent.guards import addressee, callguards, consent, provisional, replycheck
@@ -37,13 +36,12 @@ from sundry.agent.services import customer_message_post
 from sundry.agent.streaming import ReplyStream
 from sundry.context import internaltext
 from sundry.context.lanes import TurnData
-from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
-from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse
 from sundry.tooling.tools import REGISTRY
 from tests.agent import recorded
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case, reply_via
 
 ORDER = "SU-26675"
 
@@ -592,24 +590,8 @@ def test_a_tools_customer_text_about_the_customer_is_refused_and_a_phone_calls_r
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(4000,))
-    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Hi")
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _said(via, text):
-    if via == "reply":
-        return ModelResponse(text=text)
-    return ModelResponse(tool_calls=[ToolCall(id="s1", name="reply_to_customer", arguments={"message": text})])
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+    # No message yet: each test posts its own.
+    return open_case(django_user_model, None, order=ORDER, subject="Hi", prices=(4000,))
 
 
 def _run(case, said, *answers) -> ScriptedModel:
@@ -624,10 +606,10 @@ FINAL = f"Your order {ORDER} has shipped; it should reach you on Monday."
 
 @pytest.mark.django_db
 def test_through_the_loop_it_is_asked_again_and_the_second_answer_posted(case):
-    model = _run(case, f"Where is {ORDER}?", _said("reply", ISSUE[0]), _said("reply", FINAL))
+    model = _run(case, f"Where is {ORDER}?", reply_via("reply", ISSUE[0]), reply_via("reply", FINAL))
     reask = model.requests[1].messages[-1].content
     assert "third person" in reask and '"the customer"' in reask
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert FINAL in reads and "reply for the customer" not in reads
 
 
@@ -638,33 +620,33 @@ NEVER_READ = list(zip(ISSUE, ["a reply for the customer", "follow up with the cu
 @pytest.mark.django_db
 @pytest.mark.parametrize(("text", "never"), NEVER_READ)
 def test_through_the_loop_it_is_held_when_said_again_and_never_posted(case, text, never):
-    _run(case, f"Where is {ORDER}?", _said("reply", text), _said("reply", text))
+    _run(case, f"Where is {ORDER}?", reply_via("reply", text), reply_via("reply", text))
     notice = Turn.objects.get(ticket=case["ticket"], kind=Turn.Kind.ERROR, payload__has_key="held_reply")
     assert notice.payload["reply_check"]["reasons"] == ["about_customer"]
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert never not in reads
     assert handoff.TEXT in " ".join(t.text for t in customer_turns(case["ticket"]))  # Sundry's hand-off instead
 
 
 @pytest.mark.django_db
 def test_through_reply_to_customer_it_is_refused_and_never_sent(case):
-    _run(case, f"Where is {ORDER}?", _said("reply_to_customer", ISSUE[2]), _said("reply", FINAL))
+    _run(case, f"Where is {ORDER}?", reply_via("reply_to_customer", ISSUE[2]), reply_via("reply", FINAL))
     rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
     assert rejection.payload["guard"] == "about_customer"
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "order history" not in reads and FINAL in reads
 
 
 @pytest.mark.django_db
 def test_through_the_loop_a_business_customer_reads_about_their_own_customer(case):
     reply = f"The customer you mentioned will get {ORDER} on Monday; your customer's tracking number is on the way."
-    _run(case, f"My customer never received {ORDER}.", _said("reply", reply))
-    assert reply in _reads(case)
+    _run(case, f"My customer never received {ORDER}.", reply_via("reply", reply))
+    assert reply in customer_reads(case)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("via", ["reply", "reply_to_customer"])
 def test_negative_control_with_the_check_off_the_loop_posts_it(case, via, monkeypatch):
     monkeypatch.setattr(addressee, "about_customer", lambda text, customer_messages=(): [])
-    _run(case, f"Where is {ORDER}?", _said(via, ISSUE[0]), _said("reply", FINAL))
-    assert "reply for the customer" in _reads(case)
+    _run(case, f"Where is {ORDER}?", reply_via(via, ISSUE[0]), reply_via("reply", FINAL))
+    assert "reply for the customer" in customer_reads(case)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer
 from sundry.agent.guards import replyclaims
@@ -18,15 +17,13 @@ from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import confirmation_decide, customer_message_post
+from sundry.agent.services import confirmation_decide
 from sundry.context.lanes import ActionData, LedgerData, MoneyData
-from sundry.desk.lifecycle import ticket_create
-from sundry.portal.selectors import customer_turns
 from sundry.shop.models import Refund
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import customer_reads, open_case
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 
@@ -336,21 +333,8 @@ def test_counts_codes_that_are_no_currency_and_dates_are_not_amounts():
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("carol", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(12999,))
-    ticket = ticket_create(
-        customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Cancel"
-    )
-    customer_message_post(ticket=ticket, text=f"Please cancel {ORDER}.", wake=False)
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
-
-
-def _reads(case) -> str:
-    turns = " ".join(t.text for t in customer_turns(case["ticket"]))
-    return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+    text = f"Please cancel {ORDER}."
+    return open_case(django_user_model, text, order=ORDER, subject="Cancel", username="carol", prices=(12999,))
 
 
 FALSE = f"Your order {ORDER} has been cancelled."
@@ -360,7 +344,7 @@ FALSE = f"Your order {ORDER} has been cancelled."
 def test_a_false_done_reply_is_asked_again_and_the_honest_one_posted(case):
     model = ScriptedModel([ModelResponse(text=FALSE), ModelResponse(text="I can cancel it once you confirm.")])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "has been cancelled" not in reads and "once you confirm" in reads
     assert "no tool did" in model.requests[1].messages[-1].content
 
@@ -368,7 +352,7 @@ def test_a_false_done_reply_is_asked_again_and_the_honest_one_posted(case):
 @pytest.mark.django_db
 def test_a_false_done_reply_said_twice_is_held_for_staff(case):
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=FALSE)] * 2)))
-    assert "has been cancelled" not in _reads(case)
+    assert "has been cancelled" not in customer_reads(case)
     ticket = Ticket.objects.get(pk=case["ticket"].pk)
     assert "unsupported_claim" in ticket.attention
     held = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.ERROR).last()
@@ -389,7 +373,7 @@ def test_a_false_done_message_through_reply_to_customer_is_refused(case):
             )
         ),
     )
-    assert "has been cancelled" not in _reads(case)
+    assert "has been cancelled" not in customer_reads(case)
     rejection = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.REJECTION).last()
     assert rejection.payload["guard"] == "unsupported_claim"
 
@@ -399,7 +383,7 @@ def test_negative_control_without_the_check_the_false_claim_reaches_the_page(cas
     """The judge can fail: with the claims check switched off, the customer reads the false claim."""
     monkeypatch.setattr(answer.replyclaims, "unsupported", lambda text, **kw: [])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text=FALSE)])))
-    assert "has been cancelled" in _reads(case)
+    assert "has been cancelled" in customer_reads(case)
 
 
 @pytest.mark.django_db
@@ -437,7 +421,7 @@ def test_a_refund_claimed_for_another_amount_than_ran_is_asked_again_and_the_tru
     wrong, right = f"I've refunded 51.00 USD for {ORDER}.", f"I've refunded 15.00 USD for {ORDER}."
     model = ScriptedModel([ModelResponse(text=wrong), ModelResponse(text=right)])
     agent_run(ticket.pk, gateway=Gateway(override=model))
-    reads = _reads(case)
+    reads = customer_reads(case)
     assert "51.00" not in reads and "refunded 15.00 USD" in reads
     assert "refund of 51.00 USD" in model.requests[-1].messages[-1].content
     assert len(model.requests) == 2  # asked once more; the true figure went out at once
