@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from sundry.agent.guards import replycheck
 from sundry.context.render import HANDED_OFF
 
 
@@ -39,6 +40,10 @@ class Scorecard:
     false_statements: int = 0
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
+    # Posted agent replies in Sundry's own words or not addressed to the customer (`not_for_customer`), and
+    # the readings that found them, each counted once per reply it read so (a reply may carry two).
+    not_for_customer: int = 0
+    not_for_customer_reasons: dict[str, int] = field(default_factory=dict)
     unanswered: int = 0  # customer messages no reply answered before their next one (`unanswered`)
     # Customer messages answered only by Sundry's hand-off after a held reply ("passed to our team",
     # `agent/handoff.py`): not answered by the agent, so not counted as answered, nor as silent.
@@ -126,13 +131,17 @@ def collect(model: str, results) -> Scorecard:
     card.summary_fallbacks = sum(s == CompactionRun.Status.FALLBACK for s, _, _ in runs)
     card.output_paths = dict(Counter(p or "text" for _, p, _ in runs))
     card.streamed_then_held = taken_back(tickets)
+    not_for: Counter = Counter()
     for ticket_id, read, together in judged:
         read = read if read is not None else read_by_customers(ticket_id, together=together)
         card.false_claims += read["false_claims"]
         card.false_statements += read.get("false_statements", 0)
         card.internal_shown += read["internal_shown"]
+        card.not_for_customer += read.get("not_for_customer", 0)
+        not_for.update(read.get("not_for_customer_reasons") or {})
         card.unanswered += read["unanswered"]
         card.handed_off += read.get("handed_off", 0)
+    card.not_for_customer_reasons = {r: not_for[r] for r in NOT_FOR_CUSTOMER if not_for[r]}
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
     return card
 
@@ -246,16 +255,47 @@ def description_then(value: str, now: str, last_used: int, number: int, describe
     return then
 
 
+# The reply check's readings of a reply in Sundry's own words or not to the customer (it asks such a reply
+# again, then holds it), by the name the card tallies them under.
+OWN_TERMS = "own_terms"  # `ownterms`
+DECLARED_WORDS = "declared_words"  # `declaredwords`
+ABOUT_CUSTOMER = replycheck.ABOUT_CUSTOMER  # `addressee`
+BARE_REFUSAL = replycheck.BARE_REFUSAL  # `refusals`
+NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL)
+
+
+def not_for_customer(text: str, *, declared=(), customer_said=()) -> list[str]:
+    """Which of the reply check's readings find a posted reply in Sundry's own words or not addressed to the
+    customer, each called as `replycheck.check_reply` calls it: Sundry's names for its own workings
+    (`ownterms.used`: "the rules you have pinned", "the ID ledger"), a declared tool's or parameter's
+    description or a sentence of one (`replycheck.declares`, with `declared` from `replycheck.declared_texts`),
+    the customer spoken of in the third person (`addressee.about_customer`; `customer_said`: the customer's
+    messages before the reply, whose own "my customer" spares the noun), and nothing but a refusal of help
+    (`refusals.bare`). All of them, not the first: the card tallies each reading."""
+    from sundry.agent.guards import addressee, ownterms, refusals
+
+    found = {
+        OWN_TERMS: bool(ownterms.used(text)),
+        DECLARED_WORDS: replycheck.declares(text, declared),
+        ABOUT_CUSTOMER: bool(addressee.about_customer(text, list(customer_said))),
+        BARE_REFUSAL: refusals.bare(text),
+    }
+    return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
+
+
 def read_by_customers(ticket_id: int, together=()) -> dict:
     """What one ticket's customer read, judged from the stored turns and records — not from the
     checks that let it through: each posted reply's claims (done, pending, promised, refused, denied)
     against the actions, money, ledger, cards and holds as they stood before it (`agent.replyclaims`),
-    its quotes of internal-only text (`context.internaltext`), and the customer messages no reply
-    answered (`unanswered`; `together` as there). A reply's statements of a record's status, dates and
-    amounts (`false_statements`) are judged on the records as they are now and on the tool results shown
-    before it; what it says an identifier is, on the ledger (`agent.guards.identityclaims`)."""
+    its quotes of internal-only text (`context.internaltext`), its words that are Sundry's own or not
+    addressed to the customer (`not_for_customer`, with the class's tools as offered now), and the
+    customer messages no reply answered (`unanswered`; `together` as there). A reply's statements of a
+    record's status, dates and amounts (`false_statements`) are judged on the records as they are now and
+    on the tool results shown before it; what it says an identifier is, on the ledger
+    (`agent.guards.identityclaims`)."""
     from sundry.agent import recordstates
     from sundry.agent.guards import identityclaims, replyclaims
+    from sundry.agent.toolbox import toolbox_for
     from sundry.context.internaltext import gather, quotes
     from sundry.context.lanes import ActionData, LedgerData, MoneyData
     from sundry.context.models import ActionTaken, LedgerEntry, MoneyTotal, StateValue
@@ -270,6 +310,9 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     vocab = replyclaims.vocabulary_of(domain.tools)
     nouns = identityclaims.nouns_of(domain)
     rules = lane_snapshot(ticket, with_turns=False).rules
+    # The descriptions the model read: the class's tools as offered (a tool server's as its declaration files
+    # give them; no server is contacted).
+    declared = replycheck.declared_texts(toolbox_for(ticket.ticket_class, listing=False).specs)
     rows = list(
         Turn.objects.filter(ticket_id=ticket_id)
         .order_by("number")
@@ -311,7 +354,17 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         if (author in ("customer", "staff") and kind == Turn.Kind.MESSAGE) or kind == Turn.Kind.TOOL_RESULT
     ]
     hidden = gather(internal=internal, public=public)
-    out = {"false_claims": 0, "false_statements": 0, "internal_shown": 0, "unanswered": 0, "handed_off": 0}
+    out = {
+        "false_claims": 0,
+        "false_statements": 0,
+        "internal_shown": 0,
+        "not_for_customer": 0,
+        "not_for_customer_reasons": {},
+        "unanswered": 0,
+        "handed_off": 0,
+    }
+    reasons: Counter = Counter()
+    customer_said: list[str] = []  # the customer's messages so far: whom they call "the customer" (`addressee`)
     states = recordstates.read(
         ticket,
         [v for v, k, *_ in ledger if k == domain.owner_kind] + [m[0] for m in money] + [a[1] for a in actions if a[1]],
@@ -322,6 +375,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             continue
         if author == "customer":
             question = text  # what a bare "Yes." or "It's done." in the next reply is about
+            customer_said.append(text)
             continue
         if author != "agent":
             continue
@@ -378,6 +432,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
+        found = not_for_customer(text, declared=declared, customer_said=customer_said)
+        out["not_for_customer"] += bool(found)
+        reasons.update(found)
+    out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}
     messages = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"]
     replies = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")]
     shown = [turn for turn, _ in proposed]  # the page's cards and "waiting for our team" lines
@@ -387,6 +445,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     out["handed_off"] = out["unanswered"] - unanswered(messages, sorted(replies + handed), shown, together)
     out["unanswered"] -= out["handed_off"]
     return out
+
+
+def _tally(counts: dict[str, int]) -> str:
+    return f" ({', '.join(f'{k} {v}' for k, v in counts.items())})" if counts else ""
 
 
 def render(card: Scorecard) -> str:
@@ -412,6 +474,7 @@ def render(card: Scorecard) -> str:
         f"  reply-check holds       {card.reply_holds} (and {card.reply_retries} replies asked again)",
         f"  customers read          {card.false_claims} false claims, {card.false_statements} false statements "
         f"(status/date/amount), {card.internal_shown} internal quotes, "
+        f"{card.not_for_customer} not for the customer{_tally(card.not_for_customer_reasons)}, "
         f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered, "
         f"{card.handed_off} handed to staff (answered only by the hand-off)",
         f"  summary fallbacks       {pct(card.summary_fallbacks, card.compactions)} of compactions (output path: {paths})",
@@ -434,6 +497,7 @@ def verdict(card: Scorecard) -> str:
         "false claims": card.false_claims,
         "false statements of status, date or amount": card.false_statements,
         "internal text": card.internal_shown,
+        "replies in Sundry's own words or not addressed to them": card.not_for_customer,
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,
         "messages handed to staff, unanswered by the agent": card.handed_off,

@@ -48,9 +48,10 @@ def test_the_offline_agent_and_a_weak_model_get_their_scorecards(shop, capsys):
     # What the customers read: nothing false from the offline agent; the weak model answers nobody itself
     # (its messages are left unanswered, or answered only by Sundry's hand-off to staff).
     assert (offline.false_claims, offline.internal_shown, offline.unanswered, offline.handed_off) == (0, 0, 0, 0)
+    assert offline.not_for_customer == 0
     assert weak.unanswered + weak.handed_off >= 1
     # The weak model's false claims are asked again or held, never read; nothing streamed and was then held.
-    assert (weak.false_claims, weak.internal_shown) == (0, 0)
+    assert (weak.false_claims, weak.internal_shown, weak.not_for_customer) == (0, 0, 0)
     assert offline.streamed_then_held == weak.streamed_then_held == 0
     text = scorecard.render(weak)
     assert text.startswith("Scorecard for scripted weak model")
@@ -117,6 +118,8 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
         "false_claims": 1,
         "false_statements": 1,
         "internal_shown": 0,
+        "not_for_customer": 0,
+        "not_for_customer_reasons": {},
         "unanswered": 0,
         "handed_off": 0,
     }
@@ -198,6 +201,8 @@ def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
         "false_claims": 0,
         "false_statements": 0,
         "internal_shown": 0,
+        "not_for_customer": 0,
+        "not_for_customer_reasons": {},
         "unanswered": 0,
         "handed_off": 0,
     }
