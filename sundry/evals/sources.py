@@ -1,7 +1,8 @@
 """Where the harness gets tickets: trace files, recorded exports, and the demo shop.
 
 `shared_dir()` finds `<repo>/../shared` (present on the team's machines, absent
-in a fresh clone); callers say clearly what they skip when it is missing.
+in a fresh clone), or the folder `SUNDRY_SHARED_DIR` names (a checkout elsewhere,
+such as a git worktree); callers say clearly what they skip when it is missing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from sundry.evals.records import RecordedTicket, export_ticket
 
 
 def shared_dir() -> Path | None:
-    path = Path(settings.BASE_DIR).resolve().parent / "shared"
+    named = os.environ.get("SUNDRY_SHARED_DIR")
+    path = Path(named) if named else Path(settings.BASE_DIR).resolve().parent / "shared"
     return path if path.is_dir() else None
 
 
