@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from sundry.agent import recordstates
 from sundry.agent.guards import provisional, replycheck, replyclaims
-from sundry.agent.provider import textcalls
+from sundry.agent.provider import callids, textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
 from sundry.context import internaltext, render
@@ -109,11 +109,18 @@ def _summed(calls: list[GatewayCall], extra_ms: int) -> GatewayCall:
 LATER_RESULT = SYSTEM_NOTICE_PREFIX + "later result of "
 
 
+# A tool call's ID is never one of the customer's identifiers, wherever the request showed it (a later
+# result's notice names its call, a summary may): written to the customer, it reads as invented. Off, an ID
+# shown in such a text counts as known like any other.
+CALL_IDS_UNKNOWN = True
+
+
 def known_identifiers(request: ModelRequest) -> set[str]:
     """Identifier-like tokens in what the request showed the model from a source of truth: the lanes,
     the customer's and staff's words, tool results. The model's own words are not one — neither its
     replies nor its calls' arguments — and nor is a refusal or an error, which quotes the refused
-    argument back: an ID a guard turned away stays unknown to the reply check."""
+    argument back: an ID a guard turned away stays unknown to the reply check. Nor is a tool call's
+    ID (`callids`): one of the request's calls, or of a form Sundry or a provider gives calls."""
     texts = []
     for m in request.messages:
         if m.role == "assistant":
@@ -123,7 +130,11 @@ def known_identifiers(request: ModelRequest) -> set[str]:
         if (m.content or "").startswith(SYSTEM_NOTICE_PREFIX) and not m.content.startswith(LATER_RESULT):
             continue  # a refusal, an error, a held reply's quote: Sundry's words about the model's, not facts
         texts.append(m.content)
-    return replycheck.known_identifiers(texts)
+    known = replycheck.known_identifiers(texts)
+    if not CALL_IDS_UNKNOWN:
+        return known
+    calls = callids.in_request(request.messages)
+    return {t for t in known if t not in calls and not callids.generated(t)}
 
 
 def _latest_customer_text(turns: list[TurnData]) -> str:

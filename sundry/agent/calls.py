@@ -17,10 +17,12 @@ from django.db import DatabaseError, connection, transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
 from sundry.agent import cardanswers, cardstore, holds, proposals, recordstates, remote, spending_reads
+from sundry.agent.answer import known_identifiers
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
 from sundry.agent.guards import cards, consent, replycheck, runlimits
 from sundry.agent.models import Confirmation, HeldAction
+from sundry.agent.provider import callids
 from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context import services as lanes
 from sundry.context.assembly import Assembled
@@ -63,10 +65,10 @@ def unique_call_ids(calls: list[ToolCall], request: ModelRequest) -> list[ToolCa
     taken |= {m.tool_call_id for m in request.messages if m.tool_call_id}
     out = []
     for call in calls:
-        base = call.id or "call"
+        base = call.id or callids.UNNAMED
         new, n = base, 2
         while new in taken or not new:
-            new, n = f"{base}-{n}", n + 1
+            new, n = f"{base}{callids.UNIQUE_SEPARATOR}{n}", n + 1
         taken.add(new)
         out.append(call if new == call.id else call.model_copy(update={"id": new}))
     return out
@@ -208,6 +210,7 @@ def _guard_input(
         else None,
         today=recordstates.today,
         declared=replycheck.declared_texts(toolbox.specs) if tool.customer_text or tool.side_effect else (),
+        known=frozenset(known_identifiers(assembled.request)) if tool.customer_text else None,
     )
 
 

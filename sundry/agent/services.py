@@ -15,6 +15,7 @@ from sundry.agent import cardstore, claims, holds, outbox, spending_reads
 from sundry.agent.calls import process_call
 from sundry.agent.guards import cards
 from sundry.agent.models import Confirmation, HeldAction
+from sundry.agent.provider import callids
 from sundry.agent.tasks import agent_run_task
 from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.attachments import services as attachments
@@ -285,7 +286,7 @@ def held_action_decide(*, held_id: int, ticket: Ticket, approve: bool, user, wak
                 text=f"{who} approved the held {held.tool} call.",
                 payload={"held": held.pk, "decision": "approved", "resume": True},
             )
-            call = ToolCall(id=held.call_id + "-approved", name=held.tool, arguments=held.arguments)
+            call = ToolCall(id=held.call_id + callids.APPROVED_SUFFIX, name=held.tool, arguments=held.arguments)
             # Record the tool call the approval executes, so its result is never orphaned.
             turn_append(
                 ticket=ticket,
@@ -437,7 +438,7 @@ def _decide_open(card: Confirmation, ticket: Ticket, confirm: bool, via: str, us
     # The call's IDs were checked when it was proposed, and the customer read them on the card.
     assembled = assemble(lane_snapshot(ticket), model=ticket.ticket_class.working_model)
     assembled.recent_result_ids = assembled.recent_result_ids | _card_ids(card.arguments)
-    call = ToolCall(id=card.call_id + "-confirmed", name=card.tool, arguments=card.arguments)
+    call = ToolCall(id=card.call_id + callids.CONFIRMED_SUFFIX, name=card.tool, arguments=card.arguments)
     turn_append(
         ticket=ticket,
         author=Turn.Author.AGENT,

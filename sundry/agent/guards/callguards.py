@@ -68,12 +68,15 @@ class GuardInput:
     # The descriptions of the tools declared to the model and of their parameters
     # (`replycheck.declared_texts`): a tool's customer text that is one of them is Sundry's words.
     declared: tuple[str, ...] = ()
+    # Every identifier the request showed, as the reply check reads them (`answer.known_identifiers`): an
+    # identifier in a tool's customer text that is none of them is invented. None: not judged (a replay).
+    known: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold, confirm (a card the customer must confirm)
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, refund_limit, confirmation, repeat, approval (the loop adds duplicate)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, invented_id, refund_limit, confirmation, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -684,6 +687,33 @@ def _check_addressee(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+# A tool's customer text is read for invented identifiers as a plain reply is. Off, only the reply check reads them.
+IDS_IN_CUSTOMER_TEXT = True
+
+
+def _check_invented(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer (a reply, an email) that names an identifier nothing the request showed
+    holds — no tool result, ledger entry or customer message; a tool call's ID never counts — is refused,
+    as the reply check asks a plain reply again (`replycheck.invented_ids`, the same reading on the same
+    identifiers): an invented order or refund reference, or the ID of one of the model's own calls."""
+    if not IDS_IN_CUSTOMER_TEXT or inp.known is None:
+        return None
+    for name in inp.tool.customer_text:
+        invented = replycheck.invented_ids(str(getattr(args, name, "") or ""), inp.known)
+        if invented:
+            return _reject(
+                "invented_id",
+                f"The {inp.tool.name} text names {', '.join(invented)}, which is in no tool result, ledger entry "
+                f"or customer message.{replycheck.call_ids_note(invented)} It was not sent. Never write a "
+                "reference that a tool did not return: use only identifiers from the ledger or tool results, "
+                "and if an action did not happen, do not say it did.",
+                args,
+                field=name,
+                invented=invented,
+            )
+    return None
+
+
 def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
@@ -741,6 +771,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             _check_opaque(inp, args)
             or _check_internal(inp, args)
             or _check_copied(inp, args)
+            or _check_invented(inp, args)
             or _check_addressee(inp, args)
             or _check_claims(inp, args)
         )

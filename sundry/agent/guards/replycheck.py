@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from sundry.agent.guards import addressee, declaredwords, ownterms, refusals
+from sundry.agent.provider import callids
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
 
@@ -131,6 +132,21 @@ def id_tokens(text: str) -> set[str]:
         if len(token) >= MIN_TOKEN and not _NOT_ID.match(token):
             out.add(token)
     return out
+
+
+def invented_ids(text: str, known) -> list[str]:
+    """The identifier-like tokens of a text for the customer that nothing the request showed holds (`known`,
+    from `known_identifiers`): the reply check's reading, and the call guards' for a tool's customer text."""
+    return sorted(t for t in id_tokens(text) if t not in known)
+
+
+def call_ids_note(invented) -> str:
+    """What the model is told when an invented token is a tool call's ID (`callids`): whose it is."""
+    calls = [t for t in invented if callids.generated(t)]
+    if not calls:
+        return ""
+    what = "is the ID of one of your tool calls" if len(calls) == 1 else "are the IDs of your tool calls"
+    return f" {', '.join(calls)} {what}: Sundry's own, meaning nothing to the customer."
 
 
 def _is_call_json(chunk: str, tools: frozenset[str]) -> bool:
@@ -379,14 +395,15 @@ def check_reply(
             retried,
             notes=notes,
         )
-    invented = sorted(t for t in id_tokens(cleaned) if t not in known)
+    invented = invented_ids(cleaned, known)
     if invented:
         return _again(
             raw,
             "invented_id",
             f"Your reply names {', '.join(invented)}, which is in no tool result, ledger entry or customer "
-            "message. Never write a reference that a tool did not return. Rewrite the reply using only "
-            "identifiers from the ledger or tool results; if an action did not happen, do not say it did.",
+            f"message.{call_ids_note(invented)} Never write a reference that a tool did not return. Rewrite the "
+            "reply using only identifiers from the ledger or tool results; if an action did not happen, do not "
+            "say it did.",
             retried,
             invented=invented,
             notes=notes,
