@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sundry.agent import recordstates
-from sundry.agent.guards import provisional, replycheck, replyclaims
+from sundry.agent.guards import provisional, replycheck, replyclaims, unfinished
 from sundry.agent.provider import callids, textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
@@ -166,8 +166,11 @@ def held_if_internal(
 ) -> replycheck.ReplyVerdict:
     """A reply that would be posted but quotes internal-only text is held for staff instead (never re-asked:
     the model has shown it will repeat what it should not). So is one the check would ask again only for
-    speaking of the customer in the third person: staff's notes do, and a quote of one is held at once."""
-    if not internal or not (verdict.action == replycheck.POST or verdict.reasons == [replycheck.ABOUT_CUSTOMER]):
+    speaking of the customer in the third person: staff's notes do, and a quote of one is held at once; and
+    one it would ask again only for ending unfinished (`_only_unfinished`)."""
+    if not internal or not (
+        verdict.action == replycheck.POST or verdict.reasons == [replycheck.ABOUT_CUSTOMER] or _only_unfinished(verdict)
+    ):
         return verdict
     found = internaltext.quotes(verdict.text, internal)
     if not found:
@@ -175,6 +178,12 @@ def held_if_internal(
     return replycheck.ReplyVerdict(
         replycheck.HOLD, verdict.text, ["internal_text"], verdict.notes, quoted=internaltext.describe(found)
     )
+
+
+def _only_unfinished(verdict: replycheck.ReplyVerdict) -> bool:
+    """The check would post it but for its unfinished end (`unfinished`): what it does say is judged as a
+    posted reply's would be, and a false claim or an internal quote in it is the reason given, not the form."""
+    return verdict.action != replycheck.POST and verdict.reasons == [replycheck.UNFINISHED]
 
 
 # What the model is told when a reply said an identifier is of a kind it is not ("<order> is the customer ID").
@@ -192,7 +201,7 @@ def checked_claims(
     done when it ran — is asked for again, then held: the customer must never read that a refund or
     cancellation happened, or will, when it did not and will not. `question`: the customer's latest
     message, which a bare "Yes, that's done" answers."""
-    if verdict.action != replycheck.POST or facts is None:
+    if not (verdict.action == replycheck.POST or _only_unfinished(verdict)) or facts is None:
         return verdict
     false = facts.unsupported(verdict.text, question)
     if not false:
@@ -252,8 +261,17 @@ def sentence_passes(
         return False
     if internal and internaltext.quotes(upto, internal):
         return False
-    since = max(0, len(provisional.sentences(upto, final=True)) - 1)
-    return facts is None or not facts.unsupported(upto, question, since)
+    return facts is None or not facts.unsupported(upto, question, _since(upto))
+
+
+def _since(upto: str) -> int:
+    """The first sentence of `upto` the stream has not shown yet: its last, and any before it that left the
+    text unfinished (`provisional` shows "…these steps:" only with the first step, and judges them as one)."""
+    parts = provisional.sentences(upto, final=True)
+    since = max(0, len(parts) - 1)
+    while since > 0 and unfinished.ending("".join(parts[:since])):
+        since -= 1
+    return since
 
 
 def _keep_shown(answer: Answer, verdict: replycheck.ReplyVerdict, text: str, stream: ReplyStream | None, judge) -> bool:
@@ -264,17 +282,22 @@ def _keep_shown(answer: Answer, verdict: replycheck.ReplyVerdict, text: str, str
     if not KEEP_SHOWN or not shown.strip() or (verdict.action == replycheck.POST and extends(verdict.text, shown)):
         return False
     # Part of it is on the customer's screen already, each sentence checked as it went out: that
-    # part, if it passes the whole check on its own, is the reply; the rest is held for staff.
-    kept = judge(shown, truncated=False, retried=True)
-    if kept.action != replycheck.POST or _plain(kept.text) != _plain(shown):
+    # part, if it passes the whole check on its own, is the reply; the rest is held for staff. A part
+    # that ends introducing what never came ("…these steps: 1. **Check:**") is kept only up to its last
+    # complete sentence before that, if any: the page must not show a list announced and not given.
+    part = unfinished.finished_part(shown) if unfinished.ending(shown) else shown
+    if not part.strip():
+        return False
+    kept = judge(part, truncated=False, retried=True)
+    if kept.action != replycheck.POST or _plain(kept.text) != _plain(part):
         return False
     if verdict.action == replycheck.POST:  # cleaned into something else than was shown
         verdict.reasons = [*verdict.reasons, "not_as_shown"]
     verdict.action = replycheck.HOLD
     answer.checks[-1] = {**answer.checks[-1], **verdict.as_json(), "kept_shown": True}
-    kept.text = shown.strip()  # stored exactly as the screens show it
+    kept.text = part.strip()  # stored as the screens show it (up to its unfinished end)
     answer.verdict, answer.held = kept, verdict
-    answer.rest = (text[len(shown) :] if text.startswith(shown) else text).strip()
+    answer.rest = (text[len(part) :] if text.startswith(part) else text).strip()
     return True
 
 

@@ -19,12 +19,13 @@ import itertools
 import pytest
 
 from sundry.agent import answer
-from sundry.agent.guards import presentclaims, provisional, replyclaims
+from sundry.agent.guards import presentclaims, provisional, replyclaims, unfinished
 from sundry.agent.guards.replyclaims import OPEN, Proposal
 from sundry.agent.loop import agent_run
 from sundry.agent.models import Confirmation
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
+from sundry.agent.services import customer_message_post
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.messages import ModelResponse
 from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (case: the fixture)
@@ -181,7 +182,14 @@ def test_the_runs_refund_handed_over_never_reaches_the_customer(case, with_card)
 
 @pytest.mark.django_db
 def test_negative_control_with_the_reading_off_the_refund_handed_over_is_posted(case, monkeypatch):
+    """The run's words also end on a colon, introducing nothing (`unfinished`): with this reading off they are
+    held for that alone, and with that one off too they are posted."""
     monkeypatch.setattr(replyclaims.presentclaims, "kinds", lambda sentence: [])
     said = ModelResponse(text=RUN[0])
     agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([LOOKUP, said, said])))
+    held = Turn.objects.filter(ticket=case["ticket"], kind=Turn.Kind.ERROR).last()
+    assert held.payload["reply_check"]["reasons"] == ["unfinished"]
+    monkeypatch.setattr(unfinished, "ending", lambda text: "")
+    customer_message_post(ticket=case["ticket"], text="And?", wake=False)
+    agent_run(case["ticket"].pk, gateway=Gateway(override=ScriptedModel([said])))
     assert "here is your full refund" in customer_reads(case)

@@ -207,7 +207,9 @@ def test_no_declared_sentence_is_streamed():
     cases = positives(texts)[::7]  # every seventh: each sentence is judged with all before it
     shown = [(t, s) for t in cases if declaredwords.carried(s := _streamed(t, texts), texts)]
     assert not shown, shown[:3]
-    assert _streamed(RUN, texts) == "Here are your options:"
+    # "Here are your options:" waits for its first option, Sundry's words: nothing shows (alone, it would be
+    # a list announced and not given, `unfinished`).
+    assert _streamed(RUN, texts) == ""
     assert _streamed(f"Your order {ORDER} has shipped.", texts) == f"Your order {ORDER} has shipped."
 
 

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from sundry.agent import answer, handoff
-from sundry.agent.guards import declaredwords, ownterms, presentclaims, provisional, refusals
+from sundry.agent.guards import declaredwords, ownterms, presentclaims, provisional, refusals, unfinished
 from sundry.agent.guards.replycheck import id_tokens
 from sundry.agent.loop import agent_run
 from sundry.agent.models import AgentStep
@@ -54,7 +54,8 @@ NO_RETRIES = CallLimits(max_retries=0)
         ('Let me look. <tool_call>{"name": "get_order"', set(), False, "Let me look."),
         ('{"name": "get_order", "arguments": {}}', set(), True, ""),
         ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
-        ("Here:\n```json\n{}", set(), False, "Here:"),
+        ("Here it is.\n```json\n{}", set(), False, "Here it is."),
+        ("Here:\n```json\n{}", set(), False, ""),  # cut there, "Here:" introduces nothing (`unfinished`)
         ("Thanks", set(), False, ""),
         ("Thanks", set(), True, "Thanks"),
     ],
@@ -166,20 +167,23 @@ def _cookie(user) -> bytes:
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
 
 
-def watched_ticket(start, model: str) -> dict:
-    """A customer's refund question on a ticket whose class works with `model`, and the cookies of
-    its customer and a staff member, for sockets that watch it; `start` serves the model."""
+def watched_ticket(
+    start, model: str, *, order: str = "SU-26675", said: str = "Did my refund for SU-26675 go through?"
+) -> dict:
+    """A customer's refund question (`said`, on their paid order `order`) on a ticket whose class works with
+    `model`, and the cookies of its customer and a staff member, for sockets that watch it; `start` serves
+    the model."""
     if not settings.REDIS_URL:
         pytest.skip("the stream travels from the run's thread to the sockets over the Redis channel layer")
     users = get_user_model().objects
     staff = users.create_user("sam", password="x", is_staff=True)
     alice = users.create_user("alice", password="x")
     customer = CustomerFactory(user=alice)
-    paid_order(customer=customer, number="SU-26675", prices=(4000,))
+    paid_order(customer=customer, number=order, prices=(4000,))
     tclass = TicketClassFactory(approval_rules={}, working_model=model, summariser_model="offline")
     ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refund?")
-    turn_append(ticket=ticket, author="customer", text="Did my refund for SU-26675 go through?")
-    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": start}
+    turn_append(ticket=ticket, author="customer", text=said)
+    return {"ticket": ticket, "staff": _cookie(staff), "alice": _cookie(alice), "start": start, "alice_user": alice}
 
 
 @pytest.fixture
@@ -456,6 +460,7 @@ async def test_negative_control_with_those_readings_off_they_stream(watched, rep
     monkeypatch.setattr(declaredwords, "carried", lambda text, declared: "")
     monkeypatch.setattr(ownterms, "used", lambda text: "")
     monkeypatch.setattr(presentclaims, "kinds", lambda sentence: [])
+    monkeypatch.setattr(unfinished, "ending", lambda text: "")  # "… your full refund for SU-26675:" introduces
     chunks, words = SUNDRYS_OWN[reply]
     customer, _staff = await _run_watched(watched, lambda p, b: Streamed(chunks=chunks, usage=(900, 12)))
     assert any(words in m["text"] for m in _streamed(customer) if m["state"] == "text")

@@ -25,7 +25,11 @@ reaches a screen. A greeting or apology alone ("Hi there!", "I'm sorry.") is
 shown with the sentence after it, or at the end of a finished reply: it may
 open a bare refusal (`refusals`), and shown alone it would be kept as the
 reply while the refusal after it is held — the customer reading "I'm sorry."
-and no hand-off.
+and no hand-off. A sentence that leaves the text up to it unfinished — one
+ending in a colon ("…you can follow these steps:"), a heading, a list's empty
+item or label alone (`unfinished`) — is shown with what it introduces, judged
+with it, or not at all: the customer never reads a list announced and not given,
+and what was shown can be kept as the reply.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from sundry.agent.guards import refusals
+from sundry.agent.guards import refusals, unfinished
 from sundry.agent.guards.replycheck import id_tokens
 
 # The first character of markup, JSON, a fence or a bracketed notice; or a guard's error text.
@@ -74,7 +78,7 @@ def shown(
             return False
         return sentence_ok is None or not sentence.strip() or sentence_ok((out + sentence).strip())
 
-    out = mark = lead = ""
+    out = mark = lead = intro = ""
     for sentence in sentences(text, final=final):
         if _LIST_NUMBER.fullmatch(sentence.strip()):
             mark += sentence  # "1." opens an item: shown with the item's sentence, never alone
@@ -84,10 +88,14 @@ def shown(
             lead += sentence  # "I'm sorry." may open a bare refusal: shown with what follows it
             continue
         sentence, lead = lead + sentence, ""
+        if unfinished.ending(out + intro + sentence):
+            intro += sentence  # "…these steps:" is shown with the first of them, never alone
+            continue
+        sentence, intro = intro + sentence, ""
         if not passes(sentence):
             break
         out += sentence
     else:
-        if final and lead and passes(lead):  # the whole reply ended on it
+        if final and lead and not intro and passes(lead):  # the whole reply ended on it
             out += lead
     return out.rstrip()

@@ -7,7 +7,7 @@ cut off, in; a verdict out. The step acts on it:
 - "retry": ask the model once more with `prompt` (empty, truncated, only markup,
   an identifier found nowhere, a reply to the guards instead of the customer, one
   that speaks of the customer in the third person — `addressee`, one that is nothing but a
-  refusal of help — `refusals`);
+  refusal of help — `refusals`, one that ends introducing what never follows — `unfinished`);
 - "hold": never send it; staff see the text and the reason.
 
 Identifiers: every identifier-like token in the reply (a mix of letters and
@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.guards import addressee, declaredwords, ownterms, refusals
+from sundry.agent.guards import addressee, declaredwords, ownterms, refusals, unfinished
 from sundry.agent.provider import callids
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
@@ -30,6 +30,7 @@ from sundry.context.idformats import find_ids
 POST, RETRY, HOLD = "post", "retry", "hold"
 ABOUT_CUSTOMER = "about_customer"  # the reason for a reply that speaks of the customer in the third person
 BARE_REFUSAL = "bare_refusal"  # the reason for a reply that only refuses to help (`refusals`)
+UNFINISHED = unfinished.UNFINISHED  # the reason for a reply that ends introducing what never follows
 
 # Tool-protocol markup that must never reach a customer.
 _MARKUP_BLOCK = re.compile(
@@ -108,7 +109,7 @@ class ReplyVerdict:
     text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
     reasons: list[str] = field(
         default_factory=list
-    )  # empty, truncated, markup, notice, echo, about_customer, bare_refusal, invented_id, to_agent
+    )  # empty, truncated, markup, notice, echo, about_customer, bare_refusal, unfinished, invented_id, to_agent
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
@@ -423,6 +424,9 @@ def check_reply(
     # asked again, then held, so the hand-off answers them and staff see it (`refusals`).
     if refusals.bare(cleaned):
         return _again(raw, BARE_REFUSAL, BARE_REFUSAL_PROMPT, retried, notes=notes)
+    # A list announced and never given, a heading with nothing under it: what the customer reads must be whole.
+    if unfinished.ending(cleaned):
+        return _again(raw, UNFINISHED, UNFINISHED_PROMPT, retried, notes=notes)
     # Last: a reply that fails another check says so first (a quote of internal text, judged after this, is
     # held at once even so: `answer.held_if_internal`).
     about = addressee.about_customer(
@@ -437,6 +441,12 @@ BARE_REFUSAL_PROMPT = (
     "Your reply only refused to help, with no reason and nothing the customer can do next. It was not sent. "
     "Answer their request: look up what they asked about with the tools, or ask them for what you need. If it "
     "is something you cannot do, say why and what can be done instead."
+)
+
+
+UNFINISHED_PROMPT = (
+    "Your reply ended by introducing something it never gave: a list, steps or a heading with nothing after "
+    "it. It was not sent. Write a complete reply, shorter if need be, that gives in full whatever it announces."
 )
 
 
