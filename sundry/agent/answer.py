@@ -323,9 +323,10 @@ def obtain(
     everything = customer_texts(turns)
     rejected = after_rejection(turns)
 
-    def judge(text: str, *, truncated: bool, retried: bool) -> replycheck.ReplyVerdict:
+    def judge(text: str, *, truncated: bool, retried: bool, calls_follow: bool = False) -> replycheck.ReplyVerdict:
         verdict = replycheck.check_reply(
             text,
+            calls_follow=calls_follow,
             known=known,
             tools=tools,
             truncated=truncated,
@@ -408,7 +409,7 @@ def obtain(
                     # the calls taken out): a reply in its own right, checked whole against the records as they
                     # stand before the calls run, and never asked for again (that would ask for the calls
                     # again): posted, or held for staff. The calls go to the guards either way.
-                    verdict = judge(prose, truncated=False, retried=True)
+                    verdict = judge(prose, truncated=False, retried=True, calls_follow=True)
                     answer.verdict = verdict
                     answer.checks.append({**verdict.as_json(), "with_calls": True})
                     _keep_shown(answer, verdict, prose, stream, judge)

@@ -123,6 +123,43 @@ def test_words_beside_a_native_call_are_treated_alike(case):
     assert Turn.objects.get(ticket=case["ticket"], kind=Turn.Kind.TOOL_RESULT).payload["ok"]
 
 
+INTRODUCING = [
+    "Let me check that order for you:",
+    "I'll look up both orders now:",
+    "Here is what I'm checking:",
+    "One moment while I look at SU-26675:",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("words", INTRODUCING)
+@pytest.mark.parametrize("native", [True, False])
+def test_words_ending_on_a_colon_before_calls_are_finished_the_calls_follow(case, words, native, monkeypatch):
+    """ "Let me check that order for you:" with a call: what it introduces is the call, so the words post
+    and the ticket is not flagged (a reply ending on a colon with no call is asked again: `unfinished`).
+    Control: judged as if no call followed, the same words are held and the ticket flagged."""
+    call = ToolCall(id="n1", name="get_order", arguments={"order_number": "SU-26675"})
+    first = ModelResponse(text=words, tool_calls=[call]) if native else ModelResponse(text=f"{words} {CALL}")
+    _run(case, first, ModelResponse(text=FINAL))
+    assert _said(case) == [words, FINAL]
+    assert Turn.objects.get(ticket=case["ticket"], kind=Turn.Kind.TOOL_RESULT).payload["ok"]
+    case["ticket"].refresh_from_db()
+    assert not case["ticket"].attention
+
+
+@pytest.mark.django_db
+def test_negative_control_words_before_calls_judged_as_a_whole_reply_are_held(case, monkeypatch):
+    from sundry.agent.guards import replycheck
+
+    real = replycheck.check_reply
+    monkeypatch.setattr(replycheck, "check_reply", lambda text, **kw: real(text, **{**kw, "calls_follow": False}))
+    call = ToolCall(id="n1", name="get_order", arguments={"order_number": "SU-26675"})
+    _run(case, ModelResponse(text=INTRODUCING[0], tool_calls=[call]), ModelResponse(text=FINAL))
+    assert INTRODUCING[0] not in _said(case)
+    case["ticket"].refresh_from_db()
+    assert case["ticket"].attention
+
+
 @pytest.mark.django_db
 def test_an_unclosed_call_is_no_call_it_is_asked_again_and_nothing_of_it_shows(case):
     unclosed = f'{SAY} {{"name": "get_order", "arguments": {{"order_number": "SU-26675"}}'

@@ -320,6 +320,7 @@ def check_reply(
     customer_recent=(),
     declared=(),
     customer_messages=None,
+    calls_follow: bool = False,
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
@@ -327,7 +328,8 @@ def check_reply(
     `customer_recent`: their other recent messages, which it must not say back either;
     `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too;
     `customer_messages`: every customer message the request showed, for who "the customer" may be
-    (`addressee`; None: the latest and recent ones)."""
+    (`addressee`; None: the latest and recent ones); `calls_follow`: the words were written with tool
+    calls, which are what an ending "Let me look that up:" introduces — not an unfinished end."""
     raw = text or ""
     if truncated:
         return _again(
@@ -425,7 +427,7 @@ def check_reply(
     if refusals.bare(cleaned):
         return _again(raw, BARE_REFUSAL, BARE_REFUSAL_PROMPT, retried, notes=notes)
     # A list announced and never given, a heading with nothing under it: what the customer reads must be whole.
-    if unfinished.ending(cleaned):
+    if not calls_follow and unfinished.ending(cleaned):
         return _again(raw, UNFINISHED, UNFINISHED_PROMPT, retried, notes=notes)
     # Last: a reply that fails another check says so first (a quote of internal text, judged after this, is
     # held at once even so: `answer.held_if_internal`).
