@@ -304,7 +304,7 @@ def _shown(text: str) -> str:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("text", SAMPLE)
+@pytest.mark.parametrize("text", SAMPLE, ids=[f"sample{n}" for n in range(len(SAMPLE))])  # one is a random call ID
 def test_an_invented_id_never_reaches_the_customers_page(case, text):
     model = _run(case, text)
     reads = customer_reads(case)
