@@ -16,7 +16,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError, connection, transaction
 
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
-from sundry.agent import cardanswers, cardstore, holds, proposals, recordstates, remote, spending_reads
+from sundry.agent import cardanswers, cardstore, handoff, holds, proposals, recordstates, remote, spending_reads
 from sundry.agent.answer import known_identifiers
 from sundry.agent.effects import apply_effects
 from sundry.agent.guards import callguards as guards
@@ -27,7 +27,7 @@ from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context import services as lanes
 from sundry.context.assembly import Assembled
 from sundry.context.selectors import lane_snapshot
-from sundry.tickets.attention import attention_flag
+from sundry.tickets.attention import REPEATED_CALL, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tooling.domain import Domain, domain_for
@@ -82,9 +82,12 @@ def run_calls(
     toolbox: Toolbox | None = None,
     *,
     append=turn_append,
+    hand_off: bool = True,
 ) -> StepOutcome:
     """The calls of one model response, in order: each guarded, then held, refused or run.
-    `append`: what writes the calls' own turn, the first of the step (the step's claim check)."""
+    `append`: what writes the calls' own turn, the first of the step (the step's claim check).
+    `hand_off`: a stop here may tell the customer their message went to staff (`handoff`) — not when
+    words written with the calls are posted after them (a step whose calls ran outside its transaction)."""
     toolbox = toolbox or toolbox_for(ticket.ticket_class)
     tool_calls = unique_call_ids(response.tool_calls, assembled.request)
     calls = [c.model_dump() for c in tool_calls]
@@ -109,7 +112,7 @@ def run_calls(
         first[same] = call.id
         failures = runlimits.earlier_failures(turns, call.name, call.arguments)
         if failures >= runlimits.REPEAT_LIMIT - 1:
-            _stop_repeat(ticket, call, failures)
+            _stop_repeat(ticket, call, failures, hand_off=hand_off)
             outcome.stop = True
             break
         if toolbox.runs_outside(call.name):
@@ -123,9 +126,9 @@ def run_calls(
     return outcome
 
 
-def _refusal(ticket: Ticket, call: ToolCall, guard: str, reason: str, details) -> None:
+def _refusal(ticket: Ticket, call: ToolCall, guard: str, reason: str, details) -> Turn:
     """The turn the model reads for a call that was not run: which guard, why, and the call as made."""
-    turn_append(
+    return turn_append(
         ticket=ticket,
         author=Turn.Author.SYSTEM,
         kind=Turn.Kind.REJECTION,
@@ -141,14 +144,20 @@ def _refusal(ticket: Ticket, call: ToolCall, guard: str, reason: str, details) -
     )
 
 
-def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int) -> None:
-    """The same call failed before and would again: the run ends here and staff look."""
+def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int, *, hand_off: bool = True) -> None:
+    """The same call failed before and would again: the run ends here and staff look — and the
+    customer, if this leaves their message unanswered, is told a person will reply (`handoff`). In one
+    transaction (the step's, or its own for calls run outside it): the line is read under the row lock
+    the refusal's turn took, before the flag."""
     reason = (
         f"The same {call.name} call failed {failures} times before with these arguments; "
         "the run stopped so staff can look."
     )
-    _refusal(ticket, call, "repeat_failure", reason, {"earlier": failures})
-    attention_flag(ticket.pk, f"Repeated failing call: {call.name} ×{failures + 1}")
+    with transaction.atomic(savepoint=False):
+        refused = _refusal(ticket, call, "repeat_failure", reason, {"earlier": failures})
+        if hand_off:
+            handoff.tell_stopped(ticket, turn_append, refused.number)
+        attention_flag(ticket.pk, f"{REPEATED_CALL}: {call.name} ×{failures + 1}")
 
 
 def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:

@@ -17,8 +17,8 @@ import logging
 from django.db import connection, transaction
 from django.db.models import Q
 
-from sundry.agent import outbox
-from sundry.tickets.attention import attention_flag
+from sundry.agent import handoff, outbox
+from sundry.tickets.attention import RUN_FAILED, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
 from sundry.tickets.versions import ticket_lock
@@ -71,7 +71,7 @@ def run_failed(ticket_id: int, reason: str) -> bool:
                 "agent run on ticket %s stopped (%s) after its reply; nothing left unanswered", ticket_id, reason
             )
             return False
-        turn_append(
+        stop = turn_append(
             ticket=ticket,
             author=Turn.Author.SYSTEM,
             kind=Turn.Kind.ERROR,
@@ -79,7 +79,9 @@ def run_failed(ticket_id: int, reason: str) -> bool:
             "Staff: please reply by hand, or hand the ticket back to the agent to try again.",
             payload={"run_failed": reason},
         )
-        flag(ticket_id, f"Agent run stopped: {reason}"[:120])
+        # The customer, if this leaves their message unanswered, is told a person will reply.
+        handoff.tell_stopped(ticket, turn_append, stop.number)
+        flag(ticket_id, f"{RUN_FAILED}: {reason}"[:120])
         # Staff have it now: the sweep must not start the same run over and over.
         outbox.settle(ticket_id, ticket.last_turn_number)
     return True

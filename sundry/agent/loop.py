@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Exists, Expression, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from sundry.agent import claims, failures
+from sundry.agent import claims, failures, handoff
 from sundry.agent.claims import CLAIM_TTL, Claim, claimed_elsewhere
 from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
@@ -31,7 +31,7 @@ from sundry.agent.step import (
     tool_specs,
 )
 from sundry.agent.toolbox import toolbox_for
-from sundry.tickets.attention import attention_flag
+from sundry.tickets.attention import RUN_STOPPED, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import APPENDED, turn_append
 from sundry.toolservers.models import ToolServer
@@ -268,7 +268,7 @@ def _run_claimed(
                 if steps >= budget
                 else f"the run's {settings.AGENT_RUN_DEADLINE_SECONDS} s deadline"
             )
-            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.", f"Run stopped at {why}")
+            _stop_run(ticket, f"The agent stopped at {why} without replying to the customer.", f"{RUN_STOPPED} {why}")
             return steps, outcome.read_through, False
         # Renewing the lease also reads whether staff took over or closed the ticket meanwhile.
         renewed = claims.renew(held)
@@ -282,8 +282,11 @@ def _run_claimed(
 
 
 def _stop_run(ticket: Ticket, text: str, attention: str) -> None:
+    """The stop turn, the customer told a person will reply if it leaves their message unanswered
+    (`handoff`: read under the row lock the stop's turn took, before the flag), and the flag."""
     with transaction.atomic():
-        turn_append(
+        stop = turn_append(
             ticket=ticket, author=Turn.Author.SYSTEM, kind=Turn.Kind.ERROR, text=text, payload={"run_stopped": True}
         )
+        handoff.tell_stopped(ticket, turn_append, stop.number)
         attention_flag(ticket.pk, attention)

@@ -28,7 +28,15 @@ from sundry.context import render
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
-from sundry.tickets.attention import MODEL_UNAVAILABLE, attention_clear, attention_flag, has_reason, without
+from sundry.tickets.attention import (
+    MODEL_UNAVAILABLE,
+    NO_ANSWER,
+    NOT_CONFIGURED,
+    attention_clear,
+    attention_flag,
+    has_reason,
+    without,
+)
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import APPENDED, turn_append
 from sundry.tickets.versions import ClaimLost, ticket_update
@@ -241,7 +249,10 @@ def _step(
         # by one (each guarded on the lanes the previous left), then the step's record.
         stepwise = call is not None and any(toolbox.runs_outside(c.name) for c in call.response.tool_calls)
         if stepwise:
-            outcome = run_calls(ticket, call.response, assembled, snapshot, toolbox)
+            # Words written with these calls and posted after them answer the message: a stop among
+            # the calls tells the customer nothing of its own.
+            words = got.verdict is not None and got.verdict.action == replycheck.POST
+            outcome = run_calls(ticket, call.response, assembled, snapshot, toolbox, hand_off=not words)
     checks = {"reply": got.checks} if got.checks else {}
     if got.text_calls:
         checks["text_calls"] = got.text_calls
@@ -308,23 +319,26 @@ def _commit(
             if error.unresolved:
                 # No silent toy in production: staff take the ticket, with the reason.
                 text = f"The agent cannot work this ticket: {error}. It was handed to staff."
-                append(
+                stopped = append(
                     ticket=ticket,
                     author=Turn.Author.SYSTEM,
                     kind=Turn.Kind.ERROR,
                     text=text,
                     payload={"model_error": str(error), "unresolved": True},
                 )
+                # Told before the ticket moves to staff: no person has taken it, code handed it over.
+                handoff.tell_stopped(ticket, append, stopped.number)
                 ticket_update(ticket.pk, handler=Ticket.Handler.STAFF)
-                attention_flag(ticket.pk, f"Model not configured: {error}")
+                attention_flag(ticket.pk, f"{NOT_CONFIGURED}: {error}")
             else:
-                append(
+                stopped = append(
                     ticket=ticket,
                     author=Turn.Author.SYSTEM,
                     kind=Turn.Kind.ERROR,
                     text=f"The model could not be reached ({error}). Staff: please reply by hand or retry.",
                     payload={"model_error": str(error)},
                 )
+                handoff.tell_stopped(ticket, append, stopped.number)
                 attention_flag(ticket.pk, f"{MODEL_UNAVAILABLE}: {error}")
             append.check()
             _record_step(
@@ -376,14 +390,15 @@ def _commit(
             kind = AgentStep.Outcome.HELD_REPLY
         else:
             # Asked once more already (`answer.obtain`): looping would only burn the run's steps.
-            append(
+            stopped = append(
                 ticket=ticket,
                 author=Turn.Author.SYSTEM,
                 kind=Turn.Kind.ERROR,
                 text="The model returned neither a reply nor a tool call, twice.",
                 payload={},
             )
-            attention_flag(ticket.pk, "The model gave no answer")
+            handoff.tell_stopped(ticket, append, stopped.number)
+            attention_flag(ticket.pk, NO_ANSWER)
             outcome = StepOutcome(stop=True)
             kind = AgentStep.Outcome.INVALID_OUTPUT
         outcome.read_through = read_through

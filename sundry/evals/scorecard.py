@@ -45,8 +45,9 @@ class Scorecard:
     not_for_customer: int = 0
     not_for_customer_reasons: dict[str, int] = field(default_factory=dict)
     unanswered: int = 0  # customer messages no reply answered before their next one (`unanswered`)
-    # Customer messages answered only by Sundry's hand-off after a held reply ("passed to our team",
-    # `agent/handoff.py`): not answered by the agent, so not counted as answered, nor as silent.
+    # Customer messages answered only by Sundry's hand-off after a held reply or a run that stopped without
+    # replying ("passed to our team", `agent/handoff.py`): not answered by the agent, so not counted as
+    # answered, nor as silent.
     handed_off: int = 0
     compactions: int = 0
     summary_fallbacks: int = 0
@@ -318,7 +319,8 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         .order_by("number")
         .values_list("number", "author", "kind", "text", "payload", "created_at")
     )
-    # Sundry's hand-off after a held reply is code's words, not the agent's: judged apart (`handed_off`).
+    # Sundry's hand-off (after a held reply or a stopped run) is code's words, not the agent's: judged
+    # apart (`handed_off`).
     handed = [
         n for n, author, kind, _t, p, _at in rows if kind == Turn.Kind.MESSAGE and (p or {}).get("via") == HANDED_OFF
     ]

@@ -92,6 +92,15 @@ def follow_up_resolve(*, ticket: Ticket, user) -> bool:
 
 # The agent's flag when the model cannot be reached; a later step that reaches it clears it.
 MODEL_UNAVAILABLE = "Model unavailable"
+# The causes of the agent's other flags raised as a run ends without replying (`agent/handoff.py` reads
+# them as standing flags): the same failing call again (`calls`), the run's step cap or deadline
+# (`loop`), a run given up (`failures.run_failed`), no answer from the model twice, no model configured
+# (`step`).
+REPEATED_CALL = "Repeated failing call"
+RUN_STOPPED = "Run stopped at"
+RUN_FAILED = "Agent run stopped"
+NO_ANSWER = "The model gave no answer"
+NOT_CONFIGURED = "Model not configured"
 
 
 def cause_of(text: str) -> str:

@@ -72,10 +72,11 @@ def test_a_stop_recorded_while_the_model_answers_leaves_the_step_writing_nothing
     model = WritesWhileAnswering(lambda: failures.run_failed(ticket.pk, "it ran past its time limit"))
     steps, _ = loop.run_slice(ticket.pk, gateway=Gateway(override=model))
     assert steps == 1 and model.calls == 1
-    assert after(ticket, before) == [(Turn.Kind.ERROR, Turn.Author.SYSTEM)]  # the stop, nothing after it
+    # The stop and the customer's hand-off it posts (`handoff`), nothing after them.
+    assert after(ticket, before) == [(Turn.Kind.ERROR, Turn.Author.SYSTEM), (Turn.Kind.MESSAGE, Turn.Author.AGENT)]
     assert not AgentStep.objects.filter(ticket=ticket).exists()
     row = Ticket.objects.get(pk=ticket.pk)
-    assert row.agent_claimed_at is None and row.last_turn_number == before + 1
+    assert row.agent_claimed_at is None and row.last_turn_number == before + 2
 
 
 def test_control_without_the_look_for_a_stop_the_stopped_run_posts(ticket, monkeypatch):
@@ -83,7 +84,7 @@ def test_control_without_the_look_for_a_stop_the_stopped_run_posts(ticket, monke
     before = ticket.last_turn_number
     model = WritesWhileAnswering(lambda: failures.run_failed(ticket.pk, "it ran past its time limit"))
     loop.run_slice(ticket.pk, gateway=Gateway(override=model))
-    assert len(after(ticket, before)) > 1  # the call's turn and its result came after the stop
+    assert (Turn.Kind.TOOL_CALL, Turn.Author.AGENT) in after(ticket, before)  # the call's turn came after the stop
 
 
 def test_a_message_posted_while_the_model_answers_does_not_stop_the_step(ticket):

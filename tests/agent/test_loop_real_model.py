@@ -146,7 +146,8 @@ def test_in_production_an_unresolvable_model_hands_the_ticket_to_staff(desk, set
     assert ticket.attention.startswith("Model not configured") and "SUNDRY_OPENAI_COMPAT_BASE_URL" in ticket.attention
     error = Turn.objects.get(ticket=ticket, kind="error")
     assert "handed to staff" in error.text and error.payload["unresolved"] is True
-    assert desk["server"].requests == [] and agent_messages(ticket) == []
+    # No model spoke: the customer reads Sundry's hand-off, told before the ticket went to staff (`handoff`).
+    assert desk["server"].requests == [] and agent_messages(ticket) == [handoff.TEXT]
 
 
 def test_the_step_cap_flags_a_run_that_stops_mid_task(desk, settings):

@@ -107,8 +107,9 @@ def test_a_run_that_could_not_finish_leaves_an_error_turn_and_adds_its_reason(ti
     post(ticket)
     Ticket.objects.filter(pk=ticket.pk).update(attention="Customer flagged a detail")
     failures.run_failed(ticket.pk, "it ran past the 270 s time limit")
-    last = Turn.objects.filter(ticket=ticket).order_by("-number").first()
-    assert last.kind == Turn.Kind.ERROR and "270 s time limit" in last.text
+    last, error = Turn.objects.filter(ticket=ticket).order_by("-number")[:2]
+    assert error.kind == Turn.Kind.ERROR and "270 s time limit" in error.text
+    assert last.payload.get("via") == "handoff"  # the customer is told a person will reply (`handoff`)
     fresh = row(ticket)
     assert fresh.attention.startswith("Customer flagged a detail · Agent run stopped")
     assert fresh.agent_wake_turn is None  # staff have it: the sweep does not start it over

@@ -58,7 +58,20 @@ def customer_turns(stack, ticket=None) -> list[str]:
 
 
 def answered_after(stack, ticket: int, number: int) -> list[tuple]:
-    return [t for t in stack.turns(ticket) if t[0] > number and t[1] == "agent" and t[2] == "message"]
+    """The agent's replies after turn `number`: not Sundry's hand-off (`handed_off_after`)."""
+    handed = {n for (n,) in handed_off_after(stack, ticket, number)}
+    return [
+        t for t in stack.turns(ticket) if t[0] > number and t[1] == "agent" and t[2] == "message" and t[0] not in handed
+    ]
+
+
+def handed_off_after(stack, ticket: int, number: int) -> list[tuple]:
+    """(number,) of each hand-off after turn `number`: code's words that staff have the message (`agent/handoff.py`)."""
+    return stack.rows(
+        "SELECT number FROM tickets_turn WHERE ticket_id = %s AND number > %s AND payload->>'via' = 'handoff' "
+        "ORDER BY number",
+        (ticket, number),
+    )
 
 
 def turn_number(stack, ticket: int, text: str) -> int:

@@ -26,6 +26,7 @@ from tests.faults.servers import ROOT, wait_for
 from tests.faults.test_database_faults import (
     answered_after,
     assert_whole,
+    handed_off_after,
     message_mid_step,
     sent,
     turn_number,
@@ -86,6 +87,7 @@ def test_a_run_past_the_soft_time_limit_leaves_an_error_turn_attention_and_no_cl
     assert s.worker.alive(), s.worker.text()[-3000:]
     time.sleep(3)  # a step that went on would write its reply now that the row is free
     assert not answered_after(s, ticket, number), s.turns(ticket)
+    assert len(handed_off_after(s, ticket, number)) == 1, s.turns(ticket)  # told a person will reply
     assert_whole(s, ticket)
 
 

@@ -17,7 +17,14 @@ import time
 import pytest
 
 from tests.faults.servers import wait_for
-from tests.faults.test_database_faults import answered_after, assert_whole, sent, turn_number, wait_answered
+from tests.faults.test_database_faults import (
+    answered_after,
+    assert_whole,
+    handed_off_after,
+    sent,
+    turn_number,
+    wait_answered,
+)
 from tests.faults.test_run_faults import ticket_row
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
@@ -97,7 +104,7 @@ def test_a_refused_step_is_retried_with_backoff_then_leaves_an_error_turn_and_a_
 
     time.sleep(2)  # nothing tries again once it gave up
     assert attempts(s, lost) == 3
-    assert not answered_after(s, lost, lost_at)
+    assert not answered_after(s, lost, lost_at) and len(handed_off_after(s, lost, lost_at)) == 1
     assert [t[3] for t in s.turns(lost) if t[1] == "customer"] == [f"Where is my order {orders[0]}?"]
     assert not s.rows("SELECT id FROM agent_agentstep WHERE ticket_id = %s", (lost,))  # no half-step
     assert s.worker.alive(), s.worker.text()[-3000:]
