@@ -25,7 +25,10 @@ FIXTURES = Path(__file__).resolve().parent
 
 
 def retail_data_dir() -> Path | None:
-    path = ROOT.parent / "shared" / "corpora" / "tau2" / "domains" / "retail"
+    from sundry.evals.sources import shared_dir  # ../shared, or SUNDRY_SHARED_DIR
+
+    shared = shared_dir()
+    path = shared / "corpora" / "tau2" / "domains" / "retail" if shared else ROOT.parent / "shared"
     return path if (path / "db.json").is_file() else None
 
 
