@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from django.test import Client
 
 from sundry.agent import failures, handoff, loop, tasks
 from sundry.agent.loop import agent_run
@@ -23,14 +22,13 @@ from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post, ticket_set_handler
 from sundry.agent.step import agent_step
 from sundry.agent.tasks import agent_run_task
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tickets import attention
 from sundry.tickets.attention import reasons
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.test_handoff import case  # noqa: F401  (the fixture: a customer, a paid order, staff, their pages)
 
 pytestmark = pytest.mark.django_db
 
@@ -79,20 +77,6 @@ STOPS = {
         again=False,
     ),
 }
-
-
-@pytest.fixture
-def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    staff = django_user_model.objects.create_user("sam", password="pw", is_staff=True)
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number="SU-26675", prices=(4000,))
-    tclass = TicketClassFactory(approval_rules={})
-    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Refund")
-    page, desk = Client(), Client()
-    page.force_login(user)
-    desk.force_login(staff)
-    return {"ticket": ticket, "staff": staff, "page": page, "desk": desk}
 
 
 def stopped(case, stop: Stop, text: str = ASK, *, before=(), settings=None) -> ScriptedModel:
