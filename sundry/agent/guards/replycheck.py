@@ -78,9 +78,25 @@ _OWN_WORDS = re.compile(
     # The call re-ask's own clauses in other words ("Thank you for the tool call, but it was not made. You must
     # never see it."): a tool call said not made, and what the customer must never see.
     r"|\btool[\s_-]?calls?\b[^.!?\n]{0,60}?\b(?:(?:was|were|is|are)(?:\s+not|n't)|ha(?:s|ve)(?:\s+not|n't)\s+been)\s+made\b"
-    r"|\b(?:the\s+customer|customers|you)\s+(?:must\s+(?:never|not)|mustn't)\s+see\s+(?:it|this|that|them)\s*(?:[.!;,]|$)",
+    r"|\b(?:the\s+customer|customers|you)\s+(?:must\s+(?:never|not)|mustn't)\s+see\s+(?:it|this|that|them)\s*(?:[.!;,]|$)"
+    # What a re-ask shows as the model's own empty answer, copied back as a reply.
+    r"|\(no reply\)",
     re.I,
 )
+NAMES_TOOLS = True  # the tests' negative control switches it off
+
+
+def names_a_tool(text: str, tools) -> bool:
+    """A declared tool's own identifier in the text (`get_thing`, `do_other_thing`): a call written out in
+    some shape no reader knows ("TOOL (type: function, function: do_thing)", real-model run 16), never
+    words for a customer. Only names joined by an underscore, which no sentence writes: "do a thing" is
+    English."""
+    names = [t for t in tools if "_" in t]
+    return (
+        bool(names) and re.search(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", text) is not None
+    )
+
+
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 # A bracketed label opening a line (`[refund] …`, `[tool_name] …`): how small models label a
@@ -346,6 +362,10 @@ def check_reply(
         )
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
+    if NAMES_TOOLS and names_a_tool(cleaned, tools):  # "TOOL (type: function, function: <a tool's name>)"
+        return _again(
+            raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
+        )
     if not _SAYS_SOMETHING.search(cleaned):  # nothing, or marks alone: a "(" left of a call copied back
         reason = "markup" if raw.strip() and not cleaned else "empty"
         return _again(

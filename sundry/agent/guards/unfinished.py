@@ -1,7 +1,7 @@
 """A text that ends by introducing what never follows is not a reply. Pure.
 
 Issue 26, run 14: an answer cut off at the length limit streamed as far as "To restore your
-order SU-21487, you can follow these steps: ⏎⏎ 1. **Check for Duplicate Orders:**". That part
+order <the order>, you can follow these steps: ⏎⏎ 1. **Check for Duplicate Orders:**". That part
 was kept as the reply (it passed every other reading on its own) and the rest held for staff:
 the customer's page showed a list announced, one bold heading and nothing under it. The model
 then copied the text whole as its next four answers, and each posted as a complete reply.
