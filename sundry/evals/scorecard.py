@@ -262,17 +262,19 @@ OWN_TERMS = "own_terms"  # `ownterms`
 DECLARED_WORDS = "declared_words"  # `declaredwords`
 ABOUT_CUSTOMER = replycheck.ABOUT_CUSTOMER  # `addressee`
 BARE_REFUSAL = replycheck.BARE_REFUSAL  # `refusals`
-NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL)
+TOOL_NAME = "tool_name"  # `replycheck.names_a_tool`: a call written out ("TOOL (type: function, function: …)")
+NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME)
 
 
-def not_for_customer(text: str, *, declared=(), customer_said=()) -> list[str]:
+def not_for_customer(text: str, *, declared=(), customer_said=(), tools=()) -> list[str]:
     """Which of the reply check's readings find a posted reply in Sundry's own words or not addressed to the
     customer, each called as `replycheck.check_reply` calls it: Sundry's names for its own workings
     (`ownterms.used`: "the rules you have pinned", "the ID ledger"), a declared tool's or parameter's
     description or a sentence of one (`replycheck.declares`, with `declared` from `replycheck.declared_texts`),
     the customer spoken of in the third person (`addressee.about_customer`; `customer_said`: the customer's
     messages before the reply, whose own "my customer" spares the noun), and nothing but a refusal of help
-    (`refusals.bare`). All of them, not the first: the card tallies each reading."""
+    (`refusals.bare`), a declared tool's identifier (`replycheck.names_a_tool`; `tools`: their names). All
+    of them, not the first: the card tallies each reading."""
     from sundry.agent.guards import addressee, ownterms, refusals
 
     found = {
@@ -280,6 +282,7 @@ def not_for_customer(text: str, *, declared=(), customer_said=()) -> list[str]:
         DECLARED_WORDS: replycheck.declares(text, declared),
         ABOUT_CUSTOMER: bool(addressee.about_customer(text, list(customer_said))),
         BARE_REFUSAL: refusals.bare(text),
+        TOOL_NAME: replycheck.names_a_tool(text, tools),
     }
     return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
 
@@ -313,7 +316,9 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
     rules = lane_snapshot(ticket, with_turns=False).rules
     # The descriptions the model read: the class's tools as offered (a tool server's as its declaration files
     # give them; no server is contacted).
-    declared = replycheck.declared_texts(toolbox_for(ticket.ticket_class, listing=False).specs)
+    offered = toolbox_for(ticket.ticket_class, listing=False).specs
+    declared = replycheck.declared_texts(offered)
+    tool_names = frozenset(t["name"] if isinstance(t, dict) else t.name for t in offered)
     rows = list(
         Turn.objects.filter(ticket_id=ticket_id)
         .order_by("number")
@@ -434,7 +439,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
-        found = not_for_customer(text, declared=declared, customer_said=customer_said)
+        found = not_for_customer(text, declared=declared, customer_said=customer_said, tools=tool_names)
         out["not_for_customer"] += bool(found)
         reasons.update(found)
     out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}

@@ -107,11 +107,15 @@ def test_a_truncated_reply_is_never_posted():
 
 
 def test_a_reply_to_the_guards_after_a_rejection_is_asked_again_once():
-    text = "The guard rejected my call, so I will call get_order again with the right number."
+    text = "The guard rejected my call, so I will look the order up again with the right number."
     assert check(text, after_rejection=True).action == replycheck.RETRY
     assert check(text, after_rejection=True).reasons == ["to_agent"]
     assert check(text, after_rejection=True, retried=True).action == replycheck.POST
     assert check(text).action == replycheck.POST  # without a rejection it is not judged so
+    # Naming the tool by its identifier is a call written out, whatever came before: never posted.
+    named = "The guard rejected my call, so I will call get_order again with the right number."
+    assert check(named, after_rejection=True).reasons == ["to_agent"]
+    assert check(named, after_rejection=True, retried=True).action == replycheck.HOLD
 
 
 # --- calls written as text ----------------------------------------------------------

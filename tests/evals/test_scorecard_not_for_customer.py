@@ -15,6 +15,7 @@ from sundry.evals import scorecard
 from sundry.evals.importers import tau2_results
 from sundry.tickets.models import Turn
 from tests.agent import recorded
+from tests.agent import test_reply_tool_names as tool_names
 from tests.agent.test_declared_sentences import lookalikes as declared_look_alikes
 from tests.agent.test_declared_sentences import positives as declared_positives
 from tests.agent.test_internal_vocabulary import lookalikes as own_terms_look_alikes
@@ -36,6 +37,10 @@ def declared() -> tuple[str, ...]:
     return replycheck.declared_texts(toolbox_for(TicketClassFactory.build(), listing=False).specs)
 
 
+TOOL_NAMES = tool_names.TOOLS
+TOOL_NAME_POSITIVES = tool_names._cases()
+
+
 def kinds(texts) -> dict[str, list[str]]:
     """Each reading's generated wordings (the readings' own test grammars), by the reason the card tallies."""
     return {
@@ -43,6 +48,7 @@ def kinds(texts) -> dict[str, list[str]]:
         scorecard.DECLARED_WORDS: declared_positives(texts)[::7],
         scorecard.ABOUT_CUSTOMER: ADDRESSEE_POSITIVES,
         scorecard.BARE_REFUSAL: REFUSAL_POSITIVES[::3],
+        scorecard.TOOL_NAME: TOOL_NAME_POSITIVES,
     }
 
 
@@ -108,7 +114,7 @@ def test_each_readings_generated_wordings_are_tallied_under_it():
     for reason, wordings in kinds(texts).items():
         for text in wordings:
             total += 1
-            if reason not in scorecard.not_for_customer(text, declared=texts):
+            if reason not in scorecard.not_for_customer(text, declared=texts, tools=TOOL_NAMES):
                 missed.append((reason, text))
     print(f"generated replies not for the customer: {total}, missed {len(missed)}")
     assert total > 1000 and not missed, missed[:5]
@@ -127,7 +133,7 @@ def test_each_readings_look_alikes_are_not_tallied_under_it():
         (reason, t)
         for reason, ts in look_alikes.items()
         for t in ts
-        if reason in scorecard.not_for_customer(t, declared=texts)
+        if reason in scorecard.not_for_customer(t, declared=texts, tools=TOOL_NAMES)
     ]
     print(f"look-alikes: {sum(map(len, look_alikes.values()))}, tallied under their own reading: {len(flagged)}")
     assert not flagged, flagged[:5]
@@ -138,7 +144,9 @@ def test_generated_plain_replies_are_not_counted():
     texts = declared()
     replies = plain_replies()
     flagged = [
-        (t, r) for t in replies if (r := scorecard.not_for_customer(t, declared=texts, customer_said=[QUESTION]))
+        (t, r)
+        for t in replies
+        if (r := scorecard.not_for_customer(t, declared=texts, customer_said=[QUESTION], tools=TOOL_NAMES))
     ]
     assert len(replies) == 150 and not flagged, flagged[:5]
 
@@ -150,7 +158,7 @@ def _one_of_each() -> list[str]:
     """For each reading, the first of its generated wordings that no other reading reads."""
     texts = declared()
     return [
-        next(t for t in wordings if scorecard.not_for_customer(t, declared=texts) == [reason])
+        next(t for t in wordings if scorecard.not_for_customer(t, declared=texts, tools=TOOL_NAMES) == [reason])
         for reason, wordings in kinds(texts).items()
     ]
 
@@ -160,16 +168,16 @@ def test_posted_replies_of_each_kind_are_counted_by_reading_and_make_the_card_no
     replies = _one_of_each()
     ticket = _ticket([replies[0], "Could you send me a photo of the damage?", *replies[1:]])
     read = scorecard.read_by_customers(ticket.pk)
-    assert read["not_for_customer"] == 4 and read["unanswered"] == 0
+    assert read["not_for_customer"] == 5 and read["unanswered"] == 0
     assert read["not_for_customer_reasons"] == {reason: 1 for reason in scorecard.NOT_FOR_CUSTOMER}
     card = _card(ticket)
-    assert card.not_for_customer == 4 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
+    assert card.not_for_customer == 5 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
     assert (
-        "4 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1)"
+        "5 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1)"
         in scorecard.render(card)
     )
     assert scorecard.verdict(card) == (
-        "NOT READY: customers read 4 replies in Sundry's own words or not addressed to them."
+        "NOT READY: customers read 5 replies in Sundry's own words or not addressed to them."
     )
 
 
@@ -257,7 +265,9 @@ def test_the_recorded_replies_are_not_counted():
                     said.append(t.text)
                 elif t.author == "agent":
                     replies += 1
-                    if found := scorecard.not_for_customer(t.text, declared=texts, customer_said=said):
+                    if found := scorecard.not_for_customer(
+                        t.text, declared=texts, customer_said=said, tools=TOOL_NAMES
+                    ):
                         counted.append((found, t.text))
     print(f"recorded replies: {replies}, not for the customer: {len(counted)}")
     assert replies == 882 and not counted, counted[:3]

@@ -362,10 +362,6 @@ def check_reply(
         )
     if not cleaned and CALL_AS_TEXT in notes:
         return _again(raw, "call_as_text", _CALL_PROMPT, retried, notes=notes)
-    if NAMES_TOOLS and names_a_tool(cleaned, tools):  # "TOOL (type: function, function: <a tool's name>)"
-        return _again(
-            raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
-        )
     if not _SAYS_SOMETHING.search(cleaned):  # nothing, or marks alone: a "(" left of a call copied back
         reason = "markup" if raw.strip() and not cleaned else "empty"
         return _again(
@@ -444,6 +440,12 @@ def check_reply(
         )
     # A refusal of help and nothing else leaves the customer's message unanswered, as an empty reply does:
     # asked again, then held, so the hand-off answers them and staff see it (`refusals`).
+    # After the readings with a reason of their own (a notice copied, words to the guards): whatever else
+    # names a tool by its identifier is a call written out in a shape no reader knows.
+    if NAMES_TOOLS and names_a_tool(cleaned, tools):  # "TOOL (type: function, function: <a tool's name>)"
+        return _again(
+            raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
+        )
     if refusals.bare(cleaned):
         return _again(raw, BARE_REFUSAL, BARE_REFUSAL_PROMPT, retried, notes=notes)
     # A list announced and never given, a heading with nothing under it: what the customer reads must be whole.
