@@ -362,7 +362,7 @@ def obtain(
             # The sentences are judged inside the network call's event loop, where the database is not
             # read: the records are read beside it while the model writes (joined below, before this
             # thread reads again).
-            ahead = recordstates.ahead(facts.states)
+            ahead = recordstates.Ahead(facts.states)
             facts = dataclasses.replace(facts, states=ahead)
         stream.known = frozenset(known)
         stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)

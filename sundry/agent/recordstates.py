@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from sundry.agent.guards import statusclaims
@@ -62,12 +63,6 @@ def shown(turns) -> str:
     return statusclaims.RESULT_BREAK.join(t.text or "" for t in turns if t.kind == "tool_result")
 
 
-def ahead(read_states: Callable[[], tuple | None]) -> "Ahead":
-    """`read_states` (a `reader`) started now on a thread of its own, over this thread's database
-    connection, while this thread waits on the model: see `Ahead`."""
-    return Ahead(read_states)
-
-
 class Ahead:
     """A records read made while the model writes, for a streamed reply whose sentences are judged inside
     the network call's event loop, where Django reads nothing. It runs on a thread that borrows this
@@ -79,8 +74,6 @@ class Ahead:
     before this thread uses the connection again, waits for the read to end and lends nothing after."""
 
     def __init__(self, read_states: Callable[[], tuple | None]):
-        from django.db import DEFAULT_DB_ALIAS, connections
-
         connection = connections[DEFAULT_DB_ALIAS]  # the wrapper itself, not the per-thread proxy
         self._read, self._error, self._thread = read_states, None, None
         if connection.vendor != "postgresql":
@@ -93,8 +86,6 @@ class Ahead:
         self._thread.start()
 
     def _run(self, conn) -> None:
-        from django.db import DEFAULT_DB_ALIAS, connections
-
         connections[DEFAULT_DB_ALIAS] = conn  # this thread's reads go over the step's connection
         try:
             self._states = self._read()

@@ -27,7 +27,7 @@ def test_reads_this_transactions_rows_on_another_thread():
         seen.append(threading.current_thread().name)
         return _numbers()
 
-    ahead = recordstates.ahead(read)
+    ahead = recordstates.Ahead(read)
     assert ahead() == _numbers() and len(ahead()) == 4
     assert seen == ["sundry-records"]  # read once, beside this thread
     assert not connections[DEFAULT_DB_ALIAS].allow_thread_sharing  # lent no longer
@@ -35,7 +35,7 @@ def test_reads_this_transactions_rows_on_another_thread():
 
 def test_called_inside_a_running_event_loop():
     generate_shop(seed=3, customers=2, orders=4)
-    ahead = recordstates.ahead(_numbers)
+    ahead = recordstates.Ahead(_numbers)
 
     async def judged_in_the_loop():
         return ahead()  # as a streamed sentence is judged: inside the call's event loop
@@ -54,7 +54,7 @@ def test_a_failed_read_is_raised_where_the_states_are_wanted_and_lends_nothing()
     def broken():
         raise LookupError("no such record")
 
-    ahead = recordstates.ahead(broken)
+    ahead = recordstates.Ahead(broken)
     ahead.join()
     assert not connections[DEFAULT_DB_ALIAS].allow_thread_sharing
     with pytest.raises(LookupError, match="no such record"):

@@ -10,7 +10,7 @@ from sundry.agent.guards import replycheck
 from sundry.tooling.domain import get_domain
 from tests.agent import recorded
 
-TOOLS = frozenset(t if isinstance(t, str) else t.name for t in get_domain().tools)
+TOOLS = frozenset(get_domain().tools)  # the declared tools, by name
 NAMED = sorted(t for t in TOOLS if "_" in t)
 FRAMES = [
     "TOOL (type: function, function: {t})",
