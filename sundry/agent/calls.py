@@ -161,9 +161,11 @@ def _stop_repeat(ticket: Ticket, call: ToolCall, failures: int, *, hand_off: boo
 
 
 def _reject_duplicate(ticket: Ticket, call: ToolCall, original: str) -> None:
+    # The earlier call is described, not named: a call's ID is Sundry's own, and a model that reads one
+    # in prose copies it to the customer ("call the text-call-0-2's result"). Staff find it in details.
     reason = (
-        f"This {call.name} call repeats call {original} of the same response, with the same arguments; "
-        f"it was not run again. Call {original}'s result answers it."
+        f"This {call.name} call repeats an earlier {call.name} call of the same response, with the same "
+        "arguments; it was not run again. That call's result answers it."
     )
     _refusal(ticket, call, "duplicate", reason, {"duplicate_of": original})
 

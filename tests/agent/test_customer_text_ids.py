@@ -343,7 +343,11 @@ def test_run_14_the_call_id_a_duplicate_refusal_named_is_refused_as_invented(cas
     model = ScriptedModel([ModelResponse(text=call), ModelResponse(text=f"{call}\n{call}"), said, said, AFTER])
     agent_run(ticket.pk, gateway=Gateway(override=model))
     duplicate = Turn.objects.get(ticket=ticket, kind=Turn.Kind.REJECTION, payload__guard="duplicate")
-    assert "repeats call text-call-0-2" in duplicate.text
+    # The refusal describes the earlier call without its ID; the model's reply copies one all the same.
+    assert duplicate.payload["details"] == {"duplicate_of": "text-call-0-2"}
+    assert "text-call-0-2" not in duplicate.text and "repeats an earlier get_order call" in duplicate.text
+    read = [m.content for r in model.requests for m in r.messages if m.role == "tool" and "duplicate" in m.content]
+    assert read and not any("text-call-0-2" in content for content in read)
     refused = Turn.objects.filter(ticket=ticket, kind=Turn.Kind.REJECTION, payload__guard="invented_id")
     assert refused.count() == 2 and refused[0].payload["details"]["invented"] == ["text-call-0-2"]
     assert "text-call-0-2 is the ID of one of your tool calls" in refused[0].text
