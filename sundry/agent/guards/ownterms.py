@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sundry.agent.guards import declaredwords
 from sundry.agent.guards.claimverbs import forms
 from sundry.context import render
 from sundry.tooling.domain import GENERIC_PROMPT
@@ -48,7 +49,8 @@ EVERYDAY = frozenset({"system", "rules", "state", "summary"})
 NEAR = 3
 _FUNCTION = frozenset("in of for the a an to this that these and or by on at as with".split())
 _WORD = re.compile(r"[a-z]+(?:_[a-z]+)*")
-_BETWEEN = r"(?:\s+[\w'\u2019-]+){0,%d}?\s+" % NEAR
+# Words between, or a heading's dash ("STATE — established facts").
+_BETWEEN = r"(?:\s+(?:[\w'\u2019-]+|[\u2013\u2014])){0,%d}?\s+" % NEAR
 _NOT_OF = r"(?!\s+(?:of|that)\b)"
 _CLAUSE_END = r"(?=\s*(?:[.!?,;:)(\n]|$))"
 _MARKER = re.compile(r"\[([^\]:]+)")
@@ -153,6 +155,16 @@ def _terms(tools: tuple[tuple[str, str], ...]) -> Terms:
     return Terms(re.compile(r"\b(?:" + _alt(names) + r")\b", re.I), tuple(patterns))
 
 
+def section_texts() -> tuple[str, ...]:
+    """What Sundry's sections say of themselves: their headings, what an empty one shows, the ledger's
+    columns, a candidate rule's mark. A small model copies one whole as its reply ("STATE — established
+    facts; they override the summary below if the two disagree"): read as `declaredwords` reads a tool's
+    description, word for word whatever the punctuation, the case or a lead-in."""
+    empty = (render.NO_RULES, render.NO_IDS, render.NO_STATE)
+    return (*render.HEADINGS.values(), *empty, render.LEDGER_COLUMNS, render.UNCONFIRMED, render.UNCONFIRMED_CUSTOMER)
+
+
 def used(text: str) -> str:
-    """The first of Sundry's own terms `text` uses as Sundry does (see the module docstring), or ""."""
-    return terms().found(text)
+    """The first of Sundry's own terms `text` uses as Sundry does (see the module docstring), or a section's
+    own text it carries (`section_texts`), or ""."""
+    return terms().found(text) or declaredwords.carried(text, section_texts())
