@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sundry.agent.guards import replycheck
-from sundry.context.render import HANDED_OFF
+from sundry.context.render import HANDED_OFF, SAID_WITH_CALLS
 
 
 @dataclass
@@ -40,7 +40,8 @@ class Scorecard:
     false_statements: int = 0
     streamed_then_held: int = 0  # steps whose streamed text reached the page and is not what was stored
     internal_shown: int = 0  # posted replies quoting a staff note or internal field
-    # Posted agent replies in Sundry's own words or not addressed to the customer (`not_for_customer`), and
+    # Posted agent replies in Sundry's own words, not addressed to the customer or left unfinished
+    # (`not_for_customer`), and
     # the readings that found them, each counted once per reply it read so (a reply may carry two).
     not_for_customer: int = 0
     not_for_customer_reasons: dict[str, int] = field(default_factory=dict)
@@ -263,19 +264,22 @@ DECLARED_WORDS = "declared_words"  # `declaredwords`
 ABOUT_CUSTOMER = replycheck.ABOUT_CUSTOMER  # `addressee`
 BARE_REFUSAL = replycheck.BARE_REFUSAL  # `refusals`
 TOOL_NAME = "tool_name"  # `replycheck.names_a_tool`: a call written out ("TOOL (type: function, function: …)")
-NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME)
+UNFINISHED = replycheck.UNFINISHED  # `unfinished`: an ending that introduces what never follows
+NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME, UNFINISHED)
 
 
-def not_for_customer(text: str, *, declared=(), customer_said=(), tools=()) -> list[str]:
-    """Which of the reply check's readings find a posted reply in Sundry's own words or not addressed to the
-    customer, each called as `replycheck.check_reply` calls it: Sundry's names for its own workings
+def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), calls_follow=False) -> list[str]:
+    """Which of the reply check's readings find a posted reply in Sundry's own words, not addressed to the
+    customer or left unfinished, each called as `replycheck.check_reply` calls it: Sundry's names for its own workings
     (`ownterms.used`: "the rules you have pinned", "the ID ledger"), a declared tool's or parameter's
     description or a sentence of one (`replycheck.declares`, with `declared` from `replycheck.declared_texts`),
     the customer spoken of in the third person (`addressee.about_customer`; `customer_said`: the customer's
     messages before the reply, whose own "my customer" spares the noun), and nothing but a refusal of help
-    (`refusals.bare`), a declared tool's identifier (`replycheck.names_a_tool`; `tools`: their names). All
-    of them, not the first: the card tallies each reading."""
-    from sundry.agent.guards import addressee, ownterms, refusals
+    (`refusals.bare`), a declared tool's identifier (`replycheck.names_a_tool`; `tools`: their names), and an
+    ending that introduces what never follows ("Here are your options:", `unfinished.ending`; not for words
+    posted with calls, `calls_follow`, whose "Let me look that up:" the calls answer, as the check reads them).
+    All of them, not the first: the card tallies each reading."""
+    from sundry.agent.guards import addressee, ownterms, refusals, unfinished
 
     found = {
         OWN_TERMS: bool(ownterms.used(text)),
@@ -283,6 +287,7 @@ def not_for_customer(text: str, *, declared=(), customer_said=(), tools=()) -> l
         ABOUT_CUSTOMER: bool(addressee.about_customer(text, list(customer_said))),
         BARE_REFUSAL: refusals.bare(text),
         TOOL_NAME: replycheck.names_a_tool(text, tools),
+        UNFINISHED: not calls_follow and bool(unfinished.ending(text)),
     }
     return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
 
@@ -330,6 +335,8 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         n for n, author, kind, _t, p, _at in rows if kind == Turn.Kind.MESSAGE and (p or {}).get("via") == HANDED_OFF
     ]
     turns = [(n, author, kind, text) for n, author, kind, text, _p, _at in rows if n not in handed]
+    # Words the model wrote with its calls, posted: what they introduce ("Let me check:") is the calls.
+    with_calls = {n for n, _a, _k, _t, p, _at in rows if (p or {}).get("via") == SAID_WITH_CALLS}
     written = {n: at for n, *_, at in rows}  # "15 days ago" in a reply counts from the day it was written
     actions = list(
         ActionTaken.objects.filter(ticket_id=ticket_id).values_list(
@@ -439,7 +446,9 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
-        found = not_for_customer(text, declared=declared, customer_said=customer_said, tools=tool_names)
+        found = not_for_customer(
+            text, declared=declared, customer_said=customer_said, tools=tool_names, calls_follow=number in with_calls
+        )
         out["not_for_customer"] += bool(found)
         reasons.update(found)
     out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}
@@ -504,7 +513,7 @@ def verdict(card: Scorecard) -> str:
         "false claims": card.false_claims,
         "false statements of status, date or amount": card.false_statements,
         "internal text": card.internal_shown,
-        "replies in Sundry's own words or not addressed to them": card.not_for_customer,
+        "replies in Sundry's own words, not addressed to them or left unfinished": card.not_for_customer,
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,
         "messages handed to staff, unanswered by the agent": card.handed_off,

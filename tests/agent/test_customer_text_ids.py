@@ -12,7 +12,7 @@ list, after a label) × invented IDs (order-like, refund-like, tracking-like, an
 that makes them) is refused; the same frames naming the ticket's and the ledger's IDs, or none, pass.
 Through the agent loop the invented ones never reach the customer's page. Negative controls: the check
 off (they are posted), call IDs counted as known (they leak). The real τ²-bench replies: how many would be
-refused, each explained.
+refused (none: the four measures once refused are read as measures, `measures`).
 """
 
 from __future__ import annotations
@@ -370,10 +370,6 @@ def test_negative_control_with_the_check_off_the_invented_ids_are_posted(case, d
 
 # --- real replies --------------------------------------------------------------------------------------------
 
-# The recorded replies the reading refuses, each a number joined to a unit by a hyphen ("20-hour battery"):
-# a measure the shared identifier rule takes for one (the plain reply check asks them again too).
-MEASURE = re.compile(r"^\d+-[a-z]+$")
-
 
 def test_the_real_agent_replies_of_the_tau2_traces_as_reply_to_customer():
     """Replies a strong model wrote to real users (τ²-bench traces), each sent as `reply_to_customer`'s
@@ -398,7 +394,9 @@ def test_the_real_agent_replies_of_the_tau2_traces_as_reply_to_customer():
                     refused.append(verdict.details["invented"])
     print(f"real replies: {replies}, refused: {len(refused)} {refused}; call IDs read as such: {call_ids} of {ids}")
     assert replies > 800 and call_ids == ids > 600  # OpenAI's own
-    assert len(refused) == 4 and all(MEASURE.match(t) for ids in refused for t in ids), refused
+    # The four refused before were measures ("20-hour battery", "500-piece"), read as such since
+    # (`measures`, tests/agent/test_measure_tokens.py).
+    assert refused == [], refused
 
 
 PASTED = "What does text-call-0 mean? It showed up next to my order."

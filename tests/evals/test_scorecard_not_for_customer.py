@@ -1,7 +1,9 @@
-"""`model_check`'s "not for the customer": posted agent replies in Sundry's own words or not addressed to the
-customer, judged from the stored turns by the reply check's own readings (`scorecard.not_for_customer`) —
-Sundry's names for its workings (`ownterms`), a declared tool's description (`declaredwords`), the customer in
-the third person (`addressee`), a bare refusal (`refusals`) — whichever code let the reply through."""
+"""`model_check`'s "not for the customer": posted agent replies in Sundry's own words, not addressed to the
+customer or left unfinished, judged from the stored turns by the reply check's own readings
+(`scorecard.not_for_customer`) — Sundry's names for its workings (`ownterms`), a declared tool's description
+(`declaredwords`), the customer in the third person (`addressee`), a bare refusal (`refusals`), a tool's
+identifier, an ending that introduces what never follows (`unfinished`; not for words posted with calls, which
+the check lets end "Let me look that up:") — whichever code let the reply through."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from tests.agent.test_reply_addressee import LOOK_ALIKES as ADDRESSEE_LOOK_ALIKE
 from tests.agent.test_reply_addressee import POSITIVES as ADDRESSEE_POSITIVES
 from tests.agent.test_reply_refusals import LOOK_ALIKES as REFUSAL_LOOK_ALIKES
 from tests.agent.test_reply_refusals import POSITIVES as REFUSAL_POSITIVES
+from tests.agent.test_reply_unfinished import LOOK_ALIKES as UNFINISHED_LOOK_ALIKES
+from tests.agent.test_reply_unfinished import UNFINISHED as UNFINISHED_ENDINGS
 
 ORDER = "SU-26675"
 QUESTION = f"Hi, I have a question about my order {ORDER}."
@@ -49,6 +53,7 @@ def kinds(texts) -> dict[str, list[str]]:
         scorecard.ABOUT_CUSTOMER: ADDRESSEE_POSITIVES,
         scorecard.BARE_REFUSAL: REFUSAL_POSITIVES[::3],
         scorecard.TOOL_NAME: TOOL_NAME_POSITIVES,
+        scorecard.UNFINISHED: [text for text, _kept in UNFINISHED_ENDINGS[::5]],
     }
 
 
@@ -128,6 +133,7 @@ def test_each_readings_look_alikes_are_not_tallied_under_it():
         scorecard.DECLARED_WORDS: declared_look_alikes(texts),
         scorecard.ABOUT_CUSTOMER: ADDRESSEE_LOOK_ALIKES,
         scorecard.BARE_REFUSAL: REFUSAL_LOOK_ALIKES,
+        scorecard.UNFINISHED: UNFINISHED_LOOK_ALIKES,
     }
     flagged = [
         (reason, t)
@@ -168,16 +174,16 @@ def test_posted_replies_of_each_kind_are_counted_by_reading_and_make_the_card_no
     replies = _one_of_each()
     ticket = _ticket([replies[0], "Could you send me a photo of the damage?", *replies[1:]])
     read = scorecard.read_by_customers(ticket.pk)
-    assert read["not_for_customer"] == 5 and read["unanswered"] == 0
+    assert read["not_for_customer"] == 6 and read["unanswered"] == 0
     assert read["not_for_customer_reasons"] == {reason: 1 for reason in scorecard.NOT_FOR_CUSTOMER}
     card = _card(ticket)
-    assert card.not_for_customer == 5 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
+    assert card.not_for_customer == 6 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
     assert (
-        "5 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1)"
-        in scorecard.render(card)
+        "6 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1, "
+        "unfinished 1)" in scorecard.render(card)
     )
     assert scorecard.verdict(card) == (
-        "NOT READY: customers read 5 replies in Sundry's own words or not addressed to them."
+        "NOT READY: customers read 6 replies in Sundry's own words, not addressed to them or left unfinished."
     )
 
 
@@ -244,6 +250,36 @@ def test_a_runners_read_from_before_the_figure_counts_none():
     )
     card = scorecard.collect("m", [SimpleNamespace(error="", runs={"triggered": run})])
     assert card.not_for_customer == 0 and card.not_for_customer_reasons == {}
+
+
+@pytest.mark.django_db
+def test_posted_unfinished_replies_are_counted_and_words_posted_with_calls_are_not():
+    """Each generated unfinished ending posted as a reply counts; the same posted as the words written with
+    calls (`via: with_calls`), which the check lets end introducing the calls, does not."""
+    from sundry.context.render import SAID_WITH_CALLS
+
+    endings = [text for text, _kept in UNFINISHED_ENDINGS[::60]]
+    ticket = _ticket(endings)
+    read = scorecard.read_by_customers(ticket.pk)
+    print(
+        f"posted unfinished replies counted: {read['not_for_customer_reasons'].get(scorecard.UNFINISHED, 0)}/{len(endings)}"
+    )
+    assert len(endings) > 100 and read["not_for_customer_reasons"].get(scorecard.UNFINISHED) == len(endings)
+    # The same turns, as posted with calls.
+    Turn.objects.filter(ticket=ticket, author=Turn.Author.AGENT).update(payload={"via": SAID_WITH_CALLS})
+    assert scorecard.UNFINISHED not in scorecard.read_by_customers(ticket.pk)["not_for_customer_reasons"]
+
+
+@pytest.mark.django_db
+def test_negative_control_with_the_unfinished_reading_off_the_same_replies_are_not_counted(monkeypatch):
+    from sundry.agent.guards import unfinished
+
+    endings = [text for text, _kept in UNFINISHED_ENDINGS[::60]]
+    ticket = _ticket(endings)
+    monkeypatch.setattr(unfinished, "ending", lambda text: "")
+    read = scorecard.read_by_customers(ticket.pk)
+    print(f"with the reading off, unfinished replies counted: {read['not_for_customer']}/{len(endings)}")
+    assert scorecard.UNFINISHED not in read["not_for_customer_reasons"]
 
 
 # --- the recorded replies ------------------------------------------------------------------------------------

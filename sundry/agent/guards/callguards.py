@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent.guards import addressee, approvals, cards, consent, replycheck, replyclaims, spending
+from sundry.agent.guards import addressee, approvals, cards, consent, replycheck, replyclaims, spending, unfinished
 from sundry.agent.provider import strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
@@ -76,7 +76,7 @@ class GuardInput:
 @dataclass(frozen=True)
 class GuardVerdict:
     decision: str  # allow, reject, hold, confirm (a card the customer must confirm)
-    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, invented_id, refund_limit, confirmation, repeat, approval (the loop adds duplicate)
+    guard: str = ""  # schema, rule, id, unverified_id, mutation, internal_text, invented_id, unfinished, refund_limit, confirmation, repeat, approval (the loop adds duplicate)
     reason: str = ""
     args: BaseModel | None = None
     details: dict = field(default_factory=dict)
@@ -751,6 +751,31 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     )
 
 
+# A tool's customer text is read for an unfinished ending as a plain reply is. Off, only the reply check reads it.
+UNFINISHED_IN_CUSTOMER_TEXT = True
+
+
+def _check_unfinished(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer that ends introducing what never follows — "Here are your options:", "the
+    following", an empty list item, a heading with nothing under it (`unfinished`) — is refused, as the reply
+    check asks a plain reply again: the customer reads the message whole, and no call made beside it shows
+    them what it announced. Read last, so that what the text does say is judged first."""
+    if not UNFINISHED_IN_CUSTOMER_TEXT:
+        return None
+    for name in inp.tool.customer_text:
+        how = unfinished.ending(str(getattr(args, name, "") or ""))
+        if how:
+            return _reject(
+                unfinished.UNFINISHED,
+                f"The {inp.tool.name} text ends with {how}: it introduces something it never gives. It was "
+                "not sent. Write a complete message, shorter if need be, that gives in full whatever it announces.",
+                args,
+                field=name,
+                ending=how,
+            )
+    return None
+
+
 def check_call(inp: GuardInput) -> GuardVerdict:
     """Run schema, rule, ID and consequence guards in order; the first non-allow wins.
 
@@ -774,6 +799,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             or _check_invented(inp, args)
             or _check_addressee(inp, args)
             or _check_claims(inp, args)
+            or _check_unfinished(inp, args)
         )
         if verdict:
             return verdict

@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sundry.agent.guards import addressee, declaredwords, ownterms, refusals, unfinished
+from sundry.agent.guards import addressee, declaredwords, measures, ownterms, refusals, unfinished
 from sundry.agent.provider import callids
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
@@ -49,7 +49,7 @@ _INTERNAL = re.compile(
 _FENCE = re.compile(r"```[a-z_]*\s*(.*?)```", re.S)
 # Identifier-like: letters and digits mixed, optionally joined by - or _, five characters or more.
 _TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?(?![\w-])")
-# Amounts, dates, times, ordinals and sizes are facts, not identifiers.
+# Amounts, dates, times, ordinals and sizes are facts, not identifiers; so are measures like "20-hour" (`measures`).
 _NOT_ID = re.compile(
     r"^(?:\d+(?:st|nd|rd|th|am|pm|h|m|s|min|kg|g|cm|mm|x|gb|tb|mb|k)"
     r"|\d{4}-\d{2}-\d{2}(?:T[\d:]+Z?)?|[A-Z]{3}\d[\d.,]*|\d[\d.,]*[A-Z]{3})$",
@@ -146,7 +146,7 @@ def id_tokens(text: str) -> set[str]:
     out = {v for _, v in find_ids(text or "")}
     for m in _TOKEN.finditer(text or ""):
         token = m.group(0)
-        if len(token) >= MIN_TOKEN and not _NOT_ID.match(token):
+        if len(token) >= MIN_TOKEN and not _NOT_ID.match(token) and not measures.is_measure(token):
             out.add(token)
     return out
 
