@@ -421,12 +421,14 @@ def obtain(
                 break
             if verdict.action != replycheck.RETRY:
                 break
-            # Ask once more in the same step, showing the model its reply and why it was not sent.
+            # Ask once more in the same step, showing the model its reply and why it was not sent. An empty
+            # answer is shown as nothing: a stand-in of Sundry's ("(no reply)") is text the model copies back.
+            said = [Message(role="assistant", content=response.text)] if (response.text or "").strip() else []
             request = request.model_copy(
                 update={
                     "messages": [
                         *request.messages,
-                        Message(role="assistant", content=response.text or "(no reply)"),
+                        *said,
                         Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt),
                     ]
                 }

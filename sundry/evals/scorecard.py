@@ -265,7 +265,8 @@ ABOUT_CUSTOMER = replycheck.ABOUT_CUSTOMER  # `addressee`
 BARE_REFUSAL = replycheck.BARE_REFUSAL  # `refusals`
 TOOL_NAME = "tool_name"  # `replycheck.names_a_tool`: a call written out ("TOOL (type: function, function: …)")
 UNFINISHED = replycheck.UNFINISHED  # `unfinished`: an ending that introduces what never follows
-NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME, UNFINISHED)
+OWN_WORDS = "own_words"  # `replycheck.own_words`: a re-ask's words copied, or a stand-in such as "(no reply)"
+NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME, UNFINISHED, OWN_WORDS)
 
 
 def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), calls_follow=False) -> list[str]:
@@ -277,7 +278,8 @@ def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), call
     messages before the reply, whose own "my customer" spares the noun), and nothing but a refusal of help
     (`refusals.bare`), a declared tool's identifier (`replycheck.names_a_tool`; `tools`: their names), and an
     ending that introduces what never follows ("Here are your options:", `unfinished.ending`; not for words
-    posted with calls, `calls_follow`, whose "Let me look that up:" the calls answer, as the check reads them).
+    posted with calls, `calls_follow`, whose "Let me look that up:" the calls answer, as the check reads them),
+    and Sundry's re-asks copied or a stand-in for an answer ("no reply", `replycheck.own_words`).
     All of them, not the first: the card tallies each reading."""
     from sundry.agent.guards import addressee, ownterms, refusals, unfinished
 
@@ -288,6 +290,7 @@ def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), call
         BARE_REFUSAL: refusals.bare(text),
         TOOL_NAME: replycheck.names_a_tool(text, tools),
         UNFINISHED: not calls_follow and bool(unfinished.ending(text)),
+        OWN_WORDS: replycheck.own_words(text),
     }
     return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
 

@@ -17,6 +17,7 @@ from sundry.evals import scorecard
 from sundry.evals.importers import tau2_results
 from sundry.tickets.models import Turn
 from tests.agent import recorded
+from tests.agent import test_reply_stand_ins as stand_ins
 from tests.agent import test_reply_tool_names as tool_names
 from tests.agent.test_declared_sentences import lookalikes as declared_look_alikes
 from tests.agent.test_declared_sentences import positives as declared_positives
@@ -54,6 +55,7 @@ def kinds(texts) -> dict[str, list[str]]:
         scorecard.BARE_REFUSAL: REFUSAL_POSITIVES[::3],
         scorecard.TOOL_NAME: TOOL_NAME_POSITIVES,
         scorecard.UNFINISHED: [text for text, _kept in UNFINISHED_ENDINGS[::5]],
+        scorecard.OWN_WORDS: stand_ins.positives()[::9],
     }
 
 
@@ -134,6 +136,7 @@ def test_each_readings_look_alikes_are_not_tallied_under_it():
         scorecard.ABOUT_CUSTOMER: ADDRESSEE_LOOK_ALIKES,
         scorecard.BARE_REFUSAL: REFUSAL_LOOK_ALIKES,
         scorecard.UNFINISHED: UNFINISHED_LOOK_ALIKES,
+        scorecard.OWN_WORDS: stand_ins.LOOK_ALIKES,
     }
     flagged = [
         (reason, t)
@@ -174,16 +177,16 @@ def test_posted_replies_of_each_kind_are_counted_by_reading_and_make_the_card_no
     replies = _one_of_each()
     ticket = _ticket([replies[0], "Could you send me a photo of the damage?", *replies[1:]])
     read = scorecard.read_by_customers(ticket.pk)
-    assert read["not_for_customer"] == 6 and read["unanswered"] == 0
+    assert read["not_for_customer"] == 7 and read["unanswered"] == 0
     assert read["not_for_customer_reasons"] == {reason: 1 for reason in scorecard.NOT_FOR_CUSTOMER}
     card = _card(ticket)
-    assert card.not_for_customer == 6 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
+    assert card.not_for_customer == 7 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
     assert (
-        "6 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1, "
-        "unfinished 1)" in scorecard.render(card)
+        "7 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1, "
+        "unfinished 1, own_words 1)" in scorecard.render(card)
     )
     assert scorecard.verdict(card) == (
-        "NOT READY: customers read 6 replies in Sundry's own words, not addressed to them or left unfinished."
+        "NOT READY: customers read 7 replies in Sundry's own words, not addressed to them or left unfinished."
     )
 
 

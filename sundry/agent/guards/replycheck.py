@@ -83,6 +83,24 @@ _OWN_WORDS = re.compile(
     r"|\(no reply\)",
     re.I,
 )
+# A reply that is nothing but a stand-in for an answer: an empty answer's placeholder as a re-ask once showed
+# it ("(no reply)"), and the model's own variants of it (real-model run 17 posted "no reply" four times).
+# Whole replies only: "No reply yet from the courier." is an answer. Bare "none"/"nothing" can answer a
+# question ("Anything to pay?" "Nothing."), so only in brackets, which mark a placeholder.
+_STAND_IN = re.compile(
+    r"^[\s\W]*(?:(?:no|empty)\s+(?:reply|response|answer|message|text|content|output)(?:\s+(?:given|provided))?"
+    r"|[(\[{<]\s*(?:none|null|nil|empty|blank|nothing|n/?a|no\s+text)\s*[)\]}>]|null)[\s\W]*$",
+    re.I,
+)
+READS_STAND_INS = True  # the tests' negative control switches it off
+
+
+def own_words(text: str) -> bool:
+    """Sundry's own words to the model copied into a customer-bound text (its re-asks, guard reasons), or a
+    stand-in for an answer with nothing in it ("(no reply)", "No response.", "[empty]")."""
+    return bool(_OWN_WORDS.search(text or "")) or (READS_STAND_INS and _STAND_IN.match(text or "") is not None)
+
+
 NAMES_TOOLS = True  # the tests' negative control switches it off
 
 
@@ -317,7 +335,7 @@ def copied(text: str, customer_said="", declared=()) -> str:
     you have pinned", "your ledger"), "echo" for a customer's message said back, exactly or nearly (`echoes`;
     `customer_said`: one message or their recent ones); "" for neither.
     For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
-    if _OWN_WORDS.search(text) or _INTERNAL.search(text) or declares(text, declared) or ownterms.used(text):
+    if own_words(text) or _INTERNAL.search(text) or declares(text, declared) or ownterms.used(text):
         return "notice"
     if customer_said and echoes(text, customer_said):
         return "echo"
@@ -393,7 +411,7 @@ def check_reply(
             notes=notes,
         )
     term = ownterms.used(cleaned)
-    if _OWN_WORDS.search(cleaned) or declares(cleaned, declared) or term:
+    if own_words(cleaned) or declares(cleaned, declared) or term:
         verdict = _again(
             raw,
             "notice",
