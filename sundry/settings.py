@@ -507,6 +507,10 @@ LIVE_RENDER_CACHE_BYTES = int(float(os.environ.get("SUNDRY_LIVE_RENDER_CACHE_MB"
 # page); earlier ones load as the reader scrolls up. A push reads and renders only what is new.
 # 0: the whole conversation, re-read on every push (as before; the benchmarks' control).
 LIVE_CONVERSATION_WINDOW = int(os.environ.get("SUNDRY_LIVE_CONVERSATION_WINDOW", "50"))
+# A push re-reads only the panels whose tables its writes stamped (sundry.tickets.versions); a
+# panel that also shows records kept outside the ticket (the customer's orders and other tickets)
+# is re-read on a push at least this many seconds after it was last read.
+LIVE_OUTSIDE_SECONDS = float(os.environ.get("SUNDRY_LIVE_OUTSIDE_SECONDS", "10"))
 # Open sockets one user may hold in one web process, and all sockets of a web
 # process; past either a new socket is closed with a code saying why (4429 / 1013).
 LIVE_MAX_SOCKETS_PER_USER = int(os.environ.get("SUNDRY_LIVE_MAX_SOCKETS_PER_USER", "20"))

@@ -18,7 +18,7 @@ from django.db import DatabaseError, connection, transaction
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
 from sundry.agent import cardanswers, cardstore, handoff, holds, proposals, recordstates, remote, spending_reads
 from sundry.agent.answer import known_identifiers
-from sundry.agent.effects import apply_effects
+from sundry.agent.effects import apply_effects, plan_effects
 from sundry.agent.guards import callguards as guards
 from sundry.agent.guards import cards, consent, replycheck, runlimits
 from sundry.agent.models import Confirmation, HeldAction
@@ -27,6 +27,7 @@ from sundry.agent.toolbox import Toolbox, toolbox_for
 from sundry.context import services as lanes
 from sundry.context.assembly import Assembled
 from sundry.context.selectors import lane_snapshot
+from sundry.tickets import versions
 from sundry.tickets.attention import REPEATED_CALL, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import turn_append
@@ -98,6 +99,8 @@ def run_calls(
             kind=Turn.Kind.TOOL_CALL,
             text=response.text or "",
             payload={"calls": calls, "model": response.model, "offline": response.offline},
+            # The calls' turn and the step's record; each call's own result turn stamps what it writes.
+            stamps=(versions.TURNS, versions.STEPS),
         )
     outcome = StepOutcome(stop=False)
     turns = snapshot.turns if snapshot is not None else []
@@ -468,8 +471,15 @@ def execute(ticket: Ticket, tool: Tool, call_id: str, args, key: str, domain: Do
         return StepOutcome(stop=False)
 
     payload_result = result.model_dump(mode="json")
+    # The result's turn stamps what rides on it: the harvest's ledger rows and the money lane when
+    # the result reports figures or moves money (the action recorded bumps on its own).
+    plan = plan_effects(tool, args, result, domain)
+    stamps = (versions.TURNS, versions.STEPS, versions.LEDGER)
+    if plan.totals or plan.unreported:
+        stamps += (versions.MONEY,)
     with transaction.atomic(savepoint=False):  # the step's transaction, when there is one
         turn = turn_append(
+            stamps=stamps,
             ticket=ticket,
             author=Turn.Author.TOOL,
             kind=Turn.Kind.TOOL_RESULT,

@@ -24,6 +24,7 @@ from sundry.context import services as lanes
 from sundry.context.assembly import assemble
 from sundry.context.selectors import lane_snapshot
 from sundry.core.background import enqueue_on_commit
+from sundry.tickets import versions
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import MessageRefused, turn_append, validate_message_text
 from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
@@ -87,14 +88,17 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         earlier = _already_posted(ticket, client_key)
         if earlier is not None:
             return earlier
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
-        # The agent is told in an event turn after the message: names, types and sizes, never contents.
-        attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
         # What a message does at once reads the declaration files alone: no tool server is contacted.
         box = toolbox_for(ticket.ticket_class, listing=False)
         # IDs in the domain's formats and in those its tool servers declare; a correction among them
         # ("wrong number, it's …") retires the open cards on the number it replaces.
         found = box.typed_ids(text)
+        # The turn's bump stamps what rides on it: the ledger, when the message typed IDs (the
+        # event turn naming files, the cards retired and the rules flagged bump on their own).
+        stamps = (versions.TURNS, versions.LEDGER) if found else (versions.TURNS,)
+        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key, stamps=stamps)
+        # The agent is told in an event turn after the message: names, types and sizes, never contents.
+        attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
         corrected = lanes.ledger_note_customer_message(ticket=ticket, turn=turn.number, text=text, found=found)
         cardstore.retire_for(ticket, {c.old for c in corrected}, "The customer corrected this number.")
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer", domain=box.declared)

@@ -28,6 +28,7 @@ from sundry.context import render
 from sundry.context.assembly import Assembled, assemble
 from sundry.context.lanes import LaneSnapshot, TurnData
 from sundry.context.selectors import lane_snapshot
+from sundry.tickets import versions
 from sundry.tickets.attention import (
     MODEL_UNAVAILABLE,
     NO_ANSWER,
@@ -127,6 +128,10 @@ def _still_ours(ticket: Ticket, held: Claim, seen_through: int) -> bool:
     if row is None or row[0] != held.stamp:
         return False
     return row[1] <= seen_through or not failures.stopped_after(ticket.pk, seen_through)
+
+
+# What a step's own turn stamps: the turn and the step's record (written in every step's transaction).
+STEP_STAMPS = (versions.TURNS, versions.STEPS)
 
 
 class _Abandoned(Exception):
@@ -373,7 +378,12 @@ def _commit(
             if verdict.notes:
                 payload["reply_check"] = verdict.as_json()
             reply = append(
-                ticket=ticket, author=Turn.Author.AGENT, kind=Turn.Kind.MESSAGE, text=verdict.text, payload=payload
+                ticket=ticket,
+                author=Turn.Author.AGENT,
+                kind=Turn.Kind.MESSAGE,
+                text=verdict.text,
+                payload=payload,
+                stamps=STEP_STAMPS,
             )
             if stream is not None:
                 stream.posted_turn = reply.number

@@ -26,7 +26,7 @@ from sundry.context.models import (
 from sundry.context.rules import RuleRefused, candidate_rules, check_scope, infer_enforcement, plan_pin
 from sundry.context.statefields import StateValueInvalid, validate_field
 from sundry.tickets.models import Turn
-from sundry.tickets.versions import ticket_lock, ticket_touch
+from sundry.tickets.versions import ACTIONS, LEDGER, RULES, STATE, ticket_lock, ticket_touch
 from sundry.tooling.domain import Domain, domain_for
 
 ROLE_RE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
@@ -135,7 +135,8 @@ def ledger_harvest_found(
         return []
     with transaction.atomic(savepoint=False):
         if not bumped:
-            ticket_touch(ticket.pk)  # the ticket row first, then its ledger rows (see tickets.versions)
+            # The ticket row first, then its ledger rows (see tickets.versions).
+            ticket_touch(ticket.pk, LEDGER)
         rows, versions = _ledger_rows_versioned(ticket)
         touched = set(used) & set(rows)  # before the plan adds its new rows to `rows`
         rows = _touched(rows, touched, turn)  # written with the plan's writes: no statement of its own
@@ -230,7 +231,7 @@ def ledger_supersede(*, ticket, old: str, new: str, turn: int, source: str, user
         entry.save(
             update_fields=["superseded_by", "superseded_at_turn", "superseded_source", "superseded_by_user", "version"]
         )
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, LEDGER)
     return entry
 
 
@@ -442,7 +443,7 @@ def ledger_rename(*, ticket, value: str, role: str, turn: int, expected_version:
         entry.version += 1
         entry.last_used_turn = max(entry.last_used_turn, turn)
         entry.save()
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, LEDGER)
     return entry
 
 
@@ -483,7 +484,7 @@ def state_set(
                 current.confirmed = True
                 current.changed_by = user
                 current.save(update_fields=["confirmed", "changed_by"])
-                ticket_touch(ticket.pk)
+                ticket_touch(ticket.pk, STATE)
             return current
         if current is not None:
             current.is_current = False
@@ -494,7 +495,7 @@ def state_set(
         )
         if current is not None:
             StateValue.objects.filter(pk=current.pk).update(superseded_by=new)
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, STATE)
     return new
 
 
@@ -507,7 +508,7 @@ def state_confirm(*, ticket, value_id: int, user) -> StateValue:
         row.confirmed = True
         row.changed_by = user
         row.save(update_fields=["confirmed", "changed_by"])
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, STATE)
     return row
 
 
@@ -550,7 +551,7 @@ def action_record(
             )
     except IntegrityError:
         return ActionOutcome(ActionTaken.objects.get(ticket=ticket, idempotency_key=idempotency_key), False)
-    ticket_touch(ticket.pk)
+    ticket_touch(ticket.pk, ACTIONS)
     return ActionOutcome(action, True)
 
 
@@ -618,7 +619,7 @@ def rule_flag_candidates(
         if (r := rule_add_candidate(ticket=ticket, text=s, turn=turn, source=source, domain=domain))
     ]
     if made:
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, RULES)
     return made
 
 
@@ -657,7 +658,7 @@ def rule_pin(
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version = (rule.version or 0) + 1
         rule.save()
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, RULES)
     return rule
 
 
@@ -694,7 +695,7 @@ def rule_decide(
         rule.changed_by, rule.changed_at_turn = user, turn
         rule.version += 1
         rule.save()
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, RULES)
     return rule
 
 
@@ -741,7 +742,7 @@ def rule_close_scope(*, ticket, scope: str, scope_ref: str = "", turn: int) -> i
         qs = qs.filter(scope_ref=scope_ref)
     n = qs.update(status=PinnedRule.Status.CLOSED, changed_at_turn=turn, version=F("version") + 1)
     if n:
-        ticket_touch(ticket.pk)
+        ticket_touch(ticket.pk, RULES)
     return n
 
 

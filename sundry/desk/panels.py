@@ -29,6 +29,20 @@ from sundry.live.panels import (
 )
 from sundry.tickets import satisfaction
 from sundry.tickets.models import Ticket, Turn
+from sundry.tickets.versions import (
+    ACTIONS,
+    ATTACHMENTS,
+    CARDS,
+    HELD,
+    LEDGER,
+    MONEY,
+    RULES,
+    RUNS,
+    STATE,
+    STEPS,
+    SUMMARY,
+    TURNS,
+)
 
 
 def _staff(viewer: Viewer) -> None:
@@ -194,6 +208,7 @@ def _staff_customer(ticket, viewer):
 STAFF_PANELS: dict[str, Panel] = {
     p.name: p
     for p in [
+        # The head is read on every push: its timer, rating, tags and colleagues come with the row.
         Panel("head", "desk/panels/head.html", _staff_head),
         Panel(
             "conversation",
@@ -201,14 +216,26 @@ STAFF_PANELS: dict[str, Panel] = {
             _staff_conversation,
             item_template="desk/panels/turn.html",
             item_key=_staff_turn_key,
+            reads=frozenset({TURNS, ATTACHMENTS, SUMMARY, RUNS, LEDGER}),
         ),
-        Panel("held", "desk/panels/held.html", _staff_held),
-        Panel("customer", "desk/panels/customer.html", _staff_customer),
-        Panel("rules", "desk/panels/rules.html", _staff_rules),
-        Panel("state", "desk/panels/state.html", _staff_state),
-        Panel("ledger", "desk/panels/ledger.html", _staff_ledger),
-        Panel("summary", "desk/panels/summary.html", _staff_summary),
-        Panel("budget", "desk/panels/budget.html", _staff_budget),
+        # A held call's record is the domain's (`outside`); the customer's words before it never change.
+        Panel("held", "desk/panels/held.html", _staff_held, reads=frozenset({HELD, CARDS, ACTIONS}), outside=True),
+        # The customer's records, other tickets and the rules on them: outside this ticket (an action done
+        # here changes the records: re-read then too).
+        Panel("customer", "desk/panels/customer.html", _staff_customer, reads=frozenset({ACTIONS}), outside=True),
+        Panel("rules", "desk/panels/rules.html", _staff_rules, reads=frozenset({RULES})),
+        Panel(
+            "state",
+            "desk/panels/state.html",
+            _staff_state,
+            reads=frozenset({STATE, ACTIONS, MONEY, LEDGER, RULES, SUMMARY}),
+        ),
+        Panel("ledger", "desk/panels/ledger.html", _staff_ledger, reads=frozenset({LEDGER})),
+        Panel("summary", "desk/panels/summary.html", _staff_summary, reads=frozenset({SUMMARY, RUNS})),
+        # Over the trigger it says what keeps compaction back, which the turns and lanes decide.
+        Panel(
+            "budget", "desk/panels/budget.html", _staff_budget, reads=frozenset({STEPS, RUNS, SUMMARY, LEDGER, TURNS})
+        ),
     ]
 }
 

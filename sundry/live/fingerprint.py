@@ -22,7 +22,19 @@ from django.db import models
 
 # Written on every bump or step, shown by no panel (the page's version marker is sent apart); and
 # what an audience reads with the ticket for the panel whose own context carries it (`read_with`).
-VOLATILE = {"tickets.ticket": {"version", "last_turn_number", "updated_at", "agent_claimed_at", "agent_claimed_by"}}
+# The outbox's wake-up marks and the writes' stamps are the same kind: no panel shows them.
+VOLATILE = {
+    "tickets.ticket": {
+        "version",
+        "last_turn_number",
+        "updated_at",
+        "agent_claimed_at",
+        "agent_claimed_by",
+        "agent_wake_turn",
+        "agent_wake_at",
+        "stamps",
+    }
+}
 
 
 def read_with(label: str, names) -> None:

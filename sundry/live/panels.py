@@ -14,6 +14,7 @@ import functools
 import hashlib
 import re
 import sys
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable
@@ -25,6 +26,7 @@ from django.utils.safestring import mark_safe
 from sundry.live.fingerprint import fingerprint
 from sundry.live.rendercache import ByteBoundedCache
 from sundry.tickets.models import Ticket
+from sundry.tickets.versions import ALL
 
 STAFF = "staff"
 CUSTOMER = "customer"
@@ -52,6 +54,14 @@ class Panel:
     # A list panel's `build(ticket, viewer, previous)` may extend the context of the rendering
     # before (`previous`, None when there is none) with what is new instead of reading it all.
     # It shows the latest `window()` items; older ones are fetched by the page (`earlier_html`).
+    # The tables the panel shows (model labels, as the writes stamp them: `sundry.tickets.versions`)
+    # besides the ticket row: a push whose writes stamped none of them since the rendering before
+    # neither reads nor renders the panel. None: read on every push.
+    reads: frozenset[str] | None = None
+    # It also shows records kept outside the ticket (the domain's, the customer's other tickets),
+    # which no write of this ticket stamps: a push re-reads it when it is older than
+    # `settings.LIVE_OUTSIDE_SECONDS` even with nothing of its own stamped.
+    outside: bool = False
 
     @property
     def dom_id(self) -> str:
@@ -136,17 +146,21 @@ def shared_read(key: tuple, read: Callable[[], object]):
     return reads[key]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Parts:
     """A rendered panel: its HTML and, for a list panel, its shell (the panel with no
     items) and each item's (DOM id, HTML) in order. `basis`, kept for the next rendering:
-    the context's fingerprint (a panel), or the context itself (a list panel, to extend)."""
+    the context's fingerprint (a panel), or the context itself (a list panel, to extend).
+    `row` and `read_at`: the ticket row's digest and the time when its data was last read
+    (`unchanged`)."""
 
     html: str
     shell: str = ""
     items: tuple[tuple[str, str], ...] | None = None
     basis: object = None
     item_digests: tuple[str, ...] = ()
+    row: str | None = None
+    read_at: float = 0.0
 
     @functools.cached_property
     def digests(self) -> dict:
@@ -212,6 +226,25 @@ def _render_item(panel: Panel, ticket, viewer: Viewer, context: dict, item) -> t
     return dom_id, hit[0], hit[1]
 
 
+def row_digest(ticket) -> str | None:
+    """The digest of the ticket row as the panels see it (with the rows read with it: its class,
+    customer, handler), without what changes on every write (`fingerprint.VOLATILE`): every panel
+    is given the row, so one that changed re-reads them all."""
+    return fingerprint({"ticket": ticket})
+
+
+def unchanged(panel: Panel, previous: Parts | None, since: int | None, ticket, row: str | None, now: float) -> bool:
+    """Whether `previous` (this panel's parts in the rendering of version `since`) still shows
+    the data as it is: no write stamped a table the panel reads after `since`, the ticket row
+    reads the same, and records kept outside the ticket were read recently enough."""
+    if panel.reads is None or previous is None or since is None or row is None or previous.row != row:
+        return False
+    stamps = getattr(ticket, "stamps", None) or {}
+    if any(stamps.get(label, 0) > since for label in (ALL, *panel.reads)):
+        return False
+    return not panel.outside or now - previous.read_at < settings.LIVE_OUTSIDE_SECONDS
+
+
 def render_panel_parts(
     panel: Panel, ticket, viewer: Viewer, extra: dict | None = None, previous: Parts | None = None, keep: bool = False
 ) -> Parts:
@@ -257,15 +290,25 @@ def render_panel(panel: Panel, ticket, viewer: Viewer, extra: dict | None = None
 
 
 def render_all(ticket, viewer: Viewer, previous: "Rendering | None" = None, keep: bool = False) -> Rendering:
+    """Every panel of the viewer's audience. With `keep` and the rendering before (`previous`),
+    a panel whose data no write changed since (`unchanged`) is carried over unread; the others
+    are read, and reuse their HTML where it reads the same."""
     prior = previous.parts if previous is not None else {}
+    since = previous.version if previous is not None else None
+    row, now = (row_digest(ticket), time.monotonic()) if keep else (None, 0.0)
     token = _SHARED_READS.set({})
     try:
-        return Rendering(
-            {
-                name: render_panel_parts(panel, ticket, viewer, previous=prior.get(name), keep=keep)
-                for name, panel in AUDIENCES[viewer.audience].panels.items()
-            }
-        )
+        parts = {}
+        for name, panel in AUDIENCES[viewer.audience].panels.items():
+            before = prior.get(name)
+            if keep and unchanged(panel, before, since, ticket, row, now):
+                parts[name] = before
+                continue
+            got = render_panel_parts(panel, ticket, viewer, previous=before, keep=keep)
+            if keep:
+                got.row, got.read_at = row, now  # read now (even when it kept its HTML)
+            parts[name] = got
+        return Rendering(parts)
     finally:
         _SHARED_READS.reset(token)
 

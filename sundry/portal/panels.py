@@ -23,6 +23,19 @@ from sundry.portal.selectors import (
 )
 from sundry.tickets import satisfaction
 from sundry.tickets.models import Ticket
+from sundry.tickets.versions import (
+    ACTIONS,
+    ATTACHMENTS,
+    CARDS,
+    HELD,
+    LEDGER,
+    MONEY,
+    RATING,
+    RULES,
+    STATE,
+    SUMMARY,
+    TURNS,
+)
 
 
 def _owner(ticket, viewer: Viewer) -> None:
@@ -111,17 +124,24 @@ def _customer_rating(ticket, viewer):
 CUSTOMER_PANELS: dict[str, Panel] = {
     p.name: p
     for p in [
-        Panel("details", "portal/panels/details.html", _customer_details),
-        Panel("orders", "portal/panels/orders.html", _customer_orders),
-        Panel("cards", "portal/panels/cards.html", _customer_cards),
-        Panel("instructions", "portal/panels/instructions.html", _customer_instructions),
-        Panel("rating", "portal/panels/rating.html", _customer_rating),
+        Panel(
+            "details",
+            "portal/panels/details.html",
+            _customer_details,
+            reads=frozenset({STATE, ACTIONS, HELD, TURNS, LEDGER, MONEY, RULES, SUMMARY}),
+        ),
+        # The customer's orders are the domain's (`outside`); which one is picked, the state lane's.
+        Panel("orders", "portal/panels/orders.html", _customer_orders, reads=frozenset({STATE, ACTIONS}), outside=True),
+        Panel("cards", "portal/panels/cards.html", _customer_cards, reads=frozenset({CARDS})),
+        Panel("instructions", "portal/panels/instructions.html", _customer_instructions, reads=frozenset({RULES})),
+        Panel("rating", "portal/panels/rating.html", _customer_rating, reads=frozenset({RATING})),
         Panel(
             "conversation",
             "portal/panels/conversation.html",
             _customer_conversation,
             item_template="portal/panels/message.html",
             item_key=_customer_turn_key,
+            reads=frozenset({TURNS, ATTACHMENTS}),
         ),
     ]
 }

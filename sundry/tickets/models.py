@@ -154,6 +154,10 @@ class Ticket(models.Model):
     # Bumped by every committed change; pushes carry it so clients can spot gaps.
     version = models.PositiveBigIntegerField(default=0)
     last_turn_number = models.PositiveIntegerField(default=0)
+    # Which tables each write changed, and at which version: {"context.ledgerentry": 41, ...}; "*" for a
+    # write that named none (every panel re-reads). Written by the bump itself (sundry.tickets.versions),
+    # so a push re-reads only the panels that show what changed.
+    stamps = models.JSONField(default=dict, blank=True)
     # One agent run per ticket at a time: claimed by a conditional update,
     # expires so a killed worker cannot wedge the ticket.
     agent_claimed_at = models.DateTimeField(null=True, blank=True)

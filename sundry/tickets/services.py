@@ -11,7 +11,14 @@ from django.db.models.signals import post_save, pre_save
 from sundry.core.people import is_desk_staff
 from sundry.core.tokens import count_tokens, encoding_name_for
 from sundry.tickets.models import Tag, Ticket, TicketClass, Turn
-from sundry.tickets.versions import bump, bump_inserting, ticket_class_touch, ticket_lock, ticket_touch, ticket_update  # noqa: F401  (ticket_lock: part of this module's API)
+from sundry.tickets.versions import (
+    ALL,
+    bump,
+    bump_inserting,
+    ticket_class_touch,
+    ticket_lock,
+    ticket_touch,
+)  # noqa: F401  (ticket_lock: part of this module's API)
 
 APPENDED = "_sundry_appended_turns"
 
@@ -69,6 +76,7 @@ def turn_append(
     payload: dict | None = None,
     client_key: str = "",
     claimed_at=None,
+    stamps=(ALL,),
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
@@ -96,12 +104,12 @@ def turn_append(
     with transaction.atomic(savepoint=False):
         if connection.vendor == "postgresql":
             pre_save.send(sender=Turn, instance=turn, raw=False, using=connection.alias, update_fields=None)
-            number, version = bump_inserting(turn, claimed_at=claimed_at)
+            number, version = bump_inserting(turn, claimed_at=claimed_at, stamps=stamps)
             post_save.send(
                 sender=Turn, instance=turn, created=True, raw=False, using=connection.alias, update_fields=None
             )
         else:  # two statements where round trips cost nothing (SQLite)
-            number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at)
+            number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at, stamps=stamps)
             turn.number = number
             turn.save(force_insert=True)
     ticket.last_turn_number, ticket.version = number, version

@@ -9,6 +9,13 @@ renderings are cached under — and has `tickets.events` push it after commit, s
 a watcher re-renders and a reconnecting socket is never sent the rendering
 from before the change.
 
+Each bump also says which tables its transaction writes (`stamps`: model labels, as
+"context.ledgerentry"), and records the new version under each in the ticket row's `stamps`, in
+the same statement. A rendering then re-reads only the panels that show a table stamped since the
+one before it (`sundry.live.panels`). A bump that names none stamps `ALL`: every panel re-reads.
+A write that rides on another write's bump in its transaction (the step's record, money a result
+reports, IDs a message typed) is named by that bump.
+
 Its own module, below both tickets.services and context.services, so each can
 use it without importing the other.
 
@@ -20,10 +27,50 @@ compactions all follow it, so they queue on the ticket row instead of deadlockin
 from __future__ import annotations
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Func, JSONField
 
 from sundry.tickets.events import ticket_changed
 from sundry.tickets.models import Ticket
+
+ALL = "*"  # a write that did not say what it changed: every panel re-reads
+
+TURNS = "tickets.turn"
+STEPS = "agent.agentstep"
+LEDGER = "context.ledgerentry"
+MONEY = "context.moneytotal"
+STATE = "context.statevalue"
+ACTIONS = "context.actiontaken"
+RULES = "context.pinnedrule"
+HELD = "agent.heldaction"
+CARDS = "agent.confirmation"
+SUMMARY = "context.summary"
+RUNS = "compaction.compactionrun"
+RATING = "tickets.rating"
+ATTACHMENTS = "attachments.attachment"
+
+
+def _stamps_sql(stamps) -> tuple[str, list]:
+    """The SET expression writing the bump's version under each of `stamps` (the column's own
+    "version" + 1: the version this same UPDATE sets)."""
+    labels = sorted(set(stamps or (ALL,)))
+    if connection.vendor == "postgresql":
+        pairs = ", ".join('%s::text, "version" + 1' for _ in labels)
+        return f"COALESCE(\"stamps\", '{{}}'::jsonb) || jsonb_build_object({pairs})", labels
+    pairs = ", ".join('%s, "version" + 1' for _ in labels)
+    return f"json_set(COALESCE(\"stamps\", '{{}}'), {pairs})", [f'$."{label}"' for label in labels]
+
+
+class Stamped(Func):
+    """`_stamps_sql` for an ORM `update()` beside its `version=F("version") + 1`."""
+
+    output_field = JSONField()
+
+    def __init__(self, *stamps):
+        super().__init__()
+        self.stamps = stamps
+
+    def as_sql(self, compiler, connection, **extra):
+        return _stamps_sql(self.stamps)
 
 
 def ticket_lock(ticket_id: int) -> None:
@@ -37,16 +84,18 @@ class ClaimLost(Exception):
     or no ticket): nothing was written."""
 
 
-def _bump_sql(*, turn: bool, claimed: bool) -> str:
-    """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`), on the
-    ticket's row only while its claim is the writer's when `claimed` (parameters: id[, stamp])."""
+def _bump_sql(*, turn: bool, claimed: bool, stamps=()) -> tuple[str, list]:
+    """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`) and its
+    stamps, on the ticket's row only while its claim is the writer's when `claimed`; and the
+    stamps' parameters (the rest: id[, claim])."""
     table = connection.ops.quote_name(Ticket._meta.db_table)
     counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
     condition = ' AND "agent_claimed_at" = %s' if claimed else ""
+    stamped, params = _stamps_sql(stamps)
     return (
-        f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s{condition} '
+        f'UPDATE {table} SET "version" = "version" + 1{counter}, "stamps" = {stamped} WHERE "id" = %s{condition} '
         'RETURNING "last_turn_number", "version"'
-    )
+    ), params
 
 
 def _claim_param(claimed_at) -> list:
@@ -61,7 +110,7 @@ def _missed(ticket_id: int, claimed_at) -> Exception:
     return Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
 
 
-def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, int]:
+def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,)) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`); returns (last_turn_number, version).
 
     One UPDATE … RETURNING: it takes the ticket's row lock until the caller's transaction
@@ -69,9 +118,11 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, i
     after commit (once per transaction, however many bumps it makes), with the version
     the transaction's last write left. `claimed_at`: only while the ticket's claim is that
     stamp (else `ClaimLost`, nothing written) — a run's first write and its claim check in one.
+    `stamps`: the tables the caller's transaction writes (see the module's docstring).
     """
+    sql, params = _bump_sql(turn=turn, claimed=claimed_at is not None, stamps=stamps)
     with connection.cursor() as cursor:
-        cursor.execute(_bump_sql(turn=turn, claimed=claimed_at is not None), [ticket_id, *_claim_param(claimed_at)])
+        cursor.execute(sql, [*params, ticket_id, *_claim_param(claimed_at)])
         row = cursor.fetchone()
     if row is None:
         raise _missed(ticket_id, claimed_at)
@@ -79,7 +130,7 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, i
     return row[0], row[1]
 
 
-def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int, int]:
+def bump_inserting(row, *, number: str = "number", claimed_at=None, stamps=(ALL,)) -> tuple[int, int]:
     """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
     it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
     numbered by the counter it returned. Sets the row's primary key and number; returns
@@ -95,13 +146,14 @@ def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int
             values.append("%s")
             params.append(f.get_db_prep_save(f.pre_save(row, True), connection))
     table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
+    bump_sql, stamp_params = _bump_sql(turn=True, claimed=claimed_at is not None, stamps=stamps)
     sql = (
-        f"WITH b AS ({_bump_sql(turn=True, claimed=claimed_at is not None)}), "
+        f"WITH b AS ({bump_sql}), "
         f"t AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk}) "
         'SELECT t.*, b."last_turn_number", b."version" FROM t CROSS JOIN b'
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [row.ticket_id, *_claim_param(claimed_at), *params])
+        cursor.execute(sql, [*stamp_params, row.ticket_id, *_claim_param(claimed_at), *params])
         got = cursor.fetchone()
     if got is None:
         raise _missed(row.ticket_id, claimed_at)
@@ -112,9 +164,10 @@ def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int
     return found, version
 
 
-def ticket_touch(ticket_id: int) -> int:
-    """Something the ticket's panels show changed (inside the caller's transaction): bump, push; the new version."""
-    return bump(ticket_id)[1]
+def ticket_touch(ticket_id: int, *stamps: str) -> int:
+    """Something the ticket's panels show changed (inside the caller's transaction): bump, push; the
+    new version. `stamps`: the tables the transaction writes (none named: `ALL`)."""
+    return bump(ticket_id, stamps=stamps or (ALL,))[1]
 
 
 def ticket_update(ticket_id: int, *, where: dict | None = None, **fields) -> bool:
@@ -123,7 +176,10 @@ def ticket_update(ticket_id: int, *, where: dict | None = None, **fields) -> boo
     `where` adds conditions (`attention=""`: raise a flag only if none is up);
     returns whether the row matched them and was written.
     """
-    if not Ticket.objects.filter(pk=ticket_id, **(where or {})).update(version=F("version") + 1, **fields):
+    updated = Ticket.objects.filter(pk=ticket_id, **(where or {})).update(
+        version=F("version") + 1, stamps=Stamped(ALL), **fields
+    )
+    if not updated:
         return False
     ticket_changed(ticket_id)
     return True
@@ -138,7 +194,7 @@ def ticket_class_touch(class_id: int) -> int:
     were pushed.
     """
     tickets = Ticket.objects.filter(ticket_class_id=class_id)
-    tickets.update(version=F("version") + 1)
+    tickets.update(version=F("version") + 1, stamps=Stamped(ALL))
     open_ids = list(tickets.exclude(status=Ticket.Status.CLOSED).values_list("pk", flat=True))
     # One after-commit callback for all of them; each push then runs at once.
     transaction.on_commit(lambda: [ticket_changed(ticket_id) for ticket_id in open_ids])
