@@ -53,7 +53,9 @@ NO_RETRIES = CallLimits(max_retries=0)
         # Tool protocol, JSON and guard text: cut before their first character.
         ('Let me look. <tool_call>{"name": "get_order"', set(), False, "Let me look."),
         ('{"name": "get_order", "arguments": {}}', set(), True, ""),
-        ("Sorry. ERROR (guard: schema) order_number", set(), True, "Sorry."),
+        # An apology before the cut waits for what follows it, and a cut is not a finished reply: nothing.
+        ("Sorry. ERROR (guard: schema) order_number", set(), True, ""),
+        ("I checked. Sorry. ERROR (guard: schema) order_number", set(), True, "I checked."),
         ("Here it is.\n```json\n{}", set(), False, "Here it is."),
         ("Here:\n```json\n{}", set(), False, ""),  # cut there, "Here:" introduces nothing (`unfinished`)
         ("Thanks", set(), False, ""),

@@ -9,7 +9,8 @@ it is complete and passes what the check would ask of it:
 - no tool protocol or JSON of any kind (`<`, `{`, `[`, a code fence) — a
   customer reply has no use for them, and a call written as text starts with
   one — nor Sundry's own notices ("ERROR (guard: …"): the text is cut before
-  their first character;
+  their first character, and the words before the cut show only up to their
+  last complete sentence ("…by calling the" never shows on its own);
 - no identifier the request never showed (an invented refund reference);
 - whatever else the caller's `sentence_ok` judges (a claim that an action was
   done which the records do not show, a quote of internal-only text) — given
@@ -44,6 +45,8 @@ from sundry.agent.guards.replycheck import id_tokens
 _PROTOCOL = re.compile(r"[<{\[`]|ERROR \(|\|>")
 # The end of a sentence: closing punctuation before whitespace, or a line break.
 _END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|\n")
+# The tests' control: show the unended words before a cut as the reply's last sentence (as it once was).
+SHOW_CUT_FRAGMENT = False
 # A list item's number ("1."), which ends no sentence of its own.
 _LIST_NUMBER = re.compile(r"\d{1,2}[.)]")
 
@@ -71,7 +74,9 @@ def shown(
     text = text or ""
     cut = _PROTOCOL.search(text)
     if cut is not None:
-        text, final = text[: cut.start()], True  # nothing after the cut counts, complete or not
+        # Nothing after the cut counts, and what stands before it unended is a sentence the markup broke
+        # off ("…by calling the `track_parcel` function"), never a finished one: only whole sentences show.
+        text, final = text[: cut.start()], SHOW_CUT_FRAGMENT
 
     def passes(sentence: str) -> bool:
         if id_tokens(sentence) - set(known):
