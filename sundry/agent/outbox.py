@@ -33,6 +33,16 @@ def pending(ticket_id: int) -> bool:
     return Ticket.objects.filter(pk=ticket_id, agent_wake_turn__isnull=False, agent_wake_at__gte=since).exists()
 
 
+# The ticket row's fields `pending_in` reads (from the row lock's own statement: `versions.ticket_lock`).
+PENDING_FIELDS = ("agent_wake_turn", "agent_wake_at")
+
+
+def pending_in(row: dict) -> bool:
+    """`pending`, judged on the row's `PENDING_FIELDS` as the caller's lock read them."""
+    since = timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS)
+    return row["agent_wake_turn"] is not None and row["agent_wake_at"] is not None and row["agent_wake_at"] >= since
+
+
 def settle(ticket_id: int, read_through: int) -> bool:
     """A run read through `read_through`: clear the mark if it asks for nothing newer."""
     return bool(

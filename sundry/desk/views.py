@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from sundry.agent import claims
+from sundry.agent import claims, loop
 from sundry.agent import services as agent_services
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
@@ -66,9 +66,9 @@ def search(request):
     )
 
 
-def _ticket_or_404(request, ticket_id):
+def _ticket_or_404(request, ticket_id, tickets=None):
     _staff_only(request.user)
-    ticket = selectors.ticket_for_staff(request.user, ticket_id)
+    ticket = selectors.ticket_for_staff(request.user, ticket_id, tickets)
     if ticket is None:
         raise Http404("No such ticket.")
     return ticket
@@ -131,7 +131,9 @@ def _conflict(request, ticket, message, panels, current=None):
 @login_required
 @require_POST
 def ticket_post(request, ticket_id):
-    ticket = _ticket_or_404(request, ticket_id)
+    # Read with what the run's load carries for the layers above (the customer's notice choice): a
+    # reply's notice then reads nothing of its own.
+    ticket = _ticket_or_404(request, ticket_id, Ticket.objects.annotate(**loop.load_also()))
     action = request.POST.get("action", "")
     text = request.POST.get("text", "")
     done = {

@@ -26,10 +26,16 @@ from sundry.tickets.events import ticket_changed
 from sundry.tickets.models import Ticket
 
 
-def ticket_lock(ticket_id: int) -> None:
-    """Take the ticket's row lock until the caller's transaction ends (call inside `atomic()`)."""
-    if not Ticket.objects.select_for_update().filter(pk=ticket_id).values_list("pk", flat=True):
+def ticket_lock(ticket_id: int, *fields: str) -> dict | None:
+    """Take the ticket's row lock until the caller's transaction ends (call inside `atomic()`).
+
+    `fields`: the row's fields the caller decides on, read by the locking statement itself and
+    returned by name — as they stay until the caller's transaction ends, since every writer of
+    the row waits for its lock — so a post needs no read of them of its own."""
+    rows = list(Ticket.objects.select_for_update().filter(pk=ticket_id).order_by().values_list("pk", *fields))
+    if not rows:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    return dict(zip(fields, rows[0][1:], strict=True)) if fields else None
 
 
 class ClaimLost(Exception):
