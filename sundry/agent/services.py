@@ -29,7 +29,6 @@ from sundry.tickets.services import MessageRefused, turn_append, validate_messag
 from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
 from sundry.tooling.messages import ToolCall
 
-
 # What a post's row lock reads for its wake-up (`_wake_agent`) and its status change.
 WAKE_FIELDS = ("handler", "status", *outbox.PENDING_FIELDS, *claims.CLAIM_FIELDS)
 
