@@ -21,7 +21,8 @@ from sundry.tickets.models import Ticket
 
 def mark(ticket_id: int, turn: int) -> None:
     """Record that the agent owes `turn` an answer (call in the transaction that stored it,
-    after the turn: the ticket row is locked, so marks only move forward)."""
+    after the turn: the ticket row is locked, so marks only move forward). A customer's message
+    writes its mark with the turn itself, in the same statement (`turn_append(wake=True)`)."""
     Ticket.objects.filter(pk=ticket_id).update(agent_wake_turn=turn, agent_wake_at=timezone.now())
 
 

@@ -33,7 +33,7 @@ from sundry.tooling.messages import ToolCall
 WAKE_FIELDS = ("handler", "status", *outbox.PENDING_FIELDS, *claims.CLAIM_FIELDS)
 
 
-def _wake_agent(ticket: Ticket, locked: dict | None = None) -> None:
+def _wake_agent(ticket: Ticket, locked: dict | None = None, marked: bool = False) -> None:
     """Queue the agent once the caller's transaction commits, with the wake-up on record in
     it (the outbox), so a broker that is down loses nothing: the sweep queues it later.
 
@@ -45,11 +45,13 @@ def _wake_agent(ticket: Ticket, locked: dict | None = None) -> None:
     pending (queued, not yet claimed: the posts of a burst) adds no task: that run reads it too.
 
     `locked`: the row's `WAKE_FIELDS` as this transaction's lock read them (they cannot change
-    before it ends), so neither is read again; else each is read here."""
+    before it ends), so neither is read again; else each is read here. `marked`: the turn that asks
+    for the wake-up wrote its mark (`turn_append(wake=True)`)."""
     handler = ticket.handler if locked is None else locked["handler"]
     if handler == Ticket.Handler.AGENT:
         queued = outbox.pending(ticket.pk) if locked is None else outbox.pending_in(locked)
-        outbox.mark(ticket.pk, ticket.last_turn_number)
+        if not marked:
+            outbox.mark(ticket.pk, ticket.last_turn_number)
         if not queued and not (claims.claimed_elsewhere(ticket.pk) if locked is None else claims.claimed_in(locked)):
             enqueue_on_commit(agent_run_task, ticket.pk)
 
@@ -96,7 +98,9 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
         earlier = _already_posted(ticket, client_key)
         if earlier is not None:
             return earlier
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key)
+        # The wake-up's mark is written with the message (`_wake_agent` decides on the task below).
+        marks = wake and locked["handler"] == Ticket.Handler.AGENT
+        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key, wake=marks)
         # The agent is told in an event turn after the message: names, types and sizes, never contents.
         attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
         # What a message does at once reads the declaration files alone: no tool server is contacted.
@@ -112,7 +116,7 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
             ticket.status = Ticket.Status.OPEN  # the object stays current, as turn_append keeps it
         after = _typed_confirmation(ticket, turn, text, box.servers)
         if wake:
-            _wake_agent(ticket, locked)
+            _wake_agent(ticket, locked, marked=marks)
     if after is not None:
         # A tool server's call runs outside any transaction: confirmed once the message is stored.
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from sundry.tickets.events import ticket_changed
 from sundry.tickets.models import Ticket
@@ -43,16 +44,25 @@ class ClaimLost(Exception):
     or no ticket): nothing was written."""
 
 
-def _bump_sql(*, turn: bool, claimed: bool) -> str:
+def _bump_sql(*, turn: bool, claimed: bool, wake: bool = False) -> str:
     """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`), on the
-    ticket's row only while its claim is the writer's when `claimed` (parameters: id[, stamp])."""
+    ticket's row only while its claim is the writer's when `claimed`; with `wake`, the agent's
+    wake-up marked at the new turn (`agent.outbox.mark`) (parameters: [marked at,] id[, stamp])."""
     table = connection.ops.quote_name(Ticket._meta.db_table)
     counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
+    if wake:
+        counter += ', "agent_wake_turn" = "last_turn_number" + 1, "agent_wake_at" = %s'
     condition = ' AND "agent_claimed_at" = %s' if claimed else ""
     return (
         f'UPDATE {table} SET "version" = "version" + 1{counter} WHERE "id" = %s{condition} '
         'RETURNING "last_turn_number", "version"'
     )
+
+
+def _wake_param(wake: bool) -> list:
+    if not wake:
+        return []
+    return [Ticket._meta.get_field("agent_wake_at").get_db_prep_value(timezone.now(), connection)]
 
 
 def _claim_param(claimed_at) -> list:
@@ -67,7 +77,7 @@ def _missed(ticket_id: int, claimed_at) -> Exception:
     return Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
 
 
-def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, int]:
+def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, wake: bool = False) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`); returns (last_turn_number, version).
 
     One UPDATE … RETURNING: it takes the ticket's row lock until the caller's transaction
@@ -75,9 +85,13 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, i
     after commit (once per transaction, however many bumps it makes), with the version
     the transaction's last write left. `claimed_at`: only while the ticket's claim is that
     stamp (else `ClaimLost`, nothing written) — a run's first write and its claim check in one.
+    `wake` (with `turn`): the agent's wake-up marked at the new turn in the same statement.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_bump_sql(turn=turn, claimed=claimed_at is not None), [ticket_id, *_claim_param(claimed_at)])
+        cursor.execute(
+            _bump_sql(turn=turn, claimed=claimed_at is not None, wake=wake),
+            [*_wake_param(wake), ticket_id, *_claim_param(claimed_at)],
+        )
         row = cursor.fetchone()
     if row is None:
         raise _missed(ticket_id, claimed_at)
@@ -85,11 +99,11 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None) -> tuple[int, i
     return row[0], row[1]
 
 
-def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int, int]:
+def bump_inserting(row, *, number: str = "number", claimed_at=None, wake: bool = False) -> tuple[int, int]:
     """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
     it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
-    numbered by the counter it returned. Sets the row's primary key and number; returns
-    (number, version). The caller sends the row's save signals (no `save()` ran)."""
+    numbered by the counter it returned (`wake`: as `bump`'s). Sets the row's primary key and
+    number; returns (number, version). The caller sends the row's save signals (no `save()` ran)."""
     meta = type(row)._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns, values, params = [], [], []
@@ -102,12 +116,12 @@ def bump_inserting(row, *, number: str = "number", claimed_at=None) -> tuple[int
             params.append(f.get_db_prep_save(f.pre_save(row, True), connection))
     table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
     sql = (
-        f"WITH b AS ({_bump_sql(turn=True, claimed=claimed_at is not None)}), "
+        f"WITH b AS ({_bump_sql(turn=True, claimed=claimed_at is not None, wake=wake)}), "
         f"t AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk}) "
         'SELECT t.*, b."last_turn_number", b."version" FROM t CROSS JOIN b'
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [row.ticket_id, *_claim_param(claimed_at), *params])
+        cursor.execute(sql, [*_wake_param(wake), row.ticket_id, *_claim_param(claimed_at), *params])
         got = cursor.fetchone()
     if got is None:
         raise _missed(row.ticket_id, claimed_at)

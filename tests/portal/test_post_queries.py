@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
 
 from sundry.desk.lifecycle import ticket_create
@@ -19,11 +20,13 @@ from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
+# On SQLite a turn's bump and insert are two statements, and the head's reads differ.
+counted_on_postgres = pytest.mark.skipif(connection.vendor != "postgresql", reason="the counts are PostgreSQL's")
 
 # session, login, ticket (own, with its customer, class and whether the class has tool servers),
-# SAVEPOINT, row lock (with the wake-up's fields), the key's earlier turn, turn (bump and insert in
-# one), wake-up mark, RELEASE, notices seen, the conversation's messages.
-CUSTOMER_POST = 11
+# SAVEPOINT, row lock (with the wake-up's fields), the key's earlier turn, turn (bump, wake-up mark
+# and insert in one), RELEASE, notices seen, the conversation's messages.
+CUSTOMER_POST = 10
 # … and when the message names an order: the ledger read, its upsert.
 CUSTOMER_POST_WITH_ID = CUSTOMER_POST + 2
 # session, login, ticket (with the customer's notice choice), SAVEPOINT, row lock, the key's earlier
@@ -57,6 +60,7 @@ def _post(client, url, data, limit, django_assert_max_num_queries):
     return response, counted
 
 
+@counted_on_postgres
 @pytest.mark.parametrize(
     ("text", "limit"),
     [("Any news on my parcel?", CUSTOMER_POST), ("Where is order SU-61111?", CUSTOMER_POST_WITH_ID)],
@@ -77,6 +81,7 @@ def test_a_customer_message_post_sends_a_fixed_few_statements(desk, text, limit,
     assert ticket.agent_wake_turn == ticket.last_turn_number  # the agent was woken
 
 
+@counted_on_postgres
 def test_a_desk_reply_sends_a_fixed_few_statements(desk, django_assert_max_num_queries):
     ticket, clients, sam = desk
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=sam)
