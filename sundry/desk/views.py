@@ -104,13 +104,15 @@ def ticket_turns(request, ticket_id):
 # --- answering an edit -----------------------------------------------------------------------
 
 
-def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, current=None):
-    """htmx: the named panels re-rendered for this viewer and a status line. Otherwise: back to the page."""
+def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, current=None, reread=True):
+    """htmx: the named panels re-rendered for this viewer and a status line. Otherwise: back to the page.
+    `reread=False`: `ticket` as the view holds it is current for the panels (the view's own write
+    changed none of its fields, or kept them on it), so it is not read again."""
     if not request.htmx:
         if level == "ok":
             return redirect("desk-ticket", ticket_id=ticket.pk)
         return redirect(reverse("desk-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
-    fresh = selectors.ticket_for_staff(request.user, ticket.pk)
+    fresh = selectors.ticket_for_staff(request.user, ticket.pk) if reread else ticket
     viewer = Viewer(request.user, STAFF)
     html = "".join(render_panel(STAFF_PANELS[name], fresh, viewer) for name in panels)
     html += render_to_string("desk/_flash.html", {"message": message, "level": level, "current": current})
@@ -167,7 +169,9 @@ def ticket_post(request, ticket_id):
             raise MessageRefused("Unknown action.")
     except MessageRefused as exc:
         return _refused(request, ticket, exc, ())
-    return _answer(request, ticket, panels=("head",), message=done[action])
+    # A reply or note changes no field of the row but the version and turn counter, which the append
+    # kept on `ticket`: the head renders from it. Taking over or handing back writes the row: read again.
+    return _answer(request, ticket, panels=("head",), message=done[action], reread=action in ("take_over", "hand_back"))
 
 
 @login_required

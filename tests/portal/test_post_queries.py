@@ -30,8 +30,9 @@ CUSTOMER_POST = 10
 # … and when the message names an order: the ledger read, its upsert.
 CUSTOMER_POST_WITH_ID = CUSTOMER_POST + 2
 # session, login, ticket (with the customer's notice choice), SAVEPOINT, row lock, the key's earlier
-# turn, turn, RELEASE, ticket again for the head, its held actions, colleagues, tags, timer, rating.
-STAFF_REPLY = 14
+# turn, turn, RELEASE, and for the head rendered from the ticket in hand: its held actions,
+# colleagues, tags, timer, rating.
+STAFF_REPLY = 13
 
 
 @pytest.fixture
