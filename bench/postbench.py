@@ -325,9 +325,12 @@ def main(argv=None) -> int:
         if settings.BACKGROUND_MODE == "celery":
             from sundry.celery import app
 
+            queue = settings.CELERY_TASK_DEFAULT_QUEUE
             with app.connection_for_write() as conn:
-                conn.default_channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
-                conn.default_channel.queue_delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+                conn.default_channel.queue_purge(queue)
+                conn.default_channel.queue_delete(queue)
+                # The transport's records of the run's queue and exchange (kept by a delete).
+                conn.default_channel.client.delete(f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     print(
         json.dumps(
             {
