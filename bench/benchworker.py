@@ -72,6 +72,7 @@ def _task_end(task_id=None, task=None, args=None, kwargs=None, state=None, **ext
     line = json.dumps(
         {
             "task": getattr(task, "name", ""),
+            "id": task_id,
             "arg": arg,
             "state": state,
             "pid": os.getpid(),

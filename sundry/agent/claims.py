@@ -234,3 +234,14 @@ def claimed_elsewhere(ticket_id: int, mine: tuple[str, ...] = ()) -> bool:
     when its worker died)."""
     live = Ticket.objects.filter(pk=ticket_id, agent_claimed_at__gte=timezone.now() - CLAIM_TTL)
     return live.exclude(agent_claimed_by__in=[m for m in mine if m]).exists()
+
+
+# The ticket row's fields `claimed_in` reads (from the row lock's own statement: `versions.ticket_lock`).
+CLAIM_FIELDS = ("agent_claimed_at",)
+
+
+def claimed_in(row: dict) -> bool:
+    """`claimed_elsewhere(ticket_id)` (any run's live claim), judged on the row's `CLAIM_FIELDS` as
+    the caller's lock read them."""
+    at = row["agent_claimed_at"]
+    return at is not None and at >= timezone.now() - CLAIM_TTL

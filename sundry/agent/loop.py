@@ -73,6 +73,11 @@ _ANSWERED = Q(kind=Turn.Kind.MESSAGE, author__in=(Turn.Author.AGENT, Turn.Author
 LOAD_ALSO: dict[str, Callable[[], Expression]] = {}
 
 
+def load_also() -> dict[str, Expression]:
+    """`LOAD_ALSO`'s expressions, to annotate a read of tickets with (the run's load; a desk reply's read)."""
+    return {name: expression() for name, expression in LOAD_ALSO.items()}
+
+
 def _inputs_after(ticket_id: int, after: int) -> bool:
     """Input arrived after turn `after`."""
     return Turn.objects.filter(_INPUT, ticket_id=ticket_id, number__gt=after).exists()
@@ -119,7 +124,7 @@ def _load(ticket_id: int) -> Ticket | None:
             run_has_servers=Exists(
                 ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True)
             ),
-            **{name: expression() for name, expression in LOAD_ALSO.items()},
+            **load_also(),
         )
         .filter(pk=ticket_id)
         .first()

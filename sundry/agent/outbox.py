@@ -21,7 +21,8 @@ from sundry.tickets.models import Ticket
 
 def mark(ticket_id: int, turn: int) -> None:
     """Record that the agent owes `turn` an answer (call in the transaction that stored it,
-    after the turn: the ticket row is locked, so marks only move forward)."""
+    after the turn: the ticket row is locked, so marks only move forward). A customer's message
+    writes its mark with the turn itself, in the same statement (`turn_append(wake=True)`)."""
     Ticket.objects.filter(pk=ticket_id).update(agent_wake_turn=turn, agent_wake_at=timezone.now())
 
 
@@ -31,6 +32,16 @@ def pending(ticket_id: int) -> bool:
     the grace period a mark may be one whose task was lost: then the caller queues afresh."""
     since = timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS)
     return Ticket.objects.filter(pk=ticket_id, agent_wake_turn__isnull=False, agent_wake_at__gte=since).exists()
+
+
+# The ticket row's fields `pending_in` reads (from the row lock's own statement: `versions.ticket_lock`).
+PENDING_FIELDS = ("agent_wake_turn", "agent_wake_at")
+
+
+def pending_in(row: dict) -> bool:
+    """`pending`, judged on the row's `PENDING_FIELDS` as the caller's lock read them."""
+    since = timezone.now() - timedelta(seconds=settings.AGENT_SWEEP_GRACE_SECONDS)
+    return row["agent_wake_turn"] is not None and row["agent_wake_at"] is not None and row["agent_wake_at"] >= since
 
 
 def settle(ticket_id: int, read_through: int) -> bool:

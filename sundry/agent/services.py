@@ -17,7 +17,7 @@ from sundry.agent.guards import cards
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.agent.provider import callids
 from sundry.agent.tasks import agent_run_task
-from sundry.agent.toolbox import Toolbox, toolbox_for
+from sundry.agent.toolbox import Toolbox, servers_if_flagged, toolbox_for
 from sundry.attachments import services as attachments
 from sundry.attachments.prepare import prepare_all
 from sundry.context import services as lanes
@@ -30,8 +30,11 @@ from sundry.tickets.services import MessageRefused, turn_append, validate_messag
 from sundry.tickets.versions import ticket_lock, ticket_touch, ticket_update
 from sundry.tooling.messages import ToolCall
 
+# What a post's row lock reads for its wake-up (`_wake_agent`) and its status change.
+WAKE_FIELDS = ("handler", "status", *outbox.PENDING_FIELDS, *claims.CLAIM_FIELDS)
 
-def _wake_agent(ticket: Ticket) -> None:
+
+def _wake_agent(ticket: Ticket, locked: dict | None = None, marked: bool = False) -> None:
     """Queue the agent once the caller's transaction commits, with the wake-up on record in
     it (the outbox), so a broker that is down loses nothing: the sweep queues it later.
 
@@ -40,11 +43,17 @@ def _wake_agent(ticket: Ticket) -> None:
     go, so it answers this too; a task queued now would find the ticket claimed and wait a
     claim's life to do nothing. If that run dies instead, the mark stays and the sweep queues
     the ticket once its claim lapses. Likewise a post that finds an earlier post's wake-up still
-    pending (queued, not yet claimed: the posts of a burst) adds no task: that run reads it too."""
-    if ticket.handler == Ticket.Handler.AGENT:
-        queued = outbox.pending(ticket.pk)
-        outbox.mark(ticket.pk, ticket.last_turn_number)
-        if not queued and not claims.claimed_elsewhere(ticket.pk):
+    pending (queued, not yet claimed: the posts of a burst) adds no task: that run reads it too.
+
+    `locked`: the row's `WAKE_FIELDS` as this transaction's lock read them (they cannot change
+    before it ends), so neither is read again; else each is read here. `marked`: the turn that asks
+    for the wake-up wrote its mark (`turn_append(wake=True)`)."""
+    handler = ticket.handler if locked is None else locked["handler"]
+    if handler == Ticket.Handler.AGENT:
+        queued = outbox.pending(ticket.pk) if locked is None else outbox.pending_in(locked)
+        if not marked:
+            outbox.mark(ticket.pk, ticket.last_turn_number)
+        if not queued and not (claims.claimed_elsewhere(ticket.pk) if locked is None else claims.claimed_in(locked)):
             enqueue_on_commit(agent_run_task, ticket.pk)
 
 
@@ -79,34 +88,41 @@ def customer_message_post(*, ticket: Ticket, text: str, wake: bool = True, clien
     when the caller runs it itself).
 
     A post with the `client_key` of one already stored (a resend after an answer that never
-    arrived) returns that turn and stores nothing."""
+    arrived) returns that turn and stores nothing. A ticket read with `toolbox.with_servers_flag`
+    costs no read of its class's tool servers when it has none."""
     text, prepared = _text_and_files(text, uploads)
     client_key = clean_client_key(client_key)
     # The files are in storage before the ticket's row is locked, and gone again unless the message stored them.
     with attachments.stored(ticket, prepared) as files, transaction.atomic():
-        ticket_lock(ticket.pk)  # lock order: the ticket row first; and resends queue here
+        # Lock order: the ticket row first; and resends queue here. The lock reads what the wake-up decides on.
+        locked = ticket_lock(ticket.pk, *WAKE_FIELDS)
         earlier = _already_posted(ticket, client_key)
         if earlier is not None:
             return earlier
         # What a message does at once reads the declaration files alone: no tool server is contacted.
-        box = toolbox_for(ticket.ticket_class, listing=False)
+        box = toolbox_for(ticket.ticket_class, listing=False, servers=servers_if_flagged(ticket))
         # IDs in the domain's formats and in those its tool servers declare; a correction among them
         # ("wrong number, it's …") retires the open cards on the number it replaces.
         found = box.typed_ids(text)
         # The turn's bump stamps what rides on it: the ledger, when the message typed IDs (the
         # event turn naming files, the cards retired and the rules flagged bump on their own).
         stamps = (versions.TURNS, versions.LEDGER) if found else (versions.TURNS,)
-        turn = turn_append(ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key, stamps=stamps)
+        # The wake-up's mark is written with the message (`_wake_agent` decides on the task below).
+        marks = wake and locked["handler"] == Ticket.Handler.AGENT
+        turn = turn_append(
+            ticket=ticket, author=Turn.Author.CUSTOMER, text=text, client_key=client_key, stamps=stamps, wake=marks
+        )
         # The agent is told in an event turn after the message: names, types and sizes, never contents.
         attachments.attach(ticket=ticket, turn=turn, files=files, user_id=ticket.customer.user_id)
         corrected = lanes.ledger_note_customer_message(ticket=ticket, turn=turn.number, text=text, found=found)
         cardstore.retire_for(ticket, {c.old for c in corrected}, "The customer corrected this number.")
         lanes.rule_flag_candidates(ticket=ticket, turn=turn.number, text=text, source="customer", domain=box.declared)
-        if ticket.status in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
+        if locked["status"] in (Ticket.Status.WAITING, Ticket.Status.RESOLVED):
             ticket_update(ticket.pk, status=Ticket.Status.OPEN)
+            ticket.status = Ticket.Status.OPEN  # the object stays current, as turn_append keeps it
         after = _typed_confirmation(ticket, turn, text, box.servers)
         if wake:
-            _wake_agent(ticket)
+            _wake_agent(ticket, locked, marked=marks)
     if after is not None:
         # A tool server's call runs outside any transaction: confirmed once the message is stored.
         try:
@@ -154,28 +170,40 @@ def _typed_confirmation(ticket: Ticket, turn: Turn, text: str, servers) -> Confi
     return None
 
 
-def _staff_turn(*, ticket: Ticket, text: str, user, client_key: str, kind: str) -> tuple[Turn, bool]:
-    """A turn staff wrote, stored once per message key: (the turn, whether it is new). In the caller's transaction."""
-    ticket_lock(ticket.pk)
+def _staff_turn(
+    *, ticket: Ticket, text: str, user, client_key: str, kind: str, fields: tuple[str, ...] = ()
+) -> tuple[Turn, bool, dict | None]:
+    """A turn staff wrote, stored once per message key: (the turn, whether it is new, the row's
+    `fields` as the lock read them). In the caller's transaction."""
+    locked = ticket_lock(ticket.pk, *fields)
     earlier = _already_posted(ticket, client_key)
     if earlier is not None:
-        return earlier, False
-    return turn_append(
-        ticket=ticket,
-        author=Turn.Author.STAFF,
-        kind=kind,
-        text=text,
-        payload={"by": user.get_username()},
-        client_key=client_key,
-    ), True
+        return earlier, False, locked
+    return (
+        turn_append(
+            ticket=ticket,
+            author=Turn.Author.STAFF,
+            kind=kind,
+            text=text,
+            payload={"by": user.get_username()},
+            client_key=client_key,
+        ),
+        True,
+        locked,
+    )
 
 
 def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") -> Turn:
     """A note to the agent (and colleagues); never shown to the customer."""
     text = validate_message_text(text)
     with transaction.atomic():
-        turn, new = _staff_turn(
-            ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key), kind=Turn.Kind.NOTE
+        turn, new, locked = _staff_turn(
+            ticket=ticket,
+            text=text,
+            user=user,
+            client_key=clean_client_key(client_key),
+            kind=Turn.Kind.NOTE,
+            fields=WAKE_FIELDS,
         )
         if new:
             lanes.rule_flag_candidates(
@@ -183,9 +211,9 @@ def staff_note_post(*, ticket: Ticket, text: str, user, client_key: str = "") ->
                 turn=turn.number,
                 text=text,
                 source="staff",
-                domain=toolbox_for(ticket.ticket_class, listing=False).declared,
+                domain=toolbox_for(ticket.ticket_class, listing=False, servers=servers_if_flagged(ticket)).declared,
             )
-            _wake_agent(ticket)
+            _wake_agent(ticket, locked)
     return turn
 
 
@@ -203,7 +231,7 @@ def staff_reply_post(*, ticket: Ticket, text: str, user, client_key: str = "", u
     """A reply to the customer written by hand, with the files in `uploads`, if any."""
     text, prepared = _text_and_files(text, uploads)
     with attachments.stored(ticket, prepared) as files, transaction.atomic():
-        turn, new = _staff_turn(
+        turn, new, _ = _staff_turn(
             ticket=ticket, text=text, user=user, client_key=clean_client_key(client_key), kind=Turn.Kind.MESSAGE
         )
         if new:

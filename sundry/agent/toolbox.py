@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from django.db.models import Exists, OuterRef
+
 import sundry.agent.tools  # noqa: F401  (registers Sundry's own tools; the domains' register at startup)
 from sundry.context import tools as _lane_tools  # noqa: F401  (registers pin_constraint, label_entity)
 from sundry.context.assembly import Assembled
@@ -116,6 +118,24 @@ def _servers(ticket_class) -> list[ToolServer]:
     return list(ToolServer.objects.filter(ticket_class_id=ticket_class.pk, enabled=True).order_by("pk"))
 
 
+# The attribute a ticket read with `with_servers_flag` carries: whether its class has enabled tool servers.
+HAS_SERVERS = "class_has_servers"
+
+
+def with_servers_flag(tickets):
+    """`tickets` (a queryset) with whether each one's class has enabled tool servers, read in the
+    same statement: a class without any then costs no read of them (`servers_if_flagged`)."""
+    return tickets.annotate(
+        **{HAS_SERVERS: Exists(ToolServer.objects.filter(ticket_class_id=OuterRef("ticket_class_id"), enabled=True))}
+    )
+
+
+def servers_if_flagged(ticket) -> list | None:
+    """`toolbox_for`'s `servers` for a ticket: none, when it was read with `with_servers_flag` and its
+    class has none; else None (read them)."""
+    return [] if getattr(ticket, HAS_SERVERS, None) is False else None
+
+
 _SPECS: dict[str, tuple[int, Domain, list[dict]]] = {}
 
 
@@ -168,4 +188,4 @@ def toolbox_for(ticket_class, *, servers: list[ToolServer] | None = None, listin
     )
 
 
-__all__ = ["Toolbox", "domain_specs", "toolbox_for"]
+__all__ = ["Toolbox", "domain_specs", "servers_if_flagged", "toolbox_for", "with_servers_flag"]

@@ -196,13 +196,13 @@ def ledger_note_customer_message(
     """A customer's message's IDs (`found`, every format the class reads) into the ledger, and the
     corrections it makes (`corrections.plan`) onto it. In the message's transaction. Returns the corrections."""
     found = list(dict.fromkeys(found))
-    known = [
-        corrections.Known(v, kind, last, superseded=bool(by))
-        for v, kind, last, by in LedgerEntry.objects.filter(ticket=ticket).values_list(
-            "value", "kind", "last_used_turn", "superseded_by"
-        )
-    ]
-    ledger_note_typed(ticket=ticket, turn=turn, found=found)
+    if not found:
+        return []  # no ID typed: nothing to note, and a correction names the ID it brings
+    # The ledger is read once: the corrections judge it as it was before the message, the notes
+    # are planned on it (the plan changes its rows in place: `known` is taken first).
+    rows, versions = _ledger_rows_versioned(ticket)
+    known = [corrections.Known(r.value, r.kind, r.last_used_turn, superseded=r.superseded) for r in rows.values()]
+    ledger_note_typed(ticket=ticket, turn=turn, found=found, read=(rows, versions))
     made = corrections.plan(text, found, known)
     for c in made:
         ledger_supersede(ticket=ticket, old=c.old, new=c.new, turn=turn, source="customer")
@@ -235,11 +235,14 @@ def ledger_supersede(*, ticket, old: str, new: str, turn: int, source: str, user
     return entry
 
 
-def ledger_note_typed(*, ticket, turn: int, found: list[tuple[str, str]], source: str = "customer") -> list[str]:
-    """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs."""
+def ledger_note_typed(
+    *, ticket, turn: int, found: list[tuple[str, str]], source: str = "customer", read=None
+) -> list[str]:
+    """`ledger_note_customer_ids` for IDs already found in what a person typed: (value, kind) pairs.
+    `read`: the ledger as the caller read it under the ticket's row lock (`_ledger_rows_versioned`)."""
     if not found:
         return []
-    rows, versions = _ledger_rows_versioned(ticket)
+    rows, versions = _ledger_rows_versioned(ticket) if read is None else read
     plan = harvest.plan_mentions(
         rows,
         found,

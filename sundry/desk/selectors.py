@@ -73,10 +73,12 @@ def attention_kind(attention: str) -> str:
     return "attention"
 
 
-def ticket_for_staff(user, ticket_id: int) -> Ticket | None:
+def ticket_for_staff(user, ticket_id: int, tickets=None) -> Ticket | None:
+    """The ticket if `user` is desk staff (`tickets`: a queryset to read it from, else every ticket)."""
     if not is_desk_staff(user):
         return None
-    return Ticket.objects.select_related("customer", "ticket_class", "assigned_to").filter(pk=ticket_id).first()
+    tickets = Ticket.objects.all() if tickets is None else tickets
+    return tickets.select_related("customer", "ticket_class", "assigned_to").filter(pk=ticket_id).first()
 
 
 # --- conversation ----------------------------------------------------------------------

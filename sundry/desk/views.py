@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from sundry.agent import claims
+from sundry.agent import claims, loop
 from sundry.agent import services as agent_services
 from sundry.agent.models import Confirmation, HeldAction
 from sundry.context import services as lanes
@@ -66,9 +66,9 @@ def search(request):
     )
 
 
-def _ticket_or_404(request, ticket_id):
+def _ticket_or_404(request, ticket_id, tickets=None):
     _staff_only(request.user)
-    ticket = selectors.ticket_for_staff(request.user, ticket_id)
+    ticket = selectors.ticket_for_staff(request.user, ticket_id, tickets)
     if ticket is None:
         raise Http404("No such ticket.")
     return ticket
@@ -104,13 +104,15 @@ def ticket_turns(request, ticket_id):
 # --- answering an edit -----------------------------------------------------------------------
 
 
-def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, current=None):
-    """htmx: the named panels re-rendered for this viewer and a status line. Otherwise: back to the page."""
+def _answer(request, ticket, *, panels=(), message="", level="ok", status=200, current=None, reread=True):
+    """htmx: the named panels re-rendered for this viewer and a status line. Otherwise: back to the page.
+    `reread=False`: `ticket` as the view holds it is current for the panels (the view's own write
+    changed none of its fields, or kept them on it), so it is not read again."""
     if not request.htmx:
         if level == "ok":
             return redirect("desk-ticket", ticket_id=ticket.pk)
         return redirect(reverse("desk-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
-    fresh = selectors.ticket_for_staff(request.user, ticket.pk)
+    fresh = selectors.ticket_for_staff(request.user, ticket.pk) if reread else ticket
     viewer = Viewer(request.user, STAFF)
     html = "".join(render_panel(STAFF_PANELS[name], fresh, viewer) for name in panels)
     html += render_to_string("desk/_flash.html", {"message": message, "level": level, "current": current})
@@ -131,7 +133,9 @@ def _conflict(request, ticket, message, panels, current=None):
 @login_required
 @require_POST
 def ticket_post(request, ticket_id):
-    ticket = _ticket_or_404(request, ticket_id)
+    # Read with what the run's load carries for the layers above (the customer's notice choice): a
+    # reply's notice then reads nothing of its own.
+    ticket = _ticket_or_404(request, ticket_id, Ticket.objects.annotate(**loop.load_also()))
     action = request.POST.get("action", "")
     text = request.POST.get("text", "")
     done = {
@@ -165,7 +169,9 @@ def ticket_post(request, ticket_id):
             raise MessageRefused("Unknown action.")
     except MessageRefused as exc:
         return _refused(request, ticket, exc, ())
-    return _answer(request, ticket, panels=("head",), message=done[action])
+    # A reply or note changes no field of the row but the version and turn counter, which the append
+    # kept on `ticket`: the head renders from it. Taking over or handing back writes the row: read again.
+    return _answer(request, ticket, panels=("head",), message=done[action], reread=action in ("take_over", "hand_back"))
 
 
 @login_required

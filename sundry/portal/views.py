@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sundry.agent.models import Confirmation
 from sundry.agent.services import ConfirmationError, confirmation_decide, customer_message_post
+from sundry.agent.toolbox import with_servers_flag
 from sundry.context.models import PinnedRule
 from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
@@ -49,10 +50,20 @@ def _customer(request):
     return customer
 
 
-def own_ticket(request, ticket_id):
-    customer = _customer(request)
-    ticket = Ticket.objects.select_related("customer").filter(pk=ticket_id, customer=customer).first()
-    if ticket is None:  # someone else's ticket looks exactly like a missing one
+def own_ticket(request, ticket_id, tickets=None):
+    """The ticket, if it is the asking customer's own, with its customer and class, in one read
+    (`tickets`: a queryset to read it from, else every ticket). A login that is no customer's is
+    refused; someone else's ticket looks exactly like a missing one."""
+    tickets = Ticket.objects.all() if tickets is None else tickets
+    ticket = None
+    if request.user.is_authenticated:
+        ticket = (
+            tickets.select_related("customer", "ticket_class")
+            .filter(pk=ticket_id, customer__user_id=request.user.pk)
+            .first()
+        )
+    if ticket is None:
+        _customer(request)  # a login that is no customer's: refused, as on every customer page
         raise Http404("No such ticket.")
     return ticket
 
@@ -141,15 +152,18 @@ def ticket_messages(request, ticket_id):
     return earlier_response(request, ticket, _viewer(request, ticket), reverse("portal-ticket", args=[ticket.pk]))
 
 
-def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True):
-    """`fresh=False`: the status line alone, without reading anything."""
+def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=200, fresh=True, reread=True):
+    """`fresh=False`: the status line alone, without reading anything. `reread=False`: the panels are
+    rendered from `ticket` as the view holds it (checked as the customer's own when the view read it),
+    for panels that read all they show afresh — the conversation reads its messages."""
     if not request.htmx:
         if level == "ok":
             return redirect("portal-ticket", ticket_id=ticket.pk)
         return redirect(reverse("portal-ticket", args=[ticket.pk]) + "?" + urlencode({"error": message}))
     html = ""
     if fresh:
-        ticket = own_ticket(request, ticket.pk)
+        if reread:
+            ticket = own_ticket(request, ticket.pk)
         viewer = _viewer(request, ticket)
         html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
     html += render_to_string("desk/_flash.html", {"message": message, "level": level})
@@ -159,7 +173,8 @@ def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=
 @login_required
 @require_POST
 def ticket_message(request, ticket_id):
-    ticket = own_ticket(request, ticket_id)
+    # Read with whether its class has tool servers: a class without costs the post no read of them.
+    ticket = own_ticket(request, ticket_id, with_servers_flag(Ticket.objects))
     if not allow("messages", request.user.pk, Rate.parse(settings.RATE_CUSTOMER_MESSAGES)):
         return panels_answer(request, ticket, message=TOO_MANY_MESSAGES, level="bad", status=429)
     try:
@@ -174,7 +189,8 @@ def ticket_message(request, ticket_id):
     except MessageRefused as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
-        return panels_answer(request, ticket, panels=("conversation",), message="Sent.")
+        # The conversation reads its messages afresh: the ticket the view checked and wrote is not read again.
+        return panels_answer(request, ticket, panels=("conversation",), message="Sent.", reread=False)
     except Exception:  # noqa: BLE001 — the message is stored whatever failed after it
         # Say so, or the sender would send it again. The page's live updates bring the
         # conversation up to date once the database (or Redis) answers again.

@@ -77,6 +77,7 @@ def turn_append(
     client_key: str = "",
     claimed_at=None,
     stamps=(ALL,),
+    wake: bool = False,
 ) -> Turn:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
@@ -86,6 +87,7 @@ def turn_append(
     On PostgreSQL the bump and the insert are one statement (`versions.bump_inserting`).
     `claimed_at`: append only while the ticket's claim is that stamp, else `ClaimLost` and
     nothing written (a run's first write checks its claim with no read of its own).
+    `wake`: mark the agent's wake-up at this turn in the same statement (`agent.outbox.mark`).
     """
     model = ticket.ticket_class.working_model
     tokens = count_tokens(text, model) + _calls_tokens(payload, model)
@@ -104,12 +106,12 @@ def turn_append(
     with transaction.atomic(savepoint=False):
         if connection.vendor == "postgresql":
             pre_save.send(sender=Turn, instance=turn, raw=False, using=connection.alias, update_fields=None)
-            number, version = bump_inserting(turn, claimed_at=claimed_at, stamps=stamps)
+            number, version = bump_inserting(turn, claimed_at=claimed_at, stamps=stamps, wake=wake)
             post_save.send(
                 sender=Turn, instance=turn, created=True, raw=False, using=connection.alias, update_fields=None
             )
         else:  # two statements where round trips cost nothing (SQLite)
-            number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at, stamps=stamps)
+            number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at, stamps=stamps, wake=wake)
             turn.number = number
             turn.save(force_insert=True)
     ticket.last_turn_number, ticket.version = number, version

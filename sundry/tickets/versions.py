@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 from django.db.models import F, Func, JSONField
+from django.utils import timezone
 
 from sundry.tickets.events import ticket_changed
 from sundry.tickets.models import Ticket
@@ -73,10 +74,16 @@ class Stamped(Func):
         return _stamps_sql(self.stamps)
 
 
-def ticket_lock(ticket_id: int) -> None:
-    """Take the ticket's row lock until the caller's transaction ends (call inside `atomic()`)."""
-    if not Ticket.objects.select_for_update().filter(pk=ticket_id).values_list("pk", flat=True):
+def ticket_lock(ticket_id: int, *fields: str) -> dict | None:
+    """Take the ticket's row lock until the caller's transaction ends (call inside `atomic()`).
+
+    `fields`: the row's fields the caller decides on, read by the locking statement itself and
+    returned by name — as they stay until the caller's transaction ends, since every writer of
+    the row waits for its lock — so a post needs no read of them of its own."""
+    rows = list(Ticket.objects.select_for_update().filter(pk=ticket_id).order_by().values_list("pk", *fields))
+    if not rows:
         raise Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
+    return dict(zip(fields, rows[0][1:], strict=True)) if fields else None
 
 
 class ClaimLost(Exception):
@@ -84,18 +91,28 @@ class ClaimLost(Exception):
     or no ticket): nothing was written."""
 
 
-def _bump_sql(*, turn: bool, claimed: bool, stamps=()) -> tuple[str, list]:
+def _bump_sql(*, turn: bool, claimed: bool, stamps=(), wake: bool = False) -> tuple[str, list]:
     """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`) and its
-    stamps, on the ticket's row only while its claim is the writer's when `claimed`; and the
-    stamps' parameters (the rest: id[, claim])."""
+    stamps, on the ticket's row only while its claim is the writer's when `claimed`; with `wake`,
+    the agent's wake-up marked at the new turn (`agent.outbox.mark`). And the parameters that come
+    before the rest ([marked at,] the stamps'; the rest: id[, claim])."""
     table = connection.ops.quote_name(Ticket._meta.db_table)
     counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
+    if wake:
+        counter += ', "agent_wake_turn" = "last_turn_number" + 1, "agent_wake_at" = %s'
     condition = ' AND "agent_claimed_at" = %s' if claimed else ""
     stamped, params = _stamps_sql(stamps)
+    params = [*_wake_param(wake), *params]
     return (
         f'UPDATE {table} SET "version" = "version" + 1{counter}, "stamps" = {stamped} WHERE "id" = %s{condition} '
         'RETURNING "last_turn_number", "version"'
     ), params
+
+
+def _wake_param(wake: bool) -> list:
+    if not wake:
+        return []
+    return [Ticket._meta.get_field("agent_wake_at").get_db_prep_value(timezone.now(), connection)]
 
 
 def _claim_param(claimed_at) -> list:
@@ -110,7 +127,7 @@ def _missed(ticket_id: int, claimed_at) -> Exception:
     return Ticket.DoesNotExist(f"ticket {ticket_id} does not exist")
 
 
-def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,)) -> tuple[int, int]:
+def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,), wake: bool = False) -> tuple[int, int]:
     """Bump the version (and the turn counter when `turn`); returns (last_turn_number, version).
 
     One UPDATE … RETURNING: it takes the ticket's row lock until the caller's transaction
@@ -119,8 +136,9 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,)) 
     the transaction's last write left. `claimed_at`: only while the ticket's claim is that
     stamp (else `ClaimLost`, nothing written) — a run's first write and its claim check in one.
     `stamps`: the tables the caller's transaction writes (see the module's docstring).
+    `wake` (with `turn`): the agent's wake-up marked at the new turn in the same statement.
     """
-    sql, params = _bump_sql(turn=turn, claimed=claimed_at is not None, stamps=stamps)
+    sql, params = _bump_sql(turn=turn, claimed=claimed_at is not None, stamps=stamps, wake=wake)
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, ticket_id, *_claim_param(claimed_at)])
         row = cursor.fetchone()
@@ -130,11 +148,13 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,)) 
     return row[0], row[1]
 
 
-def bump_inserting(row, *, number: str = "number", claimed_at=None, stamps=(ALL,)) -> tuple[int, int]:
+def bump_inserting(
+    row, *, number: str = "number", claimed_at=None, stamps=(ALL,), wake: bool = False
+) -> tuple[int, int]:
     """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
     it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
-    numbered by the counter it returned. Sets the row's primary key and number; returns
-    (number, version). The caller sends the row's save signals (no `save()` ran)."""
+    numbered by the counter it returned (`wake`: as `bump`'s). Sets the row's primary key and
+    number; returns (number, version). The caller sends the row's save signals (no `save()` ran)."""
     meta = type(row)._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns, values, params = [], [], []
@@ -146,7 +166,7 @@ def bump_inserting(row, *, number: str = "number", claimed_at=None, stamps=(ALL,
             values.append("%s")
             params.append(f.get_db_prep_save(f.pre_save(row, True), connection))
     table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
-    bump_sql, stamp_params = _bump_sql(turn=True, claimed=claimed_at is not None, stamps=stamps)
+    bump_sql, stamp_params = _bump_sql(turn=True, claimed=claimed_at is not None, stamps=stamps, wake=wake)
     sql = (
         f"WITH b AS ({bump_sql}), "
         f"t AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk}) "

@@ -175,9 +175,9 @@ def test_messages_posted_while_a_run_works_queue_no_task_of_their_own_and_are_an
 
     queued = []
     monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
-    if not one_wake:
-        monkeypatch.setattr(services.claims, "claimed_elsewhere", lambda *a, **k: False)
-        monkeypatch.setattr(services.outbox, "pending", lambda *a, **k: False)
+    if not one_wake:  # a post judges both on what its row lock read
+        monkeypatch.setattr(services.claims, "claimed_in", lambda *a, **k: False)
+        monkeypatch.setattr(services.outbox, "pending_in", lambda *a, **k: False)
     customer_message_post(ticket=ticket, text="Hello?")
     assert len(queued) == 1
     model = PostsWhileAnswering(ticket.pk, ["Are you there?", "Where is my parcel?", "Hello??"])
@@ -199,7 +199,7 @@ def test_a_burst_posted_before_any_run_starts_queues_one_task_and_one_run_answer
     queued = []
     monkeypatch.setattr(services, "enqueue_on_commit", lambda task, *args, **kw: queued.append(args))
     if not one_wake:
-        monkeypatch.setattr(services.outbox, "pending", lambda *a, **k: False)
+        monkeypatch.setattr(services.outbox, "pending_in", lambda *a, **k: False)
     for text in ("Hello?", "Are you there?", "Where is my parcel?"):
         customer_message_post(ticket=ticket, text=text)  # the first task has not started: no claim yet
     assert len(queued) == (1 if one_wake else 3)
