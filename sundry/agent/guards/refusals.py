@@ -22,8 +22,8 @@ information ("I can't find that order — could you check the number?", "I can't
 customer's details", which names what is refused), an offer ("I can help with that."), what
 the customer can't do ("you can't return it after 30 days"), and the general offer alone.
 
-A greeting or apology that is a sentence of its own ("I'm sorry. I can't help with that.") is
-`lead_in`: the stream shows it only with the sentence after it (`provisional`).
+A greeting, apology or word of assent that is a sentence of its own ("I'm sorry. I can't help with
+that.", "Certainly! …") is `lead_in`: the stream shows it only with the sentence after it (`provisional`).
 """
 
 from __future__ import annotations
@@ -103,8 +103,13 @@ _BARE = re.compile(
     re.I,
 )
 _QUOTES = re.compile(r"[\"“”]")
-# What may open a bare refusal as a sentence of its own: "Hi there!", "I'm sorry.", "My apologies —".
-_LEAD_IN = re.compile(_GREETING + r"(?:" + _SORRY + r"\s*(?:[,;:.!…]+|\s[—–-]+)?\s*)*", re.I)
+# A word of assent that answers nothing by itself: "Certainly!", "Sure thing.", "Of course —".
+_ASSENT = (
+    r"(?:certainly|sure(?:\s+thing)?|of\s+course|absolutely|definitely|okay|ok|alright|all\s+right|no\s+problem"
+    r"|gladly|great(?:\s+question)?|understood|got\s+it)"
+)
+# What may open a bare refusal, or any reply, as a sentence of its own: "Hi there!", "I'm sorry.", "Certainly!".
+_LEAD_IN = re.compile(_GREETING + r"(?:(?:" + _SORRY + r"|" + _ASSENT + r")\s*(?:[,;:.!…]+|\s[—–-]+)?\s*)*", re.I)
 
 
 def _plain(text: str) -> str:
@@ -119,9 +124,9 @@ def bare(text: str) -> bool:
 
 
 def lead_in(text: str) -> bool:
-    """Whether `text`, whole, is only a greeting or an apology ("I'm sorry.", "Hi there! Unfortunately,"): what
-    a bare refusal may open with as a sentence of its own. A stream shows it only with what follows
-    (`provisional`): shown alone, it would be kept as the reply and the refusal after it held, the customer
-    reading "I'm sorry." and no hand-off."""
+    """Whether `text`, whole, is only a greeting, an apology or a word of assent ("I'm sorry.", "Hi there!
+    Unfortunately,", "Certainly!"): what a bare refusal, or a reply the check holds, may open with as a sentence
+    of its own. A stream shows it only with what follows (`provisional`): shown alone, it would be kept as the
+    reply and what came after it held, the customer reading "Certainly!" and no hand-off (real-model run 18)."""
     plain = _plain(text)
     return bool(plain) and len(plain) <= MAX_CHARS and _LEAD_IN.fullmatch(plain) is not None
