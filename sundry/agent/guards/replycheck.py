@@ -80,7 +80,12 @@ _OWN_WORDS = re.compile(
     r"|\btool[\s_-]?calls?\b[^.!?\n]{0,60}?\b(?:(?:was|were|is|are)(?:\s+not|n't)|ha(?:s|ve)(?:\s+not|n't)\s+been)\s+made\b"
     r"|\b(?:the\s+customer|customers|you)\s+(?:must\s+(?:never|not)|mustn't)\s+see\s+(?:it|this|that|them)\s*(?:[.!;,]|$)"
     # What a re-ask shows as the model's own empty answer, copied back as a reply.
-    r"|\(no reply\)",
+    r"|\(no reply\)"
+    # A hold's notice told over in the model's own words ("as the rest of the reply was held for staff (markup)"):
+    # Sundry's replies are held, and its reasons are codes in brackets; a customer's refund is "held for approval".
+    r"|\b(?:a|the|this|that|my|our)\s+(?:last\s+|previous\s+|first\s+)?(?:reply|replies|answer|response|message)"
+    r"\s+(?:was|were|has\s+been|have\s+been|is|got)\s+(?:being\s+)?held\b(?!\s+(?:up|back|at|in|by)\b)"
+    r"|\bheld\s+for\s+staff\s*\(\s*(?:[a-z]+_[a-z_]+|markup|notice|echo|empty|truncated|unfinished)\b",
     re.I,
 )
 # A reply that is nothing but a stand-in for an answer: an empty answer's placeholder as a re-ask once showed
