@@ -47,11 +47,7 @@ def _days(at) -> set:
     return {timezone.localtime(at).date(), at.astimezone(UTC).date()}
 
 
-def _state_rows(number: str) -> tuple | None:
-    """An order's status, placing, total and currency, and the rows its state is read from (parcels'
-    statuses; refunds' status, amount and time; tracking events' time and text; returns' and
-    cancellations' times; payments' status and amount; items' price and quantity), in one statement:
-    a reply's statements are judged on them while the model writes (`agent.recordstates`)."""
+def _state_query(number: str):
     order = OuterRef("pk")
 
     def rows(queryset, **fields):
@@ -60,21 +56,19 @@ def _state_rows(number: str) -> tuple | None:
     def column(queryset, name):
         return ArraySubquery(queryset.filter(order_id=order).order_by("pk").values(name))
 
-    got = (
+    events = TrackingEvent.objects.filter(parcel__order_id=order).order_by("pk")
+    return (
         Order.objects.filter(number=number)
         .annotate(
             state_parcels=column(Parcel.objects, "status"),
             state_refunds=rows(Refund.objects, status="status", amount="amount_cents", at="created_at"),
-            state_events=ArraySubquery(
-                TrackingEvent.objects.filter(parcel__order_id=order)
-                .order_by("pk")
-                .values(row=JSONObject(at="at", what="description"))
-            ),
+            state_events=ArraySubquery(events.values(row=JSONObject(at="at", what="description"))),
             state_returns=column(Return.objects, "created_at"),
             state_cancelled=column(Cancellation.objects, "created_at"),
             state_payments=rows(Payment.objects, status="status", amount="amount_cents"),
             state_items=rows(OrderItem.objects, price="unit_price_cents", quantity="quantity"),
         )
+        .order_by("pk")
         .values_list(
             "status",
             "placed_at",
@@ -87,9 +81,28 @@ def _state_rows(number: str) -> tuple | None:
             "state_cancelled",
             "state_payments",
             "state_items",
-        )
-        .first()
+        )[:1]
     )
+
+
+# The statement, compiled once per process (building it through the ORM costs more than running
+# it), its parameters with the order's number held by `_ANY_ORDER`.
+_ANY_ORDER = "\x00any order\x00"
+_COMPILED: list[tuple[str, list]] = []
+
+
+def _state_rows(number: str) -> tuple | None:
+    """An order's status, placing, total and currency, and the rows its state is read from (parcels'
+    statuses; refunds' status, amount and time; tracking events' time and text; returns' and
+    cancellations' times; payments' status and amount; items' price and quantity), in one statement:
+    a reply's statements are judged on them while the model writes (`agent.recordstates`)."""
+    if not _COMPILED:
+        sql, params = _state_query(_ANY_ORDER).query.sql_with_params()
+        _COMPILED.append((sql, list(params)))
+    sql, params = _COMPILED[0]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [number if p == _ANY_ORDER else p for p in params])
+        got = cursor.fetchone()
     if got is None:
         return None
     status, placed_at, total, cur, parcels, refunds, events, returns, cancelled, payments, items = got
