@@ -5,8 +5,8 @@ Before it sends a request, the SDK walks every parameter against its declared ty
 files. A chat request's messages and tools as pydantic-ai builds them are plain JSON already
 (dicts with string keys, lists, strings, numbers, booleans, null), and no key of the chat
 message and tool types is renamed, so the walk gives back what it was given — and on a
-ticket's request of about forty messages it cost 20-28 ms a call (docs/benchmarks.md), more
-than everything Sundry does before the call. Here those two parameters go to the SDK through
+ticket's request of about forty messages it cost 8 ms a call on a quiet machine, 20-28 ms on a
+busy one (docs/benchmarks.md), more than everything Sundry does before the call. Here those two parameters go to the SDK through
 its own `extra_body` (JSON added to the request's body after the walk), in the places they
 had; any other parameter, and messages or tools that are not plain JSON, take the walk as
 before. The body sent is byte for byte the one the stock client sends
