@@ -203,24 +203,30 @@ def _turns(pk):
 
 
 # The one statement, compiled once per process (building it through the ORM costs more than
-# running it): its SQL, and its parameters with the ticket's id held by `_ANY_TICKET`.
+# running it): its SQL, its parameters with the ticket's id held by `_ANY_TICKET`, and each
+# lane's fields in its order — the querysets are built only to compile it.
 _ANY_TICKET = -7_000_000_001
-_COMPILED: dict[tuple[bool, tuple[str, ...]], tuple[str, list]] = {}
+_COMPILED: dict[tuple[bool, tuple[str, ...]], tuple[str, list, dict[str, tuple[str, ...]]]] = {}
 
 
-def _rows_at_once(pk: int, with_turns: bool, also: tuple[str, ...] = ()) -> dict:
-    """One statement: the ticket's version, and each lane as an array of JSON objects in its order."""
-    lanes = _lanes(_ANY_TICKET, also) | ({"turns": (_turns(_ANY_TICKET), TURN)} if with_turns else {})
+def _compiled(with_turns: bool, also: tuple[str, ...]) -> tuple[str, list, dict[str, tuple[str, ...]]]:
     compiled = _COMPILED.get((with_turns, also))
     if compiled is None:
+        lanes = _lanes(_ANY_TICKET, also) | ({"turns": (_turns(_ANY_TICKET), TURN)} if with_turns else {})
         arrays = {
             f"lane_{name}": ArraySubquery(qs.values(row=JSONObject(**{f: f for f in fields})))
             for name, (qs, fields) in lanes.items()
         }
         query = Ticket.objects.filter(pk=_ANY_TICKET).order_by().annotate(**arrays).values("version", *arrays)
         sql, params = query.query.sql_with_params()
-        compiled = _COMPILED[(with_turns, also)] = (sql, list(params))
-    sql, params = compiled
+        fields = {name: lane_fields for name, (_, lane_fields) in lanes.items()}
+        compiled = _COMPILED[(with_turns, also)] = (sql, list(params), fields)
+    return compiled
+
+
+def _rows_at_once(pk: int, with_turns: bool, also: tuple[str, ...] = ()) -> dict:
+    """One statement: the ticket's version, and each lane as an array of JSON objects in its order."""
+    sql, params, lanes = _compiled(with_turns, also)
     with connection.cursor() as cursor:
         cursor.execute(sql, [pk if p == _ANY_TICKET else p for p in params])
         row = cursor.fetchone()
@@ -230,7 +236,7 @@ def _rows_at_once(pk: int, with_turns: bool, also: tuple[str, ...] = ()) -> dict
     got = dict(zip(names, row))
     rows = {
         name: [tuple(o[f] for f in fields) for o in map(_json, got[f"lane_{name}"] or ())]
-        for name, (_, fields) in lanes.items()
+        for name, fields in lanes.items()
     }
     return rows | {"version": got["version"], "turns": rows.get("turns", [])}
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from sundry.agent import loop
+from sundry.agent import calibration, loop
 from sundry.agent.loop import agent_run
-from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.gateway import CallLimits, Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.context import selectors
@@ -21,6 +21,7 @@ from sundry.context.selectors import lane_snapshot
 from sundry.desk.lifecycle import ticket_create
 from sundry.tickets.models import Ticket
 from sundry.tooling.messages import ModelResponse, ToolCall
+from tests.agent.test_gateway import no_internet  # noqa: F401  (a fixture)
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 from tests.querystages import count_queries
 
@@ -125,3 +126,53 @@ def test_a_lookup_step_takes_at_most_ten_round_trips(ticket, monkeypatch):
     assert replied.round_trips <= 5, replied.report()  # 6 with the notice preference read apart
     assert len(counted.statements) - shop <= 15, counted.report()  # the run: both steps, claim to let go
     assert counted.round_trips - shop <= 19, counted.report()
+
+
+def test_a_streamed_lookup_then_reply_counts_the_records_read_beside_each_call(monkeypatch, no_internet):  # noqa: F811
+    """The common path with a network model: each step's call streams, and the records its reply
+    would be judged on are read beside it over the step's connection (`recordstates.Ahead`, counted
+    here as `shop/records.py`). That read is one statement an order: the lookup step takes the
+    scripted model's ten round trips (`test_a_lookup_step_takes_at_most_ten_round_trips`) and that
+    one beside the shop's own reads, the reply step its five and that one.
+    Negative control: with the order's state read a statement at a time (`_state_rows_each`, the
+    reads it replaced) the run takes 41 round trips, not 27, the reply step 13, not 6, and the lookup
+    step 24, not 17 (with the shop's own six reads and the lookup's turn, savepoint and harvest)."""
+    from tests.agent.sse import Streamed, StreamingServer, ToolChunk
+
+    customer = CustomerFactory()
+    paid_order(customer=customer, number="SU-10480", prices=(6000, 4000))
+    tclass = TicketClassFactory(approval_rules={}, working_model="openai-compatible:streamer")
+    ticket = ticket_create(customer=customer.person, ticket_class=tclass, subject="Where is it")
+    customer_message_post(ticket=ticket, text="Where is order SU-10480?", wake=False)
+
+    def script(path, body):
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Streamed(chunks=[ToolChunk("c1", "get_order", '{"order_number": "SU-10480"}')])
+        return Streamed(chunks=["Your order SU-10480 ", "was placed and is paid."])
+
+    server = StreamingServer(script)
+    monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
+    calibration.applied_factor(tclass.working_model)  # read once a minute a process: as a busy worker has it
+    try:
+        marks, real_step = [], loop.agent_step
+
+        def marked(*args, **kwargs):
+            start = len(counted.statements), counted.commits
+            try:
+                return real_step(*args, **kwargs)
+            finally:
+                marks.append((start, (len(counted.statements), counted.commits)))
+
+        monkeypatch.setattr(loop, "agent_step", marked)
+        with count_queries() as counted:
+            assert agent_run(ticket.pk, gateway=Gateway(limits=CallLimits(max_retries=0))) == 2
+    finally:
+        server.close()
+    found, replied = (counted.slice(a, b) for a, b in marks)
+    records = [m for m, _ in counted.statements if m == "shop/records.py"]
+    assert len(records) == 2, counted.report()  # one a call: the order the ticket names
+    assert len(server.requests) == 2 and all(r["body"]["stream"] for r in server.requests)
+    shop = len([m for m, _ in found.statements if m.startswith("shop/") and m != "shop/records.py"])
+    assert found.round_trips - shop <= 11, found.report()  # the ten of the scripted model's, and the records
+    assert replied.round_trips <= 6, replied.report()  # five, and the records
+    assert Ticket.objects.get(pk=ticket.pk).last_turn_number >= 4

@@ -425,24 +425,30 @@ def _build_model(resolved: ResolvedModel, http_client):
         )
     from pydantic_ai.models.openai import OpenAIChatModel
 
+    from sundry.agent.provider.plainbody import PlainBodyClient  # imports the SDK: on first use, as above
+
+    # The client pydantic-ai's provider would build, but sending plain-JSON messages and tools
+    # without the SDK's walk of them (plainbody.py); the key placeholders are the providers' own.
+    placeholder = "api-key-not-set"
     if resolved.provider == "openai":
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client)
+        client = PlainBodyClient(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client)
+        provider = OpenAIProvider(openai_client=client)
     elif resolved.provider == "ollama":
         from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        return OllamaModel(
-            resolved.model_name,
-            provider=OllamaProvider(base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client),
-        )
+        key = resolved.api_key or os.getenv("OLLAMA_API_KEY") or placeholder
+        client = PlainBodyClient(api_key=key, base_url=resolved.base_url, http_client=http_client)
+        return OllamaModel(resolved.model_name, provider=OllamaProvider(openai_client=client))
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-        provider = OpenAICompatibleProvider(
-            "openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client
+        client = PlainBodyClient(
+            api_key=resolved.api_key or placeholder, base_url=resolved.base_url, http_client=http_client
         )
+        provider = OpenAICompatibleProvider("openai-compatible", openai_client=client)
     return OpenAIChatModel(resolved.model_name, provider=provider)
 
 
