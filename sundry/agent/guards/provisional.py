@@ -75,7 +75,7 @@ def shown(
     cut = _PROTOCOL.search(text)
     if cut is not None:
         # Nothing after the cut counts, and what stands before it unended is a sentence the markup broke
-        # off ("…by calling the `track_parcel` function"), never a finished one: only whole sentences show.
+        # off ("…by calling the `look_up_thing` function"), never a finished one: only whole sentences show.
         text, final = text[: cut.start()], SHOW_CUT_FRAGMENT
 
     def passes(sentence: str) -> bool:
