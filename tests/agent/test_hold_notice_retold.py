@@ -19,7 +19,7 @@ import pytest
 
 from sundry.agent.guards import replycheck
 from sundry.evals import scorecard
-from tests.agent import recorded
+from tests.agent import ownwords, recorded
 
 ORDER = "SU-20595"
 DETS = ["the", "a", "my", "this", "our"]
@@ -71,15 +71,9 @@ def check(text, **kw):
 
 
 def test_every_retelling_of_a_hold_is_asked_again_then_held():
-    missed = []
-    for text in positives():
-        first = check(text)
-        if first.action != replycheck.RETRY or "notice" not in first.reasons:
-            missed.append((text, first.action, first.reasons))
-        elif check(text, retried=True).action != replycheck.HOLD:
-            missed.append((text, "not held"))
-        elif replycheck.copied(text) != "notice" or scorecard.OWN_WORDS not in scorecard.not_for_customer(text):
-            missed.append((text, "not refused as tool text or not counted"))
+    missed = ownwords.missed(
+        positives(), known={ORDER}, reasons_ok=lambda r: "notice" in r, counted=scorecard.OWN_WORDS
+    )
     print(f"holds retold: {len(positives())}, missed {len(missed)}")
     assert len(positives()) > 1000 and not missed, missed[:5]
 

@@ -24,7 +24,7 @@ from sundry.agent.provider.scripted import ScriptedModel
 from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tooling.messages import ModelResponse
-from tests.agent import recorded
+from tests.agent import ownwords, recorded
 from tests.agent.claimcase import open_case, reply_via
 
 ORDER = "SU-21339"
@@ -71,18 +71,10 @@ def check(text, **kw):
 
 
 def test_every_stand_in_is_asked_again_then_held_and_refused_as_tool_text():
-    missed = []
-    for text in positives():
-        first = check(text)
-        # "[no reply]", "<empty>": a bracket a markup reading holds first; never posted either way.
-        if first.action != replycheck.RETRY or first.reasons not in (["notice"], ["markup"]):
-            missed.append((text, first.action, first.reasons))
-        elif check(text, retried=True).action != replycheck.HOLD:
-            missed.append((text, "not held"))
-        elif replycheck.copied(text) != "notice":
-            missed.append((text, "sent by reply_to_customer"))
-        elif scorecard.OWN_WORDS not in scorecard.not_for_customer(text):
-            missed.append((text, "not counted"))
+    # "[no reply]", "<empty>": a bracket a markup reading holds first; never posted either way.
+    missed = ownwords.missed(
+        positives(), known={ORDER}, reasons_ok=lambda r: r in (["notice"], ["markup"]), counted=scorecard.OWN_WORDS
+    )
     print(f"stand-ins: {len(positives())}, missed {len(missed)}")
     assert len(positives()) > 1000 and not missed, missed[:5]
 

@@ -27,7 +27,7 @@ from sundry.agent.provider.scripted import ScriptedModel
 from sundry.context import render
 from sundry.evals import scorecard
 from sundry.tickets.models import Turn
-from tests.agent import recorded
+from tests.agent import ownwords, recorded
 from tests.agent.claimcase import customer_reads, open_case, reply_via
 
 ORDER = "SU-21487"
@@ -79,15 +79,7 @@ def check(text, **kw):
 
 
 def test_every_section_text_copied_is_asked_again_then_held():
-    missed = []
-    for text in positives():
-        first = check(text)
-        if first.action != replycheck.RETRY or first.reasons != ["notice"]:
-            missed.append((text, first.action, first.reasons))
-        elif check(text, retried=True).action != replycheck.HOLD:
-            missed.append((text, "not held"))
-        elif replycheck.copied(text) != "notice":
-            missed.append((text, "sent by reply_to_customer"))
+    missed = ownwords.missed(positives(), known={ORDER}, counted=scorecard.OWN_TERMS)
     print(f"section texts copied: {len(positives())} replies, missed {len(missed)}")
     assert len(positives()) > 300 and not missed, missed[:5]
 
