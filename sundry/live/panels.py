@@ -240,6 +240,10 @@ def unchanged(panel: Panel, previous: Parts | None, since: int | None, ticket, r
     if panel.reads is None or previous is None or since is None or row is None or previous.row != row:
         return False
     stamps = getattr(ticket, "stamps", None) or {}
+    # Every bump stamps the version it sets; a version none stamped was written past
+    # `tickets.versions` (a raw update, a script): what changed is unknown, so everything is read.
+    if max(stamps.values(), default=0) < ticket.version:
+        return False
     if any(stamps.get(label, 0) > since for label in (ALL, *panel.reads)):
         return False
     return not panel.outside or now - previous.read_at < settings.LIVE_OUTSIDE_SECONDS

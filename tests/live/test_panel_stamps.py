@@ -177,3 +177,32 @@ def test_records_kept_outside_the_ticket_are_read_again_once_old_enough(worked, 
         worked, staff, lambda: customer_message_post(ticket=worked.ticket, text="Any news?", wake=False)
     )
     assert "shop.order" in tables
+
+
+def test_a_version_moved_past_the_stamps_reads_every_panel(worked):
+    """A write that moved the version without `tickets.versions` (a raw update, a script) stamped nothing:
+    the rendering cannot tell what changed, so it reads every panel. Control: with the same version stamped,
+    the same push reads none of the lanes' panels."""
+    from django.db.models import F
+
+    staff, _ = _viewers(worked)
+
+    def raw_rule():
+        from sundry.context.models import PinnedRule
+
+        rule = PinnedRule.objects.filter(ticket=worked.ticket).first()
+        PinnedRule.objects.filter(pk=rule.pk).update(text="Only call after 6pm.")
+        Ticket.objects.filter(pk=worked.ticket_id).update(version=F("version") + 1)
+
+    tables, _ = _tables_on_push(worked, staff, raw_rule)
+    assert "context.pinnedrule" in tables
+    assert "Only call after 6pm." in _render(worked.ticket_id, staff)["rules"]
+
+    def stamped_elsewhere():
+        ticket = Ticket.objects.get(pk=worked.ticket_id)
+        Ticket.objects.filter(pk=ticket.pk).update(
+            version=ticket.version + 1, stamps={**ticket.stamps, TURNS: ticket.version + 1}
+        )
+
+    tables, _ = _tables_on_push(worked, staff, stamped_elsewhere)
+    assert "context.pinnedrule" not in tables
