@@ -49,8 +49,9 @@ def lookup():
     return ModelResponse(tool_calls=[ToolCall(id="c1", name="get_order", arguments={"order_number": "SU-10480"})])
 
 
-def run_counting_steps(ticket, responses, monkeypatch):
-    """Run the agent over `responses`; the whole run's count and each step's own."""
+def run_counting_steps(ticket, responses, monkeypatch, *, gateway=None):
+    """Run the agent over `responses` (scripted; or the `gateway`'s model, taking `responses` steps: a
+    count); the whole run's count and each step's own."""
     marks, real_step = [], loop.agent_step
 
     def marked(*args, **kwargs):
@@ -61,8 +62,10 @@ def run_counting_steps(ticket, responses, monkeypatch):
             marks.append((start, (len(counted.statements), counted.commits)))
 
     monkeypatch.setattr(loop, "agent_step", marked)
+    if gateway is None:
+        gateway, responses = Gateway(override=ScriptedModel(responses)), len(responses)
     with count_queries() as counted:
-        assert agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel(responses))) == len(responses)
+        assert agent_run(ticket.pk, gateway=gateway) == responses
     steps = [counted.slice(a, b) for a, b in marks]
     return counted, steps
 
@@ -154,21 +157,11 @@ def test_a_streamed_lookup_then_reply_counts_the_records_read_beside_each_call(m
     monkeypatch.setenv("SUNDRY_OPENAI_COMPAT_BASE_URL", server.url + "/v1")
     calibration.applied_factor(tclass.working_model)  # read once a minute a process: as a busy worker has it
     try:
-        marks, real_step = [], loop.agent_step
-
-        def marked(*args, **kwargs):
-            start = len(counted.statements), counted.commits
-            try:
-                return real_step(*args, **kwargs)
-            finally:
-                marks.append((start, (len(counted.statements), counted.commits)))
-
-        monkeypatch.setattr(loop, "agent_step", marked)
-        with count_queries() as counted:
-            assert agent_run(ticket.pk, gateway=Gateway(limits=CallLimits(max_retries=0))) == 2
+        counted, (found, replied) = run_counting_steps(
+            ticket, 2, monkeypatch, gateway=Gateway(limits=CallLimits(max_retries=0))
+        )
     finally:
         server.close()
-    found, replied = (counted.slice(a, b) for a, b in marks)
     records = [m for m, _ in counted.statements if m == "shop/records.py"]
     assert len(records) == 2, counted.report()  # one a call: the order the ticket names
     assert len(server.requests) == 2 and all(r["body"]["stream"] for r in server.requests)

@@ -562,11 +562,21 @@ def _confirm(
     )
 
 
+def _text(args, name: str) -> str:
+    """An argument's text as the checks read it ("" when absent or empty)."""
+    return str(getattr(args, name, "") or "")
+
+
+def _customer_texts(inp: GuardInput, args):
+    """(argument, text) for each argument the tool declares the customer reads."""
+    return ((name, _text(args, name)) for name in inp.tool.customer_text)
+
+
 def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer (a reply, an email) that quotes internal-only text waits for staff."""
     if not inp.internal or not inp.tool.customer_text:
         return None
-    found = [q for name in inp.tool.customer_text for q in quotes(str(getattr(args, name, "") or ""), inp.internal)]
+    found = [q for _, text in _customer_texts(inp, args) for q in quotes(text, inp.internal)]
     if not found:
         return None
     labels = ", ".join(dict.fromkeys(f"the {q.label}" for q in found))
@@ -643,9 +653,7 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
         return None
     recent = [m.text for m in reversed(inp.said or ()) if m.author == "customer"][: replycheck.RECENT_CUSTOMER]
     for name in dict.fromkeys([*inp.tool.customer_text, *on_card]):
-        why = replycheck.copied(
-            str(getattr(args, name, "") or ""), recent if name in inp.tool.customer_text else (), inp.declared
-        )
+        why = replycheck.copied(_text(args, name), recent if name in inp.tool.customer_text else (), inp.declared)
         if why == "notice":
             return _reject(
                 "notice",
@@ -671,8 +679,8 @@ def _check_addressee(inp: GuardInput, args) -> GuardVerdict | None:
     asks a plain reply again. Only the declared customer text: a card's other text (a phone call's summary)
     is a record of the customer, rightly about them."""
     said = [m.text for m in inp.said or () if m.author == "customer"]
-    for name in inp.tool.customer_text:
-        about = addressee.about_customer(str(getattr(args, name, "") or ""), said)
+    for name, text in _customer_texts(inp, args):
+        about = addressee.about_customer(text, said)
         if about:
             phrases = ", ".join(f'"{p}"' for p in dict.fromkeys(about))
             return _reject(
@@ -698,8 +706,8 @@ def _check_invented(inp: GuardInput, args) -> GuardVerdict | None:
     identifiers): an invented order or refund reference, or the ID of one of the model's own calls."""
     if not IDS_IN_CUSTOMER_TEXT or inp.known is None:
         return None
-    for name in inp.tool.customer_text:
-        invented = replycheck.invented_ids(str(getattr(args, name, "") or ""), inp.known)
+    for name, text in _customer_texts(inp, args):
+        invented = replycheck.invented_ids(text, inp.known)
         if invented:
             return _reject(
                 "invented_id",
@@ -732,9 +740,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     )
     # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
     question = _latest_customer(inp)
-    false = [
-        c for name in inp.tool.customer_text for c in records.unsupported(str(getattr(args, name, "") or ""), question)
-    ]
+    false = [c for _, text in _customer_texts(inp, args) for c in records.unsupported(text, question)]
     if not false:
         return None
     said = replyclaims.describe(false)
@@ -762,8 +768,8 @@ def _check_unfinished(inp: GuardInput, args) -> GuardVerdict | None:
     them what it announced. Read last, so that what the text does say is judged first."""
     if not UNFINISHED_IN_CUSTOMER_TEXT:
         return None
-    for name in inp.tool.customer_text:
-        how = unfinished.ending(str(getattr(args, name, "") or ""))
+    for name, text in _customer_texts(inp, args):
+        how = unfinished.ending(text)
         if how:
             return _reject(
                 unfinished.UNFINISHED,
