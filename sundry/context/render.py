@@ -610,18 +610,23 @@ def turns_to_messages(turns: list[TurnData]) -> list[Message]:
             call_id = str(t.payload["call_id"])
             if call_id in called and id(t) not in placed:
                 # A second result for a call already answered: keep its news, as a notice.
-                name = t.payload.get("name") or "tool"
-                out.append(
-                    Message(
-                        role="user",
-                        content=f"{SYSTEM_NOTICE_PREFIX}later result of {name} ({call_id}): {_result_content(t)}",
-                        turns=[t.number],
-                    )
-                )
+                out.append(Message(role="user", content=later_result_notice(t), turns=[t.number]))
             # Otherwise: already placed after its call, or its call is not in context (dropped).
         elif (m := _plain(t)) is not None:
             out.append(m)
     return out
+
+
+# A later result's notice says which tool it came from, not which call: a call's ID is Sundry's or the
+# provider's, never the customer's, and a model shown one copies it into replies ("call the
+# text-call-0-2's result"). The result itself says what it is about. On, the notice names the call too.
+LATER_RESULT_NAMES_CALL = False
+
+
+def later_result_notice(result: TurnData) -> str:
+    name = result.payload.get("name") or "tool"
+    call = f" ({result.payload['call_id']})" if LATER_RESULT_NAMES_CALL else ""
+    return f"{SYSTEM_NOTICE_PREFIX}later result of an earlier {name} call{call}: {_result_content(result)}"
 
 
 def is_customer_message(message: Message) -> bool:

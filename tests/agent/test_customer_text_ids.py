@@ -146,10 +146,29 @@ def known() -> frozenset[str]:
 def test_no_call_id_the_request_showed_is_known_and_its_own_ids_are(known):
     request = request_showing_call_ids()
     shown = " ".join(m.content or "" for m in request.messages)
-    assert f"later result of get_order ({CALL_IDS[0]})" in shown
+    assert "later result of an earlier get_order call: " in shown
     called = [c for c in CALL_IDS if replycheck.id_tokens(c) == {c}]
     assert not known & set(called)
     assert {ORDER, ITEM, SKU, TRACK, PAY} <= known
+
+
+def _later_result_texts(monkeypatch, names_call: bool) -> list[str]:
+    monkeypatch.setattr(render, "LATER_RESULT_NAMES_CALL", names_call)
+    messages = request_showing_call_ids().messages
+    return [m.content for m in messages if "later result" in (m.content or "")]
+
+
+def test_a_later_results_notice_names_its_tool_not_its_call(monkeypatch):
+    """Only the call's own pairing (the assistant message's calls and the tool message's ID) carries it:
+    no text a model reads as prose does."""
+    (notice,) = _later_result_texts(monkeypatch, names_call=False)
+    assert notice.startswith("[system notice] later result of an earlier get_order call: [tool result")
+    assert ORDER in notice and not [c for c in CALL_IDS if replycheck.id_tokens(c) == {c} and c in notice]
+
+
+def test_negative_control_a_notice_naming_its_call_shows_the_id(monkeypatch):
+    (notice,) = _later_result_texts(monkeypatch, names_call=True)
+    assert f"get_order call ({CALL_IDS[0]}): " in notice
 
 
 def test_negative_control_counted_as_any_text_the_call_ids_shown_are_known(monkeypatch):
@@ -166,6 +185,7 @@ def test_a_call_id_the_request_carries_in_any_form_is_not_known():
         _turn(1, "agent", "tool_call", calls=[{"id": bare, "name": "get_order", "arguments": {}}]),
         _turn(2, "tool", "tool_result", "{}", call_id=bare, name="get_order", ok=True),
         _turn(3, "tool", "tool_result", "{}", call_id=bare, name="get_order", ok=True),
+        _turn(4, "customer", "message", f"The page showed {bare}, what is it?"),
     ]
     request = ModelRequest(model="t", messages=render.turns_to_messages(turns))
     assert bare in " ".join(m.content for m in request.messages)

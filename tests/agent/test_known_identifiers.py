@@ -50,7 +50,7 @@ def test_a_held_replys_quote_in_a_notice_is_not_a_source_but_a_later_result_is()
             Message(role="user", content=f"[system notice] Reply held for staff: it names {invented}, found nowhere."),
             Message(
                 role="user",
-                content='[system notice] later result of track_parcel (t9): {"tracking_number": "1Z999AA10123456799"}',
+                content='[system notice] later result of an earlier track_parcel call: {"tracking_number": "1Z999AA10123456799"}',
             ),
         ],
     )

@@ -3,8 +3,8 @@
 Sundry makes some of them — a call read from text (`textcalls`), a call a server sent without one
 (`wire`), a call renamed so its ID is unique in its request (`agent.calls.unique_call_ids`), a held call
 staff approved or a card the customer confirmed, run under its own ID (`agent.services`) — and the
-providers and their client make the rest. A model shown one in its request (a later result's notice,
-a summary, the call itself) may copy it into what it writes to the customer: "call the text-call-0-2's
+providers and their client make the rest. A model shown one in its request (a summary, a customer
+pasting one, the call itself; a later result's notice names its tool, not its call) may copy it into what it writes to the customer: "call the text-call-0-2's
 result instead". So none is ever one of the customer's identifiers (`answer.known_identifiers`), and the
 reply check and the call guards read one written to the customer as invented.
 """
