@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from sundry.agent import calibration
 from sundry.agent.models import AgentStep, HeldAction
@@ -288,32 +288,33 @@ def request_breakdown(accounting: dict, total: int) -> list[tuple[str, str, int]
     return lines
 
 
+# The chart draws a ticket's latest steps: the panel is rendered on every push, so what it reads and
+# sends stays the same size however many steps a long ticket has had (the totals are summed by the
+# database). None draws every step.
+CHART_STEPS: int | None = 120
+
+
 def budget(ticket, *, runs: list | None = None) -> dict:
     """The budget panel's figures; `runs`: the compaction runs, oldest first, if the caller has them."""
     tclass = ticket.ticket_class
-    # Rendered on every push: a long ticket has hundreds of steps, so their figures come as
-    # plain rows (totals summed here) and only the last step as a model, for its lanes.
-    steps = list(
-        AgentStep.objects.filter(ticket=ticket)
-        .order_by("number")
-        .values_list("number", "request_tokens", "cost_usd", "latency_ms", "input_tokens", "output_tokens")
+    steps_of = AgentStep.objects.filter(ticket=ticket)
+    totals = steps_of.aggregate(
+        count=Count("id"),
+        cost=Sum("cost_usd", default=0),
+        latency=Sum("latency_ms", default=0),
+        tokens_in=Sum("input_tokens", default=0),
+        tokens_out=Sum("output_tokens", default=0),
     )
-    last_step = (
-        AgentStep.objects.filter(ticket=ticket)
-        .order_by("-number")
-        .only("number", "request_tokens", "lane_tokens")
-        .first()
-        if steps
-        else None
-    )
+    latest = steps_of.order_by("-number").only("number", "request_tokens", "lane_tokens")
+    drawn = list(latest[:CHART_STEPS] if CHART_STEPS is not None else latest)[::-1]
+    last_step = drawn[-1] if drawn else None
     runs = compaction_runs(ticket) if runs is None else runs
     done = [r for r in runs if r.status in ("succeeded", "fallback")]
-    step_cost = sum((s[2] for s in steps), start=0)
-    step_latency = sum(s[3] for s in steps)
+    step_cost, step_latency = totals["cost"], totals["latency"]
     comp_cost = sum((r.cost_usd for r in runs), start=0)
     comp_latency = sum(r.latency_ms for r in runs)
     chart = budget_chart(
-        [ChartPoint(number, tokens) for number, tokens, *_ in steps],
+        [ChartPoint(s.number, s.request_tokens) for s in drawn],
         budget=tclass.token_budget,
         trigger=tclass.trigger_tokens,
         compacted_after=[r.trigger_step.number for r in done if r.trigger_step],
@@ -335,16 +336,16 @@ def budget(ticket, *, runs: list | None = None) -> dict:
         if over
         else "",
         "fixed_share": _share(sum(n for key, _, n in lines if key in FIXED_PARTS), tclass.token_budget),
-        "step_count": len(steps),
+        "step_count": totals["count"],
         "last_step": last_step,
         "chart": chart,
         "compactions": len(done),
-        "tokens_in": sum(s[4] for s in steps),
-        "tokens_out": sum(s[5] for s in steps),
+        "tokens_in": totals["tokens_in"],
+        "tokens_out": totals["tokens_out"],
         "cost": step_cost + comp_cost,
         "compaction_cost": comp_cost,
         "latency_ms": step_latency + comp_latency,
-        "avg_latency_ms": int(step_latency / len(steps)) if steps else 0,
+        "avg_latency_ms": int(step_latency / totals["count"]) if totals["count"] else 0,
         # Provider tokens per counted token where the count is approximate: the trigger applies it.
         "token_factor": calibration.applied_factor(tclass.working_model),
     }

@@ -364,3 +364,67 @@ def test_the_budget_panel_figures_equal_the_database_totals(desk):
     assert "<dt>Steps</dt><dd>3</dd>" in html
     assert '<tr data-part="rules"><th scope="row">Pinned rules</th><td class="num">3</td>' in html
     assert '<tr data-part="recent"><th scope="row">Recent turns</th><td class="num">897</td>' in html
+
+
+def _steps(ticket, n):
+    from decimal import Decimal
+
+    from sundry.agent.models import AgentStep
+
+    AgentStep.objects.bulk_create(
+        AgentStep(
+            ticket=ticket,
+            number=i,
+            model="m",
+            request_tokens=1000 + i,
+            cost_usd=Decimal("0.0001"),
+            latency_ms=10,
+            input_tokens=1000 + i,
+            output_tokens=5,
+            lane_tokens={"lanes": {"recent": 1000 + i}},
+            outcome="reply",
+        )
+        for i in range(1, n + 1)
+    )
+
+
+def _budget_reads(ticket):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sundry.desk.selectors import budget
+
+    fresh = Ticket.objects.select_related("ticket_class").get(pk=ticket.pk)
+    with CaptureQueriesContext(connection) as ctx:
+        figures = budget(fresh, runs=[])
+    return figures, len(ctx.captured_queries)
+
+
+def test_the_budget_panel_reads_and_draws_the_same_however_many_steps(desk):
+    """Rendered on every push: a ticket's 500th step costs the panel what its 10th did."""
+    from sundry.desk import selectors
+
+    ticket = desk["ticket"]
+    _steps(ticket, 10)
+    short, short_reads = _budget_reads(ticket)
+    from sundry.agent.models import AgentStep
+
+    AgentStep.objects.filter(ticket=ticket).delete()
+    _steps(ticket, 500)
+    long, long_reads = _budget_reads(ticket)
+    assert short_reads == long_reads == 2
+    assert len(short["chart"]["dots"]) == 10 and len(long["chart"]["dots"]) == selectors.CHART_STEPS
+    # The latest steps are drawn, and the totals are every step's.
+    assert long["chart"]["last"] == 500 and long["chart"]["first"] == 500 - selectors.CHART_STEPS + 1
+    assert long["last_step"].number == 500 and long["step_count"] == 500
+    assert long["tokens_in"] == sum(1000 + i for i in range(1, 501)) and long["latency_ms"] == 5000
+    assert long["avg_latency_ms"] == 10
+
+
+def test_negative_control_a_chart_of_every_step_grows_with_the_ticket(desk, monkeypatch):
+    from sundry.desk import selectors
+
+    monkeypatch.setattr(selectors, "CHART_STEPS", None)
+    _steps(desk["ticket"], 500)
+    figures, _ = _budget_reads(desk["ticket"])
+    assert len(figures["chart"]["dots"]) == 500
