@@ -50,6 +50,9 @@ class Scorecard:
     # replying ("passed to our team", `agent/handoff.py`): not answered by the agent, so not counted as
     # answered, nor as silent.
     handed_off: int = 0
+    # Posted replies that were word for word one already sent to another message (`replycheck.repeats`):
+    # they answer nothing new, so the messages they followed count as unanswered too.
+    repeated: int = 0
     compactions: int = 0
     summary_fallbacks: int = 0
     output_paths: dict[str, int] = field(default_factory=dict)
@@ -143,6 +146,7 @@ def collect(model: str, results) -> Scorecard:
         not_for.update(read.get("not_for_customer_reasons") or {})
         card.unanswered += read["unanswered"]
         card.handed_off += read.get("handed_off", 0)
+        card.repeated += read.get("repeated", 0)
     card.not_for_customer_reasons = {r: not_for[r] for r in NOT_FOR_CUSTOMER if not_for[r]}
     card.cost_usd += sum((c for _, _, c in runs), Decimal(0))
     return card
@@ -379,6 +383,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         "not_for_customer_reasons": {},
         "unanswered": 0,
         "handed_off": 0,
+        "repeated": 0,
     }
     reasons: Counter = Counter()
     customer_said: list[str] = []  # the customer's messages so far: whom they call "the customer" (`addressee`)
@@ -387,6 +392,8 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         [v for v, k, *_ in ledger if k == domain.owner_kind] + [m[0] for m in money] + [a[1] for a in actions if a[1]],
     )
     question = ""
+    sent: list[tuple[str, list[str]]] = []  # the agent's replies so far, with the words of what they answered
+    repeated: set[int] = set()
     for number, author, kind, text in turns:
         if kind != Turn.Kind.MESSAGE:
             continue
@@ -396,6 +403,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             continue
         if author != "agent":
             continue
+        asked = replycheck.plain_words(question)
+        if replycheck.repeats(text, [reply for reply, to in sent if to != asked]):
+            repeated.add(number)
+        sent.append((text, asked))
         # Each action with its own amount: "I've refunded 7.00" after refunds of 4.00 and 7.00 stands
         # on the second, which the order's money total (11.00) cannot show.
         before = [
@@ -456,7 +467,13 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         reasons.update(found)
     out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}
     messages = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"]
-    replies = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")]
+    # A reply sent before answers nothing new: the message it followed is as unanswered as with none.
+    replies = [
+        n
+        for n, author, kind, _ in turns
+        if kind == Turn.Kind.MESSAGE and author in ("agent", "staff") and n not in repeated
+    ]
+    out["repeated"] = len(repeated)
     shown = [turn for turn, _ in proposed]  # the page's cards and "waiting for our team" lines
     out["unanswered"] = unanswered(messages, replies, shown, together)
     # Of the messages no reply answered, those the hand-off told "passed to our team": the customer was
@@ -495,7 +512,7 @@ def render(card: Scorecard) -> str:
         f"(status/date/amount), {card.internal_shown} internal quotes, "
         f"{card.not_for_customer} not for the customer{_tally(card.not_for_customer_reasons)}, "
         f"{card.streamed_then_held} replies streamed then held; {card.unanswered} messages unanswered, "
-        f"{card.handed_off} handed to staff (answered only by the hand-off)",
+        f"{card.handed_off} handed to staff (answered only by the hand-off), {card.repeated} replies sent before",
         f"  summary fallbacks       {pct(card.summary_fallbacks, card.compactions)} of compactions (output path: {paths})",
         f"  median step latency     {card.median_step_ms} ms over {card.steps} steps",
         f"  cost per ticket         ${card.cost_per_ticket} over {card.tickets} tickets",
@@ -520,6 +537,7 @@ def verdict(card: Scorecard) -> str:
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,
         "messages handed to staff, unanswered by the agent": card.handed_off,
+        "replies sent before to another message": card.repeated,
     }
     if shown := [f"{n} {what}" for what, n in read.items() if n]:
         return "NOT READY: customers read " + ", ".join(shown) + "."
