@@ -50,8 +50,8 @@ class Scorecard:
     # replying ("passed to our team", `agent/handoff.py`): not answered by the agent, so not counted as
     # answered, nor as silent.
     handed_off: int = 0
-    # Posted replies that were word for word one already sent to another message (`replycheck.repeats`):
-    # they answer nothing new, so the messages they followed count as unanswered too.
+    # Posted replies that were word for word one already sent to another message (`replycheck.repeats`).
+    # Shown, not judged: the same answer to a question asked again in other words is right.
     repeated: int = 0
     compactions: int = 0
     summary_fallbacks: int = 0
@@ -467,12 +467,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         reasons.update(found)
     out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}
     messages = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"]
-    # A reply sent before answers nothing new: the message it followed is as unanswered as with none.
-    replies = [
-        n
-        for n, author, kind, _ in turns
-        if kind == Turn.Kind.MESSAGE and author in ("agent", "staff") and n not in repeated
-    ]
+    replies = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")]
     out["repeated"] = len(repeated)
     shown = [turn for turn, _ in proposed]  # the page's cards and "waiting for our team" lines
     out["unanswered"] = unanswered(messages, replies, shown, together)
@@ -537,7 +532,6 @@ def verdict(card: Scorecard) -> str:
         "replies streamed then held": card.streamed_then_held,
         "unanswered messages": card.unanswered,
         "messages handed to staff, unanswered by the agent": card.handed_off,
-        "replies sent before to another message": card.repeated,
     }
     if shown := [f"{n} {what}" for what, n in read.items() if n]:
         return "NOT READY: customers read " + ", ".join(shown) + "."

@@ -1,25 +1,27 @@
-"""A reply the agent already sent to another message is never sent again, streamed or not.
+"""A reply the agent already sent to another message is asked for again once, and never streamed first.
 
 Real-model run 19 (docs/real-model.md) posted one reply — '"Hello, Sundry! I apologize for the repetition.
 It's been ages. I never saw those. How can I assist you with this?"' — to seven different customer messages in
-a row. Nothing in it is false about the records, so no claim reading held it; but the customer's question went
-unanswered each time. The reading needs no grasp of the words: the reply is word for word (case and
-punctuation aside) one the agent sent earlier on the ticket while the customer has written something else
-since (`replycheck.repeats`). It is asked again, then held, and the hand-off answers; the stream shows nothing
-while the reply is still the start of an earlier one (`replycheck.repeats_so_far`). The same question asked
-again may get the same answer, and a short reply ("You're welcome!") may be said twice. The scorecard counts a
-repeat as no answer. Cases come from a grammar; the 882 recorded GPT-4.1 replies are the corpus of false flags.
-Negative control: with the reading off (`replycheck.REPEATS`), every case posts, streams and counts as answered.
+a row. Nothing in it is false about the records, so no claim reading held it. The reading needs no grasp of the
+words: the reply is word for word (case and punctuation aside) one the agent sent earlier on the ticket while
+the customer has written something else since (`replycheck.repeats`). It is asked again once, with the reason;
+what the model writes then is judged as any reply, and posted even if the same, since the same answer to a
+question asked again in other words is right (the offline agent's scenarios ask a parcel's status twice). The
+stream shows nothing while the reply is still the start of an earlier one (`replycheck.repeats_so_far`). A short
+reply ("You're welcome!") may be said twice; the same words asked again get no re-ask. The scorecard shows the
+repeats posted. Cases come from a grammar; the 882 recorded GPT-4.1 replies are the corpus of false flags.
+Negative control: with the reading off (`replycheck.REPEATS`), every case posts at once and streams.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from asgiref.sync import sync_to_async
 
-from sundry.agent import answer, handoff
+from sundry.agent import answer
 from sundry.agent.guards import provisional, replycheck
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -74,14 +76,14 @@ def check(text, earlier, **kw):
     return replycheck.check_reply(text, known={ORDER}, earlier_replies=earlier, **kw)
 
 
-def test_a_reply_sent_before_is_asked_again_then_held():
+def test_a_reply_sent_before_is_asked_again_once_then_posted():
     missed = []
     for before, now in cases():
         first = check(now, [before])
-        if first.action != replycheck.RETRY or first.reasons != ["repeat"]:
+        if first.action != replycheck.RETRY or first.reasons != ["repeat"] or "already sent" not in first.prompt:
             missed.append((now, first.action, first.reasons))
-        elif check(now, [before], retried=True).action != replycheck.HOLD:
-            missed.append((now, "not held"))
+        elif check(now, [before], retried=True).action != replycheck.POST:
+            missed.append((now, "not posted when asked again"))
     print(f"repeats: {len(cases())}, missed {len(missed)}")
     assert len(cases()) > 500 and not missed, missed[:5]
 
@@ -195,21 +197,38 @@ async def _agent_said(watched) -> list[tuple[str, str | None]]:  # noqa: F811
     return [(t.text, t.payload.get("via")) async for t in rows]
 
 
-async def test_run_19s_repeat_never_reaches_the_page(watched):  # noqa: F811
+NEW = ["Could you tell me ", "the postcode ", "it was sent to?"]
+
+
+def _repeats_then(after):
+    """The model's script: the reply sent before, then (asked again) `after`."""
+    return lambda p, b: Streamed(chunks=after if "already sent" in json.dumps(b) else CHUNKS)
+
+
+async def test_asked_again_a_model_that_moves_on_posts_its_new_reply_and_the_repeat_never_shows(watched):  # noqa: F811
     await _sent_before(watched)
-    customer, staff = await _run_watched(watched, lambda p, b: Streamed(chunks=CHUNKS, usage=(900, 12)))
+    customer, staff = await _run_watched(watched, _repeats_then(NEW))
     for got in (customer, staff):
-        assert not [m for m in _streamed(got) if m["state"] == "text" and m["text"]]
-    assert await _agent_said(watched) == [(SENT, None), (handoff.TEXT, "handoff")]
+        texts = [m["text"] for m in _streamed(got) if m["state"] == "text" and m["text"]]
+        assert texts and not [t for t in texts if "courier" in t]
+    assert await _agent_said(watched) == [(SENT, None), ("".join(NEW), None)]
+    assert len(watched["server"].bodies) == 2
+
+
+async def test_asked_again_the_same_reply_is_posted_unstreamed_and_shown_on_the_card(watched):  # noqa: F811
+    await _sent_before(watched)
+    customer, _ = await _run_watched(watched, _repeats_then(CHUNKS))
+    assert not [m for m in _streamed(customer) if m["state"] == "text" and m["text"]]
+    assert await _agent_said(watched) == [(SENT, None), (SENT, None)]
+    assert len(watched["server"].bodies) == 2
     read = await sync_to_async(scorecard.read_by_customers)(watched["ticket"].pk)
-    assert read["repeated"] == 0 and read["handed_off"] == 1
+    assert read["repeated"] == 1 and read["unanswered"] == 0 and read["handed_off"] == 0
 
 
-async def test_negative_control_with_the_reading_off_the_repeat_streams_and_is_kept(watched, monkeypatch):  # noqa: F811
+async def test_negative_control_with_the_reading_off_the_repeat_streams_and_is_posted_at_once(watched, monkeypatch):  # noqa: F811
     monkeypatch.setattr(replycheck, "REPEATS", False)
     await _sent_before(watched)
-    customer, _ = await _run_watched(watched, lambda p, b: Streamed(chunks=CHUNKS, usage=(900, 12)))
+    customer, _ = await _run_watched(watched, _repeats_then(NEW))
     assert [m["text"] for m in _streamed(customer) if m["state"] == "text"][-1] == SENT
     assert await _agent_said(watched) == [(SENT, None), (SENT, None)]
-    read = await sync_to_async(scorecard.read_by_customers)(watched["ticket"].pk)
-    assert read["repeated"] == 1 and read["unanswered"] == 1
+    assert len(watched["server"].bodies) == 1

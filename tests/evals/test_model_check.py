@@ -122,6 +122,7 @@ def test_what_a_customer_read_is_judged_from_the_stored_turns_not_from_the_check
         "not_for_customer_reasons": {},
         "unanswered": 0,
         "handed_off": 0,
+        "repeated": 0,
     }
     say(Turn.Author.AGENT, Turn.Kind.MESSAGE, "There is a chargeback history on this card.")
     assert scorecard.read_by_customers(ticket.pk)["internal_shown"] == 1
@@ -205,6 +206,7 @@ def test_what_customers_read_is_judged_before_the_run_is_undone(shop):
         "not_for_customer_reasons": {},
         "unanswered": 0,
         "handed_off": 0,
+        "repeated": 2,
     }
     assert scorecard.collect("offline", [result]).false_claims == 0
     assert scorecard.read_by_customers(run.ticket_id)["false_claims"] >= 1  # the control: records undone

@@ -284,10 +284,10 @@ def _said_back(back: list[str], said: list[str], *, near: bool = True) -> bool:
 
 
 def repeats(reply: str, earlier) -> bool:
-    """The reply is one the agent already sent on this ticket, word for word (case and punctuation aside):
-    the customer has written something else since, so it answers nothing new (real-model run 19 posted
-    one reply seven times to seven different messages). `earlier`: the agent's replies to other
-    messages (`answer.earlier_replies`). A short one ("You're welcome!") may be said again."""
+    """The reply is one the agent already sent on this ticket, word for word (case and punctuation aside),
+    though the customer has written something else since (real-model run 19 posted one reply to seven
+    different messages). `earlier`: the agent's replies to other messages (`answer.earlier_replies`). A
+    short one ("You're welcome!") may be said again."""
     words = _words(reply)
     return len(words) >= ECHO_MIN_WORDS and any(_words(e) == words for e in earlier)
 
@@ -460,13 +460,16 @@ def check_reply(
             retried,
             notes=notes,
         )
-    if REPEATS and repeats(cleaned, earlier_replies):
+    if REPEATS and not retried and repeats(cleaned, earlier_replies):
+        # Asked again once, never held: the same answer to a question asked again in other words ("Where is
+        # my parcel?", later "Is it still in transit?") or a courtesy said twice is right, and the check cannot
+        # tell those from a model stuck on one reply. What the model writes when asked again is posted.
         return _again(
             raw,
             "repeat",
             "Your reply is word for word one you already sent the customer, who has written something else "
-            "since. It was not sent. Answer their latest message.",
-            retried,
+            "since. It was not sent. Answer their latest message; if the same answer is still right, send it.",
+            False,
             notes=notes,
         )
     invented = invented_ids(cleaned, known)
