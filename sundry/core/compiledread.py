@@ -26,8 +26,8 @@ class CompiledRead:
         sql, params = compiler.as_sql()
         self.sql, self.using, self._placeholders = sql, using, placeholders
         self._params = list(params)
-        # Which parameter each placeholder is; one appearing twice (or matching a constant) would be
-        # swapped wrongly, so placeholders must be values no query would hold otherwise.
+        # Every parameter equal to a placeholder is swapped: placeholders must be values no query
+        # would hold otherwise (a constant equal to one would be swapped too).
         for p in placeholders:
             if self._params.count(p) < 1:
                 raise ValueError(f"placeholder {p!r} is not among the compiled statement's parameters")
