@@ -73,6 +73,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--profile-messages", type=int, default=12, help="Customer messages per length")
         parser.add_argument(
+            "--profile-clock",
+            choices=("wall", "cpu"),
+            default="wall",
+            help="Time each stage by wall clock or by the worker thread's CPU time",
+        )
+        parser.add_argument(
             "--profile-reconnect",
             choices=["close", "close_pool", ""],
             default="close",
@@ -114,6 +120,7 @@ class Command(BaseCommand):
                 lengths=[int(x) for x in opts["profile"].split(",")],
                 messages=opts["profile_messages"],
                 reconnect=opts["profile_reconnect"],
+                clock=opts["profile_clock"],
                 say=say,
             )
             return self._write(figures, opts, say)

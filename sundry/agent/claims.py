@@ -25,6 +25,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from django.db.models import Q
 from django.utils import timezone
 
+from sundry.core.compiledread import CompiledRead
 from sundry.tickets.models import Ticket
 
 log = logging.getLogger("sundry.agent")
@@ -66,13 +67,59 @@ def claim(ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()) -> Cla
         agent_claimed_at=now, agent_claimed_by=owner
     ):
         return Claim(ticket_id, now, owner=owner)
-    lapsed = tickets.filter(agent_claimed_at__lt=now - CLAIM_TTL)
+    return _take_over(ticket_id, owner, now)
+
+
+def _take_over(ticket_id: int, owner: str, now: datetime) -> Claim | None:
+    """`claim` once its first UPDATE found the ticket held: take a lapsed claim over."""
+    lapsed = Ticket.objects.filter(pk=ticket_id, agent_claimed_at__lt=now - CLAIM_TTL)
     previous = lapsed.values_list("agent_claimed_by", flat=True).first()
     if previous is not None and lapsed.filter(agent_claimed_by=previous).update(
         agent_claimed_at=now, agent_claimed_by=owner
     ):
         return Claim(ticket_id, now, took_over=True, owner=owner, previous=previous)
     return None
+
+
+def _one_trip() -> bool:
+    """Statements can share a round trip: PostgreSQL with client-side binding (Django's default
+    cursor, `psycopg.ClientCursor`), whose simple query protocol takes several at once."""
+    if connection.vendor != "postgresql":
+        return False
+    import psycopg
+
+    connection.ensure_connection()
+    return issubclass(connection.connection.cursor_factory, psycopg.ClientCursor)
+
+
+def claim_and_read(
+    ticket_id: int, read: CompiledRead, owner: str = "", earlier: tuple[str, ...] = ()
+) -> tuple[Claim | None, object | None]:
+    """`claim`, and `read` of the ticket (a `CompiledRead` of one placeholder, the ticket's id) sent
+    with the claim's UPDATE in one round trip where the database allows (`_one_trip`). Each
+    statement of the pair takes its own snapshot, as two round trips would: the read sees the
+    claim and all committed before it. The read is returned only if the claim is this run's by
+    that UPDATE (a take-over, or no one-trip database: None, and the caller reads it itself)."""
+    if not _one_trip():
+        return claim(ticket_id, owner, earlier), None
+    owner = owner or new_owner()
+    now = timezone.now()
+    table = connection.ops.quote_name(Ticket._meta.db_table)
+    at, by, pk = (
+        connection.ops.quote_name(Ticket._meta.get_field(f).column)
+        for f in ("agent_claimed_at", "agent_claimed_by", "id")
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {at} = %s, {by} = %s WHERE {pk} = %s AND ({at} IS NULL OR {by} = ANY(%s)); {read.sql}",
+            [_db(now), owner, ticket_id, [e for e in earlier if e], *read.params_for(ticket_id)],
+        )
+        took = cursor.rowcount == 1
+        cursor.nextset()
+        row = cursor.fetchone()
+    if took:
+        return Claim(ticket_id, now, owner=owner), read.hydrate(row)
+    return _take_over(ticket_id, owner, now), None
 
 
 # Why a run could not let go of its claim, kept beside the database (in the cache, Redis where

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, Expression, Max, OuterRef, Q, Subquery
+from django.db import connection, transaction
+from django.db.models import Exists, Expression, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from sundry.agent import claims, failures, handoff
@@ -31,6 +31,7 @@ from sundry.agent.step import (
     tool_specs,
 )
 from sundry.agent.toolbox import toolbox_for
+from sundry.core.compiledread import CompiledRead
 from sundry.tickets.attention import RUN_STOPPED, attention_flag
 from sundry.tickets.models import Ticket, Turn
 from sundry.tickets.services import APPENDED, turn_append
@@ -94,7 +95,7 @@ def _others_wrote(held: Claim, ticket: Ticket, through: int) -> bool:
     return any(n not in own for n in range(through + 1, last + 1))
 
 
-def _load(ticket_id: int) -> Ticket | None:
+def _load_query(ticket_id: int) -> QuerySet:
     """The ticket with its class and customer, and what awaits it (`_start`), in one read."""
     turns = Turn.objects.filter(ticket_id=OuterRef("pk"))
     last = turns.order_by("-number")
@@ -127,8 +128,26 @@ def _load(ticket_id: int) -> Ticket | None:
             **load_also(),
         )
         .filter(pk=ticket_id)
-        .first()
     )
+
+
+# `_load_query` compiled once per process and per set of `LOAD_ALSO` names (a name registered
+# later compiles it afresh): building it through the ORM cost more than running it.
+_ANY_TICKET = -7_000_000_003
+_READS: dict[tuple[str, tuple[str, ...]], CompiledRead] = {}
+
+
+def _read() -> CompiledRead:
+    key = (connection.vendor, tuple(LOAD_ALSO))
+    read = _READS.get(key)
+    if read is None:
+        read = _READS[key] = CompiledRead(_load_query, (_ANY_TICKET,))
+    return read
+
+
+def _load(ticket_id: int) -> Ticket | None:
+    """The ticket as `_load_query` reads it (None if there is no such ticket)."""
+    return _read().get(ticket_id)
 
 
 def _start(ticket: Ticket) -> tuple[bool, bool, int]:
@@ -153,10 +172,12 @@ def _open(
     ticket_id: int, owner: str = "", earlier: tuple[str, ...] = ()
 ) -> tuple[Ticket, tuple[bool, bool, int], Claim] | None:
     """Claim the ticket for run `owner`, load it and read what awaits it. None if claimed elsewhere (or gone)."""
-    held = claims.claim(ticket_id, owner, earlier)
+    # The claim's UPDATE and the load travel together where the database allows (one round trip).
+    held, ticket = claims.claim_and_read(ticket_id, _read(), owner, earlier)
     if held is None:
         return None
-    ticket = _load(ticket_id)
+    if ticket is None:
+        ticket = _load(ticket_id)
     start = _start(ticket)
     waiting, mid_task, _ = start
     if held.took_over and _may_act(ticket) and (waiting or mid_task):

@@ -6,6 +6,7 @@ by schema, never by scanning prose.
 
 from __future__ import annotations
 
+import functools
 import typing
 from typing import Any
 
@@ -67,19 +68,29 @@ def declared_ids(model: type[BaseModel], data) -> set[str]:
     out: set[str] = set()
     if not isinstance(data, dict):
         return out
-    marked = id_fields(model)
-    for name, info in model.model_fields.items():
+    for name, marked, nested_models in _id_schema(model):
         value = data.get(name)
         if value is None or value == "":
             continue
         values = value if isinstance(value, list) else [value]
-        if name in marked:
+        if marked:
             out.update(str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool) and v != "")
             continue
-        for nested in _models_in(info.annotation):
+        for nested in nested_models:
             for v in values:
                 out |= declared_ids(nested, v)
     return out
+
+
+@functools.lru_cache(maxsize=512)
+def _id_schema(model: type[BaseModel]) -> tuple[tuple[str, bool, tuple[type[BaseModel], ...]], ...]:
+    """Per field of `model`, in order: (name, marked as an ID, the models it nests). A model's schema
+    does not change once defined; every step's request walks its tool results by it."""
+    marked = id_fields(model)
+    return tuple(
+        (name, name in marked, () if name in marked else tuple(_models_in(info.annotation)))
+        for name, info in model.model_fields.items()
+    )
 
 
 def id_owners(instance: BaseModel, owner_kind: str = "order") -> dict[str, str]:

@@ -149,8 +149,9 @@ def test_an_agent_reply_reads_the_choice_with_the_runs_load(desk, django_capture
         agent_run(ticket.pk, gateway=Gateway(override=ScriptedModel([ModelResponse(text="On it.")])))
     background.wait_idle()  # the task, which reads the choice afresh before it sends
     assert len(mail.outbox) == (1 if chose else 0)
-    reading = [module for module, sql in counted.statements if "portal_noticepreference" in sql]
-    assert reading == ["agent/loop.py"], counted.report()  # the run's load, nothing else
+    reading = [sql for _, sql in counted.statements if "portal_noticepreference" in sql]
+    # The run's load, sent with its claim (`claims.claim_and_read`), nothing else.
+    assert len(reading) == 1 and reading[0].startswith("UPDATE") and "agent_claimed_by" in reading[0], counted.report()
 
 
 def test_no_e_mail_for_a_customer_who_did_not_opt_in(desk, django_capture_on_commit_callbacks):
