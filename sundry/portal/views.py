@@ -1,7 +1,9 @@
 """The customer's page. A customer sees only their own tickets and only confirmed values.
 
 Posts from the page are htmx requests answered with the customer's own
-panels re-rendered and a status line; the websocket only pushes.
+panels re-rendered and a status line; the websocket only pushes. A message
+posted from a page whose socket is open is answered with the status line
+alone: the push brings the message (`socket_is_live`).
 """
 
 import logging
@@ -170,6 +172,16 @@ def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=
     return HttpResponse(html, status=status)
 
 
+# Sent by the page's script (static/sundry-live.js) on its requests while its live socket is open.
+LIVE_HEADER = "X-Sundry-Live"
+
+
+def socket_is_live(request) -> bool:
+    """Whether the page that sent this request holds an open live socket, which brings it the
+    panels a write changes (a lost push is repaired by the page's sync within 20 s)."""
+    return request.headers.get(LIVE_HEADER) == "1"
+
+
 @login_required
 @require_POST
 def ticket_message(request, ticket_id):
@@ -189,8 +201,11 @@ def ticket_message(request, ticket_id):
     except MessageRefused as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
-        # The conversation reads its messages afresh: the ticket the view checked and wrote is not read again.
-        return panels_answer(request, ticket, panels=("conversation",), message="Sent.", reread=False)
+        # A page whose socket is up gets the new message in the push the commit sends: the answer is
+        # the status line alone. Otherwise (the socket down, not yet open, no JavaScript) the
+        # conversation is sent back, read afresh; the ticket the view checked and wrote is not read again.
+        panels = () if socket_is_live(request) else ("conversation",)
+        return panels_answer(request, ticket, panels=panels, message="Sent.", reread=False)
     except Exception:  # noqa: BLE001 — the message is stored whatever failed after it
         # Say so, or the sender would send it again. The page's live updates bring the
         # conversation up to date once the database (or Redis) answers again.
