@@ -26,6 +26,7 @@ from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.desk.lifecycle import ticket_create
 from sundry.live.earlier import earlier_response
+from sundry.live.pagesocket import socket_is_live
 from sundry.live.panels import CUSTOMER, Viewer, render_all, render_panel
 from sundry.people.selectors import customer_of, domain_of
 from sundry.portal import notices, services
@@ -170,16 +171,6 @@ def panels_answer(request, ticket, *, panels=(), message="", level="ok", status=
         html = "".join(render_panel(CUSTOMER_PANELS[name], ticket, viewer) for name in panels)
     html += render_to_string("desk/_flash.html", {"message": message, "level": level})
     return HttpResponse(html, status=status)
-
-
-# Sent by the page's script (static/sundry-live.js) on its requests while its live socket is open.
-LIVE_HEADER = "X-Sundry-Live"
-
-
-def socket_is_live(request) -> bool:
-    """Whether the page that sent this request holds an open live socket, which brings it the
-    panels a write changes (a lost push is repaired by the page's sync within 20 s)."""
-    return request.headers.get(LIVE_HEADER) == "1"
 
 
 @login_required

@@ -35,6 +35,8 @@ CUSTOMER_POST_LIVE = CUSTOMER_POST - 1
 # turn, turn, RELEASE, and for the head rendered from the ticket in hand: its held actions,
 # colleagues, tags, timer, rating.
 STAFF_REPLY = 13
+# … from a page whose live socket is open: every push brings the head, which is not rendered here.
+STAFF_REPLY_LIVE = STAFF_REPLY - 5
 
 
 @pytest.fixture
@@ -122,6 +124,26 @@ def test_a_desk_reply_sends_a_fixed_few_statements(desk, django_assert_max_num_q
         )
     assert len(counted) == STAFF_REPLY
     assert Turn.objects.filter(ticket=ticket, author="staff", text="On its way (1).").exists()
+
+
+@counted_on_postgres
+def test_a_desk_reply_from_a_page_with_its_socket_open_is_answered_with_the_status_line_alone(
+    desk, django_assert_max_num_queries
+):
+    ticket, clients, sam = desk
+    Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=sam)
+    url = f"/desk/tickets/{ticket.pk}/post"
+    live = {**HX, "HTTP_X_SUNDRY_LIVE": "1"}
+    with django_assert_max_num_queries(STAFF_REPLY_LIVE) as counted:
+        response = clients["sam"].post(url, {"action": "reply", "text": "On its way.", "client_key": "r-live"}, **live)
+    assert response.status_code == 200
+    assert len(counted) == STAFF_REPLY_LIVE
+    html = response.content.decode()
+    assert "Reply sent." in html and "panel-head" not in html
+    assert Turn.objects.filter(ticket=ticket, author="staff", text="On its way.").exists()
+    # Taking over or handing back writes the head's own fields: it is still sent back.
+    handed = clients["sam"].post(url, {"action": "hand_back", "client_key": "h-live"}, **live)
+    assert handed.status_code == 200 and "panel-head" in handed.content.decode()
 
 
 def test_the_counted_post_still_refuses_another_customers_ticket(desk):
