@@ -154,7 +154,7 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None, sock
         facts = _facts(customer)
         texts = [t.format(**facts) for t in SCRIPT]
     else:
-        client, headers = _client(staff, f"/desk/tickets/{ticket.pk}/")
+        client, headers = _client(staff, f"/desk/tickets/{ticket.pk}/", socket_open)
         url = f"/desk/tickets/{ticket.pk}/post"
         texts = ["Thanks for waiting — I've checked with the carrier and it is on its way."]
     sent: list[tuple[str, str]] = []
@@ -304,7 +304,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--socket-open",
         action="store_true",
-        help="customer posts say the page's live socket is open (the X-Sundry-Live header its script sends)",
+        help="posts say the page's live socket is open (the X-Sundry-Live header its script sends)",
     )
     parser.add_argument(
         "--worker",
