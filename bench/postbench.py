@@ -1,6 +1,6 @@
 """A customer's message POST and a desk reply POST, in one process: time and statements per post.
 
-    python -m bench.postbench --posts 40 --history 40 [--database URL] [--profile N] [--sql]
+    python -m bench.postbench --posts 40 --history 40 [--database URL] [--profile N] [--socket-open]
 
 Seeds (once per database) a small shop, the realistic benchmark's class and a customer with a
 login; each run opens a fresh ticket of `--history` turns, so runs on one database start alike.
@@ -15,8 +15,9 @@ have, so every post queues its task. Then, on a second ticket taken over by a me
 `--posts` desk replies (`/desk/tickets/<id>/post`, action reply).
 
 Prints one JSON object: the 1-minute load average at start and end, and for each kind of post
-the median, p90 and mean wall time (ms), and the statements a post sends (min, max) with, for
-the first post, the statements by module.
+the median, p90 and mean wall time (ms), the median CPU time of the posting thread (ms), the
+statements a post sends (min, max) with, for the first post, the statements by module, and its
+writes to Redis (round trips: a pipeline's commands go in one).
 """
 
 from __future__ import annotations
@@ -102,14 +103,30 @@ def _ticket(history: int, handler: str):
     return ticket, customer, staff
 
 
-def _client(user, page: str):
+def _client(user, page: str, socket_open: bool = False):
     from django.test import Client
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     client.get(page)  # sets the CSRF cookie, as the page the customer posts from does
     token = client.cookies["csrftoken"].value
-    return client, {"HTTP_X_CSRFTOKEN": token, "HTTP_HX_REQUEST": "true"}
+    headers = {"HTTP_X_CSRFTOKEN": token, "HTTP_HX_REQUEST": "true"}
+    if socket_open:  # as the page's script says while its live socket is open (static/sundry-live.js)
+        headers["HTTP_X_SUNDRY_LIVE"] = "1"
+    return client, headers
+
+
+def _count_redis_writes(sent: list) -> None:
+    """Each write to Redis (a round trip: a pipeline's commands go in one write) appended to `sent`."""
+    from redis.connection import AbstractConnection
+
+    real = AbstractConnection.send_packed_command
+
+    def counted(self, command, check_health=True):
+        sent.append(1)
+        return real(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counted
 
 
 def _task_start(path, task_id: str, timeout: float = 60.0) -> float:
@@ -124,7 +141,7 @@ def _task_start(path, task_id: str, timeout: float = 60.0) -> float:
     raise RuntimeError(f"the worker did not finish task {task_id} in {timeout:.0f} s")
 
 
-def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> dict:
+def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None, socket_open: bool = False) -> dict:
     from django.db import connection
 
     from bench.realbench import SCRIPT, _facts
@@ -132,12 +149,12 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> d
 
     ticket, customer, staff = _ticket(history, "agent" if kind == "customer" else "staff")
     if kind == "customer":
-        client, headers = _client(customer.user, f"/help/tickets/{ticket.pk}/")
+        client, headers = _client(customer.user, f"/help/tickets/{ticket.pk}/", socket_open)
         url = f"/help/tickets/{ticket.pk}/message"
         facts = _facts(customer)
         texts = [t.format(**facts) for t in SCRIPT]
     else:
-        client, headers = _client(staff, f"/desk/tickets/{ticket.pk}/")
+        client, headers = _client(staff, f"/desk/tickets/{ticket.pk}/", socket_open)
         url = f"/desk/tickets/{ticket.pk}/post"
         texts = ["Thanks for waiting — I've checked with the carrier and it is on its way."]
     sent: list[tuple[str, str]] = []
@@ -150,7 +167,9 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> d
         return execute(sql, params, many, context)
 
     connection.execute_wrappers.append(wrapper)  # kept across the connections each request opens
-    wall, statements, by_module = [], [], None
+    wall, cpu, statements, redis_trips, by_module = [], [], [], [], None
+    redis_sent: list = []
+    _count_redis_writes(redis_sent)
     handoffs, published = [], []
     if tasklog is not None:
         from celery.signals import after_task_publish
@@ -170,12 +189,13 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> d
         # response is sent; the test client keeps the connection, so it is closed here, untimed.
         connection.close()
         sent.clear()
+        redis_sent.clear()
         counting[0] = True
         if profiler is not None and 0 < i <= profile:
             profiler.enable()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         response = client.post(url, data, **headers)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu_used = time.perf_counter() - started, time.thread_time() - cpu_started
         if profiler is not None:
             profiler.disable()
         counting[0] = False
@@ -192,7 +212,9 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> d
         if i == 0:
             continue
         wall.append(elapsed)
+        cpu.append(cpu_used)
         statements.append(len(sent))
+        redis_trips.append(len(redis_sent))
         if by_module is None:
             attribute[0] = False
             by_module = dict(Counter(m for m, _ in sent).most_common())
@@ -206,7 +228,10 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None) -> d
         "median_ms": round(1000 * statistics.median(wall), 2),
         "p90_ms": round(1000 * wall[int(0.9 * (len(wall) - 1))], 2),
         "mean_ms": round(1000 * statistics.mean(wall), 2),
+        # This thread's CPU time in the post (the request's own work; not the server's, nor Redis's).
+        "cpu_median_ms": round(1000 * statistics.median(cpu), 2),
         "statements": [min(statements), max(statements)],
+        "redis_round_trips": [min(redis_trips), max(redis_trips)],
         "statements_first": by_module,
     }
     if handoffs:
@@ -277,6 +302,11 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", type=int, default=0, help="profile the first N timed posts (cProfile)")
     parser.add_argument("--database", default="", help="a database URL to seed once and reuse")
     parser.add_argument(
+        "--socket-open",
+        action="store_true",
+        help="posts say the page's live socket is open (the X-Sundry-Live header its script sends)",
+    )
+    parser.add_argument(
         "--worker",
         type=int,
         default=0,
@@ -315,7 +345,14 @@ def main(argv=None) -> int:
             worker, tasklog = _start_worker(args.worker, Path(mkdtemp()))
         try:
             results = [
-                _posts(kind, args.posts, args.history, args.profile, tasklog if kind == "customer" else None)
+                _posts(
+                    kind,
+                    args.posts,
+                    args.history,
+                    args.profile,
+                    tasklog if kind == "customer" else None,
+                    args.socket_open,
+                )
                 for kind in args.kinds.split(",")
             ]
         finally:

@@ -53,6 +53,11 @@
     socket = e.detail.socketWrapper;
     status("Live", "live");
   });
+  // While the socket is open, a request says so: the server may then leave out of its answer
+  // what the socket's push brings anyway (a customer's own message, sundry/portal/views.py).
+  document.addEventListener("htmx:configRequest", (e) => {
+    if (socket) e.detail.headers["X-Sundry-Live"] = "1";
+  });
   document.addEventListener("htmx:wsClose", (e) => {
     const code = e.detail.event && e.detail.event.code;
     socket = null;

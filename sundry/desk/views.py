@@ -29,6 +29,7 @@ from sundry.desk.search import MAX_QUERY
 from sundry.desk.search import search as run_search
 from sundry.desk.sidebar import canned_replies
 from sundry.live.earlier import earlier_response
+from sundry.live.pagesocket import socket_is_live
 from sundry.live.panels import STAFF, Viewer, render_all, render_panel
 from sundry.tickets import services as ticket_services
 from sundry.tickets.attention import FOLLOW_UP_PREFIX, attention_dismiss, flags_resolve, follow_up_resolve, reasons
@@ -170,7 +171,10 @@ def ticket_post(request, ticket_id):
     except MessageRefused as exc:
         return _refused(request, ticket, exc, ())
     # A reply or note changes no field of the row but the version and turn counter, which the append
-    # kept on `ticket`: the head renders from it. Taking over or handing back writes the row: read again.
+    # kept on `ticket`: the head renders from it — or not at all for a page whose socket is open, as
+    # every push brings the head. Taking over or handing back writes the row: read again.
+    if action in ("reply", "note", "internal") and socket_is_live(request):
+        return _answer(request, ticket, message=done[action], reread=False)
     return _answer(request, ticket, panels=("head",), message=done[action], reread=action in ("take_over", "hand_back"))
 
 

@@ -1,7 +1,9 @@
 """The customer's page. A customer sees only their own tickets and only confirmed values.
 
 Posts from the page are htmx requests answered with the customer's own
-panels re-rendered and a status line; the websocket only pushes.
+panels re-rendered and a status line; the websocket only pushes. A message
+posted from a page whose socket is open is answered with the status line
+alone: the push brings the message (`socket_is_live`).
 """
 
 import logging
@@ -24,6 +26,7 @@ from sundry.context.statefields import StateValueInvalid
 from sundry.core.ratelimit import Rate, allow
 from sundry.desk.lifecycle import ticket_create
 from sundry.live.earlier import earlier_response
+from sundry.live.pagesocket import socket_is_live
 from sundry.live.panels import CUSTOMER, Viewer, render_all, render_panel
 from sundry.people.selectors import customer_of, domain_of
 from sundry.portal import notices, services
@@ -189,8 +192,11 @@ def ticket_message(request, ticket_id):
     except MessageRefused as exc:
         return panels_answer(request, ticket, message=str(exc), level="bad", status=422)
     try:
-        # The conversation reads its messages afresh: the ticket the view checked and wrote is not read again.
-        return panels_answer(request, ticket, panels=("conversation",), message="Sent.", reread=False)
+        # A page whose socket is up gets the new message in the push the commit sends: the answer is
+        # the status line alone. Otherwise (the socket down, not yet open, no JavaScript) the
+        # conversation is sent back, read afresh; the ticket the view checked and wrote is not read again.
+        panels = () if socket_is_live(request) else ("conversation",)
+        return panels_answer(request, ticket, panels=panels, message="Sent.", reread=False)
     except Exception:  # noqa: BLE001 — the message is stored whatever failed after it
         # Say so, or the sender would send it again. The page's live updates bring the
         # conversation up to date once the database (or Redis) answers again.

@@ -86,3 +86,36 @@ def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones_on
         page.wait_for_timeout(400)  # the HTTP answer and the push have both landed
         assert page.evaluate(ORDER, "#panel-conversation > .turn-item") == list(range(1, total + 2))  # once, in order
         assert page.evaluate(DUPLICATE_IDS, "#panel-conversation [id]") == []
+
+
+def test_a_sent_message_shows_whether_the_page_socket_is_up_or_down(browser, live_server_url, people):
+    """With its socket open the page's post is answered with the status line alone and the push brings
+    the message; with the socket down (refused here) the post's answer brings it."""
+    from playwright.sync_api import expect
+
+    ticket = ticket_create(customer=people["alice"].person, ticket_class=people["tclass"], subject="Socket")
+    Ticket = type(ticket)
+    Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=people["ann"])
+
+    live = open_as(browser, live_server_url, people["alice_user"], f"/help/tickets/{ticket.pk}/")
+    with live.expect_response(lambda r: r.url.endswith("/message")) as answer:
+        live.fill("#message-text", "Sent with the socket up.")
+        live.locator("button", has_text="Send").click()
+    assert answer.value.request.headers.get("x-sundry-live") == "1"
+    assert "panel-conversation" not in answer.value.text()
+    expect(live.locator("#panel-conversation .turn", has_text="Sent with the socket up.")).to_have_count(
+        1, timeout=LIVE
+    )
+    expect(live.locator("#flash")).to_contain_text("Sent.")
+
+    down = live.context.new_page()
+    down.route_web_socket("**/ws/**", lambda ws: ws.close())  # the live socket never opens
+    down.goto(f"{live_server_url}/help/tickets/{ticket.pk}/")
+    down.wait_for_load_state("networkidle")
+    with down.expect_response(lambda r: r.url.endswith("/message")) as answer:
+        down.fill("#message-text", "Sent with the socket down.")
+        down.locator("button", has_text="Send").click()
+    assert answer.value.request.headers.get("x-sundry-live") is None
+    expect(down.locator("#panel-conversation .turn", has_text="Sent with the socket down.")).to_have_count(1)
+    expect(down.locator("#message-text")).to_have_value("")
+    expect(down.locator("#live-status")).not_to_have_text("Live")

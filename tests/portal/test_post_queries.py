@@ -29,10 +29,14 @@ counted_on_postgres = pytest.mark.skipif(connection.vendor != "postgresql", reas
 CUSTOMER_POST = 10
 # … and when the message names an order: the ledger read, its upsert.
 CUSTOMER_POST_WITH_ID = CUSTOMER_POST + 2
+# … from a page whose live socket is open: the push brings the message, the conversation is not read.
+CUSTOMER_POST_LIVE = CUSTOMER_POST - 1
 # session, login, ticket (with the customer's notice choice), SAVEPOINT, row lock, the key's earlier
 # turn, turn, RELEASE, and for the head rendered from the ticket in hand: its held actions,
 # colleagues, tags, timer, rating.
 STAFF_REPLY = 13
+# … from a page whose live socket is open: every push brings the head, which is not rendered here.
+STAFF_REPLY_LIVE = STAFF_REPLY - 5
 
 
 @pytest.fixture
@@ -83,6 +87,29 @@ def test_a_customer_message_post_sends_a_fixed_few_statements(desk, text, limit,
 
 
 @counted_on_postgres
+def test_a_post_from_a_page_with_its_socket_open_is_answered_with_the_status_line_alone(
+    desk, django_assert_max_num_queries
+):
+    ticket, clients, _ = desk
+    url = f"/help/tickets/{ticket.pk}/message"
+    clients["alice"].post(url, {"text": "Hello", "client_key": "k-first"}, **HX)  # the notice row, once
+    Ticket.objects.filter(pk=ticket.pk).update(agent_wake_turn=None, agent_wake_at=None)
+    live = {**HX, "HTTP_X_SUNDRY_LIVE": "1"}
+    with django_assert_max_num_queries(CUSTOMER_POST_LIVE) as counted:
+        response = clients["alice"].post(url, {"text": "Any news?", "client_key": "k-live"}, **live)
+    assert response.status_code == 200
+    assert len(counted) == CUSTOMER_POST_LIVE
+    html = response.content.decode()
+    assert "Sent." in html and "panel-conversation" not in html and "Any news?" not in html
+    assert Turn.objects.filter(ticket=ticket, text="Any news?").exists()
+    ticket.refresh_from_db()
+    assert ticket.agent_wake_turn == ticket.last_turn_number
+    # A refusal still says why, next to the composer, whatever the socket.
+    refused = clients["alice"].post(url, {"text": "   ", "client_key": "k-blank"}, **live)
+    assert refused.status_code == 422 and "bad" in refused.content.decode()
+
+
+@counted_on_postgres
 def test_a_desk_reply_sends_a_fixed_few_statements(desk, django_assert_max_num_queries):
     ticket, clients, sam = desk
     Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=sam)
@@ -97,6 +124,26 @@ def test_a_desk_reply_sends_a_fixed_few_statements(desk, django_assert_max_num_q
         )
     assert len(counted) == STAFF_REPLY
     assert Turn.objects.filter(ticket=ticket, author="staff", text="On its way (1).").exists()
+
+
+@counted_on_postgres
+def test_a_desk_reply_from_a_page_with_its_socket_open_is_answered_with_the_status_line_alone(
+    desk, django_assert_max_num_queries
+):
+    ticket, clients, sam = desk
+    Ticket.objects.filter(pk=ticket.pk).update(handler="staff", assigned_to=sam)
+    url = f"/desk/tickets/{ticket.pk}/post"
+    live = {**HX, "HTTP_X_SUNDRY_LIVE": "1"}
+    with django_assert_max_num_queries(STAFF_REPLY_LIVE) as counted:
+        response = clients["sam"].post(url, {"action": "reply", "text": "On its way.", "client_key": "r-live"}, **live)
+    assert response.status_code == 200
+    assert len(counted) == STAFF_REPLY_LIVE
+    html = response.content.decode()
+    assert "Reply sent." in html and "panel-head" not in html
+    assert Turn.objects.filter(ticket=ticket, author="staff", text="On its way.").exists()
+    # Taking over or handing back writes the head's own fields: it is still sent back.
+    handed = clients["sam"].post(url, {"action": "hand_back", "client_key": "h-live"}, **live)
+    assert handed.status_code == 200 and "panel-head" in handed.content.decode()
 
 
 def test_the_counted_post_still_refuses_another_customers_ticket(desk):
