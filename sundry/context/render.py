@@ -564,10 +564,28 @@ def _plain(turn: TurnData) -> Message | None:
         return None  # staff only (the selectors never read one; this is the second line)
     if turn.kind == "error":
         # Sundry's notice (a run stopped or failed, a reply held): a system message, never the customer's voice.
-        return Message(role="system", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
+        return Message(role="system", content=SYSTEM_NOTICE_PREFIX + held_notice(turn), turns=n)
     if turn.kind == "rejection":
         return Message(role="user", content=SYSTEM_NOTICE_PREFIX + text, turns=n)
     return Message(role="user", content=SYSTEM_EVENT_PREFIX + text, turns=n)
+
+
+# A held reply's notice tells the model that it was held and why, not what it said: the text is for staff.
+# Shown its own held words again in every later request, a small model copied them back — notices and all,
+# each held reply's notice quoting the one before (real-model run 19). The re-ask in the same step shows the
+# reply once, to be mended. On, the model reads the notice as staff do.
+HELD_NOTICE_QUOTES = False
+
+
+def held_notice(turn: TurnData) -> str:
+    """An error turn's text as the model reads it."""
+    payload = turn.payload or {}
+    if HELD_NOTICE_QUOTES or "held_reply" not in payload:
+        return turn.text or ""
+    reasons = ", ".join((payload.get("reply_check") or {}).get("reasons") or ()) or "check"
+    if "kept" in payload:
+        return f"The rest of a reply was held for staff ({reasons}); it was not sent. The customer has its first part."
+    return f"A reply was held for staff ({reasons}); it was not sent."
 
 
 def turns_to_messages(turns: list[TurnData]) -> list[Message]:
