@@ -323,7 +323,8 @@ AFTER_MODEL = ("checks", "tool", "harvest", "commit", "push", "let_go", "render"
 class _Stages:
     """Time per stage of the current step, by wrapping the functions each stage calls: wall time,
     or with `clock=time.thread_time` the calling thread's CPU time (what a loaded machine disturbs
-    least; a wait on the database or the model is not in it)."""
+    least; a wait on the database or the model is not in it); and the process's CPU time in each
+    (`cpu:` + stage: every thread's — the push loop's, the records read beside the call)."""
 
     def __init__(self, clock=time.perf_counter):
         self.clock = clock
@@ -334,17 +335,17 @@ class _Stages:
         real = getattr(owner, name)
 
         def timed(*args, **kwargs):
-            t0 = self.clock()
+            t0, c0 = self.clock(), time.process_time()
             self.depth.append(stage)
             try:
                 return real(*args, **kwargs)
             finally:
                 self.depth.pop()
-                spent = self.clock() - t0
-                self.now[stage] = self.now.get(stage, 0.0) + spent
-                if self.depth:  # a stage inside another counts once: taken out of the outer one
-                    outer = self.depth[-1]
-                    self.now[outer] = self.now.get(outer, 0.0) - spent
+                for key, spent in ((stage, self.clock() - t0), ("cpu:" + stage, time.process_time() - c0)):
+                    self.now[key] = self.now.get(key, 0.0) + spent
+                    if self.depth:  # a stage inside another counts once: taken out of the outer one
+                        outer = ("cpu:" if key.startswith("cpu:") else "") + self.depth[-1]
+                        self.now[outer] = self.now.get(outer, 0.0) - spent
 
         timed.__wrapped__ = real
         setattr(owner, name, timed)
@@ -564,6 +565,11 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                 per_step.append(
                     {stage: got.get(stage, 0.0) / (1 if stage in PER_MESSAGE else steps) for stage in PROFILE_STAGES}
                     | {"steps": steps, "statements": statements / steps}
+                    | {
+                        # CPU after the model call, the desk's render (the web process's) left out.
+                        "cpu_after": sum(got.get("cpu:" + s, 0.0) for s in AFTER_MODEL if s != "render") / steps,
+                        "cpu_before": sum(got.get("cpu:" + s, 0.0) for s in BEFORE_MODEL) / steps,
+                    }
                 )
             row = {
                 "turns": length,
@@ -577,6 +583,8 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
             row["per_message_ms"] = round(sum(st[s] for s in PER_MESSAGE), 3)
             row["before_model_ms"] = round(sum(st[s] for s in BEFORE_MODEL), 3)
             row["after_model_ms"] = round(sum(st[s] for s in AFTER_MODEL), 3)
+            row["cpu_after_model_ms"] = ms(statistics.median(s["cpu_after"] for s in per_step))
+            row["cpu_before_model_ms"] = ms(statistics.median(s["cpu_before"] for s in per_step))
             rows.append(row)
             say(
                 f"  {length:>5} turns: POST and hand-off {row['per_message_ms']:.1f} ms a message; "
@@ -584,6 +592,8 @@ def _profile(lengths, messages: int, reconnect: str, stages: _Stages, log, say) 
                 f"after {row['after_model_ms']:.1f} ms a step; {row['statements_per_step']:.1f} statements a step; "
                 + ", ".join(f"{s} {st[s]:.1f}" for s in PROFILE_STAGES)
                 + (f"; connect {row['connect_ms']:.1f} ms a run" if row["connect_ms"] is not None else "")
+                + f"; CPU before the model {row['cpu_before_model_ms']:.1f} ms, after (render apart)"
+                f" {row['cpu_after_model_ms']:.1f} ms a step"
             )
     return {
         "rows": rows,

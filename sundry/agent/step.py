@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 
 from sundry.agent import answer, calibration, claims, failures, handoff, proposals, recordstates
@@ -315,8 +315,24 @@ def _commit(
     stream: ReplyStream | None,
     toolbox: Toolbox,
 ) -> StepOutcome:
-    """What the model's answer leads to, in one transaction (the step's)."""
-    tclass = ticket.ticket_class
+    """What the model's answer leads to, in one transaction (the step's), or one statement (`_reply_at_once`)."""
+    posted = _reply_at_once(
+        ticket,
+        append=append,
+        call=call,
+        got=got,
+        stepwise=stepwise,
+        snapshot=snapshot,
+        assembled=assembled,
+        number=number,
+        first_turn=first_turn,
+        read_through=read_through,
+        checks=checks,
+        stream=stream,
+        toolbox=toolbox,
+    )
+    if posted is not None:
+        return posted
     with transaction.atomic():
         if stepwise:
             append.check()  # its calls committed already: the step record is its first write
@@ -374,15 +390,12 @@ def _commit(
                 outcome = run_calls(ticket, response, assembled, snapshot, toolbox, append=append)
             kind = AgentStep.Outcome.TOOL_CALLS
         elif verdict is not None and verdict.action == replycheck.POST:
-            payload = {"model": response.model, "offline": response.offline}
-            if verdict.notes:
-                payload["reply_check"] = verdict.as_json()
             reply = append(
                 ticket=ticket,
                 author=Turn.Author.AGENT,
                 kind=Turn.Kind.MESSAGE,
                 text=verdict.text,
-                payload=payload,
+                payload=_reply_payload(response, verdict),
                 stamps=STEP_STAMPS,
             )
             if stream is not None:
@@ -425,23 +438,103 @@ def _commit(
             reported=got.request_input_tokens,
         )
         if outcome.resolution:
-            resolved = Resolved(
-                ticket_id=ticket.pk,
-                step_id=step.pk,
-                outcome=kind,
-                first_turn=first_turn,
-                last_turn=ticket.last_turn_number,
-                version=ticket.version,
-                request_tokens=assembled.accounting.total_tokens,
-                next_lanes=next_lanes,
-                trigger_tokens=tclass.trigger_tokens,
-                ticket=ticket,
-                model=tclass.working_model,
-                toolbox=toolbox,
-            )
-            for listener in resolution_listeners:
-                transaction.on_commit(lambda listener=listener: listener(resolved))
+            _tell_resolved(ticket, step, kind, first_turn, assembled, next_lanes, toolbox)
     return outcome
+
+
+def _tell_resolved(ticket, step: AgentStep, kind: str, first_turn: int, assembled, next_lanes, toolbox) -> None:
+    """The resolution listeners, once the step's writes commit (at once where they were one statement)."""
+    tclass = ticket.ticket_class
+    resolved = Resolved(
+        ticket_id=ticket.pk,
+        step_id=step.pk,
+        outcome=kind,
+        first_turn=first_turn,
+        last_turn=ticket.last_turn_number,
+        version=ticket.version,
+        request_tokens=assembled.accounting.total_tokens,
+        next_lanes=next_lanes,
+        trigger_tokens=tclass.trigger_tokens,
+        ticket=ticket,
+        model=tclass.working_model,
+        toolbox=toolbox,
+    )
+    for listener in resolution_listeners:
+        transaction.on_commit(lambda listener=listener: listener(resolved))
+
+
+def _reply_payload(response: ModelResponse, verdict: replycheck.ReplyVerdict) -> dict:
+    payload = {"model": response.model, "offline": response.offline}
+    if verdict.notes:
+        payload["reply_check"] = verdict.as_json()
+    return payload
+
+
+def _reply_at_once(
+    ticket: Ticket,
+    *,
+    append: _FirstTurn,
+    call,
+    got,
+    stepwise: bool,
+    snapshot: LaneSnapshot,
+    assembled: Assembled,
+    number: int,
+    first_turn: int,
+    read_through: int,
+    checks: dict,
+    stream: ReplyStream | None,
+    toolbox: Toolbox,
+) -> StepOutcome | None:
+    """The common step — a reply posted whole, nothing else to write — as one statement (PostgreSQL):
+    the bump, the reply's turn and the step's record, with no transaction round it (BEGIN and COMMIT
+    were two round trips of a step's four after the model). It writes only while the run's claim
+    holds and the ticket's last turn is still the one the step read: no turn came meanwhile, so no
+    stop can have come either (the row's own columns, which a concurrent writer's lock hands over
+    fresh). Anything else — a turn came, the claim is gone, the reply held in part, a flag to
+    clear — returns None and nothing written: the step's transaction decides, as for every step."""
+    verdict = got.verdict
+    if (
+        connection.vendor != "postgresql"
+        or call is None
+        or stepwise
+        or call.response.tool_calls
+        or verdict is None
+        or verdict.action != replycheck.POST
+        or got.held is not None
+        or has_reason(ticket.attention, MODEL_UNAVAILABLE)
+    ):
+        return None
+    kind = AgentStep.Outcome.REPLY
+    step = _step_row(
+        ticket,
+        number,
+        assembled,
+        call,
+        kind,
+        first_turn,
+        resolution=True,
+        checks=checks,
+        reported=got.request_input_tokens,
+    )
+    checked = {} if append.checked else {"claimed_at": append.held.stamp, "through": append.seen_through}
+    reply = turn_append(
+        ticket=ticket,
+        author=Turn.Author.AGENT,
+        kind=Turn.Kind.MESSAGE,
+        text=verdict.text,
+        payload=_reply_payload(call.response, verdict),
+        stamps=STEP_STAMPS,
+        also=[(step, "last_turn")],
+        **checked,
+    )
+    if reply is None:
+        return None
+    append.checked = True
+    if stream is not None:
+        stream.posted_turn = reply.number
+    _tell_resolved(ticket, step, kind, first_turn, assembled, _after_reply(snapshot, reply, ticket.version), toolbox)
+    return StepOutcome(stop=True, resolution=True, read_through=read_through)
 
 
 def _hold_reply(ticket: Ticket, append, verdict: replycheck.ReplyVerdict, text: str, *, hand_off: bool = False) -> None:
@@ -556,6 +649,15 @@ def _after_reply(snapshot: LaneSnapshot, reply: Turn, version: int) -> LaneSnaps
 
 
 def _record_step(
+    ticket: Ticket, number: int, assembled: Assembled, call, outcome: str, first_turn: int, **kw
+) -> AgentStep:
+    """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
+    row = _step_row(ticket, number, assembled, call, outcome, first_turn, **kw)
+    row.save(force_insert=True)
+    return row
+
+
+def _step_row(
     ticket: Ticket,
     number: int,
     assembled: Assembled,
@@ -569,9 +671,9 @@ def _record_step(
     checks: dict | None = None,
     reported: int = 0,
 ) -> AgentStep:
-    """The step's record, in its transaction; the step's turns were appended through `ticket`, which kept count."""
+    """The step's record, unsaved (its last turn: the ticket's as it stands)."""
     usage = call.response.usage if call else None
-    return AgentStep.objects.create(
+    return AgentStep(
         ticket=ticket,
         number=number,
         model=(call.response.model if call else ticket.ticket_class.working_model),

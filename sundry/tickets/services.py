@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from django.conf import settings
@@ -78,7 +79,9 @@ def turn_append(
     claimed_at=None,
     stamps=(ALL,),
     wake: bool = False,
-) -> Turn:
+    also=(),
+    through: int | None = None,
+) -> Turn | None:
     """Append a turn with the next number, its token count and the ticket's version bump.
 
     Numbering comes from the ticket row's own counter, bumped under its row
@@ -88,6 +91,8 @@ def turn_append(
     `claimed_at`: append only while the ticket's claim is that stamp, else `ClaimLost` and
     nothing written (a run's first write checks its claim with no read of its own).
     `wake`: mark the agent's wake-up at this turn in the same statement (`agent.outbox.mark`).
+    `also` and `through` (PostgreSQL only): rows written by the same statement, and the last turn the
+    ticket must still have, else nothing is written and None returned (`versions.bump_inserting`).
     """
     model = ticket.ticket_class.working_model
     tokens = count_tokens(text, model) + _calls_tokens(payload, model)
@@ -102,14 +107,25 @@ def turn_append(
         encoding=encoding_name_for(model),
         client_key=client_key,
     )
-    # No savepoint of its own: a failure here fails the caller's whole transaction.
-    with transaction.atomic(savepoint=False):
+    # No savepoint of its own: a failure here fails the caller's whole transaction. Rows riding on
+    # the turn's statement are written by it alone, atomic by itself: no transaction is opened for it
+    # (BEGIN and COMMIT would be two round trips more).
+    at_once = bool(also) or through is not None
+    with contextlib.nullcontext() if at_once else transaction.atomic(savepoint=False):
         if connection.vendor == "postgresql":
             pre_save.send(sender=Turn, instance=turn, raw=False, using=connection.alias, update_fields=None)
-            number, version = bump_inserting(turn, claimed_at=claimed_at, stamps=stamps, wake=wake)
-            post_save.send(
-                sender=Turn, instance=turn, created=True, raw=False, using=connection.alias, update_fields=None
-            )
+            for row, _ in also:
+                pre_save.send(sender=type(row), instance=row, raw=False, using=connection.alias, update_fields=None)
+            got = bump_inserting(turn, claimed_at=claimed_at, stamps=stamps, wake=wake, also=also, through=through)
+            if got is None:
+                return None
+            number, version = got
+            for row in (turn, *(row for row, _ in also)):
+                post_save.send(
+                    sender=type(row), instance=row, created=True, raw=False, using=connection.alias, update_fields=None
+                )
+        elif at_once:
+            raise NotImplementedError("rows riding on a turn's statement: PostgreSQL only")
         else:  # two statements where round trips cost nothing (SQLite)
             number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at, stamps=stamps, wake=wake)
             turn.number = number

@@ -91,16 +91,19 @@ class ClaimLost(Exception):
     or no ticket): nothing was written."""
 
 
-def _bump_sql(*, turn: bool, claimed: bool, stamps=(), wake: bool = False) -> tuple[str, list]:
+def _bump_sql(*, turn: bool, claimed: bool, stamps=(), wake: bool = False, through: bool = False) -> tuple[str, list]:
     """The UPDATE … RETURNING of a bump: the version (and the turn counter when `turn`) and its
-    stamps, on the ticket's row only while its claim is the writer's when `claimed`; with `wake`,
-    the agent's wake-up marked at the new turn (`agent.outbox.mark`). And the parameters that come
-    before the rest ([marked at,] the stamps'; the rest: id[, claim])."""
+    stamps, on the ticket's row only while its claim is the writer's when `claimed`, and only while
+    its last turn is still a given one when `through`; with `wake`, the agent's wake-up marked at
+    the new turn (`agent.outbox.mark`). And the parameters that come before the rest ([marked at,]
+    the stamps'; the rest: id[, claim][, last turn])."""
     table = connection.ops.quote_name(Ticket._meta.db_table)
     counter = ', "last_turn_number" = "last_turn_number" + 1' if turn else ""
     if wake:
         counter += ', "agent_wake_turn" = "last_turn_number" + 1, "agent_wake_at" = %s'
     condition = ' AND "agent_claimed_at" = %s' if claimed else ""
+    if through:
+        condition += ' AND "last_turn_number" = %s'
     stamped, params = _stamps_sql(stamps)
     params = [*_wake_param(wake), *params]
     return (
@@ -148,38 +151,68 @@ def bump(ticket_id: int, *, turn: bool = False, claimed_at=None, stamps=(ALL,), 
     return row[0], row[1]
 
 
-def bump_inserting(
-    row, *, number: str = "number", claimed_at=None, stamps=(ALL,), wake: bool = False
-) -> tuple[int, int]:
-    """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
-    it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
-    numbered by the counter it returned (`wake`: as `bump`'s). Sets the row's primary key and
-    number; returns (number, version). The caller sends the row's save signals (no `save()` ran)."""
+def _insert_sql(row, counted: str, name: str) -> tuple[str, list]:
+    """An INSERT of the unsaved `row` for a bump's `WITH`: its `counted` field (if any) the turn
+    counter the bump `b` returned, the rest its own values."""
     meta = type(row)._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns, values, params = [], [], []
-    for f in fields:
+    for f in meta.concrete_fields:
+        if f.primary_key:
+            continue
         columns.append(connection.ops.quote_name(f.column))
-        if f.attname == number:
+        if f.attname == counted:
             values.append('b."last_turn_number"')
         else:
             values.append("%s")
             params.append(f.get_db_prep_save(f.pre_save(row, True), connection))
     table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
-    bump_sql, stamp_params = _bump_sql(turn=True, claimed=claimed_at is not None, stamps=stamps, wake=wake)
-    sql = (
-        f"WITH b AS ({bump_sql}), "
-        f"t AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk}) "
-        'SELECT t.*, b."last_turn_number", b."version" FROM t CROSS JOIN b'
+    return (
+        f"{name} AS (INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM b RETURNING {pk})",
+        params,
     )
+
+
+def bump_inserting(
+    row, *, number: str = "number", claimed_at=None, stamps=(ALL,), wake: bool = False, also=(), through=None
+) -> tuple[int, int] | None:
+    """Bump the turn counter and insert `row` (an unsaved model instance of a table numbered by
+    it, in `number`) in one statement, PostgreSQL only: the bump as `bump(turn=True)`, the row
+    numbered by the counter it returned (`wake`: as `bump`'s). Sets the row's primary key and
+    number; returns (number, version). The caller sends the row's save signals (no `save()` ran).
+
+    `also`: more unsaved rows written by the same statement, as (row, field) — `field` (or None)
+    given the new turn number —, each given its primary key: a write that rides on the bump costs
+    no round trip of its own. `through`: only while the ticket's last turn is still that number
+    (nothing came since the writer read it); else nothing is written and None is returned — the
+    caller takes its slower path, which tells a lost claim from a turn that came meanwhile."""
+    bump_sql, stamp_params = _bump_sql(
+        turn=True, claimed=claimed_at is not None, stamps=stamps, wake=wake, through=through is not None
+    )
+    inserts, insert_params = [], []
+    for i, (each, counted) in enumerate(((row, number), *also)):
+        sql, params = _insert_sql(each, counted, f"r{i}")
+        inserts.append(sql)
+        insert_params += params
+    keys = ", ".join(f"r{i}.*" for i in range(len(inserts)))
+    sql = (
+        f"WITH b AS ({bump_sql}), {', '.join(inserts)} "
+        f'SELECT {keys}, b."last_turn_number", b."version" FROM {", ".join(f"r{i}" for i in range(len(inserts)))} '
+        "CROSS JOIN b"
+    )
+    condition = [*_claim_param(claimed_at), *([] if through is None else [through])]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*stamp_params, row.ticket_id, *_claim_param(claimed_at), *params])
+        cursor.execute(sql, [*stamp_params, row.ticket_id, *condition, *insert_params])
         got = cursor.fetchone()
     if got is None:
+        if through is not None:
+            return None
         raise _missed(row.ticket_id, claimed_at)
-    row.pk, found, version = got
-    setattr(row, number, found)
-    row._state.adding, row._state.db = False, connection.alias
+    *pks, found, version = got
+    for (each, counted), pk in zip(((row, number), *also), pks, strict=True):
+        each.pk = pk
+        if counted:
+            setattr(each, counted, found)
+        each._state.adding, each._state.db = False, connection.alias
     ticket_changed(row.ticket_id, version)
     return found, version
 

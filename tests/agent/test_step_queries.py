@@ -85,21 +85,21 @@ def test_the_lane_snapshot_is_one_statement(ticket):
     assert rows["ledger"] and len(rows["turns"]) == len(snap.turns)
 
 
-def test_a_plain_reply_run_takes_seven_round_trips(ticket, monkeypatch):
-    """Claim with the load of what awaits (and the customer's notice preference, `loop.LOAD_ALSO`)
-    in one round trip (`claims.claim_and_read`), lanes with the claims check's cards and holds,
-    (BEGIN) the turn with its bump and the claim check in one statement, step record, (COMMIT), let
-    go with the outbox settled: 5 round trips of statements, 7 with BEGIN and COMMIT.
-    Negative control: with the claim and the load sent apart (`claims._one_trip` false; 801fa09)
-    6 and 8.
-    Negative control: with the preference read apart (6d00ccd, or `LOAD_ALSO` emptied) 7 and 9,
-    the reply step 6 round trips; at 21a61db the same run took 10 statements and 12 round trips
-    (the cards and holds read apart, a locking read for the claim check, the bump apart from the
-    insert); before that bound, 27 statements (29 round trips), as issue 28 counted."""
+def test_a_plain_reply_run_takes_four_statements(ticket, monkeypatch):
+    """Claim with the load of what awaits (and the customer's notice preference, `loop.LOAD_ALSO`) in
+    one round trip (`claims.claim_and_read`), lanes with the claims check's cards and holds, the reply in
+    one statement — the bump with the claim check, the turn and the step's record (`step._reply_at_once`),
+    no transaction round it —, let go with the outbox settled: 4 statements, 4 round trips; the step
+    after the model's answer, one.
+    Negative controls: with the claim and the load sent apart (`claims._one_trip` false) 5 and 5; with
+    the reply's turn and the step's record written apart in the step's transaction (`_reply_at_once`
+    returning None: the path every other step takes) 5 statements and 7 round trips, the reply step 5;
+    at 801fa09 6 and 8; with the preference read apart too (6d00ccd) 7 and 9; at 21a61db 10 statements
+    and 12 round trips; before that bound, 27 statements (29 round trips), as issue 28 counted."""
     counted, (step,) = run_counting_steps(ticket, [ModelResponse(text="On its way.")], monkeypatch)
-    assert len(counted.statements) <= 5, counted.report()
-    assert counted.round_trips <= 7, counted.report()  # with the step's BEGIN and COMMIT
-    assert step.round_trips <= 5, step.report()  # 6 with the preference read apart, 9 at 21a61db, 20 before
+    assert len(counted.statements) <= 4, counted.report()
+    assert counted.round_trips <= 4, counted.report()  # no BEGIN and COMMIT: no transaction
+    assert step.round_trips <= 2, step.report()  # lanes, and the reply with its record
     assert not [m for m, _ in counted.statements if m.startswith("portal/")], counted.report()
     assert not counted.matching(r"FOR UPDATE|agent_confirmation\" \w+ FROM|^\(SELECT"), counted.report()
     assert Ticket.objects.get(pk=ticket.pk).agent_wake_turn is None
@@ -128,9 +128,9 @@ def test_a_lookup_step_takes_at_most_ten_round_trips(ticket, monkeypatch):
     assert not found.matching("RELEASE SAVEPOINT|FOR UPDATE"), found.report()
     ledger = [sql for m, sql in found.statements if m == "context/services.py" and "context_ledgerentry" in sql]
     assert len(ledger) == 2 and "ON CONFLICT" in ledger[1], found.report()  # its read and its upsert
-    assert replied.round_trips <= 5, replied.report()  # 6 with the notice preference read apart
-    assert len(counted.statements) - shop <= 14, counted.report()  # the run: both steps, claim to let go
-    assert counted.round_trips - shop <= 18, counted.report()
+    assert replied.round_trips <= 2, replied.report()  # 5 with the reply and its record apart
+    assert len(counted.statements) - shop <= 13, counted.report()  # the run: both steps, claim to let go
+    assert counted.round_trips - shop <= 15, counted.report()  # 15 and 19 at 801fa09
 
 
 def test_a_streamed_lookup_then_reply_counts_the_records_read_beside_each_call(monkeypatch, no_internet):  # noqa: F811
@@ -169,5 +169,5 @@ def test_a_streamed_lookup_then_reply_counts_the_records_read_beside_each_call(m
     assert len(server.requests) == 2 and all(r["body"]["stream"] for r in server.requests)
     shop = len([m for m, _ in found.statements if m.startswith("shop/") and m != "shop/records.py"])
     assert found.round_trips - shop <= 11, found.report()  # the ten of the scripted model's, and the records
-    assert replied.round_trips <= 6, replied.report()  # five, and the records
+    assert replied.round_trips <= 3, replied.report()  # two, and the records (6 with the reply apart)
     assert Ticket.objects.get(pk=ticket.pk).last_turn_number >= 4

@@ -26,6 +26,7 @@ from sundry.agent.guards import addressee, declaredwords, measures, ownterms, re
 from sundry.agent.provider import callids
 from sundry.agent.provider.textcalls import json_spans
 from sundry.context.idformats import find_ids
+from sundry.tooling.domain import get_domain
 
 POST, RETRY, HOLD = "post", "retry", "hold"
 ABOUT_CUSTOMER = "about_customer"  # the reason for a reply that speaks of the customer in the third person
@@ -166,12 +167,36 @@ class ReplyVerdict:
 
 def id_tokens(text: str) -> set[str]:
     """Identifier-like tokens in text, known format or not."""
-    out = {v for _, v in find_ids(text or "")}
-    for m in _TOKEN.finditer(text or ""):
-        token = m.group(0)
-        if len(token) >= MIN_TOKEN and not _NOT_ID.match(token) and not measures.is_measure(token):
-            out.add(token)
-    return out
+    return set(_id_tokens(_reading(), text or ""))
+
+
+# A text's tokens, read once per process: a step's request repeats the texts of the steps before it (the
+# rules, the lanes, the conversation), and every step reads them all (`known_identifiers`). Held with what
+# they were read by — the domain's formats, the measure reading on or off (the default domain and on, save
+# in tests) — and swapped whole, so no thread ever reads tokens found by another reading.
+_READ: tuple[tuple, dict[str, frozenset[str]]] = ((), {})
+_READ_MAX = 2048  # as `Domain.find_ids` keeps its own
+
+
+def _reading() -> tuple:
+    return (find_ids, get_domain(), measures.ON)
+
+
+def _id_tokens(reading: tuple, text: str) -> frozenset[str]:
+    global _READ
+    owner, read = _READ
+    if len(owner) != len(reading) or any(a is not b for a, b in zip(owner, reading)) or len(read) >= _READ_MAX:
+        read = {}
+        _READ = (reading, read)
+    hit = read.get(text)
+    if hit is None:
+        out = {v for _, v in find_ids(text)}
+        for m in _TOKEN.finditer(text):
+            token = m.group(0)
+            if len(token) >= MIN_TOKEN and not _NOT_ID.match(token) and not measures.is_measure(token):
+                out.add(token)
+        hit = read[text] = frozenset(out)
+    return hit
 
 
 def invented_ids(text: str, known) -> list[str]:
@@ -547,7 +572,8 @@ def _again(raw: str, reason: str, prompt: str, retried: bool, *, invented=None, 
 
 def known_identifiers(texts) -> set[str]:
     """Every identifier-like token in the texts the request showed the model."""
+    reading = _reading()
     out: set[str] = set()
     for t in texts:
-        out |= id_tokens(t or "")
+        out |= _id_tokens(reading, t or "")
     return out
