@@ -17,12 +17,14 @@ from __future__ import annotations
 import html
 import itertools
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.test import Client
 
 from sundry.agent import answer, handoff
-from sundry.agent.guards import provisional, refusals, replycheck
+from sundry.agent.guards import callguards, provisional, refusals, replycheck
+from sundry.agent.guards.callguards import GuardInput
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
@@ -35,6 +37,7 @@ from sundry.portal.selectors import customer_turns
 from sundry.tickets.attention import reasons
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
+from sundry.tooling.tools import REGISTRY
 from tests.agent import recorded
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
@@ -446,3 +449,51 @@ def test_negative_control_with_the_reading_off_the_loop_posts_the_refusal(case, 
     assert _said(case) == [ISSUE]
     assert not Turn.objects.filter(ticket=case["ticket"], payload__has_key="held_reply").exists()
     assert ISSUE in _page(case, "page")
+
+
+# --- through the reply tool ----------------------------------------------------------------------------------
+# Real-model run 19 sent "Sorry, I can't help with that." twice through `reply_to_customer`, which the reply
+# check never reads: the call guards read a tool's customer text for a bare refusal as the check reads a reply.
+
+REPLY_TOOL = REGISTRY["reply_to_customer"]
+
+
+def _refused_as_tool_text(text) -> bool:
+    verdict = callguards._check_bare_refusal(GuardInput(tool=REPLY_TOOL, arguments={}), SimpleNamespace(message=text))
+    return verdict is not None and verdict.guard == replycheck.BARE_REFUSAL and verdict.details["field"] == "message"
+
+
+def test_every_generated_bare_refusal_is_refused_as_a_reply_tools_text_and_every_look_alike_sent():
+    missed = [t for t in POSITIVES[::5] if not _refused_as_tool_text(t)]
+    flagged = [t for t in LOOK_ALIKES if _refused_as_tool_text(t)]
+    print(f"as reply_to_customer text: {len(POSITIVES[::5]) - len(missed)} refused, {len(flagged)} look-alikes refused")
+    assert not missed and not flagged, (missed[:5], flagged[:5])
+    assert _refused_as_tool_text("Sorry, I can't help with that.")
+
+
+def test_negative_control_with_the_tool_reading_off_no_bare_refusal_is_refused(monkeypatch):
+    monkeypatch.setattr(callguards, "BARE_REFUSAL_IN_CUSTOMER_TEXT", False)
+    assert not [t for t in POSITIVES[::5] if _refused_as_tool_text(t)]
+
+
+RUN_19 = "Sorry, I can't help with that."
+
+
+def _tool_reply(text) -> ModelResponse:
+    return ModelResponse(tool_calls=[ToolCall(id="r1", name="reply_to_customer", arguments={"message": text})])
+
+
+@pytest.mark.django_db
+def test_run_19s_refusal_through_the_reply_tool_never_reaches_the_customer(case):
+    model = _run(case, f"Where is {ORDER}? Has the refund gone through?", _tool_reply(RUN_19), FINAL)
+    rejection = Turn.objects.get(ticket=case["ticket"], kind=Turn.Kind.REJECTION)
+    assert rejection.payload["guard"] == replycheck.BARE_REFUSAL and len(model.requests) == 2
+    assert _said(case) == [FINAL.text]
+    assert RUN_19 not in _page(case, "page")
+
+
+@pytest.mark.django_db
+def test_negative_control_through_the_loop_the_tools_refusal_is_sent(case, monkeypatch):
+    monkeypatch.setattr(callguards, "BARE_REFUSAL_IN_CUSTOMER_TEXT", False)
+    _run(case, f"Where is {ORDER}? Has the refund gone through?", _tool_reply(RUN_19), FINAL)
+    assert RUN_19 in _said(case)

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from sundry.agent.guards import addressee, approvals, cards, consent, replycheck, replyclaims, spending, unfinished
+from sundry.agent.guards import (
+    addressee,
+    approvals,
+    cards,
+    consent,
+    refusals,
+    replycheck,
+    replyclaims,
+    spending,
+    unfinished,
+)
 from sundry.agent.provider import strictjson
 from sundry.context.internaltext import InternalText, describe, quotes
 from sundry.context.lanes import ActionData, LedgerData, MoneyData, RuleData
@@ -695,6 +705,29 @@ def _check_addressee(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+# A tool's customer text that only refuses help is refused, as a plain reply is asked again (real-model run 19
+# sent "Sorry, I can't help with that." twice through the reply tool). Off, only the reply check reads it.
+BARE_REFUSAL_IN_CUSTOMER_TEXT = True
+
+
+def _check_bare_refusal(inp: GuardInput, args) -> GuardVerdict | None:
+    """Text bound for the customer that is nothing but a refusal of help (`refusals.bare`): the customer is
+    left with nothing and staff are never told. Refused with the reply check's words; a model that keeps
+    refusing ends its run, and the hand-off tells the customer a person will reply."""
+    if not BARE_REFUSAL_IN_CUSTOMER_TEXT:
+        return None
+    for name, text in _customer_texts(inp, args):
+        if refusals.bare(text):
+            return _reject(
+                replycheck.BARE_REFUSAL,
+                f"The {inp.tool.name} text only refused to help, with no reason and nothing the customer can do "
+                f"next. It was not sent. {replycheck.BARE_REFUSAL_NEXT}",
+                args,
+                field=name,
+            )
+    return None
+
+
 # A tool's customer text is read for invented identifiers as a plain reply is. Off, only the reply check reads them.
 IDS_IN_CUSTOMER_TEXT = True
 
@@ -804,6 +837,7 @@ def check_call(inp: GuardInput) -> GuardVerdict:
             or _check_copied(inp, args)
             or _check_invented(inp, args)
             or _check_addressee(inp, args)
+            or _check_bare_refusal(inp, args)
             or _check_claims(inp, args)
             or _check_unfinished(inp, args)
         )

@@ -544,10 +544,13 @@ def check_reply(
     return ReplyVerdict(POST, cleaned, [], notes)
 
 
-BARE_REFUSAL_PROMPT = (
-    "Your reply only refused to help, with no reason and nothing the customer can do next. It was not sent. "
+BARE_REFUSAL_NEXT = (
     "Answer their request: look up what they asked about with the tools, or ask them for what you need. If it "
     "is something you cannot do, say why and what can be done instead."
+)
+BARE_REFUSAL_PROMPT = (
+    "Your reply only refused to help, with no reason and nothing the customer can do next. It was not sent. "
+    + BARE_REFUSAL_NEXT
 )
 
 
