@@ -413,18 +413,24 @@ def _http_client(limits: CallLimits):
     return create_async_httpx2_client(timeout=timeout, transport=transport)
 
 
-def _build_model(resolved: ResolvedModel, http_client):
-    """A pydantic-ai model for one call, talking through `http_client`."""
+def _build_model(resolved: ResolvedModel, http_client, *, max_retries: int):
+    """A pydantic-ai model for one call, talking through `http_client`.
+
+    The SDK's client is built with the retries it makes: handed them in each request's settings,
+    pydantic-ai would copy the client for every call, and each copy asks for the platform again
+    on a worker thread (a thread hand-off a call, docs/benchmarks.md). The models keep the tools'
+    reworked schemas between calls (toolschemas.py)."""
+    from sundry.agent.provider.toolschemas import ChatModel, MessagesModel, OllamaChatModel
+
     if resolved.provider == "anthropic":
-        from pydantic_ai.models.anthropic import AnthropicModel
+        from anthropic import AsyncAnthropic
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(
-            resolved.model_name,
-            provider=AnthropicProvider(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client),
+        # The client AnthropicProvider would build from the key, URL and HTTP client, plus its retries.
+        client = AsyncAnthropic(
+            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
         )
-    from pydantic_ai.models.openai import OpenAIChatModel
-
+        return MessagesModel(resolved.model_name, provider=AnthropicProvider(anthropic_client=client))
     from sundry.agent.provider.plainbody import PlainBodyClient  # imports the SDK: on first use, as above
 
     # The client pydantic-ai's provider would build, but sending plain-JSON messages and tools
@@ -433,23 +439,29 @@ def _build_model(resolved: ResolvedModel, http_client):
     if resolved.provider == "openai":
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        client = PlainBodyClient(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client)
+        client = PlainBodyClient(
+            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
+        )
         provider = OpenAIProvider(openai_client=client)
     elif resolved.provider == "ollama":
-        from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
         key = resolved.api_key or os.getenv("OLLAMA_API_KEY") or placeholder
-        client = PlainBodyClient(api_key=key, base_url=resolved.base_url, http_client=http_client)
-        return OllamaModel(resolved.model_name, provider=OllamaProvider(openai_client=client))
+        client = PlainBodyClient(
+            api_key=key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
+        )
+        return OllamaChatModel(resolved.model_name, provider=OllamaProvider(openai_client=client))
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
         client = PlainBodyClient(
-            api_key=resolved.api_key or placeholder, base_url=resolved.base_url, http_client=http_client
+            api_key=resolved.api_key or placeholder,
+            base_url=resolved.base_url,
+            http_client=http_client,
+            max_retries=max_retries,
         )
         provider = OpenAICompatibleProvider("openai-compatible", openai_client=client)
-    return OpenAIChatModel(resolved.model_name, provider=provider)
+    return ChatModel(resolved.model_name, provider=provider)
 
 
 # One event loop per thread and, on it, one HTTP client and model per configured model:
@@ -480,10 +492,11 @@ def _model_for(resolved: ResolvedModel, limits: CallLimits):
         resolved.api_key,
         limits.connect_timeout,
         limits.read_timeout,
+        limits.max_retries,
     )
     model = models.get(key)
     if model is None:
-        model = models[key] = _build_model(resolved, _http_client(limits))
+        model = models[key] = _build_model(resolved, _http_client(limits), max_retries=limits.max_retries)
     return model
 
 
@@ -519,12 +532,9 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
 
 def _request_settings(resolved: ResolvedModel, limits: CallLimits) -> dict[str, Any]:
     # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
-    # call, the SDK's retries and their Retry-After waits included.
-    settings: dict[str, Any] = {
-        "request_timeout": limits.call_timeout,
-        "max_retries": limits.max_retries,
-        "max_tokens": limits.max_tokens,
-    }
+    # call, the SDK's retries and their Retry-After waits included. The retries themselves are
+    # the client's own (`_build_model`).
+    settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_tokens": limits.max_tokens}
     if resolved.provider == "anthropic":
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
@@ -564,7 +574,8 @@ async def _provider_request(
             result = await _send(_model_for(resolved, limits), messages, settings, parameters, stream)
         else:
             async with _http_client(limits) as http_client:
-                result = await _send(_build_model(resolved, http_client), messages, settings, parameters, stream)
+                model = _build_model(resolved, http_client, max_retries=limits.max_retries)
+                result = await _send(model, messages, settings, parameters, stream)
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:
