@@ -8,7 +8,10 @@ shop's 15 tools and 38 messages (the lanes, then a conversation of questions, lo
 results, replies) — `--calls` times per mode after a few unmeasured ones: whole, and streamed to a
 sink as a step does (`MODEL_STREAM`). Per call, the gateway's wall time less the server's own time
 (its log) and this process's CPU time (`time.process_time`: the client alone, the server runs
-elsewhere). Prints one JSON line per mode. `--profile FILE` writes a cProfile of the measured calls;
+elsewhere). Prints one JSON line per mode. `--memory` times the same calls instead without a socket or a server (an
+in-memory transport answering with a short reply, through the gateway's own
+conversion, model, SDK client and response repair): this thread's CPU a call, the gateway's work
+alone. `--profile FILE` writes a cProfile of the measured calls;
 `--server-path DIR` runs the model server of another checkout. Run it at each checkout with
 PYTHONPATH and the cwd there.
 """
@@ -150,6 +153,60 @@ def run(calls: int, modes: list[str], warmup: int, profile: str | None, server_p
     return out
 
 
+def run_in_memory(calls: int, modes: list[str], warmup: int) -> list[dict]:
+    import asyncio
+    import inspect
+
+    import httpx2
+
+    from sundry.agent.provider import gateway as g
+    from sundry.agent.provider.wire import NormalisingTransport
+    from sundry.evals.modelserver import to_completion
+    from sundry.tooling.messages import ModelResponse, Usage
+
+    request = bench_request()
+    text = "Your refund of 48.99 USD reaches your card within five working days."  # a short reply, as served
+    answer = to_completion(ModelResponse(text=text, usage=Usage(input_tokens=9000, output_tokens=20)), "bench")
+    transport = NormalisingTransport(httpx2.MockTransport(lambda _: httpx2.Response(200, json=answer)))
+    os.environ["SUNDRY_OPENAI_COMPAT_BASE_URL"] = "http://127.0.0.1:9/v1"  # never dialled
+    resolved = g.resolve_model(MODEL)
+    limits = g.CallLimits(max_retries=0)
+    client = httpx2.AsyncClient(transport=transport)
+    if "max_retries" in inspect.signature(g._build_model).parameters:
+        model = g._build_model(resolved, client, max_retries=0)
+    else:  # a checkout from before the client carried the retries
+        model = g._build_model(resolved, client)
+
+    async def one(stream):
+        messages, parameters = g.to_pai_messages(request), g.to_pai_parameters(request)
+        result = await g._send(model, messages, g._request_settings(resolved, limits), parameters, stream)
+        return g.from_pai_response(result, MODEL)
+
+    loop = asyncio.new_event_loop()
+    out = []
+    for mode in modes:
+        for _ in range(warmup):
+            loop.run_until_complete(one(Sink() if mode == "streamed" else None))
+        cpus = []
+        for _ in range(calls):
+            stream = Sink() if mode == "streamed" else None
+            cpu = time.thread_time()
+            loop.run_until_complete(one(stream))
+            cpus.append(time.thread_time() - cpu)
+        out.append(
+            {
+                "mode": f"{mode}, in memory",
+                "calls": calls,
+                "cpu_ms_mean": round(1000 * statistics.fmean(cpus), 2),
+                "cpu_ms_median": round(1000 * statistics.median(cpus), 2),
+                "load": os.getloadavg()[0],
+            }
+        )
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=80)
@@ -157,12 +214,18 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", default="whole,streamed")
     parser.add_argument("--profile", default=None, help="write a cProfile of the measured calls here")
     parser.add_argument("--server-path", default=None, help="run the model server of the checkout at this path")
+    parser.add_argument("--memory", action="store_true", help="time the calls without a socket or a server instead")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sundry.settings")
     import django
 
     django.setup()  # the shop's tool declarations are read through the registry
-    for row in run(args.calls, args.modes.split(","), args.warmup, args.profile, args.server_path):
+    modes = args.modes.split(",")
+    if args.memory:
+        rows = run_in_memory(args.calls, modes, args.warmup)
+    else:
+        rows = run(args.calls, modes, args.warmup, args.profile, args.server_path)
+    for row in rows:
         print(json.dumps(row), flush=True)
     return 0
 
