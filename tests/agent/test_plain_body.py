@@ -368,3 +368,19 @@ def test_one_client_serves_every_call_carrying_the_calls_retries(monkeypatch, se
     assert (copies, len(asked)) == ([], 1)
     (model,) = gateway._per_thread.models.values()
     assert model.client.max_retries == 3
+
+
+def test_an_openai_shaped_model_does_not_import_the_anthropic_sdk():
+    """Importing Anthropic's SDK takes 1-2 s: a worker process whose first call is to an OpenAI-shaped model
+    must not pay it inside that call's latency (it did while the schema-keeping models were all made at import)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from sundry.agent.provider import gateway as g; g._import_client('openai-compatible'); "
+        "r = g.ResolvedModel('openai-compatible:m', provider='openai-compatible', model_name='m', "
+        "base_url='http://127.0.0.1:9/v1'); g._build_model(r, None, max_retries=0); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'anthropic' or m.endswith('models.anthropic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -391,13 +391,18 @@ def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started
 
 
 def _import_client(provider: str) -> None:
-    # pydantic-ai is imported lazily so Django starts without it (~1-3 s once).
+    # pydantic-ai is imported lazily so Django starts without it (~1-3 s once); the modules a call
+    # needs are imported here, before its latency is timed, and only the provider's own.
     import pydantic_ai.direct  # noqa: F401
+
+    import sundry.agent.provider.toolschemas  # noqa: F401
 
     if provider == "anthropic":
         import pydantic_ai.models.anthropic  # noqa: F401
     else:
         import pydantic_ai.models.openai  # noqa: F401
+
+        import sundry.agent.provider.plainbody  # noqa: F401
 
 
 def _http_client(limits: CallLimits):
@@ -420,17 +425,20 @@ def _build_model(resolved: ResolvedModel, http_client, *, max_retries: int):
     pydantic-ai would copy the client for every call, and each copy asks for the platform again
     on a worker thread (a thread hand-off a call, docs/benchmarks.md). The models keep the tools'
     reworked schemas between calls (toolschemas.py)."""
-    from sundry.agent.provider.toolschemas import ChatModel, MessagesModel, OllamaChatModel
+    from sundry.agent.provider.toolschemas import keeping_schemas
 
     if resolved.provider == "anthropic":
         from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         # The client AnthropicProvider would build from the key, URL and HTTP client, plus its retries.
         client = AsyncAnthropic(
             api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
         )
-        return MessagesModel(resolved.model_name, provider=AnthropicProvider(anthropic_client=client))
+        return keeping_schemas(AnthropicModel)(resolved.model_name, provider=AnthropicProvider(anthropic_client=client))
+    from pydantic_ai.models.openai import OpenAIChatModel
+
     from sundry.agent.provider.plainbody import PlainBodyClient  # imports the SDK: on first use, as above
 
     # The client pydantic-ai's provider would build, but sending plain-JSON messages and tools
@@ -444,13 +452,14 @@ def _build_model(resolved: ResolvedModel, http_client, *, max_retries: int):
         )
         provider = OpenAIProvider(openai_client=client)
     elif resolved.provider == "ollama":
+        from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
         key = resolved.api_key or os.getenv("OLLAMA_API_KEY") or placeholder
         client = PlainBodyClient(
             api_key=key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
         )
-        return OllamaChatModel(resolved.model_name, provider=OllamaProvider(openai_client=client))
+        return keeping_schemas(OllamaModel)(resolved.model_name, provider=OllamaProvider(openai_client=client))
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
@@ -461,7 +470,7 @@ def _build_model(resolved: ResolvedModel, http_client, *, max_retries: int):
             max_retries=max_retries,
         )
         provider = OpenAICompatibleProvider("openai-compatible", openai_client=client)
-    return ChatModel(resolved.model_name, provider=provider)
+    return keeping_schemas(OpenAIChatModel)(resolved.model_name, provider=provider)
 
 
 # One event loop per thread and, on it, one HTTP client and model per configured model:

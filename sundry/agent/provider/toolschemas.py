@@ -13,15 +13,13 @@ pydantic-ai's own path unchanged.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from dataclasses import replace
 from typing import Any
 
 from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.ollama import OllamaModel
-from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.tools import ToolDefinition
 
 # (transformer, strict, schema as JSON) -> (transformed schema, strict as sent). Bounded: a process
@@ -69,13 +67,9 @@ class CachedToolSchemas:
         return replace(tool, parameters_json_schema=schema, strict=strict)
 
 
-class ChatModel(CachedToolSchemas, OpenAIChatModel):
-    pass
-
-
-class OllamaChatModel(CachedToolSchemas, OllamaModel):
-    pass
-
-
-class MessagesModel(CachedToolSchemas, AnthropicModel):
-    pass
+@functools.cache
+def keeping_schemas(model_class: type) -> type:
+    """`model_class` (a pydantic-ai model) keeping the tools' reworked schemas: one subclass per class, made
+    when first asked for, so only the provider in use is imported (Anthropic's SDK takes 1-2 s to import,
+    which a first OpenAI call in a fresh worker process paid when all were imported here)."""
+    return type(model_class.__name__, (CachedToolSchemas, model_class), {"__module__": __name__})
