@@ -59,8 +59,9 @@ LOCAL_IMPORTS_ALLOWED = {
     # serving, after parsing its options, and tunes the collector after that load.
     ("sundry.web", "sundry.asgi"),
     # The gateway imports the provider SDKs on a model's first call, not when Django starts;
-    # the OpenAI client it builds is one of them.
+    # the OpenAI client it builds is one of them, and so are the pydantic-ai models it subclasses.
     ("sundry.agent.provider.gateway", "sundry.agent.provider.plainbody"),
+    ("sundry.agent.provider.gateway", "sundry.agent.provider.toolschemas"),
 }
 # Imports that climb on purpose (none at present: add one here with its reason).
 UPWARD_ALLOWED: set[tuple[str, str]] = set()

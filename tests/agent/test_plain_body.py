@@ -1,7 +1,9 @@
 """The OpenAI client the gateway builds sends plain-JSON messages and tools without the SDK's walk of
-them (`sundry/agent/provider/plainbody.py`), and the model receives exactly what the stock client sends:
-the same body, byte for byte, and the same headers, for each OpenAI-shaped provider, whole, streamed and
-asking for structured output."""
+them (`sundry/agent/provider/plainbody.py`), its models keep the tools' reworked schemas between calls
+(`toolschemas.py`) and its client carries the call's retries (no copy a call), and the model receives
+exactly what the stock client sends: the same body, byte for byte, and the same headers, for each
+OpenAI-shaped provider, whole, streamed and asking for structured output, on the first call and on one
+that reuses the schemas kept."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from openai._utils._transform import PropertyInfo
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
-from sundry.agent.provider import gateway
+from sundry.agent.provider import gateway, toolschemas
 from sundry.agent.provider.gateway import CallLimits, Gateway
 from sundry.agent.provider.plainbody import PlainBodyClient, plain_json
 from sundry.tooling.messages import Message, ModelRequest, OutputSpec, ToolCall, ToolSpec
@@ -118,9 +120,13 @@ def _completion() -> dict:
     }
 
 
-def stock_model(resolved, http_client):
-    """The model as the gateway built it before: pydantic-ai's providers making the SDK's own client."""
+def stock_model(resolved, http_client, *, max_retries):
+    """The model as the gateway built it before: pydantic-ai's providers making the SDK's own client, its
+    own models reworking the tools' schemas on every call, and the retries handed over with each request
+    (the model's settings are merged into each request's)."""
     from pydantic_ai.models.openai import OpenAIChatModel
+
+    retries = {"max_retries": max_retries}
 
     if resolved.provider == "openai":
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -133,6 +139,7 @@ def stock_model(resolved, http_client):
         return OllamaModel(
             resolved.model_name,
             provider=OllamaProvider(base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client),
+            settings=retries,
         )
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
@@ -140,7 +147,7 @@ def stock_model(resolved, http_client):
         provider = OpenAICompatibleProvider(
             "openai-compatible", base_url=resolved.base_url, api_key=resolved.api_key, http_client=http_client
         )
-    return OpenAIChatModel(resolved.model_name, provider=provider)
+    return OpenAIChatModel(resolved.model_name, provider=provider, settings=retries)
 
 
 class Sink:
@@ -163,7 +170,8 @@ def server(monkeypatch):
     s.close()
 
 
-def _sent(monkeypatch, server, provider: str, build, *, output=False, stream=False) -> dict:
+def _sent(monkeypatch, server, provider: str, build, *, output=False, stream=False, calls=1, retries=0) -> dict:
+    """The last of `calls` requests sent through one model the builder under test made."""
     name, env = PROVIDERS[provider]
     for key, value in env.items():
         monkeypatch.setenv(key, value.format(url=server.url))
@@ -171,9 +179,16 @@ def _sent(monkeypatch, server, provider: str, build, *, output=False, stream=Fal
     gateway._thread_loop()
     monkeypatch.setattr(gateway._per_thread, "models", {})  # a model of the builder under test
     request = scenario(output=output).model_copy(update={"model": name})
-    got = Gateway(limits=CallLimits(max_retries=0)).call(request, stream=Sink() if stream else None)
-    assert got.response.text == "Done" or output
+    for _ in range(calls):
+        got = Gateway(limits=CallLimits(max_retries=retries)).call(request, stream=Sink() if stream else None)
+        assert got.response.text == "Done" or output
     return server.requests[-1]
+
+
+@pytest.fixture
+def fresh_schemas(monkeypatch):
+    """No tool schema kept from an earlier test: the first call reworks them, the next reuses them."""
+    monkeypatch.setattr(toolschemas, "_SCHEMAS", {})
 
 
 @pytest.fixture
@@ -193,7 +208,7 @@ def walked(monkeypatch) -> list[dict]:
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("shape", ["whole", "streamed", "structured"])
 def test_the_model_receives_the_same_bytes_and_headers_as_from_the_stock_client(
-    monkeypatch, server, walked, provider, shape
+    monkeypatch, server, walked, fresh_schemas, provider, shape
 ):
     real_build = gateway._build_model
     kw = {"output": shape == "structured", "stream": shape == "streamed"}
@@ -203,6 +218,12 @@ def test_the_model_receives_the_same_bytes_and_headers_as_from_the_stock_client(
     assert walked[-1]["messages"] == []  # the walk was skipped
     assert after["raw"] == before["raw"]
     assert after["headers"] == before["headers"]
+    # Again, on a model of its own: the tools' schemas are the ones kept from the call before.
+    kept = dict(toolschemas._SCHEMAS)
+    again = _sent(monkeypatch, server, provider, real_build, **kw)
+    assert toolschemas._SCHEMAS == kept and (kept or provider == "openai" and shape == "structured")
+    assert again["raw"] == before["raw"]
+    assert again["headers"] == before["headers"]
     body = json.loads(after["raw"])
     names = [t["function"]["name"] for t in body["tools"]]
     assert len(body["messages"]) == 8 and names[:2] == ["get_order", "record_fact"]
@@ -286,3 +307,80 @@ def test_the_sdk_renames_and_formats_nothing_in_chat_messages_and_tools():
     # The reader finds one where there is one.
     probe = typing.TypedDict("Probe", {"card_id": typing.Annotated[str, PropertyInfo(alias="cardID")]})
     assert len(_property_infos(probe, set())) == 1
+
+
+@pytest.fixture
+def reworked(monkeypatch) -> list[str]:
+    """The tools whose schemas pydantic-ai reworks for the provider, call by call."""
+    from pydantic_ai.models import Model
+
+    seen: list[str] = []
+    real = Model.customize_request_parameters
+
+    def recording(self, params):
+        seen.extend(t.name for t in [*params.function_tools, *params.output_tools])
+        return real(self, params)
+
+    monkeypatch.setattr(Model, "customize_request_parameters", recording)
+    return seen
+
+
+@pytest.mark.parametrize("provider", ["openai-compatible", "ollama"])
+def test_the_tools_schemas_are_reworked_once_a_process_not_once_a_call(
+    monkeypatch, server, fresh_schemas, reworked, provider
+):
+    """The stock models rework both tools' schemas on each of three calls; the gateway's on the first call
+    only, though each `_sent` builds a new model: what is kept is the process's."""
+    real_build = gateway._build_model
+    _sent(monkeypatch, server, provider, stock_model, calls=3)
+    assert reworked == ["get_order", "record_fact"] * 3
+    reworked.clear()
+    for _ in range(3):
+        _sent(monkeypatch, server, provider, real_build)
+    assert reworked == ["get_order", "record_fact"]
+    # A schema no longer kept (here dropped; a changed schema is a new key) is reworked again, once.
+    monkeypatch.setattr(toolschemas, "_SCHEMAS", {k: v for k, v in toolschemas._SCHEMAS.items() if "enum" not in k[2]})
+    _sent(monkeypatch, server, provider, real_build)
+    assert reworked == ["get_order", "record_fact", "record_fact"]
+
+
+def test_one_client_serves_every_call_carrying_the_calls_retries(monkeypatch, server):
+    """pydantic-ai copies the SDK's client for a request whose settings carry `max_retries`, and each copy asks
+    for the platform again on a worker thread. The gateway's client is built with the retries: three calls,
+    no copy, the platform asked once. The stock model (the retries in each request's settings) is the control."""
+    import openai._base_client as base_client
+    from openai import AsyncOpenAI
+
+    real_build = gateway._build_model
+    copies: list[int] = []
+    real_copy = AsyncOpenAI.with_options
+    monkeypatch.setattr(
+        AsyncOpenAI, "with_options", lambda self, **kw: copies.append(kw.get("max_retries")) or real_copy(self, **kw)
+    )
+    asked: list[int] = []
+    real_platform = base_client.get_platform
+    monkeypatch.setattr(base_client, "get_platform", lambda: asked.append(1) or real_platform())
+
+    _sent(monkeypatch, server, "openai-compatible", stock_model, calls=3, retries=3)
+    assert (copies, len(asked)) == ([3, 3, 3], 3)
+    copies.clear(), asked.clear()
+    _sent(monkeypatch, server, "openai-compatible", real_build, calls=3, retries=3)
+    assert (copies, len(asked)) == ([], 1)
+    (model,) = gateway._per_thread.models.values()
+    assert model.client.max_retries == 3
+
+
+def test_an_openai_shaped_model_does_not_import_the_anthropic_sdk():
+    """Importing Anthropic's SDK takes 1-2 s: a worker process whose first call is to an OpenAI-shaped model
+    must not pay it inside that call's latency (it did while the schema-keeping models were all made at import)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from sundry.agent.provider import gateway as g; g._import_client('openai-compatible'); "
+        "r = g.ResolvedModel('openai-compatible:m', provider='openai-compatible', model_name='m', "
+        "base_url='http://127.0.0.1:9/v1'); g._build_model(r, None, max_retries=0); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'anthropic' or m.endswith('models.anthropic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -391,13 +391,18 @@ def _priced(response: ModelResponse, resolved: ResolvedModel, name: str, started
 
 
 def _import_client(provider: str) -> None:
-    # pydantic-ai is imported lazily so Django starts without it (~1-3 s once).
+    # pydantic-ai is imported lazily so Django starts without it (~1-3 s once); the modules a call
+    # needs are imported here, before its latency is timed, and only the provider's own.
     import pydantic_ai.direct  # noqa: F401
+
+    import sundry.agent.provider.toolschemas  # noqa: F401
 
     if provider == "anthropic":
         import pydantic_ai.models.anthropic  # noqa: F401
     else:
         import pydantic_ai.models.openai  # noqa: F401
+
+        import sundry.agent.provider.plainbody  # noqa: F401
 
 
 def _http_client(limits: CallLimits):
@@ -413,16 +418,25 @@ def _http_client(limits: CallLimits):
     return create_async_httpx2_client(timeout=timeout, transport=transport)
 
 
-def _build_model(resolved: ResolvedModel, http_client):
-    """A pydantic-ai model for one call, talking through `http_client`."""
+def _build_model(resolved: ResolvedModel, http_client, *, max_retries: int):
+    """A pydantic-ai model for one call, talking through `http_client`.
+
+    The SDK's client is built with the retries it makes: handed them in each request's settings,
+    pydantic-ai would copy the client for every call, and each copy asks for the platform again
+    on a worker thread (a thread hand-off a call, docs/benchmarks.md). The models keep the tools'
+    reworked schemas between calls (toolschemas.py)."""
+    from sundry.agent.provider.toolschemas import keeping_schemas
+
     if resolved.provider == "anthropic":
+        from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(
-            resolved.model_name,
-            provider=AnthropicProvider(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client),
+        # The client AnthropicProvider would build from the key, URL and HTTP client, plus its retries.
+        client = AsyncAnthropic(
+            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
         )
+        return keeping_schemas(AnthropicModel)(resolved.model_name, provider=AnthropicProvider(anthropic_client=client))
     from pydantic_ai.models.openai import OpenAIChatModel
 
     from sundry.agent.provider.plainbody import PlainBodyClient  # imports the SDK: on first use, as above
@@ -433,23 +447,30 @@ def _build_model(resolved: ResolvedModel, http_client):
     if resolved.provider == "openai":
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        client = PlainBodyClient(api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client)
+        client = PlainBodyClient(
+            api_key=resolved.api_key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
+        )
         provider = OpenAIProvider(openai_client=client)
     elif resolved.provider == "ollama":
         from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
 
         key = resolved.api_key or os.getenv("OLLAMA_API_KEY") or placeholder
-        client = PlainBodyClient(api_key=key, base_url=resolved.base_url, http_client=http_client)
-        return OllamaModel(resolved.model_name, provider=OllamaProvider(openai_client=client))
+        client = PlainBodyClient(
+            api_key=key, base_url=resolved.base_url, http_client=http_client, max_retries=max_retries
+        )
+        return keeping_schemas(OllamaModel)(resolved.model_name, provider=OllamaProvider(openai_client=client))
     else:
         from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
         client = PlainBodyClient(
-            api_key=resolved.api_key or placeholder, base_url=resolved.base_url, http_client=http_client
+            api_key=resolved.api_key or placeholder,
+            base_url=resolved.base_url,
+            http_client=http_client,
+            max_retries=max_retries,
         )
         provider = OpenAICompatibleProvider("openai-compatible", openai_client=client)
-    return OpenAIChatModel(resolved.model_name, provider=provider)
+    return keeping_schemas(OpenAIChatModel)(resolved.model_name, provider=provider)
 
 
 # One event loop per thread and, on it, one HTTP client and model per configured model:
@@ -480,10 +501,11 @@ def _model_for(resolved: ResolvedModel, limits: CallLimits):
         resolved.api_key,
         limits.connect_timeout,
         limits.read_timeout,
+        limits.max_retries,
     )
     model = models.get(key)
     if model is None:
-        model = models[key] = _build_model(resolved, _http_client(limits))
+        model = models[key] = _build_model(resolved, _http_client(limits), max_retries=limits.max_retries)
     return model
 
 
@@ -519,12 +541,9 @@ async def _send(model, messages, settings, parameters, stream: ReplySink | None)
 
 def _request_settings(resolved: ResolvedModel, limits: CallLimits) -> dict[str, Any]:
     # The client's timeouts bound each attempt (connect, read); `request_timeout` the whole
-    # call, the SDK's retries and their Retry-After waits included.
-    settings: dict[str, Any] = {
-        "request_timeout": limits.call_timeout,
-        "max_retries": limits.max_retries,
-        "max_tokens": limits.max_tokens,
-    }
+    # call, the SDK's retries and their Retry-After waits included. The retries themselves are
+    # the client's own (`_build_model`).
+    settings: dict[str, Any] = {"request_timeout": limits.call_timeout, "max_tokens": limits.max_tokens}
     if resolved.provider == "anthropic":
         # Breakpoints after the tool schemas and after the system blocks: the stable prefix is read from cache.
         settings.update(anthropic_cache_tool_definitions=True, anthropic_cache_instructions=True)
@@ -564,7 +583,8 @@ async def _provider_request(
             result = await _send(_model_for(resolved, limits), messages, settings, parameters, stream)
         else:
             async with _http_client(limits) as http_client:
-                result = await _send(_build_model(resolved, http_client), messages, settings, parameters, stream)
+                model = _build_model(resolved, http_client, max_retries=limits.max_retries)
+                result = await _send(model, messages, settings, parameters, stream)
     except Exception as exc:
         error = map_error(exc, resolved.name)
         if error is None:
