@@ -146,22 +146,6 @@ def recent_customer_texts(turns: list[TurnData], n: int = replycheck.RECENT_CUST
     return [t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"][:n]
 
 
-def earlier_replies(turns: list[TurnData]) -> list[str]:
-    """The agent's replies since the summary to customer messages other than the latest (case and
-    punctuation aside): what a reply must not send again (`replycheck.repeats`). The same question asked
-    again may get the same answer."""
-    latest = replycheck.plain_words(_latest_customer_text(turns))
-    out, asked = [], None
-    for t in turns:
-        if t.kind != "message":
-            continue
-        if t.author == "customer":
-            asked = replycheck.plain_words(t.text)
-        elif t.author == "agent" and t.text.strip() and asked != latest:
-            out.append(t.text)
-    return out
-
-
 def customer_texts(turns: list[TurnData]) -> list[str]:
     """The customer's messages since the summary: whom they themselves call "the customer" or "the user" (`addressee`)."""
     return [t.text for t in turns if t.author == "customer" and t.kind == "message"]
@@ -337,7 +321,6 @@ def obtain(
     question = _latest_customer_text(turns)
     recent = recent_customer_texts(turns)
     everything = customer_texts(turns)
-    said_before = earlier_replies(turns)
     rejected = after_rejection(turns)
 
     def judge(text: str, *, truncated: bool, retried: bool, calls_follow: bool = False) -> replycheck.ReplyVerdict:
@@ -353,7 +336,6 @@ def obtain(
             customer_recent=recent,
             declared=declared,
             customer_messages=everything,
-            earlier_replies=said_before,
         )
         verdict = held_if_internal(verdict, internal)
         return checked_claims(verdict, facts, retried, question)
@@ -384,8 +366,6 @@ def obtain(
             facts = dataclasses.replace(facts, states=ahead)
         stream.known = frozenset(known)
         stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)
-        # Shown once it says something of its own: a reply sent before never shows (`replycheck.repeats`).
-        stream.waits = lambda upto: replycheck.REPEATS and replycheck.repeats_so_far(upto, said_before)
     try:
         calls: list[GatewayCall] = []
         failed_ms = 0

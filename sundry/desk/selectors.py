@@ -306,7 +306,7 @@ def budget(ticket, *, runs: list | None = None) -> dict:
         tokens_out=Sum("output_tokens", default=0),
     )
     latest = steps_of.order_by("-number").only("number", "request_tokens", "lane_tokens")
-    drawn = list(latest[:CHART_STEPS] if CHART_STEPS is not None else latest)[::-1]
+    drawn = list(latest[:CHART_STEPS] if CHART_STEPS is not None else latest)[::-1] if totals["count"] else []
     last_step = drawn[-1] if drawn else None
     runs = compaction_runs(ticket) if runs is None else runs
     done = [r for r in runs if r.status in ("succeeded", "fallback")]

@@ -206,8 +206,6 @@ def test_phone_only_stated_in_passing_at_turn_4_blocks_send_email_at_turn_30(sho
         ticket,
         call("send_email", _id="e2", customer_id=shop["customer"].customer_id, subject="Confirmation", body="..."),
         reply("We can call you instead, if that suits you."),
-        # The reply sent before, word for word: asked again once; the same answer, still right, is posted.
-        reply("We can call you instead, if that suits you."),
     )
     rejection = turns(ticket, kind=Turn.Kind.REJECTION)[-1]
     assert rejection.number >= 30

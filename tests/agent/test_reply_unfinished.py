@@ -496,10 +496,8 @@ async def test_streamed_a_complete_list_shows_as_written_and_posts(lost):
 
 
 async def test_negative_control_streamed_with_the_reading_off_the_page_shows_the_unfinished_list(lost, monkeypatch):
-    """Run 14 again: the cut-off answer's shown part is kept as the reply and its copy posts (the copy is the
-    reply sent before, which the repeat reading would ask for again: off too, to see this reading alone)."""
+    """Run 14 again: the cut-off answer's shown part is kept as the reply and its copy posts."""
     monkeypatch.setattr(unfinished, "ending", lambda text: "")
-    monkeypatch.setattr(replycheck, "REPEATS", False)
     got, page, said = await _conversation(
         lost, [Streamed(chunks=CUT, finish="length"), Streamed(chunks=COPIED)], later=["What are my options?"]
     )

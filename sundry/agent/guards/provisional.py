@@ -69,10 +69,8 @@ def shown(
     known: set[str] | frozenset[str] = frozenset(),
     final: bool = False,
     sentence_ok: Callable[[str], bool] | None = None,
-    waits: Callable[[str], bool] | None = None,
 ) -> str:
-    """The prefix of `text` that may be shown now (possibly empty). `waits`: whether the text so far must
-    wait for a sentence after it (it is the start of a reply sent before); never shown if the reply ends so."""
+    """The prefix of `text` that may be shown now (possibly empty)."""
     text = text or ""
     cut = _PROTOCOL.search(text)
     if cut is not None:
@@ -95,7 +93,7 @@ def shown(
             lead += sentence  # "I'm sorry." may open a bare refusal: shown with what follows it
             continue
         sentence, lead = lead + sentence, ""
-        if unfinished.ending(out + intro + sentence) or (waits is not None and waits(out + intro + sentence)):
+        if unfinished.ending(out + intro + sentence):
             intro += sentence  # "…these steps:" is shown with the first of them, never alone
             continue
         sentence, intro = intro + sentence, ""

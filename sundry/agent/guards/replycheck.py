@@ -86,7 +86,7 @@ _OWN_WORDS = re.compile(
     # Sundry's replies are held, and its reasons are codes in brackets; a customer's refund is "held for approval".
     r"|\b(?:a|the|this|that|my|our)\s+(?:last\s+|previous\s+|first\s+)?(?:reply|replies|answer|response|message)"
     r"\s+(?:was|were|has\s+been|have\s+been|is|got)\s+(?:being\s+)?held\b(?!\s+(?:up|back|at|in|by)\b)"
-    r"|\bheld\s+for\s+staff\s*\(\s*(?:[a-z]+_[a-z_]+|markup|notice|echo|repeat|empty|truncated|unfinished)\b",
+    r"|\bheld\s+for\s+staff\s*\(\s*(?:[a-z]+_[a-z_]+|markup|notice|echo|empty|truncated|unfinished)\b",
     re.I,
 )
 # A reply that is nothing but a stand-in for an answer: an empty answer's placeholder as a re-ask once showed
@@ -149,7 +149,7 @@ class ReplyVerdict:
     text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
     reasons: list[str] = field(
         default_factory=list
-    )  # empty, truncated, markup, notice, echo, repeat, about_customer, bare_refusal, unfinished, invented_id, to_agent
+    )  # empty, truncated, markup, notice, echo, about_customer, bare_refusal, unfinished, invented_id, to_agent
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
@@ -267,8 +267,6 @@ _FRAMING = frozenset(
 )
 # How far a reply may stray from a customer's message, in word edits per word of it, and still be that
 # message said back: a word swapped or two, not an answer with words of its own.
-# Off, a reply sent before is judged as if new (the negative control of `repeats`).
-REPEATS = True
 ECHO_EDITS = 0.2
 ECHO_MIN_WORDS = 4
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
@@ -311,17 +309,12 @@ def _said_back(back: list[str], said: list[str], *, near: bool = True) -> bool:
 def repeats(reply: str, earlier) -> bool:
     """The reply is one the agent already sent on this ticket, word for word (case and punctuation aside),
     though the customer has written something else since (real-model run 19 posted one reply to seven
-    different messages). `earlier`: the agent's replies to other messages (`answer.earlier_replies`). A
-    short one ("You're welcome!") may be said again."""
+    different messages). `earlier`: the agent's replies to other messages. A short one ("You're welcome!")
+    is not read. Counted by the scorecard, not held or asked again: the same answer to a question asked
+    again in other words is right ("Where is my parcel?", later "Is it still in transit?"), and a card's
+    "I've put this on a card for you to confirm" fits every card."""
     words = _words(reply)
     return len(words) >= ECHO_MIN_WORDS and any(_words(e) == words for e in earlier)
-
-
-def repeats_so_far(text: str, earlier) -> bool:
-    """`text`, the start of a streamed reply, is so far the start of an earlier reply that `repeats` would
-    read if it went on the same: the stream waits to show it until it says something of its own."""
-    words = _words(text)
-    return bool(words) and any(len(w := _words(e)) >= ECHO_MIN_WORDS and w[: len(words)] == words for e in earlier)
 
 
 def echoes(reply: str, message) -> bool:
@@ -406,7 +399,6 @@ def check_reply(
     declared=(),
     customer_messages=None,
     calls_follow: bool = False,
-    earlier_replies=(),
 ) -> ReplyVerdict:
     """Judge a reply. `known`: every identifier the request showed (see `id_tokens`);
     `retried`: this is already the second try, so a fault holds instead of retrying;
@@ -415,8 +407,7 @@ def check_reply(
     `declared`: the declared tools' and parameters' descriptions (`declared_texts`), Sundry's words too;
     `customer_messages`: every customer message the request showed, for who "the customer" may be
     (`addressee`; None: the latest and recent ones); `calls_follow`: the words were written with tool
-    calls, which are what an ending "Let me look that up:" introduces — not an unfinished end;
-    `earlier_replies`: the agent's replies to other messages, which it must not send again (`repeats`)."""
+    calls, which are what an ending "Let me look that up:" introduces — not an unfinished end."""
     raw = text or ""
     if truncated:
         return _again(
@@ -483,18 +474,6 @@ def check_reply(
             "Your reply repeated the customer's message back to them, or nearly. It was not sent. Answer what "
             "they asked in your own words.",
             retried,
-            notes=notes,
-        )
-    if REPEATS and not retried and repeats(cleaned, earlier_replies):
-        # Asked again once, never held: the same answer to a question asked again in other words ("Where is
-        # my parcel?", later "Is it still in transit?") or a courtesy said twice is right, and the check cannot
-        # tell those from a model stuck on one reply. What the model writes when asked again is posted.
-        return _again(
-            raw,
-            "repeat",
-            "Your reply is word for word one you already sent the customer, who has written something else "
-            "since. It was not sent. Answer their latest message; if the same answer is still right, send it.",
-            False,
             notes=notes,
         )
     invented = invented_ids(cleaned, known)
