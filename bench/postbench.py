@@ -71,9 +71,10 @@ def _seed() -> None:
 def _ticket(history: int, handler: str):
     from django.contrib.auth import get_user_model
 
+    from bench.pushbench import write_history
     from sundry.desk.lifecycle import ticket_create
     from sundry.shop.models import Customer, Order
-    from sundry.tickets.models import Ticket, TicketClass, Turn
+    from sundry.tickets.models import Ticket, TicketClass
 
     with_orders = Order.objects.filter(status="delivered").values_list("customer", flat=True)
     customer = Customer.objects.filter(pk__in=with_orders).order_by("customer_id").first()
@@ -83,16 +84,7 @@ def _ticket(history: int, handler: str):
     ticket = ticket_create(
         customer=customer.person, ticket_class=TicketClass.objects.get(slug="postbench"), subject="Help with my orders"
     )
-    Turn.objects.bulk_create(
-        Turn(
-            ticket=ticket,
-            number=i + 1,
-            author="customer" if i % 2 == 0 else "agent",
-            text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3,
-            tokens=40,
-        )
-        for i in range(history)
-    )
+    write_history(ticket, history, tokens=40)
     staff = get_user_model().objects.get(username="postbench-staff")
     Ticket.objects.filter(pk=ticket.pk).update(
         last_turn_number=history,
@@ -252,35 +244,16 @@ def _posts(kind: str, posts: int, history: int, profile: int, tasklog=None, sock
 
 def _start_worker(processes: int, workdir):
     import subprocess
-    import sys
 
     from django.conf import settings
+
+    from bench.realbench import worker_command
 
     tasklog, ready = workdir / "tasks.jsonl", workdir / "ready"
     env = {**os.environ, "SUNDRY_REALBENCH_TASKLOG": str(tasklog), "SUNDRY_REALBENCH_READY": str(ready)}
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "bench.benchworker",
-            "worker",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            str(processes),
-            "-Q",
-            queue,
-            "-n",
-            f"{queue}@%h",
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
+        worker_command(processes, queue),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(workdir / "worker.log", "wb"),

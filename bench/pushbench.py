@@ -166,6 +166,23 @@ class Expectation:
                 self.done.set()
 
 
+def write_history(ticket, history: int, **fields) -> None:
+    """`history` turns, customer and agent in turn, written in one go (5,000 turns appended one by one
+    would take longer than a benchmark); `fields` for every turn (`tokens=40`)."""
+    from sundry.tickets.models import Turn
+
+    Turn.objects.bulk_create(
+        Turn(
+            ticket=ticket,
+            number=i + 1,
+            author="customer" if i % 2 == 0 else "agent",
+            text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3,
+            **fields,
+        )
+        for i in range(history)
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -230,7 +247,7 @@ def _setup(history: int = 0, tickets: int = 1):
     from sundry.shop.demo import ensure_classes
     from sundry.shop.models import Customer
     from sundry.shop.seed import generate_shop
-    from sundry.tickets.models import Ticket, Turn
+    from sundry.tickets.models import Ticket
 
     call_command("migrate", verbosity=0)
     generate_shop(seed=1, customers=3, orders=6)
@@ -242,17 +259,8 @@ def _setup(history: int = 0, tickets: int = 1):
             ticket_class=ensure_classes()["standard"],
             subject=f"push benchmark {n + 1}",
         )
-        # A conversation of this length is on every watcher's page (written in one go: 5,000 turns
-        # appended one by one would take longer than the benchmark).
-        Turn.objects.bulk_create(
-            Turn(
-                ticket=ticket,
-                number=i + 1,
-                author="customer" if i % 2 == 0 else "agent",
-                text=f"Message {i + 1}: where is my parcel, and when will the refund land? " * 3,
-            )
-            for i in range(history)
-        )
+        # A conversation of this length is on every watcher's page.
+        write_history(ticket, history)
         Ticket.objects.filter(pk=ticket.pk).update(last_turn_number=history, version=history)
         made.append(ticket.pk)
     http = HttpClient()

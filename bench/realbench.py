@@ -126,6 +126,32 @@ class Watch:
 # --- measuring -------------------------------------------------------------------------
 
 
+def worker_command(slots: int, queue: str) -> list[str]:
+    """A prefork Celery worker of Sundry's app with task timestamps (`bench.benchworker`), `slots` processes
+    taking `queue` alone (its own name, so two benchmarks on one Redis never share one)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "bench.benchworker",
+        "worker",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(slots),
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
 def pct(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -581,27 +607,7 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
             start_new_session=True,
         )
         procs["worker"] = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "bench.benchworker",
-                "worker",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                str(cfg.slots),
-                "-Q",
-                tag,
-                "-n",
-                f"{tag}@%h",
-                "--loglevel",
-                "WARNING",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            worker_command(cfg.slots, tag),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=logs["worker"],

@@ -125,7 +125,9 @@ def turn_append(
                     sender=type(row), instance=row, created=True, raw=False, using=connection.alias, update_fields=None
                 )
         elif at_once:
-            raise NotImplementedError("rows riding on a turn's statement: PostgreSQL only")
+            # One statement carrying other rows is PostgreSQL's (a data-modifying WITH); callers choose it
+            # only there (`agent.step._reply_at_once` checks the vendor) and take the transaction otherwise.
+            raise ValueError("`also` and `through` need PostgreSQL; write the rows in a transaction instead")
         else:  # two statements where round trips cost nothing (SQLite)
             number, version = bump(ticket.pk, turn=True, claimed_at=claimed_at, stamps=stamps, wake=wake)
             turn.number = number
