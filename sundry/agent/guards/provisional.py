@@ -20,7 +20,9 @@ it is complete and passes what the check would ask of it:
   as the final check would judge a reply that ended there.
 
 A sentence is complete when it ends in . ! or ? followed by a space, or at a
-line break; the last one once the model has finished. The first failing
+line break; the last one once the model has finished. A full stop the next word
+goes on from in lower case (an abbreviation: "e.g. arrived") ends none, nor
+does one inside a bracket the sentence opened. The first failing
 sentence ends what is shown: a sentence the final check would hold never
 reaches a screen. A greeting or apology alone ("Hi there!", "I'm sorry.") is
 shown with the sentence after it, or at the end of a finished reply: it may
@@ -47,17 +49,46 @@ _PROTOCOL = re.compile(r"[<{\[`]|ERROR \(|\|>")
 _END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|\n")
 # The tests' control: show the unended words before a cut as the reply's last sentence (as it once was).
 SHOW_CUT_FRAGMENT = False
+# The tests' control: every full stop before a space ends a sentence, "e.g." and "(e.g." too (as it once was).
+SPLIT_AT_EVERY_STOP = False
 # A list item's number ("1."), which ends no sentence of its own.
 _LIST_NUMBER = re.compile(r"\d{1,2}[.)]")
 
 
-def sentences(text: str, *, final: bool) -> list[str]:
+def _ends_here(text: str, start: int, m: re.Match, *, more: bool) -> bool | None:
+    """Whether the punctuation `m` ends the sentence begun at `start`; None while the text after it
+    has not come yet. A full stop that the next word goes on from in lower case ("e.g. arrived",
+    "approx. two days") is an abbreviation's, and no sentence ends inside a bracket it opened
+    ("(e.g. arrived damaged)"): shown cut there, the customer would read a broken sentence, and
+    judged cut there, the check would read the halves apart."""
+    if m.group() == "\n" or SPLIT_AT_EVERY_STOP:
+        return True
+    if text.count("(", start, m.start()) > text.count(")", start, m.end()):
+        return False
+    if "." in m.group() and not any(c in m.group() for c in "!?"):
+        after = text[m.end() :].lstrip(" \t")
+        if after.startswith(("\n", "\r")):
+            return True  # a line ends with it
+        after = after.lstrip()
+        if not after:
+            return None if more else True  # the next word decides
+        if after[0].islower():
+            return False
+    return True
+
+
+def sentences(text: str, *, final: bool, cut: bool = False) -> list[str]:
     """The complete sentences of `text`, in order, each with its trailing space; the unfinished
-    remainder too when `final`."""
+    remainder too when `final`. `cut`: nothing more will be added to `text` (markup broke it off),
+    though its remainder is no sentence."""
     out, start = [], 0
     for m in _END.finditer(text):
-        out.append(text[start : m.end()])
-        start = m.end()
+        ends = _ends_here(text, start, m, more=not (final or cut))
+        if ends is None:
+            break
+        if ends:
+            out.append(text[start : m.end()])
+            start = m.end()
     if final and text[start:].strip():
         out.append(text[start:])
     return out
@@ -73,7 +104,8 @@ def shown(
     """The prefix of `text` that may be shown now (possibly empty)."""
     text = text or ""
     cut = _PROTOCOL.search(text)
-    if cut is not None:
+    broken = cut is not None
+    if broken:
         # Nothing after the cut counts, and what stands before it unended is a sentence the markup broke
         # off ("…by calling the `look_up_thing` function"), never a finished one: only whole sentences show.
         text, final = text[: cut.start()], SHOW_CUT_FRAGMENT
@@ -84,7 +116,7 @@ def shown(
         return sentence_ok is None or not sentence.strip() or sentence_ok((out + sentence).strip())
 
     out = mark = lead = intro = ""
-    for sentence in sentences(text, final=final):
+    for sentence in sentences(text, final=final, cut=broken):
         if _LIST_NUMBER.fullmatch(sentence.strip()):
             mark += sentence  # "1." opens an item: shown with the item's sentence, never alone
             continue
