@@ -137,6 +137,28 @@ def known_identifiers(request: ModelRequest) -> set[str]:
     return {t for t in known if t not in calls and not callids.generated(t)}
 
 
+# Sundry's notices in the request count as its own words, like the tools' descriptions: a reply that carries
+# one of their sentences is no answer (real-model run 21 posted a re-ask's "Your last reply was cut off at the
+# length limit before it ended." as its reply). Off, only the descriptions and the phrases `replycheck` lists.
+NOTICES_ARE_OWN_WORDS = True
+
+
+def notice_texts(request: ModelRequest) -> tuple[str, ...]:
+    """What Sundry itself told the model in the request, by where it stands, not by how it reads: its
+    system notices (a reply held, a run stopped). Not a guard's refusal or error, which states facts a
+    true reply may repeat ("order SU-1 is already refunded"), nor a later result's notice, whose result is
+    a fact to use."""
+    if not NOTICES_ARE_OWN_WORDS:
+        return ()
+    return tuple(
+        m.content[len(SYSTEM_NOTICE_PREFIX) :]
+        for m in request.messages
+        if m.role == "system"
+        and (m.content or "").startswith(SYSTEM_NOTICE_PREFIX)
+        and not m.content.startswith(LATER_RESULT)
+    )
+
+
 def _latest_customer_text(turns: list[TurnData]) -> str:
     return next((t.text for t in reversed(turns) if t.author == "customer" and t.kind == "message"), "")
 
@@ -316,7 +338,7 @@ def obtain(
     """`deadline` (a `time.monotonic()` value): when the step's model time ends. The answer and its
     re-ask share it: a re-ask gets only what the first answer left, and none if under a second."""
     tools = {t.name for t in request.tools}
-    declared = replycheck.declared_texts(request.tools)
+    declared = (*replycheck.declared_texts(request.tools), *notice_texts(request))
     known = known_identifiers(request)
     question = _latest_customer_text(turns)
     recent = recent_customer_texts(turns)
@@ -424,6 +446,8 @@ def obtain(
             # Ask once more in the same step, showing the model its reply and why it was not sent. An empty
             # answer is shown as nothing: a stand-in of Sundry's ("(no reply)") is text the model copies back.
             said = [Message(role="assistant", content=response.text)] if (response.text or "").strip() else []
+            if NOTICES_ARE_OWN_WORDS:
+                declared = (*declared, verdict.prompt)  # what the re-ask tells the model is Sundry's words too
             request = request.model_copy(
                 update={
                     "messages": [

@@ -193,6 +193,26 @@ def taken_back(tickets) -> int:
     return count
 
 
+def _notices_by_turn(ticket_id: int, rows) -> list[tuple[int, str]]:
+    """What Sundry told the model, by the turn from which it could be copied: each held reply's or stopped
+    run's notice as the model reads it (`render.held_notice`), and each step's re-asks (stored with its
+    checks) from the step's first turn."""
+    from types import SimpleNamespace
+
+    from sundry.agent.models import AgentStep
+    from sundry.context import render
+    from sundry.tickets.models import Turn
+
+    out = [
+        (n, render.held_notice(SimpleNamespace(text=text, payload=payload)))
+        for n, _author, kind, text, payload, _at in rows
+        if kind == Turn.Kind.ERROR
+    ]
+    for first, checks in AgentStep.objects.filter(ticket_id=ticket_id).values_list("first_turn", "checks"):
+        out += [(first, c["prompt"]) for c in (checks or {}).get("reply") or () if c.get("prompt")]
+    return out
+
+
 def _proposed_by_turn(ticket_id: int) -> list[tuple[int, object]]:
     """(turn it was made, `replyclaims.Proposal`) for each card and hold of the ticket: one declined,
     rejected or refused counts as declined, any other as open (it was, when a reply after it spoke)."""
@@ -270,10 +290,24 @@ BARE_REFUSAL = replycheck.BARE_REFUSAL  # `refusals`
 TOOL_NAME = "tool_name"  # `replycheck.names_a_tool`: a call written out ("TOOL (type: function, function: …)")
 UNFINISHED = replycheck.UNFINISHED  # `unfinished`: an ending that introduces what never follows
 OWN_WORDS = "own_words"  # `replycheck.own_words`: a re-ask's words copied, or a stand-in such as "(no reply)"
-NOT_FOR_CUSTOMER = (OWN_TERMS, DECLARED_WORDS, ABOUT_CUSTOMER, BARE_REFUSAL, TOOL_NAME, UNFINISHED, OWN_WORDS)
+NOTICE_WORDS = "notice_words"  # a sentence of a notice or re-ask Sundry showed the model (`answer.notice_texts`)
+PROGRAM_WORD = replycheck.PROGRAM_WORD  # `replycheck.program_word`: "order_number", a name programs write
+NOT_FOR_CUSTOMER = (
+    OWN_TERMS,
+    DECLARED_WORDS,
+    ABOUT_CUSTOMER,
+    BARE_REFUSAL,
+    TOOL_NAME,
+    UNFINISHED,
+    OWN_WORDS,
+    NOTICE_WORDS,
+    PROGRAM_WORD,
+)
 
 
-def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), calls_follow=False) -> list[str]:
+def not_for_customer(
+    text: str, *, declared=(), customer_said=(), tools=(), calls_follow=False, notices=(), known=()
+) -> list[str]:
     """Which of the reply check's readings find a posted reply in Sundry's own words, not addressed to the
     customer or left unfinished, each called as `replycheck.check_reply` calls it: Sundry's names for its own workings
     (`ownterms.used`: "the rules you have pinned", "the ID ledger"), a declared tool's or parameter's
@@ -283,7 +317,9 @@ def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), call
     (`refusals.bare`), a declared tool's identifier (`replycheck.names_a_tool`; `tools`: their names), and an
     ending that introduces what never follows ("Here are your options:", `unfinished.ending`; not for words
     posted with calls, `calls_follow`, whose "Let me look that up:" the calls answer, as the check reads them),
-    and Sundry's re-asks copied or a stand-in for an answer ("no reply", `replycheck.own_words`).
+    and Sundry's re-asks copied or a stand-in for an answer ("no reply", `replycheck.own_words`); a sentence of
+    what Sundry told the model before it (`notices`: held replies' notices, the re-asks of the steps so far),
+    and a name written with underscores (`replycheck.program_word`; `known`: identifiers that pass).
     All of them, not the first: the card tallies each reading."""
     from sundry.agent.guards import addressee, ownterms, refusals, unfinished
 
@@ -295,6 +331,8 @@ def not_for_customer(text: str, *, declared=(), customer_said=(), tools=(), call
         TOOL_NAME: replycheck.names_a_tool(text, tools),
         UNFINISHED: not calls_follow and bool(unfinished.ending(text)),
         OWN_WORDS: replycheck.own_words(text),
+        NOTICE_WORDS: bool(notices) and replycheck.declares(text, tuple(notices)),
+        PROGRAM_WORD: bool(replycheck.program_word(text, known)),
     }
     return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
 
@@ -364,6 +402,8 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         domain, Turn.objects.filter(ticket_id=ticket_id, kind=Turn.Kind.TOOL_RESULT).values_list("number", "payload")
     )
     proposed = _proposed_by_turn(ticket_id)
+    notices = _notices_by_turn(ticket_id, rows)
+    ledger_values = frozenset(v for v, *_ in ledger)
     internal = [("staff note", text) for _n, _a, kind, text in turns if kind in (Turn.Kind.NOTE, "internal")]
     internal += [
         ("internal field", v)
@@ -461,7 +501,13 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
         found = not_for_customer(
-            text, declared=declared, customer_said=customer_said, tools=tool_names, calls_follow=number in with_calls
+            text,
+            declared=declared,
+            customer_said=customer_said,
+            tools=tool_names,
+            calls_follow=number in with_calls,
+            notices=[t for n, t in notices if n <= number],
+            known=ledger_values,
         )
         out["not_for_customer"] += bool(found)
         reasons.update(found)

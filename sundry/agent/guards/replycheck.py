@@ -121,6 +121,24 @@ def names_a_tool(text: str, tools) -> bool:
     )
 
 
+# The tests' negative control switches it off.
+PROGRAM_WORDS = True
+# Letters joined by underscores ("order_number", "refund_method"): a name in a program — a field, a
+# parameter, a key — never a word to a customer. Not inside an e-mail address or a link, and not with
+# digits ("credit_card_7815", an identifier a tool returned: the identifier reading judges those).
+_PROGRAM_WORD = re.compile(r"(?<![\w@./:#-])[A-Za-z]+(?:_[A-Za-z]+)+(?![\w@-])")
+
+
+def program_word(text: str, known=()) -> str:
+    """The first name written the way programs write them (letters joined by underscores) in `text`, or
+    "": Sundry's field and parameter names copied to a customer (real-model run 21 posted "STATE:
+    order_number, issue, item, amount, refund_method, …" seven times). `known`: identifiers the request
+    showed, which pass. None of the 882 recorded replies of a strong model writes one."""
+    if not PROGRAM_WORDS:
+        return ""
+    return next((m.group() for m in _PROGRAM_WORD.finditer(text or "") if m.group() not in known), "")
+
+
 # Any element-like tag (a made-up `<staff_note_to_the_agent>`, `<b>`): the page shows text, never markup.
 _ANY_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+[^<>]*)?/?>")
 # A bracketed label opening a line (`[refund] …`, `[tool_name] …`): how small models label a
@@ -162,6 +180,8 @@ class ReplyVerdict:
             out["quoted"] = self.quoted
         if self.unsupported:
             out["unsupported"] = self.unsupported
+        if self.action == RETRY and self.prompt:
+            out["prompt"] = self.prompt  # Sundry's words the model is shown next: a copy of them is no answer
         return out
 
 
@@ -379,7 +399,13 @@ def copied(text: str, customer_said="", declared=()) -> str:
     you have pinned", "your ledger"), "echo" for a customer's message said back, exactly or nearly (`echoes`;
     `customer_said`: one message or their recent ones); "" for neither.
     For text that goes out by a tool (`reply_to_customer`), which the reply check never reads."""
-    if own_words(text) or _INTERNAL.search(text) or declares(text, declared) or ownterms.used(text):
+    if (
+        own_words(text)
+        or _INTERNAL.search(text)
+        or declares(text, declared)
+        or ownterms.used(text)
+        or program_word(text)
+    ):
         return "notice"
     if customer_said and echoes(text, customer_said):
         return "echo"
@@ -508,6 +534,8 @@ def check_reply(
         return _again(
             raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
         )
+    if program_word(cleaned, known):
+        return _again(raw, PROGRAM_WORD, PROGRAM_WORD_PROMPT, retried, notes=notes)
     if refusals.bare(cleaned):
         return _again(raw, BARE_REFUSAL, BARE_REFUSAL_PROMPT, retried, notes=notes)
     # A list announced and never given, a heading with nothing under it: what the customer reads must be whole.
@@ -526,6 +554,11 @@ def check_reply(
 BARE_REFUSAL_NEXT = (
     "Answer their request: look up what they asked about with the tools, or ask them for what you need. If it "
     "is something you cannot do, say why and what can be done instead."
+)
+PROGRAM_WORD = "program_word"
+PROGRAM_WORD_PROMPT = (
+    "Your reply used a name written with underscores, from the software's workings. The customer never "
+    "sees those. Write to the customer about their request in plain words."
 )
 BARE_REFUSAL_PROMPT = (
     "Your reply only refused to help, with no reason and nothing the customer can do next. It was not sent. "
