@@ -332,7 +332,7 @@ def not_for_customer(
         UNFINISHED: not calls_follow and bool(unfinished.ending(text)),
         OWN_WORDS: replycheck.own_words(text),
         NOTICE_WORDS: bool(notices) and replycheck.declares(text, tuple(notices)),
-        PROGRAM_WORD: bool(replycheck.program_word(text, known)),
+        PROGRAM_WORD: bool(replycheck.program_word(text, frozenset(known) | frozenset(tools))),
     }
     return [reason for reason in NOT_FOR_CUSTOMER if found[reason]]
 

@@ -103,9 +103,11 @@ def test_the_tool_guard_refuses_such_text_and_not_a_genuine_one():
     texts = declared()
     assert all(replycheck.copied(t, (), texts) == "notice" for t in texts)
     # Control: without the declarations only those naming Sundry's own workings ("in the state", "the ID
-    # ledger": `ownterms`) or its instructions are still refused.
+    # ledger": `ownterms`), its instructions or a program's names ("order_number") are still refused.
     assert not any(
-        replycheck.copied(t, (), ()) == "notice" for t in texts if "instructions" not in t and not ownterms.used(t)
+        replycheck.copied(t, (), ()) == "notice"
+        for t in texts
+        if "instructions" not in t and not ownterms.used(t) and not replycheck.program_word(t)
     )
 
 

@@ -86,6 +86,7 @@ def test_other_things_held_post(text):
 def test_negative_control_with_the_reading_off_the_retellings_post(monkeypatch):
     before = replycheck._OWN_WORDS.pattern.split(r"|\b(?:a|the|this|that|my|our)\s+(?:last")[0]
     monkeypatch.setattr(replycheck, "_OWN_WORDS", re.compile(before, re.I))
+    monkeypatch.setattr(replycheck, "PROGRAM_WORDS", False)  # a reason code retold ("call_as_text") is one too
     cases = positives()
     posted = [t for t in cases if check(t).action == replycheck.POST]
     print(f"with the reading off: {len(posted)} of {len(cases)} posted")

@@ -19,6 +19,7 @@ from sundry.tickets.models import Turn
 from tests.agent import recorded
 from tests.agent import test_reply_stand_ins as stand_ins
 from tests.agent import test_reply_tool_names as tool_names
+from tests.agent import test_sundry_words_copied as program_words
 from tests.agent.test_declared_sentences import lookalikes as declared_look_alikes
 from tests.agent.test_declared_sentences import positives as declared_positives
 from tests.agent.test_internal_vocabulary import lookalikes as own_terms_look_alikes
@@ -56,7 +57,13 @@ def kinds(texts) -> dict[str, list[str]]:
         scorecard.TOOL_NAME: TOOL_NAME_POSITIVES,
         scorecard.UNFINISHED: [text for text, _kept in UNFINISHED_ENDINGS[::5]],
         scorecard.OWN_WORDS: stand_ins.positives()[::9],
+        scorecard.PROGRAM_WORD: program_words._program_cases(),
     }
+
+
+# Read with what Sundry told the model on the ticket, which these readings' wordings do not have: counted in
+# tests/agent/test_sundry_words_copied.py.
+READ_HERE = tuple(r for r in scorecard.NOT_FOR_CUSTOMER if r != scorecard.NOTICE_WORDS)
 
 
 # Plain replies a customer should read: a greeting, an answer or a question about their request, a closing.
@@ -177,16 +184,16 @@ def test_posted_replies_of_each_kind_are_counted_by_reading_and_make_the_card_no
     replies = _one_of_each()
     ticket = _ticket([replies[0], "Could you send me a photo of the damage?", *replies[1:]])
     read = scorecard.read_by_customers(ticket.pk)
-    assert read["not_for_customer"] == 7 and read["unanswered"] == 0
-    assert read["not_for_customer_reasons"] == {reason: 1 for reason in scorecard.NOT_FOR_CUSTOMER}
+    assert read["not_for_customer"] == 8 and read["unanswered"] == 0
+    assert read["not_for_customer_reasons"] == {reason: 1 for reason in READ_HERE}
     card = _card(ticket)
-    assert card.not_for_customer == 7 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
+    assert card.not_for_customer == 8 and card.not_for_customer_reasons == read["not_for_customer_reasons"]
     assert (
-        "7 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1, "
-        "unfinished 1, own_words 1)" in scorecard.render(card)
+        "8 not for the customer (own_terms 1, declared_words 1, about_customer 1, bare_refusal 1, tool_name 1, "
+        "unfinished 1, own_words 1, program_word 1)" in scorecard.render(card)
     )
     assert scorecard.verdict(card) == (
-        "NOT READY: customers read 7 replies in Sundry's own words, not addressed to them or left unfinished."
+        "NOT READY: customers read 8 replies in Sundry's own words, not addressed to them or left unfinished."
     )
 
 

@@ -534,7 +534,7 @@ def check_reply(
         return _again(
             raw, "call_as_text", _CALL_PROMPT, retried, notes=[n for n in notes if n != CALL_AS_TEXT] + [CALL_AS_TEXT]
         )
-    if program_word(cleaned, known):
+    if program_word(cleaned, known | tools):  # a declared tool's name is read above
         return _again(raw, PROGRAM_WORD, PROGRAM_WORD_PROMPT, retried, notes=notes)
     if refusals.bare(cleaned):
         return _again(raw, BARE_REFUSAL, BARE_REFUSAL_PROMPT, retried, notes=notes)
