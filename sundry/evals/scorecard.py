@@ -193,6 +193,22 @@ def taken_back(tickets) -> int:
     return count
 
 
+# The tests' control: cards' texts not read (as before a real model's card claimed a refund no one made).
+CARDS_READ = True
+
+
+def _card_texts(ticket_id: int) -> list[tuple[int, str]]:
+    """The text each confirmation card showed the customer, by the turn the card was made at."""
+    from sundry.agent.models import Confirmation
+
+    return [
+        (turn, part["text"])
+        for turn, card in Confirmation.objects.filter(ticket_id=ticket_id).values_list("turn", "card")
+        for part in (card or {}).get("message") or ()
+        if isinstance(part, dict) and part.get("text")
+    ]
+
+
 def _notices_by_turn(ticket_id: int, rows) -> list[tuple[int, str]]:
     """What Sundry told the model, by the turn from which it could be copied: each held reply's or stopped
     run's notice as the model reads it (`render.held_notice`), and each step's re-asks (stored with its
@@ -431,22 +447,10 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         ticket,
         [v for v, k, *_ in ledger if k == domain.owner_kind] + [m[0] for m in money] + [a[1] for a in actions if a[1]],
     )
-    question = ""
-    sent: list[tuple[str, list[str]]] = []  # the agent's replies so far, with the words of what they answered
-    repeated: set[int] = set()
-    for number, author, kind, text in turns:
-        if kind != Turn.Kind.MESSAGE:
-            continue
-        if author == "customer":
-            question = text  # what a bare "Yes." or "It's done." in the next reply is about
-            customer_said.append(text)
-            continue
-        if author != "agent":
-            continue
-        asked = replycheck.plain_words(question)
-        if replycheck.repeats(text, [reply for reply, to in sent if to != asked]):
-            repeated.add(number)
-        sent.append((text, asked))
+
+    def false_in(text: str, number: int, question: str) -> list:
+        """The claims and statements of `text`, written at turn `number` after `question`, that the records
+        as they stood then do not support."""
         # Each action with its own amount: "I've refunded 7.00" after refunds of 4.00 and 7.00 stands
         # on the second, which the order's money total (11.00) cannot show.
         before = [
@@ -463,7 +467,7 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             for t, g, n, a, cents, currency in actions
             if n < number
         ]
-        false = replyclaims.unsupported(
+        return replyclaims.unsupported(
             text,
             actions=before,
             kinds=kinds,
@@ -494,9 +498,27 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
             kind_of=domain.kind_of,
             states=states,
             shown="\n".join(t for n, _a, k, t in turns if k == Turn.Kind.TOOL_RESULT and n < number),
-            today=recordstates.today(written[number]),
+            today=recordstates.today(written.get(number) or max(at for n, at in written.items() if n <= number)),
             nouns=nouns,
         )
+
+    question = ""
+    sent: list[tuple[str, list[str]]] = []  # the agent's replies so far, with the words of what they answered
+    repeated: set[int] = set()
+    for number, author, kind, text in turns:
+        if kind != Turn.Kind.MESSAGE:
+            continue
+        if author == "customer":
+            question = text  # what a bare "Yes." or "It's done." in the next reply is about
+            customer_said.append(text)
+            continue
+        if author != "agent":
+            continue
+        asked = replycheck.plain_words(question)
+        if replycheck.repeats(text, [reply for reply, to in sent if to != asked]):
+            repeated.add(number)
+        sent.append((text, asked))
+        false = false_in(text, number, question)
         out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
         out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
         out["internal_shown"] += bool(quotes(text, hidden))
@@ -511,6 +533,15 @@ def read_by_customers(ticket_id: int, together=()) -> dict:
         )
         out["not_for_customer"] += bool(found)
         reasons.update(found)
+    # A card's text (a phone call's summary, an e-mail's body) is read on the card by the customer: judged
+    # as a reply written when the card was made.
+    if CARDS_READ:
+        for number, text in _card_texts(ticket_id):
+            asked = next((t for n, a, k, t in reversed(turns) if n < number and a == "customer" and k == "message"), "")
+            false = false_in(text, number, asked)
+            out["false_claims"] += any(c.mode != replyclaims.STATED for c in false)
+            out["false_statements"] += any(c.mode == replyclaims.STATED for c in false)
+            out["internal_shown"] += bool(quotes(text, hidden))
     out["not_for_customer_reasons"] = {r: reasons[r] for r in NOT_FOR_CUSTOMER if reasons[r]}
     messages = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author == "customer"]
     replies = [n for n, author, kind, _ in turns if kind == Turn.Kind.MESSAGE and author in ("agent", "staff")]

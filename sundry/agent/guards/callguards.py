@@ -755,10 +755,18 @@ def _check_invented(inp: GuardInput, args) -> GuardVerdict | None:
     return None
 
 
+# A card's text (a phone call's summary) is read for claims as a reply is: the customer reads it on the card.
+# Off, only the declared customer text is (a real model's card said "a refund is given" where none was).
+CLAIMS_ON_CARDS = True
+
+
 def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
-    (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix."""
-    if not inp.tool.customer_text:
+    (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix. So is such
+    text on the card a contact tool shows the customer (`cards.shown_text`)."""
+    on_card = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args) if CLAIMS_ON_CARDS else []
+    names = list(dict.fromkeys([*inp.tool.customer_text, *on_card]))
+    if not names:
         return None
     records = replyclaims.Records.of(
         _domain(inp),
@@ -773,7 +781,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     )
     # What a bare "Yes." or "It's done." answers: the customer's latest message the request showed.
     question = _latest_customer(inp)
-    false = [c for _, text in _customer_texts(inp, args) for c in records.unsupported(text, question)]
+    false = [c for name in names for c in records.unsupported(_text(args, name), question)]
     if not false:
         return None
     said = replyclaims.describe(false)

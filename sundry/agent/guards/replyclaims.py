@@ -103,7 +103,7 @@ _CLAIMS = {
         + _SPAN
         + r"{0,60}?\b"
         + _DONE
-        + r"(?:issued|processed|sent|completed|approved|made|credited|paid"
+        + r"(?:issued|processed|sent|completed|approved|made|credited|paid|given|granted|provided|applied"
         r"|refunded|initiated|released|recorded|registered|logged|entered|noted)\b"
         r"|"
         + _WE
