@@ -161,6 +161,16 @@ PARTS = [
     ("stream.written", "the streamed reply's sentences judged and sent, inside the call (a step)"),
     ("send", "the SDK's request, streamed or whole, inside the call (a step)"),
     ("commit", "the step's commit, its push included (a step)"),
+    ("calls", "a tool step's calls: guards, the tool, its result, harvest, effects (a step)"),
+    ("call guards", "a call's guards (each)"),
+    ("execute", "a call run: the tool, its result's turn, harvest, effects (each)"),
+    ("harvest", "the ledger's harvest of a result (each)"),
+    ("effects", "a result's effects (each)"),
+    ("turn append (calls)", "a turn the calls append (each)"),
+    ("reply at once", "a plain reply in one statement (a step)"),
+    ("step record", "the step's record, in the transaction (a step)"),
+    ("sql", "a statement (each; a message: all the task's)"),
+    ("db.commit", "a COMMIT (each)"),
     ("push", "a push: its PUBLISHes (each)"),
     ("group_send", "a group send (each: pushes and stream messages)"),
     ("stream.finish", "the stream's 'done' sent after the commit (a step)"),
@@ -198,7 +208,11 @@ def table(result: dict) -> list[str]:
     what = dict(CHAIN)
     for name, s in result["chain"].items():
         rows.append(f"| {name} | {what.get(name, '')} | {s['p50']} | {s['p99']} | {s['mean']} |")
-    rows += ["", "| inside | what | each p50 | each p99 | a message p50 | a message p99 | count |", "|---|---|---:|---:|---:|---:|---:|"]
+    rows += [
+        "",
+        "| inside | what | each p50 | each p99 | a message p50 | a message p99 | count |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     what = dict(PARTS)
     for name, s in result["parts"].items():
         e, m = s["each"], s["per_message"]

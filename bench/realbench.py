@@ -604,7 +604,17 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
             start_new_session=True,
         )
         procs["web"] = subprocess.Popen(
-            [sys.executable, "-m", "bench.benchweb" if cfg.stages else "sundry.web", "--host", HOST, "--port", str(web_port), "--log-level", "warning"],
+            [
+                sys.executable,
+                "-m",
+                "bench.benchweb" if cfg.stages else "sundry.web",
+                "--host",
+                HOST,
+                "--port",
+                str(web_port),
+                "--log-level",
+                "warning",
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=logs["web"],

@@ -114,6 +114,19 @@ STAGES = [
     ("sundry.agent.streaming", "ReplyStream.typing", "stream.typing", "call"),
     ("sundry.agent.streaming", "ReplyStream.written", "stream.written", "call"),
     ("sundry.agent.streaming", "ReplyStream.finish", "stream.finish", "call"),
+    # Inside a step's commit: its tool calls and their pieces, the one-statement reply, the step's record.
+    ("sundry.agent.step", "run_calls", "calls", "call"),
+    ("sundry.agent.calls", "_judge", "call guards", "call"),
+    ("sundry.agent.calls", "execute", "execute", "call"),
+    ("sundry.agent.calls", "apply_effects", "effects", "call"),
+    ("sundry.context.services", "ledger_harvest", "harvest", "call"),
+    ("sundry.agent.calls", "turn_append", "turn append (calls)", "call"),
+    ("sundry.agent.step", "_reply_at_once", "reply at once", "call"),
+    ("sundry.agent.step", "_record_step", "step record", "call"),
+    # Every statement, and every commit: the database's share of a stage.
+    ("django.db.backends.utils", "CursorWrapper.execute", "sql", "call"),
+    ("django.db.backends.utils", "CursorWrapper.executemany", "sql", "call"),
+    ("django.db.backends.base.base", "BaseDatabaseWrapper.commit", "db.commit", "call"),
     ("sundry.tickets.events", "_push", "push", "call"),
     ("sundry.tickets.events", "group_send", "group_send", "call"),
 ]

@@ -17,7 +17,9 @@ from tests.faults.test_database_faults import sent, turn_number, wait_answered
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(300)]
 
 # The controls, for a run by hand: e.g. WORKER_CONNECTION_CONTROL=SUNDRY_WORKER_CONN_MAX_AGE=0
-CONTROL = dict([os.environ["WORKER_CONNECTION_CONTROL"].split("=", 1)]) if os.environ.get("WORKER_CONNECTION_CONTROL") else {}
+CONTROL = (
+    dict([os.environ["WORKER_CONNECTION_CONTROL"].split("=", 1)]) if os.environ.get("WORKER_CONNECTION_CONTROL") else {}
+)
 
 
 def idle_backends(stack) -> dict[int, str]:
