@@ -11,6 +11,10 @@ file created when the worker is ready to take tasks.
 Before the pool forks, the parent imports the model client and loads the token
 encodings: a long-lived worker has paid those once, and a few-minute run
 must not charge them to its first steps.
+
+With `SUNDRY_REALBENCH_STAGES` set, the worker also times a task's stages (`bench.stageclock`)
+and writes them with the task as `spans`, and the time its message was published as
+`published` (a header `bench.benchweb` stamps on the web process's publishes).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
 
+from bench import stageclock
 from sundry.celery import app
 
 __all__ = ["app"]
@@ -40,6 +45,10 @@ def _warm(**kwargs) -> None:
 
     import sundry.agent.loop  # noqa: F401  (the task imports it on its first run)
 
+    if os.environ.get("SUNDRY_REALBENCH_STAGES"):
+        from bench import stageclock
+
+        stageclock.install()
     try:
         from sundry.core.tokens import count_tokens
 
@@ -59,6 +68,17 @@ def _ready(**kwargs) -> None:
 @task_prerun.connect
 def _task_start(task_id=None, **kwargs) -> None:
     _started[task_id] = (time.time(), time.monotonic())
+    stageclock.clear()
+
+
+def _published(task) -> float | None:
+    """The publish time `bench.benchweb` stamped on the task's message (a custom header lands on the
+    request as an attribute, or in its `headers`)."""
+    request = getattr(task, "request", None)
+    stamped = getattr(request, "bench_published", None)
+    if stamped is None:
+        stamped = (getattr(request, "headers", None) or {}).get("bench_published")
+    return stamped
 
 
 @task_postrun.connect
@@ -68,6 +88,7 @@ def _task_end(task_id=None, task=None, args=None, kwargs=None, state=None, **ext
     path = os.environ.get("SUNDRY_REALBENCH_TASKLOG")
     if not path:
         return
+    spans = stageclock.take()
     arg = args[0] if args else next(iter((kwargs or {}).values()), None)  # the ticket (agent) or run (compaction)
     line = json.dumps(
         {
@@ -79,6 +100,8 @@ def _task_end(task_id=None, task=None, args=None, kwargs=None, state=None, **ext
             "start": began,
             "end": ended,
             "seconds": ended_mono - began_mono,
+            "published": _published(task),
+            "spans": spans,
         }
     )
     with open(path, "a") as f:

@@ -108,6 +108,12 @@ class Command(BaseCommand):
             default="private",
             help="A PostgreSQL server of the run's own (default), or a throwaway database on DATABASE_URL's",
         )
+        real.add_argument(
+            "--stages",
+            type=int,
+            default=1,
+            help="Time each message's stages in the run (1, the default) for the breakdown; 0: plain processes",
+        )
 
     def handle(self, *args, **opts):
         say = self.stdout.write
@@ -364,6 +370,8 @@ class Command(BaseCommand):
                     str(opts["seed"]),
                     "--postgres",
                     opts["postgres"],
+                    "--stages",
+                    str(opts.get("stages", 1)),
                 ],
                 capture_output=True,
                 text=True,
@@ -428,6 +436,12 @@ class Command(BaseCommand):
             f"{d['slot_wait_ms']['p99']} ms; without that wait: p50 "
             f"{d['beyond_model_without_slot_wait_ms']['p50']} ms, p99 {d['beyond_model_without_slot_wait_ms']['p99']} ms"
         )
+        if d.get("breakdown"):
+            from bench import breakdown
+
+            say("  where a message's time goes (wall clock, this run; ms):")
+            for row in breakdown.table(d["breakdown"]):
+                say(f"    {row}")
 
     def _spread(self, opts, say) -> dict:
         """One push at a time, to the spread's tickets in turn; latency to that ticket's watchers."""

@@ -97,6 +97,9 @@ class Config:
     # "private": a PostgreSQL server of the run's own (initdb on a free port); "configured":
     # a throwaway database on the server DATABASE_URL names.
     postgres: str = "private"
+    # Time each task's stages and each publish (`bench.stageclock`, `bench.benchweb`) for the
+    # per-message breakdown (`bench.breakdown`); 0: the plain processes.
+    stages: int = 1
 
 
 @dataclass
@@ -567,6 +570,7 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
         "SUNDRY_LOG_LEVEL": "ERROR",
         "SUNDRY_REALBENCH_TASKLOG": str(tasklog),
         "SUNDRY_REALBENCH_READY": str(ready),
+        **({"SUNDRY_REALBENCH_STAGES": "1"} if cfg.stages else {}),
     }
     os.environ.update(env)
     import django
@@ -600,7 +604,17 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
             start_new_session=True,
         )
         procs["web"] = subprocess.Popen(
-            [sys.executable, "-m", "sundry.web", "--host", HOST, "--port", str(web_port), "--log-level", "warning"],
+            [
+                sys.executable,
+                "-m",
+                "bench.benchweb" if cfg.stages else "sundry.web",
+                "--host",
+                HOST,
+                "--port",
+                str(web_port),
+                "--log-level",
+                "warning",
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=logs["web"],
@@ -639,6 +653,11 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     for log in logs.values():
         log.close()
     _forget_queue(tag)
+    keep = os.environ.get("SUNDRY_REALBENCH_KEEP")  # a folder to copy the run's raw records to
+    if keep:
+        for path in (tasklog, modellog):
+            if path.exists():
+                shutil.copy(path, Path(keep) / path.name)
     errors = {name: (workdir / f"{name}.log").read_text(errors="replace")[-3000:] for name in logs}
     # Only the measured part: the warm-up's calls and task came before it.
     ids = {t["id"] for t in tickets}
@@ -649,6 +668,21 @@ def _run(cfg: Config, workdir: Path, database_url: str, say) -> dict:
     calls = [{**c, "ticket": ticket_of.get(c.get("customer"))} for c in _lines(modellog) if c["arrived"] >= started]
     figures = measure(cfg, exchanges, tasks, calls, _steps(sorted(ids)))
     figures["wall_seconds"] = round(ended - started, 1)
+    if cfg.stages:
+        from bench import breakdown
+
+        figures["breakdown"] = breakdown.breakdown(
+            [
+                {
+                    "ticket": ex.ticket,
+                    "posted": ex.posted_wall,
+                    "replied": None if ex.replied is None else ex.posted_wall + (ex.replied - ex.posted),
+                }
+                for ex in exchanges
+            ],
+            tasks,
+            calls,
+        )
     figures["database_connections_peak"] = connections["peak"]
     figures["process_log_tails"] = {name: text for name, text in errors.items() if text.strip()}
     return figures
@@ -845,6 +879,10 @@ def main(argv=None) -> int:
 
     signal.signal(signal.SIGTERM, stopped)
     figures = run(cfg, say=lambda line: print(line, file=sys.stderr, flush=True))
+    if figures.get("breakdown"):
+        from bench import breakdown
+
+        print("\n".join(breakdown.table(figures["breakdown"])), file=sys.stderr, flush=True)
     print(json.dumps(figures))
     return 0
 

@@ -245,6 +245,17 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # A task running when the broker connection drops finishes, and its acknowledgement waits for
 # the new connection; its redelivered copy finds the ticket claimed or answered.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# A worker keeps its PostgreSQL connection from task to task for this many seconds
+# (sundry/core/workerdb.py): connecting cost each agent run 7–20 ms. Before a task's first query
+# the connection is checked (CONN_HEALTH_CHECKS: one empty round trip) and replaced if the server
+# restarted or dropped it; one an error went through is closed after its task. The web process
+# keeps a connection per request (CONN_MAX_AGE=0, above). 0: a connection per task, as before.
+WORKER_CONN_MAX_AGE = int(os.environ.get("SUNDRY_WORKER_CONN_MAX_AGE", "300"))
+WORKER_CONN_HEALTH_CHECKS = env_bool("SUNDRY_WORKER_CONN_HEALTH_CHECKS", True)
+if WORKER_CONN_MAX_AGE:
+    # Celery's Django fixup closes the connection around every task unless told to reuse it; it
+    # then closes it every this-many tasks, and `workerdb` closes it by age, error or failed check.
+    CELERY_DB_REUSE_MAX = 1000
 # Queuing from a request tries briefly, then gives up: the outbox mark on the ticket keeps
 # the wake-up, and the sweep queues it once Redis is back.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}

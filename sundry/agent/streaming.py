@@ -19,7 +19,7 @@ import secrets
 import time
 
 from sundry.agent.guards import provisional
-from sundry.tickets.events import areply_stream, reply_stream, reply_stream_message
+from sundry.tickets.events import areply_stream, reply_stream, reply_stream_message, sent_by
 
 # Sends per second are bounded: a fast model writes dozens of tokens a second, and every
 # watcher's page re-renders the text on each.
@@ -43,6 +43,7 @@ class ReplyStream:
         self.seq = 0
         self._shown = ""
         self._sent_at = 0.0
+        self._last = None  # the last message handed to the push loop (`areply_stream`), not waited for
 
     def _message(self, state: str, text: str = "", turn: int | None = None) -> dict:
         self.seq += 1
@@ -53,7 +54,7 @@ class ReplyStream:
         self.started = True
         self.withdrawn = self.withdrawn or bool(self._shown.strip())
         self._shown, self._sent_at = "", time.monotonic()
-        await areply_stream(self.ticket_id, self._message("typing"))
+        self._last = await areply_stream(self.ticket_id, self._message("typing"), after=self._last)
 
     async def written(self, text: str, *, final: bool = False) -> None:
         shown = provisional.shown(text, known=self.known, final=final, sentence_ok=self._ok)
@@ -64,7 +65,7 @@ class ReplyStream:
             return
         self._shown, self._sent_at = shown, now
         self.showed_text = self.showed_text or bool(shown.strip())
-        await areply_stream(self.ticket_id, self._message("text", shown))
+        self._last = await areply_stream(self.ticket_id, self._message("text", shown), after=self._last)
 
     @property
     def shown_text(self) -> str:
@@ -81,4 +82,5 @@ class ReplyStream:
     def finish(self) -> None:
         """After the step's commit: the stored reply's turn, or None. Nothing if nothing streamed."""
         if self.started:
+            sent_by(self._last)  # "done" after the text the watchers were sent
             reply_stream(self.ticket_id, self._message("done", turn=self.posted_turn))

@@ -11,6 +11,7 @@ loop (`sendloop`), which keeps its connection between pushes.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import logging
 
@@ -140,14 +141,44 @@ def reply_stream_message(
     }
 
 
-async def areply_stream(ticket_id: int, message: dict) -> None:
+# The streamed reply's messages are handed to the push loop and not waited for (False: each waited
+# for, as before): the model call they are sent from goes on reading the reply meanwhile.
+STREAM_UNAWAITED = True
+
+
+async def areply_stream(
+    ticket_id: int, message: dict, after: concurrent.futures.Future | None = None
+) -> concurrent.futures.Future | None:
     """From a model call streaming on an event loop. Not after a commit: provisional text is
     not the database's; a lost one is replaced by the stored turn anyway.
 
-    Sent from a worker thread as every other push is sent (`group_send`), not on the calling
+    Sent on the process's push loop as every other push is sent (`group_send`), not on the calling
     loop: that loop belongs to the gateway's thread and outlives no call it could tidy up after
-    (the channel layer keeps a connection per loop, flushed only when the loop is closed)."""
+    (the channel layer keeps a connection per loop, flushed only when the loop is closed). Over
+    Redis it is handed over and not waited for, sent once `after` (the stream's previous message)
+    has gone, so a stream's messages leave in order; the returned future is this one's. The
+    in-memory layer's queues belong to the loop that reads them: sent from a thread, waited for."""
+    layer = get_channel_layer()
+    if STREAM_UNAWAITED and layer is not None and not isinstance(layer, InMemoryChannelLayer):
+        groups = [staff_group(ticket_id), customer_group(ticket_id)]
+        return sendloop.submit(_in_turn(after, layer, groups, message))
     await asyncio.to_thread(reply_stream, ticket_id, message)
+    return None
+
+
+async def _in_turn(after: concurrent.futures.Future | None, layer, groups: list[str], message: dict) -> None:
+    if after is not None:
+        await asyncio.wait([asyncio.wrap_future(after)])  # how it ended is its own to log
+    try:
+        await asyncio.wait_for(_send_all(layer, groups, message), SEND_TIMEOUT)
+    except Exception:
+        log.warning("push to %s failed", ", ".join(groups), exc_info=True)
+
+
+def sent_by(future: concurrent.futures.Future | None, timeout: float = SEND_TIMEOUT) -> None:
+    """Wait until a message `areply_stream` handed over has gone (or failed, or `timeout` passed)."""
+    if future is not None:
+        concurrent.futures.wait([future], timeout)
 
 
 def reply_stream(ticket_id: int, message: dict) -> None:

@@ -13,6 +13,7 @@ starts its own on its first push.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from collections.abc import Coroutine
@@ -30,6 +31,11 @@ def _running_loop() -> asyncio.AbstractEventLoop:
             threading.Thread(target=loop.run_forever, name="sundry-pushes", daemon=True).start()
             _loop, _pid = loop, os.getpid()
         return _loop
+
+
+def submit(coro: Coroutine) -> concurrent.futures.Future:
+    """Start `coro` on the process's push loop and return at once (its future says how it ended)."""
+    return asyncio.run_coroutine_threadsafe(coro, _running_loop())
 
 
 def run(coro: Coroutine, timeout: float) -> None:
