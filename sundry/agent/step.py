@@ -19,7 +19,7 @@ from django.db.models import Max
 from sundry.agent import answer, calibration, claims, failures, handoff, proposals, recordstates
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
-from sundry.agent.guards import replycheck, replyclaims
+from sundry.agent.guards import replycheck, replyclaims, resent
 from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.streaming import ReplyStream
@@ -578,6 +578,11 @@ def _said_with_calls(ticket: Ticket, append, got, response: ModelResponse, strea
 def _held_why(verdict: replycheck.ReplyVerdict) -> str:
     """What staff read after a held text: the internal text it quotes, the claims no record supports."""
     out = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
+    if resent.REASON in verdict.reasons:
+        out += (
+            " The customer's page shows it twice already, each time after another message; asked again, the "
+            "model wrote it again."
+        )
     if verdict.unsupported:
         out += (
             " It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): "
