@@ -15,22 +15,25 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
 
+from sundry.agent import answer as answering
 from sundry.agent import handoff
-from sundry.agent.guards import resent
+from sundry.agent.guards import replycheck, resent
 from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
+from sundry.context.lanes import TurnData
 from sundry.context.render import HANDED_OFF, SYSTEM_NOTICE_PREFIX
 from sundry.evals import scorecard
 from sundry.portal.selectors import customer_turns
 from sundry.tickets.models import Turn
 from sundry.tickets.services import turn_append
-from sundry.tooling.messages import ModelResponse, ToolCall
+from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
 from tests.agent.claimcase import open_case
 from tests.agent.sse import Streamed
 from tests.agent.test_gateway import no_internet  # noqa: F401  (fixture)
@@ -211,6 +214,52 @@ def test_negative_control_without_the_exemption_the_third_copy_after_calls_is_he
     monkeypatch.setattr(resent, "AFTER_CALLS_EXEMPT", False)
     page, calls = _after_lookups(django_user_model)
     assert page == [(CLOSING, None), (CLOSING, None), (handoff.TEXT, HANDED_OFF)] and calls == [2, 3, 3]
+
+
+# --- the step's time: the re-ask shares it ----------------------------------------------------------------
+
+SAID = "Could you tell me the postcode the parcel was sent to, so I can check where it is?"
+
+
+def _obtained(copies: int, *, deadline: float | None):
+    """`answer.obtain` on a ticket whose page shows `SAID` `copies` times, each after another message, the
+    model writing it again."""
+    turns, n = [], 0
+    for i in range(copies):
+        turns += [
+            TurnData(number=n + 1, author="customer", kind="message", text=f"Where is my parcel, take {i}?"),
+            TurnData(number=n + 2, author="agent", kind="message", text=SAID),
+        ]
+        n += 2
+    turns.append(TurnData(number=n + 1, author="customer", kind="message", text="Is it still in transit?"))
+    request = ModelRequest(model="scripted", messages=[Message(role="user", content="Is it still in transit?")])
+    model = ScriptedModel([ModelResponse(text=SAID)] * 2)
+    got = answering.obtain(Gateway(override=model), request, model="scripted", turns=turns, deadline=deadline)
+    return got, model
+
+
+def test_with_no_time_left_to_ask_again_a_second_copy_posts_and_a_third_is_held(monkeypatch):
+    monkeypatch.setattr(answering, "MIN_REASK_SECONDS", 1e6)  # whatever the step has left is too little
+    second, model = _obtained(1, deadline=time.monotonic() + 60)
+    assert second.verdict.action == replycheck.POST and len(model.requests) == 1
+    assert second.checks[-1]["not_asked_again"] == "no_time"
+    third, model = _obtained(2, deadline=time.monotonic() + 60)
+    assert third.verdict.action == replycheck.HOLD and third.verdict.reasons == [resent.REASON]
+    assert len(model.requests) == 1
+
+
+def test_with_time_left_the_re_ask_is_made_within_the_step():
+    second, model = _obtained(1, deadline=time.monotonic() + 60)
+    assert second.verdict.action == replycheck.POST and len(model.requests) == 2
+    third, model = _obtained(2, deadline=time.monotonic() + 60)
+    assert third.verdict.action == replycheck.HOLD and len(model.requests) == 2
+
+
+def test_negative_control_one_copy_allowed_the_second_is_held_when_not_asked_again(monkeypatch):
+    monkeypatch.setattr(answering, "MIN_REASK_SECONDS", 1e6)
+    monkeypatch.setattr(resent, "MOST_COPIES", 1)
+    second, _ = _obtained(1, deadline=time.monotonic() + 60)
+    assert second.verdict.action == replycheck.HOLD
 
 
 # --- streamed ----------------------------------------------------------------------------------------------
