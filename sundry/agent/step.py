@@ -580,8 +580,8 @@ def _held_why(verdict: replycheck.ReplyVerdict) -> str:
     out = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
     if resent.REASON in verdict.reasons:
         out += (
-            " The customer's page shows it twice already, each time after another message; asked again, the "
-            "model wrote it again."
+            f" It is word for word a reply the customer's page already shows {resent.MOST_COPIES} times, each after "
+            "another message; no more copies are posted."
         )
     if verdict.unsupported:
         out += (
