@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sundry.agent import recordstates
-from sundry.agent.guards import provisional, replycheck, replyclaims, unfinished
+from sundry.agent.guards import provisional, replycheck, replyclaims, resent, unfinished
 from sundry.agent.provider import callids, textcalls
 from sundry.agent.provider.gateway import Gateway, GatewayCall, ModelCallError
 from sundry.agent.streaming import ReplyStream
@@ -344,6 +344,7 @@ def obtain(
     recent = recent_customer_texts(turns)
     everything = customer_texts(turns)
     rejected = after_rejection(turns)
+    sent = resent.Sent.of(turns)
 
     def judge(text: str, *, truncated: bool, retried: bool, calls_follow: bool = False) -> replycheck.ReplyVerdict:
         verdict = replycheck.check_reply(
@@ -388,12 +389,18 @@ def obtain(
             facts = dataclasses.replace(facts, states=ahead)
         stream.known = frozenset(known)
         stream.sentence_ok = lambda upto: sentence_passes(upto, facts, internal, question, posts_as_is)
+        # A reply sent before may be asked again: nothing of it shows until it says something of its own.
+        stream.waits = (lambda upto: sent.so_far(upto)) if resent.ASK_AGAIN else None
     try:
         calls: list[GatewayCall] = []
         failed_ms = 0
         answer = Answer(call=None)
         for retried in (False, True):
             left = _left(deadline)
+            if retried and left is not None and left < MIN_REASK_SECONDS and resent.only_repeat(answer.verdict):
+                resent.unasked(answer.verdict, sent)  # no time to ask again: a second copy posts, a third is held
+                answer.checks[-1] = {**answer.checks[-1], "not_asked_again": "no_time"}
+                break
             if retried and left is not None and left < MIN_REASK_SECONDS:
                 # No time left in the step to ask again: held, never sent, and said why.
                 answer.verdict.action = replycheck.HOLD
@@ -437,6 +444,8 @@ def obtain(
                     _keep_shown(answer, verdict, prose, stream, judge)
                 break
             verdict = judge(response.text, truncated=response.truncated, retried=retried)
+            if not response.offline:  # the offline agent's reply is Sundry's code's, the same when asked again
+                verdict = resent.judged(verdict, sent, retried)
             answer.verdict = verdict
             answer.checks.append(verdict.as_json())
             if _keep_shown(answer, verdict, response.text or "", stream, judge):
@@ -448,16 +457,15 @@ def obtain(
             said = [Message(role="assistant", content=response.text)] if (response.text or "").strip() else []
             if NOTICES_ARE_OWN_WORDS:
                 declared = (*declared, verdict.prompt)  # what the re-ask tells the model is Sundry's words too
-            request = request.model_copy(
-                update={
-                    "messages": [
-                        *request.messages,
-                        *said,
-                        Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt),
-                    ]
-                }
-            )
-        if answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
+            notice = Message(role="user", content=SYSTEM_NOTICE_PREFIX + verdict.prompt)
+            if resent.only_repeat(verdict):
+                # Nothing to mend in a reply sent before: the model is told so in Sundry's voice, and not shown
+                # the reply again (shown it, a small model writes it once more).
+                said, notice = [], Message(role="system", content=SYSTEM_NOTICE_PREFIX + verdict.prompt)
+            request = request.model_copy(update={"messages": [*request.messages, *said, notice]})
+        if resent.only_repeat(answer.verdict):
+            resent.unasked(answer.verdict, sent)  # the re-ask failed: a second copy posts, a third is held
+        elif answer.verdict is not None and answer.verdict.action == replycheck.RETRY:
             # The re-ask failed: what was asked for again is not sent either.
             answer.verdict.action = replycheck.HOLD
         answer.call = _summed(calls, failed_ms)

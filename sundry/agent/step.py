@@ -19,7 +19,7 @@ from django.db.models import Max
 from sundry.agent import answer, calibration, claims, failures, handoff, proposals, recordstates
 from sundry.agent.calls import StepOutcome, run_calls
 from sundry.agent.claims import Claim
-from sundry.agent.guards import replycheck, replyclaims
+from sundry.agent.guards import replycheck, replyclaims, resent
 from sundry.agent.models import AgentStep
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.streaming import ReplyStream
@@ -578,6 +578,11 @@ def _said_with_calls(ticket: Ticket, append, got, response: ModelResponse, strea
 def _held_why(verdict: replycheck.ReplyVerdict) -> str:
     """What staff read after a held text: the internal text it quotes, the claims no record supports."""
     out = f" It quotes internal-only text: {verdict.quoted}." if verdict.quoted else ""
+    if resent.REASON in verdict.reasons:
+        out += (
+            f" It is word for word a reply the customer's page already shows {resent.MOST_COPIES} times, each after "
+            "another message; no more copies are posted."
+        )
     if verdict.unsupported:
         out += (
             " It says what no record of this ticket shows (no tool did it, or no card or hold stands for it): "

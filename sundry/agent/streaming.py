@@ -35,6 +35,9 @@ class ReplyStream:
         # Judges the text up to a sentence's end as the final check would (claims, internal text); set by
         # the caller.
         self.sentence_ok = None
+        # Whether the text so far is still the start of a reply sent before, which the check may ask for
+        # again: its sentences wait to show with one that moves on. Set by the caller.
+        self.waits = None
         self._judged: dict[str, bool] = {}  # each prefix is judged once, however often the text grows
         self.started = False
         self.showed_text = False  # any text reached the watchers (not only "is writing…")
@@ -57,7 +60,7 @@ class ReplyStream:
         self._last = await areply_stream(self.ticket_id, self._message("typing"), after=self._last)
 
     async def written(self, text: str, *, final: bool = False) -> None:
-        shown = provisional.shown(text, known=self.known, final=final, sentence_ok=self._ok)
+        shown = provisional.shown(text, known=self.known, final=final, sentence_ok=self._ok, waits=self.waits)
         if shown == self._shown:
             return
         now = time.monotonic()

@@ -1,16 +1,14 @@
-"""The scorecard shows the replies the agent had already sent, word for word, to another message.
+"""The reading of a reply the agent had already sent, word for word, to another message, and the scorecard's count.
 
 Real-model run 19 (docs/real-model.md) posted one reply — '"Hello, Sundry! I apologize for the repetition.
 It's been ages. I never saw those. How can I assist you with this?"' — to seven different customer messages in
 a row, and the scorecard read nothing: no claim, no Sundry words, no message left without a reply. The reading
 needs no grasp of the words: the reply is word for word (case and punctuation aside) one the agent sent earlier
-on the ticket to a customer message with other words (`replycheck.repeats`). It is shown, not judged, and the
-reply check does not act on it: the same answer to a question asked again in other words is right (the offline
-agent's scenarios ask a parcel's status twice), and so is a courtesy said twice or a card's "I've put this on a
-card for you to confirm" (a re-ask on every repeat was tried: it cost a model call in fourteen of the suite's
-scripted conversations). Cases come from a grammar; the 882 recorded GPT-4.1 replies are the false flags'
-corpus. Negative control: one word changed, a reply to the same words asked again, a short reply.
-"""
+on the ticket to a customer message with other words (`replycheck.repeats`). What the agent does about it is
+`guards/resent.py`'s (asked again once, a second copy posted, a third held: tests/agent/test_reply_resent.py);
+the scorecard counts the copies that reached the page. Cases come from a grammar; the 882 recorded GPT-4.1
+replies are the false flags' corpus. Negative control: one word changed, a reply to the same words asked again,
+a short reply."""
 
 from __future__ import annotations
 

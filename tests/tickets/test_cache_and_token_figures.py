@@ -49,6 +49,16 @@ def _serialised(request: ModelRequest) -> list[str]:
     return [json.dumps(m.model_dump(), sort_keys=True) for m in request.messages]
 
 
+REPLIES = [
+    "Thanks, noted. We are looking into it.",
+    "Thank you, we are checking that now.",
+    "Understood, our team will look at it.",
+    "Noted, we will get back to you about it.",
+    "Thanks, we have added that to your case.",
+    "Got it, we are still looking into this.",
+]
+
+
 class PrefixCache:
     """A provider with automatic prefix caching, as OpenAI's: the leading messages identical to the
     previous request's are read from the cache. It counts tokens with its own tokenizer."""
@@ -56,6 +66,7 @@ class PrefixCache:
     def __init__(self, *, tokens_per_char: float | None = None):
         self.previous: list[str] = []
         self.tokens_per_char = tokens_per_char
+        self.replies = 0
 
     def tokens(self, text: str) -> int:
         return int(len(text) * self.tokens_per_char) if self.tokens_per_char else count_tokens(text, GPT)
@@ -70,8 +81,10 @@ class PrefixCache:
             cached += self.tokens(after)
         self.previous = now
         total = tools + sum(self.tokens(m) for m in now)
+        # A reply of its own to each message: one reply sent to every message is asked for again (`resent`).
+        self.replies += 1
         return ModelResponse(
-            text="Thanks, noted. We are looking into it.",
+            text=REPLIES[(self.replies - 1) % len(REPLIES)],
             usage=Usage(input_tokens=total, output_tokens=9, cached_input_tokens=cached),
         )
 

@@ -100,8 +100,11 @@ def shown(
     known: set[str] | frozenset[str] = frozenset(),
     final: bool = False,
     sentence_ok: Callable[[str], bool] | None = None,
+    waits: Callable[[str], bool] | None = None,
 ) -> str:
-    """The prefix of `text` that may be shown now (possibly empty)."""
+    """The prefix of `text` that may be shown now (possibly empty). `waits(upto)`: the text so far must wait
+    for a sentence after it (it is still the start of a reply sent before, which may be asked again); never
+    shown if the reply ends so."""
     text = text or ""
     cut = _PROTOCOL.search(text)
     broken = cut is not None
@@ -125,7 +128,7 @@ def shown(
             lead += sentence  # "I'm sorry." may open a bare refusal: shown with what follows it
             continue
         sentence, lead = lead + sentence, ""
-        if unfinished.ending(out + intro + sentence):
+        if unfinished.ending(out + intro + sentence) or (waits is not None and waits(out + intro + sentence)):
             intro += sentence  # "…these steps:" is shown with the first of them, never alone
             continue
         sentence, intro = intro + sentence, ""

@@ -86,7 +86,7 @@ _OWN_WORDS = re.compile(
     # Sundry's replies are held, and its reasons are codes in brackets; a customer's refund is "held for approval".
     r"|\b(?:a|the|this|that|my|our)\s+(?:last\s+|previous\s+|first\s+)?(?:reply|replies|answer|response|message)"
     r"\s+(?:was|were|has\s+been|have\s+been|is|got)\s+(?:being\s+)?held\b(?!\s+(?:up|back|at|in|by)\b)"
-    r"|\bheld\s+for\s+staff\s*\(\s*(?:[a-z]+_[a-z_]+|markup|notice|echo|empty|truncated|unfinished)\b",
+    r"|\bheld\s+for\s+staff\s*\(\s*(?:[a-z]+_[a-z_]+|markup|notice|echo|repeat|empty|truncated|unfinished)\b",
     re.I,
 )
 # A reply that is nothing but a stand-in for an answer: an empty answer's placeholder as a re-ask once showed
@@ -167,7 +167,8 @@ class ReplyVerdict:
     text: str = ""  # what to post (POST), or the reply as written (RETRY, HOLD)
     reasons: list[str] = field(
         default_factory=list
-    )  # empty, truncated, markup, notice, echo, about_customer, bare_refusal, unfinished, invented_id, to_agent
+    )  # empty, truncated, markup, notice, echo, about_customer, bare_refusal, unfinished, invented_id, to_agent,
+    # repeat (`resent`)
     notes: list[str] = field(default_factory=list)  # what was removed, for staff
     invented: list[str] = field(default_factory=list)
     prompt: str = ""  # for RETRY: what the model is told
@@ -330,9 +331,10 @@ def repeats(reply: str, earlier) -> bool:
     """The reply is one the agent already sent on this ticket, word for word (case and punctuation aside),
     though the customer has written something else since (real-model run 19 posted one reply to seven
     different messages). `earlier`: the agent's replies to other messages. A short one ("You're welcome!")
-    is not read. Counted by the scorecard, not held or asked again: the same answer to a question asked
-    again in other words is right ("Where is my parcel?", later "Is it still in transit?"), and a card's
-    "I've put this on a card for you to confirm" fits every card."""
+    is not read. What is done about it is `resent`'s (asked again once; a second copy posted, a third held):
+    the same answer to a question asked again in other words is right ("Where is my parcel?", later "Is it
+    still in transit?"), and the words alone cannot tell it from a model stuck on one reply. The scorecard
+    counts the copies that reached the page."""
     words = _words(reply)
     return len(words) >= ECHO_MIN_WORDS and any(_words(e) == words for e in earlier)
 
