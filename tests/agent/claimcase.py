@@ -10,6 +10,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from sundry.agent.loop import agent_run
+from sundry.agent.provider.gateway import Gateway
+from sundry.agent.provider.scripted import ScriptedModel
 from sundry.agent.services import customer_message_post
 from sundry.desk.lifecycle import ticket_create
 from sundry.portal.selectors import customer_turns
@@ -39,6 +42,19 @@ def customer_reads(case) -> str:
     """Everything the customer sees of the ticket: their turns, and their page's HTML."""
     turns = " ".join(t.text for t in customer_turns(case["ticket"]))
     return turns + case["page"].get(f"/help/tickets/{case['ticket'].pk}/").content.decode()
+
+
+def run_scripted(case, said, *answers) -> ScriptedModel:
+    """The customer writes `said`; the agent runs on the scripted `answers` (the model returned)."""
+    customer_message_post(ticket=case["ticket"], text=said, wake=False)
+    model = ScriptedModel(list(answers))
+    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
+    return model
+
+
+def others_said(case) -> list[str]:
+    """What the customer's page shows that they did not write: the agent's and staff's messages, in order."""
+    return [t.text for t in customer_turns(case["ticket"]) if t.author != "customer"]
 
 
 def reply_via(via, text) -> ModelResponse:

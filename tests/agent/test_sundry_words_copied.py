@@ -17,22 +17,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from django.test import Client
 
 from sundry.agent import answer, handoff
 from sundry.agent.guards import replycheck
-from sundry.agent.loop import agent_run
-from sundry.agent.provider.gateway import Gateway
-from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
-from sundry.desk.lifecycle import ticket_create
 from sundry.evals import scorecard
-from sundry.portal.selectors import customer_turns
-from sundry.tickets.models import Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse
 from tests.agent import recorded
-from tests.factories import CustomerFactory, TicketClassFactory, paid_order
+from tests.agent.claimcase import open_case, others_said, run_scripted
 
 ORDER = "SU-21487"
 TOOLS = frozenset(get_domain().tools)
@@ -172,24 +164,10 @@ def test_negative_control_without_the_re_ask_as_declared_words_copies_post():
 
 @pytest.fixture
 def case(django_user_model):
-    user = django_user_model.objects.create_user("dana", password="pw")
-    customer = CustomerFactory(user=user)
-    paid_order(customer=customer, number=ORDER, prices=(4000,))
-    ticket = ticket_create(customer=customer.person, ticket_class=TicketClassFactory(approval_rules={}), subject="Hi")
-    page = Client()
-    page.force_login(user)
-    return {"ticket": ticket, "page": page}
+    return open_case(django_user_model, None, order=ORDER, subject="Hi", prices=(4000,))
 
 
-def _run(case, said, *answers) -> ScriptedModel:
-    customer_message_post(ticket=case["ticket"], text=said, wake=False)
-    model = ScriptedModel(list(answers))
-    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    return model
-
-
-def _said(case) -> list[str]:
-    return [t.text for t in customer_turns(case["ticket"]) if t.author != Turn.Author.CUSTOMER]
+_run, _said = run_scripted, others_said
 
 
 def _page(case) -> str:
