@@ -307,7 +307,7 @@ TOOL_NAME = "tool_name"  # `replycheck.names_a_tool`: a call written out ("TOOL 
 UNFINISHED = replycheck.UNFINISHED  # `unfinished`: an ending that introduces what never follows
 OWN_WORDS = "own_words"  # `replycheck.own_words`: a re-ask's words copied, or a stand-in such as "(no reply)"
 NOTICE_WORDS = "notice_words"  # a sentence of a notice or re-ask Sundry showed the model (`answer.notice_texts`)
-PROGRAM_WORD = replycheck.PROGRAM_WORD  # `replycheck.program_word`: "order_number", a name programs write
+PROGRAM_WORD = replycheck.PROGRAM_WORD  # `replycheck.program_word`: "due_date", a name programs write
 NOT_FOR_CUSTOMER = (
     OWN_TERMS,
     DECLARED_WORDS,

@@ -123,16 +123,16 @@ def names_a_tool(text: str, tools) -> bool:
 
 # The tests' negative control switches it off.
 PROGRAM_WORDS = True
-# Letters joined by underscores ("order_number", "refund_method"): a name in a program — a field, a
+# Letters joined by underscores ("due_date", "reply_channel"): a name in a program — a field, a
 # parameter, a key — never a word to a customer. Not inside an e-mail address or a link, and not with
-# digits ("credit_card_7815", an identifier a tool returned: the identifier reading judges those).
+# digits ("gift_card_7815", an identifier a tool returned: the identifier reading judges those).
 _PROGRAM_WORD = re.compile(r"(?<![\w@./:#-])[A-Za-z]+(?:_[A-Za-z]+)+(?![\w@-])")
 
 
 def program_word(text: str, known=()) -> str:
     """The first name written the way programs write them (letters joined by underscores) in `text`, or
     "": Sundry's field and parameter names copied to a customer (real-model run 21 posted "STATE:
-    order_number, issue, item, amount, refund_method, …" seven times). `known`: identifiers the request
+    <the fact tool's field names>, …" seven times). `known`: identifiers the request
     showed, which pass. None of the 882 recorded replies of a strong model writes one."""
     if not PROGRAM_WORDS:
         return ""
