@@ -57,6 +57,13 @@ def others_said(case) -> list[str]:
     return [t.text for t in customer_turns(case["ticket"]) if t.author != "customer"]
 
 
+def phone_call_logged(case, summary) -> ModelResponse:
+    """The model's call logging a phone call with `case`'s customer, `summary` its text (shown on the card)."""
+    customer_id = case["ticket"].customer.external_key
+    arguments = {"customer_id": customer_id, "summary": summary}
+    return ModelResponse(tool_calls=[ToolCall(id="p1", name="log_phone_call", arguments=arguments)])
+
+
 def reply_via(via, text) -> ModelResponse:
     """`text` as the model's plain reply (via "reply") or through the reply_to_customer tool."""
     if via == "reply":

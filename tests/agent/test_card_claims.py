@@ -22,8 +22,8 @@ from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
 from sundry.evals import scorecard
 from sundry.tickets.models import Turn
-from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.claimcase import LOOKUP, ORDER, case, customer_reads  # noqa: F401  (case: the fixture)
+from sundry.tooling.messages import ModelResponse
+from tests.agent.claimcase import LOOKUP, ORDER, case, customer_reads, phone_call_logged  # noqa: F401  (case: the fixture)
 
 CLAIMS = [
     "a refund is given",
@@ -48,12 +48,7 @@ def _summaries(parts):
 
 def _logged(case, summary) -> tuple[bool, list[str]]:
     """Whether `summary` made a card, and the guards that refused the call."""
-    customer_id = case["ticket"].customer.external_key
-    call = ModelResponse(
-        tool_calls=[
-            ToolCall(id="p1", name="log_phone_call", arguments={"customer_id": customer_id, "summary": summary})
-        ]
-    )
+    call = phone_call_logged(case, summary)
     model = ScriptedModel([LOOKUP, call, ModelResponse(text=f"Thanks, I have looked at {ORDER}.")])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     made = Confirmation.objects.filter(ticket=case["ticket"], arguments__summary=summary).exists()

@@ -31,7 +31,7 @@ from sundry.evals import scorecard
 from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.domain import get_domain
 from sundry.tooling.messages import ModelResponse, ToolCall
-from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads  # noqa: F401  (case: the fixture)
+from tests.agent.claimcase import LOOKUP, REFUND, case, customer_reads, phone_call_logged  # noqa: F401  (case: the fixture)
 
 ORDER, OTHER = "SU-41001", "SU-41002"
 KINDS = replyclaims.kinds_of(get_domain().tools)
@@ -376,12 +376,7 @@ def test_sundrys_own_words_or_an_echo_sent_through_reply_to_customer_are_refused
 def test_sundrys_own_words_never_reach_a_card_the_customer_reads(case, summary, guard):
     """A contact tool's text is shown on the customer's card as it would go out: copied notice text in it
     is refused like a reply's, so no card carries it. Control: a summary in its own words makes the card."""
-    customer_id = case["ticket"].customer.external_key
-    call = ModelResponse(
-        tool_calls=[
-            ToolCall(id="p1", name="log_phone_call", arguments={"customer_id": customer_id, "summary": summary})
-        ]
-    )
+    call = phone_call_logged(case, summary)
     model = ScriptedModel([LOOKUP, call, ModelResponse(text=f"Thanks, I have looked at {ORDER}.")])
     agent_run(case["ticket"].pk, gateway=Gateway(override=model))
     cards = Confirmation.objects.filter(ticket=case["ticket"])

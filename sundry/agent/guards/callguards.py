@@ -582,6 +582,13 @@ def _customer_texts(inp: GuardInput, args):
     return ((name, _text(args, name)) for name in inp.tool.customer_text)
 
 
+def _read_by_customer(inp: GuardInput, args, *, on_card: bool = True) -> list[str]:
+    """The arguments the customer reads: those the tool declares, then what its card shows of the call
+    (`cards.shown_text`: a phone call's summary) unless `on_card` is false; each once."""
+    shown = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args) if on_card else []
+    return list(dict.fromkeys([*inp.tool.customer_text, *shown]))
+
+
 def _check_internal(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer (a reply, an email) that quotes internal-only text waits for staff."""
     if not inp.internal or not inp.tool.customer_text:
@@ -658,11 +665,11 @@ def _check_copied(inp: GuardInput, args) -> GuardVerdict | None:
     reason, a notice) or says the customer's message back is refused, as the reply check asks a plain
     reply again: a small model copies what it reads into whatever reaches the customer. Text a card shows
     (a phone call's summary) is held to Sundry's words only: it may well repeat what the customer said."""
-    on_card = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args)
-    if not inp.tool.customer_text and not on_card:
+    names = _read_by_customer(inp, args)
+    if not names:
         return None
     recent = [m.text for m in reversed(inp.said or ()) if m.author == "customer"][: replycheck.RECENT_CUSTOMER]
-    for name in dict.fromkeys([*inp.tool.customer_text, *on_card]):
+    for name in names:
         why = replycheck.copied(_text(args, name), recent if name in inp.tool.customer_text else (), inp.declared)
         if why == "notice":
             return _reject(
@@ -764,8 +771,7 @@ def _check_claims(inp: GuardInput, args) -> GuardVerdict | None:
     """Text bound for the customer that says an action was done which no record of this ticket shows
     (`replyclaims`) is refused: nothing is sent, and the model is told which sentence to fix. So is such
     text on the card a contact tool shows the customer (`cards.shown_text`)."""
-    on_card = cards.shown_text(inp.tool, _domain(inp).tool(inp.tool.name), args) if CLAIMS_ON_CARDS else []
-    names = list(dict.fromkeys([*inp.tool.customer_text, *on_card]))
+    names = _read_by_customer(inp, args, on_card=CLAIMS_ON_CARDS)
     if not names:
         return None
     records = replyclaims.Records.of(
