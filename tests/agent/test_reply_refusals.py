@@ -25,10 +25,8 @@ from django.test import Client
 from sundry.agent import answer, handoff
 from sundry.agent.guards import callguards, provisional, refusals, replycheck
 from sundry.agent.guards.callguards import GuardInput
-from sundry.agent.loop import agent_run
 from sundry.agent.provider.gateway import Gateway
 from sundry.agent.provider.scripted import ScriptedModel
-from sundry.agent.services import customer_message_post
 from sundry.agent.streaming import ReplyStream
 from sundry.context.lanes import TurnData
 from sundry.desk.lifecycle import ticket_create
@@ -39,6 +37,7 @@ from sundry.tickets.models import Ticket, Turn
 from sundry.tooling.messages import Message, ModelRequest, ModelResponse, ToolCall
 from sundry.tooling.tools import REGISTRY
 from tests.agent import recorded
+from tests.agent.claimcase import run_scripted
 from tests.factories import CustomerFactory, TicketClassFactory, paid_order
 
 ORDER = "SU-26675"
@@ -362,11 +361,7 @@ def case(django_user_model):
     return {"ticket": ticket, "page": page, "desk": desk}
 
 
-def _run(case, said, *answers) -> ScriptedModel:
-    customer_message_post(ticket=case["ticket"], text=said, wake=False)
-    model = ScriptedModel(list(answers))
-    agent_run(case["ticket"].pk, gateway=Gateway(override=model))
-    return model
+_run = run_scripted
 
 
 def _said(case) -> list[str]:
